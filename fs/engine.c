@@ -1,0 +1,497 @@
+/* engine.c - nodes, decoded chunks, the cache around them, and the single
+ * place where data errors are logged (see engine.h). */
+#include "engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/log.h"
+#include "../src/buf.h"
+#include "render.h"
+
+/* Node table entries beyond this are not remembered when they are plain
+ * directories (chunk directories of huge grids must not grow the table). */
+#define ENGINE_MAX_NODES 1000000
+#define ENGINE_NODE_BUCKETS 4096
+#define ENGINE_MAX_META (64u << 20)
+
+struct node_slot {
+  struct node_slot *next;
+  struct znode *node;
+};
+
+/* A decode in progress: other threads wanting the same chunk wait for it
+ * rather than decoding it again (readahead sends parallel reads). */
+struct flight {
+  struct flight *next;
+  char key[];
+};
+
+/* A remembered failure: the same error is answered without a new log line. */
+struct err_obj {
+  struct zobj obj;
+  int code;
+  char msg[ZERR_MSG_MAX];
+};
+
+/* FNV-1a of a path. */
+static uint64_t path_hash(const char *k) {
+  uint64_t h = 1469598103934665603ULL;
+  for (; *k; k++)
+    h = (h ^ (uint8_t)*k) * 1099511628211ULL;
+  return h;
+}
+
+/* Log one line naming the store and key. */
+void engine_log(struct engine *e, const char *key, const char *msg) {
+  zlog(ZLOG_ERR, "%s: %s: %s", e->store->location, *key ? key : ".", msg);
+}
+
+/* Build the engine. */
+int engine_new(struct store *store, const struct engine_config *cfg,
+               struct engine **out, struct zerr *err) {
+  struct engine *e = calloc(1, sizeof *e);
+  if (!e)
+    return zerr_set(err, ENOMEM, "out of memory");
+  e->store = store;
+  e->cache = zcache_new(cfg->cache_size);
+  e->sizes = zsizes_new(cfg->size_table_max ? cfg->size_table_max : 1 << 20);
+  e->node_nbuckets = ENGINE_NODE_BUCKETS;
+  e->node_buckets = calloc(e->node_nbuckets, sizeof *e->node_buckets);
+  e->env.max_decoded = cfg->max_decoded;
+  if (!e->cache || !e->sizes || !e->node_buckets) {
+    zcache_free(e->cache);
+    zsizes_free(e->sizes);
+    free(e->node_buckets);
+    free(e);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  pthread_mutex_init(&e->nodes_lock, NULL);
+  pthread_mutex_init(&e->flight_lock, NULL);
+  pthread_cond_init(&e->flight_cond, NULL);
+  *out = e;
+  return 0;
+}
+
+/* Free one node; NULL-safe. */
+static void znode_free(struct znode *n) {
+  if (!n)
+    return;
+  chain_free(n->chain);
+  zmeta_free(n->meta);
+  free(n->view_error);
+  free(n->path);
+  free(n);
+}
+
+/* Free everything; NULL-safe. */
+void engine_free(struct engine *e) {
+  if (!e)
+    return;
+  for (size_t i = 0; i < e->node_nbuckets; i++) {
+    struct node_slot *s = e->node_buckets[i];
+    while (s) {
+      struct node_slot *nx = s->next;
+      znode_free(s->node);
+      free(s);
+      s = nx;
+    }
+  }
+  free(e->node_buckets);
+  zcache_free(e->cache);
+  zsizes_free(e->sizes);
+  store_free(e->store);
+  pthread_mutex_destroy(&e->nodes_lock);
+  pthread_mutex_destroy(&e->flight_lock);
+  pthread_cond_destroy(&e->flight_cond);
+  free(e);
+}
+
+/* Join a prefix and a name into a store key. */
+static int key_join(char *buf, size_t len, const char *prefix,
+                    const char *name) {
+  int n = *prefix ? snprintf(buf, len, "%s/%s", prefix, name)
+                  : snprintf(buf, len, "%s", name);
+  return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : n;
+}
+
+/* Record why an array's views cannot work, and say it once. */
+static void node_set_error(struct engine *e, struct znode *n, const char *key,
+                           const char *msg) {
+  n->view_error = strdup(msg);
+  engine_log(e, key, msg);
+}
+
+/* Read and interpret path/zarr.json. */
+static struct znode *node_load(struct engine *e, const char *path) {
+  struct znode *n = calloc(1, sizeof *n);
+  if (!n)
+    return NULL;
+  n->path = strdup(path);
+  if (!n->path) {
+    free(n);
+    return NULL;
+  }
+  char key[4096];
+  if (key_join(key, sizeof key, path, "zarr.json") < 0)
+    return n; /* ZNODE_NONE */
+  uint8_t *text;
+  size_t len;
+  struct zerr err = {0};
+  int rc = store_read_all(e->store, key, ENGINE_MAX_META, &text, &len, &err);
+  if (rc == -ENOENT || rc == -ENOTDIR || rc == -EINVAL)
+    return n;
+  if (rc < 0) {
+    n->kind = ZNODE_BROKEN;
+    node_set_error(e, n, key, err.msg);
+    return n;
+  }
+  rc = zmeta_parse((const char *)text, len, &n->meta, &err);
+  free(text);
+  if (rc < 0) {
+    n->kind = ZNODE_BROKEN;
+    char msg[ZERR_MSG_MAX + 32];
+    snprintf(msg, sizeof msg, "invalid metadata: %s", err.msg);
+    node_set_error(e, n, key, msg);
+    return n;
+  }
+  if (n->meta->node == ZMETA_GROUP) {
+    n->kind = ZNODE_GROUP;
+    return n;
+  }
+  n->kind = ZNODE_ARRAY;
+  struct zmeta *m = n->meta;
+  n->spec.ndim = m->ndim;
+  memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
+  n->spec.nelem = m->chunk_nelem;
+  n->spec.dtype = m->dtype;
+  n->spec.fill = m->fill;
+  n->spec.fill_len = m->fill_len;
+  if (m->dtype.kind == DT_UNKNOWN) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "unsupported data type '%s'", m->dtype.name);
+    node_set_error(e, n, key, msg);
+    return n;
+  }
+  if (chain_build(m->codecs, &n->spec, &n->chain, &err) < 0) {
+    n->chain = NULL;
+    node_set_error(e, n, key, err.msg);
+  }
+  return n;
+}
+
+/* Cached node lookup; loads on first use. */
+const struct znode *engine_node(struct engine *e, const char *path) {
+  static const struct znode none = {ZNODE_NONE, "", NULL, NULL, NULL, {0}};
+  uint64_t h = path_hash(path);
+  size_t b = h % e->node_nbuckets;
+  pthread_mutex_lock(&e->nodes_lock);
+  for (struct node_slot *s = e->node_buckets[b]; s; s = s->next)
+    if (!strcmp(s->node->path, path)) {
+      pthread_mutex_unlock(&e->nodes_lock);
+      return s->node;
+    }
+  pthread_mutex_unlock(&e->nodes_lock);
+
+  /* Load outside the lock: it reads the store. Two threads may race to
+   * load the same node; the first insert wins, the other copy is freed. */
+  struct znode *n = node_load(e, path);
+  if (!n)
+    return &none;
+  pthread_mutex_lock(&e->nodes_lock);
+  for (struct node_slot *s = e->node_buckets[b]; s; s = s->next)
+    if (!strcmp(s->node->path, path)) {
+      pthread_mutex_unlock(&e->nodes_lock);
+      znode_free(n);
+      return s->node;
+    }
+  if (n->kind == ZNODE_NONE && e->node_count >= ENGINE_MAX_NODES) {
+    pthread_mutex_unlock(&e->nodes_lock);
+    znode_free(n);
+    return &none;
+  }
+  struct node_slot *s = malloc(sizeof *s);
+  if (!s) {
+    pthread_mutex_unlock(&e->nodes_lock);
+    znode_free(n);
+    return &none;
+  }
+  s->node = n;
+  s->next = e->node_buckets[b];
+  e->node_buckets[b] = s;
+  e->node_count++;
+  pthread_mutex_unlock(&e->nodes_lock);
+  return n;
+}
+
+/* Walk the ancestors of key from the root down to the first array. */
+const struct znode *engine_array_of(struct engine *e, const char *key,
+                                    const char **rel) {
+  char prefix[4096];
+  size_t klen = strlen(key);
+  if (klen >= sizeof prefix)
+    return NULL;
+  size_t pos = 0;
+  for (;;) {
+    memcpy(prefix, key, pos);
+    prefix[pos] = '\0';
+    const struct znode *n = engine_node(e, prefix);
+    if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
+      *rel = key + pos + (pos ? 1 : 0);
+      return n;
+    }
+    const char *slash = strchr(key + pos + (pos ? 1 : 0), '/');
+    if (!slash)
+      return NULL;
+    pos = (size_t)(slash - key);
+  }
+}
+
+/* Store key of a chunk, with the array's prefix. */
+int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
+                     size_t len) {
+  char rel[1024];
+  int r = zmeta_chunk_key(n->meta, idx, rel, sizeof rel);
+  if (r < 0)
+    return r;
+  return key_join(buf, len, n->path, rel);
+}
+
+/* ---- chunk_text ---- */
+
+/* Release a decoded chunk. */
+static void chunk_text_destroy(struct zobj *o) {
+  struct chunk_text *ct = (struct chunk_text *)o;
+  abytes_free(ct->ab);
+  free(ct->line_off);
+  free(ct);
+}
+
+/* Release a remembered error. */
+static void err_obj_destroy(struct zobj *o) { free(o); }
+
+/* Compute in-bounds extents and the text offsets of every in-bounds
+ * element, in chunk C order. */
+static int chunk_text_layout(struct engine *e, const struct znode *n,
+                             struct chunk_text *ct, struct zerr *err) {
+  const struct zmeta *m = n->meta;
+  const struct dtype *dt = &m->dtype;
+  int nd = m->ndim;
+  uint64_t nin = 1;
+  for (int d = 0; d < nd; d++) {
+    uint64_t start = ct->idx[d] * m->chunk[d];
+    ct->ext[d] = m->shape[d] - start < m->chunk[d] ? m->shape[d] - start
+                                                    : m->chunk[d];
+    nin *= ct->ext[d];
+  }
+  ct->nin = nin;
+  struct abytes *ab = ct->ab;
+  if (ab->n != m->chunk_nelem)
+    return zerr_set(err, EIO, "decoded %llu elements, expected %llu",
+                    (unsigned long long)ab->n,
+                    (unsigned long long)m->chunk_nelem);
+  if (ab->elsize) {
+    if (ab->elsize != dt->size)
+      return zerr_set(err, EIO, "decoded element size %zu, expected %zu",
+                      ab->elsize, dt->size);
+    /* Numeric text lengths need every element: keep the bytes in memory. */
+    struct bytesrc *mem;
+    ZTRY(bytesrc_load(ab->fixed, e->env.max_decoded, &mem, err));
+    bytesrc_unref(ab->fixed);
+    ab->fixed = mem;
+  }
+  uint64_t nbytes;
+  if (zmul_u64(nin + 1, sizeof(uint64_t), &nbytes) < 0 ||
+      nbytes > e->env.max_decoded)
+    return zerr_set(err, EFBIG, "chunk has too many elements");
+  ct->line_off = malloc((size_t)nbytes);
+  if (!ct->line_off)
+    return zerr_set(err, ENOMEM, "out of memory");
+
+  /* Strides of the chunk in C order. */
+  uint64_t stride[ZMETA_MAX_DIMS];
+  uint64_t s = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    stride[d] = s;
+    s *= m->chunk[d];
+  }
+  uint64_t w = nd ? ct->ext[nd - 1] : 1;
+  uint64_t rows = w ? nin / w : 0;
+  uint64_t cnt[ZMETA_MAX_DIMS] = {0};
+  uint64_t pos = 0, k = 0;
+  char tmp[RENDER_FIXED_MAX];
+  for (uint64_t r = 0; r < rows; r++) {
+    uint64_t base = 0;
+    for (int d = 0; d < nd - 1; d++)
+      base += cnt[d] * stride[d];
+    for (uint64_t c = 0; c < w; c++, k++) {
+      uint64_t j = base + c;
+      ct->line_off[k] = pos;
+      uint64_t len;
+      if (ab->elsize)
+        len = render_fixed(dt, ab->fixed->mem + j * ab->elsize, tmp);
+      else
+        len = render_var_len(dt, ab->offsets[j + 1] - ab->offsets[j]);
+      pos += len + 1;
+    }
+    for (int d = nd - 2; d >= 0; d--) {
+      if (++cnt[d] < ct->ext[d])
+        break;
+      cnt[d] = 0;
+    }
+  }
+  ct->line_off[nin] = pos;
+  ct->cost = sizeof *ct + (size_t)nbytes + abytes_mem_cost(ab);
+  return 0;
+}
+
+/* Decode chunk idx from the store (or fill) and lay out its text. */
+static int chunk_decode(struct engine *e, const struct znode *n,
+                        const uint64_t *idx, const char *key,
+                        struct chunk_text **out, struct zerr *err) {
+  struct chunk_text *ct = calloc(1, sizeof *ct);
+  if (!ct)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&ct->obj, chunk_text_destroy);
+  memcpy(ct->idx, idx, sizeof(uint64_t) * (size_t)n->meta->ndim);
+  struct bytesrc *src = NULL;
+  int rc = store_get(e->store, key, &src, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    rc = abytes_new_fill(&n->spec, &ct->ab, err);
+  } else if (rc == 0) {
+    rc = chain_decode(n->chain, &n->spec, src, &e->env, &ct->ab, err);
+    bytesrc_unref(src);
+  }
+  if (rc == 0)
+    rc = chunk_text_layout(e, n, ct, err);
+  if (rc < 0) {
+    zobj_put(&ct->obj);
+    return rc;
+  }
+  *out = ct;
+  return 0;
+}
+
+/* Wait while another thread decodes key; 1 when we must decode it. */
+static int flight_begin(struct engine *e, const char *ckey) {
+  pthread_mutex_lock(&e->flight_lock);
+  for (;;) {
+    struct flight *f = e->flights;
+    while (f && strcmp(f->key, ckey))
+      f = f->next;
+    if (!f)
+      break;
+    pthread_cond_wait(&e->flight_cond, &e->flight_lock);
+    pthread_mutex_unlock(&e->flight_lock);
+    return 0; /* someone finished: look in the cache again */
+  }
+  size_t kl = strlen(ckey);
+  struct flight *nf = malloc(sizeof *nf + kl + 1);
+  if (nf) {
+    memcpy(nf->key, ckey, kl + 1);
+    nf->next = e->flights;
+    e->flights = nf;
+  }
+  pthread_mutex_unlock(&e->flight_lock);
+  return 1;
+}
+
+/* Mark key done and wake waiters. */
+static void flight_end(struct engine *e, const char *ckey) {
+  pthread_mutex_lock(&e->flight_lock);
+  for (struct flight **pp = &e->flights; *pp; pp = &(*pp)->next)
+    if (!strcmp((*pp)->key, ckey)) {
+      struct flight *f = *pp;
+      *pp = f->next;
+      free(f);
+      break;
+    }
+  pthread_cond_broadcast(&e->flight_cond);
+  pthread_mutex_unlock(&e->flight_lock);
+}
+
+/* Answer from a remembered error, if any. */
+static int cached_error(struct engine *e, const char *ekey, struct zerr *err) {
+  struct zobj *o = zcache_get(e->cache, ekey);
+  if (!o)
+    return 0;
+  struct err_obj *eo = (struct err_obj *)o;
+  int rc = zerr_set(err, eo->code, "%s", eo->msg);
+  zobj_put(o);
+  return rc;
+}
+
+/* Remember an error (small cost) and log it once. */
+static void remember_error(struct engine *e, const char *ekey, const char *key,
+                           const struct zerr *err) {
+  engine_log(e, key, err->msg);
+  /* Only data errors are permanent; ENOMEM and friends may pass. */
+  if (err->code != EIO && err->code != ENOTSUP && err->code != EFBIG)
+    return;
+  struct err_obj *eo = calloc(1, sizeof *eo);
+  if (!eo)
+    return;
+  zobj_init(&eo->obj, err_obj_destroy);
+  eo->code = err->code;
+  memcpy(eo->msg, err->msg, sizeof eo->msg);
+  zcache_put(e->cache, ekey, &eo->obj, sizeof *eo + strlen(ekey));
+  zobj_put(&eo->obj);
+}
+
+/* Cached, single-flight chunk decode. */
+int engine_chunk(struct engine *e, const struct znode *n, const uint64_t *idx,
+                 struct chunk_text **out, struct zerr *err) {
+  if (n->kind != ZNODE_ARRAY || !n->chain)
+    return zerr_set(err, EIO, "%s",
+                    n->view_error ? n->view_error : "not a readable array");
+  for (int d = 0; d < n->meta->ndim; d++)
+    if (idx[d] >= n->meta->grid[d])
+      return zerr_set(err, ENOENT, "chunk outside the grid");
+  char key[4096], ckey[4100], ekey[4100];
+  if (engine_chunk_key(n, idx, key, sizeof key) < 0)
+    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
+  snprintf(ckey, sizeof ckey, "C:%s", key);
+  snprintf(ekey, sizeof ekey, "E:%s", key);
+  for (;;) {
+    struct zobj *o = zcache_get(e->cache, ckey);
+    if (o) {
+      *out = (struct chunk_text *)o;
+      return 0;
+    }
+    ZTRY(cached_error(e, ekey, err));
+    if (flight_begin(e, ckey))
+      break;
+  }
+  struct chunk_text *ct;
+  int rc = chunk_decode(e, n, idx, key, &ct, err);
+  if (rc < 0) {
+    zerr_prefix(err, "chunk %s: ", key);
+    remember_error(e, ekey, key, err);
+  } else {
+    zcache_put(e->cache, ckey, &ct->obj, ct->cost);
+    char skey[4100];
+    snprintf(skey, sizeof skey, "S:%s", key);
+    zsizes_put(e->sizes, skey, ct->line_off[ct->nin]);
+    *out = ct;
+  }
+  flight_end(e, ckey);
+  return rc;
+}
+
+/* Size from the table, or decode once to learn it. */
+int engine_chunk_size(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t *size, struct zerr *err) {
+  char key[4096], skey[4100];
+  if (engine_chunk_key(n, idx, key, sizeof key) < 0)
+    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
+  snprintf(skey, sizeof skey, "S:%s", key);
+  if (zsizes_get(e->sizes, skey, size))
+    return 0;
+  struct chunk_text *ct;
+  ZTRY(engine_chunk(e, n, idx, &ct, err));
+  *size = ct->line_off[ct->nin];
+  zobj_put(&ct->obj);
+  return 0;
+}

@@ -1,0 +1,102 @@
+/* engine.h - the read engine of one mount: the store, the node table
+ * (parsed zarr.json + codec chain per array), and decoded chunks behind the
+ * byte-budgeted cache.
+ *
+ * Everything here is FUSE-free so tests and a future command-line front end
+ * drive the same code. The engine is the daemon's context: it owns every
+ * piece of shared mutable state (caches, tables), each behind its own lock.
+ *
+ * Errors that come from the data (corrupt chunk, bad metadata, unsupported
+ * codec) are logged once, here, where the store path and key are known; the
+ * same failure seen again is answered from the cache without a new line. */
+#ifndef ZARRFS_ENGINE_H
+#define ZARRFS_ENGINE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "../codecs/chain.h"
+#include "../src/cache.h"
+#include "../src/meta.h"
+#include "../src/store.h"
+
+enum znode_kind {
+  ZNODE_NONE = 0,   /* no zarr.json here */
+  ZNODE_GROUP,
+  ZNODE_ARRAY,      /* zarr.json parsed as an array (views may still fail) */
+  ZNODE_BROKEN,     /* zarr.json present but unusable */
+};
+
+/* A node, immutable once created; lives as long as the engine. */
+struct znode {
+  enum znode_kind kind;
+  char *path;               /* store prefix: "" for the root, else "a/b" */
+  struct zmeta *meta;       /* arrays: parsed metadata */
+  struct chain *chain;      /* arrays: NULL when views cannot work */
+  char *view_error;         /* why views fail (logged once); NULL if they work */
+  struct codec_spec spec;   /* decoded representation of one chunk */
+};
+
+struct engine_config {
+  size_t cache_size;        /* decoded-data cache budget, bytes */
+  size_t max_decoded;       /* largest in-memory intermediate, bytes */
+  size_t size_table_max;    /* entries in the learned-size table */
+};
+
+struct engine {
+  struct store *store;        /* owned */
+  struct zcache *cache;       /* decoded chunks, layouts, errors */
+  struct zsizes *sizes;       /* learned view sizes */
+  struct codec_env env;
+  pthread_mutex_t nodes_lock; /* guards the node table (leaf lock) */
+  struct node_slot **node_buckets; /* chained hash: path -> znode */
+  size_t node_nbuckets, node_count;
+  pthread_mutex_t flight_lock; /* guards the in-flight list (leaf lock) */
+  pthread_cond_t flight_cond;
+  struct flight *flights;
+};
+
+/* Create an engine over store (takes ownership of store). */
+int engine_new(struct store *store, const struct engine_config *cfg,
+               struct engine **out, struct zerr *err);
+/* Free; NULL-safe. */
+void engine_free(struct engine *e);
+
+/* The node at store prefix `path` (borrowed, valid for the engine's life).
+ * Never fails: a directory without zarr.json is ZNODE_NONE. */
+const struct znode *engine_node(struct engine *e, const char *path);
+
+/* The array node whose tree holds store key `key` (the nearest ancestor
+ * directory that is an array or broken node), and the key relative to it.
+ * NULL when none. */
+const struct znode *engine_array_of(struct engine *e, const char *key,
+                                    const char **rel);
+
+/* A decoded chunk ready for text views (reference-counted; zobj_put). */
+struct chunk_text {
+  struct zobj obj;
+  struct abytes *ab;       /* decoded elements (in chunk C order) */
+  uint64_t idx[ZMETA_MAX_DIMS];
+  uint64_t ext[ZMETA_MAX_DIMS]; /* in-bounds extent per dimension */
+  uint64_t nin;            /* in-bounds elements */
+  uint64_t *line_off;      /* nin+1 text offsets of in-bounds elements */
+  size_t cost;
+};
+
+/* Decoded chunk `idx` of array node n (missing chunks give the fill value).
+ * Returns a new reference in *out. */
+int engine_chunk(struct engine *e, const struct znode *n, const uint64_t *idx,
+                 struct chunk_text **out, struct zerr *err);
+
+/* Text size of chunk idx's view, from the learned-size table when known. */
+int engine_chunk_size(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t *size, struct zerr *err);
+
+/* Store key of chunk idx of node n (prefix included) into buf. */
+int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
+                     size_t len);
+
+/* Log one line about key (store location prepended). */
+void engine_log(struct engine *e, const char *key, const char *msg);
+
+#endif

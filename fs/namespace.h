@@ -1,0 +1,46 @@
+/* namespace.h - which path is what: a stored directory or file (served
+ * byte-identical), a chunk's text view (K.txt beside stored chunk K), or an
+ * array's whole view (values.txt inside the array directory). A stored key
+ * always wins over a view name that collides with it. FUSE-free. */
+#ifndef ZARRFS_NAMESPACE_H
+#define ZARRFS_NAMESPACE_H
+
+#include <stdint.h>
+
+#include "engine.h"
+
+#define NS_VALUES_NAME "values.txt"
+#define NS_VIEW_SUFFIX ".txt"
+
+enum ns_kind { NS_DIR = 1, NS_RAW, NS_CHUNK_VIEW, NS_ARRAY_VIEW };
+
+struct ns_entry {
+  enum ns_kind kind;
+  char key[4096];             /* store key (raw, dir) or array path (views) */
+  const struct znode *node;   /* views: the array (borrowed from engine) */
+  uint64_t idx[ZMETA_MAX_DIMS]; /* chunk views: chunk coordinates */
+  uint64_t raw_size;          /* raw files: stored size */
+};
+
+/* Resolve a path ("/a/c/0.txt" or "a/c/0.txt"); -ENOENT when nothing is
+ * there. */
+int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
+               struct zerr *err);
+
+/* Size of the file an entry names (0 for directories). */
+int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
+            struct zerr *err);
+
+/* Read from a view entry (not raw: raw reads go through a byte source the
+ * caller keeps open). Returns bytes read or a negative errno. */
+long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
+                  size_t len, char *dst, struct zerr *err);
+
+/* Called once per directory entry; return non-zero to stop. */
+typedef int (*ns_fill_cb)(void *ud, const char *name, int is_dir);
+
+/* List a directory: stored entries plus the views that belong there. */
+int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
+            struct zerr *err);
+
+#endif

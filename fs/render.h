@@ -1,0 +1,42 @@
+/* render.h - element -> text for the text views (the text contract).
+ *
+ * One element per line; the newline is added by the caller (view.c), never
+ * by these functions.
+ *   bool     true / false
+ *   integers decimal
+ *   floats   shortest text that reads back to the same value (printf %g
+ *            style: "0.5", "1e+20", "-0"), and nan, inf, -inf
+ *   string   the UTF-8 bytes, each '\n' byte shown as ' '
+ *   bytes    lowercase hex, two characters per byte
+ * Pure functions, no allocation, thread-safe. */
+#ifndef ZARRFS_RENDER_H
+#define ZARRFS_RENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../src/dtype.h"
+
+/* Longest text of one fixed-size element (without newline). */
+#define RENDER_FIXED_MAX 40
+
+/* Render one fixed-size element (elem points at dt->size bytes in host byte
+ * order) into buf (at least RENDER_FIXED_MAX bytes, not NUL-terminated).
+ * Returns the text length. For DT_UNKNOWN or a variable kind returns 0. */
+size_t render_fixed(const struct dtype *dt, const void *elem, char *buf);
+
+/* Text length of a variable-length element of nbytes source bytes
+ * (string: nbytes, bytes: 2*nbytes). */
+uint64_t render_var_len(const struct dtype *dt, uint64_t nbytes);
+
+/* Source byte that holds text position `text_off` of a variable-length
+ * element (string: text_off, bytes: text_off/2). */
+uint64_t render_var_src_off(const struct dtype *dt, uint64_t text_off);
+
+/* Render text positions [text_off, text_off+len) of a variable-length
+ * element into dst. src points at the element's source bytes starting at
+ * render_var_src_off(dt, text_off) and holds enough bytes for the range. */
+void render_var(const struct dtype *dt, const uint8_t *src, uint64_t text_off,
+                size_t len, char *dst);
+
+#endif

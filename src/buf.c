@@ -1,0 +1,79 @@
+/* buf.c - capped growable buffers and overflow-checked arithmetic. */
+#include "buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Start empty with a maximum size. */
+void zbuf_init(struct zbuf *b, size_t max) {
+  b->data = NULL;
+  b->len = b->cap = 0;
+  b->max = max;
+}
+
+/* Grow geometrically, never past max. */
+int zbuf_reserve(struct zbuf *b, size_t extra, struct zerr *err) {
+  if (extra > b->max || b->len > b->max - extra)
+    return zerr_set(err, EFBIG, "buffer would exceed its limit of %zu bytes",
+                    b->max);
+  size_t need = b->len + extra;
+  if (need <= b->cap)
+    return 0;
+  size_t ncap = b->cap ? b->cap : 4096;
+  while (ncap < need)
+    ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
+  if (ncap > b->max)
+    ncap = b->max;
+  uint8_t *p = realloc(b->data, ncap ? ncap : 1);
+  if (!p)
+    return zerr_set(err, ENOMEM, "out of memory growing a buffer to %zu bytes",
+                    ncap);
+  b->data = p;
+  b->cap = ncap;
+  return 0;
+}
+
+/* Copy n bytes to the end. */
+int zbuf_append(struct zbuf *b, const void *p, size_t n, struct zerr *err) {
+  ZTRY(zbuf_reserve(b, n, err));
+  if (n)
+    memcpy(b->data + b->len, p, n);
+  b->len += n;
+  return 0;
+}
+
+/* Give the storage away. */
+uint8_t *zbuf_steal(struct zbuf *b, size_t *len) {
+  uint8_t *p = b->data;
+  *len = b->len;
+  if (!p && b->len == 0) {
+    b->cap = 0;
+    return NULL;
+  }
+  b->data = NULL;
+  b->len = b->cap = 0;
+  return p;
+}
+
+/* Free storage; NULL-safe. */
+void zbuf_free(struct zbuf *b) {
+  if (!b)
+    return;
+  free(b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+/* Checked multiply. */
+int zmul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+  if (__builtin_mul_overflow(a, b, out))
+    return -EOVERFLOW;
+  return 0;
+}
+
+/* Checked add. */
+int zadd_u64(uint64_t a, uint64_t b, uint64_t *out) {
+  if (__builtin_add_overflow(a, b, out))
+    return -EOVERFLOW;
+  return 0;
+}

@@ -1,0 +1,74 @@
+/* bytesrc.h - byte sources: something with a size and ranged reads.
+ *
+ * Every byte zarrfs serves comes out of a byte source: a local file, a
+ * memory buffer, or a sub-range of another source (later: an HTTP object, an
+ * inner chunk of a shard). Codecs take a source and return a source, so a
+ * codec that does not transform bytes (`bytes` on uint8, the data section of
+ * a `zarrs.vlen` chunk) can hand back a sub-range and a later read touches
+ * only the bytes it needs.
+ *
+ * Sources are reference counted and immutable, so they can be shared between
+ * FUSE threads without locks. Functions that return a source return a new
+ * reference that the caller must drop with bytesrc_unref(). */
+#ifndef ZARRFS_BYTESRC_H
+#define ZARRFS_BYTESRC_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* I/O counters of a store; shared by all sources it opens (atomics). */
+struct io_stats {
+  _Atomic uint64_t bytes_read; /* bytes read from files/network */
+  _Atomic uint64_t reads;      /* read calls issued */
+  _Atomic uint64_t opens;      /* objects opened */
+};
+
+struct bytesrc;
+
+struct bytesrc_ops {
+  /* Read exactly len bytes at off (the caller has checked the bounds). */
+  int (*read)(struct bytesrc *s, uint64_t off, size_t len, void *dst,
+              struct zerr *err);
+  /* Release implementation state (called once when refs reach zero). */
+  void (*destroy)(struct bytesrc *s);
+};
+
+struct bytesrc {
+  const struct bytesrc_ops *ops;
+  uint64_t size;        /* total bytes */
+  const uint8_t *mem;   /* non-NULL when all bytes are in memory */
+  _Atomic long refs;
+};
+
+/* Read len bytes at off into dst; a range past the end is -EIO. */
+int bytesrc_read_range(struct bytesrc *s, uint64_t off, size_t len, void *dst,
+                       struct zerr *err);
+/* Take another reference; returns s. NULL-safe. */
+struct bytesrc *bytesrc_ref(struct bytesrc *s);
+/* Drop a reference; NULL-safe. */
+void bytesrc_unref(struct bytesrc *s);
+
+/* Open a local file for ranged reads. Counters in stats (may be NULL) are
+ * bumped by every read. Returns a new reference in *out. */
+int bytesrc_open_file(const char *path, struct io_stats *stats,
+                      struct bytesrc **out, struct zerr *err);
+/* Wrap malloc'd memory; takes ownership of data (freed with free()).
+ * data may be NULL when len is 0. Returns NULL on allocation failure (and
+ * then frees data). */
+struct bytesrc *bytesrc_from_mem(void *data, size_t len);
+/* Wrap memory owned by someone else that outlives the source. */
+struct bytesrc *bytesrc_from_static(const void *data, size_t len);
+/* A window [off, off+len) of parent (takes its own reference to parent).
+ * Fails with -EIO when the window does not fit. */
+int bytesrc_sub(struct bytesrc *parent, uint64_t off, uint64_t len,
+                struct bytesrc **out, struct zerr *err);
+/* All bytes of s in memory: returns s itself (new ref) if it already is,
+ * otherwise reads it into a new memory source. Sources larger than max
+ * fail with -EFBIG. */
+int bytesrc_load(struct bytesrc *s, size_t max, struct bytesrc **out,
+                 struct zerr *err);
+
+#endif

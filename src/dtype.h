@@ -1,0 +1,59 @@
+/* dtype.h - Zarr data types and their fill values.
+ *
+ * A data type is parsed once from metadata into a small value struct. Fixed
+ * size types hold elements in host byte order once decoded (the `bytes`
+ * codec swaps); variable-size types (`string`, `bytes`) hold raw bytes. */
+#ifndef ZARRFS_DTYPE_H
+#define ZARRFS_DTYPE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+enum dtype_kind {
+  DT_UNKNOWN = 0, /* parsed, but not supported: views fail, raw keys work */
+  DT_BOOL,
+  DT_INT8,
+  DT_INT16,
+  DT_INT32,
+  DT_INT64,
+  DT_UINT8,
+  DT_UINT16,
+  DT_UINT32,
+  DT_UINT64,
+  DT_FLOAT32,
+  DT_FLOAT64,
+  DT_STRING, /* variable length UTF-8 */
+  DT_BYTES,  /* variable length binary (`bytes`, `binary`,
+                `variable_length_bytes`) */
+};
+
+struct dtype {
+  enum dtype_kind kind;
+  size_t size;    /* bytes per element; 0 for variable-length kinds */
+  char name[64];  /* the name as written in metadata (for messages) */
+};
+
+/* Parse a V3 `data_type` value (short-hand string or {"name": ...}). An
+ * unknown name is not an error: kind is DT_UNKNOWN and name says which. A
+ * value that is neither a string nor an object with a string name is -EIO. */
+int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err);
+
+/* The descriptor for a known kind (used for vlen index/data chains). */
+struct dtype dtype_of(enum dtype_kind kind);
+
+/* True for string/bytes. */
+int dtype_is_variable(const struct dtype *dt);
+
+/* Parse a V3 fill_value for dt into freshly malloc'd bytes (*out, *out_len,
+ * owned by the caller): for fixed-size kinds dt->size bytes in host order;
+ * for string the UTF-8 bytes; for bytes the decoded bytes (base64 string or
+ * array of 0..255 integers). Accepts "NaN", "Infinity", "-Infinity" and
+ * "0x..." bit patterns for floats. For DT_UNKNOWN returns 0 with no bytes.
+ * A value that does not fit the type is -EIO. */
+int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
+                     size_t *out_len, struct zerr *err);
+
+#endif

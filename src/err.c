@@ -1,0 +1,47 @@
+/* err.c - error messages for the zarrfs error convention (see err.h). */
+#include "err.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Record code and a formatted reason. */
+int zerr_set(struct zerr *err, int code, const char *fmt, ...) {
+  if (code <= 0)
+    code = EIO;
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->code = code;
+  }
+  return -code;
+}
+
+/* Put context in front of the existing message. */
+int zerr_prefix(struct zerr *err, const char *fmt, ...) {
+  if (!err)
+    return -EIO;
+  if (err->code <= 0) {
+    err->code = EIO;
+    err->msg[0] = '\0';
+  }
+  char head[ZERR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(head, sizeof head, fmt, ap);
+  va_end(ap);
+  char tail[ZERR_MSG_MAX];
+  memcpy(tail, err->msg, sizeof tail);
+  snprintf(err->msg, sizeof err->msg, "%s%s", head, tail);
+  return -err->code;
+}
+
+/* Forget any recorded error. */
+void zerr_clear(struct zerr *err) {
+  if (err) {
+    err->code = 0;
+    err->msg[0] = '\0';
+  }
+}

@@ -1,0 +1,62 @@
+/* store.h - a Zarr store: maps keys to byte sources and lists children.
+ *
+ * Keys are relative, '/'-separated ("", "zarr.json", "a/c/0/1"). Every
+ * backend lives behind this interface in its own file (store_local.c now;
+ * manifests, HTTP and S3 later). Stores are immutable after open and safe to
+ * use from many threads. */
+#ifndef ZARRFS_STORE_H
+#define ZARRFS_STORE_H
+
+#include <stdint.h>
+
+#include "bytesrc.h"
+#include "err.h"
+
+struct store;
+
+enum store_entry_type { STORE_FILE = 1, STORE_DIR = 2 };
+
+/* Called once per child by store_list; return non-zero to stop. */
+typedef int (*store_list_cb)(void *ud, const char *name,
+                             enum store_entry_type type, uint64_t size);
+
+struct store_ops {
+  int (*get)(struct store *s, const char *key, struct bytesrc **out,
+             struct zerr *err);
+  int (*stat)(struct store *s, const char *key, enum store_entry_type *type,
+              uint64_t *size, struct zerr *err);
+  int (*list)(struct store *s, const char *prefix, store_list_cb cb, void *ud,
+              struct zerr *err);
+  void (*destroy)(struct store *s);
+};
+
+struct store {
+  const struct store_ops *ops;
+  char *location;          /* for messages: the path or URL mounted (owned) */
+  struct io_stats stats;   /* bytes this store read */
+};
+
+/* Open a local directory. *out is owned by the caller (store_free). */
+int store_open_local(const char *root, struct store **out, struct zerr *err);
+
+/* Byte source of an object (new reference); -ENOENT when absent. */
+int store_get(struct store *s, const char *key, struct bytesrc **out,
+              struct zerr *err);
+/* Type and size of a key; -ENOENT when absent. */
+int store_stat(struct store *s, const char *key, enum store_entry_type *type,
+               uint64_t *size, struct zerr *err);
+/* Immediate children of prefix ("" = root), in no particular order. */
+int store_list(struct store *s, const char *prefix, store_list_cb cb,
+               void *ud, struct zerr *err);
+/* Read a whole (small) object into malloc'd memory (*out, *len, owned by
+ * caller), refusing objects above max bytes. */
+int store_read_all(struct store *s, const char *key, size_t max,
+                   uint8_t **out, size_t *len, struct zerr *err);
+/* Free; NULL-safe. */
+void store_free(struct store *s);
+
+/* Reject keys that could escape the store: "..", "." or empty segments,
+ * a leading '/', NUL bytes. Returns 0 or -EINVAL. */
+int store_key_valid(const char *key);
+
+#endif
