@@ -19,10 +19,9 @@ extern const struct codec_impl codec_zstd;
 extern const struct codec_impl codec_crc32c;
 
 static const struct codec_impl *const registry_table[] = {
-    &codec_bytes,      &codec_vlen,       &codec_vlen_utf8,
-    &codec_vlen_bytes, &codec_vlen_array, &codec_vlen_v2,
-    &codec_gzip,       &codec_zstd,       &codec_crc32c,
-    NULL,
+    &codec_bytes,      &codec_vlen,    &codec_vlen_utf8, &codec_vlen_bytes,
+    &codec_vlen_array, &codec_vlen_v2, &codec_gzip,      &codec_zstd,
+    &codec_crc32c,     NULL,
 };
 
 /* Exact, case-sensitive match against the name and every alias (zarrs and
@@ -64,8 +63,7 @@ int codec_entry_parse(json_t *j, const char **name, json_t **config,
     return zerr_set(err, EIO, "codec entry has no string 'name'");
   json_t *c = json_object_get(j, "configuration");
   if (c && !json_is_object(c))
-    return zerr_set(err, EIO,
-                    "codec '%s': 'configuration' must be an object",
+    return zerr_set(err, EIO, "codec '%s': 'configuration' must be an object",
                     json_string_value(n));
   json_t *mu = json_object_get(j, "must_understand");
   if (mu && !json_is_boolean(mu))
@@ -78,19 +76,17 @@ int codec_entry_parse(json_t *j, const char **name, json_t **config,
 }
 
 /* Integer member; messages name the key, callers prefix the codec. */
-int codec_cfg_int(json_t *config, const char *key, int required,
-                  long long def, long long *out, struct zerr *err) {
+int codec_cfg_int(json_t *config, const char *key, int required, long long def,
+                  long long *out, struct zerr *err) {
   json_t *v = config ? json_object_get(config, key) : NULL;
   if (!v) {
     if (required)
-      return zerr_set(err, EIO, "missing required configuration key '%s'",
-                      key);
+      return zerr_set(err, EIO, "missing required configuration key '%s'", key);
     *out = def;
     return 0;
   }
   if (!json_is_integer(v))
-    return zerr_set(err, EIO, "configuration key '%s' must be an integer",
-                    key);
+    return zerr_set(err, EIO, "configuration key '%s' must be an integer", key);
   *out = (long long)json_integer_value(v);
   return 0;
 }
@@ -101,8 +97,7 @@ int codec_cfg_str(json_t *config, const char *key, int required,
   json_t *v = config ? json_object_get(config, key) : NULL;
   if (!v) {
     if (required)
-      return zerr_set(err, EIO, "missing required configuration key '%s'",
-                      key);
+      return zerr_set(err, EIO, "missing required configuration key '%s'", key);
     *out = def;
     return 0;
   }

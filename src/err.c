@@ -32,9 +32,15 @@ int zerr_prefix(struct zerr *err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(head, sizeof head, fmt, ap);
   va_end(ap);
-  char tail[ZERR_MSG_MAX];
-  memcpy(tail, err->msg, sizeof tail);
-  snprintf(err->msg, sizeof err->msg, "%s%s", head, tail);
+  /* head, then as much of the old message as still fits */
+  size_t hl = strlen(head), tl = strlen(err->msg);
+  if (hl > sizeof err->msg - 1)
+    hl = sizeof err->msg - 1;
+  if (tl > sizeof err->msg - 1 - hl)
+    tl = sizeof err->msg - 1 - hl;
+  memmove(err->msg + hl, err->msg, tl);
+  memcpy(err->msg, head, hl);
+  err->msg[hl + tl] = '\0';
   return -err->code;
 }
 

@@ -43,6 +43,7 @@ START_TEST(file_ranges_and_counters) {
   ck_assert_int_eq(bytesrc_load(s, 100, &m, &err), 0);
   ck_assert(m->mem != NULL);
   ck_assert_int_eq(memcmp(m->mem, "0123456789", 10), 0);
+  bytesrc_unref(m);
   ck_assert_int_eq(bytesrc_load(s, 5, &m, &err) == -EFBIG, 1);
   bytesrc_unref(w);
   bytesrc_unref(s);

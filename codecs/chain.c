@@ -1,0 +1,246 @@
+/* chain.c - build a codec chain from a `codecs` list and run it backwards to
+ * decode a chunk (see chain.h).
+ *
+ * What each codec's create() sees: array->array codecs and the array->bytes
+ * codec get the spec of the array they decode into (the array's spec,
+ * mapped through every earlier array->array codec); bytes->bytes codecs get
+ * the spec the array->bytes codec decodes into, so codecs like blosc can
+ * default their typesize from the element size. */
+#include "chain.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/buf.h"
+
+struct chain_stage {
+  const struct codec_impl *impl;
+  void *state; /* owned; released with impl->destroy */
+};
+
+struct chain {
+  size_t n_a2a;
+  struct chain_stage *a2a; /* in list (encode) order */
+  struct chain_stage a2b;
+  size_t n_b2b;
+  struct chain_stage *b2b; /* in list (encode) order */
+};
+
+/* Release every created stage; NULL-safe. */
+void chain_free(struct chain *c) {
+  if (!c)
+    return;
+  for (size_t i = 0; i < c->n_a2a; i++)
+    if (c->a2a[i].impl->destroy)
+      c->a2a[i].impl->destroy(c->a2a[i].state);
+  if (c->a2b.impl && c->a2b.impl->destroy)
+    c->a2b.impl->destroy(c->a2b.state);
+  for (size_t i = 0; i < c->n_b2b; i++)
+    if (c->b2b[i].impl->destroy)
+      c->b2b[i].impl->destroy(c->b2b[i].state);
+  free(c->a2a);
+  free(c->b2b);
+  free(c);
+}
+
+/* Create one stage, prefixing its errors with the codec name. */
+static int chain_stage_create(const struct codec_impl *impl, json_t *config,
+                              const struct codec_spec *decoded,
+                              struct chain_stage *st, struct zerr *err) {
+  st->impl = impl;
+  st->state = NULL;
+  int rc = impl->create ? impl->create(config, decoded, &st->state, err) : 0;
+  if (rc < 0)
+    st->impl = NULL;
+  return rc;
+}
+
+static const char *const chain_kind_names[] = {"?", "array->array",
+                                               "array->bytes", "bytes->bytes"};
+
+/* Two passes: first resolve names and check the order (so a bad list is
+ * reported before any codec parses its configuration), then create. */
+int chain_build(json_t *codecs, const struct codec_spec *decoded,
+                struct chain **out, struct zerr *err) {
+  if (!json_is_array(codecs))
+    return zerr_set(err, EIO, "'codecs' must be a list");
+  size_t len = json_array_size(codecs);
+  const struct codec_impl **impls = calloc(len ? len : 1, sizeof *impls);
+  if (!impls)
+    return zerr_set(err, ENOMEM, "out of memory");
+  int rc = 0;
+  size_t n_a2a = 0, n_b2b = 0;
+  const char *a2b_name = NULL;
+  for (size_t i = 0; i < len; i++) {
+    const char *name;
+    json_t *config;
+    int optional;
+    rc = codec_entry_parse(json_array_get(codecs, i), &name, &config, &optional,
+                           err);
+    if (rc < 0)
+      goto out;
+    const struct codec_impl *impl = codec_lookup(name);
+    if (!impl) {
+      if (optional)
+        continue; /* must_understand: false lets a reader skip it */
+      rc = zerr_set(err, ENOTSUP, "unsupported codec '%s'", name);
+      goto out;
+    }
+    const char *kind = chain_kind_names[impl->kind];
+    if (impl->kind == CODEC_A2A && a2b_name) {
+      rc = zerr_set(err, EIO,
+                    "codec '%s' (%s) must come before the array->bytes "
+                    "codec '%s'",
+                    name, kind, a2b_name);
+      goto out;
+    }
+    if (impl->kind == CODEC_A2B && a2b_name) {
+      rc = zerr_set(err, EIO, "more than one array->bytes codec ('%s', '%s')",
+                    a2b_name, name);
+      goto out;
+    }
+    if (impl->kind == CODEC_B2B && !a2b_name) {
+      rc = zerr_set(err, EIO,
+                    "codec '%s' (%s) must come after the array->bytes codec",
+                    name, kind);
+      goto out;
+    }
+    if (impl->kind == CODEC_A2B)
+      a2b_name = name;
+    impls[i] = impl;
+    n_a2a += impl->kind == CODEC_A2A;
+    n_b2b += impl->kind == CODEC_B2B;
+  }
+  if (!a2b_name) {
+    rc = zerr_set(err, EIO, "missing array->bytes codec");
+    goto out;
+  }
+
+  struct chain *c = calloc(1, sizeof *c);
+  if (c) {
+    c->a2a = calloc(n_a2a ? n_a2a : 1, sizeof *c->a2a);
+    c->b2b = calloc(n_b2b ? n_b2b : 1, sizeof *c->b2b);
+  }
+  if (!c || !c->a2a || !c->b2b) {
+    chain_free(c);
+    rc = zerr_set(err, ENOMEM, "out of memory");
+    goto out;
+  }
+  struct codec_spec cur = *decoded;
+  for (size_t i = 0; i < len && rc == 0; i++) {
+    if (!impls[i])
+      continue;
+    const char *name;
+    json_t *config;
+    int optional;
+    codec_entry_parse(json_array_get(codecs, i), &name, &config, &optional,
+                      NULL);
+    switch (impls[i]->kind) {
+    case CODEC_A2A: {
+      struct chain_stage *st = &c->a2a[c->n_a2a];
+      rc = chain_stage_create(impls[i], config, &cur, st, err);
+      if (rc < 0)
+        break;
+      c->n_a2a++;
+      struct codec_spec next;
+      rc = impls[i]->encoded_spec(st->state, &cur, &next, err);
+      if (rc == 0)
+        cur = next;
+      break;
+    }
+    case CODEC_A2B:
+      rc = chain_stage_create(impls[i], config, &cur, &c->a2b, err);
+      break;
+    case CODEC_B2B:
+      rc = chain_stage_create(impls[i], config, &cur, &c->b2b[c->n_b2b], err);
+      if (rc == 0)
+        c->n_b2b++;
+      break;
+    }
+  }
+  if (rc < 0) {
+    chain_free(c);
+    goto out;
+  }
+  *out = c;
+out:
+  free(impls);
+  return rc;
+}
+
+/* Output of an array->bytes or array->array step must be what the spec
+ * promised, or views would index past it. */
+static int chain_check_abytes(const struct abytes *a,
+                              const struct codec_spec *spec, const char *codec,
+                              struct zerr *err) {
+  if (a->n != spec->nelem)
+    return zerr_set(err, EIO, "%s: decoded %llu elements, expected %llu", codec,
+                    (unsigned long long)a->n, (unsigned long long)spec->nelem);
+  if (a->elsize) {
+    uint64_t want;
+    if (!a->fixed || zmul_u64(a->n, a->elsize, &want) < 0 ||
+        a->fixed->size != want)
+      return zerr_set(err, EIO, "%s: decoded byte count does not match", codec);
+  } else if (!a->offsets || !a->data) {
+    return zerr_set(err, EIO, "%s: decoded no offsets or data", codec);
+  }
+  return 0;
+}
+
+/* b2b in reverse, then a2b, then a2a in reverse. */
+int chain_decode(const struct chain *c, const struct codec_spec *spec,
+                 struct bytesrc *encoded, const struct codec_env *env,
+                 struct abytes **out, struct zerr *err) {
+  /* Specs seen by each a2a stage and by the a2b codec, for this chunk. */
+  struct codec_spec one[2];
+  struct codec_spec *specs = one;
+  if (c->n_a2a + 1 > 2) {
+    specs = calloc(c->n_a2a + 1, sizeof *specs);
+    if (!specs)
+      return zerr_set(err, ENOMEM, "out of memory");
+  }
+  int rc = 0;
+  specs[0] = *spec;
+  for (size_t i = 0; i < c->n_a2a && rc == 0; i++)
+    rc = c->a2a[i].impl->encoded_spec(c->a2a[i].state, &specs[i], &specs[i + 1],
+                                      err);
+
+  struct bytesrc *cur = bytesrc_ref(encoded);
+  for (size_t i = c->n_b2b; i-- > 0 && rc == 0;) {
+    struct bytesrc *next = NULL;
+    rc = c->b2b[i].impl->decode_bytes(c->b2b[i].state, cur, env, &next, err);
+    bytesrc_unref(cur);
+    cur = rc == 0 ? next : NULL;
+  }
+  struct abytes *a = NULL;
+  if (rc == 0) {
+    const struct codec_spec *s = &specs[c->n_a2a];
+    rc = c->a2b.impl->decode_array(c->a2b.state, s, cur, env, &a, err);
+    if (rc == 0)
+      rc = chain_check_abytes(a, s, c->a2b.impl->name, err);
+  }
+  bytesrc_unref(cur);
+  /* decode_a2a borrows its input; the chain frees it. */
+  for (size_t i = c->n_a2a; i-- > 0 && rc == 0;) {
+    struct abytes *next = NULL;
+    rc = c->a2a[i].impl->decode_a2a(c->a2a[i].state, &specs[i], a, env, &next,
+                                    err);
+    abytes_free(a);
+    a = rc == 0 ? next : NULL;
+    if (rc == 0)
+      rc = chain_check_abytes(a, &specs[i], c->a2a[i].impl->name, err);
+  }
+  if (specs != one)
+    free(specs);
+  if (rc < 0) {
+    abytes_free(a);
+    return rc;
+  }
+  *out = a;
+  return 0;
+}
+
+/* Only the array->bytes codec: byte ranges map straight through. */
+int chain_is_passthrough(const struct chain *c) {
+  return c && c->n_b2b == 0 && c->n_a2a == 0;
+}

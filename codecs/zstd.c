@@ -1,0 +1,152 @@
+/* zstd.c - the `zstd` bytes->bytes codec: decompress one or more
+ * concatenated Zstandard frames into memory, never past env->max_decoded.
+ *
+ * A frame that records its content size is decompressed in one call into a
+ * buffer of exactly that size (after checking it against the cap); a frame
+ * without one (streaming writers) is decompressed in steps into a capped
+ * buffer. */
+#include "codec.h"
+
+#include <stdlib.h>
+#include <zstd.h>
+
+#include "../src/buf.h"
+
+/* Validate {"level": int, "checksum": bool}; decoding needs neither. */
+static int zstd_create(json_t *config, const struct codec_spec *decoded,
+                       void **state, struct zerr *err) {
+  (void)decoded;
+  static const char *const allowed[] = {"level", "checksum", NULL};
+  ZTRY(codec_cfg_only(config, "zstd", allowed, err));
+  long long level;
+  int rc = codec_cfg_int(config, "level", 0, 0, &level, err);
+  if (rc < 0) {
+    zerr_prefix(err, "zstd: ");
+    return rc;
+  }
+  json_t *ck = config ? json_object_get(config, "checksum") : NULL;
+  if (ck && !json_is_boolean(ck))
+    return zerr_set(err, EIO,
+                    "zstd: configuration key 'checksum' must be a "
+                    "boolean");
+  *state = NULL;
+  return 0;
+}
+
+/* No state to free. */
+static void zstd_destroy(void *state) { (void)state; }
+
+/* One frame whose decompressed size is unknown: stream it. */
+static int zstd_stream_frame(ZSTD_DCtx *dctx, const uint8_t *src, size_t len,
+                             struct zbuf *b, struct zerr *err) {
+  size_t r = ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
+  if (ZSTD_isError(r))
+    return zerr_set(err, EIO, "zstd: %s", ZSTD_getErrorName(r));
+  ZSTD_inBuffer zin = {src, len, 0};
+  for (;;) {
+    if (b->len == b->cap) {
+      size_t room = b->max - b->len;
+      if (room == 0)
+        return zerr_set(err, EFBIG,
+                        "zstd: decompressed data exceeds the decode limit of "
+                        "%zu bytes",
+                        b->max);
+      size_t step = ZSTD_DStreamOutSize();
+      ZTRY(zbuf_reserve(b, room < step ? room : step, err));
+    }
+    ZSTD_outBuffer zout = {b->data + b->len, b->cap - b->len, 0};
+    r = ZSTD_decompressStream(dctx, &zout, &zin);
+    b->len += zout.pos;
+    if (ZSTD_isError(r))
+      return zerr_set(err, EIO, "zstd: corrupt or truncated frame (%s)",
+                      ZSTD_getErrorName(r));
+    if (r == 0)
+      return 0; /* frame complete and flushed */
+    if (zin.pos == zin.size && zout.pos < zout.size)
+      return zerr_set(err, EIO, "zstd: corrupt or truncated frame");
+  }
+}
+
+/* Walk the frames one by one. */
+static int zstd_frames(ZSTD_DCtx *dctx, const uint8_t *src, size_t size,
+                       struct zbuf *b, struct zerr *err) {
+  size_t pos = 0;
+  while (pos < size) {
+    const uint8_t *p = src + pos;
+    size_t rem = size - pos;
+    size_t flen = ZSTD_findFrameCompressedSize(p, rem);
+    if (ZSTD_isError(flen))
+      return zerr_set(err, EIO, "zstd: corrupt or truncated frame (%s)",
+                      ZSTD_getErrorName(flen));
+    unsigned long long csize = ZSTD_getFrameContentSize(p, flen);
+    if (csize == ZSTD_CONTENTSIZE_ERROR)
+      return zerr_set(err, EIO, "zstd: corrupt frame header");
+    if (csize == ZSTD_CONTENTSIZE_UNKNOWN) {
+      ZTRY(zstd_stream_frame(dctx, p, flen, b, err));
+    } else {
+      if (csize > b->max - b->len)
+        return zerr_set(err, EFBIG,
+                        "zstd: frame of %llu decompressed bytes exceeds the "
+                        "decode limit of %zu bytes",
+                        csize, b->max);
+      ZTRY(zbuf_reserve(b, (size_t)csize, err));
+      size_t r =
+          ZSTD_decompressDCtx(dctx, b->data + b->len, (size_t)csize, p, flen);
+      if (ZSTD_isError(r))
+        return zerr_set(err, EIO, "zstd: corrupt or truncated frame (%s)",
+                        ZSTD_getErrorName(r));
+      if (r != csize)
+        return zerr_set(err, EIO,
+                        "zstd: frame decoded to %zu bytes, header says %llu", r,
+                        csize);
+      b->len += r;
+    }
+    pos += flen;
+  }
+  return 0;
+}
+
+/* Decompress `in` into a new memory source. */
+static int zstd_decode(const void *state, struct bytesrc *in,
+                       const struct codec_env *env, struct bytesrc **out,
+                       struct zerr *err) {
+  (void)state;
+  struct bytesrc *src;
+  int rc = bytesrc_load(in, env->max_decoded, &src, err);
+  if (rc < 0) {
+    zerr_prefix(err, "zstd: ");
+    return rc;
+  }
+  if (src->size == 0) {
+    bytesrc_unref(src);
+    return zerr_set(err, EIO, "zstd: corrupt or truncated frame (empty input)");
+  }
+  ZSTD_DCtx *dctx = ZSTD_createDCtx();
+  if (!dctx) {
+    bytesrc_unref(src);
+    return zerr_set(err, ENOMEM, "zstd: out of memory");
+  }
+  struct zbuf b;
+  zbuf_init(&b, env->max_decoded);
+  rc = zstd_frames(dctx, src->mem, (size_t)src->size, &b, err);
+  ZSTD_freeDCtx(dctx);
+  bytesrc_unref(src);
+  if (rc < 0) {
+    zbuf_free(&b);
+    return rc;
+  }
+  size_t len;
+  uint8_t *p = zbuf_steal(&b, &len);
+  *out = bytesrc_from_mem(p, len);
+  if (!*out)
+    return zerr_set(err, ENOMEM, "zstd: out of memory");
+  return 0;
+}
+
+const struct codec_impl codec_zstd = {
+    .name = "zstd",
+    .kind = CODEC_B2B,
+    .create = zstd_create,
+    .destroy = zstd_destroy,
+    .decode_bytes = zstd_decode,
+};
