@@ -464,7 +464,7 @@ int engine_chunk(struct engine *e, const struct znode *n, const uint64_t *idx,
     if (flight_begin(e, ckey))
       break;
   }
-  struct chunk_text *ct;
+  struct chunk_text *ct = NULL;
   int rc = chunk_decode(e, n, idx, key, &ct, err);
   if (rc < 0) {
     zerr_prefix(err, "chunk %s: ", key);

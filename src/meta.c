@@ -1,0 +1,370 @@
+/* meta.c - parse a V3 zarr.json into struct zmeta (see meta.h). */
+#include "meta.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+/* Rewrite bare NaN / Infinity / -Infinity tokens (outside strings) into
+ * JSON strings, as legacy writers (old VirtualiZarr, Python json) emit them.
+ * Returns a malloc'd copy with its length in *olen. */
+static char *lenient_rewrite(const char *text, size_t len, size_t *olen) {
+  char *out = malloc(len * 2 + 16);
+  if (!out)
+    return NULL;
+  size_t o = 0;
+  int in_str = 0;
+  for (size_t i = 0; i < len; i++) {
+    char c = text[i];
+    if (in_str) {
+      out[o++] = c;
+      if (c == '\\' && i + 1 < len)
+        out[o++] = text[++i];
+      else if (c == '"')
+        in_str = 0;
+      continue;
+    }
+    if (c == '"') {
+      in_str = 1;
+      out[o++] = c;
+      continue;
+    }
+    static const char *const toks[] = {"-Infinity", "Infinity", "NaN"};
+    int matched = 0;
+    for (int t = 0; t < 3 && !matched; t++) {
+      size_t tl = strlen(toks[t]);
+      if (len - i >= tl && !memcmp(text + i, toks[t], tl)) {
+        out[o++] = '"';
+        memcpy(out + o, toks[t], tl);
+        o += tl;
+        out[o++] = '"';
+        i += tl - 1;
+        matched = 1;
+      }
+    }
+    if (!matched)
+      out[o++] = c;
+  }
+  *olen = o;
+  return out;
+}
+
+/* Lenient JSON load. */
+json_t *zjson_loadb(const char *text, size_t len, struct zerr *err) {
+  json_error_t je;
+  json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, &je);
+  if (j)
+    return j;
+  size_t nl;
+  char *fixed = lenient_rewrite(text, len, &nl);
+  if (fixed) {
+    j = json_loadb(fixed, nl, JSON_ALLOW_NUL, NULL);
+    free(fixed);
+    if (j)
+      return j;
+  }
+  zerr_set(err, EIO, "not valid JSON: %s (line %d)", je.text, je.line);
+  return NULL;
+}
+
+/* Free; NULL-safe. */
+void zmeta_free(struct zmeta *m) {
+  if (!m)
+    return;
+  free(m->fill);
+  json_decref(m->codecs);
+  json_decref(m->root);
+  free(m);
+}
+
+/* An array of non-negative integers of at most ZMETA_MAX_DIMS entries. */
+static int parse_dims(json_t *j, const char *what, uint64_t *out, int *nd,
+                      struct zerr *err) {
+  if (!json_is_array(j))
+    return zerr_set(err, EIO, "%s must be an array of integers", what);
+  size_t n = json_array_size(j);
+  if (n > ZMETA_MAX_DIMS)
+    return zerr_set(err, EIO, "%s has %zu dimensions (at most %d)", what, n,
+                    ZMETA_MAX_DIMS);
+  for (size_t i = 0; i < n; i++) {
+    json_t *v = json_array_get(j, i);
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+      return zerr_set(err, EIO, "%s must hold non-negative integers", what);
+    out[i] = (uint64_t)json_integer_value(v);
+  }
+  *nd = (int)n;
+  return 0;
+}
+
+/* Name and configuration of an extension point (string or object). */
+static int ext_point(json_t *j, const char *what, const char **name,
+                     json_t **config, struct zerr *err) {
+  *config = NULL;
+  if (json_is_string(j)) {
+    *name = json_string_value(j);
+    return 0;
+  }
+  if (json_is_object(j) && json_is_string(json_object_get(j, "name"))) {
+    *name = json_string_value(json_object_get(j, "name"));
+    *config = json_object_get(j, "configuration");
+    if (*config && !json_is_object(*config))
+      return zerr_set(err, EIO, "%s configuration must be an object", what);
+    return 0;
+  }
+  return zerr_set(err, EIO, "%s must be a name or an object with a name",
+                  what);
+}
+
+/* Is key in the NULL-terminated list? */
+static int in_list(const char *key, const char *const *list) {
+  for (; *list; list++)
+    if (!strcmp(key, *list))
+      return 1;
+  return 0;
+}
+
+/* Unknown top-level fields are an error unless must_understand is false. */
+static int check_fields(json_t *root, const char *const *allowed,
+                        struct zerr *err) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(root, key, v) {
+    if (in_list(key, allowed))
+      continue;
+    json_t *mu = json_is_object(v) ? json_object_get(v, "must_understand")
+                                   : NULL;
+    if (mu && json_is_false(mu))
+      continue;
+    return zerr_set(err, EIO, "unknown field '%s' (must_understand)", key);
+  }
+  return 0;
+}
+
+/* Array-specific parsing. */
+static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
+  static const char *const allowed[] = {
+      "zarr_format", "node_type",          "shape",
+      "data_type",   "chunk_grid",         "chunk_key_encoding",
+      "fill_value",  "codecs",             "attributes",
+      "storage_transformers", "dimension_names", NULL};
+  ZTRY(check_fields(root, allowed, err));
+  json_t *shape = json_object_get(root, "shape");
+  if (!shape)
+    return zerr_set(err, EIO, "missing shape");
+  ZTRY(parse_dims(shape, "shape", m->shape, &m->ndim, err));
+
+  json_t *dt = json_object_get(root, "data_type");
+  if (!dt)
+    return zerr_set(err, EIO, "missing data_type");
+  ZTRY(dtype_parse_v3(dt, &m->dtype, err));
+
+  const char *name;
+  json_t *cfg;
+  json_t *grid = json_object_get(root, "chunk_grid");
+  if (!grid)
+    return zerr_set(err, EIO, "missing chunk_grid");
+  ZTRY(ext_point(grid, "chunk_grid", &name, &cfg, err));
+  if (strcmp(name, "regular"))
+    return zerr_set(err, ENOTSUP, "unsupported chunk grid '%s'", name);
+  json_t *cs = cfg ? json_object_get(cfg, "chunk_shape") : NULL;
+  if (!cs)
+    return zerr_set(err, EIO, "chunk_grid: missing chunk_shape");
+  int cnd;
+  ZTRY(parse_dims(cs, "chunk_shape", m->chunk, &cnd, err));
+  if (cnd != m->ndim)
+    return zerr_set(err, EIO, "chunk_shape has %d dimensions, shape has %d",
+                    cnd, m->ndim);
+  uint64_t nelem = 1, cnelem = 1, nchunks = 1;
+  for (int d = 0; d < m->ndim; d++) {
+    if (m->chunk[d] == 0)
+      return zerr_set(err, EIO, "chunk_shape[%d] is 0", d);
+    m->grid[d] = m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
+    if (zmul_u64(nelem, m->shape[d], &nelem) < 0 ||
+        zmul_u64(cnelem, m->chunk[d], &cnelem) < 0 ||
+        zmul_u64(nchunks, m->grid[d], &nchunks) < 0 ||
+        nelem > (1ull << 62) || cnelem > (1ull << 62))
+      return zerr_set(err, EIO, "element count overflows");
+  }
+  m->nelem = nelem;
+  m->chunk_nelem = cnelem;
+  m->nchunks = nchunks;
+
+  json_t *cke = json_object_get(root, "chunk_key_encoding");
+  if (!cke)
+    return zerr_set(err, EIO, "missing chunk_key_encoding");
+  ZTRY(ext_point(cke, "chunk_key_encoding", &name, &cfg, err));
+  if (!strcmp(name, "default")) {
+    m->key_encoding = ZMETA_KEY_DEFAULT;
+    m->key_sep = '/';
+  } else if (!strcmp(name, "v2")) {
+    m->key_encoding = ZMETA_KEY_V2;
+    m->key_sep = '.';
+  } else {
+    return zerr_set(err, ENOTSUP, "unsupported chunk key encoding '%s'",
+                    name);
+  }
+  json_t *sep = cfg ? json_object_get(cfg, "separator") : NULL;
+  if (sep) {
+    const char *s = json_string_value(sep);
+    if (!s || (strcmp(s, "/") && strcmp(s, ".")))
+      return zerr_set(err, EIO, "chunk key separator must be \"/\" or \".\"");
+    m->key_sep = s[0];
+  }
+
+  json_t *fill = json_object_get(root, "fill_value");
+  if (!fill)
+    return zerr_set(err, EIO, "missing fill_value");
+  ZTRY(dtype_parse_fill(&m->dtype, fill, &m->fill, &m->fill_len, err));
+
+  json_t *codecs = json_object_get(root, "codecs");
+  if (!json_is_array(codecs) || json_array_size(codecs) == 0)
+    return zerr_set(err, EIO, "codecs must be a non-empty list");
+  m->codecs = json_incref(codecs);
+
+  json_t *st = json_object_get(root, "storage_transformers");
+  if (st && !json_is_array(st))
+    return zerr_set(err, EIO, "storage_transformers must be a list");
+  if (st && json_array_size(st) > 0) {
+    json_t *t0 = json_array_get(st, 0);
+    const char *tn = "?";
+    if (ext_point(t0, "storage transformer", &tn, &cfg, NULL) < 0)
+      tn = "?";
+    return zerr_set(err, ENOTSUP, "unsupported storage transformer '%s'", tn);
+  }
+  json_t *dn = json_object_get(root, "dimension_names");
+  if (dn && !json_is_null(dn)) {
+    if (!json_is_array(dn) || (int)json_array_size(dn) != m->ndim)
+      return zerr_set(err, EIO, "dimension_names must list %d names",
+                      m->ndim);
+    for (size_t i = 0; i < json_array_size(dn); i++) {
+      json_t *v = json_array_get(dn, i);
+      if (!json_is_string(v) && !json_is_null(v))
+        return zerr_set(err, EIO, "dimension_names must hold strings or null");
+    }
+  }
+  return 0;
+}
+
+/* Parse zarr.json text. */
+int zmeta_parse(const char *text, size_t len, struct zmeta **out,
+                struct zerr *err) {
+  json_t *root = zjson_loadb(text, len, err);
+  if (!root)
+    return -EIO;
+  struct zmeta *m = calloc(1, sizeof *m);
+  if (!m) {
+    json_decref(root);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  m->root = root;
+  int rc = 0;
+  json_t *zf = json_object_get(root, "zarr_format");
+  json_t *nt = json_object_get(root, "node_type");
+  if (!json_is_object(root))
+    rc = zerr_set(err, EIO, "metadata is not a JSON object");
+  else if (!json_is_integer(zf) || json_integer_value(zf) != 3)
+    rc = zerr_set(err, EIO, "zarr_format must be 3");
+  else if (!json_is_string(nt))
+    rc = zerr_set(err, EIO, "missing node_type");
+  else if (!strcmp(json_string_value(nt), "group")) {
+    static const char *const allowed[] = {"zarr_format", "node_type",
+                                          "attributes",
+                                          "consolidated_metadata", NULL};
+    m->node = ZMETA_GROUP;
+    rc = check_fields(root, allowed, err);
+  } else if (!strcmp(json_string_value(nt), "array")) {
+    m->node = ZMETA_ARRAY;
+    rc = parse_array(m, root, err);
+  } else {
+    rc = zerr_set(err, EIO, "node_type must be \"group\" or \"array\"");
+  }
+  if (rc < 0) {
+    zmeta_free(m);
+    return rc;
+  }
+  *out = m;
+  return 0;
+}
+
+/* Build a chunk key. */
+int zmeta_chunk_key(const struct zmeta *m, const uint64_t *idx, char *buf,
+                    size_t buflen) {
+  size_t pos = 0;
+  int w;
+  if (m->key_encoding == ZMETA_KEY_DEFAULT) {
+    w = snprintf(buf, buflen, "c");
+    if (w < 0 || (size_t)w >= buflen)
+      return -ENAMETOOLONG;
+    pos = (size_t)w;
+    for (int d = 0; d < m->ndim; d++) {
+      w = snprintf(buf + pos, buflen - pos, "%c%llu", m->key_sep,
+                   (unsigned long long)idx[d]);
+      if (w < 0 || (size_t)w >= buflen - pos)
+        return -ENAMETOOLONG;
+      pos += (size_t)w;
+    }
+    return (int)pos;
+  }
+  if (m->ndim == 0) {
+    w = snprintf(buf, buflen, "0");
+    return (w < 0 || (size_t)w >= buflen) ? -ENAMETOOLONG : w;
+  }
+  buf[0] = '\0';
+  for (int d = 0; d < m->ndim; d++) {
+    w = d ? snprintf(buf + pos, buflen - pos, "%c%llu", m->key_sep,
+                     (unsigned long long)idx[d])
+          : snprintf(buf + pos, buflen - pos, "%llu",
+                     (unsigned long long)idx[d]);
+    if (w < 0 || (size_t)w >= buflen - pos)
+      return -ENAMETOOLONG;
+    pos += (size_t)w;
+  }
+  return (int)pos;
+}
+
+/* One decimal coordinate without sign or leading zero; advances *p. */
+static int parse_coord(const char **p, uint64_t *out) {
+  const char *s = *p;
+  if (*s < '0' || *s > '9')
+    return -1;
+  if (*s == '0' && s[1] >= '0' && s[1] <= '9')
+    return -1;
+  uint64_t v = 0;
+  while (*s >= '0' && *s <= '9') {
+    if (v > (UINT64_MAX - 9) / 10)
+      return -1;
+    v = v * 10 + (uint64_t)(*s - '0');
+    s++;
+  }
+  *p = s;
+  *out = v;
+  return 0;
+}
+
+/* Parse a chunk key back into coordinates. */
+int zmeta_parse_chunk_key(const struct zmeta *m, const char *key,
+                          uint64_t *idx) {
+  const char *p = key;
+  if (m->key_encoding == ZMETA_KEY_DEFAULT) {
+    if (*p++ != 'c')
+      return -ENOENT;
+    for (int d = 0; d < m->ndim; d++) {
+      if (*p++ != m->key_sep)
+        return -ENOENT;
+      if (parse_coord(&p, &idx[d]) < 0 || idx[d] >= m->grid[d])
+        return -ENOENT;
+    }
+    return *p ? -ENOENT : 0;
+  }
+  if (m->ndim == 0)
+    return strcmp(key, "0") ? -ENOENT : 0;
+  for (int d = 0; d < m->ndim; d++) {
+    if (d && *p++ != m->key_sep)
+      return -ENOENT;
+    if (parse_coord(&p, &idx[d]) < 0 || idx[d] >= m->grid[d])
+      return -ENOENT;
+  }
+  return *p ? -ENOENT : 0;
+}
