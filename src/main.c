@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -252,7 +253,8 @@ int main(int argc, char **argv) {
     fuse_loop_cfg_set_clone_fd(lc, opts.clone_fd);
     fuse_loop_cfg_set_max_threads(lc, opts.max_threads ? opts.max_threads
                                                        : 16);
-    fuse_loop_cfg_set_idle_threads(lc, opts.max_idle_threads);
+    if (opts.max_idle_threads != UINT_MAX)
+      fuse_loop_cfg_set_idle_threads(lc, opts.max_idle_threads);
     rc = fuse_loop_mt(fuse, lc);
     fuse_loop_cfg_destroy(lc);
   }

@@ -1,0 +1,209 @@
+#!/bin/bash
+# fixtures.sh - conformance against stores written by other implementations
+# (../shared/fixtures, see its README.md and zarrs/EXPECTED.md). Each store
+# is mounted on a fresh directory by one daemon; values.txt (and one chunk
+# view of each 8x24 store) must equal the expected text, generated here
+# with awk/printf from the rules in EXPECTED.md. Stores using what this
+# version does not support (blosc, sharding, transpose, numcodecs.*,
+# datetime64, ...) must mount and fail values.txt with EIO and a log line
+# that says so.
+#
+# ZARRFS_FIXTURES overrides the location (default
+# $ZARRFS_SRCDIR/../shared/fixtures); absent fixtures skip (exit 77), or fail
+# under CI=true.
+. "$(dirname "$0")/lib.sh"
+
+FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
+if [ ! -d "$FIX/zarrs" ]; then
+  if [ "${CI:-}" = true ]; then
+    say "FAIL: fixtures not found at $FIX (CI=true)"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+  echo "fixtures not found at $FIX: skipping"
+  exit 77
+fi
+Z="$FIX/zarrs"
+SNAP="$Z/snapshots/supported/regular"
+GEN="$ZT_TMP/expected"
+mkdir -p "$GEN"
+
+# ---- expected text (EXPECTED.md section 1: element i = row*24 + col) ----
+
+awk 'BEGIN { for (i = 0; i < 192; i++) printf "str_%04d\n", i }' >"$GEN/string"
+awk 'BEGIN { for (i = 0; i < 192; i++) { h = sprintf("%02x", i % 256); s = ""
+  for (k = 0; k < i % 8 + 1; k++) s = s h; print s } }' >"$GEN/bytes"
+awk 'BEGIN { for (i = 0; i < 192; i++) print i % 256 }' >"$GEN/uint8"
+awk 'BEGIN { for (i = 0; i < 192; i++) print i % 65536 }' >"$GEN/uint16"
+awk 'BEGIN { for (i = 0; i < 192; i++) print i }' >"$GEN/int32"
+awk 'BEGIN { for (i = 0; i < 192; i++) printf "%g\n", i * 0.5 }' >"$GEN/float32"
+cp "$GEN/float32" "$GEN/float64"
+awk 'BEGIN { for (i = 0; i < 192; i++) print (i % 2 == 1) ? "true" : "false" }' >"$GEN/bool"
+printf '\n\na\n\nfill\nfill\n' >"$GEN/empty_and_missing"
+printf '%s\n' "$(zt_hex 'New York')" "$(zt_hex 'Los Angeles')" "$(zt_hex 'Chicago')" >"$GEN/v3_bytes"
+printf '%s\n' collection_a collection_b collection_c >"$GEN/collection"
+for k in 10 20 30; do
+  printf 'POLYGON ((%s -%s, %s %s, -%s %s, -%s -%s, %s -%s))\n' $k $k $k $k $k $k $k $k $k $k
+done >"$GEN/bbox"
+# Chunk c/1/3 of an 8x24 array in 4x6 chunks: rows 4..7, cols 18..23.
+zt_chunk_lines 8,24 4,6 1,3 >"$GEN/c13.lines"
+
+# ---- helpers ----
+
+FX_MNT=
+# Mount STORE on a fresh directory (sets FX_MNT); 1 on failure.
+fx_mount() {
+  FX_MNT=$(zt_mkdir fx)
+  zmount "$1" "$FX_MNT"
+}
+
+# values DESC FILE_ON_MOUNT EXPECTED_FILE
+values() { assert_file_eq "$1" "$3" "$2"; }
+
+# check_8x24 DESC STORE EXPECTED: values.txt and c/1/3.txt of a snapshot-
+# geometry store.
+check_8x24() {
+  local desc=$1 store=$2 exp=$3
+  fx_mount "$store" || return
+  values "$desc: values.txt" "$FX_MNT/values.txt" "$exp"
+  zt_select_lines "$GEN/c13.lines" "$exp" >"$ZT_TMP/c13.exp"
+  values "$desc: c/1/3.txt" "$FX_MNT/c/1/3.txt" "$ZT_TMP/c13.exp"
+  assert_file_eq "$desc: zarr.json raw" "$store/zarr.json" "$FX_MNT/zarr.json"
+  zumount "$FX_MNT"
+}
+
+# check_unsupported DESC STORE [ARRAY]: mounts, raw files still served,
+# values.txt fails with EIO, and the log says why.
+check_unsupported() {
+  local desc=$1 store=$2 sub=${3:-.}
+  fx_mount "$store" || return
+  assert_file_eq "$desc: zarr.json raw" "$store/$sub/zarr.json" "$FX_MNT/$sub/zarr.json"
+  assert_fails_with_eio "$desc: values.txt fails with EIO" "$FX_MNT/$sub/values.txt"
+  if grep -qiE 'unsupported|not supported|unknown' "$ZT_LOG"; then
+    pass "$desc: log says unsupported"
+  else
+    fail "$desc: log does not say the codec/data type is unsupported; log:"
+    show "$ZT_LOG"
+  fi
+  zumount "$FX_MNT"
+}
+
+# One store directory under a snapshot codec dir, for each 16-hex id.
+snap_ids() { find "$1" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort; }
+
+# Does this zarr.json use something this version does not support?
+uses_unsupported() {
+  grep -qE '"(blosc|sharding_indexed|transpose)"' "$1/zarr.json"
+}
+
+# ---- 1. synthesized_vlen (EXPECTED.md section 2) ----
+
+nsyn=0
+for s in "$Z"/synthesized_vlen/*.zarr; do
+  [ -d "$s" ] || continue
+  nsyn=$((nsyn + 1))
+  name=synthesized_vlen/$(basename "$s")
+  if [ "$(basename "$s")" = empty_data_and_missing_chunk.zarr ]; then
+    fx_mount "$s" || continue
+    values "$name: values.txt" "$FX_MNT/values.txt" "$GEN/empty_and_missing"
+    printf '\n\n' >"$ZT_TMP/c0.exp"
+    values "$name: c/0.txt (empty data section)" "$FX_MNT/c/0.txt" "$ZT_TMP/c0.exp"
+    if [ -e "$FX_MNT/c/2.txt" ]; then fail "$name: missing chunk c/2 has a view"; else pass "$name: missing chunk c/2 has no view"; fi
+    zumount "$FX_MNT"
+  elif uses_unsupported "$s"; then
+    check_unsupported "$name (not supported yet)" "$s"
+  else
+    check_8x24 "$name" "$s" "$GEN/string"
+  fi
+done
+assert_eq "synthesized_vlen has 9 stores" 9 "$nsyn"
+
+# ---- 2. zarrs snapshots: string and bytes ----
+
+for dt in string bytes; do
+  for codec in a2b/zarrs.vlen a2b/vlen-utf8 a2b/vlen-bytes a2b/vlen-array a2b/zarrs.vlen_v2 \
+    'b2b/gzip(level5)' 'b2b/zstd(level5)' b2b/crc32c; do
+    found=0
+    while IFS= read -r s; do
+      found=1
+      check_8x24 "$dt/$codec/$(basename "$s")" "$s" "$GEN/$dt"
+    done < <(snap_ids "$SNAP/$dt/$codec")
+    [ "$found" = 1 ] || fail "fixture $SNAP/$dt/$codec missing"
+  done
+done
+
+# ---- 3. zarrs snapshots: numeric and bool ----
+
+for dt in uint8 uint16 int32 float32 float64 bool; do
+  for codec in a2b/bytes 'b2b/gzip(level5)' 'b2b/zstd(level5)' b2b/crc32c; do
+    found=0
+    while IFS= read -r s; do
+      found=1
+      check_8x24 "$dt/$codec/$(basename "$s")" "$s" "$GEN/$dt"
+    done < <(snap_ids "$SNAP/$dt/$codec")
+    [ "$found" = 1 ] || fail "fixture $SNAP/$dt/$codec missing"
+  done
+done
+
+# ---- 4. what this version refuses: EIO with a reason, never wrong values ----
+
+for rel in string/a2a/transpose 'string/a2b/sharding_indexed(inner2x2)' string/b2b/blosc \
+  'string/b2b/numcodecs.bz2(level5)' 'string/b2b/zarrs.gdeflate(level5)' uint8/a2b/packbits \
+  'zarrs.optional(string)/a2b/zarrs.optional'; do
+  s=$(snap_ids "$SNAP/$rel" | head -1)
+  [ -n "$s" ] || continue
+  check_unsupported "$rel (not supported yet)" "$s"
+done
+
+# ---- 5. cities (47,868 strings), two writers ----
+
+CSV="$Z/tests_data/cities.csv"
+if [ "$(tail -c 1 "$CSV" | od -An -c | tr -d ' ')" = '\n' ]; then
+  pass "cities.csv ends with a newline"
+else
+  fail "cities.csv has no trailing newline: values.txt cannot equal it"
+fi
+# A '\n' inside a value is shown as ' ': the CSV has one value a line and no
+# quoting, so values.txt must equal it byte for byte.
+assert_eq "cities.csv has 47868 lines" 47868 "$(wc -l <"$CSV")"
+head -n 1000 "$CSV" >"$GEN/cities.c0"
+tail -n 868 "$CSV" >"$GEN/cities.c47"
+for s in "$Z/tests_data/v3/cities.zarr" "$Z/tests_data/zarr_python_compat/cities_v3.zarr"; do
+  name=${s#"$Z"/}
+  fx_mount "$s" || continue
+  values "$name: values.txt == cities.csv" "$FX_MNT/values.txt" "$CSV"
+  values "$name: c/0.txt" "$FX_MNT/c/0.txt" "$GEN/cities.c0"
+  values "$name: c/47.txt (edge chunk: in-bounds only)" "$FX_MNT/c/47.txt" "$GEN/cities.c47"
+  assert_size_matches "$name: stat size of values.txt" "$FX_MNT/values.txt"
+  assert_eq "$name: line 47863" "Sariwŏn-si" "$(t sed -n 47863p "$FX_MNT/values.txt")"
+  assert_eq "$name: tail -n 1" "Charlotte Amalie" "$(t tail -n 1 "$FX_MNT/values.txt")"
+  zumount "$FX_MNT"
+done
+
+# ---- 6. v3_bytes (vlen-bytes, "variable_length_bytes", 997 fill elements) ----
+
+s="$Z/tests_data/zarr_python_compat/v3_bytes.zarr"
+if fx_mount "$s"; then
+  values "v3_bytes.zarr: values.txt" "$FX_MNT/values.txt" "$GEN/v3_bytes"
+  values "v3_bytes.zarr: c/0.txt (in-bounds only)" "$FX_MNT/c/0.txt" "$GEN/v3_bytes"
+  zumount "$FX_MNT"
+fi
+
+# ---- 7. issue_287 (groups, vlen-utf8 + zstd level 0, a datetime64 array) ----
+
+s="$Z/tests_data/issue_287.zarr"
+if fx_mount "$s"; then
+  values "issue_287: meta/collection/values.txt" "$FX_MNT/meta/collection/values.txt" "$GEN/collection"
+  values "issue_287: meta/bbox/values.txt" "$FX_MNT/meta/bbox/values.txt" "$GEN/bbox"
+  assert_fails_with_eio "issue_287: meta/date/values.txt (numpy.datetime64) fails with EIO" \
+    "$FX_MNT/meta/date/values.txt"
+  if grep -q 'meta/date' "$ZT_LOG"; then pass "issue_287: log names meta/date"; else
+    fail "issue_287: no log line names meta/date"
+    show "$ZT_LOG"
+  fi
+  values "issue_287: meta/date/c/0 raw" "$FX_MNT/meta/date/c/0" "$s/meta/date/c/0"
+  values "issue_287: meta/bbox still reads after the date failure" "$FX_MNT/meta/bbox/values.txt" "$GEN/bbox"
+  zumount "$FX_MNT"
+fi
+
+finish
