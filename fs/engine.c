@@ -423,10 +423,9 @@ static int cached_error(struct engine *e, const char *ekey, struct zerr *err) {
   return rc;
 }
 
-/* Remember an error (small cost) and log it once. */
-static void remember_error(struct engine *e, const char *ekey, const char *key,
+/* Remember an error (small cost) so a retry is answered silently. */
+static void remember_error(struct engine *e, const char *ekey,
                            const struct zerr *err) {
-  engine_log(e, key, err->msg);
   /* Only data errors are permanent; ENOMEM and friends may pass. */
   if (err->code != EIO && err->code != ENOTSUP && err->code != EFBIG)
     return;
@@ -467,8 +466,9 @@ int engine_chunk(struct engine *e, const struct znode *n, const uint64_t *idx,
   struct chunk_text *ct = NULL;
   int rc = chunk_decode(e, n, idx, key, &ct, err);
   if (rc < 0) {
+    engine_log(e, key, err->msg);
     zerr_prefix(err, "chunk %s: ", key);
-    remember_error(e, ekey, key, err);
+    remember_error(e, ekey, err);
   } else {
     zcache_put(e->cache, ckey, &ct->obj, ct->cost);
     char skey[4100];
