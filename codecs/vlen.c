@@ -56,7 +56,7 @@ static int vlen_create(json_t *config, const struct codec_spec *decoded,
       "index_codecs", "data_codecs", "index_data_type", "index_location", NULL};
   const struct dtype *dt = &decoded->dtype;
   if (!dtype_is_variable(dt))
-    return zerr_set(err, dt->kind == DT_UNKNOWN ? ENOTSUP : EIO,
+    return zerr_set(err, dt->kind == DT_UNSUPPORTED ? ENOTSUP : EIO,
                     "zarrs.vlen: data type '%s' is not variable-length",
                     dt->name);
   if (!config)

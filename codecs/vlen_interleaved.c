@@ -23,7 +23,7 @@ static int vli_create(const char *name, json_t *config,
     return zerr_set(err, EIO, "%s: configuration must be empty", name);
   const struct dtype *dt = &decoded->dtype;
   if (!dtype_is_variable(dt))
-    return zerr_set(err, dt->kind == DT_UNKNOWN ? ENOTSUP : EIO,
+    return zerr_set(err, dt->kind == DT_UNSUPPORTED ? ENOTSUP : EIO,
                     "%s: data type '%s' is not variable-length", name,
                     dt->name);
   *state = (void *)name;

@@ -168,7 +168,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
   n->spec.dtype = m->dtype;
   n->spec.fill = m->fill;
   n->spec.fill_len = m->fill_len;
-  if (m->dtype.kind == DT_UNKNOWN) {
+  if (m->dtype.kind == DT_UNSUPPORTED) {
     char msg[128];
     snprintf(msg, sizeof msg, "unsupported data type '%s'", m->dtype.name);
     node_set_error(e, n, key, msg);

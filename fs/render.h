@@ -22,7 +22,7 @@
 
 /* Render one fixed-size element (elem points at dt->size bytes in host byte
  * order) into buf (at least RENDER_FIXED_MAX bytes, not NUL-terminated).
- * Returns the text length. For DT_UNKNOWN or a variable kind returns 0. */
+ * Returns the text length. For DT_UNSUPPORTED or a variable kind returns 0. */
 size_t render_fixed(const struct dtype *dt, const void *elem, char *buf);
 
 /* Text length of a variable-length element of nbytes source bytes

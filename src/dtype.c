@@ -217,7 +217,7 @@ int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
   *out = NULL;
   *out_len = 0;
   switch (dt->kind) {
-  case DT_UNKNOWN:
+  case DT_UNSUPPORTED:
     return 0;
   case DT_STRING: {
     if (json_is_null(fill) || (json_is_integer(fill) &&

@@ -13,7 +13,7 @@
 #include "err.h"
 
 enum dtype_kind {
-  DT_UNKNOWN = 0, /* parsed, but not supported: views fail, raw keys work */
+  DT_UNSUPPORTED = 0, /* parsed, but not supported: views fail, raw keys work */
   DT_BOOL,
   DT_INT8,
   DT_INT16,
@@ -37,7 +37,7 @@ struct dtype {
 };
 
 /* Parse a V3 `data_type` value (short-hand string or {"name": ...}). An
- * unknown name is not an error: kind is DT_UNKNOWN and name says which. A
+ * unknown name is not an error: kind is DT_UNSUPPORTED and name says which. A
  * value that is neither a string nor an object with a string name is -EIO. */
 int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err);
 
@@ -51,7 +51,7 @@ int dtype_is_variable(const struct dtype *dt);
  * owned by the caller): for fixed-size kinds dt->size bytes in host order;
  * for string the UTF-8 bytes; for bytes the decoded bytes (base64 string or
  * array of 0..255 integers). Accepts "NaN", "Infinity", "-Infinity" and
- * "0x..." bit patterns for floats. For DT_UNKNOWN returns 0 with no bytes.
+ * "0x..." bit patterns for floats. For DT_UNSUPPORTED returns 0 with no bytes.
  * A value that does not fit the type is -EIO. */
 int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
                      size_t *out_len, struct zerr *err);

@@ -6,7 +6,7 @@
  *     unknown field without must_understand:false, overflowing counts) makes
  *     zmeta_parse fail: the node cannot be decoded at all;
  *   - an unknown data type is not a parse failure: the node is an array with
- *     dtype.kind == DT_UNKNOWN; its views fail later with a clear reason.
+ *     dtype.kind == DT_UNSUPPORTED; its views fail later with a clear reason.
  *     Unknown codecs are found when the codec chain is built. */
 #ifndef ZARRFS_META_H
 #define ZARRFS_META_H

@@ -310,7 +310,7 @@ START_TEST(test_chain_build_errors) {
        DT_INT32, -EIO, "bytes: unknown configuration key 'x'"},
       {"[\"bytes\"]", DT_STRING, -ENOTSUP,
        "bytes codec on variable-length type 'string' is not supported yet"},
-      {"[\"bytes\"]", DT_UNKNOWN, -ENOTSUP, "not supported"},
+      {"[\"bytes\"]", DT_UNSUPPORTED, -ENOTSUP, "not supported"},
       {"[\"bytes\",{\"name\":\"gzip\",\"configuration\":{\"level\":\"5\"}}]",
        DT_UINT8, -EIO, "gzip: configuration key 'level'"},
       {"[\"bytes\",{\"name\":\"gzip\",\"configuration\":{\"lvl\":5}}]",
@@ -325,7 +325,7 @@ START_TEST(test_chain_build_errors) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct codec_spec s = spec1(cases[i].kind, 4);
-    if (cases[i].kind == DT_UNKNOWN)
+    if (cases[i].kind == DT_UNSUPPORTED)
       snprintf(s.dtype.name, sizeof s.dtype.name, "complex128");
     struct chain *c = NULL;
     struct zerr err = {0};

