@@ -25,6 +25,7 @@
 /* Options of our own, between fuse_opt_parse and fuse_new. */
 struct cli {
   char *source;
+  char *mountpoint; /* a copy, checked before libfuse sees it */
   char *cache_size;
   char *max_decode;
   char *attr_timeout;
@@ -61,6 +62,8 @@ static int cli_proc(void *data, const char *arg, int key,
       c->source = strdup(arg);
       return 0;
     }
+    if (!c->mountpoint)
+      c->mountpoint = strdup(arg);
     return 1;
   default:
     return 1;
@@ -181,9 +184,10 @@ int main(int argc, char **argv) {
     status = 0;
     goto out;
   }
-  if (fuse_parse_cmdline(&args, &opts) != 0)
+  /* Check before libfuse does, so every refusal is one clear line. */
+  if (check_paths(cli.source, cli.mountpoint) < 0)
     goto out;
-  if (check_paths(cli.source, opts.mountpoint) < 0)
+  if (fuse_parse_cmdline(&args, &opts) != 0)
     goto out;
 
   long long cache_size = DEFAULT_CACHE_SIZE, max_decode = DEFAULT_MAX_DECODE;
@@ -260,7 +264,8 @@ int main(int argc, char **argv) {
   }
   fuse_remove_signal_handlers(se);
   fuse_unmount(fuse);
-  status = rc == 0 ? 0 : 1;
+  /* A signal ends the loop on purpose: that is a clean exit. */
+  status = (rc == 0 || fuse_session_exited(se)) ? 0 : 1;
 
 out:
   if (fuse)
@@ -268,6 +273,7 @@ out:
   engine_free(engine);
   free(opts.mountpoint);
   free(cli.source);
+  free(cli.mountpoint);
   free(cli.cache_size);
   free(cli.max_decode);
   free(cli.attr_timeout);

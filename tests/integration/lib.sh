@@ -155,7 +155,7 @@ zt_teardown_all() {
 # Watchdog: after ZT_TIMEOUT seconds, tear down (which unblocks any reader
 # stuck on the mount) and stop the script with a failure.
 (
-  sleep "$ZT_TIMEOUT" </dev/null >/dev/null 2>&1 &
+  sleep "$ZT_TIMEOUT" >/dev/null 2>&1 &
   echo $! >"$ZT_TMP/watchdog.sleep"
   wait $!
   say "FAIL: script timed out after ${ZT_TIMEOUT}s; tearing down" >&2

@@ -75,7 +75,7 @@ done <"$ZT_TMP/arrays"
 while read -r p key idx st; do
   [ "$st" = 1 ] || continue
   kd=$(dirname "$key")
-  if [ "$kd" = . ]; then kd=$p; elif [ "$p" = . ]; then kd=$kd; else kd=$p/$kd; fi
+  if [ "$kd" = . ]; then kd=$p; elif [ "$p" != . ]; then kd=$p/$kd; fi
   printf '%s\t%s.txt\n' "$kd" "$(basename "$key")" >>"$ZT_TMP/entries"
 done <"$ZT_TMP/chunks"
 sort -u "$ZT_TMP/entries" -o "$ZT_TMP/entries"
@@ -142,6 +142,7 @@ refuse "SOURCE without zarr.json" "$NOMETA" "$CLIMNT"
 refuse "SOURCE is a file" "$ZT_TMP/afile" "$CLIMNT"
 refuse "MOUNTPOINT is a file" "$SRC" "$ZT_TMP/afile"
 refuse "MOUNTPOINT does not exist" "$SRC" "$ZT_TMP/no-such-mnt"
+refuse "bad -o cache_size" "$SRC" "$CLIMNT" -o cache_size=lots
 
 # ---- 2. eight parallel readers on a cold mount ----
 
@@ -354,14 +355,42 @@ zt_check_log_clean "$ZT_LOG"
 zumount "$MNT"
 if zt_is_mounted "$MNT"; then fail "still mounted after zumount"; else pass "unmounted with fusermount3 -u"; fi
 
-# ---- 10. single-threaded with a tiny cache: same values ----
+# ---- 10. a tiny cache under 12 parallel readers; -s; -d ----
 
 MNT2=$(zt_mkdir mnt2)
-if zmount "$SRC" "$MNT2" -s -o cache_size=64K; then
+if zmount "$SRC" "$MNT2" -o cache_size=64K; then
+  pids=""
+  n=0
+  for round in 1 2; do
+    for a in $ARRAYS; do
+      p=$(array_path "$a")
+      [ -n "$p" ] || continue
+      n=$((n + 1))
+      t cat "$MNT2/$p/values.txt" >"$ZT_TMP/tiny.$n.got" 2>&1 &
+      pids="$pids $!:$n:$a"
+    done
+  done
+  for pn in $pids; do
+    pid=${pn%%:*} rest=${pn#*:}
+    wait "$pid"
+    rc=$?
+    n=${rest%%:*} a=${rest#*:}
+    if [ "$rc" -ne 0 ]; then
+      fail "cache_size=64K, parallel reader $n of $a/values.txt exited $rc"
+      show "$ZT_TMP/tiny.$n.got"
+    else
+      assert_file_eq "cache_size=64K, parallel reader $n: $a/values.txt" "$EXP/$a.txt" "$ZT_TMP/tiny.$n.got"
+    fi
+  done
+  zt_check_log_clean "$ZT_LOG"
+  zumount "$MNT2"
+fi
+MNT2=$(zt_mkdir mnt2s)
+if zmount "$SRC" "$MNT2" -s -d; then
   for a in $ARRAYS; do
     p=$(array_path "$a")
     [ -n "$p" ] || continue
-    assert_file_eq "-s -o cache_size=64K: $a/values.txt" "$EXP/$a.txt" "$MNT2/$p/values.txt"
+    assert_file_eq "-s -d: $a/values.txt" "$EXP/$a.txt" "$MNT2/$p/values.txt"
   done
   zumount "$MNT2"
 fi
@@ -403,6 +432,98 @@ if zmount "$SRC" "$MNT3" -o allow_other -o cache_size=1M; then
   fi
   zt_check_log_clean "$ZT_LOG"
   zt_forget "$pid"
+fi
+
+# ---- 12. text rules and collisions, on hand-written stores ----
+# Independent of zarrfs-mkstore: zarr.json and chunk bytes written here with
+# printf, the expected text from the contract.
+
+TS="$ZT_TMP/text.zarr"
+mkdir -p "$TS"
+echo '{"zarr_format":3,"node_type":"group","attributes":{}}' >"$TS/zarr.json"
+# mkarr NAME DTYPE SHAPE CHUNK FILL CODECS
+mkarr() {
+  mkdir -p "$TS/$1/c"
+  printf '{"zarr_format":3,"node_type":"array","shape":[%s],"data_type":"%s",' "$3" "$2" >"$TS/$1/zarr.json"
+  printf '"chunk_grid":{"name":"regular","configuration":{"chunk_shape":[%s]}},' "$4" >>"$TS/$1/zarr.json"
+  printf '"chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},' >>"$TS/$1/zarr.json"
+  printf '"fill_value":%s,"codecs":%s,"attributes":{}}\n' "$5" "$6" >>"$TS/$1/zarr.json"
+}
+# hexw HEX FILE: write the bytes spelled in hex.
+hexw() { printf "$(printf '%s' "$1" | sed 's/../\\x&/g')" >"$2"; }
+BE='[{"name":"bytes","configuration":{"endian":"big"}}]'
+LE='[{"name":"bytes","configuration":{"endian":"little"}}]'
+
+mkarr f64 float64 15 15 0 "$BE"
+hexw 3fe0000000000000c0080000000000004415af1d78b58c408000000000000000\
+7ff8000000000000fff80000000000007ff0000000000000fff0000000000000\
+3fb999999999999a3fd555555555555500000000000000017fefffffffffffff\
+3efa36e2eb1c432d405ed000000000003e7ad7f29abcaf48 "$TS/f64/c/0"
+printf '%s\n' 0.5 -3 1e+20 -0 nan nan inf -inf 0.1 0.3333333333333333 5e-324 \
+  1.7976931348623157e+308 2.5e-05 123.25 1e-07 >"$TS/f64.exp"
+mkarr f32 float32 6 6 0 "$BE"
+hexw 3dcccccd7f7fffff00000001800000004b8000003eaaaaab "$TS/f32/c/0"
+printf '%s\n' 0.1 3.4028235e+38 1e-45 -0 16777216 0.33333334 >"$TS/f32.exp"
+mkarr i64 int64 2 2 0 "$BE"
+hexw 80000000000000007fffffffffffffff "$TS/i64/c/0"
+printf '%s\n' -9223372036854775808 9223372036854775807 >"$TS/i64.exp"
+mkarr u64 uint64 1 1 0 "$LE"
+hexw ffffffffffffffff "$TS/u64/c/0"
+printf '%s\n' 18446744073709551615 >"$TS/u64.exp"
+mkarr i8 int8 3 3 0 "$LE"
+hexw 80ff7f "$TS/i8/c/0"
+printf '%s\n' -128 -1 127 >"$TS/i8.exp"
+mkarr u16 uint16 2 2 0 "$BE"
+hexw ffff0102 "$TS/u16/c/0"
+printf '%s\n' 65535 258 >"$TS/u16.exp"
+mkarr flags bool 3 3 false "$LE"
+hexw 010001 "$TS/flags/c/0"
+printf '%s\n' true false true >"$TS/flags.exp"
+# vlen-utf8: u32 count, then u32 length + bytes per element.
+mkarr str string 4 4 '""' '[{"name":"vlen-utf8"}]'
+hexw 0400000003000000610a620000000002000000c3a90100000078 "$TS/str/c/0"
+printf 'a b\n\n\303\251\nx\n' >"$TS/str.exp"
+mkarr bin bytes 3 3 '[]' '[{"name":"vlen-bytes"}]'
+hexw 030000000200000000ff00000000020000004142 "$TS/bin/c/0"
+printf '00ff\n\n4142\n' >"$TS/bin.exp"
+# Missing chunks show the fill value; an edge chunk shows in-bounds only.
+mkarr nanfill float64 4 2 '"NaN"' "$BE"
+rm -rf "$TS/nanfill/c" && mkdir -p "$TS/nanfill/c"
+hexw bff80000000000004000000000000000 "$TS/nanfill/c/1"
+printf '%s\n' nan nan -1.5 2 >"$TS/nanfill.exp"
+mkarr edge int32 5 2 7 "$LE"
+hexw 0100000002000000 "$TS/edge/c/0"
+hexw 0500000006000000 "$TS/edge/c/2" # holds 5 and an out-of-bounds 6
+printf '%s\n' 1 2 7 7 5 >"$TS/edge.exp"
+mkarr sfill string 3 1 '"zz"' '[{"name":"vlen-utf8"}]'
+hexw 010000000100000071 "$TS/sfill/c/1"
+printf 'zz\nq\nzz\n' >"$TS/sfill.exp"
+# Collisions: stored c/0.txt and values.txt win over the views.
+mkarr coll string 2 2 '""' '[{"name":"vlen-utf8"}]'
+hexw 0200000001000000610100000062 "$TS/coll/c/0"
+printf 'STORED c/0.txt\n' >"$TS/coll/c/0.txt"
+printf 'STORED values.txt\n' >"$TS/coll/values.txt"
+
+MNT4=$(zt_mkdir mnt4)
+if zmount "$TS" "$MNT4"; then
+  for a in f64 f32 i64 u64 i8 u16 flags str bin nanfill edge sfill; do
+    assert_file_eq "text rules: $a/values.txt" "$TS/$a.exp" "$MNT4/$a/values.txt"
+    assert_size_matches "text rules: $a/values.txt stat size" "$MNT4/$a/values.txt"
+  done
+  assert_file_eq "text rules: f64/c/0.txt" "$TS/f64.exp" "$MNT4/f64/c/0.txt"
+  printf '5\n' >"$ZT_TMP/edge2.exp"
+  assert_file_eq "edge chunk view shows in-bounds elements only" "$ZT_TMP/edge2.exp" "$MNT4/edge/c/2.txt"
+  if [ -e "$MNT4/edge/c/1.txt" ] || [ -e "$MNT4/nanfill/c/0.txt" ]; then
+    fail "a missing chunk has a view"
+  else
+    pass "missing chunks have no view"
+  fi
+  assert_file_eq "collision: stored c/0.txt wins" "$TS/coll/c/0.txt" "$MNT4/coll/c/0.txt"
+  assert_file_eq "collision: stored values.txt wins" "$TS/coll/values.txt" "$MNT4/coll/values.txt"
+  assert_eq "collision: each name listed once" "0 0.txt" "$(t ls "$MNT4/coll/c" | tr '\n' ' ' | sed 's/ $//')"
+  assert_eq "collision: array dir listed once each" "c values.txt zarr.json" "$(t ls "$MNT4/coll" | tr '\n' ' ' | sed 's/ $//')"
+  zt_check_log_clean "$ZT_LOG"
+  zumount "$MNT4"
 fi
 
 finish

@@ -106,6 +106,33 @@ for index in start end; do
   rm -rf "$SRC" "$PLAIN"
 done
 
+# Readahead delivers a sequential read in 128 KiB pieces: a zstd chunk
+# (16 MiB of text) must be decoded once, not once per piece. The stored
+# chunk is ~0.5 MiB; re-decoding per piece would read it ~130 times.
+SRC="$ZT_TMP/zstd-one"
+PLAIN="$ZT_TMP/zstd-one.txt"
+if t "$ZARRFS_MKSTORE" bigstrings "$SRC" --count 32768 --strlen 512 --chunk 32768 \
+  --data zstd --plain "$PLAIN" >"$ZT_TMP/mkstore.log" 2>&1; then
+  stored=$(find "$SRC" -type f ! -name zarr.json -exec cat {} + | wc -c)
+  MNT=$(zt_mkdir mnt)
+  if zmount "$SRC" "$MNT"; then
+    r0=$(io_field "$ZT_PID" rchar)
+    assert_file_eq "zstd, one 16 MiB chunk: values.txt" "$PLAIN" "$MNT/values.txt"
+    r1=$(io_field "$ZT_PID" rchar)
+    say "zstd, one chunk: stored $stored bytes, daemon rchar +$((r1 - r0)) for a full sequential read"
+    if [ $((r1 - r0)) -lt $((3 * stored + 65536)) ]; then
+      pass "zstd, one chunk: a sequential read decodes the chunk once"
+    else
+      fail "zstd, one chunk: a sequential read made the daemon read $((r1 - r0)) bytes for a $stored-byte chunk (re-decoding per piece)"
+    fi
+    zumount "$MNT"
+  fi
+  rm -rf "$SRC" "$PLAIN"
+else
+  fail "zarrfs-mkstore bigstrings --data zstd failed"
+  show "$ZT_TMP/mkstore.log"
+fi
+
 # A compressed variant (zstd data, several chunks): correctness only.
 SRC="$ZT_TMP/small-zstd"
 PLAIN="$ZT_TMP/small-zstd.txt"
