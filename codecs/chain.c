@@ -181,7 +181,7 @@ static int chain_check_abytes(const struct abytes *a,
     if (!a->fixed || zmul_u64(a->n, a->elsize, &want) < 0 ||
         a->fixed->size != want)
       return zerr_set(err, EIO, "%s: decoded byte count does not match", codec);
-  } else if (!a->offsets || !a->data) {
+  } else if (!a->offsets || (!a->data && !a->data_enc)) {
     return zerr_set(err, EIO, "%s: decoded no offsets or data", codec);
   }
   return 0;

@@ -49,8 +49,24 @@ struct abytes {
   uint64_t *offsets;      /* variable: n+1 absolute offsets into data, owned
                              (malloc); validated non-decreasing and
                              offsets[n] <= data->size */
-  struct bytesrc *data;   /* variable: element bytes (owned ref; may be lazy) */
+  struct bytesrc *data;   /* variable: element bytes (owned ref; may be lazy);
+                             NULL while the data section is deferred */
+  /* Variable, deferred: the data section still has to go through its data
+   * codecs (gzip, zstd, ...). Decoding it is postponed so that the index
+   * alone answers sizes; abytes_load_data runs it when bytes are read. */
+  const struct chain *data_chain; /* borrowed: owned by the codec state,
+                                     which outlives every decoded chunk */
+  struct bytesrc *data_enc;       /* owned ref: the encoded data section */
+  uint64_t data_len;              /* decoded length (offsets[n]) */
 };
+
+struct chain;
+
+/* The element bytes of a variable-length chunk: a new reference to
+ * a->data, or the deferred data section decoded now (a new source the
+ * caller owns; its length is checked against data_len). */
+int abytes_load_data(const struct abytes *a, const struct codec_env *env,
+                     struct bytesrc **out, struct zerr *err);
 
 /* Free a decoded chunk; NULL-safe. */
 void abytes_free(struct abytes *a);

@@ -207,7 +207,7 @@ static int vlen_decode(const void *state, const struct codec_spec *spec,
 
   struct bytesrc *idx = NULL, *dat = NULL;
   uint64_t *off = NULL;
-  struct abytes *a = NULL, *da = NULL;
+  struct abytes *a = NULL;
   uint64_t n = spec->nelem;
   rc = bytesrc_sub(in, idx_off, L, &idx, err);
   if (rc == 0)
@@ -226,31 +226,21 @@ static int vlen_decode(const void *state, const struct codec_spec *spec,
       rc = zerr_set(err, ENOMEM, "zarrs.vlen: out of memory");
       goto out;
     }
-  } else {
-    if (chain_is_passthrough(st->data_chain) && dat_len != data_len) {
+  } else if (chain_is_passthrough(st->data_chain)) {
+    /* [bytes]: the data section is the element bytes; keep the window so
+     * a view reads only the ranges it renders. */
+    if (dat_len != data_len) {
       rc = zerr_set(err, EIO,
                     "zarrs.vlen: data length %llu disagrees with last "
                     "offset %llu",
                     (unsigned long long)dat_len, (unsigned long long)data_len);
       goto out;
     }
-    struct codec_spec dspec = vlen_spec_1d(DT_UINT8, data_len);
-    rc = chain_decode(st->data_chain, &dspec, dat, env, &da, err);
-    if (rc < 0) {
-      zerr_prefix(err, "zarrs.vlen data: ");
-      goto out;
-    }
-    if (da->elsize != 1 || da->fixed->size != data_len) {
-      rc = zerr_set(err, EIO,
-                    "zarrs.vlen: data length %llu disagrees with last "
-                    "offset %llu",
-                    (unsigned long long)da->fixed->size,
-                    (unsigned long long)data_len);
-      goto out;
-    }
-    data = bytesrc_ref(da->fixed);
+    data = bytesrc_ref(dat);
   }
-  rc = abytes_check_offsets(off, n, data->size, err);
+  /* Otherwise (gzip, zstd, ...) decoding is deferred: sizes come from the
+   * index alone; abytes_load_data decodes when bytes are read. */
+  rc = abytes_check_offsets(off, n, data_len, err);
   if (rc < 0) {
     bytesrc_unref(data);
     zerr_prefix(err, "zarrs.vlen: ");
@@ -266,10 +256,14 @@ static int vlen_decode(const void *state, const struct codec_spec *spec,
   a->elsize = 0;
   a->offsets = off;
   a->data = data;
+  a->data_len = data_len;
+  if (!data) {
+    a->data_chain = st->data_chain;
+    a->data_enc = bytesrc_ref(dat);
+  }
   off = NULL;
   *out = a;
 out:
-  abytes_free(da);
   free(off);
   bytesrc_unref(idx);
   bytesrc_unref(dat);

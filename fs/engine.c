@@ -480,6 +480,63 @@ int engine_chunk(struct engine *e, const struct znode *n, const uint64_t *idx,
   return rc;
 }
 
+/* A decoded data section in the cache. */
+struct data_obj {
+  struct zobj obj;
+  struct bytesrc *src;
+};
+
+/* Release a cached data section. */
+static void data_obj_destroy(struct zobj *o) {
+  struct data_obj *d = (struct data_obj *)o;
+  bytesrc_unref(d->src);
+  free(d);
+}
+
+/* Element bytes, decoding a deferred data section once. */
+int engine_chunk_data(struct engine *e, const struct znode *n,
+                      const struct chunk_text *ct, struct bytesrc **out,
+                      struct zerr *err) {
+  if (ct->ab->data) {
+    *out = bytesrc_ref(ct->ab->data);
+    return 0;
+  }
+  char key[4096], dkey[4100], ekey[4100];
+  if (engine_chunk_key(n, ct->idx, key, sizeof key) < 0)
+    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
+  snprintf(dkey, sizeof dkey, "D:%s", key);
+  snprintf(ekey, sizeof ekey, "F:%s", key);
+  for (;;) {
+    struct zobj *o = zcache_get(e->cache, dkey);
+    if (o) {
+      *out = bytesrc_ref(((struct data_obj *)o)->src);
+      zobj_put(o);
+      return 0;
+    }
+    ZTRY(cached_error(e, ekey, err));
+    if (flight_begin(e, dkey))
+      break;
+  }
+  struct bytesrc *src = NULL;
+  int rc = abytes_load_data(ct->ab, &e->env, &src, err);
+  if (rc < 0) {
+    engine_log(e, key, err->msg);
+    zerr_prefix(err, "chunk %s: ", key);
+    remember_error(e, ekey, err);
+  } else {
+    struct data_obj *d = calloc(1, sizeof *d);
+    if (d) {
+      zobj_init(&d->obj, data_obj_destroy);
+      d->src = bytesrc_ref(src);
+      zcache_put(e->cache, dkey, &d->obj, sizeof *d + (size_t)src->size);
+      zobj_put(&d->obj);
+    }
+    *out = src;
+  }
+  flight_end(e, dkey);
+  return rc;
+}
+
 /* Size from the table, or decode once to learn it. */
 int engine_chunk_size(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t *size, struct zerr *err) {

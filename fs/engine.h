@@ -88,6 +88,13 @@ struct chunk_text {
 int engine_chunk(struct engine *e, const struct znode *n, const uint64_t *idx,
                  struct chunk_text **out, struct zerr *err);
 
+/* The element bytes of a variable-length decoded chunk (new reference):
+ * its data source, or, when its data codecs were deferred, the decoded data
+ * section from the cache (decoding it once, single-flight). */
+int engine_chunk_data(struct engine *e, const struct znode *n,
+                      const struct chunk_text *ct, struct bytesrc **out,
+                      struct zerr *err);
+
 /* Text size of chunk idx's view, from the learned-size table when known. */
 int engine_chunk_size(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t *size, struct zerr *err);

@@ -52,7 +52,8 @@ static int render_fixed_part(const struct chunk_text *ct,
 /* Read of a variable-length run: fetch the source bytes of elements
  * [ka, kb) that the request [off, end) needs with one ranged read, then
  * render them. */
-static int read_var_run(const struct chunk_text *ct, const struct dtype *dt,
+static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
+                        const struct dtype *dt,
                         uint64_t ka, uint64_t kb, uint64_t ja, uint64_t off,
                         uint64_t end, char *dst, struct zerr *err) {
   const uint64_t *lo_ = ct->line_off, *eo = ct->ab->offsets;
@@ -72,7 +73,6 @@ static int read_var_run(const struct chunk_text *ct, const struct dtype *dt,
     src_b = src_a;
   const uint8_t *src;
   uint8_t *buf = NULL;
-  struct bytesrc *data = ct->ab->data;
   if (data->mem) {
     src = data->mem;
     src_a = 0;
@@ -107,7 +107,8 @@ static int read_var_run(const struct chunk_text *ct, const struct dtype *dt,
 }
 
 /* See view.h. */
-long view_chunk_text_read(const struct chunk_text *ct, const struct dtype *dt,
+long view_chunk_text_read(const struct chunk_text *ct, struct bytesrc *data,
+                          const struct dtype *dt,
                           const uint64_t *chunk_shape, int ndim, uint64_t off,
                           size_t len, char *dst, struct zerr *err) {
   uint64_t size = ct->line_off[ct->nin];
@@ -135,7 +136,7 @@ long view_chunk_text_read(const struct chunk_text *ct, const struct dtype *dt,
         render_fixed_part(ct, dt, ja + (i - k), a, b, dst + (l0 + a - off));
       }
     } else {
-      ZTRY(read_var_run(ct, dt, k, kb, ja, off, end, dst, err));
+      ZTRY(read_var_run(ct, data, dt, k, kb, ja, off, end, dst, err));
     }
     k = kb;
   }
@@ -154,8 +155,17 @@ long view_chunk_read(struct engine *e, const struct znode *n,
                      struct zerr *err) {
   struct chunk_text *ct;
   ZTRY(engine_chunk(e, n, idx, &ct, err));
-  long r = view_chunk_text_read(ct, &n->meta->dtype, n->meta->chunk,
+  struct bytesrc *data = NULL;
+  if (!ct->ab->elsize) {
+    int rc = engine_chunk_data(e, n, ct, &data, err);
+    if (rc < 0) {
+      zobj_put(&ct->obj);
+      return rc;
+    }
+  }
+  long r = view_chunk_text_read(ct, data, &n->meta->dtype, n->meta->chunk,
                                 n->meta->ndim, off, len, dst, err);
+  bytesrc_unref(data);
   zobj_put(&ct->obj);
   return r;
 }

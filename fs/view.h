@@ -32,9 +32,11 @@ int view_array_size(struct engine *e, const struct znode *n, uint64_t *size,
 long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
                      size_t len, char *dst, struct zerr *err);
 
-/* Render text bytes [off, off+len) of a decoded chunk (off < size). Returns
- * the bytes written or a negative errno. */
-long view_chunk_text_read(const struct chunk_text *ct, const struct dtype *dt,
+/* Render text bytes [off, off+len) of a decoded chunk; data is the element
+ * bytes of a variable-length chunk (engine_chunk_data), NULL for fixed-size
+ * ones. Returns the bytes written or a negative errno. */
+long view_chunk_text_read(const struct chunk_text *ct, struct bytesrc *data,
+                          const struct dtype *dt,
                           const uint64_t *chunk_shape, int ndim, uint64_t off,
                           size_t len, char *dst, struct zerr *err);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "../fs/engine.h"
 #include "../fs/namespace.h"
@@ -286,6 +287,53 @@ START_TEST(partial_decoding_reads_little) {
 }
 END_TEST
 
+START_TEST(compressed_data_size_from_index) {
+  /* zarrs.vlen with data_codecs [bytes, zstd]: stat needs the index only;
+   * the data section is decompressed when text is read. */
+  enum { N = 4096 };
+  put_array_meta("z", "[4096]", "[4096]", "string", "\"\"",
+                 "[{\"name\":\"zarrs.vlen\",\"configuration\":{"
+                 "\"index_codecs\":[{\"name\":\"bytes\",\"configuration\":{"
+                 "\"endian\":\"little\"}}],\"data_codecs\":[{\"name\":"
+                 "\"bytes\"},{\"name\":\"zstd\"}],\"index_data_type\":"
+                 "\"uint64\",\"index_location\":\"start\"}}]");
+  static char data[N * 16];
+  static uint8_t chunk[8 + 8 * (N + 1) + N * 16 + 1024];
+  static char want[N * 17];
+  size_t dl = 0, wl = 0;
+  le64(chunk, 8 * (N + 1));
+  for (int i = 0; i < N; i++) {
+    le64(chunk + 8 + 8 * i, dl);
+    int w = sprintf(data + dl, "item%d", i * 7);
+    memcpy(want + wl, data + dl, (size_t)w);
+    want[wl + (size_t)w] = '\n';
+    wl += (size_t)w + 1;
+    dl += (size_t)w;
+  }
+  le64(chunk + 8 + 8 * N, dl);
+  size_t hdr = 8 + 8 * (N + 1);
+  size_t zl = ZSTD_compress(chunk + hdr, sizeof chunk - hdr, data, dl, 3);
+  ck_assert(!ZSTD_isError(zl));
+  put_file("z/c/0", chunk, hdr + zl);
+  struct engine *e = open_engine(1 << 20);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size;
+  ck_assert_int_eq(ns_resolve(e, "/z/c/0.txt", &ent, &err), 0);
+  uint64_t meta = atomic_load(&e->store->stats.bytes_read); /* zarr.json */
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, wl);
+  ck_assert_uint_eq(atomic_load(&e->store->stats.bytes_read), meta + hdr);
+  free(read_all(e, "/z/c/0.txt", 1000, &size));
+  char *got = read_all(e, "/z/values.txt", 333, &size);
+  ck_assert_int_eq(memcmp(got, want, wl), 0);
+  free(got);
+  /* The compressed section was read once, not once per read. */
+  ck_assert_uint_eq(atomic_load(&e->store->stats.bytes_read), meta + hdr + zl);
+  engine_free(e);
+}
+END_TEST
+
 struct reader_arg {
   struct engine *e;
   const char *path;
@@ -464,6 +512,7 @@ int main(void) {
   tcase_add_test(tc, numeric_fill_and_edges);
   tcase_add_test(tc, partial_decoding_reads_little);
   tcase_add_test(tc, eight_concurrent_readers);
+  tcase_add_test(tc, compressed_data_size_from_index);
   tcase_add_test(tc, corrupt_chunk_fails_rest_serves);
   tcase_add_test(tc, unknown_codec_and_dtype);
   tcase_add_test(tc, listing_and_collisions);
