@@ -434,7 +434,9 @@ long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
     done += (size_t)got;
   }
   zobj_put(&l->obj);
-  if (rc < 0 && done == 0)
+  /* Never a short read on error: the kernel takes a short read as the end
+   * of the file, and the reader would see truncated text and no error. */
+  if (rc < 0)
     return rc;
   return (long)done;
 }

@@ -334,6 +334,44 @@ START_TEST(compressed_data_size_from_index) {
 }
 END_TEST
 
+START_TEST(error_is_never_a_short_read) {
+  /* Chunk 1's compressed data is corrupt; its size is known from the index.
+   * A read of values.txt spanning both chunks must fail, not return the
+   * first chunk's text as if it were the end of the file. */
+  put_array_meta("zz", "[8]", "[4]", "string", "\"\"",
+                 "[{\"name\":\"zarrs.vlen\",\"configuration\":{"
+                 "\"index_codecs\":[{\"name\":\"bytes\",\"configuration\":{"
+                 "\"endian\":\"little\"}}],\"data_codecs\":[{\"name\":"
+                 "\"bytes\"},{\"name\":\"zstd\"}],\"index_data_type\":"
+                 "\"uint64\",\"index_location\":\"start\"}}]");
+  for (int c = 0; c < 2; c++) {
+    uint8_t chunk[8 + 40 + 256];
+    le64(chunk, 40);
+    for (int i = 0; i <= 4; i++)
+      le64(chunk + 8 + 8 * i, (uint64_t)(4 * i));
+    size_t zl = ZSTD_compress(chunk + 48, 256, "aaaabbbbccccdddd", 16, 3);
+    ck_assert(!ZSTD_isError(zl));
+    if (c == 1)
+      memset(chunk + 48 + 4, 0x5a, zl - 4);
+    char key[32];
+    snprintf(key, sizeof key, "zz/c/%d", c);
+    put_file(key, chunk, 48 + zl);
+  }
+  struct engine *e = open_engine(1 << 20);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size;
+  ck_assert_int_eq(ns_resolve(e, "/zz/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, 40);
+  char buf[64];
+  ck_assert_int_eq(ns_read_view(e, &ent, 0, sizeof buf, buf, &err), -EIO);
+  ck_assert_int_eq(ns_read_view(e, &ent, 0, 20, buf, &err), 20);
+  ck_assert_int_eq(memcmp(buf, "aaaa\nbbbb\ncccc\ndddd\n", 20), 0);
+  engine_free(e);
+}
+END_TEST
+
 struct reader_arg {
   struct engine *e;
   const char *path;
@@ -513,6 +551,7 @@ int main(void) {
   tcase_add_test(tc, partial_decoding_reads_little);
   tcase_add_test(tc, eight_concurrent_readers);
   tcase_add_test(tc, compressed_data_size_from_index);
+  tcase_add_test(tc, error_is_never_a_short_read);
   tcase_add_test(tc, corrupt_chunk_fails_rest_serves);
   tcase_add_test(tc, unknown_codec_and_dtype);
   tcase_add_test(tc, listing_and_collisions);
