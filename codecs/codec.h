@@ -30,9 +30,9 @@
 struct codec_spec {
   int ndim;
   uint64_t shape[ZMETA_MAX_DIMS];
-  uint64_t nelem;       /* product of shape (checked by whoever fills it) */
+  uint64_t nelem; /* product of shape (checked by whoever fills it) */
   struct dtype dtype;
-  const uint8_t *fill;  /* borrowed: fill value bytes (see dtype_parse_fill) */
+  const uint8_t *fill; /* borrowed: fill value bytes (see dtype_parse_fill) */
   size_t fill_len;
 };
 
@@ -44,13 +44,13 @@ struct codec_env {
 /* A decoded chunk: n elements in C order of the spec's shape. */
 struct abytes {
   uint64_t n;
-  size_t elsize;          /* > 0: fixed-size elements; 0: variable-length */
-  struct bytesrc *fixed;  /* fixed: n*elsize bytes in host order (owned ref) */
-  uint64_t *offsets;      /* variable: n+1 absolute offsets into data, owned
-                             (malloc); validated non-decreasing and
-                             offsets[n] <= data->size */
-  struct bytesrc *data;   /* variable: element bytes (owned ref; may be lazy);
-                             NULL while the data section is deferred */
+  size_t elsize;         /* > 0: fixed-size elements; 0: variable-length */
+  struct bytesrc *fixed; /* fixed: n*elsize bytes in host order (owned ref) */
+  uint64_t *offsets;     /* variable: n+1 absolute offsets into data, owned
+                            (malloc); validated non-decreasing and
+                            offsets[n] <= data->size */
+  struct bytesrc *data;  /* variable: element bytes (owned ref; may be lazy);
+                            NULL while the data section is deferred */
   /* Variable, deferred: the data section still has to go through its data
    * codecs (gzip, zstd, ...). Decoding it is postponed so that the index
    * alone answers sizes; abytes_load_data runs it when bytes are read. */
@@ -84,15 +84,15 @@ int abytes_check_offsets(const uint64_t *off, uint64_t n, uint64_t data_size,
 enum codec_kind { CODEC_A2A = 1, CODEC_A2B = 2, CODEC_B2B = 3 };
 
 struct codec_impl {
-  const char *name;            /* canonical V3 name */
-  const char *const *aliases;  /* NULL-terminated list, or NULL */
+  const char *name;           /* canonical V3 name */
+  const char *const *aliases; /* NULL-terminated list, or NULL */
   enum codec_kind kind;
   /* Parse and validate `config` (NULL when absent) for arrays of type
    * decoded->dtype. Shape fields of `decoded` are NOT final (they vary per
    * chunk for nested chains) and must not be stored. *state is owned by the
    * codec and released with destroy. */
-  int (*create)(json_t *config, const struct codec_spec *decoded,
-                void **state, struct zerr *err);
+  int (*create)(json_t *config, const struct codec_spec *decoded, void **state,
+                struct zerr *err);
   void (*destroy)(void *state);
   /* CODEC_B2B: decode `in` into a new source *out (caller unrefs). */
   int (*decode_bytes)(const void *state, struct bytesrc *in,
@@ -126,8 +126,8 @@ int codec_entry_parse(json_t *j, const char **name, json_t **config,
 
 /* Helpers for codec implementations: read a configuration field. */
 /* Integer field; missing -> def (or -EIO when required). */
-int codec_cfg_int(json_t *config, const char *key, int required,
-                  long long def, long long *out, struct zerr *err);
+int codec_cfg_int(json_t *config, const char *key, int required, long long def,
+                  long long *out, struct zerr *err);
 /* String field (borrowed); missing -> def. */
 int codec_cfg_str(json_t *config, const char *key, int required,
                   const char *def, const char **out, struct zerr *err);

@@ -151,14 +151,14 @@ static uint32_t crc32c(const uint8_t *p, size_t n) {
 
 /* Options of a zarrs.vlen chunk. */
 struct vlen_opts {
-  int at_end;      /* index_location end */
-  int idx32;       /* uint32 index */
-  int data_codec;  /* 0 bytes, 1 zstd, 2 gzip, 3 crc32c */
+  int at_end;     /* index_location end */
+  int idx32;      /* uint32 index */
+  int data_codec; /* 0 bytes, 1 zstd, 2 gzip, 3 crc32c */
 };
 
 /* Encode n elements as a zarrs.vlen chunk. */
-static struct buf vlen_encode(const char *const *v, const size_t *len,
-                              size_t n, const struct vlen_opts *o) {
+static struct buf vlen_encode(const char *const *v, const size_t *len, size_t n,
+                              const struct vlen_opts *o) {
   struct buf idx = {0}, data = {0}, out = {0};
   uint64_t off = 0;
   for (size_t i = 0; i <= n; i++) {
@@ -252,12 +252,15 @@ static const char *KEY_DOT =
 /* Deterministic example strings: name i. */
 static void example_name(size_t i, char *out, size_t n) {
   static const char *const base[] = {
-      "Tokyo", "Jakarta", "Delhi", "Guangzhou", "Mumbai", "Manila",
-      "Shanghai", "Sao Paulo", "Seoul", "Mexico City", "Cairo", "New York",
-      "Dhaka", "Beijing", "Kolkata", "Bangkok", "Shenzhen", "Moscow",
-      "Buenos Aires", "Lagos", "Istanbul", "Karachi", "Bangalore",
-      "Ho Chi Minh City", "Osaka", "Chengdu", "Tehran", "Kinshasa",
-      "Rio de Janeiro", "Chennai", "Xi'an", "Lahore", "Chongqing", "Lima"};
+      "Tokyo",          "Jakarta",     "Delhi",        "Guangzhou",
+      "Mumbai",         "Manila",      "Shanghai",     "Sao Paulo",
+      "Seoul",          "Mexico City", "Cairo",        "New York",
+      "Dhaka",          "Beijing",     "Kolkata",      "Bangkok",
+      "Shenzhen",       "Moscow",      "Buenos Aires", "Lagos",
+      "Istanbul",       "Karachi",     "Bangalore",    "Ho Chi Minh City",
+      "Osaka",          "Chengdu",     "Tehran",       "Kinshasa",
+      "Rio de Janeiro", "Chennai",     "Xi'an",        "Lahore",
+      "Chongqing",      "Lima"};
   size_t nb = sizeof base / sizeof *base;
   if (i == 7)
     snprintf(out, n, "Zürich");
@@ -316,10 +319,9 @@ static void example_strings(const char *dir, const char *arr, size_t count,
       }
     }
     if (c != skip_chunk) {
-      struct buf b = kind == 0 ? vlen_encode((const char *const *)v, len,
-                                             chunk, o)
-                               : vlen_utf8_encode((const char *const *)v, len,
-                                                  chunk);
+      struct buf b = kind == 0
+                         ? vlen_encode((const char *const *)v, len, chunk, o)
+                         : vlen_utf8_encode((const char *const *)v, len, chunk);
       if (kind == 1) {
         struct buf z = zstd_buf(b.p, b.n, 3);
         free(b.p);
@@ -359,8 +361,7 @@ static void cmd_example(const char *dir) {
 
   /* matrix: float64 [7,5] chunks [3,2], gzip, fill NaN, chunk (1,1)
    * missing. */
-  put_meta(dir, "matrix", "[7, 5]", "[3, 2]", "float64", "\"NaN\"",
-           KEY_SLASH,
+  put_meta(dir, "matrix", "[7, 5]", "[3, 2]", "float64", "\"NaN\"", KEY_SLASH,
            "[{\"name\": \"bytes\", \"configuration\": {\"endian\": "
            "\"little\"}}, {\"name\": \"gzip\", \"configuration\": {\"level\": "
            "5}}]");

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/log.h"
 #include "../src/buf.h"
+#include "../src/log.h"
 #include "render.h"
 
 /* Node table entries beyond this are not remembered when they are plain
@@ -281,8 +281,8 @@ static int chunk_text_layout(struct engine *e, const struct znode *n,
   uint64_t nin = 1;
   for (int d = 0; d < nd; d++) {
     uint64_t start = ct->idx[d] * m->chunk[d];
-    ct->ext[d] = m->shape[d] - start < m->chunk[d] ? m->shape[d] - start
-                                                    : m->chunk[d];
+    ct->ext[d] =
+        m->shape[d] - start < m->chunk[d] ? m->shape[d] - start : m->chunk[d];
     nin *= ct->ext[d];
   }
   ct->nin = nin;

@@ -21,34 +21,34 @@
 #include "../src/store.h"
 
 enum znode_kind {
-  ZNODE_NONE = 0,   /* no zarr.json here */
+  ZNODE_NONE = 0, /* no zarr.json here */
   ZNODE_GROUP,
-  ZNODE_ARRAY,      /* zarr.json parsed as an array (views may still fail) */
-  ZNODE_BROKEN,     /* zarr.json present but unusable */
+  ZNODE_ARRAY,  /* zarr.json parsed as an array (views may still fail) */
+  ZNODE_BROKEN, /* zarr.json present but unusable */
 };
 
 /* A node, immutable once created; lives as long as the engine. */
 struct znode {
   enum znode_kind kind;
-  char *path;               /* store prefix: "" for the root, else "a/b" */
-  struct zmeta *meta;       /* arrays: parsed metadata */
-  struct chain *chain;      /* arrays: NULL when views cannot work */
-  char *view_error;         /* why views fail (logged once); NULL if they work */
-  struct codec_spec spec;   /* decoded representation of one chunk */
+  char *path;             /* store prefix: "" for the root, else "a/b" */
+  struct zmeta *meta;     /* arrays: parsed metadata */
+  struct chain *chain;    /* arrays: NULL when views cannot work */
+  char *view_error;       /* why views fail (logged once); NULL if they work */
+  struct codec_spec spec; /* decoded representation of one chunk */
 };
 
 struct engine_config {
-  size_t cache_size;        /* decoded-data cache budget, bytes */
-  size_t max_decoded;       /* largest in-memory intermediate, bytes */
-  size_t size_table_max;    /* entries in the learned-size table */
+  size_t cache_size;     /* decoded-data cache budget, bytes */
+  size_t max_decoded;    /* largest in-memory intermediate, bytes */
+  size_t size_table_max; /* entries in the learned-size table */
 };
 
 struct engine {
-  struct store *store;        /* owned */
-  struct zcache *cache;       /* decoded chunks, layouts, errors */
-  struct zsizes *sizes;       /* learned view sizes */
+  struct store *store;  /* owned */
+  struct zcache *cache; /* decoded chunks, layouts, errors */
+  struct zsizes *sizes; /* learned view sizes */
   struct codec_env env;
-  pthread_mutex_t nodes_lock; /* guards the node table (leaf lock) */
+  pthread_mutex_t nodes_lock;      /* guards the node table (leaf lock) */
   struct node_slot **node_buckets; /* chained hash: path -> znode */
   size_t node_nbuckets, node_count;
   pthread_mutex_t flight_lock; /* guards the in-flight list (leaf lock) */
@@ -75,11 +75,11 @@ const struct znode *engine_array_of(struct engine *e, const char *key,
 /* A decoded chunk ready for text views (reference-counted; zobj_put). */
 struct chunk_text {
   struct zobj obj;
-  struct abytes *ab;       /* decoded elements (in chunk C order) */
+  struct abytes *ab; /* decoded elements (in chunk C order) */
   uint64_t idx[ZMETA_MAX_DIMS];
   uint64_t ext[ZMETA_MAX_DIMS]; /* in-bounds extent per dimension */
-  uint64_t nin;            /* in-bounds elements */
-  uint64_t *line_off;      /* nin+1 text offsets of in-bounds elements */
+  uint64_t nin;                 /* in-bounds elements */
+  uint64_t *line_off;           /* nin+1 text offsets of in-bounds elements */
   size_t cost;
 };
 

@@ -177,8 +177,7 @@ static int zfs_read(const char *path, char *buf, size_t size, off_t off,
     }
     return (int)size;
   }
-  long n = ns_read_view(ctx()->engine, &f->ent, (uint64_t)off, size, buf,
-                        &err);
+  long n = ns_read_view(ctx()->engine, &f->ent, (uint64_t)off, size, buf, &err);
   return n < 0 ? zfs_errno((int)n) : (int)n;
 }
 

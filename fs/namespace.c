@@ -206,8 +206,9 @@ int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
     for (size_t i = 0; i < l.n && !stop; i++) {
       if (l.items[i].is_dir)
         continue;
-      int w = *rel ? snprintf(relkey, sizeof relkey, "%s/%s", rel, l.items[i].name)
-                   : snprintf(relkey, sizeof relkey, "%s", l.items[i].name);
+      int w =
+          *rel ? snprintf(relkey, sizeof relkey, "%s/%s", rel, l.items[i].name)
+               : snprintf(relkey, sizeof relkey, "%s", l.items[i].name);
       if (w < 0 || (size_t)w >= sizeof relkey)
         continue;
       if (zmeta_parse_chunk_key(n->meta, relkey, idx) != 0)

@@ -16,10 +16,10 @@ enum ns_kind { NS_DIR = 1, NS_RAW, NS_CHUNK_VIEW, NS_ARRAY_VIEW };
 
 struct ns_entry {
   enum ns_kind kind;
-  char key[4096];             /* store key (raw, dir) or array path (views) */
-  const struct znode *node;   /* views: the array (borrowed from engine) */
+  char key[4096];               /* store key (raw, dir) or array path (views) */
+  const struct znode *node;     /* views: the array (borrowed from engine) */
   uint64_t idx[ZMETA_MAX_DIMS]; /* chunk views: chunk coordinates */
-  uint64_t raw_size;          /* raw files: stored size */
+  uint64_t raw_size;            /* raw files: stored size */
 };
 
 /* Resolve a path ("/a/c/0.txt" or "a/c/0.txt"); -ENOENT when nothing is

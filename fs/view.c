@@ -53,9 +53,9 @@ static int render_fixed_part(const struct chunk_text *ct,
  * [ka, kb) that the request [off, end) needs with one ranged read, then
  * render them. */
 static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
-                        const struct dtype *dt,
-                        uint64_t ka, uint64_t kb, uint64_t ja, uint64_t off,
-                        uint64_t end, char *dst, struct zerr *err) {
+                        const struct dtype *dt, uint64_t ka, uint64_t kb,
+                        uint64_t ja, uint64_t off, uint64_t end, char *dst,
+                        struct zerr *err) {
   const uint64_t *lo_ = ct->line_off, *eo = ct->ab->offsets;
   uint64_t first_lo = off > lo_[ka] ? off - lo_[ka] : 0;
   uint64_t jl = ja + (kb - 1 - ka);
@@ -63,12 +63,11 @@ static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
   uint64_t last_hi = end - lo_[kb - 1];
   if (last_hi > last_len)
     last_hi = last_len;
-  uint64_t src_a =
-      eo[ja] + (first_lo < (lo_[ka + 1] - lo_[ka] - 1)
-                    ? render_var_src_off(dt, first_lo)
-                    : eo[ja + 1] - eo[ja]);
-  uint64_t src_b = last_hi ? eo[jl] + render_var_src_off(dt, last_hi - 1) + 1
-                           : eo[jl];
+  uint64_t src_a = eo[ja] + (first_lo < (lo_[ka + 1] - lo_[ka] - 1)
+                                 ? render_var_src_off(dt, first_lo)
+                                 : eo[ja + 1] - eo[ja]);
+  uint64_t src_b =
+      last_hi ? eo[jl] + render_var_src_off(dt, last_hi - 1) + 1 : eo[jl];
   if (src_b < src_a)
     src_b = src_a;
   const uint8_t *src;
@@ -108,9 +107,9 @@ static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
 
 /* See view.h. */
 long view_chunk_text_read(const struct chunk_text *ct, struct bytesrc *data,
-                          const struct dtype *dt,
-                          const uint64_t *chunk_shape, int ndim, uint64_t off,
-                          size_t len, char *dst, struct zerr *err) {
+                          const struct dtype *dt, const uint64_t *chunk_shape,
+                          int ndim, uint64_t off, size_t len, char *dst,
+                          struct zerr *err) {
   uint64_t size = ct->line_off[ct->nin];
   if (off >= size || len == 0)
     return 0;
@@ -123,8 +122,7 @@ long view_chunk_text_read(const struct chunk_text *ct, struct bytesrc *data,
     uint64_t kb = k + 1;
     uint64_t w = ndim ? ct->ext[ndim - 1] : 1;
     while (kb < ct->nin && ct->line_off[kb] < end) {
-      if (kb % w == 0 && inb_linear(ct, chunk_shape, ndim, kb) !=
-                             ja + (kb - k))
+      if (kb % w == 0 && inb_linear(ct, chunk_shape, ndim, kb) != ja + (kb - k))
         break;
       kb++;
     }
@@ -281,8 +279,8 @@ static void segment_locate(const struct zmeta *m, uint64_t k, uint64_t s,
     uint64_t extent;
     if (d == 0) {
       uint64_t start = k * m->chunk[0];
-      extent = m->shape[0] - start < m->chunk[0] ? m->shape[0] - start
-                                                  : m->chunk[0];
+      extent =
+          m->shape[0] - start < m->chunk[0] ? m->shape[0] - start : m->chunk[0];
     } else {
       extent = m->shape[d];
     }
@@ -294,8 +292,8 @@ static void segment_locate(const struct zmeta *m, uint64_t k, uint64_t s,
   for (int d = 0; d <= nd - 2; d++) {
     idx[d] = a[d] / m->chunk[d];
     uint64_t start = idx[d] * m->chunk[d];
-    uint64_t ext = m->shape[d] - start < m->chunk[d] ? m->shape[d] - start
-                                                      : m->chunk[d];
+    uint64_t ext =
+        m->shape[d] - start < m->chunk[d] ? m->shape[d] - start : m->chunk[d];
     R = R * ext + (a[d] - start);
   }
   *row = R;
@@ -304,8 +302,8 @@ static void segment_locate(const struct zmeta *m, uint64_t k, uint64_t s,
 /* Rows of slab k times chunks along the last dimension. */
 static int slab_nseg(const struct zmeta *m, uint64_t k, uint64_t *nseg) {
   uint64_t start = k * m->chunk[0];
-  uint64_t rows = m->shape[0] - start < m->chunk[0] ? m->shape[0] - start
-                                                     : m->chunk[0];
+  uint64_t rows =
+      m->shape[0] - start < m->chunk[0] ? m->shape[0] - start : m->chunk[0];
   for (int d = 1; d < m->ndim - 1; d++)
     if (zmul_u64(rows, m->shape[d], &rows) < 0)
       return -EOVERFLOW;

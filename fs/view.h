@@ -36,8 +36,8 @@ long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
  * bytes of a variable-length chunk (engine_chunk_data), NULL for fixed-size
  * ones. Returns the bytes written or a negative errno. */
 long view_chunk_text_read(const struct chunk_text *ct, struct bytesrc *data,
-                          const struct dtype *dt,
-                          const uint64_t *chunk_shape, int ndim, uint64_t off,
-                          size_t len, char *dst, struct zerr *err);
+                          const struct dtype *dt, const uint64_t *chunk_shape,
+                          int ndim, uint64_t off, size_t len, char *dst,
+                          struct zerr *err);
 
 #endif

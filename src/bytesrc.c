@@ -191,8 +191,7 @@ static const struct bytesrc_ops sub_ops = {sub_read, sub_destroy};
 int bytesrc_sub(struct bytesrc *parent, uint64_t off, uint64_t len,
                 struct bytesrc **out, struct zerr *err) {
   if (off > parent->size || len > parent->size - off)
-    return zerr_set(err, EIO,
-                    "range %llu+%llu lies outside a %llu-byte object",
+    return zerr_set(err, EIO, "range %llu+%llu lies outside a %llu-byte object",
                     (unsigned long long)off, (unsigned long long)len,
                     (unsigned long long)parent->size);
   struct sub_src *w = calloc(1, sizeof *w);

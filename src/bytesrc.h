@@ -38,8 +38,8 @@ struct bytesrc_ops {
 
 struct bytesrc {
   const struct bytesrc_ops *ops;
-  uint64_t size;        /* total bytes */
-  const uint8_t *mem;   /* non-NULL when all bytes are in memory */
+  uint64_t size;      /* total bytes */
+  const uint8_t *mem; /* non-NULL when all bytes are in memory */
   _Atomic long refs;
 };
 

@@ -36,16 +36,16 @@ static uint64_t key_hash(const char *k) {
 /* ---- LRU cache ---- */
 
 struct centry {
-  struct centry *hnext;         /* hash chain */
-  struct centry *prev, *next;   /* LRU list, head = most recent */
+  struct centry *hnext;       /* hash chain */
+  struct centry *prev, *next; /* LRU list, head = most recent */
   uint64_t hash;
-  struct zobj *obj;             /* the cache's reference */
+  struct zobj *obj; /* the cache's reference */
   size_t cost;
   char key[];
 };
 
 struct zcache {
-  pthread_mutex_t lock;         /* guards everything below */
+  pthread_mutex_t lock; /* guards everything below */
   struct centry **buckets;
   size_t nbuckets;
   size_t count;

@@ -39,8 +39,7 @@ struct zobj *zcache_get(struct zcache *c, const char *key);
 /* Insert (or replace) key -> o with the given cost; the cache takes its own
  * reference (the caller keeps theirs). Entries larger than the whole budget
  * are not kept. */
-void zcache_put(struct zcache *c, const char *key, struct zobj *o,
-                size_t cost);
+void zcache_put(struct zcache *c, const char *key, struct zobj *o, size_t cost);
 /* Bytes currently charged, and the budget. */
 size_t zcache_used(struct zcache *c);
 size_t zcache_budget(struct zcache *c);

@@ -12,13 +12,20 @@ struct dtype_name {
 };
 
 static const struct dtype_name dtype_names[] = {
-    {"bool", DT_BOOL, 1},        {"int8", DT_INT8, 1},
-    {"int16", DT_INT16, 2},      {"int32", DT_INT32, 4},
-    {"int64", DT_INT64, 8},      {"uint8", DT_UINT8, 1},
-    {"uint16", DT_UINT16, 2},    {"uint32", DT_UINT32, 4},
-    {"uint64", DT_UINT64, 8},    {"float32", DT_FLOAT32, 4},
-    {"float64", DT_FLOAT64, 8},  {"string", DT_STRING, 0},
-    {"bytes", DT_BYTES, 0},      {"binary", DT_BYTES, 0},
+    {"bool", DT_BOOL, 1},
+    {"int8", DT_INT8, 1},
+    {"int16", DT_INT16, 2},
+    {"int32", DT_INT32, 4},
+    {"int64", DT_INT64, 8},
+    {"uint8", DT_UINT8, 1},
+    {"uint16", DT_UINT16, 2},
+    {"uint32", DT_UINT32, 4},
+    {"uint64", DT_UINT64, 8},
+    {"float32", DT_FLOAT32, 4},
+    {"float64", DT_FLOAT64, 8},
+    {"string", DT_STRING, 0},
+    {"bytes", DT_BYTES, 0},
+    {"binary", DT_BYTES, 0},
     {"variable_length_bytes", DT_BYTES, 0},
 };
 
@@ -49,8 +56,9 @@ int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err) {
   else if (json_is_object(j) && json_is_string(json_object_get(j, "name")))
     name = json_string_value(json_object_get(j, "name"));
   if (!name)
-    return zerr_set(err, EIO, "data_type must be a string or an object with "
-                              "a name");
+    return zerr_set(err, EIO,
+                    "data_type must be a string or an object with "
+                    "a name");
   memset(out, 0, sizeof *out);
   for (size_t i = 0; i < sizeof dtype_names / sizeof *dtype_names; i++)
     if (!strcmp(dtype_names[i].name, name)) {
@@ -90,8 +98,9 @@ static int parse_float_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
     } else if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
       size_t nd = strlen(s + 2);
       if (nd != dt->size * 2)
-        return zerr_set(err, EIO, "fill_value %s is not a %zu-digit bit "
-                                  "pattern for %s",
+        return zerr_set(err, EIO,
+                        "fill_value %s is not a %zu-digit bit "
+                        "pattern for %s",
                         s, dt->size * 2, dt->name);
       uint64_t bits = 0;
       for (size_t i = 0; i < nd; i++) {
@@ -140,8 +149,7 @@ static int parse_int_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
   if (json_is_real(fill)) {
     double d = json_real_value(fill);
     if (d != floor(d) || fabs(d) > 9007199254740992.0)
-      return zerr_set(err, EIO, "fill_value %g is not a valid %s", d,
-                      dt->name);
+      return zerr_set(err, EIO, "fill_value %g is not a valid %s", d, dt->name);
     fill = json_integer((json_int_t)d);
   } else {
     json_incref(fill);
@@ -220,8 +228,8 @@ int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
   case DT_UNSUPPORTED:
     return 0;
   case DT_STRING: {
-    if (json_is_null(fill) || (json_is_integer(fill) &&
-                               json_integer_value(fill) == 0)) {
+    if (json_is_null(fill) ||
+        (json_is_integer(fill) && json_integer_value(fill) == 0)) {
       *out = malloc(1);
       return *out ? 0 : zerr_set(err, ENOMEM, "out of memory");
     }

@@ -32,8 +32,8 @@ enum dtype_kind {
 
 struct dtype {
   enum dtype_kind kind;
-  size_t size;    /* bytes per element; 0 for variable-length kinds */
-  char name[64];  /* the name as written in metadata (for messages) */
+  size_t size;   /* bytes per element; 0 for variable-length kinds */
+  char name[64]; /* the name as written in metadata (for messages) */
 };
 
 /* Parse a V3 `data_type` value (short-hand string or {"name": ...}). An

@@ -15,9 +15,9 @@
 
 #include "../fs/engine.h"
 #include "../fs/fuse_ops.h"
-#include <fuse_lowlevel.h>
 #include "log.h"
 #include "store.h"
+#include <fuse_lowlevel.h>
 
 #define DEFAULT_CACHE_SIZE (256ull << 20)
 #define DEFAULT_MAX_DECODE (1ull << 30)
@@ -34,7 +34,8 @@ struct cli {
 
 enum { KEY_HELP, KEY_VERSION };
 
-#define CLI_OPT(t, p) {t, offsetof(struct cli, p), 1}
+#define CLI_OPT(t, p)                                                          \
+  { t, offsetof(struct cli, p), 1 }
 static const struct fuse_opt cli_opts[] = {
     CLI_OPT("cache_size=%s", cache_size),
     CLI_OPT("max_decode=%s", max_decode),
@@ -79,11 +80,24 @@ static long long parse_size(const char *s) {
     return -1;
   unsigned long long mul = 1;
   switch (toupper((unsigned char)*end)) {
-  case 'K': mul = 1ull << 10; end++; break;
-  case 'M': mul = 1ull << 20; end++; break;
-  case 'G': mul = 1ull << 30; end++; break;
-  case 'T': mul = 1ull << 40; end++; break;
-  default: break;
+  case 'K':
+    mul = 1ull << 10;
+    end++;
+    break;
+  case 'M':
+    mul = 1ull << 20;
+    end++;
+    break;
+  case 'G':
+    mul = 1ull << 30;
+    end++;
+    break;
+  case 'T':
+    mul = 1ull << 40;
+    end++;
+    break;
+  default:
+    break;
   }
   if (*end == 'B' || *end == 'b')
     end++;
@@ -94,25 +108,26 @@ static long long parse_size(const char *s) {
 
 /* The usage text. */
 static void usage(const char *prog) {
-  printf("usage: %s [options] SOURCE MOUNTPOINT\n\n"
-         "Mount the Zarr V3 store in directory SOURCE read-only at MOUNTPOINT.\n"
-         "Every stored key appears byte-identical; beside every chunk K a\n"
-         "text view K.txt; in every array directory values.txt.\n\n"
-         "zarrfs options:\n"
-         "    -h, --help             print this help\n"
-         "    -V, --version          print the version\n"
-         "    -o cache_size=SIZE     decoded-data cache budget (default 256M)\n"
-         "    -o max_decode=SIZE     largest decoded chunk held in memory\n"
-         "                           (default 1G)\n"
-         "    -o attr_timeout=SECS   kernel attribute cache time (default "
-         "3600;\n"
-         "                           the store is treated as immutable)\n\n"
-         "FUSE options:\n"
-         "    -f                     stay in the foreground (log to stderr)\n"
-         "    -d                     debug output (implies -f)\n"
-         "    -s                     single-threaded\n"
-         "    -o allow_other         let other users see the mount\n",
-         prog);
+  printf(
+      "usage: %s [options] SOURCE MOUNTPOINT\n\n"
+      "Mount the Zarr V3 store in directory SOURCE read-only at MOUNTPOINT.\n"
+      "Every stored key appears byte-identical; beside every chunk K a\n"
+      "text view K.txt; in every array directory values.txt.\n\n"
+      "zarrfs options:\n"
+      "    -h, --help             print this help\n"
+      "    -V, --version          print the version\n"
+      "    -o cache_size=SIZE     decoded-data cache budget (default 256M)\n"
+      "    -o max_decode=SIZE     largest decoded chunk held in memory\n"
+      "                           (default 1G)\n"
+      "    -o attr_timeout=SECS   kernel attribute cache time (default "
+      "3600;\n"
+      "                           the store is treated as immutable)\n\n"
+      "FUSE options:\n"
+      "    -f                     stay in the foreground (log to stderr)\n"
+      "    -d                     debug output (implies -f)\n"
+      "    -s                     single-threaded\n"
+      "    -o allow_other         let other users see the mount\n",
+      prog);
 }
 
 /* Refuse bad SOURCE/MOUNTPOINT at once, with one line. */
@@ -141,8 +156,7 @@ static int check_paths(const char *source, const char *mnt) {
   char meta[4096];
   snprintf(meta, sizeof meta, "%s/zarr.json", source);
   if (stat(meta, &st) < 0 || !S_ISREG(st.st_mode)) {
-    fprintf(stderr, "zarrfs: %s: no zarr.json: not a Zarr V3 store\n",
-            source);
+    fprintf(stderr, "zarrfs: %s: no zarr.json: not a Zarr V3 store\n", source);
     return -1;
   }
   if (access(meta, R_OK) < 0) {
@@ -234,8 +248,8 @@ int main(int argc, char **argv) {
   fuse_opt_add_arg(&args, mopt);
 
   struct zfs_fuse_ctx fctx = {engine, {attr_timeout}, (long)time(NULL)};
-  fuse = fuse_new(&args, zfs_operations(), sizeof(struct fuse_operations),
-                  &fctx);
+  fuse =
+      fuse_new(&args, zfs_operations(), sizeof(struct fuse_operations), &fctx);
   if (!fuse)
     goto out;
   if (fuse_mount(fuse, opts.mountpoint) != 0)
@@ -255,8 +269,7 @@ int main(int argc, char **argv) {
   } else {
     struct fuse_loop_config *lc = fuse_loop_cfg_create();
     fuse_loop_cfg_set_clone_fd(lc, opts.clone_fd);
-    fuse_loop_cfg_set_max_threads(lc, opts.max_threads ? opts.max_threads
-                                                       : 16);
+    fuse_loop_cfg_set_max_threads(lc, opts.max_threads ? opts.max_threads : 16);
     if (opts.max_idle_threads != UINT_MAX)
       fuse_loop_cfg_set_idle_threads(lc, opts.max_idle_threads);
     rc = fuse_loop_mt(fuse, lc);

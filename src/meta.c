@@ -113,8 +113,7 @@ static int ext_point(json_t *j, const char *what, const char **name,
       return zerr_set(err, EIO, "%s configuration must be an object", what);
     return 0;
   }
-  return zerr_set(err, EIO, "%s must be a name or an object with a name",
-                  what);
+  return zerr_set(err, EIO, "%s must be a name or an object with a name", what);
 }
 
 /* Is key in the NULL-terminated list? */
@@ -133,8 +132,8 @@ static int check_fields(json_t *root, const char *const *allowed,
   json_object_foreach(root, key, v) {
     if (in_list(key, allowed))
       continue;
-    json_t *mu = json_is_object(v) ? json_object_get(v, "must_understand")
-                                   : NULL;
+    json_t *mu =
+        json_is_object(v) ? json_object_get(v, "must_understand") : NULL;
     if (mu && json_is_false(mu))
       continue;
     return zerr_set(err, EIO, "unknown field '%s' (must_understand)", key);
@@ -145,10 +144,12 @@ static int check_fields(json_t *root, const char *const *allowed,
 /* Array-specific parsing. */
 static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
   static const char *const allowed[] = {
-      "zarr_format", "node_type",          "shape",
-      "data_type",   "chunk_grid",         "chunk_key_encoding",
-      "fill_value",  "codecs",             "attributes",
-      "storage_transformers", "dimension_names", NULL};
+      "zarr_format",     "node_type",
+      "shape",           "data_type",
+      "chunk_grid",      "chunk_key_encoding",
+      "fill_value",      "codecs",
+      "attributes",      "storage_transformers",
+      "dimension_names", NULL};
   ZTRY(check_fields(root, allowed, err));
   json_t *shape = json_object_get(root, "shape");
   if (!shape)
@@ -183,8 +184,8 @@ static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
     m->grid[d] = m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
     if (zmul_u64(nelem, m->shape[d], &nelem) < 0 ||
         zmul_u64(cnelem, m->chunk[d], &cnelem) < 0 ||
-        zmul_u64(nchunks, m->grid[d], &nchunks) < 0 ||
-        nelem > (1ull << 62) || cnelem > (1ull << 62))
+        zmul_u64(nchunks, m->grid[d], &nchunks) < 0 || nelem > (1ull << 62) ||
+        cnelem > (1ull << 62))
       return zerr_set(err, EIO, "element count overflows");
   }
   m->nelem = nelem;
@@ -202,8 +203,7 @@ static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
     m->key_encoding = ZMETA_KEY_V2;
     m->key_sep = '.';
   } else {
-    return zerr_set(err, ENOTSUP, "unsupported chunk key encoding '%s'",
-                    name);
+    return zerr_set(err, ENOTSUP, "unsupported chunk key encoding '%s'", name);
   }
   json_t *sep = cfg ? json_object_get(cfg, "separator") : NULL;
   if (sep) {
@@ -236,8 +236,7 @@ static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
   json_t *dn = json_object_get(root, "dimension_names");
   if (dn && !json_is_null(dn)) {
     if (!json_is_array(dn) || (int)json_array_size(dn) != m->ndim)
-      return zerr_set(err, EIO, "dimension_names must list %d names",
-                      m->ndim);
+      return zerr_set(err, EIO, "dimension_names must list %d names", m->ndim);
     for (size_t i = 0; i < json_array_size(dn); i++) {
       json_t *v = json_array_get(dn, i);
       if (!json_is_string(v) && !json_is_null(v))
@@ -270,8 +269,8 @@ int zmeta_parse(const char *text, size_t len, struct zmeta **out,
     rc = zerr_set(err, EIO, "missing node_type");
   else if (!strcmp(json_string_value(nt), "group")) {
     static const char *const allowed[] = {"zarr_format", "node_type",
-                                          "attributes",
-                                          "consolidated_metadata", NULL};
+                                          "attributes", "consolidated_metadata",
+                                          NULL};
     m->node = ZMETA_GROUP;
     rc = check_fields(root, allowed, err);
   } else if (!strcmp(json_string_value(nt), "array")) {

@@ -25,20 +25,20 @@ enum zmeta_key_encoding { ZMETA_KEY_DEFAULT = 1, ZMETA_KEY_V2 = 2 };
 struct zmeta {
   enum zmeta_node node;
   /* Arrays only below this line. */
-  int ndim;                          /* 0 for a scalar array */
-  uint64_t shape[ZMETA_MAX_DIMS];    /* array shape */
-  uint64_t chunk[ZMETA_MAX_DIMS];    /* regular chunk grid; every entry > 0 */
-  uint64_t grid[ZMETA_MAX_DIMS];     /* chunks per dimension: ceil(shape/chunk) */
-  uint64_t nelem;                    /* product of shape (checked) */
-  uint64_t chunk_nelem;              /* product of chunk (checked) */
-  uint64_t nchunks;                  /* product of grid (checked) */
+  int ndim;                       /* 0 for a scalar array */
+  uint64_t shape[ZMETA_MAX_DIMS]; /* array shape */
+  uint64_t chunk[ZMETA_MAX_DIMS]; /* regular chunk grid; every entry > 0 */
+  uint64_t grid[ZMETA_MAX_DIMS];  /* chunks per dimension: ceil(shape/chunk) */
+  uint64_t nelem;                 /* product of shape (checked) */
+  uint64_t chunk_nelem;           /* product of chunk (checked) */
+  uint64_t nchunks;               /* product of grid (checked) */
   struct dtype dtype;
-  uint8_t *fill;                     /* owned; see dtype_parse_fill */
+  uint8_t *fill; /* owned; see dtype_parse_fill */
   size_t fill_len;
   enum zmeta_key_encoding key_encoding;
-  char key_sep;                      /* '/' or '.' */
-  json_t *codecs;                    /* owned reference: the `codecs` list */
-  json_t *root;                      /* owned reference: the whole document */
+  char key_sep;   /* '/' or '.' */
+  json_t *codecs; /* owned reference: the `codecs` list */
+  json_t *root;   /* owned reference: the whole document */
 };
 
 /* Parse zarr.json text (len bytes; need not be NUL-terminated). Accepts the

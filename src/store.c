@@ -21,16 +21,16 @@ int store_stat(struct store *s, const char *key, enum store_entry_type *type,
 }
 
 /* Dispatch to the backend. */
-int store_list(struct store *s, const char *prefix, store_list_cb cb,
-               void *ud, struct zerr *err) {
+int store_list(struct store *s, const char *prefix, store_list_cb cb, void *ud,
+               struct zerr *err) {
   if (*prefix && store_key_valid(prefix) < 0)
     return zerr_set(err, EINVAL, "invalid key");
   return s->ops->list(s, prefix, cb, ud, err);
 }
 
 /* Whole small object into memory. */
-int store_read_all(struct store *s, const char *key, size_t max,
-                   uint8_t **out, size_t *len, struct zerr *err) {
+int store_read_all(struct store *s, const char *key, size_t max, uint8_t **out,
+                   size_t *len, struct zerr *err) {
   struct bytesrc *src;
   ZTRY(store_get(s, key, &src, err));
   if (src->size > max) {

@@ -32,8 +32,8 @@ struct store_ops {
 
 struct store {
   const struct store_ops *ops;
-  char *location;          /* for messages: the path or URL mounted (owned) */
-  struct io_stats stats;   /* bytes this store read */
+  char *location;        /* for messages: the path or URL mounted (owned) */
+  struct io_stats stats; /* bytes this store read */
 };
 
 /* Open a local directory. *out is owned by the caller (store_free). */
@@ -46,12 +46,12 @@ int store_get(struct store *s, const char *key, struct bytesrc **out,
 int store_stat(struct store *s, const char *key, enum store_entry_type *type,
                uint64_t *size, struct zerr *err);
 /* Immediate children of prefix ("" = root), in no particular order. */
-int store_list(struct store *s, const char *prefix, store_list_cb cb,
-               void *ud, struct zerr *err);
+int store_list(struct store *s, const char *prefix, store_list_cb cb, void *ud,
+               struct zerr *err);
 /* Read a whole (small) object into malloc'd memory (*out, *len, owned by
  * caller), refusing objects above max bytes. */
-int store_read_all(struct store *s, const char *key, size_t max,
-                   uint8_t **out, size_t *len, struct zerr *err);
+int store_read_all(struct store *s, const char *key, size_t max, uint8_t **out,
+                   size_t *len, struct zerr *err);
 /* Free; NULL-safe. */
 void store_free(struct store *s);
 

@@ -98,8 +98,8 @@ END_TEST
 START_TEST(key_validation) {
   ck_assert_int_eq(store_key_valid("a/c/0/1"), 0);
   ck_assert_int_eq(store_key_valid("zarr.json"), 0);
-  const char *bad[] = {"", "/etc/passwd", "a/../b", "..", "a//b", "a/./b",
-                       "a/", "."};
+  const char *bad[] = {"",     "/etc/passwd", "a/../b", "..",
+                       "a//b", "a/./b",       "a/",     "."};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
     ck_assert_msg(store_key_valid(bad[i]) == -EINVAL, "accepted '%s'", bad[i]);
 }

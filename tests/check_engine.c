@@ -429,8 +429,8 @@ START_TEST(eight_concurrent_readers) {
   /* i*0.25 prints exactly with %.17g only when short; use %g instead. */
   pos = 0;
   for (int i = 0; i < 1000; i++)
-    pos += (size_t)sprintf(fwant + pos, i / 64 == 5 ? "nan\n" : "%g\n",
-                           i * 0.25);
+    pos +=
+        (size_t)sprintf(fwant + pos, i / 64 == 5 ? "nan\n" : "%g\n", i * 0.25);
   char *swant = expected_strings_2d();
   struct engine *e = open_engine(4096); /* tiny cache: forces evictions */
   pthread_t t[8];
@@ -482,8 +482,7 @@ START_TEST(corrupt_chunk_fails_rest_serves) {
 END_TEST
 
 START_TEST(unknown_codec_and_dtype) {
-  put_array_meta("u", "[4]", "[4]", "int8", "0",
-                 "[{\"name\":\"frobnicate\"}]");
+  put_array_meta("u", "[4]", "[4]", "int8", "0", "[{\"name\":\"frobnicate\"}]");
   put_text("u/c/0", "xxxx");
   put_array_meta("d", "[4]", "[4]", "float8_e4m3", "0",
                  "[{\"name\":\"bytes\"}]");

@@ -10,9 +10,9 @@
 #include "testutil.h"
 
 /* An array document with the given fields spliced in. */
-static char *array_doc(const char *shape, const char *chunks,
-                       const char *dtype, const char *fill,
-                       const char *keyenc, const char *extra) {
+static char *array_doc(const char *shape, const char *chunks, const char *dtype,
+                       const char *fill, const char *keyenc,
+                       const char *extra) {
   static char buf[4096];
   snprintf(buf, sizeof buf,
            "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":%s,"
@@ -82,8 +82,8 @@ START_TEST(every_dtype) {
       {"\"float8_e4m3\"", DT_UNSUPPORTED, 0, "0"},
   };
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-    struct zmeta *m = parse_ok(array_doc("[4]", "[2]", t[i].json, t[i].fill,
-                                         "\"default\"", ""));
+    struct zmeta *m = parse_ok(
+        array_doc("[4]", "[2]", t[i].json, t[i].fill, "\"default\"", ""));
     ck_assert_int_eq(m->dtype.kind, t[i].kind);
     ck_assert_uint_eq(m->dtype.size, t[i].size);
     zmeta_free(m);
@@ -102,8 +102,8 @@ START_TEST(float_fills) {
            {"-0.0", 0x8000000000000000ull},
            {"0.5", 0x3fe0000000000000ull}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-    struct zmeta *m = parse_ok(array_doc("[4]", "[2]", "\"float64\"",
-                                         t[i].fill, "\"default\"", ""));
+    struct zmeta *m = parse_ok(
+        array_doc("[4]", "[2]", "\"float64\"", t[i].fill, "\"default\"", ""));
     uint64_t b;
     memcpy(&b, m->fill, 8);
     ck_assert_msg(b == t[i].bits, "%s -> %llx", t[i].fill,
@@ -131,8 +131,8 @@ START_TEST(bytes_and_string_fills) {
   ck_assert_uint_eq(m->fill_len, 3);
   ck_assert_int_eq(memcmp(m->fill, "\0\1\2", 3), 0);
   zmeta_free(m);
-  m = parse_ok(array_doc("[4]", "[2]", "\"string\"", "\"h\\u00e9\"",
-                         "\"default\"", ""));
+  m = parse_ok(
+      array_doc("[4]", "[2]", "\"string\"", "\"h\\u00e9\"", "\"default\"", ""));
   ck_assert_uint_eq(m->fill_len, 3);
   ck_assert_int_eq(memcmp(m->fill, "h\xc3\xa9", 3), 0);
   zmeta_free(m);
@@ -150,7 +150,9 @@ START_TEST(invalid_metadata_table) {
   bad[n++] = "{\"zarr_format\":3,\"node_type\":\"thing\"}";
   bad[n++] = "{\"zarr_format\":3,\"node_type\":\"group\",\"foo\":1}";
   bad[n++] = "{\"zarr_format\":3,\"node_type\":\"array\"}";
-#define BAD(...) (snprintf(doc[n], sizeof doc[n], "%s", array_doc(__VA_ARGS__)), bad[n] = doc[n], n++)
+#define BAD(...)                                                               \
+  (snprintf(doc[n], sizeof doc[n], "%s", array_doc(__VA_ARGS__)),              \
+   bad[n] = doc[n], n++)
   BAD("\"x\"", "[2]", "\"int8\"", "0", "\"default\"", "");
   BAD("[-1]", "[2]", "\"int8\"", "0", "\"default\"", "");
   BAD("[4]", "[0]", "\"int8\"", "0", "\"default\"", "");
@@ -200,16 +202,22 @@ START_TEST(chunk_keys) {
   } t[] = {
       {"\"default\"", "[10,20,30]", "[1,1,1]", {1, 2, 3}, "c/1/2/3"},
       {"{\"name\":\"default\",\"configuration\":{\"separator\":\".\"}}",
-       "[10,30]", "[1,1]", {1, 23}, "c.1.23"},
+       "[10,30]",
+       "[1,1]",
+       {1, 23},
+       "c.1.23"},
       {"\"v2\"", "[10,20]", "[1,1]", {1, 0}, "1.0"},
-      {"{\"name\":\"v2\",\"configuration\":{\"separator\":\"/\"}}", "[10,20]",
-       "[1,1]", {1, 0}, "1/0"},
+      {"{\"name\":\"v2\",\"configuration\":{\"separator\":\"/\"}}",
+       "[10,20]",
+       "[1,1]",
+       {1, 0},
+       "1/0"},
       {"\"default\"", "[]", "[]", {0}, "c"},
       {"\"v2\"", "[]", "[]", {0}, "0"},
   };
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-    struct zmeta *m = parse_ok(array_doc(t[i].shape, t[i].chunks, "\"int8\"",
-                                         "0", t[i].keyenc, ""));
+    struct zmeta *m = parse_ok(
+        array_doc(t[i].shape, t[i].chunks, "\"int8\"", "0", t[i].keyenc, ""));
     char key[64];
     ck_assert_int_ge(zmeta_chunk_key(m, t[i].idx, key, sizeof key), 0);
     ck_assert_str_eq(key, t[i].key);
@@ -222,9 +230,9 @@ START_TEST(chunk_keys) {
   struct zmeta *m = parse_ok(
       array_doc("[10,20]", "[5,5]", "\"int8\"", "0", "\"default\"", ""));
   uint64_t idx[2];
-  const char *reject[] = {"c/01/0", "c/2/0", "c/0/4", "c/0", "c/0/0/0",
-                          "c/-1/0", "c/+1/0", "c//0", "0/0", "c/0/0.txt",
-                          "c/1/", "d/0/0"};
+  const char *reject[] = {"c/01/0",  "c/2/0",     "c/0/4",  "c/0",
+                          "c/0/0/0", "c/-1/0",    "c/+1/0", "c//0",
+                          "0/0",     "c/0/0.txt", "c/1/",   "d/0/0"};
   for (size_t i = 0; i < sizeof reject / sizeof *reject; i++)
     ck_assert_msg(zmeta_parse_chunk_key(m, reject[i], idx) == -ENOENT,
                   "accepted %s", reject[i]);
