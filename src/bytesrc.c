@@ -82,15 +82,9 @@ static void file_destroy(struct bytesrc *s) {
 
 static const struct bytesrc_ops file_ops = {file_read, file_destroy};
 
-/* Open path read-only and remember its size. */
-int bytesrc_open_file(const char *path, struct io_stats *stats,
-                      struct bytesrc **out, struct zerr *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    return zerr_set(err, e == ENOENT ? ENOENT : EIO, "cannot open: %s",
-                    strerror(e));
-  }
+/* Adopt fd and remember its size. */
+int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
+                    struct zerr *err) {
   struct stat st;
   if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
     close(fd);
@@ -110,6 +104,18 @@ int bytesrc_open_file(const char *path, struct io_stats *stats,
     atomic_fetch_add_explicit(&stats->opens, 1, memory_order_relaxed);
   *out = &f->base;
   return 0;
+}
+
+/* Open path read-only. */
+int bytesrc_open_file(const char *path, struct io_stats *stats,
+                      struct bytesrc **out, struct zerr *err) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    return zerr_set(err, e == ENOENT ? ENOENT : EIO, "cannot open: %s",
+                    strerror(e));
+  }
+  return bytesrc_from_fd(fd, stats, out, err);
 }
 
 /* ---- memory ---- */

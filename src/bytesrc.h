@@ -55,6 +55,10 @@ void bytesrc_unref(struct bytesrc *s);
  * bumped by every read. Returns a new reference in *out. */
 int bytesrc_open_file(const char *path, struct io_stats *stats,
                       struct bytesrc **out, struct zerr *err);
+/* Take ownership of an open descriptor of a regular file (closed with the
+ * source, or at once on failure). */
+int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
+                    struct zerr *err);
 /* Wrap malloc'd memory; takes ownership of data (freed with free()).
  * data may be NULL when len is 0. Returns NULL on allocation failure (and
  * then frees data). */

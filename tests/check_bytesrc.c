@@ -152,6 +152,50 @@ START_TEST(local_store) {
 }
 END_TEST
 
+/* Remember listed names. */
+static int names_cb(void *ud, const char *name, enum store_entry_type t,
+                    uint64_t size) {
+  (void)t, (void)size;
+  strcat(ud, name);
+  strcat(ud, " ");
+  return 0;
+}
+
+START_TEST(symlinks_stay_inside) {
+  char dir[] = "/tmp/zarrfs-links-XXXXXX";
+  ck_assert(mkdtemp(dir) != NULL);
+  char path[256];
+  snprintf(path, sizeof path, "%s/inside", dir);
+  FILE *f = fopen(path, "w");
+  fputs("ok", f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/good", dir);
+  ck_assert_int_eq(symlink("inside", path), 0);
+  snprintf(path, sizeof path, "%s/escape", dir);
+  ck_assert_int_eq(symlink("/etc/passwd", path), 0);
+  snprintf(path, sizeof path, "%s/dotdot", dir);
+  ck_assert_int_eq(symlink("../../etc", path), 0);
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(dir, &s, &err), 0);
+  struct bytesrc *b;
+  ck_assert_int_eq(store_get(s, "good", &b, &err), 0);
+  ck_assert_uint_eq(b->size, 2);
+  bytesrc_unref(b);
+  ck_assert_int_eq(store_get(s, "escape", &b, &err), -EACCES);
+  ck_assert(strstr(err.msg, "leaves the store") != NULL);
+  enum store_entry_type t;
+  uint64_t size;
+  ck_assert_int_eq(store_stat(s, "dotdot/passwd", &t, &size, &err), -EACCES);
+  char names[256] = "";
+  ck_assert_int_eq(store_list(s, "", names_cb, names, &err), 0);
+  ck_assert_msg(!strstr(names, "escape") && strstr(names, "good"), "%s", names);
+  store_free(s);
+  snprintf(path, sizeof path, "rm -rf %s", dir);
+  ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("bytesrc");
   TCase *tc = tcase_create("core");
@@ -161,6 +205,7 @@ int main(void) {
   tcase_add_test(tc, capped_buffer);
   tcase_add_test(tc, key_validation);
   tcase_add_test(tc, local_store);
+  tcase_add_test(tc, symlinks_stay_inside);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
