@@ -124,6 +124,18 @@ const struct codec_impl *const *codec_all(void);
 int codec_entry_parse(json_t *j, const char **name, json_t **config,
                       int *optional, struct zerr *err);
 
+struct zbuf;
+
+/* Helpers for bytes->bytes codecs. */
+/* All of `in` in memory (capped by env->max_decoded); errors are prefixed
+ * with "codec: ". *out is a new reference. */
+int codec_load_input(struct bytesrc *in, const struct codec_env *env,
+                     const char *codec, struct bytesrc **out, struct zerr *err);
+/* A memory source taking over the storage of a filled buffer (b is reset;
+ * on failure its storage is freed). */
+int codec_output_from_buf(struct zbuf *b, const char *codec,
+                          struct bytesrc **out, struct zerr *err);
+
 /* Helpers for codec implementations: read a configuration field. */
 /* Integer field; missing -> def (or -EIO when required). */
 int codec_cfg_int(json_t *config, const char *key, int required, long long def,

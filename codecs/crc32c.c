@@ -489,11 +489,9 @@ static int crc32c_decode(const void *state, struct bytesrc *in,
                          struct zerr *err) {
   (void)state;
   struct bytesrc *src;
-  int rc = bytesrc_load(in, env->max_decoded, &src, err);
-  if (rc < 0) {
-    zerr_prefix(err, "crc32c: ");
+  int rc = codec_load_input(in, env, "crc32c", &src, err);
+  if (rc < 0)
     return rc;
-  }
   if (src->size < 4) {
     unsigned long long sz = src->size;
     bytesrc_unref(src);

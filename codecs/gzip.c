@@ -70,11 +70,9 @@ static int gzip_decode(const void *state, struct bytesrc *in,
                        struct zerr *err) {
   (void)state;
   struct bytesrc *src;
-  int rc = bytesrc_load(in, env->max_decoded, &src, err);
-  if (rc < 0) {
-    zerr_prefix(err, "gzip: ");
+  int rc = codec_load_input(in, env, "gzip", &src, err);
+  if (rc < 0)
     return rc;
-  }
   if (src->size == 0) {
     bytesrc_unref(src);
     return zerr_set(err, EIO, "gzip: corrupt or truncated stream");
@@ -103,12 +101,7 @@ static int gzip_decode(const void *state, struct bytesrc *in,
     zbuf_free(&b);
     return rc;
   }
-  size_t len;
-  uint8_t *p = zbuf_steal(&b, &len);
-  *out = bytesrc_from_mem(p, len);
-  if (!*out)
-    return zerr_set(err, ENOMEM, "gzip: out of memory");
-  return 0;
+  return codec_output_from_buf(&b, "gzip", out, err);
 }
 
 const struct codec_impl codec_gzip = {

@@ -5,6 +5,8 @@
  * lookups need no lock. */
 #include "codec.h"
 
+#include "../src/buf.h"
+
 #include <string.h>
 
 /* Implementations live one per file; they are reached only through here. */
@@ -128,5 +130,26 @@ int codec_cfg_only(json_t *config, const char *codec,
       return zerr_set(err, EIO, "%s: unknown configuration key '%s'", codec,
                       key);
   }
+  return 0;
+}
+
+/* Load a codec's whole input, naming the codec in errors. */
+int codec_load_input(struct bytesrc *in, const struct codec_env *env,
+                     const char *codec, struct bytesrc **out,
+                     struct zerr *err) {
+  int rc = bytesrc_load(in, env->max_decoded, out, err);
+  if (rc < 0)
+    zerr_prefix(err, "%s: ", codec);
+  return rc;
+}
+
+/* Hand a decoded buffer over to a memory source. */
+int codec_output_from_buf(struct zbuf *b, const char *codec,
+                          struct bytesrc **out, struct zerr *err) {
+  size_t len;
+  uint8_t *p = zbuf_steal(b, &len);
+  *out = bytesrc_from_mem(p, len);
+  if (!*out)
+    return zerr_set(err, ENOMEM, "%s: out of memory", codec);
   return 0;
 }

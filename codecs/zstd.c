@@ -112,11 +112,9 @@ static int zstd_decode(const void *state, struct bytesrc *in,
                        struct zerr *err) {
   (void)state;
   struct bytesrc *src;
-  int rc = bytesrc_load(in, env->max_decoded, &src, err);
-  if (rc < 0) {
-    zerr_prefix(err, "zstd: ");
+  int rc = codec_load_input(in, env, "zstd", &src, err);
+  if (rc < 0)
     return rc;
-  }
   if (src->size == 0) {
     bytesrc_unref(src);
     return zerr_set(err, EIO, "zstd: corrupt or truncated frame (empty input)");
@@ -135,12 +133,7 @@ static int zstd_decode(const void *state, struct bytesrc *in,
     zbuf_free(&b);
     return rc;
   }
-  size_t len;
-  uint8_t *p = zbuf_steal(&b, &len);
-  *out = bytesrc_from_mem(p, len);
-  if (!*out)
-    return zerr_set(err, ENOMEM, "zstd: out of memory");
-  return 0;
+  return codec_output_from_buf(&b, "zstd", out, err);
 }
 
 const struct codec_impl codec_zstd = {
