@@ -19,11 +19,12 @@ extern const struct codec_impl codec_vlen_v2;
 extern const struct codec_impl codec_gzip;
 extern const struct codec_impl codec_zstd;
 extern const struct codec_impl codec_crc32c;
+extern const struct codec_impl codec_transpose;
 
 static const struct codec_impl *const registry_table[] = {
     &codec_bytes,      &codec_vlen,    &codec_vlen_utf8, &codec_vlen_bytes,
     &codec_vlen_array, &codec_vlen_v2, &codec_gzip,      &codec_zstd,
-    &codec_crc32c,     NULL,
+    &codec_crc32c,     &codec_transpose, NULL,
 };
 
 /* Exact, case-sensitive match against the name and every alias (zarrs and

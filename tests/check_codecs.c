@@ -202,7 +202,7 @@ START_TEST(test_registry_names) {
   size_t n = 0;
   for (const struct codec_impl *const *all = codec_all(); *all; all++, n++)
     ck_assert_ptr_eq(codec_lookup((*all)->name), *all);
-  ck_assert_uint_eq(n, 9);
+  ck_assert_uint_ge(n, 10); /* grows as codecs are added */
 }
 END_TEST
 
@@ -830,6 +830,65 @@ START_TEST(test_abytes_fill) {
 END_TEST
 
 /* Assemble the suite. */
+START_TEST(test_transpose) {
+  /* A 2x3 int16 chunk stored transposed (3x2): encoded C order is the
+   * decoded array's column-major order. */
+  struct codec_spec s = spec1(DT_INT16, 6);
+  s.ndim = 2;
+  s.shape[0] = 2;
+  s.shape[1] = 3;
+  const int16_t enc[6] = {0, 3, 1, 4, 2, 5};
+  struct abytes *a;
+  struct zerr err = {0};
+  const char *order[] = {
+      "[{\"name\":\"transpose\",\"configuration\":{\"order\":[1,0]}},"
+      "{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]",
+      "[{\"name\":\"transpose\",\"configuration\":{\"order\":\"F\"}},"
+      "{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]"};
+  for (int t = 0; t < 2; t++) {
+    ck_assert_int_eq(run(order[t], &s, enc, sizeof enc, 1 << 20, &a, &err), 0);
+    uint8_t *p = fixed_bytes(a);
+    for (int16_t i = 0; i < 6; i++) {
+      int16_t v;
+      memcpy(&v, p + 2 * i, 2);
+      ck_assert_int_eq(v, i);
+    }
+    free(p);
+    abytes_free(a);
+  }
+  /* Variable-length elements are permuted too. */
+  struct codec_spec vs = s;
+  vs.dtype = dtype_of(DT_STRING);
+  vs.fill = (const uint8_t *)"";
+  vs.fill_len = 0;
+  const uint8_t venc[] = {6, 0,   0, 0, 1,   0, 0,   0, 'a', 1,  0, 0,
+                          0, 'd', 1, 0, 0,   0, 'b', 1, 0,   0,  0, 'e',
+                          1, 0,   0, 0, 'c', 1, 0,   0, 0,   'f'};
+  ck_assert_int_eq(run("[{\"name\":\"transpose\",\"configuration\":{"
+                       "\"order\":[1,0]}},{\"name\":\"vlen-utf8\"}]",
+                       &vs, venc, sizeof venc, 1 << 20, &a, &err),
+                   0);
+  char text[7] = {0};
+  ck_assert_int_eq(bytesrc_read_range(a->data, 0, 6, text, &err), 0);
+  ck_assert_str_eq(text, "abcdef");
+  abytes_free(a);
+  /* Not a permutation, wrong axis count, bad legacy string. */
+  const char *bad[] = {
+      "[{\"name\":\"transpose\",\"configuration\":{\"order\":[0,0]}},"
+      "{\"name\":\"bytes\"}]",
+      "[{\"name\":\"transpose\",\"configuration\":{\"order\":[0]}},"
+      "{\"name\":\"bytes\"}]",
+      "[{\"name\":\"transpose\",\"configuration\":{\"order\":\"X\"}},"
+      "{\"name\":\"bytes\"}]",
+      "[{\"name\":\"transpose\"},{\"name\":\"bytes\"}]"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    struct chain *c;
+    ck_assert_msg(build(bad[i], &s, &c, &err) < 0, "accepted %s", bad[i]);
+    ck_assert(strstr(err.msg, "transpose") != NULL);
+  }
+}
+END_TEST
+
 static Suite *codecs_suite(void) {
   Suite *s = suite_create("codecs");
   TCase *tc = tcase_create("core");
@@ -853,6 +912,7 @@ static Suite *codecs_suite(void) {
   tcase_add_test(tc, test_crc32c_bad);
   tcase_add_test(tc, test_chain_full_stack);
   tcase_add_test(tc, test_abytes_fill);
+  tcase_add_test(tc, test_transpose);
   suite_add_tcase(s, tc);
   return s;
 }
