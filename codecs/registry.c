@@ -20,11 +20,12 @@ extern const struct codec_impl codec_gzip;
 extern const struct codec_impl codec_zstd;
 extern const struct codec_impl codec_crc32c;
 extern const struct codec_impl codec_transpose;
+extern const struct codec_impl codec_sharding;
 
 static const struct codec_impl *const registry_table[] = {
     &codec_bytes,      &codec_vlen,    &codec_vlen_utf8, &codec_vlen_bytes,
     &codec_vlen_array, &codec_vlen_v2, &codec_gzip,      &codec_zstd,
-    &codec_crc32c,     &codec_transpose, NULL,
+    &codec_crc32c,     &codec_transpose, &codec_sharding, NULL,
 };
 
 /* Exact, case-sensitive match against the name and every alias (zarrs and

@@ -889,6 +889,51 @@ START_TEST(test_transpose) {
 }
 END_TEST
 
+START_TEST(test_sharding) {
+  /* uint16 shard [4] of inner chunks [2]; chunk 1 is empty (fill 7). */
+  static const uint8_t fill7[2] = {7, 0};
+  struct codec_spec s = spec1(DT_UINT16, 4);
+  s.fill = fill7;
+  const char *json =
+      "[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":"
+      "[2],\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":"
+      "\"little\"}}],\"index_codecs\":[{\"name\":\"bytes\",\"configuration\""
+      ":{\"endian\":\"little\"}},{\"name\":\"crc32c\"}]}}]";
+  uint8_t shard[4 + 32 + 4];
+  const uint16_t inner[2] = {1, 2};
+  memcpy(shard, inner, 4);
+  uint64_t idx[4] = {0, 4, UINT64_MAX, UINT64_MAX};
+  memcpy(shard + 4, idx, 32);
+  uint32_t crc = crc32c_bitwise(shard + 4, 32);
+  memcpy(shard + 36, &crc, 4);
+  struct abytes *a;
+  struct zerr err = {0};
+  ck_assert_int_eq(run(json, &s, shard, sizeof shard, 1 << 20, &a, &err), 0);
+  uint8_t *p = fixed_bytes(a);
+  const uint16_t want[4] = {1, 2, 7, 7};
+  ck_assert_int_eq(memcmp(p, want, 8), 0);
+  free(p);
+  abytes_free(a);
+  /* A lying index: inner chunk 0 outside the shard (checksum updated). */
+  uint8_t bad[sizeof shard];
+  memcpy(bad, shard, sizeof bad);
+  uint64_t lie = 1000;
+  memcpy(bad + 4, &lie, 8);
+  crc = crc32c_bitwise(bad + 4, 32);
+  memcpy(bad + 36, &crc, 4);
+  ck_assert_int_eq(run(json, &s, bad, sizeof bad, 1 << 20, &a, &err), -EIO);
+  ck_assert(strstr(err.msg, "outside") != NULL);
+  /* Wrong index checksum. */
+  memcpy(bad, shard, sizeof bad);
+  bad[sizeof bad - 1] ^= 1;
+  ck_assert_int_eq(run(json, &s, bad, sizeof bad, 1 << 20, &a, &err), -EIO);
+  ck_assert(strstr(err.msg, "crc32c") != NULL);
+  /* Shard shorter than its index. */
+  ck_assert_int_eq(run(json, &s, shard, 20, 1 << 20, &a, &err), -EIO);
+  ck_assert(strstr(err.msg, "shorter") != NULL);
+}
+END_TEST
+
 static Suite *codecs_suite(void) {
   Suite *s = suite_create("codecs");
   TCase *tc = tcase_create("core");
@@ -913,6 +958,7 @@ static Suite *codecs_suite(void) {
   tcase_add_test(tc, test_chain_full_stack);
   tcase_add_test(tc, test_abytes_fill);
   tcase_add_test(tc, test_transpose);
+  tcase_add_test(tc, test_sharding);
   suite_add_tcase(s, tc);
   return s;
 }
