@@ -133,21 +133,36 @@ static struct znode *node_load(struct engine *e, const char *path) {
     free(n);
     return NULL;
   }
+  /* V3 first, then V2 (.zarray, .zgroup), as zarr-python looks. */
+  static const char *const names[] = {"zarr.json", ".zarray", ".zgroup"};
   char key[4096];
-  if (key_join(key, sizeof key, path, "zarr.json") < 0)
-    return n; /* ZNODE_NONE */
-  uint8_t *text;
+  uint8_t *text = NULL;
   size_t len;
   struct zerr err = {0};
-  int rc = store_read_all(e->store, key, ENGINE_MAX_META, &text, &len, &err);
-  if (rc == -ENOENT || rc == -ENOTDIR || rc == -EINVAL)
+  int rc = -ENOENT, which = 0;
+  for (; which < 3; which++) {
+    if (key_join(key, sizeof key, path, names[which]) < 0)
+      return n; /* ZNODE_NONE */
+    rc = store_read_all(e->store, key, ENGINE_MAX_META, &text, &len, &err);
+    if (rc != -ENOENT && rc != -ENOTDIR && rc != -EINVAL)
+      break;
+  }
+  if (which == 3)
     return n;
   if (rc < 0) {
     n->kind = ZNODE_BROKEN;
     node_set_error(e, n, key, err.msg);
     return n;
   }
-  rc = zmeta_parse((const char *)text, len, &n->meta, &err);
+  if (which == 0) {
+    rc = zmeta_parse((const char *)text, len, &n->meta, &err);
+  } else if (which == 1) {
+    rc = zmeta_parse_v2((const char *)text, len, &n->meta, &err);
+  } else {
+    n->kind = ZNODE_GROUP; /* .zgroup: nothing we need inside */
+    free(text);
+    return n;
+  }
   free(text);
   if (rc < 0) {
     n->kind = ZNODE_BROKEN;

@@ -1,6 +1,7 @@
 /* dtype.c - Zarr V3 data types and fill values (see dtype.h). */
 #include "dtype.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,19 @@ static int parse_float_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
 static int parse_int_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
                           struct zerr *err) {
   int is_signed = dt->kind >= DT_INT8 && dt->kind <= DT_INT64;
+  if (json_is_string(fill) && dt->size == 8) {
+    /* A 64-bit value written as digits (see zjson_loadb). */
+    const char *s = json_string_value(fill);
+    char *end;
+    errno = 0;
+    uint64_t u =
+        is_signed ? (uint64_t)strtoll(s, &end, 10) : strtoull(s, &end, 10);
+    if (errno || end == s || *end || (!is_signed && s[0] == '-'))
+      return zerr_set(err, EIO, "fill_value \"%s\" is not a valid %s", s,
+                      dt->name);
+    memcpy(dst, &u, 8);
+    return 0;
+  }
   if (json_is_real(fill)) {
     double d = json_real_value(fill);
     if (d != floor(d) || fabs(d) > 9007199254740992.0)

@@ -153,10 +153,18 @@ static int check_paths(const char *source, const char *mnt) {
     fprintf(stderr, "zarrfs: %s: cannot read: %s\n", source, strerror(errno));
     return -1;
   }
+  /* A V3 root (zarr.json) or a V2 one (.zgroup or .zarray). */
+  static const char *const roots[] = {"zarr.json", ".zgroup", ".zarray"};
   char meta[4096];
-  snprintf(meta, sizeof meta, "%s/zarr.json", source);
-  if (stat(meta, &st) < 0 || !S_ISREG(st.st_mode)) {
-    fprintf(stderr, "zarrfs: %s: no zarr.json: not a Zarr V3 store\n", source);
+  int found = 0;
+  for (int i = 0; i < 3 && !found; i++) {
+    snprintf(meta, sizeof meta, "%s/%s", source, roots[i]);
+    found = stat(meta, &st) == 0 && S_ISREG(st.st_mode);
+  }
+  if (!found) {
+    fprintf(stderr, "zarrfs: %s: no zarr.json (or .zgroup/.zarray): not a "
+                    "Zarr store\n",
+            source);
     return -1;
   }
   if (access(meta, R_OK) < 0) {

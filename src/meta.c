@@ -31,6 +31,28 @@ static char *lenient_rewrite(const char *text, size_t len, size_t *olen) {
       out[o++] = c;
       continue;
     }
+    /* Integers beyond int64 (a uint64 fill_value such as 2^64-1): jansson
+     * refuses them, so they travel as strings of digits. */
+    if ((c >= '0' && c <= '9') ||
+        (c == '-' && i + 1 < len && text[i + 1] >= '0' && text[i + 1] <= '9')) {
+      size_t j = i + 1;
+      while (j < len && text[j] >= '0' && text[j] <= '9')
+        j++;
+      int is_int = j >= len || !strchr(".eE", text[j]);
+      if (is_int && j - i >= 19 &&
+          (i == 0 || !strchr(".0123456789", text[i - 1]))) {
+        out[o++] = '"';
+        memcpy(out + o, text + i, j - i);
+        o += j - i;
+        out[o++] = '"';
+        i = j - 1;
+        continue;
+      }
+      memcpy(out + o, text + i, j - i);
+      o += j - i;
+      i = j - 1;
+      continue;
+    }
     static const char *const toks[] = {"-Infinity", "Infinity", "NaN"};
     int matched = 0;
     for (int t = 0; t < 3 && !matched; t++) {
@@ -366,4 +388,209 @@ int zmeta_parse_chunk_key(const struct zmeta *m, const char *key,
       return -ENOENT;
   }
   return *p ? -ENOENT : 0;
+}
+
+/* ---- Zarr V2 ---- */
+
+/* Kind and size from a numpy dtype string ("<i4", "|b1", "|O", ...);
+ * *endian is 'l', 'b' or 0 (single byte / not applicable). Unsupported
+ * dtypes give DT_UNSUPPORTED named by the string. */
+static void v2_dtype(const char *s, struct dtype *dt, char *endian) {
+  memset(dt, 0, sizeof *dt);
+  snprintf(dt->name, sizeof dt->name, "%s", s);
+  *endian = s[0] == '<' ? 'l' : s[0] == '>' ? 'b' : 0;
+  if (!s[0] || !s[1])
+    return;
+  char k = s[1];
+  int size = atoi(s + 2);
+  static const struct {
+    char k;
+    int size;
+    enum dtype_kind kind;
+  } map[] = {{'b', 1, DT_BOOL},    {'i', 1, DT_INT8},   {'i', 2, DT_INT16},
+             {'i', 4, DT_INT32},   {'i', 8, DT_INT64},  {'u', 1, DT_UINT8},
+             {'u', 2, DT_UINT16},  {'u', 4, DT_UINT32}, {'u', 8, DT_UINT64},
+             {'f', 4, DT_FLOAT32}, {'f', 8, DT_FLOAT64}};
+  for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+    if (map[i].k == k && map[i].size == size) {
+      dt->kind = map[i].kind;
+      dt->size = (size_t)size;
+      if (size == 1)
+        *endian = 0;
+      return;
+    }
+}
+
+/* {"name": name, "configuration": the V2 object minus "id"}. */
+static json_t *v2_codec(const char *name, json_t *v2) {
+  json_t *cfg = json_object();
+  const char *key;
+  json_t *v;
+  json_object_foreach(v2, key, v) {
+    if (strcmp(key, "id"))
+      json_object_set(cfg, key, v);
+  }
+  return json_pack("{s:s, s:o}", "name", name, "configuration", cfg);
+}
+
+/* The V3 name zarr-python gives a numcodecs compressor or filter id. */
+static const char *v2_name(const char *id, char *buf, size_t len) {
+  if (!strcmp(id, "blosc") || !strcmp(id, "gzip") || !strcmp(id, "zstd") ||
+      !strcmp(id, "crc32c"))
+    return id;
+  snprintf(buf, len, "numcodecs.%s", id);
+  return buf;
+}
+
+/* Filters that work on typed arrays (array->array in V3 terms). */
+static int v2_is_array_filter(const char *id) {
+  return !strcmp(id, "delta") || !strcmp(id, "fixedscaleoffset") ||
+         !strcmp(id, "astype") || !strcmp(id, "quantize") ||
+         !strcmp(id, "bitround") || !strcmp(id, "categorize");
+}
+
+/* Build the V3 codec list equivalent to a V2 array. */
+static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
+                     char endian, json_t **out, struct zerr *err) {
+  json_t *a2a = json_array(), *a2b = NULL, *b2b = json_array();
+  json_t *filters = json_object_get(root, "filters");
+  json_t *comp = json_object_get(root, "compressor");
+  const char *order = json_string_value(json_object_get(root, "order"));
+  int rc = 0;
+  if (order && !strcmp(order, "F") && m->ndim > 1)
+    json_array_append_new(a2a, json_pack("{s:s, s:{s:s}}", "name", "transpose",
+                                         "configuration", "order", "F"));
+  else if (order && strcmp(order, "C") && strcmp(order, "F"))
+    rc = zerr_set(err, EIO, "order must be \"C\" or \"F\"");
+  size_t nf = json_is_array(filters) ? json_array_size(filters) : 0;
+  if (filters && !json_is_null(filters) && !json_is_array(filters))
+    rc = zerr_set(err, EIO, "filters must be a list or null");
+  for (size_t i = 0; i < nf && rc == 0; i++) {
+    json_t *f = json_array_get(filters, i);
+    const char *id = json_string_value(json_object_get(f, "id"));
+    char buf[128];
+    if (!id) {
+      rc = zerr_set(err, EIO, "filter without an id");
+    } else if (!strncmp(id, "vlen-", 5) && !a2b) {
+      a2b = json_pack("{s:s}", "name", id);
+      m->dtype = dtype_of(strcmp(id, "vlen-utf8") ? DT_BYTES : DT_STRING);
+    } else if (v2_is_array_filter(id) && !a2b) {
+      json_array_append_new(a2a, v2_codec(v2_name(id, buf, sizeof buf), f));
+    } else {
+      json_array_append_new(b2b, v2_codec(v2_name(id, buf, sizeof buf), f));
+    }
+  }
+  if (rc == 0 && !a2b) {
+    if (!strcmp(dts, "|O")) {
+      rc = zerr_set(err, EIO, "object dtype without a vlen-* filter");
+    } else if (endian) {
+      a2b = json_pack("{s:s, s:{s:s}}", "name", "bytes", "configuration",
+                      "endian", endian == 'b' ? "big" : "little");
+    } else {
+      a2b = json_pack("{s:s}", "name", "bytes");
+    }
+  }
+  if (rc == 0 && comp && !json_is_null(comp)) {
+    const char *id = json_string_value(json_object_get(comp, "id"));
+    char buf[128];
+    if (!id)
+      rc = zerr_set(err, EIO, "compressor without an id");
+    else
+      json_array_append_new(b2b, v2_codec(v2_name(id, buf, sizeof buf), comp));
+  }
+  if (rc < 0) {
+    json_decref(a2a);
+    json_decref(a2b);
+    json_decref(b2b);
+    return rc;
+  }
+  json_array_append_new(a2a, a2b);
+  json_array_extend(a2a, b2b);
+  json_decref(b2b);
+  *out = a2a;
+  return 0;
+}
+
+/* Parse .zarray. */
+int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
+                   struct zerr *err) {
+  json_t *root = zjson_loadb(text, len, err);
+  if (!root)
+    return -EIO;
+  struct zmeta *m = calloc(1, sizeof *m);
+  if (!m) {
+    json_decref(root);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  m->root = root;
+  m->node = ZMETA_ARRAY;
+  int rc = 0, cnd = 0;
+  json_t *zf = json_object_get(root, "zarr_format");
+  const char *dts = json_string_value(json_object_get(root, "dtype"));
+  char endian = 0;
+  if (!json_is_object(root))
+    rc = zerr_set(err, EIO, ".zarray is not a JSON object");
+  else if (!json_is_integer(zf) || json_integer_value(zf) != 2)
+    rc = zerr_set(err, EIO, "zarr_format must be 2");
+  else if (!dts)
+    rc = zerr_set(err, EIO,
+                  "dtype must be a string (structured dtypes are "
+                  "not supported)");
+  if (rc == 0)
+    rc = parse_dims(json_object_get(root, "shape"), "shape", m->shape, &m->ndim,
+                    err);
+  if (rc == 0)
+    rc = parse_dims(json_object_get(root, "chunks"), "chunks", m->chunk, &cnd,
+                    err);
+  if (rc == 0 && cnd != m->ndim)
+    rc = zerr_set(err, EIO, "chunks has %d dimensions, shape has %d", cnd,
+                  m->ndim);
+  uint64_t nelem = 1, cnelem = 1, nchunks = 1;
+  for (int d = 0; d < m->ndim && rc == 0; d++) {
+    if (m->chunk[d] == 0) {
+      rc = zerr_set(err, EIO, "chunks[%d] is 0", d);
+      break;
+    }
+    m->grid[d] = m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
+    if (zmul_u64(nelem, m->shape[d], &nelem) < 0 ||
+        zmul_u64(cnelem, m->chunk[d], &cnelem) < 0 ||
+        zmul_u64(nchunks, m->grid[d], &nchunks) < 0 || nelem > (1ull << 62) ||
+        cnelem > (1ull << 62))
+      rc = zerr_set(err, EIO, "element count overflows");
+  }
+  m->nelem = nelem;
+  m->chunk_nelem = cnelem;
+  m->nchunks = nchunks;
+  if (rc == 0) {
+    v2_dtype(dts, &m->dtype, &endian);
+    rc = v2_codecs(m, root, dts, endian, &m->codecs, err);
+  }
+  m->key_encoding = ZMETA_KEY_V2;
+  m->key_sep = '.';
+  json_t *sep = json_object_get(root, "dimension_separator");
+  if (rc == 0 && sep && !json_is_null(sep)) {
+    const char *s = json_string_value(sep);
+    if (!s || (strcmp(s, "/") && strcmp(s, ".")))
+      rc = zerr_set(err, EIO, "dimension_separator must be \"/\" or \".\"");
+    else
+      m->key_sep = s[0];
+  }
+  if (rc == 0 && m->dtype.kind != DT_UNSUPPORTED) {
+    json_t *fill = json_object_get(root, "fill_value");
+    if (!fill || json_is_null(fill)) {
+      /* V2 null fill: zero / false / empty, as zarr-python reads it. */
+      m->fill_len = m->dtype.size;
+      m->fill = calloc(1, m->fill_len ? m->fill_len : 1);
+      if (!m->fill)
+        rc = zerr_set(err, ENOMEM, "out of memory");
+    } else {
+      rc = dtype_parse_fill(&m->dtype, fill, &m->fill, &m->fill_len, err);
+    }
+  }
+  if (rc < 0) {
+    zmeta_free(m);
+    return rc;
+  }
+  *out = m;
+  return 0;
 }

@@ -47,6 +47,15 @@ struct zmeta {
 int zmeta_parse(const char *text, size_t len, struct zmeta **out,
                 struct zerr *err);
 
+/* Parse a Zarr V2 `.zarray` document into the same description: the V2
+ * dtype, order, filters and compressor become an equivalent V3 codec list
+ * (order "F" -> transpose, `|O` + vlen-* filter -> that array->bytes codec,
+ * other dtypes -> bytes with the dtype's endianness, filters and compressor
+ * -> bytes->bytes codecs named as zarr-python names them in V3). Keys use
+ * the v2 encoding with dimension_separator. */
+int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
+                   struct zerr *err);
+
 /* Free; NULL-safe. */
 void zmeta_free(struct zmeta *m);
 

@@ -240,6 +240,95 @@ START_TEST(chunk_keys) {
 }
 END_TEST
 
+/* Parse a .zarray document, expecting success. */
+static struct zmeta *parse_v2_ok(const char *text) {
+  struct zmeta *m = NULL;
+  struct zerr err = {0};
+  int rc = zmeta_parse_v2(text, strlen(text), &m, &err);
+  ck_assert_msg(rc == 0, "rejected: %s (%s)", err.msg, text);
+  return m;
+}
+
+/* The codec list as compact JSON (caller frees). */
+static char *codecs_text(const struct zmeta *m) {
+  return json_dumps(m->codecs, JSON_COMPACT | JSON_SORT_KEYS);
+}
+
+START_TEST(v2_arrays) {
+  struct zmeta *m = parse_v2_ok(
+      "{\"zarr_format\":2,\"shape\":[10,7],\"chunks\":[4,3],\"dtype\":\">i4\","
+      "\"order\":\"F\",\"compressor\":{\"id\":\"zlib\",\"level\":1},"
+      "\"filters\":null,\"fill_value\":null,\"dimension_separator\":\"/\"}");
+  ck_assert_int_eq(m->dtype.kind, DT_INT32);
+  ck_assert_int_eq(m->key_encoding, ZMETA_KEY_V2);
+  ck_assert_int_eq(m->key_sep, '/');
+  ck_assert_uint_eq(m->fill_len, 4);
+  ck_assert_int_eq(memcmp(m->fill, "\0\0\0\0", 4), 0);
+  char *c = codecs_text(m);
+  ck_assert_str_eq(c, "[{\"configuration\":{\"order\":\"F\"},\"name\":"
+                      "\"transpose\"},{\"configuration\":{\"endian\":\"big\"},"
+                      "\"name\":\"bytes\"},{\"configuration\":{\"level\":1},"
+                      "\"name\":\"numcodecs.zlib\"}]");
+  free(c);
+  char key[32];
+  uint64_t idx[2] = {2, 1};
+  zmeta_chunk_key(m, idx, key, sizeof key);
+  ck_assert_str_eq(key, "2/1");
+  zmeta_free(m);
+
+  m = parse_v2_ok("{\"zarr_format\":2,\"shape\":[5],\"chunks\":[2],\"dtype\":"
+                  "\"|O\",\"order\":\"C\",\"compressor\":{\"id\":\"zstd\","
+                  "\"level\":3},\"filters\":[{\"id\":\"vlen-utf8\"}],"
+                  "\"fill_value\":0}");
+  ck_assert_int_eq(m->dtype.kind, DT_STRING);
+  ck_assert_uint_eq(m->fill_len, 0);
+  c = codecs_text(m);
+  ck_assert_str_eq(c, "[{\"name\":\"vlen-utf8\"},{\"configuration\":{"
+                      "\"level\":3},\"name\":\"zstd\"}]");
+  free(c);
+  zmeta_free(m);
+
+  /* uint64 fill beyond int64: carried exactly. */
+  m = parse_v2_ok("{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
+                  "\"<u8\",\"order\":\"C\",\"compressor\":null,\"filters\":"
+                  "null,\"fill_value\":18446744073709551615}");
+  uint64_t f;
+  memcpy(&f, m->fill, 8);
+  ck_assert_uint_eq(f, UINT64_MAX);
+  zmeta_free(m);
+
+  /* Unsupported dtypes still parse, as DT_UNSUPPORTED named by the string. */
+  m = parse_v2_ok("{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
+                  "\"<U8\",\"order\":\"C\",\"compressor\":null,\"filters\":"
+                  "null,\"fill_value\":\"\"}");
+  ck_assert_int_eq(m->dtype.kind, DT_UNSUPPORTED);
+  ck_assert_str_eq(m->dtype.name, "<U8");
+  zmeta_free(m);
+
+  const char *bad[] = {
+      "{\"zarr_format\":3,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<i4\"}",
+      "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[0],\"dtype\":\"<i4\"}",
+      "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3,3],\"dtype\":\"<i4\"}",
+      "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"|O\","
+      "\"filters\":null}",
+      "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<i4\","
+      "\"order\":\"X\"}",
+      "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<i4\","
+      "\"dimension_separator\":\"-\"}",
+      "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":[[\"a\","
+      "\"<i4\"]]}",
+      "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<i4\","
+      "\"fill_value\":\"x\"}",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    struct zerr err = {0};
+    ck_assert_msg(zmeta_parse_v2(bad[i], strlen(bad[i]), &m, &err) < 0,
+                  "accepted %s", bad[i]);
+    ck_assert(err.msg[0] != '\0');
+  }
+}
+END_TEST
+
 /* Parse every zarr.json below dir; returns how many. */
 static int parse_tree(const char *dir) {
   int count = 0;
@@ -295,6 +384,7 @@ int main(void) {
   tcase_add_test(tc, bytes_and_string_fills);
   tcase_add_test(tc, invalid_metadata_table);
   tcase_add_test(tc, chunk_keys);
+  tcase_add_test(tc, v2_arrays);
   tcase_add_test(tc, fixture_metadata);
   suite_add_tcase(s, tc);
   return testutil_run(s);

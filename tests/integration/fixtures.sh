@@ -207,4 +207,26 @@ if fx_mount "$s"; then
   zumount "$FX_MNT"
 fi
 
+# ---- 8. Zarr V2 arrays (.zarray), written by zarr-python ----
+
+s="$Z/tests_data/zarr_python_compat/cities_v2.zarr"
+if fx_mount "$s"; then
+  values "cities_v2.zarr (V2, |O + vlen-utf8, keys 0..47): values.txt == cities.csv" \
+    "$FX_MNT/values.txt" "$CSV"
+  values "cities_v2.zarr: 0.txt" "$FX_MNT/0.txt" "$GEN/cities.c0"
+  zumount "$FX_MNT"
+fi
+printf 'a\nbb\n\n\n\n' >"$GEN/str_v2"
+printf 'true\nfalse\nfalse\nfalse\nfalse\n' >"$GEN/bool_v2"
+printf '42\n123\n0\n0\n0\n' >"$GEN/int_v2"
+printf '3.14\n2.71\n0\n0\n0\n' >"$GEN/float_v2"
+for pair in str_v2_fv_0:str_v2 str_v2_fv_null:str_v2 bool_v2_fv_null:bool_v2 \
+  int_v2_fv_null:int_v2 float_v2_fv_null:float_v2; do
+  s="$Z/tests_data/zarr_python_compat/${pair%%:*}.zarr"
+  if fx_mount "$s"; then
+    values "${pair%%:*}.zarr (V2, null/0 fill): values.txt" "$FX_MNT/values.txt" "$GEN/${pair##*:}"
+    zumount "$FX_MNT"
+  fi
+done
+
 finish
