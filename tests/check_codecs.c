@@ -934,6 +934,43 @@ START_TEST(test_sharding) {
 }
 END_TEST
 
+START_TEST(test_reshape_squeeze) {
+  /* Shape changes, element order does not. */
+  struct codec_spec s = spec1(DT_INT16, 6);
+  s.ndim = 3;
+  s.shape[0] = 2;
+  s.shape[1] = 1;
+  s.shape[2] = 3;
+  const int16_t enc[6] = {0, 1, 2, 3, 4, 5};
+  const char *ok[] = {
+      "[{\"name\":\"reshape\",\"configuration\":{\"shape\":[6]}},"
+      "{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]",
+      "[{\"name\":\"reshape\",\"configuration\":{\"shape\":[[0,1],-1]}},"
+      "{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]",
+      "[{\"name\":\"zarrs.squeeze\"},"
+      "{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]"};
+  for (size_t t = 0; t < sizeof ok / sizeof *ok; t++) {
+    struct abytes *a;
+    struct zerr err = {0};
+    ck_assert_msg(run(ok[t], &s, enc, sizeof enc, 1 << 20, &a, &err) == 0,
+                  "%s: %s", ok[t], err.msg);
+    uint8_t *p = fixed_bytes(a);
+    ck_assert_int_eq(memcmp(p, enc, sizeof enc), 0);
+    free(p);
+    abytes_free(a);
+  }
+  /* A shape with another element count is refused. */
+  struct chain *c;
+  struct zerr err = {0};
+  ck_assert_int_lt(build("[{\"name\":\"reshape\",\"configuration\":{\"shape\":"
+                         "[5]}},{\"name\":\"bytes\",\"configuration\":{"
+                         "\"endian\":\"little\"}}]",
+                         &s, &c, &err),
+                   0);
+  ck_assert(strstr(err.msg, "reshape") != NULL);
+}
+END_TEST
+
 static Suite *codecs_suite(void) {
   Suite *s = suite_create("codecs");
   TCase *tc = tcase_create("core");
@@ -959,6 +996,7 @@ static Suite *codecs_suite(void) {
   tcase_add_test(tc, test_abytes_fill);
   tcase_add_test(tc, test_transpose);
   tcase_add_test(tc, test_sharding);
+  tcase_add_test(tc, test_reshape_squeeze);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -122,7 +122,8 @@ assert_eq "synthesized_vlen has 9 stores" 9 "$nsyn"
 
 for dt in string bytes; do
   for codec in a2b/zarrs.vlen a2b/vlen-utf8 a2b/vlen-bytes a2b/vlen-array a2b/zarrs.vlen_v2 \
-    a2a/transpose 'a2b/sharding_indexed(inner2x2)' 'b2b/gzip(level5)' 'b2b/zstd(level5)' b2b/crc32c; do
+    a2a/transpose 'a2a/reshape(flatten)' a2a/zarrs.squeeze 'a2b/sharding_indexed(inner2x2)' \
+    'b2b/gzip(level5)' 'b2b/zstd(level5)' b2b/crc32c; do
     found=0
     while IFS= read -r s; do
       found=1
@@ -135,7 +136,8 @@ done
 # ---- 3. zarrs snapshots: numeric and bool ----
 
 for dt in uint8 uint16 int32 float32 float64 bool; do
-  for codec in a2b/bytes a2a/transpose 'a2b/sharding_indexed(inner2x2)' 'b2b/gzip(level5)' \
+  for codec in a2b/bytes a2a/transpose 'a2a/reshape(flatten)' a2a/zarrs.squeeze \
+    'a2b/sharding_indexed(inner2x2)' 'b2b/gzip(level5)' \
     'b2b/zstd(level5)' b2b/crc32c; do
     found=0
     while IFS= read -r s; do
