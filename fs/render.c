@@ -39,11 +39,21 @@ static int fmt_e(char *buf, size_t len, int prec, double v) {
   return n;
 }
 
-/* Shortest text that reads back to exactly v (as a float when is32):
+/* Does text read back to exactly v at the given width (16, 32, 64 bits)? */
+static int round_trips(const char *text, double v, int bits) {
+  double back = strtod(text, NULL);
+  if (bits == 16)
+    return (_Float16)back == (_Float16)v;
+  if (bits == 32)
+    return (float)back == (float)v;
+  return back == v;
+}
+
+/* Shortest text that reads back to exactly v at width `bits`:
  * the fewest significant digits that round-trip, written plain when the
  * decimal exponent is in [-4, 16) and as d.ddde+XX otherwise (Python's repr
  * without the trailing ".0"). */
-static size_t fmt_float(double v, int is32, char *buf) {
+static size_t fmt_float(double v, int bits, char *buf) {
   if (isnan(v)) {
     memcpy(buf, "nan", 3);
     return 3;
@@ -60,10 +70,10 @@ static size_t fmt_float(double v, int is32, char *buf) {
   if (v == floor(v) && fabs(v) < 1e15 && !(v == 0 && signbit(v)))
     return fmt_i64((int64_t)v, buf);
   char tmp[64];
-  int maxp = is32 ? 9 : 17, p;
+  int maxp = bits == 16 ? 5 : bits == 32 ? 9 : 17, p;
   for (p = 1; p < maxp; p++) {
     fmt_e(tmp, sizeof tmp, p - 1, v);
-    if (is32 ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
+    if (round_trips(tmp, v, bits))
       break;
   }
   int n = fmt_e(tmp, sizeof tmp, p - 1, v);
@@ -124,15 +134,20 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
     memcpy(&v, elem, 8);
     return fmt_u64(v, buf);
   }
+  case DT_FLOAT16: {
+    _Float16 v;
+    memcpy(&v, elem, 2);
+    return fmt_float((double)v, 16, buf);
+  }
   case DT_FLOAT32: {
     float v;
     memcpy(&v, elem, 4);
-    return fmt_float(v, 1, buf);
+    return fmt_float(v, 32, buf);
   }
   case DT_FLOAT64: {
     double v;
     memcpy(&v, elem, 8);
-    return fmt_float(v, 0, buf);
+    return fmt_float(v, 64, buf);
   }
   default:
     return 0;

@@ -13,21 +13,14 @@ struct dtype_name {
 };
 
 static const struct dtype_name dtype_names[] = {
-    {"bool", DT_BOOL, 1},
-    {"int8", DT_INT8, 1},
-    {"int16", DT_INT16, 2},
-    {"int32", DT_INT32, 4},
-    {"int64", DT_INT64, 8},
-    {"uint8", DT_UINT8, 1},
-    {"uint16", DT_UINT16, 2},
-    {"uint32", DT_UINT32, 4},
-    {"uint64", DT_UINT64, 8},
-    {"float32", DT_FLOAT32, 4},
-    {"float64", DT_FLOAT64, 8},
-    {"string", DT_STRING, 0},
-    {"bytes", DT_BYTES, 0},
-    {"binary", DT_BYTES, 0},
-    {"variable_length_bytes", DT_BYTES, 0},
+    {"bool", DT_BOOL, 1},       {"int8", DT_INT8, 1},
+    {"int16", DT_INT16, 2},     {"int32", DT_INT32, 4},
+    {"int64", DT_INT64, 8},     {"uint8", DT_UINT8, 1},
+    {"uint16", DT_UINT16, 2},   {"uint32", DT_UINT32, 4},
+    {"uint64", DT_UINT64, 8},   {"float32", DT_FLOAT32, 4},
+    {"float16", DT_FLOAT16, 2}, {"float64", DT_FLOAT64, 8},
+    {"string", DT_STRING, 0},   {"bytes", DT_BYTES, 0},
+    {"binary", DT_BYTES, 0},    {"variable_length_bytes", DT_BYTES, 0},
 };
 
 /* Descriptor for a kind. */
@@ -110,7 +103,10 @@ static int parse_float_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
           return zerr_set(err, EIO, "fill_value %s is not valid hex", s);
         bits = bits << 4 | (uint64_t)h;
       }
-      if (dt->size == 4) {
+      if (dt->size == 2) {
+        uint16_t b16 = (uint16_t)bits;
+        memcpy(dst, &b16, 2);
+      } else if (dt->size == 4) {
         uint32_t b32 = (uint32_t)bits;
         memcpy(dst, &b32, 4);
       } else {
@@ -124,7 +120,13 @@ static int parse_float_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
   } else {
     return zerr_set(err, EIO, "fill_value is not a valid %s", dt->name);
   }
-  if (dt->size == 4) {
+  if (dt->size == 2) {
+    _Float16 h = (_Float16)v;
+    uint16_t b = 0x7e00;
+    if (!isnan(v))
+      memcpy(&b, &h, 2);
+    memcpy(dst, &b, 2);
+  } else if (dt->size == 4) {
     float f = (float)v;
     if (isnan(v)) {
       uint32_t b = 0x7fc00000u;
@@ -297,7 +299,8 @@ int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
     } else {
       rc = zerr_set(err, EIO, "fill_value is not a valid bool");
     }
-  } else if (dt->kind == DT_FLOAT32 || dt->kind == DT_FLOAT64) {
+  } else if (dt->kind == DT_FLOAT16 || dt->kind == DT_FLOAT32 ||
+             dt->kind == DT_FLOAT64) {
     rc = parse_float_fill(dt, fill, p, err);
   } else {
     rc = parse_int_fill(dt, fill, p, err);

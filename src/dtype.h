@@ -23,6 +23,7 @@ enum dtype_kind {
   DT_UINT16,
   DT_UINT32,
   DT_UINT64,
+  DT_FLOAT16,
   DT_FLOAT32,
   DT_FLOAT64,
   DT_STRING, /* variable length UTF-8 */

@@ -407,10 +407,10 @@ static void v2_dtype(const char *s, struct dtype *dt, char *endian) {
     char k;
     int size;
     enum dtype_kind kind;
-  } map[] = {{'b', 1, DT_BOOL},    {'i', 1, DT_INT8},   {'i', 2, DT_INT16},
-             {'i', 4, DT_INT32},   {'i', 8, DT_INT64},  {'u', 1, DT_UINT8},
-             {'u', 2, DT_UINT16},  {'u', 4, DT_UINT32}, {'u', 8, DT_UINT64},
-             {'f', 4, DT_FLOAT32}, {'f', 8, DT_FLOAT64}};
+  } map[] = {{'b', 1, DT_BOOL},    {'i', 1, DT_INT8},    {'i', 2, DT_INT16},
+             {'i', 4, DT_INT32},   {'i', 8, DT_INT64},   {'u', 1, DT_UINT8},
+             {'u', 2, DT_UINT16},  {'u', 4, DT_UINT32},  {'u', 8, DT_UINT64},
+             {'f', 2, DT_FLOAT16}, {'f', 4, DT_FLOAT32}, {'f', 8, DT_FLOAT64}};
   for (size_t i = 0; i < sizeof map / sizeof *map; i++)
     if (map[i].k == k && map[i].size == size) {
       dt->kind = map[i].kind;

@@ -73,6 +73,7 @@ START_TEST(every_dtype) {
       {"\"uint16\"", DT_UINT16, 2, "65535"},
       {"\"uint32\"", DT_UINT32, 4, "4294967295"},
       {"\"uint64\"", DT_UINT64, 8, "0"},
+      {"\"float16\"", DT_FLOAT16, 2, "\"0x7e00\""},
       {"\"float32\"", DT_FLOAT32, 4, "1.5"},
       {"\"float64\"", DT_FLOAT64, 8, "\"-Infinity\""},
       {"\"string\"", DT_STRING, 0, "\"abc\""},

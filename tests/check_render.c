@@ -56,6 +56,25 @@ START_TEST(floats_shortest) {
 }
 END_TEST
 
+START_TEST(float16_shortest) {
+  struct dtype dt = dtype_of(DT_FLOAT16);
+  static const struct {
+    uint16_t bits;
+    const char *want;
+  } t[] = {{0x2e66, "0.1"},   {0x7bff, "65504"}, {0x0001, "6e-08"},
+           {0x8000, "-0"},    {0x3c00, "1"},     {0xc100, "-2.5"},
+           {0x7e00, "nan"},   {0x7c00, "inf"},   {0xfc00, "-inf"},
+           {0x3555, "0.3333"}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    char buf[RENDER_FIXED_MAX];
+    size_t n = render_fixed(&dt, &t[i].bits, buf);
+    ck_assert_msg(n == strlen(t[i].want) && !memcmp(buf, t[i].want, n),
+                  "%04x rendered as '%.*s', want '%s'", t[i].bits, (int)n, buf,
+                  t[i].want);
+  }
+}
+END_TEST
+
 START_TEST(floats_round_trip) {
   /* Every rendering reads back to the same bits. */
   struct dtype dt = dtype_of(DT_FLOAT64);
@@ -137,6 +156,7 @@ int main(void) {
   TCase *tc = tcase_create("text");
   tcase_add_test(tc, floats_shortest);
   tcase_add_test(tc, floats_round_trip);
+  tcase_add_test(tc, float16_shortest);
   tcase_add_test(tc, integers_and_bools);
   tcase_add_test(tc, strings_and_hex);
   suite_add_tcase(s, tc);
