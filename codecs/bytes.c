@@ -14,7 +14,8 @@
 
 struct bytes_state {
   size_t elsize;
-  int swap; /* stored order differs from host order */
+  int swap;    /* stored order differs from host order */
+  size_t unit; /* bytes reversed together (see dtype_swap_unit) */
 };
 
 /* Parse {"endian": "little"|"big"}; endian may be omitted for 1-byte
@@ -49,7 +50,8 @@ static int bytes_create(json_t *config, const struct codec_spec *decoded,
   if (dt->size == 0)
     return zerr_set(err, ENOTSUP, "bytes: data type '%s' is not supported",
                     dt->name);
-  if (dt->size > 1 && big < 0)
+  size_t unit = dtype_swap_unit(dt);
+  if (unit > 1 && big < 0)
     return zerr_set(err, EIO,
                     "bytes: configuration 'endian' is required for the "
                     "multi-byte type '%s'",
@@ -58,10 +60,11 @@ static int bytes_create(json_t *config, const struct codec_spec *decoded,
   if (!st)
     return zerr_set(err, ENOMEM, "bytes: out of memory");
   st->elsize = dt->size;
+  st->unit = unit;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  st->swap = dt->size > 1 && big == 0;
+  st->swap = unit > 1 && big == 0;
 #else
-  st->swap = dt->size > 1 && big == 1;
+  st->swap = unit > 1 && big == 1;
 #endif
   *state = st;
   return 0;
@@ -151,7 +154,7 @@ static int bytes_decode(const void *state, const struct codec_spec *spec,
     zerr_prefix(err, "bytes: ");
     return rc;
   }
-  bytes_swap(p, (size_t)spec->nelem, st->elsize);
+  bytes_swap(p, (size_t)(spec->nelem * (st->elsize / st->unit)), st->unit);
   a->fixed = bytesrc_from_mem(p, (size_t)want);
   if (!a->fixed) {
     abytes_free(a);

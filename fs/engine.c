@@ -181,6 +181,9 @@ static struct znode *node_load(struct engine *e, const char *path) {
   memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
   n->spec.nelem = m->chunk_nelem;
   n->spec.dtype = m->dtype;
+  n->text_dtype = m->dtype.kind == DT_FIXED_UTF32   ? dtype_of(DT_STRING)
+                  : m->dtype.kind == DT_FIXED_BYTES ? dtype_of(DT_BYTES)
+                                                    : m->dtype;
   n->spec.fill = m->fill;
   n->spec.fill_len = m->fill_len;
   if (m->dtype.kind == DT_UNSUPPORTED) {
@@ -198,7 +201,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
 
 /* Cached node lookup; loads on first use. */
 const struct znode *engine_node(struct engine *e, const char *path) {
-  static const struct znode none = {ZNODE_NONE, "", NULL, NULL, NULL, {0}};
+  static const struct znode none = {.kind = ZNODE_NONE, .path = ""};
   uint64_t h = path_hash(path);
   size_t b = h % e->node_nbuckets;
   pthread_mutex_lock(&e->nodes_lock);
@@ -291,7 +294,7 @@ static void err_obj_destroy(struct zobj *o) { free(o); }
 static int chunk_text_layout(struct engine *e, const struct znode *n,
                              struct chunk_text *ct, struct zerr *err) {
   const struct zmeta *m = n->meta;
-  const struct dtype *dt = &m->dtype;
+  const struct dtype *dt = &n->text_dtype;
   int nd = m->ndim;
   uint64_t nin = 1;
   for (int d = 0; d < nd; d++) {
@@ -361,6 +364,80 @@ static int chunk_text_layout(struct engine *e, const struct znode *n,
   return 0;
 }
 
+/* Fixed-width strings (numpy U and S) become variable-length UTF-8: NUL
+ * padding dropped, UTF-32 code units converted (invalid ones as U+FFFD). */
+static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
+                                 const struct codec_env *env,
+                                 struct zerr *err) {
+  struct bytesrc *src;
+  ZTRY(bytesrc_load(ab->fixed, env->max_decoded, &src, err));
+  size_t es = ab->elsize;
+  struct zbuf out;
+  zbuf_init(&out, env->max_decoded);
+  uint64_t *off = malloc((size_t)(ab->n + 1) * sizeof *off);
+  int rc = off ? 0 : zerr_set(err, ENOMEM, "out of memory");
+  for (uint64_t i = 0; i < ab->n && rc == 0; i++) {
+    const uint8_t *e = src->mem + i * es;
+    off[i] = out.len;
+    size_t len = es;
+    if (dt->kind == DT_FIXED_BYTES) {
+      while (len && !e[len - 1])
+        len--;
+      rc = zbuf_append(&out, e, len, err);
+      continue;
+    }
+    while (len >= 4 && !memcmp(e + len - 4, "\0\0\0\0", 4))
+      len -= 4;
+    for (size_t k = 0; k < len && rc == 0; k += 4) {
+      uint32_t c;
+      memcpy(&c, e + k, 4);
+      if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        c = 0xfffd;
+      uint8_t u[4];
+      size_t n;
+      if (c < 0x80) {
+        u[0] = (uint8_t)c;
+        n = 1;
+      } else if (c < 0x800) {
+        u[0] = (uint8_t)(0xc0 | c >> 6);
+        u[1] = (uint8_t)(0x80 | (c & 0x3f));
+        n = 2;
+      } else if (c < 0x10000) {
+        u[0] = (uint8_t)(0xe0 | c >> 12);
+        u[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3f));
+        u[2] = (uint8_t)(0x80 | (c & 0x3f));
+        n = 3;
+      } else {
+        u[0] = (uint8_t)(0xf0 | c >> 18);
+        u[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3f));
+        u[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3f));
+        u[3] = (uint8_t)(0x80 | (c & 0x3f));
+        n = 4;
+      }
+      rc = zbuf_append(&out, u, n, err);
+    }
+  }
+  bytesrc_unref(src);
+  if (rc < 0) {
+    free(off);
+    zbuf_free(&out);
+    return rc;
+  }
+  off[ab->n] = out.len;
+  struct bytesrc *data;
+  rc = codec_output_from_buf(&out, "fixed-width string", &data, err);
+  if (rc < 0) {
+    free(off);
+    return rc;
+  }
+  bytesrc_unref(ab->fixed);
+  ab->fixed = NULL;
+  ab->elsize = 0;
+  ab->offsets = off;
+  ab->data = data;
+  return 0;
+}
+
 /* Decode chunk idx from the store (or fill) and lay out its text. */
 static int chunk_decode(struct engine *e, const struct znode *n,
                         const uint64_t *idx, const char *key,
@@ -379,6 +456,8 @@ static int chunk_decode(struct engine *e, const struct znode *n,
     rc = chain_decode(n->chain, &n->spec, src, &e->env, &ct->ab, err);
     bytesrc_unref(src);
   }
+  if (rc == 0 && dtype_is_fixed_string(&n->meta->dtype))
+    rc = fixed_strings_to_text(&n->meta->dtype, ct->ab, &e->env, err);
   if (rc == 0)
     rc = chunk_text_layout(e, n, ct, err);
   if (rc < 0) {

@@ -30,11 +30,14 @@ enum znode_kind {
 /* A node, immutable once created; lives as long as the engine. */
 struct znode {
   enum znode_kind kind;
-  char *path;             /* store prefix: "" for the root, else "a/b" */
-  struct zmeta *meta;     /* arrays: parsed metadata */
-  struct chain *chain;    /* arrays: NULL when views cannot work */
-  char *view_error;       /* why views fail (logged once); NULL if they work */
-  struct codec_spec spec; /* decoded representation of one chunk */
+  char *path;              /* store prefix: "" for the root, else "a/b" */
+  struct zmeta *meta;      /* arrays: parsed metadata */
+  struct chain *chain;     /* arrays: NULL when views cannot work */
+  char *view_error;        /* why views fail (logged once); NULL if they work */
+  struct codec_spec spec;  /* decoded representation of one chunk */
+  struct dtype text_dtype; /* how views render elements: the data type, or
+                              string (numpy U) / bytes (numpy S) for the
+                              fixed-width kinds, converted after decoding */
 };
 
 struct engine_config {

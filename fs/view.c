@@ -161,7 +161,7 @@ long view_chunk_read(struct engine *e, const struct znode *n,
       return rc;
     }
   }
-  long r = view_chunk_text_read(ct, data, &n->meta->dtype, n->meta->chunk,
+  long r = view_chunk_text_read(ct, data, &n->text_dtype, n->meta->chunk,
                                 n->meta->ndim, off, len, dst, err);
   bytesrc_unref(data);
   zobj_put(&ct->obj);

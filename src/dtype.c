@@ -37,6 +37,20 @@ struct dtype dtype_of(enum dtype_kind kind) {
   return d;
 }
 
+/* Byte-order unit. */
+size_t dtype_swap_unit(const struct dtype *dt) {
+  if (dt->kind == DT_FIXED_UTF32)
+    return 4;
+  if (dt->kind == DT_FIXED_BYTES)
+    return 1;
+  return dt->size;
+}
+
+/* numpy U and S. */
+int dtype_is_fixed_string(const struct dtype *dt) {
+  return dt->kind == DT_FIXED_UTF32 || dt->kind == DT_FIXED_BYTES;
+}
+
 /* string and bytes. */
 int dtype_is_variable(const struct dtype *dt) {
   return dt->kind == DT_STRING || dt->kind == DT_BYTES;
@@ -54,6 +68,20 @@ int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err) {
                     "data_type must be a string or an object with "
                     "a name");
   memset(out, 0, sizeof *out);
+  if (!strcmp(name, "fixed_length_utf32")) {
+    json_t *cfg =
+        json_is_object(j) ? json_object_get(j, "configuration") : NULL;
+    json_t *lb = cfg ? json_object_get(cfg, "length_bytes") : NULL;
+    if (!json_is_integer(lb) || json_integer_value(lb) <= 0 ||
+        json_integer_value(lb) % 4 || json_integer_value(lb) > (1 << 20))
+      return zerr_set(err, EIO,
+                      "fixed_length_utf32: length_bytes must be a "
+                      "positive multiple of 4");
+    out->kind = DT_FIXED_UTF32;
+    out->size = (size_t)json_integer_value(lb);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    return 0;
+  }
   for (size_t i = 0; i < sizeof dtype_names / sizeof *dtype_names; i++)
     if (!strcmp(dtype_names[i].name, name)) {
       out->kind = dtype_names[i].kind;
@@ -235,6 +263,62 @@ static int base64_decode(const char *s, uint8_t **out, size_t *out_len,
   return 0;
 }
 
+/* Next code point of UTF-8 text (invalid bytes give U+FFFD). */
+static uint32_t utf8_next(const uint8_t **p, const uint8_t *end) {
+  const uint8_t *s = *p;
+  uint32_t c = *s++;
+  int extra = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
+  if (c >= 0x80 && !extra) {
+    *p = s;
+    return 0xfffd;
+  }
+  c &= extra ? (0x3f >> extra) : 0x7f;
+  for (int i = 0; i < extra; i++) {
+    if (s >= end || (*s & 0xc0) != 0x80) {
+      *p = s;
+      return 0xfffd;
+    }
+    c = c << 6 | (*s++ & 0x3f);
+  }
+  *p = s;
+  return c;
+}
+
+/* Fill of a fixed-width string: the JSON string, NUL padded, as UTF-32 code
+ * units in host order or as raw bytes. null and 0 mean empty. */
+static int fixed_string_fill(const struct dtype *dt, json_t *fill,
+                             uint8_t **out, size_t *out_len, struct zerr *err) {
+  uint8_t *p = calloc(1, dt->size);
+  if (!p)
+    return zerr_set(err, ENOMEM, "out of memory");
+  const uint8_t *s = (const uint8_t *)"", *end;
+  if (json_is_string(fill))
+    s = (const uint8_t *)json_string_value(fill);
+  else if (!json_is_null(fill) &&
+           !(json_is_integer(fill) && json_integer_value(fill) == 0)) {
+    free(p);
+    return zerr_set(err, EIO, "fill_value is not a valid %s", dt->name);
+  }
+  end = s + (json_is_string(fill) ? json_string_length(fill) : 0);
+  size_t pos = 0;
+  while (s < end) {
+    if (dt->kind == DT_FIXED_BYTES) {
+      if (pos >= dt->size)
+        break;
+      p[pos++] = *s++;
+    } else {
+      uint32_t c = utf8_next(&s, end);
+      if (pos + 4 > dt->size)
+        break;
+      memcpy(p + pos, &c, 4);
+      pos += 4;
+    }
+  }
+  *out = p;
+  *out_len = dt->size;
+  return 0;
+}
+
 /* Parse fill_value for dt. */
 int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
                      size_t *out_len, struct zerr *err) {
@@ -259,6 +343,9 @@ int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
     *out_len = n;
     return 0;
   }
+  case DT_FIXED_UTF32:
+  case DT_FIXED_BYTES:
+    return fixed_string_fill(dt, fill, out, out_len, err);
   case DT_BYTES:
     if (json_is_null(fill)) {
       *out = malloc(1);

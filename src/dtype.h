@@ -26,9 +26,12 @@ enum dtype_kind {
   DT_FLOAT16,
   DT_FLOAT32,
   DT_FLOAT64,
-  DT_STRING, /* variable length UTF-8 */
-  DT_BYTES,  /* variable length binary (`bytes`, `binary`,
-                `variable_length_bytes`) */
+  DT_FIXED_UTF32, /* fixed_length_utf32 / numpy U: size/4 code points,
+                    NUL padded; shown as UTF-8 text */
+  DT_FIXED_BYTES, /* numpy S: size bytes, NUL padded; shown as text */
+  DT_STRING,      /* variable length UTF-8 */
+  DT_BYTES,       /* variable length binary (`bytes`, `binary`,
+                     `variable_length_bytes`) */
 };
 
 struct dtype {
@@ -47,6 +50,13 @@ struct dtype dtype_of(enum dtype_kind kind);
 
 /* True for string/bytes. */
 int dtype_is_variable(const struct dtype *dt);
+
+/* Bytes that a byte-order swap reverses together: 4 for UTF-32 code
+ * units, 1 for byte strings, the element size otherwise. */
+size_t dtype_swap_unit(const struct dtype *dt);
+
+/* True for the fixed-width string kinds, which views show as text. */
+int dtype_is_fixed_string(const struct dtype *dt);
 
 /* Parse a V3 fill_value for dt into freshly malloc'd bytes (*out, *out_len,
  * owned by the caller): for fixed-size kinds dt->size bytes in host order;

@@ -411,6 +411,13 @@ static void v2_dtype(const char *s, struct dtype *dt, char *endian) {
              {'i', 4, DT_INT32},   {'i', 8, DT_INT64},   {'u', 1, DT_UINT8},
              {'u', 2, DT_UINT16},  {'u', 4, DT_UINT32},  {'u', 8, DT_UINT64},
              {'f', 2, DT_FLOAT16}, {'f', 4, DT_FLOAT32}, {'f', 8, DT_FLOAT64}};
+  if ((k == 'U' || k == 'S') && size > 0 && size <= (1 << 18)) {
+    dt->kind = k == 'U' ? DT_FIXED_UTF32 : DT_FIXED_BYTES;
+    dt->size = (size_t)size * (k == 'U' ? 4 : 1);
+    if (k == 'S')
+      *endian = 0;
+    return;
+  }
   for (size_t i = 0; i < sizeof map / sizeof *map; i++)
     if (map[i].k == k && map[i].size == size) {
       dt->kind = map[i].kind;

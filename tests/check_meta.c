@@ -81,6 +81,9 @@ START_TEST(every_dtype) {
       {"\"variable_length_bytes\"", DT_BYTES, 0, "[1,2,3]"},
       {"\"binary\"", DT_BYTES, 0, "\"\""},
       {"\"float8_e4m3\"", DT_UNSUPPORTED, 0, "0"},
+      {"{\"name\":\"fixed_length_utf32\",\"configuration\":{\"length_bytes\":"
+       "16}}",
+       DT_FIXED_UTF32, 16, "\"\""},
   };
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
     struct zmeta *m = parse_ok(
@@ -298,12 +301,30 @@ START_TEST(v2_arrays) {
   ck_assert_uint_eq(f, UINT64_MAX);
   zmeta_free(m);
 
+  /* numpy U: UTF-32 code units, byte order per code unit; fill encoded. */
+  m = parse_v2_ok("{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
+                  "\">U2\",\"order\":\"C\",\"compressor\":null,\"filters\":"
+                  "null,\"fill_value\":\"h\u00e9\"}");
+  ck_assert_int_eq(m->dtype.kind, DT_FIXED_UTF32);
+  ck_assert_uint_eq(m->dtype.size, 8);
+  ck_assert_uint_eq(dtype_swap_unit(&m->dtype), 4);
+  uint32_t cp[2];
+  memcpy(cp, m->fill, 8);
+  ck_assert_uint_eq(cp[0], 'h');
+  ck_assert_uint_eq(cp[1], 0xe9);
+  zmeta_free(m);
+  m = parse_v2_ok("{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
+                  "\"|S5\",\"order\":\"C\",\"compressor\":null,\"filters\":"
+                  "null,\"fill_value\":\"ab\"}");
+  ck_assert_int_eq(m->dtype.kind, DT_FIXED_BYTES);
+  ck_assert_int_eq(memcmp(m->fill, "ab\0\0\0", 5), 0);
+  zmeta_free(m);
   /* Unsupported dtypes still parse, as DT_UNSUPPORTED named by the string. */
   m = parse_v2_ok("{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
-                  "\"<U8\",\"order\":\"C\",\"compressor\":null,\"filters\":"
-                  "null,\"fill_value\":\"\"}");
+                  "\"<c16\",\"order\":\"C\",\"compressor\":null,\"filters\":"
+                  "null,\"fill_value\":null}");
   ck_assert_int_eq(m->dtype.kind, DT_UNSUPPORTED);
-  ck_assert_str_eq(m->dtype.name, "<U8");
+  ck_assert_str_eq(m->dtype.name, "<c16");
   zmeta_free(m);
 
   const char *bad[] = {

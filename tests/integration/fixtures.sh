@@ -231,4 +231,13 @@ for pair in str_v2_fv_0:str_v2 str_v2_fv_null:str_v2 bool_v2_fv_null:bool_v2 \
   fi
 done
 
+printf 'abc\n\xf0\x9f\x8e\x89\nhi\nte\n\n' >"$GEN/utf32"
+for st in fixed_length_utf32_v2_le fixed_length_utf32_v2_be fixed_length_utf32_v3_le; do
+  s="$Z/tests_data/zarr_python_compat/$st.zarr"
+  if fx_mount "$s"; then
+    values "$st.zarr (UTF-32 fixed width, NUL padded): values.txt" "$FX_MNT/values.txt" "$GEN/utf32"
+    zumount "$FX_MNT"
+  fi
+done
+
 finish
