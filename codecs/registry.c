@@ -23,15 +23,14 @@ extern const struct codec_impl codec_transpose;
 extern const struct codec_impl codec_sharding;
 extern const struct codec_impl codec_reshape;
 extern const struct codec_impl codec_squeeze;
+extern const struct codec_impl codec_delta;
 
 static const struct codec_impl *const registry_table[] = {
-    &codec_bytes,      &codec_vlen,
-    &codec_vlen_utf8,  &codec_vlen_bytes,
-    &codec_vlen_array, &codec_vlen_v2,
-    &codec_gzip,       &codec_zstd,
-    &codec_crc32c,     &codec_transpose,
-    &codec_sharding,   &codec_reshape,
-    &codec_squeeze,    NULL,
+    &codec_bytes,      &codec_vlen,       &codec_vlen_utf8,
+    &codec_vlen_bytes, &codec_vlen_array, &codec_vlen_v2,
+    &codec_gzip,       &codec_zstd,       &codec_crc32c,
+    &codec_transpose,  &codec_sharding,   &codec_reshape,
+    &codec_squeeze,    &codec_delta,      NULL,
 };
 
 /* Exact, case-sensitive match against the name and every alias (zarrs and

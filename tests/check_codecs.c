@@ -971,6 +971,49 @@ START_TEST(test_reshape_squeeze) {
 }
 END_TEST
 
+START_TEST(test_delta) {
+  struct codec_spec s = spec1(DT_INT32, 4);
+  const int32_t enc[4] = {5, 1, -2, 10};
+  struct abytes *a;
+  struct zerr err = {0};
+  ck_assert_int_eq(run("[{\"name\":\"numcodecs.delta\",\"configuration\":{"
+                       "\"dtype\":\"<i4\",\"astype\":\"<i4\"}},{\"name\":"
+                       "\"bytes\",\"configuration\":{\"endian\":\"little\"}}]",
+                       &s, enc, sizeof enc, 1 << 20, &a, &err),
+                   0);
+  uint8_t *p = fixed_bytes(a);
+  const int32_t want[4] = {5, 6, 4, 14};
+  ck_assert_int_eq(memcmp(p, want, sizeof want), 0);
+  free(p);
+  abytes_free(a);
+  /* Integers wrap like numpy's. */
+  struct codec_spec s8 = spec1(DT_UINT8, 3);
+  const uint8_t e8[3] = {250, 10, 1};
+  ck_assert_int_eq(run("[{\"name\":\"numcodecs.delta\",\"configuration\":{"
+                       "\"dtype\":\"uint8\"}},{\"name\":\"bytes\"}]",
+                       &s8, e8, sizeof e8, 1 << 20, &a, &err),
+                   0);
+  p = fixed_bytes(a);
+  ck_assert_int_eq(p[1], 4);
+  ck_assert_int_eq(p[2], 5);
+  free(p);
+  abytes_free(a);
+  /* A dtype that is not the array's, or a type change, is refused. */
+  struct chain *c;
+  ck_assert_int_lt(build("[{\"name\":\"numcodecs.delta\",\"configuration\":{"
+                         "\"dtype\":\"<i2\"}},{\"name\":\"bytes\","
+                         "\"configuration\":{\"endian\":\"little\"}}]",
+                         &s, &c, &err),
+                   0);
+  ck_assert_int_lt(build("[{\"name\":\"numcodecs.delta\",\"configuration\":{"
+                         "\"dtype\":\"<i4\",\"astype\":\"<i2\"}},{\"name\":"
+                         "\"bytes\",\"configuration\":{\"endian\":\"little\"}}"
+                         "]",
+                         &s, &c, &err),
+                   0);
+}
+END_TEST
+
 static Suite *codecs_suite(void) {
   Suite *s = suite_create("codecs");
   TCase *tc = tcase_create("core");
@@ -997,6 +1040,7 @@ static Suite *codecs_suite(void) {
   tcase_add_test(tc, test_transpose);
   tcase_add_test(tc, test_sharding);
   tcase_add_test(tc, test_reshape_squeeze);
+  tcase_add_test(tc, test_delta);
   suite_add_tcase(s, tc);
   return s;
 }
