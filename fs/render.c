@@ -1,27 +1,50 @@
-/* render.c - element -> text (see render.h). Hand-written integer
- * formatting and a shortest-round-trip float search keep it fast and
- * independent of the locale. */
+/* render.c - element -> text (see render.h).
+ *
+ * This is the hot path of `cat` on numeric arrays, so nothing here calls
+ * printf, strtod or anything else that allocates or looks at the locale:
+ * integers are formatted by hand, and floats go through an exact
+ * shortest-digits search (free-format digit generation in the manner of
+ * Steele & White / Burger & Dybvig) on small fixed-size big integers.
+ *
+ * Float layout: the fewest significant digits that read back to the same
+ * value at the element's own width (float16/32/64), written plainly when
+ * the decimal exponent x of the first digit is in [-4, 16) and as
+ * d.ddde+XX otherwise, like Python's repr without a trailing ".0". Any NaN
+ * is "nan"; infinities are "inf" / "-inf"; negative zero is "-0". */
 #include "render.h"
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-/* Unsigned decimal into buf; returns the length. */
+/* ---- integers ---- */
+
+/* Two decimal digits for every value 0..99: halves the divisions. */
+static const char render_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536"
+    "37383940414243444546474849505152535455565758596061626364656667686970717273"
+    "7475767778798081828384858687888990919293949596979899";
+
+/* Unsigned decimal into buf (at least 20 bytes); returns the length. */
 static size_t fmt_u64(uint64_t v, char *buf) {
-  char tmp[24];
-  size_t n = 0;
-  do {
-    tmp[n++] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  for (size_t i = 0; i < n; i++)
-    buf[i] = tmp[n - 1 - i];
+  char tmp[20];
+  size_t i = sizeof tmp;
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    i -= 2;
+    memcpy(tmp + i, render_pairs + 2 * r, 2);
+  }
+  if (v >= 10) {
+    i -= 2;
+    memcpy(tmp + i, render_pairs + 2 * v, 2);
+  } else {
+    tmp[--i] = (char)('0' + v);
+  }
+  size_t n = sizeof tmp - i;
+  memcpy(buf, tmp + i, n);
   return n;
 }
 
-/* Signed decimal. */
+/* Signed decimal; INT64_MIN is negated in unsigned arithmetic. */
 static size_t fmt_i64(int64_t v, char *buf) {
   if (v < 0) {
     buf[0] = '-';
@@ -30,64 +53,333 @@ static size_t fmt_i64(int64_t v, char *buf) {
   return fmt_u64((uint64_t)v, buf);
 }
 
-/* printf %.*e into buf with '.' as the decimal point whatever the locale. */
-static int fmt_e(char *buf, size_t len, int prec, double v) {
-  int n = snprintf(buf, len, "%.*e", prec, v);
-  for (int i = 0; i < n; i++)
-    if (buf[i] == ',')
-      buf[i] = '.';
+/* ---- exact big integers for the float digit search ---- */
+
+/* Enough for float64: the largest operands are about 2^1080 (the scale of
+ * a subnormal, or 10^309 times a small factor), i.e. 34 words, plus the
+ * factor of 10 the digit loop multiplies in. */
+#define BIG_WORDS 40
+
+/* Unsigned integer, little-endian 32-bit words; n words in use and the top
+ * one non-zero (n == 0 is zero). */
+struct big {
+  int n;
+  uint32_t w[BIG_WORDS];
+};
+
+/* b = v. */
+static void big_set(struct big *b, uint64_t v) {
+  b->w[0] = (uint32_t)v;
+  b->w[1] = (uint32_t)(v >> 32);
+  b->n = b->w[1] ? 2 : b->w[0] ? 1 : 0;
+}
+
+/* b *= m (a small factor). Words past BIG_WORDS cannot occur for the
+ * operands below; the bound check only keeps a bug from writing memory. */
+static void big_mul_small(struct big *b, uint32_t m) {
+  uint64_t carry = 0;
+  for (int i = 0; i < b->n; i++) {
+    uint64_t t = (uint64_t)b->w[i] * m + carry;
+    b->w[i] = (uint32_t)t;
+    carry = t >> 32;
+  }
+  if (carry && b->n < BIG_WORDS)
+    b->w[b->n++] = (uint32_t)carry;
+}
+
+/* b *= 10^k for k >= 0, nine decimal digits at a time. */
+static void big_mul_pow10(struct big *b, int k) {
+  static const uint32_t p10[9] = {1,      10,      100,      1000,     10000,
+                                  100000, 1000000, 10000000, 100000000};
+  for (; k >= 9; k -= 9)
+    big_mul_small(b, 1000000000u);
+  if (k)
+    big_mul_small(b, p10[k]);
+}
+
+/* b <<= s bits. */
+static void big_shl(struct big *b, unsigned s) {
+  if (b->n == 0)
+    return;
+  unsigned ws = s / 32, bs = s % 32;
+  if (b->n + (int)ws + 1 > BIG_WORDS)
+    return; /* cannot happen for IEEE widths up to 64 bits */
+  if (bs == 0) {
+    for (int i = b->n - 1; i >= 0; i--)
+      b->w[i + (int)ws] = b->w[i];
+  } else {
+    b->w[b->n + (int)ws] = b->w[b->n - 1] >> (32 - bs);
+    for (int i = b->n - 1; i > 0; i--)
+      b->w[i + (int)ws] = b->w[i] << bs | b->w[i - 1] >> (32 - bs);
+    b->w[ws] = b->w[0] << bs;
+  }
+  for (unsigned i = 0; i < ws; i++)
+    b->w[i] = 0;
+  b->n += (int)ws + 1;
+  while (b->n > 0 && b->w[b->n - 1] == 0)
+    b->n--;
+}
+
+/* -1, 0, 1 as a <, ==, > b. */
+static int big_cmp(const struct big *a, const struct big *b) {
+  if (a->n != b->n)
+    return a->n < b->n ? -1 : 1;
+  for (int i = a->n - 1; i >= 0; i--)
+    if (a->w[i] != b->w[i])
+      return a->w[i] < b->w[i] ? -1 : 1;
+  return 0;
+}
+
+/* Compare a + b with c without building the sum in place. */
+static int big_cmp_sum(const struct big *a, const struct big *b,
+                       const struct big *c) {
+  struct big s;
+  const struct big *x = a->n >= b->n ? a : b, *y = a->n >= b->n ? b : a;
+  uint64_t carry = 0;
+  int i;
+  for (i = 0; i < x->n; i++) {
+    uint64_t t = (uint64_t)x->w[i] + (i < y->n ? y->w[i] : 0) + carry;
+    s.w[i] = (uint32_t)t;
+    carry = t >> 32;
+  }
+  s.n = x->n;
+  if (carry) {
+    if (s.n == BIG_WORDS)
+      return 1;
+    s.w[s.n++] = 1;
+  }
+  return big_cmp(&s, c);
+}
+
+/* a -= q * b, where the result is known to be >= 0. */
+static void big_submul(struct big *a, const struct big *b, uint32_t q) {
+  uint64_t carry = 0, borrow = 0;
+  for (int i = 0; i < a->n; i++) {
+    uint64_t p = (i < b->n ? (uint64_t)b->w[i] * q : 0) + carry;
+    carry = p >> 32;
+    uint64_t sub = (uint64_t)(uint32_t)p + borrow;
+    borrow = a->w[i] < sub;
+    a->w[i] = (uint32_t)((uint64_t)a->w[i] - sub);
+  }
+  while (a->n > 0 && a->w[a->n - 1] == 0)
+    a->n--;
+}
+
+/* Number of significant bits. */
+static unsigned big_bitlen(const struct big *b) {
+  if (b->n == 0)
+    return 0;
+  return (unsigned)(b->n - 1) * 32 + 32 -
+         (unsigned)__builtin_clz(b->w[b->n - 1]);
+}
+
+/* Up to 64 bits of b starting at bit `sh`. */
+static uint64_t big_bits(const struct big *b, unsigned sh) {
+  unsigned wi = sh / 32, bi = sh % 32;
+  uint64_t v = 0;
+  for (int k = 2; k >= 0; k--) {
+    unsigned i = wi + (unsigned)k;
+    uint64_t w = (int)i < b->n ? b->w[i] : 0;
+    v = k == 2 ? w : (v << 32 | w); /* w[wi+2] keeps only its low bits */
+  }
+  /* v now holds words wi..wi+1 in the low 64 bits plus the top of wi+2
+   * shifted out; rebuild from the two low words and the third. */
+  uint64_t lo = (int)wi < b->n ? b->w[wi] : 0;
+  uint64_t mid = (int)(wi + 1) < b->n ? b->w[wi + 1] : 0;
+  uint64_t hi = (int)(wi + 2) < b->n ? b->w[wi + 2] : 0;
+  (void)v;
+  uint64_t low64 = mid << 32 | lo;
+  return bi ? (low64 >> bi | hi << (64 - bi)) : low64;
+}
+
+/* floor(r / s) for r < 10 s, leaving r mod s in r. A quotient estimate from
+ * the top bits keeps big operands (10^300-sized) to one or two passes. */
+static unsigned big_divmod_digit(struct big *r, const struct big *s) {
+  unsigned q = 0;
+  unsigned sb = big_bitlen(s);
+  if (sb > 32) {
+    unsigned sh = sb - 32;
+    uint64_t shi = big_bits(s, sh) & 0xffffffffu, rhi = big_bits(r, sh);
+    q = (unsigned)(rhi / (shi + 1));
+    if (q)
+      big_submul(r, s, q);
+  }
+  while (big_cmp(r, s) >= 0) {
+    big_submul(r, s, 1);
+    q++;
+  }
+  return q;
+}
+
+/* ---- floats ---- */
+
+/* IEEE-754 binary layouts we render. */
+struct fmt_layout {
+  int mant_bits; /* stored mantissa bits */
+  int exp_bits;  /* exponent field bits */
+};
+
+/* Shortest digits of the positive finite value f * 2^e (f > 0) at
+ * precision p bits with minimum exponent min_e: writes the digits to d
+ * (no more than 17) and returns their count; *x10 is the decimal
+ * exponent of the first digit. The digits are the fewest that lie in the
+ * rounding interval of the value (ends included when f is even, matching
+ * round-half-even readers), and among those the closest to the value. */
+static int shortest_digits(uint64_t f, int e, int p, int min_e, char *d,
+                           int *x10) {
+  struct big r, s, mp, mm;
+  /* The gap below is half the gap above at a power of two (not the
+   * smallest normal, whose neighbour below is the largest subnormal). */
+  int unequal = f == (uint64_t)1 << (p - 1) && e > min_e;
+  int inclusive = (f & 1) == 0;
+  if (e >= 0) {
+    big_set(&r, f);
+    big_shl(&r, (unsigned)e + 1 + (unsigned)unequal);
+    big_set(&s, unequal ? 4 : 2);
+    big_set(&mp, 1);
+    big_shl(&mp, (unsigned)e + (unsigned)unequal);
+    big_set(&mm, 1);
+    big_shl(&mm, (unsigned)e);
+  } else {
+    big_set(&r, f << (1 + unequal));
+    big_set(&s, 1);
+    big_shl(&s, (unsigned)(1 - e + unequal));
+    big_set(&mp, unequal ? 2 : 1);
+    big_set(&mm, 1);
+  }
+  /* k = ceil(log10(high end)), estimated from the binary exponent (never
+   * too large, at most one too small) and then fixed up exactly. */
+  int bl = 64 - __builtin_clzll(f);
+  long est = (long)(e + bl - 1) * 78913L; /* log10(2) * 2^18 */
+  int k = (int)(est >= 0 ? (est + (1L << 18) - 1) >> 18 : -((-est) >> 18));
+  if (k > 0)
+    big_mul_pow10(&s, k);
+  else if (k < 0) {
+    big_mul_pow10(&r, -k);
+    big_mul_pow10(&mp, -k);
+    big_mul_pow10(&mm, -k);
+  }
+  /* Estimate may be one low (the >> rounds toward the smaller k). */
+  for (;;) {
+    int c = big_cmp_sum(&r, &mp, &s);
+    if (inclusive ? c < 0 : c <= 0)
+      break;
+    big_mul_small(&s, 10);
+    k++;
+  }
+  int n = 0;
+  for (;;) {
+    big_mul_small(&r, 10);
+    big_mul_small(&mp, 10);
+    big_mul_small(&mm, 10);
+    unsigned q = big_divmod_digit(&r, &s);
+    int c1 = big_cmp(&r, &mm);
+    int low = inclusive ? c1 <= 0 : c1 < 0;
+    int c2 = big_cmp_sum(&r, &mp, &s);
+    int high = inclusive ? c2 >= 0 : c2 > 0;
+    if (!low && !high && n < 17) {
+      d[n++] = (char)('0' + q);
+      continue;
+    }
+    if (low && high) {
+      /* Both q and q+1 read back: take the nearer (even on a tie). */
+      struct big twice = r;
+      big_mul_small(&twice, 2);
+      int c = big_cmp(&twice, &s);
+      if (c > 0 || (c == 0 && (q & 1)))
+        q++;
+    } else if (high) {
+      q++;
+    }
+    d[n++] = (char)('0' + q);
+    break;
+  }
+  *x10 = k - 1;
   return n;
 }
 
-/* Does text read back to exactly v at the given width (16, 32, 64 bits)? */
-static int round_trips(const char *text, double v, int bits) {
-  double back = strtod(text, NULL);
-  if (bits == 16)
-    return (_Float16)back == (_Float16)v;
-  if (bits == 32)
-    return (float)back == (float)v;
-  return back == v;
+/* Lay out digits d[0..n) with first-digit exponent x into buf. */
+static size_t layout_digits(const char *d, int n, int x, int neg, char *buf) {
+  size_t o = 0;
+  if (neg)
+    buf[o++] = '-';
+  if (x >= 16 || x < -4) {
+    buf[o++] = d[0];
+    if (n > 1) {
+      buf[o++] = '.';
+      memcpy(buf + o, d + 1, (size_t)n - 1);
+      o += (size_t)n - 1;
+    }
+    buf[o++] = 'e';
+    buf[o++] = x < 0 ? '-' : '+';
+    unsigned ax = (unsigned)(x < 0 ? -x : x);
+    if (ax < 10)
+      buf[o++] = '0';
+    o += fmt_u64(ax, buf + o);
+    return o;
+  }
+  if (x < 0) {
+    buf[o++] = '0';
+    buf[o++] = '.';
+    for (int i = -1; i > x; i--)
+      buf[o++] = '0';
+    memcpy(buf + o, d, (size_t)n);
+    return o + (size_t)n;
+  }
+  /* Integer part: x + 1 digits, zero padded past the significant ones. */
+  for (int i = 0; i <= x; i++)
+    buf[o++] = i < n ? d[i] : '0';
+  if (n > x + 1) {
+    buf[o++] = '.';
+    memcpy(buf + o, d + x + 1, (size_t)(n - x - 1));
+    o += (size_t)(n - x - 1);
+  }
+  return o;
 }
 
-/* Shortest text that reads back to exactly v at width `bits`:
- * the fewest significant digits that round-trip, written plain when the
- * decimal exponent is in [-4, 16) and as d.ddde+XX otherwise (Python's repr
- * without the trailing ".0"). */
-static size_t fmt_float(double v, int bits, char *buf) {
-  if (isnan(v)) {
-    memcpy(buf, "nan", 3);
-    return 3;
-  }
-  if (isinf(v)) {
-    if (v < 0) {
+/* Render the IEEE value with the given bit pattern and layout. */
+static size_t fmt_float(uint64_t bits, struct fmt_layout l, char *buf) {
+  int mb = l.mant_bits, eb = l.exp_bits;
+  int bias = (1 << (eb - 1)) - 1;
+  int neg = (int)(bits >> (mb + eb)) & 1;
+  int ef = (int)(bits >> mb) & ((1 << eb) - 1);
+  uint64_t m = bits & (((uint64_t)1 << mb) - 1);
+  if (ef == (1 << eb) - 1) {
+    if (m) {
+      memcpy(buf, "nan", 3);
+      return 3;
+    }
+    if (neg) {
       memcpy(buf, "-inf", 4);
       return 4;
     }
     memcpy(buf, "inf", 3);
     return 3;
   }
-  /* Integral values below 1e15 are exact in decimal: no search needed. */
-  if (v == floor(v) && fabs(v) < 1e15 && !(v == 0 && signbit(v)))
-    return fmt_i64((int64_t)v, buf);
-  char tmp[64];
-  int maxp = bits == 16 ? 5 : bits == 32 ? 9 : 17, p;
-  for (p = 1; p < maxp; p++) {
-    fmt_e(tmp, sizeof tmp, p - 1, v);
-    if (round_trips(tmp, v, bits))
-      break;
+  if (ef == 0 && m == 0) {
+    if (neg) {
+      memcpy(buf, "-0", 2);
+      return 2;
+    }
+    buf[0] = '0';
+    return 1;
   }
-  int n = fmt_e(tmp, sizeof tmp, p - 1, v);
-  const char *e = strchr(tmp, 'e');
-  int exp10 = e ? atoi(e + 1) : 0;
-  if (exp10 >= -4 && exp10 < 16) {
-    int frac = p - 1 - exp10;
-    n = snprintf(tmp, sizeof tmp, "%.*f", frac > 0 ? frac : 0, v);
-    for (int i = 0; i < n; i++)
-      if (tmp[i] == ',')
-        tmp[i] = '.';
+  int min_e = 1 - bias - mb;
+  uint64_t f = ef ? m | (uint64_t)1 << mb : m;
+  int e = ef ? ef - bias - mb : min_e;
+  /* Integral values with a gap of at most 1 are exactly their integer
+   * (no shorter digits can lie within half a unit): the common case of
+   * counts stored as floats needs no search. */
+  if (e <= 0 && e > -64 && (f & (((uint64_t)1 << -e) - 1)) == 0) {
+    size_t o = 0;
+    if (neg)
+      buf[o++] = '-';
+    return o + fmt_u64(f >> -e, buf + o);
   }
-  memcpy(buf, tmp, (size_t)n);
-  return (size_t)n;
+  char d[20];
+  int x10;
+  int n = shortest_digits(f, e, mb + 1, min_e, d, &x10);
+  return layout_digits(d, n, x10, neg, buf);
 }
 
 /* Render one fixed-size element. */
@@ -135,26 +427,26 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
     return fmt_u64(v, buf);
   }
   case DT_FLOAT16: {
-    _Float16 v;
+    uint16_t v;
     memcpy(&v, elem, 2);
-    return fmt_float((double)v, 16, buf);
+    return fmt_float(v, (struct fmt_layout){10, 5}, buf);
   }
   case DT_FLOAT32: {
-    float v;
+    uint32_t v;
     memcpy(&v, elem, 4);
-    return fmt_float(v, 32, buf);
+    return fmt_float(v, (struct fmt_layout){23, 8}, buf);
   }
   case DT_FLOAT64: {
-    double v;
+    uint64_t v;
     memcpy(&v, elem, 8);
-    return fmt_float(v, 64, buf);
+    return fmt_float(v, (struct fmt_layout){52, 11}, buf);
   }
   default:
     return 0;
   }
 }
 
-/* Text length of a variable element. */
+/* Text length of a variable element: hex doubles bytes. */
 uint64_t render_var_len(const struct dtype *dt, uint64_t nbytes) {
   return dt->kind == DT_BYTES ? 2 * nbytes : nbytes;
 }
@@ -169,16 +461,22 @@ void render_var(const struct dtype *dt, const uint8_t *src, uint64_t text_off,
                 size_t len, char *dst) {
   if (dt->kind == DT_BYTES) {
     static const char hex[] = "0123456789abcdef";
-    uint64_t t = text_off;
-    for (size_t i = 0; i < len; i++, t++) {
-      uint8_t b = src[t / 2 - text_off / 2];
-      dst[i] = hex[(t & 1) ? (b & 15) : (b >> 4)];
+    size_t i = 0;
+    if (len && (text_off & 1)) { /* starts on a low nibble */
+      dst[i++] = hex[*src++ & 15];
     }
+    for (; i + 1 < len; i += 2, src++) {
+      dst[i] = hex[*src >> 4];
+      dst[i + 1] = hex[*src & 15];
+    }
+    if (i < len) /* ends on a high nibble */
+      dst[i] = hex[*src >> 4];
     return;
   }
-  /* Strings: copy, then turn newline bytes into spaces. */
+  /* Strings: copy, then turn newline bytes into spaces so a line is
+   * always one element. */
   memcpy(dst, src, len);
   char *p = dst, *end = dst + len;
-  while ((p = memchr(p, '\n', (size_t)(end - p))))
+  while (p < end && (p = memchr(p, '\n', (size_t)(end - p))))
     *p++ = ' ';
 }

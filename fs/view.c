@@ -39,14 +39,13 @@ static uint64_t inb_linear(const struct chunk_text *ct,
 }
 
 /* Render the text range [lo, hi) of in-bounds element k (chunk index j). */
-static int render_fixed_part(const struct chunk_text *ct,
-                             const struct dtype *dt, uint64_t j, uint64_t lo,
-                             uint64_t hi, char *dst) {
+static void render_fixed_part(const struct chunk_text *ct,
+                              const struct dtype *dt, uint64_t j, uint64_t lo,
+                              uint64_t hi, char *dst) {
   char tmp[RENDER_FIXED_MAX + 1];
   size_t n = render_fixed(dt, ct->ab->fixed->mem + j * ct->ab->elsize, tmp);
   tmp[n] = '\n';
   memcpy(dst, tmp + lo, (size_t)(hi - lo));
-  return 0;
 }
 
 /* Read of a variable-length run: fetch the source bytes of elements
