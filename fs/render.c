@@ -105,6 +105,7 @@ static void big_shl(struct big *b, unsigned s) {
   if (b->n + (int)ws + 1 > BIG_WORDS)
     return; /* cannot happen for IEEE widths up to 64 bits */
   if (bs == 0) {
+    b->w[b->n + (int)ws] = 0;
     for (int i = b->n - 1; i >= 0; i--)
       b->w[i + (int)ws] = b->w[i];
   } else {
@@ -173,21 +174,12 @@ static unsigned big_bitlen(const struct big *b) {
          (unsigned)__builtin_clz(b->w[b->n - 1]);
 }
 
-/* Up to 64 bits of b starting at bit `sh`. */
+/* The 64 bits of b starting at bit `sh`. */
 static uint64_t big_bits(const struct big *b, unsigned sh) {
   unsigned wi = sh / 32, bi = sh % 32;
-  uint64_t v = 0;
-  for (int k = 2; k >= 0; k--) {
-    unsigned i = wi + (unsigned)k;
-    uint64_t w = (int)i < b->n ? b->w[i] : 0;
-    v = k == 2 ? w : (v << 32 | w); /* w[wi+2] keeps only its low bits */
-  }
-  /* v now holds words wi..wi+1 in the low 64 bits plus the top of wi+2
-   * shifted out; rebuild from the two low words and the third. */
   uint64_t lo = (int)wi < b->n ? b->w[wi] : 0;
-  uint64_t mid = (int)(wi + 1) < b->n ? b->w[wi + 1] : 0;
-  uint64_t hi = (int)(wi + 2) < b->n ? b->w[wi + 2] : 0;
-  (void)v;
+  uint64_t mid = (int)wi + 1 < b->n ? b->w[wi + 1] : 0;
+  uint64_t hi = (int)wi + 2 < b->n ? b->w[wi + 2] : 0;
   uint64_t low64 = mid << 32 | lo;
   return bi ? (low64 >> bi | hi << (64 - bi)) : low64;
 }
@@ -197,7 +189,12 @@ static uint64_t big_bits(const struct big *b, unsigned sh) {
 static unsigned big_divmod_digit(struct big *r, const struct big *s) {
   unsigned q = 0;
   unsigned sb = big_bitlen(s);
-  if (sb > 32) {
+  if (sb <= 32) { /* then r < 2^36: plain 64-bit division */
+    uint64_t rv = big_bits(r, 0), sv = s->w[0];
+    big_set(r, rv % sv);
+    return (unsigned)(rv / sv);
+  }
+  {
     unsigned sh = sb - 32;
     uint64_t shi = big_bits(s, sh) & 0xffffffffu, rhi = big_bits(r, sh);
     q = (unsigned)(rhi / (shi + 1));
@@ -247,11 +244,13 @@ static int shortest_digits(uint64_t f, int e, int p, int min_e, char *d,
     big_set(&mp, unequal ? 2 : 1);
     big_set(&mm, 1);
   }
-  /* k = ceil(log10(high end)), estimated from the binary exponent (never
-   * too large, at most one too small) and then fixed up exactly. */
+  /* k = ceil(log10(high end)). Start from floor(t * log10(2)) with the
+   * constant rounded toward zero's side that keeps the estimate low
+   * (2^18 * log10(2) = 78913.2); the loop below raises it exactly. */
   int bl = 64 - __builtin_clzll(f);
-  long est = (long)(e + bl - 1) * 78913L; /* log10(2) * 2^18 */
-  int k = (int)(est >= 0 ? (est + (1L << 18) - 1) >> 18 : -((-est) >> 18));
+  long t = (long)(e + bl - 1);
+  long est = t >= 0 ? t * 78913L : t * 78914L;
+  int k = (int)(est >= 0 ? est >> 18 : -((-est + (1L << 18) - 1) >> 18));
   if (k > 0)
     big_mul_pow10(&s, k);
   else if (k < 0) {
@@ -259,7 +258,7 @@ static int shortest_digits(uint64_t f, int e, int p, int min_e, char *d,
     big_mul_pow10(&mp, -k);
     big_mul_pow10(&mm, -k);
   }
-  /* Estimate may be one low (the >> rounds toward the smaller k). */
+  /* The estimate may be up to two low, never high. */
   for (;;) {
     int c = big_cmp_sum(&r, &mp, &s);
     if (inclusive ? c < 0 : c <= 0)
@@ -382,6 +381,84 @@ static size_t fmt_float(uint64_t bits, struct fmt_layout l, char *buf) {
   return layout_digits(d, n, x10, neg, buf);
 }
 
+/* Floor division and modulo for a positive divisor. */
+static int64_t floordiv(int64_t a, int64_t b, int64_t *mod) {
+  int64_t q = a / b, r = a % b;
+  if (r < 0) {
+    q--;
+    r += b;
+  }
+  *mod = r;
+  return q;
+}
+
+/* Civil date of a day count since 1970-01-01 (proleptic Gregorian). */
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
+  z += 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+  *y = yoe + era * 400 + (*m <= 2);
+}
+
+/* ISO 8601 text of a numpy.datetime64 value, as numpy prints it: as many
+ * fields as the unit has ("2023-01-01", "2023-01-01T00:00:00.000"), NaT. */
+static size_t fmt_datetime(const struct dtype *dt, int64_t v, char *buf) {
+  if (v == INT64_MIN) {
+    memcpy(buf, "NaT", 3);
+    return 3;
+  }
+  if (__builtin_mul_overflow(v, dt->scale, &v))
+    return fmt_i64(v, buf);
+  int64_t y, rem;
+  int m = 1, d = 1;
+  int n;
+  switch (dt->unit) {
+  case DTU_Y:
+    return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%lld",
+                            (long long)(1970 + v));
+  case DTU_M:
+    y = 1970 + floordiv(v, 12, &rem);
+    return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%lld-%02d", (long long)y,
+                            (int)rem + 1);
+  case DTU_W:
+  case DTU_D:
+    if (__builtin_mul_overflow(v, dt->unit == DTU_W ? 7 : 1, &v))
+      return fmt_i64(v, buf);
+    civil_from_days(v, &y, &m, &d);
+    return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%lld-%02d-%02d",
+                            (long long)y, m, d);
+  default:
+    break;
+  }
+  /* Sub-day units: split into days and the count within the day. */
+  static const int64_t per_day[] = {
+      0, 0, 0, 0, 24, 1440, 86400, 86400000LL, 86400000000LL, 86400000000000LL};
+  static const int frac_digits[] = {0, 0, 0, 0, 0, 0, 0, 3, 6, 9};
+  int64_t in_day;
+  int64_t days = floordiv(v, per_day[dt->unit], &in_day);
+  civil_from_days(days, &y, &m, &d);
+  int64_t per_sec = per_day[dt->unit] / 86400; /* 0 for h, m */
+  n = snprintf(buf, RENDER_FIXED_MAX, "%lld-%02d-%02d", (long long)y, m, d);
+  if (dt->unit == DTU_h)
+    return (size_t)(n + snprintf(buf + n, RENDER_FIXED_MAX - n, "T%02d",
+                                 (int)in_day));
+  if (dt->unit == DTU_m)
+    return (size_t)(n + snprintf(buf + n, RENDER_FIXED_MAX - n, "T%02d:%02d",
+                                 (int)(in_day / 60), (int)(in_day % 60)));
+  int64_t secs = in_day / per_sec, frac = in_day % per_sec;
+  n += snprintf(buf + n, RENDER_FIXED_MAX - n, "T%02d:%02d:%02d",
+                (int)(secs / 3600), (int)(secs / 60 % 60), (int)(secs % 60));
+  if (frac_digits[dt->unit])
+    n += snprintf(buf + n, RENDER_FIXED_MAX - n, ".%0*lld",
+                  frac_digits[dt->unit], (long long)frac);
+  return (size_t)n;
+}
+
 /* Render one fixed-size element. */
 size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
   switch (dt->kind) {
@@ -425,6 +502,11 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
     uint64_t v;
     memcpy(&v, elem, 8);
     return fmt_u64(v, buf);
+  }
+  case DT_DATETIME64: {
+    int64_t v;
+    memcpy(&v, elem, 8);
+    return fmt_datetime(dt, v, buf);
   }
   case DT_FLOAT16: {
     uint16_t v;

@@ -18,7 +18,7 @@
 #include "../src/dtype.h"
 
 /* Longest text of one fixed-size element (without newline). */
-#define RENDER_FIXED_MAX 40
+#define RENDER_FIXED_MAX 64
 
 /* Render one fixed-size element (elem points at dt->size bytes in host byte
  * order) into buf (at least RENDER_FIXED_MAX bytes, not NUL-terminated).

@@ -37,6 +37,18 @@ struct dtype dtype_of(enum dtype_kind kind) {
   return d;
 }
 
+/* "ms" -> DTU_ms; -1 for units we do not show. */
+int dtype_time_unit_parse(const char *s, enum dtype_time_unit *out) {
+  static const char *const names[] = {"Y", "M", "W",  "D",  "h",
+                                      "m", "s", "ms", "us", "ns"};
+  for (int i = 0; i < 10; i++)
+    if (!strcmp(s, names[i])) {
+      *out = (enum dtype_time_unit)i;
+      return 0;
+    }
+  return -1;
+}
+
 /* Byte-order unit. */
 size_t dtype_swap_unit(const struct dtype *dt) {
   if (dt->kind == DT_FIXED_UTF32)
@@ -68,6 +80,23 @@ int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err) {
                     "data_type must be a string or an object with "
                     "a name");
   memset(out, 0, sizeof *out);
+  if (!strcmp(name, "numpy.datetime64")) {
+    json_t *cfg =
+        json_is_object(j) ? json_object_get(j, "configuration") : NULL;
+    const char *unit =
+        json_string_value(cfg ? json_object_get(cfg, "unit") : NULL);
+    json_t *sf = cfg ? json_object_get(cfg, "scale_factor") : NULL;
+    snprintf(out->name, sizeof out->name, "%s", name);
+    if (!unit || dtype_time_unit_parse(unit, &out->unit) < 0 ||
+        (sf && (!json_is_integer(sf) || json_integer_value(sf) < 1))) {
+      out->kind = DT_UNSUPPORTED; /* e.g. ps, fs, as: views refuse it */
+      return 0;
+    }
+    out->kind = DT_DATETIME64;
+    out->size = 8;
+    out->scale = sf ? (int64_t)json_integer_value(sf) : 1;
+    return 0;
+  }
   if (!strcmp(name, "fixed_length_utf32")) {
     json_t *cfg =
         json_is_object(j) ? json_object_get(j, "configuration") : NULL;
@@ -346,6 +375,23 @@ int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
   case DT_FIXED_UTF32:
   case DT_FIXED_BYTES:
     return fixed_string_fill(dt, fill, out, out_len, err);
+  case DT_DATETIME64: {
+    int64_t v;
+    if (json_is_string(fill) && !strcmp(json_string_value(fill), "NaT"))
+      v = INT64_MIN;
+    else if (json_is_integer(fill))
+      v = (int64_t)json_integer_value(fill);
+    else if (json_is_null(fill))
+      v = 0;
+    else
+      return zerr_set(err, EIO, "fill_value is not a valid numpy.datetime64");
+    *out = malloc(8);
+    if (!*out)
+      return zerr_set(err, ENOMEM, "out of memory");
+    memcpy(*out, &v, 8);
+    *out_len = 8;
+    return 0;
+  }
   case DT_BYTES:
     if (json_is_null(fill)) {
       *out = malloc(1);

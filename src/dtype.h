@@ -26,6 +26,8 @@ enum dtype_kind {
   DT_FLOAT16,
   DT_FLOAT32,
   DT_FLOAT64,
+  DT_DATETIME64,  /* numpy.datetime64: int64 counts of `unit` since
+                    1970-01-01T00:00, INT64_MIN is NaT; shown as ISO 8601 */
   DT_FIXED_UTF32, /* fixed_length_utf32 / numpy U: size/4 code points,
                     NUL padded; shown as UTF-8 text */
   DT_FIXED_BYTES, /* numpy S: size bytes, NUL padded; shown as text */
@@ -34,10 +36,26 @@ enum dtype_kind {
                      `variable_length_bytes`) */
 };
 
+/* Units of numpy.datetime64 (the values numpy uses for them). */
+enum dtype_time_unit {
+  DTU_Y = 0,
+  DTU_M,
+  DTU_W,
+  DTU_D,
+  DTU_h,
+  DTU_m,
+  DTU_s,
+  DTU_ms,
+  DTU_us,
+  DTU_ns
+};
+
 struct dtype {
   enum dtype_kind kind;
   size_t size;   /* bytes per element; 0 for variable-length kinds */
   char name[64]; /* the name as written in metadata (for messages) */
+  enum dtype_time_unit unit; /* DT_DATETIME64: the unit of one count */
+  int64_t scale;             /* DT_DATETIME64: counts per value (>= 1) */
 };
 
 /* Parse a V3 `data_type` value (short-hand string or {"name": ...}). An
@@ -50,6 +68,9 @@ struct dtype dtype_of(enum dtype_kind kind);
 
 /* True for string/bytes. */
 int dtype_is_variable(const struct dtype *dt);
+
+/* Parse a numpy time unit ("D", "s", "ms", ...): 0, or -1 if unknown. */
+int dtype_time_unit_parse(const char *s, enum dtype_time_unit *out);
 
 /* Bytes that a byte-order swap reverses together: 4 for UTF-32 code
  * units, 1 for byte strings, the element size otherwise. */

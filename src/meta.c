@@ -411,6 +411,19 @@ static void v2_dtype(const char *s, struct dtype *dt, char *endian) {
              {'i', 4, DT_INT32},   {'i', 8, DT_INT64},   {'u', 1, DT_UINT8},
              {'u', 2, DT_UINT16},  {'u', 4, DT_UINT32},  {'u', 8, DT_UINT64},
              {'f', 2, DT_FLOAT16}, {'f', 4, DT_FLOAT32}, {'f', 8, DT_FLOAT64}};
+  if (k == 'M' && s[2] == '8' && s[3] == '[') {
+    char unit[8] = "";
+    const char *close = strchr(s + 4, ']');
+    if (close && close - (s + 4) < (long)sizeof unit) {
+      memcpy(unit, s + 4, (size_t)(close - (s + 4)));
+      if (!close[1] && dtype_time_unit_parse(unit, &dt->unit) == 0) {
+        dt->kind = DT_DATETIME64;
+        dt->size = 8;
+        dt->scale = 1;
+      }
+    }
+    return;
+  }
   if ((k == 'U' || k == 'S') && size > 0 && size <= (1 << 18)) {
     dt->kind = k == 'U' ? DT_FIXED_UTF32 : DT_FIXED_BYTES;
     dt->size = (size_t)size * (k == 'U' ? 4 : 1);

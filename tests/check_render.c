@@ -61,7 +61,7 @@ START_TEST(float16_shortest) {
   static const struct {
     uint16_t bits;
     const char *want;
-  } t[] = {{0x2e66, "0.1"},   {0x7bff, "65504"}, {0x0001, "6e-08"},
+  } t[] = {{0x2e66, "0.1"},   {0x7bff, "65500"}, {0x0001, "6e-08"},
            {0x8000, "-0"},    {0x3c00, "1"},     {0xc100, "-2.5"},
            {0x7e00, "nan"},   {0x7c00, "inf"},   {0xfc00, "-inf"},
            {0x3555, "0.3333"}};
@@ -70,6 +70,42 @@ START_TEST(float16_shortest) {
     size_t n = render_fixed(&dt, &t[i].bits, buf);
     ck_assert_msg(n == strlen(t[i].want) && !memcmp(buf, t[i].want, n),
                   "%04x rendered as '%.*s', want '%s'", t[i].bits, (int)n, buf,
+                  t[i].want);
+  }
+}
+END_TEST
+
+START_TEST(datetime64_iso) {
+  static const struct {
+    enum dtype_time_unit unit;
+    int64_t scale, v;
+    const char *want;
+  } t[] = {{DTU_D, 1, 0, "1970-01-01"},
+           {DTU_D, 1, -1, "1969-12-31"},
+           {DTU_D, 1, 19358, "2023-01-01"},
+           {DTU_D, 1, 11016, "2000-02-29"},
+           {DTU_D, 2, 1, "1970-01-03"},
+           {DTU_W, 1, 1, "1970-01-08"},
+           {DTU_M, 1, 0, "1970-01"},
+           {DTU_M, 1, -1, "1969-12"},
+           {DTU_Y, 1, 53, "2023"},
+           {DTU_h, 1, 25, "1970-01-02T01"},
+           {DTU_m, 1, 61, "1970-01-01T01:01"},
+           {DTU_s, 1, 1672531200, "2023-01-01T00:00:00"},
+           {DTU_ms, 1, 1672617600123, "2023-01-02T00:00:00.123"},
+           {DTU_ns, 1, -1, "1969-12-31T23:59:59.999999999"},
+           {DTU_us, 1, INT64_MIN, "NaT"}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    struct dtype dt;
+    memset(&dt, 0, sizeof dt);
+    dt.kind = DT_DATETIME64;
+    dt.size = 8;
+    dt.unit = t[i].unit;
+    dt.scale = t[i].scale;
+    char buf[RENDER_FIXED_MAX];
+    size_t n = render_fixed(&dt, &t[i].v, buf);
+    ck_assert_msg(n == strlen(t[i].want) && !memcmp(buf, t[i].want, n),
+                  "case %zu rendered as '%.*s', want '%s'", i, (int)n, buf,
                   t[i].want);
   }
 }
@@ -157,6 +193,7 @@ int main(void) {
   tcase_add_test(tc, floats_shortest);
   tcase_add_test(tc, floats_round_trip);
   tcase_add_test(tc, float16_shortest);
+  tcase_add_test(tc, datetime64_iso);
   tcase_add_test(tc, integers_and_bools);
   tcase_add_test(tc, strings_and_hex);
   suite_add_tcase(s, tc);
