@@ -24,13 +24,45 @@ extern const struct codec_impl codec_sharding;
 extern const struct codec_impl codec_reshape;
 extern const struct codec_impl codec_squeeze;
 extern const struct codec_impl codec_delta;
+extern const struct codec_impl codec_blosc;
+extern const struct codec_impl codec_numcodecs_zlib;
+extern const struct codec_impl codec_numcodecs_gzip;
+extern const struct codec_impl codec_numcodecs_zstd;
+extern const struct codec_impl codec_numcodecs_bz2;
+extern const struct codec_impl codec_numcodecs_lz4;
+extern const struct codec_impl codec_numcodecs_shuffle;
+extern const struct codec_impl codec_numcodecs_adler32;
+extern const struct codec_impl codec_numcodecs_crc32;
+extern const struct codec_impl codec_numcodecs_crc32c;
+extern const struct codec_impl codec_numcodecs_fletcher32;
 
 static const struct codec_impl *const registry_table[] = {
-    &codec_bytes,      &codec_vlen,       &codec_vlen_utf8,
-    &codec_vlen_bytes, &codec_vlen_array, &codec_vlen_v2,
-    &codec_gzip,       &codec_zstd,       &codec_crc32c,
-    &codec_transpose,  &codec_sharding,   &codec_reshape,
-    &codec_squeeze,    &codec_delta,      NULL,
+    &codec_bytes,
+    &codec_vlen,
+    &codec_vlen_utf8,
+    &codec_vlen_bytes,
+    &codec_vlen_array,
+    &codec_vlen_v2,
+    &codec_gzip,
+    &codec_zstd,
+    &codec_crc32c,
+    &codec_transpose,
+    &codec_sharding,
+    &codec_reshape,
+    &codec_squeeze,
+    &codec_delta,
+    &codec_blosc,
+    &codec_numcodecs_zlib,
+    &codec_numcodecs_gzip,
+    &codec_numcodecs_zstd,
+    &codec_numcodecs_bz2,
+    &codec_numcodecs_lz4,
+    &codec_numcodecs_shuffle,
+    &codec_numcodecs_adler32,
+    &codec_numcodecs_crc32,
+    &codec_numcodecs_crc32c,
+    &codec_numcodecs_fletcher32,
+    NULL,
 };
 
 /* Exact, case-sensitive match against the name and every alias (zarrs and
