@@ -1,10 +1,13 @@
 /* render.c - element -> text (see render.h).
  *
- * This is the hot path of `cat` on numeric arrays, so nothing here calls
- * printf, strtod or anything else that allocates or looks at the locale:
- * integers are formatted by hand, and floats go through an exact
+ * This is the hot path of `cat` on numeric arrays, so the numeric path
+ * calls nothing that allocates or looks at the locale (no printf, no
+ * strtod): integers are formatted by hand, and floats go through an exact
  * shortest-digits search (free-format digit generation in the manner of
- * Steele & White / Burger & Dybvig) on small fixed-size big integers.
+ * Steele & White / Burger & Dybvig), in 64- or 128-bit integers when the
+ * operands fit (nearly all real data) and in small fixed-size big
+ * integers otherwise. Only datetime fields use snprintf, with integer
+ * conversions alone.
  *
  * Float layout: the fewest significant digits that read back to the same
  * value at the element's own width (float16/32/64), written plainly when
@@ -13,6 +16,7 @@
  * is "nan"; infinities are "inf" / "-inf"; negative zero is "-0". */
 #include "render.h"
 
+#include <stdio.h> /* snprintf for datetime fields */
 #include <string.h>
 
 /* ---- integers ---- */
@@ -187,20 +191,18 @@ static uint64_t big_bits(const struct big *b, unsigned sh) {
 /* floor(r / s) for r < 10 s, leaving r mod s in r. A quotient estimate from
  * the top bits keeps big operands (10^300-sized) to one or two passes. */
 static unsigned big_divmod_digit(struct big *r, const struct big *s) {
-  unsigned q = 0;
   unsigned sb = big_bitlen(s);
   if (sb <= 32) { /* then r < 2^36: plain 64-bit division */
     uint64_t rv = big_bits(r, 0), sv = s->w[0];
     big_set(r, rv % sv);
     return (unsigned)(rv / sv);
   }
-  {
-    unsigned sh = sb - 32;
-    uint64_t shi = big_bits(s, sh) & 0xffffffffu, rhi = big_bits(r, sh);
-    q = (unsigned)(rhi / (shi + 1));
-    if (q)
-      big_submul(r, s, q);
-  }
+  /* s < (shi + 1) * 2^sh and r >= rhi * 2^sh, so q never overshoots. */
+  unsigned sh = sb - 32;
+  uint64_t shi = big_bits(s, sh) & 0xffffffffu, rhi = big_bits(r, sh);
+  unsigned q = (unsigned)(rhi / (shi + 1));
+  if (q)
+    big_submul(r, s, q);
   while (big_cmp(r, s) >= 0) {
     big_submul(r, s, 1);
     q++;
@@ -216,21 +218,40 @@ struct fmt_layout {
   int exp_bits;  /* exponent field bits */
 };
 
-/* Shortest digits of the positive finite value f * 2^e (f > 0) at
- * precision p bits with minimum exponent min_e: writes the digits to d
- * (no more than 17) and returns their count; *x10 is the decimal
- * exponent of the first digit. The digits are the fewest that lie in the
- * rounding interval of the value (ends included when f is even, matching
- * round-half-even readers), and among those the closest to the value. */
-static int shortest_digits(uint64_t f, int e, int p, int min_e, char *d,
-                           int *x10) {
+/* One shortest-digits search: the positive finite value f * 2^e, whether
+ * the gap below is half the gap above (at a power of two), whether the
+ * interval ends read back to the value (f even: readers round half to
+ * even), and a first guess k for the decimal exponent. */
+struct fsearch {
+  uint64_t f;
+  int e;
+  int unequal;
+  int inclusive;
+  int k;
+};
+
+/* Final digit when the loop stops: q, or q + 1 when only that reads back,
+ * or the nearer of the two (even on a tie) when both do. `twice_cmp` is
+ * the sign of 2r - s. */
+static char last_digit(unsigned q, int low, int high, int twice_cmp) {
+  if (low && high) {
+    if (twice_cmp > 0 || (twice_cmp == 0 && (q & 1)))
+      q++;
+  } else if (high) {
+    q++;
+  }
+  return (char)('0' + q);
+}
+
+/* The search on exact big integers: any exponent. Free-format digit
+ * generation: r/s is the value, (r+mp)/s and (r-mm)/s the ends of its
+ * rounding interval, each scaled by 10^-k; every loop peels one digit and
+ * stops as soon as the digits so far (or the next one up) lie inside. */
+static int digits_big(const struct fsearch *fs, char *d, int *x10) {
   struct big r, s, mp, mm;
-  /* The gap below is half the gap above at a power of two (not the
-   * smallest normal, whose neighbour below is the largest subnormal). */
-  int unequal = f == (uint64_t)1 << (p - 1) && e > min_e;
-  int inclusive = (f & 1) == 0;
+  int e = fs->e, unequal = fs->unequal, inclusive = fs->inclusive, k = fs->k;
   if (e >= 0) {
-    big_set(&r, f);
+    big_set(&r, fs->f);
     big_shl(&r, (unsigned)e + 1 + (unsigned)unequal);
     big_set(&s, unequal ? 4 : 2);
     big_set(&mp, 1);
@@ -238,28 +259,20 @@ static int shortest_digits(uint64_t f, int e, int p, int min_e, char *d,
     big_set(&mm, 1);
     big_shl(&mm, (unsigned)e);
   } else {
-    big_set(&r, f << (1 + unequal));
+    big_set(&r, fs->f << (1 + unequal));
     big_set(&s, 1);
     big_shl(&s, (unsigned)(1 - e + unequal));
     big_set(&mp, unequal ? 2 : 1);
     big_set(&mm, 1);
   }
-  /* k = ceil(log10(high end)). Start from floor(t * log10(2)) with the
-   * constant rounded toward zero's side that keeps the estimate low
-   * (2^18 * log10(2) = 78913.2); the loop below raises it exactly. */
-  int bl = 64 - __builtin_clzll(f);
-  long t = (long)(e + bl - 1);
-  long est = t >= 0 ? t * 78913L : t * 78914L;
-  int k = (int)(est >= 0 ? est >> 18 : -((-est + (1L << 18) - 1) >> 18));
-  if (k > 0)
+  if (k > 0) {
     big_mul_pow10(&s, k);
-  else if (k < 0) {
+  } else if (k < 0) {
     big_mul_pow10(&r, -k);
     big_mul_pow10(&mp, -k);
     big_mul_pow10(&mm, -k);
   }
-  /* The estimate may be up to two low, never high. */
-  for (;;) {
+  for (;;) { /* raise k until the high end is below 10^k */
     int c = big_cmp_sum(&r, &mp, &s);
     if (inclusive ? c < 0 : c <= 0)
       break;
@@ -272,29 +285,142 @@ static int shortest_digits(uint64_t f, int e, int p, int min_e, char *d,
     big_mul_small(&mp, 10);
     big_mul_small(&mm, 10);
     unsigned q = big_divmod_digit(&r, &s);
-    int c1 = big_cmp(&r, &mm);
+    int c1 = big_cmp(&r, &mm), c2 = big_cmp_sum(&r, &mp, &s);
     int low = inclusive ? c1 <= 0 : c1 < 0;
-    int c2 = big_cmp_sum(&r, &mp, &s);
     int high = inclusive ? c2 >= 0 : c2 > 0;
     if (!low && !high && n < 17) {
       d[n++] = (char)('0' + q);
       continue;
     }
-    if (low && high) {
-      /* Both q and q+1 read back: take the nearer (even on a tie). */
-      struct big twice = r;
-      big_mul_small(&twice, 2);
-      int c = big_cmp(&twice, &s);
-      if (c > 0 || (c == 0 && (q & 1)))
-        q++;
-    } else if (high) {
-      q++;
-    }
-    d[n++] = (char)('0' + q);
+    struct big twice = r;
+    big_mul_small(&twice, 2);
+    d[n++] = last_digit(q, low, high, big_cmp(&twice, &s));
     break;
   }
   *x10 = k - 1;
   return n;
+}
+
+#ifdef __SIZEOF_INT128__
+typedef unsigned __int128 u128;
+
+/* The digit loop for scaled operands in an unsigned type T in which 11*s
+ * cannot wrap (r < s, mp and mm at most s on entry). r < 10s after each
+ * *10, so the digit is found by four compares, branch-free because the
+ * digits of real data are unpredictable. Defined for 64 and 128 bits:
+ * most values fit the narrower one, which avoids register spills. */
+#define RENDER_DIGIT_LOOP(NAME, T)                                             \
+  static int NAME(T r, T s, T mp, T mm, int inclusive, char *d) {              \
+    T s2 = s << 1, s4 = s << 2, s8 = s << 3;                                   \
+    int n = 0;                                                                 \
+    for (;;) {                                                                 \
+      r *= 10;                                                                 \
+      mp *= 10;                                                                \
+      mm *= 10;                                                                \
+      unsigned b8 = r >= s8;                                                   \
+      r -= s8 & -(T)b8;                                                        \
+      unsigned b4 = r >= s4;                                                   \
+      r -= s4 & -(T)b4;                                                        \
+      unsigned b2 = r >= s2;                                                   \
+      r -= s2 & -(T)b2;                                                        \
+      unsigned b1 = r >= s;                                                    \
+      r -= s & -(T)b1;                                                         \
+      unsigned q = b8 << 3 | b4 << 2 | b2 << 1 | b1;                           \
+      int low = inclusive ? r <= mm : r < mm;                                  \
+      int high = inclusive ? r + mp >= s : r + mp > s;                         \
+      if (!low && !high && n < 17) {                                           \
+        d[n++] = (char)('0' + q);                                              \
+        continue;                                                              \
+      }                                                                        \
+      T twice = r << 1;                                                        \
+      d[n++] = last_digit(q, low, high, twice > s ? 1 : twice == s ? 0 : -1);  \
+      return n;                                                                \
+    }                                                                          \
+  }
+RENDER_DIGIT_LOOP(digit_loop_u64, uint64_t)
+RENDER_DIGIT_LOOP(digit_loop_u128, u128)
+
+/* Operands stay below 2^124, so that r*10, mp*10 and r+mp (all less than
+ * 11*s) never wrap. */
+#define U128_LIMIT ((u128)1 << 124)
+
+/* v *= 10^k; 0 when the result would leave the safe range. */
+static int u128_mul_pow10(u128 *v, int k) {
+  for (; k > 0; k--) {
+    if (*v >= U128_LIMIT / 10)
+      return 0;
+    *v *= 10;
+  }
+  return 1;
+}
+
+/* The same search in 128-bit integers: covers values from about 1e-20 to
+ * 1e36 (nearly all real data) several times faster than digits_big.
+ * Returns 0 when the operands would not fit. */
+static int digits_u128(const struct fsearch *fs, char *d, int *x10) {
+  u128 r, s, mp, mm;
+  int e = fs->e, unequal = fs->unequal, inclusive = fs->inclusive, k = fs->k;
+  if (e >= 0) {
+    if (64 - __builtin_clzll(fs->f) + e + 2 > 123)
+      return 0;
+    r = (u128)fs->f << (e + 1 + unequal);
+    s = unequal ? 4 : 2;
+    mp = (u128)1 << (e + unequal);
+    mm = (u128)1 << e;
+  } else {
+    if (1 - e + unequal > 123)
+      return 0;
+    r = (u128)fs->f << (1 + unequal);
+    s = (u128)1 << (1 - e + unequal);
+    mp = unequal ? 2 : 1;
+    mm = 1;
+  }
+  if (k > 0 && !u128_mul_pow10(&s, k))
+    return 0;
+  if (k < 0 && (!u128_mul_pow10(&r, -k) || !u128_mul_pow10(&mp, -k) ||
+                !u128_mul_pow10(&mm, -k)))
+    return 0;
+  while (inclusive ? r + mp >= s : r + mp > s) {
+    if (s >= U128_LIMIT / 10)
+      return 0;
+    s *= 10;
+    k++;
+  }
+  int n = s < ((u128)1 << 59)
+              ? digit_loop_u64((uint64_t)r, (uint64_t)s, (uint64_t)mp,
+                               (uint64_t)mm, inclusive, d)
+              : digit_loop_u128(r, s, mp, mm, inclusive, d);
+  *x10 = k - 1;
+  return n;
+}
+#endif
+
+/* Shortest digits of the positive finite value f * 2^e (f > 0) at
+ * precision p bits with minimum exponent min_e: writes at most 17 digits
+ * to d and returns their count; *x10 is the decimal exponent of the first
+ * digit. The digits are the fewest that lie in the value's rounding
+ * interval, and among those the closest to the value. */
+static int shortest_digits(uint64_t f, int e, int p, int min_e, char *d,
+                           int *x10) {
+  struct fsearch fs;
+  fs.f = f;
+  fs.e = e;
+  /* The gap below is half the gap above at a power of two (but not at the
+   * smallest normal, whose neighbour below is the largest subnormal). */
+  fs.unequal = f == (uint64_t)1 << (p - 1) && e > min_e;
+  fs.inclusive = (f & 1) == 0;
+  /* k = ceil(log10(high end)). Start from floor(t * log10(2)), with
+   * 2^18 * log10(2) = 78913.2 rounded so that the guess is never high;
+   * it is at most two low, and the searches raise it exactly. */
+  long t = (long)(e + 63 - __builtin_clzll(f));
+  long est = t >= 0 ? t * 78913L : t * 78914L;
+  fs.k = (int)(est >= 0 ? est >> 18 : -((-est + (1L << 18) - 1) >> 18));
+#ifdef __SIZEOF_INT128__
+  int n = digits_u128(&fs, d, x10);
+  if (n)
+    return n;
+#endif
+  return digits_big(&fs, d, x10);
 }
 
 /* Lay out digits d[0..n) with first-digit exponent x into buf. */

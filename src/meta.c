@@ -1,4 +1,11 @@
-/* meta.c - parse a V3 zarr.json into struct zmeta (see meta.h). */
+/* meta.c - parse zarr.json (V3) and .zarray (V2) into struct zmeta (see
+ * meta.h), and map chunk coordinates to store keys and back.
+ *
+ * Validation follows the V3 core spec: anything malformed, contradictory
+ * or not understood (a field without must_understand:false, a chunk grid
+ * other than regular, a storage transformer) refuses the node with a
+ * message naming the field; an unknown data type is not refused here (the
+ * node lists, its views fail later). */
 #include "meta.h"
 
 #include <stdio.h>
@@ -7,21 +14,46 @@
 
 #include "buf.h"
 
-/* Rewrite bare NaN / Infinity / -Infinity tokens (outside strings) into
- * JSON strings, as legacy writers (old VirtualiZarr, Python json) emit them.
- * Returns a malloc'd copy with its length in *olen. */
-static char *lenient_rewrite(const char *text, size_t len, size_t *olen) {
+/* ---- lenient JSON ---- */
+
+/* Does the run of digits [p, p+n) (after an optional '-') fit in int64?
+ * jansson refuses integers that do not, so they travel as strings. */
+static int fits_int64(const char *p, size_t n, int neg) {
+  static const char max[] = "9223372036854775807";
+  static const char min[] = "9223372036854775808";
+  while (n > 1 && *p == '0') { /* not valid JSON, but keep the count honest */
+    p++;
+    n--;
+  }
+  if (n != 19)
+    return n < 19;
+  return memcmp(p, neg ? min : max, 19) <= 0;
+}
+
+/* Rewrite, outside strings, bare NaN / Infinity / -Infinity tokens (Python's
+ * json module and old VirtualiZarr write them) into the strings "NaN",
+ * "Infinity", "-Infinity", and integers beyond int64 (uint64 fill values)
+ * into strings of digits. Returns a malloc'd copy (length in *olen), or
+ * NULL on allocation failure. *changed says whether anything was
+ * rewritten. */
+static char *lenient_rewrite(const char *text, size_t len, size_t *olen,
+                             int *changed) {
+  /* Each rewrite adds two quotes to a token of at least three bytes. */
+  if (len > ((size_t)-1 - 16) / 2)
+    return NULL;
   char *out = malloc(len * 2 + 16);
   if (!out)
     return NULL;
+  static const char *const toks[] = {"-Infinity", "Infinity", "NaN"};
   size_t o = 0;
   int in_str = 0;
+  *changed = 0;
   for (size_t i = 0; i < len; i++) {
     char c = text[i];
     if (in_str) {
       out[o++] = c;
       if (c == '\\' && i + 1 < len)
-        out[o++] = text[++i];
+        out[o++] = text[++i]; /* an escaped quote does not end the string */
       else if (c == '"')
         in_str = 0;
       continue;
@@ -31,29 +63,31 @@ static char *lenient_rewrite(const char *text, size_t len, size_t *olen) {
       out[o++] = c;
       continue;
     }
-    /* Integers beyond int64 (a uint64 fill_value such as 2^64-1): jansson
-     * refuses them, so they travel as strings of digits. */
-    if ((c >= '0' && c <= '9') ||
-        (c == '-' && i + 1 < len && text[i + 1] >= '0' && text[i + 1] <= '9')) {
-      size_t j = i + 1;
+    int neg =
+        c == '-' && i + 1 < len && text[i + 1] >= '0' && text[i + 1] <= '9';
+    if ((c >= '0' && c <= '9') || neg) {
+      /* A whole number token: digits, then maybe fraction and exponent. */
+      size_t j = i + (size_t)neg, d0 = j;
       while (j < len && text[j] >= '0' && text[j] <= '9')
         j++;
-      int is_int = j >= len || !strchr(".eE", text[j]);
-      if (is_int && j - i >= 19 &&
-          (i == 0 || !strchr(".0123456789", text[i - 1]))) {
+      size_t dn = j - d0;
+      int is_int =
+          j >= len || (text[j] != '.' && text[j] != 'e' && text[j] != 'E');
+      int quote = is_int && !fits_int64(text + d0, dn, neg);
+      if (quote)
         out[o++] = '"';
-        memcpy(out + o, text + i, j - i);
-        o += j - i;
-        out[o++] = '"';
-        i = j - 1;
-        continue;
-      }
       memcpy(out + o, text + i, j - i);
       o += j - i;
+      if (quote) {
+        out[o++] = '"';
+        *changed = 1;
+      }
+      /* Copy any fraction and exponent as they are. */
+      while (j < len && text[j] && strchr("0123456789.eE+-", text[j]))
+        out[o++] = text[j++];
       i = j - 1;
       continue;
     }
-    static const char *const toks[] = {"-Infinity", "Infinity", "NaN"};
     int matched = 0;
     for (int t = 0; t < 3 && !matched; t++) {
       size_t tl = strlen(toks[t]);
@@ -63,7 +97,7 @@ static char *lenient_rewrite(const char *text, size_t len, size_t *olen) {
         o += tl;
         out[o++] = '"';
         i += tl - 1;
-        matched = 1;
+        matched = *changed = 1;
       }
     }
     if (!matched)
@@ -73,23 +107,31 @@ static char *lenient_rewrite(const char *text, size_t len, size_t *olen) {
   return out;
 }
 
-/* Lenient JSON load. */
+/* Lenient JSON load: strict first (the common case costs one parse). */
 json_t *zjson_loadb(const char *text, size_t len, struct zerr *err) {
   json_error_t je;
   json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, &je);
   if (j)
     return j;
   size_t nl;
-  char *fixed = lenient_rewrite(text, len, &nl);
-  if (fixed) {
-    j = json_loadb(fixed, nl, JSON_ALLOW_NUL, NULL);
-    free(fixed);
-    if (j)
-      return j;
+  int changed = 0;
+  char *fixed = lenient_rewrite(text, len, &nl, &changed);
+  if (!fixed) {
+    zerr_set(err, ENOMEM, "out of memory");
+    return NULL;
   }
+  if (changed) {
+    /* Positions in the rewritten text still have the same line numbers. */
+    j = json_loadb(fixed, nl, JSON_ALLOW_NUL, &je);
+  }
+  free(fixed);
+  if (j)
+    return j;
   zerr_set(err, EIO, "not valid JSON: %s (line %d)", je.text, je.line);
   return NULL;
 }
+
+/* ---- shared pieces ---- */
 
 /* Free; NULL-safe. */
 void zmeta_free(struct zmeta *m) {
@@ -101,9 +143,11 @@ void zmeta_free(struct zmeta *m) {
   free(m);
 }
 
-/* An array of non-negative integers of at most ZMETA_MAX_DIMS entries. */
+/* An array of at most ZMETA_MAX_DIMS non-negative integers. */
 static int parse_dims(json_t *j, const char *what, uint64_t *out, int *nd,
                       struct zerr *err) {
+  if (!j)
+    return zerr_set(err, EIO, "missing %s", what);
   if (!json_is_array(j))
     return zerr_set(err, EIO, "%s must be an array of integers", what);
   size_t n = json_array_size(j);
@@ -120,7 +164,32 @@ static int parse_dims(json_t *j, const char *what, uint64_t *out, int *nd,
   return 0;
 }
 
-/* Name and configuration of an extension point (string or object). */
+/* Grid size and element counts from shape and chunk (ndim each). Counts
+ * are capped at 2^62 so that byte sizes derived from them (elements times
+ * a small element size, plus offsets) stay well inside 64 bits. */
+static int compute_grid(struct zmeta *m, const char *chunk_field,
+                        struct zerr *err) {
+  uint64_t nelem = 1, cnelem = 1, nchunks = 1;
+  for (int d = 0; d < m->ndim; d++) {
+    if (m->chunk[d] == 0)
+      return zerr_set(err, EIO, "%s[%d] is 0", chunk_field, d);
+    m->grid[d] = m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
+    if (zmul_u64(nelem, m->shape[d], &nelem) < 0 ||
+        zmul_u64(cnelem, m->chunk[d], &cnelem) < 0 ||
+        zmul_u64(nchunks, m->grid[d], &nchunks) < 0 || nelem > (1ull << 62) ||
+        cnelem > (1ull << 62))
+      return zerr_set(err, EIO, "element count overflows");
+  }
+  m->nelem = nelem;
+  m->chunk_nelem = cnelem;
+  m->nchunks = nchunks;
+  return 0;
+}
+
+/* ---- Zarr V3 ---- */
+
+/* Name and configuration of an extension point (short-hand string or
+ * object); *config is borrowed and NULL when absent. */
 static int ext_point(json_t *j, const char *what, const char **name,
                      json_t **config, struct zerr *err) {
   *config = NULL;
@@ -146,75 +215,50 @@ static int in_list(const char *key, const char *const *list) {
   return 0;
 }
 
-/* Unknown top-level fields are an error unless must_understand is false. */
+/* Is v an object that says "must_understand": false? */
+static int may_ignore(json_t *v) {
+  return json_is_object(v) &&
+         json_is_false(json_object_get(v, "must_understand"));
+}
+
+/* Unknown top-level fields refuse the node unless marked ignorable. */
 static int check_fields(json_t *root, const char *const *allowed,
                         struct zerr *err) {
   const char *key;
   json_t *v;
   json_object_foreach(root, key, v) {
-    if (in_list(key, allowed))
-      continue;
-    json_t *mu =
-        json_is_object(v) ? json_object_get(v, "must_understand") : NULL;
-    if (mu && json_is_false(mu))
-      continue;
-    return zerr_set(err, EIO, "unknown field '%s' (must_understand)", key);
+    if (!in_list(key, allowed) && !may_ignore(v))
+      return zerr_set(err, EIO, "unknown field '%s' (must_understand)", key);
   }
+  json_t *attrs = json_object_get(root, "attributes");
+  if (attrs && !json_is_object(attrs))
+    return zerr_set(err, EIO, "attributes must be an object");
   return 0;
 }
 
-/* Array-specific parsing. */
-static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
-  static const char *const allowed[] = {
-      "zarr_format",     "node_type",
-      "shape",           "data_type",
-      "chunk_grid",      "chunk_key_encoding",
-      "fill_value",      "codecs",
-      "attributes",      "storage_transformers",
-      "dimension_names", NULL};
-  ZTRY(check_fields(root, allowed, err));
-  json_t *shape = json_object_get(root, "shape");
-  if (!shape)
-    return zerr_set(err, EIO, "missing shape");
-  ZTRY(parse_dims(shape, "shape", m->shape, &m->ndim, err));
-
-  json_t *dt = json_object_get(root, "data_type");
-  if (!dt)
-    return zerr_set(err, EIO, "missing data_type");
-  ZTRY(dtype_parse_v3(dt, &m->dtype, err));
-
+/* chunk_grid: only "regular" with a chunk_shape matching shape. */
+static int parse_chunk_grid(struct zmeta *m, json_t *grid, struct zerr *err) {
   const char *name;
   json_t *cfg;
-  json_t *grid = json_object_get(root, "chunk_grid");
   if (!grid)
     return zerr_set(err, EIO, "missing chunk_grid");
   ZTRY(ext_point(grid, "chunk_grid", &name, &cfg, err));
   if (strcmp(name, "regular"))
     return zerr_set(err, ENOTSUP, "unsupported chunk grid '%s'", name);
-  json_t *cs = cfg ? json_object_get(cfg, "chunk_shape") : NULL;
-  if (!cs)
-    return zerr_set(err, EIO, "chunk_grid: missing chunk_shape");
   int cnd;
-  ZTRY(parse_dims(cs, "chunk_shape", m->chunk, &cnd, err));
+  ZTRY(parse_dims(cfg ? json_object_get(cfg, "chunk_shape") : NULL,
+                  "chunk_shape", m->chunk, &cnd, err));
   if (cnd != m->ndim)
     return zerr_set(err, EIO, "chunk_shape has %d dimensions, shape has %d",
                     cnd, m->ndim);
-  uint64_t nelem = 1, cnelem = 1, nchunks = 1;
-  for (int d = 0; d < m->ndim; d++) {
-    if (m->chunk[d] == 0)
-      return zerr_set(err, EIO, "chunk_shape[%d] is 0", d);
-    m->grid[d] = m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
-    if (zmul_u64(nelem, m->shape[d], &nelem) < 0 ||
-        zmul_u64(cnelem, m->chunk[d], &cnelem) < 0 ||
-        zmul_u64(nchunks, m->grid[d], &nchunks) < 0 || nelem > (1ull << 62) ||
-        cnelem > (1ull << 62))
-      return zerr_set(err, EIO, "element count overflows");
-  }
-  m->nelem = nelem;
-  m->chunk_nelem = cnelem;
-  m->nchunks = nchunks;
+  return compute_grid(m, "chunk_shape", err);
+}
 
-  json_t *cke = json_object_get(root, "chunk_key_encoding");
+/* chunk_key_encoding: "default" (separator "/" unless given) or "v2"
+ * (separator "." unless given). */
+static int parse_key_encoding(struct zmeta *m, json_t *cke, struct zerr *err) {
+  const char *name;
+  json_t *cfg;
   if (!cke)
     return zerr_set(err, EIO, "missing chunk_key_encoding");
   ZTRY(ext_point(cke, "chunk_key_encoding", &name, &cfg, err));
@@ -231,71 +275,107 @@ static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
   if (sep) {
     const char *s = json_string_value(sep);
     if (!s || (strcmp(s, "/") && strcmp(s, ".")))
-      return zerr_set(err, EIO, "chunk key separator must be \"/\" or \".\"");
+      return zerr_set(err, EIO,
+                      "chunk_key_encoding separator must be \"/\" or \".\"");
     m->key_sep = s[0];
   }
+  return 0;
+}
 
+/* storage_transformers: none are implemented yet, so any that must be
+ * understood refuses the node. */
+static int parse_transformers(json_t *st, struct zerr *err) {
+  if (!st)
+    return 0;
+  if (!json_is_array(st))
+    return zerr_set(err, EIO, "storage_transformers must be a list");
+  size_t i;
+  json_t *t;
+  json_array_foreach(st, i, t) {
+    if (may_ignore(t))
+      continue;
+    const char *name;
+    json_t *cfg;
+    if (ext_point(t, "storage transformer", &name, &cfg, NULL) < 0)
+      name = "?";
+    return zerr_set(err, ENOTSUP, "unsupported storage transformer '%s'", name);
+  }
+  return 0;
+}
+
+/* dimension_names: absent, null, or ndim strings / nulls. */
+static int parse_dim_names(const struct zmeta *m, json_t *dn,
+                           struct zerr *err) {
+  if (!dn || json_is_null(dn))
+    return 0;
+  if (!json_is_array(dn) || json_array_size(dn) != (size_t)m->ndim)
+    return zerr_set(err, EIO, "dimension_names must list %d names", m->ndim);
+  size_t i;
+  json_t *v;
+  json_array_foreach(dn, i, v) {
+    if (!json_is_string(v) && !json_is_null(v))
+      return zerr_set(err, EIO, "dimension_names must hold strings or null");
+  }
+  return 0;
+}
+
+/* The array fields of a V3 document. */
+static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
+  static const char *const allowed[] = {
+      "zarr_format",     "node_type",
+      "shape",           "data_type",
+      "chunk_grid",      "chunk_key_encoding",
+      "fill_value",      "codecs",
+      "attributes",      "storage_transformers",
+      "dimension_names", NULL};
+  ZTRY(check_fields(root, allowed, err));
+  ZTRY(parse_dims(json_object_get(root, "shape"), "shape", m->shape, &m->ndim,
+                  err));
+  json_t *dt = json_object_get(root, "data_type");
+  if (!dt)
+    return zerr_set(err, EIO, "missing data_type");
+  ZTRY(dtype_parse_v3(dt, &m->dtype, err));
+  ZTRY(parse_chunk_grid(m, json_object_get(root, "chunk_grid"), err));
+  ZTRY(parse_key_encoding(m, json_object_get(root, "chunk_key_encoding"), err));
   json_t *fill = json_object_get(root, "fill_value");
   if (!fill)
     return zerr_set(err, EIO, "missing fill_value");
   ZTRY(dtype_parse_fill(&m->dtype, fill, &m->fill, &m->fill_len, err));
-
   json_t *codecs = json_object_get(root, "codecs");
   if (!json_is_array(codecs) || json_array_size(codecs) == 0)
     return zerr_set(err, EIO, "codecs must be a non-empty list");
   m->codecs = json_incref(codecs);
-
-  json_t *st = json_object_get(root, "storage_transformers");
-  if (st && !json_is_array(st))
-    return zerr_set(err, EIO, "storage_transformers must be a list");
-  if (st && json_array_size(st) > 0) {
-    json_t *t0 = json_array_get(st, 0);
-    const char *tn = "?";
-    if (ext_point(t0, "storage transformer", &tn, &cfg, NULL) < 0)
-      tn = "?";
-    return zerr_set(err, ENOTSUP, "unsupported storage transformer '%s'", tn);
-  }
-  json_t *dn = json_object_get(root, "dimension_names");
-  if (dn && !json_is_null(dn)) {
-    if (!json_is_array(dn) || (int)json_array_size(dn) != m->ndim)
-      return zerr_set(err, EIO, "dimension_names must list %d names", m->ndim);
-    for (size_t i = 0; i < json_array_size(dn); i++) {
-      json_t *v = json_array_get(dn, i);
-      if (!json_is_string(v) && !json_is_null(v))
-        return zerr_set(err, EIO, "dimension_names must hold strings or null");
-    }
-  }
-  return 0;
+  ZTRY(parse_transformers(json_object_get(root, "storage_transformers"), err));
+  return parse_dim_names(m, json_object_get(root, "dimension_names"), err);
 }
 
 /* Parse zarr.json text. */
 int zmeta_parse(const char *text, size_t len, struct zmeta **out,
                 struct zerr *err) {
+  static const char *const group_fields[] = {
+      "zarr_format", "node_type", "attributes", "consolidated_metadata", NULL};
   json_t *root = zjson_loadb(text, len, err);
   if (!root)
-    return -EIO;
+    return err && err->code ? -err->code : -EIO;
   struct zmeta *m = calloc(1, sizeof *m);
   if (!m) {
     json_decref(root);
     return zerr_set(err, ENOMEM, "out of memory");
   }
   m->root = root;
-  int rc = 0;
+  int rc;
   json_t *zf = json_object_get(root, "zarr_format");
-  json_t *nt = json_object_get(root, "node_type");
-  if (!json_is_object(root))
+  const char *nt = json_string_value(json_object_get(root, "node_type"));
+  if (!json_is_object(root)) {
     rc = zerr_set(err, EIO, "metadata is not a JSON object");
-  else if (!json_is_integer(zf) || json_integer_value(zf) != 3)
+  } else if (!json_is_integer(zf) || json_integer_value(zf) != 3) {
     rc = zerr_set(err, EIO, "zarr_format must be 3");
-  else if (!json_is_string(nt))
+  } else if (!nt) {
     rc = zerr_set(err, EIO, "missing node_type");
-  else if (!strcmp(json_string_value(nt), "group")) {
-    static const char *const allowed[] = {"zarr_format", "node_type",
-                                          "attributes", "consolidated_metadata",
-                                          NULL};
+  } else if (!strcmp(nt, "group")) {
     m->node = ZMETA_GROUP;
-    rc = check_fields(root, allowed, err);
-  } else if (!strcmp(json_string_value(nt), "array")) {
+    rc = check_fields(root, group_fields, err);
+  } else if (!strcmp(nt, "array")) {
     m->node = ZMETA_ARRAY;
     rc = parse_array(m, root, err);
   } else {
@@ -309,40 +389,46 @@ int zmeta_parse(const char *text, size_t len, struct zmeta **out,
   return 0;
 }
 
+/* ---- chunk keys ---- */
+
+/* Decimal digits of v into buf (up to 20); returns the count. */
+static size_t put_u64(char *buf, uint64_t v) {
+  char tmp[20];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  for (size_t i = 0; i < n; i++)
+    buf[i] = tmp[n - 1 - i];
+  return n;
+}
+
 /* Build a chunk key. */
 int zmeta_chunk_key(const struct zmeta *m, const uint64_t *idx, char *buf,
                     size_t buflen) {
-  size_t pos = 0;
-  int w;
+  char tmp[1 + ZMETA_MAX_DIMS * 21];
+  size_t o = 0;
   if (m->key_encoding == ZMETA_KEY_DEFAULT) {
-    w = snprintf(buf, buflen, "c");
-    if (w < 0 || (size_t)w >= buflen)
-      return -ENAMETOOLONG;
-    pos = (size_t)w;
+    tmp[o++] = 'c';
     for (int d = 0; d < m->ndim; d++) {
-      w = snprintf(buf + pos, buflen - pos, "%c%llu", m->key_sep,
-                   (unsigned long long)idx[d]);
-      if (w < 0 || (size_t)w >= buflen - pos)
-        return -ENAMETOOLONG;
-      pos += (size_t)w;
+      tmp[o++] = m->key_sep;
+      o += put_u64(tmp + o, idx[d]);
     }
-    return (int)pos;
+  } else if (m->ndim == 0) {
+    tmp[o++] = '0'; /* V2's key for the one chunk of a scalar */
+  } else {
+    for (int d = 0; d < m->ndim; d++) {
+      if (d)
+        tmp[o++] = m->key_sep;
+      o += put_u64(tmp + o, idx[d]);
+    }
   }
-  if (m->ndim == 0) {
-    w = snprintf(buf, buflen, "0");
-    return (w < 0 || (size_t)w >= buflen) ? -ENAMETOOLONG : w;
-  }
-  buf[0] = '\0';
-  for (int d = 0; d < m->ndim; d++) {
-    w = d ? snprintf(buf + pos, buflen - pos, "%c%llu", m->key_sep,
-                     (unsigned long long)idx[d])
-          : snprintf(buf + pos, buflen - pos, "%llu",
-                     (unsigned long long)idx[d]);
-    if (w < 0 || (size_t)w >= buflen - pos)
-      return -ENAMETOOLONG;
-    pos += (size_t)w;
-  }
-  return (int)pos;
+  if (o >= buflen)
+    return -ENAMETOOLONG;
+  memcpy(buf, tmp, o);
+  buf[o] = '\0';
+  return (int)o;
 }
 
 /* One decimal coordinate without sign or leading zero; advances *p. */
@@ -364,10 +450,13 @@ static int parse_coord(const char **p, uint64_t *out) {
   return 0;
 }
 
-/* Parse a chunk key back into coordinates. */
+/* Parse a chunk key back into coordinates: the exact spelling
+ * zmeta_chunk_key would produce for an in-grid chunk, nothing else. */
 int zmeta_parse_chunk_key(const struct zmeta *m, const char *key,
                           uint64_t *idx) {
   const char *p = key;
+  if (!p)
+    return -ENOENT;
   if (m->key_encoding == ZMETA_KEY_DEFAULT) {
     if (*p++ != 'c')
       return -ENOENT;
@@ -565,22 +654,8 @@ int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
   if (rc == 0 && cnd != m->ndim)
     rc = zerr_set(err, EIO, "chunks has %d dimensions, shape has %d", cnd,
                   m->ndim);
-  uint64_t nelem = 1, cnelem = 1, nchunks = 1;
-  for (int d = 0; d < m->ndim && rc == 0; d++) {
-    if (m->chunk[d] == 0) {
-      rc = zerr_set(err, EIO, "chunks[%d] is 0", d);
-      break;
-    }
-    m->grid[d] = m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
-    if (zmul_u64(nelem, m->shape[d], &nelem) < 0 ||
-        zmul_u64(cnelem, m->chunk[d], &cnelem) < 0 ||
-        zmul_u64(nchunks, m->grid[d], &nchunks) < 0 || nelem > (1ull << 62) ||
-        cnelem > (1ull << 62))
-      rc = zerr_set(err, EIO, "element count overflows");
-  }
-  m->nelem = nelem;
-  m->chunk_nelem = cnelem;
-  m->nchunks = nchunks;
+  if (rc == 0)
+    rc = compute_grid(m, "chunks", err);
   if (rc == 0) {
     v2_dtype(dts, &m->dtype, &endian);
     rc = v2_codecs(m, root, dts, endian, &m->codecs, err);

@@ -1,6 +1,7 @@
 /* check_meta.c - zarr.json parsing: valid nodes, every data type and key
- * encoding, fill values, and a table of malformed or contradictory
- * metadata that must be refused with a reason. */
+ * encoding, fill values, lenient JSON, chunk keys, and a table of
+ * malformed or contradictory metadata that must be refused with a reason
+ * naming the problem. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,11 +10,11 @@
 #include "../src/meta.h"
 #include "testutil.h"
 
-/* An array document with the given fields spliced in. */
+/* An array document with the given fields spliced in (static storage). */
 static char *array_doc(const char *shape, const char *chunks, const char *dtype,
                        const char *fill, const char *keyenc,
                        const char *extra) {
-  static char buf[4096];
+  static char buf[8192];
   snprintf(buf, sizeof buf,
            "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":%s,"
            "\"data_type\":%s,\"chunk_grid\":{\"name\":\"regular\","
@@ -23,13 +24,30 @@ static char *array_doc(const char *shape, const char *chunks, const char *dtype,
   return buf;
 }
 
+/* A one-dimensional array of dtype with the given fill. */
+static char *fill_doc(const char *dtype, const char *fill) {
+  return array_doc("[4]", "[2]", dtype, fill, "\"default\"", "");
+}
+
 /* Parse text, expecting success. */
 static struct zmeta *parse_ok(const char *text) {
   struct zmeta *m = NULL;
   struct zerr err = {0};
   int rc = zmeta_parse(text, strlen(text), &m, &err);
   ck_assert_msg(rc == 0, "rejected: %s (%s)", err.msg, text);
+  ck_assert_ptr_nonnull(m);
   return m;
+}
+
+/* Parse a fill value for dtype and compare its bytes. */
+static void fill_is(const char *dtype, const char *fill, const void *want,
+                    size_t want_len) {
+  struct zmeta *m = parse_ok(fill_doc(dtype, fill));
+  ck_assert_msg(m->fill_len == want_len, "%s %s: %zu bytes, want %zu", dtype,
+                fill, m->fill_len, want_len);
+  ck_assert_msg(!memcmp(m->fill, want, want_len), "%s %s: wrong bytes", dtype,
+                fill);
+  zmeta_free(m);
 }
 
 START_TEST(group_and_array) {
@@ -37,8 +55,14 @@ START_TEST(group_and_array) {
       "{\"zarr_format\":3,\"node_type\":\"group\",\"attributes\":{\"a\":1}}");
   ck_assert_int_eq(m->node, ZMETA_GROUP);
   zmeta_free(m);
+  m = parse_ok("{\"zarr_format\":3,\"node_type\":\"group\","
+               "\"consolidated_metadata\":{\"kind\":\"inline\","
+               "\"must_understand\":false,\"metadata\":{}}}");
+  zmeta_free(m);
   m = parse_ok(array_doc("[10,7]", "[4,3]", "\"int16\"", "-5",
-                         "{\"name\":\"default\"}", ""));
+                         "{\"name\":\"default\"}",
+                         ",\"attributes\":{},\"storage_transformers\":[],"
+                         "\"dimension_names\":[\"y\",null]"));
   ck_assert_int_eq(m->node, ZMETA_ARRAY);
   ck_assert_int_eq(m->ndim, 2);
   ck_assert_uint_eq(m->grid[0], 3);
@@ -51,9 +75,27 @@ START_TEST(group_and_array) {
   int16_t f;
   memcpy(&f, m->fill, 2);
   ck_assert_int_eq(f, -5);
+  ck_assert_int_eq(m->key_encoding, ZMETA_KEY_DEFAULT);
   ck_assert_int_eq(m->key_sep, '/');
+  ck_assert(json_is_array(m->codecs));
+  ck_assert(json_is_object(m->root));
   zmeta_free(m);
   zmeta_free(NULL);
+  /* Shape 0 is a valid, empty array: no chunks. */
+  m = parse_ok(array_doc("[0,5]", "[3,3]", "\"uint8\"", "0", "\"v2\"", ""));
+  ck_assert_uint_eq(m->grid[0], 0);
+  ck_assert_uint_eq(m->grid[1], 2);
+  ck_assert_uint_eq(m->nelem, 0);
+  ck_assert_uint_eq(m->nchunks, 0);
+  ck_assert_int_eq(m->key_encoding, ZMETA_KEY_V2);
+  ck_assert_int_eq(m->key_sep, '.');
+  zmeta_free(m);
+  /* A scalar. */
+  m = parse_ok(array_doc("[]", "[]", "\"float64\"", "1.5", "\"default\"", ""));
+  ck_assert_int_eq(m->ndim, 0);
+  ck_assert_uint_eq(m->nelem, 1);
+  ck_assert_uint_eq(m->nchunks, 1);
+  zmeta_free(m);
 }
 END_TEST
 
@@ -76,22 +118,59 @@ START_TEST(every_dtype) {
       {"\"float16\"", DT_FLOAT16, 2, "\"0x7e00\""},
       {"\"float32\"", DT_FLOAT32, 4, "1.5"},
       {"\"float64\"", DT_FLOAT64, 8, "\"-Infinity\""},
+      {"{\"name\":\"float64\",\"configuration\":{}}", DT_FLOAT64, 8, "0"},
       {"\"string\"", DT_STRING, 0, "\"abc\""},
       {"{\"name\":\"bytes\"}", DT_BYTES, 0, "\"AAE=\""},
       {"\"variable_length_bytes\"", DT_BYTES, 0, "[1,2,3]"},
       {"\"binary\"", DT_BYTES, 0, "\"\""},
       {"\"float8_e4m3\"", DT_UNSUPPORTED, 0, "0"},
+      {"{\"name\":\"complex128\"}", DT_UNSUPPORTED, 0, "[0,0]"},
       {"{\"name\":\"fixed_length_utf32\",\"configuration\":{\"length_bytes\":"
        "16}}",
        DT_FIXED_UTF32, 16, "\"\""},
+      {"{\"name\":\"numpy.datetime64\",\"configuration\":{\"unit\":\"s\","
+       "\"scale_factor\":1}}",
+       DT_DATETIME64, 8, "\"NaT\""},
   };
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-    struct zmeta *m = parse_ok(
-        array_doc("[4]", "[2]", t[i].json, t[i].fill, "\"default\"", ""));
-    ck_assert_int_eq(m->dtype.kind, t[i].kind);
+    struct zmeta *m = parse_ok(fill_doc(t[i].json, t[i].fill));
+    ck_assert_msg(m->dtype.kind == t[i].kind, "%s: kind %d", t[i].json,
+                  m->dtype.kind);
     ck_assert_uint_eq(m->dtype.size, t[i].size);
+    ck_assert_int_eq(dtype_is_variable(&m->dtype),
+                     t[i].kind == DT_STRING || t[i].kind == DT_BYTES);
     zmeta_free(m);
   }
+  /* An unknown type keeps its name for messages, and has no fill bytes. */
+  struct zmeta *m = parse_ok(fill_doc("\"float8_e4m3\"", "\"whatever\""));
+  ck_assert_str_eq(m->dtype.name, "float8_e4m3");
+  ck_assert_uint_eq(m->fill_len, 0);
+  zmeta_free(m);
+}
+END_TEST
+
+START_TEST(integer_fills) {
+  int8_t i8 = -128;
+  fill_is("\"int8\"", "-128", &i8, 1);
+  uint16_t u16 = 65535;
+  fill_is("\"uint16\"", "65535", &u16, 2);
+  int32_t i32 = -2147483647 - 1;
+  fill_is("\"int32\"", "-2147483648", &i32, 4);
+  uint32_t u32 = 7;
+  fill_is("\"uint32\"", "7.0", &u32, 4); /* integral real: accepted */
+  int64_t i64 = INT64_MAX;
+  fill_is("\"int64\"", "9223372036854775807", &i64, 8);
+  i64 = INT64_MIN;
+  fill_is("\"int64\"", "-9223372036854775808", &i64, 8);
+  /* Beyond int64: jansson refuses it, the lenient loader carries it. */
+  uint64_t u64 = UINT64_MAX;
+  fill_is("\"uint64\"", "18446744073709551615", &u64, 8);
+  u64 = 9223372036854775808ull;
+  fill_is("\"uint64\"", "9223372036854775808", &u64, 8);
+  uint8_t b = 1;
+  fill_is("\"bool\"", "true", &b, 1);
+  b = 0;
+  fill_is("\"bool\"", "false", &b, 1);
 }
 END_TEST
 
@@ -103,97 +182,280 @@ START_TEST(float_fills) {
            {"\"Infinity\"", 0x7ff0000000000000ull},
            {"\"-Infinity\"", 0xfff0000000000000ull},
            {"\"0x7ff0000000000001\"", 0x7ff0000000000001ull},
+           {"\"0xFFF8000000000000\"", 0xfff8000000000000ull},
            {"-0.0", 0x8000000000000000ull},
-           {"0.5", 0x3fe0000000000000ull}};
+           {"0.5", 0x3fe0000000000000ull},
+           {"3", 0x4008000000000000ull},
+           {"1e300", 0x7e37e43c8800759cull}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+    fill_is("\"float64\"", t[i].fill, &t[i].bits, 8);
+  static const struct {
+    const char *fill;
+    uint32_t bits;
+  } t32[] = {{"\"NaN\"", 0x7fc00000u},      {"\"0x7fc00001\"", 0x7fc00001u},
+             {"\"Infinity\"", 0x7f800000u}, {"\"-Infinity\"", 0xff800000u},
+             {"0.1", 0x3dcccccdu},          {"-0.0", 0x80000000u}};
+  for (size_t i = 0; i < sizeof t32 / sizeof *t32; i++)
+    fill_is("\"float32\"", t32[i].fill, &t32[i].bits, 4);
+  uint16_t h = 0x7e00;
+  fill_is("\"float16\"", "\"NaN\"", &h, 2);
+  h = 0x3c00;
+  fill_is("\"float16\"", "1", &h, 2);
+  h = 0x7c01;
+  fill_is("\"float16\"", "\"0x7c01\"", &h, 2);
+}
+END_TEST
+
+START_TEST(lenient_json) {
+  /* Bare NaN / Infinity / -Infinity tokens (Python's json module); the
+   * same words inside strings, also after escaped quotes, stay as they
+   * are. */
+  static const struct {
+    const char *fill;
+    uint32_t bits;
+  } t[] = {{"NaN", 0x7fc00000u},
+           {"Infinity", 0x7f800000u},
+           {"-Infinity", 0xff800000u}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
-    struct zmeta *m = parse_ok(
-        array_doc("[4]", "[2]", "\"float64\"", t[i].fill, "\"default\"", ""));
-    uint64_t b;
-    memcpy(&b, m->fill, 8);
-    ck_assert_msg(b == t[i].bits, "%s -> %llx", t[i].fill,
-                  (unsigned long long)b);
+    struct zmeta *m = parse_ok(array_doc(
+        "[4]", "[2]", "\"float32\"", t[i].fill, "\"default\"",
+        ",\"attributes\":{\"x\":\"NaN, \\\"Infinity\\\" -Infinity\","
+        "\"y\":[NaN,-Infinity,1.5e3,-2],\"big\":18446744073709551615}"));
+    uint32_t b;
+    memcpy(&b, m->fill, 4);
+    ck_assert_uint_eq(b, t[i].bits);
+    json_t *attrs = json_object_get(m->root, "attributes");
+    ck_assert_str_eq(json_string_value(json_object_get(attrs, "x")),
+                     "NaN, \"Infinity\" -Infinity");
+    json_t *y = json_object_get(attrs, "y");
+    ck_assert_str_eq(json_string_value(json_array_get(y, 0)), "NaN");
+    ck_assert_str_eq(json_string_value(json_array_get(y, 1)), "-Infinity");
+    ck_assert(json_real_value(json_array_get(y, 2)) == 1500.0);
+    ck_assert_int_eq(json_integer_value(json_array_get(y, 3)), -2);
     zmeta_free(m);
   }
-  struct zmeta *m = parse_ok(array_doc("[4]", "[2]", "\"float32\"",
-                                       "\"0x7fc00001\"", "\"default\"", ""));
-  uint32_t b32;
-  memcpy(&b32, m->fill, 4);
-  ck_assert_uint_eq(b32, 0x7fc00001u);
-  zmeta_free(m);
-  /* Bare NaN tokens (legacy writers) are accepted. */
-  m = parse_ok(array_doc("[4]", "[2]", "\"float32\"", "NaN", "\"default\"",
-                         ",\"attributes\":{\"x\":\"NaN in a string\"}"));
-  memcpy(&b32, m->fill, 4);
-  ck_assert_uint_eq(b32, 0x7fc00000u);
+  /* Direct use, and errors that stay errors. */
+  struct zerr err = {0};
+  json_t *j = zjson_loadb("[NaN]", 5, &err);
+  ck_assert_ptr_nonnull(j);
+  ck_assert_str_eq(json_string_value(json_array_get(j, 0)), "NaN");
+  json_decref(j);
+  j = zjson_loadb("{\"a\":\"x\\u0000y\"}", 16, &err); /* NUL in a string */
+  ck_assert_ptr_nonnull(j);
+  ck_assert_uint_eq(json_string_length(json_object_get(j, "a")), 3);
+  json_decref(j);
+  ck_assert_ptr_null(zjson_loadb("[nan]", 5, &err));
+  ck_assert_int_eq(err.code, EIO);
+  ck_assert_ptr_null(zjson_loadb("{\"a\":NaN", 8, &err));
+  ck_assert_ptr_nonnull(strstr(err.msg, "JSON"));
+  /* Not NUL-terminated: only len bytes count. */
+  const char text[] = "{\"zarr_format\":3,\"node_type\":\"group\"}garbage";
+  struct zmeta *m = NULL;
+  ck_assert_int_eq(zmeta_parse(text, strlen(text) - 7, &m, &err), 0);
   zmeta_free(m);
 }
 END_TEST
 
 START_TEST(bytes_and_string_fills) {
-  struct zmeta *m = parse_ok(
-      array_doc("[4]", "[2]", "\"bytes\"", "\"AAEC\"", "\"default\"", ""));
-  ck_assert_uint_eq(m->fill_len, 3);
-  ck_assert_int_eq(memcmp(m->fill, "\0\1\2", 3), 0);
-  zmeta_free(m);
-  m = parse_ok(
-      array_doc("[4]", "[2]", "\"string\"", "\"h\\u00e9\"", "\"default\"", ""));
-  ck_assert_uint_eq(m->fill_len, 3);
-  ck_assert_int_eq(memcmp(m->fill, "h\xc3\xa9", 3), 0);
-  zmeta_free(m);
+  fill_is("\"bytes\"", "\"AAEC\"", "\0\1\2", 3);
+  fill_is("\"bytes\"", "\"AAE=\"", "\0\1", 2);
+  fill_is("\"bytes\"", "\"AA==\"", "\0", 1);
+  fill_is("\"bytes\"", "\"AAE\"", "\0\1", 2); /* padding left out */
+  fill_is("\"bytes\"", "\"+/+/\"", "\xfb\xff\xbf", 3);
+  fill_is("\"bytes\"", "\"\"", "", 0);
+  fill_is("\"bytes\"", "[]", "", 0);
+  fill_is("\"bytes\"", "[0,255,7]", "\0\xff\x07", 3);
+  fill_is("\"string\"", "\"h\\u00e9\"", "h\xc3\xa9", 3);
+  fill_is("\"string\"", "\"\"", "", 0);
+  fill_is("\"string\"", "null", "", 0); /* legacy writers */
+  fill_is("\"string\"", "0", "", 0);
+  fill_is("\"string\"", "\"a\\nb\"", "a\nb", 3);
+  uint32_t cp[3] = {'h', 0xe9, 0};
+  fill_is("{\"name\":\"fixed_length_utf32\",\"configuration\":"
+          "{\"length_bytes\":12}}",
+          "\"h\\u00e9\"", cp, 12);
 }
 END_TEST
 
+/* One document that must be refused: the errno and a word the message
+ * must contain. */
+struct bad_case {
+  const char *doc;
+  int rc;
+  const char *says;
+};
+
 START_TEST(invalid_metadata_table) {
-  static char doc[64][4096];
-  const char *bad[64];
+  static char docs[80][8192];
+  struct bad_case t[80];
   int n = 0;
-  bad[n++] = "not json";
-  bad[n++] = "[1,2]";
-  bad[n++] = "{\"zarr_format\":2,\"node_type\":\"group\"}";
-  bad[n++] = "{\"zarr_format\":3}";
-  bad[n++] = "{\"zarr_format\":3,\"node_type\":\"thing\"}";
-  bad[n++] = "{\"zarr_format\":3,\"node_type\":\"group\",\"foo\":1}";
-  bad[n++] = "{\"zarr_format\":3,\"node_type\":\"array\"}";
-#define BAD(...)                                                               \
-  (snprintf(doc[n], sizeof doc[n], "%s", array_doc(__VA_ARGS__)),              \
-   bad[n] = doc[n], n++)
-  BAD("\"x\"", "[2]", "\"int8\"", "0", "\"default\"", "");
-  BAD("[-1]", "[2]", "\"int8\"", "0", "\"default\"", "");
-  BAD("[4]", "[0]", "\"int8\"", "0", "\"default\"", "");
-  BAD("[4,4]", "[2]", "\"int8\"", "0", "\"default\"", "");
-  BAD("[4]", "[2]", "\"int8\"", "0", "\"default\"", ",\"foo\":1");
-  BAD("[4]", "[2]", "\"int8\"", "0", "\"default\"",
+#define RAW(text, code, word)                                                  \
+  (t[n++] = (struct bad_case){(text), -(code), (word)})
+#define BAD(code, word, ...)                                                   \
+  (snprintf(docs[n], sizeof docs[n], "%s", array_doc(__VA_ARGS__)),            \
+   t[n] = (struct bad_case){docs[n], -(code), (word)}, n++)
+#define BADFILL(dtype, fill)                                                   \
+  BAD(EIO, "fill_value", "[4]", "[2]", dtype, fill, "\"default\"", "")
+  RAW("not json", EIO, "JSON");
+  RAW("", EIO, "JSON");
+  RAW("[1,2]", EIO, "object");
+  RAW("{\"zarr_format\":2,\"node_type\":\"group\"}", EIO, "zarr_format");
+  RAW("{\"zarr_format\":\"3\",\"node_type\":\"group\"}", EIO, "zarr_format");
+  RAW("{\"node_type\":\"group\"}", EIO, "zarr_format");
+  RAW("{\"zarr_format\":3}", EIO, "node_type");
+  RAW("{\"zarr_format\":3,\"node_type\":\"thing\"}", EIO, "node_type");
+  RAW("{\"zarr_format\":3,\"node_type\":\"group\",\"foo\":1}", EIO, "'foo'");
+  RAW("{\"zarr_format\":3,\"node_type\":\"group\",\"attributes\":[]}", EIO,
+      "attributes");
+  RAW("{\"zarr_format\":3,\"node_type\":\"array\",\"data_type\":\"int8\","
+      "\"chunk_grid\":{\"name\":\"regular\",\"configuration\":{"
+      "\"chunk_shape\":[2]}},\"chunk_key_encoding\":\"default\","
+      "\"fill_value\":0,\"codecs\":[\"bytes\"]}",
+      EIO, "shape");
+  BAD(EIO, "shape", "\"x\"", "[2]", "\"int8\"", "0", "\"default\"", "");
+  BAD(EIO, "shape", "[-1]", "[2]", "\"int8\"", "0", "\"default\"", "");
+  BAD(EIO, "shape", "[1.5]", "[2]", "\"int8\"", "0", "\"default\"", "");
+  BAD(EIO, "chunk_shape", "[4]", "[0]", "\"int8\"", "0", "\"default\"", "");
+  BAD(EIO, "chunk_shape", "[4]", "\"2\"", "\"int8\"", "0", "\"default\"", "");
+  BAD(EIO, "dimensions", "[4,4]", "[2]", "\"int8\"", "0", "\"default\"", "");
+  BAD(EIO, "dimensions", "[4]", "[2,2]", "\"int8\"", "0", "\"default\"", "");
+  BAD(EIO, "'foo'", "[4]", "[2]", "\"int8\"", "0", "\"default\"", ",\"foo\":1");
+  BAD(EIO, "'foo'", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
       ",\"foo\":{\"must_understand\":true}");
-  BAD("[4]", "[2]", "\"int8\"", "300", "\"default\"", "");
-  BAD("[4]", "[2]", "\"uint8\"", "-1", "\"default\"", "");
-  BAD("[4]", "[2]", "\"int8\"", "1.5", "\"default\"", "");
-  BAD("[4]", "[2]", "\"bool\"", "1", "\"default\"", "");
-  BAD("[4]", "[2]", "\"float32\"", "\"nan\"", "\"default\"", "");
-  BAD("[4]", "[2]", "\"float32\"", "\"0x7fc0\"", "\"default\"", "");
-  BAD("[4]", "[2]", "\"bytes\"", "[256]", "\"default\"", "");
-  BAD("[4]", "[2]", "\"bytes\"", "\"!!\"", "\"default\"", "");
-  BAD("[4611686018427387904,4611686018427387904]", "[1,1]", "\"int8\"", "0",
+  BAD(EIO, "'foo'", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
+      ",\"foo\":{\"name\":\"x\"}");
+  BAD(EIO, "attributes", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
+      ",\"attributes\":\"x\"");
+  BADFILL("\"int8\"", "300");
+  BADFILL("\"int8\"", "-129");
+  BADFILL("\"uint8\"", "-1");
+  BADFILL("\"uint16\"", "65536");
+  BADFILL("\"int32\"", "2147483648");
+  BADFILL("\"uint32\"", "4294967296");
+  BADFILL("\"int64\"", "9223372036854775808");
+  BADFILL("\"uint64\"", "18446744073709551616");
+  BADFILL("\"uint64\"", "-1");
+  BADFILL("\"int8\"", "1.5");
+  BADFILL("\"int8\"", "\"1\"");
+  BADFILL("\"int8\"", "true");
+  BADFILL("\"int16\"", "null");
+  BADFILL("\"bool\"", "1");
+  BADFILL("\"bool\"", "\"true\"");
+  BADFILL("\"float32\"", "\"nan\"");
+  BADFILL("\"float32\"", "\"inf\"");
+  BADFILL("\"float32\"", "\"0x7fc0\"");
+  BADFILL("\"float32\"", "\"0x7fc0000g\"");
+  BADFILL("\"float64\"", "\"0x7ff80000\"");
+  BADFILL("\"float32\"", "1e300");
+  BADFILL("\"float16\"", "70000");
+  BADFILL("\"float64\"", "null");
+  BADFILL("\"float64\"", "[1]");
+  BADFILL("\"bytes\"", "[256]");
+  BADFILL("\"bytes\"", "[-1]");
+  BADFILL("\"bytes\"", "[\"a\"]");
+  BADFILL("\"bytes\"", "\"!!\"");
+  BADFILL("\"bytes\"", "\"A\"");
+  BADFILL("\"bytes\"", "\"AB=C\"");
+  BADFILL("\"bytes\"", "\"A===\"");
+  BADFILL("\"bytes\"", "\"AB=\"");
+  BADFILL("\"bytes\"", "5");
+  BADFILL("\"string\"", "5");
+  BADFILL("\"string\"", "[\"a\"]");
+  BAD(EIO, "fill_value", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
+      ",\"fill_value\":null"); /* duplicate key: last one wins */
+  /* fill_value missing */
+  RAW("{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4],"
+      "\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"regular\","
+      "\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":"
+      "\"default\",\"codecs\":[\"bytes\"]}",
+      EIO, "fill_value");
+  /* 2^40 x 2^40 elements, 2^80 in all. */
+  BAD(EIO, "overflows", "[1099511627776,1099511627776]", "[1,1]", "\"int8\"",
+      "0", "\"default\"", "");
+  BAD(EIO, "overflows", "[4611686018427387904,4611686018427387904]", "[1,1]",
+      "\"int8\"", "0", "\"default\"", "");
+  BAD(EIO, "overflows", "[1]", "[9223372036854775807]", "\"int8\"", "0",
       "\"default\"", "");
-  BAD("[4]", "[2]", "\"int8\"", "0",
+  BAD(EIO, "dimensions",
+      "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]",
+      "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]",
+      "\"int8\"", "0", "\"default\"", "");
+  BAD(EIO, "separator", "[4]", "[2]", "\"int8\"", "0",
       "{\"name\":\"default\",\"configuration\":{\"separator\":\"-\"}}", "");
-  BAD("[4]", "[2]", "\"int8\"", "0", "\"nonsense\"", "");
-  BAD("[4]", "[2]", "\"int8\"", "0", "\"default\"",
+  BAD(EIO, "separator", "[4]", "[2]", "\"int8\"", "0",
+      "{\"name\":\"v2\",\"configuration\":{\"separator\":1}}", "");
+  BAD(ENOTSUP, "nonsense", "[4]", "[2]", "\"int8\"", "0", "\"nonsense\"", "");
+  BAD(EIO, "chunk_key_encoding", "[4]", "[2]", "\"int8\"", "0", "7", "");
+  BAD(ENOTSUP, "chunk-manifest-json", "[4]", "[2]", "\"int8\"", "0",
+      "\"default\"",
       ",\"storage_transformers\":[{\"name\":\"chunk-manifest-json\"}]");
-  BAD("[4]", "[2]", "\"int8\"", "0", "\"default\"",
+  BAD(EIO, "storage_transformers", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
+      ",\"storage_transformers\":{}");
+  BAD(EIO, "dimension_names", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
       ",\"dimension_names\":[\"a\",\"b\"]");
-  BAD("[4]", "[2]", "42", "0", "\"default\"", "");
+  BAD(EIO, "dimension_names", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
+      ",\"dimension_names\":[3]");
+  BAD(EIO, "data_type", "[4]", "[2]", "42", "0", "\"default\"", "");
+  BAD(EIO, "data_type", "[4]", "[2]", "{\"configuration\":{}}", "0",
+      "\"default\"", "");
+  BAD(EIO, "length_bytes", "[4]", "[2]",
+      "{\"name\":\"fixed_length_utf32\",\"configuration\":{\"length_bytes\":"
+      "6}}",
+      "\"\"", "\"default\"", "");
+  RAW("{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4],"
+      "\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"rectilinear\","
+      "\"configuration\":{\"kind\":\"inline\",\"chunk_shapes\":[[2,2]]}},"
+      "\"chunk_key_encoding\":\"default\",\"fill_value\":0,"
+      "\"codecs\":[\"bytes\"]}",
+      ENOTSUP, "chunk grid");
+  RAW("{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4],"
+      "\"data_type\":\"int8\",\"chunk_grid\":\"regular\","
+      "\"chunk_key_encoding\":\"default\",\"fill_value\":0,"
+      "\"codecs\":[\"bytes\"]}",
+      EIO, "chunk_shape");
+  RAW("{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4],"
+      "\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"regular\","
+      "\"configuration\":[]},\"chunk_key_encoding\":\"default\","
+      "\"fill_value\":0,\"codecs\":[\"bytes\"]}",
+      EIO, "configuration");
+  BAD(EIO, "codecs", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
+      ",\"codecs\":[]");
+  BAD(EIO, "codecs", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
+      ",\"codecs\":{\"name\":\"bytes\"}");
+#undef RAW
 #undef BAD
+#undef BADFILL
+  ck_assert_int_le(n, 80);
   for (int i = 0; i < n; i++) {
-    struct zmeta *m = NULL;
+    struct zmeta *m = (struct zmeta *)1;
     struct zerr err = {0};
-    int rc = zmeta_parse(bad[i], strlen(bad[i]), &m, &err);
-    ck_assert_msg(rc < 0, "accepted case %d: %s", i, bad[i]);
-    ck_assert_msg(err.msg[0] != '\0', "no reason for case %d", i);
-    ck_assert(m == NULL);
+    int rc = zmeta_parse(t[i].doc, strlen(t[i].doc), &m, &err);
+    ck_assert_msg(rc == t[i].rc, "case %d: rc %d, want %d (%s): %s", i, rc,
+                  t[i].rc, err.msg, t[i].doc);
+    ck_assert_msg(err.code == -rc, "case %d: err.code %d", i, err.code);
+    ck_assert_msg(strstr(err.msg, t[i].says) != NULL,
+                  "case %d: message '%s' does not say '%s'", i, err.msg,
+                  t[i].says);
+    ck_assert_msg(strchr(err.msg, '\n') == NULL, "case %d: multi-line", i);
+    ck_assert_msg(m == (struct zmeta *)1, "case %d: *out written", i);
   }
-  /* must_understand:false extensions are allowed. */
+}
+END_TEST
+
+START_TEST(ignorable_extensions) {
+  /* must_understand:false fields and transformers are skipped. */
   zmeta_free(parse_ok(array_doc("[4]", "[2]", "\"int8\"", "0", "\"default\"",
                                 ",\"foo\":{\"must_understand\":false}")));
+  zmeta_free(parse_ok(array_doc("[4]", "[2]", "\"int8\"", "0", "\"default\"",
+                                ",\"storage_transformers\":[{\"name\":\"x\","
+                                "\"must_understand\":false}]")));
+  zmeta_free(parse_ok("{\"zarr_format\":3,\"node_type\":\"group\","
+                      "\"bar\":{\"must_understand\":false,\"y\":1}}"));
+  /* An unknown data type is not a parse failure; its fill is not read. */
+  struct zmeta *m = parse_ok(fill_doc("{\"name\":\"r16\"}", "[1,2]"));
+  ck_assert_int_eq(m->dtype.kind, DT_UNSUPPORTED);
+  ck_assert_ptr_null(m->fill);
+  zmeta_free(m);
 }
 END_TEST
 
@@ -210,36 +472,96 @@ START_TEST(chunk_keys) {
        "[1,1]",
        {1, 23},
        "c.1.23"},
+      {"{\"name\":\"default\",\"configuration\":{\"separator\":\"/\"}}",
+       "[100]",
+       "[1]",
+       {99},
+       "c/99"},
       {"\"v2\"", "[10,20]", "[1,1]", {1, 0}, "1.0"},
       {"{\"name\":\"v2\",\"configuration\":{\"separator\":\"/\"}}",
        "[10,20]",
        "[1,1]",
        {1, 0},
        "1/0"},
+      {"{\"name\":\"v2\"}", "[8]", "[1]", {7}, "7"},
       {"\"default\"", "[]", "[]", {0}, "c"},
       {"\"v2\"", "[]", "[]", {0}, "0"},
+      {"\"default\"",
+       "[4611686018427387904]",
+       "[1]",
+       {4611686018427387903ull},
+       "c/4611686018427387903"},
   };
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
     struct zmeta *m = parse_ok(
         array_doc(t[i].shape, t[i].chunks, "\"int8\"", "0", t[i].keyenc, ""));
     char key[64];
-    ck_assert_int_ge(zmeta_chunk_key(m, t[i].idx, key, sizeof key), 0);
+    int len = zmeta_chunk_key(m, t[i].idx, key, sizeof key);
+    ck_assert_int_eq(len, (int)strlen(t[i].key));
     ck_assert_str_eq(key, t[i].key);
     uint64_t idx[3] = {9, 9, 9};
     ck_assert_int_eq(zmeta_parse_chunk_key(m, t[i].key, idx), 0);
     for (int d = 0; d < m->ndim; d++)
       ck_assert_uint_eq(idx[d], t[i].idx[d]);
+    /* Too small a buffer: the key and its NUL must fit. */
+    ck_assert_int_eq(zmeta_chunk_key(m, t[i].idx, key, (size_t)len),
+                     -ENAMETOOLONG);
+    ck_assert_int_eq(zmeta_chunk_key(m, t[i].idx, key, 0), -ENAMETOOLONG);
     zmeta_free(m);
   }
+  /* Every chunk of a 3-d grid round-trips. */
   struct zmeta *m = parse_ok(
+      array_doc("[10,20,7]", "[3,7,7]", "\"int8\"", "0", "\"default\"", ""));
+  for (uint64_t a = 0; a < m->grid[0]; a++)
+    for (uint64_t b = 0; b < m->grid[1]; b++) {
+      uint64_t idx[3] = {a, b, 0}, back[3];
+      char key[64];
+      ck_assert_int_gt(zmeta_chunk_key(m, idx, key, sizeof key), 0);
+      ck_assert_int_eq(zmeta_parse_chunk_key(m, key, back), 0);
+      ck_assert(!memcmp(idx, back, sizeof idx));
+    }
+  zmeta_free(m);
+
+  m = parse_ok(
       array_doc("[10,20]", "[5,5]", "\"int8\"", "0", "\"default\"", ""));
   uint64_t idx[2];
-  const char *reject[] = {"c/01/0",  "c/2/0",     "c/0/4",  "c/0",
-                          "c/0/0/0", "c/-1/0",    "c/+1/0", "c//0",
-                          "0/0",     "c/0/0.txt", "c/1/",   "d/0/0"};
+  const char *reject[] = {
+      "c/01/0",    "c/2/0",   "c/0/4",
+      "c/0",       "c/0/0/0", "c/-1/0",
+      "c/+1/0",    "c//0",    "0/0",
+      "c/0/0.txt", "c/1/",    "d/0/0",
+      "c.0.0",     "c/0/ 1",  "C/0/0",
+      "c",         "",        "c/0/00",
+      "c/1/0/",    "/c/1/0",  "c/99999999999999999999999/0"};
   for (size_t i = 0; i < sizeof reject / sizeof *reject; i++)
     ck_assert_msg(zmeta_parse_chunk_key(m, reject[i], idx) == -ENOENT,
                   "accepted %s", reject[i]);
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, NULL, idx), -ENOENT);
+  zmeta_free(m);
+
+  m = parse_ok(array_doc("[10,20]", "[5,5]", "\"int8\"", "0", "\"v2\"", ""));
+  const char *reject_v2[] = {"0/0", "c.0.0", "0.", ".0",   "0.0.0",
+                             "2.0", "00.1",  "0",  "0..1", "1.3 "};
+  for (size_t i = 0; i < sizeof reject_v2 / sizeof *reject_v2; i++)
+    ck_assert_msg(zmeta_parse_chunk_key(m, reject_v2[i], idx) == -ENOENT,
+                  "v2 accepted %s", reject_v2[i]);
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "1.3", idx), 0);
+  zmeta_free(m);
+
+  /* Scalars: only the one key. */
+  m = parse_ok(array_doc("[]", "[]", "\"int8\"", "0", "\"default\"", ""));
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "c", idx), 0);
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "c/0", idx), -ENOENT);
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "0", idx), -ENOENT);
+  zmeta_free(m);
+  m = parse_ok(array_doc("[]", "[]", "\"int8\"", "0", "\"v2\"", ""));
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "0", idx), 0);
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "c", idx), -ENOENT);
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "", idx), -ENOENT);
+  zmeta_free(m);
+  /* An empty array has no chunks at all. */
+  m = parse_ok(array_doc("[0]", "[5]", "\"int8\"", "0", "\"default\"", ""));
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "c/0", idx), -ENOENT);
   zmeta_free(m);
 }
 END_TEST
@@ -315,7 +637,7 @@ START_TEST(v2_arrays) {
   zmeta_free(m);
   m = parse_v2_ok("{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
                   "\"|S5\",\"order\":\"C\",\"compressor\":null,\"filters\":"
-                  "null,\"fill_value\":\"ab\"}");
+                  "null,\"fill_value\":\"YWI=\"}"); /* base64 of "ab" */
   ck_assert_int_eq(m->dtype.kind, DT_FIXED_BYTES);
   ck_assert_int_eq(memcmp(m->fill, "ab\0\0\0", 5), 0);
   zmeta_free(m);
@@ -402,9 +724,12 @@ int main(void) {
   TCase *tc = tcase_create("parse");
   tcase_add_test(tc, group_and_array);
   tcase_add_test(tc, every_dtype);
+  tcase_add_test(tc, integer_fills);
   tcase_add_test(tc, float_fills);
+  tcase_add_test(tc, lenient_json);
   tcase_add_test(tc, bytes_and_string_fills);
   tcase_add_test(tc, invalid_metadata_table);
+  tcase_add_test(tc, ignorable_extensions);
   tcase_add_test(tc, chunk_keys);
   tcase_add_test(tc, v2_arrays);
   tcase_add_test(tc, fixture_metadata);

@@ -1,6 +1,10 @@
-/* check_render.c - the text contract for every element type. */
+/* check_render.c - the text contract for every element type: exact
+ * shortest floats (checked against the C library's own conversions),
+ * integer extremes, strings and hex, and sub-ranges of variable-length
+ * text at every offset. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../fs/render.h"
@@ -53,6 +57,132 @@ START_TEST(floats_shortest) {
   float pn;
   memcpy(&pn, &payload, 4);
   f32_is(pn, "nan");
+  payload = 0xffbfffff; /* negative signalling NaN */
+  memcpy(&pn, &payload, 4);
+  f32_is(pn, "nan");
+  uint64_t payload64 = 0xfff0000000000001ull;
+  double pn64;
+  memcpy(&pn64, &payload64, 8);
+  f64_is(pn64, "nan");
+  f64_is(1e100, "1e+100");
+  f64_is(-1e-300, "-1e-300");
+  f64_is(2.2250738585072014e-308, "2.2250738585072014e-308"); /* min normal */
+  f64_is(2.225073858507201e-308, "2.225073858507201e-308"); /* max subnormal */
+  f64_is(9007199254740993.0, "9007199254740992"); /* 2^53 + 1 rounds down */
+  f64_is(9007199254740994.0, "9007199254740994");
+  f64_is(123456789012345680.0, "1.2345678901234568e+17");
+  f64_is(0.3, "0.3");
+  f64_is(2.0 / 3.0, "0.6666666666666666");
+  f64_is(1.0 / 3.0, "0.3333333333333333");
+  f64_is(0.000123, "0.000123");
+  f64_is(-1.5e-5, "-1.5e-05");
+  f64_is(4.35, "4.35");
+  f64_is(1e22, "1e+22");
+  f64_is(1e23, "1e+23"); /* the double nearest 1e23 is below it */
+  f64_is(5e-324 * 3, "1.5e-323");
+  f32_is(123456789.0f, "123456790"); /* 123456792 exactly; plain below 1e16 */
+  f32_is(16777216.0f, "16777216");
+  f32_is(16777217.0f, "16777216");
+  f32_is(3.4028235e38f, "3.4028235e+38");
+  f32_is(1e-45f, "1e-45"); /* smallest subnormal */
+  f32_is(1.17549435e-38f, "1.1754944e-38");
+  f32_is(0.3f, "0.3");
+  f32_is(1.0f / 3.0f, "0.33333334");
+  f32_is(1e10f, "10000000000");
+  f32_is(-2.5f, "-2.5");
+  f32_is(INFINITY, "inf");
+  f32_is(-INFINITY, "-inf");
+  /* Nothing is written past the returned length, and the longest texts
+   * fit RENDER_FIXED_MAX. */
+  struct dtype dt = dtype_of(DT_FLOAT64);
+  char buf[RENDER_FIXED_MAX + 8];
+  memset(buf, '#', sizeof buf);
+  double v = -2.2250738585072014e-308;
+  size_t n = render_fixed(&dt, &v, buf);
+  ck_assert_uint_eq(n, strlen("-2.2250738585072014e-308"));
+  ck_assert_int_eq(buf[n], '#');
+  v = -0.00012345678901234567;
+  n = render_fixed(&dt, &v, buf);
+  ck_assert_uint_le(n, RENDER_FIXED_MAX);
+  ck_assert_int_eq(memcmp(buf, "-0.00012345678901234567", n), 0);
+}
+END_TEST
+
+/* Significant digits of a rendering (no sign, point, exponent, or the
+ * zeros that only place the point). */
+static int sig_digits(const char *s, size_t n) {
+  char d[64];
+  int k = 0;
+  for (size_t i = 0; i < n && s[i] != 'e'; i++)
+    if (s[i] >= '0' && s[i] <= '9' && (k || s[i] != '0'))
+      d[k++] = s[i];
+  while (k > 1 && d[k - 1] == '0')
+    k--;
+  return k;
+}
+
+/* Fewest digits printf needs to round-trip v at its width. */
+static int printf_shortest(double v, int is_f32) {
+  char t[64];
+  for (int p = 1; p < 17; p++) {
+    snprintf(t, sizeof t, "%.*e", p - 1, v);
+    if (is_f32 ? strtof(t, NULL) == (float)v : strtod(t, NULL) == v)
+      return p;
+  }
+  return 17;
+}
+
+START_TEST(floats_never_longer_than_printf) {
+  /* The search finds digits at least as short as printf's correctly
+   * rounded ones, for both widths, across all magnitudes. */
+  struct dtype d64 = dtype_of(DT_FLOAT64), d32 = dtype_of(DT_FLOAT32);
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 20000; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    double v;
+    memcpy(&v, &s, 8);
+    if (i % 2)
+      v = (double)(s >> 20) / (double)(1 + s % 100000); /* everyday sizes */
+    if (!isfinite(v) || v == 0)
+      continue;
+    char buf[RENDER_FIXED_MAX + 1];
+    size_t n = render_fixed(&d64, &v, buf);
+    buf[n] = '\0';
+    ck_assert_msg(sig_digits(buf, n) <= printf_shortest(v, 0),
+                  "%s longer than printf for %.17g", buf, v);
+    float f = (float)v;
+    if (!isfinite(f) || f == 0)
+      continue;
+    n = render_fixed(&d32, &f, buf);
+    buf[n] = '\0';
+    float back = strtof(buf, NULL);
+    ck_assert_msg(!memcmp(&back, &f, 4), "%s does not read back as float32",
+                  buf);
+    ck_assert_msg(sig_digits(buf, n) <= printf_shortest(f, 1),
+                  "%s longer than printf for float32 %.9g", buf, (double)f);
+  }
+}
+END_TEST
+
+START_TEST(float16_every_value) {
+  /* All 65536 patterns: NaNs are "nan", everything else reads back. */
+  struct dtype dt = dtype_of(DT_FLOAT16);
+  for (uint32_t b = 0; b < 65536; b++) {
+    uint16_t h = (uint16_t)b;
+    char buf[RENDER_FIXED_MAX + 1];
+    size_t n = render_fixed(&dt, &h, buf);
+    buf[n] = '\0';
+    ck_assert_uint_le(n, 12);
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
+      ck_assert_str_eq(buf, "nan");
+      continue;
+    }
+    _Float16 back = (_Float16)strtod(buf, NULL);
+    uint16_t bb;
+    memcpy(&bb, &back, 2);
+    ck_assert_msg(bb == h, "%04x rendered as %s, reads back as %04x", h, buf,
+                  bb);
+  }
 }
 END_TEST
 
@@ -163,6 +293,65 @@ START_TEST(integers_and_bools) {
   b = 0;
   n = render_fixed(&dt, &b, buf);
   ck_assert_int_eq(memcmp(buf, "false", n), 0);
+  b = 2; /* any non-zero byte is true */
+  n = render_fixed(&dt, &b, buf);
+  ck_assert_int_eq(memcmp(buf, "true", n), 0);
+}
+END_TEST
+
+START_TEST(integer_extremes) {
+  static const struct {
+    enum dtype_kind kind;
+    int64_t sv;  /* for signed kinds */
+    uint64_t uv; /* for unsigned kinds */
+    const char *want;
+  } t[] = {{DT_INT8, 127, 0, "127"},
+           {DT_INT8, -1, 0, "-1"},
+           {DT_INT16, -32768, 0, "-32768"},
+           {DT_INT16, 32767, 0, "32767"},
+           {DT_INT32, INT32_MIN, 0, "-2147483648"},
+           {DT_INT32, INT32_MAX, 0, "2147483647"},
+           {DT_INT64, INT64_MAX, 0, "9223372036854775807"},
+           {DT_INT64, INT64_MIN, 0, "-9223372036854775808"},
+           {DT_INT64, -10, 0, "-10"},
+           {DT_INT64, 1000000, 0, "1000000"},
+           {DT_UINT8, 0, 0, "0"},
+           {DT_UINT8, 0, 255, "255"},
+           {DT_UINT16, 0, 10, "10"},
+           {DT_UINT32, 0, UINT32_MAX, "4294967295"},
+           {DT_UINT64, 0, UINT64_MAX, "18446744073709551615"},
+           {DT_UINT64, 0, 10000000000000000000ull, "10000000000000000000"},
+           {DT_UINT64, 0, 99, "99"}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    struct dtype dt = dtype_of(t[i].kind);
+    uint8_t elem[8];
+    uint64_t u = t[i].kind >= DT_UINT8 ? t[i].uv : (uint64_t)t[i].sv;
+    /* host order, narrowed to the element size */
+    if (dt.size == 1) {
+      elem[0] = (uint8_t)u;
+    } else if (dt.size == 2) {
+      uint16_t x = (uint16_t)u;
+      memcpy(elem, &x, 2);
+    } else if (dt.size == 4) {
+      uint32_t x = (uint32_t)u;
+      memcpy(elem, &x, 4);
+    } else {
+      memcpy(elem, &u, 8);
+    }
+    char buf[RENDER_FIXED_MAX];
+    size_t n = render_fixed(&dt, elem, buf);
+    ck_assert_msg(n == strlen(t[i].want) && !memcmp(buf, t[i].want, n),
+                  "case %zu: '%.*s', want '%s'", i, (int)n, buf, t[i].want);
+  }
+  /* Kinds render_fixed does not handle give no text. */
+  static const enum dtype_kind none[] = {DT_UNSUPPORTED, DT_STRING, DT_BYTES,
+                                         DT_FIXED_UTF32, DT_FIXED_BYTES};
+  for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
+    struct dtype dt = dtype_of(none[i]);
+    uint8_t elem[8] = {0};
+    char buf[RENDER_FIXED_MAX];
+    ck_assert_uint_eq(render_fixed(&dt, elem, buf), 0);
+  }
 }
 END_TEST
 
@@ -184,6 +373,54 @@ START_TEST(strings_and_hex) {
   ck_assert_int_eq(memcmp(out, "b7f", 3), 0);
   render_var(&b, bytes + 1, 2, 1, out);
   ck_assert_int_eq(out[0], 'a');
+  render_var(&b, bytes + 1, 3, 1, out); /* one low nibble alone */
+  ck_assert_int_eq(out[0], 'b');
+  render_var(&b, bytes, 0, 0, out); /* empty range touches nothing */
+  ck_assert_uint_eq(render_var_len(&s, 0), 0);
+  ck_assert_uint_eq(render_var_src_off(&s, 7), 7);
+  ck_assert_uint_eq(render_var_src_off(&b, 6), 3);
+}
+END_TEST
+
+START_TEST(var_every_subrange) {
+  /* Every [off, off+len) of a string and of a byte string equals the same
+   * slice of the whole rendering, given only the source bytes from
+   * render_var_src_off on. */
+  static const uint8_t src[] = "ab\ncd\n\n\xc3\xa9\x00\xff\x10\x01z\n";
+  const size_t nsrc = sizeof src - 1;
+  static const enum dtype_kind kinds[] = {DT_STRING, DT_BYTES};
+  for (size_t k = 0; k < 2; k++) {
+    struct dtype dt = dtype_of(kinds[k]);
+    size_t total = (size_t)render_var_len(&dt, nsrc);
+    char whole[64], part[64];
+    render_var(&dt, src, 0, total, whole);
+    for (size_t i = 0; i < total; i++)
+      ck_assert(whole[i] != '\n');
+    if (kinds[k] == DT_STRING) {
+      ck_assert_int_eq(memcmp(whole, "ab cd  \xc3\xa9\0\xff\x10\x01z ", total),
+                       0);
+    } else {
+      ck_assert_int_eq(memcmp(whole, "61620a63640a0ac3a900ff10017a0a", total),
+                       0);
+    }
+    for (size_t off = 0; off <= total; off++)
+      for (size_t len = 0; off + len <= total; len++) {
+        uint64_t so = render_var_src_off(&dt, off);
+        /* a copy holding exactly the bytes the range needs: ASan catches
+         * any read beyond them */
+        size_t need = len ? (size_t)render_var_src_off(&dt, off + len - 1) -
+                                (size_t)so + 1
+                          : 0;
+        uint8_t *copy = malloc(need ? need : 1);
+        memcpy(copy, src + so, need);
+        memset(part, '#', sizeof part);
+        render_var(&dt, copy, off, len, part);
+        free(copy);
+        ck_assert_msg(!memcmp(part, whole + off, len),
+                      "kind %d [%zu, +%zu) differs", kinds[k], off, len);
+        ck_assert_int_eq(part[len], '#');
+      }
+  }
 }
 END_TEST
 
@@ -192,10 +429,14 @@ int main(void) {
   TCase *tc = tcase_create("text");
   tcase_add_test(tc, floats_shortest);
   tcase_add_test(tc, floats_round_trip);
+  tcase_add_test(tc, floats_never_longer_than_printf);
   tcase_add_test(tc, float16_shortest);
+  tcase_add_test(tc, float16_every_value);
   tcase_add_test(tc, datetime64_iso);
   tcase_add_test(tc, integers_and_bools);
+  tcase_add_test(tc, integer_extremes);
   tcase_add_test(tc, strings_and_hex);
+  tcase_add_test(tc, var_every_subrange);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
