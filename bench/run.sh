@@ -1,119 +1,238 @@
 #!/bin/bash
-# bench/run.sh - zarrfs read benchmark. Builds large string arrays with
-# zarrfs-mkstore (zarrs.vlen, uncompressed data and zstd data), mounts each,
-# and times through the mount: cat of the whole values.txt, grep -c, a cold
-# tail -c 4096, ls -l of the chunk directory. In the same run it times the
-# references: cat of a plain file holding the same text, and zstd -dc of the
-# same data compressed the same way. Figures are reported as ratios to those
-# references (machines here are shared and noisy; absolute seconds mean
-# little).
+# bench/run.sh - zarrfs read benchmark (see bench/README.md).
+#
+# Builds two stores of N strings with zarrfs-mkstore bigstrings (zarrs.vlen,
+# uint64 index; data uncompressed and zstd level 3), mounts each with
+# zarrfs and times, each on a fresh mount: cat of values.txt, grep -c, tail
+# -c 4096 and ls -l of the chunk directory c/. In the same run it times the
+# references on the same machine state: cat of the plain text file (the
+# same bytes values.txt shows) and zstd -dc of the very zstd frames the
+# store holds. It prints seconds and the ratio to the reference: absolute
+# seconds on a shared machine mean little, ratios travel.
 #
 # usage: bash bench/run.sh [--count N] [--strlen L] [--chunk C] [--runs R]
-# env:   ZARRFS_BIN, ZARRFS_MKSTORE (default: build/ or ./), BENCH_DIR
+#                          [--cache SIZE]
+# env:   ZARRFS_BIN      the daemon (default ./zarrfs, then build/zarrfs)
+#        ZARRFS_MKSTORE  the store writer (default ./zarrfs-mkstore, then
+#                        build/zarrfs-mkstore)
+#        BENCH_DIR       where stores go (kept, and reused when the
+#                        parameters match); default a temp dir, removed
 set -euo pipefail
+export LC_ALL=C
 
-COUNT=10000000 STRLEN=40 CHUNK=1000000 RUNS=3
+COUNT=10000000 STRLEN=40 CHUNK="" RUNS=3 CACHE=""
+usage() {
+  echo "usage: bash bench/run.sh [--count N] [--strlen L] [--chunk C] [--runs R] [--cache SIZE]" >&2
+  exit 2
+}
 while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || usage
   case $1 in
-  --count) COUNT=$2; shift 2 ;;
-  --strlen) STRLEN=$2; shift 2 ;;
-  --chunk) CHUNK=$2; shift 2 ;;
-  --runs) RUNS=$2; shift 2 ;;
-  *) echo "usage: $0 [--count N] [--strlen L] [--chunk C] [--runs R]" >&2; exit 2 ;;
+  --count) COUNT=$2 ;;
+  --strlen) STRLEN=$2 ;;
+  --chunk) CHUNK=$2 ;;
+  --runs) RUNS=$2 ;;
+  --cache) CACHE=$2 ;;
+  *) usage ;;
   esac
+  shift 2
 done
+for v in "$COUNT" "$STRLEN" "$RUNS" ${CHUNK:+"$CHUNK"}; do
+  case $v in '' | *[!0-9]* | 0) usage ;; esac
+done
+# Default: 1,000,000 strings a chunk, fewer for small smoke runs (at least
+# ten chunks, so the chunk directory and the multi-chunk paths are real).
+if [ -z "$CHUNK" ]; then
+  CHUNK=$((COUNT / 10))
+  [ "$CHUNK" -le 1000000 ] || CHUNK=1000000
+  [ "$CHUNK" -ge 1 ] || CHUNK=1
+fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-pick() { for f in "$@"; do [ -x "$f" ] && { echo "$f"; return; }; done; echo "$1"; }
-ZARRFS_BIN=${ZARRFS_BIN:-$(pick "$ROOT/build/zarrfs" "$ROOT/zarrfs")}
-ZARRFS_MKSTORE=${ZARRFS_MKSTORE:-$(pick "$ROOT/build/zarrfs-mkstore" "$ROOT/zarrfs-mkstore")}
-for t in "$ZARRFS_BIN" "$ZARRFS_MKSTORE"; do
-  [ -x "$t" ] || { echo "bench: $t not built (run make first)" >&2; exit 1; }
+# First executable among the arguments.
+pick() {
+  local f
+  for f in "$@"; do
+    if [ -n "$f" ] && [ -x "$f" ]; then
+      echo "$f"
+      return
+    fi
+  done
+}
+ZARRFS_BIN=$(pick "${ZARRFS_BIN:-}" ./zarrfs "$ROOT/build/zarrfs" "$ROOT/zarrfs")
+ZARRFS_MKSTORE=$(pick "${ZARRFS_MKSTORE:-}" ./zarrfs-mkstore \
+  "$ROOT/build/zarrfs-mkstore" "$ROOT/zarrfs-mkstore")
+[ -n "$ZARRFS_BIN" ] || { echo "bench: no zarrfs binary (set ZARRFS_BIN)" >&2; exit 1; }
+[ -n "$ZARRFS_MKSTORE" ] || { echo "bench: no zarrfs-mkstore (set ZARRFS_MKSTORE)" >&2; exit 1; }
+for tool in zstd fusermount3 grep tail; do
+  command -v "$tool" >/dev/null || { echo "bench: needs $tool" >&2; exit 1; }
 done
-command -v zstd >/dev/null || { echo "bench: needs zstd (apt-get install zstd)" >&2; exit 1; }
+[ -e /dev/fuse ] || { echo "bench: no /dev/fuse" >&2; exit 1; }
 
-WORK=${BENCH_DIR:-$(mktemp -d /tmp/zarrfs-bench.XXXXXX)}
+if [ -n "${BENCH_DIR:-}" ]; then
+  WORK=$BENCH_DIR
+  mkdir -p "$WORK"
+else
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/zarrfs-bench.XXXXXX")
+fi
 MNT=$WORK/mnt
+LOG=$WORK/zarrfs.log
 DAEMON=""
+STORE=""
 mkdir -p "$MNT"
 
-cleanup() {
-  if grep -q " $MNT " /proc/mounts 2>/dev/null; then
-    fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
+# Is the mount point mounted?
+mounted() { awk -v m="$MNT" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo; }
+
+# Unmount and reap our daemon (only the pid we started), bounded waits.
+unmount_store() {
+  if mounted; then
+    fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
   fi
-  [ -n "$DAEMON" ] && kill "$DAEMON" 2>/dev/null || true
-  [ -z "${BENCH_DIR:-}" ] && rm -rf "$WORK"
+  if [ -n "$DAEMON" ]; then
+    for _ in $(seq 100); do kill -0 "$DAEMON" 2>/dev/null || break; sleep 0.05; done
+    kill "$DAEMON" 2>/dev/null || true
+    wait "$DAEMON" 2>/dev/null || true
+    DAEMON=""
+  fi
+}
+
+cleanup() {
+  unmount_store
+  if [ -z "${BENCH_DIR:-}" ]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-# Drop the page cache when allowed, so "cold" means cold.
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
-
-# Seconds (best of RUNS) for a shell command, into $BEST; cold runs drop
-# caches and remount first. Runs in this shell (not in $(...)): remounting
-# changes the daemon's pid.
-best() {
-  local cold=$1 cmd=$2 best="" t s e
-  for _ in $(seq "$RUNS"); do
-    [ "$cold" = cold ] && { drop_caches; remount; }
-    s=$(date +%s.%N)
-    bash -c "$cmd" >/dev/null
-    e=$(date +%s.%N)
-    t=$(awk -v a="$s" -v b="$e" 'BEGIN { printf "%.6f", b - a }')
-    if [ -z "$best" ] || awk -v t="$t" -v b="$best" 'BEGIN { exit !(t < b) }'; then best=$t; fi
-  done
-  BEST=$best
-}
-
-STORE=""
+# Mount store $1 in the background; wait (bounded) until it is there.
 mount_store() {
   STORE=$1
-  "$ZARRFS_BIN" -f -o cache_size=1G "$STORE" "$MNT" 2>"$WORK/daemon.log" &
+  "$ZARRFS_BIN" -f ${CACHE:+-o "cache_size=$CACHE"} "$STORE" "$MNT" 2>>"$LOG" &
   DAEMON=$!
-  for _ in $(seq 100); do grep -q " $MNT " /proc/mounts && return 0; sleep 0.05; done
-  echo "bench: mount failed" >&2; cat "$WORK/daemon.log" >&2; exit 1
+  for _ in $(seq 200); do
+    mounted && return 0
+    kill -0 "$DAEMON" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "bench: mounting $STORE failed; daemon log:" >&2
+  tail -n 20 "$LOG" >&2
+  exit 1
 }
-unmount_store() {
-  fusermount3 -u "$MNT"
-  wait "$DAEMON" 2>/dev/null || true
-  DAEMON=""
-}
-remount() { [ -n "$DAEMON" ] || return 0; unmount_store; mount_store "$STORE"; }
 
-echo "bench: building stores ($COUNT strings of ~$STRLEN bytes, $CHUNK per chunk) in $WORK"
-"$ZARRFS_MKSTORE" bigstrings "$WORK/plain.zarr" --count "$COUNT" --strlen "$STRLEN" \
-  --chunk "$CHUNK" --data none --plain "$WORK/plain.txt"
-"$ZARRFS_MKSTORE" bigstrings "$WORK/zstd.zarr" --count "$COUNT" --strlen "$STRLEN" \
-  --chunk "$CHUNK" --data zstd
-# The zstd reference: the same text compressed with the same library and
-# level, one frame per chunk of text.
-zstd -q -3 -f "$WORK/plain.txt" -o "$WORK/plain.txt.zst"
+DROP=no
+# Drop the page cache where permitted (root outside most containers).
+drop_caches() {
+  sync
+  if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then DROP=yes; fi
+}
+
+# Wall seconds of one run of "${@:2}" with its output to $1, into SECS.
+time_once() {
+  local TIMEFORMAT=%R out=$1
+  shift
+  SECS=$({ time "$@" >"$out" 2>&1 || true; } 2>&1)
+}
+
+# Best of RUNS of "${@:3}" with output to $2, into BEST. $1: "mount" =
+# fresh mount and dropped page cache before each run; "file" = dropped page
+# cache only; "warm" = as is. Output to /dev/null, except for grep: GNU
+# grep stops at the first match when its output is /dev/null.
+best() {
+  local kind=$1 out=$2
+  shift 2
+  BEST=""
+  for _ in $(seq "$RUNS"); do
+    if [ "$kind" = mount ]; then
+      unmount_store
+      drop_caches
+      mount_store "$STORE"
+    elif [ "$kind" = file ]; then
+      drop_caches
+    fi
+    time_once "$out" "$@"
+    if [ -z "$BEST" ] || awk -v a="$SECS" -v b="$BEST" 'BEGIN { exit !(a < b) }'; then
+      BEST=$SECS
+    fi
+  done
+}
+
+# One table row: OPERATION SECONDS REFERENCE-NAME REFERENCE-SECONDS.
+row() {
+  awk -v op="$1" -v s="$2" -v rn="$3" -v rs="$4" 'BEGIN {
+    if (rs == "") printf "%-40s %9.3f\n", op, s
+    else printf "%-40s %9.3f   %-28s %7.2fx\n", op, s, rn, (rs > 0 ? s / rs : 0)
+  }'
+}
+
+# ---- stores (reused from BENCH_DIR when built with the same parameters) ----
+
+PARAMS="count=$COUNT strlen=$STRLEN chunk=$CHUNK mkstore=$(cksum <"$ZARRFS_MKSTORE" | cut -d' ' -f1)"
+if [ "$(cat "$WORK/params" 2>/dev/null)" != "$PARAMS" ]; then
+  echo "bench: writing stores: $COUNT strings of ~$STRLEN bytes, $CHUNK a chunk, in $WORK"
+  rm -rf "$WORK/none.zarr" "$WORK/zstd.zarr" "$WORK/params"
+  "$ZARRFS_MKSTORE" bigstrings "$WORK/none.zarr" --count "$COUNT" --strlen "$STRLEN" \
+    --chunk "$CHUNK" --data none --plain "$WORK/plain.txt"
+  "$ZARRFS_MKSTORE" bigstrings "$WORK/zstd.zarr" --count "$COUNT" --strlen "$STRLEN" \
+    --chunk "$CHUNK" --data zstd --zst "$WORK/data.zst"
+  echo "$PARAMS" >"$WORK/params"
+fi
 SIZE=$(stat -c %s "$WORK/plain.txt")
-NEEDLE="row-$((COUNT - 1))-"
+NEEDLE=row-9999
+NCHUNKS=$(find "$WORK/none.zarr/c" -type f | wc -l)
 
-best warm "cat '$WORK/plain.txt'"; ref_cat=$BEST
-best cold "cat '$WORK/plain.txt'"; ref_cat_cold=$BEST
-best warm "zstd -dc '$WORK/plain.txt.zst'"; ref_zstd=$BEST
-best warm "grep -c '$NEEDLE' '$WORK/plain.txt'"; ref_grep=$BEST
+# ---- references ----
 
-report() { printf '%-34s %9.4f s   %7.2fx %s\n' "$1" "$2" "$(awk -v a="$2" -v b="$3" 'BEGIN { print (b > 0 ? a / b : 0) }')" "$4"; }
+best file /dev/null cat "$WORK/plain.txt"
+REF_CAT=$BEST
+best file "$WORK/grep.out" grep -c "$NEEDLE" "$WORK/plain.txt"
+REF_GREP=$BEST
+best file /dev/null zstd -dc "$WORK/data.zst"
+REF_ZSTD=$BEST
+best warm /dev/null cat "$WORK/plain.txt"
+REF_CAT_WARM=$BEST
+WANT_GREP=$(grep -c "$NEEDLE" "$WORK/plain.txt" || true)
 
 echo
-echo "text size: $SIZE bytes; best of $RUNS runs"
-printf '%-34s %11s   %8s\n' operation seconds ratio
-printf '%-34s %9.4f s\n' "reference: cat plain.txt (warm)" "$ref_cat"
-printf '%-34s %9.4f s\n' "reference: cat plain.txt (cold)" "$ref_cat_cold"
-printf '%-34s %9.4f s\n' "reference: zstd -dc plain.txt.zst" "$ref_zstd"
-printf '%-34s %9.4f s\n' "reference: grep -c plain.txt" "$ref_grep"
-for kind in plain zstd; do
+echo "text: $SIZE bytes, $COUNT lines, $NCHUNKS chunks; best of $RUNS runs"
+printf '%-40s %9s   %-28s %8s\n' operation seconds reference ratio
+row "reference: cat plain.txt" "$REF_CAT" "" ""
+row "reference: grep -c $NEEDLE plain.txt" "$REF_GREP" "" ""
+row "reference: zstd -dc data.zst" "$REF_ZSTD" "" ""
+row "reference: cat plain.txt (warm)" "$REF_CAT_WARM" "" ""
+
+# ---- through the mount ----
+
+for kind in none zstd; do
   mount_store "$WORK/$kind.zarr"
-  [ "$(stat -c %s "$MNT/values.txt")" = "$SIZE" ] || { echo "bench: size mismatch" >&2; exit 1; }
-  cmp -s "$MNT/values.txt" "$WORK/plain.txt" || { echo "bench: content mismatch" >&2; exit 1; }
-  if [ "$kind" = plain ]; then ref=$ref_cat_cold refname="cold cat plain.txt"; else ref=$ref_zstd refname="zstd -dc"; fi
-  best cold "cat '$MNT/values.txt'"; report "$kind: cat values.txt (cold)" "$BEST" "$ref" "vs $refname"
-  best warm "cat '$MNT/values.txt'"; report "$kind: cat values.txt (warm)" "$BEST" "$ref_cat" "vs warm cat plain.txt"
-  best cold "grep -c '$NEEDLE' '$MNT/values.txt'"; report "$kind: grep -c (cold)" "$BEST" "$ref" "vs $refname"
-  best cold "tail -c 4096 '$MNT/values.txt'"; report "$kind: tail -c 4096 (cold)" "$BEST" "$ref" "vs $refname"
-  best cold "ls -l '$MNT/c'"; report "$kind: ls -l c/ (cold)" "$BEST" "$ref" "vs $refname"
+  # Correctness first: a fast wrong answer is no result.
+  got=$(stat -c %s "$MNT/values.txt")
+  [ "$got" = "$SIZE" ] || { echo "bench: $kind: values.txt is $got bytes, want $SIZE" >&2; exit 1; }
+  cmp -s "$MNT/values.txt" "$WORK/plain.txt" || { echo "bench: $kind: values.txt differs from plain.txt" >&2; exit 1; }
+  got=$(grep -c "$NEEDLE" "$MNT/values.txt" || true)
+  [ "$got" = "$WANT_GREP" ] || { echo "bench: $kind: grep -c gave $got, want $WANT_GREP" >&2; exit 1; }
+
+  if [ "$kind" = none ]; then
+    ref_name="cat plain.txt" ref=$REF_CAT grep_name="grep -c plain.txt" grep_ref=$REF_GREP
+  else
+    ref_name="zstd -dc data.zst" ref=$REF_ZSTD grep_name=$ref_name grep_ref=$REF_ZSTD
+  fi
+  best mount /dev/null cat "$MNT/values.txt"
+  row "$kind: cat values.txt (cold)" "$BEST" "$ref_name" "$ref"
+  best warm /dev/null cat "$MNT/values.txt" # same mount, caches warm
+  row "$kind: cat values.txt (warm)" "$BEST" "cat plain.txt (warm)" "$REF_CAT_WARM"
+  best mount "$WORK/grep.out" grep -c "$NEEDLE" "$MNT/values.txt"
+  row "$kind: grep -c $NEEDLE values.txt (cold)" "$BEST" "$grep_name" "$grep_ref"
+  best mount /dev/null tail -c 4096 "$MNT/values.txt"
+  row "$kind: tail -c 4096 values.txt (cold)" "$BEST" "$ref_name" "$ref"
+  best mount /dev/null ls -l "$MNT/c"
+  row "$kind: ls -l c/ (cold, $NCHUNKS chunks)" "$BEST" "$ref_name" "$ref"
   unmount_store
 done
+
+echo
+if [ "$DROP" = yes ]; then
+  echo "cold: a fresh mount and a dropped page cache before each run"
+else
+  echo "cold: a fresh mount before each run; the page cache could not be dropped here, so the store files may be cached"
+fi
+echo "zarrfs: $ZARRFS_BIN${CACHE:+ -o cache_size=$CACHE}; stores in $WORK"

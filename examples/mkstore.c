@@ -1,15 +1,28 @@
-/* mkstore.c - zarrfs-mkstore: an independent Zarr V3 writer (zlib and
- * libzstd only, no zarrfs code) that makes the example store, benchmark
- * stores and test stores, so that tests check zarrfs against bytes it did
- * not write itself.
+/* mkstore.c - zarrfs-mkstore: an independent Zarr V3 writer for the example
+ * store, the benchmark stores and the bad-input test store.
+ *
+ * It shares no code with zarrfs (it links zlib and libzstd only), so the
+ * tests check zarrfs against bytes that zarrfs did not write itself, and a
+ * bug in a shared helper cannot hide on both sides. Byte layouts follow
+ * shared/reference/zarrs-vlen.md sections 1-2 (zarrs.vlen, vlen-utf8) and
+ * zarr-formats.md section 1 (zarr.json, chunk keys).
  *
  *   zarrfs-mkstore example DIR
- *   zarrfs-mkstore bigstrings DIR --count N --strlen L --chunk C
- *                  [--data zstd|none] [--index start|end] [--plain FILE]
+ *   zarrfs-mkstore bigstrings DIR --count N --chunk C [--strlen L]
+ *                  [--data zstd|none] [--index start|end]
+ *                  [--plain FILE] [--zst FILE]
  *   zarrfs-mkstore badinput DIR
  *
- * Output is deterministic: the same bytes on every run. */
+ * Every chunk is streamed: element bytes are generated on demand (twice:
+ * once for the index, once for the data) and pushed through streaming
+ * zstd/gzip/crc32c encoders, so memory stays a few hundred KiB whatever
+ * the chunk or array size. Output is deterministic, byte for byte. Any
+ * failure prints one line and exits 1: this is a one-shot tool, so there
+ * is nothing to keep alive. */
+#define _GNU_SOURCE /* open_memstream */
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +32,18 @@
 #include <zlib.h>
 #include <zstd.h>
 
-/* Print a message and exit with status 1. */
+/* Longest path this tool builds. */
+#define MK_PATH_MAX 4096
+/* Largest single element of a string source: bounds every scratch buffer. */
+#define MK_ELEM_MAX ((size_t)1 << 20)
+/* Staging buffer for offsets and for encoder output. */
+#define MK_STAGE 65536
+
+/* ---- errors, allocation, files ---- */
+
+/* Print one line and exit 1; every failure of this tool ends here. */
+static void die(const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 1, 2)));
 static void die(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -30,7 +54,7 @@ static void die(const char *fmt, ...) {
   exit(1);
 }
 
-/* malloc or die. */
+/* malloc that never returns NULL; the caller owns and frees the block. */
 static void *xmalloc(size_t n) {
   void *p = malloc(n ? n : 1);
   if (!p)
@@ -38,672 +62,1337 @@ static void *xmalloc(size_t n) {
   return p;
 }
 
-/* mkdir -p for the parents of path (and path itself when dir is set). */
-static void mkdirs(const char *path, int dir) {
-  char *p = strdup(path);
-  for (char *s = p + 1; *s; s++)
-    if (*s == '/') {
+/* snprintf that refuses to truncate: a cut path would write elsewhere. */
+static void fmt(char *out, size_t cap, const char *f, ...)
+    __attribute__((format(printf, 3, 4)));
+static void fmt(char *out, size_t cap, const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  int w = vsnprintf(out, cap, f, ap);
+  va_end(ap);
+  if (w < 0 || (size_t)w >= cap)
+    die("string too long: %.60s...", out);
+}
+
+/* mkdir -p: path and every parent, existing ones are fine. */
+static void mkdirs(const char *path) {
+  char p[MK_PATH_MAX];
+  fmt(p, sizeof p, "%s", path);
+  for (char *s = p + 1;; s++) {
+    if (*s == '/' || *s == '\0') {
+      char c = *s;
       *s = '\0';
       if (mkdir(p, 0755) < 0 && errno != EEXIST)
         die("mkdir %s: %s", p, strerror(errno));
-      *s = '/';
+      *s = c;
+      if (!c)
+        break;
     }
-  if (dir && mkdir(p, 0755) < 0 && errno != EEXIST)
-    die("mkdir %s: %s", p, strerror(errno));
-  free(p);
+  }
 }
 
-/* Write bytes to dir/rel, creating directories. */
-static void put(const char *dir, const char *rel, const void *data,
-                size_t len) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, rel);
-  mkdirs(path, 0);
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
-    die("write %s: %s", path, strerror(errno));
-}
-
-/* Write a string. */
-static void puts_file(const char *dir, const char *rel, const char *s) {
-  put(dir, rel, s, strlen(s));
-}
-
-/* Growable byte buffer. */
-struct buf {
-  uint8_t *p;
-  size_t n, cap;
+/* An output file, with its name kept for error messages. */
+struct wfile {
+  FILE *f;
+  char path[MK_PATH_MAX];
+  char *mem;      /* open_memstream buffer (memory files only) */
+  size_t mem_len; /* its length, valid after wfile_close */
 };
 
-/* Append bytes. */
-static void bput(struct buf *b, const void *d, size_t n) {
-  if (b->n + n > b->cap) {
-    size_t c = b->cap ? b->cap : 256;
-    while (c < b->n + n)
-      c *= 2;
-    b->p = realloc(b->p, c);
-    if (!b->p)
-      die("out of memory");
-    b->cap = c;
+/* Create dir/rel (parents too) for writing; wfile_close finishes it. */
+static void wfile_create(struct wfile *w, const char *dir, const char *rel) {
+  memset(w, 0, sizeof *w);
+  fmt(w->path, sizeof w->path, "%s/%s", dir, rel);
+  char parent[MK_PATH_MAX];
+  fmt(parent, sizeof parent, "%s", w->path);
+  char *slash = strrchr(parent, '/');
+  if (slash && slash != parent) {
+    *slash = '\0';
+    mkdirs(parent);
   }
-  memcpy(b->p + b->n, d, n);
-  b->n += n;
+  w->f = fopen(w->path, "wb");
+  if (!w->f)
+    die("%s: %s", w->path, strerror(errno));
+  /* Large buffer: the benchmark stores are written in small pieces. */
+  setvbuf(w->f, NULL, _IOFBF, 1 << 20);
 }
 
-/* Append a little-endian integer of w bytes. */
-static void bput_le(struct buf *b, uint64_t v, int w) {
-  uint8_t t[8];
+/* Open a file by its full path (the --plain and --zst outputs). */
+static void wfile_open_path(struct wfile *w, const char *path) {
+  memset(w, 0, sizeof *w);
+  fmt(w->path, sizeof w->path, "%s", path);
+  w->f = fopen(path, "wb");
+  if (!w->f)
+    die("%s: %s", path, strerror(errno));
+  setvbuf(w->f, NULL, _IOFBF, 1 << 20);
+}
+
+/* A file in memory, for chunks that badinput corrupts before storing. */
+static void wfile_memory(struct wfile *w) {
+  memset(w, 0, sizeof *w);
+  fmt(w->path, sizeof w->path, "<memory>");
+  w->f = open_memstream(&w->mem, &w->mem_len);
+  if (!w->f)
+    die("open_memstream: %s", strerror(errno));
+}
+
+/* Flush and close; a write error anywhere in the file is reported here. */
+static void wfile_close(struct wfile *w) {
+  int failed = ferror(w->f);
+  if (fclose(w->f) != 0 || failed)
+    die("%s: write failed: %s", w->path, strerror(errno));
+  w->f = NULL;
+}
+
+/* Write n bytes. */
+static void wfile_write(struct wfile *w, const void *p, size_t n) {
+  if (n && fwrite(p, 1, n, w->f) != n)
+    die("%s: write failed: %s", w->path, strerror(errno));
+}
+
+/* Write a NUL-terminated string. */
+static void wfile_puts(struct wfile *w, const char *s) {
+  wfile_write(w, s, strlen(s));
+}
+
+/* printf into the file. */
+static void wfile_printf(struct wfile *w, const char *f, ...)
+    __attribute__((format(printf, 2, 3)));
+static void wfile_printf(struct wfile *w, const char *f, ...) {
+  va_list ap;
+  va_start(ap, f);
+  int rc = vfprintf(w->f, f, ap);
+  va_end(ap);
+  if (rc < 0)
+    die("%s: write failed: %s", w->path, strerror(errno));
+}
+
+/* Write a whole small file dir/rel in one go. */
+static void put_file(const char *dir, const char *rel, const void *p,
+                     size_t n) {
+  struct wfile w;
+  wfile_create(&w, dir, rel);
+  wfile_write(&w, p, n);
+  wfile_close(&w);
+}
+
+/* Store v as w bytes, little endian (w <= 8). */
+static void le_store(uint8_t *out, uint64_t v, int w) {
   for (int i = 0; i < w; i++)
-    t[i] = (uint8_t)(v >> (8 * i));
-  bput(b, t, (size_t)w);
+    out[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* Append a big-endian integer of w bytes. */
-static void bput_be(struct buf *b, uint64_t v, int w) {
+/* Write v as w little-endian bytes. */
+static void wfile_le(struct wfile *f, uint64_t v, int w) {
   uint8_t t[8];
-  for (int i = 0; i < w; i++)
-    t[i] = (uint8_t)(v >> (8 * (w - 1 - i)));
-  bput(b, t, (size_t)w);
+  le_store(t, v, w);
+  wfile_write(f, t, (size_t)w);
 }
 
-/* zstd-compress into a new buffer. */
-static struct buf zstd_buf(const uint8_t *p, size_t n, int level) {
-  struct buf o = {0};
-  size_t cap = ZSTD_compressBound(n);
-  o.p = xmalloc(cap);
-  o.cap = cap;
-  o.n = ZSTD_compress(o.p, cap, p, n, level);
-  if (ZSTD_isError(o.n))
-    die("zstd: %s", ZSTD_getErrorName(o.n));
-  return o;
-}
+/* ---- bytes->bytes codecs, streaming ---- */
 
-/* gzip-compress (gzip wrapper) into a new buffer. */
-static struct buf gzip_buf(const uint8_t *p, size_t n, int level) {
-  z_stream z;
-  memset(&z, 0, sizeof z);
-  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY))
-    die("deflateInit2 failed");
-  struct buf o = {0};
-  o.cap = deflateBound(&z, n) + 32;
-  o.p = xmalloc(o.cap);
-  z.next_in = (Bytef *)p;
-  z.avail_in = (uInt)n;
-  z.next_out = o.p;
-  z.avail_out = (uInt)o.cap;
-  if (deflate(&z, Z_FINISH) != Z_STREAM_END)
-    die("deflate failed");
-  o.n = z.total_out;
-  deflateEnd(&z);
-  return o;
-}
+/* The data codecs this writer can put after an array->bytes codec. */
+enum data_codec { DATA_BYTES, DATA_ZSTD, DATA_GZIP, DATA_CRC32C };
 
-/* CRC-32C (Castagnoli), bitwise: small inputs only. */
-static uint32_t crc32c(const uint8_t *p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++)
-      c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+/* The JSON of one bytes->bytes codec (empty for none), ", "-prefixed. */
+static const char *data_codec_json(enum data_codec c) {
+  switch (c) {
+  case DATA_ZSTD:
+    return ", {\"name\": \"zstd\", \"configuration\": "
+           "{\"level\": 3, \"checksum\": false}}";
+  case DATA_GZIP:
+    return ", {\"name\": \"gzip\", \"configuration\": {\"level\": 5}}";
+  case DATA_CRC32C:
+    return ", {\"name\": \"crc32c\"}";
+  case DATA_BYTES:
+    break;
   }
-  return c ^ 0xFFFFFFFFu;
+  return "";
 }
 
-/* Options of a zarrs.vlen chunk. */
-struct vlen_opts {
-  int at_end;     /* index_location end */
-  int idx32;      /* uint32 index */
-  int data_codec; /* 0 bytes, 1 zstd, 2 gzip, 3 crc32c */
+/* A bytes->bytes codec applied while writing: bytes go in through
+ * sink_write and come out encoded into out (and tee, when set). Levels are
+ * fixed (zstd 3, gzip 5) to match data_codec_json. */
+struct sink {
+  struct wfile *out;
+  struct wfile *tee; /* optional copy of the encoded bytes (--zst) */
+  enum data_codec codec;
+  ZSTD_CCtx *zc;
+  z_stream gz;
+  uint32_t crc;
+  uint32_t crc_table[256];
+  uint8_t *stage; /* encoder output, MK_STAGE bytes */
 };
 
-/* Encode n elements as a zarrs.vlen chunk. */
-static struct buf vlen_encode(const char *const *v, const size_t *len, size_t n,
-                              const struct vlen_opts *o) {
-  struct buf idx = {0}, data = {0}, out = {0};
+/* Emit encoded bytes to the file and the tee. */
+static void sink_emit(struct sink *s, const void *p, size_t n) {
+  wfile_write(s->out, p, n);
+  if (s->tee)
+    wfile_write(s->tee, p, n);
+}
+
+/* Start an encoded stream of exactly `size` input bytes (zstd records it
+ * in the frame header, as zarrs' one-shot encoder does). */
+static void sink_open(struct sink *s, struct wfile *out, enum data_codec c,
+                      uint64_t size, struct wfile *tee) {
+  memset(s, 0, sizeof *s);
+  s->out = out;
+  s->tee = tee;
+  s->codec = c;
+  s->stage = xmalloc(MK_STAGE);
+  if (c == DATA_ZSTD) {
+    s->zc = ZSTD_createCCtx();
+    if (!s->zc)
+      die("ZSTD_createCCtx failed");
+    size_t rc = ZSTD_CCtx_setParameter(s->zc, ZSTD_c_compressionLevel, 3);
+    if (!ZSTD_isError(rc))
+      rc = ZSTD_CCtx_setPledgedSrcSize(s->zc, size);
+    if (ZSTD_isError(rc))
+      die("zstd setup: %s", ZSTD_getErrorName(rc));
+  } else if (c == DATA_GZIP) {
+    /* windowBits 15 + 16: the gzip wrapper (mtime 0), not zlib's. */
+    if (deflateInit2(&s->gz, 5, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+        Z_OK)
+      die("deflateInit2 failed");
+  } else if (c == DATA_CRC32C) {
+    for (uint32_t i = 0; i < 256; i++) {
+      uint32_t v = i;
+      for (int k = 0; k < 8; k++)
+        v = (v >> 1) ^ (0x82F63B78u & (0u - (v & 1)));
+      s->crc_table[i] = v;
+    }
+    s->crc = 0xFFFFFFFFu;
+  }
+}
+
+/* Run zstd over input (NULL at the end) until it has taken all of it. */
+static void sink_zstd(struct sink *s, const void *p, size_t n,
+                      ZSTD_EndDirective end) {
+  ZSTD_inBuffer in = {p, n, 0};
+  for (;;) {
+    ZSTD_outBuffer o = {s->stage, MK_STAGE, 0};
+    size_t left = ZSTD_compressStream2(s->zc, &o, &in, end);
+    if (ZSTD_isError(left))
+      die("zstd: %s", ZSTD_getErrorName(left));
+    sink_emit(s, s->stage, o.pos);
+    if (end == ZSTD_e_end ? left == 0 : in.pos == in.size)
+      return;
+  }
+}
+
+/* Run deflate over input until it has taken all of it (or finished). */
+static void sink_gzip(struct sink *s, const void *p, size_t n, int flush) {
+  s->gz.next_in = (Bytef *)(uintptr_t)p;
+  s->gz.avail_in = (uInt)n;
+  for (;;) {
+    s->gz.next_out = s->stage;
+    s->gz.avail_out = MK_STAGE;
+    int rc = deflate(&s->gz, flush);
+    if (rc == Z_STREAM_ERROR)
+      die("deflate failed");
+    sink_emit(s, s->stage, MK_STAGE - s->gz.avail_out);
+    if (flush == Z_FINISH ? rc == Z_STREAM_END
+                          : s->gz.avail_in == 0 && s->gz.avail_out != 0)
+      return;
+  }
+}
+
+/* Feed bytes to the encoder. */
+static void sink_write(struct sink *s, const void *p, size_t n) {
+  const uint8_t *b = p;
+  switch (s->codec) {
+  case DATA_ZSTD:
+    sink_zstd(s, p, n, ZSTD_e_continue);
+    break;
+  case DATA_GZIP:
+    /* deflate counts in uInt: feed huge inputs in slices. */
+    for (size_t done = 0; done < n;) {
+      size_t k = n - done > (1u << 30) ? (1u << 30) : n - done;
+      sink_gzip(s, b + done, k, Z_NO_FLUSH);
+      done += k;
+    }
+    break;
+  case DATA_CRC32C:
+    for (size_t i = 0; i < n; i++)
+      s->crc = (s->crc >> 8) ^ s->crc_table[(s->crc ^ b[i]) & 0xFF];
+    sink_emit(s, p, n);
+    break;
+  case DATA_BYTES:
+    sink_emit(s, p, n);
+    break;
+  }
+}
+
+/* Finish the stream (frame end, gzip trailer, checksum) and free it. */
+static void sink_close(struct sink *s) {
+  if (s->codec == DATA_ZSTD) {
+    sink_zstd(s, NULL, 0, ZSTD_e_end);
+    ZSTD_freeCCtx(s->zc);
+  } else if (s->codec == DATA_GZIP) {
+    sink_gzip(s, NULL, 0, Z_FINISH);
+    deflateEnd(&s->gz);
+  } else if (s->codec == DATA_CRC32C) {
+    uint8_t t[4]; /* crc32c appends the checksum, little endian */
+    le_store(t, s->crc ^ 0xFFFFFFFFu, 4);
+    sink_emit(s, t, 4);
+  }
+  free(s->stage);
+  s->stage = NULL;
+}
+
+/* ---- string sources ---- */
+
+/* A read-only source of string elements, generated on demand so that no
+ * chunk is ever held in memory. Elements at or past count are padding:
+ * the fill value, as Zarr writers store the outside of edge chunks. */
+struct strsrc {
+  uint64_t count; /* elements in the array */
+  size_t max_len; /* no element is longer (sizes the scratch buffer) */
+  /* Write element i (< count) into out, return its length. */
+  size_t (*get)(const void *ctx, uint64_t i, char *out);
+  /* Optional: the length of element i without building it (speed). */
+  size_t (*len)(const void *ctx, uint64_t i);
+  const void *ctx;
+  const char *fill; /* fill value: padding and missing chunks */
+};
+
+/* Element i of src into scratch (max_len bytes); returns its length. */
+static size_t strsrc_get(const struct strsrc *s, uint64_t i, char *scratch) {
+  size_t n;
+  if (i >= s->count) {
+    n = strlen(s->fill);
+    memcpy(scratch, s->fill, n);
+  } else {
+    n = s->get(s->ctx, i, scratch);
+  }
+  if (n > s->max_len)
+    die("element %" PRIu64 " is %zu bytes, more than %zu", i, n, s->max_len);
+  return n;
+}
+
+/* Length of element i of src. */
+static size_t strsrc_len(const struct strsrc *s, uint64_t i, char *scratch) {
+  if (i < s->count && s->len)
+    return s->len(s->ctx, i);
+  return strsrc_get(s, i, scratch);
+}
+
+/* Write elements [first, first+n) as text: one per line, '\n' inside an
+ * element shown as ' ' (so each element stays one line), as zarrfs does. */
+static void text_strings(struct wfile *w, const struct strsrc *s,
+                         uint64_t first, uint64_t n, int as_fill,
+                         char *scratch) {
+  for (uint64_t i = first; i < first + n; i++) {
+    size_t len;
+    if (as_fill) {
+      len = strlen(s->fill);
+      memcpy(scratch, s->fill, len);
+    } else {
+      len = strsrc_get(s, i, scratch);
+    }
+    for (size_t k = 0; k < len; k++)
+      if (scratch[k] == '\n')
+        scratch[k] = ' ';
+    scratch[len] = '\n';
+    wfile_write(w, scratch, len + 1);
+  }
+}
+
+/* ---- array->bytes codecs for strings ---- */
+
+/* A zarrs.vlen configuration (index codecs are always [bytes little]). */
+struct vlen_cfg {
+  int index_end;        /* index_location "end" (else "start") */
+  int index_u32;        /* index_data_type uint32 (else uint64) */
+  enum data_codec data; /* data_codecs [bytes] plus this */
+};
+
+/* The codecs JSON list of a zarrs.vlen array. */
+static void vlen_codecs_json(char *out, size_t cap, const struct vlen_cfg *c) {
+  fmt(out, cap,
+      "[{\"name\": \"zarrs.vlen\", \"configuration\": {"
+      "\"index_codecs\": [{\"name\": \"bytes\", \"configuration\": "
+      "{\"endian\": \"little\"}}], "
+      "\"data_codecs\": [{\"name\": \"bytes\"}%s], "
+      "\"index_data_type\": \"%s\", \"index_location\": \"%s\"}}]",
+      data_codec_json(c->data), c->index_u32 ? "uint32" : "uint64",
+      c->index_end ? "end" : "start");
+}
+
+/* Write the n+1 offsets of elements [first, first+n), little endian. */
+static void vlen_write_index(struct wfile *out, const struct vlen_cfg *c,
+                             const struct strsrc *s, uint64_t first, uint64_t n,
+                             char *scratch) {
+  int w = c->index_u32 ? 4 : 8;
+  uint8_t stage[MK_STAGE];
+  size_t used = 0;
   uint64_t off = 0;
-  for (size_t i = 0; i <= n; i++) {
-    bput_le(&idx, off, o->idx32 ? 4 : 8);
-    if (i < n) {
-      bput(&data, v[i], len[i]);
-      off += len[i];
+  for (uint64_t i = 0; i <= n; i++) {
+    if (used + 8 > sizeof stage) {
+      wfile_write(out, stage, used);
+      used = 0;
     }
+    le_store(stage + used, off, w);
+    used += (size_t)w;
+    if (i < n)
+      off += strsrc_len(s, first + i, scratch);
   }
-  struct buf dat = {0};
-  if (data.n) {
-    if (o->data_codec == 1)
-      dat = zstd_buf(data.p, data.n, 3);
-    else if (o->data_codec == 2)
-      dat = gzip_buf(data.p, data.n, 5);
-    else {
-      bput(&dat, data.p, data.n);
-      if (o->data_codec == 3)
-        bput_le(&dat, crc32c(data.p, data.n), 4);
-    }
-  }
-  if (!o->at_end)
-    bput_le(&out, idx.n, 8);
-  if (!o->at_end)
-    bput(&out, idx.p, idx.n);
-  bput(&out, dat.p, dat.n);
-  if (o->at_end) {
-    bput(&out, idx.p, idx.n);
-    bput_le(&out, idx.n, 8);
-  }
-  free(idx.p);
-  free(data.p);
-  free(dat.p);
-  return out;
+  wfile_write(out, stage, used);
 }
 
-/* Encode n elements as a vlen-utf8 (interleaved) chunk. */
-static struct buf vlen_utf8_encode(const char *const *v, const size_t *len,
-                                   size_t n) {
-  struct buf out = {0};
-  bput_le(&out, n, 4);
-  for (size_t i = 0; i < n; i++) {
-    bput_le(&out, len[i], 4);
-    bput(&out, v[i], len[i]);
+/* Write elements [first, first+n) as one zarrs.vlen chunk:
+ *   start: u64le(L) | index | data      end: data | index | u64le(L)
+ * where L is the byte length of the index. An empty data part is stored
+ * as 0 bytes without running the data codecs (zarrs does the same). tee,
+ * if set, receives a copy of the encoded data part. */
+static void vlen_write_chunk(struct wfile *out, const struct vlen_cfg *c,
+                             const struct strsrc *s, uint64_t first, uint64_t n,
+                             char *scratch, struct wfile *tee) {
+  uint64_t data_len = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    size_t len = strsrc_len(s, first + i, scratch);
+    if (data_len > UINT64_MAX - len)
+      die("chunk data size overflows");
+    data_len += len;
   }
-  return out;
+  if (c->index_u32 && data_len > UINT32_MAX)
+    die("index offsets are too large for a uint32 index_data_type");
+  if (n >= UINT64_MAX / 8)
+    die("chunk too large");
+  uint64_t index_len = (n + 1) * (c->index_u32 ? 4 : 8);
+
+  if (!c->index_end) {
+    wfile_le(out, index_len, 8);
+    vlen_write_index(out, c, s, first, n, scratch);
+  }
+  if (data_len) {
+    struct sink k;
+    sink_open(&k, out, c->data, data_len, tee);
+    for (uint64_t i = 0; i < n; i++)
+      sink_write(&k, scratch, strsrc_get(s, first + i, scratch));
+    sink_close(&k);
+  }
+  if (c->index_end) {
+    vlen_write_index(out, c, s, first, n, scratch);
+    wfile_le(out, index_len, 8);
+  }
 }
 
-/* The codecs JSON of a zarrs.vlen configuration. */
-static void vlen_codecs_json(char *buf, size_t n, const struct vlen_opts *o) {
-  static const char *data[] = {
-      "[{\"name\":\"bytes\"}]",
-      "[{\"name\":\"bytes\"},{\"name\":\"zstd\",\"configuration\":{\"level\":3,"
-      "\"checksum\":false}}]",
-      "[{\"name\":\"bytes\"},{\"name\":\"gzip\",\"configuration\":{\"level\":"
-      "5}}]",
-      "[{\"name\":\"bytes\"},{\"name\":\"crc32c\"}]"};
-  snprintf(buf, n,
-           "[{\"name\":\"zarrs.vlen\",\"configuration\":{\"index_codecs\":[{"
-           "\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}],"
-           "\"data_codecs\":%s,\"index_data_type\":\"%s\",\"index_location\":"
-           "\"%s\"}}]",
-           data[o->data_codec], o->idx32 ? "uint32" : "uint64",
-           o->at_end ? "end" : "start");
+/* Write elements [first, first+n) as one vlen-utf8 chunk (u32le count,
+ * then u32le length and bytes per element), through the outer codec. */
+static void vlen_utf8_write_chunk(struct wfile *out, enum data_codec outer,
+                                  const struct strsrc *s, uint64_t first,
+                                  uint64_t n, char *scratch) {
+  if (n > UINT32_MAX)
+    die("vlen-utf8 chunk of %" PRIu64 " elements: count must fit u32", n);
+  uint64_t total = 4;
+  for (uint64_t i = 0; i < n; i++)
+    total += 4 + strsrc_len(s, first + i, scratch);
+  struct sink k;
+  uint8_t t[4];
+  sink_open(&k, out, outer, total, NULL);
+  le_store(t, n, 4);
+  sink_write(&k, t, 4);
+  for (uint64_t i = 0; i < n; i++) {
+    size_t len = strsrc_get(s, first + i, scratch);
+    le_store(t, len, 4);
+    sink_write(&k, t, 4);
+    sink_write(&k, scratch, len);
+  }
+  sink_close(&k);
 }
 
-/* Write an array zarr.json. */
-static void put_meta(const char *dir, const char *arr, const char *shape,
-                     const char *chunks, const char *dtype, const char *fill,
-                     const char *keyenc, const char *codecs) {
-  char text[8192], rel[512];
-  snprintf(text, sizeof text,
-           "{\n  \"zarr_format\": 3,\n  \"node_type\": \"array\",\n"
-           "  \"shape\": %s,\n  \"data_type\": \"%s\",\n"
-           "  \"chunk_grid\": {\"name\": \"regular\", \"configuration\": "
-           "{\"chunk_shape\": %s}},\n  \"chunk_key_encoding\": %s,\n"
-           "  \"fill_value\": %s,\n  \"codecs\": %s,\n"
-           "  \"attributes\": {}\n}\n",
-           shape, dtype, chunks, keyenc, fill, codecs);
-  snprintf(rel, sizeof rel, "%s%szarr.json", arr, *arr ? "/" : "");
-  puts_file(dir, rel, text);
+/* ---- metadata ---- */
+
+/* Chunk key encodings as JSON. */
+#define KEY_DEFAULT_SLASH                                                      \
+  "{\"name\": \"default\", \"configuration\": {\"separator\": \"/\"}}"
+#define KEY_DEFAULT_DOT                                                        \
+  "{\"name\": \"default\", \"configuration\": {\"separator\": \".\"}}"
+#define KEY_V2_DOT                                                             \
+  "{\"name\": \"v2\", \"configuration\": {\"separator\": \".\"}}"
+#define KEY_V2_SLASH                                                           \
+  "{\"name\": \"v2\", \"configuration\": {\"separator\": \"/\"}}"
+
+/* How an array names its chunks (zarr-formats.md 1.5). */
+struct keyenc {
+  const char *json;
+  int v2;   /* "v2": no "c" prefix */
+  char sep; /* '/' or '.' */
+};
+
+/* The store key of the chunk at grid index idx[0..ndim), relative to the
+ * array: default "c/1/2" or "c.1.2", v2 "1.2" or "1/2". */
+static void chunk_key(char *out, size_t cap, const struct keyenc *k, int ndim,
+                      const uint64_t *idx) {
+  size_t used = 0;
+  out[0] = '\0';
+  if (!k->v2) {
+    fmt(out, cap, "c");
+    used = 1;
+  }
+  for (int d = 0; d < ndim; d++) {
+    int with_sep = !k->v2 || d > 0; /* v2 has no separator before index 0 */
+    fmt(out + used, cap - used, "%.*s%" PRIu64, with_sep, &k->sep, idx[d]);
+    used += strlen(out + used);
+  }
 }
 
-static const char *KEY_SLASH =
-    "{\"name\": \"default\", \"configuration\": {\"separator\": \"/\"}}";
-static const char *KEY_DOT =
-    "{\"name\": \"default\", \"configuration\": {\"separator\": \".\"}}";
+/* A JSON list of ndim integers. */
+static void json_dims(char *out, size_t cap, int ndim, const uint64_t *v) {
+  size_t used = 0;
+  fmt(out, cap, "[");
+  used = 1;
+  for (int d = 0; d < ndim; d++) {
+    fmt(out + used, cap - used, "%s%" PRIu64, d ? ", " : "", v[d]);
+    used += strlen(out + used);
+  }
+  fmt(out + used, cap - used, "]");
+}
 
-/* ---- example ---- */
+/* What an array zarr.json says. */
+struct array_meta {
+  int ndim;
+  const uint64_t *shape, *chunk;
+  const char *dtype;       /* data_type */
+  const char *fill_json;   /* fill_value, as JSON */
+  const char *keyenc;      /* chunk_key_encoding, as JSON */
+  const char *codecs;      /* codecs list, as JSON */
+  const char *description; /* attributes.description, plain ASCII */
+};
 
-/* Deterministic example strings: name i. */
-static void example_name(size_t i, char *out, size_t n) {
-  static const char *const base[] = {
-      "Tokyo",          "Jakarta",     "Delhi",        "Guangzhou",
-      "Mumbai",         "Manila",      "Shanghai",     "Sao Paulo",
-      "Seoul",          "Mexico City", "Cairo",        "New York",
-      "Dhaka",          "Beijing",     "Kolkata",      "Bangkok",
-      "Shenzhen",       "Moscow",      "Buenos Aires", "Lagos",
-      "Istanbul",       "Karachi",     "Bangalore",    "Ho Chi Minh City",
-      "Osaka",          "Chengdu",     "Tehran",       "Kinshasa",
-      "Rio de Janeiro", "Chennai",     "Xi'an",        "Lahore",
-      "Chongqing",      "Lima"};
-  size_t nb = sizeof base / sizeof *base;
-  if (i == 7)
-    snprintf(out, n, "Zürich");
-  else if (i == 13)
-    snprintf(out, n, "two\nlines");
-  else if (i == 21)
-    snprintf(out, n, "%s", "");
+/* Write the array's zarr.json at dir/rel ("" for the root). */
+static void write_array_meta(const char *dir, const char *rel,
+                             const struct array_meta *m) {
+  char shape[256], chunk[256], path[MK_PATH_MAX];
+  json_dims(shape, sizeof shape, m->ndim, m->shape);
+  json_dims(chunk, sizeof chunk, m->ndim, m->chunk);
+  fmt(path, sizeof path, "%s%szarr.json", rel, *rel ? "/" : "");
+  struct wfile w;
+  wfile_create(&w, dir, path);
+  wfile_printf(&w,
+               "{\n"
+               "  \"zarr_format\": 3,\n"
+               "  \"node_type\": \"array\",\n"
+               "  \"shape\": %s,\n"
+               "  \"data_type\": \"%s\",\n"
+               "  \"chunk_grid\": {\"name\": \"regular\", \"configuration\": "
+               "{\"chunk_shape\": %s}},\n"
+               "  \"chunk_key_encoding\": %s,\n"
+               "  \"fill_value\": %s,\n"
+               "  \"codecs\": %s,\n"
+               "  \"attributes\": {",
+               shape, m->dtype, chunk, m->keyenc, m->fill_json, m->codecs);
+  if (m->description)
+    wfile_printf(&w, "\"description\": \"%s\"", m->description);
+  wfile_puts(&w, "}\n}\n");
+  wfile_close(&w);
+}
+
+/* Write a group zarr.json at dir/rel with an optional description. */
+static void write_group_meta(const char *dir, const char *rel,
+                             const char *description) {
+  char path[MK_PATH_MAX];
+  fmt(path, sizeof path, "%s%szarr.json", rel, *rel ? "/" : "");
+  struct wfile w;
+  wfile_create(&w, dir, path);
+  wfile_puts(&w, "{\n  \"zarr_format\": 3,\n  \"node_type\": \"group\",\n"
+                 "  \"attributes\": {");
+  if (description)
+    wfile_printf(&w, "\"description\": \"%s\"", description);
+  wfile_puts(&w, "}\n}\n");
+  wfile_close(&w);
+}
+
+/* ---- example: string arrays ---- */
+
+/* A 1-D string array of the example store. */
+struct str_array {
+  const char *name;
+  uint64_t chunk;
+  const struct keyenc *key;
+  int utf8;              /* vlen-utf8 + outer codec, else zarrs.vlen */
+  struct vlen_cfg vlen;  /* zarrs.vlen configuration */
+  enum data_codec outer; /* vlen-utf8: the bytes->bytes codec after it */
+  uint64_t missing;      /* chunk not written (UINT64_MAX: none) */
+  const struct strsrc *src;
+  const char *description;
+};
+
+/* Write a string array, its chunks and EXPECTED/<name>.txt. */
+static void example_strings(const char *dir, const struct str_array *a) {
+  const struct strsrc *s = a->src;
+  char codecs[1024], fill[256];
+  if (a->utf8)
+    fmt(codecs, sizeof codecs, "[{\"name\": \"vlen-utf8\"}%s]",
+        data_codec_json(a->outer));
   else
-    snprintf(out, n, "%s-%zu", base[i % nb], i);
-}
+    vlen_codecs_json(codecs, sizeof codecs, &a->vlen);
+  fmt(fill, sizeof fill, "\"%s\"", s->fill); /* fills here are plain ASCII */
+  struct array_meta m = {1,    &s->count,    &a->chunk, "string",
+                         fill, a->key->json, codecs,    a->description};
+  write_array_meta(dir, a->name, &m);
 
-/* Text of one string element as the view shows it. */
-static void text_line(struct buf *t, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i] == '\n' ? ' ' : s[i];
-    bput(t, &c, 1);
+  char *scratch = xmalloc(s->max_len + 1);
+  char rel[MK_PATH_MAX], key[256];
+  struct wfile text;
+  fmt(rel, sizeof rel, "EXPECTED/%s.txt", a->name);
+  wfile_create(&text, dir, rel);
+  uint64_t nchunks = (s->count + a->chunk - 1) / a->chunk;
+  for (uint64_t c = 0; c < nchunks; c++) {
+    uint64_t first = c * a->chunk;
+    uint64_t valid = s->count - first < a->chunk ? s->count - first : a->chunk;
+    text_strings(&text, s, first, valid, c == a->missing, scratch);
+    if (c == a->missing)
+      continue;
+    chunk_key(key, sizeof key, a->key, 1, &c);
+    fmt(rel, sizeof rel, "%s/%s", a->name, key);
+    struct wfile w;
+    wfile_create(&w, dir, rel);
+    if (a->utf8)
+      vlen_utf8_write_chunk(&w, a->outer, s, first, a->chunk, scratch);
+    else
+      vlen_write_chunk(&w, &a->vlen, s, first, a->chunk, scratch, NULL);
+    wfile_close(&w);
   }
-  bput(t, "\n", 1);
+  wfile_close(&text);
+  free(scratch);
 }
 
-/* A 1-D string array in zarrs.vlen or vlen-utf8 (+zstd). */
-static void example_strings(const char *dir, const char *arr, size_t count,
-                            size_t chunk, int kind, const struct vlen_opts *o,
-                            const char *keyenc, char sep, size_t skip_chunk,
-                            const char *fill) {
-  char codecs[2048];
-  if (kind == 0)
-    vlen_codecs_json(codecs, sizeof codecs, o);
+/* Copy a C string into out; a helper for the generators below. */
+static size_t emit(char *out, const char *s) {
+  size_t n = strlen(s);
+  memcpy(out, s, n);
+  return n;
+}
+
+/* City-like names: prefix + city + suffix picked through a bijection of
+ * i, so all 1000 differ; a few fixed values test the text rules (UTF-8,
+ * a newline, an empty string at a chunk's last slot, UTF-8 in the edge
+ * chunk). */
+static size_t city_name(const void *ctx, uint64_t i, char *out) {
+  (void)ctx;
+  static const char *const city[] = {
+      "Tokyo",   "Jakarta", "Delhi",      "Manila",  "Mumbai",  "Seoul",
+      "Cairo",   "Dhaka",   "Bangkok",    "Moscow",  "Lagos",   "Lima",
+      "Karachi", "Osaka",   "Chengdu",    "Tehran",  "Bogota",  "Luanda",
+      "Madrid",  "Nairobi", "Baghdad",    "Riyadh",  "Toronto", "Sydney",
+      "Berlin",  "Algiers", "Casablanca", "Kabul",   "Quito",   "Accra",
+      "Dakar",   "Hanoi",   "Santiago",   "Caracas", "Havana",  "Rome",
+      "Athens",  "Lisbon",  "Vienna",     "Oslo"};
+  static const char *const pre[] = {"",       "North ", "South ", "East ",
+                                    "West ",  "New ",   "Old ",   "Port ",
+                                    "Upper ", "Lower "};
+  static const char *const suf[] = {
+      "",         " Heights", " Springs",  " Bay",  " Falls",
+      " Harbour", " Hills",   " Junction", " Park", " Valley"};
+  switch (i) {
+  case 7:
+    return emit(out, "Z\xc3\xbcrich"); /* Zürich */
+  case 299:
+    return 0; /* empty, last element of chunk 0 */
+  case 301:
+    return emit(out, "Stratford-upon-Avon\nWarwickshire");
+  case 950:
+    return emit(out, "Krak\xc3\xb3w"); /* Kraków, in the edge chunk */
+  }
+  uint64_t j = (i * 7919) % 4000; /* 7919 is prime: a bijection mod 4000 */
+  size_t n = emit(out, pre[j / 40 % 10]);
+  n += emit(out + n, city[j % 40]);
+  return n + emit(out + n, suf[j / 400]);
+}
+
+/* Gene-like names (prefix and number through a bijection of i), with one
+ * UTF-8 value and an empty last element. */
+static size_t gene_name(const void *ctx, uint64_t i, char *out) {
+  (void)ctx;
+  static const char *const pre[] = {"BRCA", "TP",  "MYC",   "EGFR", "KRAS",
+                                    "CD",   "IL",  "HOX",   "SOX",  "PAX",
+                                    "FOXP", "WNT", "NOTCH", "HLA-", "COL",
+                                    "KRT",  "ZNF", "SLC",   "ABCB", "MAPK"};
+  if (i == 999)
+    return 0;
+  if (i == 640)
+    return emit(out, "SNCA (\xce\xb1-synuclein)"); /* α */
+  uint64_t j = (i * 7919) % 2000;
+  size_t n = emit(out, pre[j % 20]);
+  return n + (size_t)sprintf(out + n, "%" PRIu64, j / 20 + 1);
+}
+
+/* Categorical cell-type labels (some UTF-8), picked by a hash of i so
+ * that `sort | uniq -c` has something to count. */
+static size_t cell_label(const void *ctx, uint64_t i, char *out) {
+  (void)ctx;
+  static const char *const label[] = {
+      "CD4+ T cell",    "CD8+ T cell",    "B cell",
+      "NK cell",        "CD14+ monocyte", "CD16+ monocyte",
+      "dendritic cell", "plasma cell",    "\xce\xb3\xce\xb4 T cell", /* γδ */
+      "megakaryocyte",  "erythrocyte",    "na\xc3\xafve B cell"};    /* ï */
+  uint64_t h = (i * 2654435761u) >> 11;
+  return emit(out, label[h % 12]);
+}
+
+/* ---- example: fixed-size arrays ---- */
+
+/* Element types of the fixed-size example arrays. */
+enum num_type { NUM_BOOL, NUM_INT32, NUM_FLOAT64 };
+
+/* A fixed-size array of the example store (at most 2-D). */
+struct num_array {
+  const char *name;
+  enum num_type type;
+  int ndim;
+  uint64_t shape[2], chunk[2];
+  int big_endian;
+  enum data_codec data;
+  const struct keyenc *key;
+  double (*value)(uint64_t flat); /* element at C-order index flat */
+  double fill;
+  const char *fill_json;
+  uint64_t missing; /* C-order chunk index not written (UINT64_MAX: none) */
+  const char *description;
+};
+
+/* Shortest text that reads back as the same double, laid out as zarrfs
+ * (and Python's repr) do: plain when the first digit's decimal exponent is
+ * in [-4, 16), else d.ddde+XX; no trailing ".0". "0.5", "-3", "nan". */
+static void double_text(char *out, size_t cap, double v) {
+  char e[64];
+  if (isnan(v) || isinf(v)) {
+    fmt(out, cap, "%s", isnan(v) ? "nan" : v < 0 ? "-inf" : "inf");
+    return;
+  }
+  for (int p = 1; p <= 17; p++) {
+    fmt(e, sizeof e, "%.*e", p - 1, v);
+    if (strtod(e, NULL) == v)
+      break;
+  }
+  char *ep = strchr(e, 'e');
+  int x = atoi(ep + 1);
+  if (x < -4 || x >= 16) {
+    fmt(out, cap, "%s", e);
+    return;
+  }
+  /* Plain layout of the digits d1 d2 ... with d1 at 10^x (x < 16, so at
+   * most 4 + 17 + 16 characters). */
+  char t[64];
+  size_t used = 0;
+  const char *q = e;
+  if (*q == '-')
+    t[used++] = *q++;
+  if (x < 0) {
+    t[used++] = '0';
+    t[used++] = '.';
+    for (int k = -1; k > x; k--)
+      t[used++] = '0';
+  }
+  for (int k = 0; q < ep || k <= x; k++) {
+    if (x >= 0 && k == x + 1)
+      t[used++] = '.';
+    if (q < ep && *q == '.')
+      q++;
+    t[used++] = q < ep ? *q++ : '0';
+  }
+  t[used] = '\0';
+  fmt(out, cap, "%s", t);
+}
+
+/* One element as the text view shows it. */
+static void num_text(char *out, size_t cap, enum num_type t, double v) {
+  if (t == NUM_BOOL)
+    fmt(out, cap, "%s", v != 0 ? "true" : "false");
+  else if (t == NUM_INT32)
+    fmt(out, cap, "%" PRId32, (int32_t)v);
   else
-    snprintf(codecs, sizeof codecs,
-             "[{\"name\": \"vlen-utf8\"}, {\"name\": \"zstd\", "
-             "\"configuration\": {\"level\": 3, \"checksum\": false}}]");
-  char shape[64], chunks[64], fillj[128];
-  snprintf(shape, sizeof shape, "[%zu]", count);
-  snprintf(chunks, sizeof chunks, "[%zu]", chunk);
-  snprintf(fillj, sizeof fillj, "\"%s\"", fill);
-  put_meta(dir, arr, shape, chunks, "string", fillj, keyenc, codecs);
-  struct buf text = {0};
-  size_t nchunks = (count + chunk - 1) / chunk;
-  char **v = xmalloc(chunk * sizeof *v);
-  size_t *len = xmalloc(chunk * sizeof *len);
-  for (size_t c = 0; c < nchunks; c++) {
-    for (size_t k = 0; k < chunk; k++) {
-      size_t i = c * chunk + k;
-      v[k] = xmalloc(64);
-      if (i < count)
-        example_name(i, v[k], 64);
-      else
-        v[k][0] = '\0'; /* edge chunk: padded with empty strings */
-      len[k] = strlen(v[k]);
-      if (i < count) {
-        if (c == skip_chunk)
-          text_line(&text, fill, strlen(fill));
-        else
-          text_line(&text, v[k], len[k]);
-      }
-    }
-    if (c != skip_chunk) {
-      struct buf b = kind == 0
-                         ? vlen_encode((const char *const *)v, len, chunk, o)
-                         : vlen_utf8_encode((const char *const *)v, len, chunk);
-      if (kind == 1) {
-        struct buf z = zstd_buf(b.p, b.n, 3);
-        free(b.p);
-        b = z;
-      }
-      char rel[512];
-      snprintf(rel, sizeof rel, "%s/c%c%zu", arr, sep, c);
-      put(dir, rel, b.p, b.n);
-      free(b.p);
-    }
-    for (size_t k = 0; k < chunk; k++)
-      free(v[k]);
-  }
-  free(v);
-  free(len);
-  char rel[512];
-  snprintf(rel, sizeof rel, "EXPECTED/%s.txt", arr);
-  put(dir, rel, text.p, text.n);
-  free(text.p);
+    double_text(out, cap, v);
 }
 
-/* The example store. */
-static void cmd_example(const char *dir) {
-  mkdirs(dir, 1);
-  puts_file(dir, "zarr.json",
-            "{\n  \"zarr_format\": 3,\n  \"node_type\": \"group\",\n"
-            "  \"attributes\": {\"description\": \"zarrfs example store: "
-            "string arrays in zarrs.vlen and vlen-utf8, numeric arrays\"}\n}"
-            "\n");
-  struct vlen_opts start = {0, 0, 0}, end = {1, 1, 1};
-  example_strings(dir, "names_start", 1000, 300, 0, &start, KEY_SLASH, '/',
-                  (size_t)-1, "");
-  example_strings(dir, "names_end", 1000, 250, 0, &end, KEY_DOT, '.',
-                  (size_t)-1, "");
-  example_strings(dir, "labels_utf8", 500, 128, 1, NULL, KEY_SLASH, '/', 2,
-                  "unknown");
+/* One element as stored bytes: returns its size. */
+static size_t num_bytes(uint8_t *out, enum num_type t, int big, double v) {
+  uint64_t bits;
+  size_t w;
+  if (t == NUM_BOOL) {
+    out[0] = v != 0;
+    return 1;
+  }
+  if (t == NUM_INT32) {
+    bits = (uint32_t)(int32_t)v;
+    w = 4;
+  } else if (isnan(v)) {
+    bits = 0x7ff8000000000000u; /* the canonical NaN "NaN" stands for */
+    w = 8;
+  } else {
+    memcpy(&bits, &v, 8);
+    w = 8;
+  }
+  for (size_t i = 0; i < w; i++)
+    out[big ? w - 1 - i : i] = (uint8_t)(bits >> (8 * i));
+  return w;
+}
 
-  /* matrix: float64 [7,5] chunks [3,2], gzip, fill NaN, chunk (1,1)
-   * missing. */
-  put_meta(dir, "matrix", "[7, 5]", "[3, 2]", "float64", "\"NaN\"", KEY_SLASH,
-           "[{\"name\": \"bytes\", \"configuration\": {\"endian\": "
-           "\"little\"}}, {\"name\": \"gzip\", \"configuration\": {\"level\": "
-           "5}}]");
-  struct buf text = {0};
-  for (int r = 0; r < 7; r++)
-    for (int c = 0; c < 5; c++) {
-      char line[64];
-      if (r / 3 == 1 && c / 2 == 1)
-        snprintf(line, sizeof line, "nan\n");
-      else
-        snprintf(line, sizeof line, "%g\n", (r * 5 + c) * 0.5 - 3);
-      bput(&text, line, strlen(line));
+/* Write a fixed-size array, its chunks (edge chunks at full size, the
+ * outside filled) and EXPECTED/<name>.txt. */
+static void example_numbers(const char *dir, const struct num_array *a) {
+  static const char *const dtype[] = {"bool", "int32", "float64"};
+  char codecs[512], rel[MK_PATH_MAX], key[256], line[64];
+  fmt(codecs, sizeof codecs, "[{\"name\": \"bytes\"%s}%s]",
+      a->type == NUM_BOOL ? ""
+      : a->big_endian     ? ", \"configuration\": {\"endian\": \"big\"}"
+                          : ", \"configuration\": {\"endian\": \"little\"}",
+      data_codec_json(a->data));
+  struct array_meta m = {a->ndim,      a->shape,     a->chunk, dtype[a->type],
+                         a->fill_json, a->key->json, codecs,   a->description};
+  write_array_meta(dir, a->name, &m);
+
+  /* The whole-array text, C order over the array (not chunk by chunk). */
+  uint64_t rows = a->ndim == 2 ? a->shape[0] : 1;
+  uint64_t cols = a->shape[a->ndim - 1];
+  uint64_t crow = a->ndim == 2 ? a->chunk[0] : 1;
+  uint64_t ccol = a->chunk[a->ndim - 1];
+  uint64_t grid_cols = (cols + ccol - 1) / ccol;
+  uint64_t grid_rows = (rows + crow - 1) / crow;
+  struct wfile text;
+  fmt(rel, sizeof rel, "EXPECTED/%s.txt", a->name);
+  wfile_create(&text, dir, rel);
+  for (uint64_t r = 0; r < rows; r++)
+    for (uint64_t c = 0; c < cols; c++) {
+      int missing = (r / crow) * grid_cols + c / ccol == a->missing;
+      num_text(line, sizeof line, a->type,
+               missing ? a->fill : a->value(r * cols + c));
+      wfile_printf(&text, "%s\n", line);
     }
-  put(dir, "EXPECTED/matrix.txt", text.p, text.n);
-  free(text.p);
-  for (int ci = 0; ci < 3; ci++)
-    for (int cj = 0; cj < 3; cj++) {
-      if (ci == 1 && cj == 1)
+  wfile_close(&text);
+
+  for (uint64_t gr = 0; gr < grid_rows; gr++)
+    for (uint64_t gc = 0; gc < grid_cols; gc++) {
+      if (gr * grid_cols + gc == a->missing)
         continue;
-      double v[6];
-      for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 2; c++) {
-          int gr = ci * 3 + r, gc = cj * 2 + c;
-          v[r * 2 + c] = (gr < 7 && gc < 5) ? (gr * 5 + gc) * 0.5 - 3 : 0.0;
+      uint64_t idx[2] = {gr, gc};
+      chunk_key(key, sizeof key, a->key, a->ndim, a->ndim == 2 ? idx : idx + 1);
+      fmt(rel, sizeof rel, "%s/%s", a->name, key);
+      struct wfile w;
+      struct sink k;
+      wfile_create(&w, dir, rel);
+      uint64_t item = a->type == NUM_BOOL ? 1 : a->type == NUM_INT32 ? 4 : 8;
+      sink_open(&k, &w, a->data, crow * ccol * item, NULL);
+      for (uint64_t r = gr * crow; r < (gr + 1) * crow; r++)
+        for (uint64_t c = gc * ccol; c < (gc + 1) * ccol; c++) {
+          uint8_t b[8];
+          double v = r < rows && c < cols ? a->value(r * cols + c) : a->fill;
+          sink_write(&k, b, num_bytes(b, a->type, a->big_endian, v));
         }
-      struct buf g = gzip_buf((const uint8_t *)v, sizeof v, 5);
-      char rel[64];
-      snprintf(rel, sizeof rel, "matrix/c/%d/%d", ci, cj);
-      put(dir, rel, g.p, g.n);
-      free(g.p);
+      sink_close(&k);
+      wfile_close(&w);
     }
+}
 
-  /* counts: int32 big endian, v2 keys with '.'. */
-  put_meta(dir, "counts", "[20]", "[8]", "int32", "0",
-           "{\"name\": \"v2\", \"configuration\": {\"separator\": \".\"}}",
-           "[{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}]");
-  text = (struct buf){0};
-  for (int c = 0; c < 3; c++) {
-    struct buf b = {0};
-    for (int k = 0; k < 8; k++) {
-      int i = c * 8 + k;
-      int32_t v = i < 20 ? (i * i - 50) * 1000 : 0;
-      bput_be(&b, (uint32_t)v, 4);
-      if (i < 20) {
-        char line[32];
-        snprintf(line, sizeof line, "%d\n", v);
-        bput(&text, line, strlen(line));
-      }
-    }
-    char rel[64];
-    snprintf(rel, sizeof rel, "counts/%d", c);
-    put(dir, rel, b.p, b.n);
-    free(b.p);
-  }
-  put(dir, "EXPECTED/counts.txt", text.p, text.n);
-  free(text.p);
+/* matrix: i * 0.5 - 3 over the flat index. */
+static double matrix_value(uint64_t i) { return (double)i * 0.5 - 3; }
 
-  /* flags: bool, one chunk, v2 keys with '/'. */
-  put_meta(dir, "flags", "[10]", "[10]", "bool", "false",
-           "{\"name\": \"v2\", \"configuration\": {\"separator\": \"/\"}}",
-           "[{\"name\": \"bytes\"}]");
-  uint8_t f[10];
-  text = (struct buf){0};
-  for (int i = 0; i < 10; i++) {
-    f[i] = (uint8_t)(i % 3 == 0);
-    const char *s = f[i] ? "true\n" : "false\n";
-    bput(&text, s, strlen(s));
-  }
-  put(dir, "flags/0", f, sizeof f);
-  put(dir, "EXPECTED/flags.txt", text.p, text.n);
-  free(text.p);
+/* counts: signed values that need real byte swapping, int32 extremes at
+ * both ends. */
+static double counts_value(uint64_t i) {
+  if (i == 0)
+    return INT32_MIN;
+  if (i == 19)
+    return INT32_MAX;
+  return ((double)i * (double)i - 50) * 1000;
+}
+
+/* flags: every third element is true. */
+static double flags_value(uint64_t i) { return i % 3 == 0; }
+
+/* The example store: a group of six arrays and their EXPECTED texts. */
+static void cmd_example(const char *dir) {
+  static const struct keyenc slash = {KEY_DEFAULT_SLASH, 0, '/'};
+  static const struct keyenc dot = {KEY_DEFAULT_DOT, 0, '.'};
+  static const struct keyenc v2dot = {KEY_V2_DOT, 1, '.'};
+  static const struct keyenc v2slash = {KEY_V2_SLASH, 1, '/'};
+  const struct strsrc cities = {
+      .count = 1000, .max_len = 64, .get = city_name, .fill = ""};
+  const struct strsrc genes = {
+      .count = 1000, .max_len = 64, .get = gene_name, .fill = ""};
+  const struct strsrc labels = {
+      .count = 500, .max_len = 64, .get = cell_label, .fill = "unknown"};
+  const struct str_array strs[] = {
+      {.name = "names_start",
+       .chunk = 300,
+       .key = &slash,
+       .vlen = {.index_end = 0, .index_u32 = 0, .data = DATA_BYTES},
+       .missing = UINT64_MAX,
+       .src = &cities,
+       .description = "city names; zarrs.vlen, uint64 index at the start, "
+                      "data [bytes]"},
+      {.name = "names_end",
+       .chunk = 250,
+       .key = &dot,
+       .vlen = {.index_end = 1, .index_u32 = 1, .data = DATA_ZSTD},
+       .missing = UINT64_MAX,
+       .src = &genes,
+       .description = "gene names; zarrs.vlen, uint32 index at the end, data "
+                      "[bytes, zstd]"},
+      {.name = "labels_utf8",
+       .chunk = 128,
+       .key = &slash,
+       .utf8 = 1,
+       .outer = DATA_ZSTD,
+       .missing = 2,
+       .src = &labels,
+       .description = "cell-type labels; vlen-utf8 + zstd; chunk c/2 is not "
+                      "stored and reads as the fill value"},
+  };
+  const struct num_array nums[] = {
+      {.name = "matrix",
+       .type = NUM_FLOAT64,
+       .ndim = 2,
+       .shape = {7, 5},
+       .chunk = {3, 2},
+       .data = DATA_GZIP,
+       .key = &slash,
+       .value = matrix_value,
+       .fill = NAN,
+       .fill_json = "\"NaN\"",
+       .missing = 4, /* c/1/1 in the 3 x 3 grid */
+       .description = "i * 0.5 - 3 in C order; chunk c/1/1 is not stored "
+                      "(NaN)"},
+      {.name = "counts",
+       .type = NUM_INT32,
+       .ndim = 1,
+       .shape = {20},
+       .chunk = {8},
+       .big_endian = 1,
+       .data = DATA_BYTES,
+       .key = &v2dot,
+       .value = counts_value,
+       .fill = 0,
+       .fill_json = "0",
+       .missing = UINT64_MAX,
+       .description = "big-endian int32, v2 chunk keys"},
+      {.name = "flags",
+       .type = NUM_BOOL,
+       .ndim = 1,
+       .shape = {10},
+       .chunk = {10},
+       .data = DATA_BYTES,
+       .key = &v2slash,
+       .value = flags_value,
+       .fill = 0,
+       .fill_json = "false",
+       .missing = UINT64_MAX,
+       .description = "booleans, one chunk"},
+  };
+  mkdirs(dir);
+  write_group_meta(dir, "",
+                   "zarrfs example store: string arrays in zarrs.vlen (index "
+                   "at the start and at the end) and vlen-utf8, and numeric "
+                   "arrays; EXPECTED/ holds each array's values.txt");
+  for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+    example_strings(dir, &strs[i]);
+  for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
+    example_numbers(dir, &nums[i]);
 }
 
 /* ---- bigstrings ---- */
 
-/* Element i of a big store: "row-<i>-" padded to about L bytes. */
-static size_t big_elem(size_t i, size_t L, char *out) {
-  size_t n = L + (i * 7919) % 17;
-  n = n > 8 ? n - 8 : 1;
-  int w = snprintf(out, n + 1, "row-%zu-", i);
-  for (size_t k = (size_t)w; k < n; k++)
+/* Length of "row-<i>-", the start of every big element. */
+static size_t big_prefix_len(uint64_t i) {
+  size_t digits = 1;
+  for (uint64_t v = i; v >= 10; v /= 10)
+    digits++;
+  return 5 + digits;
+}
+
+/* Length of big element i: L-8..L+8, never shorter than its prefix. */
+static size_t big_len(const void *ctx, uint64_t i) {
+  size_t L = *(const size_t *)ctx;
+  size_t n = L + (size_t)(i * 7919 % 17);
+  n = n > 8 ? n - 8 : 0;
+  size_t p = big_prefix_len(i);
+  return n < p ? p : n;
+}
+
+/* Big element i: "row-<i>-" then letters, ASCII, no newline, so that
+ * `grep row-123456-` finds exactly element 123456. */
+static size_t big_elem(const void *ctx, uint64_t i, char *out) {
+  size_t n = big_len(ctx, i);
+  size_t p = (size_t)sprintf(out, "row-%" PRIu64 "-", i);
+  for (size_t k = p; k < n; k++)
     out[k] = (char)('a' + (i + k) % 26);
-  return n < (size_t)w ? (size_t)w : n;
+  return n;
 }
 
-/* Parse a size_t option value. */
-static size_t num(const char *s) {
-  char *e;
-  unsigned long long v = strtoull(s, &e, 10);
-  if (*e || e == s)
-    die("bad number '%s'", s);
-  return (size_t)v;
+/* Parse a non-negative decimal option value. */
+static uint64_t parse_u64(const char *opt, const char *s) {
+  char *end;
+  if (*s < '0' || *s > '9')
+    die("%s: not a number: '%s'", opt, s);
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end || errno)
+    die("%s: not a number: '%s'", opt, s);
+  return v;
 }
 
-/* The large single-array store (memory: one chunk). */
-static void cmd_bigstrings(int argc, char **argv) {
-  const char *dir = argv[2], *plain = NULL;
-  size_t count = 0, strlen_ = 40, chunk = 0;
-  struct vlen_opts o = {0, 0, 0};
-  for (int i = 3; i < argc; i++) {
-    if (i + 1 >= argc)
-      die("option %s needs a value", argv[i]);
-    if (!strcmp(argv[i], "--count"))
-      count = num(argv[++i]);
-    else if (!strcmp(argv[i], "--strlen"))
-      strlen_ = num(argv[++i]);
-    else if (!strcmp(argv[i], "--chunk"))
-      chunk = num(argv[++i]);
-    else if (!strcmp(argv[i], "--data")) {
-      i++;
-      o.data_codec = !strcmp(argv[i], "zstd") ? 1 : 0;
-    } else if (!strcmp(argv[i], "--index")) {
-      i++;
-      o.at_end = !strcmp(argv[i], "end");
-    } else if (!strcmp(argv[i], "--plain"))
-      plain = argv[++i];
+/* One array of N strings of about L bytes at DIR itself, chunk by chunk;
+ * memory does not grow with N or C. */
+static void cmd_bigstrings(const char *dir, int argc, char **argv) {
+  const char *plain = NULL, *zst = NULL;
+  uint64_t count = 0, chunk = 0, L = 40;
+  struct vlen_cfg cfg = {0, 0, DATA_BYTES};
+  for (int i = 0; i < argc; i += 2) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v)
+      die("option %s needs a value", o);
+    if (!strcmp(o, "--count"))
+      count = parse_u64(o, v);
+    else if (!strcmp(o, "--chunk"))
+      chunk = parse_u64(o, v);
+    else if (!strcmp(o, "--strlen"))
+      L = parse_u64(o, v);
+    else if (!strcmp(o, "--data") && (!strcmp(v, "zstd") || !strcmp(v, "none")))
+      cfg.data = !strcmp(v, "zstd") ? DATA_ZSTD : DATA_BYTES;
+    else if (!strcmp(o, "--index") &&
+             (!strcmp(v, "start") || !strcmp(v, "end")))
+      cfg.index_end = !strcmp(v, "end");
+    else if (!strcmp(o, "--plain"))
+      plain = v;
+    else if (!strcmp(o, "--zst"))
+      zst = v;
     else
-      die("unknown option %s", argv[i]);
+      die("bad option %s %s", o, v);
   }
   if (!count || !chunk)
-    die("--count and --chunk are required");
-  mkdirs(dir, 1);
-  char codecs[2048], shape[64], chunks[64];
-  vlen_codecs_json(codecs, sizeof codecs, &o);
-  snprintf(shape, sizeof shape, "[%zu]", count);
-  snprintf(chunks, sizeof chunks, "[%zu]", chunk);
-  put_meta(dir, "", shape, chunks, "string", "\"\"", KEY_SLASH, codecs);
-  FILE *pf = plain ? fopen(plain, "wb") : NULL;
-  if (plain && !pf)
-    die("%s: %s", plain, strerror(errno));
-  size_t maxl = strlen_ + 64;
-  char *pool = xmalloc(chunk * maxl);
-  char **v = xmalloc(chunk * sizeof *v);
-  size_t *len = xmalloc(chunk * sizeof *len);
-  for (size_t c = 0; c * chunk < count; c++) {
-    for (size_t k = 0; k < chunk; k++) {
-      size_t i = c * chunk + k;
-      v[k] = pool + k * maxl;
-      len[k] = i < count ? big_elem(i, strlen_, v[k]) : 0;
-      if (pf && i < count) {
-        fwrite(v[k], 1, len[k], pf);
-        fputc('\n', pf);
-      }
-    }
-    struct buf b = vlen_encode((const char *const *)v, len, chunk, &o);
-    char rel[64];
-    snprintf(rel, sizeof rel, "c/%zu", c);
-    put(dir, rel, b.p, b.n);
-    free(b.p);
+    die("bigstrings needs --count N and --chunk C, both > 0");
+  if (L > MK_ELEM_MAX)
+    die("--strlen %" PRIu64 " is too large (max %zu)", L, MK_ELEM_MAX);
+  if (zst && cfg.data != DATA_ZSTD)
+    die("--zst needs --data zstd");
+
+  size_t Lz = (size_t)L;
+  /* Longest element: L + 8 or the prefix (at most 25 bytes). */
+  const struct strsrc s = {.count = count,
+                           .max_len = Lz + 8 + 32,
+                           .get = big_elem,
+                           .len = big_len,
+                           .ctx = &Lz,
+                           .fill = ""};
+  char codecs[1024];
+  vlen_codecs_json(codecs, sizeof codecs, &cfg);
+  static const struct keyenc slash = {KEY_DEFAULT_SLASH, 0, '/'};
+  struct array_meta m = {
+      1,      &count,     &chunk, "string",
+      "\"\"", slash.json, codecs, "zarrfs-mkstore bigstrings: row-<i>-..."};
+  mkdirs(dir);
+  write_array_meta(dir, "", &m);
+
+  struct wfile pf, zf;
+  if (plain)
+    wfile_open_path(&pf, plain);
+  if (zst)
+    wfile_open_path(&zf, zst);
+  char *scratch = xmalloc(s.max_len + 1);
+  uint64_t nchunks = count / chunk + (count % chunk != 0);
+  for (uint64_t c = 0; c < nchunks; c++) {
+    char key[64];
+    uint64_t first = c * chunk;
+    chunk_key(key, sizeof key, &slash, 1, &c);
+    struct wfile w;
+    wfile_create(&w, dir, key);
+    vlen_write_chunk(&w, &cfg, &s, first, chunk, scratch, zst ? &zf : NULL);
+    wfile_close(&w);
+    if (plain)
+      text_strings(&pf, &s, first,
+                   count - first < chunk ? count - first : chunk, 0, scratch);
   }
-  if (pf && fclose(pf) != 0)
-    die("%s: %s", plain, strerror(errno));
-  free(pool);
-  free(v);
-  free(len);
+  free(scratch);
+  if (plain)
+    wfile_close(&pf);
+  if (zst)
+    wfile_close(&zf);
 }
 
 /* ---- badinput ---- */
 
-/* The healthy chunk c/0 of every bad-input array. */
+/* A string source over a fixed list. */
+struct strlist {
+  const char *const *v;
+  uint64_t n;
+};
+
+/* Element i of a fixed list. */
+static size_t strlist_get(const void *ctx, uint64_t i, char *out) {
+  const struct strlist *l = ctx;
+  return emit(out, l->v[i]);
+}
+
+/* Encode list as one chunk into memory: zarrs.vlen (cfg) or, when cfg is
+ * NULL, plain vlen-utf8. Returns a malloc'd block the caller frees. */
+static uint8_t *encode_list(const char *const *v, uint64_t n,
+                            const struct vlen_cfg *cfg, size_t *len) {
+  const struct strlist l = {v, n};
+  const struct strsrc s = {
+      .count = n, .max_len = 64, .get = strlist_get, .ctx = &l, .fill = ""};
+  char scratch[65];
+  struct wfile w;
+  wfile_memory(&w);
+  if (cfg)
+    vlen_write_chunk(&w, cfg, &s, 0, n, scratch, NULL);
+  else
+    vlen_utf8_write_chunk(&w, DATA_BYTES, &s, 0, n, scratch);
+  wfile_close(&w);
+  *len = w.mem_len;
+  return (uint8_t *)w.mem;
+}
+
+/* Encode raw bytes through a data codec into memory (malloc'd). */
+static uint8_t *encode_bytes(enum data_codec c, const void *p, size_t n,
+                             size_t *len) {
+  struct wfile w;
+  struct sink k;
+  wfile_memory(&w);
+  sink_open(&k, &w, c, n, NULL);
+  sink_write(&k, p, n);
+  sink_close(&k);
+  wfile_close(&w);
+  *len = w.mem_len;
+  return (uint8_t *)w.mem;
+}
+
+/* Size of a zstd frame header (RFC 8878 3.1.1), to find the first block;
+ * ZSTD_frameHeaderSize is not in libzstd's stable API. */
+static size_t zstd_header_size(const uint8_t *p, size_t n) {
+  static const size_t dict_size[4] = {0, 1, 2, 4};
+  static const size_t fcs_size[4] = {0, 2, 4, 8};
+  if (n < 5 || p[0] != 0x28 || p[1] != 0xB5 || p[2] != 0x2F || p[3] != 0xFD)
+    die("zstd frame: bad magic");
+  uint8_t fhd = p[4];
+  int single = (fhd >> 5) & 1;
+  size_t fcs = fcs_size[fhd >> 6];
+  if (fhd >> 6 == 0 && single)
+    fcs = 1;
+  return 5 + (single ? 0 : 1) + dict_size[fhd & 3] + fcs;
+}
+
+/* The healthy chunk c/0 of every bad-chunk array, and its text view. */
 static const char *const GOOD[] = {"a", "bb", "ccc", "dddd"};
-static const size_t GOOD_LEN[] = {1, 2, 3, 4};
+#define GOOD_TEXT "a\\nbb\\nccc\\ndddd\\n"
+/* The elements the bad chunks c/1 start from: offsets 0,4,8,12,16. */
+static const char *const FOUR[] = {"eeee", "ffff", "gggg", "hhhh"};
 
-/* Write one bad-input array: healthy c/0 and the given bad c/1. */
-static void bad_array(const char *dir, FILE *exp, const char *arr,
-                      const struct vlen_opts *o, const uint8_t *bad,
-                      size_t badlen) {
-  char codecs[2048], rel[256];
-  vlen_codecs_json(codecs, sizeof codecs, o);
-  put_meta(dir, arr, "[8]", "[4]", "string", "\"\"", KEY_SLASH, codecs);
-  struct buf g = vlen_encode(GOOD, GOOD_LEN, 4, o);
-  snprintf(rel, sizeof rel, "%s/c/0", arr);
-  put(dir, rel, g.p, g.n);
-  free(g.p);
-  snprintf(rel, sizeof rel, "%s/c/1", arr);
-  put(dir, rel, bad, badlen);
-  fprintf(exp, "%s c/1.txt\n%s values.txt\n", arr, arr);
-  fprintf(exp, "%s c/0.txt a\\nbb\\nccc\\ndddd\\n\n", arr);
+/* Write one array with a healthy c/0 and the given bad c/1 (shape [8],
+ * chunks [4]; cfg NULL means vlen-utf8), and its EXPECTED lines. */
+static void bad_chunk_array(const char *dir, struct wfile *exp,
+                            const char *name, const struct vlen_cfg *cfg,
+                            const uint8_t *bad, size_t badlen,
+                            const char *why) {
+  static const uint64_t shape = 8, chunk = 4;
+  char codecs[1024], rel[MK_PATH_MAX];
+  if (cfg)
+    vlen_codecs_json(codecs, sizeof codecs, cfg);
+  else
+    fmt(codecs, sizeof codecs, "[{\"name\": \"vlen-utf8\"}]");
+  struct array_meta m = {
+      1, &shape, &chunk, "string", "\"\"", KEY_DEFAULT_SLASH, codecs, why};
+  write_array_meta(dir, name, &m);
+  size_t n;
+  uint8_t *good = encode_list(GOOD, 4, cfg, &n);
+  fmt(rel, sizeof rel, "%s/c/0", name);
+  put_file(dir, rel, good, n);
+  free(good);
+  fmt(rel, sizeof rel, "%s/c/1", name);
+  put_file(dir, rel, bad, badlen);
+  wfile_printf(exp, "%s c/1.txt\n%s values.txt\n%s c/0.txt %s\n", name, name,
+               name, GOOD_TEXT);
 }
 
-/* A vlen-utf8 array with a bad chunk. */
-static void bad_utf8_array(const char *dir, FILE *exp, const char *arr,
-                           const uint8_t *bad, size_t badlen) {
-  char rel[256];
-  put_meta(dir, arr, "[8]", "[4]", "string", "\"\"", KEY_SLASH,
-           "[{\"name\": \"vlen-utf8\"}]");
-  struct buf g = vlen_utf8_encode(GOOD, GOOD_LEN, 4);
-  snprintf(rel, sizeof rel, "%s/c/0", arr);
-  put(dir, rel, g.p, g.n);
-  free(g.p);
-  snprintf(rel, sizeof rel, "%s/c/1", arr);
-  put(dir, rel, bad, badlen);
-  fprintf(exp, "%s c/1.txt\n%s values.txt\n", arr, arr);
-  fprintf(exp, "%s c/0.txt a\\nbb\\nccc\\ndddd\\n\n", arr);
+/* Write an array whose zarr.json is bad (raw text given) with a stored
+ * chunk c/0; its raw keys must still read, the listed views must fail. */
+static void bad_meta_array(const char *dir, struct wfile *exp, const char *name,
+                           const char *meta, const char *chunk0,
+                           const char *must_fail) {
+  char rel[MK_PATH_MAX];
+  fmt(rel, sizeof rel, "%s/zarr.json", name);
+  put_file(dir, rel, meta, strlen(meta));
+  fmt(rel, sizeof rel, "%s/c/0", name);
+  put_file(dir, rel, chunk0, strlen(chunk0));
+  wfile_printf(exp, "%s values.txt\n", name);
+  if (must_fail)
+    wfile_printf(exp, "%s %s\n", name, must_fail);
+  wfile_printf(exp, "%s c/0 %s\n", name, chunk0);
 }
 
-/* An array whose zarr.json is bad; its views fail, its raw keys serve. */
-static void bad_meta(const char *dir, FILE *exp, const char *arr,
-                     const char *meta, const char *must_fail) {
-  char rel[256];
-  snprintf(rel, sizeof rel, "%s/zarr.json", arr);
-  puts_file(dir, rel, meta);
-  snprintf(rel, sizeof rel, "%s/c/0", arr);
-  puts_file(dir, rel, "rawbytes");
-  fprintf(exp, "%s %s\n", arr, must_fail);
-  fprintf(exp, "%s c/0 rawbytes\n", arr);
-}
-
-/* The bad-input store and its EXPECTED.txt. */
+/* The bad-input store: one array per case, and EXPECTED.txt. */
 static void cmd_badinput(const char *dir) {
-  mkdirs(dir, 1);
-  puts_file(dir, "zarr.json",
-            "{\"zarr_format\": 3, \"node_type\": \"group\"}\n");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/EXPECTED.txt", dir);
-  FILE *exp = fopen(path, "w");
-  if (!exp)
-    die("%s: %s", path, strerror(errno));
-  struct vlen_opts plain = {0, 0, 0}, gz = {0, 0, 2}, zs = {0, 0, 1},
-                   crc = {0, 0, 3};
-  const char *four[] = {"eeee", "ffff", "gggg", "hhhh"};
-  size_t four_len[] = {4, 4, 4, 4};
+  const struct vlen_cfg plain = {0, 0, DATA_BYTES}, gz = {0, 0, DATA_GZIP},
+                        zs = {0, 0, DATA_ZSTD}, crc = {0, 0, DATA_CRC32C};
+  /* Start layout, u64 index: L at 0, offset k at 8 + 8k, data at 48. */
+  enum { OFF0 = 8, DATA0 = 8 + 5 * 8 };
+  size_t n, m;
+  uint8_t *b, *z;
+  struct wfile exp;
 
-  /* Offsets that decrease: index 0,4,2,8,16. */
-  struct buf b = vlen_encode(four, four_len, 4, &plain);
-  b.p[8 + 16] = 2;
-  bad_array(dir, exp, "decreasing_offsets", &plain, b.p, b.n);
-  /* Last offset past the data. */
-  b.p[8 + 16] = 8;
-  b.p[8 + 32] = 200;
-  bad_array(dir, exp, "offset_past_data", &plain, b.p, b.n);
-  free(b.p);
-  /* Index length larger than the chunk. */
-  b = vlen_encode(four, four_len, 4, &plain);
-  b.p[0] = 0xff;
-  b.p[1] = 0xff;
-  bad_array(dir, exp, "index_len_too_big", &plain, b.p, b.n);
-  free(b.p);
-  /* gzip data shorter than the last offset says. */
+  mkdirs(dir);
+  write_group_meta(dir, "", "zarrfs-mkstore badinput: one array per bad input");
+  wfile_create(&exp, dir, "EXPECTED.txt");
+  wfile_puts(&exp,
+             "# <array> <file>: reading must fail with EIO\n"
+             "# <array> <file> <content>: must read ok, exactly <content> "
+             "(\\n escaped)\n");
+
+  b = encode_list(FOUR, 4, &plain, &n);
+  b[OFF0 + 2 * 8] = 2; /* offsets 0,4,2,12,16 */
+  bad_chunk_array(dir, &exp, "decreasing_offsets", &plain, b, n,
+                  "offsets 0,4,2,12,16 decrease");
+  b[OFF0 + 2 * 8] = 8;
+  b[OFF0 + 4 * 8] = 200; /* offsets 0,4,8,12,200; 16 data bytes */
+  bad_chunk_array(dir, &exp, "offset_past_data", &plain, b, n,
+                  "last offset 200 past the 16 data bytes");
+  free(b);
+
+  b = encode_list(FOUR, 4, &plain, &n);
+  le_store(b, 0xFFFF, 8);
+  bad_chunk_array(dir, &exp, "index_len_too_big", &plain, b, n,
+                  "index length 65535 larger than the chunk");
+  le_store(b, UINT64_MAX, 8);
+  bad_chunk_array(dir, &exp, "index_len_huge", &plain, b, n,
+                  "index length 2^64-1 (overflows 8 + L)");
+  le_store(b, 32, 8);
+  bad_chunk_array(dir, &exp, "index_len_wrong", &plain, b, n,
+                  "index of 4 offsets where 5 are due");
+  free(b);
+
+  /* Index 0,4,8,12,16 but the gzip data inflates to 8 bytes. */
+  b = encode_list(FOUR, 4, &plain, &n);
+  z = encode_bytes(DATA_GZIP, "eeeeffff", 8, &m);
   {
-    struct buf idx = {0};
-    uint64_t offs[5] = {0, 4, 8, 12, 16};
-    for (int i = 0; i < 5; i++)
-      bput_le(&idx, offs[i], 8);
-    struct buf z = gzip_buf((const uint8_t *)"eeeeffff", 8, 5);
-    struct buf c = {0};
-    bput_le(&c, idx.n, 8);
-    bput(&c, idx.p, idx.n);
-    bput(&c, z.p, z.n);
-    bad_array(dir, exp, "data_len_mismatch", &gz, c.p, c.n);
-    /* Truncated gzip: the good stream cut in half. */
-    struct buf z16 = gzip_buf((const uint8_t *)"eeeeffffgggghhhh", 16, 5);
-    c.n = 8 + idx.n;
-    bput(&c, z16.p, z16.n / 2);
-    bad_array(dir, exp, "truncated_gzip", &gz, c.p, c.n);
-    free(z16.p);
-    free(z.p);
-    free(idx.p);
-    free(c.p);
+    uint8_t *c = xmalloc(DATA0 + m);
+    memcpy(c, b, DATA0);
+    memcpy(c + DATA0, z, m);
+    bad_chunk_array(dir, &exp, "data_len_mismatch", &gz, c, DATA0 + m,
+                    "gzip data inflates to 8 bytes, offsets say 16");
+    free(c);
   }
-  /* Corrupt zstd: flip bytes inside the frame. */
-  b = vlen_encode(four, four_len, 4, &zs);
-  for (size_t i = 8 + 40 + 4; i < b.n; i++)
-    b.p[i] ^= 0x5a;
-  bad_array(dir, exp, "corrupt_zstd", &zs, b.p, b.n);
-  free(b.p);
-  /* Wrong crc32c. */
-  b = vlen_encode(four, four_len, 4, &crc);
-  b.p[b.n - 1] ^= 0xff;
-  bad_array(dir, exp, "bad_crc32c", &crc, b.p, b.n);
-  free(b.p);
-  /* vlen-utf8 element length past the buffer. */
-  b = vlen_utf8_encode(four, four_len, 4);
-  b.p[4 + 3 * 8] = 0x7f; /* length of element 3 */
-  bad_utf8_array(dir, exp, "utf8_len_overrun", b.p, b.n);
-  free(b.p);
-  /* Three-byte chunk. */
-  bad_array(dir, exp, "short_chunk", &plain, (const uint8_t *)"abc", 3);
+  free(z);
+  free(b);
 
-  const char *arr_tail =
+  b = encode_list(FOUR, 4, &gz, &n);
+  bad_chunk_array(dir, &exp, "truncated_gzip", &gz, b, DATA0 + (n - DATA0) / 2,
+                  "gzip stream cut in half");
+  free(b);
+
+  /* Mark the first block of the zstd frame with the reserved block type
+   * 3, which every decoder must refuse. */
+  b = encode_list(FOUR, 4, &zs, &n);
+  {
+    size_t fh = zstd_header_size(b + DATA0, n - DATA0);
+    if (DATA0 + fh + 3 > n)
+      die("zstd frame: no block after the header");
+    b[DATA0 + fh] |= 0x06; /* Block_Type bits 1-2 := 3 */
+  }
+  bad_chunk_array(dir, &exp, "corrupt_zstd", &zs, b, n,
+                  "zstd block of the reserved type");
+  free(b);
+
+  b = encode_list(FOUR, 4, &crc, &n);
+  b[n - 1] ^= 0xFF;
+  bad_chunk_array(dir, &exp, "bad_crc32c", &crc, b, n, "crc32c checksum wrong");
+  free(b);
+
+  /* vlen-utf8: u32 count, then (u32 len, bytes) per element; element 3's
+   * length is at 4 + 3 * (4 + 4). */
+  b = encode_list(FOUR, 4, NULL, &n);
+  b[4 + 3 * 8] = 0x7F;
+  bad_chunk_array(dir, &exp, "utf8_len_overrun", NULL, b, n,
+                  "vlen-utf8 element 3 is 127 bytes, 4 remain");
+  le_store(b + 4 + 3 * 8, UINT32_MAX, 4);
+  bad_chunk_array(dir, &exp, "utf8_len_huge", NULL, b, n,
+                  "vlen-utf8 element 3 is 2^32-1 bytes");
+  le_store(b + 4 + 3 * 8, 4, 4);
+  le_store(b, 5, 4);
+  bad_chunk_array(dir, &exp, "utf8_count_mismatch", NULL, b, n,
+                  "vlen-utf8 header says 5 elements, the chunk has 4");
+  free(b);
+
+  bad_chunk_array(dir, &exp, "short_chunk", &plain, (const uint8_t *)"abc", 3,
+                  "chunk of 3 bytes");
+  bad_chunk_array(dir, &exp, "empty_chunk", &plain, (const uint8_t *)"", 0,
+                  "chunk of 0 bytes");
+
+  /* Metadata that must be refused (views fail, raw keys still read). */
+  static const char tail[] =
       "\"chunk_key_encoding\": {\"name\": \"default\"}, \"fill_value\": 0, "
-      "\"codecs\": [{\"name\": \"bytes\"}]}";
-  char meta[2048];
-  snprintf(meta, sizeof meta,
-           "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": \"x\", "
-           "\"data_type\": \"int8\", \"chunk_grid\": {\"name\": \"regular\", "
-           "\"configuration\": {\"chunk_shape\": [4]}}, %s",
-           arr_tail);
-  bad_meta(dir, exp, "bad_shape", meta, "values.txt");
-  snprintf(meta, sizeof meta,
-           "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [8], "
-           "\"data_type\": \"int8\", \"chunk_grid\": {\"name\": \"regular\", "
-           "\"configuration\": {\"chunk_shape\": [0]}}, %s",
-           arr_tail);
-  bad_meta(dir, exp, "zero_chunk", meta, "values.txt");
-  snprintf(meta, sizeof meta,
-           "{\"zarr_format\": 3, \"node_type\": \"array\", \"foo\": 1, "
-           "\"shape\": [8], \"data_type\": \"int8\", \"chunk_grid\": "
-           "{\"name\": \"regular\", \"configuration\": {\"chunk_shape\": "
-           "[4]}}, %s",
-           arr_tail);
-  bad_meta(dir, exp, "unknown_field", meta, "values.txt");
-  snprintf(meta, sizeof meta,
-           "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": "
-           "[4611686018427387904, 4611686018427387904], \"data_type\": "
-           "\"int8\", \"chunk_grid\": {\"name\": \"regular\", "
-           "\"configuration\": {\"chunk_shape\": [1, 1]}}, %s",
-           arr_tail);
-  bad_meta(dir, exp, "overflow", meta, "values.txt");
-  snprintf(meta, sizeof meta,
-           "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], "
-           "\"data_type\": \"int8\", \"chunk_grid\": {\"name\": \"regular\", "
-           "\"configuration\": {\"chunk_shape\": [4]}}, \"chunk_key_encoding\":"
-           " {\"name\": \"default\"}, \"fill_value\": 0, \"codecs\": "
-           "[{\"name\": \"frobnicate\"}]}");
-  bad_meta(dir, exp, "unknown_codec", meta, "c/0.txt");
-  fprintf(exp, "unknown_codec values.txt\n");
-  snprintf(meta, sizeof meta,
-           "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], "
-           "\"data_type\": \"float8_e4m3\", \"chunk_grid\": {\"name\": "
-           "\"regular\", \"configuration\": {\"chunk_shape\": [4]}}, %s",
-           arr_tail);
-  bad_meta(dir, exp, "unknown_dtype", meta, "values.txt");
-  if (fclose(exp) != 0)
-    die("%s: %s", path, strerror(errno));
+      "\"codecs\": [{\"name\": \"bytes\"}]}\n";
+  char meta[1024];
+  fmt(meta, sizeof meta,
+      "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": \"x\", "
+      "\"data_type\": \"int8\", \"chunk_grid\": {\"name\": \"regular\", "
+      "\"configuration\": {\"chunk_shape\": [4]}}, %s",
+      tail);
+  bad_meta_array(dir, &exp, "bad_shape", meta, "rawbytes", NULL);
+  fmt(meta, sizeof meta,
+      "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [8], "
+      "\"data_type\": \"int8\", \"chunk_grid\": {\"name\": \"regular\", "
+      "\"configuration\": {\"chunk_shape\": [0]}}, %s",
+      tail);
+  bad_meta_array(dir, &exp, "zero_chunk", meta, "rawbytes", NULL);
+  fmt(meta, sizeof meta,
+      "{\"zarr_format\": 3, \"node_type\": \"array\", \"foo\": 1, "
+      "\"shape\": [8], \"data_type\": \"int8\", \"chunk_grid\": {\"name\": "
+      "\"regular\", \"configuration\": {\"chunk_shape\": [4]}}, %s",
+      tail);
+  bad_meta_array(dir, &exp, "unknown_field", meta, "rawbytes", NULL);
+  fmt(meta, sizeof meta,
+      "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": "
+      "[4611686018427387904, 4611686018427387904], \"data_type\": \"int8\", "
+      "\"chunk_grid\": {\"name\": \"regular\", \"configuration\": "
+      "{\"chunk_shape\": [1, 1]}}, %s",
+      tail);
+  bad_meta_array(dir, &exp, "overflow", meta, "rawbytes", NULL);
+  /* These two parse; only decoding fails, so the chunk view exists. */
+  fmt(meta, sizeof meta,
+      "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], "
+      "\"data_type\": \"int8\", \"chunk_grid\": {\"name\": \"regular\", "
+      "\"configuration\": {\"chunk_shape\": [4]}}, \"chunk_key_encoding\": "
+      "{\"name\": \"default\"}, \"fill_value\": 0, \"codecs\": "
+      "[{\"name\": \"frobnicate\"}]}\n");
+  bad_meta_array(dir, &exp, "unknown_codec", meta, "rawbytes", "c/0.txt");
+  fmt(meta, sizeof meta,
+      "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": [4], "
+      "\"data_type\": \"float8_e4m3\", \"chunk_grid\": {\"name\": "
+      "\"regular\", \"configuration\": {\"chunk_shape\": [4]}}, %s",
+      tail);
+  bad_meta_array(dir, &exp, "unknown_dtype", meta, "abcd", "c/0.txt");
+  wfile_close(&exp);
 }
 
-/* Dispatch. */
+/* ---- main ---- */
+
+/* Usage text. */
+static const char USAGE[] =
+    "usage: zarrfs-mkstore example DIR\n"
+    "       zarrfs-mkstore bigstrings DIR --count N --chunk C [--strlen L]\n"
+    "                      [--data zstd|none] [--index start|end]\n"
+    "                      [--plain FILE] [--zst FILE]\n"
+    "       zarrfs-mkstore badinput DIR\n"
+    "example    the example store (6 arrays) and DIR/EXPECTED/<array>.txt\n"
+    "bigstrings N strings of L-8..L+8 bytes (default L 40), \"row-<i>-...\",\n"
+    "           zarrs.vlen, C per chunk; --plain writes the text view,\n"
+    "           --zst the concatenated zstd data parts (for zstd -dc)\n"
+    "badinput   one array per bad input and DIR/EXPECTED.txt\n";
+
+/* Dispatch a subcommand. */
 int main(int argc, char **argv) {
-  if (argc >= 3 && !strcmp(argv[1], "example"))
+  if (argc == 3 && !strcmp(argv[1], "example"))
     cmd_example(argv[2]);
   else if (argc >= 3 && !strcmp(argv[1], "bigstrings"))
-    cmd_bigstrings(argc, argv);
-  else if (argc >= 3 && !strcmp(argv[1], "badinput"))
+    cmd_bigstrings(argv[2], argc - 3, argv + 3);
+  else if (argc == 3 && !strcmp(argv[1], "badinput"))
     cmd_badinput(argv[2]);
+  else if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+    fputs(USAGE, stdout);
   else {
-    fprintf(stderr,
-            "usage: zarrfs-mkstore example DIR\n"
-            "       zarrfs-mkstore bigstrings DIR --count N --strlen L "
-            "--chunk C [--data zstd|none] [--index start|end] [--plain FILE]\n"
-            "       zarrfs-mkstore badinput DIR\n");
-    return 1;
+    fputs(USAGE, stderr);
+    return 2;
   }
   return 0;
 }
