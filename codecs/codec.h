@@ -136,6 +136,14 @@ int codec_load_input(struct bytesrc *in, const struct codec_env *env,
 int codec_output_from_buf(struct zbuf *b, const char *codec,
                           struct bytesrc **out, struct zerr *err);
 
+/* zlib's inflate over all of `in` (windowBits wbits; `members`: decode
+ * gzip members after the first too) into a new memory source capped by
+ * env->max_decoded; errors are prefixed with "name: ". Shared by gzip and
+ * numcodecs.zlib / numcodecs.gzip. */
+int codec_inflate(struct bytesrc *in, const struct codec_env *env,
+                  const char *name, int wbits, int members,
+                  struct bytesrc **out, struct zerr *err);
+
 /* Helpers for codec implementations: read a configuration field. */
 /* Integer field; missing -> def (or -EIO when required). */
 int codec_cfg_int(json_t *config, const char *key, int required, long long def,

@@ -27,17 +27,19 @@ static int gzip_create(json_t *config, const struct codec_spec *decoded,
 /* No state to free. */
 static void gzip_destroy(void *state) { (void)state; }
 
-/* Grow the output in steps: a small stream never allocates much, a bomb
- * stops at the cap. */
-static int gzip_inflate(z_stream *zs, struct zbuf *b, struct zerr *err) {
+/* Inflate all of the stream into b, growing it in steps (a small stream
+ * never allocates much, a bomb stops at the cap); with `members`, further
+ * gzip members after the first are decoded too. */
+static int inflate_loop(z_stream *zs, struct zbuf *b, const char *name,
+                        int members, struct zerr *err) {
   for (;;) {
     if (b->len == b->cap) {
       size_t room = b->max - b->len;
       if (room == 0)
         return zerr_set(err, EFBIG,
-                        "gzip: decompressed data exceeds the decode limit of "
+                        "%s: decompressed data exceeds the decode limit of "
                         "%zu bytes",
-                        b->max);
+                        name, b->max);
       ZTRY(zbuf_reserve(b, room < 65536 ? room : 65536, err));
     }
     size_t avail = b->cap - b->len;
@@ -47,11 +49,10 @@ static int gzip_inflate(z_stream *zs, struct zbuf *b, struct zerr *err) {
     int rc = inflate(zs, Z_NO_FLUSH);
     b->len += before - zs->avail_out;
     if (rc == Z_STREAM_END) {
-      if (zs->avail_in == 0)
+      if (!members || zs->avail_in == 0)
         return 0;
-      /* Another gzip member follows (gzip.decompress accepts these). */
       if (inflateReset(zs) != Z_OK)
-        return zerr_set(err, EIO, "gzip: corrupt or truncated stream");
+        return zerr_set(err, EIO, "%s: corrupt or truncated stream", name);
       continue;
     }
     if (rc == Z_OK)
@@ -59,49 +60,57 @@ static int gzip_inflate(z_stream *zs, struct zbuf *b, struct zerr *err) {
     if (rc == Z_BUF_ERROR && zs->avail_out == 0 && zs->avail_in > 0)
       continue; /* output full: grow and go on */
     if (rc == Z_MEM_ERROR)
-      return zerr_set(err, ENOMEM, "gzip: out of memory");
-    return zerr_set(err, EIO, "gzip: corrupt or truncated stream");
+      return zerr_set(err, ENOMEM, "%s: out of memory", name);
+    return zerr_set(err, EIO, "%s: corrupt or truncated stream", name);
   }
 }
 
-/* Inflate `in` into a new memory source. */
-static int gzip_decode(const void *state, struct bytesrc *in,
-                       const struct codec_env *env, struct bytesrc **out,
-                       struct zerr *err) {
-  (void)state;
+/* Load `in` and inflate it into a new memory source (see codec.h). */
+int codec_inflate(struct bytesrc *in, const struct codec_env *env,
+                  const char *name, int wbits, int members,
+                  struct bytesrc **out, struct zerr *err) {
   struct bytesrc *src;
-  int rc = codec_load_input(in, env, "gzip", &src, err);
+  int rc = codec_load_input(in, env, name, &src, err);
   if (rc < 0)
     return rc;
   if (src->size == 0) {
     bytesrc_unref(src);
-    return zerr_set(err, EIO, "gzip: corrupt or truncated stream");
+    return zerr_set(err, EIO, "%s: corrupt or truncated stream", name);
   }
   if (src->size > UINT_MAX) {
+    unsigned long long sz = src->size;
     bytesrc_unref(src);
     return zerr_set(err, EFBIG,
-                    "gzip: compressed chunk of %llu bytes is too "
+                    "%s: compressed chunk of %llu bytes is too "
                     "large",
-                    (unsigned long long)src->size);
+                    name, sz);
   }
   z_stream zs = {0};
   zs.next_in = (Bytef *)src->mem;
   zs.avail_in = (uInt)src->size;
-  /* 15 + 32: auto-detect the gzip or zlib header. */
-  if (inflateInit2(&zs, 15 + 32) != Z_OK) {
+  if (inflateInit2(&zs, wbits) != Z_OK) {
     bytesrc_unref(src);
-    return zerr_set(err, ENOMEM, "gzip: cannot initialise zlib");
+    return zerr_set(err, ENOMEM, "%s: cannot initialise zlib", name);
   }
   struct zbuf b;
   zbuf_init(&b, env->max_decoded);
-  rc = gzip_inflate(&zs, &b, err);
+  rc = inflate_loop(&zs, &b, name, members, err);
   inflateEnd(&zs);
   bytesrc_unref(src);
   if (rc < 0) {
     zbuf_free(&b);
     return rc;
   }
-  return codec_output_from_buf(&b, "gzip", out, err);
+  return codec_output_from_buf(&b, name, out, err);
+}
+
+/* Inflate `in`; 15 + 32 auto-detects a gzip or zlib header, and further
+ * gzip members are decoded too (as gzip.decompress does). */
+static int gzip_decode(const void *state, struct bytesrc *in,
+                       const struct codec_env *env, struct bytesrc **out,
+                       struct zerr *err) {
+  (void)state;
+  return codec_inflate(in, env, "gzip", 15 + 32, 1, out, err);
 }
 
 const struct codec_impl codec_gzip = {

@@ -61,82 +61,6 @@ static void nc_destroy(void *state) { free(state); }
 
 /* ---- zlib and gzip ---- */
 
-/* Inflate all of src (windowBits wbits) into b; with `members`, further
- * gzip members after the first are decoded too. */
-static int nc_inflate_loop(z_stream *zs, struct zbuf *b, const char *name,
-                           int members, struct zerr *err) {
-  for (;;) {
-    if (b->len == b->cap) {
-      size_t room = b->max - b->len;
-      if (room == 0)
-        return zerr_set(err, EFBIG,
-                        "%s: decompressed data exceeds the decode limit of "
-                        "%zu bytes",
-                        name, b->max);
-      ZTRY(zbuf_reserve(b, room < 65536 ? room : 65536, err));
-    }
-    size_t avail = b->cap - b->len;
-    zs->next_out = b->data + b->len;
-    zs->avail_out = avail > UINT_MAX ? UINT_MAX : (uInt)avail;
-    uInt before = zs->avail_out;
-    int rc = inflate(zs, Z_NO_FLUSH);
-    b->len += before - zs->avail_out;
-    if (rc == Z_STREAM_END) {
-      if (!members || zs->avail_in == 0)
-        return 0;
-      if (inflateReset(zs) != Z_OK)
-        return zerr_set(err, EIO, "%s: corrupt or truncated stream", name);
-      continue;
-    }
-    if (rc == Z_OK)
-      continue;
-    if (rc == Z_BUF_ERROR && zs->avail_out == 0 && zs->avail_in > 0)
-      continue; /* output full: grow and go on */
-    if (rc == Z_MEM_ERROR)
-      return zerr_set(err, ENOMEM, "%s: out of memory", name);
-    return zerr_set(err, EIO, "%s: corrupt or truncated stream", name);
-  }
-}
-
-/* Load `in` and inflate it into a new memory source. */
-static int nc_inflate(struct bytesrc *in, const struct codec_env *env,
-                      const char *name, int wbits, int members,
-                      struct bytesrc **out, struct zerr *err) {
-  struct bytesrc *src;
-  int rc = codec_load_input(in, env, name, &src, err);
-  if (rc < 0)
-    return rc;
-  if (src->size == 0) {
-    bytesrc_unref(src);
-    return zerr_set(err, EIO, "%s: corrupt or truncated stream", name);
-  }
-  if (src->size > UINT_MAX) {
-    unsigned long long sz = src->size;
-    bytesrc_unref(src);
-    return zerr_set(err, EFBIG,
-                    "%s: compressed chunk of %llu bytes is too "
-                    "large",
-                    name, sz);
-  }
-  z_stream zs = {0};
-  zs.next_in = (Bytef *)src->mem;
-  zs.avail_in = (uInt)src->size;
-  if (inflateInit2(&zs, wbits) != Z_OK) {
-    bytesrc_unref(src);
-    return zerr_set(err, ENOMEM, "%s: cannot initialise zlib", name);
-  }
-  struct zbuf b;
-  zbuf_init(&b, env->max_decoded);
-  rc = nc_inflate_loop(&zs, &b, name, members, err);
-  inflateEnd(&zs);
-  bytesrc_unref(src);
-  if (rc < 0) {
-    zbuf_free(&b);
-    return rc;
-  }
-  return codec_output_from_buf(&b, name, out, err);
-}
-
 /* numcodecs.zlib: {"level": int}. */
 static int nczlib_create(json_t *config, const struct codec_spec *decoded,
                          void **state, struct zerr *err) {
@@ -150,7 +74,7 @@ static int nczlib_decode(const void *state, struct bytesrc *in,
                          const struct codec_env *env, struct bytesrc **out,
                          struct zerr *err) {
   (void)state;
-  return nc_inflate(in, env, "numcodecs.zlib", 15, 0, out, err);
+  return codec_inflate(in, env, "numcodecs.zlib", 15, 0, out, err);
 }
 
 /* numcodecs.gzip: {"level": int}. */
@@ -166,7 +90,7 @@ static int ncgzip_decode(const void *state, struct bytesrc *in,
                          const struct codec_env *env, struct bytesrc **out,
                          struct zerr *err) {
   (void)state;
-  return nc_inflate(in, env, "numcodecs.gzip", 15 + 16, 1, out, err);
+  return codec_inflate(in, env, "numcodecs.gzip", 15 + 16, 1, out, err);
 }
 
 /* ---- zstd: the `zstd` codec under its numcodecs name ---- */
