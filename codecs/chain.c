@@ -244,3 +244,11 @@ int chain_decode(const struct chain *c, const struct codec_spec *spec,
 int chain_is_passthrough(const struct chain *c) {
   return c && c->n_b2b == 0 && c->n_a2a == 0;
 }
+
+/* See chain.h. */
+const void *chain_sole_a2b(const struct chain *c,
+                           const struct codec_impl *impl) {
+  if (!c || c->n_a2a || c->n_b2b || c->a2b.impl != impl)
+    return NULL;
+  return c->a2b.state;
+}

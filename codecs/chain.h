@@ -30,6 +30,11 @@ int chain_decode(const struct chain *c, const struct codec_spec *spec,
  * stage (so byte ranges of the output map to ranges of the input). */
 int chain_is_passthrough(const struct chain *c);
 
+/* The state of the array->bytes codec when it is `impl` and the chain has
+ * no other stage; NULL otherwise. Borrowed: lives as long as the chain. */
+const void *chain_sole_a2b(const struct chain *c,
+                           const struct codec_impl *impl);
+
 /* Free; NULL-safe. */
 void chain_free(struct chain *c);
 

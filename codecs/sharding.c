@@ -5,11 +5,12 @@
  * chunk (fill value).
  *
  * Decoding reads the index first (a fixed-size window), then each inner
- * chunk through a window onto the shard, and assembles the shard in C
- * order. Reading only the inner chunks a view needs (issue 3, item 8) is
- * not done yet: the whole shard is assembled once and cached by the
- * engine. */
-#include "chain.h"
+ * chunk through a window onto the shard. Two ways to use it:
+ *   - as a codec (shard_decode): the whole shard assembled in C order, for
+ *     chains where sharding is wrapped by other codecs and nested shards;
+ *   - one inner chunk at a time (sharding.h): the engine reads the index,
+ *     then decodes only the inner chunks a view needs. */
+#include "sharding.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #include "../src/buf.h"
 
 #define SHARD_EMPTY UINT64_MAX
+
+extern const struct codec_impl codec_sharding;
 
 struct shard_state {
   int ndim;
@@ -139,7 +142,27 @@ static int shard_create(json_t *config, const struct codec_spec *decoded,
   return 0;
 }
 
-/* Decode the index into 2*N host-order uint64 values (malloc'd). */
+/* Inner chunks per dimension of a shard of shape spec->shape, and their
+ * product; the inner shape must divide the shard shape. */
+static int shard_grid(const struct shard_state *st,
+                      const struct codec_spec *spec, uint64_t *grid,
+                      uint64_t *nin, struct zerr *err) {
+  uint64_t n = 1;
+  for (int d = 0; d < st->ndim; d++) {
+    if (spec->shape[d] % st->inner[d])
+      return zerr_set(err, EIO,
+                      "sharding_indexed: inner chunk shape does not divide "
+                      "the shard shape");
+    grid[d] = spec->shape[d] / st->inner[d];
+    if (zmul_u64(n, grid[d], &n) < 0)
+      return zerr_set(err, EFBIG, "sharding_indexed: too many inner chunks");
+  }
+  *nin = n;
+  return 0;
+}
+
+/* Decode the index into 2*N host-order uint64 values (malloc'd); every
+ * non-empty entry must lie inside the shard. */
 static int shard_index(const struct shard_state *st, const uint64_t *grid,
                        uint64_t nin, struct bytesrc *in,
                        const struct codec_env *env, uint64_t **out,
@@ -168,6 +191,17 @@ static int shard_index(const struct shard_state *st, const uint64_t *grid,
   }
   rc = bytesrc_read_range(ia->fixed, 0, (size_t)(nin * 16), idx, err);
   abytes_free(ia);
+  for (uint64_t c = 0; c < nin && rc == 0; c++) {
+    uint64_t off = idx[2 * c], len = idx[2 * c + 1];
+    if (off == SHARD_EMPTY && len == SHARD_EMPTY)
+      continue;
+    if (off > in->size || len > in->size - off)
+      rc = zerr_set(err, EIO,
+                    "sharding_indexed: inner chunk %llu at %llu+%llu lies "
+                    "outside the %llu-byte shard",
+                    (unsigned long long)c, (unsigned long long)off,
+                    (unsigned long long)len, (unsigned long long)in->size);
+  }
   if (rc < 0) {
     free(idx);
     return rc;
@@ -185,13 +219,7 @@ static int shard_inner(const struct shard_state *st,
   uint64_t off = idx[2 * c], len = idx[2 * c + 1];
   if (off == SHARD_EMPTY && len == SHARD_EMPTY)
     return abytes_new_fill(ispec, out, err);
-  struct bytesrc *win;
-  if (off > in->size || len > in->size - off)
-    return zerr_set(err, EIO,
-                    "sharding_indexed: inner chunk %llu at %llu+%llu lies "
-                    "outside the %llu-byte shard",
-                    (unsigned long long)c, (unsigned long long)off,
-                    (unsigned long long)len, (unsigned long long)in->size);
+  struct bytesrc *win; /* shard_index checked that it fits */
   ZTRY(bytesrc_sub(in, off, len, &win, err));
   int rc = chain_decode(st->inner_chain, ispec, win, env, out, err);
   bytesrc_unref(win);
@@ -223,15 +251,8 @@ static int shard_decode(const void *state, const struct codec_spec *spec,
                         struct bytesrc *in, const struct codec_env *env,
                         struct abytes **out, struct zerr *err) {
   const struct shard_state *st = state;
-  uint64_t grid[ZMETA_MAX_DIMS], nin = 1;
-  for (int d = 0; d < st->ndim; d++) {
-    if (spec->shape[d] % st->inner[d])
-      return zerr_set(err, EIO,
-                      "sharding_indexed: inner chunk shape does not divide "
-                      "the shard shape");
-    grid[d] = spec->shape[d] / st->inner[d];
-    nin *= grid[d];
-  }
+  uint64_t grid[ZMETA_MAX_DIMS], nin;
+  ZTRY(shard_grid(st, spec, grid, &nin, err));
   uint64_t *idx = NULL;
   ZTRY(shard_index(st, grid, nin, in, env, &idx, err));
   struct codec_spec ispec = inner_spec(st, spec);
@@ -336,6 +357,36 @@ out:
   }
   *out = a;
   return 0;
+}
+
+/* See sharding.h. */
+const struct shard_state *shard_of_chain(const struct chain *c) {
+  return chain_sole_a2b(c, &codec_sharding);
+}
+
+/* See sharding.h. */
+void shard_inner_shape(const struct shard_state *st, uint64_t *inner) {
+  memcpy(inner, st->inner, sizeof(uint64_t) * (size_t)st->ndim);
+}
+
+/* See sharding.h. */
+int shard_index_read(const struct shard_state *st,
+                     const struct codec_spec *spec, struct bytesrc *shard,
+                     const struct codec_env *env, uint64_t **out, uint64_t *nin,
+                     struct zerr *err) {
+  uint64_t grid[ZMETA_MAX_DIMS];
+  ZTRY(shard_grid(st, spec, grid, nin, err));
+  return shard_index(st, grid, *nin, shard, env, out, err);
+}
+
+/* See sharding.h. */
+int shard_inner_decode(const struct shard_state *st,
+                       const struct codec_spec *spec, struct bytesrc *shard,
+                       const uint64_t *index, uint64_t c,
+                       const struct codec_env *env, struct abytes **out,
+                       struct zerr *err) {
+  struct codec_spec ispec = inner_spec(st, spec);
+  return shard_inner(st, &ispec, index, c, shard, env, out, err);
 }
 
 const struct codec_impl codec_sharding = {

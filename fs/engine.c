@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../codecs/sharding.h"
 #include "../src/buf.h"
 #include "../src/log.h"
 #include "render.h"
@@ -123,6 +124,35 @@ static void node_set_error(struct engine *e, struct znode *n, const char *key,
   engine_log(e, key, msg);
 }
 
+/* Decide the decode unit of an array node (see struct znode): inner chunks
+ * when the codecs are sharding_indexed alone, else whole chunks. */
+static int node_set_units(struct znode *n, struct zerr *err) {
+  const struct zmeta *m = n->meta;
+  n->uspec = n->spec;
+  n->shard = shard_of_chain(n->chain);
+  for (int d = 0; d < m->ndim; d++)
+    n->per[d] = 1;
+  if (n->shard) {
+    uint64_t inner[ZMETA_MAX_DIMS];
+    shard_inner_shape(n->shard, inner);
+    n->uspec.nelem = 1;
+    for (int d = 0; d < m->ndim; d++) {
+      if (m->chunk[d] % inner[d])
+        return zerr_set(err, EIO,
+                        "sharding_indexed: inner chunk shape does not "
+                        "divide the shard shape");
+      n->per[d] = m->chunk[d] / inner[d];
+      n->uspec.shape[d] = inner[d];
+      n->uspec.nelem *= inner[d];
+    }
+  }
+  for (int d = 0; d < m->ndim; d++) {
+    uint64_t u = n->uspec.shape[d];
+    n->ugrid[d] = m->shape[d] / u + (m->shape[d] % u != 0);
+  }
+  return 0;
+}
+
 /* Read and interpret path/zarr.json. */
 static struct znode *node_load(struct engine *e, const char *path) {
   struct znode *n = calloc(1, sizeof *n);
@@ -181,9 +211,9 @@ static struct znode *node_load(struct engine *e, const char *path) {
   memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
   n->spec.nelem = m->chunk_nelem;
   n->spec.dtype = m->dtype;
-  n->text_dtype = m->dtype.kind == DT_FIXED_UTF32   ? dtype_of(DT_STRING)
-                  : m->dtype.kind == DT_FIXED_BYTES ? dtype_of(DT_BYTES)
-                                                    : m->dtype;
+  n->text_dtype = m->dtype.kind == DT_FIXED_UTF32 ? dtype_of(DT_STRING)
+                  : dtype_is_fixed_string(&m->dtype) ? dtype_of(DT_BYTES)
+                                                     : m->dtype;
   n->spec.fill = m->fill;
   n->spec.fill_len = m->fill_len;
   if (m->dtype.kind == DT_UNSUPPORTED) {
@@ -193,6 +223,12 @@ static struct znode *node_load(struct engine *e, const char *path) {
     return n;
   }
   if (chain_build(m->codecs, &n->spec, &n->chain, &err) < 0) {
+    n->chain = NULL;
+    node_set_error(e, n, key, err.msg);
+    return n;
+  }
+  if (node_set_units(n, &err) < 0) {
+    chain_free(n->chain);
     n->chain = NULL;
     node_set_error(e, n, key, err.msg);
   }
@@ -276,6 +312,30 @@ int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
   return key_join(buf, len, n->path, rel);
 }
 
+/* The chunk holding unit idx, and the unit's C-order index inside it. */
+static uint64_t unit_chunk(const struct znode *n, const uint64_t *idx,
+                           uint64_t *cidx) {
+  uint64_t inner = 0;
+  for (int d = 0; d < n->meta->ndim; d++) {
+    cidx[d] = idx[d] / n->per[d];
+    inner = inner * n->per[d] + idx[d] % n->per[d];
+  }
+  return inner;
+}
+
+/* Cache-key name of a unit. */
+int engine_unit_key(const struct znode *n, const uint64_t *idx, char *buf,
+                    size_t len) {
+  uint64_t cidx[ZMETA_MAX_DIMS];
+  uint64_t inner = unit_chunk(n, idx, cidx);
+  int r = engine_chunk_key(n, cidx, buf, len);
+  if (r < 0 || !n->shard)
+    return r;
+  int k =
+      snprintf(buf + r, len - (size_t)r, "#%llu", (unsigned long long)inner);
+  return (k < 0 || (size_t)k >= len - (size_t)r) ? -ENAMETOOLONG : r + k;
+}
+
 /* ---- chunk_text ---- */
 
 /* Release a decoded chunk. */
@@ -294,21 +354,21 @@ static void err_obj_destroy(struct zobj *o) { free(o); }
 static int chunk_text_layout(struct engine *e, const struct znode *n,
                              struct chunk_text *ct, struct zerr *err) {
   const struct zmeta *m = n->meta;
+  const uint64_t *unit = n->uspec.shape;
   const struct dtype *dt = &n->text_dtype;
   int nd = m->ndim;
   uint64_t nin = 1;
   for (int d = 0; d < nd; d++) {
-    uint64_t start = ct->idx[d] * m->chunk[d];
-    ct->ext[d] =
-        m->shape[d] - start < m->chunk[d] ? m->shape[d] - start : m->chunk[d];
+    uint64_t start = ct->idx[d] * unit[d];
+    ct->ext[d] = m->shape[d] - start < unit[d] ? m->shape[d] - start : unit[d];
     nin *= ct->ext[d];
   }
   ct->nin = nin;
   struct abytes *ab = ct->ab;
-  if (ab->n != m->chunk_nelem)
+  if (ab->n != n->uspec.nelem)
     return zerr_set(err, EIO, "decoded %llu elements, expected %llu",
                     (unsigned long long)ab->n,
-                    (unsigned long long)m->chunk_nelem);
+                    (unsigned long long)n->uspec.nelem);
   if (ab->elsize) {
     if (ab->elsize != dt->size)
       return zerr_set(err, EIO, "decoded element size %zu, expected %zu",
@@ -332,7 +392,7 @@ static int chunk_text_layout(struct engine *e, const struct znode *n,
   uint64_t s = 1;
   for (int d = nd - 1; d >= 0; d--) {
     stride[d] = s;
-    s *= m->chunk[d];
+    s *= unit[d];
   }
   uint64_t w = nd ? ct->ext[nd - 1] : 1;
   uint64_t rows = w ? nin / w : 0;
@@ -364,8 +424,9 @@ static int chunk_text_layout(struct engine *e, const struct znode *n,
   return 0;
 }
 
-/* Fixed-width strings (numpy U and S) become variable-length UTF-8: NUL
- * padding dropped, UTF-32 code units converted (invalid ones as U+FFFD). */
+/* Fixed-width strings (numpy U and S) and raw bytes become variable-length
+ * elements: NUL padding dropped (not for raw bytes), UTF-32 code units
+ * converted to UTF-8 (invalid ones as U+FFFD). */
 static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
                                  const struct codec_env *env,
                                  struct zerr *err) {
@@ -380,8 +441,8 @@ static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
     const uint8_t *e = src->mem + i * es;
     off[i] = out.len;
     size_t len = es;
-    if (dt->kind == DT_FIXED_BYTES) {
-      while (len && !e[len - 1])
+    if (dt->kind != DT_FIXED_UTF32) { /* S drops NULs, raw bytes keep all */
+      while (dt->kind == DT_FIXED_BYTES && len && !e[len - 1])
         len--;
       rc = zbuf_append(&out, e, len, err);
       continue;
@@ -438,24 +499,126 @@ static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
   return 0;
 }
 
-/* Decode chunk idx from the store (or fill) and lay out its text. */
-static int chunk_decode(struct engine *e, const struct znode *n,
-                        const uint64_t *idx, const char *key,
-                        struct chunk_text **out, struct zerr *err) {
+/* A shard's decoded index in the cache ("I:" entries). */
+struct shard_index_obj {
+  struct zobj obj;
+  uint64_t *index; /* 2*nin (offset, nbytes) pairs; NULL: shard missing,
+                      every inner chunk is the fill value */
+  uint64_t nin;
+};
+
+/* Release a cached shard index. */
+static void shard_index_destroy(struct zobj *o) {
+  struct shard_index_obj *si = (struct shard_index_obj *)o;
+  free(si->index);
+  free(si);
+}
+
+static int flight_begin(struct engine *e, const char *ckey);
+static void flight_end(struct engine *e, const char *ckey);
+static int cached_error(struct engine *e, const char *ekey, struct zerr *err);
+static void remember_error(struct engine *e, const char *ekey,
+                           const struct zerr *err);
+
+/* The index of shard `key` (cached, single-flight). A failure is logged
+ * here, once per shard, and *logged set so callers do not log it again. */
+static int shard_index_get(struct engine *e, const struct znode *n,
+                           const char *key, struct shard_index_obj **out,
+                           int *logged, struct zerr *err) {
+  char ikey[4100], ekey[4100];
+  snprintf(ikey, sizeof ikey, "I:%s", key);
+  snprintf(ekey, sizeof ekey, "E:I:%s", key);
+  for (;;) {
+    struct zobj *o = zcache_get(e->cache, ikey);
+    if (o) {
+      *out = (struct shard_index_obj *)o;
+      return 0;
+    }
+    int rc = cached_error(e, ekey, err);
+    if (rc < 0) {
+      *logged = 1;
+      return rc;
+    }
+    if (flight_begin(e, ikey))
+      break;
+  }
+  struct shard_index_obj *si = calloc(1, sizeof *si);
+  int rc = si ? 0 : zerr_set(err, ENOMEM, "out of memory");
+  struct bytesrc *src = NULL;
+  if (rc == 0) {
+    zobj_init(&si->obj, shard_index_destroy);
+    rc = store_get(e->store, key, &src, err);
+  }
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    rc = 0;
+  } else if (rc == 0) {
+    rc = shard_index_read(n->shard, &n->spec, src, &e->env, &si->index,
+                          &si->nin, err);
+  }
+  bytesrc_unref(src);
+  if (rc < 0) {
+    engine_log(e, key, err->msg);
+    *logged = 1;
+    remember_error(e, ekey, err);
+    if (si)
+      zobj_put(&si->obj);
+  } else {
+    zcache_put(e->cache, ikey, &si->obj,
+               sizeof *si + (size_t)si->nin * 2 * sizeof(uint64_t));
+    *out = si;
+  }
+  flight_end(e, ikey);
+  return rc;
+}
+
+/* Decode the encoded bytes of unit idx: a whole chunk from the store (or
+ * the fill value), or one inner chunk of shard `key` through its index. */
+static int unit_decode_bytes(struct engine *e, const struct znode *n,
+                             const uint64_t *idx, const char *key,
+                             struct abytes **out, int *logged,
+                             struct zerr *err) {
+  struct bytesrc *src = NULL;
+  if (!n->shard) {
+    int rc = store_get(e->store, key, &src, err);
+    if (rc == -ENOENT) {
+      zerr_clear(err);
+      return abytes_new_fill(&n->spec, out, err);
+    }
+    if (rc == 0)
+      rc = chain_decode(n->chain, &n->spec, src, &e->env, out, err);
+    bytesrc_unref(src);
+    return rc;
+  }
+  uint64_t cidx[ZMETA_MAX_DIMS];
+  uint64_t inner = unit_chunk(n, idx, cidx);
+  struct shard_index_obj *si;
+  ZTRY(shard_index_get(e, n, key, &si, logged, err));
+  int rc;
+  if (!si->index) {
+    rc = abytes_new_fill(&n->uspec, out, err);
+  } else {
+    rc = store_get(e->store, key, &src, err);
+    if (rc == 0)
+      rc = shard_inner_decode(n->shard, &n->spec, src, si->index, inner,
+                              &e->env, out, err);
+    bytesrc_unref(src);
+  }
+  zobj_put(&si->obj);
+  return rc;
+}
+
+/* Decode unit idx (its chunk's store key is `key`) and lay out its text. */
+static int unit_decode(struct engine *e, const struct znode *n,
+                       const uint64_t *idx, const char *key,
+                       struct chunk_text **out, int *logged,
+                       struct zerr *err) {
   struct chunk_text *ct = calloc(1, sizeof *ct);
   if (!ct)
     return zerr_set(err, ENOMEM, "out of memory");
   zobj_init(&ct->obj, chunk_text_destroy);
   memcpy(ct->idx, idx, sizeof(uint64_t) * (size_t)n->meta->ndim);
-  struct bytesrc *src = NULL;
-  int rc = store_get(e->store, key, &src, err);
-  if (rc == -ENOENT) {
-    zerr_clear(err);
-    rc = abytes_new_fill(&n->spec, &ct->ab, err);
-  } else if (rc == 0) {
-    rc = chain_decode(n->chain, &n->spec, src, &e->env, &ct->ab, err);
-    bytesrc_unref(src);
-  }
+  int rc = unit_decode_bytes(e, n, idx, key, &ct->ab, logged, err);
   if (rc == 0 && dtype_is_fixed_string(&n->meta->dtype))
     rc = fixed_strings_to_text(&n->meta->dtype, ct->ab, &e->env, err);
   if (rc == 0)
@@ -533,20 +696,31 @@ static void remember_error(struct engine *e, const char *ekey,
   zobj_put(&eo->obj);
 }
 
-/* Cached, single-flight chunk decode. */
-int engine_chunk(struct engine *e, const struct znode *n, const uint64_t *idx,
-                 struct chunk_text **out, struct zerr *err) {
+/* The store key of unit idx's chunk (for log lines) and the unit's cache
+ * name. */
+static int unit_names(const struct znode *n, const uint64_t *idx, char *key,
+                      char *ukey, size_t len, struct zerr *err) {
+  uint64_t cidx[ZMETA_MAX_DIMS];
+  unit_chunk(n, idx, cidx);
+  if (engine_chunk_key(n, cidx, key, len) < 0 ||
+      engine_unit_key(n, idx, ukey, len) < 0)
+    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
+  return 0;
+}
+
+/* Cached, single-flight unit decode. */
+int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
+                struct chunk_text **out, struct zerr *err) {
   if (n->kind != ZNODE_ARRAY || !n->chain)
     return zerr_set(err, EIO, "%s",
                     n->view_error ? n->view_error : "not a readable array");
   for (int d = 0; d < n->meta->ndim; d++)
-    if (idx[d] >= n->meta->grid[d])
+    if (idx[d] >= n->ugrid[d])
       return zerr_set(err, ENOENT, "chunk outside the grid");
-  char key[4096], ckey[4100], ekey[4100];
-  if (engine_chunk_key(n, idx, key, sizeof key) < 0)
-    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
-  snprintf(ckey, sizeof ckey, "C:%s", key);
-  snprintf(ekey, sizeof ekey, "E:%s", key);
+  char key[4096], ukey[4096], ckey[4100], ekey[4100];
+  ZTRY(unit_names(n, idx, key, ukey, sizeof key, err));
+  snprintf(ckey, sizeof ckey, "C:%s", ukey);
+  snprintf(ekey, sizeof ekey, "E:%s", ukey);
   for (;;) {
     struct zobj *o = zcache_get(e->cache, ckey);
     if (o) {
@@ -558,15 +732,17 @@ int engine_chunk(struct engine *e, const struct znode *n, const uint64_t *idx,
       break;
   }
   struct chunk_text *ct = NULL;
-  int rc = chunk_decode(e, n, idx, key, &ct, err);
+  int logged = 0;
+  int rc = unit_decode(e, n, idx, key, &ct, &logged, err);
   if (rc < 0) {
-    engine_log(e, key, err->msg);
+    if (!logged)
+      engine_log(e, key, err->msg);
     zerr_prefix(err, "chunk %s: ", key);
     remember_error(e, ekey, err);
   } else {
     zcache_put(e->cache, ckey, &ct->obj, ct->cost);
     char skey[4100];
-    snprintf(skey, sizeof skey, "S:%s", key);
+    snprintf(skey, sizeof skey, "S:%s", ukey);
     zsizes_put(e->sizes, skey, ct->line_off[ct->nin]);
     *out = ct;
   }
@@ -588,18 +764,17 @@ static void data_obj_destroy(struct zobj *o) {
 }
 
 /* Element bytes, decoding a deferred data section once. */
-int engine_chunk_data(struct engine *e, const struct znode *n,
-                      const struct chunk_text *ct, struct bytesrc **out,
-                      struct zerr *err) {
+int engine_unit_data(struct engine *e, const struct znode *n,
+                     const struct chunk_text *ct, struct bytesrc **out,
+                     struct zerr *err) {
   if (ct->ab->data) {
     *out = bytesrc_ref(ct->ab->data);
     return 0;
   }
-  char key[4096], dkey[4100], ekey[4100];
-  if (engine_chunk_key(n, ct->idx, key, sizeof key) < 0)
-    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
-  snprintf(dkey, sizeof dkey, "D:%s", key);
-  snprintf(ekey, sizeof ekey, "F:%s", key);
+  char key[4096], ukey[4096], dkey[4100], ekey[4100];
+  ZTRY(unit_names(n, ct->idx, key, ukey, sizeof key, err));
+  snprintf(dkey, sizeof dkey, "D:%s", ukey);
+  snprintf(ekey, sizeof ekey, "F:%s", ukey);
   for (;;) {
     struct zobj *o = zcache_get(e->cache, dkey);
     if (o) {
@@ -632,16 +807,16 @@ int engine_chunk_data(struct engine *e, const struct znode *n,
 }
 
 /* Size from the table, or decode once to learn it. */
-int engine_chunk_size(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t *size, struct zerr *err) {
-  char key[4096], skey[4100];
-  if (engine_chunk_key(n, idx, key, sizeof key) < 0)
+int engine_unit_size(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, uint64_t *size, struct zerr *err) {
+  char ukey[4096], skey[4100];
+  if (engine_unit_key(n, idx, ukey, sizeof ukey) < 0)
     return zerr_set(err, ENAMETOOLONG, "chunk key too long");
-  snprintf(skey, sizeof skey, "S:%s", key);
+  snprintf(skey, sizeof skey, "S:%s", ukey);
   if (zsizes_get(e->sizes, skey, size))
     return 0;
   struct chunk_text *ct;
-  ZTRY(engine_chunk(e, n, idx, &ct, err));
+  ZTRY(engine_unit(e, n, idx, &ct, err));
   *size = ct->line_off[ct->nin];
   zobj_put(&ct->obj);
   return 0;

@@ -27,14 +27,27 @@ enum znode_kind {
   ZNODE_BROKEN, /* zarr.json present but unusable */
 };
 
-/* A node, immutable once created; lives as long as the engine. */
+struct shard_state;
+
+/* A node, immutable once created; lives as long as the engine.
+ *
+ * Arrays are decoded in *units*: a unit is a chunk, except when the codecs
+ * are `sharding_indexed` alone, where a unit is one inner chunk of a shard
+ * (so a read decodes the shard index and only the inner chunks it needs).
+ * Unit coordinates index the unit grid; chunk coordinates the chunk grid;
+ * per[d] units make one chunk along dimension d. */
 struct znode {
   enum znode_kind kind;
-  char *path;              /* store prefix: "" for the root, else "a/b" */
-  struct zmeta *meta;      /* arrays: parsed metadata */
-  struct chain *chain;     /* arrays: NULL when views cannot work */
-  char *view_error;        /* why views fail (logged once); NULL if they work */
-  struct codec_spec spec;  /* decoded representation of one chunk */
+  char *path;             /* store prefix: "" for the root, else "a/b" */
+  struct zmeta *meta;     /* arrays: parsed metadata */
+  struct chain *chain;    /* arrays: NULL when views cannot work */
+  char *view_error;       /* why views fail (logged once); NULL if they work */
+  struct codec_spec spec; /* decoded representation of one chunk */
+  const struct shard_state *shard; /* units are inner chunks (borrowed from
+                                      chain), or NULL: units are chunks */
+  struct codec_spec uspec;         /* decoded representation of one unit */
+  uint64_t ugrid[ZMETA_MAX_DIMS];  /* units per dimension */
+  uint64_t per[ZMETA_MAX_DIMS];    /* units per chunk per dimension */
   struct dtype text_dtype; /* how views render elements: the data type, or
                               string (numpy U) / bytes (numpy S) for the
                               fixed-width kinds, converted after decoding */
@@ -75,32 +88,37 @@ const struct znode *engine_node(struct engine *e, const char *path);
 const struct znode *engine_array_of(struct engine *e, const char *key,
                                     const char **rel);
 
-/* A decoded chunk ready for text views (reference-counted; zobj_put). */
+/* A decoded unit ready for text views (reference-counted; zobj_put). */
 struct chunk_text {
   struct zobj obj;
-  struct abytes *ab; /* decoded elements (in chunk C order) */
-  uint64_t idx[ZMETA_MAX_DIMS];
+  struct abytes *ab;            /* decoded elements (in unit C order) */
+  uint64_t idx[ZMETA_MAX_DIMS]; /* unit coordinates */
   uint64_t ext[ZMETA_MAX_DIMS]; /* in-bounds extent per dimension */
   uint64_t nin;                 /* in-bounds elements */
   uint64_t *line_off;           /* nin+1 text offsets of in-bounds elements */
   size_t cost;
 };
 
-/* Decoded chunk `idx` of array node n (missing chunks give the fill value).
- * Returns a new reference in *out. */
-int engine_chunk(struct engine *e, const struct znode *n, const uint64_t *idx,
-                 struct chunk_text **out, struct zerr *err);
+/* Decoded unit `idx` of array node n (missing chunks and empty inner chunks
+ * give the fill value). Returns a new reference in *out. */
+int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
+                struct chunk_text **out, struct zerr *err);
 
-/* The element bytes of a variable-length decoded chunk (new reference):
+/* The element bytes of a variable-length decoded unit (new reference):
  * its data source, or, when its data codecs were deferred, the decoded data
  * section from the cache (decoding it once, single-flight). */
-int engine_chunk_data(struct engine *e, const struct znode *n,
-                      const struct chunk_text *ct, struct bytesrc **out,
-                      struct zerr *err);
+int engine_unit_data(struct engine *e, const struct znode *n,
+                     const struct chunk_text *ct, struct bytesrc **out,
+                     struct zerr *err);
 
-/* Text size of chunk idx's view, from the learned-size table when known. */
-int engine_chunk_size(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t *size, struct zerr *err);
+/* Text size of unit idx, from the learned-size table when known. */
+int engine_unit_size(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, uint64_t *size, struct zerr *err);
+
+/* Cache-key name of unit idx: its chunk's store key, plus "#<inner chunk>"
+ * for inner chunks of a shard. Returns the length or -ENAMETOOLONG. */
+int engine_unit_key(const struct znode *n, const uint64_t *idx, char *buf,
+                    size_t len);
 
 /* Store key of chunk idx of node n (prefix included) into buf. */
 int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
