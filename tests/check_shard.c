@@ -521,6 +521,64 @@ START_TEST(shard_bad_input_fails_alone) {
 }
 END_TEST
 
+
+/* Nested sharding: the outer shard's inner chunks are shards themselves
+ * (decoded whole, as one unit each); values in C order. */
+START_TEST(shard_nested) {
+  put_array_meta(
+      "n", "[40]", "[40]", "string", "\"\"",
+      "[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":"
+      "[20],\"codecs\":[{\"name\":\"sharding_indexed\",\"configuration\":{"
+      "\"chunk_shape\":[10],\"codecs\":[{\"name\":\"vlen-utf8\"}],"
+      "\"index_codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":"
+      "\"little\"}}],\"index_location\":\"start\"}}],\"index_codecs\":[{"
+      "\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}},{"
+      "\"name\":\"crc32c\"}]}}]");
+  struct tbuf outer = {0};
+  uint64_t ooffs[2], olens[2];
+  for (int o = 0; o < 2; o++) {
+    /* Inner shard, index at the start: 2 entries of 16 bytes, then data. */
+    struct tbuf data = {0};
+    uint64_t offs[2], lens[2];
+    for (int c = 0; c < 2; c++) {
+      char store[10][16], *vals[10];
+      for (int k = 0; k < 10; k++) {
+        snprintf(store[k], sizeof store[k], "n%d", o * 20 + c * 10 + k);
+        vals[k] = store[k];
+      }
+      offs[c] = 32 + data.len;
+      vlen_utf8(&data, vals, 10);
+      lens[c] = 32 + data.len - offs[c];
+    }
+    ooffs[o] = outer.len;
+    for (int c = 0; c < 2; c++) {
+      uint8_t w[16];
+      le64(w, offs[c]);
+      le64(w + 8, lens[c]);
+      tb_put(&outer, w, 16);
+    }
+    tb_put(&outer, data.p, data.len);
+    olens[o] = outer.len - ooffs[o];
+    free(data.p);
+  }
+  shard_finish(&outer, ooffs, olens, 2, 1);
+  put_file("n/c/0", outer.p, outer.len);
+  free(outer.p);
+  struct engine *e = open_engine(64u << 20);
+  struct zerr err = {0};
+  uint64_t size;
+  char *got = read_view(e, "n/values.txt", 3, &size, &err);
+  ck_assert_msg(got != NULL, "%s", err.msg);
+  char want[512];
+  size_t len = 0;
+  for (int i = 0; i < 40; i++)
+    len += (size_t)snprintf(want + len, sizeof want - len, "n%d\n", i);
+  ck_assert_str_eq(got, want);
+  free(got);
+  engine_free(e);
+}
+END_TEST
+
 /* Suite. */
 static Suite *shard_suite(void) {
   Suite *s = suite_create("shard");
@@ -531,6 +589,7 @@ static Suite *shard_suite(void) {
   tcase_add_test(tc, shard_read_touches_one_inner_chunk);
   tcase_add_test(tc, shard_2d_views);
   tcase_add_test(tc, shard_bad_input_fails_alone);
+  tcase_add_test(tc, shard_nested);
   suite_add_tcase(s, tc);
   return s;
 }
