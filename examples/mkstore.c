@@ -11,6 +11,7 @@
  *   zarrfs-mkstore bigstrings DIR --count N --chunk C [--strlen L]
  *                  [--data zstd|none] [--index start|end]
  *                  [--plain FILE] [--zst FILE]
+ *                  [--shard INNER] [--inner vlen|utf8]
  *   zarrfs-mkstore badinput DIR
  *
  * Every chunk is streamed: element bytes are generated on demand (twice:
@@ -502,6 +503,83 @@ static void vlen_utf8_write_chunk(struct wfile *out, enum data_codec outer,
   sink_close(&k);
 }
 
+/* ---- sharding_indexed ---- */
+
+/* How the inner chunks of a shard are encoded. */
+struct inner_cfg {
+  int utf8;              /* vlen-utf8 + outer, else zarrs.vlen */
+  struct vlen_cfg vlen;  /* zarrs.vlen configuration */
+  enum data_codec outer; /* vlen-utf8: the bytes->bytes codec after it */
+};
+
+/* The codecs list of one (inner or unsharded) string chunk. */
+static void inner_codecs_json(char *out, size_t cap,
+                              const struct inner_cfg *c) {
+  if (c->utf8)
+    fmt(out, cap, "[{\"name\": \"vlen-utf8\"}%s]", data_codec_json(c->outer));
+  else
+    vlen_codecs_json(out, cap, &c->vlen);
+}
+
+/* The codecs list of a 1-D sharded string array: sharding_indexed with
+ * inner chunks of `inner` elements, index [bytes LE, crc32c] at the end (the
+ * zarr-python defaults). */
+static void shard_codecs_json(char *out, size_t cap, uint64_t inner,
+                              const struct inner_cfg *c) {
+  char ic[1024];
+  inner_codecs_json(ic, sizeof ic, c);
+  fmt(out, cap,
+      "[{\"name\": \"sharding_indexed\", \"configuration\": {"
+      "\"chunk_shape\": [%" PRIu64 "], \"codecs\": %s, \"index_codecs\": ["
+      "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}}, "
+      "{\"name\": \"crc32c\"}], \"index_location\": \"end\"}}]",
+      inner, ic);
+}
+
+/* Write one inner (or unsharded) chunk of elements [first, first+n). */
+static void inner_write_chunk(struct wfile *out, const struct inner_cfg *c,
+                              const struct strsrc *s, uint64_t first,
+                              uint64_t n, char *scratch) {
+  if (c->utf8)
+    vlen_utf8_write_chunk(out, c->outer, s, first, n, scratch);
+  else
+    vlen_write_chunk(out, &c->vlen, s, first, n, scratch, NULL);
+}
+
+/* Write a shard of `per` inner chunks of `inner` elements starting at
+ * element `first`: the inner chunks one after another, then the index of
+ * (offset, nbytes) u64le pairs and its crc32c. Inner chunks wholly past the
+ * array's end are not stored (the empty marker, as zarr-python does). */
+static void shard_write(struct wfile *out, const struct inner_cfg *c,
+                        const struct strsrc *s, uint64_t first, uint64_t per,
+                        uint64_t inner, char *scratch) {
+  uint64_t *pairs = xmalloc(sizeof(uint64_t) * 2 * per);
+  off_t start = ftello(out->f);
+  for (uint64_t k = 0; k < per; k++) {
+    uint64_t f = first + k * inner;
+    if (f >= s->count) {
+      pairs[2 * k] = pairs[2 * k + 1] = UINT64_MAX;
+      continue;
+    }
+    off_t a = ftello(out->f);
+    inner_write_chunk(out, c, s, f, inner, scratch);
+    off_t b = ftello(out->f);
+    if (a < 0 || b < 0 || start < 0)
+      die("%s: cannot tell the file position", out->path);
+    pairs[2 * k] = (uint64_t)(a - start);
+    pairs[2 * k + 1] = (uint64_t)(b - a);
+  }
+  struct sink k;
+  sink_open(&k, out, DATA_CRC32C, 16 * per, NULL);
+  for (uint64_t i = 0; i < 2 * per; i++) {
+    uint8_t t[8];
+    le_store(t, pairs[i], 8);
+    sink_write(&k, t, 8);
+  }
+  sink_close(&k);
+  free(pairs);
+}
+
 /* ---- metadata ---- */
 
 /* Chunk key encodings as JSON. */
@@ -615,6 +693,7 @@ struct str_array {
   struct vlen_cfg vlen;  /* zarrs.vlen configuration */
   enum data_codec outer; /* vlen-utf8: the bytes->bytes codec after it */
   uint64_t missing;      /* chunk not written (UINT64_MAX: none) */
+  uint64_t inner;        /* > 0: chunks are shards of inner chunks */
   const struct strsrc *src;
   const char *description;
 };
@@ -622,12 +701,12 @@ struct str_array {
 /* Write a string array, its chunks and EXPECTED/<name>.txt. */
 static void example_strings(const char *dir, const struct str_array *a) {
   const struct strsrc *s = a->src;
-  char codecs[1024], fill[256];
-  if (a->utf8)
-    fmt(codecs, sizeof codecs, "[{\"name\": \"vlen-utf8\"}%s]",
-        data_codec_json(a->outer));
+  char codecs[2048], fill[256];
+  const struct inner_cfg ic = {a->utf8, a->vlen, a->outer};
+  if (a->inner)
+    shard_codecs_json(codecs, sizeof codecs, a->inner, &ic);
   else
-    vlen_codecs_json(codecs, sizeof codecs, &a->vlen);
+    inner_codecs_json(codecs, sizeof codecs, &ic);
   fmt(fill, sizeof fill, "\"%s\"", s->fill); /* fills here are plain ASCII */
   struct array_meta m = {1,    &s->count,    &a->chunk, "string",
                          fill, a->key->json, codecs,    a->description};
@@ -649,10 +728,10 @@ static void example_strings(const char *dir, const struct str_array *a) {
     fmt(rel, sizeof rel, "%s/%s", a->name, key);
     struct wfile w;
     wfile_create(&w, dir, rel);
-    if (a->utf8)
-      vlen_utf8_write_chunk(&w, a->outer, s, first, a->chunk, scratch);
+    if (a->inner)
+      shard_write(&w, &ic, s, first, a->chunk / a->inner, a->inner, scratch);
     else
-      vlen_write_chunk(&w, &a->vlen, s, first, a->chunk, scratch, NULL);
+      inner_write_chunk(&w, &ic, s, first, a->chunk, scratch);
     wfile_close(&w);
   }
   wfile_close(&text);
@@ -940,6 +1019,17 @@ static void cmd_example(const char *dir) {
        .src = &labels,
        .description = "cell-type labels; vlen-utf8 + zstd; chunk c/2 is not "
                       "stored and reads as the fill value"},
+      {.name = "obs_names_sharded",
+       .chunk = 400,
+       .inner = 50,
+       .key = &slash,
+       .utf8 = 1,
+       .outer = DATA_ZSTD,
+       .missing = UINT64_MAX,
+       .src = &genes,
+       .description = "gene names as anndata 0.13 writes strings: "
+                      "sharding_indexed shards of 400, inner chunks of 50 in "
+                      "vlen-utf8 + zstd, index at the end with crc32c"},
   };
   const struct num_array nums[] = {
       {.name = "matrix",
@@ -1037,8 +1127,9 @@ static uint64_t parse_u64(const char *opt, const char *s) {
  * memory does not grow with N or C. */
 static void cmd_bigstrings(const char *dir, int argc, char **argv) {
   const char *plain = NULL, *zst = NULL;
-  uint64_t count = 0, chunk = 0, L = 40;
+  uint64_t count = 0, chunk = 0, L = 40, inner = 0;
   struct vlen_cfg cfg = {0, 0, DATA_BYTES};
+  int utf8 = 0;
   for (int i = 0; i < argc; i += 2) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v)
@@ -1054,6 +1145,11 @@ static void cmd_bigstrings(const char *dir, int argc, char **argv) {
     else if (!strcmp(o, "--index") &&
              (!strcmp(v, "start") || !strcmp(v, "end")))
       cfg.index_end = !strcmp(v, "end");
+    else if (!strcmp(o, "--shard"))
+      inner = parse_u64(o, v);
+    else if (!strcmp(o, "--inner") &&
+             (!strcmp(v, "vlen") || !strcmp(v, "utf8")))
+      utf8 = !strcmp(v, "utf8");
     else if (!strcmp(o, "--plain"))
       plain = v;
     else if (!strcmp(o, "--zst"))
@@ -1065,8 +1161,12 @@ static void cmd_bigstrings(const char *dir, int argc, char **argv) {
     die("bigstrings needs --count N and --chunk C, both > 0");
   if (L > MK_ELEM_MAX)
     die("--strlen %" PRIu64 " is too large (max %zu)", L, MK_ELEM_MAX);
-  if (zst && cfg.data != DATA_ZSTD)
-    die("--zst needs --data zstd");
+  if (zst && (cfg.data != DATA_ZSTD || inner || utf8))
+    die("--zst needs --data zstd, zarrs.vlen and no --shard");
+  if (inner && chunk % inner)
+    die("--shard %" PRIu64 " must divide --chunk %" PRIu64, inner, chunk);
+  /* vlen-utf8 takes --data as its outer codec. */
+  const struct inner_cfg ic = {utf8, cfg, utf8 ? cfg.data : DATA_BYTES};
 
   size_t Lz = (size_t)L;
   /* Longest element: L + 8 or the prefix (at most 25 bytes). */
@@ -1076,8 +1176,11 @@ static void cmd_bigstrings(const char *dir, int argc, char **argv) {
                            .len = big_len,
                            .ctx = &Lz,
                            .fill = ""};
-  char codecs[1024];
-  vlen_codecs_json(codecs, sizeof codecs, &cfg);
+  char codecs[2048];
+  if (inner)
+    shard_codecs_json(codecs, sizeof codecs, inner, &ic);
+  else
+    inner_codecs_json(codecs, sizeof codecs, &ic);
   static const struct keyenc slash = {KEY_DEFAULT_SLASH, 0, '/'};
   struct array_meta m = {
       1,      &count,     &chunk, "string",
@@ -1098,7 +1201,12 @@ static void cmd_bigstrings(const char *dir, int argc, char **argv) {
     chunk_key(key, sizeof key, &slash, 1, &c);
     struct wfile w;
     wfile_create(&w, dir, key);
-    vlen_write_chunk(&w, &cfg, &s, first, chunk, scratch, zst ? &zf : NULL);
+    if (inner)
+      shard_write(&w, &ic, &s, first, chunk / inner, inner, scratch);
+    else if (utf8)
+      inner_write_chunk(&w, &ic, &s, first, chunk, scratch);
+    else
+      vlen_write_chunk(&w, &cfg, &s, first, chunk, scratch, zst ? &zf : NULL);
     wfile_close(&w);
     if (plain)
       text_strings(&pf, &s, first,
@@ -1373,11 +1481,14 @@ static const char USAGE[] =
     "       zarrfs-mkstore bigstrings DIR --count N --chunk C [--strlen L]\n"
     "                      [--data zstd|none] [--index start|end]\n"
     "                      [--plain FILE] [--zst FILE]\n"
+    "                      [--shard INNER] [--inner vlen|utf8]\n"
     "       zarrfs-mkstore badinput DIR\n"
-    "example    the example store (6 arrays) and DIR/EXPECTED/<array>.txt\n"
+    "example    the example store (7 arrays) and DIR/EXPECTED/<array>.txt\n"
     "bigstrings N strings of L-8..L+8 bytes (default L 40), \"row-<i>-...\",\n"
     "           zarrs.vlen, C per chunk; --plain writes the text view,\n"
-    "           --zst the concatenated zstd data parts (for zstd -dc)\n"
+    "           --zst the concatenated zstd data parts (for zstd -dc);\n"
+    "           --shard: each chunk a sharding_indexed shard of INNER-element\n"
+    "           inner chunks; --inner utf8: vlen-utf8 (+ --data) chunks\n"
     "badinput   one array per bad input and DIR/EXPECTED.txt\n";
 
 /* Dispatch a subcommand. */

@@ -106,6 +106,38 @@ for index in start end; do
   rm -rf "$SRC" "$PLAIN"
 done
 
+# Sharding: a shard of 64 MiB in inner chunks. With inner zarrs.vlen chunks
+# a cold stat + tail reads the shard index, the inner indexes and the last
+# bytes only. With inner vlen-utf8 chunks (anndata's layout) the size needs
+# every inner chunk once; after that, with a cache too small to keep
+# anything, a tail reads the shard index and one 512 KiB inner chunk
+# (tests/check_shard.c makes the same point for ranges inside the array).
+for inner in vlen utf8; do
+  SRC="$ZT_TMP/shard-$inner"
+  PLAIN="$ZT_TMP/shard-$inner.txt"
+  if ! t "$ZARRFS_MKSTORE" bigstrings "$SRC" --count $COUNT --strlen $STRLEN \
+    --chunk $COUNT --shard 256 --inner $inner --data none --index end \
+    --plain "$PLAIN" >"$ZT_TMP/mkstore.log" 2>&1; then
+    show "$ZT_TMP/mkstore.log"
+    zt_hard_error "zarrfs-mkstore bigstrings --shard failed"
+  fi
+  MNT=$(zt_mkdir mnt)
+  if [ "$inner" = vlen ]; then
+    zmount "$SRC" "$MNT" || continue
+    measure "shard, inner zarrs.vlen: cold stat + tail -c 200 of c/0.txt" "$ZT_PID" \
+      check_tail "shard, inner zarrs.vlen: c/0.txt" "$MNT/c/0.txt" "$PLAIN"
+  else
+    zmount "$SRC" "$MNT" -o cache_size=4K || continue
+    assert_eq "shard, inner vlen-utf8: stat size" "$(wc -c <"$PLAIN")" \
+      "$(t stat -c %s -- "$MNT/c/0.txt")"
+    measure "shard, inner vlen-utf8: tail -c 200 of c/0.txt after stat, 4K cache" "$ZT_PID" \
+      check_tail "shard, inner vlen-utf8: c/0.txt" "$MNT/c/0.txt" "$PLAIN"
+  fi
+  zt_check_log_clean "$ZT_LOG"
+  zumount "$MNT"
+  rm -rf "$SRC" "$PLAIN"
+done
+
 # Readahead delivers a sequential read in 128 KiB pieces: a zstd chunk
 # (16 MiB of text) must be decoded once, not once per piece. The stored
 # chunk is ~0.5 MiB; re-decoding per piece would read it ~130 times.
