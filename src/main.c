@@ -285,8 +285,10 @@ int main(int argc, char **argv) {
   }
   fuse_remove_signal_handlers(se);
   fuse_unmount(fuse);
-  /* A signal ends the loop on purpose: that is a clean exit. */
-  status = (rc == 0 || fuse_session_exited(se)) ? 0 : 1;
+  /* The loop returns 0 after an unmount, the signal number after
+   * SIGTERM/SIGINT/SIGHUP (a clean exit on purpose; it also resets the
+   * session, so fuse_session_exited() cannot tell), -errno on failure. */
+  status = rc >= 0 ? 0 : 1;
 
 out:
   if (fuse)
