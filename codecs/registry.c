@@ -35,6 +35,9 @@ extern const struct codec_impl codec_numcodecs_adler32;
 extern const struct codec_impl codec_numcodecs_crc32;
 extern const struct codec_impl codec_numcodecs_crc32c;
 extern const struct codec_impl codec_numcodecs_fletcher32;
+extern const struct codec_impl codec_packbits;
+extern const struct codec_impl codec_numcodecs_packbits;
+extern const struct codec_impl codec_optional;
 
 static const struct codec_impl *const registry_table[] = {
     &codec_bytes,
@@ -62,6 +65,9 @@ static const struct codec_impl *const registry_table[] = {
     &codec_numcodecs_crc32,
     &codec_numcodecs_crc32c,
     &codec_numcodecs_fletcher32,
+    &codec_packbits,
+    &codec_numcodecs_packbits,
+    &codec_optional,
     NULL,
 };
 

@@ -211,7 +211,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
   memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
   n->spec.nelem = m->chunk_nelem;
   n->spec.dtype = m->dtype;
-  n->text_dtype = m->dtype.kind == DT_FIXED_UTF32 ? dtype_of(DT_STRING)
+  n->text_dtype = m->dtype.kind == DT_FIXED_UTF32    ? dtype_of(DT_STRING)
                   : dtype_is_fixed_string(&m->dtype) ? dtype_of(DT_BYTES)
                                                      : m->dtype;
   n->spec.fill = m->fill;

@@ -13,7 +13,21 @@
  * value at the element's own width (float16/32/64), written plainly when
  * the decimal exponent x of the first digit is in [-4, 16) and as
  * d.ddde+XX otherwise, like Python's repr without a trailing ".0". Any NaN
- * is "nan"; infinities are "inf" / "-inf"; negative zero is "-0". */
+ * is "nan"; infinities are "inf" / "-inf"; negative zero is "-0".
+ *
+ * Complex numbers: both parts in that float layout at the part's width,
+ * the imaginary part always signed, then "j" ("1+2j", "0.5-1.5j",
+ * "nan+infj", "1-0j"): numpy's repr without the parentheses, and the real
+ * part is always written (Python writes 1j for 0+1j).
+ *
+ * numpy.timedelta64: an ISO 8601 duration, "-" first when negative. Units
+ * Y, M, W, D give "P<n>Y", "P<n>M", "P<n>W", "P<n>D"; the sub-day units are
+ * split into days and time, leaving out zero fields ("P1DT2H3M4.007S",
+ * "PT0.5S", "PT0S" for zero), the fraction of a second without trailing
+ * zeros. NaT is "NaT".
+ *
+ * zarrs.optional (of fixed-size types): "null" for a missing value, else
+ * the inner type's text. */
 #include "render.h"
 
 #include <stdio.h> /* snprintf for datetime fields */
@@ -56,6 +70,13 @@ static size_t fmt_i64(int64_t v, char *buf) {
   }
   return fmt_u64((uint64_t)v, buf);
 }
+
+/* The widest unsigned integer: scaled timedeltas may pass 64 bits. */
+#ifdef __SIZEOF_INT128__
+typedef unsigned __int128 render_umax;
+#else
+typedef uint64_t render_umax;
+#endif
 
 /* ---- exact big integers for the float digit search ---- */
 
@@ -399,7 +420,10 @@ static int digits_u128(const struct fsearch *fs, char *d, int *x10) {
  * precision p bits with minimum exponent min_e: writes at most 17 digits
  * to d and returns their count; *x10 is the decimal exponent of the first
  * digit. The digits are the fewest that lie in the value's rounding
- * interval, and among those the closest to the value. */
+ * interval, and among those the closest to the value at the first digit
+ * position (only when the interval spans a power of ten and is wider than
+ * the value, as for bfloat16's smallest subnormal, could a candidate one
+ * position lower be closer: 9.18e-41 gives 1e-40, not 9e-41). */
 static int shortest_digits(uint64_t f, int e, int p, int min_e, char *d,
                            int *x10) {
   struct fsearch fs;
@@ -585,6 +609,112 @@ static size_t fmt_datetime(const struct dtype *dt, int64_t v, char *buf) {
   return (size_t)n;
 }
 
+/* Decimal of a value that may exceed 64 bits. */
+static size_t fmt_umax(render_umax v, char *buf) {
+  if (v <= UINT64_MAX)
+    return fmt_u64((uint64_t)v, buf);
+  char tmp[40];
+  size_t i = sizeof tmp;
+  while (v) {
+    tmp[--i] = (char)('0' + (unsigned)(v % 10));
+    v /= 10;
+  }
+  memcpy(buf, tmp + i, sizeof tmp - i);
+  return sizeof tmp - i;
+}
+
+/* ISO 8601 duration of a numpy.timedelta64 value (see the file comment). */
+static size_t fmt_timedelta(const struct dtype *dt, int64_t v, char *buf) {
+  if (v == INT64_MIN) {
+    memcpy(buf, "NaT", 3);
+    return 3;
+  }
+  size_t o = 0;
+  if (v < 0)
+    buf[o++] = '-';
+  buf[o++] = 'P';
+  uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  render_umax total = (render_umax)mag * (uint64_t)dt->scale;
+#ifndef __SIZEOF_INT128__
+  if (mag && total / mag != (uint64_t)dt->scale)
+    return fmt_i64(v, buf); /* beyond 64 bits: the plain count */
+#endif
+  static const char calendar[] = "YMWD";
+  if (dt->unit <= DTU_D) {
+    o += fmt_umax(total, buf + o);
+    buf[o++] = calendar[dt->unit];
+    return o;
+  }
+  /* Counts of the unit per day, hour, minute and second (0: none). */
+  static const uint64_t per[][4] = {
+      {24, 1, 0, 0},
+      {1440, 60, 1, 0},
+      {86400, 3600, 60, 1},
+      {86400000ull, 3600000ull, 60000ull, 1000ull},
+      {86400000000ull, 3600000000ull, 60000000ull, 1000000ull},
+      {86400000000000ull, 3600000000000ull, 60000000000ull, 1000000000ull}};
+  static const int frac_digits[] = {0, 0, 0, 3, 6, 9};
+  int u = (int)dt->unit - (int)DTU_h;
+  render_umax days = total / per[u][0];
+  uint64_t rem = (uint64_t)(total % per[u][0]);
+  uint64_t hours = rem / per[u][1];
+  rem %= per[u][1];
+  uint64_t mins = per[u][2] ? rem / per[u][2] : 0;
+  rem = per[u][2] ? rem % per[u][2] : 0;
+  uint64_t secs = per[u][3] ? rem / per[u][3] : 0;
+  uint64_t frac = per[u][3] ? rem % per[u][3] : 0;
+  if (days) {
+    o += fmt_umax(days, buf + o);
+    buf[o++] = 'D';
+  }
+  if (!hours && !mins && !secs && !frac) {
+    if (!days) {
+      memcpy(buf + o, "T0S", 3);
+      o += 3;
+    }
+    return o;
+  }
+  buf[o++] = 'T';
+  if (hours) {
+    o += fmt_u64(hours, buf + o);
+    buf[o++] = 'H';
+  }
+  if (mins) {
+    o += fmt_u64(mins, buf + o);
+    buf[o++] = 'M';
+  }
+  if (secs || frac) {
+    o += fmt_u64(secs, buf + o);
+    if (frac) {
+      int nd = frac_digits[u];
+      char d[9];
+      for (int i = nd - 1; i >= 0; i--, frac /= 10)
+        d[i] = (char)('0' + frac % 10);
+      while (nd > 0 && d[nd - 1] == '0')
+        nd--;
+      buf[o++] = '.';
+      memcpy(buf + o, d, (size_t)nd);
+      o += (size_t)nd;
+    }
+    buf[o++] = 'S';
+  }
+  return o;
+}
+
+/* "RE+IMj" / "RE-IMj" from the two parts' bit patterns. */
+static size_t fmt_complex(uint64_t re, uint64_t im, struct fmt_layout l,
+                          char *buf) {
+  char t[RENDER_FIXED_MAX];
+  size_t n = fmt_float(re, l, buf);
+  size_t m = fmt_float(im, l, t);
+  if (t[0] != '-')
+    buf[n++] = '+';
+  memcpy(buf + n, t, m);
+  n += m;
+  buf[n++] = 'j';
+  return n;
+}
+
 /* Render one fixed-size element. */
 size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
   switch (dt->kind) {
@@ -649,6 +779,40 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
     memcpy(&v, elem, 8);
     return fmt_float(v, (struct fmt_layout){52, 11}, buf);
   }
+  case DT_BFLOAT16: {
+    uint16_t v;
+    memcpy(&v, elem, 2);
+    return fmt_float(v, (struct fmt_layout){7, 8}, buf);
+  }
+  case DT_COMPLEX64: {
+    uint32_t v[2];
+    memcpy(v, elem, 8);
+    return fmt_complex(v[0], v[1], (struct fmt_layout){23, 8}, buf);
+  }
+  case DT_COMPLEX128: {
+    uint64_t v[2];
+    memcpy(v, elem, 16);
+    return fmt_complex(v[0], v[1], (struct fmt_layout){52, 11}, buf);
+  }
+  case DT_TIMEDELTA64: {
+    int64_t v;
+    memcpy(&v, elem, 8);
+    return fmt_timedelta(dt, v, buf);
+  }
+  case DT_OPTIONAL: {
+    if (!((const uint8_t *)elem)[dt->size - 1]) {
+      memcpy(buf, "null", 4);
+      return 4;
+    }
+    struct dtype in = dtype_optional_inner(dt);
+    return render_fixed(&in, elem, buf);
+  }
+  case DT_INT2: /* as stored: the decoders sign-extend */
+  case DT_INT4:
+    return fmt_i64(*(const int8_t *)elem, buf);
+  case DT_UINT2:
+  case DT_UINT4:
+    return fmt_u64(*(const uint8_t *)elem, buf);
   default:
     return 0;
   }

@@ -4,10 +4,18 @@
  * by these functions.
  *   bool     true / false
  *   integers decimal
- *   floats   shortest text that reads back to the same value (printf %g
- *            style: "0.5", "1e+20", "-0"), and nan, inf, -inf
+ *   floats   shortest text that reads back to the same value at the
+ *            element's width (float16, bfloat16, float32, float64; printf
+ *            %g style: "0.5", "1e+20", "-0"), and nan, inf, -inf
+ *   complex  both parts as floats, the imaginary one signed: "1+2j",
+ *            "0.5-1.5j", "nan+infj"
+ *   datetime64   ISO 8601 like numpy ("2023-01-01T00:00:00.000"), NaT
+ *   timedelta64  ISO 8601 duration ("P1DT2H3M4.007S", "-PT1.5S"), NaT
+ *   int2/int4/uint2/uint4  decimal of the stored byte
+ *   zarrs.optional  null, or the inner type's text
  *   string   the UTF-8 bytes, each '\n' byte shown as ' '
- *   bytes    lowercase hex, two characters per byte
+ *   bytes    lowercase hex, two characters per byte (raw bytes r<N> /
+ *            raw_bytes and numpy S are converted to bytes first)
  * Pure functions, no allocation, thread-safe. */
 #ifndef ZARRFS_RENDER_H
 #define ZARRFS_RENDER_H
@@ -22,7 +30,8 @@
 
 /* Render one fixed-size element (elem points at dt->size bytes in host byte
  * order) into buf (at least RENDER_FIXED_MAX bytes, not NUL-terminated).
- * Returns the text length. For DT_UNSUPPORTED or a variable kind returns 0. */
+ * Returns the text length. For DT_UNSUPPORTED, a variable kind or a kind
+ * views convert to bytes first (fixed strings, raw bytes) returns 0. */
 size_t render_fixed(const struct dtype *dt, const void *elem, char *buf);
 
 /* Text length of a variable-length element of nbytes source bytes

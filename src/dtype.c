@@ -1,10 +1,13 @@
 /* dtype.c - Zarr data types and their fill values (see dtype.h).
  *
- * Names follow the V3 core spec and zarr-extensions; fill values follow
- * the spec's JSON encodings plus the leniencies real writers need (null /
- * 0 as an empty string, integral reals for integers, 64-bit integers that
- * zjson_loadb had to carry as digit strings). Fixed-size fills are stored
- * in host byte order, like decoded elements. */
+ * Names follow the V3 core spec and zarr-extensions, plus the names
+ * zarr-python (raw_bytes, null_terminated_bytes, variable_length_bytes)
+ * and zarrs (int2/int4/uint2/uint4, zarrs.optional) write; fill values
+ * follow the spec's JSON encodings plus the leniencies real writers need
+ * (null / 0 as an empty string, integral reals for integers, 64-bit
+ * integers that zjson_loadb had to carry as digit strings, base64 or
+ * integer arrays for fixed bytes). Fixed-size fills are stored in host
+ * byte order, like decoded elements. */
 #include "dtype.h"
 
 #include <errno.h>
@@ -22,14 +25,18 @@ struct dtype_name {
 /* Every name we know, including aliases; the first name of a kind is the
  * one dtype_of reports. */
 static const struct dtype_name dtype_names[] = {
-    {"bool", DT_BOOL, 1},       {"int8", DT_INT8, 1},
-    {"int16", DT_INT16, 2},     {"int32", DT_INT32, 4},
-    {"int64", DT_INT64, 8},     {"uint8", DT_UINT8, 1},
-    {"uint16", DT_UINT16, 2},   {"uint32", DT_UINT32, 4},
-    {"uint64", DT_UINT64, 8},   {"float16", DT_FLOAT16, 2},
-    {"float32", DT_FLOAT32, 4}, {"float64", DT_FLOAT64, 8},
-    {"string", DT_STRING, 0},   {"bytes", DT_BYTES, 0},
-    {"binary", DT_BYTES, 0},    {"variable_length_bytes", DT_BYTES, 0},
+    {"bool", DT_BOOL, 1},           {"int8", DT_INT8, 1},
+    {"int16", DT_INT16, 2},         {"int32", DT_INT32, 4},
+    {"int64", DT_INT64, 8},         {"uint8", DT_UINT8, 1},
+    {"uint16", DT_UINT16, 2},       {"uint32", DT_UINT32, 4},
+    {"uint64", DT_UINT64, 8},       {"float16", DT_FLOAT16, 2},
+    {"float32", DT_FLOAT32, 4},     {"float64", DT_FLOAT64, 8},
+    {"string", DT_STRING, 0},       {"bytes", DT_BYTES, 0},
+    {"binary", DT_BYTES, 0},        {"variable_length_bytes", DT_BYTES, 0},
+    {"complex64", DT_COMPLEX64, 8}, {"complex128", DT_COMPLEX128, 16},
+    {"bfloat16", DT_BFLOAT16, 2},   {"int2", DT_INT2, 1},
+    {"int4", DT_INT4, 1},           {"uint2", DT_UINT2, 1},
+    {"uint4", DT_UINT4, 1},
 };
 
 #define DTYPE_NNAMES (sizeof dtype_names / sizeof *dtype_names)
@@ -60,18 +67,114 @@ int dtype_time_unit_parse(const char *s, enum dtype_time_unit *out) {
   return -1;
 }
 
-/* Byte-order unit: a UTF-32 string swaps per code unit, not as a whole. */
+/* Byte-order unit: a UTF-32 string swaps per code unit, a complex number
+ * per part, opaque bytes not at all. */
 size_t dtype_swap_unit(const struct dtype *dt) {
-  if (dt->kind == DT_FIXED_UTF32)
+  switch (dt->kind) {
+  case DT_FIXED_UTF32:
     return 4;
-  if (dt->kind == DT_FIXED_BYTES)
+  case DT_FIXED_BYTES:
+  case DT_RAW:
     return 1;
-  return dt->size;
+  case DT_COMPLEX64:
+  case DT_COMPLEX128:
+    return dt->size / 2;
+  default:
+    return dt->size;
+  }
 }
 
-/* numpy U and S. */
+/* numpy U and S, and raw bytes. */
 int dtype_is_fixed_string(const struct dtype *dt) {
-  return dt->kind == DT_FIXED_UTF32 || dt->kind == DT_FIXED_BYTES;
+  return dt->kind == DT_FIXED_UTF32 || dt->kind == DT_FIXED_BYTES ||
+         dt->kind == DT_RAW;
+}
+
+/* Width and signedness of the integer kinds. */
+int dtype_int_bits(const struct dtype *dt, unsigned *bits, int *is_signed) {
+  static const struct {
+    enum dtype_kind kind;
+    unsigned bits;
+    int is_signed;
+  } t[] = {{DT_INT2, 2, 1},    {DT_INT4, 4, 1},    {DT_INT8, 8, 1},
+           {DT_INT16, 16, 1},  {DT_INT32, 32, 1},  {DT_INT64, 64, 1},
+           {DT_UINT2, 2, 0},   {DT_UINT4, 4, 0},   {DT_UINT8, 8, 0},
+           {DT_UINT16, 16, 0}, {DT_UINT32, 32, 0}, {DT_UINT64, 64, 0}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+    if (t[i].kind == dt->kind) {
+      *bits = t[i].bits;
+      *is_signed = t[i].is_signed;
+      return 1;
+    }
+  return 0;
+}
+
+/* The type of a present value of an optional type. */
+struct dtype dtype_optional_inner(const struct dtype *dt) {
+  struct dtype in = dtype_of(dt->inner);
+  in.size = dt->size ? dt->size - 1 : 0;
+  in.unit = dt->unit;
+  in.scale = dt->scale;
+  return in;
+}
+
+/* Kinds an optional type may wrap: the fixed-size ones rendered element by
+ * element (not the fixed-width strings, which views convert first). */
+static int optional_inner_ok(const struct dtype *in) {
+  unsigned bits;
+  int is_signed;
+  switch (in->kind) {
+  case DT_BOOL:
+  case DT_FLOAT16:
+  case DT_BFLOAT16:
+  case DT_FLOAT32:
+  case DT_FLOAT64:
+  case DT_COMPLEX64:
+  case DT_COMPLEX128:
+  case DT_DATETIME64:
+  case DT_TIMEDELTA64:
+    return 1;
+  default:
+    return dtype_int_bits(in, &bits, &is_signed);
+  }
+}
+
+/* length_bytes of a configuration: a positive multiple of `multiple`, at
+ * most 1 MiB (the cap keeps a hostile value from sizing huge buffers). */
+static int length_bytes(const char *name, json_t *cfg, long multiple,
+                        size_t *out, struct zerr *err) {
+  json_t *lb = cfg ? json_object_get(cfg, "length_bytes") : NULL;
+  if (!json_is_integer(lb) || json_integer_value(lb) <= 0 ||
+      json_integer_value(lb) % multiple || json_integer_value(lb) > (1 << 20))
+    return zerr_set(err, EIO,
+                    "%s: length_bytes must be a positive multiple of %ld "
+                    "(at most 1 MiB)",
+                    name, multiple);
+  *out = (size_t)json_integer_value(lb);
+  return 0;
+}
+
+/* "r<N>": raw bits, N a positive multiple of 8 without leading zeros.
+ * Returns 1 (and sets dt) when the name has that shape, 0 when it is some
+ * other name, or -EIO for an N that is not a valid width. */
+static int parse_raw_bits(const char *name, struct dtype *dt,
+                          struct zerr *err) {
+  if (name[0] != 'r' || name[1] < '1' || name[1] > '9')
+    return 0;
+  uint64_t n = 0;
+  for (const char *p = name + 1; *p; p++) {
+    if (*p < '0' || *p > '9')
+      return 0;
+    n = n * 10 + (uint64_t)(*p - '0');
+    if (n > (8u << 20))
+      return zerr_set(err, EIO, "%s: at most %u bits", name, 8u << 20);
+  }
+  if (n % 8)
+    return zerr_set(err, EIO, "%s: the bit count must be a multiple of 8",
+                    name);
+  dt->kind = DT_RAW;
+  dt->size = (size_t)(n / 8);
+  return 1;
 }
 
 /* string and bytes. */
@@ -96,7 +199,7 @@ int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err) {
                     "data_type must be a string or an object with a name");
   memset(out, 0, sizeof *out);
   snprintf(out->name, sizeof out->name, "%s", name);
-  if (!strcmp(name, "numpy.datetime64")) {
+  if (!strcmp(name, "numpy.datetime64") || !strcmp(name, "numpy.timedelta64")) {
     /* Units we cannot show leave the type unsupported, not the node. */
     const char *unit =
         json_string_value(cfg ? json_object_get(cfg, "unit") : NULL);
@@ -104,24 +207,44 @@ int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err) {
     if (!unit || dtype_time_unit_parse(unit, &out->unit) < 0 ||
         (sf && (!json_is_integer(sf) || json_integer_value(sf) < 1)))
       return 0;
-    out->kind = DT_DATETIME64;
+    out->kind = name[6] == 'd' ? DT_DATETIME64 : DT_TIMEDELTA64;
     out->size = 8;
     out->scale = sf ? (int64_t)json_integer_value(sf) : 1;
     return 0;
   }
   if (!strcmp(name, "fixed_length_utf32")) {
-    /* length_bytes is 4 per code point; the cap keeps a hostile value
-     * from sizing huge buffers. */
-    json_t *lb = cfg ? json_object_get(cfg, "length_bytes") : NULL;
-    if (!json_is_integer(lb) || json_integer_value(lb) <= 0 ||
-        json_integer_value(lb) % 4 || json_integer_value(lb) > (1 << 20))
-      return zerr_set(err, EIO,
-                      "fixed_length_utf32: length_bytes must be a "
-                      "positive multiple of 4 (at most 1 MiB)");
-    out->kind = DT_FIXED_UTF32;
-    out->size = (size_t)json_integer_value(lb);
+    ZTRY(length_bytes(name, cfg, 4, &out->size, err));
+    out->kind = DT_FIXED_UTF32; /* 4 bytes per code point */
     return 0;
   }
+  if (!strcmp(name, "null_terminated_bytes") || !strcmp(name, "raw_bytes")) {
+    /* zarr-python's names for numpy S<n> and V<n>. */
+    ZTRY(length_bytes(name, cfg, 1, &out->size, err));
+    out->kind = name[0] == 'n' ? DT_FIXED_BYTES : DT_RAW;
+    return 0;
+  }
+  if (!strcmp(name, "zarrs.optional") || !strcmp(name, "optional")) {
+    /* The configuration is the inner data type ("optional" is the name
+     * zarrs used before 0.23). Inner types we cannot hold leave the type
+     * unsupported, named with the inner type. */
+    if (!cfg || !json_is_string(json_object_get(cfg, "name")))
+      return zerr_set(err, EIO, "%s: configuration must name a data type",
+                      name);
+    struct dtype in;
+    ZTRY(dtype_parse_v3(cfg, &in, err));
+    snprintf(out->name, sizeof out->name, "%.14s(%.40s)", name, in.name);
+    if (optional_inner_ok(&in)) {
+      out->kind = DT_OPTIONAL;
+      out->size = in.size + 1;
+      out->inner = in.kind;
+      out->unit = in.unit;
+      out->scale = in.scale;
+    }
+    return 0;
+  }
+  int raw = parse_raw_bits(name, out, err);
+  if (raw != 0)
+    return raw < 0 ? raw : 0;
   /* Unknown names stay DT_UNSUPPORTED: the node still lists, views fail. */
   for (size_t i = 0; i < DTYPE_NNAMES; i++)
     if (!strcmp(dtype_names[i].name, name)) {
@@ -175,60 +298,129 @@ static void store_bits(size_t size, uint64_t v, uint8_t *dst) {
   }
 }
 
-/* Float fill: number, "NaN", "Infinity", "-Infinity", or "0x<bits>" with
- * exactly 2 * size hex digits (the only way to write other NaNs). */
-static int parse_float_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
-                            struct zerr *err) {
-  double v;
-  if (json_is_number(fill)) {
-    v = json_number_value(fill);
-  } else if (json_is_string(fill)) {
-    const char *s = json_string_value(fill);
+/* IEEE layouts a float fill can take. */
+enum fill_float { FF_F16, FF_BF16, FF_F32, FF_F64 };
+
+/* v rounded (half to even) to bfloat16's 8 significant bits, overflow to
+ * infinity; the bit pattern. Scaling by powers of two is exact, so one
+ * rounding happens, in nearbyint. */
+static uint16_t bf16_from_double(double v) {
+  if (isnan(v))
+    return 0x7fc0;
+  uint16_t sign = signbit(v) ? 0x8000 : 0;
+  double a = fabs(v);
+  if (isinf(a) || a == 0)
+    return sign | (a == 0 ? 0 : 0x7f80);
+  int ex;
+  (void)frexp(a, &ex);                   /* a = m * 2^ex, m in [0.5, 1) */
+  int q = ex - 8 < -133 ? -133 : ex - 8; /* quantum; 2^-133 below normal */
+  double r = ldexp(nearbyint(ldexp(a, -q)), q);
+  if (r >= 0x1p128)
+    return sign | 0x7f80;
+  float f = (float)r; /* exact: 8 significant bits within float's range */
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  return sign | (uint16_t)(b >> 16 & 0x7fff);
+}
+
+/* One float in fill form: number, "NaN", "Infinity", "-Infinity", or
+ * "0x<bits>" with exactly 2 * size hex digits (the only way to write other
+ * NaNs) into *bits; 0, or -1 when v is none of these or a finite number
+ * overflows the format. */
+static int float_fill_bits(enum fill_float ff, json_t *v, uint64_t *bits) {
+  static const size_t size[] = {2, 2, 4, 8};
+  /* The canonical quiet NaNs, whatever the C library's NAN is. */
+  static const uint64_t qnan[] = {0x7e00u, 0x7fc0u, 0x7fc00000u,
+                                  0x7ff8000000000000ull};
+  double d;
+  if (json_is_number(v)) {
+    d = json_number_value(v);
+  } else if (json_is_string(v)) {
+    const char *s = json_string_value(v);
     if (!strcmp(s, "NaN")) {
-      /* The canonical quiet NaN, whatever the C library's NAN is. */
-      store_bits(dt->size,
-                 dt->size == 2   ? 0x7e00u
-                 : dt->size == 4 ? 0x7fc00000u
-                                 : 0x7ff8000000000000ull,
-                 dst);
+      *bits = qnan[ff];
       return 0;
     }
     if (!strcmp(s, "Infinity")) {
-      v = INFINITY;
+      d = INFINITY;
     } else if (!strcmp(s, "-Infinity")) {
-      v = -INFINITY;
+      d = -INFINITY;
     } else if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') &&
-               strlen(s + 2) == dt->size * 2) {
-      uint64_t bits = 0;
+               strlen(s + 2) == size[ff] * 2) {
+      uint64_t b = 0;
       for (const char *p = s + 2; *p; p++) {
         int h = hexval(*p);
         if (h < 0)
-          return fill_error(dt, fill, err);
-        bits = bits << 4 | (uint64_t)h;
+          return -1;
+        b = b << 4 | (uint64_t)h;
       }
-      store_bits(dt->size, bits, dst);
+      *bits = b;
       return 0;
     } else {
-      return fill_error(dt, fill, err);
+      return -1;
     }
   } else {
-    return fill_error(dt, fill, err);
+    return -1;
   }
   /* Narrowing rounds half to even, as the spec asks; a finite value that
    * overflows the narrower type is not a value of that type. */
-  if (dt->size == 2) {
-    _Float16 h = (_Float16)v;
-    if (isinf(h) && !isinf(v))
-      return fill_error(dt, fill, err);
-    memcpy(dst, &h, 2);
-  } else if (dt->size == 4) {
-    float f = (float)v;
-    if (isinf(f) && !isinf(v))
-      return fill_error(dt, fill, err);
-    memcpy(dst, &f, 4);
-  } else {
-    memcpy(dst, &v, 8);
+  switch (ff) {
+  case FF_F16: {
+    _Float16 h = (_Float16)d;
+    uint16_t b;
+    if (isinf(h) && !isinf(d))
+      return -1;
+    memcpy(&b, &h, 2);
+    *bits = b;
+    return 0;
   }
+  case FF_BF16:
+    *bits = bf16_from_double(d);
+    return (*bits & 0x7fff) == 0x7f80 && !isinf(d) ? -1 : 0;
+  case FF_F32: {
+    float f = (float)d;
+    uint32_t b;
+    if (isinf(f) && !isinf(d))
+      return -1;
+    memcpy(&b, &f, 4);
+    *bits = b;
+    return 0;
+  }
+  default:
+    memcpy(bits, &d, 8);
+    return 0;
+  }
+}
+
+/* Float fill (float16, bfloat16, float32, float64) or complex fill
+ * ([re, im], each part a float fill of half the size). */
+static int parse_float_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
+                            struct zerr *err) {
+  uint64_t bits;
+  switch (dt->kind) {
+  case DT_COMPLEX64:
+  case DT_COMPLEX128: {
+    enum fill_float ff = dt->kind == DT_COMPLEX64 ? FF_F32 : FF_F64;
+    size_t half = dt->size / 2;
+    if (!json_is_array(fill) || json_array_size(fill) != 2)
+      return fill_error(dt, fill, err);
+    for (size_t i = 0; i < 2; i++) {
+      if (float_fill_bits(ff, json_array_get(fill, i), &bits) < 0)
+        return fill_error(dt, fill, err);
+      store_bits(half, bits, dst + i * half);
+    }
+    return 0;
+  }
+  default:
+    break;
+  }
+  enum fill_float ff = dt->kind == DT_FLOAT16    ? FF_F16
+                       : dt->kind == DT_BFLOAT16 ? FF_BF16
+                       : dt->kind == DT_FLOAT32  ? FF_F32
+                                                 : FF_F64;
+  if (float_fill_bits(ff, fill, &bits) < 0)
+    return fill_error(dt, fill, err);
+  store_bits(dt->size, bits, dst);
   return 0;
 }
 
@@ -257,7 +449,10 @@ static int parse_decimal(const char *s, uint64_t *mag, int *neg) {
  * digit strings zjson_loadb uses for integers beyond int64. */
 static int parse_int_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
                           struct zerr *err) {
-  int is_signed = dt->kind >= DT_INT8 && dt->kind <= DT_INT64;
+  unsigned bits;
+  int is_signed;
+  if (!dtype_int_bits(dt, &bits, &is_signed))
+    return fill_error(dt, fill, err);
   uint64_t mag;
   int neg;
   if (json_is_integer(fill)) {
@@ -276,7 +471,6 @@ static int parse_int_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
   } else {
     return fill_error(dt, fill, err);
   }
-  unsigned bits = (unsigned)dt->size * 8;
   if (is_signed) {
     uint64_t lim = (uint64_t)1 << (bits - 1); /* |min|; max is lim - 1 */
     if (neg ? mag > lim : mag >= lim)
@@ -285,6 +479,8 @@ static int parse_int_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
     if ((neg && mag) || (bits < 64 && mag >> bits))
       return fill_error(dt, fill, err);
   }
+  /* Two's complement in dt->size bytes: int2 / int4 sign-extend to the
+   * byte they live in. */
   store_bits(dt->size, neg ? (uint64_t)0 - mag : mag, dst);
   return 0;
 }
@@ -367,20 +563,46 @@ static int is_legacy_empty(json_t *fill) {
          (json_is_integer(fill) && json_integer_value(fill) == 0);
 }
 
+/* An array of integers 0..255 as fresh bytes (malloc'd, caller owns). */
+static int int_array_bytes(const struct dtype *dt, json_t *fill, uint8_t **out,
+                           size_t *out_len, struct zerr *err) {
+  if (!json_is_array(fill))
+    return fill_error(dt, fill, err);
+  size_t n = json_array_size(fill);
+  uint8_t *p = malloc(n + 1);
+  if (!p)
+    return zerr_set(err, ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    json_t *v = json_array_get(fill, i);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) > 255) {
+      free(p);
+      return fill_error(dt, fill, err);
+    }
+    p[i] = (uint8_t)json_integer_value(v);
+  }
+  *out = p;
+  *out_len = n;
+  return 0;
+}
+
 /* Fill of a fixed-width string, NUL padded and cut at the width: for
- * UTF-32 the JSON string as code units in host order; for numpy S the
- * bytes of its base64 text (zarr-python 2 writes S fills as base64). */
+ * UTF-32 the JSON string as code units in host order; for numpy S /
+ * null_terminated_bytes the bytes of its base64 text (zarr-python writes
+ * S fills as base64) or of an array of 0..255. */
 static int fixed_string_fill(const struct dtype *dt, json_t *fill,
                              uint8_t **out, size_t *out_len, struct zerr *err) {
-  if (!json_is_string(fill) && !is_legacy_empty(fill))
+  int bytes_array = dt->kind == DT_FIXED_BYTES && json_is_array(fill);
+  if (!json_is_string(fill) && !is_legacy_empty(fill) && !bytes_array)
     return fill_error(dt, fill, err);
   uint8_t *p = calloc(1, dt->size);
   if (!p)
     return zerr_set(err, ENOMEM, "out of memory");
-  if (json_is_string(fill) && dt->kind == DT_FIXED_BYTES) {
+  if ((json_is_string(fill) || bytes_array) && dt->kind == DT_FIXED_BYTES) {
     uint8_t *raw;
     size_t n;
-    int rc = base64_decode(dt, fill, &raw, &n, err);
+    int rc = json_is_string(fill) ? base64_decode(dt, fill, &raw, &n, err)
+                                  : int_array_bytes(dt, fill, &raw, &n, err);
     if (rc < 0) {
       free(p);
       return rc;
@@ -430,28 +652,53 @@ static int bytes_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
     return empty_fill(out, err);
   if (json_is_string(fill))
     return base64_decode(dt, fill, out, out_len, err);
-  if (!json_is_array(fill))
+  return int_array_bytes(dt, fill, out, out_len, err);
+}
+
+/* Fill of raw bytes (r<N>, raw_bytes, numpy V): exactly size bytes, as an
+ * array of 0..255 (the spec's r<N> form) or base64 (zarr-python's). */
+static int raw_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
+                    size_t *out_len, struct zerr *err) {
+  if (!json_is_string(fill) && !json_is_array(fill))
     return fill_error(dt, fill, err);
-  size_t n = json_array_size(fill);
-  uint8_t *p = malloc(n + 1);
-  if (!p)
-    return zerr_set(err, ENOMEM, "out of memory");
-  for (size_t i = 0; i < n; i++) {
-    json_t *v = json_array_get(fill, i);
-    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-        json_integer_value(v) > 255) {
-      free(p);
-      return fill_error(dt, fill, err);
-    }
-    p[i] = (uint8_t)json_integer_value(v);
+  ZTRY(json_is_string(fill) ? base64_decode(dt, fill, out, out_len, err)
+                            : int_array_bytes(dt, fill, out, out_len, err));
+  if (*out_len != dt->size) {
+    free(*out);
+    *out = NULL;
+    *out_len = 0;
+    return fill_error(dt, fill, err);
   }
-  *out = p;
-  *out_len = n;
   return 0;
 }
 
-/* Fill of numpy.datetime64: an int64 count, "NaT" (INT64_MIN), or null
- * (V2 writers; read as 0 like other null fills). */
+/* Fill of an optional type: null (missing: all zero), or the inner fill
+ * followed by the byte 1. */
+static int optional_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
+                         size_t *out_len, struct zerr *err) {
+  uint8_t *p = calloc(1, dt->size);
+  if (!p)
+    return zerr_set(err, ENOMEM, "out of memory");
+  if (!json_is_null(fill)) {
+    struct dtype in = dtype_optional_inner(dt);
+    uint8_t *ib;
+    size_t il;
+    int rc = dtype_parse_fill(&in, fill, &ib, &il, err);
+    if (rc < 0) {
+      free(p);
+      return rc;
+    }
+    memcpy(p, ib, il < in.size ? il : in.size);
+    free(ib);
+    p[dt->size - 1] = 1;
+  }
+  *out = p;
+  *out_len = dt->size;
+  return 0;
+}
+
+/* Fill of numpy.datetime64 / timedelta64: an int64 count, "NaT"
+ * (INT64_MIN), or null (V2 writers; read as 0 like other null fills). */
 static int datetime_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
                          size_t *out_len, struct zerr *err) {
   int64_t v;
@@ -487,11 +734,16 @@ int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
   case DT_FIXED_BYTES:
     return fixed_string_fill(dt, fill, out, out_len, err);
   case DT_DATETIME64:
+  case DT_TIMEDELTA64:
     return datetime_fill(dt, fill, out, out_len, err);
+  case DT_RAW:
+    return raw_fill(dt, fill, out, out_len, err);
+  case DT_OPTIONAL:
+    return optional_fill(dt, fill, out, out_len, err);
   default:
     break;
   }
-  if (dt->size == 0 || dt->size > 8)
+  if (dt->size == 0 || dt->size > 16)
     return zerr_set(err, EIO, "data type %s has no fixed size", dt->name);
   uint8_t *p = calloc(1, dt->size);
   if (!p)
@@ -501,7 +753,8 @@ int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
     rc = json_is_boolean(fill) ? 0 : fill_error(dt, fill, err);
     p[0] = json_is_true(fill);
   } else if (dt->kind == DT_FLOAT16 || dt->kind == DT_FLOAT32 ||
-             dt->kind == DT_FLOAT64) {
+             dt->kind == DT_FLOAT64 || dt->kind == DT_BFLOAT16 ||
+             dt->kind == DT_COMPLEX64 || dt->kind == DT_COMPLEX128) {
     rc = parse_float_fill(dt, fill, p, err);
   } else {
     rc = parse_int_fill(dt, fill, p, err);

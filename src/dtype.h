@@ -34,6 +34,20 @@ enum dtype_kind {
   DT_STRING,      /* variable length UTF-8 */
   DT_BYTES,       /* variable length binary (`bytes`, `binary`,
                      `variable_length_bytes`) */
+  DT_COMPLEX64,   /* two float32: real, imaginary */
+  DT_COMPLEX128,  /* two float64: real, imaginary */
+  DT_BFLOAT16,    /* the upper 16 bits of a float32 */
+  DT_TIMEDELTA64, /* numpy.timedelta64: int64 counts of `unit`, INT64_MIN
+                     is NaT; shown as an ISO 8601 duration */
+  DT_RAW,         /* r<N>, raw_bytes, numpy V: size opaque bytes; shown as
+                     hex of every byte */
+  DT_INT2,        /* zarrs extensions: one byte per element in memory */
+  DT_INT4,        /* (signed: sign-extended to the byte) */
+  DT_UINT2,
+  DT_UINT4,
+  DT_OPTIONAL, /* zarrs.optional of a fixed-size numeric kind: the inner
+                  element's bytes then one byte, 0 for a missing value
+                  (shown as null); size is the inner size + 1 */
 };
 
 /* Units of numpy.datetime64 (the values numpy uses for them). */
@@ -54,8 +68,11 @@ struct dtype {
   enum dtype_kind kind;
   size_t size;   /* bytes per element; 0 for variable-length kinds */
   char name[64]; /* the name as written in metadata (for messages) */
-  enum dtype_time_unit unit; /* DT_DATETIME64: the unit of one count */
-  int64_t scale;             /* DT_DATETIME64: counts per value (>= 1) */
+  enum dtype_time_unit unit; /* DT_DATETIME64, DT_TIMEDELTA64: the unit of
+                                one count */
+  int64_t scale;             /* the same: units per count (>= 1) */
+  enum dtype_kind inner;     /* DT_OPTIONAL: the kind of a present value
+                                (unit and scale above are the inner's) */
 };
 
 /* Parse a V3 `data_type` value (short-hand string or {"name": ...}). An
@@ -73,18 +90,30 @@ int dtype_is_variable(const struct dtype *dt);
 int dtype_time_unit_parse(const char *s, enum dtype_time_unit *out);
 
 /* Bytes that a byte-order swap reverses together: 4 for UTF-32 code
- * units, 1 for byte strings, the element size otherwise. */
+ * units, 1 for byte strings and raw bytes, half the size for complex
+ * numbers, the element size otherwise. */
 size_t dtype_swap_unit(const struct dtype *dt);
 
-/* True for the fixed-width string kinds, which views show as text. */
+/* True for the fixed-width kinds that views show as variable-length text:
+ * numpy U (as UTF-8), numpy S / null_terminated_bytes and raw bytes (as
+ * hex). */
 int dtype_is_fixed_string(const struct dtype *dt);
+
+/* The type of a present value of a DT_OPTIONAL type. */
+struct dtype dtype_optional_inner(const struct dtype *dt);
+
+/* Integer kinds: 1 and the value width in bits (2 for int2, 64 for
+ * uint64), *is_signed set; 0 for every other kind. */
+int dtype_int_bits(const struct dtype *dt, unsigned *bits, int *is_signed);
 
 /* Parse a V3 fill_value for dt into freshly malloc'd bytes (*out, *out_len,
  * owned by the caller): for fixed-size kinds dt->size bytes in host order;
  * for string the UTF-8 bytes; for bytes the decoded bytes (base64 string or
  * array of 0..255 integers). Accepts "NaN", "Infinity", "-Infinity" and
- * "0x..." bit patterns for floats. For DT_UNSUPPORTED returns 0 with no bytes.
- * A value that does not fit the type is -EIO. */
+ * "0x..." bit patterns for floats (also for each part of a complex
+ * [re, im]); base64 or an integer array for raw and fixed bytes; "NaT" or
+ * an integer for datetime / timedelta. For DT_UNSUPPORTED returns 0 with
+ * no bytes. A value that does not fit the type is -EIO. */
 int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
                      size_t *out_len, struct zerr *err);
 

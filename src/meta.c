@@ -496,27 +496,29 @@ static void v2_dtype(const char *s, struct dtype *dt, char *endian) {
     char k;
     int size;
     enum dtype_kind kind;
-  } map[] = {{'b', 1, DT_BOOL},    {'i', 1, DT_INT8},    {'i', 2, DT_INT16},
-             {'i', 4, DT_INT32},   {'i', 8, DT_INT64},   {'u', 1, DT_UINT8},
-             {'u', 2, DT_UINT16},  {'u', 4, DT_UINT32},  {'u', 8, DT_UINT64},
-             {'f', 2, DT_FLOAT16}, {'f', 4, DT_FLOAT32}, {'f', 8, DT_FLOAT64}};
-  if (k == 'M' && s[2] == '8' && s[3] == '[') {
+  } map[] = {
+      {'b', 1, DT_BOOL},      {'i', 1, DT_INT8},       {'i', 2, DT_INT16},
+      {'i', 4, DT_INT32},     {'i', 8, DT_INT64},      {'u', 1, DT_UINT8},
+      {'u', 2, DT_UINT16},    {'u', 4, DT_UINT32},     {'u', 8, DT_UINT64},
+      {'f', 2, DT_FLOAT16},   {'f', 4, DT_FLOAT32},    {'f', 8, DT_FLOAT64},
+      {'c', 8, DT_COMPLEX64}, {'c', 16, DT_COMPLEX128}};
+  if ((k == 'M' || k == 'm') && s[2] == '8' && s[3] == '[') {
     char unit[8] = "";
     const char *close = strchr(s + 4, ']');
     if (close && close - (s + 4) < (long)sizeof unit) {
       memcpy(unit, s + 4, (size_t)(close - (s + 4)));
       if (!close[1] && dtype_time_unit_parse(unit, &dt->unit) == 0) {
-        dt->kind = DT_DATETIME64;
+        dt->kind = k == 'M' ? DT_DATETIME64 : DT_TIMEDELTA64;
         dt->size = 8;
         dt->scale = 1;
       }
     }
     return;
   }
-  if ((k == 'U' || k == 'S') && size > 0 && size <= (1 << 18)) {
-    dt->kind = k == 'U' ? DT_FIXED_UTF32 : DT_FIXED_BYTES;
+  if ((k == 'U' || k == 'S' || k == 'V') && size > 0 && size <= (1 << 18)) {
+    dt->kind = k == 'U' ? DT_FIXED_UTF32 : k == 'S' ? DT_FIXED_BYTES : DT_RAW;
     dt->size = (size_t)size * (k == 'U' ? 4 : 1);
-    if (k == 'S')
+    if (k != 'U')
       *endian = 0;
     return;
   }
@@ -555,7 +557,8 @@ static const char *v2_name(const char *id, char *buf, size_t len) {
 static int v2_is_array_filter(const char *id) {
   return !strcmp(id, "delta") || !strcmp(id, "fixedscaleoffset") ||
          !strcmp(id, "astype") || !strcmp(id, "quantize") ||
-         !strcmp(id, "bitround") || !strcmp(id, "categorize");
+         !strcmp(id, "bitround") || !strcmp(id, "categorize") ||
+         !strcmp(id, "packbits");
 }
 
 /* Build the V3 codec list equivalent to a V2 array. */

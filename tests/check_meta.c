@@ -124,7 +124,28 @@ START_TEST(every_dtype) {
       {"\"variable_length_bytes\"", DT_BYTES, 0, "[1,2,3]"},
       {"\"binary\"", DT_BYTES, 0, "\"\""},
       {"\"float8_e4m3\"", DT_UNSUPPORTED, 0, "0"},
-      {"{\"name\":\"complex128\"}", DT_UNSUPPORTED, 0, "[0,0]"},
+      {"{\"name\":\"complex128\"}", DT_COMPLEX128, 16, "[0,0]"},
+      {"\"complex64\"", DT_COMPLEX64, 8, "[\"NaN\",1]"},
+      {"\"bfloat16\"", DT_BFLOAT16, 2, "\"0x7fc0\""},
+      {"\"int2\"", DT_INT2, 1, "-2"},
+      {"\"int4\"", DT_INT4, 1, "7"},
+      {"\"uint2\"", DT_UINT2, 1, "3"},
+      {"\"uint4\"", DT_UINT4, 1, "15"},
+      {"\"r8\"", DT_RAW, 1, "[255]"},
+      {"\"r256\"", DT_RAW, 32,
+       "\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\""},
+      {"{\"name\":\"raw_bytes\",\"configuration\":{\"length_bytes\":5}}",
+       DT_RAW, 5, "\"AAAAAAA=\""},
+      {"{\"name\":\"null_terminated_bytes\",\"configuration\":{"
+       "\"length_bytes\":3}}",
+       DT_FIXED_BYTES, 3, "\"\""},
+      {"{\"name\":\"numpy.timedelta64\",\"configuration\":{\"unit\":\"ns\","
+       "\"scale_factor\":1}}",
+       DT_TIMEDELTA64, 8, "-5"},
+      {"{\"name\":\"numpy.timedelta64\",\"configuration\":{\"unit\":\"ps\"}}",
+       DT_UNSUPPORTED, 0, "0"},
+      {"\"rectangle\"", DT_UNSUPPORTED, 0, "0"},
+      {"\"r08\"", DT_UNSUPPORTED, 0, "0"},
       {"{\"name\":\"fixed_length_utf32\",\"configuration\":{\"length_bytes\":"
        "16}}",
        DT_FIXED_UTF32, 16, "\"\""},
@@ -277,6 +298,127 @@ START_TEST(bytes_and_string_fills) {
 }
 END_TEST
 
+START_TEST(new_type_fills) {
+  /* complex: [re, im], each part a float fill of half the width. */
+  uint32_t c64[2] = {0x3fc00000u, 0xff800000u};
+  fill_is("\"complex64\"", "[1.5,\"-Infinity\"]", c64, 8);
+  c64[0] = 0x7fc00000u, c64[1] = 0x7fc00001u;
+  fill_is("\"complex64\"", "[\"NaN\",\"0x7fc00001\"]", c64, 8);
+  c64[0] = 0x3dcccccdu, c64[1] = 0x80000000u;
+  fill_is("\"complex64\"", "[0.1,-0.0]", c64, 8);
+  uint64_t c128[2] = {0x7ff0000000000001ull, 0x3ff0000000000000ull};
+  fill_is("\"complex128\"", "[\"0x7ff0000000000001\",1]", c128, 16);
+  c128[0] = 0x7ff8000000000000ull, c128[1] = 0x7ff0000000000000ull;
+  fill_is("\"complex128\"", "[NaN,Infinity]", c128, 16); /* bare tokens */
+  /* bfloat16: rounded half to even from the JSON number. */
+  static const struct {
+    const char *fill;
+    uint16_t bits;
+  } bf[] = {{"1", 0x3f80},
+            {"0.1", 0x3dcd},
+            {"-2.5", 0xc020},
+            {"\"NaN\"", 0x7fc0},
+            {"\"Infinity\"", 0x7f80},
+            {"\"-Infinity\"", 0xff80},
+            {"\"0x7f81\"", 0x7f81},
+            {"\"0xFFC1\"", 0xffc1},
+            {"-0.0", 0x8000},
+            {"1.00390625", 0x3f80}, /* halfway: to even (down) */
+            {"1.01171875", 0x3f82}, /* halfway: to even (up) */
+            {"1.0039063", 0x3f81},  /* just above halfway */
+            {"3.3895313892515355e38", 0x7f7f},
+            {"9.183549615799121e-41", 0x0001}, /* smallest subnormal */
+            {"4.6e-41", 0x0001},
+            {"4.5e-41", 0x0000}, /* below half of it */
+            {"1e-50", 0x0000}};
+  for (size_t i = 0; i < sizeof bf / sizeof *bf; i++)
+    fill_is("\"bfloat16\"", bf[i].fill, &bf[i].bits, 2);
+  /* Sub-byte integers: one byte, sign-extended. */
+  fill_is("\"int2\"", "-2", "\xfe", 1);
+  fill_is("\"int2\"", "1", "\x01", 1);
+  fill_is("\"int4\"", "-8", "\xf8", 1);
+  fill_is("\"int4\"", "7.0", "\x07", 1);
+  fill_is("\"uint2\"", "3", "\x03", 1);
+  fill_is("\"uint4\"", "15", "\x0f", 1);
+  /* Raw bytes: integer array (r<N>) or base64 (zarr-python), exact size. */
+  fill_is("\"r16\"", "[1,2]", "\1\2", 2);
+  fill_is("\"r16\"", "\"AQI=\"", "\1\2", 2);
+  fill_is("{\"name\":\"raw_bytes\",\"configuration\":{\"length_bytes\":3}}",
+          "\"AQID\"", "\1\2\3", 3);
+  fill_is("{\"name\":\"raw_bytes\",\"configuration\":{\"length_bytes\":3}}",
+          "[0,0,255]", "\0\0\xff", 3);
+  /* null_terminated_bytes: base64 or integers, NUL padded; null / 0. */
+  const char *nt = "{\"name\":\"null_terminated_bytes\",\"configuration\":"
+                   "{\"length_bytes\":4}}";
+  fill_is(nt, "\"YQ==\"", "a\0\0\0", 4);
+  fill_is(nt, "[97,98]", "ab\0\0", 4);
+  fill_is(nt, "null", "\0\0\0\0", 4);
+  fill_is(nt, "0", "\0\0\0\0", 4);
+  fill_is(nt, "\"\"", "\0\0\0\0", 4);
+  /* timedelta64: integer or NaT. */
+  const char *td = "{\"name\":\"numpy.timedelta64\",\"configuration\":"
+                   "{\"unit\":\"s\",\"scale_factor\":2}}";
+  int64_t v = INT64_MIN;
+  fill_is(td, "\"NaT\"", &v, 8);
+  v = -7;
+  fill_is(td, "-7", &v, 8);
+  struct zmeta *m = parse_ok(fill_doc(td, "0"));
+  ck_assert_int_eq(m->dtype.unit, DTU_s);
+  ck_assert_int_eq(m->dtype.scale, 2);
+  ck_assert_uint_eq(dtype_swap_unit(&m->dtype), 8);
+  zmeta_free(m);
+  /* Byte-order units: per part for complex, none for raw bytes. */
+  m = parse_ok(fill_doc("\"complex128\"", "[0,0]"));
+  ck_assert_uint_eq(dtype_swap_unit(&m->dtype), 8);
+  zmeta_free(m);
+  m = parse_ok(fill_doc("\"r32\"", "[0,0,0,0]"));
+  ck_assert_uint_eq(dtype_swap_unit(&m->dtype), 1);
+  ck_assert(dtype_is_fixed_string(&m->dtype));
+  zmeta_free(m);
+  /* zarrs.optional: the inner bytes then a presence byte; null is all
+   * zero. */
+  const char *ou8 = "{\"name\":\"zarrs.optional\",\"configuration\":{"
+                    "\"name\":\"uint8\",\"configuration\":{}}}";
+  fill_is(ou8, "null", "\0\0", 2);
+  fill_is(ou8, "200", "\xc8\x01", 2);
+  uint8_t of[5] = {0x00, 0x00, 0xc0, 0x7f, 1};
+  fill_is("{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":"
+          "\"float32\"}}",
+          "\"NaN\"", of, 5);
+  m = parse_ok(fill_doc("{\"name\":\"optional\",\"configuration\":{\"name\":"
+                        "\"numpy.datetime64\",\"configuration\":{\"unit\":"
+                        "\"ms\",\"scale_factor\":3}}}",
+                        "\"NaT\""));
+  ck_assert_int_eq(m->dtype.kind, DT_OPTIONAL);
+  ck_assert_int_eq(m->dtype.inner, DT_DATETIME64);
+  ck_assert_uint_eq(m->dtype.size, 9);
+  struct dtype in = dtype_optional_inner(&m->dtype);
+  ck_assert_int_eq(in.kind, DT_DATETIME64);
+  ck_assert_uint_eq(in.size, 8);
+  ck_assert_int_eq(in.unit, DTU_ms);
+  ck_assert_int_eq(in.scale, 3);
+  ck_assert_str_eq(m->dtype.name, "optional(numpy.datetime64)");
+  zmeta_free(m);
+  /* Inner types it cannot hold: unsupported (not refused), named. */
+  static const char *const unsup[][2] = {
+      {"{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":"
+       "\"string\"}}",
+       "zarrs.optional(string)"},
+      {"{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":"
+       "\"zarrs.optional\",\"configuration\":{\"name\":\"uint8\"}}}",
+       "zarrs.optional(zarrs.optional(uint8))"},
+      {"{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":"
+       "\"r16\"}}",
+       "zarrs.optional(r16)"}};
+  for (size_t i = 0; i < 3; i++) {
+    m = parse_ok(fill_doc(unsup[i][0], "null"));
+    ck_assert_int_eq(m->dtype.kind, DT_UNSUPPORTED);
+    ck_assert_str_eq(m->dtype.name, unsup[i][1]);
+    zmeta_free(m);
+  }
+}
+END_TEST
+
 /* One document that must be refused: the errno and a word the message
  * must contain. */
 struct bad_case {
@@ -286,8 +428,8 @@ struct bad_case {
 };
 
 START_TEST(invalid_metadata_table) {
-  static char docs[80][8192];
-  struct bad_case t[80];
+  static char docs[160][8192];
+  struct bad_case t[160];
   int n = 0;
 #define RAW(text, code, word)                                                  \
   (t[n++] = (struct bad_case){(text), -(code), (word)})
@@ -363,6 +505,87 @@ START_TEST(invalid_metadata_table) {
   BADFILL("\"string\"", "[\"a\"]");
   BAD(EIO, "fill_value", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
       ",\"fill_value\":null"); /* duplicate key: last one wins */
+  /* New types: complex, bfloat16, sub-byte integers, raw and fixed bytes,
+   * timedelta. */
+  BADFILL("\"complex64\"", "1");
+  BADFILL("\"complex64\"", "[1]");
+  BADFILL("\"complex64\"", "[1,2,3]");
+  BADFILL("\"complex64\"", "[\"nan\",0]");
+  BADFILL("\"complex64\"", "[1e300,0]");
+  BADFILL("\"complex64\"", "[0,\"0x7ff8000000000000\"]");
+  BADFILL("\"complex64\"", "null");
+  BADFILL("\"complex128\"", "[\"0x7ff80000\",0]");
+  BADFILL("\"complex128\"", "{\"re\":1,\"im\":2}");
+  BADFILL("\"complex128\"", "\"1+2j\"");
+  BADFILL("\"bfloat16\"", "1e39");
+  BADFILL("\"bfloat16\"", "3.3963e38"); /* rounds to infinity */
+  BADFILL("\"bfloat16\"", "\"0x7fc00000\"");
+  BADFILL("\"bfloat16\"", "\"0x7fc\"");
+  BADFILL("\"bfloat16\"", "\"NaN \"");
+  BADFILL("\"bfloat16\"", "[1]");
+  BADFILL("\"int2\"", "2");
+  BADFILL("\"int2\"", "-3");
+  BADFILL("\"int4\"", "8");
+  BADFILL("\"int4\"", "-9");
+  BADFILL("\"int4\"", "1.5");
+  BADFILL("\"uint2\"", "4");
+  BADFILL("\"uint2\"", "-1");
+  BADFILL("\"uint4\"", "16");
+  BADFILL("\"uint4\"", "\"1\"");
+  BADFILL("\"r16\"", "[1]");
+  BADFILL("\"r16\"", "[1,2,3]");
+  BADFILL("\"r16\"", "[256,0]");
+  BADFILL("\"r16\"", "\"AQID\"");
+  BADFILL("\"r16\"", "\"A\"");
+  BADFILL("\"r16\"", "0");
+  BADFILL("\"r16\"", "null");
+  BADFILL("{\"name\":\"raw_bytes\",\"configuration\":{\"length_bytes\":2}}",
+          "\"AA==\"");
+  BADFILL("{\"name\":\"null_terminated_bytes\",\"configuration\":{"
+          "\"length_bytes\":2}}",
+          "[300]");
+  BADFILL("{\"name\":\"null_terminated_bytes\",\"configuration\":{"
+          "\"length_bytes\":2}}",
+          "5");
+  BADFILL("{\"name\":\"null_terminated_bytes\",\"configuration\":{"
+          "\"length_bytes\":2}}",
+          "\"!!\"");
+  BADFILL("{\"name\":\"numpy.timedelta64\",\"configuration\":{\"unit\":"
+          "\"s\"}}",
+          "\"nat\"");
+  BADFILL("{\"name\":\"numpy.timedelta64\",\"configuration\":{\"unit\":"
+          "\"s\"}}",
+          "1.5");
+  BADFILL("{\"name\":\"numpy.timedelta64\",\"configuration\":{\"unit\":"
+          "\"s\"}}",
+          "[1]");
+  BAD(EIO, "multiple of 8", "[4]", "[2]", "\"r12\"", "[0]", "\"default\"", "");
+  BAD(EIO, "must name a data type", "[4]", "[2]", "\"zarrs.optional\"", "null",
+      "\"default\"", "");
+  BAD(EIO, "must name a data type", "[4]", "[2]",
+      "{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":5}}", "null",
+      "\"default\"", "");
+  BAD(EIO, "multiple of 8", "[4]", "[2]",
+      "{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":\"r4\"}}",
+      "null", "\"default\"", "");
+  BADFILL("{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":"
+          "\"uint8\"}}",
+          "300");
+  BADFILL("{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":"
+          "\"uint8\"}}",
+          "[null]");
+  BAD(EIO, "at most", "[4]", "[2]", "\"r99999999999\"", "[0]", "\"default\"",
+      "");
+  BAD(EIO, "length_bytes", "[4]", "[2]", "{\"name\":\"raw_bytes\"}", "\"\"",
+      "\"default\"", "");
+  BAD(EIO, "length_bytes", "[4]", "[2]",
+      "{\"name\":\"null_terminated_bytes\",\"configuration\":{"
+      "\"length_bytes\":0}}",
+      "\"\"", "\"default\"", "");
+  BAD(EIO, "length_bytes", "[4]", "[2]",
+      "{\"name\":\"raw_bytes\",\"configuration\":{\"length_bytes\":"
+      "2000000}}",
+      "\"\"", "\"default\"", "");
   /* fill_value missing */
   RAW("{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4],"
       "\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"regular\","
@@ -425,7 +648,7 @@ START_TEST(invalid_metadata_table) {
 #undef RAW
 #undef BAD
 #undef BADFILL
-  ck_assert_int_le(n, 80);
+  ck_assert_int_le(n, 160);
   for (int i = 0; i < n; i++) {
     struct zmeta *m = (struct zmeta *)1;
     struct zerr err = {0};
@@ -452,7 +675,7 @@ START_TEST(ignorable_extensions) {
   zmeta_free(parse_ok("{\"zarr_format\":3,\"node_type\":\"group\","
                       "\"bar\":{\"must_understand\":false,\"y\":1}}"));
   /* An unknown data type is not a parse failure; its fill is not read. */
-  struct zmeta *m = parse_ok(fill_doc("{\"name\":\"r16\"}", "[1,2]"));
+  struct zmeta *m = parse_ok(fill_doc("{\"name\":\"float8_e5m2\"}", "[1,2]"));
   ck_assert_int_eq(m->dtype.kind, DT_UNSUPPORTED);
   ck_assert_ptr_null(m->fill);
   zmeta_free(m);
@@ -642,11 +865,72 @@ START_TEST(v2_arrays) {
   ck_assert_int_eq(memcmp(m->fill, "ab\0\0\0", 5), 0);
   zmeta_free(m);
   /* Unsupported dtypes still parse, as DT_UNSUPPORTED named by the string. */
-  m = parse_v2_ok("{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
-                  "\"<c16\",\"order\":\"C\",\"compressor\":null,\"filters\":"
-                  "null,\"fill_value\":null}");
-  ck_assert_int_eq(m->dtype.kind, DT_UNSUPPORTED);
-  ck_assert_str_eq(m->dtype.name, "<c16");
+  static const char *const unsup[] = {"<f16", "<m8[ps]", "<m8", "|V0", "<c32"};
+  for (size_t i = 0; i < sizeof unsup / sizeof *unsup; i++) {
+    char doc[512];
+    snprintf(doc, sizeof doc,
+             "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
+             "\"%s\",\"order\":\"C\",\"compressor\":null,\"filters\":"
+             "null,\"fill_value\":null}",
+             unsup[i]);
+    m = parse_v2_ok(doc);
+    ck_assert_int_eq(m->dtype.kind, DT_UNSUPPORTED);
+    ck_assert_str_eq(m->dtype.name, unsup[i]);
+    zmeta_free(m);
+  }
+  /* complex, timedelta, void: kinds, byte order and fills. */
+  static const struct {
+    const char *dtype, *fill;
+    enum dtype_kind kind;
+    size_t size;
+    const char *codec; /* the array->bytes codec, as JSON */
+    const char *fill_bytes;
+  } v2t[] = {
+      {"<c8", "[1.5,\"NaN\"]", DT_COMPLEX64, 8,
+       "{\"configuration\":{\"endian\":\"little\"},\"name\":\"bytes\"}",
+       "\x00\x00\xc0\x3f\x00\x00\xc0\x7f"},
+      {">c16", "null", DT_COMPLEX128, 16,
+       "{\"configuration\":{\"endian\":\"big\"},\"name\":\"bytes\"}",
+       "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"},
+      {"<m8[ns]", "\"NaT\"", DT_TIMEDELTA64, 8,
+       "{\"configuration\":{\"endian\":\"little\"},\"name\":\"bytes\"}",
+       "\0\0\0\0\0\0\0\x80"},
+      {">m8[D]", "3", DT_TIMEDELTA64, 8,
+       "{\"configuration\":{\"endian\":\"big\"},\"name\":\"bytes\"}",
+       "\3\0\0\0\0\0\0\0"},
+      {"|V3", "\"AQID\"", DT_RAW, 3, "{\"name\":\"bytes\"}", "\1\2\3"},
+  };
+  for (size_t i = 0; i < sizeof v2t / sizeof *v2t; i++) {
+    char doc[512];
+    snprintf(doc, sizeof doc,
+             "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
+             "\"%s\",\"order\":\"C\",\"compressor\":null,\"filters\":"
+             "null,\"fill_value\":%s}",
+             v2t[i].dtype, v2t[i].fill);
+    m = parse_v2_ok(doc);
+    ck_assert_msg(m->dtype.kind == v2t[i].kind, "%s: kind %d", v2t[i].dtype,
+                  m->dtype.kind);
+    ck_assert_uint_eq(m->dtype.size, v2t[i].size);
+    ck_assert_uint_eq(m->fill_len, v2t[i].size);
+    ck_assert_msg(!memcmp(m->fill, v2t[i].fill_bytes, v2t[i].size),
+                  "%s: fill bytes", v2t[i].dtype);
+    c = codecs_text(m);
+    char want[256];
+    snprintf(want, sizeof want, "[%s]", v2t[i].codec);
+    ck_assert_str_eq(c, want);
+    free(c);
+    zmeta_free(m);
+  }
+  /* The numcodecs packbits filter becomes numcodecs.packbits (a2a). */
+  m = parse_v2_ok("{\"zarr_format\":2,\"shape\":[9],\"chunks\":[9],\"dtype\":"
+                  "\"|b1\",\"order\":\"C\",\"compressor\":{\"id\":\"zlib\","
+                  "\"level\":1},\"filters\":[{\"id\":\"packbits\"}],"
+                  "\"fill_value\":false}");
+  c = codecs_text(m);
+  ck_assert_str_eq(c, "[{\"configuration\":{},\"name\":\"numcodecs.packbits\"},"
+                      "{\"name\":\"bytes\"},{\"configuration\":{\"level\":1},"
+                      "\"name\":\"numcodecs.zlib\"}]");
+  free(c);
   zmeta_free(m);
 
   const char *bad[] = {
@@ -728,6 +1012,7 @@ int main(void) {
   tcase_add_test(tc, float_fills);
   tcase_add_test(tc, lenient_json);
   tcase_add_test(tc, bytes_and_string_fills);
+  tcase_add_test(tc, new_type_fills);
   tcase_add_test(tc, invalid_metadata_table);
   tcase_add_test(tc, ignorable_extensions);
   tcase_add_test(tc, chunk_keys);

@@ -241,6 +241,201 @@ START_TEST(datetime64_iso) {
 }
 END_TEST
 
+START_TEST(complex_text) {
+  /* Both parts at the part's width, the imaginary part always signed. */
+  static const struct {
+    double re, im;
+    const char *want64, *want128;
+  } t[] = {{1, 2, "1+2j", "1+2j"},
+           {0.5, -1.5, "0.5-1.5j", "0.5-1.5j"},
+           {NAN, INFINITY, "nan+infj", "nan+infj"},
+           {-INFINITY, -NAN, "-inf+nanj", "-inf+nanj"},
+           {1, -0.0, "1-0j", "1-0j"},
+           {0, 0, "0+0j", "0+0j"},
+           {-0.0, -INFINITY, "-0-infj", "-0-infj"},
+           {0.1, 1e-30, "0.1+1e-30j", "0.1+1e-30j"},
+           {1.0 / 3, 2e20, "0.33333334+2e+20j", "0.3333333333333333+2e+20j"}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    struct dtype d64 = dtype_of(DT_COMPLEX64), d128 = dtype_of(DT_COMPLEX128);
+    float f[2] = {(float)t[i].re, (float)t[i].im};
+    double d[2] = {t[i].re, t[i].im};
+    char buf[RENDER_FIXED_MAX];
+    size_t n = render_fixed(&d64, f, buf);
+    ck_assert_msg(n == strlen(t[i].want64) && !memcmp(buf, t[i].want64, n),
+                  "complex64 case %zu: '%.*s', want '%s'", i, (int)n, buf,
+                  t[i].want64);
+    n = render_fixed(&d128, d, buf);
+    ck_assert_msg(n == strlen(t[i].want128) && !memcmp(buf, t[i].want128, n),
+                  "complex128 case %zu: '%.*s', want '%s'", i, (int)n, buf,
+                  t[i].want128);
+  }
+  /* The longest complex128 text fits, and nothing is written past it. */
+  struct dtype dt = dtype_of(DT_COMPLEX128);
+  double v[2] = {-2.2250738585072014e-308, -2.2250738585072014e-308};
+  char buf[RENDER_FIXED_MAX + 8];
+  memset(buf, '#', sizeof buf);
+  size_t n = render_fixed(&dt, v, buf);
+  ck_assert_uint_eq(n, 49);
+  ck_assert_uint_le(n, RENDER_FIXED_MAX);
+  ck_assert_int_eq(
+      memcmp(buf, "-2.2250738585072014e-308-2.2250738585072014e-308j", n), 0);
+  ck_assert_int_eq(buf[n], '#');
+}
+END_TEST
+
+/* float32 f rounded (half to even) to bfloat16 bits. */
+static uint16_t bf16_of(float f) {
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  return (uint16_t)((b + 0x7fffu + (b >> 16 & 1)) >> 16);
+}
+
+START_TEST(bfloat16_every_value) {
+  /* All 65536 patterns: NaNs are "nan", everything else reads back at
+   * bfloat16 precision (plain up to 1e16, so up to 17 characters). */
+  struct dtype dt = dtype_of(DT_BFLOAT16);
+  for (uint32_t b = 0; b < 65536; b++) {
+    uint16_t h = (uint16_t)b;
+    char buf[RENDER_FIXED_MAX + 1];
+    size_t n = render_fixed(&dt, &h, buf);
+    buf[n] = '\0';
+    if ((h & 0x7f80) == 0x7f80 && (h & 0x7f)) {
+      ck_assert_str_eq(buf, "nan");
+      continue;
+    }
+    ck_assert_uint_le(n, 17);
+    uint16_t back = bf16_of(strtof(buf, NULL));
+    ck_assert_msg(back == h, "%04x rendered as %s, reads back as %04x", h, buf,
+                  back);
+  }
+  /* 0x0001 (9.18e-41): its rounding interval holds both 1e-40 and 9e-41;
+   * the digit search keeps the first digit position, so 1e-40 (also one
+   * digit, also reads back). */
+  static const struct {
+    uint16_t bits;
+    const char *want;
+  } t[] = {{0x3dcd, "0.1"},   {0x4049, "3.14"}, {0x7f7f, "3.39e+38"},
+           {0x0001, "1e-40"}, {0x3f81, "1.01"}, {0x3f80, "1"},
+           {0xbf80, "-1"},    {0x8000, "-0"},   {0x7f80, "inf"},
+           {0xff80, "-inf"},  {0x7fc0, "nan"},  {0x4780, "65500"}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    char buf[RENDER_FIXED_MAX];
+    size_t n = render_fixed(&dt, &t[i].bits, buf);
+    ck_assert_msg(n == strlen(t[i].want) && !memcmp(buf, t[i].want, n),
+                  "%04x rendered as '%.*s', want '%s'", t[i].bits, (int)n, buf,
+                  t[i].want);
+  }
+}
+END_TEST
+
+START_TEST(timedelta64_iso) {
+  static const struct {
+    enum dtype_time_unit unit;
+    int64_t scale, v;
+    const char *want;
+  } t[] = {
+      {DTU_Y, 1, 3, "P3Y"},
+      {DTU_M, 1, -2, "-P2M"},
+      {DTU_W, 1, 1, "P1W"},
+      {DTU_D, 1, 0, "P0D"},
+      {DTU_D, 7, 2, "P14D"},
+      {DTU_h, 1, 25, "P1DT1H"},
+      {DTU_h, 1, 0, "PT0S"},
+      {DTU_m, 1, 61, "PT1H1M"},
+      {DTU_m, 1, -1440, "-P1D"},
+      {DTU_s, 1, 0, "PT0S"},
+      {DTU_s, 1, 59, "PT59S"},
+      {DTU_s, 10, 9, "PT1M30S"},
+      {DTU_s, 1, 90061, "P1DT1H1M1S"},
+      {DTU_ms, 1, 93784007, "P1DT2H3M4.007S"},
+      {DTU_ms, 1, 1000, "PT1S"},
+      {DTU_ms, 1, 1, "PT0.001S"},
+      {DTU_us, 1, 1500000, "PT1.5S"},
+      {DTU_us, 1, -86400000001, "-P1DT0.000001S"},
+      {DTU_ns, 1, 1, "PT0.000000001S"},
+      {DTU_ns, 1, 120000000000, "PT2M"},
+      {DTU_ns, 1, INT64_MAX, "P106751DT23H47M16.854775807S"},
+      {DTU_ns, 1, INT64_MIN + 1, "-P106751DT23H47M16.854775807S"},
+      {DTU_ns, 1, INT64_MIN, "NaT"},
+      {DTU_D, 1, INT64_MIN, "NaT"},
+      /* The scaled count passes 64 bits. */
+      {DTU_D, INT64_MAX, INT64_MAX, "P85070591730234615847396907784232501249D"},
+      {DTU_ns, INT64_MAX, -INT64_MAX,
+       "-P984613330211048794530056DT19H16M24.232501249S"}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    struct dtype dt;
+    memset(&dt, 0, sizeof dt);
+    dt.kind = DT_TIMEDELTA64;
+    dt.size = 8;
+    dt.unit = t[i].unit;
+    dt.scale = t[i].scale;
+    char buf[RENDER_FIXED_MAX + 8];
+    memset(buf, '#', sizeof buf);
+    size_t n = render_fixed(&dt, &t[i].v, buf);
+    ck_assert_uint_le(n, RENDER_FIXED_MAX);
+    ck_assert_int_eq(buf[n], '#');
+    ck_assert_msg(n == strlen(t[i].want) && !memcmp(buf, t[i].want, n),
+                  "case %zu rendered as '%.*s', want '%s'", i, (int)n, buf,
+                  t[i].want);
+  }
+}
+END_TEST
+
+START_TEST(sub_byte_integers) {
+  /* One byte each, shown as stored (the decoders sign-extend). */
+  static const struct {
+    enum dtype_kind kind;
+    uint8_t byte;
+    const char *want;
+  } t[] = {{DT_INT2, 0xfe, "-2"}, {DT_INT2, 0x01, "1"},  {DT_INT4, 0xf8, "-8"},
+           {DT_INT4, 0x07, "7"},  {DT_UINT2, 0x03, "3"}, {DT_UINT4, 0x0f, "15"},
+           {DT_UINT4, 0x00, "0"}, {DT_INT4, 0xff, "-1"}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    struct dtype dt = dtype_of(t[i].kind);
+    ck_assert_uint_eq(dt.size, 1);
+    char buf[RENDER_FIXED_MAX];
+    size_t n = render_fixed(&dt, &t[i].byte, buf);
+    ck_assert_msg(n == strlen(t[i].want) && !memcmp(buf, t[i].want, n),
+                  "case %zu: '%.*s', want '%s'", i, (int)n, buf, t[i].want);
+  }
+}
+END_TEST
+
+START_TEST(optional_text) {
+  /* Missing values (presence byte 0) are null; present ones as the inner
+   * type shows them. */
+  struct dtype u8 = {.kind = DT_OPTIONAL, .size = 2, .inner = DT_UINT8};
+  struct dtype f64 = {.kind = DT_OPTIONAL, .size = 9, .inner = DT_FLOAT64};
+  struct dtype td = {.kind = DT_OPTIONAL,
+                     .size = 9,
+                     .inner = DT_TIMEDELTA64,
+                     .unit = DTU_s,
+                     .scale = 1};
+  char buf[RENDER_FIXED_MAX];
+  size_t n = render_fixed(&u8, "\x07\x01", buf);
+  ck_assert_int_eq(memcmp(buf, "7", n), 0);
+  n = render_fixed(&u8, "\x07\x00", buf);
+  ck_assert_uint_eq(n, 4);
+  ck_assert_int_eq(memcmp(buf, "null", 4), 0);
+  n = render_fixed(&u8, "\x00\x05", buf); /* any non-zero byte: present */
+  ck_assert_int_eq(memcmp(buf, "0", n), 0);
+  uint8_t e[9];
+  double v = -0.25;
+  memcpy(e, &v, 8);
+  e[8] = 1;
+  n = render_fixed(&f64, e, buf);
+  ck_assert_uint_eq(n, 5);
+  ck_assert_int_eq(memcmp(buf, "-0.25", 5), 0);
+  int64_t t = 61;
+  memcpy(e, &t, 8);
+  n = render_fixed(&td, e, buf);
+  ck_assert_int_eq(memcmp(buf, "PT1M1S", n), 0);
+  e[8] = 0;
+  n = render_fixed(&td, e, buf);
+  ck_assert_int_eq(memcmp(buf, "null", n), 0);
+}
+END_TEST
+
 START_TEST(floats_round_trip) {
   /* Every rendering reads back to the same bits. */
   struct dtype dt = dtype_of(DT_FLOAT64);
@@ -344,8 +539,9 @@ START_TEST(integer_extremes) {
                   "case %zu: '%.*s', want '%s'", i, (int)n, buf, t[i].want);
   }
   /* Kinds render_fixed does not handle give no text. */
-  static const enum dtype_kind none[] = {DT_UNSUPPORTED, DT_STRING, DT_BYTES,
-                                         DT_FIXED_UTF32, DT_FIXED_BYTES};
+  static const enum dtype_kind none[] = {DT_UNSUPPORTED, DT_STRING,
+                                         DT_BYTES,       DT_FIXED_UTF32,
+                                         DT_FIXED_BYTES, DT_RAW};
   for (size_t i = 0; i < sizeof none / sizeof *none; i++) {
     struct dtype dt = dtype_of(none[i]);
     uint8_t elem[8] = {0};
@@ -433,6 +629,11 @@ int main(void) {
   tcase_add_test(tc, float16_shortest);
   tcase_add_test(tc, float16_every_value);
   tcase_add_test(tc, datetime64_iso);
+  tcase_add_test(tc, complex_text);
+  tcase_add_test(tc, bfloat16_every_value);
+  tcase_add_test(tc, timedelta64_iso);
+  tcase_add_test(tc, sub_byte_integers);
+  tcase_add_test(tc, optional_text);
   tcase_add_test(tc, integers_and_bools);
   tcase_add_test(tc, integer_extremes);
   tcase_add_test(tc, strings_and_hex);
