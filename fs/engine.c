@@ -9,6 +9,7 @@
 #include "../codecs/sharding.h"
 #include "../src/buf.h"
 #include "../src/log.h"
+#include "hier.h"
 #include "render.h"
 
 /* Node table entries beyond this are not remembered when they are plain
@@ -61,6 +62,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   e->node_nbuckets = ENGINE_NODE_BUCKETS;
   e->node_buckets = calloc(e->node_nbuckets, sizeof *e->node_buckets);
   e->env.max_decoded = cfg->max_decoded;
+  e->no_consolidated = cfg->no_consolidated;
   if (!e->cache || !e->sizes || !e->node_buckets) {
     zcache_free(e->cache);
     zsizes_free(e->sizes);
@@ -81,6 +83,7 @@ static void znode_free(struct znode *n) {
     return;
   chain_free(n->chain);
   zmeta_free(n->meta);
+  zcons_free(n->cons);
   free(n->view_error);
   free(n->path);
   free(n);
@@ -169,40 +172,74 @@ static struct znode *node_load(struct engine *e, const char *path) {
   uint8_t *text = NULL;
   size_t len;
   struct zerr err = {0};
-  int rc = -ENOENT, which = 0;
-  for (; which < 3; which++) {
+  int rc = -ENOENT, which = 0, from_cons = 0;
+  /* An ancestor group's consolidated metadata, when it lists this node
+   * (fs/hier.c); an entry that does not parse falls back to the node's own
+   * files. */
+  enum zcons_kind ck;
+  char ckey[4096];
+  const char *ctext = hier_node_doc(e, path, &len, &ck, ckey, sizeof ckey);
+  if (ctext) {
+    which = ck == ZCONS_V3 ? 0 : ck == ZCONS_V2_ARRAY ? 1 : 2;
     if (key_join(key, sizeof key, path, names[which]) < 0)
-      return n; /* ZNODE_NONE */
-    rc = store_read_all(e->store, key, ENGINE_MAX_META, &text, &len, &err);
-    if (rc != -ENOENT && rc != -ENOTDIR && rc != -EINVAL)
-      break;
+      return n;
+    if (which == 2) {
+      n->kind = ZNODE_GROUP;
+      hier_load_group(e, n, key, 1);
+      return n;
+    }
+    rc = which == 0 ? zmeta_parse(ctext, len, &n->meta, &err)
+                    : zmeta_parse_v2(ctext, len, &n->meta, &err);
+    from_cons = rc == 0 || rc == -ENOTSUP;
+    if (!from_cons) {
+      char msg[ZERR_MSG_MAX + 4200];
+      snprintf(msg, sizeof msg,
+               "consolidated metadata of '%s' ignored (per-node metadata is "
+               "used): %s",
+               path, err.msg);
+      engine_log(e, ckey, msg);
+      zerr_clear(&err);
+    }
   }
-  if (which == 3)
-    return n;
-  if (rc < 0) {
-    n->kind = ZNODE_BROKEN;
-    node_set_error(e, n, key, err.msg);
-    return n;
-  }
-  if (which == 0) {
-    rc = zmeta_parse((const char *)text, len, &n->meta, &err);
-  } else if (which == 1) {
-    rc = zmeta_parse_v2((const char *)text, len, &n->meta, &err);
-  } else {
-    n->kind = ZNODE_GROUP; /* .zgroup: nothing we need inside */
+  if (!from_cons) {
+    for (which = 0; which < 3; which++) {
+      if (key_join(key, sizeof key, path, names[which]) < 0)
+        return n; /* ZNODE_NONE */
+      rc = store_read_all(e->store, key, ENGINE_MAX_META, &text, &len, &err);
+      if (rc != -ENOENT && rc != -ENOTDIR && rc != -EINVAL)
+        break;
+    }
+    if (which == 3)
+      return n;
+    if (rc < 0) {
+      n->kind = ZNODE_BROKEN;
+      node_set_error(e, n, key, err.msg);
+      return n;
+    }
+    if (which == 0) {
+      rc = zmeta_parse((const char *)text, len, &n->meta, &err);
+    } else if (which == 1) {
+      rc = zmeta_parse_v2((const char *)text, len, &n->meta, &err);
+    } else {
+      n->kind = ZNODE_GROUP; /* .zgroup: only its .zmetadata matters */
+      free(text);
+      hier_load_group(e, n, key, 0);
+      return n;
+    }
     free(text);
-    return n;
   }
-  free(text);
   if (rc < 0) {
     n->kind = ZNODE_BROKEN;
     char msg[ZERR_MSG_MAX + 32];
-    snprintf(msg, sizeof msg, "invalid metadata: %s", err.msg);
+    /* Unsupported (a chunk grid, a key encoding) is not invalid. */
+    snprintf(msg, sizeof msg, "%s%s",
+             rc == -ENOTSUP ? "" : "invalid metadata: ", err.msg);
     node_set_error(e, n, key, msg);
     return n;
   }
   if (n->meta->node == ZMETA_GROUP) {
     n->kind = ZNODE_GROUP;
+    hier_load_group(e, n, key, from_cons);
     return n;
   }
   n->kind = ZNODE_ARRAY;

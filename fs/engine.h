@@ -17,6 +17,7 @@
 
 #include "../codecs/chain.h"
 #include "../src/cache.h"
+#include "../src/consolidated.h"
 #include "../src/meta.h"
 #include "../src/store.h"
 
@@ -51,12 +52,17 @@ struct znode {
   struct dtype text_dtype; /* how views render elements: the data type, or
                               string (numpy U) / bytes (numpy S) for the
                               fixed-width kinds, converted after decoding */
+  struct zcons *cons;      /* groups: their consolidated metadata (owned), or
+                              NULL (see fs/hier.h) */
 };
 
 struct engine_config {
   size_t cache_size;     /* decoded-data cache budget, bytes */
   size_t max_decoded;    /* largest in-memory intermediate, bytes */
   size_t size_table_max; /* entries in the learned-size table */
+  int no_consolidated;   /* -o consolidated=no: ignore consolidated metadata
+                            (zarr.json consolidated_metadata, .zmetadata) and
+                            read every node's own metadata */
 };
 
 struct engine {
@@ -70,6 +76,7 @@ struct engine {
   pthread_mutex_t flight_lock; /* guards the in-flight list (leaf lock) */
   pthread_cond_t flight_cond;
   struct flight *flights;
+  int no_consolidated; /* from engine_config */
 };
 
 /* Create an engine over store (takes ownership of store). */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hier.h"
 #include "view.h"
 
 /* Drop leading slashes: FUSE paths are absolute, store keys are not. */
@@ -60,6 +61,10 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   if (rc != -ENOENT && rc != -EINVAL)
     return rc;
   zerr_clear(err);
+  if (hier_is_dir(e, key)) { /* a node only consolidated metadata names */
+    ent->kind = NS_DIR;
+    return 0;
+  }
 
   char parent[4096];
   const char *base = split_parent(key, parent, sizeof parent);
@@ -171,11 +176,30 @@ static void listing_free(struct listing *l) {
 
 /* Is name among the stored entries? */
 static int listing_has(const struct listing *l, const char *name) {
+  if (!l->n)
+    return 0;
   struct listing_item probe = {(char *)name, 0};
   return bsearch(&probe, l->items, l->n, sizeof *l->items, item_cmp) != NULL;
 }
 
-/* Stored children, then values.txt and K.txt views. */
+/* Passes consolidated child names not already listed to the caller. */
+struct cons_fill {
+  const struct listing *l;
+  ns_fill_cb cb;
+  void *ud;
+  int stop;
+};
+
+/* hier_children callback: one child directory, unless stored. */
+static int cons_fill_one(void *ud, const char *name) {
+  struct cons_fill *cf = ud;
+  if (!listing_has(cf->l, name))
+    cf->stop = cf->cb(cf->ud, name, 1);
+  return cf->stop;
+}
+
+/* Stored children, consolidated child nodes, then values.txt and K.txt
+ * views. */
 int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
             struct zerr *err) {
   const char *key = path_key(path);
@@ -183,15 +207,32 @@ int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
   int rc = store_list(e->store, key, listing_add, &l, err);
   if (rc == 0 && l.oom)
     rc = zerr_set(err, ENOMEM, "out of memory listing a directory");
+  if (rc < 0 && rc != -ENOMEM &&
+      (hier_is_dir(e, key) || engine_node(e, key)->cons)) {
+    /* The store cannot list it, consolidated metadata can. */
+    listing_free(&l);
+    memset(&l, 0, sizeof l);
+    zerr_clear(err);
+    rc = 0;
+  }
   if (rc < 0) {
     listing_free(&l);
     return rc;
   }
-  qsort(l.items, l.n, sizeof *l.items, item_cmp);
+  if (l.n)
+    qsort(l.items, l.n, sizeof *l.items, item_cmp);
 
   int stop = 0;
   for (size_t i = 0; i < l.n && !stop; i++)
     stop = cb(ud, l.items[i].name, l.items[i].is_dir);
+  /* Child nodes named by consolidated metadata that the store did not
+   * list (a union: each name once). */
+  struct cons_fill cf = {&l, cb, ud, stop};
+  if (!stop && hier_children(e, key, cons_fill_one, &cf, err) < 0) {
+    listing_free(&l);
+    return -ENOMEM;
+  }
+  stop = cf.stop;
 
   const struct znode *n = engine_node(e, key);
   const char *rel = "";

@@ -29,6 +29,7 @@ struct cli {
   char *cache_size;
   char *max_decode;
   char *attr_timeout;
+  char *consolidated;
   int help, version;
 };
 
@@ -40,6 +41,7 @@ static const struct fuse_opt cli_opts[] = {
     CLI_OPT("cache_size=%s", cache_size),
     CLI_OPT("max_decode=%s", max_decode),
     CLI_OPT("attr_timeout=%s", attr_timeout),
+    CLI_OPT("consolidated=%s", consolidated),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -121,7 +123,10 @@ static void usage(const char *prog) {
       "                           (default 1G)\n"
       "    -o attr_timeout=SECS   kernel attribute cache time (default "
       "3600;\n"
-      "                           the store is treated as immutable)\n\n"
+      "                           the store is treated as immutable)\n"
+      "    -o consolidated=no     ignore consolidated metadata (zarr.json\n"
+      "                           consolidated_metadata, .zmetadata); read\n"
+      "                           each node's own metadata (default yes)\n\n"
       "FUSE options:\n"
       "    -f                     stay in the foreground (log to stderr)\n"
       "    -d                     debug output (implies -f)\n"
@@ -231,6 +236,17 @@ int main(int argc, char **argv) {
     }
   }
 
+  int no_consolidated = 0;
+  if (cli.consolidated) {
+    if (!strcmp(cli.consolidated, "no")) {
+      no_consolidated = 1;
+    } else if (strcmp(cli.consolidated, "yes")) {
+      fprintf(stderr, "zarrfs: bad consolidated '%s' (yes or no)\n",
+              cli.consolidated);
+      goto out;
+    }
+  }
+
   zlog_setup(!opts.foreground, opts.debug ? ZLOG_DEBUG : ZLOG_INFO);
 
   struct zerr err = {0};
@@ -239,7 +255,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     goto out;
   }
-  struct engine_config ecfg = {(size_t)cache_size, (size_t)max_decode, 1 << 20};
+  struct engine_config ecfg = {(size_t)cache_size, (size_t)max_decode, 1 << 20,
+                               no_consolidated};
   if (engine_new(store, &ecfg, &engine, &err) < 0) {
     store_free(store);
     fprintf(stderr, "zarrfs: %s\n", err.msg);
@@ -300,6 +317,7 @@ out:
   free(cli.cache_size);
   free(cli.max_decode);
   free(cli.attr_timeout);
+  free(cli.consolidated);
   fuse_opt_free_args(&args);
   return status;
 }
