@@ -648,8 +648,7 @@ static int unit_decode_bytes(struct engine *e, const struct znode *n,
 /* Decode unit idx (its chunk's store key is `key`) and lay out its text. */
 static int unit_decode(struct engine *e, const struct znode *n,
                        const uint64_t *idx, const char *key,
-                       struct chunk_text **out, int *logged,
-                       struct zerr *err) {
+                       struct chunk_text **out, int *logged, struct zerr *err) {
   struct chunk_text *ct = calloc(1, sizeof *ct);
   if (!ct)
     return zerr_set(err, ENOMEM, "out of memory");

@@ -167,8 +167,9 @@ static int check_paths(const char *source, const char *mnt) {
     found = stat(meta, &st) == 0 && S_ISREG(st.st_mode);
   }
   if (!found) {
-    fprintf(stderr, "zarrfs: %s: no zarr.json (or .zgroup/.zarray): not a "
-                    "Zarr store\n",
+    fprintf(stderr,
+            "zarrfs: %s: no zarr.json (or .zgroup/.zarray): not a "
+            "Zarr store\n",
             source);
     return -1;
   }
