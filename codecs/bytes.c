@@ -4,7 +4,18 @@
  * When the stored order is the host order the decoded array is the input
  * itself: decode returns a new reference to the input source and reads
  * nothing, so a view that needs ten elements reads ten elements. Only a
- * byte swap forces the chunk into memory. */
+ * byte swap forces the chunk into memory.
+ *
+ * Experimental: on a variable-length type (`string`, `bytes`/`binary`) the
+ * chunk is read in the ZEP0007 draft layout:
+ *   n+1 int32 LE offsets | zero padding to a multiple of 64 bytes | data
+ * Element i is data[off[i], off[i+1]). Like zarrs.vlen this is index-first:
+ * decoding reads only the offsets (and padding) and returns the data as a
+ * window, so a view reads just the element bytes it renders. Bytes after
+ * off[n] are ignored. `endian`, if given, is not used for this layout.
+ *
+ * `zarrs.optional` types are refused: their values need the zarrs.optional
+ * codec (a presence mask), which `bytes` cannot express. */
 #include "codec.h"
 
 #include <stdlib.h>
@@ -13,6 +24,7 @@
 #include "../src/buf.h"
 
 struct bytes_state {
+  int draft; /* variable-length type: the ZEP0007 draft layout */
   size_t elsize;
   int swap;    /* stored order differs from host order */
   size_t unit; /* bytes reversed together (see dtype_swap_unit) */
@@ -42,10 +54,18 @@ static int bytes_create(json_t *config, const struct codec_spec *decoded,
                     "bytes: 'endian' must be \"little\" or \"big\", not \"%s\"",
                     endian);
   const struct dtype *dt = &decoded->dtype;
-  if (dtype_is_variable(dt))
+  if (dtype_is_variable(dt)) {
+    struct bytes_state *st = calloc(1, sizeof *st);
+    if (!st)
+      return zerr_set(err, ENOMEM, "bytes: out of memory");
+    st->draft = 1;
+    *state = st;
+    return 0;
+  }
+  if (dt->kind == DT_OPTIONAL)
     return zerr_set(err, ENOTSUP,
-                    "bytes codec on variable-length type '%s' is not "
-                    "supported yet",
+                    "bytes: data type '%s' is unsupported (optional types "
+                    "need the zarrs.optional codec)",
                     dt->name);
   if (dt->size == 0)
     return zerr_set(err, ENOTSUP, "bytes: data type '%s' is not supported",
@@ -108,11 +128,84 @@ static void bytes_swap(uint8_t *p, size_t n, size_t elsize) {
   }
 }
 
+#define BYTES_DRAFT_ALIGN 64
+
+/* The ZEP0007 draft layout: read and check the offsets (and the padding,
+ * which must be zero: non-zero padding means the chunk holds more offsets
+ * than the array's chunk shape says), then window the data. */
+static int bytes_decode_draft(const struct codec_spec *spec, struct bytesrc *in,
+                              const struct codec_env *env, struct abytes **out,
+                              struct zerr *err) {
+  uint64_t n = spec->nelem, n1, hdr, padded, obytes;
+  if (zadd_u64(n, 1, &n1) < 0 || zmul_u64(n1, 4, &hdr) < 0 ||
+      zadd_u64(hdr, BYTES_DRAFT_ALIGN - 1, &padded) < 0 ||
+      zmul_u64(n1, sizeof(uint64_t), &obytes) < 0)
+    return zerr_set(err, EFBIG, "bytes: %llu elements overflow the offsets",
+                    (unsigned long long)n);
+  padded -= padded % BYTES_DRAFT_ALIGN;
+  if (in->size < padded)
+    return zerr_set(err, EIO,
+                    "bytes: chunk of %llu bytes is too short for the %llu "
+                    "offsets of %llu elements (draft string layout)",
+                    (unsigned long long)in->size, (unsigned long long)n1,
+                    (unsigned long long)n);
+  if (padded > env->max_decoded || obytes > env->max_decoded)
+    return zerr_set(err, EFBIG,
+                    "bytes: %llu offsets exceed the decode limit of %zu bytes",
+                    (unsigned long long)n1, env->max_decoded);
+  uint8_t *raw = malloc((size_t)padded);
+  uint64_t *off = malloc((size_t)obytes);
+  struct abytes *a = abytes_alloc();
+  int rc = raw && off && a ? 0 : zerr_set(err, ENOMEM, "bytes: out of memory");
+  if (rc == 0) {
+    rc = bytesrc_read_range(in, 0, (size_t)padded, raw, err);
+    if (rc < 0)
+      zerr_prefix(err, "bytes: ");
+  }
+  for (uint64_t i = 0; i < n1 && rc == 0; i++) {
+    const uint8_t *q = raw + i * 4;
+    int32_t v = (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 |
+                          (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24);
+    if (v < 0)
+      rc = zerr_set(err, EIO, "bytes: offset %llu is negative (%d)",
+                    (unsigned long long)i, v);
+    off[i] = (uint64_t)v;
+  }
+  for (uint64_t i = hdr; i < padded && rc == 0; i++)
+    if (raw[i])
+      rc = zerr_set(err, EIO,
+                    "bytes: non-zero padding after the %llu offsets (the "
+                    "chunk holds more elements than its shape)",
+                    (unsigned long long)n1);
+  uint64_t dlen = in->size - padded;
+  if (rc == 0) {
+    rc = abytes_check_offsets(off, n, dlen, err);
+    if (rc < 0)
+      zerr_prefix(err, "bytes: ");
+  }
+  if (rc == 0)
+    rc = bytesrc_sub(in, padded, dlen, &a->data, err);
+  free(raw);
+  if (rc < 0) {
+    free(off);
+    abytes_free(a);
+    return rc;
+  }
+  a->n = n;
+  a->elsize = 0;
+  a->offsets = off;
+  a->data_len = off[n];
+  *out = a;
+  return 0;
+}
+
 /* Check the size, then hand back the input (no swap) or a swapped copy. */
 static int bytes_decode(const void *state, const struct codec_spec *spec,
                         struct bytesrc *in, const struct codec_env *env,
                         struct abytes **out, struct zerr *err) {
   const struct bytes_state *st = state;
+  if (st->draft)
+    return bytes_decode_draft(spec, in, env, out, err);
   uint64_t want;
   if (zmul_u64(spec->nelem, st->elsize, &want) < 0)
     return zerr_set(err, EFBIG, "bytes: %llu elements of %zu bytes overflow",

@@ -38,6 +38,8 @@ extern const struct codec_impl codec_numcodecs_fletcher32;
 extern const struct codec_impl codec_packbits;
 extern const struct codec_impl codec_numcodecs_packbits;
 extern const struct codec_impl codec_optional;
+extern const struct codec_impl codec_fixedscaleoffset;
+extern const struct codec_impl codec_json2;
 
 static const struct codec_impl *const registry_table[] = {
     &codec_bytes,
@@ -68,6 +70,8 @@ static const struct codec_impl *const registry_table[] = {
     &codec_packbits,
     &codec_numcodecs_packbits,
     &codec_optional,
+    &codec_fixedscaleoffset,
+    &codec_json2,
     NULL,
 };
 

@@ -16,6 +16,7 @@
 #include "codecs/chain.h"
 #include "codecs/codec.h"
 #include "src/buf.h"
+#include "testcodec.h"
 #include "testutil.h"
 
 #define MAXDEC ((size_t)1 << 26)
@@ -42,23 +43,11 @@ static struct codec_spec spec1(enum dtype_kind kind, uint64_t n) {
   return s;
 }
 
-/* Build a chain from JSON text; returns chain_build's result. */
-static int build(const char *json, const struct codec_spec *spec,
-                 struct chain **out, struct zerr *err) {
-  json_error_t je;
-  json_t *j = json_loads(json, 0, &je);
-  ck_assert_msg(j != NULL, "bad test JSON: %s", je.text);
-  *out = NULL;
-  int rc = chain_build(j, spec, out, err);
-  json_decref(j);
-  return rc;
-}
-
 /* Build a chain and decode one in-memory chunk with it. */
 static int run(const char *json, const struct codec_spec *spec, const void *enc,
                size_t len, size_t max, struct abytes **out, struct zerr *err) {
   struct chain *c;
-  int rc = build(json, spec, &c, err);
+  int rc = tc_build(json, spec, &c, err);
   ck_assert_msg(rc == 0, "chain_build(%s): %s", json, err->msg);
   struct bytesrc *src = bytesrc_from_static(enc, len);
   struct codec_env env = {max};
@@ -129,7 +118,7 @@ static void expect_bad_config(const char *codec) {
   struct codec_spec s = spec1(DT_UINT8, 4);
   struct chain *c = NULL;
   struct zerr err = {0};
-  int rc = build(json, &s, &c, &err);
+  int rc = tc_build(json, &s, &c, &err);
   ck_assert_msg(rc == -EIO, "%s: rc %d", codec, rc);
   ck_assert_ptr_null(c);
   ck_assert(err.msg[0] != 0);

@@ -42,7 +42,6 @@ static const char *const ALLOWED_REFUSALS[] = {
     /* Until implemented: */
     "zarrs.optional",
     "optional",
-    "numcodecs.fixedscaleoffset",
     NULL,
 };
 

@@ -12,6 +12,7 @@
 #include "codecs/chain.h"
 #include "codecs/codec.h"
 #include "src/buf.h"
+#include "testcodec.h"
 #include "testutil.h"
 
 #define MAXDEC ((size_t)64 << 20)
@@ -29,24 +30,12 @@ static struct codec_spec vspec(enum dtype_kind kind, uint64_t n) {
   return s;
 }
 
-/* Build a chain from JSON text. */
-static int build(const char *json, const struct codec_spec *spec,
-                 struct chain **out, struct zerr *err) {
-  json_error_t je;
-  json_t *j = json_loads(json, 0, &je);
-  ck_assert_msg(j != NULL, "bad test JSON %s: %s", json, je.text);
-  *out = NULL;
-  int rc = chain_build(j, spec, out, err);
-  json_decref(j);
-  return rc;
-}
-
 /* Build, then decode one in-memory chunk of n string elements. */
 static int run(const char *json, uint64_t n, const void *enc, size_t len,
                size_t max, struct abytes **out, struct zerr *err) {
   struct codec_spec s = vspec(DT_STRING, n);
   struct chain *c;
-  int rc = build(json, &s, &c, err);
+  int rc = tc_build(json, &s, &c, err);
   ck_assert_msg(rc == 0, "chain_build(%s): %s", json, err->msg);
   struct bytesrc *src = bytesrc_from_static(enc, len);
   struct codec_env env = {max};
@@ -408,7 +397,7 @@ START_TEST(test_vlen_config_errors) {
     struct codec_spec s = vspec(cases[i].kind, 4);
     struct chain *c = NULL;
     struct zerr err = {0};
-    int rc = build(cases[i].json, &s, &c, &err);
+    int rc = tc_build(cases[i].json, &s, &c, &err);
     ck_assert_msg(rc == cases[i].rc, "%s: rc %d want %d (%s)", cases[i].json,
                   rc, cases[i].rc, err.msg);
     ck_assert_ptr_null(c);
@@ -655,7 +644,7 @@ START_TEST(test_vlen_partial_read) {
     unlink(path);
     struct codec_spec s = vspec(DT_STRING, N);
     struct chain *c;
-    ck_assert_int_eq(build(json, &s, &c, &err), 0);
+    ck_assert_int_eq(tc_build(json, &s, &c, &err), 0);
     struct codec_env env = {MAXDEC};
     struct abytes *a;
     ck_assert_msg(chain_decode(c, &s, src, &env, &a, &err) == 0, "%s", err.msg);
