@@ -72,7 +72,7 @@ static int abytes_repeat(const uint8_t *fill, size_t fill_len, uint64_t n,
 int abytes_new_fill(const struct codec_spec *spec, struct abytes **out,
                     struct zerr *err) {
   uint64_t n = spec->nelem;
-  int variable = dtype_is_variable(&spec->dtype);
+  int variable = dtype_has_var_elements(&spec->dtype);
   if (!variable && spec->dtype.size == 0)
     return zerr_set(err, ENOTSUP, "data type '%s' is not supported",
                     spec->dtype.name);

@@ -1,14 +1,21 @@
 /* optional.c - the `zarrs.optional` array->bytes codec (zarrs; also under
- * its earlier name `optional`) for optional fixed-size types.
+ * its earlier name `optional`) for optional fixed-size types, optional
+ * strings and bytes, and nested optional types.
  *
  * Chunk layout, as zarrs writes it:
  *   mask_len (u64 LE) | data_len (u64 LE) | MASK | DATA
  * MASK is the chunk's bool array (non-zero: the value is present) encoded
  * by mask_codecs (zarrs uses packbits); DATA is only the present values, in
- * C order, as a 1-D array of the inner type encoded by data_codecs, and is
- * empty when no value is present. Decoding expands them into elements of
- * the inner type's bytes followed by one presence byte (see DT_OPTIONAL).
- * Optional variable-length types (strings, bytes) are not supported. */
+ * C order, as a 1-D array of the inner type encoded by data_codecs (for a
+ * nested optional type, another zarrs.optional), and is empty when no value
+ * is present. Decoding expands them into the DT_OPTIONAL representation
+ * (src/dtype.h): fixed-size inner types give elements of the inner bytes
+ * then one presence byte; variable-size ones give elements that are empty
+ * when missing and the byte 1 then the inner element's bytes when present.
+ *
+ * The whole chunk is decoded at once (no partial decoding): the mask and
+ * the data section are separate encodings, and element j's place in the
+ * data section depends on the mask of every element before it. */
 #include "chain.h"
 
 #include <stdlib.h>
@@ -20,9 +27,13 @@ struct optional_state {
   struct chain *mask_chain; /* bool, the chunk's shape */
   struct chain *data_chain; /* 1-D inner type, one per present value */
   struct dtype inner;
+  int var; /* the inner type has variable-length elements */
 };
 
-static const uint8_t optional_zero[16];
+/* Zero fill of the inner type: a fixed value of zeros, or a missing value
+ * of a nested optional type. The largest inner size: complex128 (16 bytes)
+ * plus one byte per nested layer. */
+static const uint8_t optional_zero[16 + DTYPE_OPTIONAL_MAX_DEPTH];
 
 /* Free both chains. */
 static void optional_destroy(void *state) {
@@ -34,7 +45,8 @@ static void optional_destroy(void *state) {
   free(st);
 }
 
-/* The spec of the present values: 1-D, n of the inner type, zero fill. */
+/* The spec of the present values: 1-D, n of the inner type, zero fill
+ * (empty for variable-length types). */
 static struct codec_spec optional_data_spec(const struct optional_state *st,
                                             uint64_t n) {
   struct codec_spec s;
@@ -44,7 +56,7 @@ static struct codec_spec optional_data_spec(const struct optional_state *st,
   s.nelem = n;
   s.dtype = st->inner;
   s.fill = optional_zero;
-  s.fill_len = st->inner.size;
+  s.fill_len = st->var ? 0 : st->inner.size;
   return s;
 }
 
@@ -76,6 +88,13 @@ static int optional_create(json_t *config, const struct codec_spec *decoded,
   if (!st)
     return zerr_set(err, ENOMEM, "zarrs.optional: out of memory");
   st->inner = dtype_optional_inner(&decoded->dtype);
+  st->var = dtype_has_var_elements(&st->inner);
+  if (!st->var &&
+      (st->inner.size == 0 || st->inner.size > sizeof optional_zero)) {
+    optional_destroy(st);
+    return zerr_set(err, ENOTSUP, "zarrs.optional: unsupported data type '%s'",
+                    decoded->dtype.name);
+  }
   struct codec_spec ms = optional_mask_spec(decoded);
   struct codec_spec ds = optional_data_spec(st, 1);
   int rc = chain_build(mc, &ms, &st->mask_chain, err);
@@ -92,33 +111,136 @@ static int optional_create(json_t *config, const struct codec_spec *decoded,
   return 0;
 }
 
-/* Decode part [off, off+len) of in through chain c for spec s into memory
- * (*out: a new reference to exactly s->nelem elements). */
+/* Decode part [off, off+len) of in through chain c for spec s (*out: a new
+ * abytes of exactly s->nelem elements, fixed ones of elsize bytes in
+ * memory, or variable ones when elsize is 0). */
 static int optional_part(const struct chain *c, const struct codec_spec *s,
                          struct bytesrc *in, uint64_t off, uint64_t len,
-                         const struct codec_env *env, const char *what,
-                         struct bytesrc **out, struct zerr *err) {
-  struct bytesrc *part = NULL;
+                         size_t elsize, const struct codec_env *env,
+                         const char *what, struct abytes **out,
+                         struct zerr *err) {
+  struct bytesrc *part = NULL, *mem = NULL;
   struct abytes *a = NULL;
   int rc = bytesrc_sub(in, off, len, &part, err);
   if (rc == 0)
     rc = chain_decode(c, s, part, env, &a, err);
-  if (rc == 0)
-    rc = bytesrc_load(a->fixed, env->max_decoded, out, err);
-  if (rc < 0)
+  if (rc == 0 && a->elsize != elsize)
+    rc = zerr_set(err, EIO, "decoded %s elements, expected %s",
+                  a->elsize ? "fixed-size" : "variable-length",
+                  elsize ? "fixed-size" : "variable-length");
+  if (rc == 0 && elsize)
+    rc = bytesrc_load(a->fixed, env->max_decoded, &mem, err);
+  if (rc == 0 && mem) {
+    bytesrc_unref(a->fixed);
+    a->fixed = mem;
+  }
+  if (rc < 0) {
     zerr_prefix(err, "zarrs.optional %s: ", what);
-  abytes_free(a);
+    abytes_free(a);
+    a = NULL;
+  }
   bytesrc_unref(part);
+  *out = a;
   return rc;
 }
 
+/* Expand present fixed-size values: inner bytes then a presence byte. */
+static int optional_expand_fixed(const struct optional_state *st,
+                                 const uint8_t *mask, uint64_t n,
+                                 const struct abytes *data,
+                                 const struct codec_env *env, struct abytes *a,
+                                 struct zerr *err) {
+  size_t isize = st->inner.size;
+  uint64_t outsize;
+  if (zmul_u64(n, isize + 1, &outsize) < 0 || outsize > env->max_decoded)
+    return zerr_set(err, EFBIG,
+                    "zarrs.optional: %llu elements exceed the decode limit",
+                    (unsigned long long)n);
+  uint8_t *p = calloc(1, outsize ? (size_t)outsize : 1);
+  if (!p)
+    return zerr_set(err, ENOMEM, "zarrs.optional: out of memory");
+  const uint8_t *src = data ? data->fixed->mem : NULL;
+  uint8_t *dst = p;
+  for (uint64_t i = 0; i < n; i++, dst += isize + 1) {
+    if (!mask[i])
+      continue; /* missing: all zero */
+    memcpy(dst, src, isize);
+    dst[isize] = 1;
+    src += isize;
+  }
+  a->elsize = isize + 1;
+  a->fixed = bytesrc_from_mem(p, (size_t)outsize);
+  return a->fixed ? 0 : zerr_set(err, ENOMEM, "zarrs.optional: out of memory");
+}
+
+/* Expand present variable-length values: missing ones empty, present ones
+ * the byte 1 then their bytes. */
+static int optional_expand_var(const uint8_t *mask, uint64_t n,
+                               const struct abytes *data,
+                               const struct codec_env *env, struct abytes *a,
+                               struct zerr *err) {
+  struct bytesrc *src = NULL;
+  if (data) {
+    struct bytesrc *loaded = NULL;
+    ZTRY(abytes_load_data(data, env, &loaded, err));
+    int rc = bytesrc_load(loaded, env->max_decoded, &src, err);
+    bytesrc_unref(loaded);
+    if (rc < 0)
+      return rc;
+    if (data->offsets[data->n] > src->size) {
+      bytesrc_unref(src);
+      return zerr_set(err, EIO,
+                      "zarrs.optional data: offsets end past the %llu "
+                      "decoded bytes",
+                      (unsigned long long)src->size);
+    }
+  }
+  uint64_t nofs;
+  int rc = 0;
+  if (zadd_u64(n, 1, &nofs) < 0 || zmul_u64(nofs, 8, &nofs) < 0 ||
+      nofs > env->max_decoded)
+    rc = zerr_set(err, EFBIG,
+                  "zarrs.optional: %llu elements exceed the decode limit",
+                  (unsigned long long)n);
+  uint64_t *off = rc == 0 ? malloc((size_t)nofs) : NULL;
+  if (rc == 0 && !off)
+    rc = zerr_set(err, ENOMEM, "zarrs.optional: out of memory");
+  struct zbuf out;
+  zbuf_init(&out, env->max_decoded);
+  static const uint8_t one = 1;
+  uint64_t k = 0; /* next present value */
+  for (uint64_t i = 0; i < n && rc == 0; i++) {
+    off[i] = out.len;
+    if (!mask[i])
+      continue;
+    uint64_t a0 = data->offsets[k], a1 = data->offsets[k + 1];
+    k++;
+    rc = zbuf_append(&out, &one, 1, err);
+    if (rc == 0)
+      rc = zbuf_append(&out, src->mem + a0, (size_t)(a1 - a0), err);
+  }
+  bytesrc_unref(src);
+  if (rc == 0) {
+    off[n] = out.len;
+    rc = codec_output_from_buf(&out, "zarrs.optional", &a->data, err);
+  }
+  zbuf_free(&out);
+  if (rc < 0) {
+    free(off);
+    return rc;
+  }
+  a->elsize = 0;
+  a->offsets = off;
+  return 0;
+}
+
 /* Read the two lengths, decode the mask, then the present values, and
- * interleave them with presence bytes. */
+ * expand them to the chunk's elements. */
 static int optional_decode(const void *state, const struct codec_spec *spec,
                            struct bytesrc *in, const struct codec_env *env,
                            struct abytes **out, struct zerr *err) {
   const struct optional_state *st = state;
-  uint64_t n = spec->nelem, hdr[2], total, outsize;
+  uint64_t n = spec->nelem, hdr[2], total;
   if (in->size < 16)
     return zerr_set(err, EIO,
                     "zarrs.optional: chunk of %llu bytes is shorter than its "
@@ -138,55 +260,35 @@ static int optional_decode(const void *state, const struct codec_spec *spec,
                     "do not fill the %llu-byte chunk",
                     (unsigned long long)hdr[0], (unsigned long long)hdr[1],
                     (unsigned long long)in->size);
-  size_t isize = st->inner.size;
-  if (zmul_u64(n, isize + 1, &outsize) < 0 || outsize > env->max_decoded)
-    return zerr_set(err, EFBIG,
-                    "zarrs.optional: %llu elements exceed the decode limit",
-                    (unsigned long long)n);
   struct codec_spec ms = optional_mask_spec(spec);
-  struct bytesrc *mask = NULL, *data = NULL;
-  ZTRY(optional_part(st->mask_chain, &ms, in, 16, hdr[0], env, "mask", &mask,
+  struct abytes *mask = NULL, *data = NULL;
+  ZTRY(optional_part(st->mask_chain, &ms, in, 16, hdr[0], 1, env, "mask", &mask,
                      err));
+  const uint8_t *m = mask->fixed->mem;
   uint64_t present = 0;
   for (uint64_t i = 0; i < n; i++)
-    present += mask->mem[i] != 0;
+    present += m[i] != 0;
   int rc = 0;
   if (present) {
     struct codec_spec ds = optional_data_spec(st, present);
-    rc = optional_part(st->data_chain, &ds, in, 16 + hdr[0], hdr[1], env,
-                       "data", &data, err);
+    rc = optional_part(st->data_chain, &ds, in, 16 + hdr[0], hdr[1],
+                       st->var ? 0 : st->inner.size, env, "data", &data, err);
   } else if (hdr[1]) {
     rc = zerr_set(err, EIO,
                   "zarrs.optional: no value is present but the data section "
                   "has %llu bytes",
                   (unsigned long long)hdr[1]);
   }
-  uint8_t *p = rc == 0 ? calloc(1, outsize ? (size_t)outsize : 1) : NULL;
-  if (rc == 0 && !p)
+  struct abytes *a = rc == 0 ? abytes_alloc() : NULL;
+  if (rc == 0 && !a)
     rc = zerr_set(err, ENOMEM, "zarrs.optional: out of memory");
   if (rc == 0) {
-    const uint8_t *src = present ? data->mem : NULL;
-    uint8_t *dst = p;
-    for (uint64_t i = 0; i < n; i++, dst += isize + 1) {
-      if (!mask->mem[i])
-        continue; /* missing: all zero */
-      memcpy(dst, src, isize);
-      dst[isize] = 1;
-      src += isize;
-    }
-  }
-  bytesrc_unref(mask);
-  bytesrc_unref(data);
-  struct abytes *a = rc == 0 ? abytes_alloc() : NULL;
-  if (rc == 0 && a) {
     a->n = n;
-    a->elsize = isize + 1;
-    a->fixed = bytesrc_from_mem(p, (size_t)outsize);
-    p = NULL;
+    rc = st->var ? optional_expand_var(m, n, data, env, a, err)
+                 : optional_expand_fixed(st, m, n, data, env, a, err);
   }
-  if (rc == 0 && (!a || !a->fixed))
-    rc = zerr_set(err, ENOMEM, "zarrs.optional: out of memory");
-  free(p);
+  abytes_free(mask);
+  abytes_free(data);
   if (rc < 0) {
     abytes_free(a);
     return rc;

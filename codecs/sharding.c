@@ -257,7 +257,7 @@ static int shard_decode(const void *state, const struct codec_spec *spec,
   ZTRY(shard_index(st, grid, nin, in, env, &idx, err));
   struct codec_spec ispec = inner_spec(st, spec);
   uint64_t n = spec->nelem, per = ispec.nelem;
-  int variable = dtype_is_variable(&spec->dtype);
+  int variable = dtype_has_var_elements(&spec->dtype);
   size_t es = spec->dtype.size;
   struct abytes *a = abytes_alloc();
   uint64_t *lens = NULL; /* variable: element lengths in shard order */

@@ -251,6 +251,8 @@ static struct znode *node_load(struct engine *e, const char *path) {
   n->text_dtype = m->dtype.kind == DT_FIXED_UTF32    ? dtype_of(DT_STRING)
                   : dtype_is_fixed_string(&m->dtype) ? dtype_of(DT_BYTES)
                                                      : m->dtype;
+  if (m->dtype.kind == DT_OPTIONAL && dtype_has_var_elements(&m->dtype))
+    n->text_dtype = dtype_of(DT_STRING); /* see optional_var_to_text */
   n->spec.fill = m->fill;
   n->spec.fill_len = m->fill_len;
   if (m->dtype.kind == DT_UNSUPPORTED) {
@@ -536,6 +538,68 @@ static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
   return 0;
 }
 
+/* Optional strings and bytes become their text, as string elements:
+ * a missing value is "null" ("[null]" ... inside present layers, see
+ * render_optional_null), a present string its bytes, present bytes their
+ * lowercase hex. An element shorter than the type's depth is missing at
+ * the layer its length gives (codecs/optional.c writes one byte 1 per
+ * present layer). */
+static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
+                                const struct codec_env *env, struct zerr *err) {
+  unsigned depth = dt->depth ? dt->depth : 1;
+  struct dtype hex = dtype_of(DT_BYTES);
+  struct bytesrc *loaded = NULL, *src = NULL;
+  ZTRY(abytes_load_data(ab, env, &loaded, err));
+  int rc = bytesrc_load(loaded, env->max_decoded, &src, err);
+  bytesrc_unref(loaded);
+  if (rc < 0)
+    return rc;
+  uint64_t *off = malloc((size_t)(ab->n + 1) * sizeof *off);
+  if (!off)
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  struct zbuf out;
+  zbuf_init(&out, env->max_decoded);
+  for (uint64_t i = 0; i < ab->n && rc == 0; i++) {
+    uint64_t a = ab->offsets[i], len = ab->offsets[i + 1] - a;
+    off[i] = out.len;
+    if (len < depth) {
+      char t[RENDER_FIXED_MAX];
+      rc = zbuf_append(&out, t, render_optional_null((unsigned)len, t), err);
+    } else if (dt->inner == DT_BYTES) {
+      uint64_t tl = render_var_len(&hex, len - depth);
+      if (tl > env->max_decoded - out.len)
+        rc = zerr_set(err, EFBIG, "optional bytes: text exceeds the limit");
+      else if ((rc = zbuf_reserve(&out, (size_t)tl, err)) == 0) {
+        render_var(&hex, src->mem + a + depth, 0, (size_t)tl,
+                   (char *)out.data + out.len);
+        out.len += (size_t)tl;
+      }
+    } else {
+      rc = zbuf_append(&out, src->mem + a + depth, (size_t)(len - depth), err);
+    }
+  }
+  bytesrc_unref(src);
+  if (rc == 0) {
+    off[ab->n] = out.len;
+    struct bytesrc *data;
+    rc = codec_output_from_buf(&out, "optional text", &data, err);
+    if (rc == 0) {
+      free(ab->offsets);
+      bytesrc_unref(ab->data);
+      bytesrc_unref(ab->data_enc);
+      ab->offsets = off;
+      ab->data = data;
+      ab->data_enc = NULL;
+      ab->data_chain = NULL;
+      ab->data_len = 0;
+      return 0;
+    }
+  }
+  zbuf_free(&out);
+  free(off);
+  return rc;
+}
+
 /* A shard's decoded index in the cache ("I:" entries). */
 struct shard_index_obj {
   struct zobj obj;
@@ -657,6 +721,8 @@ static int unit_decode(struct engine *e, const struct znode *n,
   int rc = unit_decode_bytes(e, n, idx, key, &ct->ab, logged, err);
   if (rc == 0 && dtype_is_fixed_string(&n->meta->dtype))
     rc = fixed_strings_to_text(&n->meta->dtype, ct->ab, &e->env, err);
+  else if (rc == 0 && n->meta->dtype.kind == DT_OPTIONAL && !ct->ab->elsize)
+    rc = optional_var_to_text(&n->meta->dtype, ct->ab, &e->env, err);
   if (rc == 0)
     rc = chunk_text_layout(e, n, ct, err);
   if (rc < 0) {

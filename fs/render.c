@@ -26,8 +26,11 @@
  * "PT0.5S", "PT0S" for zero), the fraction of a second without trailing
  * zeros. NaT is "NaT".
  *
- * zarrs.optional (of fixed-size types): "null" for a missing value, else
- * the inner type's text. */
+ * zarrs.optional: "null" for a missing value, else the inner type's text;
+ * in nested optional types a value missing inside k present layers is
+ * "null" in k pairs of brackets ("[null]" for Some(None), zarrs' JSON form).
+ * Optional strings and bytes are converted to text before rendering
+ * (fs/engine.c), with render_optional_null for the missing ones. */
 #include "render.h"
 
 #include <stdio.h> /* snprintf for datetime fields */
@@ -800,12 +803,15 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
     return fmt_timedelta(dt, v, buf);
   }
   case DT_OPTIONAL: {
-    if (!((const uint8_t *)elem)[dt->size - 1]) {
-      memcpy(buf, "null", 4);
-      return 4;
+    /* Peel present layers; the first missing one is null, bracketed once
+     * per present layer around it. */
+    struct dtype cur = *dt;
+    for (unsigned level = 0; cur.kind == DT_OPTIONAL && cur.size; level++) {
+      if (!((const uint8_t *)elem)[cur.size - 1])
+        return render_optional_null(level, buf);
+      cur = dtype_optional_inner(&cur);
     }
-    struct dtype in = dtype_optional_inner(dt);
-    return render_fixed(&in, elem, buf);
+    return cur.kind == DT_OPTIONAL ? 0 : render_fixed(&cur, elem, buf);
   }
   case DT_INT2: /* as stored: the decoders sign-extend */
   case DT_INT4:
@@ -816,6 +822,16 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
   default:
     return 0;
   }
+}
+
+/* "null" inside `level` pairs of brackets. */
+size_t render_optional_null(unsigned level, char *buf) {
+  if (level > RENDER_OPTIONAL_MAX_LEVEL)
+    level = RENDER_OPTIONAL_MAX_LEVEL;
+  memset(buf, '[', level);
+  memcpy(buf + level, "null", 4);
+  memset(buf + level + 4, ']', level);
+  return 2 * (size_t)level + 4;
 }
 
 /* Text length of a variable element: hex doubles bytes. */

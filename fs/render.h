@@ -12,7 +12,10 @@
  *   datetime64   ISO 8601 like numpy ("2023-01-01T00:00:00.000"), NaT
  *   timedelta64  ISO 8601 duration ("P1DT2H3M4.007S", "-PT1.5S"), NaT
  *   int2/int4/uint2/uint4  decimal of the stored byte
- *   zarrs.optional  null, or the inner type's text
+ *   zarrs.optional  null, or the inner type's text; nested: a value
+ *            missing inside k present layers is null in k brackets
+ *            ([null] is Some(None)); a present value is the innermost
+ *            type's text
  *   string   the UTF-8 bytes, each '\n' byte shown as ' '
  *   bytes    lowercase hex, two characters per byte (raw bytes r<N> /
  *            raw_bytes and numpy S are converted to bytes first)
@@ -33,6 +36,14 @@
  * Returns the text length. For DT_UNSUPPORTED, a variable kind or a kind
  * views convert to bytes first (fixed strings, raw bytes) returns 0. */
 size_t render_fixed(const struct dtype *dt, const void *elem, char *buf);
+
+/* Most brackets render_optional_null writes on each side. */
+#define RENDER_OPTIONAL_MAX_LEVEL 16
+
+/* The text of a zarrs.optional value missing inside `level` present layers
+ * ("null", "[null]", "[[null]]", ...) into buf (at least RENDER_FIXED_MAX
+ * bytes, not NUL-terminated); returns its length. */
+size_t render_optional_null(unsigned level, char *buf);
 
 /* Text length of a variable-length element of nbytes source bytes
  * (string: nbytes, bytes: 2*nbytes). */

@@ -111,6 +111,17 @@ int dtype_int_bits(const struct dtype *dt, unsigned *bits, int *is_signed) {
 
 /* The type of a present value of an optional type. */
 struct dtype dtype_optional_inner(const struct dtype *dt) {
+  if (dt->depth > 1) { /* one layer less; the name loses its outer layer */
+    struct dtype in = *dt;
+    in.depth--;
+    in.size = dt->size ? dt->size - 1 : 0;
+    const char *open = strchr(dt->name, '(');
+    size_t len = open ? strlen(open + 1) : 0;
+    if (len && open[len] == ')')
+      len--;
+    snprintf(in.name, sizeof in.name, "%.*s", (int)len, open ? open + 1 : "");
+    return in;
+  }
   struct dtype in = dtype_of(dt->inner);
   in.size = dt->size ? dt->size - 1 : 0;
   in.unit = dt->unit;
@@ -119,11 +130,16 @@ struct dtype dtype_optional_inner(const struct dtype *dt) {
 }
 
 /* Kinds an optional type may wrap: the fixed-size ones rendered element by
- * element (not the fixed-width strings, which views convert first). */
+ * element (not the fixed-width strings, which views convert first), string,
+ * bytes, and optional types (nested, up to DTYPE_OPTIONAL_MAX_DEPTH). */
 static int optional_inner_ok(const struct dtype *in) {
   unsigned bits;
   int is_signed;
   switch (in->kind) {
+  case DT_OPTIONAL:
+    return (in->depth ? in->depth : 1) < DTYPE_OPTIONAL_MAX_DEPTH;
+  case DT_STRING:
+  case DT_BYTES:
   case DT_BOOL:
   case DT_FLOAT16:
   case DT_BFLOAT16:
@@ -182,6 +198,13 @@ int dtype_is_variable(const struct dtype *dt) {
   return dt->kind == DT_STRING || dt->kind == DT_BYTES;
 }
 
+/* string, bytes and optional of them. */
+int dtype_has_var_elements(const struct dtype *dt) {
+  return dtype_is_variable(dt) ||
+         (dt->kind == DT_OPTIONAL &&
+          (dt->inner == DT_STRING || dt->inner == DT_BYTES));
+}
+
 /* Short-hand string or {"name": ..., "configuration": {...}}. */
 int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err) {
   const char *name = NULL;
@@ -234,9 +257,11 @@ int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err) {
     ZTRY(dtype_parse_v3(cfg, &in, err));
     snprintf(out->name, sizeof out->name, "%.14s(%.40s)", name, in.name);
     if (optional_inner_ok(&in)) {
+      int nested = in.kind == DT_OPTIONAL;
       out->kind = DT_OPTIONAL;
-      out->size = in.size + 1;
-      out->inner = in.kind;
+      out->size = in.size ? in.size + 1 : 0; /* 0: variable inner */
+      out->inner = nested ? in.inner : in.kind;
+      out->depth = nested ? (in.depth ? in.depth : 1) + 1 : 1;
       out->unit = in.unit;
       out->scale = in.scale;
     }
@@ -672,28 +697,45 @@ static int raw_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
   return 0;
 }
 
-/* Fill of an optional type: null (missing: all zero), or the inner fill
- * followed by the byte 1. */
+/* Fill of an optional type: null is a missing value (fixed: all zero;
+ * variable: no bytes); [x] (zarrs' form) or a bare x (earlier writers) is
+ * the present value x of the inner type: fixed, the inner fill then the
+ * byte 1; variable, the byte 1 then the inner fill. A one-element array
+ * that is not a valid [x] is tried as a bare value (bytes as [0..255]). */
 static int optional_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
                          size_t *out_len, struct zerr *err) {
-  uint8_t *p = calloc(1, dt->size);
-  if (!p)
-    return zerr_set(err, ENOMEM, "out of memory");
+  int var = dt->size == 0;
+  size_t size = var ? 0 : dt->size;
+  uint8_t *ib = NULL;
+  size_t il = 0;
   if (!json_is_null(fill)) {
     struct dtype in = dtype_optional_inner(dt);
-    uint8_t *ib;
-    size_t il;
-    int rc = dtype_parse_fill(&in, fill, &ib, &il, err);
-    if (rc < 0) {
-      free(p);
+    int rc = -EIO;
+    if (json_is_array(fill) && json_array_size(fill) == 1)
+      rc = dtype_parse_fill(&in, json_array_get(fill, 0), &ib, &il, err);
+    if (rc < 0 && rc != -ENOMEM)
+      rc = dtype_parse_fill(&in, fill, &ib, &il, err);
+    if (rc < 0)
       return rc;
-    }
-    memcpy(p, ib, il < in.size ? il : in.size);
-    free(ib);
-    p[dt->size - 1] = 1;
+    if (var)
+      size = il + 1;
   }
+  uint8_t *p = calloc(1, size ? size : 1);
+  if (!p) {
+    free(ib);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  if (!json_is_null(fill) && var) {
+    p[0] = 1;
+    if (il)
+      memcpy(p + 1, ib, il);
+  } else if (!json_is_null(fill)) {
+    memcpy(p, ib, il < size - 1 ? il : size - 1);
+    p[size - 1] = 1;
+  }
+  free(ib);
   *out = p;
-  *out_len = dt->size;
+  *out_len = size;
   return 0;
 }
 

@@ -45,10 +45,19 @@ enum dtype_kind {
   DT_INT4,        /* (signed: sign-extended to the byte) */
   DT_UINT2,
   DT_UINT4,
-  DT_OPTIONAL, /* zarrs.optional of a fixed-size numeric kind: the inner
-                  element's bytes then one byte, 0 for a missing value
-                  (shown as null); size is the inner size + 1 */
+  DT_OPTIONAL, /* zarrs.optional (`depth` layers) of a numeric kind, of
+                  string or bytes. Fixed-size inner: the inner element's
+                  bytes then one byte, 0 for a missing value (all zero);
+                  size is the inner size + 1, per layer. Variable inner
+                  (size 0): a missing value has no bytes, a present one is
+                  the byte 1 then the inner element's bytes (per layer, so
+                  an element shorter than `depth` bytes is missing at that
+                  layer). Shown as null ([null] when missing inside a
+                  present layer) */
 };
+
+/* Most zarrs.optional layers a data type may have. */
+#define DTYPE_OPTIONAL_MAX_DEPTH 8
 
 /* Units of numpy.datetime64 (the values numpy uses for them). */
 enum dtype_time_unit {
@@ -72,7 +81,9 @@ struct dtype {
                                 one count */
   int64_t scale;             /* the same: units per count (>= 1) */
   enum dtype_kind inner;     /* DT_OPTIONAL: the kind of a present value
-                                (unit and scale above are the inner's) */
+                                of the innermost layer (unit and scale above
+                                are its) */
+  unsigned depth;            /* DT_OPTIONAL: layers (0 is read as 1) */
 };
 
 /* Parse a V3 `data_type` value (short-hand string or {"name": ...}). An
@@ -85,6 +96,11 @@ struct dtype dtype_of(enum dtype_kind kind);
 
 /* True for string/bytes. */
 int dtype_is_variable(const struct dtype *dt);
+
+/* True when decoded elements are variable-length: string, bytes, and
+ * zarrs.optional of them (the codecs for string/bytes check
+ * dtype_is_variable instead, so they refuse optional types). */
+int dtype_has_var_elements(const struct dtype *dt);
 
 /* Parse a numpy time unit ("D", "s", "ms", ...): 0, or -1 if unknown. */
 int dtype_time_unit_parse(const char *s, enum dtype_time_unit *out);
@@ -99,7 +115,8 @@ size_t dtype_swap_unit(const struct dtype *dt);
  * hex). */
 int dtype_is_fixed_string(const struct dtype *dt);
 
-/* The type of a present value of a DT_OPTIONAL type. */
+/* The type of a present value of a DT_OPTIONAL type: its inner type, a
+ * DT_OPTIONAL of one layer fewer when nested. */
 struct dtype dtype_optional_inner(const struct dtype *dt);
 
 /* Integer kinds: 1 and the value width in bits (2 for int2, 64 for

@@ -402,11 +402,11 @@ START_TEST(new_type_fills) {
   /* Inner types it cannot hold: unsupported (not refused), named. */
   static const char *const unsup[][2] = {
       {"{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":"
-       "\"string\"}}",
-       "zarrs.optional(string)"},
+       "\"fixed_length_utf32\",\"configuration\":{\"length_bytes\":8}}}",
+       "zarrs.optional(fixed_length_utf32)"},
       {"{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":"
-       "\"zarrs.optional\",\"configuration\":{\"name\":\"uint8\"}}}",
-       "zarrs.optional(zarrs.optional(uint8))"},
+       "\"zarrs.optional\",\"configuration\":{\"name\":\"foo\"}}}",
+       "zarrs.optional(zarrs.optional(foo))"},
       {"{\"name\":\"zarrs.optional\",\"configuration\":{\"name\":"
        "\"r16\"}}",
        "zarrs.optional(r16)"}};
