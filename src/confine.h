@@ -1,0 +1,36 @@
+/* confine.h - the allowed roots of manifest and reference targets.
+ *
+ * A chunk manifest or kerchunk reference names files anywhere on the
+ * machine; zarrfs serves only those under a root the user allowed: the
+ * directory holding the manifest or reference file, the store root, and
+ * each `-o allow_root=DIR`. Roots are resolved (realpath) when added.
+ * confine_open opens the target first and then checks the real path of the
+ * open descriptor, so `..`, symbolic links and a link swapped after a check
+ * cannot reach outside. Immutable once the mount starts serving: shared by
+ * FUSE threads without locks. */
+#ifndef ZARRFS_CONFINE_H
+#define ZARRFS_CONFINE_H
+
+#include "bytesrc.h"
+#include "err.h"
+
+struct confine;
+
+/* An empty set of roots. *out is owned by the caller (confine_free). */
+int confine_new(struct confine **out, struct zerr *err);
+/* Allow dir and everything below it; dir must exist (resolved here).
+ * Adding a root twice is harmless. */
+int confine_add_root(struct confine *c, const char *dir, struct zerr *err);
+/* Is the resolved absolute path under one of the roots? */
+int confine_allows(const struct confine *c, const char *resolved);
+/* Open the local file at absolute path for ranged reads (counters in
+ * stats, may be NULL). A path outside every root is -EACCES with a reason
+ * naming the resolved path and saying to add `-o allow_root=DIR`; a
+ * missing file -ENOENT; not a regular file -EIO. */
+int confine_open(const struct confine *c, const char *path,
+                 struct io_stats *stats, struct bytesrc **out,
+                 struct zerr *err);
+/* Free; NULL-safe. */
+void confine_free(struct confine *c);
+
+#endif
