@@ -35,4 +35,9 @@ int zmul_u64(uint64_t a, uint64_t b, uint64_t *out);
 /* a + b with overflow check. */
 int zadd_u64(uint64_t a, uint64_t b, uint64_t *out);
 
+/* Decode n characters of standard base64 (padding optional) into fresh
+ * bytes (*out, owned by the caller; free()). -EINVAL on a bad character or
+ * length, -ENOMEM. */
+int zbase64_decode(const char *s, size_t n, uint8_t **out, size_t *out_len);
+
 #endif

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
+
 struct dtype_name {
   const char *name;
   enum dtype_kind kind;
@@ -510,55 +512,14 @@ static int parse_int_fill(const struct dtype *dt, json_t *fill, uint8_t *dst,
   return 0;
 }
 
-/* Value of a base64 character (standard alphabet) or -1. */
-static int b64val(char c) {
-  if (c >= 'A' && c <= 'Z')
-    return c - 'A';
-  if (c >= 'a' && c <= 'z')
-    return c - 'a' + 26;
-  if (c >= '0' && c <= '9')
-    return c - '0' + 52;
-  if (c == '+')
-    return 62;
-  if (c == '/')
-    return 63;
-  return -1;
-}
-
-/* Standard base64 into fresh bytes. Padding may be present or left out,
- * but only at the end; a lone trailing character (6 bits) is refused. */
+/* Standard base64 of a JSON string into fresh bytes (src/buf.h). */
 static int base64_decode(const struct dtype *dt, json_t *fill, uint8_t **out,
                          size_t *out_len, struct zerr *err) {
-  const char *s = json_string_value(fill);
-  size_t n = json_string_length(fill);
-  size_t pad = 0;
-  while (pad < 2 && n > pad && s[n - 1 - pad] == '=')
-    pad++;
-  size_t nd = n - pad; /* data characters */
-  if ((pad && n % 4) || nd % 4 == 1)
-    return fill_error(dt, fill, err);
-  uint8_t *p = malloc(nd / 4 * 3 + 3);
-  if (!p)
+  int rc = zbase64_decode(json_string_value(fill), json_string_length(fill),
+                          out, out_len);
+  if (rc == -ENOMEM)
     return zerr_set(err, ENOMEM, "out of memory");
-  size_t len = 0;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < nd; i++) {
-    int v = b64val(s[i]);
-    if (v < 0) {
-      free(p);
-      return fill_error(dt, fill, err);
-    }
-    acc = acc << 6 | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      p[len++] = (uint8_t)(acc >> bits);
-    }
-  }
-  *out = p;
-  *out_len = len;
-  return 0;
+  return rc < 0 ? fill_error(dt, fill, err) : 0;
 }
 
 /* Next code point of UTF-8 text (invalid bytes give U+FFFD). */

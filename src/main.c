@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 #include "../fs/engine.h"
 #include "../fs/fuse_ops.h"
+#include "confine.h"
 #include "log.h"
 #include "store.h"
 #include <fuse_lowlevel.h>
@@ -30,10 +32,12 @@ struct cli {
   char *max_decode;
   char *attr_timeout;
   char *consolidated;
+  char **allow_roots; /* -o allow_root=DIR, repeatable (owned) */
+  size_t n_allow;
   int help, version;
 };
 
-enum { KEY_HELP, KEY_VERSION };
+enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_ROOT };
 
 #define CLI_OPT(t, p)                                                          \
   { t, offsetof(struct cli, p), 1 }
@@ -42,6 +46,7 @@ static const struct fuse_opt cli_opts[] = {
     CLI_OPT("max_decode=%s", max_decode),
     CLI_OPT("attr_timeout=%s", attr_timeout),
     CLI_OPT("consolidated=%s", consolidated),
+    FUSE_OPT_KEY("allow_root=", KEY_ALLOW_ROOT),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -60,6 +65,16 @@ static int cli_proc(void *data, const char *arg, int key,
   case KEY_VERSION:
     c->version = 1;
     return 0;
+  case KEY_ALLOW_ROOT: {
+    char **r = realloc(c->allow_roots, (c->n_allow + 1) * sizeof *r);
+    if (!r)
+      return -1;
+    c->allow_roots = r;
+    if (!(r[c->n_allow] = strdup(arg + strlen("allow_root="))))
+      return -1;
+    c->n_allow++;
+    return 0;
+  }
   case FUSE_OPT_KEY_NONOPT:
     if (!c->source) {
       c->source = strdup(arg);
@@ -112,7 +127,8 @@ static long long parse_size(const char *s) {
 static void usage(const char *prog) {
   printf(
       "usage: %s [options] SOURCE MOUNTPOINT\n\n"
-      "Mount the Zarr V3 store in directory SOURCE read-only at MOUNTPOINT.\n"
+      "Mount the Zarr store in directory SOURCE (V3 or V2), or the kerchunk\n"
+      "reference file SOURCE, read-only at MOUNTPOINT.\n"
       "Every stored key appears byte-identical; beside every chunk K a\n"
       "text view K.txt; in every array directory values.txt.\n\n"
       "zarrfs options:\n"
@@ -126,7 +142,10 @@ static void usage(const char *prog) {
       "                           the store is treated as immutable)\n"
       "    -o consolidated=no     ignore consolidated metadata (zarr.json\n"
       "                           consolidated_metadata, .zmetadata); read\n"
-      "                           each node's own metadata (default yes)\n\n"
+      "                           each node's own metadata (default yes)\n"
+      "    -o allow_root=DIR      let references and manifests read files\n"
+      "                           under DIR (repeatable; the reference\n"
+      "                           file's directory is always allowed)\n\n"
       "FUSE options:\n"
       "    -f                     stay in the foreground (log to stderr)\n"
       "    -d                     debug output (implies -f)\n"
@@ -150,8 +169,15 @@ static int check_paths(const char *source, const char *mnt) {
     fprintf(stderr, "zarrfs: %s: %s\n", source, strerror(errno));
     return -1;
   }
+  if (S_ISREG(st.st_mode)) { /* a kerchunk reference file */
+    if (access(source, R_OK) < 0) {
+      fprintf(stderr, "zarrfs: %s: cannot read: %s\n", source, strerror(errno));
+      return -1;
+    }
+    goto mountpoint;
+  }
   if (!S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "zarrfs: %s: not a directory\n", source);
+    fprintf(stderr, "zarrfs: %s: not a directory or reference file\n", source);
     return -1;
   }
   if (access(source, R_OK | X_OK) < 0) {
@@ -177,6 +203,7 @@ static int check_paths(const char *source, const char *mnt) {
     fprintf(stderr, "zarrfs: %s: cannot read: %s\n", meta, strerror(errno));
     return -1;
   }
+mountpoint:
   if (stat(mnt, &st) < 0) {
     fprintf(stderr, "zarrfs: %s: %s\n", mnt, strerror(errno));
     return -1;
@@ -194,6 +221,7 @@ int main(int argc, char **argv) {
   struct cli cli = {0};
   struct fuse_cmdline_opts opts = {0};
   struct engine *engine = NULL;
+  struct confine *confine = NULL;
   struct fuse *fuse = NULL;
   int status = 1;
 
@@ -252,7 +280,35 @@ int main(int argc, char **argv) {
 
   struct zerr err = {0};
   struct store *store;
-  if (store_open_local(cli.source, &store, &err) < 0) {
+  struct stat sst;
+  int is_refs = stat(cli.source, &sst) == 0 && S_ISREG(sst.st_mode);
+  /* Allowed roots of manifest targets: the reference file's directory (or
+   * the store root) and every -o allow_root. */
+  if (confine_new(&confine, &err) < 0) {
+    fprintf(stderr, "zarrfs: %s\n", err.msg);
+    goto out;
+  }
+  char *srcdir = strdup(cli.source);
+  if (!srcdir ||
+      confine_add_root(confine, is_refs ? dirname(srcdir) : cli.source, &err) <
+          0) {
+    free(srcdir);
+    fprintf(stderr, "zarrfs: %s\n", srcdir ? err.msg : "out of memory");
+    goto out;
+  }
+  free(srcdir);
+  for (size_t i = 0; i < cli.n_allow; i++)
+    if (confine_add_root(confine, cli.allow_roots[i], &err) < 0) {
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      goto out;
+    }
+  if (is_refs) {
+    if (store_open_refs(cli.source, confine, &store, &err) < 0) {
+      fprintf(stderr, "zarrfs: %s: not a kerchunk reference file: %s\n",
+              cli.source, err.msg);
+      goto out;
+    }
+  } else if (store_open_local(cli.source, &store, &err) < 0) {
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     goto out;
   }
@@ -312,6 +368,10 @@ out:
   if (fuse)
     fuse_destroy(fuse);
   engine_free(engine);
+  confine_free(confine); /* after the engine: its store borrows it */
+  for (size_t i = 0; i < cli.n_allow; i++)
+    free(cli.allow_roots[i]);
+  free(cli.allow_roots);
   free(opts.mountpoint);
   free(cli.source);
   free(cli.mountpoint);

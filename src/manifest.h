@@ -29,6 +29,8 @@ enum manifest_kind {
   MF_WHOLE = 2,   /* the whole target file (length unknown until opened) */
   MF_INLINE = 3,  /* bytes held in the table */
   MF_MISSING = 4, /* listed as absent: the chunk is the fill value */
+  MF_BAD = 5,     /* a malformed reference: reading it fails with EIO and
+                     the reason (data, length bytes of text) */
 };
 
 /* One entry, as manifest_lookup returns it. Pointers are borrowed and live
@@ -58,6 +60,10 @@ int manifest_add_inline(struct manifest_builder *b, const char *key,
                         const void *data, size_t len, struct zerr *err);
 int manifest_add_missing(struct manifest_builder *b, const char *key,
                          struct zerr *err);
+/* A key whose reference is malformed: listed, and its reads fail with EIO
+ * and this reason (so one bad entry does not stop the mount). */
+int manifest_add_bad(struct manifest_builder *b, const char *key,
+                     const char *reason, struct zerr *err);
 /* Sort and freeze. Duplicate keys: the last one added wins, and
  * *duplicates (may be NULL) counts the entries dropped. Frees b (also on
  * failure). *out is owned by the caller (manifest_free). */

@@ -10,7 +10,9 @@
 
 #include "../fs/engine.h"
 #include "../fs/namespace.h"
+#include "../src/confine.h"
 #include "../src/log.h"
+#include "../src/store.h"
 #include "testutil.h"
 
 /* Float width of a data type name or numpy dtype string (0: not float). */
@@ -85,11 +87,14 @@ static void expected_text(json_t *v, char *buf, size_t len) {
   }
 }
 
-/* Compare one store with its expected file; returns the failures. */
-static int check_set(const char *fx, const char *store, const char *expected,
-                     int *arrays) {
-  char spath[4096], epath[4096];
-  snprintf(spath, sizeof spath, "%s/%s", fx, store);
+/* Compare every array of root["arrays"] with the store s (taken);
+ * returns the failures. */
+static int check_arrays(struct store *s, json_t *root, const char *store,
+                        int *arrays);
+
+/* Load an expected-values file with the lenient loader. */
+static json_t *load_expected(const char *fx, const char *expected) {
+  char epath[4096];
   snprintf(epath, sizeof epath, "%s/%s", fx, expected);
   /* The lenient loader: uint64 values beyond int64 come as digit strings. */
   FILE *f = fopen(epath, "rb");
@@ -104,9 +109,55 @@ static int check_set(const char *fx, const char *store, const char *expected,
   json_t *root = zjson_loadb(ftext, (size_t)flen, &err);
   free(ftext);
   ck_assert_msg(root != NULL, "%s: %s", epath, err.msg);
+  return root;
+}
+
+/* Compare one store with its expected file; returns the failures. */
+static int check_set(const char *fx, const char *store, const char *expected,
+                     int *arrays) {
+  char spath[4096];
+  snprintf(spath, sizeof spath, "%s/%s", fx, store);
+  json_t *root = load_expected(fx, expected);
+  struct zerr err = {0};
   struct store *s;
   ck_assert_int_eq(store_open_local(spath, &s, &err), 0);
-  struct engine_config cfg = {256u << 20, 1u << 30, 1 << 16};
+  int failures = check_arrays(s, root, store, arrays);
+  json_decref(root);
+  return failures;
+}
+
+/* Every kerchunk reference file named by kerchunk/expected_refs.json,
+ * mounted as a reference store; returns the failures. */
+static int check_refs(const char *fx, int *arrays) {
+  json_t *root = load_expected(fx, "kerchunk/expected_refs.json");
+  const char *file;
+  json_t *set;
+  int failures = 0, files = 0;
+  json_object_foreach(json_object_get(root, "files"), file, set) {
+    char rpath[4096], rdir[4096];
+    snprintf(rpath, sizeof rpath, "%s/kerchunk/%s", fx, file);
+    snprintf(rdir, sizeof rdir, "%s", rpath);
+    *strrchr(rdir, '/') = '\0';
+    struct zerr err = {0};
+    struct confine *c;
+    ck_assert_int_eq(confine_new(&c, &err), 0);
+    ck_assert_msg(confine_add_root(c, rdir, &err) == 0, "%s", err.msg);
+    struct store *s;
+    ck_assert_msg(store_open_refs(rpath, c, &s, &err) == 0, "%s: %s", rpath,
+                  err.msg);
+    failures += check_arrays(s, set, file, arrays);
+    confine_free(c);
+    files++;
+  }
+  ck_assert_int_ge(files, 5);
+  json_decref(root);
+  return failures;
+}
+
+static int check_arrays(struct store *s, json_t *root, const char *store,
+                        int *arrays) {
+  struct zerr err = {0};
+  struct engine_config cfg = {256u << 20, 1u << 30, 1 << 16, 0};
   struct engine *e;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
   int failures = 0;
@@ -196,7 +247,6 @@ static int check_set(const char *fx, const char *store, const char *expected,
     free(text);
   }
   engine_free(e);
-  json_decref(root);
   return failures;
 }
 
@@ -218,8 +268,9 @@ START_TEST(other_implementations) {
   int failures = 0, arrays = 0;
   for (size_t i = 0; i < sizeof sets / sizeof *sets; i++)
     failures += check_set(fx, sets[i][0], sets[i][1], &arrays);
+  failures += check_refs(fx, &arrays);
   printf("check_conformance: %d arrays, %d failed\n", arrays, failures);
-  ck_assert_int_ge(arrays, 180);
+  ck_assert_int_ge(arrays, 200);
   ck_assert_int_eq(failures, 0);
 }
 END_TEST

@@ -1,0 +1,34 @@
+/* kerchunk.h - kerchunk reference files (version 0 and 1) into a manifest
+ * table (src/manifest.h).
+ *
+ * Version 0 is a flat object key -> value; version 1 is
+ * {"version": 1, "templates": {...}, "gen": [...], "refs": {...}}. A value
+ * is inline text (the UTF-8 bytes of the string, NULs allowed),
+ * "base64:DATA", [url] (a whole file) or [url, offset, length]; urls may
+ * use {{name}} templates; `gen` entries expand {{expr}} integer
+ * expressions over their dimensions. Relative urls are relative to the
+ * reference file's directory. A malformed value makes only its key fail
+ * (MF_BAD: EIO with the reason on read); a key that could escape the tree
+ * ("..", empty segments) is left out with a warning. Duplicate keys: the
+ * last wins (JSON objects: jansson keeps the last; `refs` wins over `gen`). */
+#ifndef ZARRFS_KERCHUNK_H
+#define ZARRFS_KERCHUNK_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "manifest.h"
+
+/* Load path. *out is owned by the caller (manifest_free). A file that is
+ * not a JSON object of references is -EIO with the reason. */
+int kerchunk_load(const char *path, struct manifest **out, struct zerr *err);
+
+/* Render a template string: {{name}} from templates (a JSON object, may be
+ * NULL), {{expr}} an integer expression (+ - * // / % parentheses, unary
+ * minus) over the variables names[i] = vals[i]. *out is malloc'd (caller
+ * frees). Exposed for the unit tests. */
+int kerchunk_render(const char *tmpl, const void *templates,
+                    const char *const *names, const int64_t *vals, int nvars,
+                    char **out, struct zerr *err);
+
+#endif
