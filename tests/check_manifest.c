@@ -1,0 +1,379 @@
+/* check_manifest.c - the chunk-reference table (src/manifest.c), kerchunk
+ * reference files (src/kerchunk.c, src/store_refs.c) and confinement
+ * (src/confine.c): lookups, listings, templates and gen expressions, and
+ * bad input, each failing only its own key. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../src/confine.h"
+#include "../src/kerchunk.h"
+#include "../src/log.h"
+#include "../src/manifest.h"
+#include "../src/store.h"
+#include "testutil.h"
+
+/* A listing collected as "name/" for directories and "name=size". */
+struct listing {
+  char text[8192];
+  int n;
+};
+
+static int collect(void *ud, const char *name, enum store_entry_type t,
+                   uint64_t size) {
+  struct listing *l = ud;
+  size_t o = strlen(l->text);
+  if (t == STORE_DIR)
+    snprintf(l->text + o, sizeof l->text - o, "%s/ ", name);
+  else
+    snprintf(l->text + o, sizeof l->text - o, "%s=%llu ", name,
+             (unsigned long long)size);
+  l->n++;
+  return 0;
+}
+
+/* Write text to dir/name. */
+static void put(const char *dir, const char *name, const char *text) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  FILE *f = fopen(p, "wb");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+START_TEST(table_lookup_list) {
+  struct zerr err = {0};
+  struct manifest_builder *b;
+  ck_assert_int_eq(manifest_builder_new("/base", &b, &err), 0);
+  ck_assert_int_eq(manifest_add_inline(b, "zarr.json", "{}", 2, &err), 0);
+  ck_assert_int_eq(manifest_add_range(b, "a/c/0/1", "x.bin", 5, 10, &err), 0);
+  ck_assert_int_eq(manifest_add_range(b, "a/c/0/0", "x.bin", 0, 5, &err), 0);
+  ck_assert_int_eq(manifest_add_range(b, "a.b", "/abs/y.bin", 1, 2, &err), 0);
+  ck_assert_int_eq(manifest_add_whole(b, "a/c/1", "file:///w.bin", &err), 0);
+  ck_assert_int_eq(manifest_add_missing(b, "a/c/2", &err), 0);
+  ck_assert_int_eq(manifest_add_inline(b, "a/c/0/0", "new", 3, &err), 0);
+  ck_assert_int_eq(manifest_add_range(b, "a0", "http://h/z", 0, 4, &err), 0);
+  ck_assert_int_eq(manifest_add_inline(b, "a/../x", "", 0, &err), -EINVAL);
+  ck_assert_int_eq(manifest_add_inline(b, "a//x", "", 0, &err), -EINVAL);
+  struct manifest *m;
+  uint64_t dup = 0;
+  ck_assert_int_eq(manifest_builder_finish(b, &m, &dup, &err), 0);
+  ck_assert_uint_eq(dup, 1);
+  ck_assert_uint_eq(manifest_count(m), 7);
+
+  struct manifest_entry en;
+  ck_assert_int_eq(manifest_lookup(m, "a/c/0/0", &en), 0);
+  ck_assert_int_eq(en.kind, MF_INLINE); /* the last one added wins */
+  ck_assert_uint_eq(en.length, 3);
+  ck_assert_int_eq(memcmp(en.data, "new", 3), 0);
+  ck_assert_int_eq(manifest_lookup(m, "a/c/0/1", &en), 0);
+  ck_assert_str_eq(en.path, "/base/x.bin"); /* relative to the base */
+  ck_assert_uint_eq(en.offset, 5);
+  ck_assert_int_eq(manifest_lookup(m, "a/c/1", &en), 0);
+  ck_assert_str_eq(en.path, "/w.bin"); /* file:// stripped */
+  ck_assert_int_eq(manifest_lookup(m, "a0", &en), 0);
+  ck_assert_str_eq(en.path, "http://h/z"); /* URLs kept */
+  ck_assert_int_eq(manifest_lookup(m, "a/c", &en), -ENOENT);
+  ck_assert_int_eq(manifest_lookup(m, "nope", &en), -ENOENT);
+
+  ck_assert(manifest_is_dir(m, ""));
+  ck_assert(manifest_is_dir(m, "a"));
+  ck_assert(manifest_is_dir(m, "a/c/0"));
+  ck_assert(!manifest_is_dir(m, "a/c/0/0"));
+  ck_assert(!manifest_is_dir(m, "a.b"));
+
+  struct listing l = {0};
+  ck_assert_int_eq(manifest_list(m, "", collect, &l, &err), 0);
+  ck_assert_str_eq(l.text, "a.b=2 a/ a0=4 zarr.json=2 ");
+  memset(&l, 0, sizeof l);
+  ck_assert_int_eq(manifest_list(m, "a/c", collect, &l, &err), 0);
+  ck_assert_str_eq(l.text, "0/ 1=0 "); /* the missing chunk is not listed */
+
+  /* Reading: remote targets are refused, missing entries are ENOENT. */
+  ck_assert_int_eq(manifest_lookup(m, "a0", &en), 0);
+  struct bytesrc *s = NULL;
+  ck_assert_int_eq(manifest_open(m, &en, NULL, NULL, &s, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "remote targets are not supported"));
+  manifest_free(m);
+}
+END_TEST
+
+START_TEST(listing_jumps_subtrees) {
+  /* 100 directories of 1000 keys: listing the root yields each once. */
+  struct zerr err = {0};
+  struct manifest_builder *b;
+  ck_assert_int_eq(manifest_builder_new("/", &b, &err), 0);
+  char key[64];
+  for (int d = 0; d < 100; d++)
+    for (int k = 0; k < 1000; k++) {
+      snprintf(key, sizeof key, "d%d/%d.%d", d, k / 10, k % 10);
+      ck_assert_int_eq(manifest_add_range(b, key, "blob", (uint64_t)k, 1, &err),
+                       0);
+    }
+  struct manifest *m;
+  ck_assert_int_eq(manifest_builder_finish(b, &m, NULL, &err), 0);
+  struct listing l = {0};
+  ck_assert_int_eq(manifest_list(m, "", collect, &l, &err), 0);
+  ck_assert_int_eq(l.n, 100);
+  memset(&l, 0, sizeof l);
+  ck_assert_int_eq(manifest_list(m, "d7", collect, &l, &err), 0);
+  ck_assert_int_eq(l.n, 1000);
+  struct manifest_entry en;
+  ck_assert_int_eq(manifest_lookup(m, "d42/99.9", &en), 0);
+  ck_assert_uint_eq(en.offset, 999);
+  /* One interned copy of the path for 100,000 entries. */
+  ck_assert_uint_lt(manifest_bytes(m), 100000 * 32 + 2000000);
+  manifest_free(m);
+}
+END_TEST
+
+START_TEST(templates_and_expressions) {
+  struct zerr err = {0};
+  json_t *t = json_pack("{s:s}", "b", "blob.bin");
+  const char *names[] = {"i", "j"};
+  int64_t vals[] = {3, -7};
+  static const struct {
+    const char *in, *want;
+  } ok[] = {
+      {"{{b}}", "blob.bin"},
+      {"x/{{ b }}/y", "x/blob.bin/y"},
+      {"{{ 4911 + i * 48 }}", "5055"},
+      {"{{i}}.{{j}}", "3.-7"},
+      {"{{ (i + 1) * 2 }}", "8"},
+      {"{{ j // 2 }}", "-4"}, /* floors like Python */
+      {"{{ j % 4 }}", "1"},
+      {"{{ 12 / i }}", "4"},
+      {"{{ -i - -1 }}", "-2"},
+      {"plain", "plain"},
+  };
+  for (size_t k = 0; k < sizeof ok / sizeof *ok; k++) {
+    char *out = NULL;
+    ck_assert_msg(kerchunk_render(ok[k].in, t, names, vals, 2, &out, &err) == 0,
+                  "%s: %s", ok[k].in, err.msg);
+    ck_assert_str_eq(out, ok[k].want);
+    free(out);
+  }
+  static const char *const bad[] = {
+      "{{ nope }}",
+      "{{ i + }}",
+      "{{ (i }}",
+      "{{ i / 0 }}",
+      "{{ 7 / 2 }}",
+      "{{ i",
+      "{{ 99999999999999999999 }}",
+      "{{ 9223372036854775807 + 1 }}",
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    char *out = NULL;
+    ck_assert_msg(kerchunk_render(bad[k], t, names, vals, 2, &out, &err) < 0,
+                  "%s accepted", bad[k]);
+  }
+  json_decref(t);
+}
+END_TEST
+
+/* Open dir/refs.json with roots dir (+ extra); returns the store. */
+static struct store *open_refs(const char *dir, const char *extra,
+                               struct confine **c) {
+  struct zerr err = {0};
+  char p[4096];
+  snprintf(p, sizeof p, "%s/refs.json", dir);
+  ck_assert_int_eq(confine_new(c, &err), 0);
+  ck_assert_int_eq(confine_add_root(*c, dir, &err), 0);
+  if (extra)
+    ck_assert_int_eq(confine_add_root(*c, extra, &err), 0);
+  struct store *s;
+  ck_assert_msg(store_open_refs(p, *c, &s, &err) == 0, "%s", err.msg);
+  return s;
+}
+
+/* Read key fully; returns 0 or the error (message in err). */
+static int read_key(struct store *s, const char *key, char *buf, size_t cap,
+                    size_t *len, struct zerr *err) {
+  struct bytesrc *b;
+  int rc = store_get(s, key, &b, err);
+  if (rc < 0)
+    return rc;
+  ck_assert_uint_le(b->size, cap);
+  rc = bytesrc_read_range(b, 0, (size_t)b->size, buf, err);
+  *len = (size_t)b->size;
+  bytesrc_unref(b);
+  return rc;
+}
+
+START_TEST(references_and_bad_input) {
+  char base[] = "/tmp/zarrfs-mf-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  char in[4200], out[4200];
+  snprintf(in, sizeof in, "%s/in", base);
+  snprintf(out, sizeof out, "%s/out", base);
+  ck_assert_int_eq(mkdir(in, 0755), 0);
+  ck_assert_int_eq(mkdir(out, 0755), 0);
+  put(in, "blob.bin", "0123456789");
+  put(out, "secret.bin", "SECRET");
+  char link[4300], tgt[4300];
+  snprintf(link, sizeof link, "%s/link.bin", in);
+  snprintf(tgt, sizeof tgt, "%s/secret.bin", out);
+  ck_assert_int_eq(symlink(tgt, link), 0);
+  char refs[16384];
+  snprintf(refs, sizeof refs,
+           "{\"version\": 1, \"templates\": {\"b\": \"blob.bin\"}, \"refs\": {"
+           "\"text\": \"a\\u0000b\","
+           "\"b64\": \"base64:aGk=\","
+           "\"badb64\": \"base64:@@\","
+           "\"range\": [\"{{b}}\", 2, 3],"
+           "\"whole\": [\"blob.bin\"],"
+           "\"fileurl\": [\"file://%s/blob.bin\", 0, 1],"
+           "\"past\": [\"blob.bin\", 8, 3],"
+           "\"neg\": [\"blob.bin\", -1, 3],"
+           "\"frac\": [\"blob.bin\", 0, 1.5],"
+           "\"str\": [\"blob.bin\", \"0\", 1],"
+           "\"two\": [\"blob.bin\", 0],"
+           "\"num\": 5,"
+           "\"gone\": [\"nothere.bin\", 0, 1],"
+           "\"dotdot\": [\"../out/secret.bin\", 0, 6],"
+           "\"symlink\": [\"link.bin\", 0, 6],"
+           "\"absolute\": [\"%s/secret.bin\", 0, 6],"
+           "\"remote\": [\"s3://bucket/k\", 0, 6],"
+           "\"a/../escape\": \"x\","
+           "\"dup\": \"first\", \"dup\": \"second\""
+           "}}",
+           in, out);
+  put(in, "refs.json", refs);
+
+  struct confine *c;
+  struct store *s = open_refs(in, NULL, &c);
+  struct zerr err = {0};
+  char buf[64];
+  size_t len;
+  ck_assert_int_eq(read_key(s, "text", buf, sizeof buf, &len, &err), 0);
+  ck_assert_uint_eq(len, 3);
+  ck_assert_int_eq(memcmp(buf, "a\0b", 3), 0);
+  ck_assert_int_eq(read_key(s, "b64", buf, sizeof buf, &len, &err), 0);
+  ck_assert_int_eq(memcmp(buf, "hi", len), 0);
+  ck_assert_int_eq(read_key(s, "range", buf, sizeof buf, &len, &err), 0);
+  ck_assert_int_eq(memcmp(buf, "234", len), 0);
+  ck_assert_int_eq(read_key(s, "whole", buf, sizeof buf, &len, &err), 0);
+  ck_assert_uint_eq(len, 10);
+  ck_assert_int_eq(read_key(s, "fileurl", buf, sizeof buf, &len, &err), 0);
+  ck_assert_int_eq(read_key(s, "dup", buf, sizeof buf, &len, &err), 0);
+  ck_assert_int_eq(memcmp(buf, "second", len), 0);
+  enum store_entry_type ty;
+  uint64_t size;
+  ck_assert_int_eq(store_stat(s, "whole", &ty, &size, &err), 0);
+  ck_assert_uint_eq(size, 10);
+  ck_assert_int_eq(store_stat(s, "a", &ty, &size, &err), -ENOENT);
+
+  static const struct {
+    const char *key;
+    int rc;
+    const char *msg;
+  } bad[] = {
+      {"badb64", -EIO, "bad base64"},
+      {"past", -EIO, "runs past the end"},
+      {"neg", -EIO, "non-negative integers"},
+      {"frac", -EIO, "non-negative integers"},
+      {"str", -EIO, "non-negative integers"},
+      {"two", -EIO, "value must be"},
+      {"num", -EIO, "value must be"},
+      {"gone", -ENOENT, "nothere.bin"},
+      {"dotdot", -EACCES, "allow_root"},
+      {"symlink", -EACCES, "allow_root"},
+      {"absolute", -EACCES, "allow_root"},
+      {"remote", -EIO, "remote targets are not supported yet"},
+      {"a/../escape", -EINVAL, ""}, /* refused by every store */
+  };
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    zerr_clear(&err);
+    int rc = read_key(s, bad[k].key, buf, sizeof buf, &len, &err);
+    ck_assert_msg(rc == bad[k].rc, "%s: rc %d (%s)", bad[k].key, rc, err.msg);
+    ck_assert_msg(strstr(err.msg, bad[k].msg), "%s: '%s'", bad[k].key, err.msg);
+  }
+  /* The refused ones leak nothing; the good ones still read after. */
+  ck_assert_int_eq(read_key(s, "range", buf, sizeof buf, &len, &err), 0);
+  store_free(s);
+  confine_free(c);
+
+  /* With -o allow_root=OUT the escaping targets read. */
+  s = open_refs(in, out, &c);
+  for (const char *const *k =
+           (const char *const[]){"dotdot", "symlink", "absolute", NULL};
+       *k; k++) {
+    ck_assert_msg(read_key(s, *k, buf, sizeof buf, &len, &err) == 0, "%s: %s",
+                  *k, err.msg);
+    ck_assert_int_eq(memcmp(buf, "SECRET", 6), 0);
+  }
+  store_free(s);
+  confine_free(c);
+
+  /* Not JSON, or not references at all: the whole file is refused. */
+  static const char *const notrefs[] = {"{\"a\": ", "[1, 2]",
+                                        "{\"version\": 2, \"refs\": {}}",
+                                        "{\"version\": 1}"};
+  for (size_t k = 0; k < sizeof notrefs / sizeof *notrefs; k++) {
+    put(in, "refs.json", notrefs[k]);
+    char p[4300];
+    snprintf(p, sizeof p, "%s/refs.json", in);
+    ck_assert_int_eq(confine_new(&c, &err), 0);
+    zerr_clear(&err);
+    ck_assert_msg(store_open_refs(p, c, &s, &err) < 0, "%s accepted",
+                  notrefs[k]);
+    ck_assert(err.msg[0]);
+    confine_free(c);
+  }
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+START_TEST(gen_entries) {
+  char base[] = "/tmp/zarrfs-gen-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  put(base, "blob.bin", "abcdefghijklmnopqrstuvwxyz");
+  put(base, "refs.json",
+      "{\"version\": 1, \"templates\": {\"u\": \"blob.bin\"}, \"refs\": {},"
+      "\"gen\": [{\"key\": \"g/{{i}}.{{j}}\", \"url\": \"{{u}}\","
+      "\"offset\": \"{{ (i * 3 + j) * 2 }}\", \"length\": \"2\","
+      "\"dimensions\": {\"i\": {\"stop\": 4}, \"j\": [0, 1, 2]}},"
+      "{\"key\": \"w/{{k}}\", \"url\": \"blob.bin\","
+      "\"dimensions\": {\"k\": {\"start\": 1, \"stop\": 7, \"step\": 3}}}]}");
+  struct confine *c;
+  struct store *s = open_refs(base, NULL, &c);
+  struct zerr err = {0};
+  char buf[64];
+  size_t len;
+  ck_assert_int_eq(read_key(s, "g/0.0", buf, sizeof buf, &len, &err), 0);
+  ck_assert_int_eq(memcmp(buf, "ab", 2), 0);
+  ck_assert_int_eq(read_key(s, "g/3.2", buf, sizeof buf, &len, &err), 0);
+  ck_assert_int_eq(memcmp(buf, "wx", 2), 0);
+  ck_assert_int_eq(read_key(s, "w/4", buf, sizeof buf, &len, &err), 0);
+  ck_assert_uint_eq(len, 26);
+  ck_assert_int_eq(read_key(s, "w/7", buf, sizeof buf, &len, &err), -ENOENT);
+  struct listing l = {0};
+  ck_assert_int_eq(store_list(s, "g", collect, &l, &err), 0);
+  ck_assert_int_eq(l.n, 12);
+  store_free(s);
+  confine_free(c);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+int main(void) {
+  zlog_setup(0, ZLOG_ERR);
+  Suite *s = suite_create("manifest");
+  TCase *tc = tcase_create("manifest");
+  tcase_add_test(tc, table_lookup_list);
+  tcase_add_test(tc, listing_jumps_subtrees);
+  tcase_add_test(tc, templates_and_expressions);
+  tcase_add_test(tc, references_and_bad_input);
+  tcase_add_test(tc, gen_entries);
+  suite_add_tcase(s, tc);
+  return testutil_run(s);
+}
