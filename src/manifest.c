@@ -421,7 +421,9 @@ int manifest_open(const struct manifest *m, const struct manifest_entry *en,
     return zerr_set(err, EIO, "remote targets are not supported yet: %s",
                     en->path);
   struct bytesrc *f;
-  ZTRY(confine_open(c, en->path, stats, &f, err));
+  int orc = confine_open(c, en->path, stats, &f, err);
+  if (orc < 0) /* a listed key whose target fails is a data error */
+    return orc == -ENOMEM ? orc : (err->code = EIO, -EIO);
   if (en->kind == MF_WHOLE) {
     *out = f;
     return 0;

@@ -84,8 +84,10 @@ int manifest_list(const struct manifest *m, const char *prefix,
                   store_list_cb cb, void *ud, struct zerr *err);
 /* Open an entry's bytes: inline data, or the target through confine (a
  * window for MF_RANGE, checked against the target's size: a range past the
- * end is -EIO naming the path, offset, length and size). Remote targets
- * are -EIO "remote targets are not supported yet". MF_MISSING is -ENOENT. */
+ * end is -EIO naming the path, offset, length and size). A listed key is
+ * data, so every failure is -EIO with the reason (a missing target, one
+ * outside the allowed roots, a remote one: "remote targets are not
+ * supported yet"). MF_MISSING is -ENOENT. */
 int manifest_open(const struct manifest *m, const struct manifest_entry *en,
                   const struct confine *c, struct io_stats *stats,
                   struct bytesrc **out, struct zerr *err);

@@ -280,10 +280,10 @@ START_TEST(references_and_bad_input) {
       {"str", -EIO, "non-negative integers"},
       {"two", -EIO, "value must be"},
       {"num", -EIO, "value must be"},
-      {"gone", -ENOENT, "nothere.bin"},
-      {"dotdot", -EACCES, "allow_root"},
-      {"symlink", -EACCES, "allow_root"},
-      {"absolute", -EACCES, "allow_root"},
+      {"gone", -EIO, "nothere.bin"},
+      {"dotdot", -EIO, "allow_root"},
+      {"symlink", -EIO, "allow_root"},
+      {"absolute", -EIO, "allow_root"},
       {"remote", -EIO, "remote targets are not supported yet"},
       {"a/../escape", -EINVAL, ""}, /* refused by every store */
   };

@@ -1,0 +1,153 @@
+#!/bin/bash
+# mount_refs.sh - kerchunk reference files through the real daemon:
+# the kerchunk fixtures mount and read with ls/cat/stat/wc/grep/tail (the
+# three equivalent spellings v0, v1 and v1+templates give identical views;
+# raw keys are exactly the referenced bytes); a generated reference file
+# whose zarrs.vlen chunk sits inside a blob serves the same text as the
+# plain store and a small `tail` reads only the index and the end (daemon
+# rchar); bad references (past the end, negative, non-integer, missing
+# target, escaping through `..`, a symlink and an absolute path, remote)
+# each fail with EIO and a log line while the rest keeps serving;
+# `-o allow_root=DIR` lets the escaping ones read.
+. "$(dirname "$0")/lib.sh"
+zt_require_mkstore
+
+FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
+# out_eq DESC EXPECTED CMD...: CMD's output, trailing newlines dropped.
+out_eq() {
+  local desc=$1 exp=$2 got
+  shift 2
+  if ! got=$(t "$@" 2>"$ZT_TMP/out.err"); then
+    fail "$desc: '$*' failed"; show "$ZT_TMP/out.err"; return 1
+  fi
+  assert_eq "$desc" "$exp" "$got"
+}
+io_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/io"; }
+
+# ---- the kerchunk fixtures ----
+
+if [ -d "$FIX/kerchunk/refs" ]; then
+  K=$FIX/kerchunk/refs
+  for r in refs_v0 refs_v1 refs_v1_templates; do
+    MNT=$(zt_mkdir "$r")
+    zmount "$K/$r.json" "$MNT" || continue
+    out_eq "$r: ls of the root" "f8_mixed inline_text_u1 nested_slash strings_vlen zlib_i4" \
+      sh -c "cd '$MNT' && ls | tr '\n' ' ' | sed 's/ \$//'"
+    tail -c +28 "$K/blob.bin" | head -c 805 >"$ZT_TMP/zlib00"
+    assert_file_eq "$r: raw range key zlib_i4/0.0 is the referenced bytes" "$ZT_TMP/zlib00" "$MNT/zlib_i4/0.0"
+    out_eq "$r: stat of a range key" 805 stat -c %s "$MNT/zlib_i4/0.0"
+    assert_file_eq "$r: whole-file key f8_mixed/2" "$K/whole_chunk.bin" "$MNT/f8_mixed/2"
+    out_eq "$r: values.txt of 48x40 int32 has 1920 lines" 1920 sh -c "wc -l <'$MNT/zlib_i4/values.txt'"
+    out_eq "$r: f8_mixed: 37 lines, chunk 3 absent reads as fill" "37 0" \
+      sh -c "echo \$(wc -l <'$MNT/f8_mixed/values.txt') \$(tail -n 1 '$MNT/f8_mixed/values.txt')"
+    assert_eq "$r: absent chunk has no raw key" missing "$([ -e "$MNT/f8_mixed/3" ] && echo present || echo missing)"
+    mkdir -p "$ZT_TMP/views/$r"
+    (cd "$MNT" && for f in */values.txt; do t cat "$f" >"$ZT_TMP/views/$r/${f%%/*}.txt" || echo "cat $f failed"; done) >"$ZT_TMP/cat.err"
+    assert_eq "$r: every values.txt reads" "" "$(cat "$ZT_TMP/cat.err")"
+    zumount "$MNT"
+  done
+  for r in refs_v1 refs_v1_templates; do
+    if diff -r "$ZT_TMP/views/refs_v0" "$ZT_TMP/views/$r" >"$ZT_TMP/diff" 2>&1; then
+      pass "$r: views identical to refs_v0"
+    else
+      fail "$r: views differ from refs_v0"; show "$ZT_TMP/diff"
+    fi
+  done
+  MNT=$(zt_mkdir gen)
+  if zmount "$K/refs_v1_gen.json" "$MNT"; then
+    out_eq "gen: four generated chunk keys" "0 1 2 3" \
+      sh -c "cd '$MNT/gen_i4' && ls | grep -v txt | sort -n | tr '\n' ' ' | sed 's/ \$//'"
+    out_eq "gen: 37 values" 37 sh -c "wc -l <'$MNT/gen_i4/values.txt'"
+    zumount "$MNT"
+  fi
+  MNT=$(zt_mkdir v3)
+  if zmount "$K/refs_v3.json" "$MNT"; then
+    out_eq "v3 references: 13x17 uint32 values" 221 sh -c "wc -l <'$MNT/crc_zstd_u4/values.txt'"
+    zumount "$MNT"
+  fi
+else
+  if [ "${CI:-}" = true ]; then fail "fixtures missing at $FIX/kerchunk under CI=true"; else say "kerchunk fixtures not found at $FIX/kerchunk: skipping those checks"; fi
+fi
+
+# ---- a zarrs.vlen chunk inside a blob, partial reads through it ----
+
+SRC=$ZT_TMP/big
+PLAIN=$ZT_TMP/big.txt
+t "$ZARRFS_MKSTORE" bigstrings "$SRC" --count 32768 --strlen 2048 --chunk 32768 \
+  --data none --index start --plain "$PLAIN" >"$ZT_TMP/mkstore.log" 2>&1 ||
+  { show "$ZT_TMP/mkstore.log"; zt_hard_error "zarrfs-mkstore bigstrings failed"; }
+chunk=$(cd "$SRC" && find . -type f ! -name zarr.json | sed 's|^\./||' | head -1)
+R=$ZT_TMP/refs
+mkdir -p "$R"
+head -c 4096 /dev/urandom >"$R/blob.bin"
+cat "$SRC/$chunk" >>"$R/blob.bin"
+head -c 100 /dev/urandom >>"$R/blob.bin"
+cp "$SRC/zarr.json" "$R/meta.json"
+CSIZE=$(stat -c %s "$SRC/$chunk")
+printf '{"version": 1, "refs": {"zarr.json": ["meta.json"], "%s": ["blob.bin", 4096, %s]}}\n' "$chunk" "$CSIZE" >"$R/refs.json"
+MNT=$(zt_mkdir big)
+if zmount "$R/refs.json" "$MNT"; then
+  assert_file_eq "big: raw chunk through the reference" "$SRC/$chunk" "$MNT/$chunk"
+  r0=$(io_field "$ZT_PID" rchar)
+  t tail -c 200 "$MNT/$chunk.txt" >"$ZT_TMP/tail.got"
+  r1=$(io_field "$ZT_PID" rchar)
+  tail -c 200 "$PLAIN" >"$ZT_TMP/tail.exp"
+  assert_file_eq "big: tail of the view" "$ZT_TMP/tail.exp" "$ZT_TMP/tail.got"
+  say "big: stat + tail -c 200 of a $CSIZE-byte chunk through a reference: daemon rchar +$((r1 - r0))"
+  if [ $((r1 - r0)) -lt $((CSIZE / 16)) ]; then
+    pass "big: partial read through the reference"
+  else
+    fail "big: tail read $((r1 - r0)) bytes of a $CSIZE-byte chunk"
+  fi
+  assert_file_eq "big: values.txt equals the plain text" "$PLAIN" "$MNT/values.txt"
+  zumount "$MNT"
+fi
+
+# ---- bad references ----
+
+B=$ZT_TMP/bad
+mkdir -p "$B/in" "$B/out"
+printf '0123456789' >"$B/in/blob.bin"
+printf 'SECRET' >"$B/out/secret.bin"
+ln -s "$B/out/secret.bin" "$B/in/link.bin"
+cat >"$B/in/refs.json" <<JSON
+{"version": 1, "refs": {
+ "good": ["blob.bin", 2, 3],
+ "past": ["blob.bin", 8, 3],
+ "neg": ["blob.bin", -1, 3],
+ "frac": ["blob.bin", 0, 1.5],
+ "gone": ["nothere.bin", 0, 1],
+ "dotdot": ["../out/secret.bin", 0, 6],
+ "symlink": ["link.bin", 0, 6],
+ "absolute": ["$B/out/secret.bin", 0, 6],
+ "remote": ["https://example.com/x.bin", 0, 6]
+}}
+JSON
+MNT=$(zt_mkdir bad)
+if zmount "$B/in/refs.json" "$MNT"; then
+  for k in past neg frac gone dotdot symlink absolute remote; do
+    assert_fails_with_eio "bad reference '$k': EIO" "$MNT/$k"
+  done
+  out_eq "the good key still reads" 234 cat "$MNT/good"
+  for pat in "runs past the end" "non-negative integers" "nothere.bin" "allow_root" "remote targets are not supported yet"; do
+    if grep -q -- "$pat" "$ZT_LOG"; then pass "log says '$pat'"; else fail "log lacks '$pat'"; show "$ZT_LOG"; fi
+  done
+  if grep -q SECRET "$ZT_TMP/eio.out" 2>/dev/null; then fail "escaping reference served bytes"; fi
+  zumount "$MNT"
+fi
+MNT=$(zt_mkdir allowed)
+if zmount "$B/in/refs.json" "$MNT" -o allow_root="$B/out"; then
+  for k in dotdot symlink absolute; do
+    out_eq "-o allow_root: '$k' reads" SECRET cat "$MNT/$k"
+  done
+  zumount "$MNT"
+fi
+printf '{"version": 1, "refs": ' >"$B/in/notjson.json"
+if "$ZARRFS_BIN" -f "$B/in/notjson.json" "$MNT" 2>"$ZT_TMP/nj.err"; then
+  fail "a reference file that is not JSON mounted"
+  zumount "$MNT"
+else
+  out_eq "not JSON: one line naming the file" 1 sh -c "grep -c 'not a kerchunk reference file' '$ZT_TMP/nj.err'"
+fi
+
+finish
