@@ -40,4 +40,9 @@ int zadd_u64(uint64_t a, uint64_t b, uint64_t *out);
  * length, -ENOMEM. */
 int zbase64_decode(const char *s, size_t n, uint8_t **out, size_t *out_len);
 
+/* Read the whole file at path into malloc'd memory (*out, caller frees;
+ * NULL when empty), refusing files above max bytes (-EFBIG). */
+int zread_file(const char *path, size_t max, char **out, size_t *len,
+               struct zerr *err);
+
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "jdup.h"
 #include "log.h"
 
 /* gen expands at most this many keys in all (a typo must not hang us). */
@@ -441,11 +442,35 @@ static char *dir_of(const char *path) {
   return abs;
 }
 
+/* Make every key the file names twice fail with a reason (jansson keeps
+ * the last silently). */
+static int mark_duplicates(struct manifest_builder *b, const char *text,
+                           size_t len, const char *member, json_t *refs,
+                           struct zerr *err) {
+  char **dups;
+  size_t nd;
+  ZTRY(jdup_keys(text, len, member, json_object_size(refs), &dups, &nd, err));
+  int rc = 0;
+  for (size_t i = 0; i < nd && rc == 0; i++)
+    if (store_key_valid(dups[i]) == 0)
+      rc = manifest_add_bad(b, dups[i],
+                            "the key appears more than once in the reference "
+                            "file (duplicate key)",
+                            err);
+  jdup_free(dups, nd);
+  return rc;
+}
+
 int kerchunk_load(const char *path, struct manifest **out, struct zerr *err) {
   json_error_t je;
-  json_t *root = json_load_file(path, JSON_ALLOW_NUL, &je);
-  if (!root)
+  char *text = NULL;
+  size_t tlen = 0;
+  ZTRY(zread_file(path, SIZE_MAX, &text, &tlen, err));
+  json_t *root = json_loadb(text ? text : "", tlen, JSON_ALLOW_NUL, &je);
+  if (!root) {
+    free(text);
     return zerr_set(err, EIO, "not valid JSON: %s (line %d)", je.text, je.line);
+  }
   json_t *refs = root, *templates = NULL, *gen = NULL;
   int rc = 0;
   if (!json_is_object(root)) {
@@ -486,6 +511,10 @@ int kerchunk_load(const char *path, struct manifest **out, struct zerr *err) {
         break;
     }
   }
+  if (rc == 0)
+    rc =
+        mark_duplicates(b, text, tlen, refs == root ? NULL : "refs", refs, err);
+  free(text);
   json_decref(root);
   if (rc) {
     manifest_builder_free(b);

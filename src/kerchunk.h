@@ -10,7 +10,8 @@
  * reference file's directory. A malformed value makes only its key fail
  * (MF_BAD: EIO with the reason on read); a key that could escape the tree
  * ("..", empty segments) is left out with a warning. Duplicate keys: the
- * last wins (JSON objects: jansson keeps the last; `refs` wins over `gen`). */
+ * each fails with EIO ("duplicate key"); a `refs` key that `gen` also
+ * makes wins over the generated one. */
 #ifndef ZARRFS_KERCHUNK_H
 #define ZARRFS_KERCHUNK_H
 

@@ -308,7 +308,8 @@ int main(int argc, char **argv) {
               cli.source, err.msg);
       goto out;
     }
-  } else if (store_open_local(cli.source, &store, &err) < 0) {
+  } else if (store_open_local(cli.source, &store, &err) < 0 ||
+             store_wrap_vzarr(store, confine, &store, &err) < 0) {
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     goto out;
   }

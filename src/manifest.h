@@ -37,10 +37,10 @@ enum manifest_kind {
  * as long as the manifest. */
 struct manifest_entry {
   enum manifest_kind kind;
-  const char *path;     /* MF_RANGE, MF_WHOLE: absolute local path or URL */
-  uint64_t offset;      /* MF_RANGE */
-  uint64_t length;      /* MF_RANGE, MF_INLINE; MF_WHOLE: UINT64_MAX */
-  const uint8_t *data;  /* MF_INLINE */
+  const char *path;    /* MF_RANGE, MF_WHOLE: absolute local path or URL */
+  uint64_t offset;     /* MF_RANGE */
+  uint64_t length;     /* MF_RANGE, MF_INLINE; MF_WHOLE: UINT64_MAX */
+  const uint8_t *data; /* MF_INLINE */
 };
 
 /* A builder. base_dir (absolute) resolves relative target paths; file://

@@ -45,6 +45,13 @@ struct confine;
  * outlive the store) decides which local targets may be read. */
 int store_open_refs(const char *path, const struct confine *c,
                     struct store **out, struct zerr *err);
+/* Wrap a local store so that arrays with the `chunk-manifest-json` storage
+ * transformer serve their chunk keys from their manifest.json
+ * (src/store_vzarr.c). Takes ownership of inner (returned as it is when no
+ * array has a manifest; freed at once on failure); confine is borrowed and
+ * must outlive the store. */
+int store_wrap_vzarr(struct store *inner, const struct confine *c,
+                     struct store **out, struct zerr *err);
 
 /* Byte source of an object (new reference); -ENOENT when absent. */
 int store_get(struct store *s, const char *key, struct bytesrc **out,

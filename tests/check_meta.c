@@ -609,9 +609,9 @@ START_TEST(invalid_metadata_table) {
       "{\"name\":\"v2\",\"configuration\":{\"separator\":1}}", "");
   BAD(ENOTSUP, "nonsense", "[4]", "[2]", "\"int8\"", "0", "\"nonsense\"", "");
   BAD(EIO, "chunk_key_encoding", "[4]", "[2]", "\"int8\"", "0", "7", "");
-  BAD(ENOTSUP, "chunk-manifest-json", "[4]", "[2]", "\"int8\"", "0",
+  BAD(ENOTSUP, "sharded-store-xyz", "[4]", "[2]", "\"int8\"", "0",
       "\"default\"",
-      ",\"storage_transformers\":[{\"name\":\"chunk-manifest-json\"}]");
+      ",\"storage_transformers\":[{\"name\":\"sharded-store-xyz\"}]");
   BAD(EIO, "storage_transformers", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
       ",\"storage_transformers\":{}");
   BAD(EIO, "dimension_names", "[4]", "[2]", "\"int8\"", "0", "\"default\"",

@@ -8,7 +8,11 @@
 # rchar); bad references (past the end, negative, non-integer, missing
 # target, escaping through `..`, a symlink and an absolute path, remote)
 # each fail with EIO and a log line while the rest keeps serving;
-# `-o allow_root=DIR` lets the escaping ones read.
+# `-o allow_root=DIR` lets the escaping ones read. VirtualiZarr: the example
+# store with every chunk moved into one blob at scattered offsets behind
+# per-array manifest.json files (one chunk inlined, one entry marked missing)
+# serves the same raw keys and views; a manifest that is not JSON or holds a
+# negative offset fails only its array.
 . "$(dirname "$0")/lib.sh"
 zt_require_mkstore
 
@@ -148,6 +152,71 @@ if "$ZARRFS_BIN" -f "$B/in/notjson.json" "$MNT" 2>"$ZT_TMP/nj.err"; then
   zumount "$MNT"
 else
   out_eq "not JSON: one line naming the file" 1 sh -c "grep -c 'not a kerchunk reference file' '$ZT_TMP/nj.err'"
+fi
+
+# ---- VirtualiZarr chunk manifests: the example store, virtualised ----
+
+EX=$ZARRFS_SRCDIR/examples/example.zarr
+V=$ZT_TMP/virtual
+mkdir -p "$V/data"
+cp "$EX/zarr.json" "$V/"
+: >"$V/data/blob.bin"
+inlined=
+for arr in counts flags labels_utf8 matrix names_end names_start obs_names_sharded; do
+  mkdir -p "$V/$arr"
+  sed '0,/{/s//{"storage_transformers": [{"name": "chunk-manifest-json", "configuration": {"manifest": ".\/manifest.json"}}],/' \
+    "$EX/$arr/zarr.json" >"$V/$arr/zarr.json"
+  {
+    printf '{'
+    sepc=
+    for f in $(cd "$EX/$arr" && find . -type f ! -name zarr.json | sed 's|^\./||' | sort); do
+      mkey=$(printf '%s' "$f" | sed 's|^c[./]||; s|[./]|.|g')
+      if [ -z "$inlined" ]; then
+        inlined=$arr/$f
+        printf '%s"%s": {"path": "__inlined__", "data": "%s"}' "$sepc" "$mkey" "$(base64 -w0 <"$EX/$arr/$f")"
+      else
+        head -c $((RANDOM % 977 + 1)) /dev/urandom >>"$V/data/blob.bin"
+        off=$(stat -c %s "$V/data/blob.bin")
+        cat "$EX/$arr/$f" >>"$V/data/blob.bin"
+        printf '%s"%s": {"path": "../data/blob.bin", "offset": %s, "length": %s}' "$sepc" "$mkey" "$off" "$(stat -c %s "$EX/$arr/$f")"
+      fi
+      sepc=', '
+    done
+    [ "$arr" = labels_utf8 ] && printf '%s"99": {"path": "", "offset": 0, "length": 0}' "$sepc"
+    printf '}\n'
+  } >"$V/$arr/manifest.json"
+done
+MNT=$(zt_mkdir vplain)
+MNT2=$(zt_mkdir virtual)
+if zmount "$EX" "$MNT"; then
+  if zmount "$V" "$MNT2"; then
+    for arr in counts flags labels_utf8 matrix names_end names_start obs_names_sharded; do
+      assert_file_eq "virtual $arr: values.txt" "$MNT/$arr/values.txt" "$MNT2/$arr/values.txt"
+      for f in $(cd "$EX/$arr" && find . -type f ! -name zarr.json | sed 's|^\./||'); do
+        assert_file_eq "virtual $arr/$f: raw key" "$EX/$arr/$f" "$MNT2/$arr/$f"
+        assert_file_eq "virtual $arr/$f.txt: chunk view" "$MNT/$arr/$f.txt" "$MNT2/$arr/$f.txt"
+      done
+    done
+    out_eq "virtual: ls of an array lists its chunk tree" "c manifest.json values.txt zarr.json" \
+      sh -c "cd '$MNT2/names_start' && ls | tr '\n' ' ' | sed 's/ \$//'"
+    say "virtual: inlined chunk $inlined"
+    zumount "$MNT2"
+  fi
+  zumount "$MNT"
+fi
+# Bad manifests: one array's manifest is not JSON, one entry is negative;
+# the other arrays keep serving.
+printf '{"0": ' >"$V/counts/manifest.json"
+sed -i 's/"offset": [0-9]*/"offset": -5/' "$V/flags/manifest.json"
+MNT2=$(zt_mkdir vbad)
+if zmount "$V" "$MNT2"; then
+  assert_fails_with_eio "manifest not JSON: values.txt EIO" "$MNT2/counts/values.txt"
+  assert_fails_with_eio "negative offset: values.txt EIO" "$MNT2/flags/values.txt"
+  out_eq "other arrays still serve" "$(wc -l <"$EX/EXPECTED/matrix.txt")" sh -c "wc -l <'$MNT2/matrix/values.txt'"
+  for pat in "not valid JSON" "non-negative integers"; do
+    if grep -q -- "$pat" "$ZT_LOG"; then pass "log says '$pat'"; else fail "log lacks '$pat'"; show "$ZT_LOG"; fi
+  done
+  zumount "$MNT2"
 fi
 
 finish

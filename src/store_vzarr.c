@@ -1,0 +1,511 @@
+/* store_vzarr.c - VirtualiZarr chunk manifests: a store decorator over the
+ * local store. An array whose zarr.json carries the storage transformer
+ * {"name": "chunk-manifest-json", "configuration": {"manifest":
+ * "./manifest.json"}} takes its chunks from that manifest: {"0.0.0":
+ * {"path", "offset", "length"}, ...}, exposed under the array's own chunk
+ * key encoding ("c/0/0/0", "c.0.0.0", "0.0.0", ...). A missing entry or
+ * path "" is a missing chunk (fill value); {"path": "__inlined__", "data":
+ * BASE64} is inline bytes. Target paths are relative to the manifest, or
+ * absolute, or file:// URLs, read only under the allowed roots.
+ *
+ * Arrays are found at open by walking group directories only (an array's
+ * directory is never descended, so chunk trees cost nothing); each
+ * manifest is parsed on first use, under the array's mutex, into the
+ * compact table of src/manifest.h. A manifest that cannot be read makes
+ * that array's chunk keys fail with EIO and the reason; everything else
+ * keeps serving. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "jdup.h"
+#include "log.h"
+#include "manifest.h"
+#include "meta.h"
+#include "store.h"
+
+#define VZ_MAX_DEPTH 32
+#define VZ_MAX_META (16u << 20)
+
+/* One array with a chunk manifest. */
+struct vz_array {
+  char *prefix;   /* store key of the array directory ("" = root) */
+  char *manifest; /* absolute path of manifest.json */
+  char sep;       /* chunk key separator */
+  int v2;         /* v2 encoding: no "c" prefix */
+  pthread_mutex_t lock;
+  int loaded;         /* under lock: 1 once tried */
+  struct manifest *m; /* NULL when loading failed */
+  char why[512];      /* the failure */
+};
+
+struct store_vzarr {
+  struct store base;
+  struct store *inner; /* owned */
+  const struct confine *c;
+  char *root; /* absolute path of the store root */
+  struct vz_array *arrays;
+  size_t n, cap;
+};
+
+/* Does this zarr.json name the manifest transformer? Fills the array. */
+static int vz_parse_array(struct store_vzarr *v, const char *prefix,
+                          const char *text, size_t len, int *is_array,
+                          struct zerr *err) {
+  json_t *root = zjson_loadb(text, len, err);
+  if (!root)
+    return 0; /* not ours to judge: the engine reports bad metadata */
+  *is_array = !strcmp(
+      json_string_value(json_object_get(root, "node_type")) ?: "", "array");
+  json_t *st = json_object_get(root, "storage_transformers"), *t;
+  size_t i;
+  const char *mpath = NULL;
+  json_array_foreach(st, i, t) {
+    if (json_is_object(t) &&
+        !strcmp(json_string_value(json_object_get(t, "name")) ?: "",
+                "chunk-manifest-json"))
+      mpath = json_string_value(
+          json_object_get(json_object_get(t, "configuration"), "manifest"));
+  }
+  int rc = 0;
+  if (*is_array && mpath) {
+    json_t *cke = json_object_get(root, "chunk_key_encoding");
+    const char *ename =
+        json_string_value(json_object_get(cke, "name")) ?: "default";
+    const char *sep = json_string_value(
+        json_object_get(json_object_get(cke, "configuration"), "separator"));
+    int v2 = !strcmp(ename, "v2");
+    if (v->n == v->cap) {
+      size_t nc = v->cap ? v->cap * 2 : 4;
+      struct vz_array *a = realloc(v->arrays, nc * sizeof *a);
+      if (!a) {
+        json_decref(root);
+        return zerr_set(err, ENOMEM, "out of memory");
+      }
+      v->arrays = a;
+      v->cap = nc;
+    }
+    struct vz_array *a = &v->arrays[v->n];
+    memset(a, 0, sizeof *a);
+    if (!strncmp(mpath, "file://", 7))
+      mpath += 7;
+    a->prefix = strdup(prefix);
+    if (mpath[0] == '/')
+      a->manifest = strdup(mpath);
+    else if (asprintf(&a->manifest, "%s%s%s/%s", v->root, *prefix ? "/" : "",
+                      prefix, mpath) < 0)
+      a->manifest = NULL;
+    a->sep = sep && *sep ? sep[0] : (v2 ? '.' : '/');
+    a->v2 = v2;
+    if (!a->prefix || !a->manifest) {
+      free(a->prefix);
+      free(a->manifest);
+      rc = zerr_set(err, ENOMEM, "out of memory");
+    } else {
+      pthread_mutex_init(&a->lock, NULL);
+      v->n++;
+    }
+  }
+  json_decref(root);
+  return rc;
+}
+
+/* Walk dir (a store key) for arrays: read its zarr.json; descend groups
+ * and plain directories, never arrays or V2 arrays. */
+struct walk {
+  struct store_vzarr *v;
+  const char *dir;
+  int depth;
+  struct zerr *err;
+  int rc;
+};
+
+static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
+                   struct zerr *err);
+
+/* List callback: descend into subdirectories. */
+static int vz_walk_child(void *ud, const char *name, enum store_entry_type type,
+                         uint64_t size) {
+  (void)size;
+  struct walk *w = ud;
+  if (type != STORE_DIR)
+    return 0;
+  char *sub;
+  if (asprintf(&sub, "%s%s%s", w->dir, *w->dir ? "/" : "", name) < 0) {
+    w->rc = zerr_set(w->err, ENOMEM, "out of memory");
+    return 1;
+  }
+  w->rc = vz_walk(w->v, sub, w->depth + 1, w->err);
+  free(sub);
+  return w->rc != 0;
+}
+
+static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
+                   struct zerr *err) {
+  if (depth > VZ_MAX_DEPTH)
+    return 0;
+  char key[4200];
+  struct zerr e2 = {0};
+  uint8_t *text;
+  size_t len;
+  snprintf(key, sizeof key, "%s%s.zarray", dir, *dir ? "/" : "");
+  enum store_entry_type ty;
+  uint64_t sz;
+  if (store_stat(v->inner, key, &ty, &sz, &e2) == 0)
+    return 0; /* a V2 array: nothing below is a node */
+  snprintf(key, sizeof key, "%s%szarr.json", dir, *dir ? "/" : "");
+  if (store_read_all(v->inner, key, VZ_MAX_META, &text, &len, &e2) == 0) {
+    int is_array = 0;
+    int rc = vz_parse_array(v, dir, (const char *)text, len, &is_array, err);
+    free(text);
+    if (rc || is_array)
+      return rc;
+  }
+  struct walk w = {v, dir, depth, err, 0};
+  store_list(v->inner, dir, vz_walk_child, &w, &e2);
+  return w.rc;
+}
+
+/* Translate a manifest key "i.j.k" into the array's chunk key. */
+static int vz_key(const struct vz_array *a, const char *mkey, char *out,
+                  size_t cap) {
+  size_t o = 0;
+  if (!a->v2) {
+    if (cap < 2)
+      return -1;
+    out[o++] = 'c';
+  }
+  const char *p = mkey;
+  int first = 1;
+  while (*p) {
+    if (!isdigit((unsigned char)*p))
+      return -1;
+    if (!first || !a->v2) {
+      if (o + 1 >= cap)
+        return -1;
+      out[o++] = a->sep;
+    }
+    while (isdigit((unsigned char)*p)) {
+      if (o + 1 >= cap)
+        return -1;
+      out[o++] = *p++;
+    }
+    if (*p == '.' && p[1])
+      p++;
+    else if (*p)
+      return -1;
+    first = 0;
+  }
+  if (first && a->v2) /* 0-d with v2 keys */
+    out[o++] = '0';
+  out[o] = '\0';
+  return 0;
+}
+
+/* A non-negative JSON integer. */
+static int vz_u64(json_t *j, uint64_t *out) {
+  if (!json_is_integer(j) || json_integer_value(j) < 0)
+    return -1;
+  *out = (uint64_t)json_integer_value(j);
+  return 0;
+}
+
+/* Parse the manifest into a table (keys in the array's encoding). */
+static int vz_load(const struct vz_array *a, struct manifest **out,
+                   struct zerr *err) {
+  json_error_t je;
+  char *text = NULL;
+  size_t tlen = 0;
+  int lrc = zread_file(a->manifest, SIZE_MAX, &text, &tlen, err);
+  if (lrc < 0) {
+    zerr_prefix(err, "manifest %s: ", a->manifest);
+    return -EIO;
+  }
+  json_t *root = json_loadb(text ? text : "", tlen, 0, &je);
+  if (!root) {
+    free(text);
+    return zerr_set(err, EIO, "manifest %s: not valid JSON: %s (line %d)",
+                    a->manifest, je.text, je.line);
+  }
+  char **dups = NULL;
+  size_t nd = 0;
+  lrc =
+      json_is_object(root)
+          ? jdup_keys(text, tlen, NULL, json_object_size(root), &dups, &nd, err)
+          : 0;
+  free(text);
+  if (lrc < 0) {
+    json_decref(root);
+    return lrc;
+  }
+  if (!json_is_object(root)) {
+    json_decref(root);
+    return zerr_set(err, EIO, "manifest %s: must be an object", a->manifest);
+  }
+  char *dir = strdup(a->manifest);
+  if (!dir) {
+    jdup_free(dups, nd);
+    json_decref(root);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  *strrchr(dir, '/') = '\0';
+  struct manifest_builder *b = NULL;
+  int rc = manifest_builder_new(*dir ? dir : "/", &b, err);
+  free(dir);
+  const char *mkey;
+  json_t *e;
+  char key[512], why[512];
+  if (rc == 0) {
+    json_object_foreach(root, mkey, e) {
+      if (vz_key(a, mkey, key, sizeof key) < 0) {
+        rc = zerr_set(err, EIO, "manifest %s: bad chunk key '%s'", a->manifest,
+                      mkey);
+        break;
+      }
+      json_t *path = json_object_get(e, "path"),
+             *data = json_object_get(e, "data");
+      uint64_t off, len;
+      if (json_is_string(data)) {
+        uint8_t *raw;
+        size_t n;
+        int brc = zbase64_decode(json_string_value(data),
+                                 json_string_length(data), &raw, &n);
+        if (brc == 0) {
+          rc = manifest_add_inline(b, key, raw, n, err);
+          free(raw);
+        } else {
+          snprintf(why, sizeof why, "manifest %s: entry '%s': bad base64 data",
+                   a->manifest, mkey);
+          rc = manifest_add_bad(b, key, why, err);
+        }
+      } else if (!json_is_string(path)) {
+        snprintf(why, sizeof why, "manifest %s: entry '%s' has no path",
+                 a->manifest, mkey);
+        rc = manifest_add_bad(b, key, why, err);
+      } else if (!*json_string_value(path)) {
+        rc = manifest_add_missing(b, key, err);
+      } else if (vz_u64(json_object_get(e, "offset"), &off) < 0 ||
+                 vz_u64(json_object_get(e, "length"), &len) < 0) {
+        snprintf(why, sizeof why,
+                 "manifest %s: entry '%s': offset and length must be "
+                 "non-negative integers",
+                 a->manifest, mkey);
+        rc = manifest_add_bad(b, key, why, err);
+      } else {
+        rc = manifest_add_range(b, key, json_string_value(path), off, len, err);
+      }
+      if (rc)
+        break;
+    }
+  }
+  for (size_t i = 0; i < nd && rc == 0; i++)
+    if (vz_key(a, dups[i], key, sizeof key) == 0) {
+      snprintf(why, sizeof why,
+               "manifest %s: entry '%s' appears more than once (duplicate "
+               "key)",
+               a->manifest, dups[i]);
+      rc = manifest_add_bad(b, key, why, err);
+    }
+  jdup_free(dups, nd);
+  json_decref(root);
+  if (rc) {
+    manifest_builder_free(b);
+    return rc;
+  }
+  return manifest_builder_finish(b, out, NULL, err);
+}
+
+/* The array whose directory holds key (key strictly below its prefix);
+ * *rel is the key relative to it. */
+static struct vz_array *vz_find(struct store_vzarr *v, const char *key,
+                                const char **rel) {
+  for (size_t i = 0; i < v->n; i++) {
+    const char *p = v->arrays[i].prefix;
+    size_t n = strlen(p);
+    if (!n) {
+      *rel = key;
+      return &v->arrays[i];
+    }
+    if (!strncmp(key, p, n) && key[n] == '/') {
+      *rel = key + n + 1;
+      return &v->arrays[i];
+    }
+  }
+  return NULL;
+}
+
+/* The array's table, loading it once; NULL with err filled on failure. */
+static struct manifest *vz_table(struct vz_array *a, struct zerr *err) {
+  pthread_mutex_lock(&a->lock);
+  if (!a->loaded) {
+    struct zerr e = {0};
+    if (vz_load(a, &a->m, &e) < 0) {
+      a->m = NULL;
+      snprintf(a->why, sizeof a->why, "%s", e.msg);
+      /* Once per array: later reads of its chunks fail with this reason,
+       * which some paths (sizes) do not log. */
+      zlog(ZLOG_ERR, "%s/%s: %s", a->prefix, "zarr.json", e.msg);
+    }
+    a->loaded = 1;
+  }
+  struct manifest *m = a->m;
+  pthread_mutex_unlock(&a->lock);
+  if (!m)
+    zerr_set(err, EIO, "%s", a->why);
+  return m;
+}
+
+static int vz_get(struct store *s, const char *key, struct bytesrc **out,
+                  struct zerr *err) {
+  struct store_vzarr *v = (struct store_vzarr *)s;
+  const char *rel;
+  struct vz_array *a = vz_find(v, key, &rel);
+  if (a) {
+    struct zerr me = {0};
+    struct manifest *m = vz_table(a, &me);
+    struct manifest_entry en;
+    if (m && manifest_lookup(m, rel, &en) == 0) {
+      if (en.kind == MF_MISSING)
+        return zerr_set(err, ENOENT, "missing chunk");
+      return manifest_open(m, &en, v->c, &s->stats, out, err);
+    }
+    int rc = store_get(v->inner, key, out, err);
+    if (rc == -ENOENT && !m) /* cannot tell a chunk from nothing */
+      return zerr_set(err, EIO, "%s", me.msg);
+    return rc;
+  }
+  return store_get(v->inner, key, out, err);
+}
+
+static int vz_stat(struct store *s, const char *key,
+                   enum store_entry_type *type, uint64_t *size,
+                   struct zerr *err) {
+  struct store_vzarr *v = (struct store_vzarr *)s;
+  const char *rel;
+  struct vz_array *a = vz_find(v, key, &rel);
+  if (a) {
+    struct zerr me = {0};
+    struct manifest *m = vz_table(a, &me);
+    struct manifest_entry en;
+    if (m && manifest_lookup(m, rel, &en) == 0 && en.kind != MF_MISSING) {
+      *type = STORE_FILE;
+      *size = en.kind == MF_BAD ? 0 : en.length;
+      return 0;
+    }
+    if (m && manifest_is_dir(m, rel)) {
+      *type = STORE_DIR;
+      *size = 0;
+      return 0;
+    }
+    int rc = store_stat(v->inner, key, type, size, err);
+    if (rc == -ENOENT && !m)
+      return zerr_set(err, EIO, "%s", me.msg);
+    return rc;
+  }
+  return store_stat(v->inner, key, type, size, err);
+}
+
+/* Inner listing minus the names the manifest already gave. */
+struct vz_merge {
+  const struct manifest *m;
+  const char *rel; /* the listed directory, relative to the array */
+  store_list_cb cb;
+  void *ud;
+};
+
+static int vz_merge_cb(void *ud, const char *name, enum store_entry_type t,
+                       uint64_t size) {
+  struct vz_merge *mg = ud;
+  char k[4200];
+  snprintf(k, sizeof k, "%s%s%s", mg->rel, *mg->rel ? "/" : "", name);
+  struct manifest_entry en;
+  if (manifest_lookup(mg->m, k, &en) == 0 || manifest_is_dir(mg->m, k))
+    return 0;
+  return mg->cb(mg->ud, name, t, size);
+}
+
+static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
+                   void *ud, struct zerr *err) {
+  struct store_vzarr *v = (struct store_vzarr *)s;
+  const char *rel = NULL;
+  struct vz_array *a = NULL;
+  for (size_t i = 0; i < v->n && !a; i++) /* the array directory itself */
+    if (!strcmp(v->arrays[i].prefix, prefix)) {
+      a = &v->arrays[i];
+      rel = "";
+    }
+  if (!a)
+    a = vz_find(v, prefix, &rel);
+  if (!a)
+    return store_list(v->inner, prefix, cb, ud, err);
+  struct zerr me = {0};
+  struct manifest *m = vz_table(a, &me);
+  if (!m)
+    return store_list(v->inner, prefix, cb, ud, err);
+  int in_manifest = !*rel || manifest_is_dir(m, rel);
+  if (in_manifest)
+    ZTRY(manifest_list(m, rel, cb, ud, err));
+  struct vz_merge mg = {m, rel, cb, ud};
+  struct zerr e2 = {0};
+  int rc = store_list(v->inner, prefix, vz_merge_cb, &mg, &e2);
+  if (rc < 0 && !in_manifest) {
+    *err = e2;
+    return rc;
+  }
+  return 0;
+}
+
+static void vz_destroy(struct store *s) {
+  struct store_vzarr *v = (struct store_vzarr *)s;
+  for (size_t i = 0; i < v->n; i++) {
+    manifest_free(v->arrays[i].m);
+    free(v->arrays[i].prefix);
+    free(v->arrays[i].manifest);
+    pthread_mutex_destroy(&v->arrays[i].lock);
+  }
+  free(v->arrays);
+  free(v->root);
+  store_free(v->inner);
+  free(s->location);
+  free(v);
+}
+
+static const struct store_ops vz_ops = {vz_get, vz_stat, vz_list, vz_destroy};
+
+int store_wrap_vzarr(struct store *inner, const struct confine *c,
+                     struct store **out, struct zerr *err) {
+  struct store_vzarr *v = calloc(1, sizeof *v);
+  if (!v || !(v->root = strdup(inner->location)) ||
+      !(v->base.location = strdup(inner->location))) {
+    if (v)
+      free(v->root);
+    free(v);
+    store_free(inner);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  v->base.ops = &vz_ops;
+  v->inner = inner;
+  v->c = c;
+  int rc = vz_walk(v, "", 0, err);
+  if (rc < 0) {
+    vz_destroy(&v->base);
+    return rc;
+  }
+  if (v->n == 0) { /* nothing virtual: hand back the plain store */
+    v->inner = NULL;
+    free(v->arrays);
+    free(v->root);
+    free(v->base.location);
+    free(v);
+    *out = inner;
+    return 0;
+  }
+  *out = &v->base;
+  return 0;
+}
