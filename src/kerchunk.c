@@ -250,15 +250,18 @@ static int add_value(struct manifest_builder *b, const char *key, json_t *v,
   }
   char *path;
   struct zerr terr = {0};
-  if (kerchunk_render(json_string_value(url), templates, NULL, NULL, 0, &path,
-                      &terr) < 0) {
+  if (!strstr(json_string_value(url), "{{")) { /* the common case: no copy */
+    path = NULL;
+  } else if (kerchunk_render(json_string_value(url), templates, NULL, NULL, 0,
+                             &path, &terr) < 0) {
     zerr_prefix(&terr, "reference url: ");
     return manifest_add_bad(b, key, terr.msg, err);
   }
+  const char *target = path ? path : json_string_value(url);
   int rc;
   uint64_t off, len;
   if (n == 1) {
-    rc = manifest_add_whole(b, key, path, err);
+    rc = manifest_add_whole(b, key, target, err);
   } else if (nonneg(json_array_get(v, 1), &off) < 0 ||
              nonneg(json_array_get(v, 2), &len) < 0) {
     rc = manifest_add_bad(b, key,
@@ -266,7 +269,7 @@ static int add_value(struct manifest_builder *b, const char *key, json_t *v,
                           "integers",
                           err);
   } else {
-    rc = manifest_add_range(b, key, path, off, len, err);
+    rc = manifest_add_range(b, key, target, off, len, err);
     if (rc == -EINVAL) /* overflow or an empty url */
       rc = manifest_add_bad(b, key, err->msg, err);
   }

@@ -38,6 +38,8 @@ struct manifest_builder {
   uint32_t path_cap; /* of m.path_off */
   uint32_t *hash;    /* open addressing: path id + 1, 0 = empty */
   uint32_t hash_cap; /* power of two */
+  char *last_raw;    /* the path last interned, as given, and its id: */
+  uint32_t last_id;  /* references mostly repeat one target */
   char *base;        /* absolute base directory */
 };
 
@@ -104,10 +106,34 @@ static int hash_grow(struct manifest_builder *b, struct zerr *err) {
   return 0;
 }
 
+static int intern_resolved(struct manifest_builder *b, const char *path,
+                           uint32_t *id, struct zerr *err);
+
 /* Resolve a target (relative to base, file:// stripped; URLs with another
  * scheme kept) and intern it. */
 static int intern_path(struct manifest_builder *b, const char *path,
                        uint32_t *id, struct zerr *err) {
+  if (b->last_raw && !strcmp(b->last_raw, path)) {
+    *id = b->last_id;
+    return 0;
+  }
+  free(b->last_raw);
+  b->last_raw = strdup(path);
+  if (!b->last_raw)
+    return zerr_set(err, ENOMEM, "out of memory");
+  int rc = intern_resolved(b, path, id, err);
+  if (rc < 0) {
+    free(b->last_raw);
+    b->last_raw = NULL;
+    return rc;
+  }
+  b->last_id = *id;
+  return 0;
+}
+
+/* Resolve and intern (see intern_path). */
+static int intern_resolved(struct manifest_builder *b, const char *path,
+                           uint32_t *id, struct zerr *err) {
   char *full = NULL;
   if (!strncmp(path, "file://", 7))
     path += 7;
@@ -285,6 +311,7 @@ void manifest_builder_free(struct manifest_builder *b) {
   free(b->m.path_off);
   free(b->hash);
   free(b->base);
+  free(b->last_raw);
   free(b);
 }
 
