@@ -23,6 +23,7 @@
 #include "../fs/namespace.h"
 #include "../src/log.h"
 #include "testcodec.h"
+#include "teststore.h"
 #include "testutil.h"
 
 #define MAXDEC ((size_t)1 << 28)
@@ -121,63 +122,15 @@ static struct count_src *count_new(const void *p, size_t n) {
 
 /* ---- stores through the engine ---- */
 
-/* Write a file below dir, creating parent directories. */
-static void put_file(const char *dir, const char *key, const void *data,
-                     size_t len) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, key);
-  for (char *p = path + strlen(dir) + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(path, 0755);
-      *p = '/';
-    }
-  FILE *f = fopen(path, "wb");
-  ck_assert_msg(f != NULL, "%s", path);
-  ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-  fclose(f);
-}
-
 /* Write a NUL-terminated text file. */
 static void put_text(const char *dir, const char *key, const char *text) {
-  put_file(dir, key, text, strlen(text));
-}
-
-/* An engine over a local directory. */
-static struct engine *open_engine(const char *dir) {
-  struct store *s;
-  struct zerr err = {0};
-  ck_assert_msg(store_open_local(dir, &s, &err) == 0, "%s", err.msg);
-  struct engine_config cfg = {64u << 20, 1u << 28, 1 << 12, 0};
-  struct engine *e;
-  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  return e;
-}
-
-/* The whole text of a view; NULL (err set) when it fails. Caller frees. */
-static char *view_text(struct engine *e, const char *path, struct zerr *err) {
-  struct ns_entry ent;
-  uint64_t size;
-  if (ns_resolve(e, path, &ent, err) < 0 || ns_size(e, &ent, &size, err) < 0)
-    return NULL;
-  char *text = malloc(size + 1);
-  uint64_t off = 0;
-  while (off < size) {
-    long n = ns_read_view(e, &ent, off, 1 << 16, text + off, err);
-    if (n <= 0) {
-      free(text);
-      return NULL;
-    }
-    off += (uint64_t)n;
-  }
-  text[off] = '\0';
-  return text;
+  ts_put_file(dir, key, text, strlen(text));
 }
 
 /* A view must read as want. */
 static void expect_view(struct engine *e, const char *path, const char *want) {
   struct zerr err = {0};
-  char *got = view_text(e, path, &err);
+  char *got = ts_view_text(e, path, 1 << 16, &err);
   ck_assert_msg(got != NULL, "%s: %s", path, err.msg);
   ck_assert_msg(!strcmp(got, want), "%s: got\n%s\nwant\n%s", path, got, want);
   free(got);
@@ -187,7 +140,7 @@ static void expect_view(struct engine *e, const char *path, const char *want) {
 static void expect_view_fails(struct engine *e, const char *path,
                               const char *msg) {
   struct zerr err = {0};
-  char *got = view_text(e, path, &err);
+  char *got = ts_view_text(e, path, 1 << 16, &err);
   ck_assert_msg(got == NULL, "%s: read '%s', expected a failure", path, got);
   ck_assert_msg(strstr(err.msg, msg), "%s: message '%s' lacks '%s'", path,
                 err.msg, msg);
@@ -388,15 +341,15 @@ START_TEST(fso_stores) {
   char dir[] = "/tmp/check_codecs2.XXXXXX";
   new_store(dir);
   put_v3(dir, "v3", 6, 4, "\"float64\"", "-1", FSO_F8_U1);
-  put_file(dir, "v3/c/0", "\x00\x05\x0a\x19", 4);
+  ts_put_file(dir, "v3/c/0", "\x00\x05\x0a\x19", 4);
   /* V2 filter id, order C, no compressor; chunk 1 missing (fill 2.5). */
   put_text(dir, "v2/.zarray",
            "{\"zarr_format\":2,\"shape\":[5],\"chunks\":[3],\"dtype\":\"<f4\","
            "\"compressor\":null,\"fill_value\":2.5,\"order\":\"C\","
            "\"filters\":[{\"id\":\"fixedscaleoffset\",\"offset\":-1,"
            "\"scale\":2,\"dtype\":\"<f4\",\"astype\":\"<i2\"}]}");
-  put_file(dir, "v2/0", "\x00\x00\x03\x00\xfe\xff", 6);
-  struct engine *e = open_engine(dir);
+  ts_put_file(dir, "v2/0", "\x00\x00\x03\x00\xfe\xff", 6);
+  struct engine *e = ts_open_engine(dir);
   expect_view(e, "/v3/values.txt", "1000\n1000.5\n1001\n1002.5\n-1\n-1\n");
   expect_view(e, "/v3/c/0.txt", "1000\n1000.5\n1001\n1002.5\n");
   expect_view(e, "/v2/values.txt", "-1\n0.5\n-2\n2.5\n2.5\n");
@@ -534,7 +487,7 @@ START_TEST(json2_store) {
            "\"compressor\":null,\"fill_value\":null,\"order\":\"C\","
            "\"filters\":[{\"id\":\"json2\"}]}");
   put_text(dir, "bad/0", "[\"a\",\"|O\",[1]]");
-  struct engine *e = open_engine(dir);
+  struct engine *e = ts_open_engine(dir);
   expect_view(e, "/obj/values.txt", "caf\xc3\xa9\ntwo lines\n3\n\n\n");
   expect_view(e, "/obj/0.txt", "caf\xc3\xa9\ntwo lines\n3\n");
   expect_view_fails(e, "/bad/values.txt", "json2");
@@ -699,14 +652,14 @@ START_TEST(draft_store) {
   size_t len;
   uint8_t *c = draft_chunk(s3, 3, &len);
   put_v3(dir, "str", 4, 3, "\"string\"", "\"-\"", "[\"bytes\"]");
-  put_file(dir, "str/c/0", c, len);
+  ts_put_file(dir, "str/c/0", c, len);
   put_v3(dir, "bin", 3, 3, "\"binary\"", "[]", "[\"bytes\"]");
-  put_file(dir, "bin/c/0", c, len);
+  ts_put_file(dir, "bin/c/0", c, len);
   put_v3(dir, "bad", 3, 3, "\"string\"", "\"\"", "[\"bytes\"]");
   c[12] = 0x7f; /* last offset past the data */
-  put_file(dir, "bad/c/0", c, len);
+  ts_put_file(dir, "bad/c/0", c, len);
   free(c);
-  struct engine *e = open_engine(dir);
+  struct engine *e = ts_open_engine(dir);
   expect_view(e, "/str/values.txt", "hello\n\nw orld\n-\n");
   expect_view(e, "/bin/values.txt", "68656c6c6f\n\n770a6f726c64\n");
   expect_view_fails(e, "/bad/values.txt", "past the data");

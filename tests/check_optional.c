@@ -17,6 +17,7 @@
 #include "../fs/namespace.h"
 #include "../fs/render.h"
 #include "../src/log.h"
+#include "teststore.h"
 #include "testutil.h"
 
 /* ---- building chunks ---- */
@@ -458,23 +459,6 @@ END_TEST
 
 /* ---- stores through the engine ---- */
 
-/* Write len bytes to dir/name (creating parent directories). */
-static void put_file(const char *dir, const char *name, const void *data,
-                     size_t len) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  for (char *p = path + strlen(dir) + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(path, 0755);
-      *p = '/';
-    }
-  FILE *f = fopen(path, "wb");
-  ck_assert_msg(f != NULL, "%s", path);
-  ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-  fclose(f);
-}
-
 /* A V3 1-D array document: shape n, chunk c. */
 static void put_array(const char *dir, const char *name, int n, int c,
                       const char *dtype, const char *fill, const char *codecs) {
@@ -486,40 +470,7 @@ static void put_array(const char *dir, const char *name, int n, int c,
            "{\"name\":\"default\"},\"fill_value\":%s,\"codecs\":%s}",
            n, dtype, c, fill, codecs);
   snprintf(key, sizeof key, "%s/zarr.json", name);
-  put_file(dir, key, doc, strlen(doc));
-}
-
-/* The whole text of a view, read in pieces of `step` bytes; caller frees.
- * NULL when it fails, with err set. */
-static char *view_text(struct engine *e, const char *path, size_t step,
-                       struct zerr *err) {
-  struct ns_entry ent;
-  uint64_t size;
-  if (ns_resolve(e, path, &ent, err) < 0 || ns_size(e, &ent, &size, err) < 0)
-    return NULL;
-  char *text = malloc(size + 1);
-  uint64_t off = 0;
-  while (off < size) {
-    long n = ns_read_view(e, &ent, off, step, text + off, err);
-    if (n <= 0) {
-      free(text);
-      return NULL;
-    }
-    off += (uint64_t)n;
-  }
-  text[off] = '\0';
-  return text;
-}
-
-/* An engine over a local directory. */
-static struct engine *open_engine(const char *dir) {
-  struct store *s;
-  struct zerr err = {0};
-  ck_assert_msg(store_open_local(dir, &s, &err) == 0, "%s", err.msg);
-  struct engine_config cfg = {16u << 20, 1u << 26, 1 << 12, 0};
-  struct engine *e;
-  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  return e;
+  ts_put_file(dir, key, doc, strlen(doc));
 }
 
 /* The view's text equals want, whole and in 1- and 3-byte reads. */
@@ -527,7 +478,7 @@ static void expect_view(struct engine *e, const char *path, const char *want) {
   static const size_t steps[] = {1 << 16, 1, 3};
   for (size_t k = 0; k < 3; k++) {
     struct zerr err = {0};
-    char *got = view_text(e, path, steps[k], &err);
+    char *got = ts_view_text(e, path, steps[k], &err);
     ck_assert_msg(got != NULL, "%s: %s", path, err.msg);
     ck_assert_msg(!strcmp(got, want), "%s (step %zu):\n%s\nwant:\n%s", path,
                   steps[k], got, want);
@@ -538,7 +489,8 @@ static void expect_view(struct engine *e, const char *path, const char *want) {
 START_TEST(stores_through_engine) {
   char dir[] = "/tmp/check_optional.XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  put_file(dir, "zarr.json", "{\"zarr_format\":3,\"node_type\":\"group\"}", 37);
+  ts_put_file(dir, "zarr.json", "{\"zarr_format\":3,\"node_type\":\"group\"}",
+              37);
   char codecs[512], bcodecs[512];
   opt_codecs(codecs, sizeof codecs, "[\"vlen-utf8\"]");
   opt_codecs(bcodecs, sizeof bcodecs, "[\"vlen-bytes\"]");
@@ -549,16 +501,16 @@ START_TEST(stores_through_engine) {
   static const char *const sv[] = {"ab", "null", "x\ny", ""};
   struct bb sd = vlen(4, sv);
   struct bb sc = opt_chunk("\x1d", 1, sd.p, sd.n);
-  put_file(dir, "s/c/0", sc.p, sc.n);
+  ts_put_file(dir, "s/c/0", sc.p, sc.n);
   /* The same with a present fill (zarrs' [x] form) for the missing chunk. */
   put_array(dir, "sf", 7, 5, OPT_STR, "[\"dflt\"]", codecs);
-  put_file(dir, "sf/c/0", sc.p, sc.n);
+  ts_put_file(dir, "sf/c/0", sc.p, sc.n);
   /* Optional bytes: hex, null. */
   put_array(dir, "b", 3, 3, OPT_BYTES, "null", bcodecs);
   static const char *const bv[] = {"\x01\xab", ""};
   struct bb bd = vlen(2, bv);
   struct bb bc = opt_chunk("\x05", 1, bd.p, bd.n);
-  put_file(dir, "b/c/0", bc.p, bc.n);
+  ts_put_file(dir, "b/c/0", bc.p, bc.n);
   /* optional(optional(string)), fill Some(None): the missing chunk shows
    * [null]. */
   char inner[256], ncodecs[512];
@@ -569,7 +521,7 @@ START_TEST(stores_through_engine) {
   struct bb nd = vlen(1, nv);
   struct bb nic = opt_chunk("\x02", 1, nd.p, nd.n);
   struct bb noc = opt_chunk("\x06", 1, nic.p, nic.n);
-  put_file(dir, "n/c/0", noc.p, noc.n);
+  ts_put_file(dir, "n/c/0", noc.p, noc.n);
   /* Sharded: one shard of two inner chunks of 2; the second is empty. */
   char sh[1024];
   snprintf(sh, sizeof sh,
@@ -587,15 +539,15 @@ START_TEST(stores_through_engine) {
   bb_le(&shard, shc.n, 8);
   bb_le(&shard, UINT64_MAX, 8);
   bb_le(&shard, UINT64_MAX, 8);
-  put_file(dir, "sh/c/0", shard.p, shard.n);
+  ts_put_file(dir, "sh/c/0", shard.p, shard.n);
   /* A string codec straight on an optional type, and a corrupt chunk. */
   put_array(dir, "wrong", 2, 2, OPT_STR, "null", "[\"vlen-utf8\"]");
-  put_file(dir, "wrong/c/0", sd.p, sd.n);
+  ts_put_file(dir, "wrong/c/0", sd.p, sd.n);
   put_array(dir, "corrupt", 3, 3, OPT_STR, "null", codecs);
   struct bb cc = opt_chunk("\x07", 1, sd.p, sd.n);
-  put_file(dir, "corrupt/c/0", cc.p, cc.n);
+  ts_put_file(dir, "corrupt/c/0", cc.p, cc.n);
 
-  struct engine *e = open_engine(dir);
+  struct engine *e = ts_open_engine(dir);
   expect_view(e, "/s/values.txt", "ab\nnull\nnull\nx y\n\nnull\nnull\nnull\n");
   expect_view(e, "/s/c/0.txt", "ab\nnull\nnull\nx y\n\n");
   expect_view(e, "/sf/values.txt", "ab\nnull\nnull\nx y\n\ndflt\ndflt\n");
@@ -609,7 +561,7 @@ START_TEST(stores_through_engine) {
                                      "header says 4 elements, chunk has 3"};
   for (int i = 0; i < 2; i++) {
     struct zerr err = {0};
-    char *got = view_text(e, broken[i], 1 << 16, &err);
+    char *got = ts_view_text(e, broken[i], 1 << 16, &err);
     ck_assert_ptr_null(got);
     ck_assert_msg(strstr(err.msg, says[i]), "%s: %s", broken[i], err.msg);
   }

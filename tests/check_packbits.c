@@ -21,6 +21,7 @@
 #include "../fs/namespace.h"
 #include "../src/log.h"
 #include "testcodec.h"
+#include "teststore.h"
 #include "testutil.h"
 
 /* Build a chain from JSON text and decode one chunk with it; returns the
@@ -433,55 +434,6 @@ END_TEST
 
 /* ---- stores read through the engine ---- */
 
-/* Write len bytes to dir/name (creating parent directories). */
-static void put_file(const char *dir, const char *name, const void *data,
-                     size_t len) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  for (char *p = path + strlen(dir) + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(path, 0755);
-      *p = '/';
-    }
-  FILE *f = fopen(path, "wb");
-  ck_assert_msg(f != NULL, "%s", path);
-  ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-  fclose(f);
-}
-
-/* The whole text of a view (path in the mount's namespace); caller frees.
- * NULL when it fails, with err set. */
-static char *view_text(struct engine *e, const char *path, struct zerr *err) {
-  struct ns_entry ent;
-  uint64_t size;
-  if (ns_resolve(e, path, &ent, err) < 0 || ns_size(e, &ent, &size, err) < 0)
-    return NULL;
-  char *text = malloc(size + 1);
-  uint64_t off = 0;
-  while (off < size) {
-    long n = ns_read_view(e, &ent, off, 1 << 16, text + off, err);
-    if (n <= 0) {
-      free(text);
-      return NULL;
-    }
-    off += (uint64_t)n;
-  }
-  text[off] = '\0';
-  return text;
-}
-
-/* An engine over a local directory. */
-static struct engine *open_engine(const char *dir) {
-  struct store *s;
-  struct zerr err = {0};
-  ck_assert_msg(store_open_local(dir, &s, &err) == 0, "%s", err.msg);
-  struct engine_config cfg = {64u << 20, 1u << 28, 1 << 12};
-  struct engine *e;
-  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  return e;
-}
-
 /* A V3 array document: 1-D shape n, one chunk of c. */
 static void put_array(const char *dir, const char *name, int n, int c,
                       const char *dtype, const char *fill, const char *codecs) {
@@ -493,77 +445,78 @@ static void put_array(const char *dir, const char *name, int n, int c,
            "{\"name\":\"default\"},\"fill_value\":%s,\"codecs\":%s}",
            n, dtype, c, fill, codecs);
   snprintf(key, sizeof key, "%s/zarr.json", name);
-  put_file(dir, key, doc, strlen(doc));
+  ts_put_file(dir, key, doc, strlen(doc));
 }
 
 START_TEST(stores_through_engine) {
   char dir[] = "/tmp/check_packbits.XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
-  put_file(dir, "zarr.json", "{\"zarr_format\":3,\"node_type\":\"group\"}", 37);
+  ts_put_file(dir, "zarr.json", "{\"zarr_format\":3,\"node_type\":\"group\"}",
+              37);
   /* int4 packed, first_byte padding; chunk 1 missing (fill -3). */
   put_array(dir, "i4", 6, 3, "\"int4\"", "-3",
             "[{\"name\":\"packbits\",\"configuration\":{\"padding_encoding\":"
             "\"first_byte\"}}]");
-  put_file(dir, "i4/c/0", "\x04\x78\x0f", 3);
+  ts_put_file(dir, "i4/c/0", "\x04\x78\x0f", 3);
   /* uint2 with the bytes codec: one byte per element (as zarrs stores). */
   put_array(dir, "u2", 3, 3, "\"uint2\"", "0", "[\"bytes\"]");
-  put_file(dir, "u2/c/0", "\x03\x00\x02", 3);
+  ts_put_file(dir, "u2/c/0", "\x03\x00\x02", 3);
   /* complex64, complex128, bfloat16, timedelta64 with bytes. */
   put_array(dir, "c8", 3, 3, "\"complex64\"", "[\"NaN\",\"-Infinity\"]",
             "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"big\"}}]");
-  put_file(dir, "c8/c/0",
-           "\x3f\x80\x00\x00\x40\x00\x00\x00"
-           "\x3f\x00\x00\x00\xbf\xc0\x00\x00"
-           "\x80\x00\x00\x00\x80\x00\x00\x00",
-           24);
+  ts_put_file(dir, "c8/c/0",
+              "\x3f\x80\x00\x00\x40\x00\x00\x00"
+              "\x3f\x00\x00\x00\xbf\xc0\x00\x00"
+              "\x80\x00\x00\x00\x80\x00\x00\x00",
+              24);
   put_array(dir, "c16", 2, 1, "\"complex128\"", "[0.25,\"0x7ff0000000000000\"]",
             "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]");
-  put_file(dir, "c16/c/0", "\0\0\0\0\0\0\xf8\x3f\0\0\0\0\0\0\0\0",
-           16); /* 1.5 + 0j */
+  ts_put_file(dir, "c16/c/0", "\0\0\0\0\0\0\xf8\x3f\0\0\0\0\0\0\0\0",
+              16); /* 1.5 + 0j */
   put_array(dir, "bf", 2, 2, "\"bfloat16\"", "\"0x7fc0\"",
             "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]");
-  put_file(dir, "bf/c/0", "\xcd\x3d\x80\xbf", 4); /* 0.1, -1 */
+  ts_put_file(dir, "bf/c/0", "\xcd\x3d\x80\xbf", 4); /* 0.1, -1 */
   put_array(dir, "td", 4, 4,
             "{\"name\":\"numpy.timedelta64\",\"configuration\":{\"unit\":"
             "\"ms\",\"scale_factor\":1}}",
             "\"NaT\"",
             "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]");
   int64_t td[4] = {93784007, -1500, 0, INT64_MIN};
-  put_file(dir, "td/c/0", td, sizeof td);
+  ts_put_file(dir, "td/c/0", td, sizeof td);
   /* raw bytes (r24, raw_bytes) and null_terminated_bytes: hex. */
   put_array(dir, "r24", 3, 2, "\"r24\"", "[1,2,255]", "[\"bytes\"]");
-  put_file(dir, "r24/c/0", "\0\0\0\xab\x00\xcd", 6);
+  ts_put_file(dir, "r24/c/0", "\0\0\0\xab\x00\xcd", 6);
   put_array(dir, "rb", 2, 2,
             "{\"name\":\"raw_bytes\",\"configuration\":{\"length_bytes\":2}}",
             "\"AAE=\"", "[\"bytes\"]");
-  put_file(dir, "rb/c/0", "\x10\x00\x00\x00", 4);
+  ts_put_file(dir, "rb/c/0", "\x10\x00\x00\x00", 4);
   put_array(dir, "nt", 3, 3,
             "{\"name\":\"null_terminated_bytes\",\"configuration\":"
             "{\"length_bytes\":3}}",
             "\"YQ==\"", "[\"bytes\"]");
-  put_file(dir, "nt/c/0", "ab\0\0\0\0a\0b", 9);
+  ts_put_file(dir, "nt/c/0", "ab\0\0\0\0a\0b", 9);
   /* V2: bool with the numcodecs packbits filter, zlib-free; and <c8. */
   const char v2[] = "{\"zarr_format\":2,\"shape\":[10],\"chunks\":[10],"
                     "\"dtype\":\"|b1\",\"fill_value\":false,\"order\":\"C\","
                     "\"filters\":[{\"id\":\"packbits\"}],\"compressor\":null}";
-  put_file(dir, "v2b/.zarray", v2, strlen(v2));
-  put_file(dir, "v2b/0", "\x06\x81\xc0", 3); /* 1000 0001 11 */
+  ts_put_file(dir, "v2b/.zarray", v2, strlen(v2));
+  ts_put_file(dir, "v2b/0", "\x06\x81\xc0", 3); /* 1000 0001 11 */
   const char v2c[] = "{\"zarr_format\":2,\"shape\":[1],\"chunks\":[1],"
                      "\"dtype\":\">c8\",\"fill_value\":[\"NaN\",0],"
                      "\"order\":\"C\",\"filters\":null,\"compressor\":null}";
-  put_file(dir, "v2c/.zarray", v2c, strlen(v2c));
-  put_file(dir, "v2c/0", "\xbf\x80\x00\x00\x00\x00\x00\x00", 8);
+  ts_put_file(dir, "v2c/.zarray", v2c, strlen(v2c));
+  ts_put_file(dir, "v2c/0", "\xbf\x80\x00\x00\x00\x00\x00\x00", 8);
   const char v2m[] = "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],"
                      "\"dtype\":\"<m8[s]\",\"fill_value\":null,"
                      "\"order\":\"C\",\"filters\":null,\"compressor\":null}";
-  put_file(dir, "v2m/.zarray", v2m, strlen(v2m));
+  ts_put_file(dir, "v2m/.zarray", v2m, strlen(v2m));
   int64_t m8[3] = {90061, 59, -86400};
-  put_file(dir, "v2m/0", m8, sizeof m8);
+  ts_put_file(dir, "v2m/0", m8, sizeof m8);
   const char v2v[] = "{\"zarr_format\":2,\"shape\":[2],\"chunks\":[2],"
                      "\"dtype\":\"|V3\",\"fill_value\":\"AAAA\","
                      "\"order\":\"C\",\"filters\":null,\"compressor\":null}";
-  put_file(dir, "v2v/.zarray", v2v, strlen(v2v));
-  put_file(dir, "v2v/0", "\x00\x01\x02\xfd\xfe\xff", 6);
+  ts_put_file(dir, "v2v/.zarray", v2v, strlen(v2v));
+  ts_put_file(dir, "v2v/0", "\x00\x01\x02\xfd\xfe\xff", 6);
 
   static const struct {
     const char *path, *want;
@@ -584,10 +537,10 @@ START_TEST(stores_through_engine) {
       {"/v2m/values.txt", "P1DT1H1M1S\nPT59S\n-P1D\n"},
       {"/v2v/values.txt", "000102\nfdfeff\n"},
   };
-  struct engine *e = open_engine(dir);
+  struct engine *e = ts_open_engine(dir);
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
     struct zerr err = {0};
-    char *got = view_text(e, t[i].path, &err);
+    char *got = ts_view_text(e, t[i].path, 1 << 16, &err);
     ck_assert_msg(got != NULL, "%s: %s", t[i].path, err.msg);
     ck_assert_msg(!strcmp(got, t[i].want), "%s: got '%s', want '%s'", t[i].path,
                   got, t[i].want);
@@ -595,10 +548,10 @@ START_TEST(stores_through_engine) {
   }
   engine_free(e);
   /* A corrupt packed chunk is an EIO for that view, not wrong values. */
-  put_file(dir, "i4/c/1", "\x09\x00\x00", 3);
-  e = open_engine(dir);
+  ts_put_file(dir, "i4/c/1", "\x09\x00\x00", 3);
+  e = ts_open_engine(dir);
   struct zerr err = {0};
-  char *got = view_text(e, "/i4/c/1.txt", &err);
+  char *got = ts_view_text(e, "/i4/c/1.txt", 1 << 16, &err);
   ck_assert_ptr_null(got);
   ck_assert_int_eq(err.code, EIO);
   ck_assert_ptr_nonnull(strstr(err.msg, "padding byte says 9"));
@@ -653,13 +606,14 @@ START_TEST(zarrs_snapshots) {
         continue;
       char sp[4500];
       snprintf(sp, sizeof sp, "%s/%s", base, de->d_name);
-      struct engine *e = open_engine(sp);
+      struct engine *e = ts_open_engine(sp);
       struct zerr err = {0};
-      char *got = view_text(e, "/values.txt", &err);
+      char *got = ts_view_text(e, "/values.txt", 1 << 16, &err);
       ck_assert_msg(got != NULL, "%s: %s", sp, err.msg);
       ck_assert_msg(!strcmp(got, want), "%s: values differ", sp);
       free(got);
-      got = view_text(e, "/c/1/3.txt", &err); /* rows 4..7, cols 18..23 */
+      got = ts_view_text(e, "/c/1/3.txt", 1 << 16,
+                         &err); /* rows 4..7, cols 18..23 */
       ck_assert_msg(got != NULL, "%s: %s", sp, err.msg);
       char *line = got;
       for (int r = 4; r < 8; r++)
@@ -722,9 +676,9 @@ START_TEST(zarrs_optional_stores) {
           continue;
         char sp[4800];
         snprintf(sp, sizeof sp, "%s/%s", cdir, id->d_name);
-        struct engine *e = open_engine(sp);
+        struct engine *e = ts_open_engine(sp);
         struct zerr err = {0};
-        char *got = view_text(e, "/values.txt", &err);
+        char *got = ts_view_text(e, "/values.txt", 1 << 16, &err);
         if (strstr(cd->d_name, "gdeflate")) { /* not supported: refused */
           ck_assert_ptr_null(got);
           ck_assert_ptr_nonnull(strstr(err.msg, "unsupported codec"));
@@ -753,9 +707,9 @@ START_TEST(zarrs_optional_stores) {
    * them in full). */
   char sp[4200];
   snprintf(sp, sizeof sp, "%s/zarrs/tests_data/v3/array_optional.zarr", fx);
-  struct engine *e = open_engine(sp);
+  struct engine *e = ts_open_engine(sp);
   struct zerr err = {0};
-  char *got = view_text(e, "/array/values.txt", &err);
+  char *got = ts_view_text(e, "/array/values.txt", 1 << 16, &err);
   ck_assert_msg(got != NULL, "%s: %s", sp, err.msg);
   ck_assert_str_eq(got, "0\nnull\n2\n3\nnull\n5\nnull\n7\n8\n9\nnull\nnull\n"
                         "12\nnull\nnull\nnull\n");
@@ -763,8 +717,8 @@ START_TEST(zarrs_optional_stores) {
   engine_free(e);
   snprintf(sp, sizeof sp, "%s/zarrs/tests_data/v3/array_optional_nested.zarr",
            fx);
-  e = open_engine(sp);
-  got = view_text(e, "/array/values.txt", &err);
+  e = ts_open_engine(sp);
+  got = ts_view_text(e, "/array/values.txt", 1 << 16, &err);
   ck_assert_msg(got != NULL, "%s: %s", sp, err.msg);
   ck_assert_str_eq(got, "null\n[null]\n2\n3\nnull\n5\nnull\n7\n[null]\n"
                         "[null]\nnull\nnull\n[null]\n[null]\nnull\nnull\n");
@@ -774,8 +728,8 @@ START_TEST(zarrs_optional_stores) {
            "%s/zarrs/snapshots/supported/regular/zarrs.optional(string)/a2b/"
            "zarrs.optional/a7bd47f9d1021087",
            fx);
-  e = open_engine(sp);
-  got = view_text(e, "/values.txt", &err);
+  e = ts_open_engine(sp);
+  got = ts_view_text(e, "/values.txt", 1 << 16, &err);
   ck_assert_msg(got != NULL, "%s: %s", sp, err.msg);
   ck_assert_int_eq(strncmp(got, "str_0000\nstr_0001\nstr_0002\nnull\n", 32), 0);
   free(got);
