@@ -65,38 +65,45 @@ int confine_allows(const struct confine *c, const char *resolved) {
   return 0;
 }
 
-/* Open first, then check where the descriptor really is: no race with a
- * symbolic link swapped between a check and the open. */
+/* Open first (O_PATH: no side effect, no blocking on a FIFO or device),
+ * then check where the descriptor really is and what it is, then reopen
+ * that very inode for reading: no race with a symbolic link swapped between
+ * a check and the open. */
 int confine_open(const struct confine *c, const char *path,
                  struct io_stats *stats, struct bytesrc **out,
                  struct zerr *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  int pfd = open(path, O_PATH | O_CLOEXEC);
+  if (pfd < 0) {
     int e = errno;
     return zerr_set(err, e == ENOENT || e == ENOTDIR ? ENOENT : EIO,
                     "target %s: %s", path, strerror(e));
   }
   char link[64], real[PATH_MAX];
-  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  snprintf(link, sizeof link, "/proc/self/fd/%d", pfd);
   ssize_t r = readlink(link, real, sizeof real - 1);
   if (r < 0) {
-    close(fd);
+    close(pfd);
     return zerr_set(err, EIO, "target %s: cannot resolve: %s", path,
                     strerror(errno));
   }
   real[r] = '\0';
   if (!confine_allows(c, real)) {
-    close(fd);
+    close(pfd);
     return zerr_set(err, EACCES,
                     "target %s (%s) is outside the allowed roots (add -o "
                     "allow_root=DIR to allow it)",
                     path, real);
   }
   struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
+  if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    close(pfd);
     return zerr_set(err, EIO, "target %s: not a regular file", path);
   }
+  int fd = open(link, O_RDONLY | O_CLOEXEC);
+  int e = errno;
+  close(pfd);
+  if (fd < 0)
+    return zerr_set(err, EIO, "target %s: %s", path, strerror(e));
   return bytesrc_from_fd(fd, stats, out, err);
 }
 

@@ -6,14 +6,22 @@
  * key encoding ("c/0/0/0", "c.0.0.0", "0.0.0", ...). A missing entry or
  * path "" is a missing chunk (fill value); {"path": "__inlined__", "data":
  * BASE64} is inline bytes. Target paths are relative to the manifest, or
- * absolute, or file:// URLs, read only under the allowed roots.
+ * absolute, or file:// URLs, read only under the allowed roots; so is
+ * manifest.json itself (zarr.json may name any path).
+ *
+ * In such an array the chunk key space ("c", "c/...", "c.i.j"; v2 keys:
+ * names starting with a digit) is the manifest's alone: a stray chunk file
+ * beside it is neither listed nor served. zarr.json, manifest.json and
+ * any other stored file stay visible as they are.
  *
  * Arrays are found at open by walking group directories only (an array's
  * directory is never descended, so chunk trees cost nothing); each
  * manifest is parsed on first use, under the array's mutex, into the
  * compact table of src/manifest.h. A manifest that cannot be read makes
- * that array's chunk keys fail with EIO and the reason; everything else
- * keeps serving. */
+ * that array's chunk keys fail with EIO and the reason (also a missing
+ * configuration.manifest, a remote manifest, a chunk key without one index
+ * per dimension); everything else keeps serving. Duplicate keys in a
+ * manifest fail that key with EIO (jdup.h) rather than keeping the last. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -39,6 +47,7 @@ struct vz_array {
   char *manifest; /* absolute path of manifest.json */
   char sep;       /* chunk key separator */
   int v2;         /* v2 encoding: no "c" prefix */
+  int ndim;       /* from shape; -1 when unknown (the engine reports it) */
   pthread_mutex_t lock;
   int loaded;         /* under lock: 1 once tried */
   struct manifest *m; /* NULL when loading failed */
@@ -66,15 +75,28 @@ static int vz_parse_array(struct store_vzarr *v, const char *prefix,
   json_t *st = json_object_get(root, "storage_transformers"), *t;
   size_t i;
   const char *mpath = NULL;
+  int named = 0; /* the transformer is there, with or without a manifest */
   json_array_foreach(st, i, t) {
-    if (json_is_object(t) &&
-        !strcmp(json_string_value(json_object_get(t, "name")) ?: "",
-                "chunk-manifest-json"))
-      mpath = json_string_value(
-          json_object_get(json_object_get(t, "configuration"), "manifest"));
+    if (!json_is_object(t) ||
+        strcmp(json_string_value(json_object_get(t, "name")) ?: "",
+               "chunk-manifest-json"))
+      continue;
+    named = 1;
+    mpath = json_string_value(
+        json_object_get(json_object_get(t, "configuration"), "manifest"));
   }
   int rc = 0;
-  if (*is_array && mpath) {
+  if (*is_array && named) {
+    /* Without a usable manifest path the array's chunks fail with the
+     * reason (never the fill value in silence). */
+    const char *why = NULL;
+    if (!mpath || !*mpath) {
+      why = "storage transformer chunk-manifest-json names no manifest "
+            "(configuration.manifest)";
+      mpath = "manifest.json";
+    } else if (strstr(mpath, "://") && strncmp(mpath, "file://", 7)) {
+      why = "remote manifests are not supported yet";
+    }
     json_t *cke = json_object_get(root, "chunk_key_encoding");
     const char *ename =
         json_string_value(json_object_get(cke, "name")) ?: "default";
@@ -103,12 +125,19 @@ static int vz_parse_array(struct store_vzarr *v, const char *prefix,
       a->manifest = NULL;
     a->sep = sep && *sep ? sep[0] : (v2 ? '.' : '/');
     a->v2 = v2;
+    json_t *shape = json_object_get(root, "shape");
+    a->ndim = json_is_array(shape) ? (int)json_array_size(shape) : -1;
     if (!a->prefix || !a->manifest) {
       free(a->prefix);
       free(a->manifest);
       rc = zerr_set(err, ENOMEM, "out of memory");
     } else {
       pthread_mutex_init(&a->lock, NULL);
+      if (why) {
+        a->loaded = 1;
+        snprintf(a->why, sizeof a->why, "%s%szarr.json: %s", prefix,
+                 *prefix ? "/" : "", why);
+      }
       v->n++;
     }
   }
@@ -172,10 +201,17 @@ static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
   return w.rc;
 }
 
-/* Translate a manifest key "i.j.k" into the array's chunk key. */
+/* Translate a manifest key "i.j.k" into the array's chunk key: one index
+ * per dimension. A 0-d array has one chunk whatever its key says
+ * (VirtualiZarr ignores it): "c", or "0" with v2 keys. */
 static int vz_key(const struct vz_array *a, const char *mkey, char *out,
                   size_t cap) {
   size_t o = 0;
+  if (a->ndim == 0) {
+    snprintf(out, cap, "%s", a->v2 ? "0" : "c");
+    return 0;
+  }
+  int dims = 0;
   if (!a->v2) {
     if (cap < 2)
       return -1;
@@ -201,7 +237,10 @@ static int vz_key(const struct vz_array *a, const char *mkey, char *out,
     else if (*p)
       return -1;
     first = 0;
+    dims++;
   }
+  if (a->ndim > 0 && dims != a->ndim)
+    return -1;
   if (first && a->v2) /* 0-d with v2 keys */
     out[o++] = '0';
   out[o] = '\0';
@@ -216,17 +255,47 @@ static int vz_u64(json_t *j, uint64_t *out) {
   return 0;
 }
 
+/* Read the manifest file, which must lie under an allowed root like its
+ * targets (zarr.json may name any path). *text is NUL-terminated. */
+static int vz_read_manifest(const struct vz_array *a, const struct confine *c,
+                            char **text, size_t *tlen, struct zerr *err) {
+  struct bytesrc *src;
+  int rc = confine_open(c, a->manifest, NULL, &src, err);
+  if (rc < 0) {
+    zerr_prefix(err, "manifest %s: ", a->manifest);
+    return rc == -ENOMEM ? rc : (err->code = EIO, -EIO);
+  }
+  if (src->size >= SIZE_MAX) {
+    bytesrc_unref(src);
+    return zerr_set(err, EIO, "manifest %s: too large", a->manifest);
+  }
+  *tlen = (size_t)src->size;
+  *text = malloc(*tlen + 1);
+  if (!*text) {
+    bytesrc_unref(src);
+    return zerr_set(err, ENOMEM, "manifest %s: out of memory", a->manifest);
+  }
+  rc = *tlen ? bytesrc_read_range(src, 0, *tlen, *text, err) : 0;
+  bytesrc_unref(src);
+  if (rc < 0) {
+    free(*text);
+    *text = NULL;
+    zerr_prefix(err, "manifest %s: ", a->manifest);
+    return rc == -ENOMEM ? rc : (err->code = EIO, -EIO);
+  }
+  (*text)[*tlen] = '\0';
+  return 0;
+}
+
 /* Parse the manifest into a table (keys in the array's encoding). */
-static int vz_load(const struct vz_array *a, struct manifest **out,
-                   struct zerr *err) {
+static int vz_load(const struct vz_array *a, const struct confine *c,
+                   struct manifest **out, struct zerr *err) {
   json_error_t je;
   char *text = NULL;
   size_t tlen = 0;
-  int lrc = zread_file(a->manifest, SIZE_MAX, &text, &tlen, err);
-  if (lrc < 0) {
-    zerr_prefix(err, "manifest %s: ", a->manifest);
-    return -EIO;
-  }
+  int lrc = vz_read_manifest(a, c, &text, &tlen, err);
+  if (lrc < 0)
+    return lrc;
   json_t *root = json_loadb(text ? text : "", tlen, 0, &je);
   if (!root) {
     free(text);
@@ -264,8 +333,10 @@ static int vz_load(const struct vz_array *a, struct manifest **out,
   if (rc == 0) {
     json_object_foreach(root, mkey, e) {
       if (vz_key(a, mkey, key, sizeof key) < 0) {
-        rc = zerr_set(err, EIO, "manifest %s: bad chunk key '%s'", a->manifest,
-                      mkey);
+        rc = zerr_set(err, EIO,
+                      "manifest %s: bad chunk key '%s' (want %d indices "
+                      "joined by '.')",
+                      a->manifest, mkey, a->ndim);
         break;
       }
       json_t *path = json_object_get(e, "path"),
@@ -290,6 +361,11 @@ static int vz_load(const struct vz_array *a, struct manifest **out,
         rc = manifest_add_bad(b, key, why, err);
       } else if (!*json_string_value(path)) {
         rc = manifest_add_missing(b, key, err);
+      } else if (!strcmp(json_string_value(path), "__inlined__")) {
+        snprintf(why, sizeof why,
+                 "manifest %s: entry '%s' is inlined but has no data",
+                 a->manifest, mkey);
+        rc = manifest_add_bad(b, key, why, err);
       } else if (vz_u64(json_object_get(e, "offset"), &off) < 0 ||
                  vz_u64(json_object_get(e, "length"), &len) < 0) {
         snprintf(why, sizeof why,
@@ -341,11 +417,12 @@ static struct vz_array *vz_find(struct store_vzarr *v, const char *key,
 }
 
 /* The array's table, loading it once; NULL with err filled on failure. */
-static struct manifest *vz_table(struct vz_array *a, struct zerr *err) {
+static struct manifest *vz_table(const struct store_vzarr *v,
+                                 struct vz_array *a, struct zerr *err) {
   pthread_mutex_lock(&a->lock);
   if (!a->loaded) {
     struct zerr e = {0};
-    if (vz_load(a, &a->m, &e) < 0) {
+    if (vz_load(a, v->c, &a->m, &e) < 0) {
       a->m = NULL;
       snprintf(a->why, sizeof a->why, "%s", e.msg);
       /* Once per array: later reads of its chunks fail with this reason,
@@ -361,26 +438,29 @@ static struct manifest *vz_table(struct vz_array *a, struct zerr *err) {
   return m;
 }
 
+/* Is rel (relative to the array) in the chunk key space, which only the
+ * manifest fills ("c", "c/...", "c.0.1"; v2 keys: a leading digit)? A
+ * stray chunk file beside the manifest is never served. */
+static int vz_chunkish(const struct vz_array *a, const char *rel) {
+  if (a->v2)
+    return isdigit((unsigned char)rel[0]);
+  return rel[0] == 'c' && (rel[1] == '\0' || rel[1] == a->sep);
+}
+
 static int vz_get(struct store *s, const char *key, struct bytesrc **out,
                   struct zerr *err) {
   struct store_vzarr *v = (struct store_vzarr *)s;
   const char *rel;
   struct vz_array *a = vz_find(v, key, &rel);
-  if (a) {
-    struct zerr me = {0};
-    struct manifest *m = vz_table(a, &me);
-    struct manifest_entry en;
-    if (m && manifest_lookup(m, rel, &en) == 0) {
-      if (en.kind == MF_MISSING)
-        return zerr_set(err, ENOENT, "missing chunk");
-      return manifest_open(m, &en, v->c, &s->stats, out, err);
-    }
-    int rc = store_get(v->inner, key, out, err);
-    if (rc == -ENOENT && !m) /* cannot tell a chunk from nothing */
-      return zerr_set(err, EIO, "%s", me.msg);
-    return rc;
-  }
-  return store_get(v->inner, key, out, err);
+  if (!a || !vz_chunkish(a, rel))
+    return store_get(v->inner, key, out, err);
+  struct manifest *m = vz_table(v, a, err);
+  if (!m)
+    return -EIO;
+  struct manifest_entry en;
+  if (manifest_lookup(m, rel, &en) < 0 || en.kind == MF_MISSING)
+    return zerr_set(err, ENOENT, "missing chunk");
+  return manifest_open(m, &en, v->c, &s->stats, out, err);
 }
 
 static int vz_stat(struct store *s, const char *key,
@@ -389,32 +469,28 @@ static int vz_stat(struct store *s, const char *key,
   struct store_vzarr *v = (struct store_vzarr *)s;
   const char *rel;
   struct vz_array *a = vz_find(v, key, &rel);
-  if (a) {
-    struct zerr me = {0};
-    struct manifest *m = vz_table(a, &me);
-    struct manifest_entry en;
-    if (m && manifest_lookup(m, rel, &en) == 0 && en.kind != MF_MISSING) {
-      *type = STORE_FILE;
-      *size = en.kind == MF_BAD ? 0 : en.length;
-      return 0;
-    }
-    if (m && manifest_is_dir(m, rel)) {
-      *type = STORE_DIR;
-      *size = 0;
-      return 0;
-    }
-    int rc = store_stat(v->inner, key, type, size, err);
-    if (rc == -ENOENT && !m)
-      return zerr_set(err, EIO, "%s", me.msg);
-    return rc;
+  if (!a || !vz_chunkish(a, rel))
+    return store_stat(v->inner, key, type, size, err);
+  struct manifest *m = vz_table(v, a, err);
+  if (!m)
+    return -EIO;
+  struct manifest_entry en;
+  if (manifest_lookup(m, rel, &en) == 0 && en.kind != MF_MISSING) {
+    *type = STORE_FILE;
+    *size = en.kind == MF_BAD ? 0 : en.length;
+    return 0;
   }
-  return store_stat(v->inner, key, type, size, err);
+  if (manifest_is_dir(m, rel)) {
+    *type = STORE_DIR;
+    *size = 0;
+    return 0;
+  }
+  return zerr_set(err, ENOENT, "missing chunk");
 }
 
-/* Inner listing minus the names the manifest already gave. */
+/* The inner listing of an array directory minus its chunk key space. */
 struct vz_merge {
-  const struct manifest *m;
-  const char *rel; /* the listed directory, relative to the array */
+  const struct vz_array *a;
   store_list_cb cb;
   void *ud;
 };
@@ -422,10 +498,7 @@ struct vz_merge {
 static int vz_merge_cb(void *ud, const char *name, enum store_entry_type t,
                        uint64_t size) {
   struct vz_merge *mg = ud;
-  char k[4200];
-  snprintf(k, sizeof k, "%s%s%s", mg->rel, *mg->rel ? "/" : "", name);
-  struct manifest_entry en;
-  if (manifest_lookup(mg->m, k, &en) == 0 || manifest_is_dir(mg->m, k))
+  if (vz_chunkish(mg->a, name))
     return 0;
   return mg->cb(mg->ud, name, t, size);
 }
@@ -442,23 +515,24 @@ static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
     }
   if (!a)
     a = vz_find(v, prefix, &rel);
-  if (!a)
+  if (!a || (*rel && !vz_chunkish(a, rel)))
     return store_list(v->inner, prefix, cb, ud, err);
-  struct zerr me = {0};
-  struct manifest *m = vz_table(a, &me);
-  if (!m)
-    return store_list(v->inner, prefix, cb, ud, err);
-  int in_manifest = !*rel || manifest_is_dir(m, rel);
-  if (in_manifest)
-    ZTRY(manifest_list(m, rel, cb, ud, err));
-  struct vz_merge mg = {m, rel, cb, ud};
-  struct zerr e2 = {0};
-  int rc = store_list(v->inner, prefix, vz_merge_cb, &mg, &e2);
-  if (rc < 0 && !in_manifest) {
-    *err = e2;
-    return rc;
+  if (*rel) { /* a directory of chunk keys: the manifest's only */
+    struct manifest *m = vz_table(v, a, err);
+    if (!m)
+      return -EIO;
+    if (!manifest_is_dir(m, rel))
+      return zerr_set(err, ENOENT, "no such directory");
+    return manifest_list(m, rel, cb, ud, err);
   }
-  return 0;
+  /* The array directory: the manifest's top names (none when it cannot be
+   * read: its chunk reads say why) and the stored files beside them. */
+  struct zerr me = {0};
+  struct manifest *m = vz_table(v, a, &me);
+  if (m)
+    ZTRY(manifest_list(m, "", cb, ud, err));
+  struct vz_merge mg = {a, cb, ud};
+  return store_list(v->inner, prefix, vz_merge_cb, &mg, err);
 }
 
 static void vz_destroy(struct store *s) {
