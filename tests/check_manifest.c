@@ -220,6 +220,9 @@ START_TEST(references_and_bad_input) {
   snprintf(link, sizeof link, "%s/link.bin", in);
   snprintf(tgt, sizeof tgt, "%s/secret.bin", out);
   ck_assert_int_eq(symlink(tgt, link), 0);
+  char fifo[4300];
+  snprintf(fifo, sizeof fifo, "%s/fifo", in);
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0); /* opening it must not block */
   char refs[16384];
   snprintf(refs, sizeof refs,
            "{\"version\": 1, \"templates\": {\"b\": \"blob.bin\"}, \"refs\": {"
@@ -240,6 +243,8 @@ START_TEST(references_and_bad_input) {
            "\"symlink\": [\"link.bin\", 0, 6],"
            "\"absolute\": [\"%s/secret.bin\", 0, 6],"
            "\"remote\": [\"s3://bucket/k\", 0, 6],"
+           "\"fifo\": [\"fifo\", 0, 1],"
+           "\"dir\": [\".\"],"
            "\"a/../escape\": \"x\","
            "\"dup\": \"first\", \"dup\": \"second\""
            "}}",
@@ -284,6 +289,8 @@ START_TEST(references_and_bad_input) {
       {"symlink", -EIO, "allow_root"},
       {"absolute", -EIO, "allow_root"},
       {"remote", -EIO, "remote targets are not supported yet"},
+      {"fifo", -EIO, "not a regular file"},
+      {"dir", -EIO, "not a regular file"},
       {"dup", -EIO, "duplicate key"},
       {"a/../escape", -EINVAL, ""}, /* refused by every store */
   };
@@ -365,6 +372,105 @@ START_TEST(gen_entries) {
 }
 END_TEST
 
+/* Load text as dir/refs.json with kerchunk_load. */
+static int load_text(const char *dir, const char *text, struct manifest **m,
+                     struct zerr *err) {
+  put(dir, "refs.json", text);
+  char p[4300];
+  snprintf(p, sizeof p, "%s/refs.json", dir);
+  zerr_clear(err);
+  return kerchunk_load(p, m, err);
+}
+
+/* The streaming scanner: escapes, UTF-8, unusual shapes going through the
+ * DOM path, and malformed JSON (each refusing the whole file). */
+START_TEST(scanner_syntax) {
+  char base[] = "/tmp/zarrfs-scan-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  put(base, "blob.bin", "0123456789");
+  struct zerr err = {0};
+  struct manifest *m;
+  ck_assert_msg(
+      load_text(base,
+                " {\"version\":1,\"gen\":[{\"key\":\"g/{{i}}\",\"url\":"
+                "\"blob.bin\",\"dimensions\":{\"i\":[0,1]}}],\"refs\":{\n"
+                "\"k\\u00e9\": \"\\ud83d\\ude00\\\"\\\\\\/\\b\\f\\n\\r\\t\","
+                "\"sp\" : [ \"blob.bin\" ,\n 2 , 3 ] ,"
+                "\"huge\": [\"blob.bin\", 0, 99999999999999999999],"
+                "\"exp\": [\"blob.bin\", 1e2, 3],"
+                "\"four\": [\"blob.bin\", 1, 2, 3],"
+                "\"obj\": {\"a\": [true, false, null]},"
+                "\"nul\\u0000key\": \"x\","
+                "\"g/1\": \"override\""
+                "}, \"extra\": [1, -2.5e-3, {}]} \n",
+                &m, &err) == 0,
+      "%s", err.msg);
+  struct manifest_entry en;
+  ck_assert_int_eq(manifest_lookup(m, "k\xc3\xa9", &en), 0);
+  ck_assert_int_eq(en.kind, MF_INLINE);
+  ck_assert_uint_eq(en.length, 12);
+  ck_assert_int_eq(memcmp(en.data, "\xf0\x9f\x98\x80\"\\/\b\f\n\r\t", 12), 0);
+  ck_assert_int_eq(manifest_lookup(m, "sp", &en), 0);
+  ck_assert_int_eq(en.kind, MF_RANGE);
+  ck_assert_uint_eq(en.offset, 2);
+  ck_assert_uint_eq(en.length, 3);
+  static const struct {
+    const char *key, *why;
+  } bad[] = {{"huge", "out of range"},
+             {"exp", "non-negative integers"},
+             {"four", "value must be"},
+             {"obj", "value must be"}};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    ck_assert_msg(manifest_lookup(m, bad[k].key, &en) == 0, "%s", bad[k].key);
+    ck_assert_msg(en.kind == MF_BAD &&
+                      strstr((const char *)en.data, bad[k].why),
+                  "%s: kind %d", bad[k].key, en.kind);
+  }
+  ck_assert_int_eq(manifest_lookup(m, "nul", &en), -ENOENT);
+  ck_assert_int_eq(manifest_lookup(m, "g/0", &en), 0);
+  ck_assert_int_eq(en.kind, MF_WHOLE);
+  ck_assert_int_eq(manifest_lookup(m, "g/1", &en), 0); /* refs wins */
+  ck_assert_int_eq(en.kind, MF_INLINE);
+  ck_assert_uint_eq(manifest_count(m), 8);
+  manifest_free(m);
+
+  static const char *const broken[] = {
+      "",
+      "   ",
+      "{} x",
+      "{\"a\": \"b}",
+      "{\"a\": \"\\x\"}",
+      "{\"a\": \"\\udc00\"}",
+      "{\"a\": \"\\ud800x\"}",
+      "{\"a\": \"\\u12\"}",
+      "{\"a\": \"\xff\"}",
+      "{\"a\": \"\xc0\xaf\"}",
+      "{\"a\": \"\xed\xa0\x80\"}",
+      "{\"a\": \"line\nbreak\"}",
+      "{\"a\": [\"blob.bin\", 01, 2]}",
+      "{\"a\": [\"blob.bin\", 1.,2]}",
+      "{\"a\": [\"blob.bin\",]}",
+      "{\"a\": 1,}",
+      "{\"a\" 1}",
+      "{\"a\": tru}",
+      "{\"a\": -}",
+      "{a: 1}",
+      "{\"version\": 1, \"refs\": {\"a\": [}}",
+  };
+  for (size_t k = 0; k < sizeof broken / sizeof *broken; k++) {
+    m = NULL;
+    ck_assert_msg(load_text(base, broken[k], &m, &err) == -EIO,
+                  "case %zu accepted", k);
+    ck_assert_msg(strstr(err.msg, "not valid JSON"), "case %zu: %s", k,
+                  err.msg);
+    ck_assert_ptr_null(m);
+  }
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(duplicate_keys) {
   struct zerr err = {0};
   static const struct {
@@ -406,6 +512,7 @@ int main(void) {
   tcase_add_test(tc, references_and_bad_input);
   tcase_add_test(tc, gen_entries);
   tcase_add_test(tc, duplicate_keys);
+  tcase_add_test(tc, scanner_syntax);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
