@@ -50,6 +50,16 @@ void engine_log(struct engine *e, const char *key, const char *msg) {
   zlog(ZLOG_ERR, "%s: %s: %s", e->store->location, *key ? key : ".", msg);
 }
 
+/* Signal-safe: one lock-free atomic store. */
+void engine_stop(struct engine *e) {
+  atomic_store_explicit(&e->stopping, 1, memory_order_relaxed);
+}
+
+/* Checked by long loops. */
+int engine_stopping(const struct engine *e) {
+  return atomic_load_explicit(&e->stopping, memory_order_relaxed);
+}
+
 /* Build the engine. */
 int engine_new(struct store *store, const struct engine_config *cfg,
                struct engine **out, struct zerr *err) {

@@ -13,6 +13,7 @@
 #define ZARRFS_ENGINE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "../codecs/chain.h"
@@ -77,6 +78,8 @@ struct engine {
   pthread_cond_t flight_cond;
   struct flight *flights;
   int no_consolidated; /* from engine_config */
+  atomic_int stopping; /* set by engine_stop (signal-safe); long loops and
+                          waits check it and give up with -EINTR */
 };
 
 /* Create an engine over store (takes ownership of store). */
@@ -130,6 +133,12 @@ int engine_unit_key(const struct znode *n, const uint64_t *idx, char *buf,
 /* Store key of chunk idx of node n (prefix included) into buf. */
 int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
                      size_t len);
+
+/* Ask every long operation to stop (shutdown): loops and waits return
+ * -EINTR soon after. Async-signal-safe (one atomic store). */
+void engine_stop(struct engine *e);
+/* Has engine_stop been called? */
+int engine_stopping(const struct engine *e);
 
 /* Log one line about key (store location prepended). */
 void engine_log(struct engine *e, const char *key, const char *msg);
