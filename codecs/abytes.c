@@ -39,13 +39,17 @@ size_t abytes_mem_cost(const struct abytes *a) {
   return cost;
 }
 
-/* Repeat `fill` n times into one malloc'd buffer (*total bytes). */
+/* Repeat `fill` n times into one malloc'd buffer (*total bytes, at most
+ * max). */
 static int abytes_repeat(const uint8_t *fill, size_t fill_len, uint64_t n,
-                         uint8_t **out, size_t *total, struct zerr *err) {
+                         size_t max, uint8_t **out, size_t *total,
+                         struct zerr *err) {
   uint64_t bytes;
-  if (zmul_u64(n, fill_len, &bytes) < 0 || bytes > SIZE_MAX)
-    return zerr_set(err, EFBIG, "fill chunk of %llu elements is too large",
-                    (unsigned long long)n);
+  if (zmul_u64(n, fill_len, &bytes) < 0 || bytes > max)
+    return zerr_set(err, EFBIG,
+                    "fill chunk of %llu elements exceeds the decode limit of "
+                    "%zu bytes",
+                    (unsigned long long)n, max);
   uint8_t *p = malloc(bytes ? (size_t)bytes : 1);
   if (!p)
     return zerr_set(err, ENOMEM, "out of memory for a %llu-byte fill chunk",
@@ -69,8 +73,8 @@ static int abytes_repeat(const uint8_t *fill, size_t fill_len, uint64_t n,
 
 /* A missing chunk: spec->nelem copies of the fill value. Fixed types get
  * n*size bytes; variable types get n equal slices of one data buffer. */
-int abytes_new_fill(const struct codec_spec *spec, struct abytes **out,
-                    struct zerr *err) {
+int abytes_new_fill(const struct codec_spec *spec, const struct codec_env *env,
+                    struct abytes **out, struct zerr *err) {
   uint64_t n = spec->nelem;
   int variable = dtype_has_var_elements(&spec->dtype);
   if (!variable && spec->dtype.size == 0)
@@ -85,7 +89,7 @@ int abytes_new_fill(const struct codec_spec *spec, struct abytes **out,
   uint64_t nofs;
   if (variable &&
       (zadd_u64(n, 1, &nofs) < 0 ||
-       zmul_u64(nofs, sizeof(uint64_t), &nofs) < 0 || nofs > SIZE_MAX))
+       zmul_u64(nofs, sizeof(uint64_t), &nofs) < 0 || nofs > env->max_decoded))
     return zerr_set(err, EFBIG, "fill chunk of %llu elements is too large",
                     (unsigned long long)n);
 
@@ -96,7 +100,8 @@ int abytes_new_fill(const struct codec_spec *spec, struct abytes **out,
   a->elsize = variable ? 0 : spec->dtype.size;
   uint8_t *p = NULL;
   size_t total = 0;
-  int rc = abytes_repeat(spec->fill, spec->fill_len, n, &p, &total, err);
+  int rc = abytes_repeat(spec->fill, spec->fill_len, n, env->max_decoded, &p,
+                         &total, err);
   if (rc < 0) {
     abytes_free(a);
     return rc;

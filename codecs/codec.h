@@ -72,9 +72,11 @@ int abytes_load_data(const struct abytes *a, const struct codec_env *env,
 void abytes_free(struct abytes *a);
 /* Bytes of memory a decoded chunk holds (for cache budgets). */
 size_t abytes_mem_cost(const struct abytes *a);
-/* A chunk of spec->nelem copies of the fill value (missing chunk). */
-int abytes_new_fill(const struct codec_spec *spec, struct abytes **out,
-                    struct zerr *err);
+/* A chunk of spec->nelem copies of the fill value, materialised (an empty
+ * inner chunk of a shard decoded whole). Capped by env->max_decoded: -EFBIG
+ * beyond. Views never call this: their missing chunks are arithmetic. */
+int abytes_new_fill(const struct codec_spec *spec, const struct codec_env *env,
+                    struct abytes **out, struct zerr *err);
 /* Allocate an empty abytes (all fields zero) or NULL. */
 struct abytes *abytes_alloc(void);
 /* Check offsets: non-decreasing and last <= data_size. */

@@ -218,7 +218,7 @@ static int shard_inner(const struct shard_state *st,
                        struct zerr *err) {
   uint64_t off = idx[2 * c], len = idx[2 * c + 1];
   if (off == SHARD_EMPTY && len == SHARD_EMPTY)
-    return abytes_new_fill(ispec, out, err);
+    return abytes_new_fill(ispec, env, out, err);
   struct bytesrc *win; /* shard_index checked that it fits */
   ZTRY(bytesrc_sub(in, off, len, &win, err));
   int rc = chain_decode(st->inner_chain, ispec, win, env, out, err);
@@ -377,6 +377,11 @@ int shard_index_read(const struct shard_state *st,
   uint64_t grid[ZMETA_MAX_DIMS];
   ZTRY(shard_grid(st, spec, grid, nin, err));
   return shard_index(st, grid, *nin, shard, env, out, err);
+}
+
+/* See sharding.h. */
+int shard_inner_is_empty(const uint64_t *index, uint64_t c) {
+  return index[2 * c] == SHARD_EMPTY && index[2 * c + 1] == SHARD_EMPTY;
 }
 
 /* See sharding.h. */

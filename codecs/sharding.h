@@ -31,6 +31,10 @@ int shard_index_read(const struct shard_state *st,
                      const struct codec_env *env, uint64_t **out, uint64_t *nin,
                      struct zerr *err);
 
+/* Is inner chunk c empty (the index marks it absent: it is the fill
+ * value)? index comes from shard_index_read. */
+int shard_inner_is_empty(const uint64_t *index, uint64_t c);
+
 /* Decode inner chunk c (C-order index within the shard) using an index
  * from shard_index_read: the fill value for an empty entry, else the
  * inner codecs over a window of the shard. *out (caller frees) has the

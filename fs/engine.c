@@ -1,5 +1,5 @@
-/* engine.c - nodes, decoded chunks, the cache around them, and the single
- * place where data errors are logged (see engine.h). */
+/* engine.c - nodes, decoded units through the memo, and the single place
+ * where data errors are logged (see engine.h). */
 #include "engine.h"
 
 #include <stdio.h>
@@ -9,41 +9,20 @@
 #include "../codecs/sharding.h"
 #include "../src/buf.h"
 #include "../src/log.h"
+#include "../src/presence.h"
 #include "hier.h"
 #include "render.h"
 
 /* Node table entries beyond this are not remembered when they are plain
  * directories (chunk directories of huge grids must not grow the table). */
 #define ENGINE_MAX_NODES 1000000
-#define ENGINE_NODE_BUCKETS 4096
 #define ENGINE_MAX_META (64u << 20)
 
+/* A node table entry, keyed by the node's path. */
 struct node_slot {
-  struct node_slot *next;
+  struct htab_node hn;
   struct znode *node;
 };
-
-/* A decode in progress: other threads wanting the same chunk wait for it
- * rather than decoding it again (readahead sends parallel reads). */
-struct flight {
-  struct flight *next;
-  char key[];
-};
-
-/* A remembered failure: the same error is answered without a new log line. */
-struct err_obj {
-  struct zobj obj;
-  int code;
-  char msg[ZERR_MSG_MAX];
-};
-
-/* FNV-1a of a path. */
-static uint64_t path_hash(const char *k) {
-  uint64_t h = 1469598103934665603ULL;
-  for (; *k; k++)
-    h = (h ^ (uint8_t)*k) * 1099511628211ULL;
-  return h;
-}
 
 /* Log one line naming the store and key. */
 void engine_log(struct engine *e, const char *key, const char *msg) {
@@ -60,29 +39,43 @@ int engine_stopping(const struct engine *e) {
   return atomic_load_explicit(&e->stopping, memory_order_relaxed);
 }
 
+/* The error long loops return once stopping. */
+int engine_check_stop(struct engine *e, struct zerr *err) {
+  return engine_stopping(e)
+             ? zerr_set(err, EINTR, "interrupted: zarrfs is shutting down")
+             : 0;
+}
+
+/* Work counter of a memo level. */
+uint64_t engine_fills(const struct engine *e, enum engine_level level) {
+  return memo_fills(e->memo, level);
+}
+
 /* Build the engine. */
 int engine_new(struct store *store, const struct engine_config *cfg,
                struct engine **out, struct zerr *err) {
   struct engine *e = calloc(1, sizeof *e);
-  if (!e)
-    return zerr_set(err, ENOMEM, "out of memory");
-  e->store = store;
-  e->cache = zcache_new(cfg->cache_size);
-  e->sizes = zsizes_new(cfg->size_table_max ? cfg->size_table_max : 1 << 20);
-  e->node_nbuckets = ENGINE_NODE_BUCKETS;
-  e->node_buckets = calloc(e->node_nbuckets, sizeof *e->node_buckets);
-  e->env.max_decoded = cfg->max_decoded;
-  e->no_consolidated = cfg->no_consolidated;
-  if (!e->cache || !e->sizes || !e->node_buckets) {
-    zcache_free(e->cache);
-    zsizes_free(e->sizes);
-    free(e->node_buckets);
+  if (!e || htab_init(&e->nodes, 4096) < 0) {
     free(e);
+    store_free(store);
     return zerr_set(err, ENOMEM, "out of memory");
   }
+  atomic_init(&e->stopping, 0);
+  struct memo_config mc = {cfg->cache_size,
+                           cfg->size_table_max ? cfg->size_table_max : 1 << 20,
+                           &e->stopping};
+  int rc = memo_new(&mc, &e->memo, err);
+  if (rc < 0) {
+    htab_fini(&e->nodes);
+    free(e);
+    store_free(store);
+    return rc;
+  }
+  e->store = store;
+  e->env.max_decoded = cfg->max_decoded;
+  e->window_cap = cfg->max_decoded;
+  e->no_consolidated = cfg->no_consolidated;
   pthread_mutex_init(&e->nodes_lock, NULL);
-  pthread_mutex_init(&e->flight_lock, NULL);
-  pthread_cond_init(&e->flight_cond, NULL);
   *out = e;
   return 0;
 }
@@ -94,6 +87,7 @@ static void znode_free(struct znode *n) {
   chain_free(n->chain);
   zmeta_free(n->meta);
   zcons_free(n->cons);
+  free(n->form.fill);
   free(n->view_error);
   free(n->path);
   free(n);
@@ -103,22 +97,16 @@ static void znode_free(struct znode *n) {
 void engine_free(struct engine *e) {
   if (!e)
     return;
-  for (size_t i = 0; i < e->node_nbuckets; i++) {
-    struct node_slot *s = e->node_buckets[i];
-    while (s) {
-      struct node_slot *nx = s->next;
-      znode_free(s->node);
-      free(s);
-      s = nx;
-    }
+  memo_free(e->memo); /* first: cached units borrow node forms */
+  struct htab_node *hn;
+  while ((hn = htab_pop(&e->nodes))) {
+    struct node_slot *s = (struct node_slot *)hn;
+    znode_free(s->node);
+    free(s);
   }
-  free(e->node_buckets);
-  zcache_free(e->cache);
-  zsizes_free(e->sizes);
+  htab_fini(&e->nodes);
   store_free(e->store);
   pthread_mutex_destroy(&e->nodes_lock);
-  pthread_mutex_destroy(&e->flight_lock);
-  pthread_cond_destroy(&e->flight_cond);
   free(e);
 }
 
@@ -164,6 +152,78 @@ static int node_set_units(struct znode *n, struct zerr *err) {
     n->ugrid[d] = m->shape[d] / u + (m->shape[d] % u != 0);
   }
   return 0;
+}
+
+static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
+                                 const struct codec_env *env, struct zerr *err);
+static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
+                                const struct codec_env *env, struct zerr *err);
+
+/* Conversions that turn decoded elements into the node's text type:
+ * fixed-width strings to strings, optional strings and bytes to text. */
+static int to_text_type(const struct znode *n, struct abytes *ab,
+                        const struct codec_env *env, struct zerr *err) {
+  if (dtype_is_fixed_string(&n->meta->dtype))
+    return fixed_strings_to_text(&n->meta->dtype, ab, env, err);
+  if (n->meta->dtype.kind == DT_OPTIONAL && !ab->elsize)
+    return optional_var_to_text(&n->meta->dtype, ab, env, err);
+  return 0;
+}
+
+/* The text of the fill value, once per node: one fill element through the
+ * same conversions and renderers as decoded data, so a missing chunk reads
+ * exactly like a stored chunk full of fill values. */
+static int node_fill_text(const struct engine *e, struct znode *n,
+                          struct zerr *err) {
+  struct codec_spec one = n->uspec;
+  one.nelem = 1;
+  for (int d = 0; d < one.ndim; d++)
+    one.shape[d] = 1;
+  struct abytes *ab;
+  ZTRY(abytes_new_fill(&one, &e->env, &ab, err));
+  struct bytesrc *src = NULL;
+  int rc = to_text_type(n, ab, &e->env, err);
+  if (rc == 0)
+    rc = ab->elsize ? bytesrc_load(ab->fixed, e->env.max_decoded, &src, err)
+                    : abytes_load_data(ab, &e->env, &src, err);
+  if (rc == 0 && !src->mem) {
+    struct bytesrc *mem;
+    rc = bytesrc_load(src, e->env.max_decoded, &mem, err);
+    bytesrc_unref(src);
+    src = rc == 0 ? mem : NULL;
+  }
+  char *text = NULL;
+  uint64_t len = 0;
+  if (rc == 0 && ab->elsize) {
+    char tmp[RENDER_FIXED_MAX];
+    len = render_fixed(&n->form.dt, src->mem, tmp);
+    if ((text = malloc(len + 1)))
+      memcpy(text, tmp, (size_t)len);
+  } else if (rc == 0) {
+    uint64_t nbytes = ab->offsets[1] - ab->offsets[0];
+    len = render_var_len(&n->form.dt, nbytes);
+    if (len > e->env.max_decoded)
+      rc = zerr_set(err, EFBIG, "fill value text exceeds the decode limit");
+    else if ((text = malloc(len + 1)))
+      render_var(&n->form.dt, src->mem + ab->offsets[0], 0, (size_t)len, text);
+  }
+  if (rc == 0 && !text)
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  bytesrc_unref(src);
+  abytes_free(ab);
+  if (rc < 0)
+    return rc;
+  n->form.fill = text;
+  n->form.fill_len = len;
+  return 0;
+}
+
+/* How units become text: type, unit shape, fill text. */
+static int node_set_form(const struct engine *e, struct znode *n,
+                         struct zerr *err) {
+  n->form.ndim = n->meta->ndim;
+  memcpy(n->form.shape, n->uspec.shape, sizeof n->form.shape);
+  return node_fill_text(e, n, err);
 }
 
 /* Read and interpret path/zarr.json. */
@@ -258,11 +318,11 @@ static struct znode *node_load(struct engine *e, const char *path) {
   memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
   n->spec.nelem = m->chunk_nelem;
   n->spec.dtype = m->dtype;
-  n->text_dtype = m->dtype.kind == DT_FIXED_UTF32    ? dtype_of(DT_STRING)
-                  : dtype_is_fixed_string(&m->dtype) ? dtype_of(DT_BYTES)
-                                                     : m->dtype;
+  n->form.dt = m->dtype.kind == DT_FIXED_UTF32    ? dtype_of(DT_STRING)
+               : dtype_is_fixed_string(&m->dtype) ? dtype_of(DT_BYTES)
+                                                  : m->dtype;
   if (m->dtype.kind == DT_OPTIONAL && dtype_has_var_elements(&m->dtype))
-    n->text_dtype = dtype_of(DT_STRING); /* see optional_var_to_text */
+    n->form.dt = dtype_of(DT_STRING); /* see optional_var_to_text */
   n->spec.fill = m->fill;
   n->spec.fill_len = m->fill_len;
   if (m->dtype.kind == DT_UNSUPPORTED) {
@@ -276,54 +336,51 @@ static struct znode *node_load(struct engine *e, const char *path) {
     node_set_error(e, n, key, err.msg);
     return n;
   }
-  if (node_set_units(n, &err) < 0) {
+  if (node_set_units(n, &err) < 0 || node_set_form(e, n, &err) < 0) {
     chain_free(n->chain);
     n->chain = NULL;
+    n->shard = NULL;
     node_set_error(e, n, key, err.msg);
   }
   return n;
 }
 
-/* Cached node lookup; loads on first use. */
+/* htab equality: the slot's node has this path. */
+static int node_eq(const struct htab_node *hn, const void *key) {
+  return !strcmp(((const struct node_slot *)hn)->node->path, key);
+}
+
+/* Cached node lookup; loads on first use (outside the lock: loading reads
+ * the store and ancestors' nodes; two threads may load the same node, and
+ * the first to insert wins). */
 const struct znode *engine_node(struct engine *e, const char *path) {
   static const struct znode none = {.kind = ZNODE_NONE, .path = ""};
-  uint64_t h = path_hash(path);
-  size_t b = h % e->node_nbuckets;
+  uint64_t h = htab_hash_str(path);
   pthread_mutex_lock(&e->nodes_lock);
-  for (struct node_slot *s = e->node_buckets[b]; s; s = s->next)
-    if (!strcmp(s->node->path, path)) {
-      pthread_mutex_unlock(&e->nodes_lock);
-      return s->node;
-    }
+  struct node_slot *s =
+      (struct node_slot *)htab_find(&e->nodes, h, node_eq, path);
   pthread_mutex_unlock(&e->nodes_lock);
-
-  /* Load outside the lock: it reads the store. Two threads may race to
-   * load the same node; the first insert wins, the other copy is freed. */
+  if (s)
+    return s->node;
   struct znode *n = node_load(e, path);
   if (!n)
     return &none;
   pthread_mutex_lock(&e->nodes_lock);
-  for (struct node_slot *s = e->node_buckets[b]; s; s = s->next)
-    if (!strcmp(s->node->path, path)) {
-      pthread_mutex_unlock(&e->nodes_lock);
-      znode_free(n);
-      return s->node;
-    }
-  if (n->kind == ZNODE_NONE && e->node_count >= ENGINE_MAX_NODES) {
+  s = (struct node_slot *)htab_find(&e->nodes, h, node_eq, path);
+  if (s || (n->kind == ZNODE_NONE && e->nodes.count >= ENGINE_MAX_NODES)) {
     pthread_mutex_unlock(&e->nodes_lock);
     znode_free(n);
-    return &none;
+    return s ? s->node : &none;
   }
-  struct node_slot *s = malloc(sizeof *s);
+  s = malloc(sizeof *s);
   if (!s) {
     pthread_mutex_unlock(&e->nodes_lock);
     znode_free(n);
     return &none;
   }
+  s->hn.hash = h;
   s->node = n;
-  s->next = e->node_buckets[b];
-  e->node_buckets[b] = s;
-  e->node_count++;
+  htab_insert(&e->nodes, &s->hn);
   pthread_mutex_unlock(&e->nodes_lock);
   return n;
 }
@@ -383,94 +440,6 @@ int engine_unit_key(const struct znode *n, const uint64_t *idx, char *buf,
   int k =
       snprintf(buf + r, len - (size_t)r, "#%llu", (unsigned long long)inner);
   return (k < 0 || (size_t)k >= len - (size_t)r) ? -ENAMETOOLONG : r + k;
-}
-
-/* ---- chunk_text ---- */
-
-/* Release a decoded chunk. */
-static void chunk_text_destroy(struct zobj *o) {
-  struct chunk_text *ct = (struct chunk_text *)o;
-  abytes_free(ct->ab);
-  free(ct->line_off);
-  free(ct);
-}
-
-/* Release a remembered error. */
-static void err_obj_destroy(struct zobj *o) { free(o); }
-
-/* Compute in-bounds extents and the text offsets of every in-bounds
- * element, in chunk C order. */
-static int chunk_text_layout(struct engine *e, const struct znode *n,
-                             struct chunk_text *ct, struct zerr *err) {
-  const struct zmeta *m = n->meta;
-  const uint64_t *unit = n->uspec.shape;
-  const struct dtype *dt = &n->text_dtype;
-  int nd = m->ndim;
-  uint64_t nin = 1;
-  for (int d = 0; d < nd; d++) {
-    uint64_t start = ct->idx[d] * unit[d];
-    ct->ext[d] = m->shape[d] - start < unit[d] ? m->shape[d] - start : unit[d];
-    nin *= ct->ext[d];
-  }
-  ct->nin = nin;
-  struct abytes *ab = ct->ab;
-  if (ab->n != n->uspec.nelem)
-    return zerr_set(err, EIO, "decoded %llu elements, expected %llu",
-                    (unsigned long long)ab->n,
-                    (unsigned long long)n->uspec.nelem);
-  if (ab->elsize) {
-    if (ab->elsize != dt->size)
-      return zerr_set(err, EIO, "decoded element size %zu, expected %zu",
-                      ab->elsize, dt->size);
-    /* Numeric text lengths need every element: keep the bytes in memory. */
-    struct bytesrc *mem;
-    ZTRY(bytesrc_load(ab->fixed, e->env.max_decoded, &mem, err));
-    bytesrc_unref(ab->fixed);
-    ab->fixed = mem;
-  }
-  uint64_t nbytes;
-  if (zmul_u64(nin + 1, sizeof(uint64_t), &nbytes) < 0 ||
-      nbytes > e->env.max_decoded)
-    return zerr_set(err, EFBIG, "chunk has too many elements");
-  ct->line_off = malloc((size_t)nbytes);
-  if (!ct->line_off)
-    return zerr_set(err, ENOMEM, "out of memory");
-
-  /* Strides of the chunk in C order. */
-  uint64_t stride[ZMETA_MAX_DIMS];
-  uint64_t s = 1;
-  for (int d = nd - 1; d >= 0; d--) {
-    stride[d] = s;
-    s *= unit[d];
-  }
-  uint64_t w = nd ? ct->ext[nd - 1] : 1;
-  uint64_t rows = w ? nin / w : 0;
-  uint64_t cnt[ZMETA_MAX_DIMS] = {0};
-  uint64_t pos = 0, k = 0;
-  char tmp[RENDER_FIXED_MAX];
-  for (uint64_t r = 0; r < rows; r++) {
-    uint64_t base = 0;
-    for (int d = 0; d < nd - 1; d++)
-      base += cnt[d] * stride[d];
-    for (uint64_t c = 0; c < w; c++, k++) {
-      uint64_t j = base + c;
-      ct->line_off[k] = pos;
-      uint64_t len;
-      if (ab->elsize)
-        len = render_fixed(dt, ab->fixed->mem + j * ab->elsize, tmp);
-      else
-        len = render_var_len(dt, ab->offsets[j + 1] - ab->offsets[j]);
-      pos += len + 1;
-    }
-    for (int d = nd - 2; d >= 0; d--) {
-      if (++cnt[d] < ct->ext[d])
-        break;
-      cnt[d] = 0;
-    }
-  }
-  ct->line_off[nin] = pos;
-  ct->cost = sizeof *ct + (size_t)nbytes + abytes_mem_cost(ab);
-  return 0;
 }
 
 /* Fixed-width strings (numpy U and S) and raw bytes become variable-length
@@ -610,7 +579,50 @@ static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
   return rc;
 }
 
-/* A shard's decoded index in the cache ("I:" entries). */
+/* ---- memo keys ---- */
+
+/* See engine.h. */
+void engine_key(struct memo_key *k, enum engine_level level,
+                const struct znode *n, const uint64_t *idx,
+                const uint64_t *extra, int nextra) {
+  int nd = n->meta && idx ? n->meta->ndim : 0;
+  k->level = (uint8_t)level;
+  k->owner = n;
+  k->n = (uint8_t)(nd + nextra);
+  if (nd)
+    memcpy(k->v, idx, (size_t)nd * sizeof *idx);
+  if (nextra)
+    memcpy(k->v + nd, extra, (size_t)nextra * sizeof *extra);
+}
+
+/* The store key of unit idx's chunk (for log lines). */
+static int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
+                          size_t len, struct zerr *err) {
+  uint64_t cidx[ZMETA_MAX_DIMS];
+  unit_chunk(n, idx, cidx);
+  if (engine_chunk_key(n, cidx, key, len) < 0)
+    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
+  return 0;
+}
+
+/* Log a failure of key, unless it is the shutdown interrupting us. */
+static void log_failure(struct engine *e, const char *key,
+                        const struct zerr *err) {
+  if (err->code != EINTR)
+    engine_log(e, key, err->msg);
+}
+
+/* Can views of n be read at all? */
+static int node_check(const struct znode *n, struct zerr *err) {
+  if (n->kind == ZNODE_ARRAY && n->chain)
+    return 0;
+  return zerr_set(err, EIO, "%s",
+                  n->view_error ? n->view_error : "not a readable array");
+}
+
+/* ---- shard indexes ---- */
+
+/* A shard's decoded index (memo object). */
 struct shard_index_obj {
   struct zobj obj;
   uint64_t *index; /* 2*nin (offset, nbytes) pairs; NULL: shard missing,
@@ -618,83 +630,68 @@ struct shard_index_obj {
   uint64_t nin;
 };
 
-/* Release a cached shard index. */
+/* Release a shard index. */
 static void shard_index_destroy(struct zobj *o) {
   struct shard_index_obj *si = (struct shard_index_obj *)o;
   free(si->index);
   free(si);
 }
 
-static int flight_begin(struct engine *e, const char *ckey);
-static void flight_end(struct engine *e, const char *ckey);
-static int cached_error(struct engine *e, const char *ekey, struct zerr *err);
-static void remember_error(struct engine *e, const char *ekey,
-                           const struct zerr *err);
+/* What a fill needs to know about its unit or chunk. */
+struct unit_job {
+  struct engine *e;
+  const struct znode *n;
+  const uint64_t *idx; /* unit coordinates (chunk coordinates for indexes) */
+  const char *key;     /* the chunk's store key */
+  const struct chunk_text *ct; /* data fills: the unit */
+};
 
-/* The index of shard `key` (cached, single-flight). A failure is logged
- * here, once per shard, and *logged set so callers do not log it again. */
-static int shard_index_get(struct engine *e, const struct znode *n,
-                           const char *key, struct shard_index_obj **out,
-                           int *logged, struct zerr *err) {
-  char ikey[4100], ekey[4100];
-  snprintf(ikey, sizeof ikey, "I:%s", key);
-  snprintf(ekey, sizeof ekey, "E:I:%s", key);
-  for (;;) {
-    struct zobj *o = zcache_get(e->cache, ikey);
-    if (o) {
-      *out = (struct shard_index_obj *)o;
-      return 0;
-    }
-    int rc = cached_error(e, ekey, err);
-    if (rc < 0) {
-      *logged = 1;
-      return rc;
-    }
-    if (flight_begin(e, ikey))
-      break;
-  }
+/* Fill: read and check a shard's index; a failure is logged here, once per
+ * shard, not once per inner chunk. */
+static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
+                            struct zerr *err) {
+  struct unit_job *j = ctx;
   struct shard_index_obj *si = calloc(1, sizeof *si);
-  int rc = si ? 0 : zerr_set(err, ENOMEM, "out of memory");
+  if (!si)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&si->obj, shard_index_destroy);
   struct bytesrc *src = NULL;
-  if (rc == 0) {
-    zobj_init(&si->obj, shard_index_destroy);
-    rc = store_get(e->store, key, &src, err);
-  }
+  int rc = store_get(j->e->store, j->key, &src, err);
   if (rc == -ENOENT) {
     zerr_clear(err);
     rc = 0;
   } else if (rc == 0) {
-    rc = shard_index_read(n->shard, &n->spec, src, &e->env, &si->index,
+    rc = shard_index_read(j->n->shard, &j->n->spec, src, &j->e->env, &si->index,
                           &si->nin, err);
   }
   bytesrc_unref(src);
   if (rc < 0) {
-    engine_log(e, key, err->msg);
-    *logged = 1;
-    remember_error(e, ekey, err);
-    if (si)
-      zobj_put(&si->obj);
-  } else {
-    zcache_put(e->cache, ikey, &si->obj,
-               sizeof *si + (size_t)si->nin * 2 * sizeof(uint64_t));
-    *out = si;
+    log_failure(j->e, j->key, err);
+    zobj_put(&si->obj);
+    return rc;
   }
-  flight_end(e, ikey);
-  return rc;
+  *obj = &si->obj;
+  *cost = sizeof *si + (size_t)si->nin * 2 * sizeof(uint64_t);
+  return 0;
 }
 
-/* Decode the encoded bytes of unit idx: a whole chunk from the store (or
- * the fill value), or one inner chunk of shard `key` through its index. */
-static int unit_decode_bytes(struct engine *e, const struct znode *n,
-                             const uint64_t *idx, const char *key,
-                             struct abytes **out, int *logged,
-                             struct zerr *err) {
+/* ---- units ---- */
+
+/* The encoded bytes of unit idx decoded: a whole chunk from the store, or
+ * one inner chunk of its shard through the shard's index. *out is NULL
+ * when the unit is the fill value (missing chunk, missing shard, empty
+ * inner chunk). *logged is set when the failure was already logged. */
+static int unit_source(struct unit_job *j, struct abytes **out, int *logged,
+                       struct zerr *err) {
+  struct engine *e = j->e;
+  const struct znode *n = j->n;
   struct bytesrc *src = NULL;
+  *out = NULL;
   if (!n->shard) {
-    int rc = store_get(e->store, key, &src, err);
+    int rc = store_get(e->store, j->key, &src, err);
     if (rc == -ENOENT) {
       zerr_clear(err);
-      return abytes_new_fill(&n->spec, out, err);
+      return 0;
     }
     if (rc == 0)
       rc = chain_decode(n->chain, &n->spec, src, &e->env, out, err);
@@ -702,234 +699,196 @@ static int unit_decode_bytes(struct engine *e, const struct znode *n,
     return rc;
   }
   uint64_t cidx[ZMETA_MAX_DIMS];
-  uint64_t inner = unit_chunk(n, idx, cidx);
-  struct shard_index_obj *si;
-  ZTRY(shard_index_get(e, n, key, &si, logged, err));
-  int rc;
-  if (!si->index) {
-    rc = abytes_new_fill(&n->uspec, out, err);
-  } else {
-    rc = store_get(e->store, key, &src, err);
+  uint64_t inner = unit_chunk(n, j->idx, cidx);
+  struct memo_key k;
+  engine_key(&k, ELEVEL_SHARD_INDEX, n, cidx, NULL, 0);
+  struct unit_job ij = {e, n, cidx, j->key, NULL};
+  struct memo_ref *ref;
+  int rc = memo_get(e->memo, &k, shard_index_fill, &ij, &ref, err);
+  if (rc < 0) {
+    *logged = 1;
+    return rc;
+  }
+  const struct shard_index_obj *si =
+      (const struct shard_index_obj *)memo_obj(ref);
+  if (si->index && !shard_inner_is_empty(si->index, inner)) {
+    rc = store_get(e->store, j->key, &src, err);
     if (rc == 0)
       rc = shard_inner_decode(n->shard, &n->spec, src, si->index, inner,
                               &e->env, out, err);
     bytesrc_unref(src);
   }
-  zobj_put(&si->obj);
+  memo_release(e->memo, ref);
   return rc;
 }
 
-/* Decode unit idx (its chunk's store key is `key`) and lay out its text. */
-static int unit_decode(struct engine *e, const struct znode *n,
-                       const uint64_t *idx, const char *key,
-                       struct chunk_text **out, int *logged, struct zerr *err) {
-  struct chunk_text *ct = calloc(1, sizeof *ct);
-  if (!ct)
-    return zerr_set(err, ENOMEM, "out of memory");
-  zobj_init(&ct->obj, chunk_text_destroy);
-  memcpy(ct->idx, idx, sizeof(uint64_t) * (size_t)n->meta->ndim);
-  int rc = unit_decode_bytes(e, n, idx, key, &ct->ab, logged, err);
-  if (rc == 0 && dtype_is_fixed_string(&n->meta->dtype))
-    rc = fixed_strings_to_text(&n->meta->dtype, ct->ab, &e->env, err);
-  else if (rc == 0 && n->meta->dtype.kind == DT_OPTIONAL && !ct->ab->elsize)
-    rc = optional_var_to_text(&n->meta->dtype, ct->ab, &e->env, err);
+/* Fill: decode unit idx and lay out its text; learn its size on the way.
+ * A failure is logged here (naming the chunk's store key). */
+static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
+                     struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct engine *e = j->e;
+  const struct znode *n = j->n;
+  struct abytes *ab = NULL;
+  struct chunk_text *ct = NULL;
+  int logged = 0;
+  int rc = engine_check_stop(e, err);
   if (rc == 0)
-    rc = chunk_text_layout(e, n, ct, err);
+    rc = unit_source(j, &ab, &logged, err);
+  if (rc == 0 && !ab)
+    rc = engine_fill_unit(n, j->idx, &ct, err);
+  else if (rc == 0 && (rc = to_text_type(n, ab, &e->env, err)) == 0) {
+    rc = text_layout(&n->form, n->meta->shape, j->idx, ab, e->env.max_decoded,
+                     &e->stopping, &ct, err);
+    ab = NULL; /* taken by text_layout */
+  }
+  abytes_free(ab);
   if (rc < 0) {
-    zobj_put(&ct->obj);
-    return rc;
+    if (!logged)
+      log_failure(e, j->key, err);
+    return zerr_prefix(err, "chunk %s: ", j->key);
   }
-  *out = ct;
+  struct memo_key sk;
+  engine_key(&sk, ELEVEL_UNIT_SIZE, n, j->idx, NULL, 0);
+  memo_value_put(e->memo, &sk, ct->size);
+  *obj = &ct->obj;
+  *cost = ct->cost;
   return 0;
 }
 
-/* Wait while another thread decodes key; 1 when we must decode it. */
-static int flight_begin(struct engine *e, const char *ckey) {
-  pthread_mutex_lock(&e->flight_lock);
-  for (;;) {
-    struct flight *f = e->flights;
-    while (f && strcmp(f->key, ckey))
-      f = f->next;
-    if (!f)
-      break;
-    pthread_cond_wait(&e->flight_cond, &e->flight_lock);
-    pthread_mutex_unlock(&e->flight_lock);
-    return 0; /* someone finished: look in the cache again */
-  }
-  size_t kl = strlen(ckey);
-  struct flight *nf = malloc(sizeof *nf + kl + 1);
-  if (nf) {
-    memcpy(nf->key, ckey, kl + 1);
-    nf->next = e->flights;
-    e->flights = nf;
-  }
-  pthread_mutex_unlock(&e->flight_lock);
-  return 1;
-}
-
-/* Mark key done and wake waiters. */
-static void flight_end(struct engine *e, const char *ckey) {
-  pthread_mutex_lock(&e->flight_lock);
-  for (struct flight **pp = &e->flights; *pp; pp = &(*pp)->next)
-    if (!strcmp((*pp)->key, ckey)) {
-      struct flight *f = *pp;
-      *pp = f->next;
-      free(f);
-      break;
-    }
-  pthread_cond_broadcast(&e->flight_cond);
-  pthread_mutex_unlock(&e->flight_lock);
-}
-
-/* Answer from a remembered error, if any. */
-static int cached_error(struct engine *e, const char *ekey, struct zerr *err) {
-  struct zobj *o = zcache_get(e->cache, ekey);
-  if (!o)
-    return 0;
-  struct err_obj *eo = (struct err_obj *)o;
-  int rc = zerr_set(err, eo->code, "%s", eo->msg);
-  zobj_put(o);
-  return rc;
-}
-
-/* Remember an error (small cost) so a retry is answered silently. */
-static void remember_error(struct engine *e, const char *ekey,
-                           const struct zerr *err) {
-  /* Only data errors are permanent; ENOMEM and friends may pass. */
-  if (err->code != EIO && err->code != ENOTSUP && err->code != EFBIG)
-    return;
-  struct err_obj *eo = calloc(1, sizeof *eo);
-  if (!eo)
-    return;
-  zobj_init(&eo->obj, err_obj_destroy);
-  eo->code = err->code;
-  memcpy(eo->msg, err->msg, sizeof eo->msg);
-  zcache_put(e->cache, ekey, &eo->obj, sizeof *eo + strlen(ekey));
-  zobj_put(&eo->obj);
-}
-
-/* The store key of unit idx's chunk (for log lines) and the unit's cache
- * name. */
-static int unit_names(const struct znode *n, const uint64_t *idx, char *key,
-                      char *ukey, size_t len, struct zerr *err) {
-  uint64_t cidx[ZMETA_MAX_DIMS];
-  unit_chunk(n, idx, cidx);
-  if (engine_chunk_key(n, cidx, key, len) < 0 ||
-      engine_unit_key(n, idx, ukey, len) < 0)
-    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
-  return 0;
-}
-
-/* Cached, single-flight unit decode. */
-int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
-                struct chunk_text **out, struct zerr *err) {
-  if (n->kind != ZNODE_ARRAY || !n->chain)
-    return zerr_set(err, EIO, "%s",
-                    n->view_error ? n->view_error : "not a readable array");
+/* A unit inside the grid of a readable array? */
+static int unit_check(const struct znode *n, const uint64_t *idx,
+                      struct zerr *err) {
+  ZTRY(node_check(n, err));
   for (int d = 0; d < n->meta->ndim; d++)
     if (idx[d] >= n->ugrid[d])
       return zerr_set(err, ENOENT, "chunk outside the grid");
-  char key[4096], ukey[4096], ckey[4100], ekey[4100];
-  ZTRY(unit_names(n, idx, key, ukey, sizeof key, err));
-  snprintf(ckey, sizeof ckey, "C:%s", ukey);
-  snprintf(ekey, sizeof ekey, "E:%s", ukey);
-  for (;;) {
-    struct zobj *o = zcache_get(e->cache, ckey);
-    if (o) {
-      *out = (struct chunk_text *)o;
-      return 0;
-    }
-    ZTRY(cached_error(e, ekey, err));
-    if (flight_begin(e, ckey))
-      break;
-  }
-  struct chunk_text *ct = NULL;
-  int logged = 0;
-  int rc = unit_decode(e, n, idx, key, &ct, &logged, err);
-  if (rc < 0) {
-    if (!logged)
-      engine_log(e, key, err->msg);
-    zerr_prefix(err, "chunk %s: ", key);
-    remember_error(e, ekey, err);
-  } else {
-    zcache_put(e->cache, ckey, &ct->obj, ct->cost);
-    char skey[4100];
-    snprintf(skey, sizeof skey, "S:%s", ukey);
-    zsizes_put(e->sizes, skey, ct->line_off[ct->nin]);
-    *out = ct;
-  }
-  flight_end(e, ckey);
-  return rc;
+  return 0;
 }
 
-/* A decoded data section in the cache. */
+/* Memoised unit decode. */
+int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
+                struct memo_ref **out, struct zerr *err) {
+  ZTRY(unit_check(n, idx, err));
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  struct memo_key k;
+  engine_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
+  struct unit_job j = {e, n, idx, key, NULL};
+  return memo_get(e->memo, &k, unit_fill, &j, out, err);
+}
+
+/* A fill unit: arithmetic text, nothing read. */
+int engine_fill_unit(const struct znode *n, const uint64_t *idx,
+                     struct chunk_text **out, struct zerr *err) {
+  ZTRY(unit_check(n, idx, err));
+  return text_fill_unit(&n->form, n->meta->shape, idx, out, err);
+}
+
+/* A decoded data section (memo object). */
 struct data_obj {
   struct zobj obj;
   struct bytesrc *src;
 };
 
-/* Release a cached data section. */
+/* Release a data section. */
 static void data_obj_destroy(struct zobj *o) {
   struct data_obj *d = (struct data_obj *)o;
   bytesrc_unref(d->src);
   free(d);
 }
 
+/* Fill: run a unit's deferred data codecs. */
+static int data_fill(void *ctx, struct zobj **obj, size_t *cost,
+                     struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct data_obj *d = calloc(1, sizeof *d);
+  if (!d)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&d->obj, data_obj_destroy);
+  int rc = engine_check_stop(j->e, err);
+  if (rc == 0)
+    rc = abytes_load_data(j->ct->ab, &j->e->env, &d->src, err);
+  if (rc < 0) {
+    zobj_put(&d->obj);
+    log_failure(j->e, j->key, err);
+    return zerr_prefix(err, "chunk %s: ", j->key);
+  }
+  *obj = &d->obj;
+  *cost = sizeof *d + (d->src->mem ? (size_t)d->src->size : 0);
+  return 0;
+}
+
 /* Element bytes, decoding a deferred data section once. */
 int engine_unit_data(struct engine *e, const struct znode *n,
                      const struct chunk_text *ct, struct bytesrc **out,
-                     struct zerr *err) {
+                     struct memo_ref **pin, struct zerr *err) {
+  if (pin)
+    *pin = NULL;
+  if (!ct->ab)
+    return zerr_set(err, EIO, "a fill unit has no element data");
   if (ct->ab->data) {
     *out = bytesrc_ref(ct->ab->data);
     return 0;
   }
-  char key[4096], ukey[4096], dkey[4100], ekey[4100];
-  ZTRY(unit_names(n, ct->idx, key, ukey, sizeof key, err));
-  snprintf(dkey, sizeof dkey, "D:%s", ukey);
-  snprintf(ekey, sizeof ekey, "F:%s", ukey);
-  for (;;) {
-    struct zobj *o = zcache_get(e->cache, dkey);
-    if (o) {
-      *out = bytesrc_ref(((struct data_obj *)o)->src);
-      zobj_put(o);
-      return 0;
-    }
-    ZTRY(cached_error(e, ekey, err));
-    if (flight_begin(e, dkey))
-      break;
-  }
-  struct bytesrc *src = NULL;
-  int rc = abytes_load_data(ct->ab, &e->env, &src, err);
-  if (rc < 0) {
-    engine_log(e, key, err->msg);
-    zerr_prefix(err, "chunk %s: ", key);
-    remember_error(e, ekey, err);
-  } else {
-    struct data_obj *d = calloc(1, sizeof *d);
-    if (d) {
-      zobj_init(&d->obj, data_obj_destroy);
-      d->src = bytesrc_ref(src);
-      zcache_put(e->cache, dkey, &d->obj, sizeof *d + (size_t)src->size);
-      zobj_put(&d->obj);
-    }
-    *out = src;
-  }
-  flight_end(e, dkey);
-  return rc;
+  char key[4096];
+  ZTRY(unit_store_key(n, ct->idx, key, sizeof key, err));
+  struct memo_key k;
+  engine_key(&k, ELEVEL_DATA, n, ct->idx, NULL, 0);
+  struct unit_job j = {e, n, ct->idx, key, ct};
+  struct memo_ref *ref;
+  ZTRY(memo_get(e->memo, &k, data_fill, &j, &ref, err));
+  *out = bytesrc_ref(((struct data_obj *)memo_obj(ref))->src);
+  if (pin)
+    *pin = ref;
+  else
+    memo_release(e->memo, ref);
+  return 0;
 }
 
-/* Size from the table, or decode once to learn it. */
+/* Fill: a unit's text size (decodes it when not learned yet). */
+static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct memo_ref *ref;
+  ZTRY(engine_unit(j->e, j->n, j->idx, &ref, err));
+  *value = engine_ref_unit(ref)->size;
+  memo_release(j->e->memo, ref);
+  return 0;
+}
+
+/* Size from the memo's values, or decode once to learn it. */
 int engine_unit_size(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *size, struct zerr *err) {
-  char ukey[4096], skey[4100];
-  if (engine_unit_key(n, idx, ukey, sizeof ukey) < 0)
-    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
-  snprintf(skey, sizeof skey, "S:%s", ukey);
-  if (zsizes_get(e->sizes, skey, size))
-    return 0;
-  struct chunk_text *ct;
-  ZTRY(engine_unit(e, n, idx, &ct, err));
-  *size = ct->line_off[ct->nin];
-  zobj_put(&ct->obj);
+  ZTRY(unit_check(n, idx, err));
+  struct memo_key k;
+  engine_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  struct unit_job j = {e, n, idx, NULL, NULL};
+  return memo_value(e->memo, &k, unit_size_fill, &j, size, err);
+}
+
+/* Fill: list the array's stored chunks. */
+static int presence_fill(void *ctx, struct zobj **obj, size_t *cost,
+                         struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct presence *p;
+  int rc = presence_scan(j->e->store, j->n->path, j->n->meta,
+                         j->e->env.max_decoded / sizeof(uint64_t),
+                         &j->e->stopping, &p, err);
+  if (rc < 0) {
+    log_failure(j->e, *j->n->path ? j->n->path : ".", err);
+    return zerr_prefix(err, "listing chunks: ");
+  }
+  *obj = &p->obj;
+  *cost = presence_cost(p);
   return 0;
+}
+
+/* Memoised presence scan. */
+int engine_presence(struct engine *e, const struct znode *n,
+                    struct memo_ref **out, struct zerr *err) {
+  ZTRY(node_check(n, err));
+  struct memo_key k;
+  engine_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);
+  struct unit_job j = {e, n, NULL, NULL, NULL};
+  return memo_get(e->memo, &k, presence_fill, &j, out, err);
 }

@@ -1,14 +1,16 @@
 /* engine.h - the read engine of one mount: the store, the node table
- * (parsed zarr.json + codec chain per array), and decoded chunks behind the
- * byte-budgeted cache.
+ * (parsed zarr.json + codec chain per array), and decoded units behind the
+ * memo (src/memo.h).
  *
  * Everything here is FUSE-free so tests and a future command-line front end
  * drive the same code. The engine is the daemon's context: it owns every
- * piece of shared mutable state (caches, tables), each behind its own lock.
+ * piece of shared mutable state (the memo, the node table), each behind its
+ * own lock.
  *
  * Errors that come from the data (corrupt chunk, bad metadata, unsupported
- * codec) are logged once, here, where the store path and key are known; the
- * same failure seen again is answered from the cache without a new line. */
+ * codec) are logged here, where the store path and key are known; the memo
+ * remembers them, so the same failure seen again is answered without a new
+ * line. */
 #ifndef ZARRFS_ENGINE_H
 #define ZARRFS_ENGINE_H
 
@@ -17,10 +19,28 @@
 #include <stdint.h>
 
 #include "../codecs/chain.h"
-#include "../src/cache.h"
 #include "../src/consolidated.h"
+#include "../src/htab.h"
+#include "../src/memo.h"
 #include "../src/meta.h"
 #include "../src/store.h"
+#include "text.h"
+
+/* Memo levels of what the engine and the views cache. The wait rule of
+ * memo.h holds because a fill of each level only asks for lower ones:
+ * a unit reads its shard's index; a unit size decodes the unit; a layout
+ * reads presence and unit sizes; a region size reads its layout; a row
+ * decodes its units and their data. */
+enum engine_level {
+  ELEVEL_SHARD_INDEX = 1, /* a shard's decoded index */
+  ELEVEL_UNIT = 2,        /* a decoded unit with its text layout */
+  ELEVEL_DATA = 3,        /* a unit's deferred data section, decoded */
+  ELEVEL_UNIT_SIZE = 4,   /* value: a unit's text size */
+  ELEVEL_PRESENCE = 5,    /* which chunks of an array are stored */
+  ELEVEL_LAYOUT = 6,      /* a region's text layout (view.c) */
+  ELEVEL_REGION_SIZE = 7, /* value: a region's text size (view.c) */
+  ELEVEL_ROW = 8,         /* a row of units of a region (view.c) */
+};
 
 enum znode_kind {
   ZNODE_NONE = 0, /* no zarr.json here */
@@ -50,42 +70,40 @@ struct znode {
   struct codec_spec uspec;         /* decoded representation of one unit */
   uint64_t ugrid[ZMETA_MAX_DIMS];  /* units per dimension */
   uint64_t per[ZMETA_MAX_DIMS];    /* units per chunk per dimension */
-  struct dtype text_dtype; /* how views render elements: the data type, or
-                              string (numpy U) / bytes (numpy S) for the
-                              fixed-width kinds, converted after decoding */
-  struct zcons *cons;      /* groups: their consolidated metadata (owned), or
-                              NULL (see fs/hier.h) */
+  struct text_form form; /* how units become text: the text data type (the
+                            data type, or string (numpy U) / bytes (numpy
+                            S) for the fixed-width kinds, converted after
+                            decoding), the unit shape, the fill text */
+  struct zcons *cons;    /* groups: their consolidated metadata (owned), or
+                            NULL (see fs/hier.h) */
 };
 
 struct engine_config {
-  size_t cache_size;     /* decoded-data cache budget, bytes */
-  size_t max_decoded;    /* largest in-memory intermediate, bytes */
-  size_t size_table_max; /* entries in the learned-size table */
+  size_t cache_size;     /* memo byte budget (unpinned decoded data) */
+  size_t max_decoded;    /* largest in-memory intermediate, bytes; also the
+                            cap of what open files keep pinned together */
+  size_t size_table_max; /* learned sizes kept */
   int no_consolidated;   /* -o consolidated=no: ignore consolidated metadata
                             (zarr.json consolidated_metadata, .zmetadata) and
                             read every node's own metadata */
 };
 
 struct engine {
-  struct store *store;  /* owned */
-  struct zcache *cache; /* decoded chunks, layouts, errors */
-  struct zsizes *sizes; /* learned view sizes */
+  struct store *store; /* owned */
+  struct memo *memo;   /* every cached thing (see enum engine_level) */
   struct codec_env env;
-  pthread_mutex_t nodes_lock;      /* guards the node table (leaf lock) */
-  struct node_slot **node_buckets; /* chained hash: path -> znode */
-  size_t node_nbuckets, node_count;
-  pthread_mutex_t flight_lock; /* guards the in-flight list (leaf lock) */
-  pthread_cond_t flight_cond;
-  struct flight *flights;
-  int no_consolidated; /* from engine_config */
+  size_t window_cap;          /* bytes open files may keep pinned */
+  pthread_mutex_t nodes_lock; /* guards nodes (leaf lock) */
+  struct htab nodes;          /* path -> struct znode, for the engine's life */
+  int no_consolidated;        /* from engine_config */
   atomic_int stopping; /* set by engine_stop (signal-safe); long loops and
                           waits check it and give up with -EINTR */
 };
 
-/* Create an engine over store (takes ownership of store). */
+/* Create an engine over store (takes ownership of store, also on failure). */
 int engine_new(struct store *store, const struct engine_config *cfg,
                struct engine **out, struct zerr *err);
-/* Free; NULL-safe. */
+/* Free; NULL-safe. No pin may be outstanding. */
 void engine_free(struct engine *e);
 
 /* The node at store prefix `path` (borrowed, valid for the engine's life).
@@ -98,35 +116,47 @@ const struct znode *engine_node(struct engine *e, const char *path);
 const struct znode *engine_array_of(struct engine *e, const char *key,
                                     const char **rel);
 
-/* A decoded unit ready for text views (reference-counted; zobj_put). */
-struct chunk_text {
-  struct zobj obj;
-  struct abytes *ab;            /* decoded elements (in unit C order) */
-  uint64_t idx[ZMETA_MAX_DIMS]; /* unit coordinates */
-  uint64_t ext[ZMETA_MAX_DIMS]; /* in-bounds extent per dimension */
-  uint64_t nin;                 /* in-bounds elements */
-  uint64_t *line_off;           /* nin+1 text offsets of in-bounds elements */
-  size_t cost;
-};
-
-/* Decoded unit `idx` of array node n (missing chunks and empty inner chunks
- * give the fill value). Returns a new reference in *out. */
+/* Decoded unit `idx` of array node n, read from the store (a missing chunk
+ * or an empty inner chunk gives a fill unit). Returns a pin on the memo
+ * entry (memo_release); the unit is engine_ref_unit(*out). */
 int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
-                struct chunk_text **out, struct zerr *err);
+                struct memo_ref **out, struct zerr *err);
+/* The unit behind a pin from engine_unit (borrowed while pinned). */
+static inline struct chunk_text *engine_ref_unit(const struct memo_ref *r) {
+  return (struct chunk_text *)memo_obj(r);
+}
+/* Fill unit idx of n, for a unit known to be missing: no store access, no
+ * element data (new reference; zobj_put). */
+int engine_fill_unit(const struct znode *n, const uint64_t *idx,
+                     struct chunk_text **out, struct zerr *err);
 
 /* The element bytes of a variable-length decoded unit (new reference):
  * its data source, or, when its data codecs were deferred, the decoded data
- * section from the cache (decoding it once, single-flight). */
+ * section from the memo (decoded once, single-flight). When pin is not
+ * NULL it receives the memo pin of a decoded section (or NULL), which the
+ * caller releases (a reader's window keeps it); else no pin is kept. */
 int engine_unit_data(struct engine *e, const struct znode *n,
                      const struct chunk_text *ct, struct bytesrc **out,
-                     struct zerr *err);
+                     struct memo_ref **pin, struct zerr *err);
 
-/* Text size of unit idx, from the learned-size table when known. */
+/* Text size of unit idx, learned once and remembered. */
 int engine_unit_size(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *size, struct zerr *err);
 
-/* Cache-key name of unit idx: its chunk's store key, plus "#<inner chunk>"
- * for inner chunks of a shard. Returns the length or -ENAMETOOLONG. */
+/* Which chunks of array n are stored (a pin; the object is a struct
+ * presence from src/presence.h). */
+int engine_presence(struct engine *e, const struct znode *n,
+                    struct memo_ref **out, struct zerr *err);
+
+/* Memo key of kind `level` about node n for coordinates idx (ndim words;
+ * none when idx is NULL) plus `extra` words (tags, indexes). */
+void engine_key(struct memo_key *k, enum engine_level level,
+                const struct znode *n, const uint64_t *idx,
+                const uint64_t *extra, int nextra);
+
+/* Cache-key name of unit idx, for messages: its chunk's store key, plus
+ * "#<inner chunk>" for inner chunks of a shard. Returns the length or
+ * -ENAMETOOLONG. */
 int engine_unit_key(const struct znode *n, const uint64_t *idx, char *buf,
                     size_t len);
 
@@ -139,6 +169,12 @@ int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
 void engine_stop(struct engine *e);
 /* Has engine_stop been called? */
 int engine_stopping(const struct engine *e);
+/* -EINTR with a reason once stopping, else 0: for long loops. */
+int engine_check_stop(struct engine *e, struct zerr *err);
+
+/* Fills run for memo level `level` (decodes, layouts, rows...): tests
+ * count work with it. */
+uint64_t engine_fills(const struct engine *e, enum engine_level level);
 
 /* Log one line about key (store location prepended). */
 void engine_log(struct engine *e, const char *key, const char *msg);

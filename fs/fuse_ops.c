@@ -11,11 +11,14 @@
 #include "../src/log.h"
 #include "engine.h"
 #include "namespace.h"
+#include "view.h"
 
-/* An open file: its entry, and for raw files the open byte source. */
+/* An open file: its entry, and for raw files the open byte source, for
+ * views the reader's cursor (what it read last stays decoded). */
 struct zfs_file {
   struct ns_entry ent;
-  struct bytesrc *raw; /* owned reference; NULL for views */
+  struct bytesrc *raw;     /* owned reference; NULL for views */
+  struct view_cursor *cur; /* owned; views only (may be NULL) */
 };
 
 /* The mount context. */
@@ -24,7 +27,9 @@ static struct zfs_fuse_ctx *ctx(void) {
 }
 
 /* The one place where internal errors become FUSE errors. Data problems of
- * every kind (corrupt, unsupported, too large) are EIO to the reader. */
+ * every kind (corrupt, unsupported, too large) are EIO to the reader;
+ * running out of descriptors is ENFILE (the daemon's table, not the
+ * reader's), a shutdown in progress EINTR. */
 int zfs_errno(int rc) {
   switch (rc) {
   case -ENOENT:
@@ -33,7 +38,11 @@ int zfs_errno(int rc) {
   case -EROFS:
   case -EACCES:
   case -ENAMETOOLONG:
+  case -EINTR:
+  case -ENFILE:
     return rc;
+  case -EMFILE:
+    return -ENFILE;
   case -EINVAL:
     return -ENOENT; /* an invalid key names nothing */
   default:
@@ -73,11 +82,11 @@ static void fill_stat(const struct ns_entry *ent, uint64_t size,
   st->st_atime = st->st_mtime = st->st_ctime = ctx()->mount_time;
 }
 
-/* Log a failure the engine did not already report. */
+/* Log a failure the engine did not already report (through the engine's
+ * log, so a repeated failure is one line). */
 static void log_fs_error(const char *path, const struct zerr *err) {
-  struct engine *e = ctx()->engine;
-  zlog(ZLOG_ERR, "%s: %s: %s", e->store->location,
-       *path == '/' ? path + 1 : path, err->msg);
+  if (err->code != EINTR)
+    engine_log(ctx()->engine, *path == '/' ? path + 1 : path, err->msg);
 }
 
 /* stat: resolve, then size. */
@@ -148,6 +157,8 @@ static int zfs_open(const char *path, struct fuse_file_info *fi) {
     if (rc < 0 && rc != -ENOENT)
       log_fs_error(path, &err);
   }
+  if (rc == 0 && f->ent.kind != NS_RAW)
+    f->cur = view_cursor_new(); /* NULL only costs re-decoding */
   if (rc < 0) {
     free(f);
     return rc == -EISDIR ? rc : zfs_errno(rc);
@@ -177,7 +188,8 @@ static int zfs_read(const char *path, char *buf, size_t size, off_t off,
     }
     return (int)size;
   }
-  long n = ns_read_view(ctx()->engine, &f->ent, (uint64_t)off, size, buf, &err);
+  long n = ns_read_view(ctx()->engine, &f->ent, (uint64_t)off, size, buf,
+                        f->cur, &err);
   return n < 0 ? zfs_errno((int)n) : (int)n;
 }
 
@@ -187,6 +199,7 @@ static int zfs_release(const char *path, struct fuse_file_info *fi) {
   struct zfs_file *f = (struct zfs_file *)(uintptr_t)fi->fh;
   if (f) {
     bytesrc_unref(f->raw);
+    view_cursor_free(ctx()->engine, f->cur);
     free(f);
   }
   return 0;

@@ -115,11 +115,12 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
 
 /* Dispatch a view read. */
 long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
-                  size_t len, char *dst, struct zerr *err) {
+                  size_t len, char *dst, struct view_cursor *c,
+                  struct zerr *err) {
   if (ent->kind == NS_CHUNK_VIEW)
-    return view_chunk_read(e, ent->node, ent->idx, off, len, dst, err);
+    return view_chunk_read(e, ent->node, ent->idx, off, len, dst, c, err);
   if (ent->kind == NS_ARRAY_VIEW)
-    return view_array_read(e, ent->node, off, len, dst, err);
+    return view_array_read(e, ent->node, off, len, dst, c, err);
   return zerr_set(err, EIO, "not a view");
 }
 
@@ -136,11 +137,14 @@ struct listing {
   int oom;
 };
 
-/* store_list callback: remember each child. */
+/* store_list callback: remember each child. Entries the store holds but
+ * cannot serve (FIFOs, links leaving the store) are not shown. */
 static int listing_add(void *ud, const char *name, enum store_entry_type type,
                        uint64_t size) {
   (void)size;
   struct listing *l = ud;
+  if (type != STORE_FILE && type != STORE_DIR)
+    return 0;
   if (l->n == l->cap) {
     size_t nc = l->cap ? l->cap * 2 : 64;
     struct listing_item *ni = realloc(l->items, nc * sizeof *ni);
@@ -205,6 +209,10 @@ int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
   const char *key = path_key(path);
   struct listing l = {0};
   int rc = store_list(e->store, key, listing_add, &l, err);
+  if (rc == STORE_LIST_PARTIAL) { /* show what is known; reads say why */
+    zerr_clear(err);
+    rc = 0;
+  }
   if (rc == 0 && l.oom)
     rc = zerr_set(err, ENOMEM, "out of memory listing a directory");
   if (rc < 0 && rc != -ENOMEM &&

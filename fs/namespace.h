@@ -31,10 +31,13 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
 int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
             struct zerr *err);
 
+struct view_cursor;
 /* Read from a view entry (not raw: raw reads go through a byte source the
- * caller keeps open). Returns bytes read or a negative errno. */
+ * caller keeps open). c is the open file's cursor (fs/view.h), or NULL.
+ * Returns bytes read or a negative errno. */
 long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
-                  size_t len, char *dst, struct zerr *err);
+                  size_t len, char *dst, struct view_cursor *c,
+                  struct zerr *err);
 
 /* Called once per directory entry; return non-zero to stop. */
 typedef int (*ns_fill_cb)(void *ud, const char *name, int is_dir);

@@ -2,22 +2,267 @@
  * view.h for the model). */
 #include "view.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../src/buf.h"
-#include "render.h"
+#include "../src/presence.h"
 
-/* Largest segment table of one slab (entries). */
+/* Largest segment table of one row of units (entries). */
 #define VIEW_MAX_SEGMENTS (64u << 20)
+/* Units, rows and data sections a cursor keeps. */
+#define VIEW_WINDOWS 4
+/* Units handled between looks at the stop flag. */
+#define VIEW_STOP_EVERY 256
 
-/* First in-bounds element whose line ends after off (binary search). */
-static uint64_t find_line(const uint64_t *line_off, uint64_t n, uint64_t off) {
-  uint64_t lo = 0, hi = n; /* answer in [lo, hi) */
+/* ---- cursors ---- */
+
+struct view_cursor {
+  pthread_mutex_t lock;               /* guards the slots (leaf lock) */
+  struct memo_ref *layout;            /* layout last read through */
+  struct memo_ref *win[VIEW_WINDOWS]; /* most recently used first */
+};
+
+/* An empty cursor. */
+struct view_cursor *view_cursor_new(void) {
+  struct view_cursor *c = calloc(1, sizeof *c);
+  if (c)
+    pthread_mutex_init(&c->lock, NULL);
+  return c;
+}
+
+/* Unpin everything and free. */
+void view_cursor_free(struct engine *e, struct view_cursor *c) {
+  if (!c)
+    return;
+  memo_release(e->memo, c->layout);
+  for (int i = 0; i < VIEW_WINDOWS; i++)
+    memo_release(e->memo, c->win[i]);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+/* Drop a cursor's windows beyond the first `keep`. */
+static void cursor_trim(struct engine *e, struct view_cursor *c, int keep) {
+  struct memo_ref *drop[VIEW_WINDOWS] = {0};
+  pthread_mutex_lock(&c->lock);
+  for (int i = keep; i < VIEW_WINDOWS; i++) {
+    drop[i] = c->win[i];
+    c->win[i] = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < VIEW_WINDOWS; i++)
+    memo_release(e->memo, drop[i]);
+}
+
+/* Hand a pin over to the cursor: it keeps it as its layout or its newest
+ * window (dropping the oldest), or, with no cursor, it is released. When
+ * everything pinned exceeds the window cap the cursor lets go of its older
+ * windows, then of all of them. */
+static void cursor_keep(struct engine *e, struct view_cursor *c,
+                        struct memo_ref *r, int is_layout) {
+  if (!r)
+    return;
+  if (!c) {
+    memo_release(e->memo, r);
+    return;
+  }
+  struct memo_ref *drop = NULL;
+  pthread_mutex_lock(&c->lock);
+  if (is_layout) {
+    drop = c->layout == r ? r : c->layout;
+    c->layout = r;
+  } else {
+    int i = 0;
+    while (i < VIEW_WINDOWS && c->win[i] != r)
+      i++;
+    if (i < VIEW_WINDOWS)
+      drop = r; /* kept already: our own pin is extra */
+    else
+      drop = c->win[i = VIEW_WINDOWS - 1];
+    memmove(c->win + 1, c->win, (size_t)i * sizeof c->win[0]);
+    c->win[0] = r;
+  }
+  pthread_mutex_unlock(&c->lock);
+  memo_release(e->memo, drop);
+  if (memo_pinned(e->memo) > e->window_cap) {
+    cursor_trim(e, c, 1);
+    if (memo_pinned(e->memo) > e->window_cap)
+      cursor_trim(e, c, 0);
+  }
+}
+
+/* ---- regions ---- */
+
+/* A box of units read in C order of their elements. */
+struct region {
+  int ndim;
+  int is_chunk;                                      /* a chunk's view */
+  uint64_t cidx[ZMETA_MAX_DIMS];                     /* that chunk */
+  uint64_t lo[ZMETA_MAX_DIMS], hi[ZMETA_MAX_DIMS];   /* unit range */
+  uint64_t elo[ZMETA_MAX_DIMS], ehi[ZMETA_MAX_DIMS]; /* element box */
+  uint64_t nslabs;      /* unit rows along dimension 0 */
+  uint64_t per_slab;    /* units in a slab */
+  uint64_t nunits;      /* nslabs * per_slab */
+  uint64_t slab_elems;  /* in-bounds elements of every slab but the last */
+  uint64_t total_elems; /* in-bounds elements of the region */
+};
+
+/* Derived counts of a region whose unit range is set; -EFBIG when they do
+ * not fit in 64 bits. */
+static int region_finish(const struct znode *n, struct region *r,
+                         struct zerr *err) {
+  int nd = r->ndim;
+  r->per_slab = 1;
+  r->total_elems = 1;
+  uint64_t rest = 1; /* elements across dimensions 1.. */
+  for (int d = 0; d < nd; d++) {
+    uint64_t u = n->uspec.shape[d], shape = n->meta->shape[d];
+    r->elo[d] = r->lo[d] * u;
+    r->ehi[d] = r->hi[d] * u < shape && r->hi[d] * u / u == r->hi[d]
+                    ? r->hi[d] * u
+                    : shape;
+    if (d && zmul_u64(r->per_slab, r->hi[d] - r->lo[d], &r->per_slab) < 0)
+      return zerr_set(err, EFBIG, "view: too many chunks");
+    if (d)
+      rest *= r->ehi[d] - r->elo[d]; /* <= the array's element count */
+    r->total_elems *= r->ehi[d] - r->elo[d];
+  }
+  r->nslabs = nd ? r->hi[0] - r->lo[0] : 1;
+  if (zmul_u64(r->nslabs, r->per_slab, &r->nunits) < 0)
+    return zerr_set(err, EFBIG, "view: too many chunks");
+  uint64_t rows0 = nd ? r->ehi[0] - r->elo[0] : 1;
+  uint64_t u0 = nd ? n->uspec.shape[0] : 1;
+  r->slab_elems = (rows0 < u0 ? rows0 : u0) * rest;
+  return 0;
+}
+
+/* The region of the whole array. */
+static int region_of_array(const struct znode *n, struct region *r,
+                           struct zerr *err) {
+  memset(r, 0, sizeof *r);
+  r->ndim = n->meta->ndim;
+  for (int d = 0; d < r->ndim; d++)
+    r->hi[d] = n->ugrid[d];
+  return region_finish(n, r, err);
+}
+
+/* The region of chunk idx (its units inside the array). */
+static int region_of_chunk(const struct znode *n, const uint64_t *idx,
+                           struct region *r, struct zerr *err) {
+  memset(r, 0, sizeof *r);
+  r->ndim = n->meta->ndim;
+  r->is_chunk = 1;
+  for (int d = 0; d < r->ndim; d++) {
+    if (idx[d] >= n->meta->grid[d])
+      return zerr_set(err, ENOENT, "chunk outside the grid");
+    r->cidx[d] = idx[d];
+    r->lo[d] = idx[d] * n->per[d];
+    r->hi[d] =
+        r->lo[d] + n->per[d] < n->ugrid[d] ? r->lo[d] + n->per[d] : n->ugrid[d];
+  }
+  return region_finish(n, r, err);
+}
+
+/* Memo key of something about region r (with an optional slab index). */
+static void region_key(struct memo_key *k, enum engine_level level,
+                       const struct znode *n, const struct region *r,
+                       const uint64_t *slab) {
+  int w = 0;
+  k->level = (uint8_t)level;
+  k->owner = n;
+  k->v[w++] = (uint64_t)r->is_chunk;
+  if (r->is_chunk)
+    for (int d = 0; d < r->ndim; d++)
+      k->v[w++] = r->cidx[d];
+  if (slab)
+    k->v[w++] = *slab;
+  k->n = (uint8_t)w;
+}
+
+/* Unit coordinates of region-linear unit rl (C order over the box). */
+static void region_unit(const struct region *r, uint64_t rl, uint64_t *idx) {
+  for (int d = r->ndim - 1; d >= 0; d--) {
+    uint64_t span = r->hi[d] - r->lo[d];
+    idx[d] = r->lo[d] + rl % span;
+    rl /= span;
+  }
+}
+
+/* In-bounds elements of unit idx. */
+static uint64_t unit_nin(const struct znode *n, const uint64_t *idx) {
+  uint64_t nin = 1;
+  for (int d = 0; d < n->meta->ndim; d++) {
+    uint64_t u = n->uspec.shape[d], start = idx[d] * u;
+    nin *= n->meta->shape[d] - start < u ? n->meta->shape[d] - start : u;
+  }
+  return nin;
+}
+
+/* ---- layouts ---- */
+
+/* Where each slab's text starts, from the stored units' sizes: every unit
+ * is first taken as the fill value (arithmetic), then corrected by the
+ * difference each stored unit makes. */
+struct region_layout {
+  struct zobj obj;
+  uint64_t line;   /* bytes of a fill line (fill text + newline) */
+  uint64_t np;     /* stored units */
+  uint64_t *p_lin; /* their region-linear indices, sorted; NULL when every
+                      unit of the region is listed (p_lin[i] == i) */
+  int64_t *p_cum;  /* sum of (size - fill size) of stored units 0..i */
+  uint64_t total;  /* text size of the region */
+};
+
+/* Release a layout. */
+static void layout_destroy(struct zobj *o) {
+  struct region_layout *l = (struct region_layout *)o;
+  free(l->p_lin);
+  free(l->p_cum);
+  free(l);
+}
+
+/* Stored units with a region-linear index below x. */
+static uint64_t layout_rank(const struct region_layout *l, uint64_t x) {
+  if (!l->p_lin)
+    return x < l->np ? x : l->np;
+  uint64_t lo = 0, hi = l->np;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (l->p_lin[mid] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Is region-linear unit rl stored? */
+static int layout_stored(const struct region_layout *l, uint64_t rl) {
+  uint64_t r = layout_rank(l, rl);
+  return r < l->np && (!l->p_lin || l->p_lin[r] == rl);
+}
+
+/* Text offset where slab k starts (k == nslabs: the end). */
+static uint64_t slab_off(const struct region *r, const struct region_layout *l,
+                         uint64_t k) {
+  if (k >= r->nslabs)
+    return l->total;
+  uint64_t rank = layout_rank(l, k * r->per_slab);
+  __int128 off = (__int128)l->line * ((__int128)k * r->slab_elems) +
+                 (rank ? l->p_cum[rank - 1] : 0);
+  return (uint64_t)off;
+}
+
+/* The slab whose text holds offset pos (< total). */
+static uint64_t slab_find(const struct region *r, const struct region_layout *l,
+                          uint64_t pos) {
+  uint64_t lo = 0, hi = r->nslabs; /* answer in [lo, hi) */
   while (hi - lo > 1) {
     uint64_t mid = lo + (hi - lo) / 2;
-    if (line_off[mid] <= off)
+    if (slab_off(r, l, mid) <= pos)
       lo = mid;
     else
       hi = mid;
@@ -25,296 +270,195 @@ static uint64_t find_line(const uint64_t *line_off, uint64_t n, uint64_t off) {
   return lo;
 }
 
-/* Chunk-linear index of in-bounds element k. */
-static uint64_t inb_linear(const struct chunk_text *ct,
-                           const uint64_t *chunk_shape, int ndim, uint64_t k) {
-  uint64_t j = 0, stride = 1;
-  for (int d = ndim - 1; d >= 0; d--) {
-    uint64_t i = k % ct->ext[d];
-    k /= ct->ext[d];
-    j += i * stride;
-    stride *= chunk_shape[d];
-  }
-  return j;
+/* What layout, size and row fills need. */
+struct region_job {
+  struct engine *e;
+  const struct znode *n;
+  const struct region *r;
+  const struct region_layout *l; /* rows */
+  uint64_t k;                    /* rows: the slab */
+};
+
+/* Order unit indices. */
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
 }
 
-/* Render the text range [lo, hi) of in-bounds element k (chunk index j). */
-static void render_fixed_part(const struct chunk_text *ct,
-                              const struct dtype *dt, uint64_t j, uint64_t lo,
-                              uint64_t hi, char *dst) {
-  char tmp[RENDER_FIXED_MAX + 1];
-  size_t n = render_fixed(dt, ct->ab->fixed->mem + j * ct->ab->elsize, tmp);
-  tmp[n] = '\n';
-  memcpy(dst, tmp + lo, (size_t)(hi - lo));
-}
-
-/* Read of a variable-length run: fetch the source bytes of elements
- * [ka, kb) that the request [off, end) needs with one ranged read, then
- * render them. */
-static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
-                        const struct dtype *dt, uint64_t ka, uint64_t kb,
-                        uint64_t ja, uint64_t off, uint64_t end, char *dst,
-                        struct zerr *err) {
-  const uint64_t *lo_ = ct->line_off, *eo = ct->ab->offsets;
-  uint64_t first_lo = off > lo_[ka] ? off - lo_[ka] : 0;
-  uint64_t jl = ja + (kb - 1 - ka);
-  uint64_t last_len = lo_[kb] - lo_[kb - 1] - 1; /* text without newline */
-  uint64_t last_hi = end - lo_[kb - 1];
-  if (last_hi > last_len)
-    last_hi = last_len;
-  uint64_t src_a = eo[ja] + (first_lo < (lo_[ka + 1] - lo_[ka] - 1)
-                                 ? render_var_src_off(dt, first_lo)
-                                 : eo[ja + 1] - eo[ja]);
-  uint64_t src_b =
-      last_hi ? eo[jl] + render_var_src_off(dt, last_hi - 1) + 1 : eo[jl];
-  if (src_b < src_a)
-    src_b = src_a;
-  const uint8_t *src;
-  uint8_t *buf = NULL;
-  if (data->mem) {
-    src = data->mem;
-    src_a = 0;
-  } else {
-    size_t n = (size_t)(src_b - src_a);
-    buf = malloc(n ? n : 1);
-    if (!buf)
-      return zerr_set(err, ENOMEM, "out of memory");
-    int rc = bytesrc_read_range(data, src_a, n, buf, err);
-    if (rc < 0) {
-      free(buf);
-      return rc;
-    }
-    src = buf;
+/* The stored units of an array region from the store's listing: chunks
+ * are units, or each stored shard brings its inner chunks. *lin is NULL
+ * (every unit counts as stored) when the store cannot list the array. */
+static int layout_stored_units(struct region_job *j, uint64_t **lin,
+                               uint64_t *np, struct zerr *err) {
+  const struct znode *n = j->n;
+  const struct region *r = j->r;
+  uint64_t max = j->e->env.max_decoded / (2 * sizeof(uint64_t));
+  *lin = NULL;
+  *np = r->nunits;
+  if (r->is_chunk) /* a chunk view exists only for a stored chunk */
+    goto dense;
+  struct memo_ref *pref;
+  ZTRY(engine_presence(j->e, n, &pref, err));
+  const struct presence *p = (const struct presence *)memo_obj(pref);
+  int rc = 0;
+  if (!p->complete) {
+    memo_release(j->e->memo, pref);
+    goto dense;
   }
-  for (uint64_t k = ka, j = ja; k < kb; k++, j++) {
-    uint64_t l0 = lo_[k], l1 = lo_[k + 1];
-    uint64_t a = (off > l0 ? off : l0) - l0;
-    uint64_t b = (end < l1 ? end : l1) - l0;
-    uint64_t tlen = l1 - l0 - 1;
-    uint64_t tb = b < tlen ? b : tlen;
-    char *out = dst + (l0 + a - off);
-    if (a < tb) {
-      uint64_t s = eo[j] + render_var_src_off(dt, a) - src_a;
-      render_var(dt, src + s, a, (size_t)(tb - a), out);
+  uint64_t per = 1;
+  for (int d = 0; d < r->ndim; d++)
+    per *= n->per[d]; /* units of a shard: <= the chunk's elements */
+  uint64_t cap = p->n, cnt = 0;
+  if (zmul_u64(cap, per, &cap) < 0 || cap > max)
+    rc = zerr_set(err, EFBIG, "view: too many stored chunks to lay out");
+  uint64_t *v = rc == 0 ? malloc((size_t)(cap ? cap : 1) * sizeof *v) : NULL;
+  if (rc == 0 && !v)
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  for (uint64_t i = 0; rc == 0 && i < p->n; i++) {
+    uint64_t c = p->lin[i], cidx[ZMETA_MAX_DIMS];
+    for (int d = r->ndim - 1; d >= 0; d--) {
+      cidx[d] = c % n->meta->grid[d];
+      c /= n->meta->grid[d];
     }
-    if (b == tlen + 1)
-      dst[l1 - 1 - off] = '\n';
-  }
-  free(buf);
-  return 0;
-}
-
-/* See view.h. */
-long view_chunk_text_read(const struct chunk_text *ct, struct bytesrc *data,
-                          const struct dtype *dt, const uint64_t *chunk_shape,
-                          int ndim, uint64_t off, size_t len, char *dst,
-                          struct zerr *err) {
-  uint64_t size = ct->line_off[ct->nin];
-  if (off >= size || len == 0)
-    return 0;
-  uint64_t end = size - off < len ? size : off + len;
-  uint64_t k = find_line(ct->line_off, ct->nin, off);
-  while (k < ct->nin && ct->line_off[k] < end) {
-    /* A run: consecutive in-bounds elements that are consecutive in the
-     * chunk, so one ranged read covers them. */
-    uint64_t ja = inb_linear(ct, chunk_shape, ndim, k);
-    uint64_t kb = k + 1;
-    uint64_t w = ndim ? ct->ext[ndim - 1] : 1;
-    while (kb < ct->nin && ct->line_off[kb] < end) {
-      if (kb % w == 0 && inb_linear(ct, chunk_shape, ndim, kb) != ja + (kb - k))
-        break;
-      kb++;
-    }
-    if (ct->ab->elsize) {
-      for (uint64_t i = k; i < kb; i++) {
-        uint64_t l0 = ct->line_off[i], l1 = ct->line_off[i + 1];
-        uint64_t a = (off > l0 ? off : l0) - l0;
-        uint64_t b = (end < l1 ? end : l1) - l0;
-        render_fixed_part(ct, dt, ja + (i - k), a, b, dst + (l0 + a - off));
+    /* The chunk's units, clipped to the grid, in C order. */
+    uint64_t cnt_u[ZMETA_MAX_DIMS] = {0};
+    for (;;) {
+      uint64_t rl = 0;
+      int inside = 1;
+      for (int d = 0; d < r->ndim; d++) {
+        uint64_t u = cidx[d] * n->per[d] + cnt_u[d];
+        inside &= u < n->ugrid[d];
+        rl = rl * n->ugrid[d] + u;
       }
-    } else {
-      ZTRY(read_var_run(ct, data, dt, k, kb, ja, off, end, dst, err));
-    }
-    k = kb;
-  }
-  return (long)(end - off);
-}
-
-/* ---- units ---- */
-
-/* Read from the text of unit idx. */
-static long unit_read(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
-                      struct zerr *err) {
-  struct chunk_text *ct;
-  ZTRY(engine_unit(e, n, idx, &ct, err));
-  struct bytesrc *data = NULL;
-  if (!ct->ab->elsize) {
-    int rc = engine_unit_data(e, n, ct, &data, err);
-    if (rc < 0) {
-      zobj_put(&ct->obj);
-      return rc;
+      if (inside)
+        v[cnt++] = rl;
+      int d = r->ndim - 1;
+      for (; d >= 0; d--) {
+        if (++cnt_u[d] < n->per[d])
+          break;
+        cnt_u[d] = 0;
+      }
+      if (d < 0)
+        break;
     }
   }
-  long r = view_chunk_text_read(ct, data, &n->text_dtype, n->uspec.shape,
-                                n->meta->ndim, off, len, dst, err);
-  bytesrc_unref(data);
-  zobj_put(&ct->obj);
-  return r;
-}
-
-/* ---- regions: boxes of units walked in C order of their elements ----
- *
- * The array view is the region of every unit; the view of a shard is the
- * region of its inner chunks. Slab k of a region holds the units whose
- * first coordinate is lo[0]+k. When a slab is one unit, its text is that
- * unit's text; otherwise the rows of the region cut each unit into
- * segments, and a per-slab table maps text offsets to (unit, row). */
-struct region {
-  int ndim;
-  uint64_t lo[ZMETA_MAX_DIMS], hi[ZMETA_MAX_DIMS];   /* unit range */
-  uint64_t elo[ZMETA_MAX_DIMS], ehi[ZMETA_MAX_DIMS]; /* element box */
-  char name[4200]; /* cache-key stem naming the region */
-};
-
-/* Per-region slab sizes. */
-struct region_layout {
-  struct zobj obj;
-  uint64_t nslabs;
-  uint64_t *slab_off; /* nslabs+1 */
-};
-
-/* Per-slab segment offsets when a slab spans several units. */
-struct slab_table {
-  struct zobj obj;
-  uint64_t nseg;
-  uint64_t *seg_off; /* nseg+1 */
-};
-
-/* Free a layout. */
-static void region_layout_destroy(struct zobj *o) {
-  struct region_layout *l = (struct region_layout *)o;
-  free(l->slab_off);
-  free(l);
-}
-
-/* Free a slab table. */
-static void slab_table_destroy(struct zobj *o) {
-  struct slab_table *t = (struct slab_table *)o;
-  free(t->seg_off);
-  free(t);
-}
-
-/* Fill the element box of r from its unit range. */
-static void region_boxes(const struct znode *n, struct region *r) {
-  for (int d = 0; d < r->ndim; d++) {
-    uint64_t u = n->uspec.shape[d], shape = n->meta->shape[d];
-    r->elo[d] = r->lo[d] * u;
-    r->ehi[d] = r->hi[d] * u < shape ? r->hi[d] * u : shape;
+  memo_release(j->e->memo, pref);
+  if (rc < 0) {
+    free(v);
+    return rc;
   }
-}
-
-/* The region of the whole array. */
-static void region_of_array(const struct znode *n, struct region *r) {
-  r->ndim = n->meta->ndim;
-  for (int d = 0; d < r->ndim; d++) {
-    r->lo[d] = 0;
-    r->hi[d] = n->ugrid[d];
-  }
-  region_boxes(n, r);
-  snprintf(r->name, sizeof r->name, "A:%s", n->path);
-}
-
-/* The region of chunk idx (its units inside the array). */
-static int region_of_chunk(const struct znode *n, const uint64_t *idx,
-                           struct region *r, struct zerr *err) {
-  r->ndim = n->meta->ndim;
-  for (int d = 0; d < r->ndim; d++) {
-    if (idx[d] >= n->meta->grid[d])
-      return zerr_set(err, ENOENT, "chunk outside the grid");
-    r->lo[d] = idx[d] * n->per[d];
-    r->hi[d] =
-        r->lo[d] + n->per[d] < n->ugrid[d] ? r->lo[d] + n->per[d] : n->ugrid[d];
-  }
-  region_boxes(n, r);
-  char key[4096];
-  if (engine_chunk_key(n, idx, key, sizeof key) < 0)
-    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
-  snprintf(r->name, sizeof r->name, "S:%s", key);
+  if (n->shard && cnt)
+    qsort(v, (size_t)cnt, sizeof *v, u64_cmp);
+  *lin = v;
+  *np = cnt;
+  return 0;
+dense:
+  if (r->nunits > max)
+    return zerr_set(err, EFBIG,
+                    "view: the store cannot list this array and its %llu "
+                    "chunks are too many to probe",
+                    (unsigned long long)r->nunits);
   return 0;
 }
 
-/* Units per slab: the product of the unit ranges past dimension 0. */
-static uint64_t region_units_per_slab(const struct region *r) {
-  uint64_t p = 1;
-  for (int d = 1; d < r->ndim; d++)
-    p *= r->hi[d] - r->lo[d];
-  return p;
-}
-
-/* Check that n is an array whose views can be read. */
-static int view_check(const struct znode *n, struct zerr *err) {
-  if (n->kind == ZNODE_ARRAY && n->chain)
-    return 0;
-  return zerr_set(err, EIO, "%s",
-                  n->view_error ? n->view_error : "not a readable array");
-}
-
-/* Sum the unit sizes slab by slab (every unit's size is needed once;
- * learned sizes make this cheap after the first time). */
-static int region_layout_get(struct engine *e, const struct znode *n,
-                             const struct region *r, struct region_layout **out,
-                             struct zerr *err) {
-  char key[4300];
-  snprintf(key, sizeof key, "L:%s", r->name);
-  struct zobj *o = zcache_get(e->cache, key);
-  if (o) {
-    *out = (struct region_layout *)o;
-    return 0;
-  }
-  int nd = r->ndim;
-  uint64_t nslabs = nd ? r->hi[0] - r->lo[0] : 1;
+/* Fill: a region's layout (needs every stored unit's size once). */
+static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
+                       struct zerr *err) {
+  struct region_job *j = ctx;
+  const struct znode *n = j->n;
+  const struct region *r = j->r;
   struct region_layout *l = calloc(1, sizeof *l);
   if (!l)
     return zerr_set(err, ENOMEM, "out of memory");
-  zobj_init(&l->obj, region_layout_destroy);
-  l->nslabs = nslabs;
-  l->slab_off = calloc((size_t)nslabs + 1, sizeof *l->slab_off);
-  if (!l->slab_off) {
+  zobj_init(&l->obj, layout_destroy);
+  l->line = n->form.fill_len + 1;
+  int rc = layout_stored_units(j, &l->p_lin, &l->np, err);
+  if (rc == 0 && !(l->p_cum = malloc((size_t)(l->np ? l->np : 1) * 8)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  __int128 cum = 0;
+  for (uint64_t i = 0; rc == 0 && i < l->np; i++) {
+    if (i % VIEW_STOP_EVERY == 0 && (rc = engine_check_stop(j->e, err)) < 0)
+      break;
+    uint64_t idx[ZMETA_MAX_DIMS], size;
+    region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
+    rc = engine_unit_size(j->e, n, idx, &size, err);
+    if (rc == 0)
+      cum += (__int128)size - (__int128)l->line * unit_nin(n, idx);
+    if (rc == 0 && (cum > INT64_MAX || cum < -(__int128)INT64_MAX))
+      rc = zerr_set(err, EFBIG, "view: text exceeds 2^63 bytes");
+    if (rc == 0)
+      l->p_cum[i] = (int64_t)cum;
+  }
+  __int128 total = (__int128)l->line * r->total_elems + cum;
+  if (rc == 0 && (total < 0 || total > INT64_MAX))
+    rc = zerr_set(err, EFBIG, "view: text exceeds 2^63 bytes");
+  if (rc < 0) {
     zobj_put(&l->obj);
-    return zerr_set(err, ENOMEM, "out of memory");
+    return rc;
   }
-  uint64_t per = region_units_per_slab(r);
-  uint64_t idx[ZMETA_MAX_DIMS] = {0};
-  uint64_t pos = 0;
-  for (uint64_t k = 0; k < nslabs; k++) {
-    l->slab_off[k] = pos;
-    if (nd)
-      idx[0] = r->lo[0] + k;
-    for (int d = 1; d < nd; d++)
-      idx[d] = r->lo[d];
-    for (uint64_t c = 0; c < per; c++) {
-      uint64_t sz;
-      int rc = engine_unit_size(e, n, idx, &sz, err);
-      if (rc < 0) {
-        zobj_put(&l->obj);
-        return rc;
-      }
-      pos += sz;
-      for (int d = nd - 1; d >= 1; d--) {
-        if (++idx[d] < r->hi[d])
-          break;
-        idx[d] = r->lo[d];
-      }
-    }
-  }
-  l->slab_off[nslabs] = pos;
-  zcache_put(e->cache, key, &l->obj, sizeof *l + (nslabs + 1) * 8);
-  *out = l;
+  l->total = (uint64_t)total;
+  *obj = &l->obj;
+  *cost = sizeof *l + (size_t)l->np * (l->p_lin ? 16 : 8);
   return 0;
 }
 
-/* Rows of the region inside slab k (dimension 0 cut to the slab). */
+/* The layout of region r (a pin). */
+static int layout_get(struct engine *e, const struct znode *n,
+                      const struct region *r, struct memo_ref **out,
+                      struct zerr *err) {
+  struct memo_key k;
+  region_key(&k, ELEVEL_LAYOUT, n, r, NULL);
+  struct region_job j = {e, n, r, NULL, 0};
+  return memo_get(e->memo, &k, layout_fill, &j, out, err);
+}
+
+/* Fill: a region's text size, from its layout. */
+static int region_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
+  struct region_job *j = ctx;
+  struct memo_ref *ref;
+  ZTRY(layout_get(j->e, j->n, j->r, &ref, err));
+  *value = ((const struct region_layout *)memo_obj(ref))->total;
+  memo_release(j->e->memo, ref);
+  return 0;
+}
+
+/* Text size of a region, remembered among the learned sizes. */
+static int region_size(struct engine *e, const struct znode *n,
+                       const struct region *r, uint64_t *size,
+                       struct zerr *err) {
+  struct memo_key k;
+  region_key(&k, ELEVEL_REGION_SIZE, n, r, NULL);
+  struct region_job j = {e, n, r, NULL, 0};
+  return memo_value(e->memo, &k, region_size_fill, &j, size, err);
+}
+
+/* ---- rows: the units of one slab, decoded together ---- */
+
+struct slab_row {
+  struct zobj obj;
+  uint64_t nunits;
+  struct chunk_text **units; /* references, in slab order */
+  struct bytesrc **data;     /* element bytes of variable-length units */
+  uint64_t nseg;
+  uint64_t *seg_off; /* nseg+1 text offsets of the row segments */
+};
+
+/* Release a row. */
+static void row_destroy(struct zobj *o) {
+  struct slab_row *w = (struct slab_row *)o;
+  for (uint64_t i = 0; i < w->nunits; i++) {
+    if (w->units[i])
+      zobj_put(&w->units[i]->obj);
+    if (w->data)
+      bytesrc_unref(w->data[i]);
+  }
+  free(w->units);
+  free(w->data);
+  free(w->seg_off);
+  free(w);
+}
+
+/* Rows of elements of the region inside slab k along dimension 0. */
 static uint64_t slab_rows0(const struct znode *n, const struct region *r,
                            uint64_t k) {
   uint64_t u = n->uspec.shape[0];
@@ -322,14 +466,26 @@ static uint64_t slab_rows0(const struct znode *n, const struct region *r,
   return r->ehi[0] - start < u ? r->ehi[0] - start : u;
 }
 
-/* The unit and in-bounds row R of segment s of slab k. */
-static void segment_locate(const struct znode *n, const struct region *r,
-                           uint64_t k, uint64_t s, uint64_t *idx,
-                           uint64_t *row) {
+/* Segments of slab k: rows of elements times units along the last
+ * dimension. */
+static int slab_nseg(const struct znode *n, const struct region *r, uint64_t k,
+                     uint64_t *nseg) {
+  uint64_t rows = slab_rows0(n, r, k);
+  for (int d = 1; d < r->ndim - 1; d++)
+    if (zmul_u64(rows, r->ehi[d] - r->elo[d], &rows) < 0)
+      return -EOVERFLOW;
+  return zmul_u64(rows, r->hi[r->ndim - 1] - r->lo[r->ndim - 1], nseg);
+}
+
+/* Segment s of slab k: the unit (its index in the slab) and the in-bounds
+ * row R of that unit it comes from. */
+static uint64_t segment_locate(const struct znode *n, const struct region *r,
+                               uint64_t k, uint64_t s, uint64_t *row) {
   int nd = r->ndim;
   const uint64_t *unit = n->uspec.shape, *shape = n->meta->shape;
   uint64_t glast = r->hi[nd - 1] - r->lo[nd - 1];
   uint64_t rr = s / glast;
+  uint64_t idx[ZMETA_MAX_DIMS];
   idx[nd - 1] = r->lo[nd - 1] + s % glast;
   /* Region row rr of the slab -> element coordinates a[0..nd-2]. */
   uint64_t a[ZMETA_MAX_DIMS];
@@ -349,125 +505,193 @@ static void segment_locate(const struct znode *n, const struct region *r,
     R = R * ext + (a[d] - start);
   }
   *row = R;
+  uint64_t i = 0; /* index in the slab: C order over dimensions 1.. */
+  for (int d = 1; d < nd; d++)
+    i = i * (r->hi[d] - r->lo[d]) + (idx[d] - r->lo[d]);
+  return i;
 }
 
-/* Rows of slab k times units along the last dimension. */
-static int slab_nseg(const struct znode *n, const struct region *r, uint64_t k,
-                     uint64_t *nseg) {
-  uint64_t rows = slab_rows0(n, r, k);
-  for (int d = 1; d < r->ndim - 1; d++)
-    if (zmul_u64(rows, r->ehi[d] - r->elo[d], &rows) < 0)
-      return -EOVERFLOW;
-  return zmul_u64(rows, r->hi[r->ndim - 1] - r->lo[r->ndim - 1], nseg);
-}
-
-/* Build (or fetch) the segment table of slab k. */
-static int slab_table_get(struct engine *e, const struct znode *n,
-                          const struct region *r, uint64_t k,
-                          struct slab_table **out, struct zerr *err) {
-  char key[4300];
-  snprintf(key, sizeof key, "T:%s#%llu", r->name, (unsigned long long)k);
-  struct zobj *o = zcache_get(e->cache, key);
-  if (o) {
-    *out = (struct slab_table *)o;
+/* Unit i of slab k: stored ones decoded through the memo (the row keeps
+ * its own reference), the others as fill units. */
+static int row_unit(struct region_job *j, struct slab_row *w, uint64_t i,
+                    size_t *cost, struct zerr *err) {
+  const struct region *r = j->r;
+  uint64_t rl = j->k * r->per_slab + i, idx[ZMETA_MAX_DIMS];
+  region_unit(r, rl, idx);
+  if (!layout_stored(j->l, rl))
+    return engine_fill_unit(j->n, idx, &w->units[i], err);
+  struct memo_ref *ref;
+  ZTRY(engine_unit(j->e, j->n, idx, &ref, err));
+  struct chunk_text *ct = engine_ref_unit(ref);
+  w->units[i] = (struct chunk_text *)zobj_get(&ct->obj);
+  memo_release(j->e->memo, ref);
+  *cost += ct->cost;
+  if (!ct->ab || ct->ab->elsize)
     return 0;
-  }
+  ZTRY(engine_unit_data(j->e, j->n, ct, &w->data[i], NULL, err));
+  if (w->data[i]->mem)
+    *cost += (size_t)w->data[i]->size;
+  return 0;
+}
+
+/* Fill: decode every unit of slab k once and measure its row segments. */
+static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
+                    struct zerr *err) {
+  struct region_job *j = ctx;
+  const struct znode *n = j->n;
+  const struct region *r = j->r;
   uint64_t nseg;
-  if (slab_nseg(n, r, k, &nseg) < 0 || nseg > VIEW_MAX_SEGMENTS)
+  if (slab_nseg(n, r, j->k, &nseg) < 0 || nseg > VIEW_MAX_SEGMENTS)
     return zerr_set(err, EFBIG, "array view: too many row segments");
-  struct slab_table *t = calloc(1, sizeof *t);
-  if (!t)
+  struct slab_row *w = calloc(1, sizeof *w);
+  if (!w)
     return zerr_set(err, ENOMEM, "out of memory");
-  zobj_init(&t->obj, slab_table_destroy);
-  t->nseg = nseg;
-  t->seg_off = malloc(((size_t)nseg + 1) * sizeof *t->seg_off);
-  if (!t->seg_off) {
-    zobj_put(&t->obj);
-    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&w->obj, row_destroy);
+  w->nunits = r->per_slab;
+  w->units = calloc((size_t)w->nunits, sizeof *w->units);
+  w->data = calloc((size_t)w->nunits, sizeof *w->data);
+  w->seg_off = malloc(((size_t)nseg + 1) * sizeof *w->seg_off);
+  int rc = w->units && w->data && w->seg_off
+               ? 0
+               : zerr_set(err, ENOMEM, "out of memory");
+  size_t c = sizeof *w + ((size_t)nseg + 1) * 8 + (size_t)w->nunits * 16;
+  for (uint64_t i = 0; rc == 0 && i < w->nunits; i++) {
+    rc = engine_check_stop(j->e, err);
+    if (rc == 0)
+      rc = row_unit(j, w, i, &c, err);
+    if (rc == 0 && c > j->e->window_cap)
+      rc = zerr_set(err, EFBIG,
+                    "array view: a row of chunks decodes to more than the "
+                    "decode limit of %zu bytes (-o max_decode)",
+                    j->e->window_cap);
   }
+  w->nseg = nseg;
   uint64_t pos = 0;
-  for (uint64_t s = 0; s < nseg; s++) {
-    uint64_t idx[ZMETA_MAX_DIMS], R;
-    segment_locate(n, r, k, s, idx, &R);
-    struct chunk_text *ct;
-    int rc = engine_unit(e, n, idx, &ct, err);
-    if (rc < 0) {
-      zobj_put(&t->obj);
-      return rc;
-    }
-    uint64_t w = ct->ext[r->ndim - 1];
-    t->seg_off[s] = pos;
-    pos += ct->line_off[(R + 1) * w] - ct->line_off[R * w];
-    zobj_put(&ct->obj);
+  for (uint64_t s = 0; rc == 0 && s < nseg; s++) {
+    uint64_t R, i = segment_locate(n, r, j->k, s, &R);
+    const struct chunk_text *ct = w->units[i];
+    uint64_t wd = ct->ext[r->ndim - 1];
+    w->seg_off[s] = pos;
+    pos += text_line_off(ct, (R + 1) * wd) - text_line_off(ct, R * wd);
+    if (s % 65536 == 65535)
+      rc = engine_check_stop(j->e, err);
   }
-  t->seg_off[nseg] = pos;
-  zcache_put(e->cache, key, &t->obj, sizeof *t + ((size_t)nseg + 1) * 8);
-  *out = t;
+  if (rc < 0) {
+    zobj_put(&w->obj);
+    return rc;
+  }
+  w->seg_off[nseg] = pos;
+  *obj = &w->obj;
+  *cost = c;
   return 0;
 }
 
-/* Text size of a region (remembered in the learned-size table). */
-static int region_size(struct engine *e, const struct znode *n,
-                       const struct region *r, uint64_t *size,
-                       struct zerr *err) {
-  if (zsizes_get(e->sizes, r->name, size))
-    return 0;
-  struct region_layout *l;
-  ZTRY(region_layout_get(e, n, r, &l, err));
-  *size = l->slab_off[l->nslabs];
-  zobj_put(&l->obj);
-  zsizes_put(e->sizes, r->name, *size);
-  return 0;
+/* ---- reads ---- */
+
+/* First index i < n with a[i] <= off < a[i+1] (a strictly increasing). */
+static uint64_t find_le(const uint64_t *a, uint64_t n, uint64_t off) {
+  uint64_t lo = 0, hi = n;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (a[mid] <= off)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
-/* Read across slabs and segments of a region. */
+/* Read from the text of unit idx: a fill unit when it is known not to be
+ * stored, else decoded through the memo (the cursor keeps what it used). */
+static long read_unit(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, int stored, uint64_t off, size_t len,
+                      char *dst, struct view_cursor *c, struct zerr *err) {
+  if (!stored) {
+    struct chunk_text *ct;
+    ZTRY(engine_fill_unit(n, idx, &ct, err));
+    long got = text_read(ct, NULL, off, len, dst, err);
+    zobj_put(&ct->obj);
+    return got;
+  }
+  struct memo_ref *ref, *dref = NULL;
+  ZTRY(engine_unit(e, n, idx, &ref, err));
+  struct chunk_text *ct = engine_ref_unit(ref);
+  struct bytesrc *data = NULL;
+  long got = 0;
+  if (ct->ab && !ct->ab->elsize)
+    got = engine_unit_data(e, n, ct, &data, &dref, err);
+  if (got == 0)
+    got = text_read(ct, data, off, len, dst, err);
+  bytesrc_unref(data);
+  cursor_keep(e, c, dref, 0);
+  cursor_keep(e, c, ref, 0);
+  return got;
+}
+
+/* Read from the text of slab k (offset in_slab) through its row. */
+static long read_row(struct engine *e, const struct znode *n,
+                     const struct region *r, const struct region_layout *l,
+                     uint64_t k, uint64_t in_slab, size_t len, char *dst,
+                     struct view_cursor *c, struct zerr *err) {
+  struct memo_key key;
+  region_key(&key, ELEVEL_ROW, n, r, &k);
+  struct region_job j = {e, n, r, l, k};
+  struct memo_ref *ref;
+  ZTRY(memo_get(e->memo, &key, row_fill, &j, &ref, err));
+  const struct slab_row *w = (const struct slab_row *)memo_obj(ref);
+  size_t done = 0;
+  long rc = 0;
+  uint64_t s = find_le(w->seg_off, w->nseg, in_slab);
+  while (done < len && s < w->nseg) {
+    uint64_t pos = in_slab + done, R;
+    uint64_t i = segment_locate(n, r, k, s, &R);
+    const struct chunk_text *ct = w->units[i];
+    uint64_t wd = ct->ext[r->ndim - 1];
+    uint64_t avail = w->seg_off[s + 1] - pos;
+    size_t want = len - done < avail ? len - done : (size_t)avail;
+    uint64_t uoff = text_line_off(ct, R * wd) + (pos - w->seg_off[s]);
+    long got = text_read(ct, w->data[i], uoff, want, dst + done, err);
+    if (got < 0) {
+      rc = got;
+      break;
+    }
+    if ((size_t)got != want) {
+      rc = zerr_set(err, EIO, "view: chunk shorter than its size");
+      break;
+    }
+    done += want;
+    if (want == avail)
+      s++;
+  }
+  cursor_keep(e, c, ref, 0);
+  return rc < 0 ? rc : (long)done;
+}
+
+/* Read across the slabs of a region. */
 static long region_read(struct engine *e, const struct znode *n,
                         const struct region *r, uint64_t off, size_t len,
-                        char *dst, struct zerr *err) {
-  struct region_layout *l;
-  ZTRY(region_layout_get(e, n, r, &l, err));
-  uint64_t total = l->slab_off[l->nslabs];
+                        char *dst, struct view_cursor *c, struct zerr *err) {
+  struct memo_ref *lref;
+  ZTRY(layout_get(e, n, r, &lref, err));
+  const struct region_layout *l = (const struct region_layout *)memo_obj(lref);
   size_t done = 0;
-  int rc = 0;
-  int nd = r->ndim;
-  int simple = nd <= 1 || region_units_per_slab(r) == 1;
-  while (done < len && off + done < total) {
+  long rc = 0;
+  while (done < len && off + done < l->total) {
     uint64_t pos = off + done;
-    uint64_t k = find_line(l->slab_off, l->nslabs, pos);
-    uint64_t in_slab = pos - l->slab_off[k];
-    uint64_t idx[ZMETA_MAX_DIMS] = {0};
-    uint64_t unit_off, avail;
-    if (simple) {
-      for (int d = 0; d < nd; d++)
-        idx[d] = r->lo[d];
-      if (nd)
-        idx[0] += k;
-      unit_off = in_slab;
-      avail = l->slab_off[k + 1] - pos;
+    uint64_t k = slab_find(r, l, pos);
+    uint64_t s0 = slab_off(r, l, k), s1 = slab_off(r, l, k + 1);
+    size_t want = len - done < s1 - pos ? len - done : (size_t)(s1 - pos);
+    long got;
+    if (r->per_slab == 1) {
+      uint64_t idx[ZMETA_MAX_DIMS];
+      region_unit(r, k, idx);
+      got = read_unit(e, n, idx, layout_stored(l, k), pos - s0, want,
+                      dst + done, c, err);
     } else {
-      struct slab_table *t;
-      rc = slab_table_get(e, n, r, k, &t, err);
-      if (rc < 0)
-        break;
-      uint64_t s = find_line(t->seg_off, t->nseg, in_slab);
-      uint64_t R;
-      segment_locate(n, r, k, s, idx, &R);
-      avail = t->seg_off[s + 1] - in_slab;
-      uint64_t seg_start = in_slab - t->seg_off[s];
-      zobj_put(&t->obj);
-      struct chunk_text *ct;
-      rc = engine_unit(e, n, idx, &ct, err);
-      if (rc < 0)
-        break;
-      unit_off = ct->line_off[R * ct->ext[nd - 1]] + seg_start;
-      zobj_put(&ct->obj);
+      got = read_row(e, n, r, l, k, pos - s0, want, dst + done, c, err);
     }
-    size_t want = len - done < avail ? len - done : (size_t)avail;
-    if (want == 0)
-      break; /* empty slab or segment: find_line never returns those */
-    long got = unit_read(e, n, idx, unit_off, want, dst + done, err);
     if (got < 0) {
-      rc = (int)got;
+      rc = got;
       break;
     }
     if (got == 0) {
@@ -476,15 +700,21 @@ static long region_read(struct engine *e, const struct znode *n,
     }
     done += (size_t)got;
   }
-  zobj_put(&l->obj);
+  cursor_keep(e, c, lref, 1);
   /* Never a short read on error: the kernel takes a short read as the end
    * of the file, and the reader would see truncated text and no error. */
-  if (rc < 0)
-    return rc;
-  return (long)done;
+  return rc < 0 ? rc : (long)done;
 }
 
 /* ---- the views ---- */
+
+/* Check that n is an array whose views can be read. */
+static int view_check(const struct znode *n, struct zerr *err) {
+  if (n->kind == ZNODE_ARRAY && n->chain)
+    return 0;
+  return zerr_set(err, EIO, "%s",
+                  n->view_error ? n->view_error : "not a readable array");
+}
 
 /* Size of chunk idx's view: one unit, or the region of a shard. */
 int view_chunk_size(struct engine *e, const struct znode *n,
@@ -500,16 +730,16 @@ int view_chunk_size(struct engine *e, const struct znode *n,
 /* Read from chunk idx's view. */
 long view_chunk_read(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
-                     struct zerr *err) {
+                     struct view_cursor *c, struct zerr *err) {
   ZTRY(view_check(n, err));
   if (!n->shard)
-    return unit_read(e, n, idx, off, len, dst, err);
+    return read_unit(e, n, idx, 1, off, len, dst, c, err);
   struct region r;
   ZTRY(region_of_chunk(n, idx, &r, err));
-  return region_read(e, n, &r, off, len, dst, err);
+  return region_read(e, n, &r, off, len, dst, c, err);
 }
 
-/* Whole-array view size: the sum of every unit's text size. */
+/* Whole-array view size. */
 int view_array_size(struct engine *e, const struct znode *n, uint64_t *size,
                     struct zerr *err) {
   ZTRY(view_check(n, err));
@@ -518,17 +748,18 @@ int view_array_size(struct engine *e, const struct znode *n, uint64_t *size,
     return 0;
   }
   struct region r;
-  region_of_array(n, &r);
+  ZTRY(region_of_array(n, &r, err));
   return region_size(e, n, &r, size, err);
 }
 
 /* Read from the whole-array view. */
 long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
-                     size_t len, char *dst, struct zerr *err) {
+                     size_t len, char *dst, struct view_cursor *c,
+                     struct zerr *err) {
   ZTRY(view_check(n, err));
   if (n->meta->nelem == 0)
     return 0;
   struct region r;
-  region_of_array(n, &r);
-  return region_read(e, n, &r, off, len, dst, err);
+  ZTRY(region_of_array(n, &r, err));
+  return region_read(e, n, &r, off, len, dst, c, err);
 }

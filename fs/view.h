@@ -1,13 +1,26 @@
 /* view.h - the text views: a chunk's view (K.txt) and an array's view
  * (values.txt). Sizes and reads, FUSE-free.
  *
- * A read maps a byte range of the view to elements through the chunk's
- * text offsets, then to the bytes of those elements only; for `zarrs.vlen`
- * chunks whose data codecs are `bytes` those are ranged reads of the stored
- * chunk. The array view walks the array in C order: for each slab of chunk
- * rows along dimension 0 it knows the text size, and within a slab the rows
- * of the array cut each chunk into segments (one segment per chunk when the
- * chunks span the trailing dimensions, which includes every 1-D array). */
+ * Both views walk a *region*: a box of units read in C order of their
+ * elements (the array view: every unit; a chunk view: the chunk's one unit,
+ * or the inner chunks of a shard). Slab k of a region holds the units whose
+ * first coordinate is lo[0]+k. A region's layout knows where each slab's
+ * text starts from the stored units' sizes alone; units the store does not
+ * hold are the fill value, and their text is arithmetic, so a sparse or
+ * never-written array costs nothing per missing chunk.
+ *
+ * A slab of one unit (1-D arrays, and N-D arrays whose units span the
+ * trailing dimensions) is read from that unit's text. A slab of several
+ * units interleaves them row by row, so it is read through a *row*: every
+ * unit of the slab decoded once, held together with the table of row
+ * segments, so that each unit is decoded once per pass over the slab and
+ * never once per row of elements.
+ *
+ * Reads go through the memo (src/memo.h). A reader may pass a cursor (one
+ * per open file): it keeps the layout and the last units, rows and data
+ * sections that reader used pinned, so a sequential reader never decodes
+ * the same unit twice even with a tiny cache budget; the bytes kept this
+ * way by all cursors together stay under engine.window_cap. */
 #ifndef ZARRFS_VIEW_H
 #define ZARRFS_VIEW_H
 
@@ -16,28 +29,30 @@
 
 #include "engine.h"
 
+struct view_cursor;
+
+/* A cursor for one open file (NULL on allocation failure: reads then work
+ * without one). */
+struct view_cursor *view_cursor_new(void);
+/* Release everything the cursor keeps, and free it; NULL-safe. */
+void view_cursor_free(struct engine *e, struct view_cursor *c);
+
 /* Size of the text view of chunk idx. */
 int view_chunk_size(struct engine *e, const struct znode *n,
                     const uint64_t *idx, uint64_t *size, struct zerr *err);
 /* Read up to len bytes at off of chunk idx's view into dst; returns the
- * number of bytes (short only at the end of the view) or a negative errno. */
+ * number of bytes (short only at the end of the view) or a negative errno.
+ * c may be NULL. */
 long view_chunk_read(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
-                     struct zerr *err);
+                     struct view_cursor *c, struct zerr *err);
 
 /* Size of the whole-array view of node n. */
 int view_array_size(struct engine *e, const struct znode *n, uint64_t *size,
                     struct zerr *err);
 /* Read from the whole-array view (same contract as view_chunk_read). */
 long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
-                     size_t len, char *dst, struct zerr *err);
-
-/* Render text bytes [off, off+len) of a decoded chunk; data is the element
- * bytes of a variable-length chunk (engine_chunk_data), NULL for fixed-size
- * ones. Returns the bytes written or a negative errno. */
-long view_chunk_text_read(const struct chunk_text *ct, struct bytesrc *data,
-                          const struct dtype *dt, const uint64_t *chunk_shape,
-                          int ndim, uint64_t off, size_t len, char *dst,
-                          struct zerr *err);
+                     size_t len, char *dst, struct view_cursor *c,
+                     struct zerr *err);
 
 #endif

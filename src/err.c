@@ -51,3 +51,18 @@ void zerr_clear(struct zerr *err) {
     err->msg[0] = '\0';
   }
 }
+
+/* Resource and timing failures pass; data errors stay. */
+int zerr_is_transient(int code) {
+  switch (code) {
+  case ENOMEM:
+  case EMFILE:
+  case ENFILE:
+  case EAGAIN:
+  case EINTR:
+  case ETIMEDOUT:
+    return 1;
+  default:
+    return 0;
+  }
+}

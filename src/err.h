@@ -28,6 +28,11 @@ int zerr_set(struct zerr *err, int code, const char *fmt, ...)
 int zerr_prefix(struct zerr *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Is a failure with this (positive) errno transient: the same request may
+ * succeed later (ENOMEM, EMFILE, ENFILE, EAGAIN, EINTR, ETIMEDOUT)? Such
+ * failures are never remembered as data errors. */
+int zerr_is_transient(int code);
+
 /* Reset to "no error". */
 void zerr_clear(struct zerr *err);
 

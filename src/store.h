@@ -59,7 +59,14 @@ int store_get(struct store *s, const char *key, struct bytesrc **out,
 /* Type and size of a key; -ENOENT when absent. */
 int store_stat(struct store *s, const char *key, enum store_entry_type *type,
                uint64_t *size, struct zerr *err);
-/* Immediate children of prefix ("" = root), in no particular order. */
+/* store_list's answer when it listed what it could but some entries are
+ * unknown (a VirtualiZarr array whose manifest cannot be read: its chunk
+ * keys are missing from the listing); err says why. A directory listing
+ * can show the rest; whoever infers "absent" from a listing must not. */
+#define STORE_LIST_PARTIAL 1
+
+/* Immediate children of prefix ("" = root), in no particular order.
+ * Returns 0, STORE_LIST_PARTIAL, or a negative errno. */
 int store_list(struct store *s, const char *prefix, store_list_cb cb, void *ud,
                struct zerr *err);
 /* Read a whole (small) object into malloc'd memory (*out, *len, owned by

@@ -532,7 +532,11 @@ static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
   if (m)
     ZTRY(manifest_list(m, "", cb, ud, err));
   struct vz_merge mg = {a, cb, ud};
-  return store_list(v->inner, prefix, vz_merge_cb, &mg, err);
+  ZTRY(store_list(v->inner, prefix, vz_merge_cb, &mg, err));
+  if (m)
+    return 0;
+  zerr_set(err, EIO, "%s", me.msg); /* the chunk keys are unknown */
+  return STORE_LIST_PARTIAL;
 }
 
 static void vz_destroy(struct store *s) {

@@ -764,11 +764,12 @@ END_TEST
 START_TEST(test_abytes_fill) {
   struct zerr err = {0};
   struct abytes *a;
+  struct codec_env env = {1u << 20};
   int32_t fv = -7;
   struct codec_spec s = spec1(DT_INT32, 5);
   s.fill = (const uint8_t *)&fv;
   s.fill_len = 4;
-  ck_assert_int_eq(abytes_new_fill(&s, &a, &err), 0);
+  ck_assert_int_eq(abytes_new_fill(&s, &env, &a, &err), 0);
   ck_assert_uint_eq(a->n, 5);
   ck_assert_uint_eq(a->elsize, 4);
   ck_assert_uint_eq(a->fixed->size, 20);
@@ -783,7 +784,7 @@ START_TEST(test_abytes_fill) {
   struct codec_spec t = spec1(DT_STRING, 3);
   t.fill = (const uint8_t *)"abc";
   t.fill_len = 3;
-  ck_assert_int_eq(abytes_new_fill(&t, &a, &err), 0);
+  ck_assert_int_eq(abytes_new_fill(&t, &env, &a, &err), 0);
   ck_assert_uint_eq(a->elsize, 0);
   ck_assert_uint_eq(a->data->size, 9);
   for (int i = 0; i <= 3; i++)
@@ -793,19 +794,25 @@ START_TEST(test_abytes_fill) {
 
   t.fill = NULL;
   t.fill_len = 0;
-  ck_assert_int_eq(abytes_new_fill(&t, &a, &err), 0);
+  ck_assert_int_eq(abytes_new_fill(&t, &env, &a, &err), 0);
   ck_assert_uint_eq(a->data->size, 0);
   ck_assert_uint_eq(a->offsets[3], 0);
   abytes_free(a);
 
   /* wrong fill size and absurd element counts fail cleanly */
   s.fill_len = 2;
-  ck_assert_int_eq(abytes_new_fill(&s, &a, &err), -EIO);
+  ck_assert_int_eq(abytes_new_fill(&s, &env, &a, &err), -EIO);
   s.fill_len = 4;
   s.nelem = UINT64_MAX / 2;
-  ck_assert_int_eq(abytes_new_fill(&s, &a, &err), -EFBIG);
+  ck_assert_int_eq(abytes_new_fill(&s, &env, &a, &err), -EFBIG);
   t.nelem = UINT64_MAX;
-  ck_assert_int_eq(abytes_new_fill(&t, &a, &err), -EFBIG);
+  ck_assert_int_eq(abytes_new_fill(&t, &env, &a, &err), -EFBIG);
+  /* the decode limit holds for fills too: 1 MiB of fill is the cap here */
+  s.nelem = (1u << 18) + 1;
+  ck_assert_int_eq(abytes_new_fill(&s, &env, &a, &err), -EFBIG);
+  s.nelem = 1u << 18;
+  ck_assert_int_eq(abytes_new_fill(&s, &env, &a, &err), 0);
+  abytes_free(a);
 
   abytes_free(NULL);
   ck_assert_uint_eq(abytes_mem_cost(NULL), 0);

@@ -187,7 +187,7 @@ static int check_arrays(struct store *s, json_t *root, const char *store,
     char *text = malloc(size + 1);
     uint64_t off = 0;
     while (off < size) {
-      long n = ns_read_view(e, &ent, off, 1 << 17, text + off, &err);
+      long n = ns_read_view(e, &ent, off, 1 << 17, text + off, NULL, &err);
       if (n <= 0)
         break;
       off += (uint64_t)n;

@@ -345,7 +345,7 @@ static void check_array(struct engine *e, const char *zarrs, const char *rel,
     why = "size differs";
   while (rc == 0 && !why && off < size) {
     size_t n = size - off < sizeof buf ? (size_t)(size - off) : sizeof buf;
-    long got = ns_read_view(e, &ent, off, n, buf, &err);
+    long got = ns_read_view(e, &ent, off, n, buf, NULL, &err);
     if (got <= 0) {
       rc = got < 0 ? (int)got : -EIO;
       break;

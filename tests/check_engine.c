@@ -123,7 +123,7 @@ static char *read_all(struct engine *e, const char *path, size_t step,
   char *buf = malloc(*size + 1);
   uint64_t off = 0;
   while (off < *size) {
-    long n = ns_read_view(e, &ent, off, step, buf + off, &err);
+    long n = ns_read_view(e, &ent, off, step, buf + off, NULL, &err);
     ck_assert_msg(n > 0, "%s at %llu: %s", path, (unsigned long long)off,
                   err.msg);
     off += (uint64_t)n;
@@ -269,7 +269,7 @@ START_TEST(partial_decoding_reads_little) {
   uint64_t after_stat = atomic_load(&e->store->stats.bytes_read);
   ck_assert_uint_le(after_stat, 8 + 8 * (N + 1) + 4096);
   char buf[200];
-  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, &err), 200);
+  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, NULL, &err), 200);
   ck_assert_int_eq(memcmp(buf, tail_want + tail_len - 200, 200), 0);
   uint64_t total = atomic_load(&e->store->stats.bytes_read);
   ck_assert_msg(total < (1u << 20), "read %llu bytes",
@@ -278,7 +278,7 @@ START_TEST(partial_decoding_reads_little) {
   ck_assert_int_eq(ns_resolve(e, "/values.txt", &ent, &err), 0);
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
   ck_assert_uint_eq(size, text_size);
-  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, &err), 200);
+  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, NULL, &err), 200);
   ck_assert_int_eq(memcmp(buf, tail_want + tail_len - 200, 200), 0);
   total = atomic_load(&e->store->stats.bytes_read);
   ck_assert_msg(total < (1u << 20), "read %llu bytes",
@@ -365,8 +365,8 @@ START_TEST(error_is_never_a_short_read) {
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
   ck_assert_uint_eq(size, 40);
   char buf[64];
-  ck_assert_int_eq(ns_read_view(e, &ent, 0, sizeof buf, buf, &err), -EIO);
-  ck_assert_int_eq(ns_read_view(e, &ent, 0, 20, buf, &err), 20);
+  ck_assert_int_eq(ns_read_view(e, &ent, 0, sizeof buf, buf, NULL, &err), -EIO);
+  ck_assert_int_eq(ns_read_view(e, &ent, 0, 20, buf, NULL, &err), 20);
   ck_assert_int_eq(memcmp(buf, "aaaa\nbbbb\ncccc\ndddd\n", 20), 0);
   engine_free(e);
 }
@@ -396,7 +396,7 @@ static void *reader(void *p) {
     s = s * 1103515245u + 12345u;
     size_t off = (s >> 8) % wl;
     size_t len = 1 + (s >> 4) % 200;
-    long n = ns_read_view(a->e, &ent, off, len, buf, &err);
+    long n = ns_read_view(a->e, &ent, off, len, buf, NULL, &err);
     size_t exp = wl - off < len ? wl - off : len;
     if (n != (long)exp || memcmp(buf, a->want + off, exp) != 0)
       a->failures++;
@@ -444,7 +444,7 @@ START_TEST(eight_concurrent_readers) {
     pthread_join(t[i], NULL);
     ck_assert_int_eq(a[i].failures, 0);
   }
-  ck_assert_uint_le(zcache_used(e->cache), 4096);
+  ck_assert_uint_le(memo_used(e->memo), 4096);
   free(fwant);
   free(swant);
   engine_free(e);

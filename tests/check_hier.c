@@ -114,7 +114,7 @@ static char *read_path(struct engine *e, const char *path, int *rc,
   char *text = malloc(size + 1);
   uint64_t off = 0;
   while (off < size) {
-    long n = ns_read_view(e, &ent, off, size - off, text + off, err);
+    long n = ns_read_view(e, &ent, off, size - off, text + off, NULL, err);
     if (n < 0) {
       *rc = (int)n;
       free(text);

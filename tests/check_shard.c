@@ -160,7 +160,7 @@ static char *read_view(struct engine *e, const char *path, size_t step,
   ck_assert(buf != NULL);
   uint64_t off = 0;
   while (off < *size) {
-    long n = ns_read_view(e, &ent, off, step, buf + off, err);
+    long n = ns_read_view(e, &ent, off, step, buf + off, NULL, err);
     if (n <= 0) {
       free(buf);
       return NULL;
@@ -327,7 +327,7 @@ START_TEST(shard_read_touches_one_inner_chunk) {
   /* Lines of inner chunk 9: rows 18000.. (18 bytes a line). */
   uint64_t before = bytes_read(e);
   char buf[200];
-  long n = ns_read_view(e, &ent, 18000 * 18 + 4, sizeof buf, buf, &err);
+  long n = ns_read_view(e, &ent, 18000 * 18 + 4, sizeof buf, buf, NULL, &err);
   ck_assert_int_eq(n, sizeof buf);
   ck_assert(memcmp(buf, "18000-payload\nrow018001", 23) == 0);
   uint64_t got = bytes_read(e) - before;
@@ -341,7 +341,7 @@ START_TEST(shard_read_touches_one_inner_chunk) {
   ck_assert_int_eq(ns_resolve(e, "big/values.txt", &ent, &err), 0);
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
   before = bytes_read(e);
-  n = ns_read_view(e, &ent, 31999 * 18, 17, buf, &err);
+  n = ns_read_view(e, &ent, 31999 * 18, 17, buf, NULL, &err);
   ck_assert_int_eq(n, 17);
   ck_assert(memcmp(buf, "row031999-payload", 17) == 0);
   got = bytes_read(e) - before;

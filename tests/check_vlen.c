@@ -759,7 +759,8 @@ static int fixture_store(const char *dir) {
     struct abytes *a = NULL;
     rc = bytesrc_open_file(path, &st, &src, &err);
     if (rc == -ENOENT) {
-      rc = abytes_new_fill(&s, &a, &err); /* missing chunk: fill */
+      struct codec_env fenv = {MAXDEC};
+      rc = abytes_new_fill(&s, &fenv, &a, &err); /* missing chunk: fill */
     } else {
       ck_assert_msg(rc == 0, "%s: %s", path, err.msg);
       struct codec_env env = {MAXDEC};

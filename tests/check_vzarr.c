@@ -604,7 +604,7 @@ START_TEST(small_read_reads_little) {
   ck_assert_msg(ns_size(e, &ent, &size, &err) == 0, "%s", err.msg);
   ck_assert_uint_eq(size, (uint64_t)N * (L + 1));
   char buf[200];
-  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, &err), 200);
+  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, NULL, &err), 200);
   ck_assert_int_eq(buf[199], '\n');
   ck_assert_int_eq(buf[0], 'a' + (N - 1) % 26);
   uint64_t total = atomic_load(&e->store->stats.bytes_read);

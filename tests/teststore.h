@@ -55,7 +55,7 @@ static inline char *ts_view_text(struct engine *e, const char *path,
   ck_assert_ptr_nonnull(text);
   uint64_t off = 0;
   while (off < size) {
-    long n = ns_read_view(e, &ent, off, step, text + off, err);
+    long n = ns_read_view(e, &ent, off, step, text + off, NULL, err);
     if (n <= 0) {
       free(text);
       return NULL;

@@ -1,0 +1,337 @@
+/* text.c - unit text layouts and ranged rendering (see text.h). */
+#include "text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/buf.h"
+#include "render.h"
+
+/* How many elements a layout pass handles between looks at the stop flag. */
+#define TEXT_STOP_EVERY 65536
+
+/* Largest text size: st_size is a signed 64-bit number. */
+#define TEXT_MAX_SIZE ((uint64_t)INT64_MAX)
+
+/* Release a unit. */
+static void chunk_text_destroy(struct zobj *o) {
+  struct chunk_text *ct = (struct chunk_text *)o;
+  abytes_free(ct->ab);
+  free(ct->blk);
+  free(ct);
+}
+
+/* A unit object for idx with its in-bounds extents. */
+static struct chunk_text *unit_new(const struct text_form *form,
+                                   const uint64_t *shape, const uint64_t *idx) {
+  struct chunk_text *ct = calloc(1, sizeof *ct);
+  if (!ct)
+    return NULL;
+  zobj_init(&ct->obj, chunk_text_destroy);
+  ct->form = form;
+  uint64_t nin = 1;
+  for (int d = 0; d < form->ndim; d++) {
+    uint64_t u = form->shape[d], start = idx[d] * u;
+    ct->idx[d] = idx[d];
+    ct->ext[d] = shape[d] - start < u ? shape[d] - start : u;
+    nin *= ct->ext[d]; /* <= the unit's element count, checked by meta */
+  }
+  ct->nin = nin;
+  ct->cost = sizeof *ct;
+  return ct;
+}
+
+/* See text.h. */
+int text_fill_unit(const struct text_form *form, const uint64_t *shape,
+                   const uint64_t *idx, struct chunk_text **out,
+                   struct zerr *err) {
+  struct chunk_text *ct = unit_new(form, shape, idx);
+  if (!ct)
+    return zerr_set(err, ENOMEM, "out of memory");
+  unsigned __int128 size = (unsigned __int128)ct->nin * (form->fill_len + 1);
+  if (size > TEXT_MAX_SIZE) {
+    zobj_put(&ct->obj);
+    return zerr_set(err, EFBIG, "text of a fill chunk exceeds 2^63 bytes");
+  }
+  ct->size = (uint64_t)size;
+  *out = ct;
+  return 0;
+}
+
+/* ---- walking in-bounds elements ---- */
+
+/* An in-bounds element k and its index j in unit C order. */
+struct inb_it {
+  uint64_t k, j;
+  uint64_t c[ZMETA_MAX_DIMS];      /* coordinates inside the in-bounds box */
+  uint64_t stride[ZMETA_MAX_DIMS]; /* of the unit, C order */
+};
+
+/* Position the walk at in-bounds element k. */
+static void it_init(struct inb_it *it, const struct chunk_text *ct,
+                    uint64_t k) {
+  int nd = ct->form->ndim;
+  uint64_t s = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    it->stride[d] = s;
+    s *= ct->form->shape[d];
+  }
+  it->k = k;
+  it->j = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    it->c[d] = k % ct->ext[d];
+    k /= ct->ext[d];
+    it->j += it->c[d] * it->stride[d];
+  }
+}
+
+/* Step to the next in-bounds element (an odometer over the box). */
+static void it_next(struct inb_it *it, const struct chunk_text *ct) {
+  it->k++;
+  for (int d = ct->form->ndim - 1; d >= 0; d--) {
+    if (++it->c[d] < ct->ext[d]) {
+      it->j += it->stride[d];
+      return;
+    }
+    it->j -= (ct->ext[d] - 1) * it->stride[d];
+    it->c[d] = 0;
+  }
+}
+
+/* Text length (no newline) of element j of a unit with element data. */
+static uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
+  const struct abytes *ab = ct->ab;
+  if (ab->elsize) {
+    char tmp[RENDER_FIXED_MAX];
+    return render_fixed(&ct->form->dt, ab->fixed->mem + j * ab->elsize, tmp);
+  }
+  return render_var_len(&ct->form->dt, ab->offsets[j + 1] - ab->offsets[j]);
+}
+
+/* ---- layouts ---- */
+
+/* Check the decoded elements against the form and bring fixed-size
+ * elements into memory (their text lengths need every byte). */
+static int layout_check(struct chunk_text *ct, size_t max_bytes,
+                        struct zerr *err) {
+  struct abytes *ab = ct->ab;
+  uint64_t nelem = 1;
+  for (int d = 0; d < ct->form->ndim; d++)
+    nelem *= ct->form->shape[d];
+  if (ab->n != nelem)
+    return zerr_set(err, EIO, "decoded %llu elements, expected %llu",
+                    (unsigned long long)ab->n, (unsigned long long)nelem);
+  if (!ab->elsize)
+    return 0;
+  if (ab->elsize != ct->form->dt.size)
+    return zerr_set(err, EIO, "decoded element size %zu, expected %zu",
+                    ab->elsize, ct->form->dt.size);
+  struct bytesrc *mem;
+  ZTRY(bytesrc_load(ab->fixed, max_bytes, &mem, err));
+  bytesrc_unref(ab->fixed);
+  ab->fixed = mem;
+  return 0;
+}
+
+/* See text.h. */
+int text_layout(const struct text_form *form, const uint64_t *shape,
+                const uint64_t *idx, struct abytes *ab, size_t max_bytes,
+                const atomic_int *stop, struct chunk_text **out,
+                struct zerr *err) {
+  struct chunk_text *ct = unit_new(form, shape, idx);
+  if (!ct) {
+    abytes_free(ab);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  ct->ab = ab;
+  int rc = layout_check(ct, max_bytes, err);
+  uint64_t nblk = (ct->nin + TEXT_BLOCK - 1) / TEXT_BLOCK;
+  if (rc == 0 && nblk > max_bytes / sizeof(uint64_t))
+    rc = zerr_set(err, EFBIG, "chunk has too many elements");
+  if (rc == 0 && !(ct->blk = malloc((size_t)(nblk ? nblk : 1) * 8)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  uint64_t pos = 0;
+  struct inb_it it;
+  it_init(&it, ct, 0);
+  for (uint64_t k = 0; rc == 0 && k < ct->nin; k++, it_next(&it, ct)) {
+    if (k % TEXT_BLOCK == 0) {
+      ct->blk[k / TEXT_BLOCK] = pos;
+      if (k % TEXT_STOP_EVERY == 0 && stop &&
+          atomic_load_explicit(stop, memory_order_relaxed))
+        rc = zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+    }
+    pos += elem_len(ct, it.j) + 1;
+  }
+  if (rc == 0 && pos > TEXT_MAX_SIZE)
+    rc = zerr_set(err, EFBIG, "text of a chunk exceeds 2^63 bytes");
+  if (rc < 0) {
+    zobj_put(&ct->obj);
+    return rc;
+  }
+  ct->nblk = nblk;
+  ct->size = pos;
+  ct->cost = sizeof *ct + (size_t)nblk * 8 + abytes_mem_cost(ab);
+  *out = ct;
+  return 0;
+}
+
+/* See text.h. */
+uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
+  if (k >= ct->nin)
+    return ct->size;
+  if (!ct->ab)
+    return k * (ct->form->fill_len + 1);
+  uint64_t b = k / TEXT_BLOCK, pos = ct->blk[b];
+  struct inb_it it;
+  it_init(&it, ct, b * TEXT_BLOCK);
+  for (; it.k < k; it_next(&it, ct))
+    pos += elem_len(ct, it.j) + 1;
+  return pos;
+}
+
+/* The element whose line holds text offset off (< size): the walk is left
+ * at it and *start receives its line's offset. */
+static void text_find(const struct chunk_text *ct, uint64_t off,
+                      struct inb_it *it, uint64_t *start) {
+  uint64_t lo = 0, hi = ct->nblk; /* last block starting at or before off */
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (ct->blk[mid] <= off)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  uint64_t pos = ct->blk[lo];
+  it_init(it, ct, lo * TEXT_BLOCK);
+  for (;;) {
+    uint64_t l = elem_len(ct, it->j) + 1;
+    if (pos + l > off || it->k + 1 >= ct->nin)
+      break;
+    pos += l;
+    it_next(it, ct);
+  }
+  *start = pos;
+}
+
+/* ---- rendering ---- */
+
+/* A fill unit: the fill text and its newline, repeated. */
+static void read_fill(const struct chunk_text *ct, uint64_t off, uint64_t end,
+                      char *dst) {
+  const char *f = ct->form->fill;
+  uint64_t flen = ct->form->fill_len, line = flen + 1;
+  uint64_t p = off % line;
+  while (off < end) {
+    uint64_t n = line - p < end - off ? line - p : end - off;
+    uint64_t body = p < flen ? (flen - p < n ? flen - p : n) : 0;
+    memcpy(dst, f + p, (size_t)body);
+    if (body < n)
+      dst[body] = '\n'; /* n - body is 1: the newline ends the piece */
+    dst += n;
+    off += n;
+    p = 0;
+  }
+}
+
+/* Fixed-size elements: render each, copy the part inside [off, end). */
+static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
+                       uint64_t pos, uint64_t off, uint64_t end, char *dst) {
+  const struct abytes *ab = ct->ab;
+  char tmp[RENDER_FIXED_MAX + 1];
+  while (pos < end) {
+    size_t n =
+        render_fixed(&ct->form->dt, ab->fixed->mem + it->j * ab->elsize, tmp);
+    tmp[n] = '\n';
+    uint64_t a = off > pos ? off - pos : 0;
+    uint64_t b = end - pos < n + 1 ? end - pos : n + 1;
+    memcpy(dst + (pos + a - off), tmp + a, (size_t)(b - a));
+    pos += n + 1;
+    it_next(it, ct);
+  }
+}
+
+/* Variable-length elements [it, ...) that are consecutive in the unit:
+ * fetch the source bytes the request needs with one ranged read, render.
+ * Advances it and *pos past the run. */
+static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
+                        struct inb_it *it, uint64_t *pos, uint64_t off,
+                        uint64_t end, char *dst, struct zerr *err) {
+  const struct dtype *dt = &ct->form->dt;
+  const uint64_t *eo = ct->ab->offsets;
+  struct inb_it run = *it;
+  uint64_t start = *pos, p = start, last_start = start, last_tl = 0, jb;
+  do { /* find the run's extent */
+    jb = it->j;
+    last_start = p;
+    last_tl = render_var_len(dt, eo[jb + 1] - eo[jb]);
+    p += last_tl + 1;
+    it_next(it, ct);
+  } while (p < end && it->k < ct->nin && it->j == jb + 1);
+  *pos = p;
+
+  uint64_t ja = run.j;
+  uint64_t first_tl = render_var_len(dt, eo[ja + 1] - eo[ja]);
+  uint64_t a0 = off > start ? off - start : 0;
+  uint64_t src_a = eo[ja] + (a0 < first_tl ? render_var_src_off(dt, a0)
+                                           : eo[ja + 1] - eo[ja]);
+  uint64_t hi = end - last_start < last_tl ? end - last_start : last_tl;
+  uint64_t src_b = hi ? eo[jb] + render_var_src_off(dt, hi - 1) + 1 : eo[jb];
+  if (src_b < src_a)
+    src_b = src_a;
+  const uint8_t *src;
+  uint8_t *buf = NULL;
+  if (data->mem) {
+    src = data->mem;
+    src_a = 0;
+  } else {
+    size_t n = (size_t)(src_b - src_a);
+    if (!(buf = malloc(n ? n : 1)))
+      return zerr_set(err, ENOMEM, "out of memory");
+    int rc = bytesrc_read_range(data, src_a, n, buf, err);
+    if (rc < 0) {
+      free(buf);
+      return rc;
+    }
+    src = buf;
+  }
+  for (uint64_t q = start; q < p; it_next(&run, ct)) {
+    uint64_t j = run.j;
+    uint64_t tl = render_var_len(dt, eo[j + 1] - eo[j]);
+    uint64_t a = off > q ? off - q : 0;
+    uint64_t b = end - q < tl + 1 ? end - q : tl + 1;
+    uint64_t tb = b < tl ? b : tl;
+    if (a < tb) {
+      uint64_t s = eo[j] + render_var_src_off(dt, a) - src_a;
+      render_var(dt, src + s, a, (size_t)(tb - a), dst + (q + a - off));
+    }
+    if (b == tl + 1)
+      dst[q + tl - off] = '\n';
+    q += tl + 1;
+  }
+  free(buf);
+  return 0;
+}
+
+/* See text.h. */
+long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
+               size_t len, char *dst, struct zerr *err) {
+  if (off >= ct->size || len == 0)
+    return 0;
+  uint64_t end = ct->size - off < len ? ct->size : off + len;
+  if (!ct->ab) {
+    read_fill(ct, off, end, dst);
+    return (long)(end - off);
+  }
+  struct inb_it it;
+  uint64_t pos;
+  text_find(ct, off, &it, &pos);
+  if (ct->ab->elsize) {
+    read_fixed(ct, &it, pos, off, end, dst);
+    return (long)(end - off);
+  }
+  if (!data)
+    return zerr_set(err, EIO, "view: element bytes missing");
+  while (pos < end)
+    ZTRY(read_var_run(ct, data, &it, &pos, off, end, dst, err));
+  return (long)(end - off);
+}

@@ -1,0 +1,76 @@
+/* text.h - the text of one decoded unit (a chunk, or an inner chunk of a
+ * shard): where each in-bounds element's line starts, and ranged rendering.
+ *
+ * Layouts are compact: the text offset of every TEXT_BLOCK-th in-bounds
+ * element is stored (8 bytes per TEXT_BLOCK elements), and an element's
+ * offset inside its block is recomputed from the element lengths (a vlen
+ * offset difference, or one render of a fixed-size element). A fill unit
+ * (a missing chunk, an empty inner chunk) holds no element data and no
+ * layout at all: every line is the node's fill text, so offsets are
+ * arithmetic whatever the unit's size.
+ *
+ * Pure functions over immutable data, FUSE-free, thread-safe. */
+#ifndef ZARRFS_TEXT_H
+#define ZARRFS_TEXT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "../codecs/chain.h"
+#include "../src/memo.h"
+
+/* In-bounds elements per stored layout offset. */
+#define TEXT_BLOCK 64
+
+/* How a node's units become text (borrowed from the node; lives as long
+ * as the engine). */
+struct text_form {
+  struct dtype dt; /* the text data type (see struct znode) */
+  int ndim;
+  uint64_t shape[ZMETA_MAX_DIMS]; /* unit shape */
+  char *fill;        /* the fill value's text (owned by the node) */
+  uint64_t fill_len; /* bytes of fill, without the newline */
+};
+
+/* A unit ready for text views (reference-counted; zobj_put). */
+struct chunk_text {
+  struct zobj obj;
+  const struct text_form *form; /* borrowed */
+  struct abytes *ab;            /* decoded elements in unit C order; NULL
+                                   for a fill unit */
+  uint64_t idx[ZMETA_MAX_DIMS]; /* unit coordinates */
+  uint64_t ext[ZMETA_MAX_DIMS]; /* in-bounds extent per dimension */
+  uint64_t nin;                 /* in-bounds elements */
+  uint64_t size;                /* text bytes (every line with its '\n') */
+  uint64_t *blk; /* text offset of in-bounds element b*TEXT_BLOCK */
+  uint64_t nblk; /* entries of blk */
+  size_t cost;   /* bytes held: elements, offsets, layout */
+};
+
+/* A fill unit idx of a node whose units have shape form->shape inside an
+ * array of shape `shape` (new reference in *out). -EFBIG when its text
+ * would not fit in 63 bits. */
+int text_fill_unit(const struct text_form *form, const uint64_t *shape,
+                   const uint64_t *idx, struct chunk_text **out,
+                   struct zerr *err);
+
+/* Lay out decoded unit idx (takes ownership of ab, freed on failure):
+ * in-bounds extents, text size, block offsets. Fixed-size elements are
+ * loaded into memory (capped by max_bytes). stop (may be NULL) makes a
+ * long layout give up with -EINTR. New reference in *out. */
+int text_layout(const struct text_form *form, const uint64_t *shape,
+                const uint64_t *idx, struct abytes *ab, size_t max_bytes,
+                const atomic_int *stop, struct chunk_text **out,
+                struct zerr *err);
+
+/* Text offset where in-bounds element k's line starts (k <= nin). */
+uint64_t text_line_off(const struct chunk_text *ct, uint64_t k);
+
+/* Render text bytes [off, off+len) of unit ct into dst. data is the unit's
+ * element bytes for variable-length units (engine_unit_data), NULL
+ * otherwise. Returns the bytes written (short only at the end of the
+ * text) or a negative errno. */
+long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
+               size_t len, char *dst, struct zerr *err);
+
+#endif
