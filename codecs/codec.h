@@ -19,6 +19,7 @@
 #define ZARRFS_CODEC_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "../src/bytesrc.h"
@@ -38,8 +39,19 @@ struct codec_spec {
 
 /* Settings every decode sees. */
 struct codec_env {
-  size_t max_decoded; /* limit for any in-memory intermediate, in bytes */
+  size_t max_decoded;     /* limit for any in-memory intermediate, in bytes */
+  const atomic_int *stop; /* non-zero: long decodes give up with -EINTR (the
+                             daemon is shutting down); may be NULL */
 };
+
+/* -EINTR with a reason once the stop flag is up, else 0: long decode loops
+ * call it between steps. */
+static inline int codec_check_stop(const struct codec_env *env,
+                                   struct zerr *err) {
+  if (env->stop && atomic_load_explicit(env->stop, memory_order_relaxed))
+    return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+  return 0;
+}
 
 /* A decoded chunk: n elements in C order of the spec's shape. */
 struct abytes {

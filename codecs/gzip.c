@@ -31,8 +31,10 @@ static void gzip_destroy(void *state) { (void)state; }
  * never allocates much, a bomb stops at the cap); with `members`, further
  * gzip members after the first are decoded too. */
 static int inflate_loop(z_stream *zs, struct zbuf *b, const char *name,
-                        int members, struct zerr *err) {
+                        int members, const struct codec_env *env,
+                        struct zerr *err) {
   for (;;) {
+    ZTRY(codec_check_stop(env, err));
     if (b->len == b->cap) {
       size_t room = b->max - b->len;
       if (room == 0)
@@ -94,7 +96,7 @@ int codec_inflate(struct bytesrc *in, const struct codec_env *env,
   }
   struct zbuf b;
   zbuf_init(&b, env->max_decoded);
-  rc = inflate_loop(&zs, &b, name, members, err);
+  rc = inflate_loop(&zs, &b, name, members, env, err);
   inflateEnd(&zs);
   bytesrc_unref(src);
   if (rc < 0) {

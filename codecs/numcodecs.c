@@ -124,7 +124,7 @@ static int ncbz2_create(json_t *config, const struct codec_spec *decoded,
 /* Decompress every bzip2 stream in src into b (bz2.decompress accepts
  * concatenated streams). */
 static int ncbz2_loop(const uint8_t *src, size_t len, struct zbuf *b,
-                      struct zerr *err) {
+                      const struct codec_env *env, struct zerr *err) {
   size_t pos = 0;
   while (pos < len) {
     bz_stream bs;
@@ -136,6 +136,10 @@ static int ncbz2_loop(const uint8_t *src, size_t len, struct zbuf *b,
     bs.next_in = (char *)(src + pos);
     bs.avail_in = (unsigned)(len - pos);
     for (;;) {
+      if ((rc = codec_check_stop(env, err)) < 0) {
+        BZ2_bzDecompressEnd(&bs);
+        return rc;
+      }
       if (b->len == b->cap) {
         size_t room = b->max - b->len;
         if (room == 0) {
@@ -202,7 +206,7 @@ static int ncbz2_decode(const void *state, struct bytesrc *in,
   }
   struct zbuf b;
   zbuf_init(&b, env->max_decoded);
-  rc = ncbz2_loop(src->mem, (size_t)src->size, &b, err);
+  rc = ncbz2_loop(src->mem, (size_t)src->size, &b, env, err);
   bytesrc_unref(src);
   if (rc < 0) {
     zbuf_free(&b);

@@ -36,14 +36,22 @@ static int zstd_create(json_t *config, const struct codec_spec *decoded,
 /* No state to free. */
 static void zstd_destroy(void *state) { (void)state; }
 
-/* One frame whose decompressed size is unknown: stream it. */
+/* Output per streaming step: between steps a shutdown is noticed. */
+#define ZSTD_SLICE ((size_t)8 << 20)
+/* Frames larger than this are streamed in slices even when their size is
+ * known, so that one huge frame cannot hold up a shutdown. */
+#define ZSTD_ONE_SHOT_MAX ((size_t)16 << 20)
+
+/* One frame whose decompressed size is unknown (or large): stream it. */
 static int zstd_stream_frame(ZSTD_DCtx *dctx, const uint8_t *src, size_t len,
-                             struct zbuf *b, struct zerr *err) {
+                             struct zbuf *b, const struct codec_env *env,
+                             struct zerr *err) {
   size_t r = ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
   if (ZSTD_isError(r))
     return zerr_set(err, EIO, "zstd: %s", ZSTD_getErrorName(r));
   ZSTD_inBuffer zin = {src, len, 0};
   for (;;) {
+    ZTRY(codec_check_stop(env, err));
     if (b->len == b->cap) {
       size_t room = b->max - b->len;
       if (room == 0)
@@ -54,7 +62,9 @@ static int zstd_stream_frame(ZSTD_DCtx *dctx, const uint8_t *src, size_t len,
       size_t step = ZSTD_DStreamOutSize();
       ZTRY(zbuf_reserve(b, room < step ? room : step, err));
     }
-    ZSTD_outBuffer zout = {b->data + b->len, b->cap - b->len, 0};
+    size_t out_room = b->cap - b->len;
+    ZSTD_outBuffer zout = {b->data + b->len,
+                           out_room < ZSTD_SLICE ? out_room : ZSTD_SLICE, 0};
     r = ZSTD_decompressStream(dctx, &zout, &zin);
     b->len += zout.pos;
     if (ZSTD_isError(r))
@@ -69,7 +79,8 @@ static int zstd_stream_frame(ZSTD_DCtx *dctx, const uint8_t *src, size_t len,
 
 /* Walk the frames one by one. */
 static int zstd_frames(ZSTD_DCtx *dctx, const uint8_t *src, size_t size,
-                       struct zbuf *b, struct zerr *err) {
+                       struct zbuf *b, const struct codec_env *env,
+                       struct zerr *err) {
   size_t pos = 0;
   while (pos < size) {
     const uint8_t *p = src + pos;
@@ -82,7 +93,15 @@ static int zstd_frames(ZSTD_DCtx *dctx, const uint8_t *src, size_t size,
     if (csize == ZSTD_CONTENTSIZE_ERROR)
       return zerr_set(err, EIO, "zstd: corrupt frame header");
     if (csize == ZSTD_CONTENTSIZE_UNKNOWN) {
-      ZTRY(zstd_stream_frame(dctx, p, flen, b, err));
+      ZTRY(zstd_stream_frame(dctx, p, flen, b, env, err));
+    } else if (csize > ZSTD_ONE_SHOT_MAX && csize <= b->max - b->len) {
+      size_t start = b->len;
+      ZTRY(zbuf_reserve(b, (size_t)csize, err));
+      ZTRY(zstd_stream_frame(dctx, p, flen, b, env, err));
+      if (b->len - start != csize)
+        return zerr_set(err, EIO,
+                        "zstd: frame decoded to %zu bytes, header says %llu",
+                        b->len - start, csize);
     } else {
       if (csize > b->max - b->len)
         return zerr_set(err, EFBIG,
@@ -126,7 +145,7 @@ static int zstd_decode(const void *state, struct bytesrc *in,
   }
   struct zbuf b;
   zbuf_init(&b, env->max_decoded);
-  rc = zstd_frames(dctx, src->mem, (size_t)src->size, &b, err);
+  rc = zstd_frames(dctx, src->mem, (size_t)src->size, &b, env, err);
   ZSTD_freeDCtx(dctx);
   bytesrc_unref(src);
   if (rc < 0) {

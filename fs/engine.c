@@ -73,6 +73,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   }
   e->store = store;
   e->env.max_decoded = cfg->max_decoded;
+  e->env.stop = &e->stopping;
   e->window_cap = cfg->max_decoded;
   e->no_consolidated = cfg->no_consolidated;
   pthread_mutex_init(&e->nodes_lock, NULL);

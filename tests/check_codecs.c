@@ -35,7 +35,7 @@ static int run(const char *json, const struct codec_spec *spec, const void *enc,
   int rc = tc_build(json, spec, &c, err);
   ck_assert_msg(rc == 0, "chain_build(%s): %s", json, err->msg);
   struct bytesrc *src = bytesrc_from_static(enc, len);
-  struct codec_env env = {max};
+  struct codec_env env = {max, NULL};
   *out = NULL;
   rc = chain_decode(c, spec, src, &env, out, err);
   bytesrc_unref(src);
@@ -426,7 +426,7 @@ START_TEST(test_bytes_no_swap_is_lazy) {
 #endif
   ck_assert_int_eq(tc_build(j, &s, &c, &err), 0);
   struct bytesrc *src = bytesrc_from_static(raw, sizeof raw);
-  struct codec_env env = {0}; /* no memory allowed at all */
+  struct codec_env env = {0, NULL}; /* no memory allowed at all */
   struct abytes *a;
   ck_assert_int_eq(chain_decode(c, &s, src, &env, &a, &err), 0);
   ck_assert_ptr_eq(a->fixed, src);
@@ -764,7 +764,7 @@ END_TEST
 START_TEST(test_abytes_fill) {
   struct zerr err = {0};
   struct abytes *a;
-  struct codec_env env = {1u << 20};
+  struct codec_env env = {1u << 20, NULL};
   int32_t fv = -7;
   struct codec_spec s = spec1(DT_INT32, 5);
   s.fill = (const uint8_t *)&fv;

@@ -114,7 +114,7 @@ static int decode(const char *json, struct dtype dt, uint64_t n,
   if (rc < 0)
     return rc;
   struct bytesrc *src = bytesrc_from_static(enc->p, enc->n);
-  struct codec_env env = {1u << 24};
+  struct codec_env env = {1u << 24, NULL};
   rc = chain_decode(c, &s, src, &env, out, err);
   bytesrc_unref(src);
   chain_free(c);

@@ -38,7 +38,7 @@ static int run(const char *json, uint64_t n, const void *enc, size_t len,
   int rc = tc_build(json, &s, &c, err);
   ck_assert_msg(rc == 0, "chain_build(%s): %s", json, err->msg);
   struct bytesrc *src = bytesrc_from_static(enc, len);
-  struct codec_env env = {max};
+  struct codec_env env = {max, NULL};
   *out = NULL;
   rc = chain_decode(c, &s, src, &env, out, err);
   /* A deferred data section (gzip, zstd data codecs) is decoded the way a
@@ -645,7 +645,7 @@ START_TEST(test_vlen_partial_read) {
     struct codec_spec s = vspec(DT_STRING, N);
     struct chain *c;
     ck_assert_int_eq(tc_build(json, &s, &c, &err), 0);
-    struct codec_env env = {MAXDEC};
+    struct codec_env env = {MAXDEC, NULL};
     struct abytes *a;
     ck_assert_msg(chain_decode(c, &s, src, &env, &a, &err) == 0, "%s", err.msg);
     uint64_t index_len = (N + 1) * 8;
@@ -759,11 +759,11 @@ static int fixture_store(const char *dir) {
     struct abytes *a = NULL;
     rc = bytesrc_open_file(path, &st, &src, &err);
     if (rc == -ENOENT) {
-      struct codec_env fenv = {MAXDEC};
+      struct codec_env fenv = {MAXDEC, NULL};
       rc = abytes_new_fill(&s, &fenv, &a, &err); /* missing chunk: fill */
     } else {
       ck_assert_msg(rc == 0, "%s: %s", path, err.msg);
-      struct codec_env env = {MAXDEC};
+      struct codec_env env = {MAXDEC, NULL};
       rc = chain_decode(c, &s, src, &env, &a, &err);
       if (rc == 0 && !a->elsize && !a->data)
         rc = abytes_load_data(a, &env, &a->data, &err);
@@ -818,7 +818,7 @@ START_TEST(test_fixture_snapshot_vlen) {
   memset(&st, 0, sizeof st);
   struct bytesrc *src;
   ck_assert_int_eq(bytesrc_open_file(c00, &st, &src, &err), 0);
-  struct codec_env env = {MAXDEC};
+  struct codec_env env = {MAXDEC, NULL};
   struct abytes *a;
   ck_assert_int_eq(chain_decode(c, &s, src, &env, &a, &err), 0);
   ck_assert_uint_eq(st.bytes_read, 8 + 200);

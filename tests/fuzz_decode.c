@@ -68,7 +68,7 @@ static int fuzz_chains(long iters) {
         memcpy(next(&r) % 2 ? buf : buf + n - 8, &L, 8);
       }
       struct bytesrc *b = bytesrc_from_static(buf, n);
-      struct codec_env env = {1 << 20};
+      struct codec_env env = {1 << 20, NULL};
       struct abytes *a = NULL;
       if (chain_decode(ch, &s, b, &env, &a, &err) == 0) {
         struct bytesrc *d;
@@ -120,7 +120,7 @@ static int fuzz_shards(long iters) {
         memcpy(buf + n - 64 + 16 * c, e, 16);
     }
     struct bytesrc *b = bytesrc_from_static(buf, n);
-    struct codec_env env = {1 << 20};
+    struct codec_env env = {1 << 20, NULL};
     uint64_t *index = NULL, nin = 0;
     if (shard_index_read(st, &s, b, &env, &index, &nin, &err) == 0) {
       for (uint64_t c = 0; c < nin; c++) {
