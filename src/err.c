@@ -51,3 +51,18 @@ void zerr_clear(struct zerr *err) {
     err->msg[0] = '\0';
   }
 }
+
+/* Conditions that pass: a retry may succeed (see err.h). */
+int zerr_is_transient(int code) {
+  switch (code) {
+  case EMFILE:
+  case ENFILE:
+  case ENOMEM:
+  case EAGAIN:
+  case EINTR:
+  case ETIMEDOUT:
+    return 1;
+  default:
+    return 0;
+  }
+}
