@@ -12,7 +12,8 @@
  * Targets are read through one descriptor pool (src/fdpool.h) owned by the
  * confine: a byte source of a target holds no descriptor between reads, so
  * cached chunks of a manifest cost none. Sources may outlive the confine
- * (the pool and the roots stay until the last one is gone). */
+ * (the pool and the roots stay until the last one is gone); the io_stats
+ * given to confine_open must outlive their reads. */
 #ifndef ZARRFS_CONFINE_H
 #define ZARRFS_CONFINE_H
 

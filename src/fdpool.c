@@ -48,6 +48,7 @@ struct fdpool {
 /* Is rc a full descriptor table (worth a retry after fdpool_shed)? */
 static int table_full(int rc) { return rc == -EMFILE || rc == -ENFILE; }
 
+/* A quarter of the soft descriptor limit, within [8, 256]. */
 unsigned fdpool_default_limit(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
@@ -84,8 +85,10 @@ int fdpool_new(unsigned limit, fdpool_reopen_fn reopen, void *ctx,
   return 0;
 }
 
+/* The reopen context. */
 void *fdpool_ctx(const struct fdpool *p) { return p->ctx; }
 
+/* One more reference. */
 struct fdpool *fdpool_ref(struct fdpool *p) {
   if (p)
     atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
@@ -189,6 +192,7 @@ static void take(struct fdpool_file *f) {
   f->use++;
 }
 
+/* Find or make the entry of st's dev/ino and give it fd. */
 int fdpool_adopt(struct fdpool *p, int fd, const struct stat *st,
                  struct fdpool_file **out, struct zerr *err) {
   /* Allocated before locking: most adopts are of a file not yet known. */
@@ -237,6 +241,7 @@ int fdpool_adopt(struct fdpool *p, int fd, const struct stat *st,
   return 0;
 }
 
+/* Drop a source's reference; the last one closes and frees the entry. */
 void fdpool_release(struct fdpool_file *f) {
   if (!f)
     return;
@@ -261,6 +266,7 @@ void fdpool_release(struct fdpool_file *f) {
   fdpool_unref(p); /* after unlocking: it may free the lock */
 }
 
+/* The entry's descriptor, reopened (and checked) when it was closed. */
 int fdpool_checkout(struct fdpool_file *f, const char *name, int *fd,
                     int *reopened, struct zerr *err) {
   struct fdpool *p = f->pool;
@@ -314,6 +320,7 @@ int fdpool_checkout(struct fdpool_file *f, const char *name, int *fd,
   return 0;
 }
 
+/* One read less; an unused descriptor becomes idle, then trim. */
 void fdpool_checkin(struct fdpool_file *f) {
   struct fdpool *p = f->pool;
   pthread_mutex_lock(&p->lock);
@@ -323,6 +330,7 @@ void fdpool_checkin(struct fdpool_file *f) {
   pthread_mutex_unlock(&p->lock);
 }
 
+/* Close every idle descriptor. */
 unsigned fdpool_shed(struct fdpool *p) {
   unsigned n = 0;
   pthread_mutex_lock(&p->lock);
@@ -334,6 +342,7 @@ unsigned fdpool_shed(struct fdpool *p) {
   return n;
 }
 
+/* Counters, read under the lock. */
 void fdpool_get_stats(struct fdpool *p, struct fdpool_stats *out) {
   pthread_mutex_lock(&p->lock);
   out->limit = p->limit;
@@ -347,6 +356,7 @@ void fdpool_get_stats(struct fdpool *p, struct fdpool_stats *out) {
 
 /* ---- opening without blocking ---- */
 
+/* Name of a file type for messages. */
 const char *fdpool_type_name(mode_t mode) {
   switch (mode & S_IFMT) {
   case S_IFIFO:
@@ -374,6 +384,7 @@ static int sys_fail(struct zerr *err, int e, const char *what) {
                   strerror(e));
 }
 
+/* Check pfd is a regular file, then reopen that inode for reading. */
 int fdpool_open_checked(int pfd, int (*fallback)(void *fctx, int *fd),
                         void *fctx, int *fd, struct stat *st,
                         struct zerr *err) {

@@ -40,7 +40,8 @@
  * Lifetime: the pool is reference counted. Its creator holds one reference,
  * every file entry holds one, so the pool (and the reopen context it owns)
  * outlives every source that still needs it, whatever order the store and
- * the cache are freed in. */
+ * the cache are freed in. (A store's sources still count into the store's
+ * io_stats: they may be dropped, not read, after the store is freed.) */
 #ifndef ZARRFS_FDPOOL_H
 #define ZARRFS_FDPOOL_H
 

@@ -47,7 +47,8 @@ struct store {
 
 /* Open a local directory. *out is owned by the caller (store_free). Its
  * byte sources share one descriptor pool (src/fdpool.h, default limit
- * from RLIMIT_NOFILE at this call) and may outlive the store. */
+ * from RLIMIT_NOFILE at this call). A source may be dropped after the
+ * store is freed, but not read (it counts into the store's stats). */
 int store_open_local(const char *root, struct store **out, struct zerr *err);
 
 struct confine;
