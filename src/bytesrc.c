@@ -1,4 +1,6 @@
-/* bytesrc.c - file, memory and window byte sources (see bytesrc.h). */
+/* bytesrc.c - file, pooled file, memory and window byte sources (see
+ * bytesrc.h). */
+#define _GNU_SOURCE /* O_PATH */
 #include "bytesrc.h"
 
 #include <fcntl.h>
@@ -6,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "fdpool.h"
 
 /* Bounds-checked read through the ops table. */
 int bytesrc_read_range(struct bytesrc *s, uint64_t off, size_t len, void *dst,
@@ -41,36 +45,54 @@ void bytesrc_unref(struct bytesrc *s) {
 
 /* ---- local files ---- */
 
-struct file_src {
-  struct bytesrc base;
-  int fd;
-  struct io_stats *stats;
-};
+/* A failed system call as a result: transient codes kept, the rest EIO. */
+static int sys_fail(struct zerr *err, int e, const char *what) {
+  return zerr_set(err, zerr_is_transient(e) ? e : EIO, "%s: %s", what,
+                  strerror(e));
+}
 
 /* pread until len bytes arrived; a short file is an error. */
-static int file_read(struct bytesrc *s, uint64_t off, size_t len, void *dst,
-                     struct zerr *err) {
-  struct file_src *f = (struct file_src *)s;
+static int pread_all(int fd, uint64_t off, size_t len, void *dst,
+                     struct io_stats *stats, struct zerr *err) {
   uint8_t *p = dst;
   while (len) {
-    ssize_t n = pread(f->fd, p, len, (off_t)off);
+    ssize_t n = pread(fd, p, len, (off_t)off);
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      return zerr_set(err, EIO, "read failed: %s", strerror(errno));
+      return sys_fail(err, errno, "read failed");
     }
     if (n == 0)
       return zerr_set(err, EIO, "file shrank while mounted");
-    if (f->stats) {
-      atomic_fetch_add_explicit(&f->stats->bytes_read, (uint64_t)n,
+    if (stats) {
+      atomic_fetch_add_explicit(&stats->bytes_read, (uint64_t)n,
                                 memory_order_relaxed);
-      atomic_fetch_add_explicit(&f->stats->reads, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
     }
     p += n;
     off += (uint64_t)n;
     len -= (size_t)n;
   }
   return 0;
+}
+
+/* One more real open() in stats (may be NULL). */
+static void count_open(struct io_stats *stats) {
+  if (stats)
+    atomic_fetch_add_explicit(&stats->opens, 1, memory_order_relaxed);
+}
+
+struct file_src {
+  struct bytesrc base;
+  int fd;
+  struct io_stats *stats;
+};
+
+/* Read through the owned descriptor. */
+static int file_read(struct bytesrc *s, uint64_t off, size_t len, void *dst,
+                     struct zerr *err) {
+  struct file_src *f = (struct file_src *)s;
+  return pread_all(f->fd, off, len, dst, f->stats, err);
 }
 
 /* Close the descriptor. */
@@ -86,9 +108,15 @@ static const struct bytesrc_ops file_ops = {file_read, file_destroy};
 int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
                     struct zerr *err) {
   struct stat st;
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fd, &st) < 0) {
+    int e = errno;
     close(fd);
-    return zerr_set(err, EIO, "not a regular file");
+    return sys_fail(err, e, "cannot stat");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return zerr_set(err, EIO, "not a regular file (%s)",
+                    fdpool_type_name(st.st_mode));
   }
   struct file_src *f = calloc(1, sizeof *f);
   if (!f) {
@@ -100,22 +128,96 @@ int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
   atomic_init(&f->base.refs, 1);
   f->fd = fd;
   f->stats = stats;
-  if (stats)
-    atomic_fetch_add_explicit(&stats->opens, 1, memory_order_relaxed);
+  count_open(stats);
   *out = &f->base;
   return 0;
 }
 
-/* Open path read-only. */
+/* Reopen a path by name without blocking (no /proc: see
+ * fdpool_open_checked). */
+static int reopen_path_nonblock(void *path, int *fd) {
+  *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  return *fd < 0 ? -errno : 0;
+}
+
+/* Open path read-only: O_PATH first, so a FIFO never blocks us. */
 int bytesrc_open_file(const char *path, struct io_stats *stats,
                       struct bytesrc **out, struct zerr *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  int pfd = open(path, O_PATH | O_CLOEXEC);
+  if (pfd < 0) {
     int e = errno;
-    return zerr_set(err, e == ENOENT ? ENOENT : EIO, "cannot open: %s",
-                    strerror(e));
+    return e == ENOENT || e == ENOTDIR
+               ? zerr_set(err, ENOENT, "cannot open: %s", strerror(e))
+               : sys_fail(err, e, "cannot open");
   }
+  int fd;
+  struct stat st;
+  int rc = fdpool_open_checked(pfd, reopen_path_nonblock, (void *)path, &fd,
+                               &st, err);
+  close(pfd);
+  if (rc < 0)
+    return rc;
   return bytesrc_from_fd(fd, stats, out, err);
+}
+
+/* ---- pooled files ---- */
+
+struct pool_src {
+  struct bytesrc base;
+  struct fdpool_file *file; /* one reference */
+  struct io_stats *stats;
+  char name[]; /* for the pool's reopen callback */
+};
+
+/* Borrow a descriptor for this one read. */
+static int pool_read(struct bytesrc *s, uint64_t off, size_t len, void *dst,
+                     struct zerr *err) {
+  struct pool_src *ps = (struct pool_src *)s;
+  int fd, reopened;
+  ZTRY(fdpool_checkout(ps->file, ps->name, &fd, &reopened, err));
+  if (reopened)
+    count_open(ps->stats);
+  int rc = pread_all(fd, off, len, dst, ps->stats, err);
+  fdpool_checkin(ps->file);
+  return rc;
+}
+
+/* Give the file entry back to the pool. */
+static void pool_destroy(struct bytesrc *s) {
+  struct pool_src *ps = (struct pool_src *)s;
+  fdpool_release(ps->file);
+  free(ps);
+}
+
+static const struct bytesrc_ops pool_ops = {pool_read, pool_destroy};
+
+/* A source reading through pool. */
+int bytesrc_from_pool(struct fdpool *pool, int fd, const struct stat *st,
+                      const char *name, struct io_stats *stats,
+                      struct bytesrc **out, struct zerr *err) {
+  size_t nl = strlen(name) + 1, sz;
+  if (__builtin_add_overflow(sizeof(struct pool_src), nl, &sz)) {
+    close(fd);
+    return zerr_set(err, ENAMETOOLONG, "name too long");
+  }
+  struct pool_src *ps = calloc(1, sz);
+  if (!ps) {
+    close(fd);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  count_open(stats);
+  int rc = fdpool_adopt(pool, fd, st, &ps->file, err);
+  if (rc < 0) {
+    free(ps);
+    return rc;
+  }
+  memcpy(ps->name, name, nl);
+  ps->base.ops = &pool_ops;
+  ps->base.size = (uint64_t)st->st_size;
+  atomic_init(&ps->base.refs, 1);
+  ps->stats = stats;
+  *out = &ps->base;
+  return 0;
 }
 
 /* ---- memory ---- */

@@ -23,7 +23,9 @@
 struct io_stats {
   _Atomic uint64_t bytes_read; /* bytes read from files/network */
   _Atomic uint64_t reads;      /* read calls issued */
-  _Atomic uint64_t opens;      /* objects opened */
+  _Atomic uint64_t opens;      /* objects opened for reading: the first
+                                  open of a source and every reopen of a
+                                  pooled one (real open() calls) */
 };
 
 struct bytesrc;
@@ -52,13 +54,34 @@ struct bytesrc *bytesrc_ref(struct bytesrc *s);
 void bytesrc_unref(struct bytesrc *s);
 
 /* Open a local file for ranged reads. Counters in stats (may be NULL) are
- * bumped by every read. Returns a new reference in *out. */
+ * bumped by every read. Returns a new reference in *out. The source holds
+ * its descriptor for its whole life (for tools and tests; stores use
+ * bytesrc_from_pool). Never blocks: a FIFO, socket or device is refused
+ * with -EIO. A missing file is -ENOENT; transient codes (EMFILE, ENFILE,
+ * ENOMEM, ...) are kept; other failures are -EIO. */
 int bytesrc_open_file(const char *path, struct io_stats *stats,
                       struct bytesrc **out, struct zerr *err);
 /* Take ownership of an open descriptor of a regular file (closed with the
- * source, or at once on failure). */
+ * source, or at once on failure). The source holds the descriptor for its
+ * whole life: prefer bytesrc_from_pool for anything that may be cached. */
 int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
                     struct zerr *err);
+
+struct fdpool;
+struct stat;
+/* A file source that does not own a descriptor: it keeps the file's
+ * identity and name, and borrows a descriptor from pool (src/fdpool.h) for
+ * each read, so a cached source costs no descriptor. fd is an open
+ * descriptor of the regular file that st (its fstat) describes, already
+ * checked by the caller; it passes to the pool, also on failure. name
+ * (copied) is what the pool's reopen callback gets when the pool closed
+ * the descriptor meanwhile; a reopened file that is not the same dev/ino
+ * fails the read with -EIO "file replaced while mounted", a full
+ * descriptor table with -EMFILE/-ENFILE (transient). Counts one open in
+ * stats (may be NULL), and one per reopen. Returns a new reference. */
+int bytesrc_from_pool(struct fdpool *pool, int fd, const struct stat *st,
+                      const char *name, struct io_stats *stats,
+                      struct bytesrc **out, struct zerr *err);
 /* Wrap malloc'd memory; takes ownership of data (freed with free()).
  * data may be NULL when len is 0. Returns NULL on allocation failure (and
  * then frees data). */

@@ -6,8 +6,14 @@
  * each `-o allow_root=DIR`. Roots are resolved (realpath) when added.
  * confine_open opens the target first and then checks the real path of the
  * open descriptor, so `..`, symbolic links and a link swapped after a check
- * cannot reach outside. Immutable once the mount starts serving: shared by
- * FUSE threads without locks. */
+ * cannot reach outside. The roots are immutable once the mount starts
+ * serving: shared by FUSE threads without locks.
+ *
+ * Targets are read through one descriptor pool (src/fdpool.h) owned by the
+ * confine: a byte source of a target holds no descriptor between reads, so
+ * cached chunks of a manifest cost none. Sources may outlive the confine
+ * (the pool and the roots stay until the last one is gone); the io_stats
+ * given to confine_open must outlive their reads. */
 #ifndef ZARRFS_CONFINE_H
 #define ZARRFS_CONFINE_H
 
@@ -24,13 +30,16 @@ int confine_add_root(struct confine *c, const char *dir, struct zerr *err);
 /* Is the resolved absolute path under one of the roots? */
 int confine_allows(const struct confine *c, const char *resolved);
 /* Open the local file at absolute path for ranged reads (counters in
- * stats, may be NULL). A path outside every root is -EACCES with a reason
- * naming the resolved path and saying to add `-o allow_root=DIR`; a
- * missing file -ENOENT; not a regular file -EIO. */
+ * stats, may be NULL). Opened O_PATH first, so it never blocks. A path
+ * outside every root is -EACCES with a reason naming the resolved path and
+ * saying to add `-o allow_root=DIR`; a missing file -ENOENT; not a regular
+ * file -EIO ("not a regular file (FIFO)"); a full descriptor table
+ * -EMFILE/-ENFILE after one retry (transient codes are kept). A NULL c
+ * allows nothing (-EACCES). */
 int confine_open(const struct confine *c, const char *path,
                  struct io_stats *stats, struct bytesrc **out,
                  struct zerr *err);
-/* Free; NULL-safe. */
+/* Free; NULL-safe. Byte sources it opened stay readable. */
 void confine_free(struct confine *c);
 
 #endif

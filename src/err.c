@@ -52,12 +52,12 @@ void zerr_clear(struct zerr *err) {
   }
 }
 
-/* Resource and timing failures pass; data errors stay. */
+/* Conditions that pass: a retry may succeed (see err.h). */
 int zerr_is_transient(int code) {
   switch (code) {
-  case ENOMEM:
   case EMFILE:
   case ENFILE:
+  case ENOMEM:
   case EAGAIN:
   case EINTR:
   case ETIMEDOUT:

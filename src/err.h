@@ -28,13 +28,16 @@ int zerr_set(struct zerr *err, int code, const char *fmt, ...)
 int zerr_prefix(struct zerr *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Is a failure with this (positive) errno transient: the same request may
- * succeed later (ENOMEM, EMFILE, ENFILE, EAGAIN, EINTR, ETIMEDOUT)? Such
- * failures are never remembered as data errors. */
-int zerr_is_transient(int code);
-
 /* Reset to "no error". */
 void zerr_clear(struct zerr *err);
+
+/* Is code (a positive errno) a transient condition rather than a fact about
+ * the data: EMFILE, ENFILE (descriptor tables full), ENOMEM, EAGAIN, EINTR,
+ * ETIMEDOUT (remote stores)? Returns 1 or 0. The store and byte-source
+ * layers pass these codes up unchanged instead of folding them into EIO,
+ * and the engine never remembers a transient failure: the next read tries
+ * again. */
+int zerr_is_transient(int code);
 
 /* Return a negative errno from the current function if expr failed. */
 #define ZTRY(expr)                                                             \

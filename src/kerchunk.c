@@ -131,9 +131,11 @@ static int ex_sum(struct expr *x, int64_t *v) {
   }
 }
 
-int kerchunk_render(const char *tmpl, const void *templates,
+/* kerchunk_render with the length of the result in *outlen: a template
+ * value may bring a NUL byte into the text, which only the length shows. */
+static int render_n(const char *tmpl, const void *templates,
                     const char *const *names, const int64_t *vals, int nvars,
-                    char **out, struct zerr *err) {
+                    char **out, size_t *outlen, struct zerr *err) {
   struct zbuf b;
   zbuf_init(&b, (size_t)1 << 20);
   const char *s = tmpl;
@@ -191,6 +193,22 @@ int kerchunk_render(const char *tmpl, const void *templates,
   }
   size_t len;
   *out = (char *)zbuf_steal(&b, &len);
+  *outlen = len - 1; /* without the terminating NUL appended above */
+  return 0;
+}
+
+/* Render, refusing a result with a NUL byte inside (it would be cut short
+ * where it is used as a C string). */
+int kerchunk_render(const char *tmpl, const void *templates,
+                    const char *const *names, const int64_t *vals, int nvars,
+                    char **out, struct zerr *err) {
+  size_t n;
+  ZTRY(render_n(tmpl, templates, names, vals, nvars, out, &n, err));
+  if (memchr(*out, '\0', n)) {
+    free(*out);
+    *out = NULL;
+    return zerr_set(err, EINVAL, "'%s' renders to text with a NUL byte", tmpl);
+  }
   return 0;
 }
 
@@ -241,12 +259,16 @@ static int add_url(struct manifest_builder *b, const char *key, const char *url,
                    int whole, uint64_t off, uint64_t len, json_t *templates,
                    struct zerr *err) {
   char *path;
+  size_t plen;
   struct zerr terr = {0};
   if (!strstr(url, "{{")) { /* the common case: no copy */
     path = NULL;
-  } else if (kerchunk_render(url, templates, NULL, NULL, 0, &path, &terr) < 0) {
+  } else if (render_n(url, templates, NULL, NULL, 0, &path, &plen, &terr) < 0) {
     zerr_prefix(&terr, "reference url: ");
     return manifest_add_bad(b, key, terr.msg, err);
+  } else if (memchr(path, '\0', plen)) { /* a template brought a NUL */
+    free(path);
+    return manifest_add_bad(b, key, MANIFEST_NUL_REASON, err);
   }
   const char *target = path ? path : url;
   int rc;
@@ -273,6 +295,8 @@ static int add_value(struct manifest_builder *b, const char *key, json_t *v,
                             "reference: value must be text, \"base64:...\", "
                             "[url] or [url, offset, length]",
                             err);
+  if (strlen(json_string_value(url)) != json_string_length(url))
+    return manifest_add_bad(b, key, MANIFEST_NUL_REASON, err);
   uint64_t off = 0, len = 0;
   if (n == 3 && (nonneg(json_array_get(v, 1), &off) < 0 ||
                  nonneg(json_array_get(v, 2), &len) < 0))
@@ -343,6 +367,17 @@ static int add_gen(struct manifest_builder *b, const char *path, json_t *g,
     return zerr_set(err, EINVAL,
                     "gen entry needs key, url, dimensions (and offset with "
                     "length)");
+  /* Templates are used as C strings: a NUL inside would cut them short.
+   * One in the url makes each generated key bad (below); elsewhere the
+   * keys themselves are unknown, so the entry fails. */
+  if (strlen(json_string_value(jkey)) != json_string_length(jkey) ||
+      (json_is_string(joff) &&
+       strlen(json_string_value(joff)) != json_string_length(joff)) ||
+      (json_is_string(jlen) &&
+       strlen(json_string_value(jlen)) != json_string_length(jlen)))
+    return zerr_set(err, EINVAL,
+                    "gen entry key, offset or length contains a NUL byte");
+  int url_nul = strlen(json_string_value(jurl)) != json_string_length(jurl);
   size_t nd = json_object_size(dims);
   if (nd == 0 || nd > 16)
     return zerr_set(err, EINVAL, "gen entry needs 1 to 16 dimensions");
@@ -371,11 +406,12 @@ static int add_gen(struct manifest_builder *b, const char *path, json_t *g,
     for (size_t i = 0; i < nd; i++)
       cur[i] = vals[i][pos[i]];
     char *key = NULL, *url = NULL, *off = NULL, *len = NULL;
+    size_t ulen = 0;
     rc = kerchunk_render(json_string_value(jkey), templates, names, cur,
                          (int)nd, &key, err);
     if (rc == 0)
-      rc = kerchunk_render(json_string_value(jurl), templates, names, cur,
-                           (int)nd, &url, err);
+      rc = render_n(json_string_value(jurl), templates, names, cur, (int)nd,
+                    &url, &ulen, err);
     if (rc == 0 && joff) {
       if (json_is_integer(joff))
         rc = asprintf(&off, "%lld", (long long)json_integer_value(joff)) < 0
@@ -397,6 +433,8 @@ static int add_gen(struct manifest_builder *b, const char *path, json_t *g,
     if (rc == 0) {
       if (store_key_valid(key) < 0) {
         zlog(ZLOG_WARN, "%s: refusing generated key '%s'", path, key);
+      } else if (url_nul || memchr(url, '\0', ulen)) {
+        rc = manifest_add_bad(b, key, MANIFEST_NUL_REASON, err);
       } else if (!joff) {
         rc = manifest_add_whole(b, key, url, err);
       } else {
@@ -716,7 +754,7 @@ static int sc_fast_array(struct scan *s, struct manifest_builder *b,
     return 0;
   size_t un;
   ZTRY(sc_string(s, &s->buf2, &s->cap2, &un));
-  if (strlen(s->buf2) != un)
+  if (strlen(s->buf2) != un) /* a NUL inside: add_value marks the key bad */
     return 0;
   sc_ws(s);
   uint64_t nums[2];

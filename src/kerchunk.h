@@ -8,8 +8,10 @@
  * use {{name}} templates; `gen` entries expand {{expr}} integer
  * expressions over their dimensions. Relative urls are relative to the
  * reference file's directory. A malformed value makes only its key fail
- * (MF_BAD: EIO with the reason on read); a key that could escape the tree
- * ("..", empty segments, NUL) is left out with a warning. A key written
+ * (MF_BAD: EIO with the reason on read), so does a url with a NUL byte
+ * inside, also one a template brings ("target path contains a NUL byte");
+ * a key that could escape the tree ("..", empty segments, NUL) is left out
+ * with a warning. A key written
  * twice fails with EIO ("duplicate key"); a `refs` key that `gen` also
  * makes wins over the generated one.
  *
@@ -34,7 +36,8 @@ int kerchunk_load(const char *path, struct manifest **out, struct zerr *err);
 /* Render a template string: {{name}} from templates (a JSON object, may be
  * NULL), {{expr}} an integer expression (+ - * // / % parentheses, unary
  * minus) over the variables names[i] = vals[i]. *out is malloc'd (caller
- * frees). Exposed for the unit tests. */
+ * frees). A result with a NUL byte inside (from a template value) is
+ * -EINVAL. Exposed for the unit tests. */
 int kerchunk_render(const char *tmpl, const void *templates,
                     const char *const *names, const int64_t *vals, int nvars,
                     char **out, struct zerr *err);

@@ -449,8 +449,16 @@ int manifest_open(const struct manifest *m, const struct manifest_entry *en,
                     en->path);
   struct bytesrc *f;
   int orc = confine_open(c, en->path, stats, &f, err);
-  if (orc < 0) /* a listed key whose target fails is a data error */
-    return orc == -ENOMEM ? orc : (err->code = EIO, -EIO);
+  if (orc < 0) {
+    /* A listed key whose target fails is a data error, unless the failure
+     * passes (a full descriptor table, no memory): that code is kept so
+     * that the engine does not remember it. */
+    if (zerr_is_transient(-orc))
+      return orc;
+    if (err)
+      err->code = EIO;
+    return -EIO;
+  }
   if (en->kind == MF_WHOLE) {
     *out = f;
     return 0;

@@ -60,6 +60,11 @@ int manifest_add_inline(struct manifest_builder *b, const char *key,
                         const void *data, size_t len, struct zerr *err);
 int manifest_add_missing(struct manifest_builder *b, const char *key,
                          struct zerr *err);
+/* The reason of a target path or URL with a NUL byte inside: the builder
+ * takes C strings, so parsers that see string lengths (JSON) check for it
+ * and add the key with manifest_add_bad(..., MANIFEST_NUL_REASON) instead
+ * of a silently truncated path. */
+#define MANIFEST_NUL_REASON "target path contains a NUL byte"
 /* A key whose reference is malformed: listed, and its reads fail with EIO
  * and this reason (so one bad entry does not stop the mount). */
 int manifest_add_bad(struct manifest_builder *b, const char *key,
@@ -86,8 +91,11 @@ int manifest_list(const struct manifest *m, const char *prefix,
  * window for MF_RANGE, checked against the target's size: a range past the
  * end is -EIO naming the path, offset, length and size). A listed key is
  * data, so every failure is -EIO with the reason (a missing target, one
- * outside the allowed roots, a remote one: "remote targets are not
- * supported yet"). MF_MISSING is -ENOENT. */
+ * outside the allowed roots, not a regular file, a remote one: "remote
+ * targets are not supported yet"), except transient ones, which keep their
+ * code (-EMFILE, -ENFILE, -ENOMEM, ...: zerr_is_transient). MF_MISSING is
+ * -ENOENT. The source holds no descriptor between reads (the confine's
+ * pool lends one). */
 int manifest_open(const struct manifest *m, const struct manifest_entry *en,
                   const struct confine *c, struct io_stats *stats,
                   struct bytesrc **out, struct zerr *err);

@@ -14,9 +14,18 @@
 
 struct store;
 
-enum store_entry_type { STORE_FILE = 1, STORE_DIR = 2 };
+/* What a key is. STORE_OTHER: the key exists but cannot be served (a FIFO,
+ * socket or device; in listings also a symbolic link that leaves the store
+ * or loops). It is never an absent key: store_get of it fails with -EIO
+ * (or -EACCES for a link that leaves the store), never -ENOENT. Directory
+ * listings shown to users leave it out; code that learns from a listing
+ * which chunks exist must count it as present (a read then fails with EIO),
+ * never as missing (which would show the fill value). A dangling symbolic
+ * link is absent: not listed, -ENOENT. */
+enum store_entry_type { STORE_FILE = 1, STORE_DIR = 2, STORE_OTHER = 3 };
 
-/* Called once per child by store_list; return non-zero to stop. */
+/* Called once per child by store_list (size: bytes for STORE_FILE, else
+ * 0); return non-zero to stop. */
 typedef int (*store_list_cb)(void *ud, const char *name,
                              enum store_entry_type type, uint64_t size);
 
@@ -36,7 +45,10 @@ struct store {
   struct io_stats stats; /* bytes this store read */
 };
 
-/* Open a local directory. *out is owned by the caller (store_free). */
+/* Open a local directory. *out is owned by the caller (store_free). Its
+ * byte sources share one descriptor pool (src/fdpool.h, default limit
+ * from RLIMIT_NOFILE at this call). A source may be dropped after the
+ * store is freed, but not read (it counts into the store's stats). */
 int store_open_local(const char *root, struct store **out, struct zerr *err);
 
 struct confine;
@@ -53,10 +65,16 @@ int store_open_refs(const char *path, const struct confine *c,
 int store_wrap_vzarr(struct store *inner, const struct confine *c,
                      struct store **out, struct zerr *err);
 
-/* Byte source of an object (new reference); -ENOENT when absent. */
+/* Byte source of an object (new reference); -ENOENT when absent. Only
+ * regular files are served and opening never blocks: anything else is
+ * -EIO ("not a regular file (FIFO)"). Transient failures keep their codes
+ * (-EMFILE, -ENFILE, -ENOMEM, -EAGAIN, -EINTR: zerr_is_transient), every
+ * other failure to read an existing key is -EIO or -EACCES. Sources of
+ * local files hold no descriptor between reads (src/fdpool.h). */
 int store_get(struct store *s, const char *key, struct bytesrc **out,
               struct zerr *err);
-/* Type and size of a key; -ENOENT when absent. */
+/* Type and size of a key; -ENOENT when absent. A FIFO, socket or device
+ * is STORE_OTHER (size 0); a symbolic link that leaves the store -EACCES. */
 int store_stat(struct store *s, const char *key, enum store_entry_type *type,
                uint64_t *size, struct zerr *err);
 /* store_list's answer when it listed what it could but some entries are
@@ -65,7 +83,9 @@ int store_stat(struct store *s, const char *key, enum store_entry_type *type,
  * can show the rest; whoever infers "absent" from a listing must not. */
 #define STORE_LIST_PARTIAL 1
 
-/* Immediate children of prefix ("" = root), in no particular order.
+/* Immediate children of prefix ("" = root), in no particular order,
+ * including STORE_OTHER entries (see enum store_entry_type). A transient
+ * failure fails the listing (never a listing with entries left out).
  * Returns 0, STORE_LIST_PARTIAL, or a negative errno. */
 int store_list(struct store *s, const char *prefix, store_list_cb cb, void *ud,
                struct zerr *err);

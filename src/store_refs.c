@@ -38,10 +38,14 @@ static int refs_stat(struct store *s, const char *key,
     if (en.kind == MF_WHOLE) {
       struct bytesrc *b;
       struct zerr e2 = {0};
-      /* An unreadable target still stats (size 0); its read fails. */
-      if (manifest_open(r->m, &en, r->c, NULL, &b, &e2) == 0) {
+      /* An unreadable target still stats (size 0); its read fails. A
+       * transient failure is no answer: size 0 must not be learned. */
+      int orc = manifest_open(r->m, &en, r->c, NULL, &b, &e2);
+      if (orc == 0) {
         *size = b->size;
         bytesrc_unref(b);
+      } else if (zerr_is_transient(-orc)) {
+        return zerr_set(err, -orc, "%s", e2.msg);
       }
     }
     return 0;

@@ -21,7 +21,10 @@
  * that array's chunk keys fail with EIO and the reason (also a missing
  * configuration.manifest, a remote manifest, a chunk key without one index
  * per dimension); everything else keeps serving. Duplicate keys in a
- * manifest fail that key with EIO (jdup.h) rather than keeping the last. */
+ * manifest fail that key with EIO (jdup.h) rather than keeping the last,
+ * and so does a target path with a NUL byte inside (never truncated). A
+ * transient failure to read a manifest (EMFILE, ENOMEM) is not remembered:
+ * the next access loads it again. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
@@ -75,15 +78,18 @@ static int vz_parse_array(struct store_vzarr *v, const char *prefix,
   json_t *st = json_object_get(root, "storage_transformers"), *t;
   size_t i;
   const char *mpath = NULL;
-  int named = 0; /* the transformer is there, with or without a manifest */
+  int named = 0;     /* the transformer is there, with or without a manifest */
+  int mpath_nul = 0; /* the manifest path has a NUL byte inside */
   json_array_foreach(st, i, t) {
     if (!json_is_object(t) ||
         strcmp(json_string_value(json_object_get(t, "name")) ?: "",
                "chunk-manifest-json"))
       continue;
     named = 1;
-    mpath = json_string_value(
-        json_object_get(json_object_get(t, "configuration"), "manifest"));
+    json_t *jm =
+        json_object_get(json_object_get(t, "configuration"), "manifest");
+    mpath = json_string_value(jm);
+    mpath_nul = mpath && strlen(mpath) != json_string_length(jm);
   }
   int rc = 0;
   if (*is_array && named) {
@@ -94,6 +100,8 @@ static int vz_parse_array(struct store_vzarr *v, const char *prefix,
       why = "storage transformer chunk-manifest-json names no manifest "
             "(configuration.manifest)";
       mpath = "manifest.json";
+    } else if (mpath_nul) {
+      why = "the manifest path contains a NUL byte";
     } else if (strstr(mpath, "://") && strncmp(mpath, "file://", 7)) {
       why = "remote manifests are not supported yet";
     }
@@ -158,7 +166,8 @@ struct walk {
 static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
                    struct zerr *err);
 
-/* List callback: descend into subdirectories. */
+/* List callback: descend into subdirectories (files and STORE_OTHER
+ * entries are no nodes to walk). */
 static int vz_walk_child(void *ud, const char *name, enum store_entry_type type,
                          uint64_t size) {
   (void)size;
@@ -263,7 +272,7 @@ static int vz_read_manifest(const struct vz_array *a, const struct confine *c,
   int rc = confine_open(c, a->manifest, NULL, &src, err);
   if (rc < 0) {
     zerr_prefix(err, "manifest %s: ", a->manifest);
-    return rc == -ENOMEM ? rc : (err->code = EIO, -EIO);
+    return zerr_is_transient(-rc) ? rc : (err->code = EIO, -EIO);
   }
   if (src->size >= SIZE_MAX) {
     bytesrc_unref(src);
@@ -281,7 +290,7 @@ static int vz_read_manifest(const struct vz_array *a, const struct confine *c,
     free(*text);
     *text = NULL;
     zerr_prefix(err, "manifest %s: ", a->manifest);
-    return rc == -ENOMEM ? rc : (err->code = EIO, -EIO);
+    return zerr_is_transient(-rc) ? rc : (err->code = EIO, -EIO);
   }
   (*text)[*tlen] = '\0';
   return 0;
@@ -296,7 +305,9 @@ static int vz_load(const struct vz_array *a, const struct confine *c,
   int lrc = vz_read_manifest(a, c, &text, &tlen, err);
   if (lrc < 0)
     return lrc;
-  json_t *root = json_loadb(text ? text : "", tlen, 0, &je);
+  /* NULs allowed in strings, so that a path with one is seen (and its key
+   * marked bad) rather than failing the whole manifest. */
+  json_t *root = json_loadb(text ? text : "", tlen, JSON_ALLOW_NUL, &je);
   if (!root) {
     free(text);
     return zerr_set(err, EIO, "manifest %s: not valid JSON: %s (line %d)",
@@ -359,6 +370,10 @@ static int vz_load(const struct vz_array *a, const struct confine *c,
         snprintf(why, sizeof why, "manifest %s: entry '%s' has no path",
                  a->manifest, mkey);
         rc = manifest_add_bad(b, key, why, err);
+      } else if (strlen(json_string_value(path)) != json_string_length(path)) {
+        snprintf(why, sizeof why, "manifest %s: entry '%s': %s", a->manifest,
+                 mkey, MANIFEST_NUL_REASON);
+        rc = manifest_add_bad(b, key, why, err);
       } else if (!*json_string_value(path)) {
         rc = manifest_add_missing(b, key, err);
       } else if (!strcmp(json_string_value(path), "__inlined__")) {
@@ -416,13 +431,24 @@ static struct vz_array *vz_find(struct store_vzarr *v, const char *key,
   return NULL;
 }
 
-/* The array's table, loading it once; NULL with err filled on failure. */
+/* The array's table, loading it once; NULL with *rc and err filled on
+ * failure (-EIO, remembered; or a transient code, not remembered). */
 static struct manifest *vz_table(const struct store_vzarr *v,
-                                 struct vz_array *a, struct zerr *err) {
+                                 struct vz_array *a, int *rc,
+                                 struct zerr *err) {
   pthread_mutex_lock(&a->lock);
   if (!a->loaded) {
     struct zerr e = {0};
-    if (vz_load(a, v->c, &a->m, &e) < 0) {
+    int lrc = vz_load(a, v->c, &a->m, &e);
+    if (lrc < 0 && zerr_is_transient(-lrc)) {
+      /* A full descriptor table or no memory says nothing about the
+       * manifest: not remembered, the next access tries again. */
+      a->m = NULL;
+      pthread_mutex_unlock(&a->lock);
+      *rc = zerr_set(err, -lrc, "%s", e.msg);
+      return NULL;
+    }
+    if (lrc < 0) {
       a->m = NULL;
       snprintf(a->why, sizeof a->why, "%s", e.msg);
       /* Once per array: later reads of its chunks fail with this reason,
@@ -434,7 +460,7 @@ static struct manifest *vz_table(const struct store_vzarr *v,
   struct manifest *m = a->m;
   pthread_mutex_unlock(&a->lock);
   if (!m)
-    zerr_set(err, EIO, "%s", a->why);
+    *rc = zerr_set(err, EIO, "%s", a->why);
   return m;
 }
 
@@ -454,9 +480,10 @@ static int vz_get(struct store *s, const char *key, struct bytesrc **out,
   struct vz_array *a = vz_find(v, key, &rel);
   if (!a || !vz_chunkish(a, rel))
     return store_get(v->inner, key, out, err);
-  struct manifest *m = vz_table(v, a, err);
+  int rc;
+  struct manifest *m = vz_table(v, a, &rc, err);
   if (!m)
-    return -EIO;
+    return rc;
   struct manifest_entry en;
   if (manifest_lookup(m, rel, &en) < 0 || en.kind == MF_MISSING)
     return zerr_set(err, ENOENT, "missing chunk");
@@ -471,9 +498,10 @@ static int vz_stat(struct store *s, const char *key,
   struct vz_array *a = vz_find(v, key, &rel);
   if (!a || !vz_chunkish(a, rel))
     return store_stat(v->inner, key, type, size, err);
-  struct manifest *m = vz_table(v, a, err);
+  int rc;
+  struct manifest *m = vz_table(v, a, &rc, err);
   if (!m)
-    return -EIO;
+    return rc;
   struct manifest_entry en;
   if (manifest_lookup(m, rel, &en) == 0 && en.kind != MF_MISSING) {
     *type = STORE_FILE;
@@ -488,7 +516,9 @@ static int vz_stat(struct store *s, const char *key,
   return zerr_set(err, ENOENT, "missing chunk");
 }
 
-/* The inner listing of an array directory minus its chunk key space. */
+/* The inner listing of an array directory minus its chunk key space
+ * (entries of every type, STORE_OTHER included, pass through as they
+ * are). */
 struct vz_merge {
   const struct vz_array *a;
   store_list_cb cb;
@@ -518,9 +548,10 @@ static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
   if (!a || (*rel && !vz_chunkish(a, rel)))
     return store_list(v->inner, prefix, cb, ud, err);
   if (*rel) { /* a directory of chunk keys: the manifest's only */
-    struct manifest *m = vz_table(v, a, err);
+    int rc;
+    struct manifest *m = vz_table(v, a, &rc, err);
     if (!m)
-      return -EIO;
+      return rc;
     if (!manifest_is_dir(m, rel))
       return zerr_set(err, ENOENT, "no such directory");
     return manifest_list(m, rel, cb, ud, err);
@@ -528,7 +559,10 @@ static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
   /* The array directory: the manifest's top names (none when it cannot be
    * read: its chunk reads say why) and the stored files beside them. */
   struct zerr me = {0};
-  struct manifest *m = vz_table(v, a, &me);
+  int trc = 0;
+  struct manifest *m = vz_table(v, a, &trc, &me);
+  if (!m && zerr_is_transient(-trc)) /* never a listing short of chunks */
+    return zerr_set(err, -trc, "%s", me.msg);
   if (m)
     ZTRY(manifest_list(m, "", cb, ud, err));
   struct vz_merge mg = {a, cb, ud};

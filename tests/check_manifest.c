@@ -29,6 +29,8 @@ static int collect(void *ud, const char *name, enum store_entry_type t,
   size_t o = strlen(l->text);
   if (t == STORE_DIR)
     snprintf(l->text + o, sizeof l->text - o, "%s/ ", name);
+  else if (t == STORE_OTHER) /* present but unusable: never from manifests */
+    snprintf(l->text + o, sizeof l->text - o, "%s! ", name);
   else
     snprintf(l->text + o, sizeof l->text - o, "%s=%llu ", name,
              (unsigned long long)size);
@@ -372,6 +374,69 @@ START_TEST(gen_entries) {
 }
 END_TEST
 
+/* A NUL byte inside a target path or url (written as \u0000, directly or
+ * brought by a template, in refs or in gen) makes only its key bad: listed,
+ * reads fail with EIO "target path contains a NUL byte"; the path is never
+ * cut short at the NUL (which would read blob.bin here). */
+START_TEST(nul_in_target_path) {
+  char base[] = "/tmp/zarrfs-nul-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  put(base, "blob.bin", "0123456789");
+  put(base, "refs.json",
+      "{\"version\": 1, \"templates\": {\"n\": \"blob.bin\\u0000x\","
+      "\"b\": \"blob.bin\"}, \"refs\": {"
+      "\"ok\": [\"blob.bin\", 1, 2],"
+      "\"range\": [\"blob.bin\\u0000.txt\", 0, 4],"
+      "\"whole\": [\"blob.bin\\u0000\"],"
+      "\"tmpl\": [\"{{n}}\", 0, 4],"
+      "\"lead\": [\"\\u0000blob.bin\", 0, 4],"
+      "\"text\": \"in\\u0000line\"},"
+      "\"gen\": [{\"key\": \"g/{{i}}\", \"url\": \"blob.bin\\u0000{{i}}\","
+      "\"offset\": \"0\", \"length\": \"1\","
+      "\"dimensions\": {\"i\": {\"stop\": 2}}},"
+      "{\"key\": \"h/{{i}}\", \"url\": \"{{n}}\","
+      "\"dimensions\": {\"i\": [0]}}]}");
+  struct confine *c;
+  struct store *s = open_refs(base, NULL, &c);
+  struct zerr err = {0};
+  char buf[64];
+  size_t len;
+  ck_assert_int_eq(read_key(s, "ok", buf, sizeof buf, &len, &err), 0);
+  ck_assert_int_eq(memcmp(buf, "12", 2), 0);
+  ck_assert_int_eq(read_key(s, "text", buf, sizeof buf, &len, &err), 0);
+  ck_assert_uint_eq(len, 7); /* NULs in inline text are data */
+  static const char *const bad[] = {"range", "whole", "tmpl", "lead",
+                                    "g/0",   "g/1",   "h/0"};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+    zerr_clear(&err);
+    int rc = read_key(s, bad[k], buf, sizeof buf, &len, &err);
+    ck_assert_msg(rc == -EIO, "%s: rc %d (%s)", bad[k], rc, err.msg);
+    ck_assert_msg(strstr(err.msg, "target path contains a NUL byte"),
+                  "%s: '%s'", bad[k], err.msg);
+  }
+  struct listing l = {0};
+  ck_assert_int_eq(store_list(s, "", collect, &l, &err), 0);
+  ck_assert_msg(strstr(l.text, "range=") && strstr(l.text, "whole=") &&
+                    strstr(l.text, "tmpl=") && strstr(l.text, "g/"),
+                "%s", l.text);
+  store_free(s);
+  confine_free(c);
+
+  /* kerchunk_render refuses a result with a NUL inside. */
+  const char *tj = "{\"n\": \"a\\u0000b\"}";
+  json_t *t = json_loadb(tj, strlen(tj), JSON_ALLOW_NUL, NULL);
+  ck_assert_ptr_nonnull(t);
+  char *out = NULL;
+  ck_assert_int_eq(kerchunk_render("x{{n}}", t, NULL, NULL, 0, &out, &err),
+                   -EINVAL);
+  ck_assert_ptr_null(out);
+  json_decref(t);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* Load text as dir/refs.json with kerchunk_load. */
 static int load_text(const char *dir, const char *text, struct manifest **m,
                      struct zerr *err) {
@@ -513,6 +578,7 @@ int main(void) {
   tcase_add_test(tc, gen_entries);
   tcase_add_test(tc, duplicate_keys);
   tcase_add_test(tc, scanner_syntax);
+  tcase_add_test(tc, nul_in_target_path);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }

@@ -6,7 +6,8 @@
  *    "/" and "." encodings, the v2 encoding, a 0-d array) show the same
  *    tree, and every raw key and every view is the same, byte for byte;
  *  - bad input, one array per case (table): each fails only its own key
- *    with EIO and a reason, the other keys keep reading; escapes through
+ *    with EIO and a reason (also a NUL byte inside a target path or the
+ *    manifest path), the other keys keep reading; escapes through
  *    `..` and a symlink read once their root is allowed;
  *  - a small read of the view of a large chunk reads little of it. */
 #include <check.h>
@@ -425,6 +426,12 @@ static const struct bad_case BAD[] = {
      "./manifest.json", "s3://bucket/manifest.json"},
     {"badb64", "{\"path\":\"__inlined__\",\"data\":\"!!!\"}", 0, "base64", 0,
      NULL, NULL},
+    /* A NUL inside a path fails its key, never truncating the path (which
+     * would read good.bin). */
+    {"nulpath", "{\"path\":\"GOOD\\u0000.txt\",\"offset\":0,\"length\":8}", 0,
+     "target path contains a NUL byte", 0, NULL, NULL},
+    {"nulman", "{}", 1, "manifest path contains a NUL byte", 0,
+     "./manifest.json", "./manifest.json\\u0000.x"},
 };
 
 /* bad/<name>: the arrays of BAD; blobs/good.bin holds 64 bytes. */
