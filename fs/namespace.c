@@ -81,7 +81,9 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     size_t cl = klen - strlen(NS_VIEW_SUFFIX);
     memcpy(chunk, key, cl);
     chunk[cl] = '\0';
-    if (store_stat(e->store, chunk, &t, &size, NULL) == 0 && t == STORE_FILE) {
+    /* A stored chunk, or one the store holds but cannot serve (a FIFO:
+     * its view exists and its reads fail with EIO, as values.txt does). */
+    if (store_stat(e->store, chunk, &t, &size, NULL) == 0 && t != STORE_DIR) {
       const char *rel;
       const struct znode *n = engine_array_of(e, chunk, &rel);
       if (n && n->kind == ZNODE_ARRAY &&

@@ -1,7 +1,10 @@
 /* namespace.h - which path is what: a stored directory or file (served
  * byte-identical), a chunk's text view (K.txt beside stored chunk K), or an
  * array's whole view (values.txt inside the array directory). A stored key
- * always wins over a view name that collides with it. FUSE-free. */
+ * always wins over a view name that collides with it. Entries the store
+ * holds but cannot serve (STORE_OTHER: FIFOs, sockets, devices, links
+ * leaving the store) are left out of listings; named directly, they and
+ * their views resolve, and reading them fails with EIO. FUSE-free. */
 #ifndef ZARRFS_NAMESPACE_H
 #define ZARRFS_NAMESPACE_H
 

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -640,6 +641,36 @@ START_TEST(rows_with_missing_chunks) {
 }
 END_TEST
 
+/* ---- special files ---- */
+
+/* A chunk key that is a FIFO: views that need it fail at once with EIO
+ * (never blocking, never the fill value), the others keep serving; the
+ * listing of the chunk directory leaves it out. */
+START_TEST(fifo_chunk_fails_fast) {
+  put_array_1d("f", "int16", 8, 4, "0");
+  int16_t c0[4] = {1, 2, 3, 4};
+  ts_put_file(tmpdir, "f/c/0", c0, 8);
+  char path[512];
+  snprintf(path, sizeof path, "%s/f/c/1", tmpdir);
+  ck_assert_int_eq(mkfifo(path, 0644), 0);
+  alarm(20); /* a regression would block in open(): fail instead */
+  struct engine *e = engine_with(64u << 10, 64u << 20);
+  struct ns_entry ent;
+  uint64_t size;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/f/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), -EIO);
+  ck_assert_msg(strstr(err.msg, "FIFO") != NULL, "%s", err.msg);
+  ck_assert_int_eq(ns_resolve(e, "/f/c/1.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), -EIO);
+  ck_assert_int_eq(ns_resolve(e, "/f/c/0.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, 8);
+  engine_free(e);
+  alarm(0);
+}
+END_TEST
+
 /* ---- shutdown ---- */
 
 /* Call engine_stop after a delay. */
@@ -713,6 +744,7 @@ int main(void) {
   tcase_add_test(mem, big_string_fill);
   tcase_add_test(mem, rows_with_missing_chunks);
   tcase_add_test(mem, stop_interrupts_layout);
+  tcase_add_test(mem, fifo_chunk_fails_fast);
   suite_add_tcase(s, mem);
   return testutil_run(s);
 }
