@@ -24,7 +24,12 @@
  * Y, M, W, D give "P<n>Y", "P<n>M", "P<n>W", "P<n>D"; the sub-day units are
  * split into days and time, leaving out zero fields ("P1DT2H3M4.007S",
  * "PT0.5S", "PT0S" for zero), the fraction of a second without trailing
- * zeros. NaT is "NaT".
+ * zeros. NaT is "NaT". With 128-bit integers every scaled count is shown
+ * exactly; without them a count past 64 bits is fmt_time_count's text.
+ *
+ * numpy.datetime64: see fmt_datetime. A value whose instant overflows
+ * 64 bits of the base unit (count x scale_factor, or x 7 for weeks, or
+ * 1970 + years) is shown as "COUNT[SCALEUNIT]", never as a wrapped date.
  *
  * zarrs.optional: "null" for a missing value, else the inner type's text;
  * in nested optional types a value missing inside k present layers is
@@ -545,8 +550,15 @@ static int64_t floordiv(int64_t a, int64_t b, int64_t *mod) {
   return q;
 }
 
-/* Civil date of a day count since 1970-01-01 (proleptic Gregorian). */
+/* Civil date of a day count since 1970-01-01 (proleptic Gregorian), for
+ * every int64 day count: near INT64_MAX the count is moved back 2,000
+ * years (5 cycles of 146,097 days) so the shift below cannot overflow. */
 static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
+  int64_t years = 0;
+  if (z > INT64_MAX - 719468) {
+    z -= 5 * 146097;
+    years = 2000;
+  }
   z += 719468;
   int64_t era = (z >= 0 ? z : z - 146096) / 146097;
   int64_t doe = z - era * 146097;
@@ -555,35 +567,60 @@ static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
   int64_t mp = (5 * doy + 2) / 153;
   *d = (int)(doy - (153 * mp + 2) / 5 + 1);
   *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-  *y = yoe + era * 400 + (*m <= 2);
+  *y = yoe + era * 400 + (*m <= 2) + years;
+}
+
+/* numpy's names of the time units, by enum dtype_time_unit. */
+static const char *const time_unit_names[] = {"Y", "M", "W",  "D",  "h",
+                                              "m", "s", "ms", "us", "ns"};
+
+/* A time value no date or duration can show (its count of the base unit
+ * overflows 64 bits): the stored count, then the scaled unit in numpy's
+ * notation in brackets ("5[1000000000000Y]", "-3[D]"). numpy itself
+ * multiplies without a check and prints a wrapped date. */
+static size_t fmt_time_count(const struct dtype *dt, int64_t v, char *buf) {
+  size_t o = fmt_i64(v, buf);
+  buf[o++] = '[';
+  if (dt->scale != 1)
+    o += fmt_i64(dt->scale, buf + o);
+  const char *u = time_unit_names[dt->unit];
+  size_t n = strlen(u);
+  memcpy(buf + o, u, n);
+  o += n;
+  buf[o++] = ']';
+  return o;
 }
 
 /* ISO 8601 text of a numpy.datetime64 value, as numpy prints it: as many
- * fields as the unit has ("2023-01-01", "2023-01-01T00:00:00.000"), NaT. */
+ * fields as the unit has ("2023-01-01", "2023-01-01T00:00:00.000"), the
+ * year in at least 4 digits, NaT; fmt_time_count when the instant
+ * overflows 64 bits of the base unit. */
 static size_t fmt_datetime(const struct dtype *dt, int64_t v, char *buf) {
   if (v == INT64_MIN) {
     memcpy(buf, "NaT", 3);
     return 3;
   }
-  if (__builtin_mul_overflow(v, dt->scale, &v))
-    return fmt_i64(v, buf);
-  int64_t y, rem;
+  int64_t t; /* count of the unscaled unit since 1970 */
+  if (__builtin_mul_overflow(v, dt->scale, &t))
+    return fmt_time_count(dt, v, buf);
+  int64_t y, rem, days, in_day = 0;
   int m = 1, d = 1;
   int n;
   switch (dt->unit) {
   case DTU_Y:
-    return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%lld",
-                            (long long)(1970 + v));
+    if (__builtin_add_overflow(t, 1970, &y))
+      return fmt_time_count(dt, v, buf);
+    return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%04lld", (long long)y);
   case DTU_M:
-    y = 1970 + floordiv(v, 12, &rem);
-    return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%lld-%02d", (long long)y,
+    y = 1970 + floordiv(t, 12, &rem);
+    return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%04lld-%02d", (long long)y,
                             (int)rem + 1);
   case DTU_W:
   case DTU_D:
-    if (__builtin_mul_overflow(v, dt->unit == DTU_W ? 7 : 1, &v))
-      return fmt_i64(v, buf);
-    civil_from_days(v, &y, &m, &d);
-    return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%lld-%02d-%02d",
+    if (__builtin_mul_overflow(t, dt->unit == DTU_W ? 7 : 1, &days))
+      return fmt_time_count(dt, v, buf);
+    civil_from_days(days, &y, &m, &d);
+    return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%04lld-%02d-%02d",
                             (long long)y, m, d);
   default:
     break;
@@ -592,11 +629,10 @@ static size_t fmt_datetime(const struct dtype *dt, int64_t v, char *buf) {
   static const int64_t per_day[] = {
       0, 0, 0, 0, 24, 1440, 86400, 86400000LL, 86400000000LL, 86400000000000LL};
   static const int frac_digits[] = {0, 0, 0, 0, 0, 0, 0, 3, 6, 9};
-  int64_t in_day;
-  int64_t days = floordiv(v, per_day[dt->unit], &in_day);
+  days = floordiv(t, per_day[dt->unit], &in_day);
   civil_from_days(days, &y, &m, &d);
   int64_t per_sec = per_day[dt->unit] / 86400; /* 0 for h, m */
-  n = snprintf(buf, RENDER_FIXED_MAX, "%lld-%02d-%02d", (long long)y, m, d);
+  n = snprintf(buf, RENDER_FIXED_MAX, "%04lld-%02d-%02d", (long long)y, m, d);
   if (dt->unit == DTU_h)
     return (size_t)(n + snprintf(buf + n, RENDER_FIXED_MAX - n, "T%02d",
                                  (int)in_day));
@@ -640,7 +676,7 @@ static size_t fmt_timedelta(const struct dtype *dt, int64_t v, char *buf) {
   render_umax total = (render_umax)mag * (uint64_t)dt->scale;
 #ifndef __SIZEOF_INT128__
   if (mag && total / mag != (uint64_t)dt->scale)
-    return fmt_i64(v, buf); /* beyond 64 bits: the plain count */
+    return fmt_time_count(dt, v, buf); /* beyond 64 bits */
 #endif
   static const char calendar[] = "YMWD";
   if (dt->unit <= DTU_D) {

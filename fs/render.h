@@ -9,8 +9,12 @@
  *            %g style: "0.5", "1e+20", "-0"), and nan, inf, -inf
  *   complex  both parts as floats, the imaginary one signed: "1+2j",
  *            "0.5-1.5j", "nan+infj"
- *   datetime64   ISO 8601 like numpy ("2023-01-01T00:00:00.000"), NaT
- *   timedelta64  ISO 8601 duration ("P1DT2H3M4.007S", "-PT1.5S"), NaT
+ *   datetime64   ISO 8601 like numpy ("2023-01-01T00:00:00.000", years
+ *            in at least 4 digits), NaT; an instant past 64 bits of the
+ *            base unit (count x scale_factor overflows) is the count and
+ *            the scaled unit, "10000000[1000000000000Y]", never a date
+ *   timedelta64  ISO 8601 duration ("P1DT2H3M4.007S", "-PT1.5S"), NaT;
+ *            exact for every count and scale_factor
  *   int2/int4/uint2/uint4  decimal of the stored byte
  *   zarrs.optional  null, or the inner type's text; nested: a value
  *            missing inside k present layers is null in k brackets

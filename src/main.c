@@ -1,16 +1,23 @@
 /* main.c - the composition root: parse the command line, check SOURCE and
- * MOUNTPOINT, build the store and the engine, and hand over to FUSE. The
- * only file in src/ that sees libfuse. */
+ * MOUNTPOINT (refusing a mount point that is already a live or stale FUSE
+ * mount), build the store and the engine, hand over to FUSE, and shut down
+ * within a bounded time on SIGTERM, SIGINT and SIGHUP. The only file in
+ * src/ that sees libfuse. */
 #include "config.h"
 
 #include <ctype.h>
 #include <libgen.h>
 #include <limits.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,6 +161,234 @@ static void usage(const char *prog) {
       prog);
 }
 
+/* ---- is MOUNTPOINT already a FUSE mount? ---- */
+
+/* Decode mountinfo's octal escapes (\040 space, \011 tab, \012 newline,
+ * \134 backslash) in place. */
+static void mountinfo_unescape(char *s) {
+  char *o = s;
+  for (; *s; s++) {
+    if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+        s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+      *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+      s += 3;
+    } else {
+      *o++ = *s;
+    }
+  }
+  *o = '\0';
+}
+
+/* A FUSE file system type: "fuse", "fuseblk", "fuse.SUBTYPE" (not
+ * "fusectl", the control file system). */
+static int is_fuse_type(const char *type) {
+  return !strcmp(type, "fuse") || !strcmp(type, "fuseblk") ||
+         !strncmp(type, "fuse.", 5);
+}
+
+/* Is path equal to dir or below it? */
+static int path_within(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  if (n == 1 && dir[0] == '/')
+    return path[0] == '/';
+  return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* A mount from /proc/self/mountinfo, decoded (each string owned). */
+struct mount_entry {
+  char *point, *type, *source;
+};
+
+/* Free the strings of m; NULL-safe fields. */
+static void mount_entry_clear(struct mount_entry *m) {
+  free(m->point);
+  free(m->type);
+  free(m->source);
+  memset(m, 0, sizeof *m);
+}
+
+/* Search /proc/self/mountinfo. within == 0: the topmost mount (the last
+ * listed) whose mount point is path, any type. within != 0: the FUSE mount
+ * with the deepest mount point that holds path. Returns 1 and fills *out
+ * (caller clears it), 0 when none, -1 when mountinfo cannot be read. */
+static int mountinfo_find(const char *path, int within,
+                          struct mount_entry *out) {
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  if (!f)
+    return -1;
+  char *line = NULL;
+  size_t cap = 0;
+  size_t best = 0;
+  int found = 0;
+  while (getline(&line, &cap, f) > 0) {
+    /* ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - TYPE SOURCE
+     * SUPEROPTIONS */
+    char *save = NULL, *field[5] = {0}, *type = NULL, *source = NULL;
+    int i = 0, dash = 0;
+    for (char *t = strtok_r(line, " \n", &save); t;
+         t = strtok_r(NULL, " \n", &save)) {
+      if (i < 5)
+        field[i++] = t;
+      else if (!dash)
+        dash = !strcmp(t, "-");
+      else if (!type)
+        type = t;
+      else if (!source)
+        source = t;
+    }
+    if (!field[4] || !type)
+      continue;
+    mountinfo_unescape(field[4]);
+    mountinfo_unescape(type);
+    if (source)
+      mountinfo_unescape(source);
+    size_t len = strlen(field[4]);
+    if (within
+            ? !is_fuse_type(type) || !path_within(path, field[4]) || len < best
+            : strcmp(path, field[4]))
+      continue;
+    mount_entry_clear(out);
+    out->point = strdup(field[4]);
+    out->type = strdup(type);
+    out->source = strdup(source ? source : "none");
+    if (!out->point || !out->type || !out->source) {
+      mount_entry_clear(out);
+      found = 0;
+      break;
+    }
+    best = len;
+    found = 1;
+  }
+  free(line);
+  fclose(f);
+  return found;
+}
+
+/* p made absolute against the working directory and cleaned of ".", ".."
+ * and repeated slashes, without looking at the file system (a path under a
+ * stale mount cannot be resolved). Caller frees; NULL on failure. */
+static char *lexical_abspath(const char *p) {
+  char cwd[PATH_MAX];
+  if (p[0] != '/' && !getcwd(cwd, sizeof cwd))
+    return NULL;
+  size_t n = (p[0] == '/' ? 0 : strlen(cwd) + 1) + strlen(p) + 2;
+  char *in = malloc(n), *out = malloc(n);
+  if (!in || !out) {
+    free(in);
+    free(out);
+    return NULL;
+  }
+  if (p[0] == '/')
+    snprintf(in, n, "%s", p);
+  else
+    snprintf(in, n, "%s/%s", cwd, p);
+  size_t o = 0;
+  char *save = NULL;
+  for (char *c = strtok_r(in, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+    if (!strcmp(c, "."))
+      continue;
+    if (!strcmp(c, "..")) {
+      while (o > 0 && out[o - 1] != '/')
+        o--;
+      if (o > 0)
+        o--; /* the slash */
+      continue;
+    }
+    out[o++] = '/';
+    size_t cl = strlen(c);
+    memcpy(out + o, c, cl);
+    o += cl;
+  }
+  if (o == 0)
+    out[o++] = '/';
+  out[o] = '\0';
+  free(in);
+  return out;
+}
+
+/* s as one shell word for a command to copy: unchanged when it holds only
+ * safe characters, else in single quotes. Caller frees; NULL on failure. */
+static char *shell_word(const char *s) {
+  size_t n = strlen(s);
+  if (n && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                     "0123456789/._+-=:,@%") == n)
+    return strdup(s);
+  char *w = malloc(4 * n + 3), *o = w;
+  if (!w)
+    return NULL;
+  *o++ = '\'';
+  for (; *s; s++) {
+    if (*s == '\'') {
+      memcpy(o, "'\\''", 4);
+      o += 4;
+    } else {
+      *o++ = *s;
+    }
+  }
+  *o++ = '\'';
+  *o = '\0';
+  return w;
+}
+
+/* MOUNTPOINT's stat failed with ENOTCONN: a FUSE mount whose daemon died.
+ * Name the mount to clean up (MNT itself, or the stale mount above it). */
+static void report_stale(const char *mnt) {
+  struct mount_entry m = {0};
+  char *abs = lexical_abspath(mnt);
+  const char *target = mnt;
+  if (abs && mountinfo_find(abs, 1, &m) == 1 && strcmp(m.point, abs))
+    target = m.point;
+  char *word = shell_word(target);
+  if (target == mnt)
+    fprintf(stderr,
+            "zarrfs: %s: stale mount (Transport endpoint is not connected: "
+            "its daemon died); clean it up with: fusermount3 -u %s\n",
+            mnt, word ? word : mnt);
+  else
+    fprintf(stderr,
+            "zarrfs: %s: inside the stale mount %s (Transport endpoint is "
+            "not connected: its daemon died); clean it up with: "
+            "fusermount3 -u %s\n",
+            mnt, target, word ? word : target);
+  free(word);
+  free(abs);
+  mount_entry_clear(&m);
+}
+
+/* Refuse (one line, -1) when MNT is already the mount point of a FUSE file
+ * system: mounting again would stack a second mount on it. Other types
+ * (an empty tmpfs, say) are fine; so is a system without mountinfo. */
+static int check_not_mounted(const char *mnt) {
+  char *abs = realpath(mnt, NULL);
+  if (!abs) {
+    fprintf(stderr, "zarrfs: %s: %s\n", mnt, strerror(errno));
+    return -1;
+  }
+  struct mount_entry m = {0};
+  int rc = 0;
+  struct statfs sfs;
+  if (mountinfo_find(abs, 0, &m) == 1 && is_fuse_type(m.type)) {
+    /* stat may be answered from the kernel's attribute cache after the
+     * daemon died; statfs always asks the daemon. */
+    if (statfs(mnt, &sfs) < 0 && errno == ENOTCONN) {
+      report_stale(mnt);
+      rc = -1;
+      goto done;
+    }
+    char *word = shell_word(mnt);
+    fprintf(stderr,
+            "zarrfs: %s: already a mount point (%s %s); unmount it first "
+            "with: fusermount3 -u %s\n",
+            mnt, m.type, m.source, word ? word : mnt);
+    free(word);
+    rc = -1;
+  }
+done:
+  mount_entry_clear(&m);
+  free(abs);
+  return rc;
+}
+
 /* Refuse bad SOURCE/MOUNTPOINT at once, with one line. */
 static int check_paths(const char *source, const char *mnt) {
   struct stat st;
@@ -205,14 +440,132 @@ static int check_paths(const char *source, const char *mnt) {
   }
 mountpoint:
   if (stat(mnt, &st) < 0) {
-    fprintf(stderr, "zarrfs: %s: %s\n", mnt, strerror(errno));
+    if (errno == ENOTCONN)
+      report_stale(mnt);
+    else
+      fprintf(stderr, "zarrfs: %s: %s\n", mnt, strerror(errno));
     return -1;
   }
   if (!S_ISDIR(st.st_mode)) {
     fprintf(stderr, "zarrfs: %s: mount point is not a directory\n", mnt);
     return -1;
   }
-  return 0;
+  return check_not_mounted(mnt);
+}
+
+/* ---- shutdown on SIGTERM, SIGINT, SIGHUP ---- */
+
+/* How long in-flight requests get after a shutdown signal before the mount
+ * is detached and the daemon exits without them. The engine's long loops
+ * see engine_stop within milliseconds; this bounds what cannot be
+ * interrupted (one huge decode, a slow disk). */
+#define SHUTDOWN_GRACE_MS 500
+
+/* What the signal handler, the watchdog thread and main share; lives in
+ * main's frame for the life of the mount.
+ *
+ * Why a watchdog: libfuse's multi-threaded loop, once the session has
+ * exited, joins every worker, and a worker answers its request with
+ * cancellation disabled; so without it exit waits for the slowest request,
+ * with the mount still listed and new accesses hanging. */
+struct shutdown {
+  struct engine *engine;    /* engine_stop: long loops return -EINTR */
+  struct fuse_session *se;  /* fuse_session_exit: the loop returns */
+  const char *mountpoint;   /* for the log line */
+  sem_t requested;          /* posted by the handler; by main at the end */
+  atomic_int signo;         /* the first shutdown signal, 0 if none */
+  atomic_int loop_returned; /* the FUSE loop has returned */
+  atomic_int claimed;       /* the teardown is main's or the watchdog's */
+};
+
+/* The handler's way to the mount (signal handlers take no argument): set
+ * before the handlers are installed, cleared with the signals blocked
+ * before the session is freed. The daemon's only mutable static. */
+static struct shutdown *_Atomic shutdown_ctx;
+
+/* The signals that ask for a shutdown. */
+static void shutdown_sigset(sigset_t *set) {
+  sigemptyset(set);
+  sigaddset(set, SIGTERM);
+  sigaddset(set, SIGINT);
+  sigaddset(set, SIGHUP);
+}
+
+/* SIGTERM/SIGINT/SIGHUP: async-signal-safe work only (atomic stores,
+ * sem_post; fuse_session_exit is one store, as in libfuse's own handler).
+ * libfuse's workers and the watchdog block these signals, so the main
+ * thread takes them, and the signal interrupts its wait in the loop, which
+ * then sees the exited session. */
+static void on_shutdown_signal(int sig) {
+  int saved = errno;
+  struct shutdown *s = atomic_load(&shutdown_ctx);
+  if (s) {
+    int none = 0;
+    atomic_compare_exchange_strong(&s->signo, &none, sig);
+    engine_stop(s->engine);
+    fuse_session_exit(s->se);
+    sem_post(&s->requested);
+  }
+  errno = saved;
+}
+
+/* Route the shutdown signals to s (instead of fuse_set_signal_handlers,
+ * whose handler cannot stop the engine) and ignore SIGPIPE. No
+ * SA_RESTART: the signal must interrupt the loop's wait. */
+static int shutdown_install(struct shutdown *s) {
+  atomic_store(&shutdown_ctx, s);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sigemptyset(&sa.sa_mask);
+  sa.sa_handler = on_shutdown_signal;
+  if (sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGINT, &sa, NULL) < 0 ||
+      sigaction(SIGHUP, &sa, NULL) < 0)
+    return -1;
+  sa.sa_handler = SIG_IGN;
+  return sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* Stop the handler from touching the session: block the shutdown signals
+ * in this (the last) thread that takes them, then clear the pointer. A
+ * signal that comes later stays pending and dies with the process. */
+static void shutdown_detach(void) {
+  sigset_t set;
+  shutdown_sigset(&set);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  atomic_store(&shutdown_ctx, NULL);
+}
+
+/* The watchdog: after a shutdown signal, give in-flight requests
+ * SHUTDOWN_GRACE_MS; if the loop has not returned by then, unmount (lazily,
+ * as fuse_unmount does; closing the device aborts the requests still
+ * waiting in the kernel) and exit at once, status 0. */
+static void *shutdown_watch(void *arg) {
+  struct shutdown *s = arg;
+  while (sem_wait(&s->requested) < 0 && errno == EINTR)
+    ;
+  for (int ms = 0; ms < SHUTDOWN_GRACE_MS; ms += 10) {
+    if (atomic_load(&s->loop_returned))
+      return NULL;
+    nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+  }
+  if (atomic_exchange(&s->claimed, 1))
+    return NULL; /* main is tearing down normally */
+  zlog(ZLOG_WARN,
+       "%s: requests still running %d ms after the shutdown signal; "
+       "unmounting without waiting for them",
+       s->mountpoint, SHUTDOWN_GRACE_MS);
+  fuse_session_unmount(s->se);
+  _exit(0);
+}
+
+/* Start the watchdog with the shutdown signals blocked in it. */
+static int shutdown_start(struct shutdown *s, pthread_t *t) {
+  sigset_t set, old;
+  shutdown_sigset(&set);
+  pthread_sigmask(SIG_BLOCK, &set, &old);
+  int rc = pthread_create(t, NULL, shutdown_watch, s);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
 }
 
 /* Parse, check, mount, serve. */
@@ -223,7 +576,13 @@ int main(int argc, char **argv) {
   struct engine *engine = NULL;
   struct confine *confine = NULL;
   struct fuse *fuse = NULL;
+  struct shutdown shut = {0};
   int status = 1;
+
+  if (sem_init(&shut.requested, 0, 0) < 0) {
+    fprintf(stderr, "zarrfs: sem_init: %s\n", strerror(errno));
+    return 1;
+  }
 
   if (fuse_opt_parse(&args, &cli, cli_opts, cli_proc) < 0)
     goto out;
@@ -335,14 +694,25 @@ int main(int argc, char **argv) {
       fuse_new(&args, zfs_operations(), sizeof(struct fuse_operations), &fctx);
   if (!fuse)
     goto out;
+  /* Handlers first: a signal from here on stops the mount cleanly. */
+  shut.engine = engine;
+  shut.se = fuse_get_session(fuse);
+  shut.mountpoint = opts.mountpoint;
+  if (shutdown_install(&shut) < 0) {
+    fprintf(stderr, "zarrfs: cannot install signal handlers: %s\n",
+            strerror(errno));
+    goto out;
+  }
   if (fuse_mount(fuse, opts.mountpoint) != 0)
     goto out;
   if (fuse_daemonize(opts.foreground) != 0) {
     fuse_unmount(fuse);
     goto out;
   }
-  struct fuse_session *se = fuse_get_session(fuse);
-  if (fuse_set_signal_handlers(se) != 0) {
+  pthread_t watch; /* after fuse_daemonize: a fork keeps no threads */
+  int werr = shutdown_start(&shut, &watch);
+  if (werr) {
+    zlog(ZLOG_ERR, "cannot start the shutdown thread: %s", strerror(werr));
     fuse_unmount(fuse);
     goto out;
   }
@@ -358,14 +728,21 @@ int main(int argc, char **argv) {
     rc = fuse_loop_mt(fuse, lc);
     fuse_loop_cfg_destroy(lc);
   }
-  fuse_remove_signal_handlers(se);
+  atomic_store(&shut.loop_returned, 1);
+  if (atomic_exchange(&shut.claimed, 1))
+    for (;;) /* the watchdog is unmounting and will _exit */
+      pause();
+  shutdown_detach();
+  sem_post(&shut.requested); /* let the watchdog return */
+  pthread_join(watch, NULL);
   fuse_unmount(fuse);
-  /* The loop returns 0 after an unmount, the signal number after
-   * SIGTERM/SIGINT/SIGHUP (a clean exit on purpose; it also resets the
-   * session, so fuse_session_exited() cannot tell), -errno on failure. */
-  status = rc >= 0 ? 0 : 1;
+  /* The loop returns 0 after an unmount, -errno on failure; after a
+   * shutdown signal it may return -EINTR (single-threaded loop), yet that
+   * exit was asked for: status 0. */
+  status = rc >= 0 || atomic_load(&shut.signo) ? 0 : 1;
 
 out:
+  shutdown_detach(); /* before the session is freed */
   if (fuse)
     fuse_destroy(fuse);
   engine_free(engine);
@@ -381,5 +758,6 @@ out:
   free(cli.attr_timeout);
   free(cli.consolidated);
   fuse_opt_free_args(&args);
+  sem_destroy(&shut.requested);
   return status;
 }

@@ -224,7 +224,39 @@ START_TEST(datetime64_iso) {
            {DTU_s, 1, 1672531200, "2023-01-01T00:00:00"},
            {DTU_ms, 1, 1672617600123, "2023-01-02T00:00:00.123"},
            {DTU_ns, 1, -1, "1969-12-31T23:59:59.999999999"},
-           {DTU_us, 1, INT64_MIN, "NaT"}};
+           {DTU_us, 1, INT64_MIN, "NaT"},
+           /* Years in at least 4 digits, as numpy writes them. */
+           {DTU_D, 1, -717701, "0005-01-01"},
+           {DTU_Y, 1, -1970, "0000"},
+           {DTU_Y, 1, -1971, "-001"},
+           {DTU_Y, 1000000000000, 5, "5000000001970"},
+           /* The ends of the 64-bit ranges are still dates. */
+           {DTU_ns, 1, INT64_MAX, "2262-04-11T23:47:16.854775807"},
+           {DTU_ns, 1, INT64_MIN + 1, "1677-09-21T00:12:43.145224193"},
+           {DTU_D, 1, INT64_MAX, "25252734927768524-07-27"},
+           {DTU_D, 1, INT64_MAX - 719468, "25252734927766554-09-25"},
+           {DTU_D, 1, INT64_MAX - 719467, "25252734927766554-09-26"},
+           {DTU_D, 1, -INT64_MAX, "-25252734927764585-06-08"},
+           {DTU_W, 1, INT64_MAX / 7, "25252734927768524-07-27"},
+           {DTU_D, 3, INT64_MAX / 3, "25252734927768524-07-26"},
+           {DTU_s, 1, INT64_MAX, "292277026596-12-04T15:30:07"},
+           /* Past them (count x scale, x 7 for weeks, 1970 + years
+            * overflow): the count and the scaled unit, never a wrapped
+            * date. */
+           {DTU_Y, 1000000000000, 10000000, "10000000[1000000000000Y]"},
+           {DTU_Y, 1000000000000, -10000000, "-10000000[1000000000000Y]"},
+           {DTU_Y, 1, INT64_MAX, "9223372036854775807[Y]"},
+           {DTU_Y, 1, INT64_MAX - 1969, "9223372036854773838[Y]"},
+           {DTU_M, INT64_MAX, 2, "2[9223372036854775807M]"},
+           {DTU_W, 1, INT64_MAX / 7 + 1, "1317624576693539402[W]"},
+           {DTU_D, 2, INT64_MIN / 2, "-25252734927764585-06-07"},
+           {DTU_D, 2, INT64_MIN / 2 - 1, "-4611686018427387905[2D]"},
+           {DTU_s, 10, INT64_MAX / 5, "1844674407370955161[10s]"},
+           {DTU_ms, 2, INT64_MAX / 2 + 1, "4611686018427387904[2ms]"},
+           {DTU_ns, INT64_MAX, INT64_MAX,
+            "9223372036854775807[9223372036854775807ns]"},
+           {DTU_us, INT64_MAX, INT64_MIN + 1,
+            "-9223372036854775807[9223372036854775807us]"}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
     struct dtype dt;
     memset(&dt, 0, sizeof dt);
@@ -232,8 +264,12 @@ START_TEST(datetime64_iso) {
     dt.size = 8;
     dt.unit = t[i].unit;
     dt.scale = t[i].scale;
-    char buf[RENDER_FIXED_MAX];
+    char buf[RENDER_FIXED_MAX + 8];
+    memset(buf, '#', sizeof buf);
     size_t n = render_fixed(&dt, &t[i].v, buf);
+    ck_assert_uint_le(n, RENDER_FIXED_MAX);
+    for (size_t k = RENDER_FIXED_MAX; k < sizeof buf; k++)
+      ck_assert_int_eq(buf[k], '#'); /* snprintf's NUL stays inside */
     ck_assert_msg(n == strlen(t[i].want) && !memcmp(buf, t[i].want, n),
                   "case %zu rendered as '%.*s', want '%s'", i, (int)n, buf,
                   t[i].want);

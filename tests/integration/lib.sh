@@ -487,3 +487,56 @@ zt_chunk_lines() {
 zt_select_lines() {
   awk 'NR == FNR { w[$1] = 1; next } (FNR in w)' "$1" "$2"
 }
+
+# ---- mount points with odd names, counts, signals (mount_lifecycle.sh) ----
+
+# zt_mount_count MNT: how many mounts /proc/mounts lists at MNT (2 means
+# one stacked on another). Field 2 is decoded first: /proc/mounts writes a
+# space, tab, newline and backslash as \040, \011, \012 and \134. MNT is
+# passed through the environment, so awk does not read escapes in it.
+zt_mount_count() {
+  ZT_M=$1 awk '
+    BEGIN { bs = sprintf("%c", 92); m = ENVIRON["ZT_M"] }
+    {
+      p = $2
+      gsub(/\\040/, " ", p); gsub(/\\011/, "\t", p); gsub(/\\012/, "\n", p)
+      gsub(/\\134/, bs, p)
+      if (p == m) n++
+    }
+    END { print n + 0 }' /proc/mounts
+}
+
+# zt_wait_unmounted MNT SECS: wait (bounded) until nothing is mounted at
+# MNT; 0 if so.
+zt_wait_unmounted() {
+  local i=0
+  while [ "$(zt_mount_count "$1")" -gt 0 ]; do
+    [ "$i" -ge $(($2 * 10)) ] && return 1
+    sleep 0.1
+    i=$((i + 1))
+  done
+  return 0
+}
+
+# zt_now_ms: milliseconds since the epoch (for elapsed-time reports).
+zt_now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# assert_one_refusal DESC ERRFILE PATTERN...: ERRFILE holds exactly one
+# line, it starts with "zarrfs: " and contains every fixed-string PATTERN.
+assert_one_refusal() {
+  local desc=$1 f=$2 p
+  shift 2
+  if [ "$(wc -l <"$f")" -ne 1 ] || ! grep -q '^zarrfs: ' "$f"; then
+    fail "$desc: expected one 'zarrfs: ' line on stderr, got:"
+    show "$f"
+    return 1
+  fi
+  for p in "$@"; do
+    if ! grep -q -F -- "$p" "$f"; then
+      fail "$desc: the line does not say '$p':"
+      show "$f"
+      return 1
+    fi
+  done
+  pass "$desc"
+}
