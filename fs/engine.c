@@ -24,9 +24,9 @@ struct node_slot {
   struct znode *node;
 };
 
-/* Log one line naming the store and key. */
+/* Log one line naming the store and key, deduplicated. */
 void engine_log(struct engine *e, const char *key, const char *msg) {
-  zlog(ZLOG_ERR, "%s: %s: %s", e->store->location, *key ? key : ".", msg);
+  logonce_log(e->log, ZLOG_ERR, e->store->location, key, msg);
 }
 
 /* Signal-safe: one lock-free atomic store. */
@@ -65,7 +65,10 @@ int engine_new(struct store *store, const struct engine_config *cfg,
                            cfg->size_table_max ? cfg->size_table_max : 1 << 20,
                            &e->stopping};
   int rc = memo_new(&mc, &e->memo, err);
+  if (rc == 0)
+    rc = logonce_new(LOGONCE_DEFAULT_KEYS, LOGONCE_DEFAULT_SECS, &e->log, err);
   if (rc < 0) {
+    memo_free(e->memo);
     htab_fini(&e->nodes);
     free(e);
     store_free(store);
@@ -107,6 +110,7 @@ void engine_free(struct engine *e) {
   }
   htab_fini(&e->nodes);
   store_free(e->store);
+  logonce_free(e->log); /* prints the repeats not summarised yet */
   pthread_mutex_destroy(&e->nodes_lock);
   free(e);
 }

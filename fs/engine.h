@@ -21,6 +21,7 @@
 #include "../codecs/chain.h"
 #include "../src/consolidated.h"
 #include "../src/htab.h"
+#include "../src/logonce.h"
 #include "../src/memo.h"
 #include "../src/meta.h"
 #include "../src/store.h"
@@ -96,6 +97,8 @@ struct engine {
   pthread_mutex_t nodes_lock; /* guards nodes (leaf lock) */
   struct htab nodes;          /* path -> struct znode, for the engine's life */
   int no_consolidated;        /* from engine_config */
+  struct logonce *log;        /* every line goes through it: once per key
+                                 and reason, repeats summarised */
   atomic_int stopping; /* set by engine_stop (signal-safe); long loops and
                           waits check it and give up with -EINTR */
 };
@@ -176,7 +179,8 @@ int engine_check_stop(struct engine *e, struct zerr *err);
  * count work with it. */
 uint64_t engine_fills(const struct engine *e, enum engine_level level);
 
-/* Log one line about key (store location prepended). */
+/* Log one line about key (store location prepended), once per key and
+ * reason: repeats are counted and summarised at most once a minute. */
 void engine_log(struct engine *e, const char *key, const char *msg);
 
 #endif
