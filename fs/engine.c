@@ -434,19 +434,6 @@ static uint64_t unit_chunk(const struct znode *n, const uint64_t *idx,
   return inner;
 }
 
-/* Cache-key name of a unit. */
-int engine_unit_key(const struct znode *n, const uint64_t *idx, char *buf,
-                    size_t len) {
-  uint64_t cidx[ZMETA_MAX_DIMS];
-  uint64_t inner = unit_chunk(n, idx, cidx);
-  int r = engine_chunk_key(n, cidx, buf, len);
-  if (r < 0 || !n->shard)
-    return r;
-  int k =
-      snprintf(buf + r, len - (size_t)r, "#%llu", (unsigned long long)inner);
-  return (k < 0 || (size_t)k >= len - (size_t)r) ? -ENAMETOOLONG : r + k;
-}
-
 /* Fixed-width strings (numpy U and S) and raw bytes become variable-length
  * elements: NUL padding dropped (not for raw bytes), UTF-32 code units
  * converted to UTF-8 (invalid ones as U+FFFD). */

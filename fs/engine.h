@@ -157,12 +157,6 @@ void engine_key(struct memo_key *k, enum engine_level level,
                 const struct znode *n, const uint64_t *idx,
                 const uint64_t *extra, int nextra);
 
-/* Cache-key name of unit idx, for messages: its chunk's store key, plus
- * "#<inner chunk>" for inner chunks of a shard. Returns the length or
- * -ENAMETOOLONG. */
-int engine_unit_key(const struct znode *n, const uint64_t *idx, char *buf,
-                    size_t len);
-
 /* Store key of chunk idx of node n (prefix included) into buf. */
 int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
                      size_t len);

@@ -193,14 +193,7 @@ uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
  * at it and *start receives its line's offset. */
 static void text_find(const struct chunk_text *ct, uint64_t off,
                       struct inb_it *it, uint64_t *start) {
-  uint64_t lo = 0, hi = ct->nblk; /* last block starting at or before off */
-  while (hi - lo > 1) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (ct->blk[mid] <= off)
-      lo = mid;
-    else
-      hi = mid;
-  }
+  uint64_t lo = zfloor_u64(ct->blk, ct->nblk, off); /* its block */
   uint64_t pos = ct->blk[lo];
   it_init(it, ct, lo * TEXT_BLOCK);
   for (;;) {

@@ -228,15 +228,7 @@ static void layout_destroy(struct zobj *o) {
 static uint64_t layout_rank(const struct region_layout *l, uint64_t x) {
   if (!l->p_lin)
     return x < l->np ? x : l->np;
-  uint64_t lo = 0, hi = l->np;
-  while (lo < hi) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (l->p_lin[mid] < x)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  return zrank_u64(l->p_lin, l->np, x);
 }
 
 /* Is region-linear unit rl stored? */
@@ -278,12 +270,6 @@ struct region_job {
   const struct region_layout *l; /* rows */
   uint64_t k;                    /* rows: the slab */
 };
-
-/* Order unit indices. */
-static int u64_cmp(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* The stored units of an array region from the store's listing: chunks
  * are units, or each stored shard brings its inner chunks. *lin is NULL
@@ -347,8 +333,8 @@ static int layout_stored_units(struct region_job *j, uint64_t **lin,
     free(v);
     return rc;
   }
-  if (n->shard && cnt)
-    qsort(v, (size_t)cnt, sizeof *v, u64_cmp);
+  if (n->shard)
+    zsort_u64(v, cnt);
   *lin = v;
   *np = cnt;
   return 0;
@@ -588,19 +574,6 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
 
 /* ---- reads ---- */
 
-/* First index i < n with a[i] <= off < a[i+1] (a strictly increasing). */
-static uint64_t find_le(const uint64_t *a, uint64_t n, uint64_t off) {
-  uint64_t lo = 0, hi = n;
-  while (hi - lo > 1) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (a[mid] <= off)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 /* Read from the text of unit idx: a fill unit when it is known not to be
  * stored, else decoded through the memo (the cursor keeps what it used). */
 static long read_unit(struct engine *e, const struct znode *n,
@@ -641,7 +614,7 @@ static long read_row(struct engine *e, const struct znode *n,
   const struct slab_row *w = (const struct slab_row *)memo_obj(ref);
   size_t done = 0;
   long rc = 0;
-  uint64_t s = find_le(w->seg_off, w->nseg, in_slab);
+  uint64_t s = zfloor_u64(w->seg_off, w->nseg, in_slab);
   while (done < len && s < w->nseg) {
     uint64_t pos = in_slab + done, R;
     uint64_t i = segment_locate(n, r, k, s, &R);

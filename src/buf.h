@@ -35,6 +35,16 @@ int zmul_u64(uint64_t a, uint64_t b, uint64_t *out);
 /* a + b with overflow check. */
 int zadd_u64(uint64_t a, uint64_t b, uint64_t *out);
 
+/* Sorted arrays of 64-bit numbers (chunk indexes, text offsets). */
+/* Sort a[0..n) ascending. */
+void zsort_u64(uint64_t *a, uint64_t n);
+/* How many of the sorted a[0..n) are below x (the first index i with
+ * a[i] >= x). */
+uint64_t zrank_u64(const uint64_t *a, uint64_t n, uint64_t x);
+/* The last index i < n with a[i] <= x, for a sorted a with a[0] <= x (0
+ * when n is 0 or 1). */
+uint64_t zfloor_u64(const uint64_t *a, uint64_t n, uint64_t x);
+
 /* Decode n characters of standard base64 (padding optional) into fresh
  * bytes (*out, owned by the caller; free()). -EINVAL on a bad character or
  * length, -ENOMEM. */

@@ -445,15 +445,6 @@ struct zobj *memo_obj(const struct memo_ref *r) {
   return ((const struct memo_entry *)r)->obj;
 }
 
-/* A second pin (the entry is pinned already, so no list moves). */
-struct memo_ref *memo_hold(struct memo *m, struct memo_ref *r) {
-  struct memo_entry *e = (struct memo_entry *)r;
-  pthread_mutex_lock(&m->lock);
-  e->pins++;
-  pthread_mutex_unlock(&m->lock);
-  return r;
-}
-
 /* Unpin. */
 void memo_release(struct memo *m, struct memo_ref *r) {
   if (!r)
@@ -527,9 +518,6 @@ size_t memo_pinned(struct memo *m) {
   pthread_mutex_unlock(&m->lock);
   return p;
 }
-
-/* The configured budget. */
-size_t memo_budget(const struct memo *m) { return m->budget; }
 
 /* Fill counter of a level. */
 uint64_t memo_fills(const struct memo *m, unsigned level) {

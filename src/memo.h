@@ -109,8 +109,6 @@ int memo_get(struct memo *m, const struct memo_key *k, memo_fill_fn fill,
 int memo_peek(struct memo *m, const struct memo_key *k, struct memo_ref **out);
 /* The pinned object (borrowed: valid until the pin is released). */
 struct zobj *memo_obj(const struct memo_ref *r);
-/* Another pin on the same entry (for a second holder). */
-struct memo_ref *memo_hold(struct memo *m, struct memo_ref *r);
 /* Unpin; NULL-safe. */
 void memo_release(struct memo *m, struct memo_ref *r);
 
@@ -128,7 +126,6 @@ int memo_value_peek(struct memo *m, const struct memo_key *k, uint64_t *out);
 /* Accounting, for tests, benchmarks and the window cap. */
 size_t memo_used(struct memo *m);   /* bytes of unpinned entries */
 size_t memo_pinned(struct memo *m); /* bytes of pinned ready objects */
-size_t memo_budget(const struct memo *m);
 /* Fills run (successful or not) for keys of this level, since creation. */
 uint64_t memo_fills(const struct memo *m, unsigned level);
 

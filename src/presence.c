@@ -2,6 +2,8 @@
  * presence.h). */
 #include "presence.h"
 
+#include "buf.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,12 +176,6 @@ static int scan_dir(struct scan *sc, const char *prefix, const char *rel,
   return rc;
 }
 
-/* Order linear indices. */
-static int u64_cmp(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* See presence.h. */
 int presence_scan(struct store *s, const char *prefix, const struct zmeta *m,
                   uint64_t max_chunks, const atomic_int *stop,
@@ -205,8 +201,7 @@ int presence_scan(struct store *s, const char *prefix, const struct zmeta *m,
     zobj_put(&p->obj);
     return rc;
   }
-  if (sc.n)
-    qsort(sc.lin, (size_t)sc.n, sizeof *sc.lin, u64_cmp);
+  zsort_u64(sc.lin, sc.n);
   uint64_t k = 0;
   for (uint64_t i = 0; i < sc.n; i++) /* a key listed twice counts once */
     if (!k || sc.lin[i] != sc.lin[k - 1])
@@ -216,27 +211,6 @@ int presence_scan(struct store *s, const char *prefix, const struct zmeta *m,
   p->lin = sc.lin;
   *out = p;
   return 0;
-}
-
-/* Binary search: entries below lin. */
-uint64_t presence_rank(const struct presence *p, uint64_t lin) {
-  uint64_t lo = 0, hi = p->n;
-  while (lo < hi) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (p->lin[mid] < lin)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-/* Stored? An incomplete scan cannot say no. */
-int presence_has(const struct presence *p, uint64_t lin) {
-  if (!p->complete)
-    return 1;
-  uint64_t r = presence_rank(p, lin);
-  return r < p->n && p->lin[r] == lin;
 }
 
 /* Memory held. */

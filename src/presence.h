@@ -38,10 +38,6 @@ int presence_scan(struct store *s, const char *prefix, const struct zmeta *m,
                   uint64_t max_chunks, const atomic_int *stop,
                   struct presence **out, struct zerr *err);
 
-/* How many stored chunks have a linear index below lin. */
-uint64_t presence_rank(const struct presence *p, uint64_t lin);
-/* Is chunk lin stored (or, for an incomplete scan, possibly stored)? */
-int presence_has(const struct presence *p, uint64_t lin);
 /* Bytes held. */
 size_t presence_cost(const struct presence *p);
 

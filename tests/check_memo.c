@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../src/buf.h"
 #include "../src/htab.h"
 #include "../src/memo.h"
 #include "testutil.h"
@@ -53,6 +54,27 @@ START_TEST(htab_grows_and_finds) {
   free(it);
   /* Strings hash apart. */
   ck_assert(htab_hash_str("a/c/0") != htab_hash_str("a/c/1"));
+}
+END_TEST
+
+/* Sorted u64 helpers used by layouts and presence. */
+START_TEST(sorted_u64) {
+  uint64_t a[] = {40, 10, 30, 10, 20};
+  zsort_u64(a, 5);
+  ck_assert(a[0] == 10 && a[1] == 10 && a[2] == 20 && a[3] == 30 &&
+            a[4] == 40);
+  ck_assert_uint_eq(zrank_u64(a, 5, 0), 0);
+  ck_assert_uint_eq(zrank_u64(a, 5, 10), 0);
+  ck_assert_uint_eq(zrank_u64(a, 5, 11), 2);
+  ck_assert_uint_eq(zrank_u64(a, 5, 41), 5);
+  ck_assert_uint_eq(zrank_u64(a, 0, 7), 0);
+  uint64_t off[] = {0, 5, 9, 20};
+  ck_assert_uint_eq(zfloor_u64(off, 4, 0), 0);
+  ck_assert_uint_eq(zfloor_u64(off, 4, 4), 0);
+  ck_assert_uint_eq(zfloor_u64(off, 4, 5), 1);
+  ck_assert_uint_eq(zfloor_u64(off, 4, 19), 2);
+  ck_assert_uint_eq(zfloor_u64(off, 4, UINT64_MAX), 3);
+  ck_assert_uint_eq(zfloor_u64(off, 1, 3), 0);
 }
 END_TEST
 
@@ -409,6 +431,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, htab_grows_and_finds);
+  tcase_add_test(tc, sorted_u64);
   tcase_add_test(tc, fills_once_and_hits);
   tcase_add_test(tc, budget_pins_and_big_entries);
   tcase_add_test(tc, remembered_and_transient_failures);
