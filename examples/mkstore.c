@@ -1,17 +1,23 @@
-/* mkstore.c - zarrfs-mkstore: an independent Zarr V3 writer for the example
- * store, the benchmark stores and the bad-input test store.
+/* mkstore.c - zarrfs-mkstore: an independent Zarr V3 (and V2) writer for the
+ * example store, the benchmark and scale-test stores and the bad-input test
+ * store.
  *
  * It shares no code with zarrfs (it links zlib and libzstd only), so the
  * tests check zarrfs against bytes that zarrfs did not write itself, and a
  * bug in a shared helper cannot hide on both sides. Byte layouts follow
  * shared/reference/zarrs-vlen.md sections 1-2 (zarrs.vlen, vlen-utf8) and
- * zarr-formats.md section 1 (zarr.json, chunk keys).
+ * zarr-formats.md sections 1 and 5 (zarr.json, .zarray, chunk keys).
  *
  *   zarrfs-mkstore example DIR
  *   zarrfs-mkstore bigstrings DIR --count N --chunk C [--strlen L]
  *                  [--data zstd|none] [--index start|end]
  *                  [--plain FILE] [--zst FILE]
  *                  [--shard INNER] [--inner vlen|utf8]
+ *                  [--fill-len F] [--missing K]
+ *   zarrfs-mkstore numeric DIR --shape A[,B...] --chunk a[,b...]
+ *                  [--dtype uint8|int32|int64|float64] [--codec none|zstd|gzip]
+ *                  [--format 3|2] [--sep .|/] [--fill V] [--missing K]
+ *                  [--plain FILE]
  *   zarrfs-mkstore badinput DIR
  *
  * Every chunk is streamed: element bytes are generated on demand (twice:
@@ -118,11 +124,12 @@ static void wfile_create(struct wfile *w, const char *dir, const char *rel) {
   setvbuf(w->f, NULL, _IOFBF, 1 << 20);
 }
 
-/* Open a file by its full path (the --plain and --zst outputs). */
+/* Open a file by its full path (the --plain and --zst outputs); "-" is
+ * standard output, so a test can stream the expected text into cmp. */
 static void wfile_open_path(struct wfile *w, const char *path) {
   memset(w, 0, sizeof *w);
   fmt(w->path, sizeof w->path, "%s", path);
-  w->f = fopen(path, "wb");
+  w->f = strcmp(path, "-") ? fopen(path, "wb") : stdout;
   if (!w->f)
     die("%s: %s", path, strerror(errno));
   setvbuf(w->f, NULL, _IOFBF, 1 << 20);
@@ -1123,11 +1130,29 @@ static uint64_t parse_u64(const char *opt, const char *s) {
   return v;
 }
 
+/* The --fill-len fill value: "fill-" then letters that never repeat with a
+ * short period (so a misplaced range shows), n bytes, no JSON escapes. The
+ * caller frees it. */
+static char *big_fill(size_t n) {
+  char *f = xmalloc(n + 1);
+  for (size_t k = 0; k < n; k++)
+    f[k] = k < 5 ? "fill-"[k] : (char)('a' + (k * 7 + k / 26) % 26);
+  f[n] = '\0';
+  return f;
+}
+
+/* Is chunk c one that --missing K leaves out (every K-th: K-1, 2K-1, ...;
+ * K = 1 writes no chunk, K = 0 writes all)? */
+static int chunk_missing(uint64_t c, uint64_t every) {
+  return every && (c + 1) % every == 0;
+}
+
 /* One array of N strings of about L bytes at DIR itself, chunk by chunk;
- * memory does not grow with N or C. */
+ * memory does not grow with N or C. DIR "-" writes no store, only the
+ * --plain text. */
 static void cmd_bigstrings(const char *dir, int argc, char **argv) {
   const char *plain = NULL, *zst = NULL;
-  uint64_t count = 0, chunk = 0, L = 40, inner = 0;
+  uint64_t count = 0, chunk = 0, L = 40, inner = 0, fill_len = 0, missing = 0;
   struct vlen_cfg cfg = {0, 0, DATA_BYTES};
   int utf8 = 0;
   for (int i = 0; i < argc; i += 2) {
@@ -1154,6 +1179,10 @@ static void cmd_bigstrings(const char *dir, int argc, char **argv) {
       plain = v;
     else if (!strcmp(o, "--zst"))
       zst = v;
+    else if (!strcmp(o, "--fill-len"))
+      fill_len = parse_u64(o, v);
+    else if (!strcmp(o, "--missing"))
+      missing = parse_u64(o, v);
     else
       die("bad option %s %s", o, v);
   }
@@ -1161,6 +1190,9 @@ static void cmd_bigstrings(const char *dir, int argc, char **argv) {
     die("bigstrings needs --count N and --chunk C, both > 0");
   if (L > MK_ELEM_MAX)
     die("--strlen %" PRIu64 " is too large (max %zu)", L, MK_ELEM_MAX);
+  if (fill_len > MK_ELEM_MAX)
+    die("--fill-len %" PRIu64 " is too large (max %zu)", fill_len, MK_ELEM_MAX);
+  int store = strcmp(dir, "-") != 0;
   if (zst && (cfg.data != DATA_ZSTD || inner || utf8))
     die("--zst needs --data zstd, zarrs.vlen and no --shard");
   if (inner && chunk % inner)
@@ -1169,24 +1201,31 @@ static void cmd_bigstrings(const char *dir, int argc, char **argv) {
   const struct inner_cfg ic = {utf8, cfg, utf8 ? cfg.data : DATA_BYTES};
 
   size_t Lz = (size_t)L;
-  /* Longest element: L + 8 or the prefix (at most 25 bytes). */
+  char *fill = big_fill((size_t)fill_len);
+  /* Longest element: L + 8 or the prefix (at most 25 bytes), or the fill
+   * (padding and missing chunks). */
   const struct strsrc s = {.count = count,
-                           .max_len = Lz + 8 + 32,
+                           .max_len = Lz + 8 + 32 > fill_len ? Lz + 8 + 32
+                                                             : (size_t)fill_len,
                            .get = big_elem,
                            .len = big_len,
                            .ctx = &Lz,
-                           .fill = ""};
+                           .fill = fill};
   char codecs[2048];
   if (inner)
     shard_codecs_json(codecs, sizeof codecs, inner, &ic);
   else
     inner_codecs_json(codecs, sizeof codecs, &ic);
   static const struct keyenc slash = {KEY_DEFAULT_SLASH, 0, '/'};
+  char *fill_json = xmalloc(fill_len + 3);
+  sprintf(fill_json, "\"%s\"", fill);
   struct array_meta m = {
-      1,      &count,     &chunk, "string",
-      "\"\"", slash.json, codecs, "zarrfs-mkstore bigstrings: row-<i>-..."};
-  mkdirs(dir);
-  write_array_meta(dir, "", &m);
+      1,         &count,     &chunk, "string",
+      fill_json, slash.json, codecs, "zarrfs-mkstore bigstrings: row-<i>-..."};
+  if (store) {
+    mkdirs(dir);
+    write_array_meta(dir, "", &m);
+  }
 
   struct wfile pf, zf;
   if (plain)
@@ -1198,25 +1237,449 @@ static void cmd_bigstrings(const char *dir, int argc, char **argv) {
   for (uint64_t c = 0; c < nchunks; c++) {
     char key[64];
     uint64_t first = c * chunk;
+    int skip = chunk_missing(c, missing);
     chunk_key(key, sizeof key, &slash, 1, &c);
-    struct wfile w;
-    wfile_create(&w, dir, key);
-    if (inner)
-      shard_write(&w, &ic, &s, first, chunk / inner, inner, scratch);
-    else if (utf8)
-      inner_write_chunk(&w, &ic, &s, first, chunk, scratch);
-    else
-      vlen_write_chunk(&w, &cfg, &s, first, chunk, scratch, zst ? &zf : NULL);
-    wfile_close(&w);
+    if (store && !skip) {
+      struct wfile w;
+      wfile_create(&w, dir, key);
+      if (inner)
+        shard_write(&w, &ic, &s, first, chunk / inner, inner, scratch);
+      else if (utf8)
+        inner_write_chunk(&w, &ic, &s, first, chunk, scratch);
+      else
+        vlen_write_chunk(&w, &cfg, &s, first, chunk, scratch, zst ? &zf : NULL);
+      wfile_close(&w);
+    }
     if (plain)
       text_strings(&pf, &s, first,
-                   count - first < chunk ? count - first : chunk, 0, scratch);
+                   count - first < chunk ? count - first : chunk, skip,
+                   scratch);
   }
   free(scratch);
+  free(fill_json);
+  free(fill);
   if (plain)
     wfile_close(&pf);
   if (zst)
     wfile_close(&zf);
+}
+
+/* ---- numeric: N-D fixed-size arrays of any size ---- */
+
+/* Most dimensions of a numeric array. */
+#define ND_DIMS_MAX 8
+
+/* Element types of numeric arrays. */
+enum nd_type { ND_UINT8, ND_INT32, ND_INT64, ND_FLOAT64 };
+
+/* Names (V3 data_type, V2 dtype) and sizes of the nd_type values. */
+static const struct {
+  const char *v3, *v2;
+  size_t size;
+} ND_TYPES[] = {{"uint8", "|u1", 1},
+                {"int32", "<i4", 4},
+                {"int64", "<i8", 8},
+                {"float64", "<f8", 8}};
+
+/* A numeric array as `numeric` writes it. */
+struct nd_array {
+  enum nd_type type;
+  int ndim;
+  uint64_t shape[ND_DIMS_MAX], chunk[ND_DIMS_MAX];
+  uint64_t grid[ND_DIMS_MAX]; /* chunks along each dimension */
+  int64_t fill_i;             /* fill value (integer types) */
+  double fill_f;              /* fill value (float64) */
+  uint64_t missing;           /* every K-th chunk not written (0: none) */
+};
+
+/* Integer element at C-order index i: small and large magnitudes of both
+ * signs, the type's extremes now and then (uint8 covers 0..255 evenly, in
+ * runs that compress, like the issue's 75M-element chunk). */
+static int64_t nd_int_value(enum nd_type t, uint64_t i) {
+  if (t == ND_UINT8)
+    return (int64_t)((i + i / 256 * 3) % 256);
+  if (i % 1000003 == 0)
+    return t == ND_INT32 ? INT32_MIN : INT64_MIN;
+  if (i % 1000003 == 1)
+    return t == ND_INT32 ? INT32_MAX : INT64_MAX;
+  if (i % 7 == 3) /* up to 7 digits, negative */
+    return -(int64_t)(i % 2000003);
+  if (t == ND_INT64 && i % 7 == 5) /* beyond 32 bits */
+    return (int64_t)(i * 0x9E3779B97F4A7C15u >> 1) * (i % 2 ? -1 : 1);
+  return (int64_t)(i % 20011) - 10005; /* a ramp through zero */
+}
+
+/* Float element at C-order index i: values whose shortest text is short
+ * (0.1 steps, halves, integers) or long (thirds, reciprocals), tiny and
+ * huge exponents (1e-05, 1e+20 layouts), -0, nan, inf and -inf. */
+static double nd_float_value(uint64_t i) {
+  switch (i % 10007) {
+  case 5:
+    return NAN;
+  case 6:
+    return INFINITY;
+  case 7:
+    return -INFINITY;
+  case 8:
+    return -0.0;
+  }
+  double x = (double)i;
+  switch (i % 8) {
+  case 0:
+    return (double)(i % 20011) * 0.1 - 1000; /* "-999.9", "0.3" */
+  case 1:
+    return -x / 3; /* 16-17 digits */
+  case 2:
+    return x * 1e-9; /* "3.2e-06" and plain "0.0012" */
+  case 3:
+    return x * 1e13 + 0.5; /* crosses 1e16: "1.2e+19" layouts */
+  case 4:
+    return x * 0.5 - 3; /* "-3", "0.5" */
+  case 5:
+    return (double)((int64_t)(i % 2001) - 1000); /* integers: "100" */
+  case 6:
+    return 1 / (x + 1); /* reciprocals */
+  default:
+    return -(double)(i % 1000 + 1) * 1e-300; /* near the bottom: "-3e-298" */
+  }
+}
+
+/* Decimal text of v into out (at least 21 bytes); returns its length.
+ * Hand-written: printf is the bottleneck on 75M-element texts. */
+static size_t nd_itoa(char *out, int64_t v) {
+  char t[24];
+  size_t n = 0, len = 0;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do {
+    t[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0)
+    out[len++] = '-';
+  while (n)
+    out[len++] = t[--n];
+  return len;
+}
+
+/* Text of element i (or of the fill value) into out (64 bytes), newline
+ * included; returns its length. */
+static size_t nd_text(char *out, const struct nd_array *a, uint64_t i,
+                      int fill) {
+  size_t n;
+  if (a->type == ND_FLOAT64) {
+    double_text(out, 64, fill ? a->fill_f : nd_float_value(i));
+    n = strlen(out);
+  } else {
+    n = nd_itoa(out, fill ? a->fill_i : nd_int_value(a->type, i));
+  }
+  out[n] = '\n';
+  return n + 1;
+}
+
+/* Stored bytes of element i (or of the fill value), little endian; NaN as
+ * the canonical quiet NaN. Returns the element size. */
+static size_t nd_bytes(uint8_t *out, const struct nd_array *a, uint64_t i,
+                       int fill) {
+  uint64_t bits;
+  if (a->type == ND_FLOAT64) {
+    double v = fill ? a->fill_f : nd_float_value(i);
+    if (isnan(v))
+      bits = 0x7ff8000000000000u;
+    else
+      memcpy(&bits, &v, 8);
+  } else {
+    bits = (uint64_t)(fill ? a->fill_i : nd_int_value(a->type, i));
+  }
+  le_store(out, bits, (int)ND_TYPES[a->type].size);
+  return ND_TYPES[a->type].size;
+}
+
+/* Parse "A,B,C" into v (1..ND_DIMS_MAX values); returns the count. */
+static int parse_dims(const char *opt, const char *s, uint64_t *v) {
+  char buf[512], *save = NULL;
+  int n = 0;
+  fmt(buf, sizeof buf, "%s", s);
+  for (char *tok = strtok_r(buf, ",", &save); tok;
+       tok = strtok_r(NULL, ",", &save)) {
+    if (n == ND_DIMS_MAX)
+      die("%s: more than %d dimensions", opt, ND_DIMS_MAX);
+    v[n++] = parse_u64(opt, tok);
+  }
+  if (!n)
+    die("%s: no dimensions in '%s'", opt, s);
+  return n;
+}
+
+/* Parse --fill for the array's type (integers in range; floats also
+ * nan, inf, -inf) and set the fill value. */
+static void nd_parse_fill(struct nd_array *a, const char *s) {
+  char *end;
+  errno = 0;
+  if (a->type == ND_FLOAT64) {
+    a->fill_f = strtod(s, &end);
+    if (*s == '\0' || *end || errno == ERANGE)
+      die("--fill: not a float64: '%s'", s);
+    return;
+  }
+  long long v = strtoll(s, &end, 10);
+  int64_t lo = a->type == ND_UINT8   ? 0
+               : a->type == ND_INT32 ? INT32_MIN
+                                     : INT64_MIN;
+  int64_t hi = a->type == ND_UINT8   ? 255
+               : a->type == ND_INT32 ? INT32_MAX
+                                     : INT64_MAX;
+  if (*s == '\0' || *end || errno || v < lo || v > hi)
+    die("--fill: not a %s: '%s'", ND_TYPES[a->type].v3, s);
+  a->fill_i = v;
+}
+
+/* The fill value as JSON, the way zarr-python writes it: integers plain;
+ * floats as Python's repr ("0.0", "-0.25", "1e+20") or "NaN", "Infinity",
+ * "-Infinity" (the same in V2 and V3). */
+static void nd_fill_json(char *out, size_t cap, const struct nd_array *a) {
+  if (a->type != ND_FLOAT64) {
+    fmt(out, cap, "%" PRId64, a->fill_i);
+    return;
+  }
+  double v = a->fill_f;
+  if (isnan(v) || isinf(v)) {
+    fmt(out, cap, "\"%s\"",
+        isnan(v) ? "NaN"
+        : v < 0  ? "-Infinity"
+                 : "Infinity");
+    return;
+  }
+  double_text(out, cap, v);
+  if (!strpbrk(out, ".e")) /* repr keeps ".0": 100.0, -0.0 */
+    fmt(out + strlen(out), cap - strlen(out), ".0");
+}
+
+/* Write a JSON list of ndim integers, one a line, as Python's json.dumps
+ * with indent=4 lays it out at nesting depth 1. */
+static void zarray_dims(struct wfile *w, int ndim, const uint64_t *v) {
+  wfile_puts(w, "[\n");
+  for (int d = 0; d < ndim; d++)
+    wfile_printf(w, "        %" PRIu64 "%s\n", v[d], d + 1 < ndim ? "," : "");
+  wfile_puts(w, "    ]");
+}
+
+/* Write DIR/.zarray as zarr-python 2.13 does (json.dumps, indent 4, keys
+ * sorted, no final newline). */
+static void nd_write_zarray(const char *dir, const struct nd_array *a,
+                            enum data_codec codec, char sep) {
+  char fill[64];
+  nd_fill_json(fill, sizeof fill, a);
+  struct wfile w;
+  wfile_create(&w, dir, ".zarray");
+  wfile_puts(&w, "{\n    \"chunks\": ");
+  zarray_dims(&w, a->ndim, a->chunk);
+  if (codec == DATA_ZSTD)
+    wfile_puts(&w, ",\n    \"compressor\": {\n        \"id\": \"zstd\",\n"
+                   "        \"level\": 3\n    },\n");
+  else if (codec == DATA_GZIP)
+    wfile_puts(&w, ",\n    \"compressor\": {\n        \"id\": \"gzip\",\n"
+                   "        \"level\": 5\n    },\n");
+  else
+    wfile_puts(&w, ",\n    \"compressor\": null,\n");
+  wfile_printf(&w,
+               "    \"dimension_separator\": \"%c\",\n"
+               "    \"dtype\": \"%s\",\n"
+               "    \"fill_value\": %s,\n"
+               "    \"filters\": null,\n"
+               "    \"order\": \"C\",\n"
+               "    \"shape\": ",
+               sep, ND_TYPES[a->type].v2, fill);
+  zarray_dims(&w, a->ndim, a->shape);
+  wfile_puts(&w, ",\n    \"zarr_format\": 2\n}");
+  wfile_close(&w);
+}
+
+/* Write DIR/zarr.json: the bytes codec (little endian) and the data codec,
+ * default chunk keys with separator sep. */
+static void nd_write_zarr_json(const char *dir, const struct nd_array *a,
+                               enum data_codec codec, const char *keyenc) {
+  char codecs[512], fill[64];
+  fmt(codecs, sizeof codecs, "[{\"name\": \"bytes\"%s}%s]",
+      a->type == ND_UINT8 ? ""
+                          : ", \"configuration\": {\"endian\": \"little\"}",
+      data_codec_json(codec));
+  nd_fill_json(fill, sizeof fill, a);
+  struct array_meta m = {a->ndim, a->shape, a->chunk, ND_TYPES[a->type].v3,
+                         fill,    keyenc,   codecs,   "zarrfs-mkstore numeric"};
+  write_array_meta(dir, "", &m);
+}
+
+/* Write chunk c (C-order grid index) at its full chunk shape, the outside
+ * of edge chunks filled, through the data codec: one row of the chunk
+ * (its last dimension) at a time through a staging buffer. */
+static void nd_write_chunk(const char *dir, const struct nd_array *a,
+                           const struct keyenc *k, enum data_codec codec,
+                           uint64_t c) {
+  int nd = a->ndim, last = nd - 1;
+  uint64_t g[ND_DIMS_MAX], stride[ND_DIMS_MAX], elems = 1;
+  for (int d = last; d >= 0; d--) {
+    g[d] = c % a->grid[d];
+    c /= a->grid[d];
+    stride[d] = d == last ? 1 : stride[d + 1] * a->shape[d + 1];
+    if (__builtin_mul_overflow(elems, a->chunk[d], &elems))
+      die("chunk of more than 2^64 elements");
+  }
+  uint64_t nbytes;
+  if (__builtin_mul_overflow(elems, (uint64_t)ND_TYPES[a->type].size, &nbytes))
+    die("chunk of more than 2^64 bytes");
+  char key[512];
+  chunk_key(key, sizeof key, k, nd, g);
+  struct wfile w;
+  struct sink s;
+  wfile_create(&w, dir, key);
+  sink_open(&s, &w, codec, nbytes, NULL);
+  uint8_t *stage = xmalloc(MK_STAGE);
+  size_t used = 0;
+  uint64_t rows = elems / a->chunk[last], l[ND_DIMS_MAX] = {0};
+  for (uint64_t r = 0; r < rows; r++) {
+    /* l: chunk-local coordinates of this row (all but the last). */
+    uint64_t base = 0;
+    int inside = 1;
+    for (int d = 0; d < last; d++) {
+      uint64_t x = g[d] * a->chunk[d] + l[d];
+      inside &= x < a->shape[d];
+      base += x * stride[d];
+    }
+    uint64_t x0 = g[last] * a->chunk[last];
+    for (uint64_t j = 0; j < a->chunk[last]; j++) {
+      if (used + 8 > MK_STAGE) {
+        sink_write(&s, stage, used);
+        used = 0;
+      }
+      int in = inside && x0 + j < a->shape[last];
+      used += nd_bytes(stage + used, a, in ? base + x0 + j : 0, !in);
+    }
+    for (int d = last - 1; d >= 0; d--) { /* next row: odometer */
+      if (++l[d] < a->chunk[d])
+        break;
+      l[d] = 0;
+    }
+  }
+  sink_write(&s, stage, used);
+  free(stage);
+  sink_close(&s);
+  wfile_close(&w);
+}
+
+/* Write the text values.txt must show: the whole array in C order, one
+ * element a line, missing chunks as the fill value; row by row. */
+static void nd_write_text(const char *path, const struct nd_array *a) {
+  int last = a->ndim - 1;
+  uint64_t rows = 1, x[ND_DIMS_MAX] = {0};
+  for (int d = 0; d < last; d++)
+    rows *= a->shape[d]; /* no overflow: the whole array fits 2^64 */
+  if (a->shape[last] == 0)
+    rows = 0;
+  struct wfile w;
+  wfile_open_path(&w, path);
+  char *stage = xmalloc(MK_STAGE);
+  size_t used = 0;
+  uint64_t i = 0; /* C-order index of the element */
+  for (uint64_t r = 0; r < rows; r++) {
+    uint64_t cg = 0; /* grid index of the row's chunks, last dim aside */
+    for (int d = 0; d < last; d++)
+      cg = cg * a->grid[d] + x[d] / a->chunk[d];
+    for (uint64_t j = 0; j < a->shape[last]; j++, i++) {
+      if (used + 64 > MK_STAGE) {
+        wfile_write(&w, stage, used);
+        used = 0;
+      }
+      uint64_t c = cg * a->grid[last] + j / a->chunk[last];
+      used += nd_text(stage + used, a, i, chunk_missing(c, a->missing));
+    }
+    for (int d = last - 1; d >= 0; d--) {
+      if (++x[d] < a->shape[d])
+        break;
+      x[d] = 0;
+    }
+  }
+  wfile_write(&w, stage, used);
+  free(stage);
+  wfile_close(&w);
+}
+
+/* One N-D numeric array at DIR itself (V3 zarr.json or V2 .zarray), chunk
+ * by chunk; memory does not grow with the array or chunk size. DIR "-"
+ * writes no store, only the --plain text. */
+static void cmd_numeric(const char *dir, int argc, char **argv) {
+  struct nd_array a = {.type = ND_INT32};
+  const char *plain = NULL, *fill = NULL, *sep_opt = NULL;
+  enum data_codec codec = DATA_BYTES;
+  int v2 = 0, nchunk = 0;
+  for (int i = 0; i < argc; i += 2) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v)
+      die("option %s needs a value", o);
+    if (!strcmp(o, "--dtype")) {
+      size_t t = 0;
+      while (t < sizeof ND_TYPES / sizeof *ND_TYPES &&
+             strcmp(v, ND_TYPES[t].v3))
+        t++;
+      if (t == sizeof ND_TYPES / sizeof *ND_TYPES)
+        die("--dtype: one of uint8, int32, int64, float64, not '%s'", v);
+      a.type = (enum nd_type)t;
+    } else if (!strcmp(o, "--shape"))
+      a.ndim = parse_dims(o, v, a.shape);
+    else if (!strcmp(o, "--chunk"))
+      nchunk = parse_dims(o, v, a.chunk);
+    else if (!strcmp(o, "--codec") && !strcmp(v, "none"))
+      codec = DATA_BYTES;
+    else if (!strcmp(o, "--codec") && !strcmp(v, "zstd"))
+      codec = DATA_ZSTD;
+    else if (!strcmp(o, "--codec") && !strcmp(v, "gzip"))
+      codec = DATA_GZIP;
+    else if (!strcmp(o, "--format") && (!strcmp(v, "2") || !strcmp(v, "3")))
+      v2 = !strcmp(v, "2");
+    else if (!strcmp(o, "--sep") && (!strcmp(v, ".") || !strcmp(v, "/")))
+      sep_opt = v;
+    else if (!strcmp(o, "--fill"))
+      fill = v;
+    else if (!strcmp(o, "--missing"))
+      a.missing = parse_u64(o, v);
+    else if (!strcmp(o, "--plain"))
+      plain = v;
+    else
+      die("bad option %s %s", o, v);
+  }
+  if (!a.ndim || nchunk != a.ndim)
+    die("numeric needs --shape and --chunk with the same number of "
+        "dimensions");
+  uint64_t total = 1;
+  for (int d = 0; d < a.ndim; d++) {
+    if (!a.chunk[d])
+      die("--chunk: every chunk length must be > 0");
+    if (__builtin_mul_overflow(total, a.shape[d], &total))
+      die("--shape: more than 2^64 elements");
+    a.grid[d] = a.shape[d] / a.chunk[d] + (a.shape[d] % a.chunk[d] != 0);
+  }
+  if (fill)
+    nd_parse_fill(&a, fill);
+  /* V3: default keys, "/" unless --sep; V2: v2 keys, "." unless --sep. */
+  char sep = sep_opt ? *sep_opt : v2 ? '.' : '/';
+  const struct keyenc k = {
+      v2 ? (sep == '.' ? KEY_V2_DOT : KEY_V2_SLASH)
+         : (sep == '.' ? KEY_DEFAULT_DOT : KEY_DEFAULT_SLASH),
+      v2, sep};
+  if (strcmp(dir, "-")) {
+    mkdirs(dir);
+    if (v2)
+      nd_write_zarray(dir, &a, codec, sep);
+    else
+      nd_write_zarr_json(dir, &a, codec, k.json);
+    uint64_t nchunks = total ? 1 : 0;
+    for (int d = 0; d < a.ndim; d++)
+      nchunks *= a.grid[d]; /* <= total */
+    for (uint64_t c = 0; c < nchunks; c++)
+      if (!chunk_missing(c, a.missing))
+        nd_write_chunk(dir, &a, &k, codec, c);
+  }
+  if (plain)
+    nd_write_text(plain, &a);
 }
 
 /* ---- badinput ---- */
@@ -1482,6 +1945,12 @@ static const char USAGE[] =
     "                      [--data zstd|none] [--index start|end]\n"
     "                      [--plain FILE] [--zst FILE]\n"
     "                      [--shard INNER] [--inner vlen|utf8]\n"
+    "                      [--fill-len F] [--missing K]\n"
+    "       zarrfs-mkstore numeric DIR --shape A[,B...] --chunk a[,b...]\n"
+    "                      [--dtype uint8|int32|int64|float64]\n"
+    "                      [--codec none|zstd|gzip] [--format 3|2]\n"
+    "                      [--sep .|/] [--fill VALUE] [--missing K]\n"
+    "                      [--plain FILE]\n"
     "       zarrfs-mkstore badinput DIR\n"
     "example    the example store (7 arrays) and DIR/EXPECTED/<array>.txt\n"
     "bigstrings N strings of L-8..L+8 bytes (default L 40), \"row-<i>-...\",\n"
@@ -1489,7 +1958,16 @@ static const char USAGE[] =
     "           --zst the concatenated zstd data parts (for zstd -dc);\n"
     "           --shard: each chunk a sharding_indexed shard of INNER-element\n"
     "           inner chunks; --inner utf8: vlen-utf8 (+ --data) chunks\n"
-    "badinput   one array per bad input and DIR/EXPECTED.txt\n";
+    "           --fill-len: a fill value of F bytes; --missing K: every\n"
+    "           K-th chunk is not written (1: none is)\n"
+    "numeric    an N-D uint8/int32/int64/float64 array (default int32),\n"
+    "           values a function of the C-order index; V3 (bytes + codec,\n"
+    "           \"c/\" keys) or V2 (.zarray as zarr-python 2.13 writes it);\n"
+    "           --fill (default 0), --missing K as above; --plain FILE\n"
+    "           writes the text values.txt must show\n"
+    "badinput   one array per bad input and DIR/EXPECTED.txt\n"
+    "DIR \"-\" writes no store (with --plain: only the text); --plain - is\n"
+    "stdout\n";
 
 /* Dispatch a subcommand. */
 int main(int argc, char **argv) {
@@ -1497,6 +1975,8 @@ int main(int argc, char **argv) {
     cmd_example(argv[2]);
   else if (argc >= 3 && !strcmp(argv[1], "bigstrings"))
     cmd_bigstrings(argv[2], argc - 3, argv + 3);
+  else if (argc >= 3 && !strcmp(argv[1], "numeric"))
+    cmd_numeric(argv[2], argc - 3, argv + 3);
   else if (argc == 3 && !strcmp(argv[1], "badinput"))
     cmd_badinput(argv[2]);
   else if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))

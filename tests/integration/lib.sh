@@ -540,3 +540,79 @@ assert_one_refusal() {
   done
   pass "$desc"
 }
+
+# ---- additions for real-size tests (mount_scale.sh) ----
+
+# tb SECS CMD...: run CMD with an explicit time limit (a hang is status 124).
+tb() {
+  local secs=$1
+  shift
+  timeout -k 5 "$secs" "$@"
+}
+
+# zt_io_field PID FIELD: one field of /proc/PID/io (rchar: bytes the
+# process got from read()/pread() on any fd, all threads).
+zt_io_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/io" 2>/dev/null; }
+
+# zt_status_kb PID FIELD: a /proc/PID/status field in kB (VmHWM, VmRSS).
+zt_status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null; }
+
+# Is the daemon built with AddressSanitizer? (It is slower and uses more
+# memory: tests may shrink their largest cases, never skip them.)
+zt_daemon_is_asan() { grep -aq '__asan_init' "$ZARRFS_BIN" 2>/dev/null; }
+
+# zt_bg OUT CMD...: start CMD in the background (stdout to OUT, stderr to
+# OUT.err); its pid is in ZT_BG_PID. For commands that may block in the
+# kernel (D state), where even `timeout` could wait forever: poll it with
+# zt_bg_wait and never `wait` for it unless it has exited.
+zt_bg() {
+  local out=$1
+  shift
+  "$@" >"$out" 2>"$out.err" </dev/null &
+  ZT_BG_PID=$!
+}
+
+# zt_bg_wait PID SECS: poll (bounded) until PID exits; then reap it and put
+# its exit status in ZT_BG_RC and return 0. Still running after SECS:
+# return 1 without waiting (ZT_BG_RC=124).
+zt_bg_wait() {
+  local pid=$1 secs=$2
+  if zt_wait_exit "$pid" "$secs"; then
+    wait "$pid" 2>/dev/null
+    ZT_BG_RC=$?
+    return 0
+  fi
+  ZT_BG_RC=124
+  return 1
+}
+
+# zt_force_teardown MNT [FIFO...]: tear down a mount whose daemon or
+# clients may be stuck: give each FIFO a writer for a moment (unblocks a
+# daemon thread blocked opening it), detach the mount lazily, then stop
+# the daemon (TERM, then KILL): its death aborts the FUSE connection and
+# fails every request still waiting in the kernel. Bounded throughout.
+zt_force_teardown() {
+  local mnt=$1 pid f
+  shift
+  for f in "$@"; do
+    [ -p "$f" ] || continue
+    # O_RDWR on a FIFO never blocks; hold it briefly, then close (EOF).
+    if exec 9<>"$f"; then
+      sleep 0.3
+      exec 9>&-
+    fi
+  done
+  pid=$(awk -v m="$mnt" '$3 == m { p = $1 } END { print p }' "$ZT_TMP/mounts")
+  if zt_is_mounted "$mnt"; then
+    timeout 10 fusermount3 -u -z "$mnt" 2>/dev/null || timeout 10 umount -l "$mnt" 2>/dev/null
+  fi
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null
+    zt_wait_exit "$pid" 5 || kill -KILL "$pid" 2>/dev/null
+    zt_wait_exit "$pid" 5
+  fi
+  if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+    wait "$pid" 2>/dev/null
+    zt_forget "$pid"
+  fi
+}
