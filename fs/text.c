@@ -189,6 +189,18 @@ uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
   return pos;
 }
 
+/* Walk forward from a known element when the distance is under a block. */
+uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
+                            uint64_t off0, uint64_t k) {
+  if (!ct->ab || k >= ct->nin || k < k0 || k - k0 >= TEXT_BLOCK)
+    return text_line_off(ct, k);
+  struct inb_it it;
+  it_init(&it, ct, k0);
+  for (; it.k < k; it_next(&it, ct))
+    off0 += elem_len(ct, it.j) + 1;
+  return off0;
+}
+
 /* The element whose line holds text offset off (< size): the walk is left
  * at it and *start receives its line's offset. */
 static void text_find(const struct chunk_text *ct, uint64_t off,
@@ -305,6 +317,22 @@ static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
   return 0;
 }
 
+/* Render [off, end) starting from the walk at `it`, whose line starts at
+ * pos <= off. */
+static long read_from(const struct chunk_text *ct, struct bytesrc *data,
+                      struct inb_it *it, uint64_t pos, uint64_t off,
+                      uint64_t end, char *dst, struct zerr *err) {
+  if (ct->ab->elsize) {
+    read_fixed(ct, it, pos, off, end, dst);
+    return (long)(end - off);
+  }
+  if (!data)
+    return zerr_set(err, EIO, "view: element bytes missing");
+  while (pos < end)
+    ZTRY(read_var_run(ct, data, it, &pos, off, end, dst, err));
+  return (long)(end - off);
+}
+
 /* See text.h. */
 long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
                size_t len, char *dst, struct zerr *err) {
@@ -318,13 +346,19 @@ long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
   struct inb_it it;
   uint64_t pos;
   text_find(ct, off, &it, &pos);
-  if (ct->ab->elsize) {
-    read_fixed(ct, &it, pos, off, end, dst);
-    return (long)(end - off);
-  }
-  if (!data)
-    return zerr_set(err, EIO, "view: element bytes missing");
-  while (pos < end)
-    ZTRY(read_var_run(ct, data, &it, &pos, off, end, dst, err));
-  return (long)(end - off);
+  return read_from(ct, data, &it, pos, off, end, dst, err);
+}
+
+/* See text.h. */
+long text_read_at(const struct chunk_text *ct, struct bytesrc *data,
+                  uint64_t k, uint64_t kpos, uint64_t off, size_t len,
+                  char *dst, struct zerr *err) {
+  if (!ct->ab || off != kpos || k >= ct->nin)
+    return text_read(ct, data, off, len, dst, err);
+  if (off >= ct->size || len == 0)
+    return 0;
+  uint64_t end = ct->size - off < len ? ct->size : off + len;
+  struct inb_it it;
+  it_init(&it, ct, k);
+  return read_from(ct, data, &it, kpos, off, end, dst, err);
 }

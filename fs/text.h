@@ -65,6 +65,10 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
 
 /* Text offset where in-bounds element k's line starts (k <= nin). */
 uint64_t text_line_off(const struct chunk_text *ct, uint64_t k);
+/* The same, knowing where an earlier element k0 <= k starts (off0): walks
+ * forward from there when that is shorter than a block. */
+uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
+                            uint64_t off0, uint64_t k);
 
 /* Render text bytes [off, off+len) of unit ct into dst. data is the unit's
  * element bytes for variable-length units (engine_unit_data), NULL
@@ -72,5 +76,10 @@ uint64_t text_line_off(const struct chunk_text *ct, uint64_t k);
  * text) or a negative errno. */
 long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
                size_t len, char *dst, struct zerr *err);
+/* text_read, for a caller that knows in-bounds element k starts at text
+ * offset kpos: when off == kpos no search is needed (row segments). */
+long text_read_at(const struct chunk_text *ct, struct bytesrc *data,
+                  uint64_t k, uint64_t kpos, uint64_t off, size_t len,
+                  char *dst, struct zerr *err);
 
 #endif

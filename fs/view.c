@@ -426,7 +426,8 @@ struct slab_row {
   struct chunk_text **units; /* references, in slab order */
   struct bytesrc **data;     /* element bytes of variable-length units */
   uint64_t nseg;
-  uint64_t *seg_off; /* nseg+1 text offsets of the row segments */
+  uint64_t *seg_off;  /* nseg+1 text offsets of the row segments */
+  uint64_t *seg_uoff; /* where each segment starts in its unit's text */
 };
 
 /* Release a row. */
@@ -441,6 +442,7 @@ static void row_destroy(struct zobj *o) {
   free(w->units);
   free(w->data);
   free(w->seg_off);
+  free(w->seg_uoff);
   free(w);
 }
 
@@ -537,10 +539,15 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
   w->units = calloc((size_t)w->nunits, sizeof *w->units);
   w->data = calloc((size_t)w->nunits, sizeof *w->data);
   w->seg_off = malloc(((size_t)nseg + 1) * sizeof *w->seg_off);
-  int rc = w->units && w->data && w->seg_off
+  w->seg_uoff = malloc(((size_t)nseg + 1) * sizeof *w->seg_uoff);
+  /* Per unit: the next row start, known from its previous segment. */
+  uint64_t *next_k = calloc((size_t)w->nunits, sizeof *next_k);
+  uint64_t *next_off = calloc((size_t)w->nunits, sizeof *next_off);
+  int rc = w->units && w->data && w->seg_off && w->seg_uoff && next_k &&
+                   next_off
                ? 0
                : zerr_set(err, ENOMEM, "out of memory");
-  size_t c = sizeof *w + ((size_t)nseg + 1) * 8 + (size_t)w->nunits * 16;
+  size_t c = sizeof *w + ((size_t)nseg + 1) * 16 + (size_t)w->nunits * 16;
   for (uint64_t i = 0; rc == 0 && i < w->nunits; i++) {
     rc = engine_check_stop(j->e, err);
     if (rc == 0)
@@ -553,15 +560,24 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   w->nseg = nseg;
   uint64_t pos = 0;
+  /* A unit's rows come in increasing order, so each segment's end is
+   * found from its start by walking at most one row (or one block). */
   for (uint64_t s = 0; rc == 0 && s < nseg; s++) {
     uint64_t R, i = segment_locate(n, r, j->k, s, &R);
     const struct chunk_text *ct = w->units[i];
     uint64_t wd = ct->ext[r->ndim - 1];
+    uint64_t a = text_line_off_from(ct, next_k[i], next_off[i], R * wd);
+    uint64_t b = text_line_off_from(ct, R * wd, a, (R + 1) * wd);
+    next_k[i] = (R + 1) * wd;
+    next_off[i] = b;
     w->seg_off[s] = pos;
-    pos += text_line_off(ct, (R + 1) * wd) - text_line_off(ct, R * wd);
+    w->seg_uoff[s] = a;
+    pos += b - a;
     if (s % 65536 == 65535)
       rc = engine_check_stop(j->e, err);
   }
+  free(next_k);
+  free(next_off);
   if (rc < 0) {
     zobj_put(&w->obj);
     return rc;
@@ -622,8 +638,9 @@ static long read_row(struct engine *e, const struct znode *n,
     uint64_t wd = ct->ext[r->ndim - 1];
     uint64_t avail = w->seg_off[s + 1] - pos;
     size_t want = len - done < avail ? len - done : (size_t)avail;
-    uint64_t uoff = text_line_off(ct, R * wd) + (pos - w->seg_off[s]);
-    long got = text_read(ct, w->data[i], uoff, want, dst + done, err);
+    uint64_t uoff = w->seg_uoff[s] + (pos - w->seg_off[s]);
+    long got = text_read_at(ct, w->data[i], R * wd, w->seg_uoff[s], uoff,
+                            want, dst + done, err);
     if (got < 0) {
       rc = got;
       break;
