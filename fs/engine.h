@@ -32,15 +32,16 @@
  * a unit reads its shard's index; a unit size decodes the unit; a layout
  * reads presence and unit sizes; a region size reads its layout; a row
  * decodes its units and their data. */
+/* Level 1 (MEMO_LEVEL_SOURCE) is the byte sources' own. */
 enum engine_level {
-  ELEVEL_SHARD_INDEX = 1, /* a shard's decoded index */
-  ELEVEL_UNIT = 2,        /* a decoded unit with its text layout */
-  ELEVEL_DATA = 3,        /* a unit's deferred data section, decoded */
-  ELEVEL_UNIT_SIZE = 4,   /* value: a unit's text size */
-  ELEVEL_PRESENCE = 5,    /* which chunks of an array are stored */
-  ELEVEL_LAYOUT = 6,      /* a region's text layout (view.c) */
-  ELEVEL_REGION_SIZE = 7, /* value: a region's text size (view.c) */
-  ELEVEL_ROW = 8,         /* a row of units of a region (view.c) */
+  ELEVEL_SHARD_INDEX = MEMO_LEVEL_SOURCE + 1, /* a shard's decoded index */
+  ELEVEL_UNIT = 3,        /* a decoded unit with its text layout */
+  ELEVEL_DATA = 4,        /* a unit's deferred data section, decoded */
+  ELEVEL_UNIT_SIZE = 5,   /* value: a unit's text size */
+  ELEVEL_PRESENCE = 6,    /* which chunks of an array are stored */
+  ELEVEL_LAYOUT = 7,      /* a region's text layout (view.c) */
+  ELEVEL_REGION_SIZE = 8, /* value: a region's text size (view.c) */
+  ELEVEL_ROW = 9,         /* a row of units of a region (view.c) */
 };
 
 enum znode_kind {

@@ -487,6 +487,35 @@ void memo_value_put(struct memo *m, const struct memo_key *k, uint64_t v) {
   free_victims(victims);
 }
 
+/* Insert a ready object if the key is absent; otherwise drop obj. */
+void memo_put(struct memo *m, const struct memo_key *k, struct zobj *obj,
+              size_t cost) {
+  if (k->n > MEMO_KEY_WORDS || k->level == 0 || k->level > MEMO_MAX_LEVEL) {
+    zobj_put(obj);
+    return;
+  }
+  uint64_t h = key_hash(k);
+  struct memo_entry *victims = NULL;
+  pthread_mutex_lock(&m->lock);
+  struct memo_entry *e = (struct memo_entry *)htab_find(&m->tab, h, key_eq, k);
+  if (!e && (e = begin_fill_locked(m, k, h, 0))) {
+    e->pins = 0;
+    e->state = M_READY;
+    e->obj = obj;
+    obj = NULL;
+    e->cost = cost + sizeof *e;
+    if (e->cost > m->budget) {
+      drop_locked(m, e, &victims);
+    } else {
+      lru_push(m, e, LRU_OBJ);
+      evict_locked(m, &victims);
+    }
+  }
+  pthread_mutex_unlock(&m->lock);
+  free_victims(victims);
+  zobj_put(obj);
+}
+
 /* Known value? */
 int memo_value_peek(struct memo *m, const struct memo_key *k, uint64_t *out) {
   if (k->n > MEMO_KEY_WORDS)

@@ -64,7 +64,11 @@ void zobj_put(struct zobj *o);
 
 /* Words of a key: enough for a kind tag, 32 coordinates and an index. */
 #define MEMO_KEY_WORDS 36
-/* Levels are 1..MEMO_MAX_LEVEL (0 means "not inside a fill"). */
+/* Levels are 1..MEMO_MAX_LEVEL (0 means "not inside a fill"). The level
+ * guard is per thread across every memo, so levels are one order for the
+ * whole daemon: level 1 belongs to byte sources (remote blocks and sizes,
+ * src/remote.c), which every other fill may read. */
+#define MEMO_LEVEL_SOURCE 1
 #define MEMO_MAX_LEVEL 15
 
 struct memo_key {
@@ -111,6 +115,13 @@ int memo_peek(struct memo *m, const struct memo_key *k, struct memo_ref **out);
 struct zobj *memo_obj(const struct memo_ref *r);
 /* Unpin; NULL-safe. */
 void memo_release(struct memo *m, struct memo_ref *r);
+
+/* Insert a ready object learned as a by-product (a neighbouring block
+ * fetched in the same request): takes over the reference obj, which is
+ * dropped when the key is already there (ready, pending or failed). Never
+ * waits, so any fill may call it. */
+void memo_put(struct memo *m, const struct memo_key *k, struct zobj *obj,
+              size_t cost);
 
 /* Compute a value (see memo_fill_fn). */
 typedef int (*memo_value_fn)(void *ctx, uint64_t *value, struct zerr *err);
