@@ -36,6 +36,30 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 /* Resolve stored objects first, then view names. */
+/* A store that cannot list (plain HTTP) has no directories of its own:
+ * a proper prefix of a chunk key of an array ("c", "c/1" of a 3-D array
+ * with `/` separators) is a directory, so that paths to chunks resolve.
+ * Probed by completing the prefix with zero indices. */
+static int is_chunk_prefix(struct engine *e, const char *key) {
+  const char *rel;
+  const struct znode *n = engine_array_of(e, key, &rel);
+  if (!n || n->kind != ZNODE_ARRAY || !n->meta || !*rel)
+    return 0;
+  char probe[4096];
+  size_t len = strlen(rel);
+  if (len + 2 * ZMETA_MAX_DIMS >= sizeof probe)
+    return 0;
+  memcpy(probe, rel, len + 1);
+  uint64_t idx[ZMETA_MAX_DIMS];
+  for (int k = 0; k < ZMETA_MAX_DIMS; k++) {
+    memcpy(probe + len, "/0", 3);
+    len += 2;
+    if (zmeta_parse_chunk_key(n->meta, probe, idx) == 0)
+      return 1;
+  }
+  return 0;
+}
+
 int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
                struct zerr *err) {
   const char *key = path_key(path);
@@ -62,6 +86,10 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     return rc;
   zerr_clear(err);
   if (hier_is_dir(e, key)) { /* a node only consolidated metadata names */
+    ent->kind = NS_DIR;
+    return 0;
+  }
+  if (e->store->unlistable && is_chunk_prefix(e, key)) {
     ent->kind = NS_DIR;
     return 0;
   }
@@ -218,8 +246,10 @@ int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
   if (rc == 0 && l.oom)
     rc = zerr_set(err, ENOMEM, "out of memory listing a directory");
   if (rc < 0 && rc != -ENOMEM &&
-      (hier_is_dir(e, key) || engine_node(e, key)->cons)) {
-    /* The store cannot list it, consolidated metadata can. */
+      (e->store->unlistable || hier_is_dir(e, key) ||
+       engine_node(e, key)->cons)) {
+    /* The store cannot list it; consolidated metadata may (an unlistable
+     * store shows what metadata names, and views). */
     listing_free(&l);
     memset(&l, 0, sizeof l);
     zerr_clear(err);

@@ -25,6 +25,8 @@
 #include "../fs/fuse_ops.h"
 #include "confine.h"
 #include "log.h"
+#include "remote.h"
+#include "s3.h"
 #include "store.h"
 #include <fuse_lowlevel.h>
 
@@ -42,6 +44,12 @@ struct cli {
   char **allow_roots; /* -o allow_root=DIR, repeatable (owned) */
   size_t n_allow;
   int help, version;
+  struct cli_remote {  /* remote sources and targets */
+    char *region, *endpoint, *profile;
+    int no_sign_request, requester_pays;
+    char *connect_timeout, *stall_timeout, *timeout, *retries;
+    char *remote_cache, *block_size, *max_request, *readahead, *connections;
+  } rem;
 };
 
 enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_ROOT };
@@ -53,6 +61,20 @@ static const struct fuse_opt cli_opts[] = {
     CLI_OPT("max_decode=%s", max_decode),
     CLI_OPT("attr_timeout=%s", attr_timeout),
     CLI_OPT("consolidated=%s", consolidated),
+    CLI_OPT("region=%s", rem.region),
+    CLI_OPT("endpoint=%s", rem.endpoint),
+    CLI_OPT("profile=%s", rem.profile),
+    {"no_sign_request", offsetof(struct cli, rem.no_sign_request), 1},
+    {"requester_pays", offsetof(struct cli, rem.requester_pays), 1},
+    CLI_OPT("connect_timeout=%s", rem.connect_timeout),
+    CLI_OPT("stall_timeout=%s", rem.stall_timeout),
+    CLI_OPT("timeout=%s", rem.timeout),
+    CLI_OPT("retries=%s", rem.retries),
+    CLI_OPT("remote_cache=%s", rem.remote_cache),
+    CLI_OPT("block_size=%s", rem.block_size),
+    CLI_OPT("max_request=%s", rem.max_request),
+    CLI_OPT("readahead=%s", rem.readahead),
+    CLI_OPT("connections=%s", rem.connections),
     FUSE_OPT_KEY("allow_root=", KEY_ALLOW_ROOT),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
@@ -400,6 +422,8 @@ static int check_paths(const char *source, const char *mnt) {
     fprintf(stderr, "zarrfs: missing MOUNTPOINT (try --help)\n");
     return -1;
   }
+  if (remote_is_url(source))
+    goto mountpoint; /* checked when the store opens */
   if (stat(source, &st) < 0) {
     fprintf(stderr, "zarrfs: %s: %s\n", source, strerror(errno));
     return -1;
@@ -470,6 +494,7 @@ mountpoint:
  * with the mount still listed and new accesses hanging. */
 struct shutdown {
   struct engine *engine;    /* engine_stop: long loops return -EINTR */
+  struct remote *remote;    /* remote_stop: transfers return -EINTR */
   struct fuse_session *se;  /* fuse_session_exit: the loop returns */
   const char *mountpoint;   /* for the log line */
   sem_t requested;          /* posted by the handler; by main at the end */
@@ -503,6 +528,7 @@ static void on_shutdown_signal(int sig) {
     int none = 0;
     atomic_compare_exchange_strong(&s->signo, &none, sig);
     engine_stop(s->engine);
+    remote_stop(s->remote);
     fuse_session_exit(s->se);
     sem_post(&s->requested);
   }
@@ -568,6 +594,81 @@ static int shutdown_start(struct shutdown *s, pthread_t *t) {
   return rc;
 }
 
+/* Seconds (a decimal number) into milliseconds; -1 when malformed. */
+static long parse_ms(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || *end || !(v > 0) || v > 86400 * 7)
+    return -1;
+  return (long)(v * 1000);
+}
+
+/* The remote context from the options (S3 settings from the options, the
+ * environment and ~/.aws). Prints the refusal and returns -1. */
+static int remote_setup(const struct cli_remote *o, struct remote **out) {
+  struct remote_config rc;
+  remote_config_default(&rc);
+  struct {
+    const char *name, *val;
+    long *ms;
+  } times[] = {{"connect_timeout", o->connect_timeout, &rc.http.connect_ms},
+               {"stall_timeout", o->stall_timeout, &rc.http.stall_ms},
+               {"timeout", o->timeout, &rc.http.op_ms}};
+  for (size_t i = 0; i < sizeof times / sizeof *times; i++)
+    if (times[i].val && (*times[i].ms = parse_ms(times[i].val)) < 0) {
+      fprintf(stderr, "zarrfs: bad %s '%s' (seconds, e.g. 30 or 0.5)\n",
+              times[i].name, times[i].val);
+      return -1;
+    }
+  struct {
+    const char *name, *val;
+    size_t *dst;
+  } sizes[] = {{"remote_cache", o->remote_cache, &rc.cache_size},
+               {"block_size", o->block_size, &rc.block_size},
+               {"max_request", o->max_request, &rc.max_request},
+               {"readahead", o->readahead, &rc.readahead}};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    long long v;
+    if (sizes[i].val &&
+        ((v = parse_size(sizes[i].val)) < 0 || (v == 0 && i != 3))) {
+      fprintf(stderr, "zarrfs: bad %s '%s' (a size such as 64K or 8M)\n",
+              sizes[i].name, sizes[i].val);
+      return -1;
+    }
+    if (sizes[i].val)
+      *sizes[i].dst = (size_t)v;
+  }
+  struct {
+    const char *name, *val;
+    int *dst;
+    int min, max;
+  } counts[] = {{"retries", o->retries, &rc.http.max_attempts, 0, 100},
+                {"connections", o->connections, &rc.http.max_conns, 1, 1024}};
+  for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+    if (!counts[i].val)
+      continue;
+    char *end;
+    long v = strtol(counts[i].val, &end, 10);
+    if (end == counts[i].val || *end || v < counts[i].min ||
+        v > counts[i].max) {
+      fprintf(stderr, "zarrfs: bad %s '%s' (%d to %d)\n", counts[i].name,
+              counts[i].val, counts[i].min, counts[i].max);
+      return -1;
+    }
+    *counts[i].dst = (int)v + (i == 0); /* retries -> attempts */
+  }
+  struct s3_options so = {o->region, o->endpoint, o->profile,
+                          o->no_sign_request, o->requester_pays};
+  struct s3_config *s3;
+  struct zerr err = {0};
+  if (s3_config_load(&so, &s3, &err) < 0 ||
+      remote_new(&rc, s3, out, &err) < 0) {
+    fprintf(stderr, "zarrfs: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
 /* Parse, check, mount, serve. */
 int main(int argc, char **argv) {
   struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -575,6 +676,7 @@ int main(int argc, char **argv) {
   struct fuse_cmdline_opts opts = {0};
   struct engine *engine = NULL;
   struct confine *confine = NULL;
+  struct remote *remote = NULL;
   struct fuse *fuse = NULL;
   struct shutdown shut = {0};
   int status = 1;
@@ -640,7 +742,10 @@ int main(int argc, char **argv) {
   struct zerr err = {0};
   struct store *store;
   struct stat sst;
-  int is_refs = stat(cli.source, &sst) == 0 && S_ISREG(sst.st_mode);
+  int is_url = remote_is_url(cli.source);
+  int is_refs = !is_url && stat(cli.source, &sst) == 0 && S_ISREG(sst.st_mode);
+  if (remote_setup(&cli.rem, &remote) < 0)
+    goto out;
   /* Allowed roots of manifest targets: the reference file's directory (or
    * the store root) and every -o allow_root. */
   if (confine_new(&confine, &err) < 0) {
@@ -648,11 +753,17 @@ int main(int argc, char **argv) {
     goto out;
   }
   char *srcdir = strdup(cli.source);
-  if (!srcdir ||
+  if (!srcdir || is_url) {
+    /* a remote source allows no local root of its own */
+  } else if (
       confine_add_root(confine, is_refs ? dirname(srcdir) : cli.source, &err) <
           0) {
     free(srcdir);
-    fprintf(stderr, "zarrfs: %s\n", srcdir ? err.msg : "out of memory");
+    fprintf(stderr, "zarrfs: %s\n", err.msg);
+    goto out;
+  }
+  if (!srcdir) {
+    fprintf(stderr, "zarrfs: out of memory\n");
     goto out;
   }
   free(srcdir);
@@ -661,7 +772,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "zarrfs: %s\n", err.msg);
       goto out;
     }
-  if (is_refs) {
+  if (is_url) {
+    if (store_open_remote(remote, cli.source, &store, &err) < 0 ||
+        store_wrap_vzarr(store, confine, &store, &err) < 0) {
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      goto out;
+    }
+  } else if (is_refs) {
     if (store_open_refs(cli.source, confine, &store, &err) < 0) {
       fprintf(stderr, "zarrfs: %s: not a kerchunk reference file: %s\n",
               cli.source, err.msg);
@@ -696,6 +813,7 @@ int main(int argc, char **argv) {
     goto out;
   /* Handlers first: a signal from here on stops the mount cleanly. */
   shut.engine = engine;
+  shut.remote = remote;
   shut.se = fuse_get_session(fuse);
   shut.mountpoint = opts.mountpoint;
   if (shutdown_install(&shut) < 0) {
@@ -747,6 +865,7 @@ out:
     fuse_destroy(fuse);
   engine_free(engine);
   confine_free(confine); /* after the engine: its store borrows it */
+  remote_free(remote);   /* likewise */
   for (size_t i = 0; i < cli.n_allow; i++)
     free(cli.allow_roots[i]);
   free(cli.allow_roots);
@@ -757,6 +876,13 @@ out:
   free(cli.max_decode);
   free(cli.attr_timeout);
   free(cli.consolidated);
+  char **rs[] = {&cli.rem.region, &cli.rem.endpoint, &cli.rem.profile,
+                 &cli.rem.connect_timeout, &cli.rem.stall_timeout,
+                 &cli.rem.timeout, &cli.rem.retries, &cli.rem.remote_cache,
+                 &cli.rem.block_size, &cli.rem.max_request,
+                 &cli.rem.readahead, &cli.rem.connections};
+  for (size_t i = 0; i < sizeof rs / sizeof *rs; i++)
+    free(*rs[i]);
   fuse_opt_free_args(&args);
   sem_destroy(&shut.requested);
   return status;

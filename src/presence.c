@@ -188,7 +188,7 @@ int presence_scan(struct store *s, const char *prefix, const struct zmeta *m,
    * arrays a store cannot list.) */
   enum store_entry_type t;
   uint64_t sz;
-  if (*prefix && store_stat(s, prefix, &t, &sz, NULL) < 0) {
+  if (s->unlistable || (*prefix && store_stat(s, prefix, &t, &sz, NULL) < 0)) {
     p->complete = 0;
     *out = p;
     return 0;

@@ -57,6 +57,9 @@ int remote_new(const struct remote_config *cfg, struct s3_config *s3,
 /* Stop the workers and free; NULL-safe. Sources may outlive the context
  * only if they are not read after it (as with store byte sources). */
 void remote_free(struct remote *r);
+/* Make every wait and transfer give up with -EINTR (async-signal-safe:
+ * one atomic store; for the shutdown handler). */
+void remote_stop(struct remote *r);
 
 /* Is s an http://, https:// or s3:// URL? */
 int remote_is_url(const char *s);
@@ -83,6 +86,12 @@ int remote_read_all(struct remote *r, const char *url, size_t max,
  * (S3 listings). Borrowed. */
 struct http_client *remote_http(struct remote *r);
 const struct s3_config *remote_s3(const struct remote *r);
+
+/* A request signed with the S3 settings (for S3 listings): req_url and
+ * log_url are borrowed and must outlive *q. Unsigned when access is
+ * anonymous. */
+void remote_s3_request(struct remote *r, const char *req_url,
+                       const char *log_url, struct http_req *q);
 
 /* Requests and bytes so far (http_requests/http_bytes of the client). */
 uint64_t remote_requests(const struct remote *r);

@@ -43,6 +43,9 @@ struct store {
   const struct store_ops *ops;
   char *location;        /* for messages: the path or URL mounted (owned) */
   struct io_stats stats; /* bytes this store read */
+  int unlistable;        /* 1: store_list cannot list directories (plain
+                            HTTP): a directory exists only where metadata
+                            or a chunk key implies it */
 };
 
 /* Open a local directory. *out is owned by the caller (store_free). Its
@@ -64,6 +67,14 @@ int store_open_refs(const char *path, const struct confine *c,
  * must outlive the store. */
 int store_wrap_vzarr(struct store *inner, const struct confine *c,
                      struct store **out, struct zerr *err);
+
+struct remote;
+/* Open the remote store at url: http(s)://HOST/PATH (no listing: see
+ * unlistable) or s3://BUCKET/PREFIX (listed with ListObjectsV2). r is
+ * borrowed and must outlive the store. Listings and sizes are cached for
+ * the mount's life (src/store_remote.c). */
+int store_open_remote(struct remote *r, const char *url, struct store **out,
+                      struct zerr *err);
 
 /* Byte source of an object (new reference); -ENOENT when absent. Only
  * regular files are served and opening never blocks: anything else is
