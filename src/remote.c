@@ -19,16 +19,32 @@
 #define RA_QUEUE 64
 /* Read-ahead requests in flight per source at most. */
 #define RA_PER_SOURCE 4
+/* Reads of at least this many blocks bypass the blocks (direct_read). */
+#define DIRECT_MIN_BLOCKS 8
+/* ... and are cut into at least this many parallel parts. */
+#define DIRECT_PARTS 4
 /* Sizes (and absences) of objects remembered. */
 #define REMOTE_MAX_SIZES (1u << 20)
 /* Key tags: a block of an object, the size of an object. */
 #define TAG_BLOCK 0x424c4bu
 #define TAG_SIZE 0x53495au
 
+/* A part of a large read fetched straight into the reader's buffer; the
+ * reader waits for all its parts (its buffer must outlive them). */
+struct part_set {
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+  int left; /* parts not finished */
+  int rc;   /* first failure */
+  struct zerr err;
+};
+
 struct job {
   struct bytesrc *src; /* a reference, dropped when done */
-  uint64_t block;      /* first block */
-  uint32_t n;          /* blocks */
+  uint64_t block;      /* read-ahead: first block; part: object offset */
+  uint32_t n;          /* read-ahead: blocks; part: bytes */
+  uint8_t *dst;        /* part: where the bytes go (NULL: read-ahead) */
+  struct part_set *set;
 };
 
 struct remote {
@@ -221,10 +237,11 @@ static uint32_t missing_run(struct remote *r, const struct memo_key *okey,
 static void *ra_worker(void *arg);
 
 /* Queue a job (a hint: dropped when the queue is full or stopping). */
-static void ra_submit(struct rsrc *s, uint64_t block, uint32_t n) {
+static int job_submit(struct rsrc *s, uint64_t block, uint32_t n,
+                      uint8_t *dst, struct part_set *set) {
   struct remote *r = s->r;
   if (!r->threads)
-    return;
+    return -1;
   pthread_mutex_lock(&r->lock);
   /* Workers start at the first job, not in remote_new: the daemon forks
    * (fuse_daemonize) after the context is made, and a fork keeps no
@@ -235,16 +252,55 @@ static void ra_submit(struct rsrc *s, uint64_t block, uint32_t n) {
   r->started = 1;
   if (r->quit || r->qlen == RA_QUEUE || !r->n_threads) {
     pthread_mutex_unlock(&r->lock);
-    return;
+    return -1;
   }
   struct job *j = &r->queue[(r->qhead + r->qlen) % RA_QUEUE];
   j->src = bytesrc_ref(&s->base);
   j->block = block;
   j->n = n;
+  j->dst = dst;
+  j->set = set;
   r->qlen++;
-  atomic_fetch_add(&s->ra_inflight, 1);
+  if (!dst)
+    atomic_fetch_add(&s->ra_inflight, 1);
   pthread_cond_signal(&r->more);
   pthread_mutex_unlock(&r->lock);
+  return 0;
+}
+
+/* Queue read-ahead of a run (a hint: dropped when the queue is full). */
+static void ra_submit(struct rsrc *s, uint64_t block, uint32_t n) {
+  (void)job_submit(s, block, n, NULL, NULL);
+}
+
+/* Fetch object bytes [o, o+n) straight into dst; the object must hold
+ * them all. */
+static int part_fetch(struct rsrc *s, uint64_t o, size_t n, uint8_t *dst,
+                      struct io_stats *stats, struct zerr *err) {
+  size_t got;
+  ZTRY(http_get_range(s->r->http, &s->req, o, n, dst, &got, NULL, err));
+  if (stats) {
+    atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
+  }
+  if (got != n)
+    return zerr_set(err, EIO,
+                    "%s: object ends at %" PRIu64 ", before the %zu bytes at "
+                    "%" PRIu64 " it was named with",
+                    s->url, o + got, n, o);
+  return 0;
+}
+
+/* One part finished (rc, err) in set. */
+static void part_done(struct part_set *set, int rc, const struct zerr *err) {
+  pthread_mutex_lock(&set->lock);
+  if (rc < 0 && !set->rc) {
+    set->rc = rc;
+    set->err = *err;
+  }
+  set->left--;
+  pthread_cond_broadcast(&set->done);
+  pthread_mutex_unlock(&set->lock);
 }
 
 /* A worker: fetch queued runs into the cache (no stats: the counters may
@@ -264,6 +320,13 @@ static void *ra_worker(void *arg) {
     r->qlen--;
     pthread_mutex_unlock(&r->lock);
     struct rsrc *s = (struct rsrc *)j.src;
+    if (j.dst) {
+      struct zerr e = {0};
+      int rc = part_fetch(s, j.block, j.n, j.dst, NULL, &e);
+      part_done(j.set, rc, &e);
+      bytesrc_unref(j.src);
+      continue;
+    }
     struct memo_key k = s->key;
     k.v[0] = j.block;
     struct fetch f = {s, j.block, j.n, NULL};
@@ -308,6 +371,63 @@ static void ra_after(struct rsrc *s, uint64_t end) {
 
 /* ---- the byte source ---- */
 
+/* Read object bytes [o, o+len) into dst in parts of max_request, the
+ * parts after the first on the workers. */
+static int direct_read(struct rsrc *s, uint64_t o, size_t len, void *dst,
+                       struct zerr *err) {
+  struct remote *r = s->r;
+  size_t part = r->cfg.max_request;
+  /* At least a few parts in parallel for mid-size reads. */
+  if (len / DIRECT_PARTS < part)
+    part = len / DIRECT_PARTS > r->cfg.block_size ? len / DIRECT_PARTS
+                                                   : r->cfg.block_size;
+  struct part_set set = {.left = 0};
+  pthread_mutex_init(&set.lock, NULL);
+  pthread_cond_init(&set.done, NULL);
+  uint8_t *out = dst;
+  int rc = 0;
+  size_t first_n = len < part ? len : part;
+  for (size_t at = first_n; at < len; at += part) {
+    size_t n = len - at < part ? len - at : part;
+    pthread_mutex_lock(&set.lock);
+    set.left++;
+    pthread_mutex_unlock(&set.lock);
+    if (job_submit(s, o + at, (uint32_t)n, out + at, &set) < 0) {
+      pthread_mutex_lock(&set.lock);
+      set.left--;
+      pthread_mutex_unlock(&set.lock);
+      struct zerr e = {0};
+      int prc = part_fetch(s, o + at, n, out + at, s->stats, &e);
+      if (prc < 0 && !rc) {
+        rc = prc;
+        if (err)
+          *err = e;
+      }
+    }
+  }
+  struct zerr e = {0};
+  int frc = part_fetch(s, o, first_n, out, s->stats, &e);
+  if (frc < 0 && !rc) {
+    rc = frc;
+    if (err)
+      *err = e;
+  }
+  pthread_mutex_lock(&set.lock);
+  while (set.left)
+    pthread_cond_wait(&set.done, &set.lock);
+  pthread_mutex_unlock(&set.lock);
+  if (!rc && set.rc) {
+    rc = set.rc;
+    if (err)
+      *err = set.err;
+  }
+  pthread_cond_destroy(&set.done);
+  pthread_mutex_destroy(&set.lock);
+  if (rc < 0 && err && !err->code)
+    zerr_set(err, -rc, "remote read failed");
+  return rc;
+}
+
 /* Copy [off, off+len) of the window from blocks, fetching missing runs:
  * runs after the first go to the workers at once so that a large read
  * proceeds in parallel; the caller fetches the first, then waits on or
@@ -320,6 +440,15 @@ static int rsrc_read(struct bytesrc *bs_, uint64_t off, size_t len, void *dst,
   uint64_t o = s->win + off, end = o + len;
   uint64_t first = o / bs, last = (end - 1) / bs;
   int sequential = atomic_exchange(&s->next, off + len) == off && off > 0;
+
+  /* A large read of bytes not cached (a whole compressed chunk, a data
+   * section) goes straight into the caller's buffer, in parts fetched in
+   * parallel: no copy through blocks, no eviction of what is cached. The
+   * unit it feeds is cached above, so sharing it through blocks would buy
+   * nothing. */
+  if (last - first + 1 >= DIRECT_MIN_BLOCKS &&
+      !block_cached(r, &s->key, first + 1))
+    return direct_read(s, o, len, dst, err);
 
   /* Hand the later missing runs of a large read to the workers. */
   if (last > first && r->threads) {
@@ -575,8 +704,15 @@ void remote_free(struct remote *r) {
   pthread_mutex_unlock(&r->lock);
   for (int i = 0; i < r->n_threads; i++)
     pthread_join(r->threads[i], NULL);
-  for (; r->qlen; r->qlen--, r->qhead = (r->qhead + 1) % RA_QUEUE)
-    bytesrc_unref(r->queue[r->qhead].src);
+  for (; r->qlen; r->qlen--, r->qhead = (r->qhead + 1) % RA_QUEUE) {
+    struct job *j = &r->queue[r->qhead];
+    if (j->dst) { /* its reader is waiting: end it */
+      struct zerr e = {0};
+      part_done(j->set, zerr_set(&e, EINTR, "interrupted: zarrfs is "
+                                            "shutting down"), &e);
+    }
+    bytesrc_unref(j->src);
+  }
   free(r->threads);
   memo_free(r->memo);
   http_client_free(r->http);

@@ -45,6 +45,7 @@ struct store_remote {
   char *bucket, *prefix; /* S3: prefix "" or ending in '/' */
   struct memo *lists;
   atomic_int stop_never; /* the memo's stop flag (remote stops transfers) */
+  atomic_int root_v3;    /* HTTP: 0 unknown, 1 a V3 root, 2 not */
 };
 
 /* A cached listing of one directory, sorted by name. */
@@ -322,7 +323,16 @@ static int remote_is_dir(struct store_remote *s, const char *dir,
     return any;
   }
   static const char *const names[] = {"zarr.json", ".zgroup", ".zarray"};
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+  /* A V3 hierarchy has no V2 nodes inside: one probe per name then. */
+  int v = atomic_load(&s->root_v3);
+  if (!v) {
+    struct bytesrc *b;
+    v = remote_get(&s->base, "zarr.json", &b, NULL) == 0 ? 1 : 2;
+    if (v == 1)
+      bytesrc_unref(b);
+    atomic_store(&s->root_v3, v);
+  }
+  for (size_t i = 0; i < (v == 1 ? 1 : sizeof names / sizeof *names); i++) {
     char *k = NULL;
     if (asprintf(&k, "%s/%s", dir, names[i]) < 0)
       return zerr_set(err, ENOMEM, "out of memory");
