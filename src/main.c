@@ -594,6 +594,28 @@ static int shutdown_start(struct shutdown *s, pthread_t *t) {
   return rc;
 }
 
+/* A remote store must hold Zarr metadata at its root, as a local one
+ * (check_paths): refuse at once, saying what the server answered. */
+static int remote_root_check(struct store *s, const char *src) {
+  static const char *const names[] = {"zarr.json", ".zgroup", ".zarray"};
+  struct zerr err = {0};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    enum store_entry_type t;
+    uint64_t sz;
+    zerr_clear(&err);
+    int rc = store_stat(s, names[i], &t, &sz, &err);
+    if (rc == 0 && t == STORE_FILE)
+      return 0;
+    if (rc < 0 && rc != -ENOENT) {
+      fprintf(stderr, "zarrfs: %s: %s\n", src, err.msg);
+      return -1;
+    }
+  }
+  fprintf(stderr, "zarrfs: %s: not a Zarr store (no zarr.json, .zgroup or "
+          ".zarray at its root)\n", src);
+  return -1;
+}
+
 /* Seconds (a decimal number) into milliseconds; -1 when malformed. */
 static long parse_ms(const char *s) {
   char *end;
@@ -773,8 +795,15 @@ int main(int argc, char **argv) {
       goto out;
     }
   if (is_url) {
-    if (store_open_remote(remote, cli.source, &store, &err) < 0 ||
-        store_wrap_vzarr(store, confine, &store, &err) < 0) {
+    if (store_open_remote(remote, cli.source, &store, &err) < 0) {
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      goto out;
+    }
+    if (remote_root_check(store, cli.source) < 0) {
+      store_free(store);
+      goto out;
+    }
+    if (store_wrap_vzarr(store, confine, &store, &err) < 0) {
       fprintf(stderr, "zarrfs: %s\n", err.msg);
       goto out;
     }

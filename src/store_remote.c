@@ -193,6 +193,7 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
     }
     struct http_req q;
     remote_s3_request(s->r, url, log_url, &q);
+    q.allow_link_local = 1; /* the store the user named */
     uint8_t *body;
     size_t blen;
     rc = http_get_all(remote_http(s->r), &q, LIST_PAGE_MAX, &body, &blen, err);
@@ -301,7 +302,9 @@ static int remote_get(struct store *st, const char *key, struct bytesrc **out,
   char *url = key_url(s, key);
   if (!url)
     return zerr_set(err, ENOMEM, "out of memory");
-  int rc = remote_open(s->r, url, 0, UINT64_MAX, 0, &st->stats, out, err);
+  /* The user named this store: its own address is allowed even when it
+   * is link-local (only targets named by references are refused). */
+  int rc = remote_open(s->r, url, 0, UINT64_MAX, 1, &st->stats, out, err);
   free(url);
   if (rc == -EACCES && s->s3 && s3_is_anonymous(remote_s3(s->r)) &&
       is_meta_probe(key)) {
