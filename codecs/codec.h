@@ -169,4 +169,8 @@ int codec_cfg_str(json_t *config, const char *key, int required,
 int codec_cfg_only(json_t *config, const char *codec,
                    const char *const *allowed, struct zerr *err);
 
+/* zarrs.vlen (codecs/vlen.c): named here because views ask whether a
+ * chain is only this codec, whose index alone gives a unit's text size. */
+extern const struct codec_impl codec_vlen;
+
 #endif

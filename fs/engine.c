@@ -79,6 +79,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   e->env.stop = &e->stopping;
   e->window_cap = cfg->max_decoded;
   e->no_consolidated = cfg->no_consolidated;
+  e->lazy_sizes = cfg->lazy_sizes;
   pthread_mutex_init(&e->nodes_lock, NULL);
   *out = e;
   return 0;

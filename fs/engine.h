@@ -88,6 +88,9 @@ struct engine_config {
   int no_consolidated;   /* -o consolidated=no: ignore consolidated metadata
                             (zarr.json consolidated_metadata, .zmetadata) and
                             read every node's own metadata */
+  int lazy_sizes;        /* -o sizes=lazy: stat shows a view's size only
+                            when known without decoding data (else 0; see
+                            ns_size) */
 };
 
 struct engine {
@@ -98,6 +101,7 @@ struct engine {
   pthread_mutex_t nodes_lock; /* guards nodes (leaf lock) */
   struct htab nodes;          /* path -> struct znode, for the engine's life */
   int no_consolidated;        /* from engine_config */
+  int lazy_sizes;             /* from engine_config */
   struct logonce *log;        /* every line goes through it: once per key
                                  and reason, repeats summarised */
   atomic_int stopping; /* set by engine_stop (signal-safe); long loops and

@@ -164,6 +164,12 @@ static int zfs_open(const char *path, struct fuse_file_info *fi) {
     return rc == -EISDIR ? rc : zfs_errno(rc);
   }
   fi->fh = (uint64_t)(uintptr_t)f;
+  if (f->ent.kind != NS_RAW && e->lazy_sizes) {
+    /* Lazy sizes: stat may have said 0 (and the kernel may still hold
+     * that), so every read comes to us and ends where the text does. */
+    fi->direct_io = 1;
+    return 0;
+  }
   fi->keep_cache = 1; /* immutable: page cache stays valid across opens */
   return 0;
 }

@@ -136,8 +136,20 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
     *size = ent->raw_size;
     return 0;
   case NS_CHUNK_VIEW:
+    if (e->lazy_sizes) {
+      int k = view_chunk_size_known(e, ent->node, ent->idx, size, err);
+      if (k == 0)
+        *size = 0; /* unknown: the file is read with direct I/O */
+      return k < 0 ? k : 0;
+    }
     return view_chunk_size(e, ent->node, ent->idx, size, err);
   case NS_ARRAY_VIEW:
+    if (e->lazy_sizes) {
+      int k = view_array_size_known(e, ent->node, size, err);
+      if (k == 0)
+        *size = 0;
+      return k < 0 ? k : 0;
+    }
     return view_array_size(e, ent->node, size, err);
   }
   return zerr_set(err, EIO, "bad entry");

@@ -30,7 +30,10 @@ struct ns_entry {
 int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
                struct zerr *err);
 
-/* Size of the file an entry names (0 for directories). */
+/* Size of the file an entry names (0 for directories). With lazy sizes
+ * (engine_config.lazy_sizes) a view's size is reported only when known
+ * without decoding element data, else 0: such files must be read without
+ * trusting their size (direct I/O), as /proc files are. */
 int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
             struct zerr *err);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../codecs/chain.h"
 #include "../src/buf.h"
 #include "../src/presence.h"
 
@@ -383,6 +384,10 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
     return rc;
   }
   l->total = (uint64_t)total;
+  /* The size outlives the layout (and answers lazy stats). */
+  struct memo_key sk;
+  region_key(&sk, ELEVEL_REGION_SIZE, n, r, NULL);
+  memo_value_put(j->e->memo, &sk, l->total);
   *obj = &l->obj;
   *cost = sizeof *l + (size_t)l->np * (l->p_lin ? 16 : 8);
   return 0;
@@ -715,6 +720,43 @@ int view_chunk_size(struct engine *e, const struct znode *n,
   struct region r;
   ZTRY(region_of_chunk(n, idx, &r, err));
   return region_size(e, n, &r, size, err);
+}
+
+/* See view.h. */
+int view_chunk_size_known(struct engine *e, const struct znode *n,
+                          const uint64_t *idx, uint64_t *size,
+                          struct zerr *err) {
+  ZTRY(view_check(n, err));
+  struct memo_key k;
+  if (n->shard) {
+    struct region r;
+    ZTRY(region_of_chunk(n, idx, &r, err));
+    region_key(&k, ELEVEL_REGION_SIZE, n, &r, NULL);
+    return memo_value_peek(e->memo, &k, size);
+  }
+  engine_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  if (memo_value_peek(e->memo, &k, size))
+    return 1;
+  /* zarrs.vlen alone: decoding the unit reads its index, not its data */
+  if (!chain_sole_a2b(n->chain, &codec_vlen))
+    return 0;
+  ZTRY(engine_unit_size(e, n, idx, size, err));
+  return 1;
+}
+
+/* See view.h. */
+int view_array_size_known(struct engine *e, const struct znode *n,
+                          uint64_t *size, struct zerr *err) {
+  ZTRY(view_check(n, err));
+  if (n->meta->nelem == 0) {
+    *size = 0;
+    return 1;
+  }
+  struct region r;
+  ZTRY(region_of_array(n, &r, err));
+  struct memo_key k;
+  region_key(&k, ELEVEL_REGION_SIZE, n, &r, NULL);
+  return memo_value_peek(e->memo, &k, size);
 }
 
 /* Read from chunk idx's view. */

@@ -47,6 +47,17 @@ long view_chunk_read(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
                      struct view_cursor *c, struct zerr *err);
 
+/* Lazy sizes: 1 and *size when the size of chunk idx's view is known
+ * without decoding element data (already learned, or a `zarrs.vlen` unit
+ * whose index alone gives it: one small read), 0 when it is not (nothing
+ * was decoded), or a negative errno. */
+int view_chunk_size_known(struct engine *e, const struct znode *n,
+                          const uint64_t *idx, uint64_t *size,
+                          struct zerr *err);
+/* Likewise for the whole-array view: known once learned (or empty). */
+int view_array_size_known(struct engine *e, const struct znode *n,
+                          uint64_t *size, struct zerr *err);
+
 /* Size of the whole-array view of node n. */
 int view_array_size(struct engine *e, const struct znode *n, uint64_t *size,
                     struct zerr *err);

@@ -41,6 +41,7 @@ struct cli {
   char *max_decode;
   char *attr_timeout;
   char *consolidated;
+  char *sizes;
   char **allow_roots; /* -o allow_root=DIR, repeatable (owned) */
   size_t n_allow;
   int help, version;
@@ -61,6 +62,7 @@ static const struct fuse_opt cli_opts[] = {
     CLI_OPT("max_decode=%s", max_decode),
     CLI_OPT("attr_timeout=%s", attr_timeout),
     CLI_OPT("consolidated=%s", consolidated),
+    CLI_OPT("sizes=%s", sizes),
     CLI_OPT("region=%s", rem.region),
     CLI_OPT("endpoint=%s", rem.endpoint),
     CLI_OPT("profile=%s", rem.profile),
@@ -173,6 +175,11 @@ static void usage(const char *prog) {
       "    -o consolidated=no     ignore consolidated metadata (zarr.json\n"
       "                           consolidated_metadata, .zmetadata); read\n"
       "                           each node's own metadata (default yes)\n"
+      "    -o sizes=exact|lazy    exact: stat of a view decodes what it must\n"
+      "                           to give the exact size (local default);\n"
+      "                           lazy: only sizes known without decoding\n"
+      "                           data, else 0, read with direct I/O\n"
+      "                           (remote default)\n"
       "    -o allow_root=DIR      let references and manifests read files\n"
       "                           under DIR (repeatable; the reference\n"
       "                           file's directory is always allowed)\n\n"
@@ -781,6 +788,18 @@ int main(int argc, char **argv) {
     }
   }
 
+  int lazy_sizes = remote_is_url(cli.source); /* remote: never fetch for stat */
+  if (cli.sizes) {
+    if (!strcmp(cli.sizes, "lazy")) {
+      lazy_sizes = 1;
+    } else if (!strcmp(cli.sizes, "exact")) {
+      lazy_sizes = 0;
+    } else {
+      fprintf(stderr, "zarrfs: bad sizes '%s' (exact or lazy)\n", cli.sizes);
+      goto out;
+    }
+  }
+
   zlog_setup(!opts.foreground, opts.debug ? ZLOG_DEBUG : ZLOG_INFO);
 
   struct zerr err = {0};
@@ -841,7 +860,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   struct engine_config ecfg = {(size_t)cache_size, (size_t)max_decode, 1 << 20,
-                               no_consolidated};
+                               no_consolidated, lazy_sizes};
   if (engine_new(store, &ecfg, &engine, &err) < 0) {
     store_free(store);
     fprintf(stderr, "zarrfs: %s\n", err.msg);
@@ -927,6 +946,7 @@ out:
   free(cli.max_decode);
   free(cli.attr_timeout);
   free(cli.consolidated);
+  free(cli.sizes);
   char **rs[] = {&cli.rem.region, &cli.rem.endpoint, &cli.rem.profile,
                  &cli.rem.connect_timeout, &cli.rem.stall_timeout,
                  &cli.rem.timeout, &cli.rem.retries, &cli.rem.remote_cache,

@@ -157,7 +157,7 @@ static int check_refs(const char *fx, int *arrays) {
 static int check_arrays(struct store *s, json_t *root, const char *store,
                         int *arrays) {
   struct zerr err = {0};
-  struct engine_config cfg = {256u << 20, 1u << 30, 1 << 16, 0};
+  struct engine_config cfg = {256u << 20, 1u << 30, 1 << 16, 0, 0};
   struct engine *e;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
   int failures = 0;

@@ -484,7 +484,7 @@ static void find_stores(const char *zarrs, const char *rel, struct tally *ty) {
     struct zerr err = {0};
     struct store *s;
     ck_assert_int_eq(store_open_local(dir, &s, &err), 0);
-    struct engine_config cfg = {256u << 20, 1u << 30, 1 << 16, 0};
+    struct engine_config cfg = {256u << 20, 1u << 30, 1 << 16, 0, 0};
     struct engine *e;
     ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
     walk_store(e, zarrs, rel, "", ty);

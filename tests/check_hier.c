@@ -93,7 +93,7 @@ static struct engine *open_engine(const char *dir, int no_consolidated) {
   struct zerr err = {0};
   struct store *s;
   ck_assert_int_eq(store_open_local(dir ? dir : tmpdir, &s, &err), 0);
-  struct engine_config cfg = {64u << 20, 1u << 30, 1 << 16, no_consolidated};
+  struct engine_config cfg = {64u << 20, 1u << 30, 1 << 16, no_consolidated, 0};
   struct engine *e;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
   return e;

@@ -49,7 +49,7 @@ static struct engine *engine_at(const char *dir, size_t cache,
   struct store *s;
   struct zerr err = {0};
   ck_assert_int_eq(store_open_local(dir, &s, &err), 0);
-  struct engine_config cfg = {cache, max_decode, 1 << 20, 0};
+  struct engine_config cfg = {cache, max_decode, 1 << 20, 0, 0};
   struct engine *e;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
   return e;
@@ -389,6 +389,37 @@ START_TEST(wide_head_default_cache) {
 }
 END_TEST
 
+/* Lazy sizes (-o sizes=lazy, the remote default): stat of values.txt and
+ * of a chunk view decodes nothing and says 0; reads are still exact, and
+ * afterwards values.txt's size is known. */
+START_TEST(wide_lazy_sizes) {
+  struct store *st;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(bigdir, &st, &err), 0);
+  struct engine_config cfg = {256u << 20, 1u << 30, 1 << 20, 0, 1};
+  struct engine *e;
+  ck_assert_int_eq(engine_new(st, &cfg, &e, &err), 0);
+  struct ns_entry ent, cent;
+  uint64_t size = 1;
+  view_open(e, "/wide/values.txt", &ent, &size);
+  ck_assert_uint_eq(size, 0);
+  size = 1;
+  view_open(e, "/wide/0.3.txt", &cent, &size);
+  ck_assert_uint_eq(size, 0);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  struct view_cursor *c = view_cursor_new();
+  read_cmp(e, &ent, c, 0, 4096, &wide_x);
+  /* past the end: nothing (a direct-I/O reader stops there) */
+  char b[16];
+  ck_assert_int_eq(ns_read_view(e, &ent, wide_x.len + 5, sizeof b, b, c,
+                                &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, wide_x.len);
+  view_cursor_free(e, c);
+  engine_free(e);
+}
+END_TEST
+
 /* Each unit decoded once per pass with the default budget, at most twice
  * with 64 KiB (once to learn sizes, once in its row). */
 START_TEST(wide_sequential_default) { grid2_check(&WIDE, 256u << 20, 0, 1); }
@@ -723,6 +754,7 @@ int main(void) {
   tcase_add_unchecked_fixture(big, big_setup, big_teardown);
   tcase_set_timeout(big, 600);
   tcase_add_test(big, wide_head_default_cache);
+  tcase_add_test(big, wide_lazy_sizes);
   tcase_add_test(big, wide_sequential_default);
   tcase_add_test(big, wide_sequential_64k);
   tcase_add_test(big, wide_random16_64k);

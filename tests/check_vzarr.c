@@ -256,7 +256,7 @@ static struct store *open_virt(const char *dir, const char *extra,
 }
 
 static struct engine *engine_over(struct store *s) {
-  struct engine_config cfg = {16u << 20, 1u << 28, 1 << 12, 0};
+  struct engine_config cfg = {16u << 20, 1u << 28, 1 << 12, 0, 0};
   struct engine *e;
   struct zerr err = {0};
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);

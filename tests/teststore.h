@@ -37,7 +37,7 @@ static inline struct engine *ts_open_engine(const char *dir) {
   struct store *s;
   struct zerr err = {0};
   ck_assert_msg(store_open_local(dir, &s, &err) == 0, "%s", err.msg);
-  struct engine_config cfg = {64u << 20, 1u << 28, 1 << 12, 0};
+  struct engine_config cfg = {64u << 20, 1u << 28, 1 << 12, 0, 0};
   struct engine *e;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
   return e;
