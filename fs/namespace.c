@@ -244,6 +244,28 @@ static int cons_fill_one(void *ud, const char *name) {
   return cf->stop;
 }
 
+/* An unlistable store (plain HTTP) still shows a node's own metadata
+ * files: each is one cached GET. */
+static void listing_add_metadata(struct engine *e, const char *key,
+                                 struct listing *l) {
+  static const char *const names[] = {"zarr.json", ".zgroup", ".zarray",
+                                      ".zattrs", ".zmetadata"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    char k[4096];
+    int w = *key ? snprintf(k, sizeof k, "%s/%s", key, names[i])
+                 : snprintf(k, sizeof k, "%s", names[i]);
+    enum store_entry_type t;
+    uint64_t size;
+    int found = w > 0 && (size_t)w < sizeof k &&
+                store_stat(e->store, k, &t, &size, NULL) == 0 &&
+                t == STORE_FILE;
+    if (found)
+      listing_add(l, names[i], t, size);
+    if (i == 0 && found)
+      break; /* V3: no V2 names beside it */
+  }
+}
+
 /* Stored children, consolidated child nodes, then values.txt and K.txt
  * views. */
 int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
@@ -271,6 +293,8 @@ int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
     listing_free(&l);
     return rc;
   }
+  if (rc == 0 && e->store->unlistable)
+    listing_add_metadata(e, key, &l);
   if (l.n)
     qsort(l.items, l.n, sizeof *l.items, item_cmp);
 
