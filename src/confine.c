@@ -4,6 +4,7 @@
 #include "confine.h"
 
 #include "fdpool.h"
+#include "remote.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,12 @@ struct confine_roots {
 struct confine {
   struct fdpool *pool;     /* descriptors of every target opened */
   struct confine_roots *r; /* borrowed from pool */
+  struct remote *remote;   /* remote targets (borrowed), or NULL */
+  char **url_prefixes;     /* -o allow_root=URL: explicitly allowed */
+  size_t n_url;
+  int no_remote;           /* -o remote_targets=no */
+  int remote_ref;          /* the reference itself is remote: no local
+                              target at all */
 };
 
 /* Free the roots (the pool's context destructor). */
@@ -166,6 +173,10 @@ int confine_open(const struct confine *c, const char *path,
                  struct zerr *err) {
   if (!c)
     return zerr_set(err, EACCES, "target %s: no allowed roots", path);
+  if (c->remote_ref)
+    return zerr_set(err, EACCES,
+                    "target %s: a remote reference cannot read local files",
+                    path);
   int fd;
   struct stat st;
   int rc = confine_reopen(c->r, path, &fd, &st, err);
@@ -178,10 +189,78 @@ int confine_open(const struct confine *c, const char *path,
   return bytesrc_from_pool(c->pool, fd, &st, path, stats, out, err);
 }
 
+/* ---- remote targets ---- */
+
+void confine_set_remote(struct confine *c, struct remote *r) { c->remote = r; }
+void confine_forbid_remote(struct confine *c) { c->no_remote = 1; }
+void confine_set_remote_reference(struct confine *c) { c->remote_ref = 1; }
+
+int confine_add_url_prefix(struct confine *c, const char *prefix,
+                           struct zerr *err) {
+  if (!remote_is_url(prefix))
+    return zerr_set(err, EINVAL, "%s: not an http(s):// or s3:// URL", prefix);
+  char **p = realloc(c->url_prefixes, (c->n_url + 1) * sizeof *p);
+  if (!p)
+    return zerr_set(err, ENOMEM, "out of memory");
+  c->url_prefixes = p;
+  if (!(p[c->n_url] = strdup(prefix)))
+    return zerr_set(err, ENOMEM, "out of memory");
+  c->n_url++;
+  return 0;
+}
+
+/* Does url start with prefix, ending at a boundary of the prefix's path
+ * ("http://a/b" allows "http://a/b/c" and "http://a/b", not
+ * "http://a/bc")? Scheme and host compare case-insensitively. */
+int confine_url_matches(const char *prefix, const char *url) {
+  const char *ps = strstr(prefix, "://"), *us = strstr(url, "://");
+  if (!ps || !us)
+    return 0;
+  const char *ph = ps + 3, *uh = us + 3;
+  size_t pa = strcspn(ph, "/"), ua = strcspn(uh, "/");
+  if (ps - prefix != us - url || strncasecmp(prefix, url, (size_t)(ps - prefix)) ||
+      pa != ua || strncasecmp(ph, uh, pa))
+    return 0;
+  const char *pp = ph + pa, *up = uh + ua;
+  size_t n = strlen(pp);
+  if (n && pp[n - 1] == '/')
+    n--;
+  return !strncmp(pp, up, n) && (up[n] == '\0' || up[n] == '/' ||
+                                  up[n] == '?');
+}
+
+int confine_check_url(const struct confine *c, const char *url,
+                      int *allow_link_local, struct zerr *err) {
+  *allow_link_local = 0;
+  if (!c || c->no_remote)
+    return zerr_set(err, EACCES,
+                    "target %s: remote targets are forbidden "
+                    "(-o remote_targets=no)",
+                    url);
+  for (size_t i = 0; i < c->n_url; i++)
+    if (confine_url_matches(c->url_prefixes[i], url))
+      *allow_link_local = 1;
+  return 0;
+}
+
+int confine_open_url(const struct confine *c, const char *url, uint64_t off,
+                     uint64_t len, struct io_stats *stats, struct bytesrc **out,
+                     struct zerr *err) {
+  int ll;
+  ZTRY(confine_check_url(c, url, &ll, err));
+  if (!c->remote)
+    return zerr_set(err, EIO, "target %s: remote targets need a remote "
+                    "context", url);
+  return remote_open(c->remote, url, off, len, ll, stats, out, err);
+}
+
 /* Drop the pool (the roots go with the last source that may reopen). */
 void confine_free(struct confine *c) {
   if (!c)
     return;
   fdpool_unref(c->pool);
+  for (size_t i = 0; i < c->n_url; i++)
+    free(c->url_prefixes[i]);
+  free(c->url_prefixes);
   free(c);
 }

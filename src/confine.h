@@ -39,6 +39,35 @@ int confine_allows(const struct confine *c, const char *resolved);
 int confine_open(const struct confine *c, const char *path,
                  struct io_stats *stats, struct bytesrc **out,
                  struct zerr *err);
+/* ---- remote targets (http://, https://, s3://) ----
+ * Allowed by default, read through r (borrowed; set before serving). A
+ * link-local or cloud-metadata address (169.254.0.0/16, fe80::/10) is
+ * refused by the transport unless the URL lies under a prefix the user
+ * named (-o allow_root=URL). -o remote_targets=no forbids them all (for
+ * untrusted reference files). A reference or manifest that was itself
+ * fetched from a URL may read no local file at all. */
+struct remote;
+void confine_set_remote(struct confine *c, struct remote *r);
+/* Allow url prefix explicitly (link-local addresses included). */
+int confine_add_url_prefix(struct confine *c, const char *prefix,
+                           struct zerr *err);
+/* -o remote_targets=no. */
+void confine_forbid_remote(struct confine *c);
+/* The reference is remote: refuse every local target. */
+void confine_set_remote_reference(struct confine *c);
+/* May url be read? 0 and *allow_link_local (1 when under a named
+ * prefix), or -EACCES with the reason. */
+int confine_check_url(const struct confine *c, const char *url,
+                      int *allow_link_local, struct zerr *err);
+/* Does url lie under prefix (a path boundary; scheme and host
+ * case-insensitive)? For the check above and the tests. */
+int confine_url_matches(const char *prefix, const char *url);
+/* Open bytes [off, off+len) of url (len UINT64_MAX: the whole object)
+ * after confine_check_url. */
+int confine_open_url(const struct confine *c, const char *url, uint64_t off,
+                     uint64_t len, struct io_stats *stats, struct bytesrc **out,
+                     struct zerr *err);
+
 /* Free; NULL-safe. Byte sources it opened stay readable. */
 void confine_free(struct confine *c);
 

@@ -940,10 +940,11 @@ static int build(struct scan *s, const char *path, const char *base,
   return manifest_builder_finish(b, out, dropped, err);
 }
 
-int kerchunk_load(const char *path, struct manifest **out, struct zerr *err) {
-  char *text = NULL;
-  size_t tlen = 0;
-  ZTRY(zread_file(path, SIZE_MAX, &text, &tlen, err));
+/* Parse NUL-terminated text (tlen bytes) named path (for messages), whose
+ * relative targets resolve against base. */
+static int load_text(const char *text, size_t tlen, const char *path,
+                     const char *base, struct manifest **out,
+                     struct zerr *err) {
   struct scan s = {0};
   s.start = s.p = text ? text : "";
   s.end = s.start + tlen;
@@ -968,9 +969,6 @@ int kerchunk_load(const char *path, struct manifest **out, struct zerr *err) {
   } else if (rc == 0) { /* version 0: the top level is the refs */
     refs = strchr(s.start, '{');
   }
-  char *base = rc ? NULL : dir_of(path);
-  if (rc == 0 && !base)
-    rc = zerr_set(err, EIO, "%s: %s", path, strerror(errno));
   uint64_t dropped = 0;
   size_t members = 0;
   if (rc == 0)
@@ -989,12 +987,28 @@ int kerchunk_load(const char *path, struct manifest **out, struct zerr *err) {
     if (rc == 0)
       jdup_free(dups, nd);
   }
-  free(base);
-  free(text);
   free(s.buf);
   free(s.buf2);
   json_decref(ver);
   json_decref(templates);
   json_decref(gen);
   return rc;
+}
+
+int kerchunk_load(const char *path, struct manifest **out, struct zerr *err) {
+  char *text = NULL;
+  size_t tlen = 0;
+  ZTRY(zread_file(path, SIZE_MAX, &text, &tlen, err));
+  char *base = dir_of(path);
+  int rc = base ? load_text(text ? text : "", tlen, path, base, out, err)
+                : zerr_set(err, EIO, "%s: %s", path, strerror(errno));
+  free(base);
+  free(text);
+  return rc;
+}
+
+int kerchunk_load_mem(const char *text, size_t len, const char *name,
+                      const char *base, struct manifest **out,
+                      struct zerr *err) {
+  return load_text(text, len, name, base, out, err);
 }

@@ -33,6 +33,14 @@
  * not a JSON object of references is -EIO with the reason. */
 int kerchunk_load(const char *path, struct manifest **out, struct zerr *err);
 
+/* Parse a reference file already in memory: text is NUL-terminated (len
+ * bytes before the NUL), name names it in messages, and relative targets
+ * resolve against base (a directory, or the URL of the directory of a
+ * remote reference file). */
+int kerchunk_load_mem(const char *text, size_t len, const char *name,
+                      const char *base, struct manifest **out,
+                      struct zerr *err);
+
 /* Render a template string: {{name}} from templates (a JSON object, may be
  * NULL), {{expr}} an integer expression (+ - * // / % parentheses, unary
  * minus) over the variables names[i] = vals[i]. *out is malloc'd (caller

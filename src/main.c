@@ -42,6 +42,7 @@ struct cli {
   char *attr_timeout;
   char *consolidated;
   char *sizes;
+  char *remote_targets;
   char **allow_roots; /* -o allow_root=DIR, repeatable (owned) */
   size_t n_allow;
   int help, version;
@@ -63,6 +64,7 @@ static const struct fuse_opt cli_opts[] = {
     CLI_OPT("attr_timeout=%s", attr_timeout),
     CLI_OPT("consolidated=%s", consolidated),
     CLI_OPT("sizes=%s", sizes),
+    CLI_OPT("remote_targets=%s", remote_targets),
     CLI_OPT("region=%s", rem.region),
     CLI_OPT("endpoint=%s", rem.endpoint),
     CLI_OPT("profile=%s", rem.profile),
@@ -182,7 +184,11 @@ static void usage(const char *prog) {
       "                           (remote default)\n"
       "    -o allow_root=DIR      let references and manifests read files\n"
       "                           under DIR (repeatable; the reference\n"
-      "                           file's directory is always allowed)\n\n"
+      "                           file's directory is always allowed);\n"
+      "                           DIR may be a URL prefix, which also\n"
+      "                           allows link-local addresses under it\n"
+      "    -o remote_targets=no   references and manifests may not read\n"
+      "                           remote targets (untrusted references)\n\n"
       "remote stores (http, https, s3; see docs/remote.md):\n"
       "    -o region=NAME         S3 region (else AWS_REGION, ~/.aws/config,\n"
       "                           us-east-1)\n"
@@ -623,6 +629,12 @@ static int shutdown_start(struct shutdown *s, pthread_t *t) {
   return rc;
 }
 
+/* A URL naming a JSON file (a kerchunk reference file), not a store. */
+static int url_is_json(const char *url) {
+  size_t n = strcspn(url, "?#");
+  return n > 5 && !strncasecmp(url + n - 5, ".json", 5);
+}
+
 /* A remote store must hold Zarr metadata at its root, as a local one
  * (check_paths): refuse at once, saying what the server answered. */
 static int remote_root_check(struct store *s, const char *src) {
@@ -806,13 +818,22 @@ int main(int argc, char **argv) {
   struct store *store;
   struct stat sst;
   int is_url = remote_is_url(cli.source);
-  int is_refs = !is_url && stat(cli.source, &sst) == 0 && S_ISREG(sst.st_mode);
+  int is_refs = is_url ? url_is_json(cli.source)
+                       : stat(cli.source, &sst) == 0 && S_ISREG(sst.st_mode);
   if (remote_setup(&cli.rem, &remote) < 0)
     goto out;
   /* Allowed roots of manifest targets: the reference file's directory (or
    * the store root) and every -o allow_root. */
   if (confine_new(&confine, &err) < 0) {
     fprintf(stderr, "zarrfs: %s\n", err.msg);
+    goto out;
+  }
+  confine_set_remote(confine, remote);
+  if (cli.remote_targets && !strcmp(cli.remote_targets, "no")) {
+    confine_forbid_remote(confine);
+  } else if (cli.remote_targets && strcmp(cli.remote_targets, "yes")) {
+    fprintf(stderr, "zarrfs: bad remote_targets '%s' (yes or no)\n",
+            cli.remote_targets);
     goto out;
   }
   char *srcdir = strdup(cli.source);
@@ -831,11 +852,19 @@ int main(int argc, char **argv) {
   }
   free(srcdir);
   for (size_t i = 0; i < cli.n_allow; i++)
-    if (confine_add_root(confine, cli.allow_roots[i], &err) < 0) {
+    if ((remote_is_url(cli.allow_roots[i])
+             ? confine_add_url_prefix(confine, cli.allow_roots[i], &err)
+             : confine_add_root(confine, cli.allow_roots[i], &err)) < 0) {
       fprintf(stderr, "zarrfs: %s\n", err.msg);
       goto out;
     }
-  if (is_url) {
+  if (is_url && is_refs) {
+    if (store_open_refs_url(remote, cli.source, confine, &store, &err) < 0) {
+      fprintf(stderr, "zarrfs: %s: cannot load the reference file: %s\n",
+              cli.source, err.msg);
+      goto out;
+    }
+  } else if (is_url) {
     if (store_open_remote(remote, cli.source, &store, &err) < 0) {
       fprintf(stderr, "zarrfs: %s\n", err.msg);
       goto out;
@@ -947,6 +976,7 @@ out:
   free(cli.attr_timeout);
   free(cli.consolidated);
   free(cli.sizes);
+  free(cli.remote_targets);
   char **rs[] = {&cli.rem.region, &cli.rem.endpoint, &cli.rem.profile,
                  &cli.rem.connect_timeout, &cli.rem.stall_timeout,
                  &cli.rem.timeout, &cli.rem.retries, &cli.rem.remote_cache,

@@ -131,6 +131,45 @@ static int intern_path(struct manifest_builder *b, const char *path,
   return 0;
 }
 
+/* base (a URL: "scheme://host/dir", no trailing '/') joined with the
+ * relative reference rel, dot segments resolved (RFC 3986 5.2.4), never
+ * above the host's root; malloc'd or NULL. */
+char *manifest_url_join(const char *base, const char *rel) {
+  const char *hs = strstr(base, "://");
+  if (!hs)
+    return NULL;
+  hs += 3;
+  size_t root = (size_t)(hs - base) + strcspn(hs, "/?#");
+  size_t bq = strcspn(base, "?#"); /* the base's query is not inherited */
+  char *out = malloc(bq + strlen(rel) + 3);
+  if (!out)
+    return NULL;
+  memcpy(out, base, bq);
+  size_t n = bq;
+  while (n > root && out[n - 1] == '/')
+    n--;
+  const char *p = rel;
+  while (*p) {
+    size_t seg = strcspn(p, "/");
+    int last = p[seg] == '\0';
+    if (seg == 1 && p[0] == '.') {
+      /* nothing */
+    } else if (seg == 2 && p[0] == '.' && p[1] == '.') {
+      while (n > root && out[n - 1] != '/')
+        n--;
+      if (n > root)
+        n--; /* the '/' too */
+    } else if (seg) {
+      out[n++] = '/';
+      memcpy(out + n, p, seg);
+      n += seg;
+    }
+    p += seg + !last;
+  }
+  out[n] = '\0';
+  return out;
+}
+
 /* Resolve and intern (see intern_path). */
 static int intern_resolved(struct manifest_builder *b, const char *path,
                            uint32_t *id, struct zerr *err) {
@@ -140,7 +179,11 @@ static int intern_resolved(struct manifest_builder *b, const char *path,
   if (!*path)
     return zerr_set(err, EINVAL, "empty target path");
   if (path[0] != '/' && !strstr(path, "://")) {
-    if (asprintf(&full, "%s/%s", b->base, path) < 0)
+    if (strstr(b->base, "://")) /* a remote reference: a URL too */
+      full = manifest_url_join(b->base, path);
+    else if (asprintf(&full, "%s/%s", b->base, path) < 0)
+      full = NULL;
+    if (!full)
       return zerr_set(err, ENOMEM, "out of memory");
     path = full;
   }
@@ -444,11 +487,22 @@ int manifest_open(const struct manifest *m, const struct manifest_entry *en,
   case MF_WHOLE:
     break;
   }
-  if (is_remote(en->path))
-    return zerr_set(err, EIO, "remote targets are not supported yet: %s",
-                    en->path);
   struct bytesrc *f;
-  int orc = confine_open(c, en->path, stats, &f, err);
+  int orc;
+  if (is_remote(en->path)) {
+    /* The window itself: the object's size is not needed (a read past
+     * its end fails naming the URL). */
+    orc = confine_open_url(c, en->path, en->kind == MF_RANGE ? en->offset : 0,
+                           en->kind == MF_RANGE ? en->length : UINT64_MAX,
+                           stats, out, err);
+    if (orc < 0 && !zerr_is_transient(-orc)) {
+      if (err)
+        err->code = EIO;
+      return -EIO;
+    }
+    return orc;
+  }
+  orc = confine_open(c, en->path, stats, &f, err);
   if (orc < 0) {
     /* A listed key whose target fails is a data error, unless the failure
      * passes (a full descriptor table, no memory): that code is kept so

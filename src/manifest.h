@@ -43,7 +43,13 @@ struct manifest_entry {
   const uint8_t *data; /* MF_INLINE */
 };
 
-/* A builder. base_dir (absolute) resolves relative target paths; file://
+/* base (a URL: "scheme://host/dir", no trailing '/') joined with a
+ * relative reference, dot segments resolved, never above the host's root
+ * (malloc'd, NULL without memory). Exposed for the tests. */
+char *manifest_url_join(const char *base, const char *rel);
+
+/* A builder. base_dir (an absolute directory, or the URL of the directory
+ * of a remote reference) resolves relative target paths; file://
  * URLs become local paths; http(s)://, s3://, gs:// URLs are kept as they
  * are (remote). *out is owned by the caller (manifest_builder_free unless
  * finished). */
@@ -91,8 +97,8 @@ int manifest_list(const struct manifest *m, const char *prefix,
  * window for MF_RANGE, checked against the target's size: a range past the
  * end is -EIO naming the path, offset, length and size). A listed key is
  * data, so every failure is -EIO with the reason (a missing target, one
- * outside the allowed roots, not a regular file, a remote one: "remote
- * targets are not supported yet"), except transient ones, which keep their
+ * outside the allowed roots, not a regular file, a remote target that
+ * failed), except transient ones, which keep their
  * code (-EMFILE, -ENFILE, -ENOMEM, ...: zerr_is_transient). MF_MISSING is
  * -ENOENT. The source holds no descriptor between reads (the confine's
  * pool lends one). */

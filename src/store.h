@@ -55,11 +55,18 @@ struct store {
 int store_open_local(const char *root, struct store **out, struct zerr *err);
 
 struct confine;
+struct remote;
 /* Open a kerchunk reference file (version 0 or 1) as a store whose key
  * space is the reference keys (src/store_refs.c). confine (borrowed, must
  * outlive the store) decides which local targets may be read. */
 int store_open_refs(const char *path, const struct confine *c,
                     struct store **out, struct zerr *err);
+/* A kerchunk reference file at an http(s):// or s3:// URL, fetched whole
+ * (at most 2 GiB) through r (borrowed, outlives the store). Relative
+ * targets resolve against the URL's directory; the reference may read no
+ * local file (c is marked so). */
+int store_open_refs_url(struct remote *r, const char *url, struct confine *c,
+                        struct store **out, struct zerr *err);
 /* Wrap a local store so that arrays with the `chunk-manifest-json` storage
  * transformer serve their chunk keys from their manifest.json
  * (src/store_vzarr.c). Takes ownership of inner (returned as it is when no
@@ -68,7 +75,6 @@ int store_open_refs(const char *path, const struct confine *c,
 int store_wrap_vzarr(struct store *inner, const struct confine *c,
                      struct store **out, struct zerr *err);
 
-struct remote;
 /* Open the remote store at url: http(s)://HOST/PATH (no listing: see
  * unlistable) or s3://BUCKET/PREFIX (listed with ListObjectsV2). r is
  * borrowed and must outlive the store. Listings and sizes are cached for

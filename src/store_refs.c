@@ -8,7 +8,12 @@
 
 #include "kerchunk.h"
 #include "manifest.h"
+#include "remote.h"
 #include "store.h"
+
+/* Largest remote reference file fetched (a million references take about
+ * 100 MB of JSON). */
+#define REFS_URL_MAX (2ull << 30)
 
 struct store_refs {
   struct store base;
@@ -78,10 +83,44 @@ static void refs_destroy(struct store *s) {
 static const struct store_ops refs_ops = {refs_get, refs_stat, refs_list,
                                           refs_destroy};
 
+/* The store over a loaded table (takes m). */
+static int refs_new(struct manifest *m, const char *location,
+                    const struct confine *c, struct store **out,
+                    struct zerr *err);
+
 int store_open_refs(const char *path, const struct confine *c,
                     struct store **out, struct zerr *err) {
   struct manifest *m;
   ZTRY(kerchunk_load(path, &m, err));
+  return refs_new(m, path, c, out, err);
+}
+
+int store_open_refs_url(struct remote *r, const char *url, struct confine *c,
+                        struct store **out, struct zerr *err) {
+  uint8_t *text;
+  size_t len;
+  ZTRY(remote_read_all(r, url, REFS_URL_MAX, &text, &len, err));
+  /* Relative targets resolve against the reference's own directory. */
+  size_t q = strcspn(url, "?#");
+  char *base = strndup(url, q);
+  char *slash = base ? strrchr(base, '/') : NULL;
+  if (slash && slash > strstr(base, "://") + 2)
+    *slash = '\0';
+  struct manifest *m = NULL;
+  int rc = base ? kerchunk_load_mem((const char *)text, len, url, base, &m, err)
+                : zerr_set(err, ENOMEM, "out of memory");
+  free(base);
+  free(text);
+  if (rc < 0)
+    return rc;
+  confine_set_remote(c, r);
+  confine_set_remote_reference(c); /* it may name no local file */
+  return refs_new(m, url, c, out, err);
+}
+
+static int refs_new(struct manifest *m, const char *path,
+                    const struct confine *c, struct store **out,
+                    struct zerr *err) {
   struct store_refs *r = calloc(1, sizeof *r);
   char *loc = strdup(path);
   if (!r || !loc) {
