@@ -873,6 +873,8 @@ int main(int argc, char **argv) {
       store_free(store);
       goto out;
     }
+    /* Manifests of a remote store may name no local file. */
+    confine_set_remote_reference(confine);
     if (store_wrap_vzarr(store, confine, &store, &err) < 0) {
       fprintf(stderr, "zarrfs: %s\n", err.msg);
       goto out;

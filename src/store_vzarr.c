@@ -7,7 +7,10 @@
  * path "" is a missing chunk (fill value); {"path": "__inlined__", "data":
  * BASE64} is inline bytes. Target paths are relative to the manifest, or
  * absolute, or file:// URLs, read only under the allowed roots; so is
- * manifest.json itself (zarr.json may name any path).
+ * manifest.json itself (zarr.json may name any path). The manifest and its
+ * targets may be http(s):// or s3:// URLs (read through the confine's
+ * remote context); over a remote store, relative paths are URLs too and no
+ * local file may be named.
  *
  * In such an array the chunk key space ("c", "c/...", "c.i.j"; v2 keys:
  * names starting with a digit) is the manifest's alone: a stray chunk file
@@ -19,7 +22,8 @@
  * manifest is parsed on first use, under the array's mutex, into the
  * compact table of src/manifest.h. A manifest that cannot be read makes
  * that array's chunk keys fail with EIO and the reason (also a missing
- * configuration.manifest, a remote manifest, a chunk key without one index
+ * configuration.manifest, a manifest URL of another scheme, a chunk key
+ * without one index
  * per dimension); everything else keeps serving. Duplicate keys in a
  * manifest fail that key with EIO (jdup.h) rather than keeping the last,
  * and so does a target path with a NUL byte inside (never truncated). A
@@ -38,6 +42,7 @@
 #include "jdup.h"
 #include "log.h"
 #include "manifest.h"
+#include "remote.h"
 #include "meta.h"
 #include "store.h"
 
@@ -102,8 +107,9 @@ static int vz_parse_array(struct store_vzarr *v, const char *prefix,
       mpath = "manifest.json";
     } else if (mpath_nul) {
       why = "the manifest path contains a NUL byte";
-    } else if (strstr(mpath, "://") && strncmp(mpath, "file://", 7)) {
-      why = "remote manifests are not supported yet";
+    } else if (strstr(mpath, "://") && strncmp(mpath, "file://", 7) &&
+               !remote_is_url(mpath)) {
+      why = "manifest URL scheme not supported (http, https, s3)";
     }
     json_t *cke = json_object_get(root, "chunk_key_encoding");
     const char *ename =
@@ -126,7 +132,7 @@ static int vz_parse_array(struct store_vzarr *v, const char *prefix,
     if (!strncmp(mpath, "file://", 7))
       mpath += 7;
     a->prefix = strdup(prefix);
-    if (mpath[0] == '/')
+    if (mpath[0] == '/' || remote_is_url(mpath))
       a->manifest = strdup(mpath);
     else if (asprintf(&a->manifest, "%s%s%s/%s", v->root, *prefix ? "/" : "",
                       prefix, mpath) < 0)
@@ -269,7 +275,9 @@ static int vz_u64(json_t *j, uint64_t *out) {
 static int vz_read_manifest(const struct vz_array *a, const struct confine *c,
                             char **text, size_t *tlen, struct zerr *err) {
   struct bytesrc *src;
-  int rc = confine_open(c, a->manifest, NULL, &src, err);
+  int rc = remote_is_url(a->manifest)
+               ? confine_open_url(c, a->manifest, 0, UINT64_MAX, NULL, &src, err)
+               : confine_open(c, a->manifest, NULL, &src, err);
   if (rc < 0) {
     zerr_prefix(err, "manifest %s: ", a->manifest);
     return zerr_is_transient(-rc) ? rc : (err->code = EIO, -EIO);
