@@ -150,6 +150,12 @@ zt_teardown_all() {
     fi
   done <"$ZT_TMP/mounts"
   : >"$ZT_TMP/mounts"
+  # Servers a test started (tests/integration/servers.sh), after the mounts
+  # that use them.
+  if [ -s "$ZT_TMP/servers.pids" ]; then
+    while read -r pid; do kill -TERM "$pid" 2>/dev/null; done <"$ZT_TMP/servers.pids"
+    : >"$ZT_TMP/servers.pids"
+  fi
 }
 
 # Watchdog: after ZT_TIMEOUT seconds, tear down (which unblocks any reader
