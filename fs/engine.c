@@ -110,6 +110,11 @@ void engine_free(struct engine *e) {
     free(s);
   }
   htab_fini(&e->nodes);
+  while (e->transient) {
+    struct znode *n = e->transient;
+    e->transient = n->next;
+    znode_free(n);
+  }
   store_free(e->store);
   logonce_free(e->log); /* prints the repeats not summarised yet */
   pthread_mutex_destroy(&e->nodes_lock);
@@ -289,6 +294,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
       return n;
     if (rc < 0) {
       n->kind = ZNODE_BROKEN;
+      n->transient = zerr_is_transient(-rc);
       node_set_error(e, n, key, err.msg);
       return n;
     }
@@ -372,6 +378,12 @@ const struct znode *engine_node(struct engine *e, const char *path) {
   if (!n)
     return &none;
   pthread_mutex_lock(&e->nodes_lock);
+  if (n->transient) { /* not remembered: the next lookup loads again */
+    n->next = e->transient;
+    e->transient = n;
+    pthread_mutex_unlock(&e->nodes_lock);
+    return n;
+  }
   s = (struct node_slot *)htab_find(&e->nodes, h, node_eq, path);
   if (s || (n->kind == ZNODE_NONE && e->nodes.count >= ENGINE_MAX_NODES)) {
     pthread_mutex_unlock(&e->nodes_lock);

@@ -99,6 +99,10 @@ static int zfs_getattr(const char *path, struct stat *st,
     return -ENOMEM;
   struct zerr err = {0};
   int rc = ns_resolve(e, path, ent, &err);
+  /* "No such file" is an answer; a failure to find out (a server failing)
+   * is said in the log (sizes log their failures where they decode). */
+  if (rc < 0 && rc != -ENOENT && rc != -ENOTDIR && rc != -ENAMETOOLONG)
+    log_fs_error(path, &err);
   uint64_t size = 0;
   if (rc == 0)
     rc = ns_size(e, ent, &size, &err);

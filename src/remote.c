@@ -432,8 +432,24 @@ static int direct_read(struct rsrc *s, uint64_t o, size_t len, void *dst,
  * runs after the first go to the workers at once so that a large read
  * proceeds in parallel; the caller fetches the first, then waits on or
  * fetches the rest (single flight decides). */
+static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
+                            void *dst, struct zerr *err);
+
+/* Reads of an object that was opened: a refusal (a link-local address) or
+ * an object gone since (404) are data errors, EIO with the reason. */
 static int rsrc_read(struct bytesrc *bs_, uint64_t off, size_t len, void *dst,
                      struct zerr *err) {
+  int rc = rsrc_read_blocks(bs_, off, len, dst, err);
+  if (rc == -EACCES || rc == -ENOENT) {
+    if (err)
+      err->code = EIO;
+    rc = -EIO;
+  }
+  return rc;
+}
+
+static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
+                            void *dst, struct zerr *err) {
   struct rsrc *s = (struct rsrc *)bs_;
   struct remote *r = s->r;
   size_t bs = r->cfg.block_size;

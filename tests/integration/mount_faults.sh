@@ -1,0 +1,134 @@
+#!/bin/bash
+# mount_faults.sh - a store behind tests/faultsrv, the project's
+# fault-injecting HTTP server on 127.0.0.1, through the real daemon:
+#  1. transient failures (500 twice, 429 with Retry-After, latency, a
+#     server that ignores Range) are retried or handled: exact bytes;
+#  2. a server that answers 503 forever: the read fails with EIO within the
+#     time bound, one log line names the URL, the status and the attempts;
+#     the mount keeps serving and, once the server recovers, the same read
+#     returns the right bytes (failures are not remembered);
+#  3. short bodies, resets and a stalled transfer fail with EIO within the
+#     bound (never wrong bytes, never a hang);
+#  4. SIGTERM while a request hangs: the daemon exits promptly;
+#  5. link-local targets (169.254.0.0/16) named by a reference are refused
+#     unless -o allow_root=URL names them (needs an address on lo).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/servers.sh"
+zt_require_mkstore
+
+WEB=$(zt_mkdir web)
+cp -r "$ZARRFS_SRCDIR/examples/example.zarr" "$WEB/ex.zarr"
+EXP="$ZARRFS_SRCDIR/examples/example.zarr/EXPECTED"
+srv_fault_start "$WEB"
+# Quick retries, short bounds: the test is about behaviour, not defaults.
+FAST=(-o retries=3 -o stall_timeout=1 -o timeout=8)
+
+# elapsed_ok DESC START_MS MAX_S: the operation ended within MAX_S seconds
+# (a bound against hangs, far above what it needs).
+elapsed_ok() {
+  local ms=$(($(zt_now_ms) - $2))
+  assert_eq "$1 (ended after ${ms} ms)" 1 "$([ "$ms" -lt $(($3 * 1000)) ] && echo 1)"
+}
+
+# ---- 1. transient failures, handled ----
+for mode in 500x2 429 lat=50 norange lat=20,norange; do
+  M=$(zt_mkdir m)
+  if zmount "$FAULT_URL/_f/$mode/ex.zarr" "$M" "${FAST[@]}"; then
+    for a in labels_utf8 matrix names_start; do
+      assert_file_eq "$mode: $a/values.txt exact" "$EXP/$a.txt" "$M/$a/values.txt"
+    done
+    zumount "$M"
+  fi
+done
+
+# ---- 2. 503 forever, then recovery ----
+M=$(zt_mkdir m503)
+if zmount "$FAULT_URL/ex.zarr" "$M" "${FAST[@]}"; then
+  srv_fault_mode 503
+  start=$(zt_now_ms)
+  assert_fails_with_eio "503 forever: values.txt is EIO" "$M/names_start/values.txt"
+  elapsed_ok "503 forever: bounded" "$start" 30
+  if grep -E "names_start.*HTTP 503 \(after 4 attempts" "$ZT_LOG" >/dev/null; then
+    pass "503: one log line with the URL, status and attempts"
+  else
+    fail "503: no log line naming the status and attempts:"
+    show "$ZT_LOG"
+  fi
+  srv_fault_mode ok
+  assert_file_eq "after recovery: values.txt exact" "$EXP/names_start.txt" \
+    "$M/names_start/values.txt"
+  assert_file_eq "the rest kept serving" "$EXP/counts.txt" "$M/counts/values.txt"
+  zumount "$M"
+fi
+
+# ---- 3. short bodies, resets, stalls: EIO, bounded ----
+for mode in short reset stall; do
+  M=$(zt_mkdir "m$mode")
+  if zmount "$FAULT_URL/ex.zarr" "$M" "${FAST[@]}"; then
+    srv_fault_mode "$mode"
+    start=$(zt_now_ms)
+    assert_fails_with_eio "$mode: values.txt is EIO" "$M/labels_utf8/values.txt"
+    elapsed_ok "$mode: bounded" "$start" 30
+    srv_fault_mode ok
+    assert_file_eq "$mode: exact after recovery" "$EXP/labels_utf8.txt" \
+      "$M/labels_utf8/values.txt"
+    zumount "$M"
+  fi
+done
+
+# ---- 4. SIGTERM while a request hangs ----
+M=$(zt_mkdir mterm)
+if zmount "$FAULT_URL/ex.zarr" "$M" -o stall_timeout=60 -o timeout=120; then
+  srv_fault_mode stallhdr
+  (cat "$M/flags/values.txt" >/dev/null 2>&1 &)
+  sleep 1
+  start=$(zt_now_ms)
+  kill -TERM "$ZT_PID"
+  if zt_wait_exit "$ZT_PID" 10; then
+    pass "SIGTERM during a hung request: the daemon exited"
+    elapsed_ok "SIGTERM: promptly" "$start" 5
+  else
+    fail "SIGTERM during a hung request: still running after 10 s"
+  fi
+  zt_wait_unmounted "$M" 10 || true
+  zt_forget "$ZT_PID"
+  srv_fault_mode ok
+fi
+
+# ---- 5. link-local targets ----
+LL=169.254.77.77
+if ip addr add "$LL/32" dev lo 2>/dev/null; then
+  trap_ll() { ip addr del "$LL/32" dev lo 2>/dev/null; }
+  d=$(zt_mkdir ll)
+  printf 'ABCDEFGHIJKLMNOP' >"$WEB/blob.bin"
+  "$ZARRFS_BUILDDIR/tests/faultsrv" --root "$WEB" --port-file "$d/port" \
+    --bind "$LL" >"$d/out" 2>&1 &
+  srv_track $!
+  if port=$(srv_wait_port "$d/port"); then
+    R="$d/refs"
+    mkdir -p "$R"
+    printf '{".zgroup": "{\\"zarr_format\\": 2}", "raw": ["http://%s:%s/blob.bin", 2, 4]}\n' \
+      "$LL" "$port" >"$R/refs.json"
+    M=$(zt_mkdir mll)
+    if zmount "$R/refs.json" "$M" -o retries=0; then
+      assert_fails_with_eio "link-local target refused" "$M/raw"
+      if grep -q "link-local" "$ZT_LOG"; then pass "link-local: the log says why"; else
+        fail "link-local: no log line:"
+        show "$ZT_LOG"
+      fi
+      zumount "$M"
+    fi
+    M=$(zt_mkdir mll2)
+    if zmount "$R/refs.json" "$M" -o "allow_root=http://$LL:$port/"; then
+      assert_eq "link-local target read with -o allow_root=URL" CDEF "$(t cat "$M/raw")"
+      zumount "$M"
+    fi
+  else
+    fail "faultsrv on $LL did not start"
+  fi
+  trap_ll
+else
+  say "cannot add $LL to lo (not root?): part 5 skipped"
+fi
+
+finish
