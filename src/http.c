@@ -37,7 +37,7 @@ void http_config_default(struct http_config *c) {
   memset(c, 0, sizeof *c);
   c->connect_ms = 10000;
   c->stall_ms = 30000;
-  c->op_ms = 120000;
+  c->op_ms = 60000;
   c->max_attempts = 6;
   c->backoff_base_ms = 100;
   c->backoff_cap_ms = 10000;

@@ -37,7 +37,7 @@ struct curl_slist;
 struct http_config {
   long connect_ms;      /* connect (incl. TLS handshake) bound; default 10 s */
   long stall_ms;        /* no byte for this long fails an attempt; 30 s */
-  long op_ms;           /* total bound of one operation, all attempts; 120 s */
+  long op_ms;           /* total bound of one operation, all attempts; 60 s */
   int max_attempts;     /* attempts per operation; default 6 */
   long backoff_base_ms; /* first backoff cap; default 100 ms */
   long backoff_cap_ms;  /* largest backoff; default 10 s */

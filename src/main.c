@@ -201,7 +201,7 @@ static void usage(const char *prog) {
       "    -o stall_timeout=SECS  no byte for this long fails an attempt\n"
       "                           (default 30)\n"
       "    -o timeout=SECS        bound of one request with its retries\n"
-      "                           (default 120)\n"
+      "                           (default 60)\n"
       "    -o retries=N           retries after the first attempt (default 5)\n"
       "    -o remote_cache=SIZE   cache of fetched blocks (default 64M)\n"
       "    -o block_size=SIZE     fetch granularity and coalescing gap\n"
