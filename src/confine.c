@@ -232,7 +232,10 @@ int confine_url_matches(const char *prefix, const char *url) {
 int confine_check_url(const struct confine *c, const char *url,
                       int *allow_link_local, struct zerr *err) {
   *allow_link_local = 0;
-  if (!c || c->no_remote)
+  if (!c)
+    return zerr_set(err, EACCES,
+                    "target %s: remote targets need a remote context", url);
+  if (c->no_remote)
     return zerr_set(err, EACCES,
                     "target %s: remote targets are forbidden "
                     "(-o remote_targets=no)",

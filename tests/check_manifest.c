@@ -96,12 +96,67 @@ START_TEST(table_lookup_list) {
   ck_assert_int_eq(manifest_list(m, "a/c", collect, &l, &err), 0);
   ck_assert_str_eq(l.text, "0/ 1=0 "); /* the missing chunk is not listed */
 
-  /* Reading: remote targets are refused, missing entries are ENOENT. */
+  /* Reading: remote targets need a remote context (tests/check_remote.c
+   * and the mount tests read them), missing entries are ENOENT. */
   ck_assert_int_eq(manifest_lookup(m, "a0", &en), 0);
   struct bytesrc *s = NULL;
   ck_assert_int_eq(manifest_open(m, &en, NULL, NULL, &s, &err), -EIO);
-  ck_assert_ptr_nonnull(strstr(err.msg, "remote targets are not supported"));
+  ck_assert_ptr_nonnull(strstr(err.msg, "remote targets need a remote context"));
   manifest_free(m);
+}
+END_TEST
+
+/* Relative targets of a remote reference resolve against its URL. */
+START_TEST(url_join_and_prefixes) {
+  static const struct {
+    const char *base, *rel, *want;
+  } J[] = {
+      {"http://h/a/b", "x.bin", "http://h/a/b/x.bin"},
+      {"http://h/a/b", "./x.bin", "http://h/a/b/x.bin"},
+      {"http://h/a/b", "../x.bin", "http://h/a/x.bin"},
+      {"http://h/a/b", "../../../../x.bin", "http://h/x.bin"},
+      {"http://h:8080/a", "c/./d/../e.bin", "http://h:8080/a/c/e.bin"},
+      {"http://h/a?sig=1", "x", "http://h/a/x"},
+      {"s3://bucket", "k/v", "s3://bucket/k/v"},
+      {"https://h", "x", "https://h/x"},
+  };
+  for (size_t i = 0; i < sizeof J / sizeof *J; i++) {
+    char *got = manifest_url_join(J[i].base, J[i].rel);
+    ck_assert_msg(got && !strcmp(got, J[i].want), "%s + %s: %s", J[i].base,
+                  J[i].rel, got ? got : "(null)");
+    free(got);
+  }
+  /* -o allow_root=URL: a path boundary, scheme and host case-insensitive */
+  ck_assert(confine_url_matches("http://a/b", "http://a/b/c"));
+  ck_assert(confine_url_matches("http://a/b/", "http://a/b/c"));
+  ck_assert(confine_url_matches("http://a/b", "http://a/b"));
+  ck_assert(confine_url_matches("HTTP://A/b", "http://a/b/c"));
+  ck_assert(!confine_url_matches("http://a/b", "http://a/bc"));
+  ck_assert(!confine_url_matches("http://a/b", "https://a/b/c"));
+  ck_assert(!confine_url_matches("http://a:80/b", "http://a/b/c"));
+  ck_assert(!confine_url_matches("http://a", "http://ab/c"));
+  ck_assert(confine_url_matches("http://169.254.169.254/",
+                                "http://169.254.169.254/latest/x"));
+  /* the decision: named prefixes may be link-local; remote_targets=no */
+  struct confine *c;
+  struct zerr err = {0};
+  int ll = -1;
+  ck_assert_int_eq(confine_new(&c, &err), 0);
+  ck_assert_int_eq(confine_check_url(c, "http://169.254.1.1/x", &ll, &err), 0);
+  ck_assert_int_eq(ll, 0);
+  ck_assert_int_eq(confine_add_url_prefix(c, "http://169.254.1.1/", &err), 0);
+  ck_assert_int_eq(confine_check_url(c, "http://169.254.1.1/x", &ll, &err), 0);
+  ck_assert_int_eq(ll, 1);
+  ck_assert_int_eq(confine_add_url_prefix(c, "/local/dir", &err), -EINVAL);
+  confine_forbid_remote(c);
+  ck_assert_int_eq(confine_check_url(c, "http://h/x", &ll, &err), -EACCES);
+  ck_assert_ptr_nonnull(strstr(err.msg, "remote_targets=no"));
+  /* a remote reference reads no local file */
+  confine_set_remote_reference(c);
+  struct bytesrc *b;
+  ck_assert_int_eq(confine_open(c, "/etc/hostname", NULL, &b, &err), -EACCES);
+  ck_assert_ptr_nonnull(strstr(err.msg, "remote reference"));
+  confine_free(c);
 }
 END_TEST
 
@@ -290,7 +345,7 @@ START_TEST(references_and_bad_input) {
       {"dotdot", -EIO, "allow_root"},
       {"symlink", -EIO, "allow_root"},
       {"absolute", -EIO, "allow_root"},
-      {"remote", -EIO, "remote targets are not supported yet"},
+      {"remote", -EIO, "remote targets need a remote context"},
       {"fifo", -EIO, "not a regular file"},
       {"dir", -EIO, "not a regular file"},
       {"dup", -EIO, "duplicate key"},
@@ -573,6 +628,7 @@ int main(void) {
   TCase *tc = tcase_create("manifest");
   tcase_add_test(tc, table_lookup_list);
   tcase_add_test(tc, listing_jumps_subtrees);
+  tcase_add_test(tc, url_join_and_prefixes);
   tcase_add_test(tc, templates_and_expressions);
   tcase_add_test(tc, references_and_bad_input);
   tcase_add_test(tc, gen_entries);

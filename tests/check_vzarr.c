@@ -422,7 +422,7 @@ static const struct bad_case BAD[] = {
     {"inl", "{\"path\":\"__inlined__\",\"offset\":0,\"length\":8}", 0,
      "inlined but has no data", 0, NULL, NULL},
     {"noman", "{}", 1, "names no manifest", 0, "\"manifest\":", "\"x\":"},
-    {"remote", "{}", 1, "remote manifests are not supported yet", 0,
+    {"remote", "{}", 1, "remote targets need a remote context", 0,
      "./manifest.json", "s3://bucket/manifest.json"},
     {"badb64", "{\"path\":\"__inlined__\",\"data\":\"!!!\"}", 0, "base64", 0,
      NULL, NULL},
