@@ -75,32 +75,34 @@ for i in $(seq 50); do [ -s "$W/fault.port" ] && curl -s -o /dev/null "http://12
 NG="http://127.0.0.1:$PORT"
 FA="http://127.0.0.1:$(cat "$W/fault.port")/_f/lat=$LAT"
 
+# Seconds one run of CMD takes.
+secs() {
+  local s e
+  s=$(date +%s%N)
+  eval "$1" >/dev/null 2>&1 || true
+  e=$(date +%s%N)
+  awk -v a="$s" -v b="$e" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'
+}
+# The median of the values on stdin.
+med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
 # median of RUNS timings of a command (seconds)
 median() {
-  local t=() i s e
-  for i in $(seq "$RUNS"); do
-    s=$(date +%s%N)
-    eval "$1" >/dev/null 2>&1
-    e=$(date +%s%N)
-    t+=("$(awk -v a="$s" -v b="$e" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')")
-  done
-  printf '%s\n' "${t[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+  local i
+  for i in $(seq "$RUNS"); do secs "$1"; echo; done | med
 }
 
-# on a fresh mount of SRC: time CMD (with $M the mount point)
+# on a fresh mount of SRC each run: the median time of CMD (mount at $M)
 mount_time() {
-  local src=$1 cmd=$2 t=() i s e
+  local src=$1 i
   for i in $(seq "$RUNS"); do
     M="$W/m$i"
     mkdir -p "$M"
     "$B/zarrfs" "$src" "$M"
-    s=$(date +%s%N)
-    eval "$cmd" >/dev/null 2>&1
-    e=$(date +%s%N)
+    secs "$2"
+    echo
     fusermount3 -u "$M"
-    t+=("$(awk -v a="$s" -v b="$e" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')")
-  done
-  printf '%s\n' "${t[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+  done | med
 }
 
 curl_all() { # base store: every chunk, one request each, in sequence
