@@ -4,7 +4,7 @@
 # .ci/run):
 #  1. the example store: every values.txt equals EXPECTED; directories list
 #     through ListObjectsV2 exactly as the local mount lists them;
-#  2. conformance fixtures (zarr-python V2 and V3): the whole
+#  2. a conformance fixture (zarr-python V3, sharded): the whole
 #     tree of the local mount (every name, every file's bytes) equals the
 #     S3 mount's;
 #  3. keys with spaces, '+' and '=' work (signed and percent-encoded);
@@ -75,8 +75,8 @@ fi
 # ---- 2. the fixtures ----
 if [ -d "$FIX/zarrita" ]; then
   FUP=$(zt_mkdir fup)
-  # One store of each format; mount_http.sh compares all of them.
-  S3_STORES="zarr-python-v2/v2_python.zarr zarr-python-v3/v3_zarr_python_fixtures.zarr"
+  # One store (sharded, consolidated); mount_http.sh compares all of them.
+  S3_STORES="zarr-python-v3/v3_zarr_python_fixtures.zarr"
   for store in $S3_STORES; do
     mkdir -p "$FUP/$(dirname "$store")"
     cp -r "$FIX/$store" "$FUP/$store"
