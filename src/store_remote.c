@@ -241,9 +241,20 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
   l->arena = (char *)b.names.data;
   for (size_t i = 0; i < l->n; i++)
     l->e[i].name = l->arena + (uintptr_t)l->e[i].name;
-  qsort(l->e, l->n, sizeof *l->e, rentry_cmp);
+  if (l->n)
+    qsort(l->e, l->n, sizeof *l->e, rentry_cmp);
   /* A name both an object and a prefix ("a" and "a/..."): the directory
    * wins, as on a file system that cannot hold both. */
+  size_t w = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    if (w && !strcmp(l->e[w - 1].name, l->e[i].name)) {
+      if (l->e[i].type == STORE_DIR)
+        l->e[w - 1] = l->e[i];
+      continue;
+    }
+    l->e[w++] = l->e[i];
+  }
+  l->n = w;
   *obj = &l->obj;
   *cost = b.names.len + l->n * sizeof *l->e + sizeof *l;
   return 0;
