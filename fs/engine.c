@@ -78,6 +78,10 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   e->env.max_decoded = cfg->max_decoded;
   e->env.stop = &e->stopping;
   e->window_cap = cfg->max_decoded;
+  /* A unit's text is kept whole up to an eighth of the cache (so a view
+   * of several units still fits it), never above the decode limit. */
+  e->render_max = cfg->cache_size / 8 < cfg->max_decoded ? cfg->cache_size / 8
+                                                         : cfg->max_decoded;
   e->no_consolidated = cfg->no_consolidated;
   e->lazy_sizes = cfg->lazy_sizes;
   pthread_mutex_init(&e->nodes_lock, NULL);
@@ -743,9 +747,19 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (rc == 0 && !ab)
     rc = engine_fill_unit(n, j->idx, &ct, err);
   else if (rc == 0 && (rc = to_text_type(n, ab, &e->env, err)) == 0) {
+    int var_mem = !ab->elsize && ab->data && ab->data->mem;
+    struct bytesrc *data = var_mem ? bytesrc_ref(ab->data) : NULL;
     rc = text_layout(&n->form, n->meta->shape, j->idx, ab, e->env.max_decoded,
-                     &e->stopping, &ct, err);
+                     e->render_max, &e->stopping, &ct, err);
     ab = NULL; /* taken by text_layout */
+    /* Strings decoded into memory: their text is about their size, so
+     * keep the text instead (reads become copies). Deferred or lazy data
+     * sections (zarrs.vlen) stay as they are: a read fetches only what it
+     * needs. */
+    if (rc == 0 && var_mem && ct->size <= e->render_max &&
+        (rc = text_render_all(ct, data, err)) < 0)
+      zobj_put(&ct->obj);
+    bytesrc_unref(data);
   }
   abytes_free(ab);
   if (rc < 0) {

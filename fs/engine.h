@@ -101,6 +101,7 @@ struct engine {
   struct memo *memo;   /* every cached thing (see enum engine_level) */
   struct codec_env env;
   size_t window_cap;          /* bytes open files may keep pinned */
+  size_t render_max;          /* largest unit text kept rendered whole */
   pthread_mutex_t nodes_lock; /* guards nodes (leaf lock) */
   struct htab nodes;          /* path -> struct znode, for the engine's life */
   struct znode *transient;    /* nodes whose metadata failed to load for

@@ -17,6 +17,7 @@
 static void chunk_text_destroy(struct zobj *o) {
   struct chunk_text *ct = (struct chunk_text *)o;
   abytes_free(ct->ab);
+  free(ct->text);
   free(ct->blk);
   free(ct);
 }
@@ -133,11 +134,35 @@ static int layout_check(struct chunk_text *ct, size_t max_bytes,
   return 0;
 }
 
+/* A growing text buffer for a layout that renders as it measures. */
+struct tbuf {
+  char *p;
+  size_t len, cap, max; /* max: give up beyond it (p freed, NULL) */
+};
+
+/* Room for n more bytes, or drop the buffer when over its limit. */
+static char *tbuf_room(struct tbuf *b, size_t n) {
+  if (!b->p)
+    return NULL;
+  if (b->len + n > b->cap) {
+    size_t cap = b->cap * 2 > b->len + n ? b->cap * 2 : b->len + n;
+    char *p = cap <= b->max ? realloc(b->p, cap) : NULL;
+    if (!p) { /* over the limit, or no memory: stay lazy */
+      free(b->p);
+      b->p = NULL;
+      return NULL;
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  return b->p + b->len;
+}
+
 /* See text.h. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
-                const atomic_int *stop, struct chunk_text **out,
-                struct zerr *err) {
+                size_t render_max, const atomic_int *stop,
+                struct chunk_text **out, struct zerr *err) {
   struct chunk_text *ct = unit_new(form, shape, idx);
   if (!ct) {
     abytes_free(ab);
@@ -150,6 +175,14 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     rc = zerr_set(err, EFBIG, "chunk has too many elements");
   if (rc == 0 && !(ct->blk = malloc((size_t)(nblk ? nblk : 1) * 8)))
     rc = zerr_set(err, ENOMEM, "out of memory");
+  /* Fixed-size elements are rendered to be measured: keep the text (one
+   * render per element in all) unless it grows past render_max. */
+  struct tbuf tb = {NULL, 0, 0, render_max};
+  if (rc == 0 && ab->elsize && render_max) {
+    size_t guess = (size_t)ct->nin * 8 + 64;
+    tb.cap = guess < render_max ? guess : render_max;
+    tb.p = malloc(tb.cap);
+  }
   uint64_t pos = 0;
   struct inb_it it;
   it_init(&it, ct, 0);
@@ -160,25 +193,57 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
           atomic_load_explicit(stop, memory_order_relaxed))
         rc = zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
     }
+    if (tb.p) {
+      char *d = tbuf_room(&tb, RENDER_FIXED_MAX + 1);
+      if (d) {
+        size_t l = render_fixed(&form->dt, ab->fixed->mem + it.j * ab->elsize, d);
+        d[l] = '\n';
+        tb.len += l + 1;
+        pos += l + 1;
+        continue;
+      }
+    }
     pos += elem_len(ct, it.j) + 1;
   }
   if (rc == 0 && pos > TEXT_MAX_SIZE)
     rc = zerr_set(err, EFBIG, "text of a chunk exceeds 2^63 bytes");
   if (rc < 0) {
+    free(tb.p);
     zobj_put(&ct->obj);
     return rc;
   }
   ct->nblk = nblk;
   ct->size = pos;
   ct->cost = sizeof *ct + (size_t)nblk * 8 + abytes_mem_cost(ab);
+  if (tb.p) { /* rendered whole: the elements are not needed any more */
+    char *t = tb.len < tb.cap ? realloc(tb.p, tb.len ? tb.len : 1) : tb.p;
+    ct->text = t ? t : tb.p;
+    ct->cost = sizeof *ct + (size_t)nblk * 8 + (size_t)ct->size;
+    abytes_free(ct->ab);
+    ct->ab = NULL;
+  }
   *out = ct;
   return 0;
+}
+
+/* Rendered text: the offset of the line `lines` lines after the one
+ * starting at pos (lines hold no newline but their last byte). */
+static uint64_t text_walk_lines(const struct chunk_text *ct, uint64_t pos,
+                                uint64_t lines) {
+  const char *t = ct->text;
+  for (; lines && pos < ct->size; lines--) {
+    const char *nl = memchr(t + pos, '\n', (size_t)(ct->size - pos));
+    pos = nl ? (uint64_t)(nl - t) + 1 : ct->size;
+  }
+  return pos;
 }
 
 /* See text.h. */
 uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
   if (k >= ct->nin)
     return ct->size;
+  if (ct->text)
+    return text_walk_lines(ct, ct->blk[k / TEXT_BLOCK], k % TEXT_BLOCK);
   if (!ct->ab)
     return k * (ct->form->fill_len + 1);
   uint64_t b = k / TEXT_BLOCK, pos = ct->blk[b];
@@ -193,7 +258,9 @@ uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
 uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
                             uint64_t off0, uint64_t k) {
   if (!ct->ab || k >= ct->nin || k < k0 || k - k0 >= TEXT_BLOCK)
-    return text_line_off(ct, k);
+    return ct->text && k < ct->nin && k >= k0 && k - k0 < TEXT_BLOCK
+               ? text_walk_lines(ct, off0, k - k0)
+               : text_line_off(ct, k);
   struct inb_it it;
   it_init(&it, ct, k0);
   for (; it.k < k; it_next(&it, ct))
@@ -339,6 +406,10 @@ long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
   if (off >= ct->size || len == 0)
     return 0;
   uint64_t end = ct->size - off < len ? ct->size : off + len;
+  if (ct->text) {
+    memcpy(dst, ct->text + off, (size_t)(end - off));
+    return (long)(end - off);
+  }
   if (!ct->ab) {
     read_fill(ct, off, end, dst);
     return (long)(end - off);
@@ -354,11 +425,36 @@ long text_read_at(const struct chunk_text *ct, struct bytesrc *data,
                   uint64_t k, uint64_t kpos, uint64_t off, size_t len,
                   char *dst, struct zerr *err) {
   if (!ct->ab || off != kpos || k >= ct->nin)
-    return text_read(ct, data, off, len, dst, err);
+    return text_read(ct, data, off, len, dst, err); /* text: a copy */
   if (off >= ct->size || len == 0)
     return 0;
   uint64_t end = ct->size - off < len ? ct->size : off + len;
   struct inb_it it;
   it_init(&it, ct, k);
   return read_from(ct, data, &it, kpos, off, end, dst, err);
+}
+
+/* See text.h. */
+int text_render_all(struct chunk_text *ct, struct bytesrc *data,
+                    struct zerr *err) {
+  if (!ct->ab || ct->text)
+    return 0;
+  char *t = malloc(ct->size ? (size_t)ct->size : 1);
+  if (!t)
+    return zerr_set(err, ENOMEM, "out of memory");
+  long got = text_read(ct, data, 0, (size_t)ct->size, t, err);
+  if (got < 0) {
+    free(t);
+    return (int)got;
+  }
+  if ((uint64_t)got != ct->size) {
+    free(t);
+    return zerr_set(err, EIO, "chunk text shorter than its layout");
+  }
+  size_t elems = abytes_mem_cost(ct->ab);
+  abytes_free(ct->ab);
+  ct->ab = NULL;
+  ct->text = t;
+  ct->cost = ct->cost - elems + (size_t)ct->size;
+  return 0;
 }

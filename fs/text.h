@@ -37,7 +37,9 @@ struct chunk_text {
   struct zobj obj;
   const struct text_form *form; /* borrowed */
   struct abytes *ab;            /* decoded elements in unit C order; NULL
-                                   for a fill unit */
+                                   for a fill unit and once rendered */
+  char *text;                   /* the whole text, rendered once
+                                   (text_render_all), or NULL */
   uint64_t idx[ZMETA_MAX_DIMS]; /* unit coordinates */
   uint64_t ext[ZMETA_MAX_DIMS]; /* in-bounds extent per dimension */
   uint64_t nin;                 /* in-bounds elements */
@@ -56,12 +58,22 @@ int text_fill_unit(const struct text_form *form, const uint64_t *shape,
 
 /* Lay out decoded unit idx (takes ownership of ab, freed on failure):
  * in-bounds extents, text size, block offsets. Fixed-size elements are
- * loaded into memory (capped by max_bytes). stop (may be NULL) makes a
- * long layout give up with -EINTR. New reference in *out. */
+ * loaded into memory (capped by max_bytes); their text, rendered to be
+ * measured, is kept whole when it fits in render_max bytes (0: never),
+ * and the elements are then dropped. stop (may be NULL) makes a long
+ * layout give up with -EINTR. New reference in *out. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
-                const atomic_int *stop, struct chunk_text **out,
-                struct zerr *err);
+                size_t render_max, const atomic_int *stop,
+                struct chunk_text **out, struct zerr *err);
+
+/* Render the whole text of a laid-out unit into memory once, and drop its
+ * decoded elements: reads then copy bytes. data is the unit's element
+ * bytes for variable-length units (NULL for fixed-size ones). Worth it
+ * when the text is not much larger than the elements and is read whole
+ * (a view's reader, or a row); the caller decides by size. */
+int text_render_all(struct chunk_text *ct, struct bytesrc *data,
+                    struct zerr *err);
 
 /* Text offset where in-bounds element k's line starts (k <= nin). */
 uint64_t text_line_off(const struct chunk_text *ct, uint64_t k);

@@ -475,26 +475,36 @@ START_TEST(layout_is_compact) {
   for (uint64_t i = 0; i < N; i++)
     raw[i] = (uint8_t)(i * 7);
   ts_put_file(tmpdir, "u8/c/0", raw, N);
-  struct engine *e = engine_with(256u << 20, 1u << 30);
-  const struct znode *n = engine_node(e, "u8");
-  uint64_t idx[1] = {0};
-  struct memo_ref *ref;
-  struct zerr err = {0};
-  ck_assert_int_eq(engine_unit(e, n, idx, &ref, &err), 0);
-  const struct chunk_text *ct = engine_ref_unit(ref);
-  ck_assert_uint_le(ct->cost, N + N / 8 + 4096);
-  /* The text is right at both ends and in the middle. */
-  char buf[64];
-  ck_assert_int_eq(text_read(ct, NULL, 0, 8, buf, &err), 8);
-  ck_assert(!memcmp(buf, "0\n7\n14\n2", 8));
-  uint64_t k = N - 1; /* last element: (k*7) mod 256 */
-  char last[8];
-  int ll = sprintf(last, "%u\n", (unsigned)(uint8_t)(k * 7));
-  ck_assert_int_eq(text_read(ct, NULL, ct->size - (uint64_t)ll, 64, buf, &err),
-                   ll);
-  ck_assert(!memcmp(buf, last, (size_t)ll));
-  memo_release(e->memo, ref);
-  engine_free(e);
+  /* A 64M cache keeps unit text only up to 8M: this 27 MB text stays a
+   * layout over the elements; with 256M (32M) it is kept rendered, and
+   * then costs its text and the block offsets, nothing more. */
+  for (int big = 0; big < 2; big++) {
+    struct engine *e = engine_with(big ? 256u << 20 : 64u << 20, 1u << 30);
+    const struct znode *n = engine_node(e, "u8");
+    uint64_t idx[1] = {0};
+    struct memo_ref *ref;
+    struct zerr err = {0};
+    ck_assert_int_eq(engine_unit(e, n, idx, &ref, &err), 0);
+    const struct chunk_text *ct = engine_ref_unit(ref);
+    ck_assert_int_eq(ct->text != NULL, big);
+    ck_assert_uint_le(ct->cost, (big ? ct->size : N) + N / 8 + 4096);
+    /* The text is right at both ends and in the middle. */
+    char buf[64];
+    ck_assert_int_eq(text_read(ct, NULL, 0, 8, buf, &err), 8);
+    ck_assert(!memcmp(buf, "0\n7\n14\n2", 8));
+    uint64_t k = N - 1; /* last element: (k*7) mod 256 */
+    char last[8];
+    int ll = sprintf(last, "%u\n", (unsigned)(uint8_t)(k * 7));
+    ck_assert_int_eq(
+        text_read(ct, NULL, ct->size - (uint64_t)ll, 64, buf, &err), ll);
+    ck_assert(!memcmp(buf, last, (size_t)ll));
+    /* Line starts agree between the two forms. */
+    ck_assert_uint_eq(text_line_off(ct, 3), 7);
+    ck_assert_uint_eq(text_line_off(ct, N - 1), ct->size - (uint64_t)ll);
+    ck_assert_uint_eq(text_line_off_from(ct, 1, 2, 3), 7);
+    memo_release(e->memo, ref);
+    engine_free(e);
+  }
   free(raw);
 }
 END_TEST
