@@ -84,6 +84,12 @@ int engine_new(struct store *store, const struct engine_config *cfg,
                                                          : cfg->max_decoded;
   e->no_consolidated = cfg->no_consolidated;
   e->lazy_sizes = cfg->lazy_sizes;
+  /* Decode-ahead holds at most a quarter of the cache pinned per reader.
+   * No pool (no threads, or none could be made) only means no decoding
+   * ahead. */
+  e->ahead_budget = cfg->cache_size / 4;
+  if (cfg->decode_threads > 0)
+    e->ahead = pool_new(cfg->decode_threads, 4 * cfg->decode_threads + 64);
   pthread_mutex_init(&e->nodes_lock, NULL);
   *out = e;
   return 0;
@@ -106,7 +112,11 @@ static void znode_free(struct znode *n) {
 void engine_free(struct engine *e) {
   if (!e)
     return;
-  memo_free(e->memo); /* first: cached units borrow node forms */
+  /* First the jobs (they pin memo entries), then the memo (cached units
+   * borrow node forms). */
+  engine_stop(e);
+  pool_free(e->ahead);
+  memo_free(e->memo);
   struct htab_node *hn;
   while ((hn = htab_pop(&e->nodes))) {
     struct node_slot *s = (struct node_slot *)hn;
@@ -804,50 +814,67 @@ int engine_fill_unit(const struct znode *n, const uint64_t *idx,
   return text_fill_unit(&n->form, n->meta->shape, idx, out, err);
 }
 
-/* A decoded data section (memo object). */
+/* A variable-length unit's element bytes, decoded (memo object): its
+ * text rendered whole when that fits render_max, else the bytes. */
 struct data_obj {
   struct zobj obj;
-  struct bytesrc *src;
+  struct bytesrc *src;     /* the element bytes, or NULL */
+  struct chunk_text *text; /* the unit rendered (a reference), or NULL */
 };
 
 /* Release a data section. */
 static void data_obj_destroy(struct zobj *o) {
   struct data_obj *d = (struct data_obj *)o;
   bytesrc_unref(d->src);
+  if (d->text)
+    zobj_put(&d->text->obj);
   free(d);
 }
 
-/* Fill: run a unit's deferred data codecs. */
+/* Fill: run a unit's deferred data codecs, and render the text whole
+ * when it fits. */
 static int data_fill(void *ctx, struct zobj **obj, size_t *cost,
                      struct zerr *err) {
   struct unit_job *j = ctx;
+  struct engine *e = j->e;
   struct data_obj *d = calloc(1, sizeof *d);
   if (!d)
     return zerr_set(err, ENOMEM, "out of memory");
   zobj_init(&d->obj, data_obj_destroy);
-  int rc = engine_check_stop(j->e, err);
+  int rc = engine_check_stop(e, err);
   if (rc == 0)
-    rc = abytes_load_data(j->ct->ab, &j->e->env, &d->src, err);
+    rc = abytes_load_data(j->ct->ab, &e->env, &d->src, err);
+  if (rc == 0 && j->ct->size <= e->render_max &&
+      (rc = text_render_copy(j->ct, d->src, e->env.max_decoded, &d->text,
+                             err)) == 0) {
+    bytesrc_unref(d->src);
+    d->src = NULL;
+  }
   if (rc < 0) {
     zobj_put(&d->obj);
-    log_failure(j->e, j->key, err);
+    log_failure(e, j->key, err);
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
   *obj = &d->obj;
-  *cost = sizeof *d + (d->src->mem ? (size_t)d->src->size : 0);
+  *cost = sizeof *d + (d->text ? d->text->cost
+                               : d->src->mem ? (size_t)d->src->size : 0);
   return 0;
 }
 
-/* Element bytes, decoding a deferred data section once. */
-int engine_unit_data(struct engine *e, const struct znode *n,
-                     const struct chunk_text *ct, struct bytesrc **out,
-                     struct memo_ref **pin, struct zerr *err) {
-  if (pin)
-    *pin = NULL;
-  if (!ct->ab)
-    return zerr_set(err, EIO, "a fill unit has no element data");
+/* See engine.h. */
+int engine_unit_src(struct engine *e, const struct znode *n,
+                    const struct chunk_text *ct, const struct chunk_text **rct,
+                    struct bytesrc **data, struct memo_ref **pin,
+                    struct zerr *err) {
+  *rct = ct;
+  *data = NULL;
+  *pin = NULL;
+  if (!ct->ab || ct->ab->elsize)
+    return 0; /* a fill unit, fixed-size elements, or rendered already */
   if (ct->ab->data) {
-    *out = bytesrc_ref(ct->ab->data);
+    /* Bytes at hand (uncompressed zarrs.vlen): a read takes the few it
+     * needs straight into its buffer, which beats a copy of the whole. */
+    *data = bytesrc_ref(ct->ab->data);
     return 0;
   }
   char key[4096];
@@ -857,11 +884,12 @@ int engine_unit_data(struct engine *e, const struct znode *n,
   struct unit_job j = {e, n, ct->idx, key, ct};
   struct memo_ref *ref;
   ZTRY(memo_get(e->memo, &k, data_fill, &j, &ref, err));
-  *out = bytesrc_ref(((struct data_obj *)memo_obj(ref))->src);
-  if (pin)
-    *pin = ref;
+  const struct data_obj *d = (const struct data_obj *)memo_obj(ref);
+  if (d->text)
+    *rct = d->text;
   else
-    memo_release(e->memo, ref);
+    *data = bytesrc_ref(d->src);
+  *pin = ref;
   return 0;
 }
 

@@ -23,6 +23,7 @@
 #include "../src/htab.h"
 #include "../src/logonce.h"
 #include "../src/memo.h"
+#include "../src/pool.h"
 #include "../src/meta.h"
 #include "../src/store.h"
 #include "text.h"
@@ -94,6 +95,8 @@ struct engine_config {
   int lazy_sizes;        /* -o sizes=lazy: stat shows a view's size only
                             when known without decoding data (else 0; see
                             ns_size) */
+  int decode_threads;    /* -o decode_threads: workers decoding ahead of
+                            sequential readers and across rows (0: none) */
 };
 
 struct engine {
@@ -102,6 +105,8 @@ struct engine {
   struct codec_env env;
   size_t window_cap;          /* bytes open files may keep pinned */
   size_t render_max;          /* largest unit text kept rendered whole */
+  struct pool *ahead;         /* decode-ahead workers (fs/view.c), or NULL */
+  size_t ahead_budget;        /* bytes a reader may have decoded ahead */
   pthread_mutex_t nodes_lock; /* guards nodes (leaf lock) */
   struct htab nodes;          /* path -> struct znode, for the engine's life */
   struct znode *transient;    /* nodes whose metadata failed to load for
@@ -145,14 +150,20 @@ static inline struct chunk_text *engine_ref_unit(const struct memo_ref *r) {
 int engine_fill_unit(const struct znode *n, const uint64_t *idx,
                      struct chunk_text **out, struct zerr *err);
 
-/* The element bytes of a variable-length decoded unit (new reference):
- * its data source, or, when its data codecs were deferred, the decoded data
- * section from the memo (decoded once, single-flight). When pin is not
- * NULL it receives the memo pin of a decoded section (or NULL), which the
- * caller releases (a reader's window keeps it); else no pin is kept. */
-int engine_unit_data(struct engine *e, const struct znode *n,
-                     const struct chunk_text *ct, struct bytesrc **out,
-                     struct memo_ref **pin, struct zerr *err);
+/* What to read a decoded unit's text from. Fill units, fixed-size
+ * elements and units rendered whole: the unit itself (*rct = ct, *data
+ * NULL). Variable-length elements with their bytes at hand (uncompressed
+ * zarrs.vlen data): *rct = ct and *data those bytes (a read fetches only
+ * what it shows). Deferred data sections are decoded once (single-flight,
+ * in the memo) and, when the text fits render_max, rendered whole: then
+ * *rct is that rendered unit and *data NULL; else *rct = ct and *data the
+ * decoded bytes. *data is a new reference; *pin (or NULL) keeps the memo
+ * entry *rct or *data came from; the caller releases it (a reader's
+ * window keeps it) after the last use. */
+int engine_unit_src(struct engine *e, const struct znode *n,
+                    const struct chunk_text *ct, const struct chunk_text **rct,
+                    struct bytesrc **data, struct memo_ref **pin,
+                    struct zerr *err);
 
 /* Text size of unit idx, learned once and remembered. */
 int engine_unit_size(struct engine *e, const struct znode *n,

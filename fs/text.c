@@ -10,6 +10,9 @@
 /* How many elements a layout pass handles between looks at the stop flag. */
 #define TEXT_STOP_EVERY 65536
 
+/* Text rendered per read when rendering from bytes not in memory. */
+#define TEXT_RENDER_SLICE (1u << 20)
+
 /* Largest text size: st_size is a signed 64-bit number. */
 #define TEXT_MAX_SIZE ((uint64_t)INT64_MAX)
 
@@ -456,5 +459,48 @@ int text_render_all(struct chunk_text *ct, struct bytesrc *data,
   ct->ab = NULL;
   ct->text = t;
   ct->cost = ct->cost - elems + (size_t)ct->size;
+  return 0;
+}
+
+/* See text.h. */
+int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
+                     size_t max_bytes, struct chunk_text **out,
+                     struct zerr *err) {
+  (void)max_bytes;
+  struct chunk_text *t = calloc(1, sizeof *t);
+  int rc = t ? 0 : zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0) {
+    zobj_init(&t->obj, chunk_text_destroy);
+    t->form = ct->form;
+    memcpy(t->idx, ct->idx, sizeof t->idx);
+    memcpy(t->ext, ct->ext, sizeof t->ext);
+    t->nin = ct->nin;
+    t->size = ct->size;
+    t->nblk = ct->nblk;
+    t->blk = malloc((size_t)(ct->nblk ? ct->nblk : 1) * sizeof *t->blk);
+    t->text = malloc(ct->size ? (size_t)ct->size : 1);
+    if (!t->blk || !t->text)
+      rc = zerr_set(err, ENOMEM, "out of memory");
+  }
+  if (rc == 0) {
+    memcpy(t->blk, ct->blk, (size_t)ct->nblk * sizeof *t->blk);
+    /* Bytes not in memory are read a slice at a time: each read takes
+     * just the source bytes of its slice, into a small buffer. */
+    size_t slice = data && !data->mem ? TEXT_RENDER_SLICE : (size_t)ct->size;
+    for (uint64_t off = 0; rc == 0 && off < ct->size; off += slice) {
+      size_t n = ct->size - off < slice ? (size_t)(ct->size - off) : slice;
+      long got = text_read(ct, data, off, n, t->text + off, err);
+      if (got >= 0 && (size_t)got != n)
+        got = zerr_set(err, EIO, "chunk text shorter than its layout");
+      rc = got < 0 ? (int)got : 0;
+    }
+  }
+  if (rc < 0) {
+    if (t)
+      zobj_put(&t->obj);
+    return rc;
+  }
+  t->cost = sizeof *t + (size_t)t->nblk * 8 + (size_t)t->size;
+  *out = t;
   return 0;
 }

@@ -75,6 +75,14 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
 int text_render_all(struct chunk_text *ct, struct bytesrc *data,
                     struct zerr *err);
 
+/* A copy of a laid-out unit with its text rendered whole (new reference
+ * in *out), for a unit whose element bytes come apart from it (data: a
+ * decoded data section, or bytes not in memory, read slice by slice;
+ * max_bytes is unused). */
+int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
+                     size_t max_bytes, struct chunk_text **out,
+                     struct zerr *err);
+
 /* Text offset where in-bounds element k's line starts (k <= nin). */
 uint64_t text_line_off(const struct chunk_text *ct, uint64_t k);
 /* The same, knowing where an earlier element k0 <= k starts (off0): walks

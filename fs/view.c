@@ -9,40 +9,92 @@
 
 #include "../codecs/chain.h"
 #include "../src/buf.h"
+#include "../src/pool.h"
 #include "../src/presence.h"
 
 /* Largest segment table of one row of units (entries). */
 #define VIEW_MAX_SEGMENTS (64u << 20)
 /* Units, rows and data sections a cursor keeps. */
 #define VIEW_WINDOWS 4
+/* Units a reader may have decoded ahead of it. */
+#define VIEW_AHEAD_MAX 8
+/* Bytes read in sequence before decoding ahead starts: `head`, `file`
+ * and `tail` read less, and decode nothing they do not show. */
+#define VIEW_AHEAD_AFTER (256u << 10)
+/* Reads this close to where the last one ended still count as in
+ * sequence (the kernel's read-ahead sends several reads at once). */
+#define VIEW_SEQ_SLACK (4u << 20)
 /* Units handled between looks at the stop flag. */
 #define VIEW_STOP_EVERY 256
 
 /* ---- cursors ---- */
 
+/* Units one cursor has decoded ahead (or is decoding). */
+struct ahead_slot {
+  uint64_t rl;           /* region-linear unit; AHEAD_FREE: slot unused */
+  int ready;             /* its job is done: the pins below (may be NULL) */
+  struct memo_ref *unit; /* the decoded unit */
+  struct memo_ref *data; /* its deferred data section, decoded */
+};
+#define AHEAD_FREE UINT64_MAX
+
 struct view_cursor {
-  pthread_mutex_t lock;               /* guards the slots (leaf lock) */
+  pthread_mutex_t lock;               /* guards what follows (leaf lock) */
+  _Atomic int refs;                   /* the open file's, one per job */
+  int closed;                         /* released: jobs drop what they made */
   struct memo_ref *layout;            /* layout last read through */
   struct memo_ref *win[VIEW_WINDOWS]; /* most recently used first */
+  uint64_t next_off;  /* where the reader's last read ended */
+  uint64_t seq;       /* bytes it has read in sequence up to there */
+  uint64_t ahead_next;              /* next region-linear unit to queue */
+  size_t est;                       /* cost of a unit lately read */
+  struct ahead_slot slot[VIEW_AHEAD_MAX];
 };
 
 /* An empty cursor. */
 struct view_cursor *view_cursor_new(void) {
   struct view_cursor *c = calloc(1, sizeof *c);
-  if (c)
-    pthread_mutex_init(&c->lock, NULL);
+  if (!c)
+    return NULL;
+  pthread_mutex_init(&c->lock, NULL);
+  atomic_init(&c->refs, 1);
+  for (int i = 0; i < VIEW_AHEAD_MAX; i++)
+    c->slot[i].rl = AHEAD_FREE;
   return c;
 }
 
-/* Unpin everything and free. */
+/* Drop a reference; the last one frees (everything was released). */
+static void cursor_unref(struct view_cursor *c) {
+  if (atomic_fetch_sub(&c->refs, 1) != 1)
+    return;
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+/* Unpin everything and drop the file's reference; jobs still running for
+ * this cursor keep it alive and release what they make. */
 void view_cursor_free(struct engine *e, struct view_cursor *c) {
   if (!c)
     return;
-  memo_release(e->memo, c->layout);
-  for (int i = 0; i < VIEW_WINDOWS; i++)
-    memo_release(e->memo, c->win[i]);
-  pthread_mutex_destroy(&c->lock);
-  free(c);
+  struct memo_ref *drop[2 * VIEW_AHEAD_MAX + VIEW_WINDOWS + 1];
+  int nd = 0;
+  pthread_mutex_lock(&c->lock);
+  c->closed = 1;
+  drop[nd++] = c->layout;
+  c->layout = NULL;
+  for (int i = 0; i < VIEW_WINDOWS; i++) {
+    drop[nd++] = c->win[i];
+    c->win[i] = NULL;
+  }
+  for (int i = 0; i < VIEW_AHEAD_MAX; i++) {
+    drop[nd++] = c->slot[i].unit;
+    drop[nd++] = c->slot[i].data;
+    c->slot[i] = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
+  }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < nd; i++)
+    memo_release(e->memo, drop[i]);
+  cursor_unref(c);
 }
 
 /* Drop a cursor's windows beyond the first `keep`. */
@@ -263,6 +315,11 @@ static uint64_t slab_find(const struct region *r, const struct region_layout *l,
   return lo;
 }
 
+struct ahead_job;
+static int ahead_submit(struct engine *e, const struct znode *n,
+                        const struct region *r, uint64_t rl,
+                        struct view_cursor *c, int with_data);
+
 /* What layout, size and row fills need. */
 struct region_job {
   struct engine *e;
@@ -348,6 +405,41 @@ dense:
   return 0;
 }
 
+/* Sizes are learned by decoding: have the workers decode the next few
+ * units whose sizes are unknown while the fill waits for unit i, so a
+ * first `stat` uses every core. The units decoded stay in the cache for
+ * the reads that usually follow. */
+static void layout_fan_out(struct region_job *j, const struct region_layout *l,
+                           uint64_t i, uint64_t *queued) {
+  struct engine *e = j->e;
+  if (!e->ahead)
+    return;
+  /* As many units as the ahead budget holds, judged by the size of the
+   * first one's text (this thread learned it first, alone). */
+  if (i == 0)
+    return;
+  uint64_t win = 2 * (uint64_t)pool_threads(e->ahead) + 2, size0;
+  struct memo_key k0;
+  uint64_t idx0[ZMETA_MAX_DIMS];
+  region_unit(j->r, l->p_lin ? l->p_lin[0] : 0, idx0);
+  engine_key(&k0, ELEVEL_UNIT_SIZE, j->n, idx0, NULL, 0);
+  if (memo_value_peek(e->memo, &k0, &size0) && size0 &&
+      e->ahead_budget / size0 < win)
+    win = e->ahead_budget / size0;
+  if (*queued <= i)
+    *queued = i + 1; /* unit i is this thread's own */
+  for (; *queued < l->np && *queued <= i + win; (*queued)++) {
+    uint64_t rl = l->p_lin ? l->p_lin[*queued] : *queued, size;
+    uint64_t idx[ZMETA_MAX_DIMS];
+    struct memo_key k;
+    region_unit(j->r, rl, idx);
+    engine_key(&k, ELEVEL_UNIT_SIZE, j->n, idx, NULL, 0);
+    if (!memo_value_peek(e->memo, &k, &size) &&
+        ahead_submit(e, j->n, j->r, rl, NULL, 0) < 0)
+      break;
+  }
+}
+
 /* Fill: a region's layout (needs every stored unit's size once). */
 static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
                        struct zerr *err) {
@@ -363,9 +455,11 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (rc == 0 && !(l->p_cum = malloc((size_t)(l->np ? l->np : 1) * 8)))
     rc = zerr_set(err, ENOMEM, "out of memory");
   __int128 cum = 0;
+  uint64_t queued = 0; /* units before this one went to the workers */
   for (uint64_t i = 0; rc == 0 && i < l->np; i++) {
     if (i % VIEW_STOP_EVERY == 0 && (rc = engine_check_stop(j->e, err)) < 0)
       break;
+    layout_fan_out(j, l, i, &queued);
     uint64_t idx[ZMETA_MAX_DIMS], size;
     region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
     rc = engine_unit_size(j->e, n, idx, &size, err);
@@ -423,11 +517,192 @@ static int region_size(struct engine *e, const struct znode *n,
   return memo_value(e->memo, &k, region_size_fill, &j, size, err);
 }
 
+/* ---- decoding ahead ----
+ *
+ * A reader going through a view in sequence has the units after the one
+ * it reads decoded by the engine's workers (src/pool.h) meanwhile, so it
+ * finds them ready: decoding runs in parallel with the kernel's copying
+ * and on every core. The cursor keeps those units pinned until the reader
+ * passes them; how many is bounded by the engine's ahead budget (a part of
+ * the cache) divided by the cost of the units read lately. A row of
+ * units is likewise decoded by the workers together (row_fill). Jobs are
+ * hints: a full queue or a failure only means the reader decodes itself
+ * (and sees the failure, logged once by the engine). */
+
+/* One unit to decode ahead. */
+struct ahead_job {
+  struct engine *e;
+  const struct znode *n;
+  struct region r;
+  uint64_t rl;          /* region-linear unit */
+  struct view_cursor *c; /* holds a reference; NULL: release at once */
+  int with_data;        /* also decode a deferred data section */
+};
+
+/* Decode a unit (and its deferred data) into the memo; pins in *u, *d. */
+static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
+                         struct memo_ref **d) {
+  struct zerr err = {0};
+  uint64_t idx[ZMETA_MAX_DIMS];
+  region_unit(&j->r, j->rl, idx);
+  if (engine_unit(j->e, j->n, idx, u, &err) < 0) {
+    *u = NULL;
+    return;
+  }
+  const struct chunk_text *ct = engine_ref_unit(*u), *rct;
+  struct bytesrc *src = NULL;
+  /* a reader in sequence reads it all: decode its data too */
+  if (j->with_data &&
+      engine_unit_src(j->e, j->n, ct, &rct, &src, d, &err) == 0)
+    bytesrc_unref(src);
+}
+
+/* A worker's job: decode, then hand the pins to the cursor's slot (or let
+ * them go when the reader moved on or closed the file). */
+static void ahead_run(void *arg, int cancelled) {
+  struct ahead_job *j = arg;
+  struct view_cursor *c = j->c;
+  struct memo_ref *u = NULL, *d = NULL;
+  int wanted = !cancelled && !engine_stopping(j->e);
+  if (wanted && c) {
+    pthread_mutex_lock(&c->lock);
+    wanted = !c->closed;
+    pthread_mutex_unlock(&c->lock);
+  }
+  if (wanted)
+    ahead_decode(j, &u, &d);
+  if (c) {
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < VIEW_AHEAD_MAX; i++) {
+      struct ahead_slot *sl = &c->slot[i];
+      if (!c->closed && sl->rl == j->rl && !sl->ready) {
+        sl->ready = 1;
+        sl->unit = u;
+        sl->data = d;
+        u = d = NULL;
+        break;
+      }
+    }
+    pthread_mutex_unlock(&c->lock);
+    cursor_unref(c);
+  }
+  memo_release(j->e->memo, u);
+  memo_release(j->e->memo, d);
+  free(j);
+}
+
+/* Queue unit rl of region r; 0, or negative when the pool refused. */
+static int ahead_submit(struct engine *e, const struct znode *n,
+                        const struct region *r, uint64_t rl,
+                        struct view_cursor *c, int with_data) {
+  struct ahead_job *j = malloc(sizeof *j);
+  if (!j)
+    return -ENOMEM;
+  *j = (struct ahead_job){e, n, *r, rl, c, with_data};
+  if (c)
+    atomic_fetch_add(&c->refs, 1);
+  int rc = pool_submit(e->ahead, ahead_run, j);
+  if (rc < 0) {
+    if (c)
+      atomic_fetch_sub(&c->refs, 1); /* the file still holds one */
+    free(j);
+  }
+  return rc;
+}
+
+/* Note a read of [off, off+len) about to be served: is its reader going
+ * through the view in sequence (then the units after are decoded ahead)? */
+static int cursor_note(struct view_cursor *c, uint64_t off, size_t len) {
+  if (!c)
+    return 0;
+  pthread_mutex_lock(&c->lock);
+  /* In sequence: near where the last read ended (reads overlap and come
+   * out of order under the kernel's read-ahead). */
+  if (off + VIEW_SEQ_SLACK >= c->next_off &&
+      off <= c->next_off + VIEW_SEQ_SLACK)
+    c->seq += len;
+  else
+    c->seq = 0;
+  if (off + len > c->next_off || !c->seq)
+    c->next_off = off + len;
+  int seq = c->seq >= VIEW_AHEAD_AFTER;
+  pthread_mutex_unlock(&c->lock);
+  return seq;
+}
+
+/* After a read that reached slab k: queue the units after it when the
+ * reader goes in sequence. */
+static void ahead_plan(struct engine *e, const struct znode *n,
+                       const struct region *r, const struct region_layout *l,
+                       struct view_cursor *c, uint64_t off, size_t len,
+                       uint64_t k) {
+  if (!c)
+    return;
+  uint64_t first = (k + 1) * r->per_slab; /* first unit after slab k */
+  struct memo_ref *drop[2 * VIEW_AHEAD_MAX];
+  int nd = 0;
+  (void)off;
+  (void)len;
+  pthread_mutex_lock(&c->lock);
+  /* Units the reader has reached are its own now (its windows). */
+  for (int i = 0; i < VIEW_AHEAD_MAX; i++) {
+    struct ahead_slot *sl = &c->slot[i];
+    if (sl->rl != AHEAD_FREE && (sl->rl < first || !c->seq)) {
+      drop[nd++] = sl->unit;
+      drop[nd++] = sl->data;
+      *sl = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
+    }
+  }
+  if (!e->ahead || c->seq < VIEW_AHEAD_AFTER) {
+    pthread_mutex_unlock(&c->lock);
+    goto out;
+  }
+  /* Units larger than the budget are not decoded ahead at all: memory
+   * stays within the cache and what readers use. */
+  uint64_t depth = c->est ? e->ahead_budget / c->est : 1;
+  if (depth > VIEW_AHEAD_MAX)
+    depth = VIEW_AHEAD_MAX;
+  if (c->ahead_next < first)
+    c->ahead_next = first;
+  while (c->ahead_next < r->nunits && c->ahead_next < first + depth &&
+         memo_pinned(e->memo) < 2 * e->ahead_budget) {
+    uint64_t rl = c->ahead_next;
+    if (layout_stored(l, rl)) {
+      int i = 0;
+      while (i < VIEW_AHEAD_MAX && c->slot[i].rl != AHEAD_FREE)
+        i++;
+      if (i == VIEW_AHEAD_MAX || c->closed)
+        break;
+      /* The job finds its slot by rl, so the slot is taken first. */
+      c->slot[i] = (struct ahead_slot){rl, 0, NULL, NULL};
+      if (ahead_submit(e, n, r, rl, c, 1) < 0) {
+        c->slot[i].rl = AHEAD_FREE;
+        break;
+      }
+    }
+    c->ahead_next++;
+  }
+  pthread_mutex_unlock(&c->lock);
+out:
+  for (int i = 0; i < nd; i++)
+    memo_release(e->memo, drop[i]);
+}
+
+/* Remember what a unit read lately costs (sizes the depth). */
+static void ahead_note_cost(struct view_cursor *c, size_t cost) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->est = cost;
+  pthread_mutex_unlock(&c->lock);
+}
+
 /* ---- rows: the units of one slab, decoded together ---- */
 
 struct slab_row {
   struct zobj obj;
   uint64_t nunits;
+  size_t unit_cost;          /* bytes of its first unit and data */
   struct chunk_text **units; /* references, in slab order */
   struct bytesrc **data;     /* element bytes of variable-length units */
   uint64_t nseg;
@@ -513,18 +788,35 @@ static int row_unit(struct region_job *j, struct slab_row *w, uint64_t i,
   region_unit(r, rl, idx);
   if (!layout_stored(j->l, rl))
     return engine_fill_unit(j->n, idx, &w->units[i], err);
-  struct memo_ref *ref;
+  struct memo_ref *ref, *dref;
   ZTRY(engine_unit(j->e, j->n, idx, &ref, err));
-  struct chunk_text *ct = engine_ref_unit(ref);
-  w->units[i] = (struct chunk_text *)zobj_get(&ct->obj);
+  const struct chunk_text *ct = engine_ref_unit(ref), *rct;
+  int rc = engine_unit_src(j->e, j->n, ct, &rct, &w->data[i], &dref, err);
+  if (rc == 0) {
+    /* the row keeps what it reads from, whatever the cache does */
+    w->units[i] = (struct chunk_text *)zobj_get((struct zobj *)&rct->obj);
+    *cost += rct->cost + (rct != ct ? ct->cost : 0);
+    if (w->data[i] && w->data[i]->mem)
+      *cost += (size_t)w->data[i]->size;
+  }
+  memo_release(j->e->memo, dref);
   memo_release(j->e->memo, ref);
-  *cost += ct->cost;
-  if (!ct->ab || ct->ab->elsize)
-    return 0;
-  ZTRY(engine_unit_data(j->e, j->n, ct, &w->data[i], NULL, err));
-  if (w->data[i]->mem)
-    *cost += (size_t)w->data[i]->size;
-  return 0;
+  return rc;
+}
+
+/* Have the workers decode the other units of a row while the fill goes
+ * through them in order, when they all fit the ahead budget (judged by
+ * the first unit's cost, already spent). */
+static void row_fan_out(struct region_job *j, size_t cost0) {
+  const struct region *r = j->r;
+  struct engine *e = j->e;
+  if (!e->ahead || cost0 > e->ahead_budget / (r->per_slab - 1))
+    return;
+  for (uint64_t i = 1; i < r->per_slab; i++) {
+    uint64_t rl = j->k * r->per_slab + i;
+    if (layout_stored(j->l, rl) && ahead_submit(e, j->n, r, rl, NULL, 1) < 0)
+      break;
+  }
 }
 
 /* Fill: decode every unit of slab k once and measure its row segments. */
@@ -554,9 +846,16 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
                : zerr_set(err, ENOMEM, "out of memory");
   size_t c = sizeof *w + ((size_t)nseg + 1) * 16 + (size_t)w->nunits * 16;
   for (uint64_t i = 0; rc == 0 && i < w->nunits; i++) {
+    size_t c0 = c;
     rc = engine_check_stop(j->e, err);
     if (rc == 0)
       rc = row_unit(j, w, i, &c, err);
+    if (rc == 0 && i == 0) {
+      w->unit_cost = c - c0;
+      /* a stored first unit tells what the others will cost */
+      if (w->nunits > 1 && (w->units[0]->ab || w->units[0]->text))
+        row_fan_out(j, w->unit_cost);
+    }
     if (rc == 0 && c > j->e->window_cap)
       rc = zerr_set(err, EFBIG,
                     "array view: a row of chunks decodes to more than the "
@@ -609,13 +908,14 @@ static long read_unit(struct engine *e, const struct znode *n,
   }
   struct memo_ref *ref, *dref = NULL;
   ZTRY(engine_unit(e, n, idx, &ref, err));
-  struct chunk_text *ct = engine_ref_unit(ref);
+  const struct chunk_text *ct = engine_ref_unit(ref), *rct;
   struct bytesrc *data = NULL;
-  long got = 0;
-  if (ct->ab && !ct->ab->elsize)
-    got = engine_unit_data(e, n, ct, &data, &dref, err);
+  long got = engine_unit_src(e, n, ct, &rct, &data, &dref, err);
   if (got == 0)
-    got = text_read(ct, data, off, len, dst, err);
+    got = text_read(rct, data, off, len, dst, err);
+  if (got >= 0)
+    ahead_note_cost(c, ct->cost + (rct != ct ? rct->cost : 0) +
+                           (data && data->mem ? (size_t)data->size : 0));
   bytesrc_unref(data);
   cursor_keep(e, c, dref, 0);
   cursor_keep(e, c, ref, 0);
@@ -633,6 +933,7 @@ static long read_row(struct engine *e, const struct znode *n,
   struct memo_ref *ref;
   ZTRY(memo_get(e->memo, &key, row_fill, &j, &ref, err));
   const struct slab_row *w = (const struct slab_row *)memo_obj(ref);
+  ahead_note_cost(c, w->unit_cost);
   size_t done = 0;
   long rc = 0;
   uint64_t s = zfloor_u64(w->seg_off, w->nseg, in_slab);
@@ -669,11 +970,13 @@ static long region_read(struct engine *e, const struct znode *n,
   struct memo_ref *lref;
   ZTRY(layout_get(e, n, r, &lref, err));
   const struct region_layout *l = (const struct region_layout *)memo_obj(lref);
+  cursor_note(c, off, len);
   size_t done = 0;
   long rc = 0;
+  uint64_t k = 0;
   while (done < len && off + done < l->total) {
     uint64_t pos = off + done;
-    uint64_t k = slab_find(r, l, pos);
+    k = slab_find(r, l, pos);
     uint64_t s0 = slab_off(r, l, k), s1 = slab_off(r, l, k + 1);
     size_t want = len - done < s1 - pos ? len - done : (size_t)(s1 - pos);
     long got;
@@ -695,6 +998,8 @@ static long region_read(struct engine *e, const struct znode *n,
     }
     done += (size_t)got;
   }
+  if (rc == 0 && done)
+    ahead_plan(e, n, r, l, c, off, done, k);
   cursor_keep(e, c, lref, 1);
   /* Never a short read on error: the kernel takes a short read as the end
    * of the file, and the reader would see truncated text and no error. */

@@ -42,6 +42,7 @@ struct cli {
   char *attr_timeout;
   char *consolidated;
   char *sizes;
+  char *decode_threads;
   char *remote_targets;
   char **allow_roots; /* -o allow_root=DIR, repeatable (owned) */
   size_t n_allow;
@@ -64,6 +65,7 @@ static const struct fuse_opt cli_opts[] = {
     CLI_OPT("attr_timeout=%s", attr_timeout),
     CLI_OPT("consolidated=%s", consolidated),
     CLI_OPT("sizes=%s", sizes),
+    CLI_OPT("decode_threads=%s", decode_threads),
     CLI_OPT("remote_targets=%s", remote_targets),
     CLI_OPT("region=%s", rem.region),
     CLI_OPT("endpoint=%s", rem.endpoint),
@@ -182,6 +184,9 @@ static void usage(const char *prog) {
       "                           lazy: only sizes known without decoding\n"
       "                           data, else 0, read with direct I/O\n"
       "                           (remote default)\n"
+      "    -o decode_threads=N    workers decoding chunks ahead of\n"
+      "                           sequential readers (default: the number\n"
+      "                           of cores, at most 16; 0: none)\n"
       "    -o allow_root=DIR      let references and manifests read files\n"
       "                           under DIR (repeatable; the reference\n"
       "                           file's directory is always allowed);\n"
@@ -733,7 +738,39 @@ static int remote_setup(const struct cli_remote *o, struct remote **out) {
 }
 
 /* Parse, check, mount, serve. */
+/* Decoding writes fresh buffers of megabytes (decompressed chunks, rendered
+ * text); with 4 KiB pages a 1M-string chunk costs some 15,000 page faults,
+ * which measured as half the daemon's time. glibc backs its large
+ * allocations with transparent huge pages when told so by the tunable
+ * glibc.malloc.hugetlb=1, which it reads only at start: so the daemon
+ * starts itself again, once, with it set (ZARRFS_MALLOC_TUNED marks the
+ * second start; ZARRFS_MALLOC_TUNED=0 set by the user keeps the default).
+ * Nothing is done yet when this runs; if exec fails we go on as we are. */
+static void malloc_tune(char **argv) {
+  if (getenv("ZARRFS_MALLOC_TUNED"))
+    return;
+  const char *old = getenv("GLIBC_TUNABLES");
+  if (old && strstr(old, "glibc.malloc.hugetlb"))
+    return;
+  size_t len = (old ? strlen(old) : 0) + 32;
+  char *tun = malloc(len);
+  if (!tun)
+    return;
+  snprintf(tun, len, "%s%sglibc.malloc.hugetlb=1", old ? old : "",
+           old && *old ? ":" : "");
+  if (setenv("GLIBC_TUNABLES", tun, 1) == 0 &&
+      setenv("ZARRFS_MALLOC_TUNED", "1", 1) == 0)
+    execv("/proc/self/exe", argv);
+  /* exec failed: undo, and run with the defaults */
+  if (old)
+    setenv("GLIBC_TUNABLES", old, 1);
+  else
+    unsetenv("GLIBC_TUNABLES");
+  free(tun);
+}
+
 int main(int argc, char **argv) {
+  malloc_tune(argv);
   struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
   struct cli cli = {0};
   struct fuse_cmdline_opts opts = {0};
@@ -810,6 +847,19 @@ int main(int argc, char **argv) {
       fprintf(stderr, "zarrfs: bad sizes '%s' (exact or lazy)\n", cli.sizes);
       goto out;
     }
+  }
+
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  int decode_threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (int)ncpu;
+  if (cli.decode_threads) {
+    char *end;
+    long v = strtol(cli.decode_threads, &end, 10);
+    if (*end || end == cli.decode_threads || v < 0 || v > 64) {
+      fprintf(stderr, "zarrfs: bad decode_threads '%s' (0 to 64)\n",
+              cli.decode_threads);
+      goto out;
+    }
+    decode_threads = (int)v;
   }
 
   zlog_setup(!opts.foreground, opts.debug ? ZLOG_DEBUG : ZLOG_INFO);
@@ -891,7 +941,7 @@ int main(int argc, char **argv) {
     goto out;
   }
   struct engine_config ecfg = {(size_t)cache_size, (size_t)max_decode, 1 << 20,
-                               no_consolidated, lazy_sizes};
+                               no_consolidated, lazy_sizes, decode_threads};
   if (engine_new(store, &ecfg, &engine, &err) < 0) {
     store_free(store);
     fprintf(stderr, "zarrfs: %s\n", err.msg);
@@ -978,6 +1028,7 @@ out:
   free(cli.attr_timeout);
   free(cli.consolidated);
   free(cli.sizes);
+  free(cli.decode_threads);
   free(cli.remote_targets);
   char **rs[] = {&cli.rem.region, &cli.rem.endpoint, &cli.rem.profile,
                  &cli.rem.connect_timeout, &cli.rem.stall_timeout,
