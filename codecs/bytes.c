@@ -93,6 +93,12 @@ static int bytes_create(json_t *config, const struct codec_spec *decoded,
 /* Free the parsed configuration. */
 static void bytes_destroy(void *state) { free(state); }
 
+/* See codec.h. */
+int bytes_state_swaps(const void *state) {
+  const struct bytes_state *st = state;
+  return st->swap;
+}
+
 /* Reverse each element in place. */
 static void bytes_swap(uint8_t *p, size_t n, size_t elsize) {
   for (size_t i = 0; i < n; i++, p += elsize) {

@@ -173,4 +173,40 @@ int codec_cfg_only(json_t *config, const char *codec,
  * chain is only this codec, whose index alone gives a unit's text size. */
 extern const struct codec_impl codec_vlen;
 
+/* bytes (codecs/bytes.c), for codecs that address elements stored by it
+ * directly (a zarrs.vlen index): does a state of it swap byte order? */
+extern const struct codec_impl codec_bytes;
+int bytes_state_swaps(const void *state);
+
+/* Direct access to a zarrs.vlen chunk whose index is stored plain
+ * (index_codecs [bytes]): single offsets are read where they lie, so a
+ * unit's text size needs two of them and a ranged read only those it
+ * shows, never the whole index. */
+struct vlen_direct {
+  struct bytesrc *chunk; /* owned reference */
+  uint64_t n;            /* elements */
+  uint64_t idx_off;      /* chunk offset of offset 0 */
+  size_t isz;            /* 4 or 8 bytes per offset */
+  int swap;              /* stored order is not host order */
+  struct bytesrc *data;  /* the element bytes when data_codecs are
+                            [bytes] (a window of chunk, owned), else NULL */
+  uint64_t data_len;     /* bytes of the data section as stored */
+};
+/* Open chunk (borrowed; referenced) of n elements of a chain that is
+ * zarrs.vlen alone. -ENOTSUP when the chain or its index is not plain;
+ * -EIO when the chunk's framing is wrong. */
+int vlen_direct_open(const struct chain *chain, uint64_t n,
+                     struct bytesrc *chunk, struct vlen_direct *d,
+                     struct zerr *err);
+/* Can chains like this be opened directly (no chunk read)? *plain_data:
+ * are the element bytes stored plain too? */
+int vlen_direct_ok(const struct chain *chain, int *plain_data);
+/* Release; safe on a zeroed or closed struct. */
+void vlen_direct_close(struct vlen_direct *d);
+/* Offsets first .. first+count-1 (first+count <= n+1) in host order,
+ * checked non-decreasing and within the data section when it is plain
+ * (a lying index gives -EIO, never bytes from elsewhere). */
+int vlen_direct_offsets(const struct vlen_direct *d, uint64_t first,
+                        uint64_t count, uint64_t *out, struct zerr *err);
+
 #endif

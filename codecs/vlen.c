@@ -281,3 +281,103 @@ const struct codec_impl codec_vlen = {
     .destroy = vlen_destroy,
     .decode_array = vlen_decode,
 };
+
+/* ---- direct access (see codec.h) ---- */
+
+/* The vlen state of a chain that is zarrs.vlen alone with a plain index,
+ * and the index's bytes state; NULL when not. */
+static const struct vlen_state *vlen_direct_state(const struct chain *chain,
+                                                  const void **bst) {
+  const struct vlen_state *st = chain_sole_a2b(chain, &codec_vlen);
+  if (!st)
+    return NULL;
+  *bst = chain_sole_a2b(st->index_chain, &codec_bytes);
+  return *bst ? st : NULL;
+}
+
+int vlen_direct_ok(const struct chain *chain, int *plain_data) {
+  const void *bst;
+  const struct vlen_state *st = vlen_direct_state(chain, &bst);
+  if (plain_data)
+    *plain_data = st && chain_is_passthrough(st->data_chain);
+  return st != NULL;
+}
+
+int vlen_direct_open(const struct chain *chain, uint64_t n,
+                     struct bytesrc *chunk, struct vlen_direct *d,
+                     struct zerr *err) {
+  memset(d, 0, sizeof *d);
+  const void *bst;
+  const struct vlen_state *st = vlen_direct_state(chain, &bst);
+  if (!st)
+    return zerr_set(err, ENOTSUP, "zarrs.vlen: index is not stored plain");
+  uint64_t size = chunk->size;
+  if (size < 8)
+    return zerr_set(err, EIO,
+                    "zarrs.vlen: chunk of %llu bytes is shorter than the "
+                    "8-byte index length",
+                    (unsigned long long)size);
+  uint8_t word[8];
+  int rc = bytesrc_read_range(chunk, st->at_end ? size - 8 : 0, 8, word, err);
+  if (rc < 0)
+    return zerr_prefix(err, "zarrs.vlen: ");
+  uint64_t L = 0;
+  for (int i = 7; i >= 0; i--)
+    L = L << 8 | word[i];
+  uint64_t n1, want;
+  if (zadd_u64(n, 1, &n1) < 0 || zmul_u64(n1, st->index_size, &want) < 0 ||
+      L != want || L > size - 8)
+    return zerr_set(err, EIO,
+                    "zarrs.vlen: index of %llu bytes does not hold %llu "
+                    "offsets of %zu bytes in a chunk of %llu bytes",
+                    (unsigned long long)L, (unsigned long long)n + 1,
+                    st->index_size, (unsigned long long)size);
+  d->n = n;
+  d->isz = st->index_size;
+  d->swap = bytes_state_swaps(bst);
+  d->idx_off = st->at_end ? size - 8 - L : 8;
+  d->data_len = size - 8 - L;
+  if (chain_is_passthrough(st->data_chain)) {
+    rc = bytesrc_sub(chunk, st->at_end ? 0 : 8 + L, d->data_len, &d->data, err);
+    if (rc < 0)
+      return rc;
+  }
+  d->chunk = bytesrc_ref(chunk);
+  return 0;
+}
+
+void vlen_direct_close(struct vlen_direct *d) {
+  bytesrc_unref(d->data);
+  bytesrc_unref(d->chunk);
+  memset(d, 0, sizeof *d);
+}
+
+int vlen_direct_offsets(const struct vlen_direct *d, uint64_t first,
+                        uint64_t count, uint64_t *out, struct zerr *err) {
+  if (first > d->n || count > d->n + 1 - first)
+    return zerr_set(err, EIO, "zarrs.vlen: offsets past the index");
+  if (!count)
+    return 0;
+  /* Read into the tail of out, widen and swap forwards into its head. */
+  uint8_t *raw = (uint8_t *)out + count * (sizeof *out - d->isz);
+  ZTRY(bytesrc_read_range(d->chunk, d->idx_off + first * d->isz,
+                          (size_t)(count * d->isz), raw, err));
+  for (uint64_t i = 0; i < count; i++) {
+    uint64_t v = 0;
+    if (d->isz == 4) {
+      uint32_t w;
+      memcpy(&w, raw + i * 4, 4);
+      v = d->swap ? __builtin_bswap32(w) : w;
+    } else {
+      memcpy(&v, raw + i * 8, 8);
+      v = d->swap ? __builtin_bswap64(v) : v;
+    }
+    out[i] = v;
+    if ((i && v < out[i - 1]) || (d->data && v > d->data_len))
+      return zerr_set(err, EIO,
+                      "zarrs.vlen: offset %llu (%llu) is out of order or "
+                      "past the data section",
+                      (unsigned long long)(first + i), (unsigned long long)v);
+  }
+  return 0;
+}

@@ -893,9 +893,194 @@ int engine_unit_src(struct engine *e, const struct znode *n,
   return 0;
 }
 
-/* Fill: a unit's text size (decodes it when not learned yet). */
+/* ---- units read through a plain zarrs.vlen index ---- */
+
+/* Are the units of n zarrs.vlen chunks with a plain index whose text is
+ * linear in their offsets (strings and bytes: a line is k bytes per
+ * element byte plus its newline), with their in-bounds elements first
+ * (every dimension but the first whole)? *plain_data: element bytes are
+ * stored plain too. */
+static int unit_direct(const struct znode *n, const uint64_t *idx,
+                       int *plain_data) {
+  if (n->shard || !vlen_direct_ok(n->chain, plain_data))
+    return 0;
+  if (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES)
+    return 0;
+  for (int d = 1; d < n->meta->ndim; d++)
+    if ((idx[d] + 1) * n->uspec.shape[d] > n->meta->shape[d])
+      return 0;
+  return 1;
+}
+
+/* In-bounds elements of unit idx. */
+static uint64_t unit_nin_of(const struct znode *n, const uint64_t *idx) {
+  uint64_t nin = 1;
+  for (int d = 0; d < n->meta->ndim; d++) {
+    uint64_t u = n->uspec.shape[d], start = idx[d] * u;
+    nin *= n->meta->shape[d] - start < u ? n->meta->shape[d] - start : u;
+  }
+  return nin;
+}
+
+/* Open unit idx directly: 1 and *d (close it), 0 when the chunk is not
+ * stored, or negative. */
+static int direct_open(struct engine *e, const struct znode *n,
+                       const uint64_t *idx, struct vlen_direct *d,
+                       struct zerr *err) {
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  struct bytesrc *src;
+  int rc = store_get(e->store, key, &src, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  rc = vlen_direct_open(n->chain, n->uspec.nelem, src, d, err);
+  bytesrc_unref(src);
+  return rc < 0 ? rc : 1;
+}
+
+/* A unit's text size from the first and the last in-bounds offsets: -1
+ * when that cannot be done (then the unit is decoded). */
+static int unit_size_direct(struct engine *e, const struct znode *n,
+                            const uint64_t *idx, uint64_t *value) {
+  int plain;
+  if (!unit_direct(n, idx, &plain))
+    return -1;
+  struct zerr err = {0};
+  struct vlen_direct d;
+  uint64_t nin = unit_nin_of(n, idx), o0, on;
+  int rc = direct_open(e, n, idx, &d, &err);
+  if (rc == 0) { /* not stored: the fill value */
+    *value = nin * (n->form.fill_len + 1);
+    return 0;
+  }
+  if (rc > 0) {
+    rc = vlen_direct_offsets(&d, 0, 1, &o0, &err);
+    if (rc == 0)
+      rc = vlen_direct_offsets(&d, nin, 1, &on, &err);
+    vlen_direct_close(&d);
+  }
+  if (rc < 0 || on < o0)
+    return -1; /* the decode says what is wrong, once */
+  *value = render_var_len(&n->form.dt, on - o0) + nin;
+  return 0;
+}
+
+/* Elements rendered per step of a direct read. */
+#define DIRECT_BATCH 65536
+/* Below this many candidates the search reads them all at once. */
+#define DIRECT_SCAN 4096
+
+/* See engine.h. */
+long engine_unit_read_direct(struct engine *e, const struct znode *n,
+                             const uint64_t *idx, uint64_t off, size_t len,
+                             char *dst, struct zerr *err) {
+  int plain;
+  if (!unit_direct(n, idx, &plain) || !plain)
+    return -ENOTSUP;
+  uint64_t total;
+  ZTRY(engine_unit_size(e, n, idx, &total, err));
+  if (off >= total || !len)
+    return 0;
+  if (len > total - off)
+    len = (size_t)(total - off);
+  struct vlen_direct d;
+  int rc = direct_open(e, n, idx, &d, err);
+  if (rc <= 0)
+    return rc == 0 ? -ENOTSUP : rc; /* a fill unit: the usual way */
+  const struct dtype *dt = &n->form.dt;
+  uint64_t nin = unit_nin_of(n, idx), o0;
+  uint64_t *o = malloc((DIRECT_BATCH + 1) * sizeof *o);
+  rc = o ? vlen_direct_offsets(&d, 0, 1, &o0, err)
+         : zerr_set(err, ENOMEM, "out of memory");
+  /* The element whose line holds off: line k starts at
+   * render_var_len(o[k] - o[0]) + k, which grows with k. */
+  uint64_t lo = 0, hi = nin; /* line lo starts <= off; line hi > off */
+  while (rc == 0 && hi - lo > 1) {
+    if (hi - lo <= DIRECT_SCAN) {
+      uint64_t cnt = hi - lo;
+      rc = vlen_direct_offsets(&d, lo, cnt, o, err);
+      uint64_t i = 1;
+      while (rc == 0 && i < cnt && o[i] >= o0 &&
+             render_var_len(dt, o[i] - o0) + lo + i <= off)
+        i++;
+      hi = (lo += i - 1) + 1;
+      break;
+    }
+    uint64_t mid = lo + (hi - lo) / 2, om;
+    rc = vlen_direct_offsets(&d, mid, 1, &om, err);
+    if (rc == 0 && om < o0)
+      rc = zerr_set(err, EIO, "zarrs.vlen: offset %llu is out of order",
+                    (unsigned long long)mid);
+    if (rc == 0 && render_var_len(dt, om - o0) + mid <= off)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  /* Render from element lo on, a batch of elements at a time, through a
+   * small unit of just those elements. */
+  size_t done = 0;
+  uint64_t k = lo;
+  while (rc == 0 && done < len && k < nin) {
+    uint64_t b = nin - k < DIRECT_BATCH ? nin - k : DIRECT_BATCH;
+    rc = vlen_direct_offsets(&d, k, b + 1, o, err);
+    if (rc < 0 || o[0] < o0)
+      break;
+    uint64_t kpos = render_var_len(dt, o[0] - o0) + k;
+    struct text_form f1 = n->form;
+    f1.ndim = 1;
+    f1.shape[0] = b;
+    struct abytes *ab = abytes_alloc();
+    uint64_t *offs = malloc((size_t)(b + 1) * sizeof *offs);
+    if (!ab || !offs) {
+      abytes_free(ab);
+      free(offs);
+      rc = zerr_set(err, ENOMEM, "out of memory");
+      break;
+    }
+    memcpy(offs, o, (size_t)(b + 1) * sizeof *offs);
+    ab->n = b;
+    ab->offsets = offs;
+    ab->data = bytesrc_ref(d.data);
+    ab->data_len = o[b];
+    struct chunk_text *ct;
+    uint64_t zero = 0;
+    rc = text_layout(&f1, &b, &zero, ab, e->env.max_decoded, 0, &e->stopping,
+                     &ct, err);
+    if (rc < 0)
+      break;
+    uint64_t at = off + done; /* >= kpos */
+    long got = text_read(ct, d.data, at - kpos, len - done, dst + done, err);
+    zobj_put(&ct->obj);
+    if (got < 0) {
+      rc = (int)got;
+      break;
+    }
+    done += (size_t)got;
+    k += b;
+  }
+  free(o);
+  vlen_direct_close(&d);
+  if (rc == 0 && done != len)
+    rc = zerr_set(err, EIO, "zarrs.vlen: index and sizes disagree");
+  if (rc < 0) {
+    char key[4096];
+    if (unit_store_key(n, idx, key, sizeof key, err) == 0)
+      log_failure(e, key, err);
+    return rc;
+  }
+  return (long)done;
+}
+
+/* Fill: a unit's text size: from a plain zarrs.vlen index's ends, or by
+ * decoding the unit (which keeps it for the reads that follow). */
 static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   struct unit_job *j = ctx;
+  if (unit_size_direct(j->e, j->n, j->idx, value) == 0)
+    return 0;
   struct memo_ref *ref;
   ZTRY(engine_unit(j->e, j->n, j->idx, &ref, err));
   *value = engine_ref_unit(ref)->size;

@@ -165,7 +165,18 @@ int engine_unit_src(struct engine *e, const struct znode *n,
                     struct bytesrc **data, struct memo_ref **pin,
                     struct zerr *err);
 
-/* Text size of unit idx, learned once and remembered. */
+/* Read text [off, off+len) of unit idx straight through its plain
+ * zarrs.vlen index and data (unit_direct in engine.c): only the offsets
+ * and element bytes the range shows are read, nothing is decoded whole or
+ * cached. -ENOTSUP when the unit is not like that (or not stored): read
+ * it the usual way. For readers not going through in sequence (`tail`,
+ * random reads) of units not decoded yet. */
+long engine_unit_read_direct(struct engine *e, const struct znode *n,
+                             const uint64_t *idx, uint64_t off, size_t len,
+                             char *dst, struct zerr *err);
+
+/* Text size of unit idx, learned once and remembered: from the ends of a
+ * plain zarrs.vlen index when it has one, else by decoding the unit. */
 int engine_unit_size(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *size, struct zerr *err);
 

@@ -315,10 +315,46 @@ static uint64_t slab_find(const struct region *r, const struct region_layout *l,
   return lo;
 }
 
-struct ahead_job;
+/* What a job does with its unit: learn its size (decoding it only when
+ * the size needs that), decode it, or decode it and its deferred data. */
+enum { AHEAD_SIZE, AHEAD_UNIT, AHEAD_DATA };
+
+/* A fill (a layout, a row) that has workers decode its units ahead of
+ * it: how far it has come itself. A job for a unit the fill has passed
+ * is stale (the fill decoded that unit) and does nothing: with a small
+ * cache it would decode it a second time. */
+struct fan {
+  _Atomic int refs;     /* the fill's and one per job */
+  _Atomic uint64_t pos; /* units before this one are done */
+};
+
+/* A new progress record (NULL: fan out nothing). */
+static struct fan *fan_new(void) {
+  struct fan *f = malloc(sizeof *f);
+  if (f) {
+    atomic_init(&f->refs, 1);
+    atomic_init(&f->pos, 0);
+  }
+  return f;
+}
+
+/* Drop a reference; NULL-safe. */
+static void fan_unref(struct fan *f) {
+  if (f && atomic_fetch_sub(&f->refs, 1) == 1)
+    free(f);
+}
+
+/* The fill is done: every job of it is stale now. */
+static void fan_done(struct fan *f) {
+  if (f)
+    atomic_store(&f->pos, UINT64_MAX);
+  fan_unref(f);
+}
+
 static int ahead_submit(struct engine *e, const struct znode *n,
                         const struct region *r, uint64_t rl,
-                        struct view_cursor *c, int with_data);
+                        struct view_cursor *c, int what, struct fan *fan,
+                        uint64_t at);
 
 /* What layout, size and row fills need. */
 struct region_job {
@@ -410,10 +446,11 @@ dense:
  * first `stat` uses every core. The units decoded stay in the cache for
  * the reads that usually follow. */
 static void layout_fan_out(struct region_job *j, const struct region_layout *l,
-                           uint64_t i, uint64_t *queued) {
+                           uint64_t i, uint64_t *queued, struct fan *fan) {
   struct engine *e = j->e;
-  if (!e->ahead)
+  if (!e->ahead || !fan)
     return;
+  atomic_store(&fan->pos, i);
   /* As many units as the ahead budget holds, judged by the size of the
    * first one's text (this thread learned it first, alone). */
   if (i == 0)
@@ -435,7 +472,7 @@ static void layout_fan_out(struct region_job *j, const struct region_layout *l,
     region_unit(j->r, rl, idx);
     engine_key(&k, ELEVEL_UNIT_SIZE, j->n, idx, NULL, 0);
     if (!memo_value_peek(e->memo, &k, &size) &&
-        ahead_submit(e, j->n, j->r, rl, NULL, 0) < 0)
+        ahead_submit(e, j->n, j->r, rl, NULL, AHEAD_SIZE, fan, *queued) < 0)
       break;
   }
 }
@@ -456,10 +493,11 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
     rc = zerr_set(err, ENOMEM, "out of memory");
   __int128 cum = 0;
   uint64_t queued = 0; /* units before this one went to the workers */
+  struct fan *fan = j->e->ahead && l->np > 1 ? fan_new() : NULL;
   for (uint64_t i = 0; rc == 0 && i < l->np; i++) {
     if (i % VIEW_STOP_EVERY == 0 && (rc = engine_check_stop(j->e, err)) < 0)
       break;
-    layout_fan_out(j, l, i, &queued);
+    layout_fan_out(j, l, i, &queued, fan);
     uint64_t idx[ZMETA_MAX_DIMS], size;
     region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
     rc = engine_unit_size(j->e, n, idx, &size, err);
@@ -470,6 +508,7 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
     if (rc == 0)
       l->p_cum[i] = (int64_t)cum;
   }
+  fan_done(fan);
   __int128 total = (__int128)l->line * r->total_elems + cum;
   if (rc == 0 && (total < 0 || total > INT64_MAX))
     rc = zerr_set(err, EFBIG, "view: text exceeds 2^63 bytes");
@@ -536,15 +575,21 @@ struct ahead_job {
   struct region r;
   uint64_t rl;          /* region-linear unit */
   struct view_cursor *c; /* holds a reference; NULL: release at once */
-  int with_data;        /* also decode a deferred data section */
+  int what;             /* AHEAD_SIZE, AHEAD_UNIT or AHEAD_DATA */
+  struct fan *fan;      /* a fill's progress (a reference), or NULL */
+  uint64_t at;          /* this unit's place in that fill */
 };
 
 /* Decode a unit (and its deferred data) into the memo; pins in *u, *d. */
 static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
                          struct memo_ref **d) {
   struct zerr err = {0};
-  uint64_t idx[ZMETA_MAX_DIMS];
+  uint64_t idx[ZMETA_MAX_DIMS], size;
   region_unit(&j->r, j->rl, idx);
+  if (j->what == AHEAD_SIZE) {
+    (void)engine_unit_size(j->e, j->n, idx, &size, &err);
+    return;
+  }
   if (engine_unit(j->e, j->n, idx, u, &err) < 0) {
     *u = NULL;
     return;
@@ -552,7 +597,7 @@ static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
   const struct chunk_text *ct = engine_ref_unit(*u), *rct;
   struct bytesrc *src = NULL;
   /* a reader in sequence reads it all: decode its data too */
-  if (j->with_data &&
+  if (j->what == AHEAD_DATA &&
       engine_unit_src(j->e, j->n, ct, &rct, &src, d, &err) == 0)
     bytesrc_unref(src);
 }
@@ -564,13 +609,18 @@ static void ahead_run(void *arg, int cancelled) {
   struct view_cursor *c = j->c;
   struct memo_ref *u = NULL, *d = NULL;
   int wanted = !cancelled && !engine_stopping(j->e);
-  if (wanted && c) {
+  if (wanted && j->fan)
+    wanted = atomic_load(&j->fan->pos) <= j->at;
+  if (wanted && c) { /* still wanted: the reader has not passed it */
+    wanted = 0;
     pthread_mutex_lock(&c->lock);
-    wanted = !c->closed;
+    for (int i = 0; i < VIEW_AHEAD_MAX && !c->closed; i++)
+      wanted |= c->slot[i].rl == j->rl;
     pthread_mutex_unlock(&c->lock);
   }
   if (wanted)
     ahead_decode(j, &u, &d);
+  fan_unref(j->fan);
   if (c) {
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < VIEW_AHEAD_MAX; i++) {
@@ -594,17 +644,22 @@ static void ahead_run(void *arg, int cancelled) {
 /* Queue unit rl of region r; 0, or negative when the pool refused. */
 static int ahead_submit(struct engine *e, const struct znode *n,
                         const struct region *r, uint64_t rl,
-                        struct view_cursor *c, int with_data) {
+                        struct view_cursor *c, int what, struct fan *fan,
+                        uint64_t at) {
   struct ahead_job *j = malloc(sizeof *j);
   if (!j)
     return -ENOMEM;
-  *j = (struct ahead_job){e, n, *r, rl, c, with_data};
+  *j = (struct ahead_job){e, n, *r, rl, c, what, fan, at};
   if (c)
     atomic_fetch_add(&c->refs, 1);
+  if (fan)
+    atomic_fetch_add(&fan->refs, 1);
   int rc = pool_submit(e->ahead, ahead_run, j);
-  if (rc < 0) {
+  if (rc < 0) { /* the caller still holds a reference to both */
     if (c)
-      atomic_fetch_sub(&c->refs, 1); /* the file still holds one */
+      atomic_fetch_sub(&c->refs, 1);
+    if (fan)
+      atomic_fetch_sub(&fan->refs, 1);
     free(j);
   }
   return rc;
@@ -675,7 +730,7 @@ static void ahead_plan(struct engine *e, const struct znode *n,
         break;
       /* The job finds its slot by rl, so the slot is taken first. */
       c->slot[i] = (struct ahead_slot){rl, 0, NULL, NULL};
-      if (ahead_submit(e, n, r, rl, c, 1) < 0) {
+      if (ahead_submit(e, n, r, rl, c, AHEAD_DATA, NULL, 0) < 0) {
         c->slot[i].rl = AHEAD_FREE;
         break;
       }
@@ -807,16 +862,19 @@ static int row_unit(struct region_job *j, struct slab_row *w, uint64_t i,
 /* Have the workers decode the other units of a row while the fill goes
  * through them in order, when they all fit the ahead budget (judged by
  * the first unit's cost, already spent). */
-static void row_fan_out(struct region_job *j, size_t cost0) {
+static struct fan *row_fan_out(struct region_job *j, size_t cost0) {
   const struct region *r = j->r;
   struct engine *e = j->e;
   if (!e->ahead || cost0 > e->ahead_budget / (r->per_slab - 1))
-    return;
-  for (uint64_t i = 1; i < r->per_slab; i++) {
+    return NULL;
+  struct fan *fan = fan_new();
+  for (uint64_t i = 1; fan && i < r->per_slab; i++) {
     uint64_t rl = j->k * r->per_slab + i;
-    if (layout_stored(j->l, rl) && ahead_submit(e, j->n, r, rl, NULL, 1) < 0)
+    if (layout_stored(j->l, rl) &&
+        ahead_submit(e, j->n, r, rl, NULL, AHEAD_DATA, fan, i) < 0)
       break;
   }
+  return fan;
 }
 
 /* Fill: decode every unit of slab k once and measure its row segments. */
@@ -845,8 +903,11 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
                ? 0
                : zerr_set(err, ENOMEM, "out of memory");
   size_t c = sizeof *w + ((size_t)nseg + 1) * 16 + (size_t)w->nunits * 16;
+  struct fan *fan = NULL;
   for (uint64_t i = 0; rc == 0 && i < w->nunits; i++) {
     size_t c0 = c;
+    if (fan)
+      atomic_store(&fan->pos, i);
     rc = engine_check_stop(j->e, err);
     if (rc == 0)
       rc = row_unit(j, w, i, &c, err);
@@ -854,7 +915,7 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
       w->unit_cost = c - c0;
       /* a stored first unit tells what the others will cost */
       if (w->nunits > 1 && (w->units[0]->ab || w->units[0]->text))
-        row_fan_out(j, w->unit_cost);
+        fan = row_fan_out(j, w->unit_cost);
     }
     if (rc == 0 && c > j->e->window_cap)
       rc = zerr_set(err, EFBIG,
@@ -862,6 +923,7 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
                     "decode limit of %zu bytes (-o max_decode)",
                     j->e->window_cap);
   }
+  fan_done(fan);
   w->nseg = nseg;
   uint64_t pos = 0;
   /* A unit's rows come in increasing order, so each segment's end is
@@ -898,7 +960,8 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
  * stored, else decoded through the memo (the cursor keeps what it used). */
 static long read_unit(struct engine *e, const struct znode *n,
                       const uint64_t *idx, int stored, uint64_t off, size_t len,
-                      char *dst, struct view_cursor *c, struct zerr *err) {
+                      char *dst, struct view_cursor *c, int seq,
+                      struct zerr *err) {
   if (!stored) {
     struct chunk_text *ct;
     ZTRY(engine_fill_unit(n, idx, &ct, err));
@@ -907,6 +970,20 @@ static long read_unit(struct engine *e, const struct znode *n,
     return got;
   }
   struct memo_ref *ref, *dref = NULL;
+  if (!seq) {
+    /* A reader that jumps (tail, a random read) of a unit not decoded
+     * yet: through a plain zarrs.vlen index, read just what it shows. */
+    struct memo_key k;
+    engine_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
+    if (memo_peek(e->memo, &k, &ref))
+      memo_release(e->memo, ref);
+    else {
+      long got = engine_unit_read_direct(e, n, idx, off, len, dst, err);
+      if (got != -ENOTSUP)
+        return got;
+      zerr_clear(err);
+    }
+  }
   ZTRY(engine_unit(e, n, idx, &ref, err));
   const struct chunk_text *ct = engine_ref_unit(ref), *rct;
   struct bytesrc *data = NULL;
@@ -970,7 +1047,7 @@ static long region_read(struct engine *e, const struct znode *n,
   struct memo_ref *lref;
   ZTRY(layout_get(e, n, r, &lref, err));
   const struct region_layout *l = (const struct region_layout *)memo_obj(lref);
-  cursor_note(c, off, len);
+  int seq = cursor_note(c, off, len);
   size_t done = 0;
   long rc = 0;
   uint64_t k = 0;
@@ -984,7 +1061,7 @@ static long region_read(struct engine *e, const struct znode *n,
       uint64_t idx[ZMETA_MAX_DIMS];
       region_unit(r, k, idx);
       got = read_unit(e, n, idx, layout_stored(l, k), pos - s0, want,
-                      dst + done, c, err);
+                      dst + done, c, seq, err);
     } else {
       got = read_row(e, n, r, l, k, pos - s0, want, dst + done, c, err);
     }
@@ -1070,7 +1147,8 @@ long view_chunk_read(struct engine *e, const struct znode *n,
                      struct view_cursor *c, struct zerr *err) {
   ZTRY(view_check(n, err));
   if (!n->shard)
-    return read_unit(e, n, idx, 1, off, len, dst, c, err);
+    return read_unit(e, n, idx, 1, off, len, dst, c, cursor_note(c, off, len),
+                     err);
   struct region r;
   ZTRY(region_of_chunk(n, idx, &r, err));
   return region_read(e, n, &r, off, len, dst, c, err);
