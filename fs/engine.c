@@ -88,6 +88,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
    * No pool (no threads, or none could be made) only means no decoding
    * ahead. */
   e->ahead_budget = cfg->cache_size / 4;
+  e->cache_size = cfg->cache_size;
   if (cfg->decode_threads > 0)
     e->ahead = pool_new(cfg->decode_threads, 4 * cfg->decode_threads + 64);
   pthread_mutex_init(&e->nodes_lock, NULL);

@@ -107,6 +107,7 @@ struct engine {
   size_t render_max;          /* largest unit text kept rendered whole */
   struct pool *ahead;         /* decode-ahead workers (fs/view.c), or NULL */
   size_t ahead_budget;        /* bytes a reader may have decoded ahead */
+  size_t cache_size;          /* the memo's budget (engine_config) */
   pthread_mutex_t nodes_lock; /* guards nodes (leaf lock) */
   struct htab nodes;          /* path -> struct znode, for the engine's life */
   struct znode *transient;    /* nodes whose metadata failed to load for

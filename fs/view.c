@@ -140,7 +140,15 @@ static void cursor_keep(struct engine *e, struct view_cursor *c,
   }
   pthread_mutex_unlock(&c->lock);
   memo_release(e->memo, drop);
-  if (memo_pinned(e->memo) > e->window_cap) {
+  /* Readers use their newest one or two windows; older ones only spare
+   * a decode when the cache cannot hold them, so they go first when
+   * everything pinned outgrows the cache, and all go past the cap. */
+  size_t pinned = memo_pinned(e->memo);
+  if (pinned > e->cache_size) {
+    cursor_trim(e, c, 2);
+    pinned = memo_pinned(e->memo);
+  }
+  if (pinned > e->window_cap) {
     cursor_trim(e, c, 1);
     if (memo_pinned(e->memo) > e->window_cap)
       cursor_trim(e, c, 0);
