@@ -176,11 +176,9 @@ static int vlen_index_decode(const struct vlen_state *st, uint64_t n,
   return 0;
 }
 
-/* Read the length word, split into windows, decode index then data. */
-static int vlen_decode(const void *state, const struct codec_spec *spec,
-                       struct bytesrc *in, const struct codec_env *env,
-                       struct abytes **out, struct zerr *err) {
-  const struct vlen_state *st = state;
+/* The index length word of a chunk (its first or last 8 bytes, LE). */
+static int vlen_index_len(const struct vlen_state *st, struct bytesrc *in,
+                          uint64_t *L, struct zerr *err) {
   uint64_t size = in->size;
   if (size < 8)
     return zerr_set(err, EIO,
@@ -189,13 +187,23 @@ static int vlen_decode(const void *state, const struct codec_spec *spec,
                     (unsigned long long)size);
   uint8_t word[8];
   int rc = bytesrc_read_range(in, st->at_end ? size - 8 : 0, 8, word, err);
-  if (rc < 0) {
-    zerr_prefix(err, "zarrs.vlen: ");
-    return rc;
-  }
-  uint64_t L = 0;
+  if (rc < 0)
+    return zerr_prefix(err, "zarrs.vlen: ");
+  *L = 0;
   for (int i = 7; i >= 0; i--)
-    L = L << 8 | word[i];
+    *L = *L << 8 | word[i];
+  return 0;
+}
+
+/* Read the length word, split into windows, decode index then data. */
+static int vlen_decode(const void *state, const struct codec_spec *spec,
+                       struct bytesrc *in, const struct codec_env *env,
+                       struct abytes **out, struct zerr *err) {
+  const struct vlen_state *st = state;
+  uint64_t size = in->size, L;
+  int rc = vlen_index_len(st, in, &L, err);
+  if (rc < 0)
+    return rc;
   uint64_t main_len = size - 8;
   if (L > main_len)
     return zerr_set(err, EIO,
@@ -311,19 +319,10 @@ int vlen_direct_open(const struct chain *chain, uint64_t n,
   const struct vlen_state *st = vlen_direct_state(chain, &bst);
   if (!st)
     return zerr_set(err, ENOTSUP, "zarrs.vlen: index is not stored plain");
-  uint64_t size = chunk->size;
-  if (size < 8)
-    return zerr_set(err, EIO,
-                    "zarrs.vlen: chunk of %llu bytes is shorter than the "
-                    "8-byte index length",
-                    (unsigned long long)size);
-  uint8_t word[8];
-  int rc = bytesrc_read_range(chunk, st->at_end ? size - 8 : 0, 8, word, err);
+  uint64_t size = chunk->size, L;
+  int rc = vlen_index_len(st, chunk, &L, err);
   if (rc < 0)
-    return zerr_prefix(err, "zarrs.vlen: ");
-  uint64_t L = 0;
-  for (int i = 7; i >= 0; i--)
-    L = L << 8 | word[i];
+    return rc;
   uint64_t n1, want;
   if (zadd_u64(n, 1, &n1) < 0 || zmul_u64(n1, st->index_size, &want) < 0 ||
       L != want || L > size - 8)

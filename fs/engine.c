@@ -913,8 +913,8 @@ static int unit_direct(const struct znode *n, const uint64_t *idx,
   return 1;
 }
 
-/* In-bounds elements of unit idx. */
-static uint64_t unit_nin_of(const struct znode *n, const uint64_t *idx) {
+/* See engine.h. */
+uint64_t engine_unit_nin(const struct znode *n, const uint64_t *idx) {
   uint64_t nin = 1;
   for (int d = 0; d < n->meta->ndim; d++) {
     uint64_t u = n->uspec.shape[d], start = idx[d] * u;
@@ -952,7 +952,7 @@ static int unit_size_direct(struct engine *e, const struct znode *n,
     return -1;
   struct zerr err = {0};
   struct vlen_direct d;
-  uint64_t nin = unit_nin_of(n, idx), o0, on;
+  uint64_t nin = engine_unit_nin(n, idx), o0, on;
   int rc = direct_open(e, n, idx, &d, &err);
   if (rc == 0) { /* not stored: the fill value */
     *value = nin * (n->form.fill_len + 1);
@@ -993,7 +993,7 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
   if (rc <= 0)
     return rc == 0 ? -ENOTSUP : rc; /* a fill unit: the usual way */
   const struct dtype *dt = &n->form.dt;
-  uint64_t nin = unit_nin_of(n, idx), o0;
+  uint64_t nin = engine_unit_nin(n, idx), o0;
   uint64_t *o = malloc((DIRECT_BATCH + 1) * sizeof *o);
   rc = o ? vlen_direct_offsets(&d, 0, 1, &o0, err)
          : zerr_set(err, ENOMEM, "out of memory");

@@ -192,6 +192,9 @@ void engine_key(struct memo_key *k, enum engine_level level,
                 const struct znode *n, const uint64_t *idx,
                 const uint64_t *extra, int nextra);
 
+/* In-bounds elements of unit idx of n (edge units hold fewer). */
+uint64_t engine_unit_nin(const struct znode *n, const uint64_t *idx);
+
 /* Store key of chunk idx of node n (prefix included) into buf. */
 int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
                      size_t len);

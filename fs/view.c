@@ -252,15 +252,6 @@ static void region_unit(const struct region *r, uint64_t rl, uint64_t *idx) {
   }
 }
 
-/* In-bounds elements of unit idx. */
-static uint64_t unit_nin(const struct znode *n, const uint64_t *idx) {
-  uint64_t nin = 1;
-  for (int d = 0; d < n->meta->ndim; d++) {
-    uint64_t u = n->uspec.shape[d], start = idx[d] * u;
-    nin *= n->meta->shape[d] - start < u ? n->meta->shape[d] - start : u;
-  }
-  return nin;
-}
 
 /* ---- layouts ---- */
 
@@ -510,7 +501,7 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
     region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
     rc = engine_unit_size(j->e, n, idx, &size, err);
     if (rc == 0)
-      cum += (__int128)size - (__int128)l->line * unit_nin(n, idx);
+      cum += (__int128)size - (__int128)l->line * engine_unit_nin(n, idx);
     if (rc == 0 && (cum > INT64_MAX || cum < -(__int128)INT64_MAX))
       rc = zerr_set(err, EFBIG, "view: text exceeds 2^63 bytes");
     if (rc == 0)
