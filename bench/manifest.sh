@@ -19,6 +19,8 @@
 #       BENCH_DIR   where files go (kept); default a temp dir, removed
 set -euo pipefail
 export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 CHUNKS=1000000 DKEYS=100000
 usage() {
@@ -43,67 +45,21 @@ COLS=1000
 ROWS=$(((CHUNKS + COLS - 1) / COLS))
 CHUNKS=$((ROWS * COLS))
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-pick() {
-  local f
-  for f in "$@"; do
-    if [ -n "$f" ] && [ -x "$f" ] && [ -f "$f" ]; then
-      echo "$f"
-      return
-    fi
-  done
-}
-ZARRFS_BIN=$(pick "${ZARRFS_BIN:-}" ./zarrfs "$ROOT/build/zarrfs" "$ROOT/zarrfs")
-[ -n "$ZARRFS_BIN" ] || { echo "bench: no zarrfs binary (set ZARRFS_BIN)" >&2; exit 1; }
-command -v fusermount3 >/dev/null || { echo "bench: needs fusermount3" >&2; exit 1; }
-[ -e /dev/fuse ] || { echo "bench: no /dev/fuse" >&2; exit 1; }
-
-if [ -n "${BENCH_DIR:-}" ]; then
-  WORK=$BENCH_DIR
-  mkdir -p "$WORK"
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/zarrfs-mbench.XXXXXX")
-fi
-MNT=$WORK/mnt
-LOG=$WORK/zarrfs.log
-DAEMON=""
-mkdir -p "$MNT"
+bench_tool ZARRFS_BIN zarrfs
+bench_need fusermount3 timeout
+bench_workdir zarrfs-mbench
+bench_traps
 : >"$LOG"
-
-mounted() { awk -v m="$MNT" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo; }
-# Unmount and reap our daemon (only the pid we started), bounded waits.
-cleanup() {
-  if mounted; then
-    fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
-  fi
-  if [ -n "$DAEMON" ]; then
-    for _ in $(seq 100); do kill -0 "$DAEMON" 2>/dev/null || break; sleep 0.05; done
-    kill "$DAEMON" 2>/dev/null || true
-    wait "$DAEMON" 2>/dev/null || true
-    DAEMON=""
-  fi
-  if [ -z "${BENCH_DIR:-}" ]; then rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 now() { date +%s%N; }
 # Seconds between two now() stamps.
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e9 }'; }
-# Wall seconds of one run of "$@" (output discarded), into SECS.
-time_once() {
-  local a b
-  a=$(now)
-  "$@" >/dev/null 2>&1 || true
-  b=$(now)
-  SECS=$(secs "$a" "$b")
-}
 # Best of 3 runs, into BEST.
 best3() {
   local i b=""
   for i in 1 2 3; do
-    time_once "$@"
-    if [ -z "$b" ] || awk -v x="$SECS" -v y="$b" 'BEGIN { exit !(x < y) }'; then b=$SECS; fi
+    time_once /dev/null "$@"
+    if [ -z "$b" ] || bench_less "$SECS" "$b"; then b=$SECS; fi
   done
   BEST=$b
 }
@@ -115,20 +71,7 @@ REFS=$WORK/refs.json
 if [ ! -s "$REFS" ] || [ "$(cat "$WORK/params" 2>/dev/null)" != "$ROWS $COLS $DKEYS" ]; then
   head -c "$BLOBSZ" /dev/urandom >"$WORK/blob.bin"
   t0=$(now)
-  awk -v rows="$ROWS" -v cols="$COLS" -v dk="$DKEYS" -v bs="$BLOBSZ" 'BEGIN {
-    q = "\\\""
-    printf "{\"version\": 1, \"refs\": {\n"
-    printf "  \".zgroup\": \"{%szarr_format%s: 2}\",\n", q, q
-    printf "  \"a/.zarray\": \"{%schunks%s: [1, 4], %scompressor%s: null, %sdimension_separator%s: %s/%s, %sdtype%s: %s<i4%s, %sfill_value%s: 0, %sfilters%s: null, %sorder%s: %sC%s, %sshape%s: [%d, %d], %szarr_format%s: 2}\",\n", q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, rows, cols * 4, q, q
-    printf "  \"d/.zarray\": \"{%schunks%s: [4], %scompressor%s: null, %sdtype%s: %s<i4%s, %sfill_value%s: 0, %sfilters%s: null, %sorder%s: %sC%s, %sshape%s: [%d], %szarr_format%s: 2}\"", q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, q, dk * 4, q, q
-    n = bs / 16
-    for (i = 0; i < rows; i++)
-      for (j = 0; j < cols; j++)
-        printf ",\n  \"a/%d/%d\": [\"blob.bin\", %d, 16]", i, j, ((i * cols + j) % n) * 16
-    for (k = 0; k < dk; k++)
-      printf ",\n  \"d/%d\": [\"blob.bin\", %d, 16]", k, ((k * 7919) % n) * 16
-    printf "\n}}\n"
-  }' >"$REFS"
+  kerchunk_refs "$REFS" "$ROWS" "$COLS" "$DKEYS" "$BLOBSZ"
   t1=$(now)
   echo "$ROWS $COLS $DKEYS" >"$WORK/params"
   echo "bench: wrote $REFS ($(stat -c %s "$REFS") bytes, $((CHUNKS + DKEYS)) chunk entries) in $(secs "$t0" "$t1") s"
@@ -148,7 +91,7 @@ awk -v d="$DKEYS" 'BEGIN { srand(5); for (n = 0; n < 1000; n++) printf "%d\n", i
 
 best3 wc -l "$REFS"
 REF_SCAN=$BEST
-time_once ls "$PLAIN"
+time_once /dev/null ls "$PLAIN"
 REF_LS_COLD=$SECS
 best3 ls "$PLAIN"
 REF_LS=$BEST
@@ -184,7 +127,7 @@ if ! cmp -s <(tail -c +$((off + 1)) "$WORK/blob.bin" | head -c 16) "$MNT/a/$k"; 
   echo "bench: WARNING: a/$k does not hold the referenced bytes" >&2
 fi
 
-time_once ls "$MNT/d"
+time_once /dev/null ls "$MNT/d"
 LS_COLD=$SECS
 NAMES=$(ls -f "$MNT/d" | grep -vc '^\.\.\?$' || true)
 RSS_LS=$(rss_mb "$DAEMON" VmRSS)
@@ -193,7 +136,7 @@ if [ "$NAMES" != $((2 * DKEYS + 2)) ]; then
 fi
 best3 ls "$MNT/d"
 LS_WARM=$BEST
-time_once sh -c 'cd "$1" && xargs stat -c %s <"$2"' sh "$MNT/a" "$WORK/keys.a"
+time_once /dev/null sh -c 'cd "$1" && xargs stat -c %s <"$2"' sh "$MNT/a" "$WORK/keys.a"
 STAT_COLD=$SECS
 best3 sh -c 'cd "$1" && xargs stat -c %s <"$2"' sh "$MNT/a" "$WORK/keys.a"
 STAT_WARM=$BEST

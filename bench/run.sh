@@ -19,6 +19,8 @@
 #                        parameters match); default a temp dir, removed
 set -euo pipefail
 export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 COUNT=10000000 STRLEN=40 CHUNK="" RUNS=3 CACHE=""
 usage() {
@@ -48,90 +50,13 @@ if [ -z "$CHUNK" ]; then
   [ "$CHUNK" -ge 1 ] || CHUNK=1
 fi
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-# First executable among the arguments.
-pick() {
-  local f
-  for f in "$@"; do
-    if [ -n "$f" ] && [ -x "$f" ]; then
-      echo "$f"
-      return
-    fi
-  done
-}
-ZARRFS_BIN=$(pick "${ZARRFS_BIN:-}" ./zarrfs "$ROOT/build/zarrfs" "$ROOT/zarrfs")
-ZARRFS_MKSTORE=$(pick "${ZARRFS_MKSTORE:-}" ./zarrfs-mkstore \
-  "$ROOT/build/zarrfs-mkstore" "$ROOT/zarrfs-mkstore")
-[ -n "$ZARRFS_BIN" ] || { echo "bench: no zarrfs binary (set ZARRFS_BIN)" >&2; exit 1; }
-[ -n "$ZARRFS_MKSTORE" ] || { echo "bench: no zarrfs-mkstore (set ZARRFS_MKSTORE)" >&2; exit 1; }
-for tool in zstd fusermount3 grep tail; do
-  command -v "$tool" >/dev/null || { echo "bench: needs $tool" >&2; exit 1; }
-done
-[ -e /dev/fuse ] || { echo "bench: no /dev/fuse" >&2; exit 1; }
-
-if [ -n "${BENCH_DIR:-}" ]; then
-  WORK=$BENCH_DIR
-  mkdir -p "$WORK"
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/zarrfs-bench.XXXXXX")
-fi
-MNT=$WORK/mnt
-LOG=$WORK/zarrfs.log
-DAEMON=""
-STORE=""
-mkdir -p "$MNT"
-
-# Is the mount point mounted?
-mounted() { awk -v m="$MNT" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo; }
-
-# Unmount and reap our daemon (only the pid we started), bounded waits.
-unmount_store() {
-  if mounted; then
-    fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -u -z "$MNT" 2>/dev/null || true
-  fi
-  if [ -n "$DAEMON" ]; then
-    for _ in $(seq 100); do kill -0 "$DAEMON" 2>/dev/null || break; sleep 0.05; done
-    kill "$DAEMON" 2>/dev/null || true
-    wait "$DAEMON" 2>/dev/null || true
-    DAEMON=""
-  fi
-}
-
-cleanup() {
-  unmount_store
-  if [ -z "${BENCH_DIR:-}" ]; then rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Mount store $1 in the background; wait (bounded) until it is there.
-mount_store() {
-  STORE=$1
-  "$ZARRFS_BIN" -f ${CACHE:+-o "cache_size=$CACHE"} "$STORE" "$MNT" 2>>"$LOG" &
-  DAEMON=$!
-  for _ in $(seq 200); do
-    mounted && return 0
-    kill -0 "$DAEMON" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "bench: mounting $STORE failed; daemon log:" >&2
-  tail -n 20 "$LOG" >&2
-  exit 1
-}
-
-DROP=no
-# Drop the page cache where permitted (root outside most containers).
-drop_caches() {
-  sync
-  if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then DROP=yes; fi
-}
-
-# Wall seconds of one run of "${@:2}" with its output to $1, into SECS.
-time_once() {
-  local TIMEFORMAT=%R out=$1
-  shift
-  SECS=$({ time "$@" >"$out" 2>&1 || true; } 2>&1)
-}
+bench_tool ZARRFS_BIN zarrfs
+bench_tool ZARRFS_MKSTORE zarrfs-mkstore
+bench_need zstd fusermount3 grep tail timeout
+bench_workdir zarrfs-bench
+bench_traps
+ZOPTS=()
+[ -z "$CACHE" ] || ZOPTS=(-o "cache_size=$CACHE")
 
 # Best of RUNS of "${@:3}" with output to $2, into BEST. $1: "mount" =
 # fresh mount and dropped page cache before each run; "file" = dropped page
@@ -145,12 +70,12 @@ best() {
     if [ "$kind" = mount ]; then
       unmount_store
       drop_caches
-      mount_store "$STORE"
+      mount_store "$STORE" "${ZOPTS[@]}"
     elif [ "$kind" = file ]; then
       drop_caches
     fi
     time_once "$out" "$@"
-    if [ -z "$BEST" ] || awk -v a="$SECS" -v b="$BEST" 'BEGIN { exit !(a < b) }'; then
+    if [ -z "$BEST" ] || bench_less "$SECS" "$BEST"; then
       BEST=$SECS
     fi
   done
@@ -203,7 +128,8 @@ row "reference: cat plain.txt (warm)" "$REF_CAT_WARM" "" ""
 # ---- through the mount ----
 
 for kind in none zstd; do
-  mount_store "$WORK/$kind.zarr"
+  STORE=$WORK/$kind.zarr
+  mount_store "$STORE" "${ZOPTS[@]}"
   # Correctness first: a fast wrong answer is no result.
   got=$(stat -c %s "$MNT/values.txt")
   [ "$got" = "$SIZE" ] || { echo "bench: $kind: values.txt is $got bytes, want $SIZE" >&2; exit 1; }

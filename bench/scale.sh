@@ -22,6 +22,8 @@
 #        (keep the stores there and reuse them; default a temp dir, removed)
 set -euo pipefail
 export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 COLS=30000 RUNS=3 LIMIT=60
 usage() {
@@ -43,91 +45,16 @@ for v in "$COLS" "$RUNS" "$LIMIT"; do
   case $v in '' | *[!0-9]* | 0) usage ;; esac
 done
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-# First executable among the arguments.
-pick() {
-  local f
-  for f in "$@"; do
-    if [ -n "$f" ] && [ -x "$f" ]; then
-      echo "$f"
-      return
-    fi
-  done
-}
-ZARRFS_BIN=$(pick "${ZARRFS_BIN:-}" ./zarrfs "$ROOT/build/zarrfs" "$ROOT/zarrfs")
-ZARRFS_MKSTORE=$(pick "${ZARRFS_MKSTORE:-}" ./zarrfs-mkstore \
-  "$ROOT/build/zarrfs-mkstore" "$ROOT/zarrfs-mkstore")
-[ -n "$ZARRFS_BIN" ] || { echo "bench: no zarrfs binary (set ZARRFS_BIN)" >&2; exit 1; }
-[ -n "$ZARRFS_MKSTORE" ] || { echo "bench: no zarrfs-mkstore (set ZARRFS_MKSTORE)" >&2; exit 1; }
-for tool in zstd fusermount3 dd cmp timeout; do
-  command -v "$tool" >/dev/null || { echo "bench: needs $tool" >&2; exit 1; }
-done
-[ -e /dev/fuse ] || { echo "bench: no /dev/fuse" >&2; exit 1; }
+bench_tool ZARRFS_BIN zarrfs
+bench_tool ZARRFS_MKSTORE zarrfs-mkstore
+bench_need zstd fusermount3 dd cmp timeout
+bench_workdir zarrfs-bench-scale
+bench_traps
 
-if [ -n "${BENCH_DIR:-}" ]; then
-  WORK=$BENCH_DIR
-  mkdir -p "$WORK"
-else
-  WORK=$(mktemp -d "${TMPDIR:-/tmp}/zarrfs-bench-scale.XXXXXX")
-fi
-MNT=$WORK/mnt
-LOG=$WORK/zarrfs.log
-DAEMON=""
-mkdir -p "$MNT"
-
-# Is the mount point mounted?
-mounted() { awk -v m="$MNT" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo; }
-
-# Unmount and stop our daemon (only the pid we started), bounded waits. A
-# timed-out reader may sit in the kernel waiting for the daemon's answer:
-# the lazy unmount and the daemon's death (which aborts the connection)
-# release it.
-unmount_store() {
-  if mounted; then
-    timeout 10 fusermount3 -u "$MNT" 2>/dev/null || timeout 10 fusermount3 -u -z "$MNT" 2>/dev/null || true
-  fi
-  if [ -n "$DAEMON" ]; then
-    for _ in $(seq 100); do kill -0 "$DAEMON" 2>/dev/null || break; sleep 0.05; done
-    kill -TERM "$DAEMON" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$DAEMON" 2>/dev/null || break; sleep 0.05; done
-    kill -KILL "$DAEMON" 2>/dev/null || true
-    wait "$DAEMON" 2>/dev/null || true
-    DAEMON=""
-  fi
-}
-
-cleanup() {
-  unmount_store
-  if [ -z "${BENCH_DIR:-}" ]; then rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# mount_store STORE [CACHE]: mount in the background (CACHE "default" or
-# a cache_size); wait (bounded) until it is there.
-mount_store() {
-  local opts=()
-  [ "${2:-default}" = default ] || opts=(-o "cache_size=$2")
-  "$ZARRFS_BIN" -f "${opts[@]}" "$1" "$MNT" 2>>"$LOG" &
-  DAEMON=$!
-  for _ in $(seq 200); do
-    mounted && return 0
-    kill -0 "$DAEMON" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "bench: mounting $1 failed; daemon log:" >&2
-  tail -n 20 "$LOG" >&2
-  exit 1
-}
-
-# Wall seconds of one run of CMD... into SECS; TIMEOUT=yes when the limit
-# stopped it (CMD must apply the limit itself).
-time_once() {
-  local TIMEFORMAT=%R rc
-  SECS=$({ time "$@" >/dev/null 2>&1; } 2>&1) && rc=0 || rc=$?
-  SECS=${SECS##*$'\n'}
-  TIMEOUT=no
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then TIMEOUT=yes; fi
+# mount_cache STORE CACHE: mount STORE with CACHE ("default" or a
+# cache_size).
+mount_cache() {
+  if [ "$2" = default ]; then mount_store "$1"; else mount_store "$1" -o "cache_size=$2"; fi
 }
 
 # The reference commands, limited like the rest.
@@ -168,11 +95,11 @@ best() {
   local kind=$1 store=$2 cache=$3 run
   BEST=""
   for run in $(seq "$RUNS"); do
-    mount_store "$store" "$cache"
+    mount_cache "$store" "$cache"
     if [ "$kind" = cat ]; then
-      time_once cat_view
+      time_once /dev/null cat_view
     else
-      time_once random16 "$store.offs"
+      time_once /dev/null random16 "$store.offs"
     fi
     if [ "$TIMEOUT" = yes ]; then
       BEST=">$LIMIT"
@@ -189,7 +116,7 @@ best() {
       fi
     fi
     unmount_store
-    if [ -z "$BEST" ] || awk -v a="$SECS" -v b="$BEST" 'BEGIN { exit !(a < b) }'; then
+    if [ -z "$BEST" ] || bench_less "$SECS" "$BEST"; then
       BEST=$SECS
     fi
   done
@@ -199,8 +126,8 @@ best() {
 best_ref() {
   BEST=""
   for _ in $(seq "$RUNS"); do
-    time_once lim "$@"
-    if [ -z "$BEST" ] || awk -v a="$SECS" -v b="$BEST" 'BEGIN { exit !(a < b) }'; then
+    time_once /dev/null lim "$@"
+    if [ -z "$BEST" ] || bench_less "$SECS" "$BEST"; then
       BEST=$SECS
     fi
   done
