@@ -11,6 +11,9 @@
 # ZARRFS_FIXTURES overrides the location (default
 # $ZARRFS_SRCDIR/../shared/fixtures); absent fixtures skip (exit 77), or fail
 # under CI=true.
+# ZT_TIMEOUT (the hang guard for the whole script) defaults to 900 s here:
+# some 600 checks over ~150 mounts take 5 minutes on a loaded 2-core VM.
+ZT_TIMEOUT=${ZT_TIMEOUT:-900}
 . "$(dirname "$0")/lib.sh"
 
 FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
