@@ -2,12 +2,16 @@
  *
  * This is the hot path of `cat` on numeric arrays, so the numeric path
  * calls nothing that allocates or looks at the locale (no printf, no
- * strtod): integers are formatted by hand, and floats go through an exact
- * shortest-digits search (free-format digit generation in the manner of
- * Steele & White / Burger & Dybvig), in 64- or 128-bit integers when the
- * operands fit (nearly all real data) and in small fixed-size big
- * integers otherwise. Only datetime fields use snprintf, with integer
- * conversions alone.
+ * strtod): integers and the digits of float64/float32 come from fs/dtoa.c
+ * (Schubfach, a few multiplications per value). float16 and bfloat16 go
+ * through an exact shortest-digits search here (free-format digit
+ * generation in the manner of Steele & White / Burger & Dybvig), in 64- or
+ * 128-bit integers when the operands fit and in small fixed-size big
+ * integers otherwise: their values are few and small, and Schubfach's
+ * precision argument is made for binary32/64 (a float16 is exactly a
+ * float32, but its shortest digits are shorter). The search also serves
+ * as the reference check_dtoa compares dtoa.c with (render_float_exact).
+ * Only datetime fields use snprintf, with integer conversions alone.
  *
  * Float layout: the fewest significant digits that read back to the same
  * value at the element's own width (float16/32/64), written plainly when
@@ -41,42 +45,22 @@
 #include <stdio.h> /* snprintf for datetime fields */
 #include <string.h>
 
+#include "dtoa.h"
+
 /* ---- integers ---- */
 
-/* Two decimal digits for every value 0..99: halves the divisions. */
-static const char render_pairs[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536"
-    "37383940414243444546474849505152535455565758596061626364656667686970717273"
-    "7475767778798081828384858687888990919293949596979899";
-
 /* Unsigned decimal into buf (at least 20 bytes); returns the length. */
-static size_t fmt_u64(uint64_t v, char *buf) {
-  char tmp[20];
-  size_t i = sizeof tmp;
-  while (v >= 100) {
-    unsigned r = (unsigned)(v % 100);
-    v /= 100;
-    i -= 2;
-    memcpy(tmp + i, render_pairs + 2 * r, 2);
-  }
-  if (v >= 10) {
-    i -= 2;
-    memcpy(tmp + i, render_pairs + 2 * v, 2);
-  } else {
-    tmp[--i] = (char)('0' + v);
-  }
-  size_t n = sizeof tmp - i;
-  memcpy(buf, tmp + i, n);
-  return n;
-}
+static inline size_t fmt_u64(uint64_t v, char *buf) { return dtoa_u64(v, buf); }
 
-/* Signed decimal; INT64_MIN is negated in unsigned arithmetic. */
+/* Signed decimal; INT64_MIN is negated in unsigned arithmetic. The sign
+ * is handled without a branch (signs of real data are often a coin toss):
+ * '-' is always written, and the digits overwrite it when v >= 0. */
 static size_t fmt_i64(int64_t v, char *buf) {
-  if (v < 0) {
-    buf[0] = '-';
-    return 1 + fmt_u64((uint64_t)0 - (uint64_t)v, buf + 1);
-  }
-  return fmt_u64((uint64_t)v, buf);
+  size_t neg = v < 0;
+  uint64_t mag = (uint64_t)v;
+  mag = neg ? (uint64_t)0 - mag : mag;
+  buf[0] = '-';
+  return neg + fmt_u64(mag, buf + neg);
 }
 
 /* The widest unsigned integer: scaled timedeltas may pass 64 bits. */
@@ -455,47 +439,82 @@ static int shortest_digits(uint64_t f, int e, int p, int min_e, char *d,
   return digits_big(&fs, d, x10);
 }
 
-/* Lay out digits d[0..n) with first-digit exponent x into buf. */
+/* Copy n <= 16 bytes as two overlapping fixed-size copies: inline, with
+ * a branch that the lengths of real data predict well (memcpy's size
+ * dispatch mispredicted about one value in four). */
+static inline void copy16(char *dst, const char *src, size_t n) {
+  if (n >= 8) {
+    memcpy(dst, src, 8);
+    memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    memcpy(dst, src, 4);
+    memcpy(dst + n - 4, src + n - 4, 4);
+  } else if (n) {
+    dst[0] = src[0];
+    dst[n / 2] = src[n / 2];
+    dst[n - 1] = src[n - 1];
+  }
+}
+
+/* The same for n <= 17; 16 and 17 (common: all significant digits) take
+ * one path. */
+static inline void copy17(char *dst, const char *src, size_t n) {
+  if (n >= 16) {
+    memcpy(dst, src, 16);
+    memcpy(dst + n - 16, src + n - 16, 16);
+  } else {
+    copy16(dst, src, n);
+  }
+}
+
+/* Lay out digits d[0..n) with first-digit exponent x into buf; d holds
+ * '0' from d[n] to d[DTOA_DIGITS_MAX - 1] (the integer part's padding).
+ * Writes exactly the text (nothing past it). */
 static size_t layout_digits(const char *d, int n, int x, int neg, char *buf) {
-  size_t o = 0;
-  if (neg)
-    buf[o++] = '-';
-  if (x >= 16 || x < -4) {
+  size_t o = (size_t)neg;
+  buf[0] = '-'; /* overwritten when not negative (no branch on the sign) */
+  if (x >= 16 || x < -4) { /* d.ddde+XX; de+XX for one digit */
     buf[o++] = d[0];
     if (n > 1) {
       buf[o++] = '.';
-      memcpy(buf + o, d + 1, (size_t)n - 1);
+      copy16(buf + o, d + 1, (size_t)n - 1);
       o += (size_t)n - 1;
     }
     buf[o++] = 'e';
     buf[o++] = x < 0 ? '-' : '+';
-    unsigned ax = (unsigned)(x < 0 ? -x : x);
-    if (ax < 10)
-      buf[o++] = '0';
-    o += fmt_u64(ax, buf + o);
-    return o;
+    /* Two or three exponent digits; the hundreds digit is written either
+     * way and overwritten when there is none (no branch: exponents of
+     * mixed data straddle 100 unpredictably). */
+    unsigned ax = (unsigned)(x < 0 ? -x : x); /* at most 324 */
+    buf[o] = (char)('0' + ax / 100);
+    o += ax >= 100;
+    memcpy(buf + o, dtoa_pairs + 2 * (ax % 100), 2);
+    return o + 2;
   }
-  if (x < 0) {
+  if (x < 0) { /* "0.", -x-1 zeros, the digits */
     buf[o++] = '0';
     buf[o++] = '.';
     for (int i = -1; i > x; i--)
       buf[o++] = '0';
-    memcpy(buf + o, d, (size_t)n);
+    copy17(buf + o, d, (size_t)n);
     return o + (size_t)n;
   }
-  /* Integer part: x + 1 digits, zero padded past the significant ones. */
-  for (int i = 0; i <= x; i++)
-    buf[o++] = i < n ? d[i] : '0';
+  /* Integer part: x + 1 <= 16 digits, the '0' padding past the
+   * significant ones included; then the rest as the fraction. */
+  copy16(buf + o, d, (size_t)x + 1);
+  o += (size_t)x + 1;
   if (n > x + 1) {
     buf[o++] = '.';
-    memcpy(buf + o, d + x + 1, (size_t)(n - x - 1));
+    copy16(buf + o, d + x + 1, (size_t)(n - x - 1));
     o += (size_t)(n - x - 1);
   }
   return o;
 }
 
-/* Render the IEEE value with the given bit pattern and layout. */
-static size_t fmt_float(uint64_t bits, struct fmt_layout l, char *buf) {
+/* Render the IEEE value with the given bit pattern and layout; `exact`
+ * uses the big-integer search for every width (render_float_exact). */
+static size_t fmt_float_as(uint64_t bits, struct fmt_layout l, int exact,
+                           char *buf) {
   int mb = l.mant_bits, eb = l.exp_bits;
   int bias = (1 << (eb - 1)) - 1;
   int neg = (int)(bits >> (mb + eb)) & 1;
@@ -533,10 +552,29 @@ static size_t fmt_float(uint64_t bits, struct fmt_layout l, char *buf) {
       buf[o++] = '-';
     return o + fmt_u64(f >> -e, buf + o);
   }
-  char d[20];
-  int x10;
-  int n = shortest_digits(f, e, mb + 1, min_e, d, &x10);
+  char d[20]; /* the exact search's digit loops stop at 18 at most */
+  int x10, n;
+  if (!exact && mb == 52) {
+    n = dtoa_shortest_f64(bits, d, &x10);
+  } else if (!exact && mb == 23) {
+    n = dtoa_shortest_f32((uint32_t)bits, d, &x10);
+  } else {
+    n = shortest_digits(f, e, mb + 1, min_e, d, &x10);
+    if (n < DTOA_DIGITS_MAX) /* the padding layout_digits expects */
+      memset(d + n, '0', (size_t)(DTOA_DIGITS_MAX - n));
+  }
   return layout_digits(d, n, x10, neg, buf);
+}
+
+/* Render the IEEE value with the given bit pattern and layout. */
+static size_t fmt_float(uint64_t bits, struct fmt_layout l, char *buf) {
+  return fmt_float_as(bits, l, 0, buf);
+}
+
+/* The float text by the exact search alone. */
+size_t render_float_exact(uint64_t bits, int mant_bits, int exp_bits,
+                          char *buf) {
+  return fmt_float_as(bits, (struct fmt_layout){mant_bits, exp_bits}, 1, buf);
 }
 
 /* Floor division and modulo for a positive divisor. */

@@ -1,0 +1,118 @@
+/* numfmt.c - ns per number of the numeric text path (render_fixed) for
+ * float64 and int32, with snprintf("%.17g") and snprintf("%d") timed in
+ * the same run as references.
+ *
+ *   build/bench/numfmt [COUNT]     (default 10,000,000 numbers per row)
+ *
+ * Inputs are pseudo-random (a fixed seed): float64 as random bit patterns
+ * (every finite value, so exponents across the whole range) and as
+ * uniform values in [0, 1) (typical measured data: 16-17 digits, small
+ * exponents); int32 as random bit patterns. They are drawn into a 1 Mi
+ * element array that is walked COUNT/1Mi times, so the figure is the
+ * formatting and not memory traffic. Each row is the best of 3 runs;
+ * machines here are shared, so compare rows of one run. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../fs/render.h"
+
+#define BENCH_N (1u << 20)
+
+/* splitmix64: a fixed, portable sequence. */
+static uint64_t next_rand(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Monotonic seconds. */
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* What one row formats: element i of the input into buf, its length. */
+typedef size_t (*bench_fn)(const void *in, size_t i, char *buf);
+
+static const struct dtype *bench_f64_dt, *bench_i32_dt;
+
+static size_t fmt_render_f64(const void *in, size_t i, char *buf) {
+  return render_fixed(bench_f64_dt, (const double *)in + i, buf);
+}
+static size_t fmt_render_i32(const void *in, size_t i, char *buf) {
+  return render_fixed(bench_i32_dt, (const int32_t *)in + i, buf);
+}
+static size_t fmt_printf_f64(const void *in, size_t i, char *buf) {
+  return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%.17g",
+                          ((const double *)in)[i]);
+}
+static size_t fmt_printf_i32(const void *in, size_t i, char *buf) {
+  return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%d",
+                          (int)((const int32_t *)in)[i]);
+}
+
+/* Best of 3 runs of `count` numbers, in ns per number; the text lengths
+ * are summed into *sink so no call can be optimised away. */
+static double bench_row(bench_fn fn, const void *in, uint64_t count,
+                        uint64_t *sink) {
+  char buf[RENDER_FIXED_MAX];
+  double best = 1e30;
+  for (int run = 0; run < 3; run++) {
+    double t0 = now();
+    uint64_t total = 0;
+    for (uint64_t j = 0; j < count; j++)
+      total += fn(in, (size_t)(j & (BENCH_N - 1)), buf) + (uint8_t)buf[0];
+    double dt = now() - t0;
+    *sink += total;
+    if (dt < best)
+      best = dt;
+  }
+  return best * 1e9 / (double)count;
+}
+
+int main(int argc, char **argv) {
+  uint64_t count = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000u;
+  struct dtype f64 = dtype_of(DT_FLOAT64), i32 = dtype_of(DT_INT32);
+  bench_f64_dt = &f64;
+  bench_i32_dt = &i32;
+  double *bits = malloc(BENCH_N * sizeof *bits);
+  double *unit = malloc(BENCH_N * sizeof *unit);
+  int32_t *ints = malloc(BENCH_N * sizeof *ints);
+  if (!bits || !unit || !ints)
+    return 1;
+  uint64_t seed = 42;
+  for (size_t i = 0; i < BENCH_N; i++) {
+    uint64_t b;
+    do /* finite only: NaN and inf are a fixed string */
+      b = next_rand(&seed);
+    while (((b >> 52) & 0x7ff) == 0x7ff);
+    memcpy(&bits[i], &b, 8);
+    unit[i] = (double)(next_rand(&seed) >> 11) * 0x1p-53;
+    ints[i] = (int32_t)(uint32_t)next_rand(&seed);
+  }
+  uint64_t sink = 0;
+  printf("%llu numbers per row, ns/number (best of 3)\n",
+         (unsigned long long)count);
+  printf("float64 random bits  render_fixed     %6.1f\n",
+         bench_row(fmt_render_f64, bits, count, &sink));
+  printf("float64 random bits  snprintf %%.17g   %6.1f\n",
+         bench_row(fmt_printf_f64, bits, count, &sink));
+  printf("float64 in [0,1)     render_fixed     %6.1f\n",
+         bench_row(fmt_render_f64, unit, count, &sink));
+  printf("float64 in [0,1)     snprintf %%.17g   %6.1f\n",
+         bench_row(fmt_printf_f64, unit, count, &sink));
+  printf("int32 random bits    render_fixed     %6.1f\n",
+         bench_row(fmt_render_i32, ints, count, &sink));
+  printf("int32 random bits    snprintf %%d      %6.1f\n",
+         bench_row(fmt_printf_i32, ints, count, &sink));
+  printf("(checksum %llu)\n", (unsigned long long)sink);
+  free(bits);
+  free(unit);
+  free(ints);
+  return 0;
+}
