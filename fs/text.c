@@ -182,7 +182,10 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
    * render per element in all) unless it grows past render_max. */
   struct tbuf tb = {NULL, 0, 0, render_max};
   if (rc == 0 && ab->elsize && render_max) {
-    size_t guess = (size_t)ct->nin * 8 + 64;
+    /* room for the longest texts (a float64 takes up to ~24 bytes): a
+     * buffer that grows would be copied; unused pages are never touched,
+     * and the final shrink is a remap */
+    size_t guess = (size_t)ct->nin * (3 * form->dt.size + 8) + 64;
     tb.cap = guess < render_max ? guess : render_max;
     tb.p = malloc(tb.cap);
   }
