@@ -202,9 +202,12 @@ static void drop_locked(struct memo *m, struct memo_entry *e,
   }
 }
 
-/* Evict least recently used entries until both bounds hold. */
+/* Evict least recently used entries until both bounds hold. Pinned
+ * objects count against the byte budget too: what readers use right now
+ * leaves that much less room for what they may use again, so memory stays
+ * near the budget (above it only while pins alone exceed it). */
 static void evict_locked(struct memo *m, struct memo_entry **victims) {
-  while (m->used > m->budget && m->objs.tail)
+  while (m->used + m->pinned > m->budget && m->objs.tail)
     drop_locked(m, m->objs.tail, victims);
   while (m->vals.count > m->max_values && m->vals.tail)
     drop_locked(m, m->vals.tail, victims);

@@ -10,9 +10,10 @@
  * Objects. A successful memo_get returns a *pin* (struct memo_ref): while
  * pinned, the entry is in use, stays findable by every thread and is never
  * evicted. memo_release unpins; an unpinned entry goes to an LRU list whose
- * costs are kept within the byte budget (entries larger than the whole
- * budget are dropped when unpinned). So memory is the budget plus what
- * readers are using right now (memo_pinned). Objects are reference counted
+ * costs, with those of the pinned entries, are kept within the byte budget
+ * (entries larger than the whole budget are dropped when unpinned). So
+ * memory is the budget, or what readers are using right now (memo_pinned)
+ * when that alone is more. Objects are reference counted
  * (struct zobj): a caller may also keep the object itself beyond the pin
  * (zobj_get), e.g. a row of units holding its units; that keeps it alive
  * but not findable.
