@@ -9,8 +9,11 @@
  * uniform values in [0, 1) (typical measured data: 16-17 digits, small
  * exponents); int32 as random bit patterns. They are drawn into a 1 Mi
  * element array that is walked COUNT/1Mi times, so the figure is the
- * formatting and not memory traffic. Each row is the best of 3 runs;
- * machines here are shared, so compare rows of one run. */
+ * formatting and not memory traffic. Each row is the best of 3 runs,
+ * timed in this thread's CPU time (time spent descheduled on a busy
+ * machine does not count); machines here are shared, so compare rows of
+ * one run. "exact search" is the float path before fs/dtoa.c (still the
+ * one float16 and bfloat16 use), through render_float_exact. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +32,10 @@ static uint64_t next_rand(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-/* Monotonic seconds. */
+/* This thread's CPU seconds. */
 static double now(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -46,6 +49,11 @@ static size_t fmt_render_f64(const void *in, size_t i, char *buf) {
 }
 static size_t fmt_render_i32(const void *in, size_t i, char *buf) {
   return render_fixed(bench_i32_dt, (const int32_t *)in + i, buf);
+}
+static size_t fmt_exact_f64(const void *in, size_t i, char *buf) {
+  uint64_t b;
+  memcpy(&b, (const double *)in + i, 8);
+  return render_float_exact(b, 52, 11, buf);
 }
 static size_t fmt_printf_f64(const void *in, size_t i, char *buf) {
   return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%.17g",
@@ -100,10 +108,14 @@ int main(int argc, char **argv) {
          (unsigned long long)count);
   printf("float64 random bits  render_fixed     %6.1f\n",
          bench_row(fmt_render_f64, bits, count, &sink));
+  printf("float64 random bits  exact search     %6.1f\n",
+         bench_row(fmt_exact_f64, bits, count, &sink));
   printf("float64 random bits  snprintf %%.17g   %6.1f\n",
          bench_row(fmt_printf_f64, bits, count, &sink));
   printf("float64 in [0,1)     render_fixed     %6.1f\n",
          bench_row(fmt_render_f64, unit, count, &sink));
+  printf("float64 in [0,1)     exact search     %6.1f\n",
+         bench_row(fmt_exact_f64, unit, count, &sink));
   printf("float64 in [0,1)     snprintf %%.17g   %6.1f\n",
          bench_row(fmt_printf_f64, unit, count, &sink));
   printf("int32 random bits    render_fixed     %6.1f\n",

@@ -26,9 +26,10 @@
  * rounded to odd: the lowest bit records "inexact", so comparing with an
  * even integer (4s, 4(s+1), 2(2s+1), ...) gives the exact answer. The
  * paper proves the 126-bit table is precise enough for every binary64
- * value; binary32 uses the same table and code (c is smaller, so the
- * products are, if anything, more precise), and check_dtoa compares
- * both with the exact big-integer search in render.c.
+ * value. binary32 uses the same table and code; all 2^32 binary32
+ * patterns have been compared with the exact big-integer search in
+ * render.c (check_dtoa's exhaustive mode), and check_dtoa compares
+ * millions of binary64 values with it on every run.
  *
  * Integers: two digits at a time from a 200-byte table, back to front
  * from the end the length gives, in 32-bit arithmetic below 10^8. The
