@@ -436,9 +436,14 @@ START_TEST(floats_random16_default) {
   grid2_check(&FLOATS, 256u << 20, 1, 1);
 }
 END_TEST
-START_TEST(floats_random16_1m) { grid2_check(&FLOATS, 1u << 20, 1, 3); }
+/* A row of the float grid (15 units) is larger than these caches, so
+ * it is dropped as soon as no reader holds it, and 16 readers at random
+ * slabs rebuild rows as their timing falls: 9 to 18 rows for 8 slabs in
+ * runs on a loaded 2-core VM (each row 15 decodes). The bound says the
+ * work stays a small multiple of the chunks, not how lucky a run is. */
+START_TEST(floats_random16_1m) { grid2_check(&FLOATS, 1u << 20, 1, 4); }
 END_TEST
-START_TEST(floats_random16_64k) { grid2_check(&FLOATS, 64u << 10, 1, 3); }
+START_TEST(floats_random16_64k) { grid2_check(&FLOATS, 64u << 10, 1, 4); }
 END_TEST
 
 /* A single 128 KiB read at a random offset decodes one row of units (15
