@@ -1,28 +1,53 @@
 /* fuse_ops.h - the FUSE operation table of zarrfs: the only code (with
- * src/main.c) that sees libfuse. Each operation resolves the path through
- * the namespace, calls the engine, and maps the result to an errno in one
- * place (zfs_errno). The engine is the fuse private_data. */
+ * src/main.c) that sees libfuse. It uses the low-level API: the kernel's
+ * inode numbers map to store paths in a table of our own (struct
+ * zfs_inodes), so that listing a million names costs one pass and a few
+ * hundred replies, and every inode is an ordinary allocation. Each
+ * operation resolves the path through the namespace, calls the engine, and
+ * maps the result to an errno in one place (zfs_errno). The session's
+ * userdata is a struct zfs_fuse_ctx. */
 #ifndef ZARRFS_FUSE_OPS_H
 #define ZARRFS_FUSE_OPS_H
 
 #define FUSE_USE_VERSION 312
-#include <fuse.h>
+#include <fuse_lowlevel.h>
+#include <stdint.h>
 
-/* Timeouts for the kernel's attribute and entry caches, in seconds. The
- * store is immutable while mounted, so they can be long. */
+/* Timeouts for the kernel's attribute and entry caches, in seconds (the
+ * store is immutable while mounted, so they can be long), and the kernel
+ * read-ahead asked for in the FUSE handshake. */
 struct zfs_fuse_config {
   double attr_timeout;
+  unsigned max_readahead; /* bytes; the kernel takes the smaller of this and
+                             its own (main raises that first: see
+                             -o kernel_readahead); 0 keeps the kernel's */
 };
 
-/* The operations; private_data must be a struct zfs_fuse_ctx. */
-const struct fuse_operations *zfs_operations(void);
+struct zfs_inodes;
 
 /* What fuse_ops needs at run time (owned by main). */
 struct zfs_fuse_ctx {
   struct engine *engine;
   struct zfs_fuse_config cfg;
   long mount_time;
+  uid_t uid; /* the owner every file shows (once: not a syscall per stat) */
+  gid_t gid;
+  struct zfs_inodes *inodes; /* zfs_inodes_new; freed by main after the
+                                session */
 };
+
+/* The operations; the session's userdata must be a struct zfs_fuse_ctx. */
+const struct fuse_lowlevel_ops *zfs_operations(void);
+
+/* The inode table: the root (FUSE_ROOT_ID, the store's root) and every
+ * path the kernel holds (looked up, or listed with its attributes by
+ * readdirplus) until it forgets it. Inode numbers are never reused within
+ * a mount. *out is owned by the caller (zfs_inodes_free). 0 or -ENOMEM. */
+int zfs_inodes_new(struct zfs_inodes **out);
+/* Inodes the kernel holds now, the root included (for tests and logs). */
+uint64_t zfs_inodes_count(struct zfs_inodes *t);
+/* Free the table and every inode; NULL-safe. */
+void zfs_inodes_free(struct zfs_inodes *t);
 
 /* Map an internal negative errno to the one FUSE returns (negative). */
 int zfs_errno(int rc);

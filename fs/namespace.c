@@ -1,9 +1,12 @@
 /* namespace.c - path -> stored object or view (see namespace.h). */
+#define _GNU_SOURCE /* qsort_r */
 #include "namespace.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "../codecs/chain.h"
+#include "../codecs/codec.h"
 #include "hier.h"
 #include "view.h"
 
@@ -166,88 +169,157 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
   return zerr_set(err, EIO, "not a view");
 }
 
-/* One stored child. */
-struct listing_item {
-  char *name;
-  int is_dir;
+/* ---- listings ----
+ *
+ * A directory is listed once into a compact table (struct ns_dir): the
+ * store's children first, sorted by name and each name once, then the
+ * names consolidated metadata adds, values.txt and the K.txt views. FUSE
+ * reads the table by position (readdir offsets), so a listing of n names
+ * costs O(n log n) once per open directory, never once per reply. */
+
+/* One name: 16 bytes; the names live in one arena. */
+struct ns_item {
+  uint64_t size; /* NS_RAW with attr: the stored size */
+  uint32_t name; /* offset of the NUL-terminated name in names */
+  uint8_t kind;  /* enum ns_kind */
+  uint8_t attr;  /* 1: kind and size are all that stat says of it */
 };
 
-/* Collected listing of one stored directory, sorted by name. */
-struct listing {
-  struct listing_item *items;
+struct ns_dir {
+  struct ns_item *items;
   size_t n, cap;
-  int oom;
+  char *names; /* arena of NUL-terminated names, at most NS_DIR_MAX_NAMES */
+  size_t names_len, names_cap;
+  size_t nstored;      /* items[0, nstored): the store's, sorted, unique */
+  int has_view_suffix; /* some stored name ends with NS_VIEW_SUFFIX */
+  int rc;              /* first failure while adding (-ENOMEM, -EFBIG) */
 };
 
-/* store_list callback: remember each child. Entries the store holds but
- * cannot serve (FIFOs, links leaving the store) are not shown. */
-static int listing_add(void *ud, const char *name, enum store_entry_type type,
-                       uint64_t size) {
-  (void)size;
-  struct listing *l = ud;
-  if (type != STORE_FILE && type != STORE_DIR)
-    return 0;
-  if (l->n == l->cap) {
-    size_t nc = l->cap ? l->cap * 2 : 64;
-    struct listing_item *ni = realloc(l->items, nc * sizeof *ni);
-    if (!ni) {
-      l->oom = 1;
-      return 1;
-    }
-    l->items = ni;
-    l->cap = nc;
+/* Names of one listing, in bytes (offsets are 32-bit). */
+#define NS_DIR_MAX_NAMES ((size_t)UINT32_MAX)
+
+/* Name of item i. */
+static const char *item_name(const struct ns_dir *d, size_t i) {
+  return d->names + d->items[i].name;
+}
+
+/* Append a name (len bytes); sets d->rc and returns it on failure. */
+static int dir_add(struct ns_dir *d, const char *name, size_t len,
+                   enum ns_kind kind, int attr, uint64_t size) {
+  if (d->rc)
+    return d->rc;
+  if (d->names_len + len + 1 > d->names_cap) {
+    if (d->names_len + len + 1 > NS_DIR_MAX_NAMES)
+      return d->rc = -EFBIG;
+    size_t nc = d->names_cap ? d->names_cap : 4096;
+    while (nc < d->names_len + len + 1)
+      nc *= 2;
+    if (nc > NS_DIR_MAX_NAMES)
+      nc = NS_DIR_MAX_NAMES;
+    char *p = realloc(d->names, nc);
+    if (!p)
+      return d->rc = -ENOMEM;
+    d->names = p;
+    d->names_cap = nc;
   }
-  char *copy = strdup(name);
-  if (!copy) {
-    l->oom = 1;
-    return 1;
+  if (d->n == d->cap) {
+    size_t nc = d->cap ? d->cap * 2 : 64;
+    struct ns_item *p = realloc(d->items, nc * sizeof *p);
+    if (!p)
+      return d->rc = -ENOMEM;
+    d->items = p;
+    d->cap = nc;
   }
-  l->items[l->n].name = copy;
-  l->items[l->n++].is_dir = type == STORE_DIR;
+  struct ns_item *it = &d->items[d->n++];
+  it->name = (uint32_t)d->names_len;
+  it->kind = (uint8_t)kind;
+  it->attr = attr ? 1 : 0;
+  it->size = attr ? size : 0;
+  memcpy(d->names + d->names_len, name, len);
+  d->names[d->names_len + len] = '\0';
+  d->names_len += len + 1;
   return 0;
 }
 
-/* Order items by name. */
-static int item_cmp(const void *a, const void *b) {
-  return strcmp(((const struct listing_item *)a)->name,
-                ((const struct listing_item *)b)->name);
-}
-
-/* Free a listing. */
-static void listing_free(struct listing *l) {
-  for (size_t i = 0; i < l->n; i++)
-    free(l->items[i].name);
-  free(l->items);
-}
-
-/* Is name among the stored entries? */
-static int listing_has(const struct listing *l, const char *name) {
-  if (!l->n)
+/* store_list callback: remember each child. Entries the store holds but
+ * cannot serve (FIFOs, links leaving the store) are not shown. */
+static int dir_add_stored(void *ud, const char *name,
+                          enum store_entry_type type, uint64_t size) {
+  struct ns_dir *d = ud;
+  if (type != STORE_FILE && type != STORE_DIR)
     return 0;
-  struct listing_item probe = {(char *)name, 0};
-  return bsearch(&probe, l->items, l->n, sizeof *l->items, item_cmp) != NULL;
+  size_t len = strlen(name);
+  if (type == STORE_FILE && ends_with(name, NS_VIEW_SUFFIX))
+    d->has_view_suffix = 1;
+  if (type == STORE_DIR)
+    return dir_add(d, name, len, NS_DIR, 1, 0) != 0;
+  return dir_add(d, name, len, NS_RAW, size != STORE_SIZE_UNKNOWN, size) != 0;
 }
 
-/* Passes consolidated child names not already listed to the caller. */
+/* Order items by name; a file before a directory of the same name. */
+static int item_cmp(const void *a, const void *b, void *ud) {
+  const struct ns_dir *d = ud;
+  const struct ns_item *x = a, *y = b;
+  int c = strcmp(d->names + x->name, d->names + y->name);
+  return c ? c : (x->kind == NS_DIR) - (y->kind == NS_DIR);
+}
+
+/* Sort the stored names (stores list in any order; a sorted one costs a
+ * scan) and keep each name once: a name that is both a file and a
+ * directory (a kerchunk key and a prefix) is shown once, as stat resolves
+ * it, so its attributes are left to stat. */
+static void dir_sort_stored(struct ns_dir *d) {
+  int sorted = 1;
+  for (size_t i = 1; i < d->n && sorted; i++)
+    sorted = item_cmp(&d->items[i - 1], &d->items[i], d) <= 0;
+  if (!sorted)
+    qsort_r(d->items, d->n, sizeof *d->items, item_cmp, d);
+  size_t w = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    if (w && !strcmp(item_name(d, w - 1), item_name(d, i))) {
+      d->items[w - 1].attr = 0;
+      continue;
+    }
+    d->items[w++] = d->items[i];
+  }
+  d->n = w;
+  d->nstored = w;
+}
+
+/* Is name among the stored names? */
+static int dir_has_stored(const struct ns_dir *d, const char *name) {
+  size_t lo = 0, hi = d->nstored;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(item_name(d, mid), name);
+    if (!c)
+      return 1;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return 0;
+}
+
+/* Adds consolidated child names not already stored. */
 struct cons_fill {
-  const struct listing *l;
-  ns_fill_cb cb;
-  void *ud;
-  int stop;
+  struct ns_dir *d;
+  int attr; /* the store listed the directory: the others are directories */
 };
 
 /* hier_children callback: one child directory, unless stored. */
 static int cons_fill_one(void *ud, const char *name) {
   struct cons_fill *cf = ud;
-  if (!listing_has(cf->l, name))
-    cf->stop = cf->cb(cf->ud, name, 1);
-  return cf->stop;
+  if (dir_has_stored(cf->d, name))
+    return 0;
+  return dir_add(cf->d, name, strlen(name), NS_DIR, cf->attr, 0) != 0;
 }
 
 /* An unlistable store (plain HTTP) still shows a node's own metadata
  * files: each is one cached GET. */
-static void listing_add_metadata(struct engine *e, const char *key,
-                                 struct listing *l) {
+static void dir_add_metadata(struct engine *e, const char *key,
+                             struct ns_dir *d) {
   static const char *const names[] = {"zarr.json", ".zgroup", ".zarray",
                                       ".zattrs", ".zmetadata"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -260,82 +332,167 @@ static void listing_add_metadata(struct engine *e, const char *key,
                 store_stat(e->store, k, &t, &size, NULL) == 0 &&
                 t == STORE_FILE;
     if (found)
-      listing_add(l, names[i], t, size);
+      dir_add_stored(d, names[i], t, size);
     if (i == 0 && found)
       break; /* V3: no V2 names beside it */
   }
 }
 
-/* Stored children, consolidated child nodes, then values.txt and K.txt
- * views. */
-int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
-            struct zerr *err) {
+/* What stat would say of a view's size, if that is known without reading
+ * anything: a size already learned (exact or lazy sizes), or with lazy
+ * sizes 0 for one not learned. 0 when only stat can tell: a size to
+ * compute, or a `zarrs.vlen` unit's, which view_chunk_size_known learns by
+ * reading the unit's index. */
+static int view_size_cheap(struct engine *e, const struct znode *n,
+                           const uint64_t *idx, uint64_t *size) {
+  int k;
+  if (idx) {
+    if (!n->shard && chain_sole_a2b(n->chain, &codec_vlen))
+      return 0;
+    k = view_chunk_size_known(e, n, idx, size, NULL);
+  } else {
+    k = view_array_size_known(e, n, size, NULL);
+  }
+  if (k < 0 || (k == 0 && !e->lazy_sizes))
+    return 0;
+  if (k == 0)
+    *size = 0; /* lazy: unknown, read with direct I/O */
+  return 1;
+}
+
+/* The K.txt view of every stored file K that is a chunk key of array n
+ * (rel: the directory below the array), unless a stored K.txt hides it. */
+static void dir_add_views(struct engine *e, struct ns_dir *d,
+                          const struct znode *n, const char *rel) {
+  char relkey[4096], view[4096];
+  size_t rl = strlen(rel);
+  if (rl + 1 >= sizeof relkey)
+    return;
+  memcpy(relkey, rel, rl);
+  if (rl)
+    relkey[rl++] = '/';
+  const size_t sl = strlen(NS_VIEW_SUFFIX);
+  uint64_t idx[ZMETA_MAX_DIMS];
+  for (size_t i = 0; i < d->nstored && !d->rc; i++) {
+    if (d->items[i].kind == NS_DIR)
+      continue;
+    const char *name = item_name(d, i);
+    size_t nl = strlen(name);
+    if (rl + nl >= sizeof relkey || nl + sl >= sizeof view)
+      continue;
+    memcpy(relkey + rl, name, nl + 1);
+    if (zmeta_parse_chunk_key(n->meta, relkey, idx) != 0)
+      continue;
+    memcpy(view, name, nl);
+    memcpy(view + nl, NS_VIEW_SUFFIX, sl + 1);
+    if (d->has_view_suffix && dir_has_stored(d, view))
+      continue;
+    uint64_t size = 0;
+    int attr = view_size_cheap(e, n, idx, &size);
+    dir_add(d, view, nl + sl, NS_CHUNK_VIEW, attr, size);
+  }
+}
+
+int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
+                struct zerr *err) {
   const char *key = path_key(path);
-  struct listing l = {0};
-  int rc = store_list(e->store, key, listing_add, &l, err);
+  struct ns_dir *d = calloc(1, sizeof *d);
+  if (!d)
+    return zerr_set(err, ENOMEM, "out of memory listing a directory");
+  int rc = store_list(e->store, key, dir_add_stored, d, err);
+  int listed = rc == 0 && !e->store->unlistable;
   if (rc == STORE_LIST_PARTIAL) { /* show what is known; reads say why */
     zerr_clear(err);
     rc = 0;
   }
-  if (rc == 0 && l.oom)
-    rc = zerr_set(err, ENOMEM, "out of memory listing a directory");
-  if (rc < 0 && rc != -ENOMEM &&
+  if (rc == 0 && d->rc)
+    rc = d->rc == -EFBIG
+             ? zerr_set(err, EFBIG, "directory listing too large")
+             : zerr_set(err, ENOMEM, "out of memory listing a directory");
+  if (rc < 0 && rc != -ENOMEM && rc != -EFBIG &&
       (e->store->unlistable || hier_is_dir(e, key) ||
        engine_node(e, key)->cons)) {
     /* The store cannot list it; consolidated metadata may (an unlistable
      * store shows what metadata names, and views). */
-    listing_free(&l);
-    memset(&l, 0, sizeof l);
+    d->n = 0;
+    d->names_len = 0;
+    d->rc = 0;
+    d->has_view_suffix = 0;
     zerr_clear(err);
     rc = 0;
   }
   if (rc < 0) {
-    listing_free(&l);
+    ns_dir_free(d);
     return rc;
   }
-  if (rc == 0 && e->store->unlistable)
-    listing_add_metadata(e, key, &l);
-  if (l.n)
-    qsort(l.items, l.n, sizeof *l.items, item_cmp);
+  if (e->store->unlistable)
+    dir_add_metadata(e, key, d);
+  dir_sort_stored(d);
 
-  int stop = 0;
-  for (size_t i = 0; i < l.n && !stop; i++)
-    stop = cb(ud, l.items[i].name, l.items[i].is_dir);
   /* Child nodes named by consolidated metadata that the store did not
    * list (a union: each name once). */
-  struct cons_fill cf = {&l, cb, ud, stop};
-  if (!stop && hier_children(e, key, cons_fill_one, &cf, err) < 0) {
-    listing_free(&l);
-    return -ENOMEM;
-  }
-  stop = cf.stop;
+  struct cons_fill cf = {d, listed};
+  if (hier_children(e, key, cons_fill_one, &cf, err) < 0 && !d->rc)
+    d->rc = -ENOMEM;
 
   const struct znode *n = engine_node(e, key);
   const char *rel = "";
   if (n->kind != ZNODE_ARRAY && n->kind != ZNODE_BROKEN)
     n = *key ? engine_array_of(e, key, &rel) : NULL;
-  if (!stop && n && n->path && !strcmp(n->path, key) &&
-      !listing_has(&l, NS_VALUES_NAME))
-    stop = cb(ud, NS_VALUES_NAME, 0);
-  if (n && n->kind == ZNODE_ARRAY && n->meta) {
-    char relkey[4096], view[4096];
-    uint64_t idx[ZMETA_MAX_DIMS];
-    for (size_t i = 0; i < l.n && !stop; i++) {
-      if (l.items[i].is_dir)
-        continue;
-      int w =
-          *rel ? snprintf(relkey, sizeof relkey, "%s/%s", rel, l.items[i].name)
-               : snprintf(relkey, sizeof relkey, "%s", l.items[i].name);
-      if (w < 0 || (size_t)w >= sizeof relkey)
-        continue;
-      if (zmeta_parse_chunk_key(n->meta, relkey, idx) != 0)
-        continue;
-      w = snprintf(view, sizeof view, "%s%s", l.items[i].name, NS_VIEW_SUFFIX);
-      if (w < 0 || (size_t)w >= sizeof view || listing_has(&l, view))
-        continue;
-      stop = cb(ud, view, 0);
+  if (n && n->path && !strcmp(n->path, key) &&
+      !dir_has_stored(d, NS_VALUES_NAME)) {
+    uint64_t size = 0;
+    int attr = n->kind == ZNODE_ARRAY && view_size_cheap(e, n, NULL, &size);
+    dir_add(d, NS_VALUES_NAME, strlen(NS_VALUES_NAME), NS_ARRAY_VIEW, attr,
+            size);
+  }
+  if (n && n->kind == ZNODE_ARRAY && n->meta)
+    dir_add_views(e, d, n, rel);
+  if (d->rc) {
+    rc = d->rc == -EFBIG
+             ? zerr_set(err, EFBIG, "directory listing too large")
+             : zerr_set(err, ENOMEM, "out of memory listing a directory");
+    ns_dir_free(d);
+    return rc;
+  }
+  if (d->n && d->n < d->cap) { /* it may be kept open for long: fit */
+    struct ns_item *p = realloc(d->items, d->n * sizeof *p);
+    if (p) {
+      d->items = p;
+      d->cap = d->n;
     }
   }
-  listing_free(&l);
+  *out = d;
+  return 0;
+}
+
+size_t ns_dir_count(const struct ns_dir *d) { return d->n; }
+
+void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out) {
+  const struct ns_item *it = &d->items[i];
+  out->name = d->names + it->name;
+  out->kind = (enum ns_kind)it->kind;
+  out->attr = it->attr;
+  out->size = it->size;
+}
+
+void ns_dir_free(struct ns_dir *d) {
+  if (!d)
+    return;
+  free(d->items);
+  free(d->names);
+  free(d);
+}
+
+/* Stored children, consolidated child nodes, then values.txt and K.txt
+ * views, through cb. */
+int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
+            struct zerr *err) {
+  struct ns_dir *d;
+  ZTRY(ns_dir_open(e, path, &d, err));
+  for (size_t i = 0; i < d->n; i++)
+    if (cb(ud, item_name(d, i), d->items[i].kind == NS_DIR))
+      break;
+  ns_dir_free(d);
   return 0;
 }

@@ -48,8 +48,44 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
 /* Called once per directory entry; return non-zero to stop. */
 typedef int (*ns_fill_cb)(void *ud, const char *name, int is_dir);
 
-/* List a directory: stored entries plus the views that belong there. */
+/* List a directory: stored entries plus the views that belong there
+ * (ns_dir_open, then each name in its order). */
 int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
             struct zerr *err);
+
+/* A directory's listing, made once and then read by position (FUSE
+ * readdir offsets): the store's children (sorted by name, each name once),
+ * the child nodes only consolidated metadata names, values.txt, then the
+ * K.txt views. Listing reads no chunk and decodes nothing (it lists the
+ * store and looks up learned sizes). Immutable once made; about 16 bytes
+ * plus the name per entry. */
+struct ns_dir;
+
+/* One name of a listing, and what is known of it without any I/O. */
+struct ns_dirent {
+  const char *name;  /* borrowed from the listing */
+  enum ns_kind kind; /* what ns_resolve would say the name is */
+  int attr;          /* 1: kind and size are all of the name's stat, as
+                        ns_resolve and ns_size would say it now:
+                        directories, stored files whose size the store's
+                        listing gave, views whose size is already learned
+                        (with lazy sizes also those not learned: 0), except
+                        `zarrs.vlen` chunk views, whose size is learned by
+                        reading the chunk's index. Never set where knowing
+                        would take a read or a decode. */
+  uint64_t size;     /* NS_RAW with attr: what ns_size would say */
+};
+
+/* List path. *out is owned by the caller (ns_dir_free). Fails as a
+ * listing does (-ENOENT, -EIO, ...), -ENOMEM, or -EFBIG past 4 GiB of
+ * names. */
+int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
+                struct zerr *err);
+/* Number of names. */
+size_t ns_dir_count(const struct ns_dir *d);
+/* Name i (< ns_dir_count) into *out. */
+void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out);
+/* Free; NULL-safe. */
+void ns_dir_free(struct ns_dir *d);
 
 #endif

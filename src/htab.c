@@ -17,6 +17,7 @@ static size_t pow2_at_least(size_t n) {
 int htab_init(struct htab *t, size_t hint) {
   t->nbuckets = pow2_at_least(hint);
   t->count = 0;
+  t->pop_from = 0;
   t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
   return t->buckets ? 0 : -ENOMEM;
 }
@@ -25,7 +26,7 @@ int htab_init(struct htab *t, size_t hint) {
 void htab_fini(struct htab *t) {
   free(t->buckets);
   t->buckets = NULL;
-  t->nbuckets = t->count = 0;
+  t->nbuckets = t->count = t->pop_from = 0;
 }
 
 /* Walk one chain. */
@@ -56,16 +57,20 @@ static void grow(struct htab *t) {
   free(t->buckets);
   t->buckets = b;
   t->nbuckets = nb;
+  t->pop_from = 0;
 }
 
 /* Push on its chain, growing first when the table is full. */
 void htab_insert(struct htab *t, struct htab_node *n) {
   if (t->count >= t->nbuckets)
     grow(t);
-  struct htab_node **head = &t->buckets[n->hash & (t->nbuckets - 1)];
+  size_t i = n->hash & (t->nbuckets - 1);
+  struct htab_node **head = &t->buckets[i];
   n->next = *head;
   *head = n;
   t->count++;
+  if (i < t->pop_from)
+    t->pop_from = i;
 }
 
 /* Unlink from its chain. */
@@ -78,14 +83,17 @@ void htab_remove(struct htab *t, struct htab_node *n) {
   t->count--;
 }
 
-/* First entry of the first non-empty chain. */
+/* First entry of the first non-empty chain, searched from where the last
+ * pop stopped (a scan from bucket 0 each time made teardown of a million
+ * entries quadratic: minutes). */
 struct htab_node *htab_pop(struct htab *t) {
-  for (size_t i = 0; t->count && i < t->nbuckets; i++)
+  for (size_t i = t->pop_from; t->count && i < t->nbuckets; i++)
     if (t->buckets[i]) {
       struct htab_node *n = t->buckets[i];
       t->buckets[i] = n->next;
       n->next = NULL;
       t->count--;
+      t->pop_from = i;
       return n;
     }
   return NULL;

@@ -23,6 +23,7 @@ struct htab {
   struct htab_node **buckets;
   size_t nbuckets; /* a power of two */
   size_t count;
+  size_t pop_from; /* htab_pop: every bucket below this one is empty */
 };
 
 /* An empty table with about `hint` buckets. 0 or -ENOMEM. */
@@ -41,7 +42,8 @@ struct htab_node *htab_find(const struct htab *t, uint64_t hash, htab_eq_fn eq,
 void htab_insert(struct htab *t, struct htab_node *n);
 /* Unlink n, which must be in the table. */
 void htab_remove(struct htab *t, struct htab_node *n);
-/* Unlink and return any one entry (for teardown), or NULL when empty. */
+/* Unlink and return any one entry (for teardown), or NULL when empty.
+ * Popping every entry costs O(entries + buckets) in all. */
 struct htab_node *htab_pop(struct htab *t);
 
 /* Hashes: 64-bit, good enough to spread typed keys and paths. */

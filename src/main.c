@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <ctype.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -44,6 +45,7 @@ struct cli {
   char *sizes;
   char *decode_threads;
   char *remote_targets;
+  char *kernel_readahead;
   char **allow_roots; /* -o allow_root=DIR, repeatable (owned) */
   size_t n_allow;
   int help, version;
@@ -67,6 +69,7 @@ static const struct fuse_opt cli_opts[] = {
     CLI_OPT("sizes=%s", sizes),
     CLI_OPT("decode_threads=%s", decode_threads),
     CLI_OPT("remote_targets=%s", remote_targets),
+    CLI_OPT("kernel_readahead=%s", kernel_readahead),
     CLI_OPT("region=%s", rem.region),
     CLI_OPT("endpoint=%s", rem.endpoint),
     CLI_OPT("profile=%s", rem.profile),
@@ -193,7 +196,10 @@ static void usage(const char *prog) {
       "                           DIR may be a URL prefix, which also\n"
       "                           allows link-local addresses under it\n"
       "    -o remote_targets=no   references and manifests may not read\n"
-      "                           remote targets (untrusted references)\n\n"
+      "                           remote targets (untrusted references)\n"
+      "    -o kernel_readahead=SIZE  the kernel's read-ahead for this mount\n"
+      "                           (default 1M: whole 1 MiB requests; 0\n"
+      "                           keeps the kernel's own, 128K; needs root)\n\n"
       "remote stores (http, https, s3; see docs/remote.md):\n"
       "    -o region=NAME         S3 region (else AWS_REGION, ~/.aws/config,\n"
       "                           us-east-1)\n"
@@ -259,6 +265,7 @@ static int path_within(const char *path, const char *dir) {
 /* A mount from /proc/self/mountinfo, decoded (each string owned). */
 struct mount_entry {
   char *point, *type, *source;
+  char *dev; /* "MAJOR:MINOR" */
 };
 
 /* Free the strings of m; NULL-safe fields. */
@@ -266,6 +273,7 @@ static void mount_entry_clear(struct mount_entry *m) {
   free(m->point);
   free(m->type);
   free(m->source);
+  free(m->dev);
   memset(m, 0, sizeof *m);
 }
 
@@ -313,7 +321,8 @@ static int mountinfo_find(const char *path, int within,
     out->point = strdup(field[4]);
     out->type = strdup(type);
     out->source = strdup(source ? source : "none");
-    if (!out->point || !out->type || !out->source) {
+    out->dev = strdup(field[2] ? field[2] : "");
+    if (!out->point || !out->type || !out->source || !out->dev) {
       mount_entry_clear(out);
       found = 0;
       break;
@@ -449,6 +458,31 @@ done:
   mount_entry_clear(&m);
   free(abs);
   return rc;
+}
+
+/* Set the kernel's read-ahead for the new mount at mnt (the mount's own
+ * backing device, /sys/class/bdi/MAJOR:MINOR), so that sequential reads
+ * through the page cache reach the daemon as requests of up to `bytes`
+ * (1 MiB: the largest FUSE request, max_pages 256) instead of 128 KiB: the
+ * FUSE handshake can lower the kernel's read-ahead but never raise it. It
+ * needs root; failing changes nothing else and is said at debug level. */
+static void set_kernel_readahead(const char *mnt, unsigned long long bytes) {
+  struct mount_entry m = {0};
+  char p[128];
+  int fd = -1;
+  if (mountinfo_find(mnt, 0, &m) == 1 && is_fuse_type(m.type) &&
+      strchr(m.dev, ':') && !strchr(m.dev, '/') &&
+      snprintf(p, sizeof p, "/sys/class/bdi/%s/read_ahead_kb", m.dev) <
+          (int)sizeof p)
+    fd = open(p, O_WRONLY | O_CLOEXEC);
+  char val[32];
+  int n = snprintf(val, sizeof val, "%llu\n", (bytes + 1023) / 1024);
+  if (fd < 0 || write(fd, val, (size_t)n) != n)
+    zlog(ZLOG_DEBUG, "%s: kernel read-ahead not set: %s", mnt,
+         fd < 0 && !m.dev ? "mount not found" : strerror(errno));
+  if (fd >= 0)
+    close(fd);
+  mount_entry_clear(&m);
 }
 
 /* Refuse bad SOURCE/MOUNTPOINT at once, with one line. */
@@ -777,7 +811,8 @@ int main(int argc, char **argv) {
   struct engine *engine = NULL;
   struct confine *confine = NULL;
   struct remote *remote = NULL;
-  struct fuse *fuse = NULL;
+  struct fuse_session *se = NULL;
+  struct zfs_inodes *inodes = NULL;
   struct shutdown shut = {0};
   int status = 1;
 
@@ -791,7 +826,7 @@ int main(int argc, char **argv) {
   if (cli.help) {
     usage(argv[0]);
     printf("\nOptions of the FUSE library:\n");
-    fuse_lib_help(&args);
+    fuse_lowlevel_help();
     status = 0;
     goto out;
   }
@@ -814,6 +849,14 @@ int main(int argc, char **argv) {
   }
   if (cli.max_decode && (max_decode = parse_size(cli.max_decode)) <= 0) {
     fprintf(stderr, "zarrfs: bad max_decode '%s'\n", cli.max_decode);
+    goto out;
+  }
+  long long kernel_readahead = 1 << 20;
+  if (cli.kernel_readahead &&
+      ((kernel_readahead = parse_size(cli.kernel_readahead)) < 0 ||
+       kernel_readahead > (1ll << 30))) {
+    fprintf(stderr, "zarrfs: bad kernel_readahead '%s'\n",
+            cli.kernel_readahead);
     goto out;
   }
   double attr_timeout = 3600;
@@ -957,44 +1000,55 @@ int main(int argc, char **argv) {
     snprintf(mopt, sizeof mopt, "-oro,subtype=zarrfs");
   fuse_opt_add_arg(&args, mopt);
 
-  struct zfs_fuse_ctx fctx = {engine, {attr_timeout}, (long)time(NULL)};
-  fuse =
-      fuse_new(&args, zfs_operations(), sizeof(struct fuse_operations), &fctx);
-  if (!fuse)
+  if (zfs_inodes_new(&inodes) < 0) {
+    fprintf(stderr, "zarrfs: out of memory\n");
+    goto out;
+  }
+  struct zfs_fuse_ctx fctx = {engine,
+                              {attr_timeout, (unsigned)kernel_readahead},
+                              (long)time(NULL),
+                              getuid(),
+                              getgid(),
+                              inodes};
+  se = fuse_session_new(&args, zfs_operations(),
+                        sizeof(struct fuse_lowlevel_ops), &fctx);
+  if (!se)
     goto out;
   /* Handlers first: a signal from here on stops the mount cleanly. */
   shut.engine = engine;
   shut.remote = remote;
-  shut.se = fuse_get_session(fuse);
+  shut.se = se;
   shut.mountpoint = opts.mountpoint;
   if (shutdown_install(&shut) < 0) {
     fprintf(stderr, "zarrfs: cannot install signal handlers: %s\n",
             strerror(errno));
     goto out;
   }
-  if (fuse_mount(fuse, opts.mountpoint) != 0)
+  if (fuse_session_mount(se, opts.mountpoint) != 0)
     goto out;
+  if (kernel_readahead > 0)
+    set_kernel_readahead(opts.mountpoint, (unsigned long long)kernel_readahead);
   if (fuse_daemonize(opts.foreground) != 0) {
-    fuse_unmount(fuse);
+    fuse_session_unmount(se);
     goto out;
   }
   pthread_t watch; /* after fuse_daemonize: a fork keeps no threads */
   int werr = shutdown_start(&shut, &watch);
   if (werr) {
     zlog(ZLOG_ERR, "cannot start the shutdown thread: %s", strerror(werr));
-    fuse_unmount(fuse);
+    fuse_session_unmount(se);
     goto out;
   }
   int rc;
   if (opts.singlethread) {
-    rc = fuse_loop(fuse);
+    rc = fuse_session_loop(se);
   } else {
     struct fuse_loop_config *lc = fuse_loop_cfg_create();
     fuse_loop_cfg_set_clone_fd(lc, opts.clone_fd);
     fuse_loop_cfg_set_max_threads(lc, opts.max_threads ? opts.max_threads : 16);
     if (opts.max_idle_threads != UINT_MAX)
       fuse_loop_cfg_set_idle_threads(lc, opts.max_idle_threads);
-    rc = fuse_loop_mt(fuse, lc);
+    rc = fuse_session_loop_mt(se, lc);
     fuse_loop_cfg_destroy(lc);
   }
   atomic_store(&shut.loop_returned, 1);
@@ -1004,7 +1058,7 @@ int main(int argc, char **argv) {
   shutdown_detach();
   sem_post(&shut.requested); /* let the watchdog return */
   pthread_join(watch, NULL);
-  fuse_unmount(fuse);
+  fuse_session_unmount(se);
   /* The loop returns 0 after an unmount, -errno on failure; after a
    * shutdown signal it may return -EINTR (single-threaded loop), yet that
    * exit was asked for: status 0. */
@@ -1012,8 +1066,9 @@ int main(int argc, char **argv) {
 
 out:
   shutdown_detach(); /* before the session is freed */
-  if (fuse)
-    fuse_destroy(fuse);
+  if (se)
+    fuse_session_destroy(se);
+  zfs_inodes_free(inodes); /* after the session: no request runs */
   engine_free(engine);
   confine_free(confine); /* after the engine: its store borrows it */
   remote_free(remote);   /* likewise */
@@ -1030,6 +1085,7 @@ out:
   free(cli.sizes);
   free(cli.decode_threads);
   free(cli.remote_targets);
+  free(cli.kernel_readahead);
   char **rs[] = {&cli.rem.region, &cli.rem.endpoint, &cli.rem.profile,
                  &cli.rem.connect_timeout, &cli.rem.stall_timeout,
                  &cli.rem.timeout, &cli.rem.retries, &cli.rem.remote_cache,

@@ -437,9 +437,10 @@ int manifest_list(const struct manifest *m, const char *prefix,
     const char *rest = k + pl, *slash = strchr(rest, '/');
     if (!slash) {
       const struct mf_rec *r = &m->recs[i];
-      if (r->kind != MF_MISSING &&
-          cb(ud, rest, STORE_FILE,
-             r->kind == MF_WHOLE || r->kind == MF_BAD ? 0 : r->length))
+      uint64_t size = r->kind == MF_WHOLE ? STORE_SIZE_UNKNOWN
+                      : r->kind == MF_BAD ? 0
+                                          : r->length;
+      if (r->kind != MF_MISSING && cb(ud, rest, STORE_FILE, size))
         return 0;
       i++;
       continue;

@@ -89,8 +89,8 @@ int manifest_lookup(const struct manifest *m, const char *key,
 /* Is prefix ("" = root) a directory of the key space (some key below it)? */
 int manifest_is_dir(const struct manifest *m, const char *prefix);
 /* Immediate children of prefix, each once: files with their length
- * (MF_WHOLE: 0 until opened; MF_MISSING entries are not listed) and
- * directories. */
+ * (MF_WHOLE: STORE_SIZE_UNKNOWN, its size is learned by opening it;
+ * MF_BAD: 0; MF_MISSING entries are not listed) and directories. */
 int manifest_list(const struct manifest *m, const char *prefix,
                   store_list_cb cb, void *ud, struct zerr *err);
 /* Open an entry's bytes: inline data, or the target through confine (a

@@ -24,8 +24,13 @@ struct store;
  * link is absent: not listed, -ENOENT. */
 enum store_entry_type { STORE_FILE = 1, STORE_DIR = 2, STORE_OTHER = 3 };
 
+/* A listed file's size, when the listing cannot tell it (store_stat can). */
+#define STORE_SIZE_UNKNOWN UINT64_MAX
+
 /* Called once per child by store_list (size: bytes for STORE_FILE, else
- * 0); return non-zero to stop. */
+ * 0; STORE_SIZE_UNKNOWN for a file whose size the listing does not know
+ * without opening it, such as a whole-file kerchunk reference); return
+ * non-zero to stop. */
 typedef int (*store_list_cb)(void *ud, const char *name,
                              enum store_entry_type type, uint64_t size);
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../fs/engine.h"
+#include "../fs/namespace.h"
 #include "../src/confine.h"
 #include "../src/jdup.h"
 #include "../src/kerchunk.h"
@@ -94,7 +96,9 @@ START_TEST(table_lookup_list) {
   ck_assert_str_eq(l.text, "a.b=2 a/ a0=4 zarr.json=2 ");
   memset(&l, 0, sizeof l);
   ck_assert_int_eq(manifest_list(m, "a/c", collect, &l, &err), 0);
-  ck_assert_str_eq(l.text, "0/ 1=0 "); /* the missing chunk is not listed */
+  /* The missing chunk is not listed; a whole-file reference's size is
+   * learned by opening it (STORE_SIZE_UNKNOWN in listings). */
+  ck_assert_str_eq(l.text, "0/ 1=18446744073709551615 ");
 
   /* Reading: remote targets need a remote context (tests/check_remote.c
    * and the mount tests read them), missing entries are ENOENT. */
@@ -502,6 +506,134 @@ static int load_text(const char *dir, const char *text, struct manifest **m,
   return kerchunk_load(p, m, err);
 }
 
+/* A directory of a kerchunk store listed for readdir (ns_dir): stored
+ * names sorted and each once, values.txt, the views; attributes only where
+ * the listing knows them (never a whole-file reference, a view, or a name
+ * that is both a key and a prefix), and then exactly what stat says.
+ * Listing reads no chunk. */
+START_TEST(dir_listing_for_readdir) {
+  char base[] = "/tmp/zarrfs-nsdir-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  put(base, "blob.bin", "0123456789abcdef0123456789abcdef");
+  put(base, "refs.json",
+      "{\"version\": 1, \"refs\": {"
+      "\".zgroup\": \"{\\\"zarr_format\\\": 2}\","
+      "\"d/.zarray\": \"{\\\"chunks\\\": [4], \\\"compressor\\\": null, "
+      "\\\"dtype\\\": \\\"<i4\\\", \\\"fill_value\\\": 0, \\\"filters\\\": "
+      "null, \\\"order\\\": \\\"C\\\", \\\"shape\\\": [12], "
+      "\\\"zarr_format\\\": 2}\","
+      "\"d/1\": [\"blob.bin\", 16, 16],"
+      "\"d/0\": [\"blob.bin\", 0, 16],"
+      "\"d/2\": [\"blob.bin\"],"
+      "\"d/2.txt\": \"stored\","
+      "\"d/x.txt\": \"hi\","
+      "\"d/sub\": \"both a key and a prefix\","
+      "\"d/sub/k\": \"k\"}}");
+  struct confine *c;
+  struct store *s = open_refs(base, NULL, &c);
+  struct engine_config cfg = {64u << 20, 1u << 30, 1 << 16, 0, 0};
+  struct engine *e;
+  struct zerr err = {0};
+  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
+  ck_assert_int_eq(engine_node(e, "d")->kind, ZNODE_ARRAY);
+  uint64_t before = atomic_load(&s->stats.bytes_read);
+
+  struct ns_dir *d;
+  ck_assert_msg(ns_dir_open(e, "/d", &d, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(atomic_load(&s->stats.bytes_read), before);
+  static const struct {
+    const char *name;
+    enum ns_kind kind;
+    int attr;
+    uint64_t size;
+  } want[] = {
+      {".zarray", NS_RAW, 1, 132}, /* the inline text, unescaped */
+      {"0", NS_RAW, 1, 16},
+      {"1", NS_RAW, 1, 16},
+      {"2", NS_RAW, 0, 0}, /* whole file: its size needs an open */
+      {"2.txt", NS_RAW, 1, 6},
+      {"sub", NS_RAW, 0, 0}, /* a key and a prefix: stat decides */
+      {"x.txt", NS_RAW, 1, 2},
+      {"values.txt", NS_ARRAY_VIEW, 0, 0},
+      {"0.txt", NS_CHUNK_VIEW, 0, 0},
+      {"1.txt", NS_CHUNK_VIEW, 0, 0}, /* 2.txt: the stored one hides it */
+  };
+  size_t nw = sizeof want / sizeof *want;
+  ck_assert_uint_eq(ns_dir_count(d), nw);
+  for (size_t i = 0; i < nw; i++) {
+    struct ns_dirent de;
+    ns_dir_get(d, i, &de);
+    ck_assert_str_eq(de.name, want[i].name);
+    ck_assert_msg(de.kind == want[i].kind && de.attr == want[i].attr,
+                  "%s: kind %d attr %d", de.name, de.kind, de.attr);
+    if (!de.attr)
+      continue;
+    ck_assert_uint_eq(de.size, want[i].size);
+    /* What readdirplus says must be what stat says. */
+    char path[64];
+    snprintf(path, sizeof path, "/d/%s", de.name);
+    struct ns_entry ent;
+    uint64_t size;
+    ck_assert_int_eq(ns_resolve(e, path, &ent, &err), 0);
+    ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+    ck_assert_int_eq(ent.kind, de.kind);
+    ck_assert_uint_eq(size, de.size);
+  }
+  ns_dir_free(d);
+  ck_assert_uint_eq(atomic_load(&s->stats.bytes_read), before);
+
+  /* A view's size once learned (by a stat) is listed with it. */
+  struct ns_entry ent;
+  uint64_t size;
+  ck_assert_int_eq(ns_resolve(e, "/d/1.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_gt(size, 0);
+  before = atomic_load(&s->stats.bytes_read);
+  ck_assert_int_eq(ns_dir_open(e, "/d", &d, &err), 0);
+  ck_assert_uint_eq(atomic_load(&s->stats.bytes_read), before);
+  struct ns_dirent de;
+  ns_dir_get(d, 8, &de);
+  ck_assert(!strcmp(de.name, "0.txt") && !de.attr);
+  ns_dir_get(d, 9, &de);
+  ck_assert(!strcmp(de.name, "1.txt") && de.attr && de.size == size);
+  ns_dir_free(d);
+
+  /* The root: a stored directory carries its attributes. */
+  ck_assert_int_eq(ns_dir_open(e, "/", &d, &err), 0);
+  ck_assert_uint_eq(ns_dir_count(d), 2);
+  ns_dir_get(d, 1, &de);
+  ck_assert_str_eq(de.name, "d");
+  ck_assert(de.kind == NS_DIR && de.attr);
+  ns_dir_free(d);
+  ck_assert_int_eq(ns_dir_open(e, "/nope", &d, &err), -ENOENT);
+  ns_dir_free(NULL);
+
+  engine_free(e);
+  confine_free(c);
+
+  /* Lazy sizes: a view not learned is listed as stat shows it, size 0,
+   * and still nothing is read. */
+  s = open_refs(base, NULL, &c);
+  cfg.lazy_sizes = 1;
+  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
+  ck_assert_int_eq(engine_node(e, "d")->kind, ZNODE_ARRAY);
+  before = atomic_load(&s->stats.bytes_read);
+  ck_assert_int_eq(ns_dir_open(e, "/d", &d, &err), 0);
+  ck_assert_uint_eq(atomic_load(&s->stats.bytes_read), before);
+  for (size_t i = 7; i < 10; i++) {
+    ns_dir_get(d, i, &de);
+    ck_assert_msg(de.attr && de.size == 0, "%s", de.name);
+  }
+  ns_dir_free(d);
+  engine_free(e);
+  confine_free(c);
+
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* The streaming scanner: escapes, UTF-8, unusual shapes going through the
  * DOM path, and malformed JSON (each refusing the whole file). */
 START_TEST(scanner_syntax) {
@@ -635,6 +767,7 @@ int main(void) {
   tcase_add_test(tc, duplicate_keys);
   tcase_add_test(tc, scanner_syntax);
   tcase_add_test(tc, nul_in_target_path);
+  tcase_add_test(tc, dir_listing_for_readdir);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
