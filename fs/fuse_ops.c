@@ -199,14 +199,13 @@ struct zfs_file {
 };
 
 /* An open directory: its listing, made by the first readdir and read by
- * position after; the reply buffer. No lock: the kernel sends one readdir
- * at a time per open directory (getdents holds the file's position lock
- * until the reply is in), and releasedir only after the last one. Nothing
- * touches it after a reply: that may be the moment it is released. */
+ * position after. No lock: the kernel sends one readdir at a time per open
+ * directory (getdents holds the file's position lock until the reply is
+ * in), and releasedir only after the last one. Nothing touches it after a
+ * reply: that may be the moment it is released (so replies are built in
+ * buffers of their own). */
 struct zfs_dir {
   struct ns_dir *list;
-  char *buf;
-  size_t cap;
 };
 
 /* The mount context of a request. */
@@ -425,15 +424,12 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (rc < 0 && rc != -ENOENT)
       log_fs_error(c, in->path, &err);
   }
-  if (rc == 0 && d->cap < size) {
-    char *b = realloc(d->buf, size);
-    if (b) {
-      d->buf = b;
-      d->cap = size;
-    } else {
-      rc = -ENOMEM;
-    }
-  }
+  /* The reply's buffer is this call's own: once the kernel has the
+   * reply, the directory may be released (and d freed) by another thread
+   * while fuse_reply_buf is still returning. */
+  char *buf = rc == 0 ? malloc(size ? size : 1) : NULL;
+  if (rc == 0 && !buf)
+    rc = -ENOMEM;
   if (rc < 0) {
     reply_rc(req, rc);
     return;
@@ -445,7 +441,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     struct ns_dirent de = {pos ? ".." : ".", NS_DIR, 0, 0};
     if (pos >= 2)
       ns_dir_get(d->list, pos - 2, &de);
-    char *p = d->buf + used;
+    char *p = buf + used;
     size_t room = size - used, w;
     if (!plus) {
       struct stat st = {0};
@@ -477,7 +473,8 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   }
   /* A reply that cannot be sent (interrupted) leaves inodes the kernel
    * never saw: they stay until unmount, as in libfuse. */
-  fuse_reply_buf(req, d->buf, used); /* the last touch of d */
+  fuse_reply_buf(req, buf, used);
+  free(buf);
 }
 
 /* readdir and readdirplus. */
@@ -497,7 +494,6 @@ static void zfs_releasedir(fuse_req_t req, fuse_ino_t ino,
   struct zfs_dir *d = (struct zfs_dir *)(uintptr_t)fi->fh;
   if (d) {
     ns_dir_free(d->list);
-    free(d->buf);
     free(d);
   }
   fuse_reply_err(req, 0);
