@@ -1025,8 +1025,15 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
    * small unit of just those elements. */
   size_t done = 0;
   uint64_t k = lo;
+  /* Batches sized by the bytes still wanted (at the unit's mean line
+   * length, plus a margin): a read takes about the offsets it shows. */
+  uint64_t mean = total / (nin ? nin : 1) + 1;
   while (rc == 0 && done < len && k < nin) {
-    uint64_t b = nin - k < DIRECT_BATCH ? nin - k : DIRECT_BATCH;
+    uint64_t b = (len - done) / mean + 16;
+    if (b > DIRECT_BATCH)
+      b = DIRECT_BATCH;
+    if (b > nin - k)
+      b = nin - k;
     rc = vlen_direct_offsets(&d, k, b + 1, o, err);
     if (rc < 0 || o[0] < o0)
       break;
