@@ -696,8 +696,7 @@ static void check_uint16_store(const char *fx, const char *codec_dir) {
 
 START_TEST(test_zarrs_uint16) {
   const char *fx = testutil_fixtures();
-  if (!fx)
-    return;
+  ck_assert_ptr_nonnull(fx);
   static const char *const dirs[] = {"blosc",
                                      "numcodecs.zlib(level5)",
                                      "numcodecs.bz2(level5)",
@@ -714,8 +713,7 @@ END_TEST
  * stores are zarrs-variant fletcher32). */
 START_TEST(test_zarrs_checksums_all_dtypes) {
   const char *fx = testutil_fixtures();
-  if (!fx)
-    return;
+  ck_assert_ptr_nonnull(fx);
   static const char *const dtypes[] = {"bool",
                                        "bytes",
                                        "float32",
@@ -872,9 +870,12 @@ static Suite *b2b_suite(void) {
   tcase_add_test(tc, test_shuffle);
   tcase_add_test(tc, test_checksums);
   tcase_add_test(tc, test_fletcher32_vectors);
-  tcase_add_test(tc, test_zarrs_uint16);
-  tcase_add_test(tc, test_zarrs_checksums_all_dtypes);
   suite_add_tcase(s, tc);
+  TCase *fx = tcase_create("fixtures");
+  tcase_set_timeout(fx, 120);
+  tcase_add_test(fx, test_zarrs_uint16);
+  tcase_add_test(fx, test_zarrs_checksums_all_dtypes);
+  testutil_add_fixture_tcase(s, fx, "check_b2b");
   return s;
 }
 

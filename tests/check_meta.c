@@ -990,10 +990,7 @@ static int parse_tree(const char *dir) {
 
 START_TEST(fixture_metadata) {
   const char *fx = testutil_fixtures();
-  if (!fx) {
-    printf("check_meta: fixtures not found: skipping fixture metadata\n");
-    return;
-  }
+  ck_assert_ptr_nonnull(fx);
   char dir[8192];
   snprintf(dir, sizeof dir, "%s/zarrs/synthesized_vlen", fx);
   ck_assert_int_ge(parse_tree(dir), 9);
@@ -1017,7 +1014,10 @@ int main(void) {
   tcase_add_test(tc, ignorable_extensions);
   tcase_add_test(tc, chunk_keys);
   tcase_add_test(tc, v2_arrays);
-  tcase_add_test(tc, fixture_metadata);
   suite_add_tcase(s, tc);
+  TCase *fx = tcase_create("fixtures");
+  tcase_set_timeout(fx, 60);
+  tcase_add_test(fx, fixture_metadata);
+  testutil_add_fixture_tcase(s, fx, "check_meta");
   return testutil_run(s);
 }

@@ -899,16 +899,12 @@ static Suite *vlen_suite(void) {
   tcase_add_test(tc, test_check_offsets);
   tcase_add_test(tc, test_vlen_partial_read);
   suite_add_tcase(s, tc);
-  if (!testutil_fixtures()) {
-    printf("check_vlen: fixtures not found, skipping fixture tests\n");
-    return s;
-  }
   TCase *fx = tcase_create("fixtures");
   tcase_set_timeout(fx, 60);
   tcase_add_test(fx, test_fixture_snapshot_vlen);
   tcase_add_test(fx, test_fixture_snapshot_others);
   tcase_add_test(fx, test_fixture_synthesized);
-  suite_add_tcase(s, fx);
+  testutil_add_fixture_tcase(s, fx, "check_vlen");
   return s;
 }
 

@@ -5,15 +5,29 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
-/* Run one suite, return the process exit status. */
+/* Fixture bookkeeping of this test program, decided in main() while the
+ * suite is assembled (Check runs each test in a child process, so a test
+ * body cannot report back). */
+struct testutil_state {
+  int fixtures_skipped; /* fixture tests were left out: exit 77 */
+  int fixtures_missing; /* ... under CI=true: a failure */
+};
+static struct testutil_state testutil_state;
+
+/* Run one suite, return the process exit status: 1 when a test failed or
+ * the fixtures are missing under CI=true, 77 (automake's SKIP) when every
+ * test that ran passed but fixture tests were left out, else 0. */
 static inline int testutil_run(Suite *s) {
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
   srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  if (failed || testutil_state.fixtures_missing)
+    return EXIT_FAILURE;
+  return testutil_state.fixtures_skipped ? 77 : EXIT_SUCCESS;
 }
 
 /* Directory of the shared conformance fixtures: $ZARRFS_FIXTURES, else
@@ -33,6 +47,36 @@ static inline const char *testutil_fixtures(void) {
   if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
     return NULL;
   return buf;
+}
+
+/* Add tc, whose tests read the shared fixtures, to s when the fixtures are
+ * there. Otherwise say in one line that prog's fixture tests are skipped
+ * and make testutil_run exit 77 after the other tests ran; under CI=true
+ * (where the fixtures must be present) make it fail instead. The one skip
+ * convention of the Check suites. */
+static inline void testutil_add_fixture_tcase(Suite *s, TCase *tc,
+                                              const char *prog) {
+  if (testutil_fixtures()) {
+    suite_add_tcase(s, tc);
+    return;
+  }
+  const char *ci = getenv("CI");
+  if (ci && !strcmp(ci, "true")) {
+    printf("%s: FAIL: fixtures not found (set ZARRFS_FIXTURES or put them "
+           "at ../shared/fixtures), required under CI=true\n",
+           prog);
+    testutil_state.fixtures_missing = 1;
+  } else {
+    printf("%s: fixtures not found (../shared/fixtures): skipping the "
+           "fixture tests\n",
+           prog);
+    testutil_state.fixtures_skipped = 1;
+  }
+  /* Check has no tcase_free: an unused TCase goes into a throwaway suite. */
+  Suite *unused = suite_create("unused");
+  suite_add_tcase(unused, tc);
+  SRunner *sr = srunner_create(unused);
+  srunner_free(sr);
 }
 
 #endif

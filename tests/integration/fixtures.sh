@@ -18,13 +18,7 @@ ZT_TIMEOUT=${ZT_TIMEOUT:-900}
 
 FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
 if [ ! -d "$FIX/zarrs" ]; then
-  if [ "${CI:-}" = true ]; then
-    say "FAIL: fixtures not found at $FIX (CI=true)"
-    echo "0 passed, 1 failed"
-    exit 1
-  fi
-  echo "fixtures not found at $FIX: skipping"
-  exit 77
+  zt_skip_or_fail "fixtures not found at $FIX"
 fi
 Z="$FIX/zarrs"
 SNAP="$Z/snapshots/supported/regular"

@@ -87,10 +87,8 @@ if [ -d "$FIX/zarrita" ]; then
     zumount "$L"
   done
   say "compared $n files of the fixtures over HTTP"
-elif [ "${CI:-}" = true ]; then
-  fail "fixtures not found at $FIX (CI=true)"
 else
-  say "fixtures not found at $FIX: part 2 skipped"
+  zt_skip_part "fixtures not found at $FIX: part 2"
 fi
 
 # ---- 3. partial decoding over the network ----
