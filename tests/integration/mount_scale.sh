@@ -35,8 +35,9 @@
 # an ASan build, else full): small shrinks the three largest cases (never
 # skips a check); tiny runs every check on sizes any engine serves, to test
 # the script itself. ZT_QUICK_TIMEOUT: the "at once" limit (default 10 s,
-# 30 s under ASan). ZT_TIMEOUT (the whole script) defaults to 1200 s here.
+# 30 s under ASan); ZT_CMD_TIMEOUT defaults to 90 s under ASan. ZT_TIMEOUT (the whole script) defaults to 1200 s here.
 ZT_TIMEOUT=${ZT_TIMEOUT:-1200}
+ZS_CMD_TIMEOUT_SET=${ZT_CMD_TIMEOUT:-}
 . "$(dirname "$0")/lib.sh"
 zt_require_mkstore
 command -v dd >/dev/null 2>&1 || zt_hard_error "required tool 'dd' missing"
@@ -48,6 +49,9 @@ if [ "$SCALE" = auto ]; then
   if [ "$ASAN" = yes ]; then SCALE=small; else SCALE=full; fi
 fi
 if [ "$ASAN" = yes ]; then QUICK=${ZT_QUICK_TIMEOUT:-30}; else QUICK=${ZT_QUICK_TIMEOUT:-10}; fi
+# The per-command hang guard: an ASan daemon on a loaded 2-core machine
+# took over 30 s for a 10M-element cat (seen in CI next to other jobs).
+if [ "$ASAN" = yes ] && [ -z "$ZS_CMD_TIMEOUT_SET" ]; then ZT_CMD_TIMEOUT=90; fi
 # The issue's sizes (full); small shrinks the three largest for ASan;
 # tiny is a smoke run of the script itself (sizes even a naive engine
 # serves: it proves the checks, not the fixes).
