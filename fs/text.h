@@ -83,6 +83,11 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
                      size_t max_bytes, struct chunk_text **out,
                      struct zerr *err);
 
+/* Text bytes (no newline) of a variable-length element of nbytes bytes of
+ * text data type dt: what a reader of raw offsets (a plain zarrs.vlen
+ * index) needs to place lines without rendering. */
+uint64_t text_var_len(const struct dtype *dt, uint64_t nbytes);
+
 /* Text offset where in-bounds element k's line starts (k <= nin). */
 uint64_t text_line_off(const struct chunk_text *ct, uint64_t k);
 /* The same, knowing where an earlier element k0 <= k starts (off0): walks
