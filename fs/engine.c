@@ -1,5 +1,5 @@
-/* engine.c - nodes, decoded units through the memo, and the single place
- * where data errors are logged (see engine.h). */
+/* engine.c - the engine's composition (its memo, log, workers and node
+ * table), and decoded units through the memo (see engine.h). */
 #include "engine.h"
 
 #include <stdio.h>
@@ -7,43 +7,13 @@
 #include <string.h>
 
 #include "../codecs/sharding.h"
-#include "../src/buf.h"
-#include "../src/log.h"
 #include "../src/presence.h"
-#include "hier.h"
+#include "node.h"
 #include "textprep.h"
-
-/* Node table entries beyond this are not remembered when they are plain
- * directories (chunk directories of huge grids must not grow the table). */
-#define ENGINE_MAX_NODES 1000000
-#define ENGINE_MAX_META (64u << 20)
-
-/* A node table entry, keyed by the node's path. */
-struct node_slot {
-  struct htab_node hn;
-  struct znode *node;
-};
-
-/* Log one line naming the store and key, deduplicated. */
-void engine_log(struct engine *e, const char *key, const char *msg) {
-  logonce_log(e->log, ZLOG_ERR, e->store->location, key, msg);
-}
 
 /* Signal-safe: one lock-free atomic store. */
 void engine_stop(struct engine *e) {
   atomic_store_explicit(&e->stopping, 1, memory_order_relaxed);
-}
-
-/* Checked by long loops. */
-int engine_stopping(const struct engine *e) {
-  return atomic_load_explicit(&e->stopping, memory_order_relaxed);
-}
-
-/* The error long loops return once stopping. */
-int engine_check_stop(struct engine *e, struct zerr *err) {
-  return engine_stopping(e)
-             ? zerr_set(err, EINTR, "interrupted: zarrfs is shutting down")
-             : 0;
 }
 
 /* Work counter of a memo level. */
@@ -55,7 +25,7 @@ uint64_t engine_fills(const struct engine *e, enum engine_level level) {
 int engine_new(struct store *store, const struct engine_config *cfg,
                struct engine **out, struct zerr *err) {
   struct engine *e = calloc(1, sizeof *e);
-  if (!e || htab_init(&e->nodes, 4096) < 0) {
+  if (!e || node_table_init(e) < 0) {
     free(e);
     store_free(store);
     return zerr_set(err, ENOMEM, "out of memory");
@@ -69,7 +39,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
     rc = logonce_new(LOGONCE_DEFAULT_KEYS, LOGONCE_DEFAULT_SECS, &e->log, err);
   if (rc < 0) {
     memo_free(e->memo);
-    htab_fini(&e->nodes);
+    node_table_fini(e);
     free(e);
     store_free(store);
     return rc;
@@ -91,22 +61,8 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   e->cache_size = cfg->cache_size;
   if (cfg->decode_threads > 0)
     e->ahead = pool_new(cfg->decode_threads, 4 * cfg->decode_threads + 64);
-  pthread_mutex_init(&e->nodes_lock, NULL);
   *out = e;
   return 0;
-}
-
-/* Free one node; NULL-safe. */
-static void znode_free(struct znode *n) {
-  if (!n)
-    return;
-  chain_free(n->chain);
-  zmeta_free(n->meta);
-  zcons_free(n->cons);
-  free(n->form.fill);
-  free(n->view_error);
-  free(n->path);
-  free(n);
 }
 
 /* Free everything; NULL-safe. */
@@ -118,274 +74,10 @@ void engine_free(struct engine *e) {
   engine_stop(e);
   pool_free(e->ahead);
   memo_free(e->memo);
-  struct htab_node *hn;
-  while ((hn = htab_pop(&e->nodes))) {
-    struct node_slot *s = (struct node_slot *)hn;
-    znode_free(s->node);
-    free(s);
-  }
-  htab_fini(&e->nodes);
-  while (e->transient) {
-    struct znode *n = e->transient;
-    e->transient = n->next;
-    znode_free(n);
-  }
+  node_table_fini(e);
   store_free(e->store);
   logonce_free(e->log); /* prints the repeats not summarised yet */
-  pthread_mutex_destroy(&e->nodes_lock);
   free(e);
-}
-
-/* Join a prefix and a name into a store key. */
-static int key_join(char *buf, size_t len, const char *prefix,
-                    const char *name) {
-  int n = *prefix ? snprintf(buf, len, "%s/%s", prefix, name)
-                  : snprintf(buf, len, "%s", name);
-  return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : n;
-}
-
-/* Record why an array's views cannot work, and say it once. */
-static void node_set_error(struct engine *e, struct znode *n, const char *key,
-                           const char *msg) {
-  n->view_error = strdup(msg);
-  engine_log(e, key, msg);
-}
-
-/* Decide the decode unit of an array node (see struct znode): inner chunks
- * when the codecs are sharding_indexed alone, else whole chunks. */
-static int node_set_units(struct znode *n, struct zerr *err) {
-  const struct zmeta *m = n->meta;
-  n->uspec = n->spec;
-  n->shard = shard_of_chain(n->chain);
-  for (int d = 0; d < m->ndim; d++)
-    n->per[d] = 1;
-  if (n->shard) {
-    uint64_t inner[ZMETA_MAX_DIMS];
-    shard_inner_shape(n->shard, inner);
-    n->uspec.nelem = 1;
-    for (int d = 0; d < m->ndim; d++) {
-      if (m->chunk[d] % inner[d])
-        return zerr_set(err, EIO,
-                        "sharding_indexed: inner chunk shape does not "
-                        "divide the shard shape");
-      n->per[d] = m->chunk[d] / inner[d];
-      n->uspec.shape[d] = inner[d];
-      n->uspec.nelem *= inner[d];
-    }
-  }
-  for (int d = 0; d < m->ndim; d++) {
-    uint64_t u = n->uspec.shape[d];
-    n->ugrid[d] = m->shape[d] / u + (m->shape[d] % u != 0);
-  }
-  return 0;
-}
-
-/* How units become text: type, unit shape, fill text. */
-static int node_set_form(const struct engine *e, struct znode *n,
-                         struct zerr *err) {
-  n->form.ndim = n->meta->ndim;
-  memcpy(n->form.shape, n->uspec.shape, sizeof n->form.shape);
-  return textprep_fill_text(&n->uspec, &n->meta->dtype, &e->env, &n->form,
-                            err);
-}
-
-/* Read and interpret path/zarr.json. */
-static struct znode *node_load(struct engine *e, const char *path) {
-  struct znode *n = calloc(1, sizeof *n);
-  if (!n)
-    return NULL;
-  n->path = strdup(path);
-  if (!n->path) {
-    free(n);
-    return NULL;
-  }
-  /* V3 first, then V2 (.zarray, .zgroup), as zarr-python looks. */
-  static const char *const names[] = {"zarr.json", ".zarray", ".zgroup"};
-  char key[4096];
-  uint8_t *text = NULL;
-  size_t len;
-  struct zerr err = {0};
-  int rc = -ENOENT, which = 0, from_cons = 0;
-  /* An ancestor group's consolidated metadata, when it lists this node
-   * (fs/hier.c); an entry that does not parse falls back to the node's own
-   * files. */
-  enum zcons_kind ck;
-  char ckey[4096];
-  const char *ctext = hier_node_doc(e, path, &len, &ck, ckey, sizeof ckey);
-  if (ctext) {
-    which = ck == ZCONS_V3 ? 0 : ck == ZCONS_V2_ARRAY ? 1 : 2;
-    if (key_join(key, sizeof key, path, names[which]) < 0)
-      return n;
-    if (which == 2) {
-      n->kind = ZNODE_GROUP;
-      hier_load_group(e, n, key, 1);
-      return n;
-    }
-    rc = which == 0 ? zmeta_parse(ctext, len, &n->meta, &err)
-                    : zmeta_parse_v2(ctext, len, &n->meta, &err);
-    from_cons = rc == 0 || rc == -ENOTSUP;
-    if (!from_cons) {
-      char msg[ZERR_MSG_MAX + 4200];
-      snprintf(msg, sizeof msg,
-               "consolidated metadata of '%s' ignored (per-node metadata is "
-               "used): %s",
-               path, err.msg);
-      engine_log(e, ckey, msg);
-      zerr_clear(&err);
-    }
-  }
-  if (!from_cons) {
-    for (which = 0; which < 3; which++) {
-      if (key_join(key, sizeof key, path, names[which]) < 0)
-        return n; /* ZNODE_NONE */
-      rc = store_read_all(e->store, key, ENGINE_MAX_META, &text, &len, &err);
-      if (rc != -ENOENT && rc != -ENOTDIR && rc != -EINVAL)
-        break;
-    }
-    if (which == 3)
-      return n;
-    if (rc < 0) {
-      n->kind = ZNODE_BROKEN;
-      n->transient = zerr_is_transient(-rc);
-      node_set_error(e, n, key, err.msg);
-      return n;
-    }
-    if (which == 0) {
-      rc = zmeta_parse((const char *)text, len, &n->meta, &err);
-    } else if (which == 1) {
-      rc = zmeta_parse_v2((const char *)text, len, &n->meta, &err);
-    } else {
-      n->kind = ZNODE_GROUP; /* .zgroup: only its .zmetadata matters */
-      free(text);
-      hier_load_group(e, n, key, 0);
-      return n;
-    }
-    free(text);
-  }
-  if (rc < 0) {
-    n->kind = ZNODE_BROKEN;
-    char msg[ZERR_MSG_MAX + 32];
-    /* Unsupported (a chunk grid, a key encoding) is not invalid. */
-    snprintf(msg, sizeof msg, "%s%s",
-             rc == -ENOTSUP ? "" : "invalid metadata: ", err.msg);
-    node_set_error(e, n, key, msg);
-    return n;
-  }
-  if (n->meta->node == ZMETA_GROUP) {
-    n->kind = ZNODE_GROUP;
-    hier_load_group(e, n, key, from_cons);
-    return n;
-  }
-  n->kind = ZNODE_ARRAY;
-  struct zmeta *m = n->meta;
-  n->spec.ndim = m->ndim;
-  memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
-  n->spec.nelem = m->chunk_nelem;
-  n->spec.dtype = m->dtype;
-  n->form.dt = m->dtype.kind == DT_FIXED_UTF32    ? dtype_of(DT_STRING)
-               : dtype_is_fixed_string(&m->dtype) ? dtype_of(DT_BYTES)
-                                                  : m->dtype;
-  if (m->dtype.kind == DT_OPTIONAL && dtype_has_var_elements(&m->dtype))
-    n->form.dt = dtype_of(DT_STRING); /* see optional_var_to_text */
-  n->spec.fill = m->fill;
-  n->spec.fill_len = m->fill_len;
-  if (m->dtype.kind == DT_UNSUPPORTED) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "unsupported data type '%s'", m->dtype.name);
-    node_set_error(e, n, key, msg);
-    return n;
-  }
-  if (chain_build(m->codecs, &n->spec, &n->chain, &err) < 0) {
-    n->chain = NULL;
-    node_set_error(e, n, key, err.msg);
-    return n;
-  }
-  if (node_set_units(n, &err) < 0 || node_set_form(e, n, &err) < 0) {
-    chain_free(n->chain);
-    n->chain = NULL;
-    n->shard = NULL;
-    node_set_error(e, n, key, err.msg);
-  }
-  return n;
-}
-
-/* htab equality: the slot's node has this path. */
-static int node_eq(const struct htab_node *hn, const void *key) {
-  return !strcmp(((const struct node_slot *)hn)->node->path, key);
-}
-
-/* Cached node lookup; loads on first use (outside the lock: loading reads
- * the store and ancestors' nodes; two threads may load the same node, and
- * the first to insert wins). */
-const struct znode *engine_node(struct engine *e, const char *path) {
-  static const struct znode none = {.kind = ZNODE_NONE, .path = ""};
-  uint64_t h = htab_hash_str(path);
-  pthread_mutex_lock(&e->nodes_lock);
-  struct node_slot *s =
-      (struct node_slot *)htab_find(&e->nodes, h, node_eq, path);
-  pthread_mutex_unlock(&e->nodes_lock);
-  if (s)
-    return s->node;
-  struct znode *n = node_load(e, path);
-  if (!n)
-    return &none;
-  pthread_mutex_lock(&e->nodes_lock);
-  if (n->transient) { /* not remembered: the next lookup loads again */
-    n->next = e->transient;
-    e->transient = n;
-    pthread_mutex_unlock(&e->nodes_lock);
-    return n;
-  }
-  s = (struct node_slot *)htab_find(&e->nodes, h, node_eq, path);
-  if (s || (n->kind == ZNODE_NONE && e->nodes.count >= ENGINE_MAX_NODES)) {
-    pthread_mutex_unlock(&e->nodes_lock);
-    znode_free(n);
-    return s ? s->node : &none;
-  }
-  s = malloc(sizeof *s);
-  if (!s) {
-    pthread_mutex_unlock(&e->nodes_lock);
-    znode_free(n);
-    return &none;
-  }
-  s->hn.hash = h;
-  s->node = n;
-  htab_insert(&e->nodes, &s->hn);
-  pthread_mutex_unlock(&e->nodes_lock);
-  return n;
-}
-
-/* Walk the ancestors of key from the root down to the first array. */
-const struct znode *engine_array_of(struct engine *e, const char *key,
-                                    const char **rel) {
-  char prefix[4096];
-  size_t klen = strlen(key);
-  if (klen >= sizeof prefix)
-    return NULL;
-  size_t pos = 0;
-  for (;;) {
-    memcpy(prefix, key, pos);
-    prefix[pos] = '\0';
-    const struct znode *n = engine_node(e, prefix);
-    if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
-      *rel = key + pos + (pos ? 1 : 0);
-      return n;
-    }
-    const char *slash = strchr(key + pos + (pos ? 1 : 0), '/');
-    if (!slash)
-      return NULL;
-    pos = (size_t)(slash - key);
-  }
-}
-
-/* Store key of a chunk, with the array's prefix. */
-int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
-                     size_t len) {
-  char rel[1024];
-  int r = zmeta_chunk_key(n->meta, idx, rel, sizeof rel);
-  if (r < 0)
-    return r;
-  return key_join(buf, len, n->path, rel);
 }
 
 /* The chunk holding unit idx, and the unit's C-order index inside it. */
@@ -397,22 +89,6 @@ static uint64_t unit_chunk(const struct znode *n, const uint64_t *idx,
     inner = inner * n->per[d] + idx[d] % n->per[d];
   }
   return inner;
-}
-
-/* ---- memo keys ---- */
-
-/* See engine.h. */
-void engine_key(struct memo_key *k, enum engine_level level,
-                const struct znode *n, const uint64_t *idx,
-                const uint64_t *extra, int nextra) {
-  int nd = n->meta && idx ? n->meta->ndim : 0;
-  k->level = (uint8_t)level;
-  k->owner = n;
-  k->n = (uint8_t)(nd + nextra);
-  if (nd)
-    memcpy(k->v, idx, (size_t)nd * sizeof *idx);
-  if (nextra)
-    memcpy(k->v + nd, extra, (size_t)nextra * sizeof *extra);
 }
 
 /* The store key of unit idx's chunk (for log lines). */
@@ -430,14 +106,6 @@ static void log_failure(struct engine *e, const char *key,
                         const struct zerr *err) {
   if (err->code != EINTR)
     engine_log(e, key, err->msg);
-}
-
-/* Can views of n be read at all? */
-static int node_check(const struct znode *n, struct zerr *err) {
-  if (n->kind == ZNODE_ARRAY && n->chain)
-    return 0;
-  return zerr_set(err, EIO, "%s",
-                  n->view_error ? n->view_error : "not a readable array");
 }
 
 /* ---- shard indexes ---- */

@@ -1,11 +1,17 @@
-/* engine.h - the read engine of one mount: the store, the node table
- * (parsed zarr.json + codec chain per array), and decoded units behind the
- * memo (src/memo.h).
+/* engine.h - the read engine of one mount, and the daemon's context: the
+ * store, the memo (src/memo.h) and its levels, the limits, the decode-ahead
+ * workers, the log, the shutdown flag, and the node table's storage; and
+ * decoded units behind the memo.
+ *
+ * The node table is fs/node.c's, text preparation fs/textprep.c's; they
+ * include this header, not the other way round. The few helpers they need
+ * from the context (engine_log, engine_stopping, engine_check_stop) are
+ * inline here.
  *
  * Everything here is FUSE-free so tests and a future command-line front end
- * drive the same code. The engine is the daemon's context: it owns every
- * piece of shared mutable state (the memo, the node table), each behind its
- * own lock.
+ * drive the same code. The engine owns every piece of shared mutable state
+ * (the memo, the node table), each behind its own lock: memo.lock (in
+ * src/memo.c) and nodes_lock (used by fs/node.c), both leaves.
  *
  * Errors that come from the data (corrupt chunk, bad metadata, unsupported
  * codec) are logged here, where the store path and key are known; the memo
@@ -19,8 +25,8 @@
 #include <stdint.h>
 
 #include "../codecs/chain.h"
-#include "../src/consolidated.h"
 #include "../src/htab.h"
+#include "../src/log.h"
 #include "../src/logonce.h"
 #include "../src/memo.h"
 #include "../src/pool.h"
@@ -45,44 +51,7 @@ enum engine_level {
   ELEVEL_ROW = 9,         /* a row of units of a region (view.c) */
 };
 
-enum znode_kind {
-  ZNODE_NONE = 0, /* no zarr.json here */
-  ZNODE_GROUP,
-  ZNODE_ARRAY,  /* zarr.json parsed as an array (views may still fail) */
-  ZNODE_BROKEN, /* zarr.json present but unusable */
-};
-
-struct shard_state;
-
-/* A node, immutable once created; lives as long as the engine.
- *
- * Arrays are decoded in *units*: a unit is a chunk, except when the codecs
- * are `sharding_indexed` alone, where a unit is one inner chunk of a shard
- * (so a read decodes the shard index and only the inner chunks it needs).
- * Unit coordinates index the unit grid; chunk coordinates the chunk grid;
- * per[d] units make one chunk along dimension d. */
-struct znode {
-  enum znode_kind kind;
-  char *path;             /* store prefix: "" for the root, else "a/b" */
-  struct zmeta *meta;     /* arrays: parsed metadata */
-  struct chain *chain;    /* arrays: NULL when views cannot work */
-  char *view_error;       /* why views fail (logged once); NULL if they work */
-  struct codec_spec spec; /* decoded representation of one chunk */
-  const struct shard_state *shard; /* units are inner chunks (borrowed from
-                                      chain), or NULL: units are chunks */
-  struct codec_spec uspec;         /* decoded representation of one unit */
-  uint64_t ugrid[ZMETA_MAX_DIMS];  /* units per dimension */
-  uint64_t per[ZMETA_MAX_DIMS];    /* units per chunk per dimension */
-  struct text_form form; /* how units become text: the text data type (the
-                            data type, or string (numpy U) / bytes (numpy
-                            S) for the fixed-width kinds, converted after
-                            decoding), the unit shape, the fill text */
-  struct zcons *cons;    /* groups: their consolidated metadata (owned), or
-                            NULL (see fs/hier.h) */
-  int transient;         /* broken only for now (a server failing): not
-                            kept in the node table, asked again next time */
-  struct znode *next;    /* transient nodes: the engine's list */
-};
+struct znode; /* fs/node.h */
 
 struct engine_config {
   size_t cache_size;     /* memo byte budget (unpinned decoded data) */
@@ -108,7 +77,8 @@ struct engine {
   struct pool *ahead;         /* decode-ahead workers (fs/view.c), or NULL */
   size_t ahead_budget;        /* bytes a reader may have decoded ahead */
   size_t cache_size;          /* the memo's budget (engine_config) */
-  pthread_mutex_t nodes_lock; /* guards nodes (leaf lock) */
+  /* The node table (fs/node.c owns what is in it). */
+  pthread_mutex_t nodes_lock; /* guards nodes and transient (leaf lock) */
   struct htab nodes;          /* path -> struct znode, for the engine's life */
   struct znode *transient;    /* nodes whose metadata failed to load for
                                  now (guarded by nodes_lock; freed with the
@@ -126,16 +96,6 @@ int engine_new(struct store *store, const struct engine_config *cfg,
                struct engine **out, struct zerr *err);
 /* Free; NULL-safe. No pin may be outstanding. */
 void engine_free(struct engine *e);
-
-/* The node at store prefix `path` (borrowed, valid for the engine's life).
- * Never fails: a directory without zarr.json is ZNODE_NONE. */
-const struct znode *engine_node(struct engine *e, const char *path);
-
-/* The array node whose tree holds store key `key` (the nearest ancestor
- * directory that is an array or broken node), and the key relative to it.
- * NULL when none. */
-const struct znode *engine_array_of(struct engine *e, const char *key,
-                                    const char **rel);
 
 /* Decoded unit `idx` of array node n, read from the store (a missing chunk
  * or an empty inner chunk gives a fill unit). Returns a pin on the memo
@@ -186,26 +146,22 @@ int engine_unit_size(struct engine *e, const struct znode *n,
 int engine_presence(struct engine *e, const struct znode *n,
                     struct memo_ref **out, struct zerr *err);
 
-/* Memo key of kind `level` about node n for coordinates idx (ndim words;
- * none when idx is NULL) plus `extra` words (tags, indexes). */
-void engine_key(struct memo_key *k, enum engine_level level,
-                const struct znode *n, const uint64_t *idx,
-                const uint64_t *extra, int nextra);
-
 /* In-bounds elements of unit idx of n (edge units hold fewer). */
 uint64_t engine_unit_nin(const struct znode *n, const uint64_t *idx);
-
-/* Store key of chunk idx of node n (prefix included) into buf. */
-int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
-                     size_t len);
 
 /* Ask every long operation to stop (shutdown): loops and waits return
  * -EINTR soon after. Async-signal-safe (one atomic store). */
 void engine_stop(struct engine *e);
-/* Has engine_stop been called? */
-int engine_stopping(const struct engine *e);
+/* Has engine_stop been called? Checked by long loops. */
+static inline int engine_stopping(const struct engine *e) {
+  return atomic_load_explicit(&e->stopping, memory_order_relaxed);
+}
 /* -EINTR with a reason once stopping, else 0: for long loops. */
-int engine_check_stop(struct engine *e, struct zerr *err);
+static inline int engine_check_stop(struct engine *e, struct zerr *err) {
+  return engine_stopping(e)
+             ? zerr_set(err, EINTR, "interrupted: zarrfs is shutting down")
+             : 0;
+}
 
 /* Fills run for memo level `level` (decodes, layouts, rows...): tests
  * count work with it. */
@@ -213,6 +169,9 @@ uint64_t engine_fills(const struct engine *e, enum engine_level level);
 
 /* Log one line about key (store location prepended), once per key and
  * reason: repeats are counted and summarised at most once a minute. */
-void engine_log(struct engine *e, const char *key, const char *msg);
+static inline void engine_log(struct engine *e, const char *key,
+                              const char *msg) {
+  logonce_log(e->log, ZLOG_ERR, e->store->location, key, msg);
+}
 
 #endif

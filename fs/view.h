@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "node.h"
 
 struct view_cursor;
 
