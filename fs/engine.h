@@ -1,12 +1,18 @@
 /* engine.h - the read engine of one mount, and the daemon's context: the
  * store, the memo (src/memo.h) and its levels, the limits, the decode-ahead
- * workers, the log, the shutdown flag, and the node table's storage; and
- * decoded units behind the memo.
+ * workers, the log, the shutdown flag, and the node table's storage.
  *
- * The node table is fs/node.c's, text preparation fs/textprep.c's; they
- * include this header, not the other way round. The few helpers they need
- * from the context (engine_log, engine_stopping, engine_check_stop) are
- * inline here.
+ * The engine is a composition: engine_new and engine_free build and tear
+ * down its parts, and the jobs live in modules of their own, each taking
+ * the engine as its context:
+ *   fs/node.c      the node table (metadata, consolidated metadata, keys)
+ *   fs/unit.c      decoded units through the memo (shard indexes, data
+ *                  sections, direct reads of plain zarrs.vlen indexes,
+ *                  sizes, presence)
+ *   fs/textprep.c  decoded elements to their text type, fill text
+ * This header includes none of them (they include it), so the include
+ * graph has no circle; the few helpers they need from the context
+ * (engine_log, engine_stopping, engine_check_stop) are inline here.
  *
  * Everything here is FUSE-free so tests and a future command-line front end
  * drive the same code. The engine owns every piece of shared mutable state
@@ -14,9 +20,9 @@
  * src/memo.c) and nodes_lock (used by fs/node.c), both leaves.
  *
  * Errors that come from the data (corrupt chunk, bad metadata, unsupported
- * codec) are logged here, where the store path and key are known; the memo
- * remembers them, so the same failure seen again is answered without a new
- * line. */
+ * codec) are logged by the modules that meet them, through engine_log, where
+ * the store path and key are known; the memo remembers them, so the same
+ * failure seen again is answered without a new line. */
 #ifndef ZARRFS_ENGINE_H
 #define ZARRFS_ENGINE_H
 
@@ -32,7 +38,6 @@
 #include "../src/pool.h"
 #include "../src/meta.h"
 #include "../src/store.h"
-#include "text.h"
 
 /* Memo levels of what the engine and the views cache. The wait rule of
  * memo.h holds because a fill of each level only asks for lower ones:
@@ -41,17 +46,17 @@
  * decodes its units and their data. */
 /* Level 1 (MEMO_LEVEL_SOURCE) is the byte sources' own. */
 enum engine_level {
-  ELEVEL_SHARD_INDEX = MEMO_LEVEL_SOURCE + 1, /* a shard's decoded index */
-  ELEVEL_UNIT = 3,        /* a decoded unit with its text layout */
-  ELEVEL_DATA = 4,        /* a unit's deferred data section, decoded */
-  ELEVEL_UNIT_SIZE = 5,   /* value: a unit's text size */
-  ELEVEL_PRESENCE = 6,    /* which chunks of an array are stored */
+  ELEVEL_SHARD_INDEX = MEMO_LEVEL_SOURCE + 1, /* a shard's decoded index
+                                                 (unit.c) */
+  ELEVEL_UNIT = 3,        /* a decoded unit with its text layout (unit.c) */
+  ELEVEL_DATA = 4,        /* a unit's deferred data section, decoded
+                             (unit.c) */
+  ELEVEL_UNIT_SIZE = 5,   /* value: a unit's text size (unit.c) */
+  ELEVEL_PRESENCE = 6,    /* which chunks of an array are stored (unit.c) */
   ELEVEL_LAYOUT = 7,      /* a region's text layout (view.c) */
   ELEVEL_REGION_SIZE = 8, /* value: a region's text size (view.c) */
   ELEVEL_ROW = 9,         /* a row of units of a region (view.c) */
 };
-
-struct znode; /* fs/node.h */
 
 struct engine_config {
   size_t cache_size;     /* memo byte budget (unpinned decoded data) */
@@ -77,9 +82,9 @@ struct engine {
   struct pool *ahead;         /* decode-ahead workers (fs/view.c), or NULL */
   size_t ahead_budget;        /* bytes a reader may have decoded ahead */
   size_t cache_size;          /* the memo's budget (engine_config) */
-  /* The node table (fs/node.c owns what is in it). */
   pthread_mutex_t nodes_lock; /* guards nodes and transient (leaf lock) */
-  struct htab nodes;          /* path -> struct znode, for the engine's life */
+  struct htab nodes;          /* the node table (fs/node.c): path -> struct
+                                 znode, for the engine's life */
   struct znode *transient;    /* nodes whose metadata failed to load for
                                  now (guarded by nodes_lock; freed with the
                                  engine: callers borrow nodes for its life) */
@@ -96,58 +101,6 @@ int engine_new(struct store *store, const struct engine_config *cfg,
                struct engine **out, struct zerr *err);
 /* Free; NULL-safe. No pin may be outstanding. */
 void engine_free(struct engine *e);
-
-/* Decoded unit `idx` of array node n, read from the store (a missing chunk
- * or an empty inner chunk gives a fill unit). Returns a pin on the memo
- * entry (memo_release); the unit is engine_ref_unit(*out). */
-int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
-                struct memo_ref **out, struct zerr *err);
-/* The unit behind a pin from engine_unit (borrowed while pinned). */
-static inline struct chunk_text *engine_ref_unit(const struct memo_ref *r) {
-  return (struct chunk_text *)memo_obj(r);
-}
-/* Fill unit idx of n, for a unit known to be missing: no store access, no
- * element data (new reference; zobj_put). */
-int engine_fill_unit(const struct znode *n, const uint64_t *idx,
-                     struct chunk_text **out, struct zerr *err);
-
-/* What to read a decoded unit's text from. Fill units, fixed-size
- * elements and units rendered whole: the unit itself (*rct = ct, *data
- * NULL). Variable-length elements with their bytes at hand (uncompressed
- * zarrs.vlen data): *rct = ct and *data those bytes (a read fetches only
- * what it shows). Deferred data sections are decoded once (single-flight,
- * in the memo) and, when the text fits render_max, rendered whole: then
- * *rct is that rendered unit and *data NULL; else *rct = ct and *data the
- * decoded bytes. *data is a new reference; *pin (or NULL) keeps the memo
- * entry *rct or *data came from; the caller releases it (a reader's
- * window keeps it) after the last use. */
-int engine_unit_src(struct engine *e, const struct znode *n,
-                    const struct chunk_text *ct, const struct chunk_text **rct,
-                    struct bytesrc **data, struct memo_ref **pin,
-                    struct zerr *err);
-
-/* Read text [off, off+len) of unit idx straight through its plain
- * zarrs.vlen index and data (unit_direct in engine.c): only the offsets
- * and element bytes the range shows are read, nothing is decoded whole or
- * cached. -ENOTSUP when the unit is not like that (or not stored): read
- * it the usual way. For readers not going through in sequence (`tail`,
- * random reads) of units not decoded yet. */
-long engine_unit_read_direct(struct engine *e, const struct znode *n,
-                             const uint64_t *idx, uint64_t off, size_t len,
-                             char *dst, struct zerr *err);
-
-/* Text size of unit idx, learned once and remembered: from the ends of a
- * plain zarrs.vlen index when it has one, else by decoding the unit. */
-int engine_unit_size(struct engine *e, const struct znode *n,
-                     const uint64_t *idx, uint64_t *size, struct zerr *err);
-
-/* Which chunks of array n are stored (a pin; the object is a struct
- * presence from src/presence.h). */
-int engine_presence(struct engine *e, const struct znode *n,
-                    struct memo_ref **out, struct zerr *err);
-
-/* In-bounds elements of unit idx of n (edge units hold fewer). */
-uint64_t engine_unit_nin(const struct znode *n, const uint64_t *idx);
 
 /* Ask every long operation to stop (shutdown): loops and waits return
  * -EINTR soon after. Async-signal-safe (one atomic store). */

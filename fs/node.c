@@ -108,8 +108,7 @@ static int node_set_form(const struct engine *e, struct znode *n,
                          struct zerr *err) {
   n->form.ndim = n->meta->ndim;
   memcpy(n->form.shape, n->uspec.shape, sizeof n->form.shape);
-  return textprep_fill_text(&n->uspec, &n->meta->dtype, &e->env, &n->form,
-                            err);
+  return textprep_fill_text(&n->uspec, &n->meta->dtype, &e->env, &n->form, err);
 }
 
 /* ---- hierarchies through consolidated metadata ---- */
@@ -192,8 +191,8 @@ static const char *hier_node_doc(struct engine *e, const char *path,
  * document's consolidated_metadata, or for a V2 group whose metadata came
  * from the store its .zmetadata. A malformed table is logged (one line,
  * naming the key and the reason) and ignored. */
-static void hier_load_group(struct engine *e, struct znode *n,
-                            const char *key, int from_consolidated) {
+static void hier_load_group(struct engine *e, struct znode *n, const char *key,
+                            int from_consolidated) {
   if (e->no_consolidated)
     return;
   struct zerr err = {0};
