@@ -15,7 +15,10 @@
  * Owns the engine's node table (struct engine: nodes, transient), behind
  * engine.nodes_lock, a leaf lock: loading a node (store reads, ancestors'
  * nodes, logging) runs without it. Nodes are immutable once made. Also
- * the names derived from a node: chunk keys and memo keys. FUSE-free. */
+ * the names derived from a node: chunk keys and memo keys. FUSE-free.
+ *
+ * The functions that were the engine's keep their engine_ names (callers
+ * across fs/, tests/ and the other branches); what is new here is node_. */
 #ifndef ZARRFS_NODE_H
 #define ZARRFS_NODE_H
 

@@ -9,7 +9,8 @@
  * ELEVEL_UNIT_SIZE, ELEVEL_PRESENCE of fs/engine.h), whose lock is taken
  * inside memo.c only. Each fill asks only for lower levels (memo.h's wait
  * rule). A data error is logged here, once, naming the chunk's store key.
- * FUSE-free. */
+ * FUSE-free. The functions keep the engine_ names they had before the
+ * split (callers across fs/view.c, tests/ and other branches). */
 #ifndef ZARRFS_UNIT_H
 #define ZARRFS_UNIT_H
 
