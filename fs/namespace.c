@@ -7,7 +7,7 @@
 
 #include "../codecs/chain.h"
 #include "../codecs/codec.h"
-#include "hier.h"
+#include "node.h"
 #include "view.h"
 
 /* Drop leading slashes: FUSE paths are absolute, store keys are not. */
@@ -88,7 +88,7 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   if (rc != -ENOENT && rc != -EINVAL)
     return rc;
   zerr_clear(err);
-  if (hier_is_dir(e, key)) { /* a node only consolidated metadata names */
+  if (node_cons_is_dir(e, key)) { /* a node only consolidated metadata names */
     ent->kind = NS_DIR;
     return 0;
   }
@@ -308,7 +308,7 @@ struct cons_fill {
   int attr; /* the store listed the directory: the others are directories */
 };
 
-/* hier_children callback: one child directory, unless stored. */
+/* node_cons_children callback: one child directory, unless stored. */
 static int cons_fill_one(void *ud, const char *name) {
   struct cons_fill *cf = ud;
   if (dir_has_stored(cf->d, name))
@@ -410,7 +410,7 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
              ? zerr_set(err, EFBIG, "directory listing too large")
              : zerr_set(err, ENOMEM, "out of memory listing a directory");
   if (rc < 0 && rc != -ENOMEM && rc != -EFBIG &&
-      (e->store->unlistable || hier_is_dir(e, key) ||
+      (e->store->unlistable || node_cons_is_dir(e, key) ||
        engine_node(e, key)->cons)) {
     /* The store cannot list it; consolidated metadata may (an unlistable
      * store shows what metadata names, and views). */
@@ -432,7 +432,7 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
   /* Child nodes named by consolidated metadata that the store did not
    * list (a union: each name once). */
   struct cons_fill cf = {d, listed};
-  if (hier_children(e, key, cons_fill_one, &cf, err) < 0 && !d->rc)
+  if (node_cons_children(e, key, cons_fill_one, &cf, err) < 0 && !d->rc)
     d->rc = -ENOMEM;
 
   const struct znode *n = engine_node(e, key);

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "engine.h"
+#include "node.h"
 
 #define NS_VALUES_NAME "values.txt"
 #define NS_VIEW_SUFFIX ".txt"

@@ -39,7 +39,7 @@
  * in nested optional types a value missing inside k present layers is
  * "null" in k pairs of brackets ("[null]" for Some(None), zarrs' JSON form).
  * Optional strings and bytes are converted to text before rendering
- * (fs/engine.c), with render_optional_null for the missing ones. */
+ * (fs/textprep.c), with render_optional_null for the missing ones. */
 #include "render.h"
 
 #include <stdio.h> /* snprintf for datetime fields */

@@ -112,6 +112,11 @@ static uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
   return render_var_len(&ct->form->dt, ab->offsets[j + 1] - ab->offsets[j]);
 }
 
+/* See text.h. */
+uint64_t text_var_len(const struct dtype *dt, uint64_t nbytes) {
+  return render_var_len(dt, nbytes);
+}
+
 /* ---- layouts ---- */
 
 /* Check the decoded elements against the form and bring fixed-size

@@ -83,6 +83,11 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
                      size_t max_bytes, struct chunk_text **out,
                      struct zerr *err);
 
+/* Text bytes (no newline) of a variable-length element of nbytes bytes of
+ * text data type dt: what a reader of raw offsets (a plain zarrs.vlen
+ * index) needs to place lines without rendering. */
+uint64_t text_var_len(const struct dtype *dt, uint64_t nbytes);
+
 /* Text offset where in-bounds element k's line starts (k <= nin). */
 uint64_t text_line_off(const struct chunk_text *ct, uint64_t k);
 /* The same, knowing where an earlier element k0 <= k starts (off0): walks
@@ -91,7 +96,7 @@ uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
                             uint64_t off0, uint64_t k);
 
 /* Render text bytes [off, off+len) of unit ct into dst. data is the unit's
- * element bytes for variable-length units (engine_unit_data), NULL
+ * element bytes for variable-length units (engine_unit_src), NULL
  * otherwise. Returns the bytes written (short only at the end of the
  * text) or a negative errno. */
 long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "unit.h"
 
 struct view_cursor;
 

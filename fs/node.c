@@ -1,0 +1,529 @@
+/* node.c - the node table: each store prefix's metadata loaded once and
+ * kept for the engine's life, with the hierarchy's consolidated metadata
+ * (see node.h). */
+#include "node.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codecs/sharding.h"
+#include "textprep.h"
+
+/* Node table entries beyond this are not remembered when they are plain
+ * directories (chunk directories of huge grids must not grow the table). */
+#define ENGINE_MAX_NODES 1000000
+#define ENGINE_MAX_META (64u << 20)
+
+/* A node table entry, keyed by the node's path. */
+struct node_slot {
+  struct htab_node hn;
+  struct znode *node;
+};
+
+/* Set up the engine's (empty) node table. */
+int node_table_init(struct engine *e) {
+  if (htab_init(&e->nodes, 4096) < 0)
+    return -ENOMEM;
+  pthread_mutex_init(&e->nodes_lock, NULL);
+  return 0;
+}
+
+/* Free one node; NULL-safe. */
+static void znode_free(struct znode *n) {
+  if (!n)
+    return;
+  chain_free(n->chain);
+  zmeta_free(n->meta);
+  zcons_free(n->cons);
+  free(n->form.fill);
+  free(n->view_error);
+  free(n->path);
+  free(n);
+}
+
+/* Free every node of the table (no one may hold a node any more). */
+void node_table_fini(struct engine *e) {
+  struct htab_node *hn;
+  while ((hn = htab_pop(&e->nodes))) {
+    struct node_slot *s = (struct node_slot *)hn;
+    znode_free(s->node);
+    free(s);
+  }
+  htab_fini(&e->nodes);
+  while (e->transient) {
+    struct znode *n = e->transient;
+    e->transient = n->next;
+    znode_free(n);
+  }
+  pthread_mutex_destroy(&e->nodes_lock);
+}
+
+/* Join a prefix and a name into a store key. */
+static int key_join(char *buf, size_t len, const char *prefix,
+                    const char *name) {
+  int n = *prefix ? snprintf(buf, len, "%s/%s", prefix, name)
+                  : snprintf(buf, len, "%s", name);
+  return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : n;
+}
+
+/* Record why an array's views cannot work, and say it once. */
+static void node_set_error(struct engine *e, struct znode *n, const char *key,
+                           const char *msg) {
+  n->view_error = strdup(msg);
+  engine_log(e, key, msg);
+}
+
+/* Decide the decode unit of an array node (see struct znode): inner chunks
+ * when the codecs are sharding_indexed alone, else whole chunks. */
+static int node_set_units(struct znode *n, struct zerr *err) {
+  const struct zmeta *m = n->meta;
+  n->uspec = n->spec;
+  n->shard = shard_of_chain(n->chain);
+  for (int d = 0; d < m->ndim; d++)
+    n->per[d] = 1;
+  if (n->shard) {
+    uint64_t inner[ZMETA_MAX_DIMS];
+    shard_inner_shape(n->shard, inner);
+    n->uspec.nelem = 1;
+    for (int d = 0; d < m->ndim; d++) {
+      if (m->chunk[d] % inner[d])
+        return zerr_set(err, EIO,
+                        "sharding_indexed: inner chunk shape does not "
+                        "divide the shard shape");
+      n->per[d] = m->chunk[d] / inner[d];
+      n->uspec.shape[d] = inner[d];
+      n->uspec.nelem *= inner[d];
+    }
+  }
+  for (int d = 0; d < m->ndim; d++) {
+    uint64_t u = n->uspec.shape[d];
+    n->ugrid[d] = m->shape[d] / u + (m->shape[d] % u != 0);
+  }
+  return 0;
+}
+
+/* How units become text: type, unit shape, fill text. */
+static int node_set_form(const struct engine *e, struct znode *n,
+                         struct zerr *err) {
+  n->form.ndim = n->meta->ndim;
+  memcpy(n->form.shape, n->uspec.shape, sizeof n->form.shape);
+  return textprep_fill_text(&n->uspec, &n->meta->dtype, &e->env, &n->form, err);
+}
+
+/* ---- hierarchies through consolidated metadata ---- */
+
+/* Largest .zmetadata read, as for any node metadata. */
+#define HIER_MAX_ZMETADATA (64u << 20)
+
+/* Called for each group with a table covering a path; rel is the path
+ * relative to that group. */
+typedef void (*hier_visit_fn)(void *ud, const struct znode *g, const char *rel);
+
+/* Visit the groups with a table above path (and path itself when self)
+ * from the root down. Returns 1, and the visits must be discarded, when one
+ * of those nodes is an array or broken: nothing below an array is a node
+ * (whatever a table says), and an array has no child nodes. */
+static int hier_walk(struct engine *e, const char *path, int self,
+                     hier_visit_fn fn, void *ud) {
+  size_t plen = strlen(path), pos = 0;
+  char prefix[4096];
+  if (e->no_consolidated || plen >= sizeof prefix)
+    return 1;
+  for (;;) {
+    int is_self = pos == plen;
+    if (is_self && !self)
+      return 0;
+    memcpy(prefix, path, pos);
+    prefix[pos] = '\0';
+    const struct znode *g = engine_node(e, prefix);
+    if (g->kind == ZNODE_ARRAY || g->kind == ZNODE_BROKEN)
+      return 1;
+    const char *rel = is_self ? "" : path + pos + (pos ? 1 : 0);
+    if (g->cons)
+      fn(ud, g, rel);
+    if (is_self)
+      return 0;
+    const char *slash = strchr(rel, '/');
+    pos = slash ? (size_t)(slash - path) : plen;
+  }
+}
+
+/* What hier_node_doc looks for and finds. */
+struct doc_find {
+  const char *text;
+  size_t len;
+  enum zcons_kind kind;
+  const struct znode *group;
+};
+
+/* The first (outermost) table that lists rel wins. */
+static void doc_visit(void *ud, const struct znode *g, const char *rel) {
+  struct doc_find *f = ud;
+  if (!f->text) {
+    f->text = zcons_node(g->cons, rel, &f->len, &f->kind);
+    f->group = g;
+  }
+}
+
+/* The consolidated document of the node at store prefix path (non-empty),
+ * looked up in its ancestors' tables: its text (borrowed; lives as long as
+ * the engine), length and kind; the store key of the document that
+ * consolidated it ("zarr.json", "g/.zmetadata") goes to src_key. NULL when
+ * no table lists path. */
+static const char *hier_node_doc(struct engine *e, const char *path,
+                                 size_t *len, enum zcons_kind *kind,
+                                 char *src_key, size_t src_cap) {
+  if (!*path)
+    return NULL;
+  struct doc_find f = {0};
+  if (hier_walk(e, path, 0, doc_visit, &f) || !f.text)
+    return NULL;
+  *len = f.len;
+  *kind = f.kind;
+  const char *name = f.group->meta ? "zarr.json" : ".zmetadata";
+  snprintf(src_key, src_cap, "%s%s%s", f.group->path, *f.group->path ? "/" : "",
+           name);
+  return f.text;
+}
+
+/* Give group node n (whose metadata key is key) its own table: the V3
+ * document's consolidated_metadata, or for a V2 group whose metadata came
+ * from the store its .zmetadata. A malformed table is logged (one line,
+ * naming the key and the reason) and ignored. */
+static void hier_load_group(struct engine *e, struct znode *n, const char *key,
+                            int from_consolidated) {
+  if (e->no_consolidated)
+    return;
+  struct zerr err = {0};
+  char zkey[4096];
+  int rc;
+  if (n->meta) {
+    rc = zcons_parse_v3(json_object_get(n->meta->root, "consolidated_metadata"),
+                        &n->cons, &err);
+  } else {
+    if (from_consolidated)
+      return; /* described by an ancestor's table already */
+    int w = snprintf(zkey, sizeof zkey, "%s%s.zmetadata", n->path,
+                     *n->path ? "/" : "");
+    if (w < 0 || (size_t)w >= sizeof zkey)
+      return;
+    key = zkey;
+    uint8_t *text;
+    size_t len;
+    rc = store_read_all(e->store, zkey, HIER_MAX_ZMETADATA, &text, &len, &err);
+    if (rc == -ENOENT || rc == -ENOTDIR || rc == -EINVAL)
+      return;
+    if (rc == 0) {
+      rc = zcons_parse_v2((const char *)text, len, &n->cons, &err);
+      free(text);
+    }
+  }
+  if (rc < 0) {
+    n->cons = NULL;
+    char msg[ZERR_MSG_MAX + 64];
+    snprintf(msg, sizeof msg,
+             "consolidated metadata ignored (per-node metadata is used): %s",
+             err.msg);
+    engine_log(e, key, msg);
+  }
+}
+
+/* Does any table name rel as a directory? */
+static void dir_visit(void *ud, const struct znode *g, const char *rel) {
+  int *found = ud;
+  *found |= zcons_has_dir(g->cons, rel);
+}
+
+/* Named by an ancestor's table? */
+int node_cons_is_dir(struct engine *e, const char *path) {
+  int found = 0;
+  return *path && !hier_walk(e, path, 0, dir_visit, &found) && found;
+}
+
+/* Child names gathered from every covering table. */
+struct names {
+  char **v;
+  size_t n, cap;
+  int oom;
+  struct zerr *err;
+};
+
+/* Remember one name. */
+static int names_add(void *ud, const char *name) {
+  struct names *l = ud;
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 16;
+    char **nv = realloc(l->v, nc * sizeof *nv);
+    if (!nv) {
+      l->oom = 1;
+      return 1;
+    }
+    l->v = nv;
+    l->cap = nc;
+  }
+  if (!(l->v[l->n] = strdup(name))) {
+    l->oom = 1;
+    return 1;
+  }
+  l->n++;
+  return 0;
+}
+
+/* Add one table's children of rel. */
+static void children_visit(void *ud, const struct znode *g, const char *rel) {
+  struct names *l = ud;
+  if (!l->oom && zcons_children(g->cons, rel, names_add, l, l->err) < 0)
+    l->oom = 1;
+}
+
+/* Order names by strcmp. */
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Union of the covering tables' children, sorted, without duplicates. */
+int node_cons_children(struct engine *e, const char *path, zcons_child_cb cb,
+                       void *ud, struct zerr *err) {
+  struct names l = {.err = err};
+  int blocked = hier_walk(e, path, 1, children_visit, &l), rc = 0;
+  if (blocked) {
+    /* no child nodes here */
+  } else if (l.oom) {
+    rc = zerr_set(err, ENOMEM, "out of memory listing consolidated children");
+  } else if (l.n) {
+    qsort(l.v, l.n, sizeof *l.v, name_cmp);
+    for (size_t i = 0; i < l.n; i++)
+      if ((!i || strcmp(l.v[i], l.v[i - 1])) && cb(ud, l.v[i]))
+        break;
+  }
+  for (size_t i = 0; i < l.n; i++)
+    free(l.v[i]);
+  free(l.v);
+  return rc;
+}
+
+/* ---- the table ---- */
+
+/* Read and interpret path/zarr.json. */
+static struct znode *node_load(struct engine *e, const char *path) {
+  struct znode *n = calloc(1, sizeof *n);
+  if (!n)
+    return NULL;
+  n->path = strdup(path);
+  if (!n->path) {
+    free(n);
+    return NULL;
+  }
+  /* V3 first, then V2 (.zarray, .zgroup), as zarr-python looks. */
+  static const char *const names[] = {"zarr.json", ".zarray", ".zgroup"};
+  char key[4096];
+  uint8_t *text = NULL;
+  size_t len;
+  struct zerr err = {0};
+  int rc = -ENOENT, which = 0, from_cons = 0;
+  /* An ancestor group's consolidated metadata, when it lists this node
+   * (hier_node_doc); an entry that does not parse falls back to the
+   * node's own files. */
+  enum zcons_kind ck;
+  char ckey[4096];
+  const char *ctext = hier_node_doc(e, path, &len, &ck, ckey, sizeof ckey);
+  if (ctext) {
+    which = ck == ZCONS_V3 ? 0 : ck == ZCONS_V2_ARRAY ? 1 : 2;
+    if (key_join(key, sizeof key, path, names[which]) < 0)
+      return n;
+    if (which == 2) {
+      n->kind = ZNODE_GROUP;
+      hier_load_group(e, n, key, 1);
+      return n;
+    }
+    rc = which == 0 ? zmeta_parse(ctext, len, &n->meta, &err)
+                    : zmeta_parse_v2(ctext, len, &n->meta, &err);
+    from_cons = rc == 0 || rc == -ENOTSUP;
+    if (!from_cons) {
+      char msg[ZERR_MSG_MAX + 4200];
+      snprintf(msg, sizeof msg,
+               "consolidated metadata of '%s' ignored (per-node metadata is "
+               "used): %s",
+               path, err.msg);
+      engine_log(e, ckey, msg);
+      zerr_clear(&err);
+    }
+  }
+  if (!from_cons) {
+    for (which = 0; which < 3; which++) {
+      if (key_join(key, sizeof key, path, names[which]) < 0)
+        return n; /* ZNODE_NONE */
+      rc = store_read_all(e->store, key, ENGINE_MAX_META, &text, &len, &err);
+      if (rc != -ENOENT && rc != -ENOTDIR && rc != -EINVAL)
+        break;
+    }
+    if (which == 3)
+      return n;
+    if (rc < 0) {
+      n->kind = ZNODE_BROKEN;
+      n->transient = zerr_is_transient(-rc);
+      node_set_error(e, n, key, err.msg);
+      return n;
+    }
+    if (which == 0) {
+      rc = zmeta_parse((const char *)text, len, &n->meta, &err);
+    } else if (which == 1) {
+      rc = zmeta_parse_v2((const char *)text, len, &n->meta, &err);
+    } else {
+      n->kind = ZNODE_GROUP; /* .zgroup: only its .zmetadata matters */
+      free(text);
+      hier_load_group(e, n, key, 0);
+      return n;
+    }
+    free(text);
+  }
+  if (rc < 0) {
+    n->kind = ZNODE_BROKEN;
+    char msg[ZERR_MSG_MAX + 32];
+    /* Unsupported (a chunk grid, a key encoding) is not invalid. */
+    snprintf(msg, sizeof msg, "%s%s",
+             rc == -ENOTSUP ? "" : "invalid metadata: ", err.msg);
+    node_set_error(e, n, key, msg);
+    return n;
+  }
+  if (n->meta->node == ZMETA_GROUP) {
+    n->kind = ZNODE_GROUP;
+    hier_load_group(e, n, key, from_cons);
+    return n;
+  }
+  n->kind = ZNODE_ARRAY;
+  struct zmeta *m = n->meta;
+  n->spec.ndim = m->ndim;
+  memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
+  n->spec.nelem = m->chunk_nelem;
+  n->spec.dtype = m->dtype;
+  n->form.dt = m->dtype.kind == DT_FIXED_UTF32    ? dtype_of(DT_STRING)
+               : dtype_is_fixed_string(&m->dtype) ? dtype_of(DT_BYTES)
+                                                  : m->dtype;
+  if (m->dtype.kind == DT_OPTIONAL && dtype_has_var_elements(&m->dtype))
+    n->form.dt = dtype_of(DT_STRING); /* see optional_var_to_text */
+  n->spec.fill = m->fill;
+  n->spec.fill_len = m->fill_len;
+  if (m->dtype.kind == DT_UNSUPPORTED) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "unsupported data type '%s'", m->dtype.name);
+    node_set_error(e, n, key, msg);
+    return n;
+  }
+  if (chain_build(m->codecs, &n->spec, &n->chain, &err) < 0) {
+    n->chain = NULL;
+    node_set_error(e, n, key, err.msg);
+    return n;
+  }
+  if (node_set_units(n, &err) < 0 || node_set_form(e, n, &err) < 0) {
+    chain_free(n->chain);
+    n->chain = NULL;
+    n->shard = NULL;
+    node_set_error(e, n, key, err.msg);
+  }
+  return n;
+}
+
+/* htab equality: the slot's node has this path. */
+static int node_eq(const struct htab_node *hn, const void *key) {
+  return !strcmp(((const struct node_slot *)hn)->node->path, key);
+}
+
+/* Cached node lookup; loads on first use (outside the lock: loading reads
+ * the store and ancestors' nodes; two threads may load the same node, and
+ * the first to insert wins). */
+const struct znode *engine_node(struct engine *e, const char *path) {
+  static const struct znode none = {.kind = ZNODE_NONE, .path = ""};
+  uint64_t h = htab_hash_str(path);
+  pthread_mutex_lock(&e->nodes_lock);
+  struct node_slot *s =
+      (struct node_slot *)htab_find(&e->nodes, h, node_eq, path);
+  pthread_mutex_unlock(&e->nodes_lock);
+  if (s)
+    return s->node;
+  struct znode *n = node_load(e, path);
+  if (!n)
+    return &none;
+  pthread_mutex_lock(&e->nodes_lock);
+  if (n->transient) { /* not remembered: the next lookup loads again */
+    n->next = e->transient;
+    e->transient = n;
+    pthread_mutex_unlock(&e->nodes_lock);
+    return n;
+  }
+  s = (struct node_slot *)htab_find(&e->nodes, h, node_eq, path);
+  if (s || (n->kind == ZNODE_NONE && e->nodes.count >= ENGINE_MAX_NODES)) {
+    pthread_mutex_unlock(&e->nodes_lock);
+    znode_free(n);
+    return s ? s->node : &none;
+  }
+  s = malloc(sizeof *s);
+  if (!s) {
+    pthread_mutex_unlock(&e->nodes_lock);
+    znode_free(n);
+    return &none;
+  }
+  s->hn.hash = h;
+  s->node = n;
+  htab_insert(&e->nodes, &s->hn);
+  pthread_mutex_unlock(&e->nodes_lock);
+  return n;
+}
+
+/* Walk the ancestors of key from the root down to the first array. */
+const struct znode *engine_array_of(struct engine *e, const char *key,
+                                    const char **rel) {
+  char prefix[4096];
+  size_t klen = strlen(key);
+  if (klen >= sizeof prefix)
+    return NULL;
+  size_t pos = 0;
+  for (;;) {
+    memcpy(prefix, key, pos);
+    prefix[pos] = '\0';
+    const struct znode *n = engine_node(e, prefix);
+    if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
+      *rel = key + pos + (pos ? 1 : 0);
+      return n;
+    }
+    const char *slash = strchr(key + pos + (pos ? 1 : 0), '/');
+    if (!slash)
+      return NULL;
+    pos = (size_t)(slash - key);
+  }
+}
+
+/* Store key of a chunk, with the array's prefix. */
+int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
+                     size_t len) {
+  char rel[1024];
+  int r = zmeta_chunk_key(n->meta, idx, rel, sizeof rel);
+  if (r < 0)
+    return r;
+  return key_join(buf, len, n->path, rel);
+}
+
+/* ---- memo keys ---- */
+
+/* See node.h. */
+void engine_key(struct memo_key *k, enum engine_level level,
+                const struct znode *n, const uint64_t *idx,
+                const uint64_t *extra, int nextra) {
+  int nd = n->meta && idx ? n->meta->ndim : 0;
+  k->level = (uint8_t)level;
+  k->owner = n;
+  k->n = (uint8_t)(nd + nextra);
+  if (nd)
+    memcpy(k->v, idx, (size_t)nd * sizeof *idx);
+  if (nextra)
+    memcpy(k->v + nd, extra, (size_t)nextra * sizeof *extra);
+}
+
+/* Can views of n be read at all? */
+int node_check(const struct znode *n, struct zerr *err) {
+  if (n->kind == ZNODE_ARRAY && n->chain)
+    return 0;
+  return zerr_set(err, EIO, "%s",
+                  n->view_error ? n->view_error : "not a readable array");
+}

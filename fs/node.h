@@ -1,0 +1,111 @@
+/* node.h - the node table of an engine: each store prefix's metadata
+ * (zarr.json, or .zarray/.zgroup), parsed once, with the array's codec
+ * chain, decode unit and text form, kept for the engine's life; and the
+ * hierarchy's consolidated metadata (src/consolidated.h), so a hierarchy
+ * is served without reading per-node metadata and lists even where the
+ * store cannot.
+ *
+ * A node is looked up in the consolidated tables of its ancestor groups
+ * from the root down; the outermost table that lists it wins (zarr-python
+ * consolidates at the root; nested groups inside its table carry empty
+ * tables). Nothing below an array is a node. With
+ * engine_config.no_consolidated no table is read and every node's own
+ * metadata is.
+ *
+ * Owns the engine's node table (struct engine: nodes, transient), behind
+ * engine.nodes_lock, a leaf lock: loading a node (store reads, ancestors'
+ * nodes, logging) runs without it. Nodes are immutable once made. Also
+ * the names derived from a node: chunk keys and memo keys. FUSE-free.
+ *
+ * The functions that were the engine's keep their engine_ names (callers
+ * across fs/, tests/ and the other branches); what is new here is node_. */
+#ifndef ZARRFS_NODE_H
+#define ZARRFS_NODE_H
+
+#include <stdint.h>
+
+#include "../codecs/chain.h"
+#include "../src/consolidated.h"
+#include "../src/meta.h"
+#include "engine.h"
+#include "text.h"
+
+enum znode_kind {
+  ZNODE_NONE = 0, /* no zarr.json here */
+  ZNODE_GROUP,
+  ZNODE_ARRAY,  /* zarr.json parsed as an array (views may still fail) */
+  ZNODE_BROKEN, /* zarr.json present but unusable */
+};
+
+struct shard_state;
+
+/* A node, immutable once created; lives as long as the engine.
+ *
+ * Arrays are decoded in *units*: a unit is a chunk, except when the codecs
+ * are `sharding_indexed` alone, where a unit is one inner chunk of a shard
+ * (so a read decodes the shard index and only the inner chunks it needs).
+ * Unit coordinates index the unit grid; chunk coordinates the chunk grid;
+ * per[d] units make one chunk along dimension d. */
+struct znode {
+  enum znode_kind kind;
+  char *path;             /* store prefix: "" for the root, else "a/b" */
+  struct zmeta *meta;     /* arrays: parsed metadata */
+  struct chain *chain;    /* arrays: NULL when views cannot work */
+  char *view_error;       /* why views fail (logged once); NULL if they work */
+  struct codec_spec spec; /* decoded representation of one chunk */
+  const struct shard_state *shard; /* units are inner chunks (borrowed from
+                                      chain), or NULL: units are chunks */
+  struct codec_spec uspec;         /* decoded representation of one unit */
+  uint64_t ugrid[ZMETA_MAX_DIMS];  /* units per dimension */
+  uint64_t per[ZMETA_MAX_DIMS];    /* units per chunk per dimension */
+  struct text_form form; /* how units become text: the text data type (the
+                            data type, or string (numpy U) / bytes (numpy
+                            S) for the fixed-width kinds, converted after
+                            decoding), the unit shape, the fill text */
+  struct zcons *cons;    /* groups: their consolidated metadata (owned), or
+                            NULL */
+  int transient;         /* broken only for now (a server failing): not
+                            kept in the node table, asked again next time */
+  struct znode *next;    /* transient nodes: the engine's list */
+};
+
+/* Set up the engine's empty node table (engine_new). 0 or -ENOMEM. */
+int node_table_init(struct engine *e);
+/* Free every node of the table (engine_free; no node may be in use). */
+void node_table_fini(struct engine *e);
+
+/* The node at store prefix `path` (borrowed, valid for the engine's life).
+ * Never fails: a directory without zarr.json is ZNODE_NONE. */
+const struct znode *engine_node(struct engine *e, const char *path);
+
+/* The array node whose tree holds store key `key` (the nearest ancestor
+ * directory that is an array or broken node), and the key relative to it.
+ * NULL when none. */
+const struct znode *engine_array_of(struct engine *e, const char *key,
+                                    const char **rel);
+
+/* 0 when views of n can be read (an array with a codec chain), else EIO
+ * with the reason (the node's view_error). */
+int node_check(const struct znode *n, struct zerr *err);
+
+/* Is path (non-empty) a node or a directory on the way to one, according
+ * to the consolidated tables of its ancestors? */
+int node_cons_is_dir(struct engine *e, const char *path);
+
+/* The distinct child names of directory path ("" = root) named by the
+ * consolidated tables of path and its ancestors, in strcmp order. 0 or
+ * -ENOMEM. */
+int node_cons_children(struct engine *e, const char *path, zcons_child_cb cb,
+                       void *ud, struct zerr *err);
+
+/* Store key of chunk idx of node n (prefix included) into buf. */
+int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
+                     size_t len);
+
+/* Memo key of kind `level` about node n for coordinates idx (ndim words;
+ * none when idx is NULL) plus `extra` words (tags, indexes). */
+void engine_key(struct memo_key *k, enum engine_level level,
+                const struct znode *n, const uint64_t *idx,
+                const uint64_t *extra, int nextra);
+
+#endif

@@ -1,0 +1,532 @@
+/* unit.c - decoded units through the memo, and the failures met decoding
+ * them, logged once (see unit.h). */
+#include "unit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codecs/sharding.h"
+#include "../src/presence.h"
+#include "textprep.h"
+
+/* The chunk holding unit idx, and the unit's C-order index inside it. */
+static uint64_t unit_chunk(const struct znode *n, const uint64_t *idx,
+                           uint64_t *cidx) {
+  uint64_t inner = 0;
+  for (int d = 0; d < n->meta->ndim; d++) {
+    cidx[d] = idx[d] / n->per[d];
+    inner = inner * n->per[d] + idx[d] % n->per[d];
+  }
+  return inner;
+}
+
+/* The store key of unit idx's chunk (for log lines). */
+static int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
+                          size_t len, struct zerr *err) {
+  uint64_t cidx[ZMETA_MAX_DIMS];
+  unit_chunk(n, idx, cidx);
+  if (engine_chunk_key(n, cidx, key, len) < 0)
+    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
+  return 0;
+}
+
+/* Log a failure of key, unless it is the shutdown interrupting us. */
+static void log_failure(struct engine *e, const char *key,
+                        const struct zerr *err) {
+  if (err->code != EINTR)
+    engine_log(e, key, err->msg);
+}
+
+/* ---- shard indexes ---- */
+
+/* A shard's decoded index (memo object). */
+struct shard_index_obj {
+  struct zobj obj;
+  uint64_t *index; /* 2*nin (offset, nbytes) pairs; NULL: shard missing,
+                      every inner chunk is the fill value */
+  uint64_t nin;
+};
+
+/* Release a shard index. */
+static void shard_index_destroy(struct zobj *o) {
+  struct shard_index_obj *si = (struct shard_index_obj *)o;
+  free(si->index);
+  free(si);
+}
+
+/* What a fill needs to know about its unit or chunk. */
+struct unit_job {
+  struct engine *e;
+  const struct znode *n;
+  const uint64_t *idx; /* unit coordinates (chunk coordinates for indexes) */
+  const char *key;     /* the chunk's store key */
+  const struct chunk_text *ct; /* data fills: the unit */
+};
+
+/* Fill: read and check a shard's index; a failure is logged here, once per
+ * shard, not once per inner chunk. */
+static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
+                            struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct shard_index_obj *si = calloc(1, sizeof *si);
+  if (!si)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&si->obj, shard_index_destroy);
+  struct bytesrc *src = NULL;
+  int rc = store_get(j->e->store, j->key, &src, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    rc = 0;
+  } else if (rc == 0) {
+    rc = shard_index_read(j->n->shard, &j->n->spec, src, &j->e->env, &si->index,
+                          &si->nin, err);
+  }
+  bytesrc_unref(src);
+  if (rc < 0) {
+    log_failure(j->e, j->key, err);
+    zobj_put(&si->obj);
+    return rc;
+  }
+  *obj = &si->obj;
+  *cost = sizeof *si + (size_t)si->nin * 2 * sizeof(uint64_t);
+  return 0;
+}
+
+/* ---- units ---- */
+
+/* The encoded bytes of unit idx decoded: a whole chunk from the store, or
+ * one inner chunk of its shard through the shard's index. *out is NULL
+ * when the unit is the fill value (missing chunk, missing shard, empty
+ * inner chunk). *logged is set when the failure was already logged. */
+static int unit_source(struct unit_job *j, struct abytes **out, int *logged,
+                       struct zerr *err) {
+  struct engine *e = j->e;
+  const struct znode *n = j->n;
+  struct bytesrc *src = NULL;
+  *out = NULL;
+  if (!n->shard) {
+    int rc = store_get(e->store, j->key, &src, err);
+    if (rc == -ENOENT) {
+      zerr_clear(err);
+      return 0;
+    }
+    if (rc == 0)
+      rc = chain_decode(n->chain, &n->spec, src, &e->env, out, err);
+    bytesrc_unref(src);
+    return rc;
+  }
+  uint64_t cidx[ZMETA_MAX_DIMS];
+  uint64_t inner = unit_chunk(n, j->idx, cidx);
+  struct memo_key k;
+  engine_key(&k, ELEVEL_SHARD_INDEX, n, cidx, NULL, 0);
+  struct unit_job ij = {e, n, cidx, j->key, NULL};
+  struct memo_ref *ref;
+  int rc = memo_get(e->memo, &k, shard_index_fill, &ij, &ref, err);
+  if (rc < 0) {
+    *logged = 1;
+    return rc;
+  }
+  const struct shard_index_obj *si =
+      (const struct shard_index_obj *)memo_obj(ref);
+  if (si->index && !shard_inner_is_empty(si->index, inner)) {
+    rc = store_get(e->store, j->key, &src, err);
+    if (rc == 0)
+      rc = shard_inner_decode(n->shard, &n->spec, src, si->index, inner,
+                              &e->env, out, err);
+    bytesrc_unref(src);
+  }
+  memo_release(e->memo, ref);
+  return rc;
+}
+
+/* Fill: decode unit idx and lay out its text; learn its size on the way.
+ * A failure is logged here (naming the chunk's store key). */
+static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
+                     struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct engine *e = j->e;
+  const struct znode *n = j->n;
+  struct abytes *ab = NULL;
+  struct chunk_text *ct = NULL;
+  int logged = 0;
+  int rc = engine_check_stop(e, err);
+  if (rc == 0)
+    rc = unit_source(j, &ab, &logged, err);
+  if (rc == 0 && !ab)
+    rc = engine_fill_unit(n, j->idx, &ct, err);
+  else if (rc == 0 &&
+           (rc = textprep_to_text(&n->meta->dtype, ab, &e->env, err)) == 0) {
+    int var_mem = !ab->elsize && ab->data && ab->data->mem;
+    struct bytesrc *data = var_mem ? bytesrc_ref(ab->data) : NULL;
+    rc = text_layout(&n->form, n->meta->shape, j->idx, ab, e->env.max_decoded,
+                     e->render_max, &e->stopping, &ct, err);
+    ab = NULL; /* taken by text_layout */
+    /* Strings decoded into memory: their text is about their size, so
+     * keep the text instead (reads become copies). Deferred or lazy data
+     * sections (zarrs.vlen) stay as they are: a read fetches only what it
+     * needs. */
+    if (rc == 0 && var_mem && ct->size <= e->render_max &&
+        (rc = text_render_all(ct, data, err)) < 0)
+      zobj_put(&ct->obj);
+    bytesrc_unref(data);
+  }
+  abytes_free(ab);
+  if (rc < 0) {
+    if (!logged)
+      log_failure(e, j->key, err);
+    return zerr_prefix(err, "chunk %s: ", j->key);
+  }
+  struct memo_key sk;
+  engine_key(&sk, ELEVEL_UNIT_SIZE, n, j->idx, NULL, 0);
+  memo_value_put(e->memo, &sk, ct->size);
+  *obj = &ct->obj;
+  *cost = ct->cost;
+  return 0;
+}
+
+/* A unit inside the grid of a readable array? */
+static int unit_check(const struct znode *n, const uint64_t *idx,
+                      struct zerr *err) {
+  ZTRY(node_check(n, err));
+  for (int d = 0; d < n->meta->ndim; d++)
+    if (idx[d] >= n->ugrid[d])
+      return zerr_set(err, ENOENT, "chunk outside the grid");
+  return 0;
+}
+
+/* Memoised unit decode. */
+int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
+                struct memo_ref **out, struct zerr *err) {
+  ZTRY(unit_check(n, idx, err));
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  struct memo_key k;
+  engine_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
+  struct unit_job j = {e, n, idx, key, NULL};
+  return memo_get(e->memo, &k, unit_fill, &j, out, err);
+}
+
+/* A fill unit: arithmetic text, nothing read. */
+int engine_fill_unit(const struct znode *n, const uint64_t *idx,
+                     struct chunk_text **out, struct zerr *err) {
+  ZTRY(unit_check(n, idx, err));
+  return text_fill_unit(&n->form, n->meta->shape, idx, out, err);
+}
+
+/* A variable-length unit's element bytes, decoded (memo object): its
+ * text rendered whole when that fits render_max, else the bytes. */
+struct data_obj {
+  struct zobj obj;
+  struct bytesrc *src;     /* the element bytes, or NULL */
+  struct chunk_text *text; /* the unit rendered (a reference), or NULL */
+};
+
+/* Release a data section. */
+static void data_obj_destroy(struct zobj *o) {
+  struct data_obj *d = (struct data_obj *)o;
+  bytesrc_unref(d->src);
+  if (d->text)
+    zobj_put(&d->text->obj);
+  free(d);
+}
+
+/* Fill: run a unit's deferred data codecs, and render the text whole
+ * when it fits. */
+static int data_fill(void *ctx, struct zobj **obj, size_t *cost,
+                     struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct engine *e = j->e;
+  struct data_obj *d = calloc(1, sizeof *d);
+  if (!d)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&d->obj, data_obj_destroy);
+  int rc = engine_check_stop(e, err);
+  if (rc == 0)
+    rc = abytes_load_data(j->ct->ab, &e->env, &d->src, err);
+  if (rc == 0 && j->ct->size <= e->render_max &&
+      (rc = text_render_copy(j->ct, d->src, e->env.max_decoded, &d->text,
+                             err)) == 0) {
+    bytesrc_unref(d->src);
+    d->src = NULL;
+  }
+  if (rc < 0) {
+    zobj_put(&d->obj);
+    log_failure(e, j->key, err);
+    return zerr_prefix(err, "chunk %s: ", j->key);
+  }
+  *obj = &d->obj;
+  *cost = sizeof *d + (d->text ? d->text->cost
+                               : d->src->mem ? (size_t)d->src->size : 0);
+  return 0;
+}
+
+/* See unit.h. */
+int engine_unit_src(struct engine *e, const struct znode *n,
+                    const struct chunk_text *ct, const struct chunk_text **rct,
+                    struct bytesrc **data, struct memo_ref **pin,
+                    struct zerr *err) {
+  *rct = ct;
+  *data = NULL;
+  *pin = NULL;
+  if (!ct->ab || ct->ab->elsize)
+    return 0; /* a fill unit, fixed-size elements, or rendered already */
+  if (ct->ab->data) {
+    /* Bytes at hand (uncompressed zarrs.vlen): a read takes the few it
+     * needs straight into its buffer, which beats a copy of the whole. */
+    *data = bytesrc_ref(ct->ab->data);
+    return 0;
+  }
+  char key[4096];
+  ZTRY(unit_store_key(n, ct->idx, key, sizeof key, err));
+  struct memo_key k;
+  engine_key(&k, ELEVEL_DATA, n, ct->idx, NULL, 0);
+  struct unit_job j = {e, n, ct->idx, key, ct};
+  struct memo_ref *ref;
+  ZTRY(memo_get(e->memo, &k, data_fill, &j, &ref, err));
+  const struct data_obj *d = (const struct data_obj *)memo_obj(ref);
+  if (d->text)
+    *rct = d->text;
+  else
+    *data = bytesrc_ref(d->src);
+  *pin = ref;
+  return 0;
+}
+
+/* ---- units read through a plain zarrs.vlen index ---- */
+
+/* Are the units of n zarrs.vlen chunks with a plain index whose text is
+ * linear in their offsets (strings and bytes: a line is k bytes per
+ * element byte plus its newline), with their in-bounds elements first
+ * (every dimension but the first whole)? *plain_data: element bytes are
+ * stored plain too. */
+static int unit_direct(const struct znode *n, const uint64_t *idx,
+                       int *plain_data) {
+  if (n->shard || !vlen_direct_ok(n->chain, plain_data))
+    return 0;
+  if (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES)
+    return 0;
+  for (int d = 1; d < n->meta->ndim; d++)
+    if ((idx[d] + 1) * n->uspec.shape[d] > n->meta->shape[d])
+      return 0;
+  return 1;
+}
+
+/* See unit.h. */
+uint64_t engine_unit_nin(const struct znode *n, const uint64_t *idx) {
+  uint64_t nin = 1;
+  for (int d = 0; d < n->meta->ndim; d++) {
+    uint64_t u = n->uspec.shape[d], start = idx[d] * u;
+    nin *= n->meta->shape[d] - start < u ? n->meta->shape[d] - start : u;
+  }
+  return nin;
+}
+
+/* Open unit idx directly: 1 and *d (close it), 0 when the chunk is not
+ * stored, or negative. */
+static int direct_open(struct engine *e, const struct znode *n,
+                       const uint64_t *idx, struct vlen_direct *d,
+                       struct zerr *err) {
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  struct bytesrc *src;
+  int rc = store_get(e->store, key, &src, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  rc = vlen_direct_open(n->chain, n->uspec.nelem, src, d, err);
+  bytesrc_unref(src);
+  return rc < 0 ? rc : 1;
+}
+
+/* A unit's text size from the first and the last in-bounds offsets: -1
+ * when that cannot be done (then the unit is decoded). */
+static int unit_size_direct(struct engine *e, const struct znode *n,
+                            const uint64_t *idx, uint64_t *value) {
+  int plain;
+  if (!unit_direct(n, idx, &plain))
+    return -1;
+  struct zerr err = {0};
+  struct vlen_direct d;
+  uint64_t nin = engine_unit_nin(n, idx), o0, on;
+  int rc = direct_open(e, n, idx, &d, &err);
+  if (rc == 0) { /* not stored: the fill value */
+    *value = nin * (n->form.fill_len + 1);
+    return 0;
+  }
+  if (rc > 0) {
+    rc = vlen_direct_offsets(&d, 0, 1, &o0, &err);
+    if (rc == 0)
+      rc = vlen_direct_offsets(&d, nin, 1, &on, &err);
+    vlen_direct_close(&d);
+  }
+  if (rc < 0 || on < o0)
+    return -1; /* the decode says what is wrong, once */
+  *value = text_var_len(&n->form.dt, on - o0) + nin;
+  return 0;
+}
+
+/* Elements rendered per step of a direct read. */
+#define DIRECT_BATCH 65536
+/* Below this many candidates the search reads them all at once. */
+#define DIRECT_SCAN 4096
+
+/* See unit.h. */
+long engine_unit_read_direct(struct engine *e, const struct znode *n,
+                             const uint64_t *idx, uint64_t off, size_t len,
+                             char *dst, struct zerr *err) {
+  int plain;
+  if (!unit_direct(n, idx, &plain) || !plain)
+    return -ENOTSUP;
+  uint64_t total;
+  ZTRY(engine_unit_size(e, n, idx, &total, err));
+  if (off >= total || !len)
+    return 0;
+  if (len > total - off)
+    len = (size_t)(total - off);
+  struct vlen_direct d;
+  int rc = direct_open(e, n, idx, &d, err);
+  if (rc <= 0)
+    return rc == 0 ? -ENOTSUP : rc; /* a fill unit: the usual way */
+  const struct dtype *dt = &n->form.dt;
+  uint64_t nin = engine_unit_nin(n, idx), o0;
+  uint64_t *o = malloc((DIRECT_BATCH + 1) * sizeof *o);
+  rc = o ? vlen_direct_offsets(&d, 0, 1, &o0, err)
+         : zerr_set(err, ENOMEM, "out of memory");
+  /* The element whose line holds off: line k starts at
+   * text_var_len(o[k] - o[0]) + k, which grows with k. */
+  uint64_t lo = 0, hi = nin; /* line lo starts <= off; line hi > off */
+  while (rc == 0 && hi - lo > 1) {
+    if (hi - lo <= DIRECT_SCAN) {
+      uint64_t cnt = hi - lo;
+      rc = vlen_direct_offsets(&d, lo, cnt, o, err);
+      uint64_t i = 1;
+      while (rc == 0 && i < cnt && o[i] >= o0 &&
+             text_var_len(dt, o[i] - o0) + lo + i <= off)
+        i++;
+      hi = (lo += i - 1) + 1;
+      break;
+    }
+    uint64_t mid = lo + (hi - lo) / 2, om;
+    rc = vlen_direct_offsets(&d, mid, 1, &om, err);
+    if (rc == 0 && om < o0)
+      rc = zerr_set(err, EIO, "zarrs.vlen: offset %llu is out of order",
+                    (unsigned long long)mid);
+    if (rc == 0 && text_var_len(dt, om - o0) + mid <= off)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  /* Render from element lo on, a batch of elements at a time, through a
+   * small unit of just those elements. */
+  size_t done = 0;
+  uint64_t k = lo;
+  /* Batches sized by the bytes still wanted (at the unit's mean line
+   * length, plus a margin): a read takes about the offsets it shows. */
+  uint64_t mean = total / (nin ? nin : 1) + 1;
+  while (rc == 0 && done < len && k < nin) {
+    uint64_t b = (len - done) / mean + 16;
+    if (b > DIRECT_BATCH)
+      b = DIRECT_BATCH;
+    if (b > nin - k)
+      b = nin - k;
+    rc = vlen_direct_offsets(&d, k, b + 1, o, err);
+    if (rc < 0 || o[0] < o0)
+      break;
+    uint64_t kpos = text_var_len(dt, o[0] - o0) + k;
+    struct text_form f1 = n->form;
+    f1.ndim = 1;
+    f1.shape[0] = b;
+    struct abytes *ab = abytes_alloc();
+    uint64_t *offs = malloc((size_t)(b + 1) * sizeof *offs);
+    if (!ab || !offs) {
+      abytes_free(ab);
+      free(offs);
+      rc = zerr_set(err, ENOMEM, "out of memory");
+      break;
+    }
+    memcpy(offs, o, (size_t)(b + 1) * sizeof *offs);
+    ab->n = b;
+    ab->offsets = offs;
+    ab->data = bytesrc_ref(d.data);
+    ab->data_len = o[b];
+    struct chunk_text *ct;
+    uint64_t zero = 0;
+    rc = text_layout(&f1, &b, &zero, ab, e->env.max_decoded, 0, &e->stopping,
+                     &ct, err);
+    if (rc < 0)
+      break;
+    uint64_t at = off + done; /* >= kpos */
+    long got = text_read(ct, d.data, at - kpos, len - done, dst + done, err);
+    zobj_put(&ct->obj);
+    if (got < 0) {
+      rc = (int)got;
+      break;
+    }
+    done += (size_t)got;
+    k += b;
+  }
+  free(o);
+  vlen_direct_close(&d);
+  if (rc == 0 && done != len)
+    rc = zerr_set(err, EIO, "zarrs.vlen: index and sizes disagree");
+  if (rc < 0) {
+    char key[4096];
+    if (unit_store_key(n, idx, key, sizeof key, err) == 0)
+      log_failure(e, key, err);
+    return rc;
+  }
+  return (long)done;
+}
+
+/* Fill: a unit's text size: from a plain zarrs.vlen index's ends, or by
+ * decoding the unit (which keeps it for the reads that follow). */
+static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
+  struct unit_job *j = ctx;
+  if (unit_size_direct(j->e, j->n, j->idx, value) == 0)
+    return 0;
+  struct memo_ref *ref;
+  ZTRY(engine_unit(j->e, j->n, j->idx, &ref, err));
+  *value = engine_ref_unit(ref)->size;
+  memo_release(j->e->memo, ref);
+  return 0;
+}
+
+/* Size from the memo's values, or decode once to learn it. */
+int engine_unit_size(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, uint64_t *size, struct zerr *err) {
+  ZTRY(unit_check(n, idx, err));
+  struct memo_key k;
+  engine_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  struct unit_job j = {e, n, idx, NULL, NULL};
+  return memo_value(e->memo, &k, unit_size_fill, &j, size, err);
+}
+
+/* Fill: list the array's stored chunks. */
+static int presence_fill(void *ctx, struct zobj **obj, size_t *cost,
+                         struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct presence *p;
+  int rc = presence_scan(j->e->store, j->n->path, j->n->meta,
+                         j->e->env.max_decoded / sizeof(uint64_t),
+                         &j->e->stopping, &p, err);
+  if (rc < 0) {
+    log_failure(j->e, *j->n->path ? j->n->path : ".", err);
+    return zerr_prefix(err, "listing chunks: ");
+  }
+  *obj = &p->obj;
+  *cost = presence_cost(p);
+  return 0;
+}
+
+/* Memoised presence scan. */
+int engine_presence(struct engine *e, const struct znode *n,
+                    struct memo_ref **out, struct zerr *err) {
+  ZTRY(node_check(n, err));
+  struct memo_key k;
+  engine_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);
+  struct unit_job j = {e, n, NULL, NULL, NULL};
+  return memo_get(e->memo, &k, presence_fill, &j, out, err);
+}
