@@ -335,7 +335,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
     /* Unsupported (a chunk grid, a key encoding) is not invalid. */
     snprintf(msg, sizeof msg, "%s%s",
              rc == -ENOTSUP || zerr_is_transient(-rc) ? ""
-                                                     : "invalid metadata: ",
+                                                      : "invalid metadata: ",
              err.msg);
     node_set_error(e, n, key, -rc, msg);
     return n;

@@ -37,21 +37,21 @@ enum cli_opt {
 
 /* Their names, by enum cli_opt. */
 static const char *const cli_opt_names[CLI_OPT_COUNT] = {
-    "cache_size",      "max_decode",    "attr_timeout",  "consolidated",
-    "sizes",           "decode_threads", "remote_targets", "kernel_readahead",
-    "region",          "endpoint",      "profile",       "connect_timeout",
-    "stall_timeout",   "timeout",       "retries",       "remote_cache",
-    "block_size",      "max_request",   "readahead",     "connections"};
+    "cache_size",    "max_decode",     "attr_timeout",   "consolidated",
+    "sizes",         "decode_threads", "remote_targets", "kernel_readahead",
+    "region",        "endpoint",       "profile",        "connect_timeout",
+    "stall_timeout", "timeout",        "retries",        "remote_cache",
+    "block_size",    "max_request",    "readahead",      "connections"};
 
 /* The parse in progress. */
 struct cli_parser {
   struct cli_config *c;
   char *value[CLI_OPT_COUNT]; /* last value of each option (owned) */
-  char *kept_opts;  /* -o options for libfuse, escaped and comma-joined */
+  char *kept_opts; /* -o options for libfuse, escaped and comma-joined */
   int help, version;
-  int nonopt;       /* after "--": the index in fuse_argv past it, else 0 */
-  char *extra;      /* a third non-option (owned), refused after --help */
-  size_t argv_cap;  /* slots allocated in c->fuse_argv */
+  int nonopt;      /* after "--": the index in fuse_argv past it, else 0 */
+  char *extra;     /* a third non-option (owned), refused after --help */
+  size_t argv_cap; /* slots allocated in c->fuse_argv */
   struct zerr *err;
 };
 
@@ -301,8 +301,7 @@ static int cli_count(const struct cli_parser *p, enum cli_opt o, long min,
 
 /* A remote time bound in seconds (a decimal number, above 0, at most a
  * week) into milliseconds in *dst (unchanged when not given). */
-static int cli_seconds(const struct cli_parser *p, enum cli_opt o,
-                       long *dst) {
+static int cli_seconds(const struct cli_parser *p, enum cli_opt o, long *dst) {
   const char *v = p->value[o];
   if (!v)
     return 0;
@@ -322,8 +321,8 @@ static int cli_choice(const struct cli_parser *p, enum cli_opt o,
   if (!v)
     return 0;
   if (strcmp(v, one) && strcmp(v, zero))
-    return zerr_set(p->err, EINVAL, "bad %s '%s' (%s or %s)",
-                    cli_opt_names[o], v, one, zero);
+    return zerr_set(p->err, EINVAL, "bad %s '%s' (%s or %s)", cli_opt_names[o],
+                    v, one, zero);
   *dst = !strcmp(v, one);
   return 0;
 }
@@ -346,8 +345,8 @@ static int cli_validate(struct cli_parser *p) {
     char *end;
     c->attr_timeout = strtod(at, &end);
     if (end == at || *end || isnan(c->attr_timeout) || c->attr_timeout < 0)
-      return zerr_set(p->err, EINVAL, "bad attr_timeout '%s' (seconds, 0 or more)",
-                      at);
+      return zerr_set(p->err, EINVAL,
+                      "bad attr_timeout '%s' (seconds, 0 or more)", at);
   }
   int consolidated = 1;
   ZTRY(cli_choice(p, CLI_OPT_CONSOLIDATED, "yes", "no", &consolidated));

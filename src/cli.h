@@ -50,28 +50,28 @@ struct cli_s3 {
  * fuse_argv are meaningful: nothing else was validated. */
 struct cli_config {
   enum cli_action action;
-  char *source;             /* SOURCE: a directory, file or URL */
-  char *mountpoint;         /* MOUNTPOINT as given (also in fuse_argv) */
-  size_t cache_size;        /* -o cache_size, bytes (0 allowed) */
-  size_t max_decode;        /* -o max_decode, bytes, > 0 */
-  double attr_timeout;      /* -o attr_timeout, seconds, >= 0 */
+  char *source;              /* SOURCE: a directory, file or URL */
+  char *mountpoint;          /* MOUNTPOINT as given (also in fuse_argv) */
+  size_t cache_size;         /* -o cache_size, bytes (0 allowed) */
+  size_t max_decode;         /* -o max_decode, bytes, > 0 */
+  double attr_timeout;       /* -o attr_timeout, seconds, >= 0 */
   unsigned kernel_readahead; /* -o kernel_readahead, bytes (0: the
                                 kernel's own), at most 1 GiB */
-  int no_consolidated;      /* -o consolidated=no */
-  int lazy_sizes;           /* -o sizes=lazy; default: SOURCE is a URL */
-  int decode_threads;       /* -o decode_threads, 0..64; default the
-                               number of cores, at most 16 */
-  int remote_targets;       /* -o remote_targets: 1 yes (default), 0 no */
-  char **allow_roots;       /* -o allow_root=DIR|URL, in order given */
+  int no_consolidated;       /* -o consolidated=no */
+  int lazy_sizes;            /* -o sizes=lazy; default: SOURCE is a URL */
+  int decode_threads;        /* -o decode_threads, 0..64; default the
+                                number of cores, at most 16 */
+  int remote_targets;        /* -o remote_targets: 1 yes (default), 0 no */
+  char **allow_roots;        /* -o allow_root=DIR|URL, in order given */
   size_t n_allow_roots;
   struct remote_config remote; /* remote_config_default + -o connect_timeout,
                                   stall_timeout, timeout, retries,
                                   remote_cache, block_size, max_request,
                                   readahead, connections */
-  struct cli_s3 s3;         /* -o region, endpoint, profile,
-                               no_sign_request, requester_pays */
-  int fuse_argc;            /* arguments for libfuse: argv[0], the options */
-  char **fuse_argv;         /* kept for libfuse, MOUNTPOINT; NULL-ended */
+  struct cli_s3 s3;            /* -o region, endpoint, profile,
+                                  no_sign_request, requester_pays */
+  int fuse_argc;               /* arguments for libfuse: argv[0], the options */
+  char **fuse_argv;            /* kept for libfuse, MOUNTPOINT; NULL-ended */
 };
 
 /* Parse and validate argv (argv[0] is the program name). On success 0 and

@@ -183,8 +183,7 @@ int jdup_keys(const char *text, size_t len, const char *member, size_t expected,
     json_t *j = json_loads(q, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     free(q);
     const char *v = json_string_value(j);
-    if ((!j && zjson_nomem()) ||
-        (v && !(d[nd] = strdup(v))))
+    if ((!j && zjson_nomem()) || (v && !(d[nd] = strdup(v))))
       rc = zerr_set(err, ENOMEM, "out of memory");
     else if (v)
       nd++;

@@ -12,8 +12,8 @@
 
 #include "buf.h"
 #include "jdup.h"
-#include "meta.h"
 #include "log.h"
+#include "meta.h"
 
 /* gen expands at most this many keys in all (a typo must not hang us). */
 #define GEN_MAX 50000000ull

@@ -175,9 +175,12 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
   if (source_remote_new(cfg, &d->remote) < 0 ||
       source_open(cfg, d->remote, &d->confine, &store) < 0)
     return -1;
-  struct engine_config ecfg = {cfg->cache_size,      cfg->max_decode,
-                               1 << 20,              cfg->no_consolidated,
-                               cfg->lazy_sizes,      cfg->decode_threads};
+  struct engine_config ecfg = {.cache_size = cfg->cache_size,
+                               .max_decoded = cfg->max_decode,
+                               .size_table_max = 1 << 20,
+                               .no_consolidated = cfg->no_consolidated,
+                               .lazy_sizes = cfg->lazy_sizes,
+                               .decode_threads = cfg->decode_threads};
   if (engine_new(store, &ecfg, &d->engine, &err) < 0) {
     store_free(store);
     fprintf(stderr, "zarrfs: %s\n", err.msg);
@@ -198,12 +201,13 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
     fprintf(stderr, "zarrfs: out of memory\n");
     return -1;
   }
-  d->fctx = (struct zfs_fuse_ctx){d->engine,
-                                  {cfg->attr_timeout, cfg->kernel_readahead},
-                                  (long)time(NULL),
-                                  getuid(),
-                                  getgid(),
-                                  d->inodes};
+  d->fctx = (struct zfs_fuse_ctx){
+      .engine = d->engine,
+      .cfg = {cfg->attr_timeout, cfg->kernel_readahead},
+      .mount_time = (long)time(NULL),
+      .uid = getuid(),
+      .gid = getgid(),
+      .inodes = d->inodes};
   d->se = fuse_session_new(&d->args, zfs_operations(),
                            sizeof(struct fuse_lowlevel_ops), &d->fctx);
   return d->se ? 0 : -1;

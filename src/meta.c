@@ -616,9 +616,9 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
   const char *order = json_string_value(json_object_get(root, "order"));
   int rc = 0, nomem = !a2a || !b2b; /* jansson's allocations failed */
   if (order && !strcmp(order, "F") && m->ndim > 1)
-    nomem |= json_array_append_new(
-                 a2a, json_pack("{s:s, s:{s:s}}", "name", "transpose",
-                                "configuration", "order", "F")) < 0;
+    nomem |= json_array_append_new(a2a, json_pack("{s:s, s:{s:s}}", "name",
+                                                  "transpose", "configuration",
+                                                  "order", "F")) < 0;
   else if (order && strcmp(order, "C") && strcmp(order, "F"))
     rc = zerr_set(err, EIO, "order must be \"C\" or \"F\"");
   size_t nf = json_is_array(filters) ? json_array_size(filters) : 0;
@@ -672,8 +672,8 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
     json_decref(b2b);
     return rc;
   }
-  nomem = json_array_append_new(a2a, a2b) < 0 ||
-          json_array_extend(a2a, b2b) < 0;
+  nomem =
+      json_array_append_new(a2a, a2b) < 0 || json_array_extend(a2a, b2b) < 0;
   json_decref(b2b);
   if (nomem) {
     json_decref(a2a);

@@ -16,7 +16,6 @@
 
 #include "log.h"
 
-
 /* Decode mountinfo's octal escapes (\040 space, \011 tab, \012 newline,
  * \134 backslash) in place. */
 static void mountinfo_unescape(char *s) {

@@ -154,8 +154,7 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
       c->akid = strdup(env("AWS_ACCESS_KEY_ID"));
       c->secret = strdup(env("AWS_SECRET_ACCESS_KEY"));
       c->token = dup_or_null(env("AWS_SESSION_TOKEN"));
-      nomem = !c->akid || !c->secret ||
-              (env("AWS_SESSION_TOKEN") && !c->token);
+      nomem = !c->akid || !c->secret || (env("AWS_SESSION_TOKEN") && !c->token);
     } else if (p.akid && p.secret) {
       c->akid = strdup(p.akid);
       c->secret = strdup(p.secret);

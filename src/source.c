@@ -86,8 +86,10 @@ static int remote_root_check(struct store *s, const char *src) {
       return -1;
     }
   }
-  fprintf(stderr, "zarrfs: %s: not a Zarr store (no zarr.json, .zgroup or "
-          ".zarray at its root)\n", src);
+  fprintf(stderr,
+          "zarrfs: %s: not a Zarr store (no zarr.json, .zgroup or "
+          ".zarray at its root)\n",
+          src);
   return -1;
 }
 
@@ -127,8 +129,7 @@ static int source_confine(const struct cli_config *cfg, struct remote *remote,
       fprintf(stderr, "zarrfs: out of memory\n");
       return -1;
     }
-    int rc = confine_add_root(c, is_refs ? dirname(srcdir) : cfg->source,
-                              &err);
+    int rc = confine_add_root(c, is_refs ? dirname(srcdir) : cfg->source, &err);
     free(srcdir);
     if (rc < 0) {
       fprintf(stderr, "zarrfs: %s\n", err.msg);
@@ -153,8 +154,8 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
   struct zerr err = {0};
   struct stat sst;
   int is_url = remote_is_url(src);
-  int is_refs = is_url ? url_is_json(src)
-                       : stat(src, &sst) == 0 && S_ISREG(sst.st_mode);
+  int is_refs =
+      is_url ? url_is_json(src) : stat(src, &sst) == 0 && S_ISREG(sst.st_mode);
   *out = NULL;
   if (source_confine(cfg, remote, is_url, is_refs, confine) < 0)
     return -1;

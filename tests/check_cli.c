@@ -69,7 +69,8 @@ static void assert_fuse_argv(const struct cli_config *c,
 /* ---- defaults ---- */
 
 START_TEST(defaults) {
-  struct cli_config *c = parse_ok((const char *[]){"/data/x.zarr", "/mnt/x", NULL});
+  struct cli_config *c =
+      parse_ok((const char *[]){"/data/x.zarr", "/mnt/x", NULL});
   ck_assert_int_eq(c->action, CLI_MOUNT);
   ck_assert_str_eq(c->source, "/data/x.zarr");
   ck_assert_str_eq(c->mountpoint, "/mnt/x");
@@ -123,12 +124,12 @@ START_TEST(sizes_default_by_source) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     struct cli_config *c =
-        cases[i].opt
-            ? parse_ok((const char *[]){"-o", cases[i].opt, cases[i].src, "m",
-                                        NULL})
-            : parse_ok((const char *[]){cases[i].src, "m", NULL});
-    ck_assert_msg(c->lazy_sizes == cases[i].lazy, "%s %s: lazy %d", cases[i].src,
-                  cases[i].opt ? cases[i].opt : "", c->lazy_sizes);
+        cases[i].opt ? parse_ok((const char *[]){"-o", cases[i].opt,
+                                                 cases[i].src, "m", NULL})
+                     : parse_ok((const char *[]){cases[i].src, "m", NULL});
+    ck_assert_msg(c->lazy_sizes == cases[i].lazy, "%s %s: lazy %d",
+                  cases[i].src, cases[i].opt ? cases[i].opt : "",
+                  c->lazy_sizes);
     cli_config_free(c);
   }
 }
@@ -161,24 +162,42 @@ enum field {
 /* The field's value in c. */
 static long double field(const struct cli_config *c, enum field f) {
   switch (f) {
-  case F_CACHE_SIZE: return c->cache_size;
-  case F_MAX_DECODE: return c->max_decode;
-  case F_ATTR_TIMEOUT: return c->attr_timeout;
-  case F_KERNEL_READAHEAD: return c->kernel_readahead;
-  case F_NO_CONSOLIDATED: return c->no_consolidated;
-  case F_DECODE_THREADS: return c->decode_threads;
-  case F_REMOTE_TARGETS: return c->remote_targets;
-  case F_CONNECT_MS: return c->remote.http.connect_ms;
-  case F_STALL_MS: return c->remote.http.stall_ms;
-  case F_OP_MS: return c->remote.http.op_ms;
-  case F_MAX_ATTEMPTS: return c->remote.http.max_attempts;
-  case F_MAX_CONNS: return c->remote.http.max_conns;
-  case F_REMOTE_CACHE: return c->remote.cache_size;
-  case F_BLOCK_SIZE: return c->remote.block_size;
-  case F_MAX_REQUEST: return c->remote.max_request;
-  case F_READAHEAD: return c->remote.readahead;
-  case F_NO_SIGN: return c->s3.no_sign_request;
-  case F_REQUESTER_PAYS: return c->s3.requester_pays;
+  case F_CACHE_SIZE:
+    return c->cache_size;
+  case F_MAX_DECODE:
+    return c->max_decode;
+  case F_ATTR_TIMEOUT:
+    return c->attr_timeout;
+  case F_KERNEL_READAHEAD:
+    return c->kernel_readahead;
+  case F_NO_CONSOLIDATED:
+    return c->no_consolidated;
+  case F_DECODE_THREADS:
+    return c->decode_threads;
+  case F_REMOTE_TARGETS:
+    return c->remote_targets;
+  case F_CONNECT_MS:
+    return c->remote.http.connect_ms;
+  case F_STALL_MS:
+    return c->remote.http.stall_ms;
+  case F_OP_MS:
+    return c->remote.http.op_ms;
+  case F_MAX_ATTEMPTS:
+    return c->remote.http.max_attempts;
+  case F_MAX_CONNS:
+    return c->remote.http.max_conns;
+  case F_REMOTE_CACHE:
+    return c->remote.cache_size;
+  case F_BLOCK_SIZE:
+    return c->remote.block_size;
+  case F_MAX_REQUEST:
+    return c->remote.max_request;
+  case F_READAHEAD:
+    return c->remote.readahead;
+  case F_NO_SIGN:
+    return c->s3.no_sign_request;
+  case F_REQUESTER_PAYS:
+    return c->s3.requester_pays;
   }
   return -1;
 }
@@ -322,8 +341,7 @@ static const struct refusal_case {
     {"decode_threads=99999999999999999999",
      "bad decode_threads '99999999999999999999' (0 to 64)"},
     {"remote_targets=maybe", "bad remote_targets 'maybe' (yes or no)"},
-    {"connect_timeout=0",
-     "bad connect_timeout '0' (seconds, e.g. 30 or 0.5)"},
+    {"connect_timeout=0", "bad connect_timeout '0' (seconds, e.g. 30 or 0.5)"},
     {"connect_timeout=-1",
      "bad connect_timeout '-1' (seconds, e.g. 30 or 0.5)"},
     {"stall_timeout=604801",
@@ -357,21 +375,22 @@ START_TEST(last_value_wins) {
       "-o", "cache_size=lots", "-o", "cache_size=1K", "s", "m", NULL});
   ck_assert_uint_eq(c->cache_size, 1024);
   cli_config_free(c);
-  c = parse_ok((const char *[]){"-o", "sizes=lazy,sizes=exact", "s", "m", NULL});
+  c = parse_ok(
+      (const char *[]){"-o", "sizes=lazy,sizes=exact", "s", "m", NULL});
   ck_assert_int_eq(c->lazy_sizes, 0);
   cli_config_free(c);
-  parse_refused((const char *[]){"-o", "cache_size=1K,cache_size=lots", "s", "m",
-                                 NULL},
-                "bad cache_size 'lots' (a size such as 256M)");
+  parse_refused(
+      (const char *[]){"-o", "cache_size=1K,cache_size=lots", "s", "m", NULL},
+      "bad cache_size 'lots' (a size such as 256M)");
 }
 END_TEST
 
 /* With several bad values, the first in the order of the usage text is
  * named (one line, whatever the order given). */
 START_TEST(first_refusal_named) {
-  parse_refused((const char *[]){"-o", "retries=x,cache_size=lots", "s", "m",
-                                 NULL},
-                "bad cache_size 'lots' (a size such as 256M)");
+  parse_refused(
+      (const char *[]){"-o", "retries=x,cache_size=lots", "s", "m", NULL},
+      "bad cache_size 'lots' (a size such as 256M)");
 }
 END_TEST
 
@@ -381,16 +400,17 @@ START_TEST(missing_and_extra_arguments) {
   parse_refused((const char *[]){NULL}, "missing SOURCE (try --help)");
   parse_refused((const char *[]){"-f", "-o", "allow_other", NULL},
                 "missing SOURCE (try --help)");
-  parse_refused((const char *[]){"src", NULL}, "missing MOUNTPOINT (try --help)");
+  parse_refused((const char *[]){"src", NULL},
+                "missing MOUNTPOINT (try --help)");
   parse_refused((const char *[]){"-o", "cache_size=lots", "src", NULL},
                 "missing MOUNTPOINT (try --help)");
   parse_refused((const char *[]){"a", "b", "c", NULL},
                 "unexpected argument 'c' after SOURCE and MOUNTPOINT (try "
                 "--help)");
-  parse_refused((const char *[]){"a", "b", "c", "d", "-o", "cache_size=lots",
-                                 NULL},
-                "unexpected argument 'c' after SOURCE and MOUNTPOINT (try "
-                "--help)");
+  parse_refused(
+      (const char *[]){"a", "b", "c", "d", "-o", "cache_size=lots", NULL},
+      "unexpected argument 'c' after SOURCE and MOUNTPOINT (try "
+      "--help)");
   /* an empty argument is an argument */
   parse_refused((const char *[]){"", NULL}, "missing MOUNTPOINT (try --help)");
 }
@@ -427,9 +447,9 @@ END_TEST
 /* ---- -o syntax ---- */
 
 START_TEST(option_groups_and_escapes) {
-  struct cli_config *c = parse_ok((const char *[]){
-      "-o", "cache_size=1K,max_decode=2M", "-oallow_root=/a\\,b\\\\c\\040d",
-      "s", "m", NULL});
+  struct cli_config *c = parse_ok(
+      (const char *[]){"-o", "cache_size=1K,max_decode=2M",
+                       "-oallow_root=/a\\,b\\\\c\\040d", "s", "m", NULL});
   ck_assert_uint_eq(c->cache_size, 1024);
   ck_assert_uint_eq(c->max_decode, 2 << 20);
   ck_assert_uint_eq(c->n_allow_roots, 1);
@@ -455,10 +475,10 @@ START_TEST(help_and_version) {
       {"-o", "-h", NULL, NULL, CLI_HELP}, /* as libfuse matched it */
       {"--version", NULL, NULL, NULL, CLI_VERSION},
       {"-V", NULL, NULL, NULL, CLI_VERSION},
-      {"-V", "--help", NULL, NULL, CLI_HELP},   /* help wins */
-      {"--help", "-V", NULL, NULL, CLI_HELP},   /* in either order */
+      {"-V", "--help", NULL, NULL, CLI_HELP},          /* help wins */
+      {"--help", "-V", NULL, NULL, CLI_HELP},          /* in either order */
       {"-o", "cache_size=lots", "-h", NULL, CLI_HELP}, /* over bad values */
-      {"a", "b", "c", "--help", CLI_HELP},      /* over an extra argument */
+      {"a", "b", "c", "--help", CLI_HELP}, /* over an extra argument */
       {"-V", "-o", "sizes=fast", NULL, CLI_VERSION},
       {"src", "mnt", "--version", NULL, CLI_VERSION},
   };
@@ -481,15 +501,35 @@ START_TEST(usage_names_every_option) {
   fclose(f);
   ck_assert_msg(!strncmp(text, "usage: PROG [options] SOURCE MOUNTPOINT\n", 40),
                 "%.60s", text);
-  static const char *const opts[] = {
-      "-h, --help", "-V, --version", "-o cache_size=", "-o max_decode=",
-      "-o attr_timeout=", "-o consolidated=", "-o sizes=exact|lazy",
-      "-o decode_threads=", "-o allow_root=", "-o remote_targets=",
-      "-o kernel_readahead=", "-o region=", "-o endpoint=", "-o profile=",
-      "-o no_sign_request", "-o requester_pays", "-o connect_timeout=",
-      "-o stall_timeout=", "-o timeout=", "-o retries=", "-o remote_cache=",
-      "-o block_size=", "-o max_request=", "-o readahead=",
-      "-o connections=", "-f ", "-d ", "-s ", "-o allow_other"};
+  static const char *const opts[] = {"-h, --help",
+                                     "-V, --version",
+                                     "-o cache_size=",
+                                     "-o max_decode=",
+                                     "-o attr_timeout=",
+                                     "-o consolidated=",
+                                     "-o sizes=exact|lazy",
+                                     "-o decode_threads=",
+                                     "-o allow_root=",
+                                     "-o remote_targets=",
+                                     "-o kernel_readahead=",
+                                     "-o region=",
+                                     "-o endpoint=",
+                                     "-o profile=",
+                                     "-o no_sign_request",
+                                     "-o requester_pays",
+                                     "-o connect_timeout=",
+                                     "-o stall_timeout=",
+                                     "-o timeout=",
+                                     "-o retries=",
+                                     "-o remote_cache=",
+                                     "-o block_size=",
+                                     "-o max_request=",
+                                     "-o readahead=",
+                                     "-o connections=",
+                                     "-f ",
+                                     "-d ",
+                                     "-s ",
+                                     "-o allow_other"};
   for (size_t i = 0; i < sizeof opts / sizeof *opts; i++)
     ck_assert_msg(strstr(text, opts[i]), "usage lacks '%s'", opts[i]);
   free(text);
@@ -504,8 +544,8 @@ END_TEST
 START_TEST(passed_through_to_libfuse) {
   struct cli_config *c = parse_ok((const char *[]){
       "-f", "-d", "-s", "-o", "allow_other,cache_size=1K,max_threads=4", "src",
-      "-o", "default_permissions,fsname=a\\,b", "mnt", "-x",
-      "-oclone_fd", "-o", "ro,debug", NULL});
+      "-o", "default_permissions,fsname=a\\,b", "mnt", "-x", "-oclone_fd", "-o",
+      "ro,debug", NULL});
   ck_assert_uint_eq(c->cache_size, 1024);
   assert_fuse_argv(
       c, (const char *[]){"zarrfs", "-o",
@@ -534,7 +574,8 @@ struct old_cli {
   int n_allow;
 };
 enum { OLD_HELP, OLD_VERSION, OLD_ALLOW_ROOT };
-#define OLD(t, p) {t, offsetof(struct old_cli, p), 1}
+#define OLD(t, p)                                                              \
+  { t, offsetof(struct old_cli, p), 1 }
 static const struct fuse_opt old_opts[] = {
     OLD("cache_size=%s", cache_size),
     OLD("max_decode=%s", max_decode),
@@ -669,12 +710,17 @@ START_TEST(same_as_fuse_opt_parse) {
     ck_assert_int_eq(c->remote.http.max_attempts, atoi(v) + 1);
   cli_config_free(c);
   fuse_opt_free_args(&fa);
-  char **strs[] = {&o.source, &o.mountpoint, &o.cache_size, &o.max_decode,
-                   &o.attr_timeout, &o.consolidated, &o.sizes,
-                   &o.decode_threads, &o.remote_targets, &o.kernel_readahead,
-                   &o.region, &o.endpoint, &o.profile, &o.connect_timeout,
-                   &o.stall_timeout, &o.timeout, &o.retries, &o.remote_cache,
-                   &o.block_size, &o.max_request, &o.readahead, &o.connections};
+  char **strs[] = {&o.source,         &o.mountpoint,
+                   &o.cache_size,     &o.max_decode,
+                   &o.attr_timeout,   &o.consolidated,
+                   &o.sizes,          &o.decode_threads,
+                   &o.remote_targets, &o.kernel_readahead,
+                   &o.region,         &o.endpoint,
+                   &o.profile,        &o.connect_timeout,
+                   &o.stall_timeout,  &o.timeout,
+                   &o.retries,        &o.remote_cache,
+                   &o.block_size,     &o.max_request,
+                   &o.readahead,      &o.connections};
   for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
     free(*strs[i]);
   for (int i = 0; i < o.n_allow; i++)
