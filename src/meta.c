@@ -8,7 +8,6 @@
  * node lists, its views fail later). */
 #include "meta.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +113,6 @@ static _Thread_local int zjson_failed;
 /* What jansson's allocations call: malloc, or a test's failing one. The
  * allocator is process-wide in jansson, so this is too. */
 static void *(*_Atomic zjson_alloc)(size_t) = malloc;
-static pthread_once_t zjson_once = PTHREAD_ONCE_INIT;
 
 /* jansson's malloc: note a failure. */
 static void *zjson_malloc(size_t n) {
@@ -124,21 +122,20 @@ static void *zjson_malloc(size_t n) {
   return p;
 }
 
-/* Route jansson's allocations through zjson_malloc. */
-static void zjson_install(void) { json_set_alloc_funcs(zjson_malloc, free); }
+/* Route jansson's allocations through zjson_malloc, at program start:
+ * before any thread runs, as json_set_alloc_funcs wants. */
+__attribute__((constructor)) static void zjson_install(void) {
+  json_set_alloc_funcs(zjson_malloc, free);
+}
 
 /* Start watching this thread's jansson allocations. */
-void zjson_watch(void) {
-  pthread_once(&zjson_once, zjson_install);
-  zjson_failed = 0;
-}
+void zjson_watch(void) { zjson_failed = 0; }
 
 /* Did one fail since zjson_watch? */
 int zjson_nomem(void) { return zjson_failed; }
 
 /* The allocator under zjson_malloc (tests inject failures). */
 void zjson_set_malloc(void *(*fn)(size_t)) {
-  pthread_once(&zjson_once, zjson_install);
   atomic_store(&zjson_alloc, fn ? fn : malloc);
 }
 

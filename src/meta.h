@@ -78,7 +78,7 @@ json_t *zjson_loadb(const char *text, size_t len, struct zerr *err);
 
 /* Out of memory inside jansson. jansson often reports a failed allocation
  * as a syntax error ("string or '}' expected"), so every allocation it
- * makes goes through a watcher (installed process-wide on first use):
+ * makes goes through a watcher (installed process-wide at program start):
  * zjson_watch() starts watching on this thread, and zjson_nomem() then
  * says whether an allocation failed since. A parse that fails while
  * zjson_nomem() is 1 failed for lack of memory, not on bad input. */
