@@ -9,12 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Kind of a V3 name or numpy dtype string (DT_UNSUPPORTED if neither). */
-static enum dtype_kind delta_kind(const char *s) {
+/* Kind of a V3 name or numpy dtype string (DT_UNSUPPORTED if neither);
+ * *nomem set when it could not be told for lack of memory. */
+static enum dtype_kind delta_kind(const char *s, int *nomem) {
   struct dtype dt;
-  json_t *j = json_string(s);
+  json_t *j = json_string_nocheck(s); /* NULL only when out of memory */
   enum dtype_kind k = DT_UNSUPPORTED;
-  if (j && dtype_parse_v3(j, &dt, NULL) == 0)
+  if (!j)
+    *nomem = 1;
+  else if (dtype_parse_v3(j, &dt, NULL) == 0)
     k = dt.kind;
   json_decref(j);
   if (k != DT_UNSUPPORTED || !s[0] || !strchr("<>|=", s[0]))
@@ -40,8 +43,11 @@ static int delta_create(json_t *config, const struct codec_spec *decoded,
   const char *dts, *ast;
   ZTRY(codec_cfg_str(config, "dtype", 1, NULL, &dts, err));
   ZTRY(codec_cfg_str(config, "astype", 0, dts, &ast, err));
-  enum dtype_kind k = delta_kind(dts), ka = delta_kind(ast);
+  int nomem = 0;
+  enum dtype_kind k = delta_kind(dts, &nomem), ka = delta_kind(ast, &nomem);
   enum dtype_kind want = decoded->dtype.kind;
+  if (nomem)
+    return zerr_set(err, ENOMEM, "numcodecs.delta: out of memory");
   if (k == DT_UNSUPPORTED || k != want || ka != k || want == DT_BOOL ||
       want == DT_FLOAT16 || decoded->dtype.size == 0)
     return zerr_set(err, ENOTSUP,

@@ -25,6 +25,7 @@
 #include "engine.h"
 #include "namespace.h"
 #include "view.h"
+#include "zfs_errno.h"
 
 /* d_ino of a name the kernel holds no inode for (as libfuse's path API). */
 #define ZFS_UNKNOWN_INO 0xffffffffu
@@ -211,30 +212,6 @@ struct zfs_dir {
 /* The mount context of a request. */
 static struct zfs_fuse_ctx *ctx_of(fuse_req_t req) {
   return fuse_req_userdata(req);
-}
-
-/* The one place where internal errors become FUSE errors. Data problems of
- * every kind (corrupt, unsupported, too large) are EIO to the reader;
- * running out of descriptors is ENFILE (the daemon's table, not the
- * reader's), a shutdown in progress EINTR. */
-int zfs_errno(int rc) {
-  switch (rc) {
-  case -ENOENT:
-  case -ENOTDIR:
-  case -ENOMEM:
-  case -EROFS:
-  case -EACCES:
-  case -ENAMETOOLONG:
-  case -EINTR:
-  case -ENFILE:
-    return rc;
-  case -EMFILE:
-    return -ENFILE;
-  case -EINVAL:
-    return -ENOENT; /* an invalid key names nothing */
-  default:
-    return -EIO;
-  }
 }
 
 /* Reply with an internal error. */

@@ -4,7 +4,7 @@
  * zfs_inodes), so that listing a million names costs one pass and a few
  * hundred replies, and every inode is an ordinary allocation. Each
  * operation resolves the path through the namespace, calls the engine, and
- * maps the result to an errno in one place (zfs_errno). The session's
+ * maps the result to an errno in one place (fs/zfs_errno.c). The session's
  * userdata is a struct zfs_fuse_ctx. */
 #ifndef ZARRFS_FUSE_OPS_H
 #define ZARRFS_FUSE_OPS_H
@@ -48,8 +48,5 @@ int zfs_inodes_new(struct zfs_inodes **out);
 uint64_t zfs_inodes_count(struct zfs_inodes *t);
 /* Free the table and every inode; NULL-safe. */
 void zfs_inodes_free(struct zfs_inodes *t);
-
-/* Map an internal negative errno to the one FUSE returns (negative). */
-int zfs_errno(int rc);
 
 #endif

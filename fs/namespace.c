@@ -117,6 +117,9 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     if (store_stat(e->store, chunk, &t, &size, NULL) == 0 && t != STORE_DIR) {
       const char *rel;
       const struct znode *n = engine_array_of(e, chunk, &rel);
+      if (n && n->errcode) /* broken for now: not "no such file" */
+        return zerr_set(err, n->errcode, "%s",
+                        n->view_error ? n->view_error : "metadata not loaded");
       if (n && n->kind == ZNODE_ARRAY &&
           zmeta_parse_chunk_key(n->meta, rel, ent->idx) == 0) {
         ent->kind = NS_CHUNK_VIEW;
@@ -439,6 +442,13 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
   const char *rel = "";
   if (n->kind != ZNODE_ARRAY && n->kind != ZNODE_BROKEN)
     n = *key ? engine_array_of(e, key, &rel) : NULL;
+  if (n && n->errcode) { /* broken for now (out of memory): no listing
+                            without its views */
+    rc = zerr_set(err, n->errcode, "%s",
+                  n->view_error ? n->view_error : "metadata not loaded");
+    ns_dir_free(d);
+    return rc;
+  }
   if (n && n->path && !strcmp(n->path, key) &&
       !dir_has_stored(d, NS_VALUES_NAME)) {
     uint64_t size = 0;

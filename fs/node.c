@@ -67,10 +67,15 @@ static int key_join(char *buf, size_t len, const char *prefix,
   return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : n;
 }
 
-/* Record why an array's views cannot work, and say it once. */
+/* Record why an array's views cannot work, and say it once. A transient
+ * code (out of memory, a server failing) breaks the node only for now. */
 static void node_set_error(struct engine *e, struct znode *n, const char *key,
-                           const char *msg) {
+                           int code, const char *msg) {
   n->view_error = strdup(msg);
+  if (zerr_is_transient(code)) {
+    n->transient = 1;
+    n->errcode = code;
+  }
   engine_log(e, key, msg);
 }
 
@@ -362,8 +367,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
       return n;
     if (rc < 0) {
       n->kind = ZNODE_BROKEN;
-      n->transient = zerr_is_transient(-rc);
-      node_set_error(e, n, key, err.msg);
+      node_set_error(e, n, key, -rc, err.msg);
       return n;
     }
     if (which == 0) {
@@ -383,8 +387,10 @@ static struct znode *node_load(struct engine *e, const char *path) {
     char msg[ZERR_MSG_MAX + 32];
     /* Unsupported (a chunk grid, a key encoding) is not invalid. */
     snprintf(msg, sizeof msg, "%s%s",
-             rc == -ENOTSUP ? "" : "invalid metadata: ", err.msg);
-    node_set_error(e, n, key, msg);
+             rc == -ENOTSUP || zerr_is_transient(-rc) ? ""
+                                                      : "invalid metadata: ",
+             err.msg);
+    node_set_error(e, n, key, -rc, msg);
     return n;
   }
   if (n->meta->node == ZMETA_GROUP) {
@@ -408,19 +414,19 @@ static struct znode *node_load(struct engine *e, const char *path) {
   if (m->dtype.kind == DT_UNSUPPORTED) {
     char msg[128];
     snprintf(msg, sizeof msg, "unsupported data type '%s'", m->dtype.name);
-    node_set_error(e, n, key, msg);
+    node_set_error(e, n, key, ENOTSUP, msg);
     return n;
   }
   if (chain_build(m->codecs, &n->spec, &n->chain, &err) < 0) {
     n->chain = NULL;
-    node_set_error(e, n, key, err.msg);
+    node_set_error(e, n, key, err.code, err.msg);
     return n;
   }
   if (node_set_units(n, &err) < 0 || node_set_form(e, n, &err) < 0) {
     chain_free(n->chain);
     n->chain = NULL;
     n->shard = NULL;
-    node_set_error(e, n, key, err.msg);
+    node_set_error(e, n, key, err.code, err.msg);
   }
   return n;
 }
@@ -435,6 +441,12 @@ static int node_eq(const struct htab_node *hn, const void *key) {
  * the first to insert wins). */
 const struct znode *engine_node(struct engine *e, const char *path) {
   static const struct znode none = {.kind = ZNODE_NONE, .path = ""};
+  /* A node that could not even be allocated: broken for now, never "no
+   * such node" (its views fail with ENOMEM, the next lookup tries again). */
+  static const struct znode nomem = {.kind = ZNODE_BROKEN,
+                                     .view_error = (char *)"out of memory",
+                                     .transient = 1,
+                                     .errcode = ENOMEM};
   uint64_t h = htab_hash_str(path);
   pthread_mutex_lock(&e->nodes_lock);
   struct node_slot *s =
@@ -444,7 +456,7 @@ const struct znode *engine_node(struct engine *e, const char *path) {
     return s->node;
   struct znode *n = node_load(e, path);
   if (!n)
-    return &none;
+    return &nomem;
   pthread_mutex_lock(&e->nodes_lock);
   if (n->transient) { /* not remembered: the next lookup loads again */
     n->next = e->transient;
@@ -459,10 +471,11 @@ const struct znode *engine_node(struct engine *e, const char *path) {
     return s ? s->node : &none;
   }
   s = malloc(sizeof *s);
-  if (!s) {
+  if (!s) { /* not remembered, as a transient node (freed with the engine) */
+    n->next = e->transient;
+    e->transient = n;
     pthread_mutex_unlock(&e->nodes_lock);
-    znode_free(n);
-    return &none;
+    return n;
   }
   s->hn.hash = h;
   s->node = n;
@@ -524,6 +537,6 @@ void engine_key(struct memo_key *k, enum engine_level level,
 int node_check(const struct znode *n, struct zerr *err) {
   if (n->kind == ZNODE_ARRAY && n->chain)
     return 0;
-  return zerr_set(err, EIO, "%s",
+  return zerr_set(err, n->errcode ? n->errcode : EIO, "%s",
                   n->view_error ? n->view_error : "not a readable array");
 }

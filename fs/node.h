@@ -64,8 +64,11 @@ struct znode {
                             decoding), the unit shape, the fill text */
   struct zcons *cons;    /* groups: their consolidated metadata (owned), or
                             NULL */
-  int transient;         /* broken only for now (a server failing): not
-                            kept in the node table, asked again next time */
+  int transient;         /* broken only for now (a server failing, out of
+                            memory): not kept in the node table, asked
+                            again next time */
+  int errcode;           /* transient: the positive errno its views fail
+                            with (ENOMEM, ETIMEDOUT, ...); 0: EIO */
   struct znode *next;    /* transient nodes: the engine's list */
 };
 

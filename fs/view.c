@@ -1088,7 +1088,7 @@ static long region_read(struct engine *e, const struct znode *n,
 static int view_check(const struct znode *n, struct zerr *err) {
   if (n->kind == ZNODE_ARRAY && n->chain)
     return 0;
-  return zerr_set(err, EIO, "%s",
+  return zerr_set(err, n->errcode ? n->errcode : EIO, "%s",
                   n->view_error ? n->view_error : "not a readable array");
 }
 

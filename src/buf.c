@@ -133,7 +133,9 @@ int zread_file(const char *path, size_t max, char **out, size_t *len,
                struct zerr *err) {
   FILE *f = fopen(path, "rb");
   if (!f)
-    return zerr_set(err, errno == ENOENT ? ENOENT : EIO, "%s", strerror(errno));
+    return zerr_set(err,
+                    errno == ENOENT || zerr_is_transient(errno) ? errno : EIO,
+                    "%s", strerror(errno));
   struct zbuf b;
   zbuf_init(&b, max);
   char chunk[1 << 16];

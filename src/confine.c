@@ -71,8 +71,9 @@ int confine_add_root(struct confine *c, const char *dir, struct zerr *err) {
   struct confine_roots *rs = c->r;
   char *abs = realpath(dir, NULL);
   if (!abs)
-    return zerr_set(err, errno == ENOENT ? ENOENT : EIO, "allowed root %s: %s",
-                    dir, strerror(errno));
+    return zerr_set(err,
+                    errno == ENOENT || zerr_is_transient(errno) ? errno : EIO,
+                    "allowed root %s: %s", dir, strerror(errno));
   struct stat st;
   if (stat(abs, &st) < 0 || !S_ISDIR(st.st_mode)) {
     free(abs);

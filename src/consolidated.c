@@ -162,7 +162,7 @@ int zcons_parse_v2(const char *text, size_t len, struct zcons **out,
   *out = NULL;
   json_t *root = zjson_loadb(text, len, err);
   if (!root)
-    return -EIO;
+    return err && err->code ? -err->code : -EIO;
   int rc = 0;
   json_t *fmt = json_object_get(root, "zarr_consolidated_format");
   json_t *md = json_object_get(root, "metadata");

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "meta.h"
+
 struct span {
   const char *p; /* the key's characters, quotes excluded */
   size_t n;
@@ -177,10 +179,13 @@ int jdup_keys(const char *text, size_t len, const char *member, size_t expected,
     memcpy(q + 1, keys[i].p, keys[i].n);
     q[keys[i].n + 1] = '"';
     q[keys[i].n + 2] = '\0';
+    zjson_watch();
     json_t *j = json_loads(q, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
     free(q);
     const char *v = json_string_value(j);
-    if (v && (d[nd] = strdup(v)))
+    if ((!j && zjson_nomem()) || (v && !(d[nd] = strdup(v))))
+      rc = zerr_set(err, ENOMEM, "out of memory");
+    else if (v)
       nd++;
     json_decref(j);
   }

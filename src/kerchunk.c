@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "jdup.h"
 #include "log.h"
+#include "meta.h"
 
 /* gen expands at most this many keys in all (a typo must not hang us). */
 #define GEN_MAX 50000000ull
@@ -737,11 +738,18 @@ static int sc_skip(struct scan *s, int depth) {
   return sc_number(s, &plain, &v);
 }
 
-/* The value [start, end) parsed by jansson (it was validated already). */
-static json_t *sc_small(const char *start, const char *end) {
+/* The value [start, end) parsed by jansson (it was validated already)
+ * into *out: NULL when jansson refuses it (a number out of range); out of
+ * memory is -ENOMEM, never a refused value. */
+static int sc_small(const char *start, const char *end, json_t **out,
+                    struct zerr *err) {
   json_error_t je;
-  return json_loadb(start, (size_t)(end - start),
+  zjson_watch();
+  *out = json_loadb(start, (size_t)(end - start),
                     JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+  if (!*out && zjson_nomem())
+    return zerr_set(err, ENOMEM, "out of memory");
+  return 0;
 }
 
 /* Try the common shapes at s->p: [url] or [url, int, int] with plain
@@ -821,7 +829,8 @@ static int sc_refs(struct scan *s, struct manifest_builder *b, const char *path,
       if (rc == 0) { /* another shape: jansson decides */
         s->p = vstart;
         ZTRY(sc_skip(s, 0));
-        json_t *v = sc_small(vstart, s->p);
+        json_t *v;
+        ZTRY(sc_small(vstart, s->p, &v, s->err));
         if (!v)
           rc = manifest_add_bad(b, key, "reference: number out of range",
                                 s->err);
@@ -954,17 +963,19 @@ static int load_text(const char *text, size_t tlen, const char *path,
   const char *refs = NULL;
   int rc = sc_top(&s, &t);
   if (rc == 0 && t.ver[0]) {
-    ver = sc_small(t.ver[0], t.ver[1]);
-    templates = t.tmpl[0] ? sc_small(t.tmpl[0], t.tmpl[1]) : NULL;
-    gen = t.gen[0] ? sc_small(t.gen[0], t.gen[1]) : NULL;
+    rc = sc_small(t.ver[0], t.ver[1], &ver, err);
+    if (rc == 0 && t.tmpl[0])
+      rc = sc_small(t.tmpl[0], t.tmpl[1], &templates, err);
+    if (rc == 0 && t.gen[0])
+      rc = sc_small(t.gen[0], t.gen[1], &gen, err);
     refs = t.refs[0];
-    if (!json_is_integer(ver) || json_integer_value(ver) != 1)
+    if (rc == 0 && (!json_is_integer(ver) || json_integer_value(ver) != 1))
       rc = zerr_set(err, EIO, "unsupported reference version (only 0 and 1)");
-    else if (!refs || *refs != '{')
+    else if (rc == 0 && (!refs || *refs != '{'))
       rc = zerr_set(err, EIO, "version 1 needs a 'refs' object");
-    else if (t.tmpl[0] && !json_is_object(templates))
+    else if (rc == 0 && t.tmpl[0] && !json_is_object(templates))
       rc = zerr_set(err, EIO, "'templates' must be an object");
-    else if (t.gen[0] && !json_is_array(gen))
+    else if (rc == 0 && t.gen[0] && !json_is_array(gen))
       rc = zerr_set(err, EIO, "'gen' must be a list");
   } else if (rc == 0) { /* version 0: the top level is the refs */
     refs = strchr(s.start, '{');

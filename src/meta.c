@@ -8,6 +8,7 @@
  * node lists, its views fail later). */
 #include "meta.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,12 +108,48 @@ static char *lenient_rewrite(const char *text, size_t len, size_t *olen,
   return out;
 }
 
+/* Set when one of jansson's allocations fails on this thread. */
+static _Thread_local int zjson_failed;
+/* What jansson's allocations call: malloc, or a test's failing one. The
+ * allocator is process-wide in jansson, so this is too. */
+static void *(*_Atomic zjson_alloc)(size_t) = malloc;
+
+/* jansson's malloc: note a failure. */
+static void *zjson_malloc(size_t n) {
+  void *p = atomic_load(&zjson_alloc)(n);
+  if (!p)
+    zjson_failed = 1;
+  return p;
+}
+
+/* Route jansson's allocations through zjson_malloc, at program start:
+ * before any thread runs, as json_set_alloc_funcs wants. */
+__attribute__((constructor)) static void zjson_install(void) {
+  json_set_alloc_funcs(zjson_malloc, free);
+}
+
+/* Start watching this thread's jansson allocations. */
+void zjson_watch(void) { zjson_failed = 0; }
+
+/* Did one fail since zjson_watch? */
+int zjson_nomem(void) { return zjson_failed; }
+
+/* The allocator under zjson_malloc (tests inject failures). */
+void zjson_set_malloc(void *(*fn)(size_t)) {
+  atomic_store(&zjson_alloc, fn ? fn : malloc);
+}
+
 /* Lenient JSON load: strict first (the common case costs one parse). */
 json_t *zjson_loadb(const char *text, size_t len, struct zerr *err) {
   json_error_t je;
+  zjson_watch();
   json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, &je);
   if (j)
     return j;
+  if (zjson_nomem()) {
+    zerr_set(err, ENOMEM, "out of memory parsing JSON");
+    return NULL;
+  }
   size_t nl;
   int changed = 0;
   char *fixed = lenient_rewrite(text, len, &nl, &changed);
@@ -127,7 +164,10 @@ json_t *zjson_loadb(const char *text, size_t len, struct zerr *err) {
   free(fixed);
   if (j)
     return j;
-  zerr_set(err, EIO, "not valid JSON: %s (line %d)", je.text, je.line);
+  if (zjson_nomem())
+    zerr_set(err, ENOMEM, "out of memory parsing JSON");
+  else
+    zerr_set(err, EIO, "not valid JSON: %s (line %d)", je.text, je.line);
   return NULL;
 }
 
@@ -571,10 +611,11 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
   json_t *filters = json_object_get(root, "filters");
   json_t *comp = json_object_get(root, "compressor");
   const char *order = json_string_value(json_object_get(root, "order"));
-  int rc = 0;
+  int rc = 0, nomem = !a2a || !b2b; /* jansson's allocations failed */
   if (order && !strcmp(order, "F") && m->ndim > 1)
-    json_array_append_new(a2a, json_pack("{s:s, s:{s:s}}", "name", "transpose",
-                                         "configuration", "order", "F"));
+    nomem |= json_array_append_new(a2a, json_pack("{s:s, s:{s:s}}", "name",
+                                                  "transpose", "configuration",
+                                                  "order", "F")) < 0;
   else if (order && strcmp(order, "C") && strcmp(order, "F"))
     rc = zerr_set(err, EIO, "order must be \"C\" or \"F\"");
   size_t nf = json_is_array(filters) ? json_array_size(filters) : 0;
@@ -594,9 +635,11 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
       a2b = v2_codec("json2", f);
       m->dtype = dtype_of(DT_STRING);
     } else if (v2_is_array_filter(id) && !a2b) {
-      json_array_append_new(a2a, v2_codec(v2_name(id, buf, sizeof buf), f));
+      nomem |= json_array_append_new(
+                   a2a, v2_codec(v2_name(id, buf, sizeof buf), f)) < 0;
     } else {
-      json_array_append_new(b2b, v2_codec(v2_name(id, buf, sizeof buf), f));
+      nomem |= json_array_append_new(
+                   b2b, v2_codec(v2_name(id, buf, sizeof buf), f)) < 0;
     }
   }
   if (rc == 0 && !a2b) {
@@ -615,17 +658,24 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
     if (!id)
       rc = zerr_set(err, EIO, "compressor without an id");
     else
-      json_array_append_new(b2b, v2_codec(v2_name(id, buf, sizeof buf), comp));
+      nomem |= json_array_append_new(
+                   b2b, v2_codec(v2_name(id, buf, sizeof buf), comp)) < 0;
   }
+  if (rc == 0 && (nomem || !a2b))
+    rc = zerr_set(err, ENOMEM, "out of memory");
   if (rc < 0) {
     json_decref(a2a);
     json_decref(a2b);
     json_decref(b2b);
     return rc;
   }
-  json_array_append_new(a2a, a2b);
-  json_array_extend(a2a, b2b);
+  nomem =
+      json_array_append_new(a2a, a2b) < 0 || json_array_extend(a2a, b2b) < 0;
   json_decref(b2b);
+  if (nomem) {
+    json_decref(a2a);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
   *out = a2a;
   return 0;
 }
@@ -635,7 +685,7 @@ int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
                    struct zerr *err) {
   json_t *root = zjson_loadb(text, len, err);
   if (!root)
-    return -EIO;
+    return err && err->code ? -err->code : -EIO;
   struct zmeta *m = calloc(1, sizeof *m);
   if (!m) {
     json_decref(root);

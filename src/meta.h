@@ -72,7 +72,19 @@ int zmeta_parse_chunk_key(const struct zmeta *m, const char *key,
 
 /* Parse JSON text leniently (bare NaN, Infinity, -Infinity become strings
  * "NaN", "Infinity", "-Infinity"); NUL bytes in strings are allowed.
- * Returns a new reference or NULL with err set. */
+ * Returns a new reference, or NULL with err set: ENOMEM when out of
+ * memory, else EIO (not valid JSON). */
 json_t *zjson_loadb(const char *text, size_t len, struct zerr *err);
+
+/* Out of memory inside jansson. jansson often reports a failed allocation
+ * as a syntax error ("string or '}' expected"), so every allocation it
+ * makes goes through a watcher (installed process-wide at program start):
+ * zjson_watch() starts watching on this thread, and zjson_nomem() then
+ * says whether an allocation failed since. A parse that fails while
+ * zjson_nomem() is 1 failed for lack of memory, not on bad input. */
+void zjson_watch(void);
+int zjson_nomem(void);
+/* Tests: let jansson allocate through fn (NULL: malloc again). */
+void zjson_set_malloc(void *(*fn)(size_t));
 
 #endif

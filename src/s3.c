@@ -148,15 +148,18 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
   struct profile p = {0};
   const char *pname = o->profile && *o->profile ? o->profile : env("AWS_PROFILE");
   profile_load(pname ? pname : "default", &p);
+  int nomem = 0; /* credentials lost for lack of memory: not anonymous */
   if (!o->no_sign_request) {
     if (env("AWS_ACCESS_KEY_ID") && env("AWS_SECRET_ACCESS_KEY")) {
       c->akid = strdup(env("AWS_ACCESS_KEY_ID"));
       c->secret = strdup(env("AWS_SECRET_ACCESS_KEY"));
       c->token = dup_or_null(env("AWS_SESSION_TOKEN"));
+      nomem = !c->akid || !c->secret || (env("AWS_SESSION_TOKEN") && !c->token);
     } else if (p.akid && p.secret) {
       c->akid = strdup(p.akid);
       c->secret = strdup(p.secret);
       c->token = dup_or_null(p.token);
+      nomem = !c->akid || !c->secret || (p.token && *p.token && !c->token);
     }
   }
   const char *region = o->region && *o->region ? o->region
@@ -183,8 +186,7 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
     }
   }
   profile_free(&p);
-  if (rc == 0 && (!c->region || (ep && !c->endpoint) ||
-                  (c->akid == NULL) != (c->secret == NULL)))
+  if (rc == 0 && (nomem || !c->region || (ep && !c->endpoint)))
     rc = zerr_set(err, ENOMEM, "out of memory");
   if (rc < 0) {
     s3_config_free(c);

@@ -75,9 +75,11 @@ struct store_vzarr {
 static int vz_parse_array(struct store_vzarr *v, const char *prefix,
                           const char *text, size_t len, int *is_array,
                           struct zerr *err) {
-  json_t *root = zjson_loadb(text, len, err);
-  if (!root)
-    return 0; /* not ours to judge: the engine reports bad metadata */
+  struct zerr je = {0};
+  json_t *root = zjson_loadb(text, len, &je);
+  if (!root) /* bad metadata is not ours to judge: the engine reports it */
+    return je.code == ENOMEM ? zerr_set(err, ENOMEM, "%s: %s", prefix, je.msg)
+                             : 0;
   *is_array = !strcmp(
       json_string_value(json_object_get(root, "node_type")) ?: "", "array");
   json_t *st = json_object_get(root, "storage_transformers"), *t;
@@ -204,15 +206,19 @@ static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
   if (store_stat(v->inner, key, &ty, &sz, &e2) == 0)
     return 0; /* a V2 array: nothing below is a node */
   snprintf(key, sizeof key, "%s%szarr.json", dir, *dir ? "/" : "");
-  if (store_read_all(v->inner, key, VZ_MAX_META, &text, &len, &e2) == 0) {
+  int rrc = store_read_all(v->inner, key, VZ_MAX_META, &text, &len, &e2);
+  if (rrc == 0) {
     int is_array = 0;
     int rc = vz_parse_array(v, dir, (const char *)text, len, &is_array, err);
     free(text);
     if (rc || is_array)
       return rc;
+  } else if (rrc == -ENOMEM) { /* not "no manifest here" */
+    return zerr_set(err, ENOMEM, "%s: %s", key, e2.msg);
   }
   struct walk w = {v, dir, depth, err, 0};
-  store_list(v->inner, dir, vz_walk_child, &w, &e2);
+  if (store_list(v->inner, dir, vz_walk_child, &w, &e2) == -ENOMEM && !w.rc)
+    return zerr_set(err, ENOMEM, "%s: %s", dir, e2.msg);
   return w.rc;
 }
 
@@ -315,9 +321,12 @@ static int vz_load(const struct vz_array *a, const struct confine *c,
     return lrc;
   /* NULs allowed in strings, so that a path with one is seen (and its key
    * marked bad) rather than failing the whole manifest. */
+  zjson_watch();
   json_t *root = json_loadb(text ? text : "", tlen, JSON_ALLOW_NUL, &je);
   if (!root) {
     free(text);
+    if (zjson_nomem())
+      return zerr_set(err, ENOMEM, "manifest %s: out of memory", a->manifest);
     return zerr_set(err, EIO, "manifest %s: not valid JSON: %s (line %d)",
                     a->manifest, je.text, je.line);
   }

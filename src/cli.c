@@ -1,0 +1,518 @@
+/* cli.c - the command line (see cli.h): tokenizing as libfuse's
+ * fuse_opt_parse does, the table of zarrfs's own options, their
+ * validation into a struct cli_config, and the usage text. FUSE-free. */
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* zarrfs's own options that take a value ("NAME=VALUE"). */
+enum cli_opt {
+  CLI_OPT_CACHE_SIZE,
+  CLI_OPT_MAX_DECODE,
+  CLI_OPT_ATTR_TIMEOUT,
+  CLI_OPT_CONSOLIDATED,
+  CLI_OPT_SIZES,
+  CLI_OPT_DECODE_THREADS,
+  CLI_OPT_REMOTE_TARGETS,
+  CLI_OPT_KERNEL_READAHEAD,
+  CLI_OPT_REGION,
+  CLI_OPT_ENDPOINT,
+  CLI_OPT_PROFILE,
+  CLI_OPT_CONNECT_TIMEOUT,
+  CLI_OPT_STALL_TIMEOUT,
+  CLI_OPT_TIMEOUT,
+  CLI_OPT_RETRIES,
+  CLI_OPT_REMOTE_CACHE,
+  CLI_OPT_BLOCK_SIZE,
+  CLI_OPT_MAX_REQUEST,
+  CLI_OPT_READAHEAD,
+  CLI_OPT_CONNECTIONS,
+  CLI_OPT_COUNT
+};
+
+/* Their names, by enum cli_opt. */
+static const char *const cli_opt_names[CLI_OPT_COUNT] = {
+    "cache_size",    "max_decode",     "attr_timeout",   "consolidated",
+    "sizes",         "decode_threads", "remote_targets", "kernel_readahead",
+    "region",        "endpoint",       "profile",        "connect_timeout",
+    "stall_timeout", "timeout",        "retries",        "remote_cache",
+    "block_size",    "max_request",    "readahead",      "connections"};
+
+/* The parse in progress. */
+struct cli_parser {
+  struct cli_config *c;
+  char *value[CLI_OPT_COUNT]; /* last value of each option (owned) */
+  char *kept_opts; /* -o options for libfuse, escaped and comma-joined */
+  int help, version;
+  int nonopt;      /* after "--": the index in fuse_argv past it, else 0 */
+  char *extra;     /* a third non-option (owned), refused after --help */
+  size_t argv_cap; /* slots allocated in c->fuse_argv */
+  struct zerr *err;
+};
+
+/* The out-of-memory refusal. */
+static int cli_nomem(struct cli_parser *p) {
+  return zerr_set(p->err, ENOMEM, "out of memory parsing the command line");
+}
+
+/* Append a copy of arg to fuse_argv (kept NULL-terminated). */
+static int cli_keep_arg(struct cli_parser *p, const char *arg) {
+  struct cli_config *c = p->c;
+  if ((size_t)c->fuse_argc + 2 > p->argv_cap) {
+    size_t cap = p->argv_cap ? 2 * p->argv_cap : 8;
+    char **v = realloc(c->fuse_argv, cap * sizeof *v);
+    if (!v)
+      return cli_nomem(p);
+    c->fuse_argv = v;
+    p->argv_cap = cap;
+  }
+  if (!(c->fuse_argv[c->fuse_argc] = strdup(arg)))
+    return cli_nomem(p);
+  c->fuse_argv[++c->fuse_argc] = NULL;
+  return 0;
+}
+
+/* Insert a copy of arg into fuse_argv at position pos. */
+static int cli_insert_arg(struct cli_parser *p, int pos, const char *arg) {
+  ZTRY(cli_keep_arg(p, arg));
+  char **v = p->c->fuse_argv;
+  char *last = v[p->c->fuse_argc - 1];
+  memmove(v + pos + 1, v + pos,
+          (size_t)(p->c->fuse_argc - 1 - pos) * sizeof *v);
+  v[pos] = last;
+  return 0;
+}
+
+/* Add one -o option for libfuse, escaping ',' and '\' as fuse_opt does. */
+static int cli_keep_opt(struct cli_parser *p, const char *opt) {
+  size_t old = p->kept_opts ? strlen(p->kept_opts) : 0;
+  char *d = realloc(p->kept_opts, old + 1 + 2 * strlen(opt) + 1);
+  if (!d)
+    return cli_nomem(p);
+  p->kept_opts = d;
+  d += old;
+  if (old)
+    *d++ = ',';
+  for (; *opt; opt++) {
+    if (*opt == ',' || *opt == '\\')
+      *d++ = '\\';
+    *d++ = *opt;
+  }
+  *d = '\0';
+  return 0;
+}
+
+/* Append a copy of s to a growable array of strings. */
+static int cli_push(char ***list, size_t *n, const char *s) {
+  char **l = realloc(*list, (*n + 1) * sizeof *l);
+  if (!l)
+    return -ENOMEM;
+  *list = l;
+  if (!(l[*n] = strdup(s)))
+    return -ENOMEM;
+  (*n)++;
+  return 0;
+}
+
+/* One option (from a -o group, in_group, or an argument of its own): ours
+ * is recorded, anything else kept for libfuse. */
+static int cli_option(struct cli_parser *p, const char *opt, int in_group) {
+  if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
+    p->help = 1;
+    return 0;
+  }
+  if (!strcmp(opt, "-V") || !strcmp(opt, "--version")) {
+    p->version = 1;
+    return 0;
+  }
+  if (!strcmp(opt, "no_sign_request")) {
+    p->c->s3.no_sign_request = 1;
+    return 0;
+  }
+  if (!strcmp(opt, "requester_pays")) {
+    p->c->s3.requester_pays = 1;
+    return 0;
+  }
+  if (!strncmp(opt, "allow_root=", 11))
+    return cli_push(&p->c->allow_roots, &p->c->n_allow_roots, opt + 11) < 0
+               ? cli_nomem(p)
+               : 0;
+  for (int i = 0; i < CLI_OPT_COUNT; i++) {
+    size_t n = strlen(cli_opt_names[i]);
+    if (!strncmp(opt, cli_opt_names[i], n) && opt[n] == '=') {
+      char *v = strdup(opt + n + 1);
+      if (!v)
+        return cli_nomem(p);
+      free(p->value[i]); /* the last one given counts */
+      p->value[i] = v;
+      return 0;
+    }
+  }
+  return in_group ? cli_keep_opt(p, opt) : cli_keep_arg(p, opt);
+}
+
+/* The options of one -o argument: split at commas, unescaping "\," "\\"
+ * and "\NNN" (octal) as fuse_opt does. */
+static int cli_option_group(struct cli_parser *p, const char *group) {
+  char *opt = strdup(group);
+  if (!opt)
+    return cli_nomem(p);
+  char *d = opt;
+  int rc = 0;
+  for (const char *s = group;; s++) {
+    if (*s == ',' || *s == '\0') {
+      *d = '\0';
+      if ((rc = cli_option(p, opt, 1)) < 0 || *s == '\0')
+        break;
+      d = opt;
+    } else if (s[0] == '\\' && s[1] != '\0') {
+      s++;
+      if (s[0] >= '0' && s[0] <= '3' && s[1] >= '0' && s[1] <= '7' &&
+          s[2] >= '0' && s[2] <= '7') {
+        *d++ = (char)((s[0] - '0') * 64 + (s[1] - '0') * 8 + (s[2] - '0'));
+        s += 2;
+      } else {
+        *d++ = *s;
+      }
+    } else {
+      *d++ = *s;
+    }
+  }
+  free(opt);
+  return rc;
+}
+
+/* A non-option: SOURCE (ours), then MOUNTPOINT (also libfuse's), then one
+ * too many (refused once --help and --version have had their say). */
+static int cli_nonoption(struct cli_parser *p, const char *arg) {
+  char **slot = !p->c->source       ? &p->c->source
+                : !p->c->mountpoint ? &p->c->mountpoint
+                : !p->extra         ? &p->extra
+                                    : NULL;
+  if (!slot)
+    return 0; /* the first extra one is named */
+  if (!(*slot = strdup(arg)))
+    return cli_nomem(p);
+  return slot == &p->c->mountpoint ? cli_keep_arg(p, arg) : 0;
+}
+
+/* Walk argv as fuse_opt_parse does. */
+static int cli_tokenize(struct cli_parser *p, int argc, char *const *argv) {
+  ZTRY(cli_keep_arg(p, argc > 0 && argv[0] ? argv[0] : "zarrfs"));
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (p->nonopt || a[0] != '-') {
+      ZTRY(cli_nonoption(p, a));
+    } else if (a[1] == 'o') {
+      if (!a[2] && i + 1 >= argc)
+        return zerr_set(p->err, EINVAL, "missing argument after '-o'");
+      ZTRY(cli_option_group(p, a[2] ? a + 2 : argv[++i]));
+    } else if (a[1] == '-' && !a[2]) {
+      ZTRY(cli_keep_arg(p, a));
+      p->nonopt = p->c->fuse_argc;
+    } else {
+      ZTRY(cli_option(p, a, 0));
+    }
+  }
+  if (p->kept_opts) {
+    ZTRY(cli_insert_arg(p, 1, "-o"));
+    ZTRY(cli_insert_arg(p, 2, p->kept_opts));
+  }
+  /* a "--" that ended up last is dropped, as fuse_opt_parse does */
+  struct cli_config *c = p->c;
+  if (p->nonopt && p->nonopt == c->fuse_argc &&
+      !strcmp(c->fuse_argv[c->fuse_argc - 1], "--")) {
+    free(c->fuse_argv[--c->fuse_argc]);
+    c->fuse_argv[c->fuse_argc] = NULL;
+  }
+  return 0;
+}
+
+/* The accepted syntax of a size (see cli.h); strtoull's own prefix
+ * (blanks, a sign) is accepted as it always was. */
+int cli_parse_size(const char *s, unsigned long long *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s)
+    return -1;
+  unsigned long long mul = 1;
+  switch (toupper((unsigned char)*end)) {
+  case 'K':
+    mul = 1ull << 10;
+    break;
+  case 'M':
+    mul = 1ull << 20;
+    break;
+  case 'G':
+    mul = 1ull << 30;
+    break;
+  case 'T':
+    mul = 1ull << 40;
+    break;
+  default:
+    break;
+  }
+  if (mul > 1)
+    end++;
+  if (*end == 'B' || *end == 'b')
+    end++;
+  if (*end || v > (1ull << 62) / mul)
+    return -1;
+  *out = v * mul;
+  return 0;
+}
+
+/* A size option in [min, max] into *dst (unchanged when not given). */
+static int cli_size(const struct cli_parser *p, enum cli_opt o,
+                    unsigned long long min, unsigned long long max,
+                    const char *hint, size_t *dst) {
+  const char *v = p->value[o];
+  unsigned long long n;
+  if (!v)
+    return 0;
+  if (cli_parse_size(v, &n) < 0 || n < min || n > max)
+    return zerr_set(p->err, EINVAL, "bad %s '%s' (%s)", cli_opt_names[o], v,
+                    hint);
+  *dst = (size_t)n;
+  return 0;
+}
+
+/* An integer option in [min, max] into *dst (unchanged when not given). */
+static int cli_count(const struct cli_parser *p, enum cli_opt o, long min,
+                     long max, int *dst) {
+  const char *v = p->value[o];
+  if (!v)
+    return 0;
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || end == v || *end || n < min || n > max)
+    return zerr_set(p->err, EINVAL, "bad %s '%s' (%ld to %ld)",
+                    cli_opt_names[o], v, min, max);
+  *dst = (int)n;
+  return 0;
+}
+
+/* A remote time bound in seconds (a decimal number, above 0, at most a
+ * week) into milliseconds in *dst (unchanged when not given). */
+static int cli_seconds(const struct cli_parser *p, enum cli_opt o, long *dst) {
+  const char *v = p->value[o];
+  if (!v)
+    return 0;
+  char *end;
+  double s = strtod(v, &end);
+  if (end == v || *end || !(s > 0) || s > 86400 * 7)
+    return zerr_set(p->err, EINVAL, "bad %s '%s' (seconds, e.g. 30 or 0.5)",
+                    cli_opt_names[o], v);
+  *dst = (long)(s * 1000);
+  return 0;
+}
+
+/* A choice between two words into *dst: 1 for `one`, 0 for `zero`. */
+static int cli_choice(const struct cli_parser *p, enum cli_opt o,
+                      const char *one, const char *zero, int *dst) {
+  const char *v = p->value[o];
+  if (!v)
+    return 0;
+  if (strcmp(v, one) && strcmp(v, zero))
+    return zerr_set(p->err, EINVAL, "bad %s '%s' (%s or %s)", cli_opt_names[o],
+                    v, one, zero);
+  *dst = !strcmp(v, one);
+  return 0;
+}
+
+/* Validate the values of zarrfs's options into the config, in the order
+ * of the usage text. */
+static int cli_validate(struct cli_parser *p) {
+  struct cli_config *c = p->c;
+  const unsigned long long big = 1ull << 62;
+  ZTRY(cli_size(p, CLI_OPT_CACHE_SIZE, 0, big, "a size such as 256M",
+                &c->cache_size));
+  ZTRY(cli_size(p, CLI_OPT_MAX_DECODE, 1, big, "a size such as 1G",
+                &c->max_decode));
+  size_t ra = c->kernel_readahead;
+  ZTRY(cli_size(p, CLI_OPT_KERNEL_READAHEAD, 0, CLI_MAX_KERNEL_READAHEAD,
+                "a size up to 1G, such as 1M", &ra));
+  c->kernel_readahead = (unsigned)ra;
+  const char *at = p->value[CLI_OPT_ATTR_TIMEOUT];
+  if (at) {
+    char *end;
+    c->attr_timeout = strtod(at, &end);
+    if (end == at || *end || isnan(c->attr_timeout) || c->attr_timeout < 0)
+      return zerr_set(p->err, EINVAL,
+                      "bad attr_timeout '%s' (seconds, 0 or more)", at);
+  }
+  int consolidated = 1;
+  ZTRY(cli_choice(p, CLI_OPT_CONSOLIDATED, "yes", "no", &consolidated));
+  c->no_consolidated = !consolidated;
+  int exact = !c->lazy_sizes;
+  ZTRY(cli_choice(p, CLI_OPT_SIZES, "exact", "lazy", &exact));
+  c->lazy_sizes = !exact;
+  ZTRY(cli_count(p, CLI_OPT_DECODE_THREADS, 0, CLI_MAX_DECODE_THREADS,
+                 &c->decode_threads));
+  ZTRY(cli_choice(p, CLI_OPT_REMOTE_TARGETS, "yes", "no", &c->remote_targets));
+  struct remote_config *r = &c->remote;
+  ZTRY(cli_seconds(p, CLI_OPT_CONNECT_TIMEOUT, &r->http.connect_ms));
+  ZTRY(cli_seconds(p, CLI_OPT_STALL_TIMEOUT, &r->http.stall_ms));
+  ZTRY(cli_seconds(p, CLI_OPT_TIMEOUT, &r->http.op_ms));
+  const char *sz = "a size such as 64K or 8M";
+  ZTRY(cli_size(p, CLI_OPT_REMOTE_CACHE, 1, big, sz, &r->cache_size));
+  ZTRY(cli_size(p, CLI_OPT_BLOCK_SIZE, 1, big, sz, &r->block_size));
+  ZTRY(cli_size(p, CLI_OPT_MAX_REQUEST, 1, big, sz, &r->max_request));
+  ZTRY(cli_size(p, CLI_OPT_READAHEAD, 0, big, sz, &r->readahead));
+  int retries = r->http.max_attempts - 1;
+  ZTRY(cli_count(p, CLI_OPT_RETRIES, 0, 100, &retries));
+  r->http.max_attempts = retries + 1; /* retries after the first attempt */
+  ZTRY(cli_count(p, CLI_OPT_CONNECTIONS, 1, 1024, &r->http.max_conns));
+  char **s3[] = {&c->s3.region, &c->s3.endpoint, &c->s3.profile};
+  enum cli_opt s3o[] = {CLI_OPT_REGION, CLI_OPT_ENDPOINT, CLI_OPT_PROFILE};
+  for (size_t i = 0; i < 3; i++) { /* taken over from the parser */
+    *s3[i] = p->value[s3o[i]];
+    p->value[s3o[i]] = NULL;
+  }
+  return 0;
+}
+
+/* The defaults that do not depend on the options. */
+static void cli_defaults(struct cli_config *c) {
+  c->cache_size = CLI_DEFAULT_CACHE_SIZE;
+  c->max_decode = CLI_DEFAULT_MAX_DECODE;
+  c->attr_timeout = CLI_DEFAULT_ATTR_TIMEOUT;
+  c->kernel_readahead = CLI_DEFAULT_KERNEL_READAHEAD;
+  c->remote_targets = 1;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  c->decode_threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (int)ncpu;
+  remote_config_default(&c->remote);
+}
+
+/* Tokenize, then decide what is asked for and check it. */
+static int cli_run(struct cli_parser *p, int argc, char *const *argv) {
+  struct cli_config *c = p->c;
+  ZTRY(cli_tokenize(p, argc, argv));
+  if (p->help || p->version) {
+    c->action = p->help ? CLI_HELP : CLI_VERSION;
+    return 0;
+  }
+  if (!c->source)
+    return zerr_set(p->err, EINVAL, "missing SOURCE (try --help)");
+  if (!c->mountpoint)
+    return zerr_set(p->err, EINVAL, "missing MOUNTPOINT (try --help)");
+  if (p->extra)
+    return zerr_set(p->err, EINVAL,
+                    "unexpected argument '%s' after SOURCE and MOUNTPOINT "
+                    "(try --help)",
+                    p->extra);
+  c->lazy_sizes = remote_is_url(c->source); /* remote: never fetch for stat */
+  return cli_validate(p);
+}
+
+int cli_parse(int argc, char *const *argv, struct cli_config **out,
+              struct zerr *err) {
+  *out = NULL;
+  struct cli_parser p = {.err = err};
+  if (!(p.c = calloc(1, sizeof *p.c)))
+    return zerr_set(err, ENOMEM, "out of memory parsing the command line");
+  cli_defaults(p.c);
+  int rc = cli_run(&p, argc, argv);
+  for (int i = 0; i < CLI_OPT_COUNT; i++)
+    free(p.value[i]);
+  free(p.kept_opts);
+  free(p.extra);
+  if (rc < 0) {
+    cli_config_free(p.c);
+    return rc;
+  }
+  *out = p.c;
+  return 0;
+}
+
+void cli_config_free(struct cli_config *c) {
+  if (!c)
+    return;
+  free(c->source);
+  free(c->mountpoint);
+  for (size_t i = 0; i < c->n_allow_roots; i++)
+    free(c->allow_roots[i]);
+  free(c->allow_roots);
+  free(c->s3.region);
+  free(c->s3.endpoint);
+  free(c->s3.profile);
+  for (int i = 0; i < c->fuse_argc; i++)
+    free(c->fuse_argv[i]);
+  free(c->fuse_argv);
+  free(c);
+}
+
+void cli_usage(FILE *f, const char *prog) {
+  fprintf(
+      f,
+      "usage: %s [options] SOURCE MOUNTPOINT\n\n"
+      "Mount the Zarr store in directory SOURCE (V3 or V2), or the kerchunk\n"
+      "reference file SOURCE, read-only at MOUNTPOINT. SOURCE may also be\n"
+      "an http://, https:// or s3://BUCKET/PREFIX URL.\n"
+      "Every stored key appears byte-identical; beside every chunk K a\n"
+      "text view K.txt; in every array directory values.txt.\n\n"
+      "zarrfs options:\n"
+      "    -h, --help             print this help\n"
+      "    -V, --version          print the version\n"
+      "    -o cache_size=SIZE     decoded-data cache budget (default 256M)\n"
+      "    -o max_decode=SIZE     largest decoded chunk held in memory\n"
+      "                           (default 1G)\n"
+      "    -o attr_timeout=SECS   kernel attribute cache time (default "
+      "3600;\n"
+      "                           the store is treated as immutable)\n"
+      "    -o consolidated=no     ignore consolidated metadata (zarr.json\n"
+      "                           consolidated_metadata, .zmetadata); read\n"
+      "                           each node's own metadata (default yes)\n"
+      "    -o sizes=exact|lazy    exact: stat of a view decodes what it must\n"
+      "                           to give the exact size (local default);\n"
+      "                           lazy: only sizes known without decoding\n"
+      "                           data, else 0, read with direct I/O\n"
+      "                           (remote default)\n"
+      "    -o decode_threads=N    workers decoding chunks ahead of\n"
+      "                           sequential readers (default: the number\n"
+      "                           of cores, at most 16; 0: none)\n"
+      "    -o allow_root=DIR      let references and manifests read files\n"
+      "                           under DIR (repeatable; the reference\n"
+      "                           file's directory is always allowed);\n"
+      "                           DIR may be a URL prefix, which also\n"
+      "                           allows link-local addresses under it\n"
+      "    -o remote_targets=no   references and manifests may not read\n"
+      "                           remote targets (untrusted references)\n"
+      "    -o kernel_readahead=SIZE  the kernel's read-ahead for this mount\n"
+      "                           (default 1M: whole 1 MiB requests; 0\n"
+      "                           keeps the kernel's own, 128K; needs root)\n\n"
+      "remote stores (http, https, s3; see docs/remote.md):\n"
+      "    -o region=NAME         S3 region (else AWS_REGION, ~/.aws/config,\n"
+      "                           us-east-1)\n"
+      "    -o endpoint=URL        S3 endpoint (MinIO, Ceph, R2: path-style)\n"
+      "    -o profile=NAME        ~/.aws profile (else AWS_PROFILE, default)\n"
+      "    -o no_sign_request     anonymous S3 access (also automatic when\n"
+      "                           no credentials exist)\n"
+      "    -o requester_pays      send x-amz-request-payer: requester\n"
+      "    -o connect_timeout=SECS  connect bound (default 10)\n"
+      "    -o stall_timeout=SECS  no byte for this long fails an attempt\n"
+      "                           (default 30)\n"
+      "    -o timeout=SECS        bound of one request with its retries\n"
+      "                           (default 60)\n"
+      "    -o retries=N           retries after the first attempt (default 5)\n"
+      "    -o remote_cache=SIZE   cache of fetched blocks (default 64M)\n"
+      "    -o block_size=SIZE     fetch granularity and coalescing gap\n"
+      "                           (default 64K)\n"
+      "    -o max_request=SIZE    largest single GET (default 8M)\n"
+      "    -o readahead=SIZE      read-ahead window of sequential reads\n"
+      "                           (default 32M; 0: off)\n"
+      "    -o connections=N       transfers at once (default 32)\n\n"
+      "FUSE options:\n"
+      "    -f                     stay in the foreground (log to stderr)\n"
+      "    -d                     debug output (implies -f)\n"
+      "    -s                     single-threaded\n"
+      "    -o allow_other         let other users see the mount\n",
+      prog);
+}
