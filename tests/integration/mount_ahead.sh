@@ -27,7 +27,9 @@ C=$((N / 10))
 D=$(zt_mkdir stores)
 
 mk() {
-  if ! t "$ZARRFS_MKSTORE" "$@" >"$ZT_TMP/mkstore.log" 2>&1; then
+  # A hang guard, not a speed limit: writing 2M strings took 23 s of a
+  # 30 s command limit on a loaded 2-core VM.
+  if ! timeout -k 5 300 "$ZARRFS_MKSTORE" "$@" >"$ZT_TMP/mkstore.log" 2>&1; then
     show "$ZT_TMP/mkstore.log"
     zt_hard_error "zarrfs-mkstore $* failed"
   fi
