@@ -327,6 +327,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
   }
   if (rc < 0) {
     n->kind = ZNODE_BROKEN;
+    n->transient = zerr_is_transient(-rc);
     char msg[ZERR_MSG_MAX + 32];
     /* Unsupported (a chunk grid, a key encoding) is not invalid. */
     snprintf(msg, sizeof msg, "%s%s",
@@ -358,12 +359,15 @@ static struct znode *node_load(struct engine *e, const char *path) {
     node_set_error(e, n, key, msg);
     return n;
   }
-  if (chain_build(m->codecs, &n->spec, &n->chain, &err) < 0) {
+  if ((rc = chain_build(m->codecs, &n->spec, &n->chain, &err)) < 0) {
     n->chain = NULL;
+    n->transient = zerr_is_transient(-rc);
     node_set_error(e, n, key, err.msg);
     return n;
   }
-  if (node_set_units(n, &err) < 0 || node_set_form(e, n, &err) < 0) {
+  if ((rc = node_set_units(n, &err)) < 0 ||
+      (rc = node_set_form(e, n, &err)) < 0) {
+    n->transient = zerr_is_transient(-rc);
     chain_free(n->chain);
     n->chain = NULL;
     n->shard = NULL;
@@ -392,6 +396,9 @@ const struct znode *engine_node(struct engine *e, const char *path) {
   struct znode *n = node_load(e, path);
   if (!n)
     return &none;
+  struct node_slot *ns = n->transient ? NULL : malloc(sizeof *ns);
+  if (!ns)
+    n->transient = 1; /* kept for the engine's life, but not found again */
   pthread_mutex_lock(&e->nodes_lock);
   if (n->transient) { /* not remembered: the next lookup loads again */
     n->next = e->transient;
@@ -403,14 +410,10 @@ const struct znode *engine_node(struct engine *e, const char *path) {
   if (s || (n->kind == ZNODE_NONE && e->nodes.count >= ENGINE_MAX_NODES)) {
     pthread_mutex_unlock(&e->nodes_lock);
     znode_free(n);
+    free(ns);
     return s ? s->node : &none;
   }
-  s = malloc(sizeof *s);
-  if (!s) {
-    pthread_mutex_unlock(&e->nodes_lock);
-    znode_free(n);
-    return &none;
-  }
+  s = ns;
   s->hn.hash = h;
   s->node = n;
   htab_insert(&e->nodes, &s->hn);

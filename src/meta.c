@@ -107,12 +107,48 @@ static char *lenient_rewrite(const char *text, size_t len, size_t *olen,
   return out;
 }
 
+/* jansson reports an allocation that fails while parsing as a syntax
+ * error ("string or '}' expected"), or not at all; so its allocations go
+ * through zjson_malloc, which notes a failure for the thread. */
+static _Thread_local int zjson_oom_flag;
+
+/* jansson's malloc. */
+static void *zjson_malloc(size_t n) {
+  void *p = malloc(n);
+  if (!p)
+    zjson_oom_flag = 1;
+  return p;
+}
+
+/* Installed before main, so before any thread or any jansson call. */
+__attribute__((constructor)) static void zjson_alloc_setup(void) {
+  json_set_alloc_funcs(zjson_malloc, free);
+}
+
+void zjson_oom_clear(void) { zjson_oom_flag = 0; }
+
+int zjson_oom_seen(void) { return zjson_oom_flag; }
+
+/* A parse's result, checked for lost allocations: jansson's lexer drops a
+ * character it cannot append ("chunk_key_encoing") and goes on, so a
+ * document parsed while an allocation failed is not trusted. NULL with
+ * ENOMEM then. */
+static json_t *zjson_checked(json_t *j, const json_error_t *je,
+                             struct zerr *err) {
+  if (!zjson_oom_flag && (j || json_error_code(je) != json_error_out_of_memory))
+    return j;
+  json_decref(j);
+  zerr_set(err, ENOMEM, "out of memory parsing JSON");
+  return NULL;
+}
+
 /* Lenient JSON load: strict first (the common case costs one parse). */
 json_t *zjson_loadb(const char *text, size_t len, struct zerr *err) {
   json_error_t je;
+  zjson_oom_clear();
   json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, &je);
-  if (j)
-    return j;
+  if (j || zjson_oom_flag)
+    return zjson_checked(j, &je, err);
   size_t nl;
   int changed = 0;
   char *fixed = lenient_rewrite(text, len, &nl, &changed);
@@ -125,8 +161,8 @@ json_t *zjson_loadb(const char *text, size_t len, struct zerr *err) {
     j = json_loadb(fixed, nl, JSON_ALLOW_NUL, &je);
   }
   free(fixed);
-  if (j)
-    return j;
+  if (j || zjson_oom_flag || json_error_code(&je) == json_error_out_of_memory)
+    return zjson_checked(j, &je, err);
   zerr_set(err, EIO, "not valid JSON: %s (line %d)", je.text, je.line);
   return NULL;
 }
@@ -567,6 +603,7 @@ static int v2_is_array_filter(const char *id) {
 /* Build the V3 codec list equivalent to a V2 array. */
 static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
                      char endian, json_t **out, struct zerr *err) {
+  zjson_oom_clear(); /* the documents built here are checked at the end */
   json_t *a2a = json_array(), *a2b = NULL, *b2b = json_array();
   json_t *filters = json_object_get(root, "filters");
   json_t *comp = json_object_get(root, "compressor");
@@ -617,15 +654,19 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
     else
       json_array_append_new(b2b, v2_codec(v2_name(id, buf, sizeof buf), comp));
   }
+  if (rc == 0) {
+    json_array_append_new(a2a, a2b);
+    a2b = NULL;
+    json_array_extend(a2a, b2b);
+  }
+  if (zjson_oom_seen()) /* a piece is missing, whatever error that caused */
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  json_decref(a2b);
+  json_decref(b2b);
   if (rc < 0) {
     json_decref(a2a);
-    json_decref(a2b);
-    json_decref(b2b);
     return rc;
   }
-  json_array_append_new(a2a, a2b);
-  json_array_extend(a2a, b2b);
-  json_decref(b2b);
   *out = a2a;
   return 0;
 }
@@ -635,7 +676,7 @@ int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
                    struct zerr *err) {
   json_t *root = zjson_loadb(text, len, err);
   if (!root)
-    return -EIO;
+    return err && err->code ? -err->code : -EIO;
   struct zmeta *m = calloc(1, sizeof *m);
   if (!m) {
     json_decref(root);

@@ -70,6 +70,12 @@ int zmeta_chunk_key(const struct zmeta *m, const uint64_t *idx, char *buf,
 int zmeta_parse_chunk_key(const struct zmeta *m, const char *key,
                           uint64_t *idx);
 
+/* Clear, then ask, whether a jansson allocation failed in this thread
+ * since (jansson reports some as syntax errors): a parse that failed with
+ * zjson_oom_seen() set failed for want of memory (ENOMEM, transient). */
+void zjson_oom_clear(void);
+int zjson_oom_seen(void);
+
 /* Parse JSON text leniently (bare NaN, Infinity, -Infinity become strings
  * "NaN", "Infinity", "-Infinity"); NUL bytes in strings are allowed.
  * Returns a new reference or NULL with err set. */
