@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "jdup.h"
+#include "meta.h"
 #include "log.h"
 
 /* gen expands at most this many keys in all (a typo must not hang us). */
@@ -737,11 +738,20 @@ static int sc_skip(struct scan *s, int depth) {
   return sc_number(s, &plain, &v);
 }
 
-/* The value [start, end) parsed by jansson (it was validated already). */
-static json_t *sc_small(const char *start, const char *end) {
+/* The value [start, end) parsed by jansson (it was validated already).
+ * NULL with *oom set when an allocation failed (jansson may then have
+ * parsed something else, see zjson_oom_seen). */
+static json_t *sc_small(const char *start, const char *end, int *oom) {
   json_error_t je;
-  return json_loadb(start, (size_t)(end - start),
-                    JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+  zjson_oom_clear();
+  json_t *j = json_loadb(start, (size_t)(end - start),
+                         JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+  if (zjson_oom_seen()) {
+    json_decref(j);
+    *oom = 1;
+    return NULL;
+  }
+  return j;
 }
 
 /* Try the common shapes at s->p: [url] or [url, int, int] with plain
@@ -821,7 +831,10 @@ static int sc_refs(struct scan *s, struct manifest_builder *b, const char *path,
       if (rc == 0) { /* another shape: jansson decides */
         s->p = vstart;
         ZTRY(sc_skip(s, 0));
-        json_t *v = sc_small(vstart, s->p);
+        int oom = 0;
+        json_t *v = sc_small(vstart, s->p, &oom);
+        if (oom)
+          return zerr_set(s->err, ENOMEM, "out of memory");
         if (!v)
           rc = manifest_add_bad(b, key, "reference: number out of range",
                                 s->err);
@@ -954,11 +967,14 @@ static int load_text(const char *text, size_t tlen, const char *path,
   const char *refs = NULL;
   int rc = sc_top(&s, &t);
   if (rc == 0 && t.ver[0]) {
-    ver = sc_small(t.ver[0], t.ver[1]);
-    templates = t.tmpl[0] ? sc_small(t.tmpl[0], t.tmpl[1]) : NULL;
-    gen = t.gen[0] ? sc_small(t.gen[0], t.gen[1]) : NULL;
+    int oom = 0;
+    ver = sc_small(t.ver[0], t.ver[1], &oom);
+    templates = t.tmpl[0] ? sc_small(t.tmpl[0], t.tmpl[1], &oom) : NULL;
+    gen = t.gen[0] ? sc_small(t.gen[0], t.gen[1], &oom) : NULL;
     refs = t.refs[0];
-    if (!json_is_integer(ver) || json_integer_value(ver) != 1)
+    if (oom)
+      rc = zerr_set(err, ENOMEM, "out of memory");
+    else if (!json_is_integer(ver) || json_integer_value(ver) != 1)
       rc = zerr_set(err, EIO, "unsupported reference version (only 0 and 1)");
     else if (!refs || *refs != '{')
       rc = zerr_set(err, EIO, "version 1 needs a 'refs' object");
@@ -1000,8 +1016,10 @@ int kerchunk_load(const char *path, struct manifest **out, struct zerr *err) {
   size_t tlen = 0;
   ZTRY(zread_file(path, SIZE_MAX, &text, &tlen, err));
   char *base = dir_of(path);
+  int e = errno;
   int rc = base ? load_text(text ? text : "", tlen, path, base, out, err)
-                : zerr_set(err, EIO, "%s: %s", path, strerror(errno));
+                : zerr_set(err, zerr_is_transient(e) ? e : EIO, "%s: %s",
+                           path, strerror(e));
   free(base);
   free(text);
   return rc;
