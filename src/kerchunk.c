@@ -12,8 +12,8 @@
 
 #include "buf.h"
 #include "jdup.h"
-#include "meta.h"
 #include "log.h"
+#include "meta.h"
 
 /* gen expands at most this many keys in all (a typo must not hang us). */
 #define GEN_MAX 50000000ull
@@ -1018,8 +1018,8 @@ int kerchunk_load(const char *path, struct manifest **out, struct zerr *err) {
   char *base = dir_of(path);
   int e = errno;
   int rc = base ? load_text(text ? text : "", tlen, path, base, out, err)
-                : zerr_set(err, zerr_is_transient(e) ? e : EIO, "%s: %s",
-                           path, strerror(e));
+                : zerr_set(err, zerr_is_transient(e) ? e : EIO, "%s: %s", path,
+                           strerror(e));
   free(base);
   free(text);
   return rc;

@@ -46,7 +46,9 @@ static int af_fail_now(void) {
   return 1;
 }
 
-void *__wrap_malloc(size_t n) { return af_fail_now() ? NULL : __real_malloc(n); }
+void *__wrap_malloc(size_t n) {
+  return af_fail_now() ? NULL : __real_malloc(n);
+}
 
 void *__wrap_calloc(size_t n, size_t m) {
   return af_fail_now() ? NULL : __real_calloc(n, m);

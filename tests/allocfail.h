@@ -6,8 +6,9 @@
  * an object of the link (libzarrfs.a, the test itself) goes to the
  * __wrap_ functions of allocfail.c. jansson's and zlib's allocations are
  * counted too: zarrfs gives them allocators of its own (src/meta.c's
- * json_set_alloc_funcs, codecs/gzip.c's zalloc), which call malloc. Allocations inside other shared
- * libraries (libc's own, zstd, blosc, bz2, lz4, libcurl) are not counted.
+ * json_set_alloc_funcs, codecs/gzip.c's zalloc), which call malloc. Allocations
+ * inside other shared libraries (libc's own, zstd, blosc, bz2, lz4, libcurl)
+ * are not counted.
  *
  * Only the Nth allocation fails; the ones after it succeed again, so the
  * code must both fail cleanly and recover (nothing half-made may be kept).

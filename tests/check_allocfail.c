@@ -40,18 +40,18 @@ struct transcript {
 /* One store to sweep. */
 struct target {
   const char *name;
-  char dir[2048];  /* local store root, or the reference file's directory */
-  char refs[4096]; /* kerchunk reference file ("" for a local store) */
+  char dir[2048];      /* local store root, or the reference file's directory */
+  char refs[4096];     /* kerchunk reference file ("" for a local store) */
   const char *walk[4]; /* directories to walk (NULL-terminated) */
 };
 
 /* One run of the path. */
 struct run {
   struct transcript tr;
-  long injected;     /* calls that met the injected failure */
-  long enomem;       /* ... and failed with -ENOMEM */
-  char other[1024];  /* ... or with another code: the first such reason */
-  int bad_code;      /* a failure that was not a negative errno */
+  long injected;    /* calls that met the injected failure */
+  long enomem;      /* ... and failed with -ENOMEM */
+  char other[1024]; /* ... or with another code: the first such reason */
+  int bad_code;     /* a failure that was not a negative errno */
 };
 
 /* Check's assertions allocate (in fork mode a passing one sends its
@@ -218,8 +218,8 @@ static void visit_file(struct engine *e, const char *path,
   CALL(r, rc, path, err, ns_size(e, &ent, &size, &err));
   if (rc < 0)
     return;
-  if (de->kind != ent.kind || (de->attr && ent.kind == NS_RAW &&
-                               de->size != size))
+  if (de->kind != ent.kind ||
+      (de->attr && ent.kind == NS_RAW && de->size != size))
     tr_printf(&r->tr, "%s: listed as kind %d size %llu\n", path, de->kind,
               (unsigned long long)de->size);
   char *buf = allocfail_raw_malloc(size + 1);
@@ -356,8 +356,7 @@ static int fixture_target(struct target *t, const char *name, const char *rel,
 }
 
 /* Sweep a fixture store, or say it is skipped. */
-static void sweep_fixture(const char *name, const char *rel,
-                          const char *refs) {
+static void sweep_fixture(const char *name, const char *rel, const char *refs) {
   struct target t;
   if (!fixture_target(&t, name, rel, refs)) {
     const char *ci = getenv("CI");
