@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Kind of a V3 name or numpy dtype string (DT_UNSUPPORTED if neither). */
-static enum dtype_kind delta_kind(const char *s) {
+/* Kind of a V3 name or numpy dtype string (DT_UNSUPPORTED if neither;
+ * *oom set when that is only for want of memory). */
+static enum dtype_kind delta_kind(const char *s, int *oom) {
   struct dtype dt;
   json_t *j = json_string(s);
   enum dtype_kind k = DT_UNSUPPORTED;
+  if (!j)
+    *oom = 1;
   if (j && dtype_parse_v3(j, &dt, NULL) == 0)
     k = dt.kind;
   json_decref(j);
@@ -40,8 +43,11 @@ static int delta_create(json_t *config, const struct codec_spec *decoded,
   const char *dts, *ast;
   ZTRY(codec_cfg_str(config, "dtype", 1, NULL, &dts, err));
   ZTRY(codec_cfg_str(config, "astype", 0, dts, &ast, err));
-  enum dtype_kind k = delta_kind(dts), ka = delta_kind(ast);
+  int oom = 0;
+  enum dtype_kind k = delta_kind(dts, &oom), ka = delta_kind(ast, &oom);
   enum dtype_kind want = decoded->dtype.kind;
+  if (oom)
+    return zerr_set(err, ENOMEM, "numcodecs.delta: out of memory");
   if (k == DT_UNSUPPORTED || k != want || ka != k || want == DT_BOOL ||
       want == DT_FLOAT16 || decoded->dtype.size == 0)
     return zerr_set(err, ENOTSUP,

@@ -329,9 +329,11 @@ static struct znode *node_load(struct engine *e, const char *path) {
     n->kind = ZNODE_BROKEN;
     n->transient = zerr_is_transient(-rc);
     char msg[ZERR_MSG_MAX + 32];
-    /* Unsupported (a chunk grid, a key encoding) is not invalid. */
+    /* Unsupported (a chunk grid, a key encoding) is not invalid, nor is
+     * a parse that ran out of memory. */
     snprintf(msg, sizeof msg, "%s%s",
-             rc == -ENOTSUP ? "" : "invalid metadata: ", err.msg);
+             rc == -ENOTSUP || n->transient ? "" : "invalid metadata: ",
+             err.msg);
     node_set_error(e, n, key, msg);
     return n;
   }

@@ -79,8 +79,9 @@ struct znode {
                             decoding), the unit shape, the fill text */
   struct zcons *cons;    /* groups: their consolidated metadata (owned), or
                             NULL (see fs/hier.h) */
-  int transient;         /* broken only for now (a server failing): not
-                            kept in the node table, asked again next time */
+  int transient;         /* broken only for now (a server failing, out of
+                            memory), or no slot for it: not kept in the
+                            node table, asked again next time */
   struct znode *next;    /* transient nodes: the engine's list */
 };
 

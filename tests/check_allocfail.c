@@ -416,6 +416,16 @@ START_TEST(example_store) {
 }
 END_TEST
 
+/* ZARRFS_ALLOCFAIL_STORE=dir: sweep that local store too (any store, to
+ * look for more; not part of the default run). */
+START_TEST(store_from_env) {
+  struct target t = {.name = getenv("ZARRFS_ALLOCFAIL_STORE")};
+  snprintf(t.dir, sizeof t.dir, "%s", t.name);
+  t.walk[0] = "/";
+  sweep(&t);
+}
+END_TEST
+
 int main(void) {
   zlog_setup(0, ZLOG_ERR);
   Suite *s = suite_create("allocfail");
@@ -428,6 +438,12 @@ int main(void) {
       {"vlen_gzip_zstd", vlen_gzip_zstd}, {"v2_gzip", v2_gzip},
       {"kerchunk_refs", kerchunk_refs},   {"example_store", example_store},
   };
+  if (getenv("ZARRFS_ALLOCFAIL_STORE")) {
+    TCase *tc = tcase_create("store_from_env");
+    tcase_set_timeout(tc, 3600);
+    tcase_add_test(tc, store_from_env);
+    suite_add_tcase(s, tc);
+  }
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     TCase *tc = tcase_create(cases[i].name);
     tcase_set_timeout(tc, 600);
