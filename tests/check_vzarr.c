@@ -352,14 +352,22 @@ static int compare_tree(struct engine *pe, struct engine *ve, const char *path,
   return 0;
 }
 
-START_TEST(virtual_equals_plain) {
+/* build_pair, then an engine over each side (*c: the virtual side's). */
+static void open_pair(struct engine **pe, struct engine **ve,
+                      struct confine **c) {
   build_pair();
   struct store *ps;
   struct zerr err = {0};
   ck_assert_int_eq(store_open_local(tp(0, "plain"), &ps, &err), 0);
-  struct engine *pe = engine_over(ps);
+  *pe = engine_over(ps);
+  *ve = engine_over(open_virt(tp(0, "virt"), NULL, c));
+}
+
+START_TEST(virtual_equals_plain) {
+  struct engine *pe, *ve;
   struct confine *c;
-  struct engine *ve = engine_over(open_virt(tp(0, "virt"), NULL, &c));
+  struct zerr err = {0};
+  open_pair(&pe, &ve, &c);
   int files = 0;
   compare_tree(pe, ve, "/", &files);
   ck_assert_int_ge(files, 30);
@@ -650,13 +658,10 @@ static void *vreader_run(void *p) {
  * reader sees the plain store's bytes (.ci/run runs this under
  * ThreadSanitizer). */
 START_TEST(concurrent_first_reads) {
-  build_pair();
-  struct store *ps;
-  struct zerr err = {0};
-  ck_assert_int_eq(store_open_local(tp(0, "plain"), &ps, &err), 0);
-  struct engine *pe = engine_over(ps);
+  struct engine *pe, *ve;
   struct confine *c;
-  struct engine *ve = engine_over(open_virt(tp(0, "virt"), NULL, &c));
+  struct zerr err = {0};
+  open_pair(&pe, &ve, &c);
   struct vreader r[8];
   pthread_t t[8];
   for (int i = 0; i < 8; i++) {
