@@ -67,6 +67,19 @@ static int inflate_loop(z_stream *zs, struct zbuf *b, const char *name,
   }
 }
 
+/* zlib's allocator: ours, so that tests/allocfail.c sees (and can fail)
+ * zlib's allocations too. */
+static voidpf gzip_zalloc(voidpf opaque, uInt items, uInt size) {
+  (void)opaque;
+  return calloc(items, size);
+}
+
+/* zlib's free. */
+static void gzip_zfree(voidpf opaque, voidpf p) {
+  (void)opaque;
+  free(p);
+}
+
 /* Load `in` and inflate it into a new memory source (see codec.h). */
 int codec_inflate(struct bytesrc *in, const struct codec_env *env,
                   const char *name, int wbits, int members,
@@ -90,6 +103,8 @@ int codec_inflate(struct bytesrc *in, const struct codec_env *env,
   z_stream zs = {0};
   zs.next_in = (Bytef *)src->mem;
   zs.avail_in = (uInt)src->size;
+  zs.zalloc = gzip_zalloc;
+  zs.zfree = gzip_zfree;
   if (inflateInit2(&zs, wbits) != Z_OK) {
     bytesrc_unref(src);
     return zerr_set(err, ENOMEM, "%s: cannot initialise zlib", name);

@@ -114,7 +114,10 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     chunk[cl] = '\0';
     /* A stored chunk, or one the store holds but cannot serve (a FIFO:
      * its view exists and its reads fail with EIO, as values.txt does). */
-    if (store_stat(e->store, chunk, &t, &size, NULL) == 0 && t != STORE_DIR) {
+    rc = store_stat(e->store, chunk, &t, &size, err);
+    if (rc < 0 && zerr_is_transient(-rc))
+      return rc; /* not "no such file": the kernel would remember that */
+    if (rc == 0 && t != STORE_DIR) {
       const char *rel;
       const struct znode *n = engine_array_of(e, chunk, &rel);
       if (n && n->errcode) /* broken for now: not "no such file" */

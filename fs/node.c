@@ -226,6 +226,11 @@ static void hier_load_group(struct engine *e, struct znode *n, const char *key,
   }
   if (rc < 0) {
     n->cons = NULL;
+    if (zerr_is_transient(-rc)) { /* out of memory: ask again next time */
+      n->transient = 1;
+      n->errcode = -rc;
+      return;
+    }
     char msg[ZERR_MSG_MAX + 64];
     snprintf(msg, sizeof msg,
              "consolidated metadata ignored (per-node metadata is used): %s",

@@ -767,8 +767,8 @@ struct slab_row {
 /* Release a row. */
 static void row_destroy(struct zobj *o) {
   struct slab_row *w = (struct slab_row *)o;
-  for (uint64_t i = 0; i < w->nunits; i++) {
-    if (w->units[i])
+  for (uint64_t i = 0; i < w->nunits; i++) { /* units NULL: fill failed */
+    if (w->units && w->units[i])
       zobj_put(&w->units[i]->obj);
     if (w->data)
       bytesrc_unref(w->data[i]);

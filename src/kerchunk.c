@@ -747,8 +747,11 @@ static int sc_small(const char *start, const char *end, json_t **out,
   zjson_watch();
   *out = json_loadb(start, (size_t)(end - start),
                     JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-  if (!*out && zjson_nomem())
+  if (zjson_nomem()) { /* jansson may then have parsed something else */
+    json_decref(*out);
+    *out = NULL;
     return zerr_set(err, ENOMEM, "out of memory");
+  }
   return 0;
 }
 
@@ -1011,8 +1014,10 @@ int kerchunk_load(const char *path, struct manifest **out, struct zerr *err) {
   size_t tlen = 0;
   ZTRY(zread_file(path, SIZE_MAX, &text, &tlen, err));
   char *base = dir_of(path);
+  int e = errno;
   int rc = base ? load_text(text ? text : "", tlen, path, base, out, err)
-                : zerr_set(err, EIO, "%s: %s", path, strerror(errno));
+                : zerr_set(err, zerr_is_transient(e) ? e : EIO, "%s: %s", path,
+                           strerror(e));
   free(base);
   free(text);
   return rc;

@@ -187,7 +187,11 @@ static int intern_resolved(struct manifest_builder *b, const char *path,
       return zerr_set(err, ENOMEM, "out of memory");
     path = full;
   }
-  ZTRY(hash_grow(b, err));
+  int grown = hash_grow(b, err);
+  if (grown < 0) {
+    free(full);
+    return grown;
+  }
   uint32_t i = hash_str(path) & (b->hash_cap - 1);
   while (b->hash[i]) {
     uint32_t cand = b->hash[i] - 1;

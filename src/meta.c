@@ -139,17 +139,25 @@ void zjson_set_malloc(void *(*fn)(size_t)) {
   atomic_store(&zjson_alloc, fn ? fn : malloc);
 }
 
+/* A parse's result, checked for lost allocations: jansson's lexer drops a
+ * character it cannot append ("chunk_key_encoing") and goes on, so a
+ * document parsed while an allocation failed is not trusted. NULL with
+ * ENOMEM then. */
+static json_t *zjson_checked(json_t *j, struct zerr *err) {
+  if (!zjson_nomem())
+    return j;
+  json_decref(j);
+  zerr_set(err, ENOMEM, "out of memory parsing JSON");
+  return NULL;
+}
+
 /* Lenient JSON load: strict first (the common case costs one parse). */
 json_t *zjson_loadb(const char *text, size_t len, struct zerr *err) {
   json_error_t je;
   zjson_watch();
   json_t *j = json_loadb(text, len, JSON_ALLOW_NUL, &je);
-  if (j)
-    return j;
-  if (zjson_nomem()) {
-    zerr_set(err, ENOMEM, "out of memory parsing JSON");
-    return NULL;
-  }
+  if (j || zjson_nomem())
+    return zjson_checked(j, err);
   size_t nl;
   int changed = 0;
   char *fixed = lenient_rewrite(text, len, &nl, &changed);
@@ -162,12 +170,9 @@ json_t *zjson_loadb(const char *text, size_t len, struct zerr *err) {
     j = json_loadb(fixed, nl, JSON_ALLOW_NUL, &je);
   }
   free(fixed);
-  if (j)
-    return j;
-  if (zjson_nomem())
-    zerr_set(err, ENOMEM, "out of memory parsing JSON");
-  else
-    zerr_set(err, EIO, "not valid JSON: %s (line %d)", je.text, je.line);
+  if (j || zjson_nomem())
+    return zjson_checked(j, err);
+  zerr_set(err, EIO, "not valid JSON: %s (line %d)", je.text, je.line);
   return NULL;
 }
 
@@ -607,6 +612,7 @@ static int v2_is_array_filter(const char *id) {
 /* Build the V3 codec list equivalent to a V2 array. */
 static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
                      char endian, json_t **out, struct zerr *err) {
+  zjson_watch(); /* the documents built here are checked at the end */
   json_t *a2a = json_array(), *a2b = NULL, *b2b = json_array();
   json_t *filters = json_object_get(root, "filters");
   json_t *comp = json_object_get(root, "compressor");
@@ -663,10 +669,10 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
   }
   if (rc == 0 && (nomem || !a2b))
     rc = zerr_set(err, ENOMEM, "out of memory");
+  else if (rc < 0 && zjson_nomem()) /* a piece went missing: that is why */
+    rc = zerr_set(err, ENOMEM, "out of memory");
   if (rc < 0) {
     json_decref(a2a);
-    json_decref(a2b);
-    json_decref(b2b);
     return rc;
   }
   nomem =

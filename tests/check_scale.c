@@ -373,6 +373,26 @@ static void grid2_check(const struct grid2 *g, size_t cache, int random16,
   engine_free(e);
 }
 
+/* The same 16 random readers on a smaller grid, with a 64 KiB budget (rows
+ * built, evicted and rebuilt while other readers wait for them): the case
+ * .ci/run runs under ThreadSanitizer, where the real sizes take too long
+ * (CK_EXCLUDE_TAGS=big). */
+START_TEST(small_random16_64k) {
+  static const struct grid2 small = {"small", NUM_F64, {400, 600}, {64, 50}};
+  grid2_write(&small);
+  struct expect x;
+  expect_grid(&x, &small);
+  struct engine *e = engine_with(64u << 10, 1u << 30);
+  read_random16(e, "/small/values.txt", &x);
+  uint64_t decodes = engine_fills(e, ELEVEL_UNIT);
+  ck_assert_msg(decodes <= 4 * nchunks(&small), "%" PRIu64 " unit decodes",
+                decodes);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(x.row_off);
+}
+END_TEST
+
 /* head -c 4096 of the wide array used to take minutes with the default
  * budget: a row of its units did not fit the cache and every row of
  * elements decoded every chunk again. */
@@ -766,6 +786,7 @@ END_TEST
 int main(void) {
   Suite *s = suite_create("scale");
   TCase *big = tcase_create("2-D at real size");
+  tcase_set_tags(big, "big"); /* CK_EXCLUDE_TAGS=big leaves it out */
   tcase_add_unchecked_fixture(big, big_setup, big_teardown);
   tcase_set_timeout(big, 600);
   tcase_add_test(big, wide_head_default_cache);
@@ -792,6 +813,7 @@ int main(void) {
   tcase_add_test(mem, rows_with_missing_chunks);
   tcase_add_test(mem, stop_interrupts_layout);
   tcase_add_test(mem, fifo_chunk_fails_fast);
+  tcase_add_test(mem, small_random16_64k);
   suite_add_tcase(s, mem);
   return testutil_run(s);
 }

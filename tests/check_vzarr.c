@@ -9,9 +9,11 @@
  *    with EIO and a reason (also a NUL byte inside a target path or the
  *    manifest path), the other keys keep reading; escapes through
  *    `..` and a symlink read once their root is allowed;
- *  - a small read of the view of a large chunk reads little of it. */
+ *  - a small read of the view of a large chunk reads little of it;
+ *  - eight threads making the first reads of the same arrays at once. */
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,14 +352,22 @@ static int compare_tree(struct engine *pe, struct engine *ve, const char *path,
   return 0;
 }
 
-START_TEST(virtual_equals_plain) {
+/* build_pair, then an engine over each side (*c: the virtual side's). */
+static void open_pair(struct engine **pe, struct engine **ve,
+                      struct confine **c) {
   build_pair();
   struct store *ps;
   struct zerr err = {0};
   ck_assert_int_eq(store_open_local(tp(0, "plain"), &ps, &err), 0);
-  struct engine *pe = engine_over(ps);
+  *pe = engine_over(ps);
+  *ve = engine_over(open_virt(tp(0, "virt"), NULL, c));
+}
+
+START_TEST(virtual_equals_plain) {
+  struct engine *pe, *ve;
   struct confine *c;
-  struct engine *ve = engine_over(open_virt(tp(0, "virt"), NULL, &c));
+  struct zerr err = {0};
+  open_pair(&pe, &ve, &c);
   int files = 0;
   compare_tree(pe, ve, "/", &files);
   ck_assert_int_ge(files, 30);
@@ -623,6 +633,64 @@ START_TEST(small_read_reads_little) {
 }
 END_TEST
 
+/* One of the concurrent readers: the views of every array of ARRS, read
+ * from an engine whose manifests nobody has read yet. */
+struct vreader {
+  struct engine *e;
+  char *got[sizeof ARRS / sizeof *ARRS];
+  uint64_t len[sizeof ARRS / sizeof *ARRS];
+};
+
+/* Read every array's values.txt (threads: no Check calls here). */
+static void *vreader_run(void *p) {
+  struct vreader *r = p;
+  for (size_t a = 0; a < sizeof ARRS / sizeof *ARRS; a++) {
+    char path[256];
+    struct zerr err = {0};
+    snprintf(path, sizeof path, "/%s/values.txt", ARRS[a].path);
+    r->got[a] = ns_content(r->e, path, &r->len[a], &err);
+  }
+  return NULL;
+}
+
+/* Eight readers make the first reads of the same virtual arrays at once:
+ * the manifest tables are built lazily, under their lock, and every
+ * reader sees the plain store's bytes (.ci/run runs this under
+ * ThreadSanitizer). */
+START_TEST(concurrent_first_reads) {
+  struct engine *pe, *ve;
+  struct confine *c;
+  struct zerr err = {0};
+  open_pair(&pe, &ve, &c);
+  struct vreader r[8];
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++) {
+    memset(&r[i], 0, sizeof r[i]);
+    r[i].e = ve;
+    ck_assert_int_eq(pthread_create(&t[i], NULL, vreader_run, &r[i]), 0);
+  }
+  for (int i = 0; i < 8; i++)
+    pthread_join(t[i], NULL);
+  for (size_t a = 0; a < sizeof ARRS / sizeof *ARRS; a++) {
+    char path[256];
+    uint64_t len = 0;
+    snprintf(path, sizeof path, "/%s/values.txt", ARRS[a].path);
+    char *want = ns_content(pe, path, &len, &err);
+    ck_assert_msg(want != NULL, "plain %s: %s", path, err.msg);
+    for (int i = 0; i < 8; i++) {
+      ck_assert_msg(r[i].got[a] != NULL, "reader %d: %s failed", i, path);
+      ck_assert_msg(r[i].len[a] == len && !memcmp(r[i].got[a], want, len),
+                    "reader %d: %s differs", i, path);
+      free(r[i].got[a]);
+    }
+    free(want);
+  }
+  engine_free(pe);
+  engine_free(ve);
+  confine_free(c);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("vzarr");
   TCase *tc = tcase_create("vzarr");
@@ -631,6 +699,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, virtual_equals_plain);
   tcase_add_test(tc, bad_input_fails_alone);
   tcase_add_test(tc, small_read_reads_little);
+  tcase_add_test(tc, concurrent_first_reads);
   suite_add_tcase(s, tc);
   return s;
 }
