@@ -349,8 +349,7 @@ static uint16_t f16_from_double(double v) {
   if (r < 0x1p-14) /* subnormal (1024 quanta is the least normal: same) */
     return sign | (uint16_t)ldexp(r, 24);
   double m = frexp(r, &ex); /* r = m * 2^ex; biased exponent ex + 14 */
-  return sign | (uint16_t)((ex + 14) << 10) |
-         (uint16_t)(ldexp(m, 11) - 1024);
+  return sign | (uint16_t)((ex + 14) << 10) | (uint16_t)(ldexp(m, 11) - 1024);
 }
 
 static uint16_t bf16_from_double(double v) {

@@ -389,8 +389,8 @@ static void entry_of(const struct manifest *m, uint64_t i,
   } else if (r->kind == MF_INLINE || r->kind == MF_BAD) {
     /* A table whose inline entries are all empty has no arena: NULL + 0
      * is undefined (UBSan, fuzz_manifest), so point at "" instead. */
-    const uint8_t *base = m->data.p ? (const uint8_t *)m->data.p
-                                    : (const uint8_t *)"";
+    const uint8_t *base =
+        m->data.p ? (const uint8_t *)m->data.p : (const uint8_t *)"";
     out->data = base + r->offset;
   }
 }
