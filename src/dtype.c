@@ -331,6 +331,27 @@ enum fill_float { FF_F16, FF_BF16, FF_F32, FF_F64 };
 /* v rounded (half to even) to bfloat16's 8 significant bits, overflow to
  * infinity; the bit pattern. Scaling by powers of two is exact, so one
  * rounding happens, in nearbyint. */
+/* double -> IEEE binary16, rounding half to even. In software, like
+ * bf16 below: clang 14 on x86-64 (the fuzzing build) has no _Float16. */
+static uint16_t f16_from_double(double v) {
+  uint16_t sign = signbit(v) ? 0x8000 : 0;
+  if (isnan(v))
+    return sign | 0x7e00;
+  double a = fabs(v);
+  if (isinf(a) || a == 0)
+    return sign | (a == 0 ? 0 : 0x7c00);
+  int ex;
+  (void)frexp(a, &ex);                   /* a = m * 2^ex, m in [0.5, 1) */
+  int q = ex - 11 < -24 ? -24 : ex - 11; /* quantum; 2^-24 below normal */
+  double r = ldexp(nearbyint(ldexp(a, -q)), q);
+  if (r >= 0x1p16)
+    return sign | 0x7c00;
+  if (r < 0x1p-14) /* subnormal (1024 quanta is the least normal: same) */
+    return sign | (uint16_t)ldexp(r, 24);
+  double m = frexp(r, &ex); /* r = m * 2^ex; biased exponent ex + 14 */
+  return sign | (uint16_t)((ex + 14) << 10) | (uint16_t)(ldexp(m, 11) - 1024);
+}
+
 static uint16_t bf16_from_double(double v) {
   if (isnan(v))
     return 0x7fc0;
@@ -392,15 +413,9 @@ static int float_fill_bits(enum fill_float ff, json_t *v, uint64_t *bits) {
   /* Narrowing rounds half to even, as the spec asks; a finite value that
    * overflows the narrower type is not a value of that type. */
   switch (ff) {
-  case FF_F16: {
-    _Float16 h = (_Float16)d;
-    uint16_t b;
-    if (isinf(h) && !isinf(d))
-      return -1;
-    memcpy(&b, &h, 2);
-    *bits = b;
-    return 0;
-  }
+  case FF_F16:
+    *bits = f16_from_double(d);
+    return (*bits & 0x7fff) == 0x7c00 && !isinf(d) ? -1 : 0;
   case FF_BF16:
     *bits = bf16_from_double(d);
     return (*bits & 0x7fff) == 0x7f80 && !isinf(d) ? -1 : 0;

@@ -55,8 +55,12 @@ static int ex_primary(struct expr *x, int64_t *v) {
     x->p++;
     rc = ex_sum(x, v);
     ex_ws(x);
-    if (rc == 0 && *x->p++ != ')')
+    /* Never step past the end: the caller still skips blanks after an
+     * error (fuzz_kerchunk_render: "(i" read beyond its buffer). */
+    if (rc == 0 && *x->p != ')')
       rc = zerr_set(x->err, EINVAL, "missing ')'");
+    else if (rc == 0)
+      x->p++;
   } else if (isdigit((unsigned char)*x->p)) {
     errno = 0;
     char *end;

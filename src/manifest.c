@@ -391,7 +391,11 @@ static void entry_of(const struct manifest *m, uint64_t i,
     out->path = m->paths.p + m->path_off[r->path];
     out->offset = r->kind == MF_RANGE ? r->offset : 0;
   } else if (r->kind == MF_INLINE || r->kind == MF_BAD) {
-    out->data = (const uint8_t *)m->data.p + r->offset;
+    /* A table whose inline entries are all empty has no arena: NULL + 0
+     * is undefined (UBSan, fuzz_manifest), so point at "" instead. */
+    const uint8_t *base =
+        m->data.p ? (const uint8_t *)m->data.p : (const uint8_t *)"";
+    out->data = base + r->offset;
   }
 }
 

@@ -1,0 +1,232 @@
+/* fuzz_common.c - the chunk and metadata drivers the fuzz targets share
+ * (see fuzz.h): they call the library the way fs/engine.c does. */
+#define _GNU_SOURCE
+#include "fuzz.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../codecs/chain.h"
+#include "../../codecs/sharding.h"
+#include "../../src/log.h"
+
+/* A NUL-terminated copy of the input. */
+char *fuzz_strndup(const uint8_t *data, size_t size) {
+  char *s = malloc(size + 1);
+  if (s) {
+    memcpy(s, data, size);
+    s[size] = '\0';
+  }
+  return s;
+}
+
+/* zarr.json first, then .zarray, as the engine tries a node's metadata. */
+struct zmeta *fuzz_meta_parse(const char *text, size_t len) {
+  struct zmeta *m = NULL;
+  struct zerr err = {0};
+  if (zmeta_parse(text, len, &m, &err) == 0)
+    return m;
+  if (zmeta_parse_v2(text, len, &m, &err) == 0)
+    return m;
+  return NULL;
+}
+
+/* The decoded spec of a whole chunk of array m (as the engine fills it). */
+static void fuzz_spec(const struct zmeta *m, struct codec_spec *s) {
+  memset(s, 0, sizeof *s);
+  s->ndim = m->ndim;
+  memcpy(s->shape, m->chunk, sizeof m->chunk);
+  s->nelem = m->chunk_nelem;
+  s->dtype = m->dtype;
+  s->fill = m->fill;
+  s->fill_len = m->fill_len;
+}
+
+/* Chain and chunk keys of an array's metadata. */
+void fuzz_meta_check(const struct zmeta *m) {
+  if (m->node != ZMETA_ARRAY)
+    return;
+  struct codec_spec s;
+  fuzz_spec(m, &s);
+  struct chain *c;
+  struct zerr err = {0};
+  if (chain_build(m->codecs, &s, &c, &err) == 0)
+    chain_free(c);
+  char key[256];
+  uint64_t idx[ZMETA_MAX_DIMS] = {0};
+  for (int d = 0; d < m->ndim; d++)
+    idx[d] = m->grid[d] ? m->grid[d] - 1 : 0;
+  if (m->nchunks > 0 && zmeta_chunk_key(m, idx, key, sizeof key) >= 0 &&
+      zmeta_parse_chunk_key(m, key, idx) != 0)
+    abort(); /* a key we wrote must read back */
+}
+
+/* Read every byte of src (as a view rendering it would), in pieces. */
+static void fuzz_read_all(struct bytesrc *src) {
+  char buf[4096];
+  struct zerr err = {0};
+  for (uint64_t off = 0; src && off < src->size; off += sizeof buf) {
+    size_t n =
+        src->size - off < sizeof buf ? (size_t)(src->size - off) : sizeof buf;
+    if (bytesrc_read_range(src, off, n, buf, &err) < 0)
+      return;
+  }
+}
+
+/* What a view does with a decoded unit: load and read its bytes. */
+static void fuzz_use_abytes(const struct abytes *a,
+                            const struct codec_env *env) {
+  struct zerr err = {0};
+  if (a->elsize) {
+    fuzz_read_all(a->fixed);
+    return;
+  }
+  struct bytesrc *d;
+  if (abytes_load_data(a, env, &d, &err) == 0) {
+    fuzz_read_all(d);
+    bytesrc_unref(d);
+  }
+}
+
+/* The engine's direct path for a chain that is zarrs.vlen alone. */
+static void fuzz_vlen_direct(const struct chain *c, uint64_t n,
+                             struct bytesrc *chunk) {
+  int plain;
+  if (!vlen_direct_ok(c, &plain))
+    return;
+  struct vlen_direct d;
+  memset(&d, 0, sizeof d);
+  struct zerr err = {0};
+  if (vlen_direct_open(c, n, chunk, &d, &err) == 0) {
+    uint64_t off[64];
+    for (uint64_t first = 0; first <= n; first += 64) {
+      uint64_t k = n + 1 - first < 64 ? n + 1 - first : 64;
+      if (vlen_direct_offsets(&d, first, k, off, &err) < 0)
+        break;
+    }
+    fuzz_read_all(d.data);
+  }
+  vlen_direct_close(&d);
+}
+
+/* The engine's unit path for a chain that is sharding_indexed alone. */
+static void fuzz_shard(const struct chain *c, const struct codec_spec *s,
+                       struct bytesrc *shard, const struct codec_env *env) {
+  const struct shard_state *st = shard_of_chain(c);
+  if (!st)
+    return;
+  uint64_t *index = NULL, nin = 0;
+  struct zerr err = {0};
+  if (shard_index_read(st, s, shard, env, &index, &nin, &err) < 0)
+    return;
+  for (uint64_t i = 0; i < nin && i < 4096; i++) {
+    struct abytes *a = NULL;
+    if (shard_inner_decode(st, s, shard, index, i, env, &a, &err) == 0) {
+      fuzz_use_abytes(a, env);
+      abytes_free(a);
+    }
+  }
+  free(index);
+}
+
+/* Does text name one of the wanted codecs? */
+static int fuzz_wanted(const char *text, const char *const *want) {
+  if (!want)
+    return 1;
+  for (; *want; want++)
+    if (strstr(text, *want))
+      return 1;
+  return 0;
+}
+
+/* METADATA NUL CHUNK through the chain of METADATA. */
+void fuzz_chunk_run(const uint8_t *data, size_t size, const char *const *want) {
+  const uint8_t *nul = memchr(data, '\0', size);
+  if (!nul)
+    return;
+  size_t mlen = (size_t)(nul - data);
+  char *text = fuzz_strndup(data, mlen);
+  if (!text)
+    return;
+  struct zmeta *m = NULL;
+  if (fuzz_wanted(text, want))
+    m = fuzz_meta_parse(text, mlen);
+  free(text);
+  if (!m || m->node != ZMETA_ARRAY || m->chunk_nelem > FUZZ_MAX_NELEM) {
+    zmeta_free(m);
+    return;
+  }
+  struct codec_spec s;
+  fuzz_spec(m, &s);
+  struct chain *c;
+  struct zerr err = {0};
+  if (chain_build(m->codecs, &s, &c, &err) < 0) {
+    zmeta_free(m);
+    return;
+  }
+  /* A copy of exactly the chunk's bytes, so ASan sees any read past it. */
+  size_t clen = size - mlen - 1;
+  uint8_t *chunk = malloc(clen ? clen : 1);
+  if (chunk) {
+    memcpy(chunk, nul + 1, clen);
+    struct bytesrc *src = bytesrc_from_static(chunk, clen);
+    struct codec_env env = {FUZZ_MAX_DECODED, NULL};
+    struct abytes *a = NULL;
+    if (chain_decode(c, &s, src, &env, &a, &err) == 0) {
+      fuzz_use_abytes(a, &env);
+      abytes_free(a);
+    }
+    fuzz_vlen_direct(c, s.nelem, src);
+    fuzz_shard(c, &s, src, &env);
+    bytesrc_unref(src);
+    free(chunk);
+  }
+  chain_free(c);
+  zmeta_free(m);
+}
+
+static char fuzz_dir[4096];
+
+/* nftw callback: remove one entry. */
+static int fuzz_rm(const char *path, const struct stat *st, int flag,
+                   struct FTW *ftw) {
+  return remove(path);
+}
+
+/* atexit: remove the private directory. */
+static void fuzz_tmpdir_remove(void) {
+  if (*fuzz_dir)
+    nftw(fuzz_dir, fuzz_rm, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The process's private directory. */
+const char *fuzz_tmpdir(void) {
+  if (*fuzz_dir)
+    return fuzz_dir;
+  if (!getenv("FUZZ_VERBOSE"))
+    zlog_setup(0, (enum zlog_level)0);
+  const char *t = getenv("TMPDIR");
+  snprintf(fuzz_dir, sizeof fuzz_dir, "%s/zarrfs-fuzz.XXXXXX",
+           t && *t ? t : "/tmp");
+  if (!mkdtemp(fuzz_dir)) {
+    *fuzz_dir = '\0';
+    return NULL;
+  }
+  atexit(fuzz_tmpdir_remove);
+  return fuzz_dir;
+}
+
+/* Write one file. */
+int fuzz_put_file(const char *dir, const char *rel, const void *data,
+                  size_t len) {
+  char path[8192];
+  snprintf(path, sizeof path, "%s/%s", dir, rel);
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return -1;
+  int ok = fwrite(data, 1, len, f) == len;
+  return fclose(f) == 0 && ok ? 0 : -1;
+}
