@@ -7,8 +7,8 @@
  * where the items are the chunk's elements as nested lists (numpy's
  * tolist(): one nesting level per dimension), then the dtype string
  * (usually "|O") and the shape. Python's encoder may write NaN, Infinity
- * and -Infinity, so this file has its own small JSON scanner (no tree is
- * built: values are validated and located, then copied).
+ * and -Infinity, so values are checked and located with the JSON lexer
+ * and its relaxations for Python (no tree is built), then copied.
  *
  * Decoding gives the same variable-length form vlen-utf8 gives (n+1
  * offsets and the concatenated bytes, in memory): a string item is its
@@ -22,8 +22,7 @@
 #include <strings.h>
 
 #include "../src/buf.h"
-
-#define JSON2_MAX_DEPTH 512 /* nesting deeper than this is refused */
+#include "../src/jlex.h"
 
 /* A value's byte range in the document and whether it is a string. */
 struct json2_span {
@@ -31,178 +30,23 @@ struct json2_span {
   int is_string;
 };
 
-/* Skip JSON whitespace. */
-static size_t json2_ws(const uint8_t *p, size_t i, size_t n) {
-  while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r'))
-    i++;
-  return i;
+/* The lexer over p[a, b): Python's json module writes NaN, Infinity and
+ * lone surrogates. */
+static void json2_lex(struct jlex *l, const uint8_t *p, size_t a, size_t b,
+                      struct zerr *err) {
+  jlex_init(l, (const char *)p + a, b - a, JLEX_NONFINITE | JLEX_LONE_SURROGATE,
+            err);
 }
 
-/* Hex digit value or -1. */
-static int json2_hex(uint8_t c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
+/* Where the lexer is, as an offset into p. */
+static size_t json2_at(const struct jlex *l, const uint8_t *p) {
+  return (size_t)((const uint8_t *)l->p - p);
 }
 
-/* Scan a string starting at p[*i] == '"'; *i ends after the closing quote.
- * Control characters are refused (Python's strict mode). */
-static int json2_string(const uint8_t *p, size_t *i, size_t n,
-                        struct zerr *err) {
-  size_t k = *i + 1;
-  while (k < n && p[k] != '"') {
-    if (p[k] < 0x20)
-      return zerr_set(err, EIO,
-                      "json2: control character in a string at "
-                      "byte %zu",
-                      k);
-    if (p[k] == '\\') {
-      if (k + 1 >= n)
-        break;
-      uint8_t e = p[k + 1];
-      if (e == 'u') {
-        for (int d = 0; d < 4; d++)
-          if (k + 2 + d >= n || json2_hex(p[k + 2 + d]) < 0)
-            return zerr_set(err, EIO, "json2: bad \\u escape at byte %zu", k);
-        k += 6;
-        continue;
-      }
-      if (!strchr("\"\\/bfnrt", e) || e == 0)
-        return zerr_set(err, EIO, "json2: bad escape at byte %zu", k);
-      k += 2;
-      continue;
-    }
-    k++;
-  }
-  if (k >= n)
-    return zerr_set(err, EIO, "json2: unterminated string at byte %zu", *i);
-  *i = k + 1;
-  return 0;
-}
-
-/* Scan a number (JSON grammar) or NaN / Infinity / -Infinity. */
-static int json2_number(const uint8_t *p, size_t *i, size_t n,
-                        struct zerr *err) {
-  size_t k = *i, start = *i;
-  if (n - k >= 3 && !memcmp(p + k, "NaN", 3)) {
-    *i = k + 3;
-    return 0;
-  }
-  if (k < n && p[k] == '-')
-    k++;
-  if (n - k >= 8 && !memcmp(p + k, "Infinity", 8)) {
-    *i = k + 8;
-    return 0;
-  }
-  if (k < n && p[k] == '0') {
-    k++;
-  } else if (k < n && p[k] >= '1' && p[k] <= '9') {
-    while (k < n && p[k] >= '0' && p[k] <= '9')
-      k++;
-  } else {
-    return zerr_set(err, EIO, "json2: invalid value at byte %zu", start);
-  }
-  if (k < n && p[k] == '.') {
-    k++;
-    if (k >= n || p[k] < '0' || p[k] > '9')
-      return zerr_set(err, EIO, "json2: bad number at byte %zu", start);
-    while (k < n && p[k] >= '0' && p[k] <= '9')
-      k++;
-  }
-  if (k < n && (p[k] == 'e' || p[k] == 'E')) {
-    k++;
-    if (k < n && (p[k] == '+' || p[k] == '-'))
-      k++;
-    if (k >= n || p[k] < '0' || p[k] > '9')
-      return zerr_set(err, EIO, "json2: bad number at byte %zu", start);
-    while (k < n && p[k] >= '0' && p[k] <= '9')
-      k++;
-  }
-  *i = k;
-  return 0;
-}
-
-/* Scan one value starting at p[*i] (no leading whitespace); *i ends after
- * it. Containers are walked with an explicit stack, so hostile nesting
- * cannot overflow the C stack. */
-static int json2_value(const uint8_t *p, size_t *i, size_t n,
-                       struct zerr *err) {
-  char stack[JSON2_MAX_DEPTH]; /* '[' or '{' */
-  int depth = 0;
-  size_t k = *i;
-  for (;;) {
-    /* A value. */
-    k = json2_ws(p, k, n);
-    if (k >= n)
-      return zerr_set(err, EIO, "json2: document ends inside a value");
-    uint8_t c = p[k];
-    if (c == '[' || c == '{') {
-      if (depth == JSON2_MAX_DEPTH)
-        return zerr_set(err, EIO, "json2: nesting deeper than %d levels",
-                        JSON2_MAX_DEPTH);
-      stack[depth++] = (char)c;
-      k = json2_ws(p, k + 1, n);
-      if (k < n && p[k] == (c == '[' ? ']' : '}')) {
-        depth--;
-        k++;
-      } else {
-        if (c == '{') {
-          if (k >= n || p[k] != '"')
-            return zerr_set(err, EIO, "json2: object key expected at byte %zu",
-                            k);
-          ZTRY(json2_string(p, &k, n, err));
-          k = json2_ws(p, k, n);
-          if (k >= n || p[k] != ':')
-            return zerr_set(err, EIO, "json2: ':' expected at byte %zu", k);
-          k++;
-        }
-        continue; /* the first member's value */
-      }
-    } else if (c == '"') {
-      ZTRY(json2_string(p, &k, n, err));
-    } else if (n - k >= 4 && !memcmp(p + k, "true", 4)) {
-      k += 4;
-    } else if (n - k >= 5 && !memcmp(p + k, "false", 5)) {
-      k += 5;
-    } else if (n - k >= 4 && !memcmp(p + k, "null", 4)) {
-      k += 4;
-    } else {
-      ZTRY(json2_number(p, &k, n, err));
-    }
-    /* After a value: close containers or move to the next member. */
-    for (;;) {
-      if (depth == 0) {
-        *i = k;
-        return 0;
-      }
-      k = json2_ws(p, k, n);
-      char top = stack[depth - 1];
-      if (k < n && p[k] == (top == '[' ? ']' : '}')) {
-        depth--;
-        k++;
-        continue;
-      }
-      if (k >= n || p[k] != ',')
-        return zerr_set(err, EIO, "json2: ',' or '%c' expected at byte %zu",
-                        top == '[' ? ']' : '}', k);
-      k = json2_ws(p, k + 1, n);
-      if (top == '{') {
-        if (k >= n || p[k] != '"')
-          return zerr_set(err, EIO, "json2: object key expected at byte %zu",
-                          k);
-        ZTRY(json2_string(p, &k, n, err));
-        k = json2_ws(p, k, n);
-        if (k >= n || p[k] != ':')
-          return zerr_set(err, EIO, "json2: ':' expected at byte %zu", k);
-        k++;
-      }
-      break;
-    }
-  }
+/* A lexer failure, named as this codec's. */
+static int json2_fail(int rc, struct zerr *err) {
+  zerr_prefix(err, "json2: ");
+  return rc;
 }
 
 /* The items of the list spanning p[a, b) (which must start with '['),
@@ -211,78 +55,29 @@ static int json2_list(const uint8_t *p, size_t a, size_t b, struct zbuf *items,
                       struct zerr *err) {
   if (a >= b || p[a] != '[')
     return zerr_set(err, EIO, "json2: a list was expected at byte %zu", a);
-  size_t k = json2_ws(p, a + 1, b);
-  if (k < b && p[k] == ']')
-    return 0;
-  for (;;) {
-    struct json2_span s = {k, k, k < b && p[k] == '"'};
-    ZTRY(json2_value(p, &k, b, err));
-    s.b = k;
+  struct jlex l;
+  json2_lex(&l, p, a, b, err);
+  int more = jlex_open(&l, '[');
+  while (more > 0) {
+    struct json2_span s = {0, 0, jlex_peek(&l) == '"'};
+    s.a = json2_at(&l, p);
+    int rc = jlex_skip(&l);
+    if (rc < 0)
+      return json2_fail(rc, err);
+    s.b = json2_at(&l, p);
     ZTRY(zbuf_append(items, &s, sizeof s, err));
-    k = json2_ws(p, k, b);
-    if (k < b && p[k] == ']')
-      return 0;
-    if (k >= b || p[k] != ',')
-      return zerr_set(err, EIO, "json2: ',' or ']' expected at byte %zu", k);
-    k = json2_ws(p, k + 1, b);
+    more = jlex_next(&l, '[');
   }
-}
-
-/* Append one code point as UTF-8. */
-static void json2_put_utf8(uint8_t *o, size_t *len, uint32_t c) {
-  if (c < 0x80) {
-    o[(*len)++] = (uint8_t)c;
-  } else if (c < 0x800) {
-    o[(*len)++] = (uint8_t)(0xc0 | c >> 6);
-    o[(*len)++] = (uint8_t)(0x80 | (c & 0x3f));
-  } else if (c < 0x10000) {
-    o[(*len)++] = (uint8_t)(0xe0 | c >> 12);
-    o[(*len)++] = (uint8_t)(0x80 | ((c >> 6) & 0x3f));
-    o[(*len)++] = (uint8_t)(0x80 | (c & 0x3f));
-  } else {
-    o[(*len)++] = (uint8_t)(0xf0 | c >> 18);
-    o[(*len)++] = (uint8_t)(0x80 | ((c >> 12) & 0x3f));
-    o[(*len)++] = (uint8_t)(0x80 | ((c >> 6) & 0x3f));
-    o[(*len)++] = (uint8_t)(0x80 | (c & 0x3f));
-  }
-}
-
-/* The 4 hex digits at p (already validated). */
-static uint32_t json2_u4(const uint8_t *p) {
-  return (uint32_t)(json2_hex(p[0]) << 12 | json2_hex(p[1]) << 8 |
-                    json2_hex(p[2]) << 4 | json2_hex(p[3]));
+  return more < 0 ? json2_fail(more, err) : 0;
 }
 
 /* Unescape the validated string p[a, b) (quotes included) into o; never
- * longer than the escaped text. */
+ * longer than the escaped text. A lone surrogate becomes U+FFFD. */
 static void json2_unescape(const uint8_t *p, size_t a, size_t b, uint8_t *o,
                            size_t *len) {
-  for (size_t k = a + 1; k < b - 1;) {
-    if (p[k] != '\\') {
-      o[(*len)++] = p[k++];
-      continue;
-    }
-    uint8_t e = p[k + 1];
-    if (e != 'u') {
-      static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-      o[(*len)++] = (uint8_t)to[strchr(from, e) - from];
-      k += 2;
-      continue;
-    }
-    uint32_t c = json2_u4(p + k + 2);
-    k += 6;
-    if (c >= 0xd800 && c < 0xdc00 && k + 6 <= b - 1 && p[k] == '\\' &&
-        p[k + 1] == 'u') {
-      uint32_t lo = json2_u4(p + k + 2);
-      if (lo >= 0xdc00 && lo < 0xe000) {
-        c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
-        k += 6;
-      }
-    }
-    if (c >= 0xd800 && c < 0xe000)
-      c = 0xfffd; /* a lone surrogate has no UTF-8 form */
-    json2_put_utf8(o, len, c);
-  }
+  struct jlex_str s = {(const char *)p + a + 1, b - a - 2, 0};
+  s.escaped = memchr(s.body, '\\', s.len) != NULL;
+  *len += jlex_unescape(&s, (char *)o + *len);
 }
 
 /* Copy the validated value p[a, b) without whitespace outside strings. */
@@ -313,32 +108,26 @@ static int json2_shape(const uint8_t *p, const struct json2_span *s,
                        struct zerr *err) {
   *ndim = 0;
   *count = 1;
-  size_t k = json2_ws(p, s->a + 1, s->b);
   if (p[s->a] != '[')
     return zerr_set(err, EIO, "json2: the last item (shape) is not a list");
-  while (k < s->b && p[k] != ']') {
-    uint64_t v = 0;
-    size_t d0 = k;
-    while (k < s->b && p[k] >= '0' && p[k] <= '9') {
-      if (v > (UINT64_MAX - 9) / 10)
-        return zerr_set(err, EIO, "json2: shape value too large");
-      v = v * 10 + (uint64_t)(p[k++] - '0');
-    }
-    if (k == d0 || *ndim == ZMETA_MAX_DIMS)
+  struct jlex l;
+  json2_lex(&l, p, s->a, s->b, err);
+  int more = jlex_open(&l, '[');
+  while (more > 0) {
+    struct jlex_num v;
+    char c = jlex_peek(&l);
+    if (c < '0' || c > '9' || jlex_number(&l, &v) < 0 || !v.fits_u64 ||
+        *ndim == ZMETA_MAX_DIMS)
       return zerr_set(err, EIO,
                       "json2: the shape must be a list of at most %d "
                       "non-negative integers",
                       ZMETA_MAX_DIMS);
-    if (zmul_u64(*count, v, count) < 0)
+    if (zmul_u64(*count, v.mag, count) < 0)
       return zerr_set(err, EIO, "json2: shape overflows");
-    shape[(*ndim)++] = v;
-    k = json2_ws(p, k, s->b);
-    if (k < s->b && p[k] == ',')
-      k = json2_ws(p, k + 1, s->b);
-    else if (k >= s->b || p[k] != ']')
-      return zerr_set(err, EIO, "json2: the shape must be a list of integers");
+    shape[(*ndim)++] = v.mag;
+    more = jlex_next(&l, '[');
   }
-  return 0;
+  return more < 0 ? json2_fail(more, err) : 0;
 }
 
 /* Flatten nested lists of `items` (the top level) along shape[1..ndim)
@@ -376,15 +165,19 @@ static int json2_parse(const uint8_t *p, size_t size, uint64_t n,
   zbuf_init(&leaves, env->max_decoded);
   uint8_t *data = NULL;
   uint64_t *off = NULL;
-  size_t k = json2_ws(p, 0, size);
+  struct jlex l;
+  json2_lex(&l, p, 0, size, err);
   int rc = 0;
-  if (k >= size || p[k] != '[') {
+  if (jlex_peek(&l) != '[') {
     rc = zerr_set(err, EIO, "json2: the chunk is not a JSON list");
     goto out;
   }
-  size_t end = k;
-  rc = json2_value(p, &end, size, err);
-  if (rc == 0 && json2_ws(p, end, size) != size)
+  size_t k = json2_at(&l, p);
+  rc = jlex_skip(&l);
+  size_t end = json2_at(&l, p);
+  if (rc < 0)
+    json2_fail(rc, err);
+  else if (!jlex_at_end(&l))
     rc = zerr_set(err, EIO, "json2: trailing bytes after the JSON list");
   if (rc == 0)
     rc = json2_list(p, k, end, &top, err);
@@ -433,7 +226,7 @@ static int json2_parse(const uint8_t *p, size_t size, uint64_t n,
     goto out;
   }
   off = malloc((size_t)(n + 1) * sizeof *off);
-  data = malloc(size ? size : 1);
+  data = malloc(size + 1); /* + 1: the NUL jlex_unescape writes */
   if (!off || !data) {
     rc = zerr_set(err, ENOMEM, "json2: out of memory");
     goto out;

@@ -43,13 +43,45 @@ struct zfs_inode {
   char path[];      /* the store key ("" for the root) */
 };
 
+/* An open file or directory (the first member of struct zfs_file and
+ * struct zfs_dir), linked into zfs_inodes.open from open to release: the
+ * kernel sends no release for what is still open when the session ends,
+ * and those handles are freed with the table. */
+struct zfs_handle {
+  struct zfs_handle *prev, *next;
+  int is_dir;
+};
+
 struct zfs_inodes {
   pthread_mutex_t lock; /* guards both tables, next and every nlookup
                            (a leaf lock: nothing else is taken under it) */
   struct htab by_ino, by_path;
   fuse_ino_t next; /* the next inode number (never reused) */
   struct zfs_inode *root;
+  pthread_mutex_t open_lock; /* guards the open list (a leaf lock) */
+  struct zfs_handle open;    /* the list's head: open handles */
 };
+
+/* Link h into the open list. */
+static void handle_add(struct zfs_inodes *t, struct zfs_handle *h, int is_dir) {
+  h->is_dir = is_dir;
+  pthread_mutex_lock(&t->open_lock);
+  h->next = t->open.next;
+  h->prev = &t->open;
+  t->open.next->prev = h;
+  t->open.next = h;
+  pthread_mutex_unlock(&t->open_lock);
+}
+
+/* Unlink h from the open list. */
+static void handle_del(struct zfs_inodes *t, struct zfs_handle *h) {
+  pthread_mutex_lock(&t->open_lock);
+  h->prev->next = h->next;
+  h->next->prev = h->prev;
+  pthread_mutex_unlock(&t->open_lock);
+}
+
+static void handle_free(struct engine *e, struct zfs_handle *h);
 
 /* The inode of a by_ino / by_path table node. */
 static struct zfs_inode *inode_of_ino(const struct htab_node *n) {
@@ -95,6 +127,8 @@ int zfs_inodes_new(struct zfs_inodes **out) {
     return -ENOMEM;
   }
   pthread_mutex_init(&t->lock, NULL);
+  pthread_mutex_init(&t->open_lock, NULL);
+  t->open.next = t->open.prev = &t->open;
   t->root->ino = FUSE_ROOT_ID;
   t->root->by_ino.hash = ino_hash(FUSE_ROOT_ID);
   htab_insert(&t->by_ino, &t->root->by_ino); /* not by path: never looked
@@ -111,9 +145,15 @@ uint64_t zfs_inodes_count(struct zfs_inodes *t) {
   return n;
 }
 
-void zfs_inodes_free(struct zfs_inodes *t) {
+void zfs_inodes_free(struct zfs_inodes *t, struct engine *e) {
   if (!t)
     return;
+  while (t->open.next != &t->open) {
+    struct zfs_handle *h = t->open.next;
+    t->open.next = h->next;
+    handle_free(e, h);
+  }
+  pthread_mutex_destroy(&t->open_lock);
   struct htab_node *n;
   while ((n = htab_pop(&t->by_ino)))
     free(inode_of_ino(n));
@@ -194,6 +234,7 @@ static void inode_forget(struct zfs_inodes *t, fuse_ino_t ino, uint64_t n) {
 /* An open file: its entry, and for raw files the open byte source, for
  * views the reader's cursor (what it read last stays decoded). */
 struct zfs_file {
+  struct zfs_handle h; /* first: the open list */
   struct ns_entry ent;
   struct bytesrc *raw;     /* owned reference; NULL for views */
   struct view_cursor *cur; /* owned; views only (may be NULL) */
@@ -206,8 +247,23 @@ struct zfs_file {
  * reply: that may be the moment it is released (so replies are built in
  * buffers of their own). */
 struct zfs_dir {
+  struct zfs_handle h; /* first: the open list */
   struct ns_dir *list;
 };
+
+/* Free an open file or directory (unlinked already). */
+static void handle_free(struct engine *e, struct zfs_handle *h) {
+  if (h->is_dir) {
+    struct zfs_dir *d = (struct zfs_dir *)h;
+    ns_dir_free(d->list);
+    free(d);
+  } else {
+    struct zfs_file *f = (struct zfs_file *)h;
+    bytesrc_unref(f->raw);
+    view_cursor_free(e, f->cur);
+    free(f);
+  }
+}
 
 /* The mount context of a request. */
 static struct zfs_fuse_ctx *ctx_of(fuse_req_t req) {
@@ -374,9 +430,13 @@ static void zfs_opendir(fuse_req_t req, fuse_ino_t ino,
     fuse_reply_err(req, ENOMEM);
     return;
   }
+  struct zfs_inodes *t = ctx_of(req)->inodes;
+  handle_add(t, &d->h, 1);
   fi->fh = (uint64_t)(uintptr_t)d;
-  if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
+  if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
+    handle_del(t, &d->h);
     free(d);
+  }
 }
 
 /* Names from position off on, each with the next position as its offset,
@@ -470,8 +530,8 @@ static void zfs_releasedir(fuse_req_t req, fuse_ino_t ino,
   (void)ino;
   struct zfs_dir *d = (struct zfs_dir *)(uintptr_t)fi->fh;
   if (d) {
-    ns_dir_free(d->list);
-    free(d);
+    handle_del(ctx_of(req)->inodes, &d->h);
+    handle_free(ctx_of(req)->engine, &d->h);
   }
   fuse_reply_err(req, 0);
 }
@@ -511,6 +571,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     fuse_reply_err(req, rc == -EISDIR ? EISDIR : -zfs_errno(rc));
     return;
   }
+  handle_add(c->inodes, &f->h, 0);
   fi->fh = (uint64_t)(uintptr_t)f;
   if (f->ent.kind != NS_RAW && e->lazy_sizes) {
     /* Lazy sizes: stat may have said 0 (and the kernel may still hold
@@ -520,9 +581,8 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     fi->keep_cache = 1; /* immutable: page cache stays valid across opens */
   }
   if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
-    bytesrc_unref(f->raw);
-    view_cursor_free(e, f->cur);
-    free(f);
+    handle_del(c->inodes, &f->h);
+    handle_free(e, &f->h);
   }
 }
 
@@ -574,9 +634,8 @@ static void zfs_release(fuse_req_t req, fuse_ino_t ino,
   (void)ino;
   struct zfs_file *f = (struct zfs_file *)(uintptr_t)fi->fh;
   if (f) {
-    bytesrc_unref(f->raw);
-    view_cursor_free(ctx_of(req)->engine, f->cur);
-    free(f);
+    handle_del(ctx_of(req)->inodes, &f->h);
+    handle_free(ctx_of(req)->engine, &f->h);
   }
   fuse_reply_err(req, 0);
 }

@@ -24,6 +24,7 @@ struct zfs_fuse_config {
 };
 
 struct zfs_inodes;
+struct engine;
 
 /* What fuse_ops needs at run time (owned by main). */
 struct zfs_fuse_ctx {
@@ -46,7 +47,10 @@ const struct fuse_lowlevel_ops *zfs_operations(void);
 int zfs_inodes_new(struct zfs_inodes **out);
 /* Inodes the kernel holds now, the root included (for tests and logs). */
 uint64_t zfs_inodes_count(struct zfs_inodes *t);
-/* Free the table and every inode; NULL-safe. */
-void zfs_inodes_free(struct zfs_inodes *t);
+/* Free the table, every inode, and every file or directory still open
+ * (the kernel sends no release for what is open when the session ends;
+ * e is the engine their cursors belong to, still alive). Only after the
+ * session: no request may run. NULL-safe. */
+void zfs_inodes_free(struct zfs_inodes *t, struct engine *e);
 
 #endif

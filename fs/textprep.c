@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../src/buf.h"
+#include "../src/utf8.h"
 #include "render.h"
 
 static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
@@ -104,27 +105,8 @@ static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
       memcpy(&c, e + k, 4);
       if (c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
         c = 0xfffd;
-      uint8_t u[4];
-      size_t n;
-      if (c < 0x80) {
-        u[0] = (uint8_t)c;
-        n = 1;
-      } else if (c < 0x800) {
-        u[0] = (uint8_t)(0xc0 | c >> 6);
-        u[1] = (uint8_t)(0x80 | (c & 0x3f));
-        n = 2;
-      } else if (c < 0x10000) {
-        u[0] = (uint8_t)(0xe0 | c >> 12);
-        u[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3f));
-        u[2] = (uint8_t)(0x80 | (c & 0x3f));
-        n = 3;
-      } else {
-        u[0] = (uint8_t)(0xf0 | c >> 18);
-        u[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3f));
-        u[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3f));
-        u[3] = (uint8_t)(0x80 | (c & 0x3f));
-        n = 4;
-      }
+      uint8_t u[UTF8_MAX];
+      size_t n = utf8_put(u, c);
       rc = zbuf_append(&out, u, n, err);
     }
   }

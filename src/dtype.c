@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "utf8.h"
 
 struct dtype_name {
   const char *name;
@@ -291,17 +292,6 @@ static int fill_error(const struct dtype *dt, json_t *fill, struct zerr *err) {
   return rc;
 }
 
-/* Value of one hex digit or -1. */
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Store the low dt->size bytes of an integer or bit pattern in host
  * order. */
 static void store_bits(size_t size, uint64_t v, uint8_t *dst) {
@@ -397,7 +387,7 @@ static int float_fill_bits(enum fill_float ff, json_t *v, uint64_t *bits) {
                strlen(s + 2) == size[ff] * 2) {
       uint64_t b = 0;
       for (const char *p = s + 2; *p; p++) {
-        int h = hexval(*p);
+        int h = hex_digit((unsigned char)*p);
         if (h < 0)
           return -1;
         b = b << 4 | (uint64_t)h;
@@ -535,27 +525,6 @@ static int base64_decode(const struct dtype *dt, json_t *fill, uint8_t **out,
   if (rc == -ENOMEM)
     return zerr_set(err, ENOMEM, "out of memory");
   return rc < 0 ? fill_error(dt, fill, err) : 0;
-}
-
-/* Next code point of UTF-8 text (invalid bytes give U+FFFD). */
-static uint32_t utf8_next(const uint8_t **p, const uint8_t *end) {
-  const uint8_t *s = *p;
-  uint32_t c = *s++;
-  int extra = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : 0;
-  if (c >= 0x80 && !extra) {
-    *p = s;
-    return 0xfffd;
-  }
-  c &= extra ? (0x3fu >> extra) : 0x7fu;
-  for (int i = 0; i < extra; i++) {
-    if (s >= end || (*s & 0xc0) != 0x80) {
-      *p = s;
-      return 0xfffd;
-    }
-    c = c << 6 | (*s++ & 0x3fu);
-  }
-  *p = s;
-  return c;
 }
 
 /* Is this the null or 0 that legacy writers use for "empty"? */

@@ -2,134 +2,83 @@
 #include "jdup.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "meta.h"
+#include "buf.h"
+#include "jlex.h"
 
+/* A decoded key: bytes [off, off + n) of the arena, at p once the arena
+ * stopped moving. */
 struct span {
-  const char *p; /* the key's characters, quotes excluded */
-  size_t n;
+  size_t off, n;
+  const uint8_t *p;
 };
 
-struct scan {
-  const char *p, *end;
-};
-
-/* Skip blanks. */
-static void ws(struct scan *s) {
-  while (s->p < s->end &&
-         (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
-    s->p++;
+/* The lexer over the text: lenient like the loaders whose documents it
+ * checks (NaN and Infinity are numbers). A scan failure is no error here:
+ * the DOM parser reported it already. */
+static void lex_init(struct jlex *l, const char *text, size_t len,
+                     struct zerr *scratch) {
+  jlex_init(l, text, len, JLEX_NONFINITE | JLEX_LONE_SURROGATE, scratch);
 }
 
-/* At a '"': skip the string; its inside into sp. -1 if unterminated. */
-static int str(struct scan *s, struct span *sp) {
-  const char *b = ++s->p;
-  while (s->p < s->end && *s->p != '"')
-    s->p += *s->p == '\\' ? 2 : 1;
-  if (s->p >= s->end)
-    return -1;
-  if (sp) {
-    sp->p = b;
-    sp->n = (size_t)(s->p - b);
+/* Position l at the value of the top-level member `member` (decoded
+ * comparison), or stay at the top level when member is NULL. 1 when found,
+ * 0 when not or when the text does not scan. */
+static int find(struct jlex *l, const char *member) {
+  if (!member)
+    return 1;
+  int more = jlex_open(l, '{');
+  size_t ml = strlen(member);
+  while (more > 0) {
+    struct jlex_str k;
+    if (jlex_key(l, &k) < 0)
+      return 0;
+    /* Decoding never lengthens: a key longer than member when written
+     * may still equal it decoded, one shorter never does. */
+    if (k.len >= ml) {
+      char small[256];
+      char *d = k.len < sizeof small ? small : malloc(k.len + 1);
+      if (!d)
+        return -ENOMEM;
+      size_t n = jlex_unescape(&k, d);
+      int eq = n == ml && !memcmp(d, member, ml);
+      if (d != small)
+        free(d);
+      if (eq)
+        return 1;
+    }
+    if (jlex_skip(l) < 0)
+      return 0;
+    more = jlex_next(l, '{');
   }
-  s->p++;
   return 0;
 }
 
-/* Skip one value (nesting counted, strings skipped whole). */
-static int skip_value(struct scan *s) {
-  ws(s);
-  long depth = 0;
-  while (s->p < s->end) {
-    char c = *s->p;
-    if (c == '"') {
-      if (str(s, NULL) < 0)
-        return -1;
-    } else if (c == '{' || c == '[') {
-      depth++;
-      s->p++;
-    } else if (c == '}' || c == ']') {
-      if (depth == 0)
-        return 0; /* the end of the enclosing container */
-      depth--;
-      s->p++;
-    } else if (c == ',' && depth == 0) {
-      return 0;
-    } else {
-      s->p++;
-    }
-    if (depth == 0 && (c == '"' || c == '}' || c == ']')) {
-      ws(s);
-      return 0;
-    }
-  }
-  return -1;
-}
-
-/* Walk the keys of the object at s->p: count them, and collect them when
- * keys is not NULL. */
-static int walk(struct scan *s, size_t *count, struct span *keys) {
-  ws(s);
-  if (s->p >= s->end || *s->p != '{')
-    return -1;
-  s->p++;
+/* Walk the object at l: count its keys, and decode them into the arena
+ * (spans in keys) when keys is not NULL. 1 when it scanned, 0 when not. */
+static int walk(struct jlex *l, size_t *count, struct span *keys,
+                struct zbuf *arena, struct zerr *err) {
   *count = 0;
-  for (;;) {
-    ws(s);
-    if (s->p < s->end && *s->p == '}')
+  int more = jlex_open(l, '{');
+  while (more > 0) {
+    struct jlex_str k;
+    if (jlex_key(l, &k) < 0)
       return 0;
-    struct span k;
-    if (s->p >= s->end || *s->p != '"' || str(s, &k) < 0)
-      return -1;
-    if (keys)
-      keys[*count] = k;
-    (*count)++;
-    ws(s);
-    if (s->p >= s->end || *s->p++ != ':')
-      return -1;
-    if (skip_value(s) < 0)
-      return -1;
-    ws(s);
-    if (s->p < s->end && *s->p == ',') {
-      s->p++;
-      continue;
+    if (keys) {
+      ZTRY(zbuf_reserve(arena, k.len + 1, err));
+      keys[*count].off = arena->len;
+      keys[*count].n = jlex_unescape(&k, (char *)arena->data + arena->len);
+      arena->len += keys[*count].n;
     }
-    if (s->p < s->end && *s->p == '}')
+    (*count)++;
+    if (jlex_skip(l) < 0)
       return 0;
-    return -1;
+    more = jlex_next(l, '{');
   }
-}
-
-/* Position s at the object to inspect. */
-static int find(struct scan *s, const char *member) {
-  if (!member)
-    return 0;
-  ws(s);
-  if (s->p >= s->end || *s->p != '{')
-    return -1;
-  s->p++;
-  size_t ml = strlen(member);
-  for (;;) {
-    ws(s);
-    struct span k;
-    if (s->p >= s->end || *s->p != '"' || str(s, &k) < 0)
-      return -1;
-    ws(s);
-    if (s->p >= s->end || *s->p++ != ':')
-      return -1;
-    ws(s);
-    if (k.n == ml && !memcmp(k.p, member, ml))
-      return 0;
-    if (skip_value(s) < 0)
-      return -1;
-    ws(s);
-    if (s->p >= s->end || *s->p++ != ',')
-      return -1;
-  }
+  return more == 0;
 }
 
 /* Order spans by bytes, then length. */
@@ -144,53 +93,53 @@ int jdup_keys(const char *text, size_t len, const char *member, size_t expected,
               char ***out, size_t *n, struct zerr *err) {
   *out = NULL;
   *n = 0;
-  struct scan s = {text, text + len};
+  struct zerr scratch = {0};
+  struct jlex l;
+  lex_init(&l, text, len, &scratch);
+  int found = find(&l, member);
+  if (found < 0)
+    return zerr_set(err, ENOMEM, "out of memory");
+  if (!found)
+    return 0;
+  const char *start = l.p;
   size_t count;
-  if (find(&s, member) < 0)
-    return 0;
-  const char *start = s.p;
-  if (walk(&s, &count, NULL) < 0 || count <= expected)
-    return 0;
+  int rc = walk(&l, &count, NULL, NULL, err);
+  if (rc <= 0 || count <= expected)
+    return rc < 0 ? rc : 0;
   struct span *keys = malloc(count * sizeof *keys);
   if (!keys)
     return zerr_set(err, ENOMEM, "out of memory");
-  s.p = start;
-  walk(&s, &count, keys);
-  qsort(keys, count, sizeof *keys, span_cmp);
+  struct zbuf arena;
+  zbuf_init(&arena, SIZE_MAX);
+  l.p = start;
+  rc = walk(&l, &count, keys, &arena, err);
   char **d = NULL;
   size_t nd = 0;
-  int rc = 0;
+  if (rc > 0) {
+    rc = 0;
+    for (size_t i = 0; i < count; i++)
+      keys[i].p = arena.data + keys[i].off;
+    qsort(keys, count, sizeof *keys, span_cmp);
+  }
   for (size_t i = 1; i < count && rc == 0; i++) {
     if (span_cmp(&keys[i - 1], &keys[i]) ||
         (i >= 2 && !span_cmp(&keys[i - 2], &keys[i])))
       continue; /* not a duplicate, or already reported */
-    /* Decode the key as JSON text: "..." */
-    char *q = malloc(keys[i].n + 3);
-    char **nd2 = realloc(d, (nd + 1) * sizeof *d);
-    if (!q || !nd2) {
-      free(q);
-      if (nd2)
-        d = nd2;
+    char *k = malloc(keys[i].n + 1);
+    char **nd2 = k ? realloc(d, (nd + 1) * sizeof *d) : NULL;
+    if (!nd2) {
+      free(k);
       rc = zerr_set(err, ENOMEM, "out of memory");
       break;
     }
+    memcpy(k, keys[i].p, keys[i].n);
+    k[keys[i].n] = '\0';
     d = nd2;
-    q[0] = '"';
-    memcpy(q + 1, keys[i].p, keys[i].n);
-    q[keys[i].n + 1] = '"';
-    q[keys[i].n + 2] = '\0';
-    zjson_watch();
-    json_t *j = json_loads(q, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-    free(q);
-    const char *v = json_string_value(j);
-    if ((!j && zjson_nomem()) || (v && !(d[nd] = strdup(v))))
-      rc = zerr_set(err, ENOMEM, "out of memory");
-    else if (v)
-      nd++;
-    json_decref(j);
+    d[nd++] = k;
   }
   free(keys);
-  if (rc) {
+  zbuf_free(&arena);
+  if (rc < 0) {
     jdup_free(d, nd);
     return rc;
   }

@@ -2,10 +2,10 @@
  * silently folds into the last one. Reference files and manifests must
  * report a duplicated key instead of serving whichever came last.
  *
- * A light scan over the text (no DOM): it walks the top-level object, or
- * the object that is the value of its member `member`, and counts or
- * collects that object's keys. Keys are compared as written (escapes not
- * normalised), then decoded. */
+ * A light scan over the text with the JSON lexer (no DOM): it walks the
+ * top-level object, or the object that is the value of its member
+ * `member`, and counts or collects that object's keys. Keys are compared
+ * decoded, as the DOM compares them ("a" and "\u0061" are one key). */
 #ifndef ZARRFS_JDUP_H
 #define ZARRFS_JDUP_H
 

@@ -201,13 +201,13 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
     fprintf(stderr, "zarrfs: out of memory\n");
     return -1;
   }
-  d->fctx = (struct zfs_fuse_ctx){
-      .engine = d->engine,
-      .cfg = {cfg->attr_timeout, cfg->kernel_readahead},
-      .mount_time = (long)time(NULL),
-      .uid = getuid(),
-      .gid = getgid(),
-      .inodes = d->inodes};
+  d->fctx =
+      (struct zfs_fuse_ctx){.engine = d->engine,
+                            .cfg = {cfg->attr_timeout, cfg->kernel_readahead},
+                            .mount_time = (long)time(NULL),
+                            .uid = getuid(),
+                            .gid = getgid(),
+                            .inodes = d->inodes};
   d->se = fuse_session_new(&d->args, zfs_operations(),
                            sizeof(struct fuse_lowlevel_ops), &d->fctx);
   return d->se ? 0 : -1;
@@ -280,7 +280,9 @@ static void daemon_free(struct daemon *d) {
   shutdown_detach(); /* before the session is freed */
   if (d->se)
     fuse_session_destroy(d->se);
-  zfs_inodes_free(d->inodes); /* after the session: no request runs */
+  /* After the session (no request runs), before the engine (open files
+   * hold its cursors). */
+  zfs_inodes_free(d->inodes, d->engine);
   engine_free(d->engine);
   confine_free(d->confine); /* after the engine: its store borrows it */
   remote_free(d->remote);   /* likewise */

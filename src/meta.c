@@ -14,29 +14,23 @@
 #include <string.h>
 
 #include "buf.h"
+#include "jlex.h"
 
 /* ---- lenient JSON ---- */
 
-/* Does the run of digits [p, p+n) (after an optional '-') fit in int64?
- * jansson refuses integers that do not, so they travel as strings. */
-static int fits_int64(const char *p, size_t n, int neg) {
-  static const char max[] = "9223372036854775807";
-  static const char min[] = "9223372036854775808";
-  while (n > 1 && *p == '0') { /* not valid JSON, but keep the count honest */
-    p++;
-    n--;
-  }
-  if (n != 19)
-    return n < 19;
-  return memcmp(p, neg ? min : max, 19) <= 0;
+/* Does the integer fit in int64? jansson refuses integers that do not, so
+ * they travel as strings. */
+static int fits_int64(const struct jlex_num *n) {
+  return n->fits_u64 && n->mag <= (uint64_t)INT64_MAX + (uint64_t)n->neg;
 }
 
 /* Rewrite, outside strings, bare NaN / Infinity / -Infinity tokens (Python's
  * json module and old VirtualiZarr write them) into the strings "NaN",
  * "Infinity", "-Infinity", and integers beyond int64 (uint64 fill values)
- * into strings of digits. Returns a malloc'd copy (length in *olen), or
- * NULL on allocation failure. *changed says whether anything was
- * rewritten. */
+ * into strings of digits. The tokens are the JSON lexer's; what it cannot
+ * read is copied as it is, for jansson to report. Returns a malloc'd copy
+ * (length in *olen), or NULL on allocation failure. *changed says whether
+ * anything was rewritten. */
 static char *lenient_rewrite(const char *text, size_t len, size_t *olen,
                              int *changed) {
   /* Each rewrite adds two quotes to a token of at least three bytes. */
@@ -45,65 +39,42 @@ static char *lenient_rewrite(const char *text, size_t len, size_t *olen,
   char *out = malloc(len * 2 + 16);
   if (!out)
     return NULL;
-  static const char *const toks[] = {"-Infinity", "Infinity", "NaN"};
+  struct zerr scratch;
+  struct jlex l;
+  jlex_init(&l, text, len, JLEX_NONFINITE, &scratch);
+  const char *copied = l.start; /* text before this is in out */
   size_t o = 0;
-  int in_str = 0;
   *changed = 0;
-  for (size_t i = 0; i < len; i++) {
-    char c = text[i];
-    if (in_str) {
-      out[o++] = c;
-      if (c == '\\' && i + 1 < len)
-        out[o++] = text[++i]; /* an escaped quote does not end the string */
-      else if (c == '"')
-        in_str = 0;
-      continue;
-    }
+  while (l.p < l.end) {
+    char c = *l.p;
     if (c == '"') {
-      in_str = 1;
-      out[o++] = c;
+      if (jlex_string(&l, NULL) < 0)
+        break; /* a broken string: the rest as it is */
       continue;
     }
-    int neg =
-        c == '-' && i + 1 < len && text[i + 1] >= '0' && text[i + 1] <= '9';
-    if ((c >= '0' && c <= '9') || neg) {
-      /* A whole number token: digits, then maybe fraction and exponent. */
-      size_t j = i + (size_t)neg, d0 = j;
-      while (j < len && text[j] >= '0' && text[j] <= '9')
-        j++;
-      size_t dn = j - d0;
-      int is_int =
-          j >= len || (text[j] != '.' && text[j] != 'e' && text[j] != 'E');
-      int quote = is_int && !fits_int64(text + d0, dn, neg);
-      if (quote)
-        out[o++] = '"';
-      memcpy(out + o, text + i, j - i);
-      o += j - i;
-      if (quote) {
-        out[o++] = '"';
-        *changed = 1;
-      }
-      /* Copy any fraction and exponent as they are. */
-      while (j < len && text[j] && strchr("0123456789.eE+-", text[j]))
-        out[o++] = text[j++];
-      i = j - 1;
+    if (c != '-' && c != 'N' && c != 'I' && !(c >= '0' && c <= '9')) {
+      l.p++;
       continue;
     }
-    int matched = 0;
-    for (int t = 0; t < 3 && !matched; t++) {
-      size_t tl = strlen(toks[t]);
-      if (len - i >= tl && !memcmp(text + i, toks[t], tl)) {
-        out[o++] = '"';
-        memcpy(out + o, toks[t], tl);
-        o += tl;
-        out[o++] = '"';
-        i += tl - 1;
-        matched = *changed = 1;
-      }
+    const char *t = l.p;
+    struct jlex_num n;
+    if (jlex_number(&l, &n) < 0) {
+      l.p = t + 1;
+      continue;
     }
-    if (!matched)
-      out[o++] = c;
+    if (n.nonfinite || (n.integer && !fits_int64(&n))) {
+      memcpy(out + o, copied, (size_t)(t - copied));
+      o += (size_t)(t - copied);
+      out[o++] = '"';
+      memcpy(out + o, n.text, n.len);
+      o += n.len;
+      out[o++] = '"';
+      copied = l.p;
+      *changed = 1;
+    }
   }
+  memcpy(out + o, copied, (size_t)(l.end - copied));
+  o += (size_t)(l.end - copied);
   *olen = o;
   return out;
 }
@@ -673,6 +644,8 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
     rc = zerr_set(err, ENOMEM, "out of memory");
   if (rc < 0) {
     json_decref(a2a);
+    json_decref(a2b);
+    json_decref(b2b);
     return rc;
   }
   nomem =

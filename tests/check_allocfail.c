@@ -24,6 +24,7 @@
 #include "../fs/namespace.h"
 #include "../fs/view.h"
 #include "../src/confine.h"
+#include "../src/jdup.h"
 #include "../src/log.h"
 #include "../src/store.h"
 #include "allocfail.h"
@@ -416,6 +417,41 @@ START_TEST(example_store) {
 }
 END_TEST
 
+/* The duplicate-key scan (src/jdup.c) on its own: it allocates with
+ * malloc only (the JSON lexer, no jansson), so check_nomem's jansson
+ * injection cannot reach it. Every failing N gives -ENOMEM and frees what
+ * it made (LeakSanitizer); the first N it does not reach gives both
+ * duplicated keys, decoded. */
+START_TEST(jdup_keys_sweep) {
+  static const char text[] =
+      "{\"version\":1,\"refs\":{\"a\":\"x\",\"b\":\"y\",\"\\u0061\":"
+      "\"z\",\"b\":\"w\",\"c\":[1,{\"a\":NaN}]}}";
+  long n;
+  for (n = 1;; n++) {
+    char **keys = NULL;
+    size_t nk = 0;
+    struct zerr err = {0};
+    allocfail_arm(n);
+    int rc = jdup_keys(text, sizeof text - 1, "refs", 0, &keys, &nk, &err);
+    int failed = allocfail_failed();
+    allocfail_disarm();
+    if (failed) {
+      ck_assert_msg(rc == -ENOMEM && err.code == ENOMEM, "N=%ld: rc %d '%s'", n,
+                    rc, err.msg);
+      ck_assert_ptr_null(keys);
+      continue;
+    }
+    ck_assert_int_eq(rc, 0);
+    ck_assert_uint_eq(nk, 2);
+    ck_assert_str_eq(keys[0], "a");
+    ck_assert_str_eq(keys[1], "b");
+    jdup_free(keys, nk);
+    break;
+  }
+  ck_assert_int_gt(n, 2); /* some allocation was made to fail */
+}
+END_TEST
+
 /* ZARRFS_ALLOCFAIL_STORE=dir: sweep that local store too (any store, to
  * look for more; not part of the default run). */
 START_TEST(store_from_env) {
@@ -437,6 +473,7 @@ int main(void) {
       {"zarrs_vlen", zarrs_vlen},         {"sharded_vlen", sharded_vlen},
       {"vlen_gzip_zstd", vlen_gzip_zstd}, {"v2_gzip", v2_gzip},
       {"kerchunk_refs", kerchunk_refs},   {"example_store", example_store},
+      {"jdup_keys", jdup_keys_sweep},
   };
   if (getenv("ZARRFS_ALLOCFAIL_STORE")) {
     TCase *tc = tcase_create("store_from_env");

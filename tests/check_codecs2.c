@@ -431,18 +431,18 @@ START_TEST(json2_bad_input) {
       {"[\"a\",\"|O\",[-1]]", 1, "shape"},
       {"[\"a\",\"|O\",[1]] x", 1, "trailing bytes"},
       {"[\"a,\"|O\",[1]]", 1, "json2"},
-      {"[\"a\\x\",\"|O\",[1]]", 1, "bad escape"},
-      {"[\"a\\u12\",\"|O\",[1]]", 1, "bad \\u escape"},
+      {"[\"a\\x\",\"|O\",[1]]", 1, "invalid escape"},
+      {"[\"a\\u12\",\"|O\",[1]]", 1, "invalid \\u escape"},
       {"[\"a\nb\",\"|O\",[1]]", 1, "control character"},
       {"[01,\"|O\",[1]]", 1, "json2"},
-      {"[1.,\"|O\",[1]]", 1, "bad number"},
+      {"[1.,\"|O\",[1]]", 1, "invalid number"},
       {"[nul,\"|O\",[1]]", 1, "invalid value"},
       {"[{\"a\" 1},\"|O\",[1]]", 1, "':' expected"},
-      {"[{1:1},\"|O\",[1]]", 1, "object key expected"},
+      {"[{1:1},\"|O\",[1]]", 1, "string expected"},
       {"[[1,2],[3],\"|O\",[2,2]]", 4, "nested list has 1 items"},
       {"[1,\"|O\",[1,2]]", 2, "a list was expected"},
       {"[\"a\",\"|O\",[1]", 1, "json2"},
-      {deep, 1, "nesting deeper"},
+      {deep, 1, "nested too deeply"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     struct abytes *a;

@@ -1,7 +1,7 @@
 /* check_nomem.c - out of memory is ENOMEM, never a data error. jansson's
  * allocations are made to fail at the Nth (zjson_set_malloc); each parser
  * of JSON metadata (zarr.json, .zarray with its V2 -> V3 codec list,
- * .zmetadata, kerchunk references with templates and duplicate keys) is
+ * .zmetadata, kerchunk references with templates) is
  * run for N = 0, 1, 2, ... until it succeeds: every failure on the way
  * must be -ENOMEM with err.code ENOMEM, never -EIO ("invalid metadata") or
  * a silently different result. Then the engine over a small store: a
@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "../src/consolidated.h"
-#include "../src/jdup.h"
 #include "../src/kerchunk.h"
 #include "../src/log.h"
 #include "../src/meta.h"
@@ -69,16 +68,6 @@ static int run_kerchunk(const char *text, struct zerr *err) {
   return rc;
 }
 
-static int run_jdup(const char *text, struct zerr *err) {
-  char **keys = NULL;
-  size_t n = 0;
-  int rc = jdup_keys(text, strlen(text), "refs", 0, &keys, &n, err);
-  if (rc == 0 && n != 2) /* both duplicated keys, or a silent loss */
-    rc = zerr_set(err, EIO, "found %zu duplicated keys, want 2", n);
-  jdup_free(keys, n);
-  return rc;
-}
-
 static const struct nomem_case {
   const char *name;
   parse_fn fn;
@@ -112,9 +101,6 @@ static const struct nomem_case {
      "\\\"C\\\",\\\"filters\\\":null,\\\"compressor\\\":null}\","
      "\"a/0\":[\"{{u}}\",0,8],\"a/1\":[\"{{u}}\",8,8],"
      "\"a/2\":[\"{{u}}\",1e400,8]}}"},
-    {"duplicate keys", run_jdup,
-     "{\"version\":1,\"refs\":{\"a\":\"x\",\"b\":\"y\",\"a\":\"z\","
-     "\"b\":\"w\"}}"},
 };
 
 START_TEST(enomem_never_a_data_error) {

@@ -17,7 +17,7 @@ FIX=${2:-${ZARRFS_FIXTURES:-$SRC/../shared/fixtures}}
 MAX_SEEDS=${FUZZ_MAX_SEEDS:-150} # per target and kind, to start fast
 MAX_CHUNK=262144                 # bytes; larger chunks are skipped
 
-TARGETS="meta_v3 meta_v2 consolidated kerchunk kerchunk_render jdup manifest
+TARGETS="meta_v3 meta_v2 consolidated kerchunk kerchunk_render jdup jlex manifest
 vlen vlen_interleaved sharding blosc packbits optional json2 namespace"
 for t in $TARGETS; do
   mkdir -p "$OUT/$t"
@@ -65,6 +65,7 @@ mapfile -t cons < <(printf '%s\0' "${v3[@]}" |
 add consolidated "${cons[@]}"
 add kerchunk "${refs[@]}"
 add jdup "${refs[@]}" "${zmeta[@]}"
+add jlex "${refs[@]}" "${zmeta[@]}" "${v3[@]}"
 
 # Codec targets: METADATA NUL CHUNK for arrays whose metadata names the
 # codec (up to 3 chunks each, and the metadata with an empty chunk).
