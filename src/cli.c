@@ -49,9 +49,10 @@ struct cli_parser {
   char *value[CLI_OPT_COUNT]; /* last value of each option (owned) */
   char *kept_opts; /* -o options for libfuse, escaped and comma-joined */
   int help, version;
-  int nonopt;      /* after "--": the index in fuse_argv past it, else 0 */
-  char *extra;     /* a third non-option (owned), refused after --help */
-  size_t argv_cap; /* slots allocated in c->fuse_argv */
+  int nonopt;  /* after "--": the index in fuse_argv past it, else 0 */
+  char *extra; /* a third non-option (owned), refused after --help */
+  int first_nonopt_seen; /* the command word can only be the first */
+  size_t argv_cap;       /* slots allocated in c->fuse_argv */
   struct zerr *err;
 };
 
@@ -190,6 +191,25 @@ static int cli_option_group(struct cli_parser *p, const char *group) {
 /* A non-option: SOURCE (ours), then MOUNTPOINT (also libfuse's), then one
  * too many (refused once --help and --version have had their say). */
 static int cli_nonoption(struct cli_parser *p, const char *arg) {
+  struct cli_config *c = p->c;
+  if (!p->first_nonopt_seen) {
+    p->first_nonopt_seen = 1;
+    for (enum cli_tool t = CLI_TOOL_LS; t <= CLI_TOOL_INFO; t++)
+      if (!strcmp(arg, cli_tool_name(t))) {
+        c->tool = t;
+        return 0;
+      }
+  }
+  if (c->tool && c->source) { /* a command's PATHs */
+    char **np = realloc(c->paths, (c->n_paths + 1) * sizeof *np);
+    if (!np)
+      return cli_nomem(p);
+    c->paths = np;
+    if (!(np[c->n_paths] = strdup(arg)))
+      return cli_nomem(p);
+    c->n_paths++;
+    return 0;
+  }
   char **slot = !p->c->source       ? &p->c->source
                 : !p->c->mountpoint ? &p->c->mountpoint
                 : !p->extra         ? &p->extra
@@ -401,6 +421,25 @@ static int cli_run(struct cli_parser *p, int argc, char *const *argv) {
   }
   if (!c->source)
     return zerr_set(p->err, EINVAL, "missing SOURCE (try --help)");
+  if (c->tool) {
+    c->action = CLI_TOOL;
+    /* only zarrfs's own -o options mean anything without a mount */
+    if (c->fuse_argc > 1) {
+      int o = !strcmp(c->fuse_argv[1], "-o") && c->fuse_argc > 2;
+      return zerr_set(p->err, EINVAL,
+                      "'%s%s' is an option of mounts, not of 'zarrfs %s' "
+                      "(try --help)",
+                      o ? "-o " : "", c->fuse_argv[1 + o],
+                      cli_tool_name(c->tool));
+    }
+    if ((c->tool == CLI_TOOL_LS || c->tool == CLI_TOOL_INFO) && c->n_paths > 1)
+      return zerr_set(p->err, EINVAL, "'zarrfs %s' takes one PATH (try --help)",
+                      cli_tool_name(c->tool));
+    if (c->tool == CLI_TOOL_CAT && c->n_paths == 0)
+      return zerr_set(p->err, EINVAL, "'zarrfs cat' needs a PATH (try --help)");
+    c->lazy_sizes = remote_is_url(c->source);
+    return cli_validate(p);
+  }
   if (!c->mountpoint)
     return zerr_set(p->err, EINVAL, "missing MOUNTPOINT (try --help)");
   if (p->extra)
@@ -432,9 +471,26 @@ int cli_parse(int argc, char *const *argv, struct cli_config **out,
   return 0;
 }
 
+const char *cli_tool_name(enum cli_tool t) {
+  switch (t) {
+  case CLI_TOOL_LS:
+    return "ls";
+  case CLI_TOOL_CAT:
+    return "cat";
+  case CLI_TOOL_STAT:
+    return "stat";
+  case CLI_TOOL_INFO:
+    return "info";
+  }
+  return "?";
+}
+
 void cli_config_free(struct cli_config *c) {
   if (!c)
     return;
+  for (size_t i = 0; i < c->n_paths; i++)
+    free(c->paths[i]);
+  free(c->paths);
   free(c->source);
   free(c->mountpoint);
   for (size_t i = 0; i < c->n_allow_roots; i++)
@@ -452,12 +508,19 @@ void cli_config_free(struct cli_config *c) {
 void cli_usage(FILE *f, const char *prog) {
   fprintf(
       f,
-      "usage: %s [options] SOURCE MOUNTPOINT\n\n"
+      "usage: %s [options] SOURCE MOUNTPOINT\n"
+      "       %s ls|cat|stat|info [options] SOURCE [PATH...]\n\n"
       "Mount the Zarr store in directory SOURCE (V3 or V2), or the kerchunk\n"
       "reference file SOURCE, read-only at MOUNTPOINT. SOURCE may also be\n"
       "an http://, https:// or s3://BUCKET/PREFIX URL.\n"
       "Every stored key appears byte-identical; beside every chunk K a\n"
       "text view K.txt; in every array directory values.txt.\n\n"
+      "Without a mount (no /dev/fuse needed), the same names and bytes:\n"
+      "    ls SOURCE [PATH]       the names in directory PATH, sorted\n"
+      "    cat SOURCE PATH...     the bytes of files, to standard output\n"
+      "    stat SOURCE [PATH...]  one line each: kind, size in bytes, PATH\n"
+      "    info SOURCE [PATH]     an array's or group's metadata\n"
+      "  (the -o options below apply; the FUSE options do not)\n\n"
       "zarrfs options:\n"
       "    -h, --help             print this help\n"
       "    -V, --version          print the version\n"
@@ -514,5 +577,5 @@ void cli_usage(FILE *f, const char *prog) {
       "    -d                     debug output (implies -f)\n"
       "    -s                     single-threaded\n"
       "    -o allow_other         let other users see the mount\n",
-      prog);
+      prog, prog);
 }

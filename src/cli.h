@@ -28,6 +28,16 @@ enum cli_action {
   CLI_MOUNT,   /* mount SOURCE at MOUNTPOINT */
   CLI_HELP,    /* -h, --help (wins over everything but a syntax error) */
   CLI_VERSION, /* -V, --version */
+  CLI_TOOL,    /* zarrfs ls|cat|stat|info SOURCE [PATH...]: no mount */
+};
+
+/* The commands that read a store without mounting it (fs/cmd.h): the
+ * first non-option argument, when it is one of these words, names one. */
+enum cli_tool {
+  CLI_TOOL_LS = 1, /* the names in a directory, sorted */
+  CLI_TOOL_CAT,    /* the bytes of files */
+  CLI_TOOL_STAT,   /* kind and size of names */
+  CLI_TOOL_INFO,   /* an array's or group's metadata, readable */
 };
 
 /* The defaults of the options below. */
@@ -50,8 +60,13 @@ struct cli_s3 {
  * fuse_argv are meaningful: nothing else was validated. */
 struct cli_config {
   enum cli_action action;
-  char *source;              /* SOURCE: a directory, file or URL */
-  char *mountpoint;          /* MOUNTPOINT as given (also in fuse_argv) */
+  char *source;       /* SOURCE: a directory, file or URL */
+  char *mountpoint;   /* MOUNTPOINT as given (also in fuse_argv);
+                         NULL for CLI_TOOL */
+  enum cli_tool tool; /* CLI_TOOL: which command */
+  char **paths;       /* CLI_TOOL: the PATHs in the store, in order
+                         (none: the root) */
+  size_t n_paths;
   size_t cache_size;         /* -o cache_size, bytes (0 allowed) */
   size_t max_decode;         /* -o max_decode, bytes, > 0 */
   double attr_timeout;       /* -o attr_timeout, seconds, >= 0 */
@@ -85,6 +100,9 @@ int cli_parse(int argc, char *const *argv, struct cli_config **out,
 
 /* Free a config; NULL-safe. */
 void cli_config_free(struct cli_config *c);
+
+/* The name of a command ("ls", ...). */
+const char *cli_tool_name(enum cli_tool t);
 
 /* Print the usage text (zarrfs's own options; libfuse's follow it) to f. */
 void cli_usage(FILE *f, const char *prog);

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../fs/cmd.h"
 #include "../fs/engine.h"
 #include "../fs/fuse_ops.h"
 #include "cli.h"
@@ -156,6 +157,47 @@ struct daemon {
   struct shutdown shut;
 };
 
+/* The remote context, the store SOURCE names and the engine over it, as
+ * the command line sets them. Refusals are printed, one line each. */
+static int engine_open(const struct cli_config *cfg, struct remote **remote,
+                       struct confine **confine, struct engine **e) {
+  struct store *store;
+  struct zerr err = {0};
+  if (source_remote_new(cfg, remote) < 0 ||
+      source_open(cfg, *remote, confine, &store) < 0)
+    return -1;
+  struct engine_config ecfg = {.cache_size = cfg->cache_size,
+                               .max_decoded = cfg->max_decode,
+                               .size_table_max = 1 << 20,
+                               .no_consolidated = cfg->no_consolidated,
+                               .lazy_sizes = cfg->lazy_sizes,
+                               .decode_threads = cfg->decode_threads};
+  if (engine_new(store, &ecfg, e, &err) < 0) {
+    store_free(store);
+    fprintf(stderr, "zarrfs: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* zarrfs ls|cat|stat|info SOURCE [PATH...]: the namespace on standard
+ * output, no mount (fs/cmd.c). Log lines go to standard error. */
+static int tool_run(const struct cli_config *cfg) {
+  zlog_setup(0, ZLOG_WARN);
+  if (source_check(cfg->source) < 0)
+    return 1;
+  struct remote *remote = NULL;
+  struct confine *confine = NULL;
+  struct engine *e = NULL;
+  int status = 1;
+  if (engine_open(cfg, &remote, &confine, &e) == 0)
+    status = cmd_run(e, cfg->tool, cfg->paths, cfg->n_paths, stdout, stderr);
+  engine_free(e);
+  confine_free(confine); /* after the engine: its store borrows it */
+  remote_free(remote);
+  return status;
+}
+
 /* Check the paths, then build libfuse's arguments, the log, the remote
  * context, the store, the engine and the session. Refusals are printed
  * (one line each, by their module; libfuse prints its own). */
@@ -171,21 +213,9 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
   zlog_setup(!d->opts.foreground, d->opts.debug ? ZLOG_DEBUG : ZLOG_INFO);
 
   struct store *store;
-  struct zerr err = {0};
-  if (source_remote_new(cfg, &d->remote) < 0 ||
-      source_open(cfg, d->remote, &d->confine, &store) < 0)
+  if (engine_open(cfg, &d->remote, &d->confine, &d->engine) < 0)
     return -1;
-  struct engine_config ecfg = {.cache_size = cfg->cache_size,
-                               .max_decoded = cfg->max_decode,
-                               .size_table_max = 1 << 20,
-                               .no_consolidated = cfg->no_consolidated,
-                               .lazy_sizes = cfg->lazy_sizes,
-                               .decode_threads = cfg->decode_threads};
-  if (engine_new(store, &ecfg, &d->engine, &err) < 0) {
-    store_free(store);
-    fprintf(stderr, "zarrfs: %s\n", err.msg);
-    return -1;
-  }
+  store = d->engine->store;
 
   /* Read-only at the kernel too, and name the mount after its source. */
   char mopt[4200];
@@ -351,6 +381,8 @@ int main(int argc, char **argv) {
   } else if (cfg->action == CLI_VERSION) {
     printf("zarrfs %s\n", PACKAGE_VERSION);
     printf("FUSE library version %s\n", fuse_pkgversion());
+  } else if (cfg->action == CLI_TOOL) {
+    status = tool_run(cfg);
   } else {
     status = daemon_run(cfg);
   }

@@ -416,6 +416,71 @@ START_TEST(missing_and_extra_arguments) {
 }
 END_TEST
 
+/* zarrfs ls|cat|stat|info SOURCE [PATH...]: no mount. */
+START_TEST(tool_commands) {
+  struct cli_config *c =
+      parse_ok((const char *[]){"cat", "-o", "cache_size=1M", "store.zarr",
+                                "a/values.txt", "b/0.txt", NULL});
+  ck_assert_int_eq(c->action, CLI_TOOL);
+  ck_assert_int_eq(c->tool, CLI_TOOL_CAT);
+  ck_assert_str_eq(c->source, "store.zarr");
+  ck_assert_ptr_null(c->mountpoint);
+  ck_assert_uint_eq(c->n_paths, 2);
+  ck_assert_str_eq(c->paths[0], "a/values.txt");
+  ck_assert_str_eq(c->paths[1], "b/0.txt");
+  ck_assert_uint_eq(c->cache_size, 1u << 20);
+  cli_config_free(c);
+  static const struct {
+    const char *word;
+    enum cli_tool tool;
+  } w[] = {{"ls", CLI_TOOL_LS},
+           {"cat", CLI_TOOL_CAT},
+           {"stat", CLI_TOOL_STAT},
+           {"info", CLI_TOOL_INFO}};
+  for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+    c = parse_ok((const char *[]){w[i].word, "s", "p", NULL});
+    ck_assert_int_eq(c->tool, w[i].tool);
+    ck_assert_str_eq(cli_tool_name(c->tool), w[i].word);
+    ck_assert_uint_eq(c->n_paths, 1);
+    cli_config_free(c);
+  }
+  /* without PATH: the root (ls, stat, info) */
+  c = parse_ok((const char *[]){"ls", "s", NULL});
+  ck_assert_uint_eq(c->n_paths, 0);
+  ck_assert_int_eq(c->lazy_sizes, 0);
+  cli_config_free(c);
+  /* a URL: lazy sizes, as a mount of it */
+  c = parse_ok((const char *[]){"stat", "http://127.0.0.1:1/s", NULL});
+  ck_assert_int_eq(c->lazy_sizes, 1);
+  cli_config_free(c);
+  /* only the first non-option is a command: a mountpoint named "ls" */
+  c = parse_ok((const char *[]){"src", "ls", NULL});
+  ck_assert_int_eq(c->action, CLI_MOUNT);
+  ck_assert_str_eq(c->mountpoint, "ls");
+  cli_config_free(c);
+  /* help still wins */
+  c = parse_ok((const char *[]){"cat", "--help", NULL});
+  ck_assert_int_eq(c->action, CLI_HELP);
+  cli_config_free(c);
+  parse_refused((const char *[]){"ls", NULL}, "missing SOURCE (try --help)");
+  parse_refused((const char *[]){"cat", "s", NULL},
+                "'zarrfs cat' needs a PATH (try --help)");
+  parse_refused((const char *[]){"ls", "s", "a", "b", NULL},
+                "'zarrfs ls' takes one PATH (try --help)");
+  parse_refused((const char *[]){"info", "s", "a", "b", NULL},
+                "'zarrfs info' takes one PATH (try --help)");
+  parse_refused((const char *[]){"ls", "-f", "s", NULL},
+                "'-f' is an option of mounts, not of 'zarrfs ls' (try "
+                "--help)");
+  parse_refused((const char *[]){"stat", "-o", "allow_other", "s", NULL},
+                "'-o allow_other' is an option of mounts, not of 'zarrfs "
+                "stat' (try "
+                "--help)");
+  parse_refused((const char *[]){"cat", "-o", "cache_size=x", "s", "p", NULL},
+                "bad cache_size 'x' (a size such as 256M)");
+}
+END_TEST
+
 START_TEST(no_argv_at_all) {
   struct cli_config *c = (struct cli_config *)1;
   struct zerr err = {0};
@@ -789,6 +854,7 @@ int main(void) {
   tcase_add_test(tc, last_value_wins);
   tcase_add_test(tc, first_refusal_named);
   tcase_add_test(tc, missing_and_extra_arguments);
+  tcase_add_test(tc, tool_commands);
   tcase_add_test(tc, no_argv_at_all);
   tcase_add_test(tc, double_dash);
   tcase_add_test(tc, option_groups_and_escapes);

@@ -1,0 +1,286 @@
+/* cmd.c - zarrfs without FUSE (see cmd.h). */
+#include "cmd.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../src/bytesrc.h"
+#include "../src/store.h"
+#include "engine.h"
+#include "namespace.h"
+#include "node.h"
+#include "view.h"
+#include "zfs_errno.h"
+
+/* Bytes per read: the size of the mount's FUSE requests. */
+#define CMD_PIECE (1u << 20)
+
+/* One command's state: where it writes, and whether that failed. */
+struct cmd {
+  struct engine *e;
+  FILE *out, *err;
+  int failed;       /* a PATH failed: exit status 1 */
+  int write_failed; /* out could not be written: stop, status 2 */
+};
+
+/* Report that path failed with rc (a negative errno), and why. */
+static void fail(struct cmd *c, const char *path, int rc,
+                 const struct zerr *err) {
+  int code = rc == -EISDIR || rc == -ENOTDIR ? -rc : -zfs_errno(rc);
+  if (err && err->code && err->msg[0])
+    fprintf(c->err, "zarrfs: %s: %s (%s)\n", path, strerror(code), err->msg);
+  else
+    fprintf(c->err, "zarrfs: %s: %s\n", path, strerror(code));
+  c->failed = 1;
+}
+
+/* Write n bytes to out. */
+static int put(struct cmd *c, const void *p, size_t n) {
+  if (n && fwrite(p, 1, n, c->out) != n) {
+    c->write_failed = 1;
+    return -EIO;
+  }
+  return 0;
+}
+
+/* The path in the store's namespace: "" for the root ("", "/", "."),
+ * without trailing slashes. */
+static void norm(const char *in, char *out, size_t cap) {
+  while (*in == '/')
+    in++;
+  if (!strcmp(in, "."))
+    in = "";
+  snprintf(out, cap, "%s", in);
+  size_t n = strlen(out);
+  while (n > 0 && out[n - 1] == '/')
+    out[--n] = '\0';
+}
+
+/* Resolve path into *ent (heap: an entry holds a 4 KiB key). */
+static int resolve(struct cmd *c, const char *path, struct ns_entry *ent,
+                   struct zerr *err) {
+  char p[4096];
+  norm(path, p, sizeof p);
+  return ns_resolve(c->e, p, ent, err);
+}
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* ls: the names of a directory, sorted; a file names itself. */
+static void cmd_ls(struct cmd *c, const char *path, struct ns_entry *ent) {
+  struct zerr err = {0};
+  int rc = resolve(c, path, ent, &err);
+  if (rc < 0) {
+    fail(c, path, rc, &err);
+    return;
+  }
+  if (ent->kind != NS_DIR) {
+    fprintf(c->out, "%s\n", path);
+    return;
+  }
+  struct ns_dir *d;
+  rc = ns_dir_open(c->e, ent->key, &d, &err);
+  if (rc < 0) {
+    fail(c, path, rc, &err);
+    return;
+  }
+  size_t n = ns_dir_count(d);
+  const char **names = malloc((n ? n : 1) * sizeof *names);
+  if (!names) {
+    ns_dir_free(d);
+    fail(c, path, -ENOMEM, NULL);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct ns_dirent de;
+    ns_dir_get(d, i, &de);
+    names[i] = de.name;
+  }
+  qsort(names, n, sizeof *names, by_name);
+  for (size_t i = 0; i < n && !c->write_failed; i++)
+    if (put(c, names[i], strlen(names[i])) == 0)
+      put(c, "\n", 1);
+  free(names);
+  ns_dir_free(d);
+}
+
+/* cat: the bytes of one file, in pieces, as a sequential reader. */
+static void cmd_cat(struct cmd *c, const char *path, struct ns_entry *ent,
+                    char *buf) {
+  struct zerr err = {0};
+  int rc = resolve(c, path, ent, &err);
+  if (rc == 0 && ent->kind == NS_DIR)
+    rc = -EISDIR;
+  if (rc < 0) {
+    fail(c, path, rc, &err);
+    return;
+  }
+  struct bytesrc *raw = NULL;
+  struct view_cursor *cur = NULL;
+  if (ent->kind == NS_RAW)
+    rc = store_get(c->e->store, ent->key, &raw, &err);
+  else
+    cur = view_cursor_new(); /* NULL only costs re-decoding */
+  uint64_t off = 0;
+  while (rc == 0 && !c->write_failed) {
+    long n;
+    if (raw) {
+      uint64_t left = raw->size - off;
+      size_t want = left < CMD_PIECE ? (size_t)left : CMD_PIECE;
+      int r = want ? bytesrc_read_range(raw, off, want, buf, &err) : 0;
+      n = r < 0 ? r : (long)want;
+    } else {
+      n = ns_read_view(c->e, ent, off, CMD_PIECE, buf, cur, &err);
+    }
+    if (n <= 0) {
+      rc = (int)n;
+      break;
+    }
+    put(c, buf, (size_t)n);
+    off += (uint64_t)n;
+  }
+  if (rc < 0)
+    fail(c, path, rc, &err);
+  bytesrc_unref(raw);
+  view_cursor_free(c->e, cur);
+}
+
+/* stat: "KIND SIZE PATH". */
+static void cmd_stat(struct cmd *c, const char *path, struct ns_entry *ent) {
+  struct zerr err = {0};
+  int rc = resolve(c, path, ent, &err);
+  uint64_t size = 0;
+  if (rc == 0)
+    rc = ns_size(c->e, ent, &size, &err);
+  if (rc < 0) {
+    fail(c, path, rc, &err);
+    return;
+  }
+  static const char *const kinds[] = {
+      [NS_DIR] = "directory",
+      [NS_RAW] = "file",
+      [NS_CHUNK_VIEW] = "chunk-view",
+      [NS_ARRAY_VIEW] = "array-view",
+  };
+  fprintf(c->out, "%s %llu %s\n", kinds[ent->kind], (unsigned long long)size,
+          path);
+}
+
+/* "name: [a, b, c]" for n numbers. */
+static void put_dims(struct cmd *c, const char *name, const uint64_t *v,
+                     int n) {
+  fprintf(c->out, "%s: [", name);
+  for (int d = 0; d < n; d++)
+    fprintf(c->out, "%s%llu", d ? ", " : "", (unsigned long long)v[d]);
+  fprintf(c->out, "]\n");
+}
+
+/* "name: <compact JSON>" when the document has the member. */
+static void put_json(struct cmd *c, const char *name, json_t *j) {
+  if (!j)
+    return;
+  char *s = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+  fprintf(c->out, "%s: %s\n", name, s ? s : "(out of memory)");
+  free(s);
+}
+
+/* info: the node's metadata, one field a line. */
+static void cmd_info(struct cmd *c, const char *path, struct ns_entry *ent) {
+  struct zerr err = {0};
+  int rc = resolve(c, path, ent, &err);
+  if (rc == 0 && ent->kind != NS_DIR)
+    rc = -ENOTDIR;
+  if (rc < 0) {
+    fail(c, path, rc, &err);
+    return;
+  }
+  const struct znode *n = engine_node(c->e, ent->key);
+  if (n->kind == ZNODE_NONE) {
+    fprintf(c->err, "zarrfs: %s: not a Zarr array or group (no metadata)\n",
+            path);
+    c->failed = 1;
+    return;
+  }
+  fprintf(c->out, "path: /%s\n", n->path);
+  if (n->kind == ZNODE_BROKEN) {
+    fprintf(c->out, "node_type: broken\nerror: %s\n",
+            n->view_error ? n->view_error : "unusable metadata");
+    return;
+  }
+  const struct zmeta *m = n->meta;
+  json_t *root = m ? m->root : NULL;
+  fprintf(c->out, "node_type: %s\n",
+          n->kind == ZNODE_ARRAY ? "array" : "group");
+  put_json(c, "zarr_format", json_object_get(root, "zarr_format"));
+  if (n->kind == ZNODE_ARRAY && m) {
+    put_dims(c, "shape", m->shape, m->ndim);
+    fprintf(c->out, "data_type: %s\n", m->dtype.name);
+    put_dims(c, "chunk_shape", m->chunk, m->ndim);
+    if (n->shard)
+      put_dims(c, "inner_chunk_shape", n->uspec.shape, m->ndim);
+    fprintf(c->out, "chunks: %llu", (unsigned long long)m->nchunks);
+    for (int d = 0; d < m->ndim; d++)
+      fprintf(c->out, "%s%llu", d ? " x " : " (",
+              (unsigned long long)m->grid[d]);
+    fprintf(c->out, "%s\n", m->ndim ? ")" : "");
+    fprintf(c->out, "chunk_key_encoding: %s, separator '%c'\n",
+            m->key_encoding == ZMETA_KEY_V2 ? "v2" : "default", m->key_sep);
+    put_json(c, "fill_value", json_object_get(root, "fill_value"));
+    put_json(c, "codecs", m->codecs);
+    put_json(c, "dimension_names", json_object_get(root, "dimension_names"));
+    if (n->view_error)
+      fprintf(c->out, "views: no (%s)\n", n->view_error);
+    else
+      fprintf(c->out, "views: yes\n");
+  }
+  json_t *attrs = json_object_get(root, "attributes");
+  if (json_is_object(attrs))
+    fprintf(c->out, "attributes: %zu\n", json_object_size(attrs));
+}
+
+int cmd_run(struct engine *e, enum cli_tool tool, char *const *paths, size_t n,
+            FILE *out, FILE *errf) {
+  struct cmd c = {.e = e, .out = out, .err = errf};
+  static char *const root[] = {"/"};
+  if (n == 0) {
+    paths = root;
+    n = 1;
+  }
+  struct ns_entry *ent = malloc(sizeof *ent);
+  char *buf = tool == CLI_TOOL_CAT ? malloc(CMD_PIECE) : NULL;
+  if (!ent || (tool == CLI_TOOL_CAT && !buf)) {
+    fprintf(errf, "zarrfs: out of memory\n");
+    free(ent);
+    free(buf);
+    return 1;
+  }
+  for (size_t i = 0; i < n && !c.write_failed; i++) {
+    switch (tool) {
+    case CLI_TOOL_LS:
+      cmd_ls(&c, paths[i], ent);
+      break;
+    case CLI_TOOL_CAT:
+      cmd_cat(&c, paths[i], ent, buf);
+      break;
+    case CLI_TOOL_STAT:
+      cmd_stat(&c, paths[i], ent);
+      break;
+    case CLI_TOOL_INFO:
+      cmd_info(&c, paths[i], ent);
+      break;
+    }
+  }
+  free(ent);
+  free(buf);
+  if (fflush(out) != 0 || ferror(out))
+    c.write_failed = 1;
+  if (c.write_failed) {
+    fprintf(errf, "zarrfs: cannot write the output: %s\n", strerror(errno));
+    return 2;
+  }
+  return c.failed ? 1 : 0;
+}
