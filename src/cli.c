@@ -139,8 +139,17 @@ static int cli_option(struct cli_parser *p, const char *opt, int in_group) {
     p->c->s3.requester_pays = 1;
     return 0;
   }
-  if (!strncmp(opt, "allow_root=", 11))
-    return cli_push(&p->c->allow_roots, &p->c->n_allow_roots, opt + 11) < 0
+  if (!strcmp(opt, "nonempty")) {
+    p->c->nonempty = 1;
+    return 0;
+  }
+  /* target_root=DIR; allow_root=DIR is its old name (plain allow_root,
+   * without a value, is libfuse's and passes through) */
+  const char *root = !strncmp(opt, "target_root=", 12)  ? opt + 12
+                     : !strncmp(opt, "allow_root=", 11) ? opt + 11
+                                                        : NULL;
+  if (root)
+    return cli_push(&p->c->allow_roots, &p->c->n_allow_roots, root) < 0
                ? cli_nomem(p)
                : 0;
   for (int i = 0; i < CLI_OPT_COUNT; i++) {
@@ -278,8 +287,11 @@ int cli_parse_size(const char *s, unsigned long long *out) {
   default:
     break;
   }
-  if (mul > 1)
+  if (mul > 1) {
     end++;
+    if (*end == 'i') /* KiB, MiB, ...: the same powers of 1024 */
+      end++;
+  }
   if (*end == 'B' || *end == 'b')
     end++;
   if (*end || v > (1ull << 62) / mul)
@@ -287,6 +299,9 @@ int cli_parse_size(const char *s, unsigned long long *out) {
   *out = v * mul;
   return 0;
 }
+
+/* What a refused size is told it may use. */
+#define CLI_SIZE_UNITS "units K, M, G, T or KiB, MiB, GiB, TiB"
 
 /* A size option in [min, max] into *dst (unchanged when not given). */
 static int cli_size(const struct cli_parser *p, enum cli_opt o,
@@ -297,8 +312,8 @@ static int cli_size(const struct cli_parser *p, enum cli_opt o,
   if (!v)
     return 0;
   if (cli_parse_size(v, &n) < 0 || n < min || n > max)
-    return zerr_set(p->err, EINVAL, "bad %s '%s' (%s)", cli_opt_names[o], v,
-                    hint);
+    return zerr_set(p->err, EINVAL, "bad %s '%s' (%s; %s)", cli_opt_names[o], v,
+                    hint, CLI_SIZE_UNITS);
   *dst = (size_t)n;
   return 0;
 }
@@ -541,11 +556,14 @@ void cli_usage(FILE *f, const char *prog) {
       "    -o decode_threads=N    workers decoding chunks ahead of\n"
       "                           sequential readers (default: the number\n"
       "                           of cores, at most 16; 0: none)\n"
-      "    -o allow_root=DIR      let references and manifests read files\n"
+      "    -o target_root=DIR     let references and manifests read files\n"
       "                           under DIR (repeatable; the reference\n"
       "                           file's directory is always allowed);\n"
       "                           DIR may be a URL prefix, which also\n"
       "                           allows link-local addresses under it\n"
+      "    -o nonempty            mount over a directory that is not empty\n"
+      "                           (refused by default: its files would be\n"
+      "                           hidden)\n"
       "    -o remote_targets=no   references and manifests may not read\n"
       "                           remote targets (untrusted references)\n"
       "    -o kernel_readahead=SIZE  the kernel's read-ahead for this mount\n"
@@ -576,6 +594,10 @@ void cli_usage(FILE *f, const char *prog) {
       "    -f                     stay in the foreground (log to stderr)\n"
       "    -d                     debug output (implies -f)\n"
       "    -s                     single-threaded\n"
-      "    -o allow_other         let other users see the mount\n",
+      "    -o allow_other         let other users see the mount\n"
+      "    -o allow_root          let root see the mount too\n"
+      "    -o max_threads=N       threads answering requests (default 16)\n"
+      "  (libfuse's other options are passed to it; those that change\n"
+      "  attribute caching or permissions are not needed here)\n",
       prog, prog);
 }

@@ -77,7 +77,10 @@ struct cli_config {
   int decode_threads;        /* -o decode_threads, 0..64; default the
                                 number of cores, at most 16 */
   int remote_targets;        /* -o remote_targets: 1 yes (default), 0 no */
-  char **allow_roots;        /* -o allow_root=DIR|URL, in order given */
+  int nonempty;              /* -o nonempty: mount over a non-empty
+                                directory */
+  char **allow_roots;        /* -o target_root=DIR|URL (old name
+                                allow_root=), in order given */
   size_t n_allow_roots;
   struct remote_config remote; /* remote_config_default + -o connect_timeout,
                                   stall_timeout, timeout, retries,
@@ -108,7 +111,8 @@ const char *cli_tool_name(enum cli_tool t);
 void cli_usage(FILE *f, const char *prog);
 
 /* "256M" -> bytes in *out: decimal digits, then optionally K, M, G or T
- * (either case, powers of 1024), then optionally B or b. At most 2^62.
+ * (either case, powers of 1024) and then optionally i (KiB, MiB: the same
+ * powers), then optionally B or b. At most 2^62.
  * Returns 0, or -1 when s is not such a size (nothing stored). */
 int cli_parse_size(const char *s, unsigned long long *out);
 

@@ -26,7 +26,7 @@ struct confine {
   struct fdpool *pool;     /* descriptors of every target opened */
   struct confine_roots *r; /* borrowed from pool */
   struct remote *remote;   /* remote targets (borrowed), or NULL */
-  char **url_prefixes;     /* -o allow_root=URL: explicitly allowed */
+  char **url_prefixes;     /* -o target_root=URL: explicitly allowed */
   size_t n_url;
   int no_remote;           /* -o remote_targets=no */
   int remote_ref;          /* the reference itself is remote: no local
@@ -158,7 +158,7 @@ static int confine_reopen(void *ctx, const char *path, int *fd, struct stat *st,
     close(pfd);
     return zerr_set(err, EACCES,
                     "target %s (%s) is outside the allowed roots (add -o "
-                    "allow_root=DIR to allow it)",
+                    "target_root=DIR to allow it)",
                     path, real);
   }
   int rc = fdpool_open_checked(pfd, reopen_nonblock, (void *)path, fd, st, err);

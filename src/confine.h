@@ -3,7 +3,7 @@
  * A chunk manifest or kerchunk reference names files anywhere on the
  * machine; zarrfs serves only those under a root the user allowed: the
  * directory holding the manifest or reference file, the store root, and
- * each `-o allow_root=DIR`. Roots are resolved (realpath) when added.
+ * each `-o target_root=DIR`. Roots are resolved (realpath) when added.
  * confine_open opens the target first and then checks the real path of the
  * open descriptor, so `..`, symbolic links and a link swapped after a check
  * cannot reach outside. The roots are immutable once the mount starts
@@ -32,7 +32,7 @@ int confine_allows(const struct confine *c, const char *resolved);
 /* Open the local file at absolute path for ranged reads (counters in
  * stats, may be NULL). Opened O_PATH first, so it never blocks. A path
  * outside every root is -EACCES with a reason naming the resolved path and
- * saying to add `-o allow_root=DIR`; a missing file -ENOENT; not a regular
+ * saying to add `-o target_root=DIR`; a missing file -ENOENT; not a regular
  * file -EIO ("not a regular file (FIFO)"); a full descriptor table
  * -EMFILE/-ENFILE after one retry (transient codes are kept). A NULL c
  * allows nothing (-EACCES). */
@@ -43,7 +43,7 @@ int confine_open(const struct confine *c, const char *path,
  * Allowed by default, read through r (borrowed; set before serving). A
  * link-local or cloud-metadata address (169.254.0.0/16, fe80::/10) is
  * refused by the transport unless the URL lies under a prefix the user
- * named (-o allow_root=URL). -o remote_targets=no forbids them all (for
+ * named (-o target_root=URL). -o remote_targets=no forbids them all (for
  * untrusted reference files). A reference or manifest that was itself
  * fetched from a URL may read no local file at all. */
 struct remote;

@@ -508,7 +508,7 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
   if (x->refused) {
     *rc = zerr_set(err, EACCES,
                    "GET %s: refused to connect to link-local address %s "
-                   "(cloud metadata); name it with -o allow_root=URL to "
+                   "(cloud metadata); name it with -o target_root=URL to "
                    "allow it",
                    lu, x->refused_ip);
     return V_FAIL;

@@ -203,7 +203,8 @@ static int tool_run(const struct cli_config *cfg) {
  * (one line each, by their module; libfuse prints its own). */
 static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
   /* Check before libfuse does, so every refusal is one clear line. */
-  if (source_check(cfg->source) < 0 || mountpoint_check(cfg->mountpoint) < 0)
+  if (source_check(cfg->source) < 0 ||
+      mountpoint_check(cfg->mountpoint, cfg->nonempty) < 0)
     return -1;
   for (int i = 0; i < cfg->fuse_argc; i++)
     if (fuse_opt_add_arg(&d->args, cfg->fuse_argv[i]) < 0)
@@ -375,9 +376,7 @@ int main(int argc, char **argv) {
   }
   int status = 0;
   if (cfg->action == CLI_HELP) {
-    cli_usage(stdout, argv[0]);
-    printf("\nOptions of the FUSE library:\n");
-    fuse_lowlevel_help();
+    cli_usage(stdout, argv[0]); /* with the few libfuse options that fit */
   } else if (cfg->action == CLI_VERSION) {
     printf("zarrfs %s\n", PACKAGE_VERSION);
     printf("FUSE library version %s\n", fuse_pkgversion());

@@ -4,6 +4,7 @@
  * and set the kernel's read-ahead of the new mount. FUSE-free. */
 #include "mountpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -271,7 +272,22 @@ void mountpoint_set_readahead(const char *mnt, unsigned long long bytes) {
 }
 
 /* Refuse a missing, non-directory or already mounted MOUNTPOINT. */
-int mountpoint_check(const char *mnt) {
+/* The number of entries of directory mnt (besides . and ..), counting at
+ * most to 2; -1 when it cannot be read (then the mount decides). */
+static int entries(const char *mnt) {
+  DIR *d = opendir(mnt);
+  if (!d)
+    return -1;
+  int n = 0;
+  struct dirent *de;
+  while (n < 2 && (de = readdir(d)))
+    if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+      n++;
+  closedir(d);
+  return n;
+}
+
+int mountpoint_check(const char *mnt, int allow_nonempty) {
   struct stat st;
   if (stat(mnt, &st) < 0) {
     if (errno == ENOTCONN)
@@ -284,5 +300,15 @@ int mountpoint_check(const char *mnt) {
     fprintf(stderr, "zarrfs: %s: mount point is not a directory\n", mnt);
     return -1;
   }
-  return check_not_mounted(mnt);
+  if (check_not_mounted(mnt) < 0)
+    return -1;
+  if (!allow_nonempty && entries(mnt) > 0) {
+    fprintf(stderr,
+            "zarrfs: %s: mount point is not empty (the mount would hide "
+            "what is there); use an empty directory, or -o nonempty to "
+            "mount over it\n",
+            mnt);
+    return -1;
+  }
+  return 0;
 }

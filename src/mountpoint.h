@@ -9,8 +9,10 @@
  * of a FUSE file system (mounting again would stack a second mount), or is
  * a stale FUSE mount or inside one (its daemon died); the line names the
  * fusermount3 command that cleans up. A mount point of another type (an
- * empty tmpfs) is fine; so is a system without mountinfo. 0 when fine. */
-int mountpoint_check(const char *mnt);
+ * empty tmpfs) is fine; so is a system without mountinfo. A directory
+ * with entries is refused too (the mount would hide them) unless
+ * allow_nonempty. 0 when fine. */
+int mountpoint_check(const char *mnt, int allow_nonempty);
 
 /* Set the kernel's read-ahead of the FUSE mount at mnt to bytes (rounded
  * up to KiB), so that sequential reads through the page cache reach the

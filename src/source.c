@@ -13,11 +13,55 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "confine.h"
+#include "meta.h"
 #include "s3.h"
 
+/* Root metadata larger than this is not metadata. */
+#define ROOT_META_MAX (64 << 20)
+
+/* The root's metadata file meta must parse: a malformed root would mount
+ * and show only unusable entries. Unsupported features (a chunk grid, a
+ * data type) are not refused here: the rest of the store still serves.
+ * Out of memory or an unreadable file is left to the mount. */
+static int root_meta_check(const char *meta) {
+  char *text = NULL;
+  size_t len = 0;
+  struct zerr err = {0};
+  if (zread_file(meta, ROOT_META_MAX, &text, &len, &err) < 0) {
+    if (err.code == EFBIG) {
+      fprintf(stderr, "zarrfs: %s: larger than %d MiB: not metadata\n", meta,
+              ROOT_META_MAX >> 20);
+      return -1;
+    }
+    return 0;
+  }
+  const char *name = strrchr(meta, '/') + 1;
+  struct zmeta *m = NULL;
+  int rc;
+  if (!strcmp(name, ".zgroup")) {
+    json_t *j = zjson_loadb(text ? text : "", len, &err);
+    rc = j ? 0 : err.code == ENOMEM ? -ENOMEM : -EIO;
+    if (j && !json_is_object(j))
+      rc = zerr_set(&err, EIO, "not a JSON object");
+    json_decref(j);
+  } else {
+    rc = !strcmp(name, "zarr.json")
+             ? zmeta_parse(text ? text : "", len, &m, &err)
+             : zmeta_parse_v2(text ? text : "", len, &m, &err);
+  }
+  zmeta_free(m);
+  free(text);
+  if (rc == -EIO) {
+    fprintf(stderr, "zarrfs: %s: invalid metadata: %s\n", meta, err.msg);
+    return -1;
+  }
+  return 0;
+}
+
 /* Refuse a local SOURCE that is missing, unreadable, or a directory
- * without Zarr root metadata. */
+ * without Zarr root metadata, or with root metadata that does not parse. */
 int source_check(const char *source) {
   struct stat st;
   if (remote_is_url(source))
@@ -60,7 +104,7 @@ int source_check(const char *source) {
     fprintf(stderr, "zarrfs: %s: cannot read: %s\n", meta, strerror(errno));
     return -1;
   }
-  return 0;
+  return root_meta_check(meta);
 }
 
 /* A URL naming a JSON file (a kerchunk reference file), not a store. */
@@ -110,7 +154,7 @@ int source_remote_new(const struct cli_config *cfg, struct remote **out) {
 }
 
 /* The allowed roots of manifest and reference targets: the reference
- * file's directory (or the store root) and every -o allow_root. */
+ * file's directory (or the store root) and every -o target_root. */
 static int source_confine(const struct cli_config *cfg, struct remote *remote,
                           int is_url, int is_refs, struct confine **out) {
   struct zerr err = {0};

@@ -27,7 +27,7 @@ int source_remote_new(const struct cli_config *cfg, struct remote **out);
  * local store; stores are wrapped for VirtualiZarr manifests. The roots
  * references may read (*confine, owned by the caller, set even when the
  * store fails: confine_free) are the reference file's directory or the
- * store root, and every -o allow_root; remote (borrowed) serves remote
+ * store root, and every -o target_root; remote (borrowed) serves remote
  * reads. Both must outlive the store, which is owned by the caller
  * (store_free, or handed to the engine). */
 int source_open(const struct cli_config *cfg, struct remote *remote,

@@ -295,6 +295,28 @@ START_TEST(allow_roots_in_order) {
   ck_assert_str_eq(c->allow_roots[3], ""); /* confine refuses it later */
   assert_fuse_argv(c, (const char *[]){"zarrfs", "mnt", NULL});
   cli_config_free(c);
+  /* the new name and the old one together, in order; plain allow_root
+   * (no value) is libfuse's */
+  c = parse_ok((const char *[]){"-o", "target_root=/n,allow_root=/o", "-o",
+                                "allow_root", "src", "mnt", NULL});
+  ck_assert_uint_eq(c->n_allow_roots, 2);
+  ck_assert_str_eq(c->allow_roots[0], "/n");
+  ck_assert_str_eq(c->allow_roots[1], "/o");
+  assert_fuse_argv(c,
+                   (const char *[]){"zarrfs", "-o", "allow_root", "mnt", NULL});
+  cli_config_free(c);
+}
+END_TEST
+
+/* -o nonempty is ours (libfuse 3 has no such option). */
+START_TEST(nonempty_is_ours) {
+  struct cli_config *c = parse_ok((const char *[]){"s", "m", NULL});
+  ck_assert_int_eq(c->nonempty, 0);
+  cli_config_free(c);
+  c = parse_ok((const char *[]){"-o", "ro,nonempty", "s", "m", NULL});
+  ck_assert_int_eq(c->nonempty, 1);
+  assert_fuse_argv(c, (const char *[]){"zarrfs", "-o", "ro", "m", NULL});
+  cli_config_free(c);
 }
 END_TEST
 
@@ -303,27 +325,39 @@ END_TEST
 static const struct refusal_case {
   const char *opt, *msg;
 } refusals[] = {
-    {"cache_size=lots", "bad cache_size 'lots' (a size such as 256M)"},
-    {"cache_size=", "bad cache_size '' (a size such as 256M)"},
-    {"cache_size=1Q", "bad cache_size '1Q' (a size such as 256M)"},
-    {"cache_size=1KK", "bad cache_size '1KK' (a size such as 256M)"},
-    {"cache_size=1KiB", "bad cache_size '1KiB' (a size such as 256M)"},
-    {"cache_size=1.5M", "bad cache_size '1.5M' (a size such as 256M)"},
-    {"cache_size=M", "bad cache_size 'M' (a size such as 256M)"},
-    {"cache_size=-1", "bad cache_size '-1' (a size such as 256M)"},
+    {"cache_size=lots", "bad cache_size 'lots' (a size such as 256M; units K, "
+                        "M, G, T or KiB, MiB, GiB, TiB)"},
+    {"cache_size=", "bad cache_size '' (a size such as 256M; units K, M, G, T "
+                    "or KiB, MiB, GiB, TiB)"},
+    {"cache_size=1Q", "bad cache_size '1Q' (a size such as 256M; units K, M, "
+                      "G, T or KiB, MiB, GiB, TiB)"},
+    {"cache_size=1KK", "bad cache_size '1KK' (a size such as 256M; units K, M, "
+                       "G, T or KiB, MiB, GiB, TiB)"},
+    {"cache_size=1.5M", "bad cache_size '1.5M' (a size such as 256M; units K, "
+                        "M, G, T or KiB, MiB, GiB, TiB)"},
+    {"cache_size=M", "bad cache_size 'M' (a size such as 256M; units K, M, G, "
+                     "T or KiB, MiB, GiB, TiB)"},
+    {"cache_size=-1", "bad cache_size '-1' (a size such as 256M; units K, M, "
+                      "G, T or KiB, MiB, GiB, TiB)"},
     {"cache_size=4611686018427387905",
-     "bad cache_size '4611686018427387905' (a size such as 256M)"},
-    {"cache_size=4194305T", "bad cache_size '4194305T' (a size such as 256M)"},
+     "bad cache_size '4611686018427387905' (a size such as 256M; units K, M, "
+     "G, T or KiB, MiB, GiB, TiB)"},
+    {"cache_size=4194305T", "bad cache_size '4194305T' (a size such as 256M; "
+                            "units K, M, G, T or KiB, MiB, GiB, TiB)"},
     {"cache_size=18446744073709551616",
-     "bad cache_size '18446744073709551616' (a size such as 256M)"},
-    {"max_decode=0", "bad max_decode '0' (a size such as 1G)"},
-    {"max_decode=big", "bad max_decode 'big' (a size such as 1G)"},
-    {"kernel_readahead=2G",
-     "bad kernel_readahead '2G' (a size up to 1G, such as 1M)"},
+     "bad cache_size '18446744073709551616' (a size such as 256M; units K, M, "
+     "G, T or KiB, MiB, GiB, TiB)"},
+    {"max_decode=0", "bad max_decode '0' (a size such as 1G; units K, M, G, T "
+                     "or KiB, MiB, GiB, TiB)"},
+    {"max_decode=big", "bad max_decode 'big' (a size such as 1G; units K, M, "
+                       "G, T or KiB, MiB, GiB, TiB)"},
+    {"kernel_readahead=2G", "bad kernel_readahead '2G' (a size up to 1G, such "
+                            "as 1M; units K, M, G, T or KiB, MiB, GiB, TiB)"},
     {"kernel_readahead=1025M",
-     "bad kernel_readahead '1025M' (a size up to 1G, such as 1M)"},
-    {"kernel_readahead=x",
-     "bad kernel_readahead 'x' (a size up to 1G, such as 1M)"},
+     "bad kernel_readahead '1025M' (a size up to 1G, such as 1M; units K, M, "
+     "G, T or KiB, MiB, GiB, TiB)"},
+    {"kernel_readahead=x", "bad kernel_readahead 'x' (a size up to 1G, such as "
+                           "1M; units K, M, G, T or KiB, MiB, GiB, TiB)"},
     {"attr_timeout=-1", "bad attr_timeout '-1' (seconds, 0 or more)"},
     {"attr_timeout=abc", "bad attr_timeout 'abc' (seconds, 0 or more)"},
     {"attr_timeout=", "bad attr_timeout '' (seconds, 0 or more)"},
@@ -354,10 +388,14 @@ static const struct refusal_case {
     {"retries=x", "bad retries 'x' (0 to 100)"},
     {"connections=0", "bad connections '0' (1 to 1024)"},
     {"connections=1025", "bad connections '1025' (1 to 1024)"},
-    {"remote_cache=0", "bad remote_cache '0' (a size such as 64K or 8M)"},
-    {"block_size=0", "bad block_size '0' (a size such as 64K or 8M)"},
-    {"max_request=0", "bad max_request '0' (a size such as 64K or 8M)"},
-    {"readahead=x", "bad readahead 'x' (a size such as 64K or 8M)"},
+    {"remote_cache=0", "bad remote_cache '0' (a size such as 64K or 8M; units "
+                       "K, M, G, T or KiB, MiB, GiB, TiB)"},
+    {"block_size=0", "bad block_size '0' (a size such as 64K or 8M; units K, "
+                     "M, G, T or KiB, MiB, GiB, TiB)"},
+    {"max_request=0", "bad max_request '0' (a size such as 64K or 8M; units K, "
+                      "M, G, T or KiB, MiB, GiB, TiB)"},
+    {"readahead=x", "bad readahead 'x' (a size such as 64K or 8M; units K, M, "
+                    "G, T or KiB, MiB, GiB, TiB)"},
 };
 
 /* Each bad value is refused, whatever SOURCE is (nothing is read). */
@@ -381,7 +419,8 @@ START_TEST(last_value_wins) {
   cli_config_free(c);
   parse_refused(
       (const char *[]){"-o", "cache_size=1K,cache_size=lots", "s", "m", NULL},
-      "bad cache_size 'lots' (a size such as 256M)");
+      "bad cache_size 'lots' (a size such as 256M; units K, M, G, T or KiB, "
+      "MiB, GiB, TiB)");
 }
 END_TEST
 
@@ -390,7 +429,8 @@ END_TEST
 START_TEST(first_refusal_named) {
   parse_refused(
       (const char *[]){"-o", "retries=x,cache_size=lots", "s", "m", NULL},
-      "bad cache_size 'lots' (a size such as 256M)");
+      "bad cache_size 'lots' (a size such as 256M; units K, M, G, T or KiB, "
+      "MiB, GiB, TiB)");
 }
 END_TEST
 
@@ -477,7 +517,8 @@ START_TEST(tool_commands) {
                 "stat' (try "
                 "--help)");
   parse_refused((const char *[]){"cat", "-o", "cache_size=x", "s", "p", NULL},
-                "bad cache_size 'x' (a size such as 256M)");
+                "bad cache_size 'x' (a size such as 256M; units K, M, G, T or "
+                "KiB, MiB, GiB, TiB)");
 }
 END_TEST
 
@@ -574,7 +615,13 @@ START_TEST(usage_names_every_option) {
                                      "-o consolidated=",
                                      "-o sizes=exact|lazy",
                                      "-o decode_threads=",
-                                     "-o allow_root=",
+                                     "-o target_root=",
+                                     "-o nonempty",
+                                     "ls SOURCE [PATH]",
+                                     "cat SOURCE PATH...",
+                                     "stat SOURCE [PATH...]",
+                                     "info SOURCE [PATH]",
+                                     "-o max_threads=",
                                      "-o remote_targets=",
                                      "-o kernel_readahead=",
                                      "-o region=",
@@ -826,7 +873,12 @@ START_TEST(parse_size_table) {
       {"1 K", 0, 0},
       {"1K ", 0, 0},
       {"1BB", 0, 0},
-      {"1KiB", 0, 0},
+      {"1KiB", 1, 1024},
+      {"3MiB", 1, 3u << 20},
+      {"2gib", 1, 2ull << 30},
+      {"1Ki", 1, 1024},
+      {"1iB", 0, 0},
+      {"1KiiB", 0, 0},
       {"0x10", 0, 0},
       {"1e3", 0, 0},
       {"-1", 0, 0},
@@ -849,6 +901,7 @@ int main(void) {
   tcase_add_loop_test(tc, valid_option, 0, (int)(sizeof valid / sizeof *valid));
   tcase_add_test(tc, s3_strings);
   tcase_add_test(tc, allow_roots_in_order);
+  tcase_add_test(tc, nonempty_is_ours);
   tcase_add_loop_test(tc, refused_option, 0,
                       (int)(sizeof refusals / sizeof *refusals));
   tcase_add_test(tc, last_value_wins);

@@ -422,11 +422,11 @@ static const struct bad_case BAD[] = {
      "\"length\":8}",
      0, "nothing.bin", 0, NULL, NULL},
     {"dotdot", "{\"path\":\"../../outside/x.bin\",\"offset\":0,\"length\":8}",
-     0, "allow_root", 1, NULL, NULL},
+     0, "target_root", 1, NULL, NULL},
     {"symlink",
      "{\"path\":\"../../blobs/link.bin\",\"offset\":0,"
      "\"length\":8}",
-     0, "allow_root", 1, NULL, NULL},
+     0, "target_root", 1, NULL, NULL},
     {"rank", "{\"0.0\":{\"path\":\"GOOD\",\"offset\":0,\"length\":8}}", 1,
      "bad chunk key", 0, NULL, NULL},
     {"inl", "{\"path\":\"__inlined__\",\"offset\":0,\"length\":8}", 0,
@@ -554,7 +554,7 @@ START_TEST(bad_input_fails_alone) {
   ck_assert_int_eq(read_key(e->store, "dup/c/1", &err), -EIO);
   ck_assert_msg(strstr(err.msg, "duplicate") != NULL, "%s", err.msg);
   ck_assert_int_eq(read_key(e->store, "farman/c/0", &err), -EIO);
-  ck_assert_msg(strstr(err.msg, "allow_root") != NULL, "%s", err.msg);
+  ck_assert_msg(strstr(err.msg, "target_root") != NULL, "%s", err.msg);
   engine_free(e);
   confine_free(c);
   /* With outside/ allowed, the escapes read the bytes. */
@@ -621,7 +621,8 @@ START_TEST(small_read_reads_little) {
   ck_assert_msg(ns_size(e, &ent, &size, &err) == 0, "%s", err.msg);
   ck_assert_uint_eq(size, (uint64_t)N * (L + 1));
   char buf[200];
-  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, NULL, &err), 200);
+  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, NULL, &err),
+                   200);
   ck_assert_int_eq(buf[199], '\n');
   ck_assert_int_eq(buf[0], 'a' + (N - 1) % 26);
   uint64_t total = atomic_load(&e->store->stats.bytes_read);

@@ -143,6 +143,35 @@ refuse "SOURCE is a file" "$ZT_TMP/afile" "$CLIMNT"
 refuse "MOUNTPOINT is a file" "$SRC" "$ZT_TMP/afile"
 refuse "MOUNTPOINT does not exist" "$SRC" "$ZT_TMP/no-such-mnt"
 refuse "bad -o cache_size" "$SRC" "$CLIMNT" -o cache_size=lots
+refuse "MOUNTPOINT is not empty" "$SRC" "$NOMETA"
+out_has() { # DESC PATTERN: the last refusal's line holds PATTERN
+  if grep -qF -- "$2" "$ZT_TMP/refuse.err"; then pass "$1"; else
+    fail "$1: the refusal lacks '$2':"
+    show "$ZT_TMP/refuse.err"
+  fi
+}
+out_has "a non-empty MOUNTPOINT: the refusal names -o nonempty" "-o nonempty"
+BADROOT=$(zt_mkdir badroot)
+printf '{"zarr_format":3,"node_type":"array","shape":[4]}' >"$BADROOT/zarr.json"
+refuse "root zarr.json without data_type" "$BADROOT" "$CLIMNT"
+out_has "a malformed root: the parser's reason" "zarr.json: invalid metadata: "
+printf '{"zarr_format":3,' >"$BADROOT/zarr.json"
+refuse "root zarr.json that is not JSON" "$BADROOT" "$CLIMNT"
+out_has "root JSON cut short: the parser's reason" "not valid JSON"
+printf '{"zarr_format":2,"shape":[4]}' >"$BADROOT/.zarray"
+rm "$BADROOT/zarr.json"
+refuse "root .zarray without chunks" "$BADROOT" "$CLIMNT"
+out_has "a malformed V2 root: named" ".zarray: invalid metadata: "
+# -o nonempty mounts over the files (hidden while mounted, back after)
+if zmount "$SRC" "$NOMETA" -o nonempty; then
+  if [ -f "$NOMETA/zarr.json" ] && [ ! -e "$NOMETA/readme.txt" ]; then
+    pass "-o nonempty: the store is mounted over the directory's files"
+  else
+    fail "-o nonempty: the mount does not show the store"
+  fi
+  zumount "$NOMETA"
+  assert_eq "-o nonempty: the hidden file is back after unmounting" hello "$(cat "$NOMETA/readme.txt" 2>&1)"
+fi
 
 # ---- 2. eight parallel readers on a cold mount ----
 

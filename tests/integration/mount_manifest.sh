@@ -361,9 +361,9 @@ length_negative|["@blob.bin", 4, -4]|{"path": "@blob.bin", "offset": 4, "length"
 offset_fraction|["@blob.bin", 1.5, 4]|{"path": "@blob.bin", "offset": 1.5, "length": 4}|offset|
 length_string|["@blob.bin", 4, "4"]|{"path": "@blob.bin", "offset": 4, "length": "4"}|length|
 missing_target|["@nope.bin", 4, 4]|{"path": "@nope.bin", "offset": 4, "length": 4}|nope\.bin|
-escape_dotdot|["@../outside/blob.bin", 4, 4]|{"path": "@../outside/blob.bin", "offset": 4, "length": 4}|allow_root|allow
-escape_symlink|["@link.bin", 4, 4]|{"path": "@link.bin", "offset": 4, "length": 4}|allow_root|allow
-escape_whole|["@../outside/blob.bin"]|{"path": "@../outside/blob.bin", "offset": 0, "length": 16}|allow_root|
+escape_dotdot|["@../outside/blob.bin", 4, 4]|{"path": "@../outside/blob.bin", "offset": 4, "length": 4}|target_root|allow
+escape_symlink|["@link.bin", 4, 4]|{"path": "@link.bin", "offset": 4, "length": 4}|target_root|allow
+escape_whole|["@../outside/blob.bin"]|{"path": "@../outside/blob.bin", "offset": 0, "length": 16}|target_root|
 remote_https|["https://127.0.0.1:1/data.bin", 4, 4]|{"path": "https://127.0.0.1:1/data.bin", "offset": 4, "length": 4}|127\.0\.0\.1:1/data\.bin.*connect to server|
 remote_http_whole|["http://127.0.0.1:1/data.bin"]|{"path": "http://127.0.0.1:1/data.bin", "offset": 0, "length": 4}|127\.0\.0\.1:1/data\.bin.*connect to server|
 remote_s3|["s3://bucket/data.bin", 4, 4]|{"path": "s3://bucket/data.bin", "offset": 4, "length": 4}|s3://bucket/data\.bin.*connect to server|

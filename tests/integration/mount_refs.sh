@@ -134,16 +134,16 @@ if zmount "$B/in/refs.json" "$MNT" -o retries=0; then
     assert_fails_with_eio "bad reference '$k': EIO" "$MNT/$k"
   done
   out_eq "the good key still reads" 234 cat "$MNT/good"
-  for pat in "runs past the end" "non-negative integers" "nothere.bin" "allow_root" "127.0.0.1:1/x.bin.*connect to server"; do
+  for pat in "runs past the end" "non-negative integers" "nothere.bin" "target_root" "127.0.0.1:1/x.bin.*connect to server"; do
     if grep -qE -- "$pat" "$ZT_LOG"; then pass "log says '$pat'"; else fail "log lacks '$pat'"; show "$ZT_LOG"; fi
   done
   if grep -q SECRET "$ZT_TMP/eio.out" 2>/dev/null; then fail "escaping reference served bytes"; fi
   zumount "$MNT"
 fi
 MNT=$(zt_mkdir allowed)
-if zmount "$B/in/refs.json" "$MNT" -o allow_root="$B/out"; then
+if zmount "$B/in/refs.json" "$MNT" -o target_root="$B/out"; then
   for k in dotdot symlink absolute; do
-    out_eq "-o allow_root: '$k' reads" SECRET cat "$MNT/$k"
+    out_eq "-o target_root: '$k' reads" SECRET cat "$MNT/$k"
   done
   zumount "$MNT"
 fi
