@@ -32,6 +32,8 @@ enum cli_opt {
   CLI_OPT_MAX_REQUEST,
   CLI_OPT_READAHEAD,
   CLI_OPT_CONNECTIONS,
+  CLI_OPT_LOG_FILE,
+  CLI_OPT_LOG_LEVEL,
   CLI_OPT_COUNT
 };
 
@@ -41,7 +43,8 @@ static const char *const cli_opt_names[CLI_OPT_COUNT] = {
     "sizes",         "decode_threads", "remote_targets", "kernel_readahead",
     "region",        "endpoint",       "profile",        "connect_timeout",
     "stall_timeout", "timeout",        "retries",        "remote_cache",
-    "block_size",    "max_request",    "readahead",      "connections"};
+    "block_size",    "max_request",    "readahead",      "connections",
+    "log_file",      "log_level"};
 
 /* The parse in progress. */
 struct cli_parser {
@@ -405,6 +408,24 @@ static int cli_validate(struct cli_parser *p) {
   ZTRY(cli_count(p, CLI_OPT_RETRIES, 0, 100, &retries));
   r->http.max_attempts = retries + 1; /* retries after the first attempt */
   ZTRY(cli_count(p, CLI_OPT_CONNECTIONS, 1, 1024, &r->http.max_conns));
+  const char *lv = p->value[CLI_OPT_LOG_LEVEL];
+  if (lv) {
+    static const struct {
+      const char *name;
+      int level;
+    } levels[] = {{"error", 3}, {"warn", 4}, {"info", 6}, {"debug", 7}};
+    c->log_level = 0;
+    for (size_t i = 0; i < sizeof levels / sizeof *levels; i++)
+      if (!strcmp(lv, levels[i].name))
+        c->log_level = levels[i].level;
+    if (!c->log_level)
+      return zerr_set(p->err, EINVAL,
+                      "bad log_level '%s' (error, warn, info or debug)", lv);
+  }
+  if (p->value[CLI_OPT_LOG_FILE] && !*p->value[CLI_OPT_LOG_FILE])
+    return zerr_set(p->err, EINVAL, "bad log_file '' (a file name)");
+  c->log_file = p->value[CLI_OPT_LOG_FILE]; /* taken over from the parser */
+  p->value[CLI_OPT_LOG_FILE] = NULL;
   char **s3[] = {&c->s3.region, &c->s3.endpoint, &c->s3.profile};
   enum cli_opt s3o[] = {CLI_OPT_REGION, CLI_OPT_ENDPOINT, CLI_OPT_PROFILE};
   for (size_t i = 0; i < 3; i++) { /* taken over from the parser */
@@ -503,6 +524,7 @@ const char *cli_tool_name(enum cli_tool t) {
 void cli_config_free(struct cli_config *c) {
   if (!c)
     return;
+  free(c->log_file);
   for (size_t i = 0; i < c->n_paths; i++)
     free(c->paths[i]);
   free(c->paths);
@@ -566,6 +588,11 @@ void cli_usage(FILE *f, const char *prog) {
       "                           hidden)\n"
       "    -o remote_targets=no   references and manifests may not read\n"
       "                           remote targets (untrusted references)\n"
+      "    -o log_file=PATH       append log lines (time, level, message) to\n"
+      "                           PATH (default: stderr with -f, else\n"
+      "                           syslog, else the mounting shell's stderr)\n"
+      "    -o log_level=LEVEL     error, warn, info or debug (default info;\n"
+      "                           warn for ls/cat/stat/info; -d: debug)\n"
       "    -o kernel_readahead=SIZE  the kernel's read-ahead for this mount\n"
       "                           (default 1M: whole 1 MiB requests; 0\n"
       "                           keeps the kernel's own, 128K; needs root)\n\n"

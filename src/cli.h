@@ -77,6 +77,10 @@ struct cli_config {
   int decode_threads;        /* -o decode_threads, 0..64; default the
                                 number of cores, at most 16 */
   int remote_targets;        /* -o remote_targets: 1 yes (default), 0 no */
+  char *log_file;            /* -o log_file=PATH, or NULL */
+  int log_level;             /* -o log_level: an enum zlog_level value
+                                (3 error, 4 warn, 6 info, 7 debug), or 0:
+                                the default */
   int nonempty;              /* -o nonempty: mount over a non-empty
                                 directory */
   char **allow_roots;        /* -o target_root=DIR|URL (old name

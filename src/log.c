@@ -1,14 +1,49 @@
-/* log.c - the log sink (see log.h). The two statics are written once before
- * any thread starts and only read afterwards. */
+/* log.c - the log sink (see log.h). The three statics are written once
+ * before any thread starts and only read afterwards. */
 #include "log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 static int log_syslog;
 static enum zlog_level log_max = ZLOG_INFO;
+static int log_fd = -1; /* zlog_setup_fd's descriptor, or -1 */
+
+void zlog_setup_fd(int fd, enum zlog_level max_level) {
+  log_fd = fd;
+  log_syslog = 0;
+  log_max = max_level;
+}
+
+const char *zlog_level_name(enum zlog_level level) {
+  return level <= ZLOG_ERR    ? "error"
+         : level <= ZLOG_WARN ? "warn"
+         : level <= ZLOG_INFO ? "info"
+                              : "debug";
+}
+
+/* Write line to the descriptor: time, program, pid, level, message. */
+static void log_to_fd(enum zlog_level level, const char *line) {
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  char out[1200];
+  int m = snprintf(out, sizeof out,
+                   "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ zarrfs[%ld] %s: %s\n",
+                   tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                   tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, (long)getpid(),
+                   zlog_level_name(level), line);
+  if (m > (int)sizeof out - 1) {
+    m = (int)sizeof out - 1;
+    out[m - 1] = '\n';
+  }
+  ssize_t w = write(log_fd, out, (size_t)m);
+  (void)w;
+}
 
 /* Pick the sink. */
 void zlog_setup(int use_syslog, enum zlog_level max_level) {
@@ -31,6 +66,10 @@ void zlog(enum zlog_level level, const char *fmt, ...) {
     return;
   if (log_syslog) {
     syslog((int)level, "%s", line);
+    return;
+  }
+  if (log_fd >= 0) {
+    log_to_fd(level, line);
     return;
   }
   char out[1100];

@@ -4,6 +4,8 @@
  * SIGTERM, SIGINT and SIGHUP. The only file in src/ that sees libfuse. */
 #include "config.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,6 +160,58 @@ struct daemon {
   struct shutdown shut;
 };
 
+/* Is there a syslog to send lines to? Without /dev/log (containers,
+ * minimal systems) syslog(3) drops every line. */
+static int syslog_works(void) {
+  struct stat st;
+  return stat("/dev/log", &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* May the daemon keep the mounting shell's stderr? A terminal or a file:
+ * yes. Not a pipe: whoever reads it (`out=$(zarrfs SRC MNT 2>&1)`) would
+ * wait for its end as long as the daemon runs. */
+static int stderr_keepable(void) {
+  struct stat st;
+  return isatty(STDERR_FILENO) ||
+         (fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode));
+}
+
+/* Choose where log lines go, before any thread starts: -o log_file (opened
+ * now, so a relative path means the current directory and a failure is a
+ * refusal), else stderr in the foreground, else syslog, else a copy of
+ * stderr, which outlives daemonizing (fuse_daemonize points 0-2 at
+ * /dev/null): errors then reach the shell that mounted rather than
+ * nowhere (when it is a terminal or a file). level: the default when
+ * -o log_level is not given. */
+static int log_open(const struct cli_config *cfg, int foreground,
+                    enum zlog_level level) {
+  if (cfg->log_level)
+    level = (enum zlog_level)cfg->log_level;
+  if (cfg->log_file) {
+    int fd =
+        open(cfg->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      fprintf(stderr, "zarrfs: %s: cannot open the log file: %s\n",
+              cfg->log_file, strerror(errno));
+      return -1;
+    }
+    zlog_setup_fd(fd, level);
+  } else if (foreground) {
+    zlog_setup(0, level);
+  } else if (syslog_works()) {
+    zlog_setup(1, level);
+  } else if (stderr_keepable()) {
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    if (fd >= 0)
+      zlog_setup_fd(fd, level);
+    else
+      zlog_setup(1, level);
+  } else {
+    zlog_setup(1, level); /* nowhere better */
+  }
+  return 0;
+}
+
 /* The remote context, the store SOURCE names and the engine over it, as
  * the command line sets them. Refusals are printed, one line each. */
 static int engine_open(const struct cli_config *cfg, struct remote **remote,
@@ -183,7 +238,8 @@ static int engine_open(const struct cli_config *cfg, struct remote **remote,
 /* zarrfs ls|cat|stat|info SOURCE [PATH...]: the namespace on standard
  * output, no mount (fs/cmd.c). Log lines go to standard error. */
 static int tool_run(const struct cli_config *cfg) {
-  zlog_setup(0, ZLOG_WARN);
+  if (log_open(cfg, 1, ZLOG_WARN) < 0)
+    return 1;
   if (source_check(cfg->source) < 0)
     return 1;
   struct remote *remote = NULL;
@@ -211,7 +267,9 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
       return -1;
   if (fuse_parse_cmdline(&d->args, &d->opts) != 0)
     return -1;
-  zlog_setup(!d->opts.foreground, d->opts.debug ? ZLOG_DEBUG : ZLOG_INFO);
+  if (log_open(cfg, d->opts.foreground,
+               d->opts.debug ? ZLOG_DEBUG : ZLOG_INFO) < 0)
+    return -1;
 
   struct store *store;
   if (engine_open(cfg, &d->remote, &d->confine, &d->engine) < 0)

@@ -308,6 +308,32 @@ START_TEST(allow_roots_in_order) {
 }
 END_TEST
 
+/* -o log_file and -o log_level. */
+START_TEST(log_options) {
+  struct cli_config *c = parse_ok((const char *[]){"s", "m", NULL});
+  ck_assert_ptr_null(c->log_file);
+  ck_assert_int_eq(c->log_level, 0);
+  cli_config_free(c);
+  static const struct {
+    const char *v;
+    int level;
+  } lv[] = {{"error", 3}, {"warn", 4}, {"info", 6}, {"debug", 7}};
+  for (size_t i = 0; i < sizeof lv / sizeof *lv; i++) {
+    char opt[64];
+    snprintf(opt, sizeof opt, "log_level=%s,log_file=/var/log/z.log", lv[i].v);
+    c = parse_ok((const char *[]){"-o", opt, "s", "m", NULL});
+    ck_assert_int_eq(c->log_level, lv[i].level);
+    ck_assert_str_eq(c->log_file, "/var/log/z.log");
+    assert_fuse_argv(c, (const char *[]){"zarrfs", "m", NULL});
+    cli_config_free(c);
+  }
+  parse_refused((const char *[]){"-o", "log_level=verbose", "s", "m", NULL},
+                "bad log_level 'verbose' (error, warn, info or debug)");
+  parse_refused((const char *[]){"-o", "log_file=", "s", "m", NULL},
+                "bad log_file '' (a file name)");
+}
+END_TEST
+
 /* -o nonempty is ours (libfuse 3 has no such option). */
 START_TEST(nonempty_is_ours) {
   struct cli_config *c = parse_ok((const char *[]){"s", "m", NULL});
@@ -617,6 +643,8 @@ START_TEST(usage_names_every_option) {
                                      "-o decode_threads=",
                                      "-o target_root=",
                                      "-o nonempty",
+                                     "-o log_file=",
+                                     "-o log_level=",
                                      "ls SOURCE [PATH]",
                                      "cat SOURCE PATH...",
                                      "stat SOURCE [PATH...]",
@@ -902,6 +930,7 @@ int main(void) {
   tcase_add_test(tc, s3_strings);
   tcase_add_test(tc, allow_roots_in_order);
   tcase_add_test(tc, nonempty_is_ours);
+  tcase_add_test(tc, log_options);
   tcase_add_loop_test(tc, refused_option, 0,
                       (int)(sizeof refusals / sizeof *refusals));
   tcase_add_test(tc, last_value_wins);
