@@ -2,13 +2,13 @@
 #include "cmd.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../src/bytesrc.h"
 #include "../src/store.h"
 #include "engine.h"
+#include "info.h"
 #include "namespace.h"
 #include "node.h"
 #include "view.h"
@@ -170,25 +170,7 @@ static void cmd_stat(struct cmd *c, const char *path, struct ns_entry *ent) {
           path);
 }
 
-/* "name: [a, b, c]" for n numbers. */
-static void put_dims(struct cmd *c, const char *name, const uint64_t *v,
-                     int n) {
-  fprintf(c->out, "%s: [", name);
-  for (int d = 0; d < n; d++)
-    fprintf(c->out, "%s%llu", d ? ", " : "", (unsigned long long)v[d]);
-  fprintf(c->out, "]\n");
-}
-
-/* "name: <compact JSON>" when the document has the member. */
-static void put_json(struct cmd *c, const char *name, json_t *j) {
-  if (!j)
-    return;
-  char *s = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
-  fprintf(c->out, "%s: %s\n", name, s ? s : "(out of memory)");
-  free(s);
-}
-
-/* info: the node's metadata, one field a line. */
+/* info: the node's metadata, one field a line (fs/info.c). */
 static void cmd_info(struct cmd *c, const char *path, struct ns_entry *ent) {
   struct zerr err = {0};
   int rc = resolve(c, path, ent, &err);
@@ -205,41 +187,15 @@ static void cmd_info(struct cmd *c, const char *path, struct ns_entry *ent) {
     c->failed = 1;
     return;
   }
-  fprintf(c->out, "path: /%s\n", n->path);
-  if (n->kind == ZNODE_BROKEN) {
-    fprintf(c->out, "node_type: broken\nerror: %s\n",
-            n->view_error ? n->view_error : "unusable metadata");
+  char *text;
+  size_t len;
+  rc = info_text(n, &text, &len);
+  if (rc < 0) {
+    fail(c, path, rc, NULL);
     return;
   }
-  const struct zmeta *m = n->meta;
-  json_t *root = m ? m->root : NULL;
-  fprintf(c->out, "node_type: %s\n",
-          n->kind == ZNODE_ARRAY ? "array" : "group");
-  put_json(c, "zarr_format", json_object_get(root, "zarr_format"));
-  if (n->kind == ZNODE_ARRAY && m) {
-    put_dims(c, "shape", m->shape, m->ndim);
-    fprintf(c->out, "data_type: %s\n", m->dtype.name);
-    put_dims(c, "chunk_shape", m->chunk, m->ndim);
-    if (n->shard)
-      put_dims(c, "inner_chunk_shape", n->uspec.shape, m->ndim);
-    fprintf(c->out, "chunks: %llu", (unsigned long long)m->nchunks);
-    for (int d = 0; d < m->ndim; d++)
-      fprintf(c->out, "%s%llu", d ? " x " : " (",
-              (unsigned long long)m->grid[d]);
-    fprintf(c->out, "%s\n", m->ndim ? ")" : "");
-    fprintf(c->out, "chunk_key_encoding: %s, separator '%c'\n",
-            m->key_encoding == ZMETA_KEY_V2 ? "v2" : "default", m->key_sep);
-    put_json(c, "fill_value", json_object_get(root, "fill_value"));
-    put_json(c, "codecs", m->codecs);
-    put_json(c, "dimension_names", json_object_get(root, "dimension_names"));
-    if (n->view_error)
-      fprintf(c->out, "views: no (%s)\n", n->view_error);
-    else
-      fprintf(c->out, "views: yes\n");
-  }
-  json_t *attrs = json_object_get(root, "attributes");
-  if (json_is_object(attrs))
-    fprintf(c->out, "attributes: %zu\n", json_object_size(attrs));
+  put(c, text, len);
+  free(text);
 }
 
 int cmd_run(struct engine *e, enum cli_tool tool, char *const *paths, size_t n,

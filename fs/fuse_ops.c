@@ -23,6 +23,7 @@
 #include "../src/htab.h"
 #include "../src/log.h"
 #include "engine.h"
+#include "info.h"
 #include "namespace.h"
 #include "view.h"
 #include "zfs_errno.h"
@@ -674,6 +675,83 @@ static void zfs_access(fuse_req_t req, fuse_ino_t ino, int mask) {
   fuse_reply_err(req, rc < 0 ? -zfs_errno(rc) : 0);
 }
 
+/* The node an inode's path names when it is a directory (an array, a
+ * group, or a directory without metadata: ZNODE_NONE), else NULL with
+ * *rc set (0 for a file: it simply has no attributes). */
+static const struct znode *xattr_node(fuse_req_t req, fuse_ino_t ino, int *rc) {
+  struct zfs_fuse_ctx *c = ctx_of(req);
+  struct zfs_inode *in = inode_get(c->inodes, ino);
+  *rc = 0;
+  if (!in) {
+    *rc = -ESTALE;
+    return NULL;
+  }
+  struct ns_entry *ent = malloc(sizeof *ent);
+  if (!ent) {
+    *rc = -ENOMEM;
+    return NULL;
+  }
+  const struct znode *n = NULL;
+  *rc = ns_resolve(c->engine, in->path, ent, NULL);
+  if (*rc == 0 && ent->kind == NS_DIR)
+    n = engine_node(c->engine, ent->key);
+  free(ent);
+  return n;
+}
+
+/* Reply as getxattr and listxattr do, then free value: the error rc
+ * (ENODATA: no such attribute), else value's size when the caller asks
+ * (size 0), ERANGE when it does not fit, else value (len bytes). */
+static void reply_xattr(fuse_req_t req, int rc, size_t size, char *value,
+                        size_t len) {
+  if (rc < 0)
+    fuse_reply_err(req, rc == -ENODATA || rc == -ESTALE || rc == -ENOMEM
+                            ? -rc
+                            : -zfs_errno(rc));
+  else if (size == 0)
+    fuse_reply_xattr(req, len);
+  else if (size < len)
+    fuse_reply_err(req, ERANGE);
+  else
+    fuse_reply_buf(req, value ? value : "", len);
+  free(value);
+}
+
+/* getxattr (name) and listxattr (name NULL): user.zarr.* on array and
+ * group directories (fs/info.c). */
+static void xattr_request(fuse_req_t req, fuse_ino_t ino, const char *name,
+                          size_t size) {
+  /* Off (the default): ENOSYS, after which the kernel asks no more, so ls
+   * -l costs no request per file for security.selinux and the ACLs. */
+  if (!ctx_of(req)->cfg.xattrs) {
+    fuse_reply_err(req, ENOSYS);
+    return;
+  }
+  /* On: answer other names at once, without resolving the path. */
+  if (name && strncmp(name, "user.zarr.", 10)) {
+    fuse_reply_err(req, ENODATA);
+    return;
+  }
+  int rc;
+  const struct znode *n = xattr_node(req, ino, &rc);
+  char *v = NULL;
+  size_t len = 0;
+  if (n)
+    rc = name ? info_xattr(n, name, &v, &len) : info_xattr_names(n, &v, &len);
+  else if (rc == 0 && name)
+    rc = -ENODATA; /* a file, or a directory without metadata */
+  reply_xattr(req, rc, size, v, len);
+}
+
+static void zfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                         size_t size) {
+  xattr_request(req, ino, name, size);
+}
+
+static void zfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  xattr_request(req, ino, NULL, size);
+}
+
 /* Everything that would write. */
 static void ro_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
                        int to_set, struct fuse_file_info *fi) {
@@ -756,6 +834,8 @@ static const struct fuse_lowlevel_ops zfs_ops = {
     .write = ro_write,
     .create = ro_create,
     .setxattr = ro_setxattr,
+    .getxattr = zfs_getxattr,
+    .listxattr = zfs_listxattr,
     .removexattr = ro_removexattr,
 };
 

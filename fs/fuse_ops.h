@@ -21,6 +21,11 @@ struct zfs_fuse_config {
   unsigned max_readahead; /* bytes; the kernel takes the smaller of this and
                              its own (main raises that first: see
                              -o kernel_readahead); 0 keeps the kernel's */
+  int xattrs;             /* -o xattr: user.zarr.* extended attributes on
+                             array and group directories; off, getxattr
+                             answers ENOSYS once and the kernel stops
+                             asking (ls -l then costs no request per file
+                             for security.selinux and the ACLs) */
 };
 
 struct zfs_inodes;

@@ -146,6 +146,10 @@ static int cli_option(struct cli_parser *p, const char *opt, int in_group) {
     p->c->nonempty = 1;
     return 0;
   }
+  if (!strcmp(opt, "xattr")) {
+    p->c->xattrs = 1;
+    return 0;
+  }
   /* target_root=DIR; allow_root=DIR is its old name (plain allow_root,
    * without a value, is libfuse's and passes through) */
   const char *root = !strncmp(opt, "target_root=", 12)  ? opt + 12
@@ -583,6 +587,10 @@ void cli_usage(FILE *f, const char *prog) {
       "                           file's directory is always allowed);\n"
       "                           DIR may be a URL prefix, which also\n"
       "                           allows link-local addresses under it\n"
+      "    -o xattr               user.zarr.* extended attributes (shape,\n"
+      "                           data_type, chunks, codecs, ...) on array\n"
+      "                           and group directories (default off: on,\n"
+      "                           ls -l asks twice per file)\n"
       "    -o nonempty            mount over a directory that is not empty\n"
       "                           (refused by default: its files would be\n"
       "                           hidden)\n"

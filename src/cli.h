@@ -81,6 +81,7 @@ struct cli_config {
   int log_level;             /* -o log_level: an enum zlog_level value
                                 (3 error, 4 warn, 6 info, 7 debug), or 0:
                                 the default */
+  int xattrs;                /* -o xattr: user.zarr.* attributes */
   int nonempty;              /* -o nonempty: mount over a non-empty
                                 directory */
   char **allow_roots;        /* -o target_root=DIR|URL (old name

@@ -290,13 +290,13 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
     fprintf(stderr, "zarrfs: out of memory\n");
     return -1;
   }
-  d->fctx =
-      (struct zfs_fuse_ctx){.engine = d->engine,
-                            .cfg = {cfg->attr_timeout, cfg->kernel_readahead},
-                            .mount_time = (long)time(NULL),
-                            .uid = getuid(),
-                            .gid = getgid(),
-                            .inodes = d->inodes};
+  d->fctx = (struct zfs_fuse_ctx){
+      .engine = d->engine,
+      .cfg = {cfg->attr_timeout, cfg->kernel_readahead, cfg->xattrs},
+      .mount_time = (long)time(NULL),
+      .uid = getuid(),
+      .gid = getgid(),
+      .inodes = d->inodes};
   d->se = fuse_session_new(&d->args, zfs_operations(),
                            sizeof(struct fuse_lowlevel_ops), &d->fctx);
   return d->se ? 0 : -1;

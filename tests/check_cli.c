@@ -343,6 +343,14 @@ START_TEST(nonempty_is_ours) {
   ck_assert_int_eq(c->nonempty, 1);
   assert_fuse_argv(c, (const char *[]){"zarrfs", "-o", "ro", "m", NULL});
   cli_config_free(c);
+  /* -o xattr is ours too (libfuse has none) */
+  c = parse_ok((const char *[]){"s", "m", NULL});
+  ck_assert_int_eq(c->xattrs, 0);
+  cli_config_free(c);
+  c = parse_ok((const char *[]){"-oxattr", "s", "m", NULL});
+  ck_assert_int_eq(c->xattrs, 1);
+  assert_fuse_argv(c, (const char *[]){"zarrfs", "m", NULL});
+  cli_config_free(c);
 }
 END_TEST
 
@@ -643,6 +651,7 @@ START_TEST(usage_names_every_option) {
                                      "-o decode_threads=",
                                      "-o target_root=",
                                      "-o nonempty",
+                                     "-o xattr",
                                      "-o log_file=",
                                      "-o log_level=",
                                      "ls SOURCE [PATH]",

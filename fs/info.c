@@ -1,0 +1,182 @@
+/* info.c - an array or group in words (see info.h). */
+#define _GNU_SOURCE /* open_memstream */
+#include "info.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "node.h"
+
+#define XATTR_PREFIX "user.zarr."
+
+/* "[a, b, c]" (sep ", ") or "[a,b,c]" (sep ",") for n numbers. */
+static void put_dims(FILE *f, const uint64_t *v, int n, const char *sep) {
+  fputc('[', f);
+  for (int d = 0; d < n; d++)
+    fprintf(f, "%s%llu", d ? sep : "", (unsigned long long)v[d]);
+  fputc(']', f);
+}
+
+/* Compact JSON of j, or NULL (j absent, or out of memory). */
+static char *json_text(json_t *j) {
+  return j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+}
+
+/* "name: <compact JSON>\n" when j is there. */
+static void put_json(FILE *f, const char *name, json_t *j) {
+  char *s = json_text(j);
+  if (s)
+    fprintf(f, "%s: %s\n", name, s);
+  free(s);
+}
+
+/* The metadata document of n, or NULL. */
+static json_t *root_of(const struct znode *n) {
+  return n->meta ? n->meta->root : NULL;
+}
+
+/* Close a memory stream into *out / *len; -ENOMEM when it failed. */
+static int stream_done(FILE *f, char **out, size_t *len) {
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    free(*out);
+    *out = NULL;
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+int info_text(const struct znode *n, char **out, size_t *len) {
+  *out = NULL;
+  *len = 0;
+  FILE *f = open_memstream(out, len);
+  if (!f)
+    return -ENOMEM;
+  fprintf(f, "path: /%s\n", n->path ? n->path : "");
+  if (n->kind == ZNODE_BROKEN) {
+    fprintf(f, "node_type: broken\nerror: %s\n",
+            n->view_error ? n->view_error : "unusable metadata");
+    return stream_done(f, out, len);
+  }
+  const struct zmeta *m = n->meta;
+  json_t *root = root_of(n);
+  fprintf(f, "node_type: %s\n", n->kind == ZNODE_ARRAY ? "array" : "group");
+  put_json(f, "zarr_format", json_object_get(root, "zarr_format"));
+  if (n->kind == ZNODE_ARRAY && m) {
+    fputs("shape: ", f);
+    put_dims(f, m->shape, m->ndim, ", ");
+    fprintf(f, "\ndata_type: %s\nchunk_shape: ", m->dtype.name);
+    put_dims(f, m->chunk, m->ndim, ", ");
+    fputc('\n', f);
+    if (n->shard) {
+      fputs("inner_chunk_shape: ", f);
+      put_dims(f, n->uspec.shape, m->ndim, ", ");
+      fputc('\n', f);
+    }
+    fprintf(f, "chunks: %llu", (unsigned long long)m->nchunks);
+    for (int d = 0; d < m->ndim; d++)
+      fprintf(f, "%s%llu", d ? " x " : " (", (unsigned long long)m->grid[d]);
+    fprintf(f, "%s\n", m->ndim ? ")" : "");
+    fprintf(f, "chunk_key_encoding: %s, separator '%c'\n",
+            m->key_encoding == ZMETA_KEY_V2 ? "v2" : "default", m->key_sep);
+    put_json(f, "fill_value", json_object_get(root, "fill_value"));
+    put_json(f, "codecs", m->codecs);
+    put_json(f, "dimension_names", json_object_get(root, "dimension_names"));
+    if (n->view_error)
+      fprintf(f, "views: no (%s)\n", n->view_error);
+    else
+      fprintf(f, "views: yes\n");
+  }
+  json_t *attrs = json_object_get(root, "attributes");
+  if (json_is_object(attrs))
+    fprintf(f, "attributes: %zu\n", json_object_size(attrs));
+  return stream_done(f, out, len);
+}
+
+/* The attributes a node has, in listing order (NULL-ended). */
+static void names_of(const struct znode *n, const char **names) {
+  size_t k = 0;
+  json_t *root = root_of(n);
+  if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_GROUP) {
+    names[k++] = "node_type";
+    if (json_object_get(root, "zarr_format"))
+      names[k++] = "zarr_format";
+  }
+  if (n->kind == ZNODE_ARRAY && n->meta) {
+    names[k++] = "shape";
+    names[k++] = "data_type";
+    names[k++] = "chunks";
+    names[k++] = "codecs";
+    if (json_object_get(root, "fill_value"))
+      names[k++] = "fill_value";
+    if (json_object_get(root, "dimension_names"))
+      names[k++] = "dimension_names";
+  }
+  if (root)
+    names[k++] = "metadata";
+  names[k] = NULL;
+}
+
+int info_xattr_names(const struct znode *n, char **out, size_t *len) {
+  const char *names[16];
+  names_of(n, names);
+  size_t total = 0;
+  for (size_t i = 0; names[i]; i++)
+    total += sizeof XATTR_PREFIX - 1 + strlen(names[i]) + 1;
+  *out = malloc(total ? total : 1);
+  if (!*out)
+    return -ENOMEM;
+  char *p = *out;
+  for (size_t i = 0; names[i]; i++)
+    p += sprintf(p, "%s%s", XATTR_PREFIX, names[i]) + 1;
+  *len = total;
+  return 0;
+}
+
+/* The value of attribute a (without the prefix) of n into a stream. */
+static void put_value(FILE *f, const struct znode *n, const char *a) {
+  const struct zmeta *m = n->meta;
+  json_t *root = root_of(n);
+  char *s = NULL;
+  if (!strcmp(a, "node_type"))
+    fputs(n->kind == ZNODE_ARRAY ? "array" : "group", f);
+  else if (!strcmp(a, "shape"))
+    put_dims(f, m->shape, m->ndim, ",");
+  else if (!strcmp(a, "chunks"))
+    put_dims(f, m->chunk, m->ndim, ",");
+  else if (!strcmp(a, "data_type"))
+    fputs(m->dtype.name, f);
+  else if (!strcmp(a, "codecs"))
+    s = json_text(m->codecs);
+  else if (!strcmp(a, "metadata"))
+    s = json_text(root);
+  else /* zarr_format, fill_value, dimension_names: as written */
+    s = json_text(json_object_get(root, a));
+  if (s)
+    fputs(s, f);
+  free(s);
+}
+
+int info_xattr(const struct znode *n, const char *name, char **out,
+               size_t *len) {
+  *out = NULL;
+  *len = 0;
+  if (strncmp(name, XATTR_PREFIX, sizeof XATTR_PREFIX - 1))
+    return -ENODATA;
+  const char *a = name + sizeof XATTR_PREFIX - 1;
+  const char *names[16];
+  names_of(n, names);
+  size_t i = 0;
+  while (names[i] && strcmp(names[i], a))
+    i++;
+  if (!names[i])
+    return -ENODATA;
+  FILE *f = open_memstream(out, len);
+  if (!f)
+    return -ENOMEM;
+  put_value(f, n, a);
+  return stream_done(f, out, len);
+}
