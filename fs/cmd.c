@@ -83,7 +83,9 @@ static void cmd_ls(struct cmd *c, const char *path, struct ns_entry *ent) {
     return;
   }
   struct ns_dir *d;
-  rc = ns_dir_open(c->e, ent->key, &d, &err);
+  char p[4096];
+  norm(path, p, sizeof p);
+  rc = ns_dir_open(c->e, p, &d, &err); /* the path: .text is not a key */
   if (rc < 0) {
     fail(c, path, rc, &err);
     return;

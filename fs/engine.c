@@ -49,6 +49,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
                                                          : cfg->max_decoded;
   e->no_consolidated = cfg->no_consolidated;
   e->lazy_sizes = cfg->lazy_sizes;
+  e->views = cfg->views;
   /* Decode-ahead holds at most a quarter of the cache pinned per reader.
    * No pool (no threads, or none could be made) only means no decoding
    * ahead. */

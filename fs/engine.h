@@ -35,8 +35,8 @@
 #include "../src/log.h"
 #include "../src/logonce.h"
 #include "../src/memo.h"
-#include "../src/pool.h"
 #include "../src/meta.h"
+#include "../src/pool.h"
 #include "../src/store.h"
 
 /* Memo levels of what the engine and the views cache. The wait rule of
@@ -71,6 +71,16 @@ struct engine_config {
                             ns_size) */
   int decode_threads;    /* -o decode_threads: workers decoding ahead of
                             sequential readers and across rows (0: none) */
+  int views;             /* -o views: where the text views are (enum
+                            engine_views) */
+};
+
+/* Where the text views are (fs/namespace.c). */
+enum engine_views {
+  ENGINE_VIEWS_BESIDE = 0, /* K.txt beside chunk K, values.txt in arrays */
+  ENGINE_VIEWS_TREE,       /* the store untouched; the views in a tree of
+                              their own under /.text */
+  ENGINE_VIEWS_NONE,       /* the store untouched, no views */
 };
 
 struct engine {
@@ -90,6 +100,7 @@ struct engine {
                                  engine: callers borrow nodes for its life) */
   int no_consolidated;        /* from engine_config */
   int lazy_sizes;             /* from engine_config */
+  int views;                  /* from engine_config (enum engine_views) */
   struct logonce *log;        /* every line goes through it: once per key
                                  and reason, repeats summarised */
   atomic_int stopping; /* set by engine_stop (signal-safe); long loops and

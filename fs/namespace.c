@@ -38,6 +38,34 @@ static int ends_with(const char *s, const char *suffix) {
   return a > b && !memcmp(s + a - b, suffix, b);
 }
 
+/* What a path shows (-o views): the store and the views beside it, the
+ * store alone, or (under NS_TEXT_DIR with views=tree) the directories and
+ * the views without the stored files. */
+enum ns_layout { NS_L_BESIDE, NS_L_PLAIN, NS_L_TEXT };
+
+/* Does the store itself hold NS_TEXT_DIR at its root? Then it wins, as
+ * every stored key does, and views=tree has no text tree. */
+static int text_dir_stored(struct engine *e) {
+  enum store_entry_type t;
+  uint64_t size;
+  return store_stat(e->store, NS_TEXT_DIR, &t, &size, NULL) == 0;
+}
+
+/* The layout at *key, moving *key past NS_TEXT_DIR in the text tree. */
+static enum ns_layout layout_of(struct engine *e, const char **key) {
+  if (e->views == ENGINE_VIEWS_BESIDE)
+    return NS_L_BESIDE;
+  if (e->views == ENGINE_VIEWS_NONE)
+    return NS_L_PLAIN;
+  const char *k = *key;
+  size_t tl = strlen(NS_TEXT_DIR);
+  if (strncmp(k, NS_TEXT_DIR, tl) || (k[tl] && k[tl] != '/') ||
+      text_dir_stored(e))
+    return NS_L_PLAIN;
+  *key = k[tl] ? k + tl + 1 : k + tl;
+  return NS_L_TEXT;
+}
+
 /* Resolve stored objects first, then view names. */
 /* A store that cannot list (plain HTTP) has no directories of its own:
  * a proper prefix of a chunk key of an array ("c", "c/1" of a 3-D array
@@ -66,6 +94,7 @@ static int is_chunk_prefix(struct engine *e, const char *key) {
 int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
                struct zerr *err) {
   const char *key = path_key(path);
+  enum ns_layout lay = layout_of(e, &key);
   size_t klen = strlen(key);
   if (klen >= sizeof ent->key)
     return zerr_set(err, ENAMETOOLONG, "path too long");
@@ -80,14 +109,14 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   enum store_entry_type t;
   uint64_t size;
   int rc = store_stat(e->store, key, &t, &size, err);
-  if (rc == 0) {
+  if (rc == 0 && (t == STORE_DIR || lay != NS_L_TEXT)) {
     ent->kind = t == STORE_DIR ? NS_DIR : NS_RAW;
     ent->raw_size = size;
     return 0;
   }
-  if (rc != -ENOENT && rc != -EINVAL)
+  if (rc < 0 && rc != -ENOENT && rc != -EINVAL)
     return rc;
-  zerr_clear(err);
+  zerr_clear(err);                /* a stored file in the text tree is hidden */
   if (node_cons_is_dir(e, key)) { /* a node only consolidated metadata names */
     ent->kind = NS_DIR;
     return 0;
@@ -96,6 +125,8 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     ent->kind = NS_DIR;
     return 0;
   }
+  if (lay == NS_L_PLAIN)
+    return zerr_set(err, ENOENT, "no such file");
 
   char parent[4096];
   const char *base = split_parent(key, parent, sizeof parent);
@@ -399,9 +430,28 @@ static void dir_add_views(struct engine *e, struct ns_dir *d,
   }
 }
 
+/* The text tree shows no stored file: drop them (after the views that
+ * stored chunks give were added). */
+static void dir_drop_files(struct ns_dir *d) {
+  size_t w = 0;
+  for (size_t i = 0; i < d->n; i++)
+    if (d->items[i].kind != NS_RAW)
+      d->items[w++] = d->items[i];
+  d->n = w;
+}
+
+/* Is name a stored directory of the listing? */
+static int dir_has_stored_dir(const struct ns_dir *d, const char *name) {
+  for (size_t i = 0; i < d->nstored; i++)
+    if (d->items[i].kind == NS_DIR && !strcmp(item_name(d, i), name))
+      return 1;
+  return 0;
+}
+
 int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
                 struct zerr *err) {
   const char *key = path_key(path);
+  enum ns_layout lay = layout_of(e, &key);
   struct ns_dir *d = calloc(1, sizeof *d);
   if (!d)
     return zerr_set(err, ENOMEM, "out of memory listing a directory");
@@ -445,6 +495,14 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
   const char *rel = "";
   if (n->kind != ZNODE_ARRAY && n->kind != ZNODE_BROKEN)
     n = *key ? engine_array_of(e, key, &rel) : NULL;
+  if (lay == NS_L_PLAIN) {
+    n = NULL; /* no views */
+    if (e->views == ENGINE_VIEWS_TREE && !*key &&
+        !dir_has_stored(d, NS_TEXT_DIR))
+      dir_add(d, NS_TEXT_DIR, strlen(NS_TEXT_DIR), NS_DIR, 1, 0);
+  } else if (lay == NS_L_TEXT) {
+    d->has_view_suffix = 0; /* stored files hide no view: they are hidden */
+  }
   if (n && n->errcode) { /* broken for now (out of memory): no listing
                             without its views */
     rc = zerr_set(err, n->errcode, "%s",
@@ -453,7 +511,8 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
     return rc;
   }
   if (n && n->path && !strcmp(n->path, key) &&
-      !dir_has_stored(d, NS_VALUES_NAME)) {
+      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_VALUES_NAME)
+                         : dir_has_stored(d, NS_VALUES_NAME))) {
     uint64_t size = 0;
     int attr = n->kind == ZNODE_ARRAY && view_size_cheap(e, n, NULL, &size);
     dir_add(d, NS_VALUES_NAME, strlen(NS_VALUES_NAME), NS_ARRAY_VIEW, attr,
@@ -461,6 +520,8 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
   }
   if (n && n->kind == ZNODE_ARRAY && n->meta)
     dir_add_views(e, d, n, rel);
+  if (lay == NS_L_TEXT)
+    dir_drop_files(d);
   if (d->rc) {
     rc = d->rc == -EFBIG
              ? zerr_set(err, EFBIG, "directory listing too large")

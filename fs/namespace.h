@@ -13,6 +13,7 @@
 #include "node.h"
 
 #define NS_VALUES_NAME "values.txt"
+#define NS_TEXT_DIR ".text" /* -o views=tree: the root of the text tree */
 #define NS_VIEW_SUFFIX ".txt"
 
 enum ns_kind { NS_DIR = 1, NS_RAW, NS_CHUNK_VIEW, NS_ARRAY_VIEW };

@@ -34,6 +34,7 @@ enum cli_opt {
   CLI_OPT_CONNECTIONS,
   CLI_OPT_LOG_FILE,
   CLI_OPT_LOG_LEVEL,
+  CLI_OPT_VIEWS,
   CLI_OPT_COUNT
 };
 
@@ -44,7 +45,7 @@ static const char *const cli_opt_names[CLI_OPT_COUNT] = {
     "region",        "endpoint",       "profile",        "connect_timeout",
     "stall_timeout", "timeout",        "retries",        "remote_cache",
     "block_size",    "max_request",    "readahead",      "connections",
-    "log_file",      "log_level"};
+    "log_file",      "log_level",      "views"};
 
 /* The parse in progress. */
 struct cli_parser {
@@ -412,6 +413,17 @@ static int cli_validate(struct cli_parser *p) {
   ZTRY(cli_count(p, CLI_OPT_RETRIES, 0, 100, &retries));
   r->http.max_attempts = retries + 1; /* retries after the first attempt */
   ZTRY(cli_count(p, CLI_OPT_CONNECTIONS, 1, 1024, &r->http.max_conns));
+  const char *vw = p->value[CLI_OPT_VIEWS];
+  if (vw) {
+    static const char *const modes[] = {"beside", "tree", "none"};
+    c->views = -1;
+    for (int i = 0; i < 3; i++)
+      if (!strcmp(vw, modes[i]))
+        c->views = i;
+    if (c->views < 0)
+      return zerr_set(p->err, EINVAL, "bad views '%s' (beside, tree or none)",
+                      vw);
+  }
   const char *lv = p->value[CLI_OPT_LOG_LEVEL];
   if (lv) {
     static const struct {
@@ -579,6 +591,10 @@ void cli_usage(FILE *f, const char *prog) {
       "                           lazy: only sizes known without decoding\n"
       "                           data, else 0, read with direct I/O\n"
       "                           (remote default)\n"
+      "    -o views=beside|tree|none  where the text views are: beside the\n"
+      "                           chunks (default); tree: the store\n"
+      "                           untouched at the root and the views under\n"
+      "                           /.text; none: no views\n"
       "    -o decode_threads=N    workers decoding chunks ahead of\n"
       "                           sequential readers (default: the number\n"
       "                           of cores, at most 16; 0: none)\n"

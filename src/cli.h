@@ -82,6 +82,8 @@ struct cli_config {
                                 (3 error, 4 warn, 6 info, 7 debug), or 0:
                                 the default */
   int xattrs;                /* -o xattr: user.zarr.* attributes */
+  int views;                 /* -o views: 0 beside (default), 1 tree,
+                                2 none (enum engine_views) */
   int nonempty;              /* -o nonempty: mount over a non-empty
                                 directory */
   char **allow_roots;        /* -o target_root=DIR|URL (old name

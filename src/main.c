@@ -226,7 +226,8 @@ static int engine_open(const struct cli_config *cfg, struct remote **remote,
                                .size_table_max = 1 << 20,
                                .no_consolidated = cfg->no_consolidated,
                                .lazy_sizes = cfg->lazy_sizes,
-                               .decode_threads = cfg->decode_threads};
+                               .decode_threads = cfg->decode_threads,
+                               .views = cfg->views};
   if (engine_new(store, &ecfg, e, &err) < 0) {
     store_free(store);
     fprintf(stderr, "zarrfs: %s\n", err.msg);

@@ -334,6 +334,26 @@ START_TEST(log_options) {
 }
 END_TEST
 
+/* -o views=beside|tree|none. */
+START_TEST(views_option) {
+  struct cli_config *c = parse_ok((const char *[]){"s", "m", NULL});
+  ck_assert_int_eq(c->views, 0);
+  cli_config_free(c);
+  static const char *const modes[] = {"views=beside", "views=tree",
+                                      "views=none"};
+  for (int i = 0; i < 3; i++) {
+    c = parse_ok((const char *[]){"-o", modes[i], "s", "m", NULL});
+    ck_assert_int_eq(c->views, i);
+    cli_config_free(c);
+  }
+  c = parse_ok((const char *[]){"ls", "-o", "views=tree", "s", ".text", NULL});
+  ck_assert_int_eq(c->views, 1);
+  cli_config_free(c);
+  parse_refused((const char *[]){"-o", "views=both", "s", "m", NULL},
+                "bad views 'both' (beside, tree or none)");
+}
+END_TEST
+
 /* -o nonempty is ours (libfuse 3 has no such option). */
 START_TEST(nonempty_is_ours) {
   struct cli_config *c = parse_ok((const char *[]){"s", "m", NULL});
@@ -652,6 +672,7 @@ START_TEST(usage_names_every_option) {
                                      "-o target_root=",
                                      "-o nonempty",
                                      "-o xattr",
+                                     "-o views=beside|tree|none",
                                      "-o log_file=",
                                      "-o log_level=",
                                      "ls SOURCE [PATH]",
@@ -940,6 +961,7 @@ int main(void) {
   tcase_add_test(tc, allow_roots_in_order);
   tcase_add_test(tc, nonempty_is_ours);
   tcase_add_test(tc, log_options);
+  tcase_add_test(tc, views_option);
   tcase_add_loop_test(tc, refused_option, 0,
                       (int)(sizeof refusals / sizeof *refusals));
   tcase_add_test(tc, last_value_wins);
