@@ -57,7 +57,6 @@ struct zfs_inodes {
   pthread_mutex_t lock; /* guards both tables, next and every nlookup
                            (a leaf lock: nothing else is taken under it) */
   struct htab by_ino, by_path;
-  fuse_ino_t next; /* the next inode number (never reused) */
   struct zfs_inode *root;
   pthread_mutex_t open_lock; /* guards the open list (a leaf lock) */
   struct zfs_handle open;    /* the list's head: open handles */
@@ -134,7 +133,6 @@ int zfs_inodes_new(struct zfs_inodes **out) {
   t->root->by_ino.hash = ino_hash(FUSE_ROOT_ID);
   htab_insert(&t->by_ino, &t->root->by_ino); /* not by path: never looked
                                                  up, never forgotten */
-  t->next = FUSE_ROOT_ID + 1;
   *out = t;
   return 0;
 }
@@ -176,6 +174,24 @@ static struct zfs_inode *inode_get(struct zfs_inodes *t, fuse_ino_t ino) {
   return n ? inode_of_ino(n) : NULL;
 }
 
+/* The inode number of the store path [path, path+len): a hash of the path,
+ * so the same on every mount of the store (find -inum, backups and
+ * `ls -i` agree across mounts), in 63 bits and never 0, FUSE_ROOT_ID or
+ * ZFS_UNKNOWN_INO. Two live paths with the same hash (about one chance
+ * in 2^63 per pair) get the next free number: see inode_ref. */
+static fuse_ino_t stable_ino(const char *path, size_t len) {
+  uint64_t h = htab_hash_bytes(path, len, 0x1a0de5) >> 1;
+  if (h <= FUSE_ROOT_ID || h == ZFS_UNKNOWN_INO)
+    h += 2;
+  return h;
+}
+
+/* Is ino free (no live inode has it)? Under t->lock. */
+static int ino_free(struct zfs_inodes *t, fuse_ino_t ino) {
+  return ino > FUSE_ROOT_ID && ino != ZFS_UNKNOWN_INO &&
+         !htab_find(&t->by_ino, ino_hash(ino), ino_eq, &ino);
+}
+
 /* One more lookup of path: its inode (made on the first), or 0 without
  * memory. */
 static fuse_ino_t inode_ref(struct zfs_inodes *t, const char *path,
@@ -198,7 +214,9 @@ static fuse_ino_t inode_ref(struct zfs_inodes *t, const char *path,
       in = inode_of_path(n);
     } else {
       in = fresh;
-      in->ino = t->next++;
+      in->ino = stable_ino(path, len);
+      while (!ino_free(t, in->ino)) /* a hash collision: the next free */
+        in->ino = (in->ino + 1) & (UINT64_MAX >> 1);
       in->by_path.hash = h;
       in->by_ino.hash = ino_hash(in->ino);
       htab_insert(&t->by_path, &in->by_path);
@@ -481,9 +499,10 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       ns_dir_get(d->list, pos - 2, &de);
     char *p = buf + used;
     size_t room = size - used, w;
+    long len = pos >= 2 ? join_path(in, de.name, path, sizeof path) : -1;
     if (!plus) {
       struct stat st = {0};
-      st.st_ino = ZFS_UNKNOWN_INO;
+      st.st_ino = len >= 0 ? stable_ino(path, (size_t)len) : ZFS_UNKNOWN_INO;
       st.st_mode = de.kind == NS_DIR ? S_IFDIR : S_IFREG;
       w = fuse_add_direntry(req, p, room, de.name, &st, (off_t)pos + 1);
       if (w > room)
@@ -495,16 +514,15 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     memset(&e, 0, sizeof e);
     if (fuse_add_direntry_plus(req, NULL, 0, de.name, NULL, 0) > room)
       break; /* full: no inode is taken for a name not sent */
-    long len;
-    if (pos >= 2 && de.attr &&
-        (len = join_path(in, de.name, path, sizeof path)) >= 0 &&
+    if (pos >= 2 && de.attr && len >= 0 &&
         (e.ino = inode_ref(c->inodes, path, (size_t)len))) {
       fill_stat(c, de.kind, de.size, e.ino, &e.attr);
       e.attr_timeout = c->cfg.attr_timeout;
       e.entry_timeout = c->cfg.attr_timeout;
     } else {
       e.ino = 0; /* no attributes: the kernel looks the name up itself */
-      e.attr.st_ino = ZFS_UNKNOWN_INO;
+      e.attr.st_ino =
+          len >= 0 ? stable_ino(path, (size_t)len) : ZFS_UNKNOWN_INO;
       e.attr.st_mode = de.kind == NS_DIR ? S_IFDIR : S_IFREG;
     }
     used += fuse_add_direntry_plus(req, p, room, de.name, &e, (off_t)pos + 1);

@@ -47,8 +47,9 @@ const struct fuse_lowlevel_ops *zfs_operations(void);
 
 /* The inode table: the root (FUSE_ROOT_ID, the store's root) and every
  * path the kernel holds (looked up, or listed with its attributes by
- * readdirplus) until it forgets it. Inode numbers are never reused within
- * a mount. *out is owned by the caller (zfs_inodes_free). 0 or -ENOMEM. */
+ * readdirplus) until it forgets it. A path's inode number is a hash of
+ * it, the same on every mount of the store (and in readdir's d_ino). *out is
+ * owned by the caller (zfs_inodes_free). 0 or -ENOMEM. */
 int zfs_inodes_new(struct zfs_inodes **out);
 /* Inodes the kernel holds now, the root included (for tests and logs). */
 uint64_t zfs_inodes_count(struct zfs_inodes *t);
