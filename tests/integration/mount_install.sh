@@ -23,18 +23,20 @@ SRC="$ZT_TMP/example.zarr"
 t "$ZARRFS_MKSTORE" example "$SRC" >"$ZT_TMP/mkstore.log" 2>&1 ||
   zt_hard_error "zarrfs-mkstore example failed"
 DEST="$ZT_TMP/dest"
-if ! t make -C "$ZARRFS_BUILDDIR" install DESTDIR="$DEST" >"$ZT_TMP/install.log" 2>&1; then
+if ! t env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$ZARRFS_BUILDDIR" install DESTDIR="$DEST" >"$ZT_TMP/install.log" 2>&1; then
   show "$ZT_TMP/install.log"
   zt_hard_error "make install DESTDIR=$DEST failed"
 fi
 prefix=$(sed -n 's/^prefix = //p' "$ZARRFS_BUILDDIR/Makefile")
-bindir=$(make -s -C "$ZARRFS_BUILDDIR" --no-print-directory -f - print-dirs <<'EOF' 2>/dev/null
+# (a make of its own: the MAKEFLAGS of the make running the tests would
+# add "Entering directory" lines and jobserver descriptors)
+bindir=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ZARRFS_BUILDDIR" --no-print-directory -f - print-dirs <<'EOF' 2>/dev/null
 include Makefile
 print-dirs:
 	@echo $(bindir) $(sbindir) $(mandir)
 EOF
 )
-read -r BINDIR SBINDIR MANDIR <<<"$bindir"
+read -r BINDIR SBINDIR MANDIR <<<"$(printf '%s\n' "$bindir" | grep '^/' | tail -1)"
 for f in "$BINDIR/zarrfs" "$SBINDIR/mount.fuse.zarrfs"; do
   if [ -x "$DEST$f" ]; then pass "installed: $f"; else fail "not installed: $f"; fi
 done
