@@ -109,8 +109,11 @@ static int zstd_frames(ZSTD_DCtx *dctx, const uint8_t *src, size_t size,
                         "decode limit of %zu bytes",
                         csize, b->max);
       ZTRY(zbuf_reserve(b, (size_t)csize, err));
-      size_t r =
-          ZSTD_decompressDCtx(dctx, b->data + b->len, (size_t)csize, p, flen);
+      /* An empty frame reserves nothing: the buffer may still be NULL,
+       * and NULL + 0 is undefined (UBSan, found by fuzz_sharding). */
+      uint8_t none;
+      uint8_t *dst = b->data ? b->data + b->len : &none;
+      size_t r = ZSTD_decompressDCtx(dctx, dst, (size_t)csize, p, flen);
       if (ZSTD_isError(r))
         return zerr_set(err, EIO, "zstd: corrupt or truncated frame (%s)",
                         ZSTD_getErrorName(r));
