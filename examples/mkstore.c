@@ -691,6 +691,26 @@ static void write_group_meta(const char *dir, const char *rel,
 
 /* ---- example: string arrays ---- */
 
+/* Open the expected text of array `name` (a path below the store root:
+ * "obs/cell_type" becomes expdir/obs/cell_type.txt); expdir NULL: a
+ * memory file that expected_close discards. */
+static void expected_create(struct wfile *w, const char *expdir,
+                            const char *name) {
+  char rel[MK_PATH_MAX];
+  if (!expdir) {
+    wfile_memory(w);
+    return;
+  }
+  fmt(rel, sizeof rel, "%s.txt", name);
+  wfile_create(w, expdir, rel);
+}
+
+/* Close an expected text opened by expected_create. */
+static void expected_close(struct wfile *w) {
+  wfile_close(w);
+  free(w->mem);
+}
+
 /* A 1-D string array of the example store. */
 struct str_array {
   const char *name;
@@ -705,8 +725,10 @@ struct str_array {
   const char *description;
 };
 
-/* Write a string array, its chunks and EXPECTED/<name>.txt. */
-static void example_strings(const char *dir, const struct str_array *a) {
+/* Write a string array, its chunks and expdir/<name>.txt (expdir NULL:
+ * no expected text). */
+static void example_strings(const char *dir, const char *expdir,
+                            const struct str_array *a) {
   const struct strsrc *s = a->src;
   char codecs[2048], fill[256];
   const struct inner_cfg ic = {a->utf8, a->vlen, a->outer};
@@ -722,8 +744,7 @@ static void example_strings(const char *dir, const struct str_array *a) {
   char *scratch = xmalloc(s->max_len + 1);
   char rel[MK_PATH_MAX], key[256];
   struct wfile text;
-  fmt(rel, sizeof rel, "EXPECTED/%s.txt", a->name);
-  wfile_create(&text, dir, rel);
+  expected_create(&text, expdir, a->name);
   uint64_t nchunks = (s->count + a->chunk - 1) / a->chunk;
   for (uint64_t c = 0; c < nchunks; c++) {
     uint64_t first = c * a->chunk;
@@ -741,7 +762,7 @@ static void example_strings(const char *dir, const struct str_array *a) {
       inner_write_chunk(&w, &ic, s, first, a->chunk, scratch);
     wfile_close(&w);
   }
-  wfile_close(&text);
+  expected_close(&text);
   free(scratch);
 }
 
@@ -917,8 +938,9 @@ static size_t num_bytes(uint8_t *out, enum num_type t, int big, double v) {
 }
 
 /* Write a fixed-size array, its chunks (edge chunks at full size, the
- * outside filled) and EXPECTED/<name>.txt. */
-static void example_numbers(const char *dir, const struct num_array *a) {
+ * outside filled) and expdir/<name>.txt (expdir NULL: none). */
+static void example_numbers(const char *dir, const char *expdir,
+                            const struct num_array *a) {
   static const char *const dtype[] = {"bool", "int32", "float64"};
   char codecs[512], rel[MK_PATH_MAX], key[256], line[64];
   fmt(codecs, sizeof codecs, "[{\"name\": \"bytes\"%s}%s]",
@@ -938,8 +960,7 @@ static void example_numbers(const char *dir, const struct num_array *a) {
   uint64_t grid_cols = (cols + ccol - 1) / ccol;
   uint64_t grid_rows = (rows + crow - 1) / crow;
   struct wfile text;
-  fmt(rel, sizeof rel, "EXPECTED/%s.txt", a->name);
-  wfile_create(&text, dir, rel);
+  expected_create(&text, expdir, a->name);
   for (uint64_t r = 0; r < rows; r++)
     for (uint64_t c = 0; c < cols; c++) {
       int missing = (r / crow) * grid_cols + c / ccol == a->missing;
@@ -947,7 +968,7 @@ static void example_numbers(const char *dir, const struct num_array *a) {
                missing ? a->fill : a->value(r * cols + c));
       wfile_printf(&text, "%s\n", line);
     }
-  wfile_close(&text);
+  expected_close(&text);
 
   for (uint64_t gr = 0; gr < grid_rows; gr++)
     for (uint64_t gc = 0; gc < grid_cols; gc++) {
@@ -1083,10 +1104,213 @@ static void cmd_example(const char *dir) {
                    "zarrfs example store: string arrays in zarrs.vlen (index "
                    "at the start and at the end) and vlen-utf8, and numeric "
                    "arrays; EXPECTED/ holds each array's values.txt");
+  char expdir[MK_PATH_MAX];
+  fmt(expdir, sizeof expdir, "%s/EXPECTED", dir);
   for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
-    example_strings(dir, &strs[i]);
+    example_strings(dir, expdir, &strs[i]);
   for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
-    example_numbers(dir, &nums[i]);
+    example_numbers(dir, expdir, &nums[i]);
+}
+
+/* ---- cells: the tutorial's single-cell-style store ---- */
+
+/* The shape of the tutorial store: 3,000 cells from four donors, 100
+ * genes, laid out as anndata writes a Zarr V3 store (obs and var groups of
+ * columns, X a cells x genes matrix). */
+#define CELLS_N 3000
+#define GENES_N 100
+#define CELL_TYPES 8
+
+/* Cell types, with how many cells in 100 have each (a PBMC-like mix). */
+static const struct {
+  const char *name;
+  unsigned per100;
+} CELL_TYPE[CELL_TYPES] = {
+    {"CD4+ T cell", 30},   {"CD14+ monocyte", 20},
+    {"CD8+ T cell", 15},   {"B cell", 12},
+    {"NK cell", 10},       {"CD16+ monocyte", 6},
+    {"dendritic cell", 4}, {"\xce\xb3\xce\xb4 T cell", 3}, /* γδ */
+};
+
+/* A mixing hash of (a, b): the generators below are functions of the
+ * index, so the store is the same byte for byte on every run. */
+static uint64_t cells_hash(uint64_t a, uint64_t b) {
+  uint64_t x = a * 0x9e3779b97f4a7c15u ^ (b + 0x632be59bd9b4e5ffu);
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9u;
+  return x ^ x >> 29;
+}
+
+/* The cell type of cell i, drawn with the weights of CELL_TYPE. */
+static unsigned cells_type(uint64_t i) {
+  unsigned r = (unsigned)(cells_hash(i, 1) % 100), t = 0;
+  while (r >= CELL_TYPE[t].per100)
+    r -= CELL_TYPE[t++].per100;
+  return t;
+}
+
+/* obs/_index: 10x-style barcodes, 16 bases and "-1". The bases spell
+ * (i * odd + c) mod 2^32, a bijection of i: no two cells share one. */
+static size_t cells_barcode(const void *ctx, uint64_t i, char *out) {
+  (void)ctx;
+  static const char base[] = "ACGT";
+  uint32_t x = (uint32_t)i * 0x9e3779b1u + 0x7f4a7c15u;
+  for (int k = 15; k >= 0; k--, x >>= 2)
+    out[k] = base[x & 3];
+  return 16 + emit(out + 16, "-1");
+}
+
+/* obs/cell_type. */
+static size_t cells_type_name(const void *ctx, uint64_t i, char *out) {
+  (void)ctx;
+  return emit(out, CELL_TYPE[cells_type(i)].name);
+}
+
+/* obs/donor: cells come in donor blocks, as a concatenation leaves them. */
+static size_t cells_donor(const void *ctx, uint64_t i, char *out) {
+  (void)ctx;
+  static const char *const donor[] = {"donor-A", "donor-B", "donor-C",
+                                      "donor-D"};
+  return emit(out, donor[i * 4 / CELLS_N]);
+}
+
+/* var/_index: gene symbols; the first 2 * CELL_TYPES are the marker genes
+ * of the cell types (two each), the rest housekeeping-like names. */
+static size_t cells_gene(const void *ctx, uint64_t g, char *out) {
+  (void)ctx;
+  static const char *const marker[2 * CELL_TYPES] = {
+      "IL7R", "CCR7", "CD14",   "LYZ",   "CD8A",   "CD8B", "MS4A1", "CD79A",
+      "GNLY", "NKG7", "FCGR3A", "MS4A7", "FCER1A", "CST3", "TRDC",  "TRGC1"};
+  if (g < 2 * CELL_TYPES)
+    return emit(out, marker[g]);
+  static const char *const fam[] = {"RPL",   "RPS",  "MT-ND", "EEF1A", "ACTB",
+                                    "GAPDH", "TMSB", "HLA-D", "ZNF",   "SLC"};
+  return (size_t)sprintf(out, "%s%" PRIu64, fam[g % 10], g / 10 + 1);
+}
+
+/* var/gene_ids: Ensembl-style identifiers. */
+static size_t cells_gene_id(const void *ctx, uint64_t g, char *out) {
+  (void)ctx;
+  return (size_t)sprintf(out, "ENSG%011" PRIu64,
+                         100000 + cells_hash(g, 3) % 200000 * 10);
+}
+
+/* X[i, g]: mostly zeros; a cell's two marker genes are high. */
+static double cells_count(uint64_t i, uint64_t g) {
+  uint64_t h = cells_hash(i * GENES_N + g, 4);
+  double v = h % 10 < 7 ? 0 : (double)(h >> 8 & 3);
+  if (g < 2 * CELL_TYPES && g / 2 == cells_type(i))
+    v += 5 + (double)(h >> 16 & 15);
+  return v;
+}
+
+/* X over its flat C-order index. */
+static double cells_x(uint64_t flat) {
+  return cells_count(flat / GENES_N, flat % GENES_N);
+}
+
+/* obs/n_genes: the genes a cell expresses (non-zero in its row of X). */
+static double cells_n_genes(uint64_t i) {
+  unsigned n = 0;
+  for (uint64_t g = 0; g < GENES_N; g++)
+    n += cells_count(i, g) != 0;
+  return n;
+}
+
+/* The tutorial store: obs and var groups of columns and the matrix X;
+ * with expdir, the text of each values.txt there (expdir/obs/donor.txt). */
+static void cmd_cells(const char *dir, const char *expdir) {
+  static const struct keyenc slash = {KEY_DEFAULT_SLASH, 0, '/'};
+  const struct strsrc barcodes = {
+      .count = CELLS_N, .max_len = 32, .get = cells_barcode, .fill = ""};
+  const struct strsrc types = {
+      .count = CELLS_N, .max_len = 32, .get = cells_type_name, .fill = ""};
+  const struct strsrc donors = {
+      .count = CELLS_N, .max_len = 16, .get = cells_donor, .fill = ""};
+  const struct strsrc genes = {
+      .count = GENES_N, .max_len = 16, .get = cells_gene, .fill = ""};
+  const struct strsrc gene_ids = {
+      .count = GENES_N, .max_len = 16, .get = cells_gene_id, .fill = ""};
+  const struct str_array strs[] = {
+      {.name = "obs/_index",
+       .chunk = 1000,
+       .inner = 100,
+       .key = &slash,
+       .utf8 = 1,
+       .outer = DATA_ZSTD,
+       .missing = UINT64_MAX,
+       .src = &barcodes,
+       .description = "cell barcodes; sharding_indexed shards of 1000, "
+                      "inner chunks of 100 in vlen-utf8 + zstd"},
+      {.name = "obs/cell_type",
+       .chunk = 1000,
+       .key = &slash,
+       .utf8 = 1,
+       .outer = DATA_ZSTD,
+       .missing = UINT64_MAX,
+       .src = &types,
+       .description = "annotated cell type"},
+      {.name = "obs/donor",
+       .chunk = 1000,
+       .key = &slash,
+       .utf8 = 1,
+       .outer = DATA_ZSTD,
+       .missing = UINT64_MAX,
+       .src = &donors,
+       .description = "donor of each cell"},
+      {.name = "var/_index",
+       .chunk = GENES_N,
+       .key = &slash,
+       .utf8 = 1,
+       .outer = DATA_ZSTD,
+       .missing = UINT64_MAX,
+       .src = &genes,
+       .description = "gene symbols"},
+      {.name = "var/gene_ids",
+       .chunk = GENES_N,
+       .key = &slash,
+       .utf8 = 1,
+       .outer = DATA_ZSTD,
+       .missing = UINT64_MAX,
+       .src = &gene_ids,
+       .description = "Ensembl gene identifiers"},
+  };
+  const struct num_array nums[] = {
+      {.name = "X",
+       .type = NUM_INT32,
+       .ndim = 2,
+       .shape = {CELLS_N, GENES_N},
+       .chunk = {500, 25},
+       .data = DATA_ZSTD,
+       .key = &slash,
+       .value = cells_x,
+       .fill = 0,
+       .fill_json = "0",
+       .missing = UINT64_MAX,
+       .description = "counts, cells x genes"},
+      {.name = "obs/n_genes",
+       .type = NUM_INT32,
+       .ndim = 1,
+       .shape = {CELLS_N},
+       .chunk = {1000},
+       .data = DATA_ZSTD,
+       .key = &slash,
+       .value = cells_n_genes,
+       .fill = 0,
+       .fill_json = "0",
+       .missing = UINT64_MAX,
+       .description = "genes with a non-zero count in the cell"},
+  };
+  mkdirs(dir);
+  write_group_meta(dir, "",
+                   "a single-cell-style store: obs (cells) and var (genes) "
+                   "columns, and the counts matrix X");
+  write_group_meta(dir, "obs", "one column per cell annotation");
+  write_group_meta(dir, "var", "one column per gene annotation");
+  for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+    example_strings(dir, expdir, &strs[i]);
+  for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
+    example_numbers(dir, expdir, &nums[i]);
 }
 
 /* ---- bigstrings ---- */
@@ -1951,6 +2175,7 @@ static const char USAGE[] =
     "                      [--codec none|zstd|gzip] [--format 3|2]\n"
     "                      [--sep .|/] [--fill VALUE] [--missing K]\n"
     "                      [--plain FILE]\n"
+    "       zarrfs-mkstore cells DIR [EXPDIR]\n"
     "       zarrfs-mkstore badinput DIR\n"
     "example    the example store (7 arrays) and DIR/EXPECTED/<array>.txt\n"
     "bigstrings N strings of L-8..L+8 bytes (default L 40), \"row-<i>-...\",\n"
@@ -1965,6 +2190,8 @@ static const char USAGE[] =
     "           \"c/\" keys) or V2 (.zarray as zarr-python 2.13 writes it);\n"
     "           --fill (default 0), --missing K as above; --plain FILE\n"
     "           writes the text values.txt must show\n"
+    "cells      the tutorial's single-cell-style store (obs, var, X);\n"
+    "           EXPDIR: each array's values.txt text there\n"
     "badinput   one array per bad input and DIR/EXPECTED.txt\n"
     "DIR \"-\" writes no store (with --plain: only the text); --plain - is\n"
     "stdout\n";
@@ -1977,6 +2204,8 @@ int main(int argc, char **argv) {
     cmd_bigstrings(argv[2], argc - 3, argv + 3);
   else if (argc >= 3 && !strcmp(argv[1], "numeric"))
     cmd_numeric(argv[2], argc - 3, argv + 3);
+  else if ((argc == 3 || argc == 4) && !strcmp(argv[1], "cells"))
+    cmd_cells(argv[2], argc == 4 ? argv[3] : NULL);
   else if (argc == 3 && !strcmp(argv[1], "badinput"))
     cmd_badinput(argv[2]);
   else if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
