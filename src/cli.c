@@ -53,8 +53,9 @@ struct cli_parser {
   char *value[CLI_OPT_COUNT]; /* last value of each option (owned) */
   char *kept_opts; /* -o options for libfuse, escaped and comma-joined */
   int help, version;
-  int nonopt;  /* after "--": the index in fuse_argv past it, else 0 */
-  char *extra; /* a third non-option (owned), refused after --help */
+  int nonopt;          /* after "--": the index in fuse_argv past it, else 0 */
+  char *extra;         /* a third non-option (owned), refused after --help */
+  struct zerr unknown; /* the first unknown option, refused after --help */
   int first_nonopt_seen; /* the command word can only be the first */
   size_t argv_cap;       /* slots allocated in c->fuse_argv */
   struct zerr *err;
@@ -124,6 +125,90 @@ static int cli_push(char ***list, size_t *n, const char *s) {
   return 0;
 }
 
+/* The -o options zarrfs passes on to libfuse and the kernel: the generic
+ * mount flags (mount(8) and fstab lines give them), libfuse's mount and
+ * session options that mean something for a read-only low-level file
+ * system. A name ending in '=' takes a value. Anything else is refused
+ * here with zarrfs's own message: libfuse would print "fuse: unknown
+ * option" or, worse, accept an option of its high-level API that does
+ * nothing here. */
+static const char *const cli_fuse_opts[] = {"ro",
+                                            "rw",
+                                            "dev",
+                                            "nodev",
+                                            "suid",
+                                            "nosuid",
+                                            "exec",
+                                            "noexec",
+                                            "atime",
+                                            "noatime",
+                                            "diratime",
+                                            "nodiratime",
+                                            "relatime",
+                                            "norelatime",
+                                            "strictatime",
+                                            "nostrictatime",
+                                            "lazytime",
+                                            "nolazytime",
+                                            "sync",
+                                            "async",
+                                            "dirsync",
+                                            "symfollow",
+                                            "nosymfollow",
+                                            "allow_other",
+                                            "allow_root",
+                                            "auto_unmount",
+                                            "default_permissions",
+                                            "blkdev",
+                                            "fsname=",
+                                            "subtype=",
+                                            "max_read=",
+                                            "blksize=",
+                                            "context=",
+                                            "fscontext=",
+                                            "defcontext=",
+                                            "rootcontext=",
+                                            "debug",
+                                            "clone_fd",
+                                            "max_threads=",
+                                            "max_idle_threads=",
+                                            NULL};
+
+/* Is opt (from a -o group) one of cli_fuse_opts? */
+static int cli_fuse_opt_known(const char *opt) {
+  for (const char *const *k = cli_fuse_opts; *k; k++) {
+    size_t n = strlen(*k);
+    if ((*k)[n - 1] == '=' ? !strncmp(opt, *k, n) : !strcmp(opt, *k))
+      return 1;
+  }
+  return 0;
+}
+
+/* Keep an option for libfuse; one zarrfs does not know is recorded (the
+ * first only) and refused once --help and --version have had their say. */
+static int cli_keep_fuse(struct cli_parser *p, const char *opt, int in_group) {
+  if (p->unknown.code)
+    return 0;
+  if (!in_group) {
+    /* arguments of their own: libfuse's -f, -d and -s */
+    if (!strcmp(opt, "-f") || !strcmp(opt, "-d") || !strcmp(opt, "-s"))
+      return cli_keep_arg(p, opt);
+    zerr_set(&p->unknown, EINVAL, "unknown option '%s' (try --help)", opt);
+    return 0;
+  }
+  /* an empty option ("-o ,,") is nothing, as libfuse takes it */
+  if (!*opt || cli_fuse_opt_known(opt))
+    return cli_keep_opt(p, opt);
+  if (!strncmp(opt, "modules=", 8))
+    zerr_set(&p->unknown, EINVAL,
+             "-o %s is not supported (libfuse's stacking modules work only "
+             "with its high-level API; zarrfs uses the low-level one)",
+             opt);
+  else
+    zerr_set(&p->unknown, EINVAL, "unknown option '-o %s' (try --help)", opt);
+  return 0;
+}
+
 /* One option (from a -o group, in_group, or an argument of its own): ours
  * is recorded, anything else kept for libfuse. */
 static int cli_option(struct cli_parser *p, const char *opt, int in_group) {
@@ -171,7 +256,7 @@ static int cli_option(struct cli_parser *p, const char *opt, int in_group) {
       return 0;
     }
   }
-  return in_group ? cli_keep_opt(p, opt) : cli_keep_arg(p, opt);
+  return cli_keep_fuse(p, opt, in_group);
 }
 
 /* The options of one -o argument: split at commas, unescaping "\," "\\"
@@ -471,6 +556,10 @@ static int cli_run(struct cli_parser *p, int argc, char *const *argv) {
     c->action = p->help ? CLI_HELP : CLI_VERSION;
     return 0;
   }
+  if (p->unknown.code) {
+    *p->err = p->unknown;
+    return -p->unknown.code;
+  }
   if (!c->source)
     return zerr_set(p->err, EINVAL, "missing SOURCE (try --help)");
   if (c->tool) {
@@ -648,7 +737,10 @@ void cli_usage(FILE *f, const char *prog) {
       "    -o allow_other         let other users see the mount\n"
       "    -o allow_root          let root see the mount too\n"
       "    -o max_threads=N       threads answering requests (default 16)\n"
-      "  (libfuse's other options are passed to it; those that change\n"
-      "  attribute caching or permissions are not needed here)\n",
+      "    -o auto_unmount        unmount when zarrfs exits\n"
+      "    -o default_permissions, fsname=NAME, subtype=NAME, max_read=N,\n"
+      "       clone_fd, max_idle_threads=N, and the mount flags (ro, nodev,\n"
+      "       nosuid, noexec, noatime, ...) are passed to libfuse; any\n"
+      "       other option is refused\n",
       prog, prog);
 }
