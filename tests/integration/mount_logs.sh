@@ -121,7 +121,7 @@ if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
     show "$ZT_TMP/stderr.txt"
   fi
 else
-  say "no private mount namespace here: the no-syslog case left out"
+  zt_skip_part "no private mount namespace here (unshare -m): the no-syslog case"
 fi
 
 # ---- 4. an unopenable log file ----
