@@ -296,7 +296,8 @@ static void reply_rc(fuse_req_t req, int rc) {
 
 /* Fill a stat for a name of this kind and size. */
 static void fill_stat(const struct zfs_fuse_ctx *c, enum ns_kind kind,
-                      uint64_t size, fuse_ino_t ino, struct stat *st) {
+                      uint64_t size, int64_t mtime, fuse_ino_t ino,
+                      struct stat *st) {
   memset(st, 0, sizeof *st);
   if (kind == NS_DIR) {
     st->st_mode = S_IFDIR | 0555;
@@ -311,7 +312,18 @@ static void fill_stat(const struct zfs_fuse_ctx *c, enum ns_kind kind,
   st->st_blksize = 1024 * 1024;
   st->st_uid = c->uid;
   st->st_gid = c->gid;
-  st->st_atime = st->st_mtime = st->st_ctime = c->mount_time;
+  /* the store's time where it knows one, else the mount's */
+  if (mtime == STORE_MTIME_UNKNOWN) {
+    st->st_mtim.tv_sec = c->mount_time;
+  } else {
+    st->st_mtim.tv_sec = (time_t)(mtime / 1000000000);
+    st->st_mtim.tv_nsec = (long)(mtime % 1000000000);
+    if (st->st_mtim.tv_nsec < 0) { /* before 1970: % keeps the sign */
+      st->st_mtim.tv_nsec += 1000000000;
+      st->st_mtim.tv_sec--;
+    }
+  }
+  st->st_atim = st->st_ctim = st->st_mtim;
 }
 
 /* Log a failure the engine did not already report (through the engine's
@@ -338,7 +350,7 @@ static int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
   if (rc == 0)
     rc = ns_size(c->engine, ent, &size, &err);
   if (rc == 0)
-    fill_stat(c, ent->kind, size, ino, st);
+    fill_stat(c, ent->kind, size, ent->mtime, ino, st);
   free(ent);
   return rc;
 }
@@ -494,7 +506,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   uint64_t n = ns_dir_count(d->list) + 2;
   char path[4096];
   for (uint64_t pos = off < 0 ? 0 : (uint64_t)off; pos < n; pos++) {
-    struct ns_dirent de = {pos ? ".." : ".", NS_DIR, 0, 0};
+    struct ns_dirent de = {pos ? ".." : ".", NS_DIR, 0, 0, STORE_MTIME_UNKNOWN};
     if (pos >= 2)
       ns_dir_get(d->list, pos - 2, &de);
     char *p = buf + used;
@@ -516,7 +528,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       break; /* full: no inode is taken for a name not sent */
     if (pos >= 2 && de.attr && len >= 0 &&
         (e.ino = inode_ref(c->inodes, path, (size_t)len))) {
-      fill_stat(c, de.kind, de.size, e.ino, &e.attr);
+      fill_stat(c, de.kind, de.size, de.mtime, e.ino, &e.attr);
       e.attr_timeout = c->cfg.attr_timeout;
       e.entry_timeout = c->cfg.attr_timeout;
     } else {

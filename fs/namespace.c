@@ -91,6 +91,25 @@ static int is_chunk_prefix(struct engine *e, const char *key) {
   return 0;
 }
 
+/* The time of an array's metadata document (zarr.json, else .zarray):
+ * what its values.txt shows. */
+static int64_t meta_mtime(struct engine *e, const char *array) {
+  static const char *const names[] = {"zarr.json", ".zarray"};
+  for (size_t i = 0; i < 2; i++) {
+    char k[4096];
+    int w = *array ? snprintf(k, sizeof k, "%s/%s", array, names[i])
+                   : snprintf(k, sizeof k, "%s", names[i]);
+    enum store_entry_type t;
+    uint64_t size;
+    int64_t mtime;
+    if (w > 0 && (size_t)w < sizeof k &&
+        store_stat_time(e->store, k, &t, &size, &mtime, NULL) == 0 &&
+        t == STORE_FILE)
+      return mtime;
+  }
+  return STORE_MTIME_UNKNOWN;
+}
+
 int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
                struct zerr *err) {
   const char *key = path_key(path);
@@ -102,13 +121,16 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   memcpy(ent->key, key, klen + 1);
   ent->node = NULL;
   ent->raw_size = 0;
-  if (!*key) {
-    ent->kind = NS_DIR;
-    return 0;
-  }
+  ent->mtime = STORE_MTIME_UNKNOWN;
   enum store_entry_type t;
   uint64_t size;
-  int rc = store_stat(e->store, key, &t, &size, err);
+  if (!*key) {
+    ent->kind = NS_DIR;
+    if (store_stat_time(e->store, "", &t, &size, &ent->mtime, NULL) < 0)
+      ent->mtime = STORE_MTIME_UNKNOWN;
+    return 0;
+  }
+  int rc = store_stat_time(e->store, key, &t, &size, &ent->mtime, err);
   if (rc == 0 && (t == STORE_DIR || lay != NS_L_TEXT)) {
     ent->kind = t == STORE_DIR ? NS_DIR : NS_RAW;
     ent->raw_size = size;
@@ -116,7 +138,8 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   }
   if (rc < 0 && rc != -ENOENT && rc != -EINVAL)
     return rc;
-  zerr_clear(err);                /* a stored file in the text tree is hidden */
+  zerr_clear(err); /* a stored file in the text tree is hidden */
+  ent->mtime = STORE_MTIME_UNKNOWN;
   if (node_cons_is_dir(e, key)) { /* a node only consolidated metadata names */
     ent->kind = NS_DIR;
     return 0;
@@ -135,6 +158,7 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
       ent->kind = NS_ARRAY_VIEW;
       ent->node = n;
+      ent->mtime = meta_mtime(e, parent);
       return 0;
     }
   }
@@ -145,7 +169,7 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     chunk[cl] = '\0';
     /* A stored chunk, or one the store holds but cannot serve (a FIFO:
      * its view exists and its reads fail with EIO, as values.txt does). */
-    rc = store_stat(e->store, chunk, &t, &size, err);
+    rc = store_stat_time(e->store, chunk, &t, &size, &ent->mtime, err);
     if (rc < 0 && zerr_is_transient(-rc))
       return rc; /* not "no such file": the kernel would remember that */
     if (rc == 0 && t != STORE_DIR) {
@@ -217,6 +241,7 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
 /* One name: 16 bytes; the names live in one arena. */
 struct ns_item {
   uint64_t size; /* NS_RAW with attr: the stored size */
+  int64_t mtime; /* with attr: see struct ns_entry */
   uint32_t name; /* offset of the NUL-terminated name in names */
   uint8_t kind;  /* enum ns_kind */
   uint8_t attr;  /* 1: kind and size are all that stat says of it */
@@ -242,7 +267,7 @@ static const char *item_name(const struct ns_dir *d, size_t i) {
 
 /* Append a name (len bytes); sets d->rc and returns it on failure. */
 static int dir_add(struct ns_dir *d, const char *name, size_t len,
-                   enum ns_kind kind, int attr, uint64_t size) {
+                   enum ns_kind kind, int attr, uint64_t size, int64_t mtime) {
   if (d->rc)
     return d->rc;
   if (d->names_len + len + 1 > d->names_cap) {
@@ -272,6 +297,7 @@ static int dir_add(struct ns_dir *d, const char *name, size_t len,
   it->kind = (uint8_t)kind;
   it->attr = attr ? 1 : 0;
   it->size = attr ? size : 0;
+  it->mtime = mtime;
   memcpy(d->names + d->names_len, name, len);
   d->names[d->names_len + len] = '\0';
   d->names_len += len + 1;
@@ -281,7 +307,8 @@ static int dir_add(struct ns_dir *d, const char *name, size_t len,
 /* store_list callback: remember each child. Entries the store holds but
  * cannot serve (FIFOs, links leaving the store) are not shown. */
 static int dir_add_stored(void *ud, const char *name,
-                          enum store_entry_type type, uint64_t size) {
+                          enum store_entry_type type, uint64_t size,
+                          int64_t mtime) {
   struct ns_dir *d = ud;
   if (type != STORE_FILE && type != STORE_DIR)
     return 0;
@@ -289,8 +316,9 @@ static int dir_add_stored(void *ud, const char *name,
   if (type == STORE_FILE && ends_with(name, NS_VIEW_SUFFIX))
     d->has_view_suffix = 1;
   if (type == STORE_DIR)
-    return dir_add(d, name, len, NS_DIR, 1, 0) != 0;
-  return dir_add(d, name, len, NS_RAW, size != STORE_SIZE_UNKNOWN, size) != 0;
+    return dir_add(d, name, len, NS_DIR, 1, 0, mtime) != 0;
+  return dir_add(d, name, len, NS_RAW, size != STORE_SIZE_UNKNOWN, size,
+                 mtime) != 0;
 }
 
 /* Order items by name; a file before a directory of the same name. */
@@ -323,20 +351,30 @@ static void dir_sort_stored(struct ns_dir *d) {
   d->nstored = w;
 }
 
-/* Is name among the stored names? */
-static int dir_has_stored(const struct ns_dir *d, const char *name) {
+/* The first stored item named name (a file sorts before a directory of
+ * the same name), or SIZE_MAX. */
+static size_t dir_find_stored(const struct ns_dir *d, const char *name) {
   size_t lo = 0, hi = d->nstored;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(item_name(d, mid), name);
-    if (!c)
-      return 1;
-    if (c < 0)
+    if (strcmp(item_name(d, mid), name) < 0)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return 0;
+  return lo < d->nstored && !strcmp(item_name(d, lo), name) ? lo : SIZE_MAX;
+}
+
+/* Is name among the stored names? */
+static int dir_has_stored(const struct ns_dir *d, const char *name) {
+  return dir_find_stored(d, name) != SIZE_MAX;
+}
+
+/* The time the listing gave a stored file name, else unknown. */
+static int64_t dir_stored_mtime(const struct ns_dir *d, const char *name) {
+  size_t i = dir_find_stored(d, name);
+  return i != SIZE_MAX && d->items[i].kind == NS_RAW ? d->items[i].mtime
+                                                     : STORE_MTIME_UNKNOWN;
 }
 
 /* Adds consolidated child names not already stored. */
@@ -350,7 +388,8 @@ static int cons_fill_one(void *ud, const char *name) {
   struct cons_fill *cf = ud;
   if (dir_has_stored(cf->d, name))
     return 0;
-  return dir_add(cf->d, name, strlen(name), NS_DIR, cf->attr, 0) != 0;
+  return dir_add(cf->d, name, strlen(name), NS_DIR, cf->attr, 0,
+                 STORE_MTIME_UNKNOWN) != 0;
 }
 
 /* An unlistable store (plain HTTP) still shows a node's own metadata
@@ -365,11 +404,12 @@ static void dir_add_metadata(struct engine *e, const char *key,
                  : snprintf(k, sizeof k, "%s", names[i]);
     enum store_entry_type t;
     uint64_t size;
+    int64_t mtime;
     int found = w > 0 && (size_t)w < sizeof k &&
-                store_stat(e->store, k, &t, &size, NULL) == 0 &&
+                store_stat_time(e->store, k, &t, &size, &mtime, NULL) == 0 &&
                 t == STORE_FILE;
     if (found)
-      dir_add_stored(d, names[i], t, size);
+      dir_add_stored(d, names[i], t, size, mtime);
     if (i == 0 && found)
       break; /* V3: no V2 names beside it */
   }
@@ -426,7 +466,7 @@ static void dir_add_views(struct engine *e, struct ns_dir *d,
       continue;
     uint64_t size = 0;
     int attr = view_size_cheap(e, n, idx, &size);
-    dir_add(d, view, nl + sl, NS_CHUNK_VIEW, attr, size);
+    dir_add(d, view, nl + sl, NS_CHUNK_VIEW, attr, size, d->items[i].mtime);
   }
 }
 
@@ -499,7 +539,8 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
     n = NULL; /* no views */
     if (e->views == ENGINE_VIEWS_TREE && !*key &&
         !dir_has_stored(d, NS_TEXT_DIR))
-      dir_add(d, NS_TEXT_DIR, strlen(NS_TEXT_DIR), NS_DIR, 1, 0);
+      dir_add(d, NS_TEXT_DIR, strlen(NS_TEXT_DIR), NS_DIR, 1, 0,
+              STORE_MTIME_UNKNOWN);
   } else if (lay == NS_L_TEXT) {
     d->has_view_suffix = 0; /* stored files hide no view: they are hidden */
   }
@@ -515,8 +556,11 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
                          : dir_has_stored(d, NS_VALUES_NAME))) {
     uint64_t size = 0;
     int attr = n->kind == ZNODE_ARRAY && view_size_cheap(e, n, NULL, &size);
+    int64_t mtime = dir_stored_mtime(d, "zarr.json");
+    if (mtime == STORE_MTIME_UNKNOWN)
+      mtime = dir_stored_mtime(d, ".zarray");
     dir_add(d, NS_VALUES_NAME, strlen(NS_VALUES_NAME), NS_ARRAY_VIEW, attr,
-            size);
+            size, mtime);
   }
   if (n && n->kind == ZNODE_ARRAY && n->meta)
     dir_add_views(e, d, n, rel);
@@ -548,6 +592,7 @@ void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out) {
   out->kind = (enum ns_kind)it->kind;
   out->attr = it->attr;
   out->size = it->size;
+  out->mtime = it->mtime;
 }
 
 void ns_dir_free(struct ns_dir *d) {

@@ -24,6 +24,9 @@ struct ns_entry {
   const struct znode *node;     /* views: the array (borrowed from engine) */
   uint64_t idx[ZMETA_MAX_DIMS]; /* chunk views: chunk coordinates */
   uint64_t raw_size;            /* raw files: stored size */
+  int64_t mtime; /* nanoseconds since the epoch (stored entries: the
+                    store's time; K.txt: chunk K's; values.txt: the
+                    array metadata's), or STORE_MTIME_UNKNOWN */
 };
 
 /* Resolve a path ("/a/c/0.txt" or "a/c/0.txt"); -ENOENT when nothing is
@@ -75,6 +78,7 @@ struct ns_dirent {
                         reading the chunk's index. Never set where knowing
                         would take a read or a decode. */
   uint64_t size;     /* NS_RAW with attr: what ns_size would say */
+  int64_t mtime;     /* with attr: what ns_resolve would say */
 };
 
 /* List path. *out is owned by the caller (ns_dir_free). Fails as a

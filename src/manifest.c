@@ -431,7 +431,7 @@ int manifest_is_dir(const struct manifest *m, const char *prefix) {
   return i < m->n && !strncmp(key_at(m, i), p, (size_t)pl);
 }
 
-int manifest_list(const struct manifest *m, const char *prefix,
+int manifest_list(const struct manifest *m, const char *prefix, int64_t mtime,
                   store_list_cb cb, void *ud, struct zerr *err) {
   char p[4096], name[4096];
   int pl = dir_prefix(prefix, p, sizeof p);
@@ -448,7 +448,7 @@ int manifest_list(const struct manifest *m, const char *prefix,
       uint64_t size = r->kind == MF_WHOLE ? STORE_SIZE_UNKNOWN
                       : r->kind == MF_BAD ? 0
                                           : r->length;
-      if (r->kind != MF_MISSING && cb(ud, rest, STORE_FILE, size))
+      if (r->kind != MF_MISSING && cb(ud, rest, STORE_FILE, size, mtime))
         return 0;
       i++;
       continue;
@@ -458,7 +458,7 @@ int manifest_list(const struct manifest *m, const char *prefix,
       return zerr_set(err, ENAMETOOLONG, "key too long");
     memcpy(name, rest, cl);
     name[cl] = '\0';
-    if (cb(ud, name, STORE_DIR, 0))
+    if (cb(ud, name, STORE_DIR, 0, mtime))
       return 0;
     /* Jump past the subtree: every key under p+name+"/" sorts before
      * p+name+"0" ('0' follows '/'). */

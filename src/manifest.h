@@ -91,7 +91,7 @@ int manifest_is_dir(const struct manifest *m, const char *prefix);
 /* Immediate children of prefix, each once: files with their length
  * (MF_WHOLE: STORE_SIZE_UNKNOWN, its size is learned by opening it;
  * MF_BAD: 0; MF_MISSING entries are not listed) and directories. */
-int manifest_list(const struct manifest *m, const char *prefix,
+int manifest_list(const struct manifest *m, const char *prefix, int64_t mtime,
                   store_list_cb cb, void *ud, struct zerr *err);
 /* Open an entry's bytes: inline data, or the target through confine (a
  * window for MF_RANGE, checked against the target's size: a range past the

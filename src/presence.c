@@ -84,8 +84,9 @@ static int is_coord(const char *name) {
  * keys are stored chunks; directories that can hold chunk keys are kept
  * for the next level. */
 static int scan_entry(void *ud, const char *name, enum store_entry_type type,
-                      uint64_t size) {
+                      uint64_t size, int64_t mtime) {
   (void)size;
+  (void)mtime;
   struct scan *sc = ud;
   if (sc->stop && atomic_load_explicit(sc->stop, memory_order_relaxed)) {
     sc->rc = zerr_set(sc->err, EINTR, "interrupted: zarrfs is shutting down");

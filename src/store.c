@@ -17,7 +17,18 @@ int store_stat(struct store *s, const char *key, enum store_entry_type *type,
                uint64_t *size, struct zerr *err) {
   if (*key && store_key_valid(key) < 0)
     return zerr_set(err, EINVAL, "invalid key");
-  return s->ops->stat(s, key, type, size, err);
+  int64_t mtime;
+  return s->ops->stat(s, key, type, size, &mtime, err);
+}
+
+/* Dispatch to the backend. */
+int store_stat_time(struct store *s, const char *key,
+                    enum store_entry_type *type, uint64_t *size, int64_t *mtime,
+                    struct zerr *err) {
+  *mtime = STORE_MTIME_UNKNOWN;
+  if (*key && store_key_valid(key) < 0)
+    return zerr_set(err, EINVAL, "invalid key");
+  return s->ops->stat(s, key, type, size, mtime, err);
 }
 
 /* Dispatch to the backend. */

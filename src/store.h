@@ -27,18 +27,24 @@ enum store_entry_type { STORE_FILE = 1, STORE_DIR = 2, STORE_OTHER = 3 };
 /* A listed file's size, when the listing cannot tell it (store_stat can). */
 #define STORE_SIZE_UNKNOWN UINT64_MAX
 
+/* A modification time the store does not know (HTTP and S3 objects,
+ * chunks served from a VirtualiZarr manifest). */
+#define STORE_MTIME_UNKNOWN INT64_MIN
+
 /* Called once per child by store_list (size: bytes for STORE_FILE, else
  * 0; STORE_SIZE_UNKNOWN for a file whose size the listing does not know
- * without opening it, such as a whole-file kerchunk reference); return
- * non-zero to stop. */
+ * without opening it, such as a whole-file kerchunk reference; mtime:
+ * nanoseconds since the epoch, or STORE_MTIME_UNKNOWN); return non-zero
+ * to stop. */
 typedef int (*store_list_cb)(void *ud, const char *name,
-                             enum store_entry_type type, uint64_t size);
+                             enum store_entry_type type, uint64_t size,
+                             int64_t mtime);
 
 struct store_ops {
   int (*get)(struct store *s, const char *key, struct bytesrc **out,
              struct zerr *err);
   int (*stat)(struct store *s, const char *key, enum store_entry_type *type,
-              uint64_t *size, struct zerr *err);
+              uint64_t *size, int64_t *mtime, struct zerr *err);
   int (*list)(struct store *s, const char *prefix, store_list_cb cb, void *ud,
               struct zerr *err);
   void (*destroy)(struct store *s);
@@ -99,6 +105,12 @@ int store_get(struct store *s, const char *key, struct bytesrc **out,
  * is STORE_OTHER (size 0); a symbolic link that leaves the store -EACCES. */
 int store_stat(struct store *s, const char *key, enum store_entry_type *type,
                uint64_t *size, struct zerr *err);
+/* store_stat with the key's modification time (nanoseconds since the
+ * epoch: a local file's mtime, a kerchunk reference file's for all its
+ * keys; STORE_MTIME_UNKNOWN where the store does not know it). */
+int store_stat_time(struct store *s, const char *key,
+                    enum store_entry_type *type, uint64_t *size, int64_t *mtime,
+                    struct zerr *err);
 /* store_list's answer when it listed what it could but some entries are
  * unknown (a VirtualiZarr array whose manifest cannot be read: its chunk
  * keys are missing from the listing); err says why. A directory listing

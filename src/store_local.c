@@ -162,6 +162,11 @@ static int open_path_retry(struct store_local *l, const char *key, int flags,
   return rc;
 }
 
+/* The modification time of a stat result, in nanoseconds. */
+static int64_t mtime_of(const struct stat *st) {
+  return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
 /* The entry type of a stat result. */
 static enum store_entry_type type_of(const struct stat *st) {
   return S_ISDIR(st->st_mode)   ? STORE_DIR
@@ -173,7 +178,7 @@ static enum store_entry_type type_of(const struct stat *st) {
  * exists, but reading it fails (store_get: -EIO). */
 static int local_stat(struct store *s, const char *key,
                       enum store_entry_type *type, uint64_t *size,
-                      struct zerr *err) {
+                      int64_t *mtime, struct zerr *err) {
   struct store_local *l = (struct store_local *)s;
   int fd;
   ZTRY(open_path_retry(l, key, O_PATH, &fd, err));
@@ -185,6 +190,7 @@ static int local_stat(struct store *s, const char *key,
     return zerr_set(err, zerr_is_transient(e) ? e : EIO, "%s", strerror(e));
   *type = type_of(&st);
   *size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+  *mtime = mtime_of(&st);
   return 0;
 }
 
@@ -253,7 +259,8 @@ static int local_list(struct store *s, const char *prefix, store_list_cb cb,
     } else {
       t = type_of(&st);
     }
-    if (cb(ud, de->d_name, t, t == STORE_FILE ? (uint64_t)st.st_size : 0))
+    if (cb(ud, de->d_name, t, t == STORE_FILE ? (uint64_t)st.st_size : 0,
+           t == STORE_OTHER ? STORE_MTIME_UNKNOWN : mtime_of(&st)))
       break;
     errno = 0;
   }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "kerchunk.h"
 #include "manifest.h"
@@ -19,6 +20,7 @@ struct store_refs {
   struct store base;
   struct manifest *m;
   const struct confine *c; /* borrowed */
+  int64_t mtime; /* the reference file's, for every key (URL: unknown) */
 };
 
 /* Bytes of a key. */
@@ -34,8 +36,9 @@ static int refs_get(struct store *s, const char *key, struct bytesrc **out,
 /* Type and size; a whole-file reference is opened to learn its size. */
 static int refs_stat(struct store *s, const char *key,
                      enum store_entry_type *type, uint64_t *size,
-                     struct zerr *err) {
+                     int64_t *mtime, struct zerr *err) {
   struct store_refs *r = (struct store_refs *)s;
+  *mtime = r->mtime;
   struct manifest_entry en;
   if (manifest_lookup(r->m, key, &en) == 0 && en.kind != MF_MISSING) {
     *type = STORE_FILE;
@@ -69,7 +72,7 @@ static int refs_list(struct store *s, const char *prefix, store_list_cb cb,
   struct store_refs *r = (struct store_refs *)s;
   if (*prefix && !manifest_is_dir(r->m, prefix))
     return zerr_set(err, ENOENT, "no such directory");
-  return manifest_list(r->m, prefix, cb, ud, err);
+  return manifest_list(r->m, prefix, r->mtime, cb, ud, err);
 }
 
 /* Free the table. */
@@ -85,14 +88,19 @@ static const struct store_ops refs_ops = {refs_get, refs_stat, refs_list,
 
 /* The store over a loaded table (takes m). */
 static int refs_new(struct manifest *m, const char *location,
-                    const struct confine *c, struct store **out,
+                    const struct confine *c, int64_t mtime, struct store **out,
                     struct zerr *err);
 
 int store_open_refs(const char *path, const struct confine *c,
                     struct store **out, struct zerr *err) {
   struct manifest *m;
   ZTRY(kerchunk_load(path, &m, err));
-  return refs_new(m, path, c, out, err);
+  struct stat st; /* the keys' time: the reference file's, when it says */
+  int64_t mtime =
+      stat(path, &st) == 0
+          ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec
+          : STORE_MTIME_UNKNOWN;
+  return refs_new(m, path, c, mtime, out, err);
 }
 
 int store_open_refs_url(struct remote *r, const char *url, struct confine *c,
@@ -115,11 +123,11 @@ int store_open_refs_url(struct remote *r, const char *url, struct confine *c,
     return rc;
   confine_set_remote(c, r);
   confine_set_remote_reference(c); /* it may name no local file */
-  return refs_new(m, url, c, out, err);
+  return refs_new(m, url, c, STORE_MTIME_UNKNOWN, out, err);
 }
 
 static int refs_new(struct manifest *m, const char *path,
-                    const struct confine *c, struct store **out,
+                    const struct confine *c, int64_t mtime, struct store **out,
                     struct zerr *err) {
   struct store_refs *r = calloc(1, sizeof *r);
   char *loc = strdup(path);
@@ -133,6 +141,7 @@ static int refs_new(struct manifest *m, const char *path,
   r->base.location = loc;
   r->m = m;
   r->c = c;
+  r->mtime = mtime;
   *out = &r->base;
   return 0;
 }

@@ -56,7 +56,7 @@ struct rlisting {
     char *name; /* into arena */
     enum store_entry_type type;
     uint64_t size;
-  } *e;
+  } * e;
   char *arena;
 };
 
@@ -217,8 +217,10 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
       free(token);
       token = NULL;
     } else if (!token) {
-      rc = zerr_set(err, EIO, "s3://%s/%s: truncated listing without a "
-                    "continuation token", s->bucket, pfx);
+      rc = zerr_set(err, EIO,
+                    "s3://%s/%s: truncated listing without a "
+                    "continuation token",
+                    s->bucket, pfx);
       break;
     }
   } while (token);
@@ -366,7 +368,8 @@ static int remote_is_dir(struct store_remote *s, const char *dir,
 
 static int remote_stat(struct store *st, const char *key,
                        enum store_entry_type *type, uint64_t *size,
-                       struct zerr *err) {
+                       int64_t *mtime, struct zerr *err) {
+  *mtime = STORE_MTIME_UNKNOWN;
   struct store_remote *s = (struct store_remote *)st;
   *size = 0;
   if (!*key) {
@@ -439,7 +442,7 @@ static int remote_list(struct store *st, const char *prefix, store_list_cb cb,
     return zerr_set(err, ENOENT, "no such directory");
   }
   for (size_t i = 0; i < l->n; i++)
-    if (cb(ud, l->e[i].name, l->e[i].type, l->e[i].size))
+    if (cb(ud, l->e[i].name, l->e[i].type, l->e[i].size, STORE_MTIME_UNKNOWN))
       break;
   memo_release(s->lists, ref);
   return 0;
@@ -483,8 +486,7 @@ int store_open_remote(struct remote *r, const char *url, struct store **out,
       rc = s3_parse_url(s->base_url, &s->bucket, &key, err);
     if (rc == 0 && !*s->bucket)
       rc = zerr_set(err, EINVAL, "%s: no bucket named", url);
-    if (rc == 0 &&
-        asprintf(&s->prefix, "%s%s", key, *key ? "/" : "") < 0) {
+    if (rc == 0 && asprintf(&s->prefix, "%s%s", key, *key ? "/" : "") < 0) {
       s->prefix = NULL;
       rc = zerr_set(err, ENOMEM, "out of memory");
     }

@@ -42,8 +42,8 @@
 #include "jdup.h"
 #include "log.h"
 #include "manifest.h"
-#include "remote.h"
 #include "meta.h"
+#include "remote.h"
 #include "store.h"
 
 #define VZ_MAX_DEPTH 32
@@ -177,8 +177,9 @@ static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
 /* List callback: descend into subdirectories (files and STORE_OTHER
  * entries are no nodes to walk). */
 static int vz_walk_child(void *ud, const char *name, enum store_entry_type type,
-                         uint64_t size) {
+                         uint64_t size, int64_t mtime) {
   (void)size;
+  (void)mtime;
   struct walk *w = ud;
   if (type != STORE_DIR)
     return 0;
@@ -281,9 +282,10 @@ static int vz_u64(json_t *j, uint64_t *out) {
 static int vz_read_manifest(const struct vz_array *a, const struct confine *c,
                             char **text, size_t *tlen, struct zerr *err) {
   struct bytesrc *src;
-  int rc = remote_is_url(a->manifest)
-               ? confine_open_url(c, a->manifest, 0, UINT64_MAX, NULL, &src, err)
-               : confine_open(c, a->manifest, NULL, &src, err);
+  int rc =
+      remote_is_url(a->manifest)
+          ? confine_open_url(c, a->manifest, 0, UINT64_MAX, NULL, &src, err)
+          : confine_open(c, a->manifest, NULL, &src, err);
   if (rc < 0) {
     zerr_prefix(err, "manifest %s: ", a->manifest);
     return zerr_is_transient(-rc) ? rc : (err->code = EIO, -EIO);
@@ -508,13 +510,13 @@ static int vz_get(struct store *s, const char *key, struct bytesrc **out,
 }
 
 static int vz_stat(struct store *s, const char *key,
-                   enum store_entry_type *type, uint64_t *size,
+                   enum store_entry_type *type, uint64_t *size, int64_t *mtime,
                    struct zerr *err) {
   struct store_vzarr *v = (struct store_vzarr *)s;
   const char *rel;
   struct vz_array *a = vz_find(v, key, &rel);
   if (!a || !vz_chunkish(a, rel))
-    return store_stat(v->inner, key, type, size, err);
+    return store_stat_time(v->inner, key, type, size, mtime, err);
   int rc;
   struct manifest *m = vz_table(v, a, &rc, err);
   if (!m)
@@ -543,11 +545,11 @@ struct vz_merge {
 };
 
 static int vz_merge_cb(void *ud, const char *name, enum store_entry_type t,
-                       uint64_t size) {
+                       uint64_t size, int64_t mtime) {
   struct vz_merge *mg = ud;
   if (vz_chunkish(mg->a, name))
     return 0;
-  return mg->cb(mg->ud, name, t, size);
+  return mg->cb(mg->ud, name, t, size, mtime);
 }
 
 static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
@@ -571,7 +573,7 @@ static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
       return rc;
     if (!manifest_is_dir(m, rel))
       return zerr_set(err, ENOENT, "no such directory");
-    return manifest_list(m, rel, cb, ud, err);
+    return manifest_list(m, rel, STORE_MTIME_UNKNOWN, cb, ud, err);
   }
   /* The array directory: the manifest's top names (none when it cannot be
    * read: its chunk reads say why) and the stored files beside them. */
@@ -581,7 +583,7 @@ static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
   if (!m && zerr_is_transient(-trc)) /* never a listing short of chunks */
     return zerr_set(err, -trc, "%s", me.msg);
   if (m)
-    ZTRY(manifest_list(m, "", cb, ud, err));
+    ZTRY(manifest_list(m, "", STORE_MTIME_UNKNOWN, cb, ud, err));
   struct vz_merge mg = {a, cb, ud};
   ZTRY(store_list(v->inner, prefix, vz_merge_cb, &mg, err));
   if (m)

@@ -107,7 +107,8 @@ END_TEST
 
 /* Count children seen by store_list. */
 static int count_cb(void *ud, const char *name, enum store_entry_type t,
-                    uint64_t size) {
+                    uint64_t size, int64_t mtime) {
+  (void)mtime;
   (void)name, (void)t, (void)size;
   (*(int *)ud)++;
   return 0;
@@ -154,7 +155,8 @@ END_TEST
 
 /* Remember listed names ("name!" for STORE_OTHER). */
 static int names_cb(void *ud, const char *name, enum store_entry_type t,
-                    uint64_t size) {
+                    uint64_t size, int64_t mtime) {
+  (void)mtime;
   (void)size;
   strcat(ud, name);
   strcat(ud, t == STORE_OTHER ? "! " : " ");

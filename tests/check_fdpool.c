@@ -491,7 +491,8 @@ static void drain_table(int *fds, int n) {
 
 /* Count listed children. */
 static int count_cb(void *ud, const char *name, enum store_entry_type t,
-                    uint64_t size) {
+                    uint64_t size, int64_t mtime) {
+  (void)mtime;
   (void)name, (void)t, (void)size;
   (*(int *)ud)++;
   return 0;
@@ -579,7 +580,8 @@ struct seen {
 
 /* Remember each listed child and its type. */
 static int seen_cb(void *ud, const char *name, enum store_entry_type t,
-                   uint64_t size) {
+                   uint64_t size, int64_t mtime) {
+  (void)mtime;
   (void)size;
   struct seen *s = ud;
   ck_assert_int_lt(s->n, 64);

@@ -26,7 +26,8 @@ struct listing {
 };
 
 static int collect(void *ud, const char *name, enum store_entry_type t,
-                   uint64_t size) {
+                   uint64_t size, int64_t mtime) {
+  (void)mtime;
   struct listing *l = ud;
   size_t o = strlen(l->text);
   if (t == STORE_DIR)
@@ -92,10 +93,12 @@ START_TEST(table_lookup_list) {
   ck_assert(!manifest_is_dir(m, "a.b"));
 
   struct listing l = {0};
-  ck_assert_int_eq(manifest_list(m, "", collect, &l, &err), 0);
+  ck_assert_int_eq(manifest_list(m, "", STORE_MTIME_UNKNOWN, collect, &l, &err),
+                   0);
   ck_assert_str_eq(l.text, "a.b=2 a/ a0=4 zarr.json=2 ");
   memset(&l, 0, sizeof l);
-  ck_assert_int_eq(manifest_list(m, "a/c", collect, &l, &err), 0);
+  ck_assert_int_eq(
+      manifest_list(m, "a/c", STORE_MTIME_UNKNOWN, collect, &l, &err), 0);
   /* The missing chunk is not listed; a whole-file reference's size is
    * learned by opening it (STORE_SIZE_UNKNOWN in listings). */
   ck_assert_str_eq(l.text, "0/ 1=18446744073709551615 ");
@@ -180,10 +183,12 @@ START_TEST(listing_jumps_subtrees) {
   struct manifest *m;
   ck_assert_int_eq(manifest_builder_finish(b, &m, NULL, &err), 0);
   struct listing l = {0};
-  ck_assert_int_eq(manifest_list(m, "", collect, &l, &err), 0);
+  ck_assert_int_eq(manifest_list(m, "", STORE_MTIME_UNKNOWN, collect, &l, &err),
+                   0);
   ck_assert_int_eq(l.n, 100);
   memset(&l, 0, sizeof l);
-  ck_assert_int_eq(manifest_list(m, "d7", collect, &l, &err), 0);
+  ck_assert_int_eq(
+      manifest_list(m, "d7", STORE_MTIME_UNKNOWN, collect, &l, &err), 0);
   ck_assert_int_eq(l.n, 1000);
   struct manifest_entry en;
   ck_assert_int_eq(manifest_lookup(m, "d42/99.9", &en), 0);

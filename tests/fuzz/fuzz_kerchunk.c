@@ -22,7 +22,8 @@ static void list_dir(const struct manifest *m, const char *dir, int depth,
 
 /* One listed name: look it up, read it when inline, list below it. */
 static int list_cb(void *ud, const char *name, enum store_entry_type type,
-                   uint64_t size) {
+                   uint64_t size, int64_t mtime) {
+  (void)mtime;
   struct list *l = ud;
   if (--l->budget < 0)
     return 1;
@@ -51,7 +52,7 @@ static void list_dir(const struct manifest *m, const char *dir, int depth,
                      int *budget) {
   struct list l = {m, dir, depth, *budget};
   struct zerr err = {0};
-  manifest_list(m, dir, list_cb, &l, &err);
+  manifest_list(m, dir, STORE_MTIME_UNKNOWN, list_cb, &l, &err);
   *budget = l.budget;
 }
 

@@ -65,7 +65,8 @@ struct listing {
 
 /* A listed name: read it when it is a file. */
 static int get_cb(void *ud, const char *name, enum store_entry_type type,
-                  uint64_t size) {
+                  uint64_t size, int64_t mtime) {
+  (void)mtime;
   const struct listing *l = ud;
   char key[600];
   snprintf(key, sizeof key, "%s/%s", l->prefix, name);
