@@ -70,7 +70,7 @@ static int bitround_create(json_t *config, const struct codec_spec *decoded,
   }
   enum dtype_kind k = decoded->dtype.kind;
   unsigned mant = bitround_mantissa_bits(k);
-  if (!mant && !bitround_int_kind(k))
+  if ((!mant && !bitround_int_kind(k)) || decoded->dtype.size == 0)
     return zerr_set(err, ENOTSUP,
                     "codec 'bitround' is unsupported for data type '%s'",
                     decoded->dtype.name);

@@ -184,7 +184,8 @@ static int zfp_create_common(json_t *config, const struct codec_spec *decoded,
                                : zfp_parse_v3(config, st, err);
   if (rc < 0) {
     zerr_prefix(err, "%s: ", name);
-  } else if (!zfp_type_for(decoded->dtype.kind, &st->ztype, &st->promo)) {
+  } else if (!zfp_type_for(decoded->dtype.kind, &st->ztype, &st->promo) ||
+             decoded->dtype.size == 0) {
     rc = zerr_set(err, ENOTSUP, "codec '%s' is unsupported for data type '%s'",
                   name, decoded->dtype.name);
   } else if (!st->header && st->mode == zfp_mode_fixed_accuracy &&
