@@ -450,6 +450,10 @@ static int zfp_run(const struct zfp_state *st, const uint8_t *src, size_t len,
     if (used == 0)
       rc = zerr_set(err, EIO, "%s: libzfp could not decode the stream",
                     st->name);
+    else if (used > (bound > first ? bound : first))
+      /* The read bound is wrong: say so loudly rather than quietly. */
+      rc = zerr_set(err, EIO, "%s: libzfp read %zu bytes, past its buffer",
+                    st->name, used);
     else if (used > have)
       rc = zerr_set(err, EIO,
                     "%s: truncated stream: decoding needs %zu bytes, the "

@@ -424,6 +424,61 @@ START_TEST(bad_streams) {
 }
 END_TEST
 
+/* Garbage that libzfp decodes greedily (all one bits, random bits) of
+ * every length up to well past what a decoder could use, in every mode,
+ * type and dimensionality: decoded or EIO, and never "past its buffer"
+ * (the codec's check that libzfp stayed inside the zeroed buffer it was
+ * given; a read bound too small would trip it here). */
+START_TEST(garbage_streams) {
+  static const uint64_t shapes[4][4] = {{9}, {6, 7}, {3, 5, 6}, {2, 3, 2, 5}};
+  static const enum dtype_kind kinds[] = {DT_FLOAT32, DT_FLOAT64, DT_INT32,
+                                          DT_INT64};
+  static uint8_t junk[4096];
+  unsigned seed = 777;
+  int runs = 0, decoded = 0;
+  for (int d = 1; d <= 4; d++)
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+      for (size_t mi = 0; mi <= sizeof tmodes / sizeof *tmodes; mi++)
+        for (int pattern = 0; pattern < 2; pattern++) {
+          for (size_t i = 0; i < sizeof junk; i++) {
+            seed = seed * 1103515245u + 12345u;
+            junk[i] = pattern ? (uint8_t)(seed >> 16) : 0xff;
+          }
+          char json[512];
+          if (mi == sizeof tmodes / sizeof *tmodes) { /* zfpy: a header */
+            snprintf(json, sizeof json, "%s", ZFPY);
+            memcpy(junk, "zfp\x05", 4);
+          } else {
+            snprintf(json, sizeof json,
+                     "[{\"name\":\"zfp\",\"configuration\":%s}]",
+                     tmodes[mi].json);
+          }
+          struct codec_spec s = spec_nd(dtype_of(kinds[k]), d, shapes[d - 1]);
+          struct chain *c;
+          struct zerr err = {0};
+          if (tc_build(json, &s, &c, &err) < 0)
+            continue; /* fixed_accuracy on integers */
+          struct codec_env env = {MAXDEC, NULL};
+          for (size_t len = 8; len <= sizeof junk; len += 24) {
+            struct bytesrc *src = bytesrc_from_static(junk, len);
+            struct abytes *a = NULL;
+            int rc = chain_decode(c, &s, src, &env, &a, &err);
+            bytesrc_unref(src);
+            ck_assert_msg(rc == 0 || rc == -EIO, "rc %d: %s", rc, err.msg);
+            ck_assert_msg(rc == 0 || !strstr(err.msg, "past its buffer"),
+                          "%dD kind %d %s length %zu: %s", d, (int)kinds[k],
+                          json, len, err.msg);
+            decoded += rc == 0;
+            runs++;
+            abytes_free(a);
+          }
+          chain_free(c);
+        }
+  ck_assert_int_gt(runs, 5000);
+  ck_assert_int_gt(decoded, 0);
+}
+END_TEST
+
 /* Configurations refused, each with the reason. */
 START_TEST(bad_configs) {
   static const struct {
@@ -601,6 +656,7 @@ int main(void) {
   tcase_add_test(tc, modes_dims_types);
   tcase_add_test(tc, promotions);
   tcase_add_test(tc, bad_streams);
+  tcase_add_test(tc, garbage_streams);
   tcase_add_test(tc, bad_configs);
   tcase_add_test(tc, bitround_identity);
   tcase_add_test(tc, v2_stores);
