@@ -482,7 +482,7 @@ static int zfp_decode(const void *state, const struct codec_spec *spec,
     return zerr_set(err, EFBIG,
                     "%s: %llu elements exceed the decode limit of %zu bytes",
                     st->name, (unsigned long long)n, env->max_decoded);
-  if (in->size == 0)
+  if (in->size == 0 || n == 0)
     return zerr_set(err, EIO, "%s: empty chunk", st->name);
   struct bytesrc *src;
   ZTRY(codec_load_input(in, env, st->name, &src, err));
