@@ -14,10 +14,72 @@
  * uint8..uint64, float16, bfloat16, float32, float64, complex64,
  * complex128, numpy.datetime64 and numpy.timedelta64; others are refused.
  *
- * Not modelled: zarrs rounds the fill value too before it reaches the next
- * codec; a shard's empty inner chunk is filled here with the array's fill
- * value as written in the metadata. */
+ * The fill value is the one thing rounded here: zarrs hands the next codec
+ * the rounded fill, so an empty inner chunk of a shard after bitround
+ * holds the rounded value (a missing chunk of the array keeps the fill
+ * value as written). */
 #include "codec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct bitround_state {
+  uint8_t efill[16]; /* the rounded fill value, for the next codec */
+  size_t efill_len;
+};
+
+/* zarrs' rounding of the low `width` bits of v: keep `keep` of the `max`
+ * bits below the top, round half to even, saturate at all ones. */
+static uint64_t bitround_bits(uint64_t v, unsigned keep, unsigned max,
+                              unsigned width) {
+  if (keep >= max)
+    return v;
+  uint64_t all = width == 64 ? UINT64_MAX : (UINT64_C(1) << width) - 1;
+  unsigned mb = max - keep;
+  uint64_t mask = (all >> mb) << mb;
+  uint64_t add = ((v >> mb) & 1) + ((UINT64_C(1) << (mb - 1)) - 1);
+  v = v > all - add ? all : v + add;
+  return v & mask;
+}
+
+/* Round n values of `width` bits at p in place: floats keep `keep` of
+ * `mant` mantissa bits; integers (mant 0) keep `keep` bits from their
+ * most significant set bit. */
+static void bitround_values(uint8_t *p, size_t n, unsigned width, unsigned keep,
+                            unsigned mant) {
+  for (size_t i = 0; i < n; i++) {
+    uint8_t *q = p + i * (width / 8);
+    uint8_t v8;
+    uint16_t v16;
+    uint32_t v32;
+    uint64_t v = 0;
+    switch (width) { /* host order, whatever the host */
+    case 8:
+      memcpy(&v8, q, 1), v = v8;
+      break;
+    case 16:
+      memcpy(&v16, q, 2), v = v16;
+      break;
+    case 32:
+      memcpy(&v32, q, 4), v = v32;
+      break;
+    default:
+      memcpy(&v, q, 8);
+    }
+    unsigned max = mant;
+    if (!mant)
+      for (max = width; max > 0 && !(v >> (max - 1) & 1); max--)
+        ;
+    v = bitround_bits(v, keep, max, width);
+    v8 = (uint8_t)v, v16 = (uint16_t)v, v32 = (uint32_t)v;
+    memcpy(q,
+           width == 8    ? (void *)&v8
+           : width == 16 ? (void *)&v16
+           : width == 32 ? (void *)&v32
+                         : (void *)&v,
+           width / 8);
+  }
+}
 
 /* Mantissa bits of a float kind (complex: of each part), 0 for others. */
 static unsigned bitround_mantissa_bits(enum dtype_kind k) {
@@ -80,18 +142,34 @@ static int bitround_create(json_t *config, const struct codec_spec *decoded,
                     "bitround: keepbits %lld is out of range for data type "
                     "'%s' (0 to %lld)",
                     keep, decoded->dtype.name, max);
-  *state = NULL;
+  struct bitround_state *st = calloc(1, sizeof *st);
+  if (!st)
+    return zerr_set(err, ENOMEM, "bitround: out of memory");
+  size_t sz = decoded->dtype.size;
+  if (decoded->fill && decoded->fill_len == sz && sz <= sizeof st->efill) {
+    int cplx = k == DT_COMPLEX64 || k == DT_COMPLEX128;
+    memcpy(st->efill, decoded->fill, sz);
+    st->efill_len = sz;
+    bitround_values(st->efill, cplx ? 2 : 1, (unsigned)(cplx ? sz * 4 : sz * 8),
+                    (unsigned)keep, mant);
+  }
+  *state = st;
   return 0;
 }
 
-/* No state. */
-static void bitround_destroy(void *state) { (void)state; }
+/* Free the rounded fill. */
+static void bitround_destroy(void *state) { free(state); }
 
-/* Same shape and type. */
+/* Same shape and type; the rounded fill. */
 static int bitround_spec(const void *state, const struct codec_spec *decoded,
                          struct codec_spec *encoded, struct zerr *err) {
-  (void)state, (void)err;
+  (void)err;
+  const struct bitround_state *st = state;
   *encoded = *decoded;
+  if (st->efill_len) {
+    encoded->fill = st->efill;
+    encoded->fill_len = st->efill_len;
+  }
   return 0;
 }
 

@@ -648,6 +648,66 @@ START_TEST(v2_stores) {
 }
 END_TEST
 
+/* Write a V3 array `name` of 4 elements in one shard of two inner chunks:
+ * the first holds `inner0` (ilen bytes), the second is empty. */
+static void put_bitround_shard(const char *dir, const char *name,
+                               const char *dtype, const char *fill,
+                               const void *inner0, size_t ilen) {
+  char doc[2048], key[256];
+  snprintf(doc, sizeof doc,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4],"
+           "\"data_type\":\"%s\",\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[4]}},\"chunk_key_encoding\":"
+           "{\"name\":\"default\"},\"fill_value\":%s,\"codecs\":["
+           "{\"name\":\"bitround\",\"configuration\":{\"keepbits\":%d}},"
+           "{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":"
+           "[2],\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":"
+           "\"little\"}}],\"index_codecs\":[{\"name\":\"bytes\","
+           "\"configuration\":{\"endian\":\"little\"}}],\"index_location\":"
+           "\"end\"}}]}",
+           dtype, fill, dtype[0] == 'f' ? 2 : 3);
+  snprintf(key, sizeof key, "%s/zarr.json", name);
+  ts_put_file(dir, key, doc, strlen(doc));
+  uint8_t shard[8 + 32];
+  memcpy(shard, inner0, ilen);
+  uint64_t idx[4] = {0, ilen, UINT64_MAX, UINT64_MAX}; /* little-endian host */
+  memcpy(shard + ilen, idx, sizeof idx);
+  snprintf(key, sizeof key, "%s/c/0", name);
+  ts_put_file(dir, key, shard, ilen + sizeof idx);
+}
+
+/* bitround rounds the fill value it hands on, as zarrs does: a shard's
+ * empty inner chunk shows the rounded fill (float32 0.1 keeping 2 mantissa
+ * bits is 0.09375; uint16 1000 keeping 3 bits from its top bit is 1024),
+ * a missing chunk of the array the fill as written. */
+START_TEST(bitround_shard_fill) {
+  char dir[] = "/tmp/check_zfp.XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  static const char zg[] = "{\"zarr_format\":3,\"node_type\":\"group\"}";
+  ts_put_file(dir, "zarr.json", zg, strlen(zg));
+  float f[2] = {1.5f, 2.5f};
+  put_bitround_shard(dir, "f", "float32", "0.1", f, sizeof f);
+  uint16_t u[2] = {7, 9};
+  put_bitround_shard(dir, "u", "uint16", "1000", u, sizeof u);
+  static const char miss[] =
+      "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],"
+      "\"data_type\":\"float32\",\"chunk_grid\":{\"name\":\"regular\","
+      "\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":"
+      "{\"name\":\"default\"},\"fill_value\":0.1,\"codecs\":[{\"name\":"
+      "\"bitround\",\"configuration\":{\"keepbits\":2}},{\"name\":\"bytes\","
+      "\"configuration\":{\"endian\":\"little\"}}]}";
+  ts_put_file(dir, "m/zarr.json", miss, strlen(miss));
+  struct engine *e = ts_open_engine(dir);
+  expect_view(e, "/f/values.txt", "1.5\n2.5\n0.09375\n0.09375\n");
+  expect_view(e, "/u/values.txt", "7\n9\n1024\n1024\n");
+  expect_view(e, "/m/values.txt", "0.1\n0.1\n");
+  engine_free(e);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void) {
   zlog_setup(0, ZLOG_ERR);
   Suite *s = suite_create("zfp");
@@ -660,6 +720,7 @@ int main(void) {
   tcase_add_test(tc, bad_configs);
   tcase_add_test(tc, bitround_identity);
   tcase_add_test(tc, v2_stores);
+  tcase_add_test(tc, bitround_shard_fill);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
