@@ -385,9 +385,12 @@ struct zfp_run {
 
 /* Release; safe on a zeroed struct. */
 static void zfp_run_free(struct zfp_run *r) {
-  zfp_field_free(r->field);
-  zfp_field_free(r->hfield);
-  zfp_stream_close(r->zs);
+  if (r->field)
+    zfp_field_free(r->field);
+  if (r->hfield)
+    zfp_field_free(r->hfield);
+  if (r->zs) /* libzfp's close functions do not all take NULL */
+    zfp_stream_close(r->zs);
   if (r->bs)
     stream_close(r->bs);
   free(r->buf);
