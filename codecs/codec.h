@@ -162,6 +162,9 @@ int codec_inflate(struct bytesrc *in, const struct codec_env *env,
 /* Integer field; missing -> def (or -EIO when required). */
 int codec_cfg_int(json_t *config, const char *key, int required, long long def,
                   long long *out, struct zerr *err);
+/* Number field (integer or real); missing -> def. */
+int codec_cfg_num(json_t *config, const char *key, int required, double def,
+                  double *out, struct zerr *err);
 /* String field (borrowed); missing -> def. */
 int codec_cfg_str(json_t *config, const char *key, int required,
                   const char *def, const char **out, struct zerr *err);

@@ -40,6 +40,9 @@ extern const struct codec_impl codec_numcodecs_packbits;
 extern const struct codec_impl codec_optional;
 extern const struct codec_impl codec_fixedscaleoffset;
 extern const struct codec_impl codec_json2;
+extern const struct codec_impl codec_bitround;
+extern const struct codec_impl codec_zfp;
+extern const struct codec_impl codec_numcodecs_zfpy;
 
 static const struct codec_impl *const registry_table[] = {
     &codec_bytes,
@@ -72,6 +75,9 @@ static const struct codec_impl *const registry_table[] = {
     &codec_optional,
     &codec_fixedscaleoffset,
     &codec_json2,
+    &codec_bitround,
+    &codec_zfp,
+    &codec_numcodecs_zfpy,
     NULL,
 };
 
@@ -139,6 +145,22 @@ int codec_cfg_int(json_t *config, const char *key, int required, long long def,
   if (!json_is_integer(v))
     return zerr_set(err, EIO, "configuration key '%s' must be an integer", key);
   *out = (long long)json_integer_value(v);
+  return 0;
+}
+
+/* Number member (integer or real). */
+int codec_cfg_num(json_t *config, const char *key, int required, double def,
+                  double *out, struct zerr *err) {
+  json_t *v = config ? json_object_get(config, key) : NULL;
+  if (!v) {
+    if (required)
+      return zerr_set(err, EIO, "missing required configuration key '%s'", key);
+    *out = def;
+    return 0;
+  }
+  if (!json_is_number(v))
+    return zerr_set(err, EIO, "configuration key '%s' must be a number", key);
+  *out = json_number_value(v);
   return 0;
 }
 

@@ -619,6 +619,17 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
                    b2b, v2_codec(v2_name(id, buf, sizeof buf), f)) < 0;
     }
   }
+  /* zfpy (and zarrs' zfp) compress the typed array: in V3 terms they are
+   * the array->bytes codec, taking the place of `bytes`. */
+  const char *cid = json_string_value(json_object_get(comp, "id"));
+  int comp_a2b = cid && (!strcmp(cid, "zfpy") || !strcmp(cid, "zfp"));
+  if (rc == 0 && comp_a2b && a2b)
+    rc = zerr_set(err, EIO, "compressor '%s' after an object filter", cid);
+  else if (rc == 0 && comp_a2b && endian == 'b')
+    rc = zerr_set(err, ENOTSUP,
+                  "compressor '%s' is unsupported on a big-endian dtype", cid);
+  else if (rc == 0 && comp_a2b)
+    a2b = v2_codec(strcmp(cid, "zfp") ? "numcodecs.zfpy" : "zfp", comp);
   if (rc == 0 && !a2b) {
     if (!strcmp(dts, "|O")) {
       rc = zerr_set(err, EIO, "object dtype without a vlen-* or json2 filter");
@@ -629,7 +640,7 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
       a2b = json_pack("{s:s}", "name", "bytes");
     }
   }
-  if (rc == 0 && comp && !json_is_null(comp)) {
+  if (rc == 0 && comp && !json_is_null(comp) && !comp_a2b) {
     const char *id = json_string_value(json_object_get(comp, "id"));
     char buf[128];
     if (!id)
