@@ -40,6 +40,7 @@ extern const struct codec_impl codec_numcodecs_packbits;
 extern const struct codec_impl codec_optional;
 extern const struct codec_impl codec_fixedscaleoffset;
 extern const struct codec_impl codec_json2;
+extern const struct codec_impl codec_json;
 
 static const struct codec_impl *const registry_table[] = {
     &codec_bytes,
@@ -72,6 +73,7 @@ static const struct codec_impl *const registry_table[] = {
     &codec_optional,
     &codec_fixedscaleoffset,
     &codec_json2,
+    &codec_json,
     NULL,
 };
 
