@@ -610,12 +610,20 @@ START_TEST(json2_store) {
            "\"filters\":[{\"id\":\"json\",\"encoding\":\"utf-8\"}]}");
   put_text(dir, "old/0.0", "[[\"null\",null],[\"a\\nb\",[1,2]],\"|O\"]");
   put_text(dir, "old/1.0", "[\"a\",\"|O\"]");
+  /* Order F: zarr-python 2 reshapes the decoded nesting (flattened in C
+   * order) to the chunk in F order. */
+  put_text(dir, "oldf/.zarray",
+           "{\"zarr_format\":2,\"shape\":[2,3],\"chunks\":[2,3],\"dtype\":"
+           "\"|O\",\"compressor\":null,\"fill_value\":null,\"order\":\"F\","
+           "\"filters\":[{\"id\":\"json\"}]}");
+  put_text(dir, "oldf/0.0", "[[\"a\",\"b\",\"c\"],[\"d\",\"e\",\"f\"],\"|O\"]");
   struct engine *e = ts_open_engine(dir);
   expect_view(e, "/obj/values.txt", "caf\xc3\xa9\ntwo lines\n3\n\n\n");
   expect_view(e, "/obj/0.txt", "caf\xc3\xa9\ntwo lines\n3\n");
   expect_view_fails(e, "/bad/values.txt", "json2");
   expect_view(e, "/old/0.0.txt", "null\nnull\na b\n[1,2]\n");
   expect_view_fails(e, "/old/1.0.txt", "json: a list was expected");
+  expect_view(e, "/oldf/values.txt", "a\nc\ne\nb\nd\nf\n");
   engine_free(e);
   remove_store(dir);
 }
