@@ -43,6 +43,7 @@ extern const struct codec_impl codec_json2;
 extern const struct codec_impl codec_bitround;
 extern const struct codec_impl codec_zfp;
 extern const struct codec_impl codec_numcodecs_zfpy;
+extern const struct codec_impl codec_json;
 
 static const struct codec_impl *const registry_table[] = {
     &codec_bytes,
@@ -78,6 +79,7 @@ static const struct codec_impl *const registry_table[] = {
     &codec_bitround,
     &codec_zfp,
     &codec_numcodecs_zfpy,
+    &codec_json,
     NULL,
 };
 

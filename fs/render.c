@@ -39,7 +39,11 @@
  * in nested optional types a value missing inside k present layers is
  * "null" in k pairs of brackets ("[null]" for Some(None), zarrs' JSON form).
  * Optional strings and bytes are converted to text before rendering
- * (fs/textprep.c), with render_optional_null for the missing ones. */
+ * (fs/textprep.c), with render_optional_null for the missing ones. No
+ * present value may read as a missing one: numbers, bools, dates and hex
+ * never do; a string that would, or that starts with the backslash used to
+ * mark it, gets a backslash in front (render_optional_escaped), so a line
+ * that starts with one is always a present string. */
 #include "render.h"
 
 #include <stdio.h> /* snprintf for datetime fields */
@@ -906,6 +910,21 @@ size_t render_optional_null(unsigned level, char *buf) {
   memcpy(buf + level, "null", 4);
   memset(buf + level + 4, ']', level);
   return 2 * (size_t)level + 4;
+}
+
+/* "null" in k bracket pairs, or a leading backslash: see render.h. */
+int render_optional_escaped(const uint8_t *s, size_t n) {
+  if (n && s[0] == '\\')
+    return 1;
+  size_t k = 0;
+  while (k < n && s[k] == '[')
+    k++;
+  if (n != 2 * k + 4 || memcmp(s + k, "null", 4))
+    return 0;
+  for (size_t i = k + 4; i < n; i++)
+    if (s[i] != ']')
+      return 0;
+  return 1;
 }
 
 /* Text length of a variable element: hex doubles bytes. */

@@ -59,6 +59,12 @@ size_t render_float_exact(uint64_t bits, int mant_bits, int exp_bits,
  * bytes, not NUL-terminated); returns its length. */
 size_t render_optional_null(unsigned level, char *buf);
 
+/* Whether a present optional string s[0, n) is written with a backslash in
+ * front, so that it never reads as a missing value: 1 when it is "null"
+ * inside any number of bracket pairs ("null", "[null]", ...) or starts
+ * with a backslash itself, else 0. */
+int render_optional_escaped(const uint8_t *s, size_t n);
+
 /* Text length of a variable-length element of nbytes source bytes
  * (string: nbytes, bytes: 2*nbytes). */
 uint64_t render_var_len(const struct dtype *dt, uint64_t nbytes);

@@ -133,8 +133,10 @@ static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
 
 /* Optional strings and bytes become their text, as string elements:
  * a missing value is "null" ("[null]" ... inside present layers, see
- * render_optional_null), a present string its bytes, present bytes their
- * lowercase hex. An element shorter than the type's depth is missing at
+ * render_optional_null), a present string its bytes (after a backslash
+ * when they would read as missing or start with one: see
+ * render_optional_escaped), present bytes their lowercase hex (never
+ * ambiguous). An element shorter than the type's depth is missing at
  * the layer its length gives (codecs/optional.c writes one byte 1 per
  * present layer). */
 static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
@@ -168,7 +170,12 @@ static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
         out.len += (size_t)tl;
       }
     } else {
-      rc = zbuf_append(&out, src->mem + a + depth, (size_t)(len - depth), err);
+      const uint8_t *v = src->mem + a + depth;
+      size_t vl = (size_t)(len - depth);
+      if (render_optional_escaped(v, vl))
+        rc = zbuf_append(&out, "\\", 1, err);
+      if (rc == 0)
+        rc = zbuf_append(&out, v, vl, err);
     }
   }
   bytesrc_unref(src);

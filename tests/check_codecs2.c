@@ -469,8 +469,125 @@ START_TEST(json2_bad_input) {
 }
 END_TEST
 
+/* ==== json (numcodecs' LegacyJSON: no shape in the chunk) ==== */
+
+/* A legacy json chunk decoded for a chunk of shape shape[0..ndim). */
+static int json_legacy_decode(const char *doc, int ndim, const uint64_t *shape,
+                              struct abytes **a, struct zerr *err) {
+  struct codec_spec s = tc_spec_1d(dtype_of(DT_STRING), 1);
+  s.ndim = ndim;
+  s.nelem = 1;
+  for (int d = 0; d < ndim; d++) {
+    s.shape[d] = shape[d];
+    s.nelem *= shape[d];
+  }
+  return decode("[{\"name\":\"json\",\"configuration\":{\"encoding\":\"utf-8\","
+                "\"skipkeys\":false,\"ensure_ascii\":true,\"check_circular\":"
+                "true,\"allow_nan\":true,\"sort_keys\":true,\"indent\":null,"
+                "\"separators\":[\",\",\":\"]}}]",
+                &s, doc, strlen(doc), a, err);
+}
+
+START_TEST(json_legacy_hand_computed) {
+  /* 1-D as LegacyJSON writes it: the items, then the dtype; a list item
+   * is one element (JSON text), as are null, numbers and objects. */
+  const char *doc = "[\"a\",\"null\",null,\"\\u00e9\\n\\\"q\\\"\",[1,[2]],"
+                    "-1.5e3,{\"k\":\"v\"},NaN,\"\",\"|O\"]";
+  static const char *const want[] = {
+      "a",       "null",   "null",          "\xc3\xa9\n\"q\"",
+      "[1,[2]]", "-1.5e3", "{\"k\":\"v\"}", "NaN",
+      ""};
+  uint64_t sh1[] = {9};
+  struct abytes *a;
+  struct zerr err = {0};
+  ck_assert_msg(json_legacy_decode(doc, 1, sh1, &a, &err) == 0, "%s", err.msg);
+  expect_strings(a, want, 9);
+  abytes_free(a);
+  /* 2-D: nested lists in C order, indented, items that are lists inside. */
+  const char *doc2 = "[\n [\"x\", [7], \"y\"],\n [\"z\", 8, []]\n, \"|O\"]\n";
+  static const char *const want2[] = {"x", "[7]", "y", "z", "8", "[]"};
+  uint64_t sh2[] = {2, 3};
+  ck_assert_msg(json_legacy_decode(doc2, 2, sh2, &a, &err) == 0, "%s", err.msg);
+  expect_strings(a, want2, 6);
+  abytes_free(a);
+  /* Only the count is compared with the chunk (zarr-python reshapes): a
+   * 3x2 nesting for a 2x3 chunk, as a V2 order F chunk has. */
+  ck_assert_int_eq(
+      json_legacy_decode("[[1,2],[3,4],[5,6],\"|O\"]", 2, sh2, &a, &err), 0);
+  static const char *const want3[] = {"1", "2", "3", "4", "5", "6"};
+  expect_strings(a, want3, 6);
+  abytes_free(a);
+  /* 3-D, and the alias under the numcodecs prefix. */
+  uint64_t sh3[] = {1, 2, 1};
+  ck_assert_int_eq(
+      json_legacy_decode("[[[\"p\"],[\"q\"]],\"|O\"]", 3, sh3, &a, &err), 0);
+  static const char *const want4[] = {"p", "q"};
+  expect_strings(a, want4, 2);
+  abytes_free(a);
+  ck_assert_ptr_eq(codec_lookup("numcodecs.json"), codec_lookup("json"));
+  ck_assert_ptr_ne(codec_lookup("json"), codec_lookup("json2"));
+}
+END_TEST
+
+START_TEST(json_legacy_bad_input) {
+  uint64_t one[] = {3}, two[] = {2, 2};
+  const struct {
+    const char *doc;
+    int ndim;
+    const uint64_t *shape;
+    const char *msg;
+  } cases[] = {
+      {"[\"a\",\"b\",\"|O\"]", 1, one, "json: the nesting holds 2 elements"},
+      {"[\"a\",\"b\",\"c\",\"d\",\"|O\"]", 1, one, "holds 4 elements"},
+      {"[\"a\",\"b\",\"c\"]", 1, one, "dtype item is not \"|O\""},
+      {"[\"a\",\"b\",\"c\",\"<U1\"]", 1, one, "dtype item is not"},
+      {"[\"a\",\"b\",\"c\",\"|O\",[3]]", 1, one, "does not end with a dtype"},
+      {"[]", 1, one, "does not end with a dtype string"},
+      {"\"|O\"", 1, one, "not a JSON list"},
+      {"[\"a\",\"b\",\"c\",\"|O\"] x", 1, one, "trailing bytes"},
+      {"[\"a\",\"b\",\"c,\"|O\"]", 1, one, "json: not valid JSON"},
+      {"[[1,2],[3],\"|O\"]", 2, two, "nested list has 1 items"},
+      {"[[1,2],[3,4,5],\"|O\"]", 2, two, "nested list has 3 items"},
+      {"[[1,2],3,\"|O\"]", 2, two, "a list was expected"},
+      {"[1,2,3,4,\"|O\"]", 2, two, "a list was expected"},
+      {"[[],[],\"|O\"]", 2, two, "holds 0 elements"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct abytes *a;
+    struct zerr err = {0};
+    int rc = json_legacy_decode(cases[i].doc, cases[i].ndim, cases[i].shape, &a,
+                                &err);
+    ck_assert_msg(rc == -EIO, "case %zu: rc %d", i, rc);
+    ck_assert_ptr_null(a);
+    ck_assert_msg(strstr(err.msg, cases[i].msg), "case %zu: '%s' lacks '%s'", i,
+                  err.msg, cases[i].msg);
+  }
+  /* json2 checks the dtype item too. */
+  struct abytes *a;
+  struct zerr err = {0};
+  ck_assert_int_eq(json2_decode("[\"a\",\"<U1\",[1]]", 1, &a, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "json2: the dtype item is not"));
+  /* Configuration: another text encoding, a key numcodecs does not have. */
+  struct codec_spec s = tc_spec_1d(dtype_of(DT_STRING), 1);
+  struct chain *c = NULL;
+  ck_assert_int_eq(tc_build("[{\"name\":\"json\",\"configuration\":{"
+                            "\"encoding\":\"utf-16\"}}]",
+                            &s, &c, &err),
+                   -ENOTSUP);
+  ck_assert_ptr_nonnull(strstr(err.msg, "json: text encoding"));
+  ck_assert_int_eq(
+      tc_build("[{\"name\":\"json\",\"configuration\":{\"shape\":1}}]", &s, &c,
+               &err),
+      -EIO);
+  s = tc_spec_1d(dtype_of(DT_FLOAT64), 1);
+  ck_assert_int_eq(tc_build("[\"numcodecs.json\"]", &s, &c, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "not variable-length"));
+}
+END_TEST
+
 /* A V2 object array with the json2 object codec (first filter) and a zlib
- * compressor-free chunk; the second chunk is missing (fill null: ""). */
+ * compressor-free chunk; the second chunk is missing (fill null: ""); and
+ * a 2-D one with the legacy json codec as zarr-python 2 wrote it. */
 START_TEST(json2_store) {
   char dir[] = "/tmp/check_codecs2.XXXXXX";
   new_store(dir);
@@ -487,10 +604,26 @@ START_TEST(json2_store) {
            "\"compressor\":null,\"fill_value\":null,\"order\":\"C\","
            "\"filters\":[{\"id\":\"json2\"}]}");
   put_text(dir, "bad/0", "[\"a\",\"|O\",[1]]");
+  put_text(dir, "old/.zarray",
+           "{\"zarr_format\":2,\"shape\":[3,2],\"chunks\":[2,2],\"dtype\":"
+           "\"|O\",\"compressor\":null,\"fill_value\":null,\"order\":\"C\","
+           "\"filters\":[{\"id\":\"json\",\"encoding\":\"utf-8\"}]}");
+  put_text(dir, "old/0.0", "[[\"null\",null],[\"a\\nb\",[1,2]],\"|O\"]");
+  put_text(dir, "old/1.0", "[\"a\",\"|O\"]");
+  /* Order F: zarr-python 2 reshapes the decoded nesting (flattened in C
+   * order) to the chunk in F order. */
+  put_text(dir, "oldf/.zarray",
+           "{\"zarr_format\":2,\"shape\":[2,3],\"chunks\":[2,3],\"dtype\":"
+           "\"|O\",\"compressor\":null,\"fill_value\":null,\"order\":\"F\","
+           "\"filters\":[{\"id\":\"json\"}]}");
+  put_text(dir, "oldf/0.0", "[[\"a\",\"b\",\"c\"],[\"d\",\"e\",\"f\"],\"|O\"]");
   struct engine *e = ts_open_engine(dir);
   expect_view(e, "/obj/values.txt", "caf\xc3\xa9\ntwo lines\n3\n\n\n");
   expect_view(e, "/obj/0.txt", "caf\xc3\xa9\ntwo lines\n3\n");
   expect_view_fails(e, "/bad/values.txt", "json2");
+  expect_view(e, "/old/0.0.txt", "null\nnull\na b\n[1,2]\n");
+  expect_view_fails(e, "/old/1.0.txt", "json: a list was expected");
+  expect_view(e, "/oldf/values.txt", "a\nc\ne\nb\nd\nf\n");
   engine_free(e);
   remove_store(dir);
 }
@@ -1101,6 +1234,8 @@ int main(void) {
   tcase_add_test(tc, json2_hand_computed);
   tcase_add_test(tc, json2_bad_input);
   tcase_add_test(tc, json2_store);
+  tcase_add_test(tc, json_legacy_hand_computed);
+  tcase_add_test(tc, json_legacy_bad_input);
   tcase_add_test(tc, draft_hand_computed);
   tcase_add_test(tc, draft_partial);
   tcase_add_test(tc, draft_bad_input);

@@ -502,9 +502,19 @@ START_TEST(stores_through_engine) {
   struct bb sd = vlen(4, sv);
   struct bb sc = opt_chunk("\x1d", 1, sd.p, sd.n);
   ts_put_file(dir, "s/c/0", sc.p, sc.n);
-  /* The same with a present fill (zarrs' [x] form) for the missing chunk. */
-  put_array(dir, "sf", 7, 5, OPT_STR, "[\"dflt\"]", codecs);
+  /* The same with a present fill "null" (zarrs' [x] form) for the missing
+   * chunk: escaped like a stored "null". */
+  put_array(dir, "sf", 7, 5, OPT_STR, "[\"null\"]", codecs);
   ts_put_file(dir, "sf/c/0", sc.p, sc.n);
+  /* Present strings that read as missing or start with the escape, next
+   * to a missing value and look-alikes that are left as they are. */
+  put_array(dir, "esc", 10, 10, OPT_STR, "null", codecs);
+  static const char *const ev[] = {"\\x",   "[null]", "null",
+                                   "nul",   "\\null", "[[null]]",
+                                   "[null", "null]",  ""};
+  struct bb ed = vlen(9, ev);
+  struct bb ec = opt_chunk("\xf7\x03", 2, ed.p, ed.n);
+  ts_put_file(dir, "esc/c/0", ec.p, ec.n);
   /* Optional bytes: hex, null. */
   put_array(dir, "b", 3, 3, OPT_BYTES, "null", bcodecs);
   static const char *const bv[] = {"\x01\xab", ""};
@@ -548,12 +558,16 @@ START_TEST(stores_through_engine) {
   ts_put_file(dir, "corrupt/c/0", cc.p, cc.n);
 
   struct engine *e = ts_open_engine(dir);
-  expect_view(e, "/s/values.txt", "ab\nnull\nnull\nx y\n\nnull\nnull\nnull\n");
-  expect_view(e, "/s/c/0.txt", "ab\nnull\nnull\nx y\n\n");
-  expect_view(e, "/sf/values.txt", "ab\nnull\nnull\nx y\n\ndflt\ndflt\n");
+  expect_view(e, "/s/values.txt",
+              "ab\nnull\n\\null\nx y\n\nnull\nnull\nnull\n");
+  expect_view(e, "/s/c/0.txt", "ab\nnull\n\\null\nx y\n\n");
+  expect_view(e, "/sf/values.txt", "ab\nnull\n\\null\nx y\n\n\\null\n\\null\n");
+  expect_view(e, "/esc/values.txt",
+              "\\\\x\n\\[null]\n\\null\nnull\nnul\n\\\\null\n\\[[null]]\n"
+              "[null\nnull]\n\n");
   expect_view(e, "/b/values.txt", "01ab\nnull\n\n");
   expect_view(e, "/n/values.txt",
-              "null\n[null]\nnull\n[null]\n[null]\n[null]\n");
+              "null\n[null]\n\\null\n[null]\n[null]\n[null]\n");
   expect_view(e, "/sh/values.txt", "null\nq\nnull\nnull\n");
   static const char *const broken[] = {"/wrong/values.txt",
                                        "/corrupt/values.txt"};

@@ -469,6 +469,21 @@ START_TEST(optional_text) {
   e[8] = 0;
   n = render_fixed(&td, e, buf);
   ck_assert_int_eq(memcmp(buf, "null", n), 0);
+  /* Present strings that would read as a missing value (any null form,
+   * whatever the depth) or start with the escape get a backslash; none of
+   * the others do. */
+  static const struct {
+    const char *s;
+    int escaped;
+  } strs[] = {{"null", 1},  {"[null]", 1},  {"[[[null]]]", 1}, {"\\", 1},
+              {"\\x", 1},   {"\\null", 1},  {"", 0},           {"nul", 0},
+              {"Null", 0},  {"null ", 0},   {" null", 0},      {"[null", 0},
+              {"null]", 0}, {"[null]]", 0}, {"[[null]", 0},    {"[]", 0},
+              {"x\\", 0},   {"nullnull", 0}};
+  for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
+    ck_assert_msg(render_optional_escaped((const uint8_t *)strs[i].s,
+                                          strlen(strs[i].s)) == strs[i].escaped,
+                  "'%s'", strs[i].s);
 }
 END_TEST
 
