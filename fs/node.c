@@ -116,8 +116,8 @@ static int node_set_units(struct znode *n, struct zerr *err) {
   }
   for (int d = 0; d < m->ndim; d++) {
     uint64_t u = n->uspec.shape[d];
-    n->ugrid[d] = n->form.edge[d] ? m->grid[d]
-                                  : m->shape[d] / u + (m->shape[d] % u != 0);
+    n->ugrid[d] =
+        n->form.edge[d] ? m->grid[d] : m->shape[d] / u + (m->shape[d] % u != 0);
   }
   return 0;
 }

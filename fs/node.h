@@ -82,14 +82,12 @@ static inline uint64_t node_unit_start(const struct znode *n, int d,
                                        uint64_t u) {
   return zmeta_axis_start(n->form.edge[d], n->uspec.shape[d], u);
 }
-static inline uint64_t node_unit_len(const struct znode *n, int d,
-                                     uint64_t u) {
+static inline uint64_t node_unit_len(const struct znode *n, int d, uint64_t u) {
   return zmeta_axis_len(n->form.edge[d], n->uspec.shape[d], u);
 }
-static inline uint64_t node_unit_ext(const struct znode *n, int d,
-                                     uint64_t u) {
-  return zmeta_axis_ext(n->form.edge[d], n->uspec.shape[d],
-                        n->meta->shape[d], u);
+static inline uint64_t node_unit_ext(const struct znode *n, int d, uint64_t u) {
+  return zmeta_axis_ext(n->form.edge[d], n->uspec.shape[d], n->meta->shape[d],
+                        u);
 }
 static inline uint64_t node_unit_of(const struct znode *n, int d, uint64_t x) {
   return zmeta_axis_of(n->form.edge[d], n->ugrid[d], n->uspec.shape[d], x);

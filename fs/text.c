@@ -36,7 +36,8 @@ static struct chunk_text *unit_new(const struct text_form *form,
   uint64_t nin = 1;
   for (int d = 0; d < form->ndim; d++) {
     ct->idx[d] = idx[d];
-    ct->ext[d] = zmeta_axis_ext(form->edge[d], form->shape[d], shape[d], idx[d]);
+    ct->ext[d] =
+        zmeta_axis_ext(form->edge[d], form->shape[d], shape[d], idx[d]);
     nin *= ct->ext[d]; /* <= the unit's element count, checked by meta */
   }
   ct->nin = nin;

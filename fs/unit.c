@@ -87,8 +87,8 @@ static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
     rc = 0;
   } else if (rc == 0) {
     struct codec_spec tmp;
-    rc = shard_index_read(j->n->shard, node_chunk_spec(j->n, j->idx, &tmp),
-                          src, &j->e->env, &si->index, &si->nin, err);
+    rc = shard_index_read(j->n->shard, node_chunk_spec(j->n, j->idx, &tmp), src,
+                          &j->e->env, &si->index, &si->nin, err);
   }
   bytesrc_unref(src);
   if (rc < 0) {

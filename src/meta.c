@@ -3,9 +3,9 @@
  *
  * Validation follows the V3 core spec: anything malformed, contradictory
  * or not understood (a field without must_understand:false, a chunk grid
- * other than regular, rectangular or rectilinear, a storage transformer) refuses the node with a
- * message naming the field; an unknown data type is not refused here (the
- * node lists, its views fail later). */
+ * other than regular, rectangular or rectilinear, a storage transformer)
+ * refuses the node with a message naming the field; an unknown data type is not
+ * refused here (the node lists, its views fail later). */
 #include "meta.h"
 
 #include <stdatomic.h>
@@ -194,8 +194,7 @@ static int compute_grid(struct zmeta *m, const char *chunk_field,
     if (m->chunk[d] == 0)
       return zerr_set(err, EIO, "%s[%d] is 0", chunk_field, d);
     if (!m->edge[d]) /* listed edges: grid[d] is set already */
-      m->grid[d] =
-          m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
+      m->grid[d] = m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
     if (zmul_u64(nelem, m->shape[d], &nelem) < 0 ||
         zmul_u64(cnelem, m->chunk[d], &cnelem) < 0 ||
         zmul_u64(nchunks, m->grid[d], &nchunks) < 0 || nelem > (1ull << 62) ||
@@ -288,9 +287,8 @@ struct edge_rules {
 static int edge_value(json_t *v, const struct edge_rules *r, int d,
                       uint64_t *out, struct zerr *err) {
   if (!json_is_integer(v) || json_integer_value(v) <= 0)
-    return zerr_set(err, EIO,
-                    "%s[%d]: chunk edge lengths must be integers > 0", r->what,
-                    d);
+    return zerr_set(err, EIO, "%s[%d]: chunk edge lengths must be integers > 0",
+                    r->what, d);
   *out = (uint64_t)json_integer_value(v);
   return 0;
 }

@@ -514,9 +514,8 @@ START_TEST(unknown_grid_refused) {
     ck_assert_ptr_null(t);
     ck_assert_int_eq(rc, -EIO);
     ck_assert_msg(strstr(err.msg, "unsupported chunk grid "
-                                         "'zarrs.regular_bounded'"),
-                  "%s",
-                  err.msg);
+                                  "'zarrs.regular_bounded'"),
+                  "%s", err.msg);
   }
   expect_absent(e, "/rect/c/0.txt");
   engine_free(e);

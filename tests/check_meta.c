@@ -419,7 +419,6 @@ START_TEST(new_type_fills) {
 }
 END_TEST
 
-
 /* An int8 array of shape with the given chunk_grid (static storage). */
 static char *grid_doc(const char *shape, const char *grid) {
   static char buf[4096];
@@ -448,9 +447,9 @@ static void grid_bad(const char *shape, const char *grid, int code,
  * refused with a reason. */
 START_TEST(listed_grids) {
   /* zarrs' documented example: [[5,5,5,15,15,20,35],10] over 100 x 100 */
-  struct zmeta *m = parse_ok(grid_doc(
-      "[100,100]", "{\"name\":\"rectangular\",\"configuration\":{"
-                   "\"chunk_shape\":[[5,5,5,15,15,20,35],10]}}"));
+  struct zmeta *m = parse_ok(
+      grid_doc("[100,100]", "{\"name\":\"rectangular\",\"configuration\":{"
+                            "\"chunk_shape\":[[5,5,5,15,15,20,35],10]}}"));
   ck_assert_str_eq(m->grid_name, "rectangular");
   ck_assert_int_eq(m->irregular, 1);
   ck_assert_uint_eq(m->grid[0], 7);
