@@ -13,7 +13,7 @@
 #include "testutil.h"
 
 #define RC_MAX_DIMS 3
-#define RC_MAX_EDGES 8
+#define RC_MAX_EDGES 10
 
 static char tmpdir[64];
 
@@ -364,6 +364,32 @@ static const struct rcase CASES[] = {
      .edge = {{2, 2, 2, 1, 5}},
      .fill = "42",
      .missing = {1},
+     .nmissing = 1},
+    /* zarrs' documented configuration ([[5,5,5,15,15,20,35],10] over
+     * 100 x 100) */
+    {.path = "zarrs_doc",
+     .grid = "{\"name\":\"rectangular\",\"configuration\":{\"chunk_shape\":"
+             "[[5,5,5,15,15,20,35],10]}}",
+     .nd = 2,
+     .shape = {100, 100},
+     .nedge = {7, 10},
+     .edge = {{5, 5, 5, 15, 15, 20, 35},
+              {10, 10, 10, 10, 10, 10, 10, 10, 10, 10}},
+     .fill = "-5",
+     .missing = {0, 31, 69},
+     .nmissing = 3},
+    /* zarrs' rectangular_array_write_read example grid ([[1,2,3,2],4] over
+     * 8 x 8) */
+    {.path = "group/array",
+     .grid = "{\"name\":\"rectangular\",\"configuration\":{\"chunk_shape\":"
+             "[[1,2,3,2],4]}}",
+     .nd = 2,
+     .shape = {8, 8},
+     .nedge = {4, 2},
+     .edge = {{1, 2, 3, 2}, {4, 4}},
+     .f64 = 1,
+     .fill = "0.5",
+     .missing = {3},
      .nmissing = 1},
     /* 3-D: the middle dimension listed, the others regular */
     {.path = "t",
