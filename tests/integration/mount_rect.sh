@@ -70,6 +70,12 @@ else
   pass "overshoot/c/2.txt: outside the grid"
 fi
 
+# `zarrfs info` names the grid and shows the largest chunk.
+info=$(t "$ZARRFS_BIN" info "$S" /f64_2d 2>/dev/null | grep -E '^(chunk_shape|chunk_grid|chunks):')
+assert_eq "f64_2d: zarrfs info names the grid" "chunk_shape: [2, 2]
+chunk_grid: rectilinear (chunk_shape: the largest)
+chunks: 12 (3 x 4)" "$info"
+
 # Edges that do not add up to the shape: EIO, one log line with the reason.
 assert_fails_with_eio "bad_sum: values.txt fails with EIO" "$MNT/bad_sum/values.txt"
 assert_fails_with_eio "bad_sum: values.txt fails again" "$MNT/bad_sum/values.txt"
