@@ -147,6 +147,8 @@ static void put_value(FILE *f, const struct znode *n, const char *a) {
     fputs(n->kind == ZNODE_ARRAY ? "array" : "group", f);
   else if (!strcmp(a, "shape"))
     put_dims(f, m->shape, m->ndim, ",");
+  else if (!strcmp(a, "chunks") && m->irregular) /* no one shape */
+    s = json_text(json_object_get(root, "chunk_grid"));
   else if (!strcmp(a, "chunks"))
     put_dims(f, m->chunk, m->ndim, ",");
   else if (!strcmp(a, "data_type"))

@@ -9,7 +9,8 @@
 # (cat, wc -l, tail, a read in small pieces, stat size) equal the writer's
 # text; every directory lists the stored keys, KEY.txt beside each and
 # values.txt; raw keys are byte-identical; `zarrfs cat` (no FUSE) gives
-# the same bytes. A grid whose edges miss the shape fails with EIO and
+# the same bytes; `zarrfs info` and the user.zarr.chunks attribute show
+# the grid. A grid whose edges miss the shape fails with EIO and
 # one log line naming the reason. Needs node (skip, or fail under CI).
 . "$(dirname "$0")/lib.sh"
 
@@ -24,7 +25,7 @@ E="$W/expected"
 ARRAYS="i32_1d f64_2d grp/i32_2d overshoot str_1d"
 
 MNT=$(zt_mkdir rect)
-zmount "$S" "$MNT" || finish
+zmount "$S" "$MNT" -o xattr || finish
 
 for a in $ARRAYS; do
   # every expected view: values.txt and the stored chunks' KEY.txt
@@ -75,6 +76,15 @@ info=$(t "$ZARRFS_BIN" info "$S" /f64_2d 2>/dev/null | grep -E '^(chunk_shape|ch
 assert_eq "f64_2d: zarrfs info names the grid" "chunk_shape: [2, 2]
 chunk_grid: rectilinear (chunk_shape: the largest)
 chunks: 12 (3 x 4)" "$info"
+
+# user.zarr.chunks of a grid of listed edges: its chunk_grid, compact.
+if command -v getfattr >/dev/null 2>&1; then
+  assert_eq "f64_2d: user.zarr.chunks is the chunk_grid" \
+    '{"name":"rectilinear","configuration":{"kind":"inline","chunk_shapes":[[[2,2],1],[1,[2,2],1]]}}' \
+    "$(t getfattr --only-values -n user.zarr.chunks "$MNT/f64_2d")"
+else
+  zt_skip_part "getfattr (Debian package attr) is not installed"
+fi
 
 # Edges that do not add up to the shape: EIO, one log line with the reason.
 assert_fails_with_eio "bad_sum: values.txt fails with EIO" "$MNT/bad_sum/values.txt"
