@@ -54,10 +54,9 @@ struct chunk_text {
   size_t cost;   /* bytes held: elements, offsets, layout */
 };
 
-/* A fill unit idx of a node whose units have shape form->shape (or
- * form->edge) inside an
- * array of shape `shape` (new reference in *out). -EFBIG when its text
- * would not fit in 63 bits. */
+/* A fill unit idx of a node whose units have shape form->shape (or the
+ * lengths form->edge lists) inside an array of shape `shape` (new
+ * reference in *out). -EFBIG when its text would not fit in 63 bits. */
 int text_fill_unit(const struct text_form *form, const uint64_t *shape,
                    const uint64_t *idx, struct chunk_text **out,
                    struct zerr *err);
