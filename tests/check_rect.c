@@ -26,8 +26,9 @@ struct rcase {
   int nedge[RC_MAX_DIMS];                   /* chunks along each dimension */
   uint64_t edge[RC_MAX_DIMS][RC_MAX_EDGES]; /* their decoded lengths */
   int f64;                                  /* float64, else int32 */
-  const char *fill;                         /* fill_value JSON (and text) */
-  uint64_t missing[4];                      /* linear chunks not stored */
+  int str;             /* string (zarrs.vlen, plain index) with fill "" */
+  const char *fill;    /* fill_value JSON (and text) */
+  uint64_t missing[4]; /* linear chunks not stored */
   int nmissing;
   uint64_t inner[RC_MAX_DIMS]; /* sharded: inner chunk shape; 0: not */
 };
@@ -70,7 +71,10 @@ static void rc_elem_text(const struct rcase *k, const uint64_t *x, char *buf) {
   uint64_t lin = 0;
   for (int d = 0; d < k->nd; d++)
     lin = lin * k->shape[d] + x[d];
-  if (k->f64)
+  if (k->str)
+    snprintf(buf, 32, "s%llu%s", (unsigned long long)lin,
+             lin % 4 ? "" : "\xc3\xa9"); /* some multi-byte */
+  else if (k->f64)
     snprintf(buf, 32, "%g", (double)lin * 1.5 - 2.25); /* exact, short */
   else
     snprintf(buf, 32, "%lld", (long long)lin * 3 - 7);
@@ -82,6 +86,12 @@ static size_t rc_elem_bytes(const struct rcase *k, const uint64_t *x,
   uint64_t lin = 0;
   for (int d = 0; d < k->nd; d++)
     lin = lin * k->shape[d] + x[d];
+  if (k->str) {
+    if (!inside)
+      return (size_t)snprintf((char *)out, 32, "zz");
+    rc_elem_text(k, x, (char *)out);
+    return strlen((char *)out);
+  }
   if (k->f64) {
     double v = inside ? (double)lin * 1.5 - 2.25 : 12345.0;
     memcpy(out, &v, 8);
@@ -113,7 +123,9 @@ struct rc_text {
   const struct rcase *k;
   char *p;
   size_t len, cap;
-  int raw; /* bytes instead of text */
+  int raw;        /* bytes instead of text */
+  uint64_t *offs; /* raw strings: where each element ends, or NULL */
+  size_t noffs;
 };
 
 /* Append the text (or bytes) of element x. */
@@ -133,7 +145,7 @@ static void rc_put(void *ud, const uint64_t *x) {
     if (rc_stored(t->k, rc_lin(t->k, c)))
       rc_elem_text(t->k, x, buf);
     else
-      snprintf(buf, sizeof buf, "%s", t->k->fill);
+      snprintf(buf, sizeof buf, "%s", t->k->str ? "" : t->k->fill);
     n = strlen(buf);
     buf[n++] = '\n';
   }
@@ -144,6 +156,8 @@ static void rc_put(void *ud, const uint64_t *x) {
   }
   memcpy(t->p + t->len, buf, n);
   t->len += n;
+  if (t->offs)
+    t->offs[t->noffs++] = t->len;
   t->p[t->len] = '\0';
 }
 
@@ -177,11 +191,32 @@ static void rc_write_chunk(const struct rcase *k, const int *c) {
     lo[d] = rc_start(k, d, c[d]);
     n[d] = k->edge[d][c[d]];
   }
-  struct rc_text t = {k, NULL, 0, 0, 1};
+  struct rc_text t = {k, NULL, 0, 0, 1, NULL, 0};
+  uint64_t total = 1;
+  for (int d = 0; d < k->nd; d++)
+    total *= n[d];
+  if (k->str) { /* offsets[0] = 0, then where each element ends */
+    t.offs = calloc(total + 1, sizeof *t.offs);
+    ck_assert_ptr_nonnull(t.offs);
+    t.noffs = 1;
+  }
   rc_walk(k->nd, lo, n, rc_put, &t);
   char key[256];
   rc_key(k, c, key, sizeof key);
-  ts_put_file(tmpdir, key, t.p, t.len);
+  if (k->str) { /* zarrs.vlen: u64 index length, the index, the bytes */
+    size_t ilen = 8 * (total + 1);
+    uint8_t *b = malloc(8 + ilen + t.len + 1);
+    ck_assert_ptr_nonnull(b);
+    uint64_t L = ilen;
+    memcpy(b, &L, 8); /* little-endian host */
+    memcpy(b + 8, t.offs, ilen);
+    memcpy(b + 8 + ilen, t.p, t.len);
+    ts_put_file(tmpdir, key, b, 8 + ilen + t.len);
+    free(b);
+  } else {
+    ts_put_file(tmpdir, key, t.p, t.len);
+  }
+  free(t.offs);
   free(t.p);
 }
 
@@ -193,7 +228,7 @@ static void rc_write_shard(const struct rcase *k, const int *c) {
     per[d] = k->edge[d][c[d]] / k->inner[d];
     nin *= per[d];
   }
-  struct rc_text t = {k, NULL, 0, 0, 1};
+  struct rc_text t = {k, NULL, 0, 0, 1, NULL, 0};
   uint64_t *index = calloc(nin * 2, sizeof *index);
   ck_assert_ptr_nonnull(index);
   for (uint64_t i = 0; i < nin; i++) {
@@ -240,6 +275,13 @@ static void rc_write(const struct rcase *k) {
              "\"chunk_shape\":%s,\"codecs\":[%s],\"index_codecs\":[%s],"
              "\"index_location\":\"end\"}}]",
              inner, bytes, bytes);
+  } else if (k->str) {
+    snprintf(codecs, sizeof codecs,
+             "[{\"name\":\"zarrs.vlen\",\"configuration\":{"
+             "\"index_codecs\":[%s],\"data_codecs\":[{\"name\":\"bytes\"}],"
+             "\"index_data_type\":\"uint64\",\"index_location\":"
+             "\"start\"}}]",
+             bytes);
   } else {
     snprintf(codecs, sizeof codecs, "[%s]", bytes);
   }
@@ -247,7 +289,11 @@ static void rc_write(const struct rcase *k) {
            "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":%s,"
            "\"data_type\":\"%s\",\"chunk_grid\":%s,\"chunk_key_encoding\":"
            "{\"name\":\"default\"},\"fill_value\":%s,\"codecs\":%s}",
-           shape, k->f64 ? "float64" : "int32", k->grid, k->fill, codecs);
+           shape,
+           k->str   ? "string"
+           : k->f64 ? "float64"
+                    : "int32",
+           k->grid, k->fill, codecs);
   snprintf(rel, sizeof rel, "%s/zarr.json", k->path);
   ts_put_file(tmpdir, rel, meta, strlen(meta));
   for (uint64_t lin = 0; lin < rc_nchunks(k); lin++) {
@@ -284,7 +330,7 @@ static void rc_check(const struct rcase *k) {
   struct engine *e = ts_open_engine(tmpdir);
   char path[320];
   uint64_t zero[RC_MAX_DIMS] = {0};
-  struct rc_text t = {k, NULL, 0, 0, 0};
+  struct rc_text t = {k, NULL, 0, 0, 0, NULL, 0};
   rc_walk(k->nd, zero, k->shape, rc_put, &t);
   snprintf(path, sizeof path, "/%s/values.txt", k->path);
   rc_expect(e, path, t.p ? t.p : "");
@@ -308,7 +354,7 @@ static void rc_check(const struct rcase *k) {
       ck_assert_msg(ns_resolve(e, path, &ent, &err) == -ENOENT, "%s", path);
       continue;
     }
-    struct rc_text ct = {k, NULL, 0, 0, 0};
+    struct rc_text ct = {k, NULL, 0, 0, 0, NULL, 0};
     rc_walk(k->nd, lo, n, rc_put, &ct);
     rc_expect(e, path, ct.p);
     free(ct.p);
@@ -396,6 +442,30 @@ static const struct rcase CASES[] = {
      .fill = "0.5",
      .missing = {3},
      .nmissing = 1},
+    /* strings (zarrs.vlen with a plain index: reads that jump go
+     * straight to the offsets they show), both dimensions listed */
+    {.path = "s2",
+     .grid = "{\"name\":\"rectangular\",\"configuration\":{\"chunk_shape\":"
+             "[[2,3],[1,3]]}}",
+     .nd = 2,
+     .shape = {5, 4},
+     .nedge = {2, 2},
+     .edge = {{2, 3}, {1, 3}},
+     .str = 1,
+     .fill = "\"\"",
+     .missing = {1},
+     .nmissing = 1},
+    /* strings on a rectilinear axis whose last chunk overshoots */
+    {.path = "s1",
+     .grid = "{\"name\":\"rectilinear\",\"configuration\":{\"kind\":"
+             "\"inline\",\"chunk_shapes\":[[3,4]]}}",
+     .nd = 1,
+     .shape = {5},
+     .nedge = {2},
+     .edge = {{3, 4}},
+     .str = 1,
+     .fill = "\"\"",
+     .nmissing = 0},
     /* 3-D: the middle dimension listed, the others regular */
     {.path = "t",
      .grid = "{\"name\":\"rectangular\",\"configuration\":{\"chunk_shape\":"
