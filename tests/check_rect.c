@@ -3,7 +3,8 @@
  * values.txt in C order across irregular edges, chunk views of each
  * stored chunk, missing chunks as the fill value, a rectilinear chunk that
  * overshoots the array, shards of different shapes holding inner chunks,
- * and reads in pieces of every size. Chunks and the expected text are made
+ * a transpose codec and zarrs.vlen strings at each chunk's own shape, and
+ * reads in pieces of every size. Chunks and the expected text are made
  * here from the listed edges alone (a linear scan, not src/meta.c). */
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,7 @@ struct rcase {
   uint64_t edge[RC_MAX_DIMS][RC_MAX_EDGES]; /* their decoded lengths */
   int f64;                                  /* float64, else int32 */
   int str;             /* string (zarrs.vlen, plain index) with fill "" */
+  int transpose;       /* 2-D: a transpose [1,0] codec, chunks in F order */
   const char *fill;    /* fill_value JSON (and text) */
   uint64_t missing[4]; /* linear chunks not stored */
   int nmissing;
@@ -161,6 +163,12 @@ static void rc_put(void *ud, const uint64_t *x) {
   t->p[t->len] = '\0';
 }
 
+/* rc_put of a 2-D element whose coordinates come swapped. */
+static void rc_put_swapped(void *ud, const uint64_t *x) {
+  uint64_t y[2] = {x[1], x[0]};
+  rc_put(ud, y);
+}
+
 /* Coordinates of linear chunk lin. */
 static void rc_coords(const struct rcase *k, uint64_t lin, int *c) {
   for (int d = k->nd - 1; d >= 0; d--) {
@@ -200,7 +208,12 @@ static void rc_write_chunk(const struct rcase *k, const int *c) {
     ck_assert_ptr_nonnull(t.offs);
     t.noffs = 1;
   }
-  rc_walk(k->nd, lo, n, rc_put, &t);
+  if (k->transpose) { /* stored in F order: the last dimension outer */
+    uint64_t tlo[2] = {lo[1], lo[0]}, tn[2] = {n[1], n[0]};
+    rc_walk(2, tlo, tn, rc_put_swapped, &t);
+  } else {
+    rc_walk(k->nd, lo, n, rc_put, &t);
+  }
   char key[256];
   rc_key(k, c, key, sizeof key);
   if (k->str) { /* zarrs.vlen: u64 index length, the index, the bytes */
@@ -275,6 +288,11 @@ static void rc_write(const struct rcase *k) {
              "\"chunk_shape\":%s,\"codecs\":[%s],\"index_codecs\":[%s],"
              "\"index_location\":\"end\"}}]",
              inner, bytes, bytes);
+  } else if (k->transpose) {
+    snprintf(codecs, sizeof codecs,
+             "[{\"name\":\"transpose\",\"configuration\":{\"order\":[1,0]}},"
+             "%s]",
+             bytes);
   } else if (k->str) {
     snprintf(codecs, sizeof codecs,
              "[{\"name\":\"zarrs.vlen\",\"configuration\":{"
@@ -441,6 +459,18 @@ static const struct rcase CASES[] = {
      .f64 = 1,
      .fill = "0.5",
      .missing = {3},
+     .nmissing = 1},
+    /* a transpose codec: each chunk transposed at its own shape */
+    {.path = "tr",
+     .grid = "{\"name\":\"rectangular\",\"configuration\":{\"chunk_shape\":"
+             "[[1,4],[2,3]]}}",
+     .nd = 2,
+     .shape = {5, 5},
+     .nedge = {2, 2},
+     .edge = {{1, 4}, {2, 3}},
+     .transpose = 1,
+     .fill = "9",
+     .missing = {2},
      .nmissing = 1},
     /* strings (zarrs.vlen with a plain index: reads that jump go
      * straight to the offsets they show), both dimensions listed */
