@@ -4,8 +4,9 @@
 # library only: tests/writers/rect_writer.js) together with the text
 # zarrfs must show: 1-D and 2-D int32, float64 and vlen-utf8 string arrays,
 # bytes with and without gzip, missing chunks (the fill value), runs, an
-# integer dimension beside a listed one, and a rectilinear chunk that
-# overshoots the array. For every array: values.txt and each chunk view
+# integer dimension beside a listed one, a rectilinear chunk that
+# overshoots the array, and shards of two shapes (sharding_indexed, inner
+# chunks with gzip, a CRC-32C index, an empty inner chunk). For every array: values.txt and each chunk view
 # (cat, wc -l, tail, a read in small pieces, stat size) equal the writer's
 # text; every directory lists the stored keys, KEY.txt beside each and
 # values.txt; raw keys are byte-identical; `zarrfs cat` (no FUSE) gives
@@ -22,7 +23,7 @@ if ! t node "$ZARRFS_SRCDIR/tests/writers/rect_writer.js" "$W" >"$ZT_TMP/writer.
 fi
 S="$W/store"
 E="$W/expected"
-ARRAYS="i32_1d f64_2d grp/i32_2d overshoot str_1d"
+ARRAYS="i32_1d f64_2d grp/i32_2d overshoot str_1d sharded"
 
 MNT=$(zt_mkdir rect)
 zmount "$S" "$MNT" -o xattr || finish

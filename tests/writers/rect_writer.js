@@ -9,7 +9,8 @@
 // OUT/expected/A/values.txt and OUT/expected/A/KEY.txt for every stored
 // chunk KEY (its chunk view). Chunks are encoded at their own declared
 // shape (a rectilinear chunk that overshoots the array holds junk past
-// its end, which must never show). A missing chunk shows the fill value.
+// its end, which must never show). A missing chunk shows the fill value,
+// and so does an empty inner chunk of a shard.
 // Numbers are chosen so that JavaScript's String() and zarrfs's shortest
 // round-trip rendering agree (no exponents, no -0).
 
@@ -71,7 +72,31 @@ const ARRAYS = [
     gzip: true,
     missing: ['c/1'],
   },
+  {
+    // shards of different shapes (2 and 4 rows) holding 2x2 inner chunks
+    // (bytes, gzip), an index with a CRC-32C at the end; the inner chunk
+    // at (1,1) of every shard is left empty (the fill value)
+    name: 'sharded',
+    dtype: 'int32',
+    shape: [6, 4],
+    grid: { name: 'rectangular', configuration: { chunk_shape: [[2, 4], 4] } },
+    fill: 3,
+    gzip: false,
+    inner: [2, 2],
+    empty: [1, 1],
+    missing: [],
+  },
 ];
+
+// CRC-32C (Castagnoli), bitwise.
+function crc32c(buf) {
+  let c = 0xffffffff;
+  for (const b of buf) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+  }
+  return (c ^ 0xffffffff) >>> 0;
+}
 
 // The chunk lengths of one dimension: an integer repeats until the axis is
 // covered; a list is taken as is, runs [length, count] expanded, and only
@@ -138,6 +163,37 @@ function encode(a, vals) {
   return Buffer.concat(parts);
 }
 
+// A shard at lo of n elements per dimension: its inner chunks in C order
+// (each bytes then gzip; the one at a.empty left out), then the index of
+// (offset, length) u64 pairs and its CRC-32C.
+function shard(a, lo, n) {
+  const per = n.map((v, d) => v / a.inner[d]);
+  const parts = [];
+  const index = [];
+  let off = 0;
+  walk(new Array(n.length).fill(0), per, (q) => {
+    if (q.every((v, d) => v === a.empty[d])) {
+      index.push(2n ** 64n - 1n, 2n ** 64n - 1n);
+      return;
+    }
+    const vals = [];
+    walk(
+      q.map((v, d) => lo[d] + v * a.inner[d]),
+      a.inner,
+      (x) => vals.push(value(a, x.reduce((p, v, d) => p * a.shape[d] + v, 0)))
+    );
+    const z = zlib.gzipSync(encode(a, vals), { level: 1 });
+    index.push(BigInt(off), BigInt(z.length));
+    parts.push(z);
+    off += z.length;
+  });
+  const ix = Buffer.alloc(8 * index.length);
+  index.forEach((v, i) => ix.writeBigUInt64LE(v, 8 * i));
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32LE(crc32c(ix), 0);
+  return Buffer.concat(parts.concat([ix, crc]));
+}
+
 function put(file, data) {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, data);
@@ -158,6 +214,19 @@ function writeArray(out, a) {
       : { name: 'bytes', configuration: { endian: 'little' } },
   ];
   if (a.gzip) codecs.push({ name: 'gzip', configuration: { level: 6 } });
+  if (a.inner) {
+    const inner = codecs.concat([{ name: 'gzip', configuration: { level: 1 } }]);
+    codecs.length = 0;
+    codecs.push({
+      name: 'sharding_indexed',
+      configuration: {
+        chunk_shape: a.inner,
+        codecs: inner,
+        index_codecs: [{ name: 'bytes', configuration: { endian: 'little' } }, { name: 'crc32c' }],
+        index_location: 'end',
+      },
+    });
+  }
   const meta = {
     zarr_format: 3,
     node_type: 'array',
@@ -180,8 +249,11 @@ function writeArray(out, a) {
       while (starts[d][c + 1] <= v) c++;
       return c;
     });
+  // the inner chunk (of its shard) an element is in, when sharded
+  const innerOf = (x) => x.map((v, d) => Math.floor((v - starts[d][chunkOf(x)[d]]) / a.inner[d]));
+  const isEmpty = (x) => a.inner && innerOf(x).every((v, d) => v === a.empty[d]);
   const text = (x) => {
-    const stored = !a.missing.includes(keyOf(chunkOf(x)));
+    const stored = !a.missing.includes(keyOf(chunkOf(x))) && !isEmpty(x);
     return String(stored ? value(a, lin(x)) : a.fill) + '\n';
   };
   let all = '';
@@ -201,6 +273,11 @@ function writeArray(out, a) {
       vals.push(inside ? value(a, lin(x)) : undefined);
       if (inside) view += text(x);
     });
+    if (a.inner) {
+      put(path.join(dir, key), shard(a, lo, n));
+      put(path.join(exp, key + '.txt'), view);
+      return;
+    }
     const raw = encode(a, vals);
     put(path.join(dir, key), a.gzip ? zlib.gzipSync(raw) : raw);
     put(path.join(exp, key + '.txt'), view);
