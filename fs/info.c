@@ -71,6 +71,8 @@ int info_text(const struct znode *n, char **out, size_t *len) {
     fprintf(f, "\ndata_type: %s\nchunk_shape: ", m->dtype.name);
     put_dims(f, m->chunk, m->ndim, ", ");
     fputc('\n', f);
+    if (m->irregular) /* chunk_shape above is then the largest */
+      fprintf(f, "chunk_grid: %s (chunk_shape: the largest)\n", m->grid_name);
     if (n->shard) {
       fputs("inner_chunk_shape: ", f);
       put_dims(f, n->uspec.shape, m->ndim, ", ");
@@ -145,6 +147,8 @@ static void put_value(FILE *f, const struct znode *n, const char *a) {
     fputs(n->kind == ZNODE_ARRAY ? "array" : "group", f);
   else if (!strcmp(a, "shape"))
     put_dims(f, m->shape, m->ndim, ",");
+  else if (!strcmp(a, "chunks") && m->irregular) /* no one shape */
+    s = json_text(json_object_get(root, "chunk_grid"));
   else if (!strcmp(a, "chunks"))
     put_dims(f, m->chunk, m->ndim, ",");
   else if (!strcmp(a, "data_type"))

@@ -79,20 +79,33 @@ static void node_set_error(struct engine *e, struct znode *n, const char *key,
   engine_log(e, key, msg);
 }
 
+/* Does inner (> 0) divide every chunk of dimension d? */
+static int node_divides(const struct zmeta *m, int d, uint64_t inner) {
+  if (!m->edge[d])
+    return m->chunk[d] % inner == 0;
+  for (uint64_t i = 0; i < m->grid[d]; i++)
+    if (zmeta_chunk_len(m, d, i) % inner)
+      return 0;
+  return 1;
+}
+
 /* Decide the decode unit of an array node (see struct znode): inner chunks
  * when the codecs are sharding_indexed alone, else whole chunks. */
 static int node_set_units(struct znode *n, struct zerr *err) {
   const struct zmeta *m = n->meta;
   n->uspec = n->spec;
   n->shard = shard_of_chain(n->chain);
-  for (int d = 0; d < m->ndim; d++)
+  for (int d = 0; d < m->ndim; d++) {
     n->per[d] = 1;
+    /* units are chunks: listed edges make them irregular */
+    n->form.edge[d] = n->shard ? NULL : m->edge[d];
+  }
   if (n->shard) {
     uint64_t inner[ZMETA_MAX_DIMS];
     shard_inner_shape(n->shard, inner);
     n->uspec.nelem = 1;
     for (int d = 0; d < m->ndim; d++) {
-      if (m->chunk[d] % inner[d])
+      if (!node_divides(m, d, inner[d]))
         return zerr_set(err, EIO,
                         "sharding_indexed: inner chunk shape does not "
                         "divide the shard shape");
@@ -103,9 +116,42 @@ static int node_set_units(struct znode *n, struct zerr *err) {
   }
   for (int d = 0; d < m->ndim; d++) {
     uint64_t u = n->uspec.shape[d];
-    n->ugrid[d] = m->shape[d] / u + (m->shape[d] % u != 0);
+    n->ugrid[d] =
+        n->form.edge[d] ? m->grid[d] : m->shape[d] / u + (m->shape[d] % u != 0);
   }
   return 0;
+}
+
+/* See node.h. */
+void node_chunk_units(const struct znode *n, int d, uint64_t c, uint64_t *lo,
+                      uint64_t *hi) {
+  if (!n->shard) {
+    *lo = c;
+    *hi = c + 1;
+    return;
+  }
+  const struct zmeta *m = n->meta;
+  uint64_t u = n->uspec.shape[d];
+  *lo = zmeta_chunk_start(m, d, c) / u;
+  *hi = *lo + zmeta_chunk_len(m, d, c) / u;
+  if (*hi > n->ugrid[d])
+    *hi = n->ugrid[d];
+}
+
+/* See node.h. */
+const struct codec_spec *node_chunk_spec(const struct znode *n,
+                                         const uint64_t *cidx,
+                                         struct codec_spec *tmp) {
+  const struct zmeta *m = n->meta;
+  if (!m->irregular)
+    return &n->spec;
+  *tmp = n->spec;
+  tmp->nelem = 1;
+  for (int d = 0; d < m->ndim; d++) {
+    tmp->shape[d] = zmeta_chunk_len(m, d, cidx[d]);
+    tmp->nelem *= tmp->shape[d]; /* <= chunk_nelem */
+  }
+  return tmp;
 }
 
 /* How units become text: type, unit shape, fill text. */

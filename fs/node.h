@@ -45,7 +45,10 @@ struct shard_state;
  * are `sharding_indexed` alone, where a unit is one inner chunk of a shard
  * (so a read decodes the shard index and only the inner chunks it needs).
  * Unit coordinates index the unit grid; chunk coordinates the chunk grid;
- * per[d] units make one chunk along dimension d. */
+ * per[d] units make one chunk along dimension d (at most, in a grid with
+ * listed chunk edges). Units are uspec.shape[d] long along d, except when
+ * they are the chunks of a dimension with listed edges (form.edge[d]): see
+ * node_unit_start and the functions after it. */
 struct znode {
   enum znode_kind kind;
   char *path;             /* store prefix: "" for the root, else "a/b" */
@@ -71,6 +74,34 @@ struct znode {
                             with (ENOMEM, ETIMEDOUT, ...); 0: EIO */
   struct znode *next;    /* transient nodes: the engine's list */
 };
+
+/* Unit u along dimension d of array node n: where it starts, its decoded
+ * length, its elements inside the array; and the unit holding coordinate
+ * x (< shape). */
+static inline uint64_t node_unit_start(const struct znode *n, int d,
+                                       uint64_t u) {
+  return zmeta_axis_start(n->form.edge[d], n->uspec.shape[d], u);
+}
+static inline uint64_t node_unit_len(const struct znode *n, int d, uint64_t u) {
+  return zmeta_axis_len(n->form.edge[d], n->uspec.shape[d], u);
+}
+static inline uint64_t node_unit_ext(const struct znode *n, int d, uint64_t u) {
+  return zmeta_axis_ext(n->form.edge[d], n->uspec.shape[d], n->meta->shape[d],
+                        u);
+}
+static inline uint64_t node_unit_of(const struct znode *n, int d, uint64_t x) {
+  return zmeta_axis_of(n->form.edge[d], n->ugrid[d], n->uspec.shape[d], x);
+}
+
+/* The units [*lo, *hi) of chunk c along dimension d. */
+void node_chunk_units(const struct znode *n, int d, uint64_t c, uint64_t *lo,
+                      uint64_t *hi);
+
+/* The decoded representation of chunk cidx: n->spec, or, when chunks
+ * differ in shape (listed edges), *tmp filled with this one's shape. */
+const struct codec_spec *node_chunk_spec(const struct znode *n,
+                                         const uint64_t *cidx,
+                                         struct codec_spec *tmp);
 
 /* Set up the engine's empty node table (engine_new). 0 or -ENOMEM. */
 int node_table_init(struct engine *e);

@@ -35,9 +35,9 @@ static struct chunk_text *unit_new(const struct text_form *form,
   ct->form = form;
   uint64_t nin = 1;
   for (int d = 0; d < form->ndim; d++) {
-    uint64_t u = form->shape[d], start = idx[d] * u;
     ct->idx[d] = idx[d];
-    ct->ext[d] = shape[d] - start < u ? shape[d] - start : u;
+    ct->ext[d] =
+        zmeta_axis_ext(form->edge[d], form->shape[d], shape[d], idx[d]);
     nin *= ct->ext[d]; /* <= the unit's element count, checked by meta */
   }
   ct->nin = nin;
@@ -64,6 +64,11 @@ int text_fill_unit(const struct text_form *form, const uint64_t *shape,
 
 /* ---- walking in-bounds elements ---- */
 
+/* The decoded length of unit ct along dimension d. */
+static uint64_t unit_len(const struct chunk_text *ct, int d) {
+  return zmeta_axis_len(ct->form->edge[d], ct->form->shape[d], ct->idx[d]);
+}
+
 /* An in-bounds element k and its index j in unit C order. */
 struct inb_it {
   uint64_t k, j;
@@ -78,7 +83,7 @@ static void it_init(struct inb_it *it, const struct chunk_text *ct,
   uint64_t s = 1;
   for (int d = nd - 1; d >= 0; d--) {
     it->stride[d] = s;
-    s *= ct->form->shape[d];
+    s *= unit_len(ct, d);
   }
   it->k = k;
   it->j = 0;
@@ -126,7 +131,7 @@ static int layout_check(struct chunk_text *ct, size_t max_bytes,
   struct abytes *ab = ct->ab;
   uint64_t nelem = 1;
   for (int d = 0; d < ct->form->ndim; d++)
-    nelem *= ct->form->shape[d];
+    nelem *= unit_len(ct, d);
   if (ab->n != nelem)
     return zerr_set(err, EIO, "decoded %llu elements, expected %llu",
                     (unsigned long long)ab->n, (unsigned long long)nelem);

@@ -28,6 +28,11 @@ struct text_form {
   struct dtype dt; /* the text data type (see struct znode) */
   int ndim;
   uint64_t shape[ZMETA_MAX_DIMS]; /* unit shape */
+  const uint64_t *edge[ZMETA_MAX_DIMS]; /* units along d of irregular
+                                           lengths (the chunks of a grid
+                                           with listed edges): their prefix
+                                           sums (borrowed from the node's
+                                           metadata); NULL: shape[d] each */
   char *fill;        /* the fill value's text (owned by the node) */
   uint64_t fill_len; /* bytes of fill, without the newline */
 };
@@ -49,9 +54,9 @@ struct chunk_text {
   size_t cost;   /* bytes held: elements, offsets, layout */
 };
 
-/* A fill unit idx of a node whose units have shape form->shape inside an
- * array of shape `shape` (new reference in *out). -EFBIG when its text
- * would not fit in 63 bits. */
+/* A fill unit idx of a node whose units have shape form->shape (or the
+ * lengths form->edge lists) inside an array of shape `shape` (new
+ * reference in *out). -EFBIG when its text would not fit in 63 bits. */
 int text_fill_unit(const struct text_form *form, const uint64_t *shape,
                    const uint64_t *idx, struct chunk_text **out,
                    struct zerr *err);

@@ -12,10 +12,18 @@
 /* The chunk holding unit idx, and the unit's C-order index inside it. */
 static uint64_t unit_chunk(const struct znode *n, const uint64_t *idx,
                            uint64_t *cidx) {
+  const struct zmeta *m = n->meta;
   uint64_t inner = 0;
-  for (int d = 0; d < n->meta->ndim; d++) {
-    cidx[d] = idx[d] / n->per[d];
-    inner = inner * n->per[d] + idx[d] % n->per[d];
+  for (int d = 0; d < m->ndim; d++) {
+    if (!n->shard) { /* units are chunks */
+      cidx[d] = idx[d];
+      continue;
+    }
+    /* inner chunks: uniform, and each chunk holds a whole number */
+    uint64_t u = n->uspec.shape[d], x = idx[d] * u;
+    cidx[d] = zmeta_chunk_of(m, d, x);
+    uint64_t per = zmeta_chunk_len(m, d, cidx[d]) / u;
+    inner = inner * per + (x - zmeta_chunk_start(m, d, cidx[d])) / u;
   }
   return inner;
 }
@@ -78,8 +86,9 @@ static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
     zerr_clear(err);
     rc = 0;
   } else if (rc == 0) {
-    rc = shard_index_read(j->n->shard, &j->n->spec, src, &j->e->env, &si->index,
-                          &si->nin, err);
+    struct codec_spec tmp;
+    rc = shard_index_read(j->n->shard, node_chunk_spec(j->n, j->idx, &tmp), src,
+                          &j->e->env, &si->index, &si->nin, err);
   }
   bytesrc_unref(src);
   if (rc < 0) {
@@ -110,8 +119,10 @@ static int unit_source(struct unit_job *j, struct abytes **out, int *logged,
       zerr_clear(err);
       return 0;
     }
+    struct codec_spec tmp;
     if (rc == 0)
-      rc = chain_decode(n->chain, &n->spec, src, &e->env, out, err);
+      rc = chain_decode(n->chain, node_chunk_spec(n, j->idx, &tmp), src,
+                        &e->env, out, err);
     bytesrc_unref(src);
     return rc;
   }
@@ -130,9 +141,10 @@ static int unit_source(struct unit_job *j, struct abytes **out, int *logged,
       (const struct shard_index_obj *)memo_obj(ref);
   if (si->index && !shard_inner_is_empty(si->index, inner)) {
     rc = store_get(e->store, j->key, &src, err);
+    struct codec_spec tmp;
     if (rc == 0)
-      rc = shard_inner_decode(n->shard, &n->spec, src, si->index, inner,
-                              &e->env, out, err);
+      rc = shard_inner_decode(n->shard, node_chunk_spec(n, cidx, &tmp), src,
+                              si->index, inner, &e->env, out, err);
     bytesrc_unref(src);
   }
   memo_release(e->memo, ref);
@@ -306,7 +318,7 @@ static int unit_direct(const struct znode *n, const uint64_t *idx,
   if (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES)
     return 0;
   for (int d = 1; d < n->meta->ndim; d++)
-    if ((idx[d] + 1) * n->uspec.shape[d] > n->meta->shape[d])
+    if (node_unit_ext(n, d, idx[d]) < node_unit_len(n, d, idx[d]))
       return 0;
   return 1;
 }
@@ -314,10 +326,8 @@ static int unit_direct(const struct znode *n, const uint64_t *idx,
 /* See unit.h. */
 uint64_t engine_unit_nin(const struct znode *n, const uint64_t *idx) {
   uint64_t nin = 1;
-  for (int d = 0; d < n->meta->ndim; d++) {
-    uint64_t u = n->uspec.shape[d], start = idx[d] * u;
-    nin *= n->meta->shape[d] - start < u ? n->meta->shape[d] - start : u;
-  }
+  for (int d = 0; d < n->meta->ndim; d++)
+    nin *= node_unit_ext(n, d, idx[d]);
   return nin;
 }
 
@@ -336,7 +346,10 @@ static int direct_open(struct engine *e, const struct znode *n,
   }
   if (rc < 0)
     return rc;
-  rc = vlen_direct_open(n->chain, n->uspec.nelem, src, d, err);
+  uint64_t nelem = 1; /* the unit's own: units may differ in shape */
+  for (int dd = 0; dd < n->meta->ndim; dd++)
+    nelem *= node_unit_len(n, dd, idx[dd]);
+  rc = vlen_direct_open(n->chain, nelem, src, d, err);
   bytesrc_unref(src);
   return rc < 0 ? rc : 1;
 }
@@ -439,6 +452,7 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
     struct text_form f1 = n->form;
     f1.ndim = 1;
     f1.shape[0] = b;
+    f1.edge[0] = NULL;
     struct abytes *ab = abytes_alloc();
     uint64_t *offs = malloc((size_t)(b + 1) * sizeof *offs);
     if (!ab || !offs) {

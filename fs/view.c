@@ -167,7 +167,7 @@ struct region {
   uint64_t nslabs;      /* unit rows along dimension 0 */
   uint64_t per_slab;    /* units in a slab */
   uint64_t nunits;      /* nslabs * per_slab */
-  uint64_t slab_elems;  /* in-bounds elements of every slab but the last */
+  uint64_t row_elems;   /* in-bounds elements per index along dimension 0 */
   uint64_t total_elems; /* in-bounds elements of the region */
 };
 
@@ -180,11 +180,10 @@ static int region_finish(const struct znode *n, struct region *r,
   r->total_elems = 1;
   uint64_t rest = 1; /* elements across dimensions 1.. */
   for (int d = 0; d < nd; d++) {
-    uint64_t u = n->uspec.shape[d], shape = n->meta->shape[d];
-    r->elo[d] = r->lo[d] * u;
-    r->ehi[d] = r->hi[d] * u < shape && r->hi[d] * u / u == r->hi[d]
-                    ? r->hi[d] * u
-                    : shape;
+    r->elo[d] = node_unit_start(n, d, r->lo[d]);
+    /* a unit inside the grid starts inside the array */
+    r->ehi[d] = r->hi[d] < n->ugrid[d] ? node_unit_start(n, d, r->hi[d])
+                                       : n->meta->shape[d];
     if (d && zmul_u64(r->per_slab, r->hi[d] - r->lo[d], &r->per_slab) < 0)
       return zerr_set(err, EFBIG, "view: too many chunks");
     if (d)
@@ -194,9 +193,7 @@ static int region_finish(const struct znode *n, struct region *r,
   r->nslabs = nd ? r->hi[0] - r->lo[0] : 1;
   if (zmul_u64(r->nslabs, r->per_slab, &r->nunits) < 0)
     return zerr_set(err, EFBIG, "view: too many chunks");
-  uint64_t rows0 = nd ? r->ehi[0] - r->elo[0] : 1;
-  uint64_t u0 = nd ? n->uspec.shape[0] : 1;
-  r->slab_elems = (rows0 < u0 ? rows0 : u0) * rest;
+  r->row_elems = rest;
   return 0;
 }
 
@@ -220,9 +217,7 @@ static int region_of_chunk(const struct znode *n, const uint64_t *idx,
     if (idx[d] >= n->meta->grid[d])
       return zerr_set(err, ENOENT, "chunk outside the grid");
     r->cidx[d] = idx[d];
-    r->lo[d] = idx[d] * n->per[d];
-    r->hi[d] =
-        r->lo[d] + n->per[d] < n->ugrid[d] ? r->lo[d] + n->per[d] : n->ugrid[d];
+    node_chunk_units(n, d, idx[d], &r->lo[d], &r->hi[d]);
   }
   return region_finish(n, r, err);
 }
@@ -290,23 +285,25 @@ static int layout_stored(const struct region_layout *l, uint64_t rl) {
 }
 
 /* Text offset where slab k starts (k == nslabs: the end). */
-static uint64_t slab_off(const struct region *r, const struct region_layout *l,
-                         uint64_t k) {
+static uint64_t slab_off(const struct znode *n, const struct region *r,
+                         const struct region_layout *l, uint64_t k) {
   if (k >= r->nslabs)
     return l->total;
   uint64_t rank = layout_rank(l, k * r->per_slab);
-  __int128 off = (__int128)l->line * ((__int128)k * r->slab_elems) +
+  /* rows of the region before the slab (slabs may differ in height) */
+  uint64_t rows = r->ndim ? node_unit_start(n, 0, r->lo[0] + k) - r->elo[0] : 0;
+  __int128 off = (__int128)l->line * ((__int128)rows * r->row_elems) +
                  (rank ? l->p_cum[rank - 1] : 0);
   return (uint64_t)off;
 }
 
 /* The slab whose text holds offset pos (< total). */
-static uint64_t slab_find(const struct region *r, const struct region_layout *l,
-                          uint64_t pos) {
+static uint64_t slab_find(const struct znode *n, const struct region *r,
+                          const struct region_layout *l, uint64_t pos) {
   uint64_t lo = 0, hi = r->nslabs; /* answer in [lo, hi) */
   while (hi - lo > 1) {
     uint64_t mid = lo + (hi - lo) / 2;
-    if (slab_off(r, l, mid) <= pos)
+    if (slab_off(n, r, l, mid) <= pos)
       lo = mid;
     else
       hi = mid;
@@ -386,7 +383,7 @@ static int layout_stored_units(struct region_job *j, uint64_t **lin,
   }
   uint64_t per = 1;
   for (int d = 0; d < r->ndim; d++)
-    per *= n->per[d]; /* units of a shard: <= the chunk's elements */
+    per *= n->per[d]; /* units of a shard (at most): <= its elements */
   uint64_t cap = p->n, cnt = 0;
   if (zmul_u64(cap, per, &cap) < 0 || cap > max)
     rc = zerr_set(err, EFBIG, "view: too many stored chunks to lay out");
@@ -400,22 +397,23 @@ static int layout_stored_units(struct region_job *j, uint64_t **lin,
       c /= n->meta->grid[d];
     }
     /* The chunk's units, clipped to the grid, in C order. */
-    uint64_t cnt_u[ZMETA_MAX_DIMS] = {0};
-    for (;;) {
+    uint64_t ulo[ZMETA_MAX_DIMS], uhi[ZMETA_MAX_DIMS], u[ZMETA_MAX_DIMS];
+    int empty = 0;
+    for (int d = 0; d < r->ndim; d++) {
+      node_chunk_units(n, d, cidx[d], &ulo[d], &uhi[d]);
+      u[d] = ulo[d];
+      empty |= ulo[d] >= uhi[d];
+    }
+    for (; !empty;) {
       uint64_t rl = 0;
-      int inside = 1;
-      for (int d = 0; d < r->ndim; d++) {
-        uint64_t u = cidx[d] * n->per[d] + cnt_u[d];
-        inside &= u < n->ugrid[d];
-        rl = rl * n->ugrid[d] + u;
-      }
-      if (inside)
-        v[cnt++] = rl;
+      for (int d = 0; d < r->ndim; d++)
+        rl = rl * n->ugrid[d] + u[d];
+      v[cnt++] = rl;
       int d = r->ndim - 1;
       for (; d >= 0; d--) {
-        if (++cnt_u[d] < n->per[d])
+        if (++u[d] < uhi[d])
           break;
-        cnt_u[d] = 0;
+        u[d] = ulo[d];
       }
       if (d < 0)
         break;
@@ -783,9 +781,9 @@ static void row_destroy(struct zobj *o) {
 /* Rows of elements of the region inside slab k along dimension 0. */
 static uint64_t slab_rows0(const struct znode *n, const struct region *r,
                            uint64_t k) {
-  uint64_t u = n->uspec.shape[0];
-  uint64_t start = (r->lo[0] + k) * u;
-  return r->ehi[0] - start < u ? r->ehi[0] - start : u;
+  uint64_t u = r->lo[0] + k, start = node_unit_start(n, 0, u);
+  uint64_t ext = node_unit_ext(n, 0, u);
+  return r->ehi[0] - start < ext ? r->ehi[0] - start : ext;
 }
 
 /* Segments of slab k: rows of elements times units along the last
@@ -804,7 +802,6 @@ static int slab_nseg(const struct znode *n, const struct region *r, uint64_t k,
 static uint64_t segment_locate(const struct znode *n, const struct region *r,
                                uint64_t k, uint64_t s, uint64_t *row) {
   int nd = r->ndim;
-  const uint64_t *unit = n->uspec.shape, *shape = n->meta->shape;
   uint64_t glast = r->hi[nd - 1] - r->lo[nd - 1];
   uint64_t rr = s / glast;
   uint64_t idx[ZMETA_MAX_DIMS];
@@ -816,15 +813,14 @@ static uint64_t segment_locate(const struct znode *n, const struct region *r,
     a[d] = rr % extent;
     rr /= extent;
   }
-  a[0] += (r->lo[0] + k) * unit[0];
+  a[0] += node_unit_start(n, 0, r->lo[0] + k);
   for (int d = 1; d <= nd - 2; d++)
     a[d] += r->elo[d];
   uint64_t R = 0;
   for (int d = 0; d <= nd - 2; d++) {
-    idx[d] = a[d] / unit[d];
-    uint64_t start = idx[d] * unit[d];
-    uint64_t ext = shape[d] - start < unit[d] ? shape[d] - start : unit[d];
-    R = R * ext + (a[d] - start);
+    idx[d] = node_unit_of(n, d, a[d]);
+    R = R * node_unit_ext(n, d, idx[d]) +
+        (a[d] - node_unit_start(n, d, idx[d]));
   }
   *row = R;
   uint64_t i = 0; /* index in the slab: C order over dimensions 1.. */
@@ -1052,8 +1048,8 @@ static long region_read(struct engine *e, const struct znode *n,
   uint64_t k = 0;
   while (done < len && off + done < l->total) {
     uint64_t pos = off + done;
-    k = slab_find(r, l, pos);
-    uint64_t s0 = slab_off(r, l, k), s1 = slab_off(r, l, k + 1);
+    k = slab_find(n, r, l, pos);
+    uint64_t s0 = slab_off(n, r, l, k), s1 = slab_off(n, r, l, k + 1);
     size_t want = len - done < s1 - pos ? len - done : (size_t)(s1 - pos);
     long got;
     if (r->per_slab == 1) {

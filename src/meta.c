@@ -3,9 +3,9 @@
  *
  * Validation follows the V3 core spec: anything malformed, contradictory
  * or not understood (a field without must_understand:false, a chunk grid
- * other than regular, a storage transformer) refuses the node with a
- * message naming the field; an unknown data type is not refused here (the
- * node lists, its views fail later). */
+ * other than regular, rectangular or rectilinear, a storage transformer)
+ * refuses the node with a message naming the field; an unknown data type is not
+ * refused here (the node lists, its views fail later). */
 #include "meta.h"
 
 #include <stdatomic.h>
@@ -154,6 +154,8 @@ void zmeta_free(struct zmeta *m) {
   if (!m)
     return;
   free(m->fill);
+  for (int d = 0; d < ZMETA_MAX_DIMS; d++)
+    free(m->edge[d]);
   json_decref(m->codecs);
   json_decref(m->root);
   free(m);
@@ -186,10 +188,13 @@ static int parse_dims(json_t *j, const char *what, uint64_t *out, int *nd,
 static int compute_grid(struct zmeta *m, const char *chunk_field,
                         struct zerr *err) {
   uint64_t nelem = 1, cnelem = 1, nchunks = 1;
+  if (!m->grid_name)
+    m->grid_name = "regular";
   for (int d = 0; d < m->ndim; d++) {
     if (m->chunk[d] == 0)
       return zerr_set(err, EIO, "%s[%d] is 0", chunk_field, d);
-    m->grid[d] = m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
+    if (!m->edge[d]) /* listed edges: grid[d] is set already */
+      m->grid[d] = m->shape[d] / m->chunk[d] + (m->shape[d] % m->chunk[d] != 0);
     if (zmul_u64(nelem, m->shape[d], &nelem) < 0 ||
         zmul_u64(cnelem, m->chunk[d], &cnelem) < 0 ||
         zmul_u64(nchunks, m->grid[d], &nchunks) < 0 || nelem > (1ull << 62) ||
@@ -252,13 +257,169 @@ static int check_fields(json_t *root, const char *const *allowed,
   return 0;
 }
 
-/* chunk_grid: only "regular" with a chunk_shape matching shape. */
+/* The chunk holding coordinate x: the last chunk starting at or before
+ * it. */
+uint64_t zmeta_axis_of(const uint64_t *edge, uint64_t n, uint64_t len,
+                       uint64_t x) {
+  if (!edge)
+    return x / len;
+  uint64_t lo = 0, hi = n; /* edge[lo] <= x; the answer is in [lo, hi) */
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (edge[mid] <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* How a grid lists its chunk edges along one dimension. */
+struct edge_rules {
+  const char *what; /* the grid's field, for messages */
+  int rle;          /* [value, count] pairs allowed (rectilinear) */
+  int exact;        /* the edges must sum to the shape (rectangular); else
+                       at least to it, and chunks starting past it are
+                       dropped (rectilinear) */
+};
+
+/* One edge length from JSON: an integer > 0. */
+static int edge_value(json_t *v, const struct edge_rules *r, int d,
+                      uint64_t *out, struct zerr *err) {
+  if (!json_is_integer(v) || json_integer_value(v) <= 0)
+    return zerr_set(err, EIO, "%s[%d]: chunk edge lengths must be integers > 0",
+                    r->what, d);
+  *out = (uint64_t)json_integer_value(v);
+  return 0;
+}
+
+/* Walk the edge list of dimension d (length shape): count the chunks that
+ * start inside the array and, when out is not NULL, store their prefix
+ * sums (count + 1 entries). Refuses a sum that misses the shape, and more
+ * than `cap` chunks. */
+static int edges_walk(json_t *list, const struct edge_rules *r, int d,
+                      uint64_t shape, uint64_t cap, uint64_t *out,
+                      uint64_t *count, struct zerr *err) {
+  uint64_t sum = 0, n = 0;
+  size_t i;
+  json_t *v;
+  if (out)
+    out[0] = 0;
+  json_array_foreach(list, i, v) {
+    uint64_t len = 1, times = 1;
+    if (json_is_array(v) && r->rle) {
+      if (json_array_size(v) != 2)
+        return zerr_set(err, EIO, "%s[%d]: a run must be [length, count]",
+                        r->what, d);
+      ZTRY(edge_value(json_array_get(v, 0), r, d, &len, err));
+      ZTRY(edge_value(json_array_get(v, 1), r, d, &times, err));
+    } else {
+      ZTRY(edge_value(v, r, d, &len, err));
+    }
+    uint64_t room = shape - sum, take; /* sum <= shape here */
+    if (r->exact) {
+      if (times > room / len)
+        return zerr_set(err, EIO,
+                        "%s[%d]: chunk edge lengths add up to more than the "
+                        "shape %llu",
+                        r->what, d, (unsigned long long)shape);
+      take = times;
+    } else {
+      /* the chunks of the run that start inside the array */
+      uint64_t need = room / len + (room % len != 0);
+      take = times < need ? times : need;
+    }
+    if (take > cap - n)
+      return zerr_set(err, EIO, "%s: more than %u listed chunks", r->what,
+                      ZMETA_MAX_EDGES);
+    for (uint64_t t = 0; t < take; t++) {
+      sum += len; /* < shape + len: no overflow */
+      if (out)
+        out[n + t + 1] = sum;
+    }
+    if (sum > shape)
+      sum = shape; /* a rectilinear axis ends here: the rest is validated */
+    n += take;
+  }
+  if (sum < shape)
+    return zerr_set(err, EIO,
+                    "%s[%d]: chunk edge lengths add up to %llu, less than "
+                    "the shape %llu",
+                    r->what, d, (unsigned long long)sum,
+                    (unsigned long long)shape);
+  *count = n;
+  return 0;
+}
+
+/* Listed edges of dimension d into m->edge[d], grid[d] and chunk[d] (the
+ * largest). *budget is what the array may still list. */
+static int parse_edges(struct zmeta *m, int d, json_t *list,
+                       const struct edge_rules *r, uint64_t *budget,
+                       struct zerr *err) {
+  uint64_t n;
+  ZTRY(edges_walk(list, r, d, m->shape[d], *budget, NULL, &n, err));
+  m->edge[d] = malloc((size_t)(n + 1) * sizeof(uint64_t));
+  if (!m->edge[d])
+    return zerr_set(err, ENOMEM, "out of memory");
+  ZTRY(edges_walk(list, r, d, m->shape[d], *budget, m->edge[d], &n, err));
+  *budget -= n;
+  m->grid[d] = n;
+  m->irregular = 1;
+  m->chunk[d] = 1; /* an empty axis: any length > 0 */
+  for (uint64_t i = 0; i < n; i++)
+    if (m->edge[d][i + 1] - m->edge[d][i] > m->chunk[d])
+      m->chunk[d] = m->edge[d][i + 1] - m->edge[d][i];
+  return 0;
+}
+
+/* The configuration of a rectangular grid (zarrs, ZEP 0003: "chunk_shape",
+ * each entry an integer or a list of edge lengths that sum to the shape)
+ * or a rectilinear one (zarr-extensions: "kind": "inline",
+ * "chunk_shapes", lists may hold [length, count] runs and overshoot). */
+static int parse_listed_grid(struct zmeta *m, const char *name, json_t *cfg,
+                             struct zerr *err) {
+  int rect = !strcmp(name, "rectangular");
+  struct edge_rules r = {rect ? "chunk_shape" : "chunk_shapes", !rect, rect};
+  if (!rect) {
+    const char *kind =
+        cfg ? json_string_value(json_object_get(cfg, "kind")) : NULL;
+    if (!kind || strcmp(kind, "inline"))
+      return zerr_set(err, ENOTSUP,
+                      "rectilinear chunk grid: kind must be \"inline\"");
+  }
+  json_t *cs = cfg ? json_object_get(cfg, r.what) : NULL;
+  if (!json_is_array(cs))
+    return zerr_set(err, EIO, "%s chunk grid: missing list %s", name, r.what);
+  if (json_array_size(cs) != (size_t)m->ndim)
+    return zerr_set(err, EIO, "%s has %zu dimensions, shape has %d", r.what,
+                    json_array_size(cs), m->ndim);
+  m->grid_name = rect ? "rectangular" : "rectilinear";
+  uint64_t budget = ZMETA_MAX_EDGES;
+  for (int d = 0; d < m->ndim; d++) {
+    json_t *v = json_array_get(cs, (size_t)d);
+    if (json_is_array(v))
+      ZTRY(parse_edges(m, d, v, &r, &budget, err));
+    else if (json_is_integer(v) && json_integer_value(v) > 0)
+      m->chunk[d] = (uint64_t)json_integer_value(v);
+    else
+      return zerr_set(err, EIO,
+                      "%s[%d] must be an integer > 0 or a list of edge "
+                      "lengths",
+                      r.what, d);
+  }
+  return compute_grid(m, r.what, err);
+}
+
+/* chunk_grid: "regular" with a chunk_shape matching shape, or a grid of
+ * listed chunk edges (parse_listed_grid). */
 static int parse_chunk_grid(struct zmeta *m, json_t *grid, struct zerr *err) {
   const char *name;
   json_t *cfg;
   if (!grid)
     return zerr_set(err, EIO, "missing chunk_grid");
   ZTRY(ext_point(grid, "chunk_grid", &name, &cfg, err));
+  if (!strcmp(name, "rectangular") || !strcmp(name, "rectilinear"))
+    return parse_listed_grid(m, name, cfg, err);
   if (strcmp(name, "regular"))
     return zerr_set(err, ENOTSUP, "unsupported chunk grid '%s'", name);
   int cnd;

@@ -27,11 +27,23 @@ struct zmeta {
   /* Arrays only below this line. */
   int ndim;                       /* 0 for a scalar array */
   uint64_t shape[ZMETA_MAX_DIMS]; /* array shape */
-  uint64_t chunk[ZMETA_MAX_DIMS]; /* regular chunk grid; every entry > 0 */
-  uint64_t grid[ZMETA_MAX_DIMS];  /* chunks per dimension: ceil(shape/chunk) */
+  uint64_t chunk[ZMETA_MAX_DIMS]; /* chunk length per dimension (> 0); along
+                                     a dimension with edge[d], the largest */
+  uint64_t grid[ZMETA_MAX_DIMS];  /* chunks per dimension: ceil(shape/chunk),
+                                     or the listed chunks that start inside
+                                     the array */
   uint64_t nelem;                 /* product of shape (checked) */
-  uint64_t chunk_nelem;           /* product of chunk (checked) */
+  uint64_t chunk_nelem;           /* product of chunk (checked): no chunk
+                                     holds more elements */
   uint64_t nchunks;               /* product of grid (checked) */
+  /* Rectangular and rectilinear grids: along a dimension whose chunk edge
+   * lengths are listed, grid[d]+1 prefix sums (chunk i spans
+   * [edge[d][i], edge[d][i+1]); the last may end past shape[d] in a
+   * rectilinear grid), owned; NULL: chunks of chunk[d] along d. */
+  uint64_t *edge[ZMETA_MAX_DIMS];
+  int irregular;         /* some edge[d] is set: chunks differ in shape */
+  const char *grid_name; /* "regular", "rectangular" or "rectilinear"
+                            (static) */
   struct dtype dtype;
   uint8_t *fill; /* owned; see dtype_parse_fill */
   size_t fill_len;
@@ -58,6 +70,54 @@ int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
 
 /* Free; NULL-safe. */
 void zmeta_free(struct zmeta *m);
+
+/* Listed chunk edges kept at most, over all dimensions of an array. */
+#define ZMETA_MAX_EDGES (1u << 20)
+
+/* One dimension of a chunk (or unit) grid: chunks of `len` elements, or,
+ * when edge is not NULL, the chunks whose prefix sums edge lists. Where
+ * chunk i starts: */
+static inline uint64_t zmeta_axis_start(const uint64_t *edge, uint64_t len,
+                                        uint64_t i) {
+  return edge ? edge[i] : i * len;
+}
+
+/* The decoded length of chunk i (a regular grid pads its last chunk). */
+static inline uint64_t zmeta_axis_len(const uint64_t *edge, uint64_t len,
+                                      uint64_t i) {
+  return edge ? edge[i + 1] - edge[i] : len;
+}
+
+/* The elements of chunk i inside an axis of `shape` elements. */
+static inline uint64_t zmeta_axis_ext(const uint64_t *edge, uint64_t len,
+                                      uint64_t shape, uint64_t i) {
+  uint64_t start = zmeta_axis_start(edge, len, i);
+  uint64_t l = zmeta_axis_len(edge, len, i);
+  return shape - start < l ? shape - start : l;
+}
+
+/* The chunk holding coordinate x (inside the axis) of an axis of n chunks:
+ * a division, or a binary search of the edges. */
+uint64_t zmeta_axis_of(const uint64_t *edge, uint64_t n, uint64_t len,
+                       uint64_t x);
+
+/* The same for chunk i along dimension d of array m. */
+static inline uint64_t zmeta_chunk_start(const struct zmeta *m, int d,
+                                         uint64_t i) {
+  return zmeta_axis_start(m->edge[d], m->chunk[d], i);
+}
+static inline uint64_t zmeta_chunk_len(const struct zmeta *m, int d,
+                                       uint64_t i) {
+  return zmeta_axis_len(m->edge[d], m->chunk[d], i);
+}
+static inline uint64_t zmeta_chunk_extent(const struct zmeta *m, int d,
+                                          uint64_t i) {
+  return zmeta_axis_ext(m->edge[d], m->chunk[d], m->shape[d], i);
+}
+static inline uint64_t zmeta_chunk_of(const struct zmeta *m, int d,
+                                      uint64_t x) {
+  return zmeta_axis_of(m->edge[d], m->grid[d], m->chunk[d], x);
+}
 
 /* Write the store key of chunk `idx` (ndim coordinates) relative to the
  * array's own prefix into buf ("c/1/0", "c.1.0", "1.0", "c", "0").

@@ -2,7 +2,7 @@
  * mount: consolidated metadata (V3 consolidated_metadata, V2 .zmetadata)
  * used for node metadata and listings, and ignored with no_consolidated;
  * malformed tables (one log line, then per-node metadata); 0-d and
- * zero-size arrays; the refused rectilinear chunk grid; the nested groups
+ * zero-size arrays; a refused chunk grid; the nested groups
  * of zarrs' hierarchy.zarr; the consolidated fixtures of zarr-python.
  *
  * Generated stores differ on purpose between consolidated and per-node
@@ -438,7 +438,7 @@ START_TEST(malformed_tables) {
 }
 END_TEST
 
-/* ---- 0-d and zero-size arrays, the rectilinear grid ---- */
+/* ---- 0-d and zero-size arrays, an unsupported grid ---- */
 
 START_TEST(scalar_and_empty_arrays) {
   store_dir_new();
@@ -483,13 +483,14 @@ START_TEST(scalar_and_empty_arrays) {
 }
 END_TEST
 
-START_TEST(rectilinear_refused) {
+START_TEST(unknown_grid_refused) {
   store_dir_new();
   put_text("zarr.json", GROUP);
   put_text("rect/zarr.json",
            "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[5],"
-           "\"data_type\":\"int32\",\"chunk_grid\":{\"name\":\"rectilinear\","
-           "\"configuration\":{\"kind\":\"inline\",\"chunk_shapes\":[[2,3]]}},"
+           "\"data_type\":\"int32\",\"chunk_grid\":{\"name\":"
+           "\"zarrs.regular_bounded\",\"configuration\":{\"chunk_shape\":"
+           "[2]}},"
            "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":0,"
            "\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":"
            "\"little\"}}]}");
@@ -512,8 +513,9 @@ START_TEST(rectilinear_refused) {
     char *t = read_path(e, "/rect/values.txt", &rc, &err);
     ck_assert_ptr_null(t);
     ck_assert_int_eq(rc, -EIO);
-    ck_assert_msg(strstr(err.msg, "unsupported chunk grid 'rectilinear'"), "%s",
-                  err.msg);
+    ck_assert_msg(strstr(err.msg, "unsupported chunk grid "
+                                  "'zarrs.regular_bounded'"),
+                  "%s", err.msg);
   }
   expect_absent(e, "/rect/c/0.txt");
   engine_free(e);
@@ -521,7 +523,7 @@ START_TEST(rectilinear_refused) {
   char *log = cap_end(&lines);
   ck_assert_msg(lines == 1 &&
                     strstr(log, "rect/zarr.json: unsupported chunk grid "
-                                "'rectilinear'\n"),
+                                "'zarrs.regular_bounded'\n"),
                 "%d lines: %s", lines, log);
   free(log);
   store_dir_rm();
@@ -694,7 +696,7 @@ int main(void) {
   tcase_add_loop_test(tc, malformed_tables, 0,
                       (int)(sizeof BAD_TABLES / sizeof *BAD_TABLES));
   tcase_add_test(tc, scalar_and_empty_arrays);
-  tcase_add_test(tc, rectilinear_refused);
+  tcase_add_test(tc, unknown_grid_refused);
   suite_add_tcase(s, tc);
   TCase *fx = tcase_create("fixtures");
   tcase_set_timeout(fx, 60);

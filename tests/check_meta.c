@@ -419,6 +419,150 @@ START_TEST(new_type_fills) {
 }
 END_TEST
 
+/* An int8 array of shape with the given chunk_grid (static storage). */
+static char *grid_doc(const char *shape, const char *grid) {
+  static char buf[4096];
+  snprintf(buf, sizeof buf,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":%s,"
+           "\"data_type\":\"int8\",\"chunk_grid\":%s,\"chunk_key_encoding\":"
+           "\"default\",\"fill_value\":0,\"codecs\":[\"bytes\"]}",
+           shape, grid);
+  return buf;
+}
+
+/* Parse a grid expecting failure with code and a message containing frag. */
+static void grid_bad(const char *shape, const char *grid, int code,
+                     const char *frag) {
+  struct zmeta *m = NULL;
+  struct zerr err = {0};
+  const char *doc = grid_doc(shape, grid);
+  int rc = zmeta_parse(doc, strlen(doc), &m, &err);
+  ck_assert_msg(rc == -code && strstr(err.msg, frag),
+                "rc %d (%s), want -%d '%s': %s", rc, err.msg, code, frag, grid);
+  ck_assert_ptr_null(m);
+}
+
+/* Rectangular (zarrs) and rectilinear (zarr-extensions) grids: listed
+ * edges become prefix sums, chunk lookups by coordinate, and bad lists are
+ * refused with a reason. */
+START_TEST(listed_grids) {
+  /* zarrs' documented example: [[5,5,5,15,15,20,35],10] over 100 x 100 */
+  struct zmeta *m = parse_ok(
+      grid_doc("[100,100]", "{\"name\":\"rectangular\",\"configuration\":{"
+                            "\"chunk_shape\":[[5,5,5,15,15,20,35],10]}}"));
+  ck_assert_str_eq(m->grid_name, "rectangular");
+  ck_assert_int_eq(m->irregular, 1);
+  ck_assert_uint_eq(m->grid[0], 7);
+  ck_assert_uint_eq(m->grid[1], 10);
+  ck_assert_uint_eq(m->nchunks, 70);
+  ck_assert_uint_eq(m->chunk[0], 35); /* the largest */
+  ck_assert_uint_eq(m->chunk_nelem, 350);
+  ck_assert_ptr_null(m->edge[1]);
+  /* zarrs' test: element (17, 17) is in chunk (3, 1) at (2, 7) */
+  ck_assert_uint_eq(zmeta_chunk_of(m, 0, 17), 3);
+  ck_assert_uint_eq(zmeta_chunk_of(m, 1, 17), 1);
+  ck_assert_uint_eq(17 - zmeta_chunk_start(m, 0, 3), 2);
+  ck_assert_uint_eq(17 - zmeta_chunk_start(m, 1, 1), 7);
+  static const uint64_t starts[] = {0, 5, 10, 15, 30, 45, 65, 100};
+  for (uint64_t i = 0; i < 7; i++) {
+    ck_assert_uint_eq(zmeta_chunk_start(m, 0, i), starts[i]);
+    ck_assert_uint_eq(zmeta_chunk_len(m, 0, i), starts[i + 1] - starts[i]);
+    ck_assert_uint_eq(zmeta_chunk_extent(m, 0, i), starts[i + 1] - starts[i]);
+    for (uint64_t x = starts[i]; x < starts[i + 1]; x++)
+      ck_assert_uint_eq(zmeta_chunk_of(m, 0, x), i);
+  }
+  uint64_t idx[2];
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "c/6/9", idx), 0);
+  ck_assert_int_eq(zmeta_parse_chunk_key(m, "c/7/0", idx), -ENOENT);
+  zmeta_free(m);
+  /* The rectilinear form: runs, an integer dimension, overshoot allowed
+   * (chunks starting past the end are not in the grid). */
+  m = parse_ok(grid_doc("[6,6,6,10]",
+                        "{\"name\":\"rectilinear\",\"configuration\":{"
+                        "\"kind\":\"inline\",\"chunk_shapes\":[[[1,3],3],4,"
+                        "[4,4,4],[[2,2],[3,2]]]}}"));
+  ck_assert_str_eq(m->grid_name, "rectilinear");
+  ck_assert_uint_eq(m->grid[0], 4);
+  ck_assert_uint_eq(zmeta_chunk_start(m, 0, 3), 3);
+  ck_assert_uint_eq(zmeta_chunk_len(m, 0, 3), 3);
+  ck_assert_ptr_null(m->edge[1]);
+  ck_assert_uint_eq(m->grid[1], 2);
+  ck_assert_uint_eq(m->grid[2], 2); /* the third 4 starts past 6 */
+  ck_assert_uint_eq(zmeta_chunk_len(m, 2, 1), 4);
+  ck_assert_uint_eq(zmeta_chunk_extent(m, 2, 1), 2);
+  ck_assert_uint_eq(m->grid[3], 4);
+  ck_assert_uint_eq(zmeta_chunk_start(m, 3, 3), 7);
+  ck_assert_uint_eq(zmeta_chunk_of(m, 3, 9), 3);
+  zmeta_free(m);
+  /* A run far longer than the axis stores only what the axis needs. */
+  m = parse_ok(grid_doc("[5]", "{\"name\":\"rectilinear\",\"configuration\":{"
+                               "\"kind\":\"inline\",\"chunk_shapes\":[[[2,"
+                               "1000000000000]]]}}"));
+  ck_assert_uint_eq(m->grid[0], 3);
+  zmeta_free(m);
+  /* Empty axes: an empty list, or any list for a rectilinear one. */
+  m = parse_ok(grid_doc("[0,3]", "{\"name\":\"rectangular\",\"configuration\":"
+                                 "{\"chunk_shape\":[[],[1,2]]}}"));
+  ck_assert_uint_eq(m->nchunks, 0);
+  zmeta_free(m);
+  /* Integers only: regular in effect. */
+  m = parse_ok(grid_doc("[7]", "{\"name\":\"rectangular\",\"configuration\":{"
+                               "\"chunk_shape\":[3]}}"));
+  ck_assert_int_eq(m->irregular, 0);
+  ck_assert_uint_eq(m->grid[0], 3);
+  zmeta_free(m);
+
+  static const struct {
+    int rect;
+    const char *shape, *cs, *frag;
+    int code;
+  } bad[] = {
+      {1, "[10]", "[[2,3]]", "add up to 5, less than the shape 10", EIO},
+      {1, "[4]", "[[2,3]]", "more than the shape 4", EIO},
+      {1, "[4]", "[[2,0,2]]", "integers > 0", EIO},
+      {1, "[4]", "[[2,-2]]", "integers > 0", EIO},
+      {1, "[4]", "[[2,2.5]]", "integers > 0", EIO},
+      {1, "[4]", "[[[2,2]]]", "integers > 0", EIO}, /* no runs here */
+      {1, "[4]", "[0]", "integer > 0 or a list", EIO},
+      {1, "[4]", "[\"4\"]", "integer > 0 or a list", EIO},
+      {1, "[4,4]", "[[4]]", "has 1 dimensions, shape has 2", EIO},
+      {1, "[4]", "[[2,2],4]", "has 2 dimensions, shape has 1", EIO},
+      {1, "[4]", "[[]]", "add up to 0", EIO},
+      {1, "[4]", "5", "missing list chunk_shape", EIO},
+      {0, "[4]", "[[[2]]]", "[length, count]", EIO},
+      {0, "[4]", "[[[2,1,1]]]", "[length, count]", EIO},
+      {0, "[4]", "[[[2,0]]]", "integers > 0", EIO},
+      {0, "[6]", "[[[1,3],2]]", "add up to 5, less than the shape 6", EIO},
+      {0, "[4]", "[[4,0]]", "integers > 0", EIO}, /* checked past the end */
+      /* 2^21 chunks of 1 along an axis: more than the cap */
+      {0, "[2097152]", "[[[1,2097152]]]", "more than 1048576 listed", EIO},
+      {0, "[1048576,2]", "[[[1,1048576]],[1,1]]", "more than 1048576", EIO},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char grid[512];
+    if (bad[i].rect)
+      snprintf(grid, sizeof grid,
+               "{\"name\":\"rectangular\",\"configuration\":{"
+               "\"chunk_shape\":%s}}",
+               bad[i].cs);
+    else
+      snprintf(grid, sizeof grid,
+               "{\"name\":\"rectilinear\",\"configuration\":{"
+               "\"kind\":\"inline\",\"chunk_shapes\":%s}}",
+               bad[i].cs);
+    grid_bad(bad[i].shape, grid, bad[i].code, bad[i].frag);
+  }
+  grid_bad("[4]",
+           "{\"name\":\"rectilinear\",\"configuration\":{\"chunk_shapes\":"
+           "[[2,2]]}}",
+           ENOTSUP, "kind must be \"inline\"");
+  grid_bad("[4]",
+           "{\"name\":\"rectilinear\",\"configuration\":{\"kind\":\"file\","
+           "\"chunk_shapes\":[[2,2]]}}",
+           ENOTSUP, "kind must be \"inline\"");
+}
+END_TEST
+
 /* One document that must be refused: the errno and a word the message
  * must contain. */
 struct bad_case {
@@ -626,8 +770,8 @@ START_TEST(invalid_metadata_table) {
       "6}}",
       "\"\"", "\"default\"", "");
   RAW("{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4],"
-      "\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"rectilinear\","
-      "\"configuration\":{\"kind\":\"inline\",\"chunk_shapes\":[[2,2]]}},"
+      "\"data_type\":\"int8\",\"chunk_grid\":{\"name\":"
+      "\"zarrs.regular_bounded\",\"configuration\":{\"chunk_shape\":[2]}},"
       "\"chunk_key_encoding\":\"default\",\"fill_value\":0,"
       "\"codecs\":[\"bytes\"]}",
       ENOTSUP, "chunk grid");
@@ -1011,6 +1155,7 @@ int main(void) {
   tcase_add_test(tc, bytes_and_string_fills);
   tcase_add_test(tc, new_type_fills);
   tcase_add_test(tc, invalid_metadata_table);
+  tcase_add_test(tc, listed_grids);
   tcase_add_test(tc, ignorable_extensions);
   tcase_add_test(tc, chunk_keys);
   tcase_add_test(tc, v2_arrays);

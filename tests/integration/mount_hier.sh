@@ -5,7 +5,7 @@
 # whose consolidated and per-node metadata differ, so the values show which
 # was read); a node only the consolidated metadata knows is listed and
 # readable; raw files stay byte-identical; a bad option value is refused;
-# the rectilinear chunk grid mounts, serves its raw keys and fails
+# an unsupported chunk grid (zarrs.regular_bounded) mounts, serves its raw keys and fails
 # values.txt with EIO and one log line naming the grid.
 . "$(dirname "$0")/lib.sh"
 
@@ -66,7 +66,7 @@ printf '{"zarr_format":3,"node_type":"group","consolidated_metadata":{"kind":"in
   "$(arr 2 7)" "$(arr 3 5)" >"$S/zarr.json"
 arr 4 0 >"$S/arr/zarr.json"
 printf '{"zarr_format":3,"node_type":"group"}' >"$S/grp/zarr.json"
-printf '{"zarr_format":3,"node_type":"array","shape":[5],"data_type":"int32","chunk_grid":{"name":"rectilinear","configuration":{"kind":"inline","chunk_shapes":[[2,3]]}},"chunk_key_encoding":{"name":"default"},"fill_value":0,"codecs":[{"name":"bytes","configuration":{"endian":"little"}}]}' >"$S/rect/zarr.json"
+printf '{"zarr_format":3,"node_type":"array","shape":[5],"data_type":"int32","chunk_grid":{"name":"zarrs.regular_bounded","configuration":{"chunk_shape":[2]}},"chunk_key_encoding":{"name":"default"},"fill_value":0,"codecs":[{"name":"bytes","configuration":{"endian":"little"}}]}' >"$S/rect/zarr.json"
 printf '\001\000\000\000\002\000\000\000' >"$S/rect/c/0"
 
 MNT=$(zt_mkdir cons)
@@ -86,13 +86,13 @@ zarr.json
 " cat "$MNT/grp/ghost/values.txt"
   assert_file_eq "consolidated: arr/zarr.json byte-identical" "$S/arr/zarr.json" "$MNT/arr/zarr.json"
   assert_file_eq "consolidated: zarr.json byte-identical" "$S/zarr.json" "$MNT/zarr.json"
-  # The rectilinear grid: mounts, raw keys served, views refused.
-  assert_file_eq "rectilinear: raw chunk byte-identical" "$S/rect/c/0" "$MNT/rect/c/0"
-  assert_file_eq "rectilinear: zarr.json byte-identical" "$S/rect/zarr.json" "$MNT/rect/zarr.json"
-  assert_fails_with_eio "rectilinear: values.txt fails with EIO" "$MNT/rect/values.txt"
-  assert_fails_with_eio "rectilinear: values.txt fails again" "$MNT/rect/values.txt"
-  n=$(grep -c "rect/zarr.json: unsupported chunk grid 'rectilinear'" "$ZT_LOG")
-  assert_eq "rectilinear: one log line naming the grid" 1 "$n"
+  # An unsupported grid: mounts, raw keys served, views refused.
+  assert_file_eq "unsupported grid: raw chunk byte-identical" "$S/rect/c/0" "$MNT/rect/c/0"
+  assert_file_eq "unsupported grid: zarr.json byte-identical" "$S/rect/zarr.json" "$MNT/rect/zarr.json"
+  assert_fails_with_eio "unsupported grid: values.txt fails with EIO" "$MNT/rect/values.txt"
+  assert_fails_with_eio "unsupported grid: values.txt fails again" "$MNT/rect/values.txt"
+  n=$(grep -c "rect/zarr.json: unsupported chunk grid 'zarrs.regular_bounded'" "$ZT_LOG")
+  assert_eq "unsupported grid: one log line naming the grid" 1 "$n"
   zumount "$MNT"
 fi
 
