@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/presence.h"
 #include "node.h"
+#include "unit.h"
 
 #define XATTR_PREFIX "user.zarr."
 
@@ -49,7 +51,34 @@ static int stream_done(FILE *f, char **out, size_t *len) {
   return 0;
 }
 
-int info_text(const struct znode *n, char **out, size_t *len) {
+/* "name: N\n", or "name: unknown\n" for STORE_SIZE_UNKNOWN. */
+static void put_count(FILE *f, const char *name, uint64_t v) {
+  if (v == STORE_SIZE_UNKNOWN)
+    fprintf(f, "%s: unknown\n", name);
+  else
+    fprintf(f, "%s: %llu\n", name, (unsigned long long)v);
+}
+
+/* The stored/missing/bytes lines of an array. */
+static void put_counts(FILE *f, const struct zmeta *m,
+                       const struct info_counts *c) {
+  if (!c)
+    return;
+  if (!c->known) {
+    fprintf(f,
+            "stored_chunks: unknown (%s)\nmissing_chunks: unknown\n"
+            "bytes_stored: unknown\n",
+            c->why ? c->why : "the store cannot list the array");
+    return;
+  }
+  put_count(f, "stored_chunks", c->stored);
+  put_count(f, "missing_chunks",
+            c->stored <= m->nchunks ? m->nchunks - c->stored : 0);
+  put_count(f, "bytes_stored", c->bytes);
+}
+
+int info_format(const struct znode *n, const struct info_counts *counts,
+                char **out, size_t *len) {
   *out = NULL;
   *len = 0;
   FILE *f = open_memstream(out, len);
@@ -85,6 +114,7 @@ int info_text(const struct znode *n, char **out, size_t *len) {
     put_json(f, "fill_value", json_object_get(root, "fill_value"));
     put_json(f, "codecs", m->codecs);
     put_json(f, "dimension_names", json_object_get(root, "dimension_names"));
+    put_counts(f, m, counts);
     if (n->view_error)
       fprintf(f, "views: no (%s)\n", n->view_error);
     else
@@ -94,6 +124,51 @@ int info_text(const struct znode *n, char **out, size_t *len) {
   if (json_is_object(attrs))
     fprintf(f, "attributes: %zu\n", json_object_size(attrs));
   return stream_done(f, out, len);
+}
+
+/* The counts of array n's stored chunks from its listing: memoised with
+ * the views' presence scan, or scanned now where views cannot work (an
+ * unsupported codec: the listing still tells what is stored). A transient
+ * failure (-EINTR, -ENOMEM, a server timing out) is returned; any other
+ * makes the counts unknown, with the reason in why (cap bytes). */
+static int gather_counts(struct engine *e, const struct znode *n,
+                         struct info_counts *c, char *why, size_t cap,
+                         struct zerr *err) {
+  struct memo_ref *ref = NULL;
+  struct presence *own = NULL;
+  struct zerr lerr = {0};
+  int rc = n->chain ? engine_presence(e, n, &ref, &lerr)
+                    : presence_scan(e->store, n->path, n->meta,
+                                    e->env.max_decoded / sizeof(uint64_t),
+                                    &e->stopping, &own, &lerr);
+  if (rc < 0 && zerr_is_transient(-rc)) {
+    *err = lerr;
+    return rc;
+  }
+  const struct presence *p = ref ? (const struct presence *)memo_obj(ref) : own;
+  if (rc < 0 || !p->complete) {
+    snprintf(why, cap, "%s",
+             rc < 0 ? lerr.msg : "the store cannot list the array");
+    c->why = why;
+  } else {
+    c->known = 1;
+    c->stored = p->n;
+    c->bytes = p->bytes;
+  }
+  memo_release(e->memo, ref);
+  if (own)
+    zobj_put(&own->obj);
+  return 0;
+}
+
+int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
+              struct zerr *err) {
+  struct info_counts c = {0};
+  char why[sizeof err->msg];
+  if (n->kind == ZNODE_ARRAY && n->meta)
+    ZTRY(gather_counts(e, n, &c, why, sizeof why, err));
+  int rc = info_format(n, n->kind == ZNODE_ARRAY ? &c : NULL, out, len);
+  return rc < 0 ? zerr_set(err, -rc, "out of memory") : 0;
 }
 
 /* The attributes a node has, in listing order (NULL-ended). */
