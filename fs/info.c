@@ -77,6 +77,7 @@ static void put_counts(FILE *f, const struct zmeta *m,
   put_count(f, "bytes_stored", c->bytes);
 }
 
+/* See info.h. */
 int info_format(const struct znode *n, const struct info_counts *counts,
                 char **out, size_t *len) {
   *out = NULL;
@@ -142,7 +143,8 @@ static int gather_counts(struct engine *e, const struct znode *n,
                                     e->env.max_decoded / sizeof(uint64_t),
                                     &e->stopping, &own, &lerr);
   if (rc < 0 && zerr_is_transient(-rc)) {
-    *err = lerr;
+    if (err)
+      *err = lerr;
     return rc;
   }
   const struct presence *p = ref ? (const struct presence *)memo_obj(ref) : own;
@@ -161,6 +163,7 @@ static int gather_counts(struct engine *e, const struct znode *n,
   return 0;
 }
 
+/* See info.h: the counts, then the text. */
 int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
               struct zerr *err) {
   struct info_counts c = {0};
