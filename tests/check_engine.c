@@ -617,6 +617,14 @@ START_TEST(info_txt) {
   struct zerr err = {0};
   ck_assert_int_eq(ns_resolve(e, "/info.txt", &ent, &err), -ENOENT);
   engine_free(e);
+  /* A store that cannot list (as plain HTTP): the counts are unknown. */
+  e = open_engine(1 << 20);
+  e->store->unlistable = 1;
+  got = read_all(e, "/n/info.txt", 64, &size);
+  ck_assert_ptr_nonnull(strstr(got, "\nstored_chunks: unknown (the store "
+                                    "cannot list the array)\n"));
+  free(got);
+  engine_free(e);
   put_text("n/info.txt", "mine\n");
   e = open_engine(1 << 20);
   ck_assert_int_eq(ns_resolve(e, "/n/info.txt", &ent, &err), 0);
