@@ -22,16 +22,32 @@ static void put_dims(FILE *f, const uint64_t *v, int n, const char *sep) {
   fputc(']', f);
 }
 
-/* Compact JSON of j, or NULL (j absent, or out of memory). */
+/* Compact JSON of j, or NULL (j absent, or out of memory). Not
+ * json_dumps: out of memory, it can leave a key out of the text and still
+ * succeed (jansson ignores a failed key; seen in tests/check_allocfail.c),
+ * and a stat and a later read would see two texts. json_dumpb writes into
+ * our buffer, so nothing there can fail; its own allocations (the loop
+ * check) fail the whole dump. */
 static char *json_text(json_t *j) {
-  return j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+  const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
+  size_t n = j ? json_dumpb(j, NULL, 0, flags) : 0;
+  char *s = n ? malloc(n + 1) : NULL;
+  if (s && json_dumpb(j, s, n, flags) != n) {
+    free(s);
+    s = NULL;
+  }
+  if (s)
+    s[n] = '\0';
+  return s;
 }
 
 /* "name: <compact JSON>\n" when j is there. */
-static void put_json(FILE *f, const char *name, json_t *j) {
+static void put_json(FILE *f, const char *name, json_t *j, int *oom) {
   char *s = json_text(j);
   if (s)
     fprintf(f, "%s: %s\n", name, s);
+  else if (j)
+    *oom = 1; /* a line left out would change the text and its size */
   free(s);
 }
 
@@ -41,8 +57,8 @@ static json_t *root_of(const struct znode *n) {
 }
 
 /* Close a memory stream into *out / *len; -ENOMEM when it failed. */
-static int stream_done(FILE *f, char **out, size_t *len) {
-  int bad = ferror(f);
+static int stream_done(FILE *f, char **out, size_t *len, int oom) {
+  int bad = ferror(f) || oom;
   if (fclose(f) != 0 || bad) {
     free(*out);
     *out = NULL;
@@ -85,16 +101,17 @@ int info_format(const struct znode *n, const struct info_counts *counts,
   FILE *f = open_memstream(out, len);
   if (!f)
     return -ENOMEM;
+  int oom = 0;
   fprintf(f, "path: /%s\n", n->path ? n->path : "");
   if (n->kind == ZNODE_BROKEN) {
     fprintf(f, "node_type: broken\nerror: %s\n",
             n->view_error ? n->view_error : "unusable metadata");
-    return stream_done(f, out, len);
+    return stream_done(f, out, len, oom);
   }
   const struct zmeta *m = n->meta;
   json_t *root = root_of(n);
   fprintf(f, "node_type: %s\n", n->kind == ZNODE_ARRAY ? "array" : "group");
-  put_json(f, "zarr_format", json_object_get(root, "zarr_format"));
+  put_json(f, "zarr_format", json_object_get(root, "zarr_format"), &oom);
   if (n->kind == ZNODE_ARRAY && m) {
     fputs("shape: ", f);
     put_dims(f, m->shape, m->ndim, ", ");
@@ -112,9 +129,10 @@ int info_format(const struct znode *n, const struct info_counts *counts,
     fprintf(f, "%s\n", m->ndim ? ")" : "");
     fprintf(f, "chunk_key_encoding: %s, separator '%c'\n",
             m->key_encoding == ZMETA_KEY_V2 ? "v2" : "default", m->key_sep);
-    put_json(f, "fill_value", json_object_get(root, "fill_value"));
-    put_json(f, "codecs", m->codecs);
-    put_json(f, "dimension_names", json_object_get(root, "dimension_names"));
+    put_json(f, "fill_value", json_object_get(root, "fill_value"), &oom);
+    put_json(f, "codecs", m->codecs, &oom);
+    put_json(f, "dimension_names", json_object_get(root, "dimension_names"),
+             &oom);
     put_counts(f, m, counts);
     if (n->view_error)
       fprintf(f, "views: no (%s)\n", n->view_error);
@@ -124,7 +142,7 @@ int info_format(const struct znode *n, const struct info_counts *counts,
   json_t *attrs = json_object_get(root, "attributes");
   if (json_is_object(attrs))
     fprintf(f, "attributes: %zu\n", json_object_size(attrs));
-  return stream_done(f, out, len);
+  return stream_done(f, out, len, oom);
 }
 
 /* The counts of array n's stored chunks from its listing: memoised with
@@ -214,19 +232,21 @@ int info_xattr_names(const struct znode *n, char **out, size_t *len) {
   return 0;
 }
 
-/* The value of attribute a (without the prefix) of n into a stream. */
-static void put_value(FILE *f, const struct znode *n, const char *a) {
+/* The value of attribute a (without the prefix) of n into a stream; 1
+ * when it could not be made (out of memory), else 0. */
+static int put_value(FILE *f, const struct znode *n, const char *a) {
   const struct zmeta *m = n->meta;
   json_t *root = root_of(n);
   char *s = NULL;
+  int json = 1;
   if (!strcmp(a, "node_type"))
-    fputs(n->kind == ZNODE_ARRAY ? "array" : "group", f);
+    json = 0, fputs(n->kind == ZNODE_ARRAY ? "array" : "group", f);
   else if (!strcmp(a, "shape"))
-    put_dims(f, m->shape, m->ndim, ",");
+    json = 0, put_dims(f, m->shape, m->ndim, ",");
   else if (!strcmp(a, "chunks"))
-    put_dims(f, m->chunk, m->ndim, ",");
+    json = 0, put_dims(f, m->chunk, m->ndim, ",");
   else if (!strcmp(a, "data_type"))
-    fputs(m->dtype.name, f);
+    json = 0, fputs(m->dtype.name, f);
   else if (!strcmp(a, "codecs"))
     s = json_text(m->codecs);
   else if (!strcmp(a, "metadata"))
@@ -236,6 +256,7 @@ static void put_value(FILE *f, const struct znode *n, const char *a) {
   if (s)
     fputs(s, f);
   free(s);
+  return json && !s; /* listed, so present: only memory was missing */
 }
 
 int info_xattr(const struct znode *n, const char *name, char **out,
@@ -255,6 +276,6 @@ int info_xattr(const struct znode *n, const char *name, char **out,
   FILE *f = open_memstream(out, len);
   if (!f)
     return -ENOMEM;
-  put_value(f, n, a);
-  return stream_done(f, out, len);
+  int oom = put_value(f, n, a);
+  return stream_done(f, out, len, oom);
 }
