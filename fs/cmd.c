@@ -163,10 +163,9 @@ static void cmd_stat(struct cmd *c, const char *path, struct ns_entry *ent) {
     return;
   }
   static const char *const kinds[] = {
-      [NS_DIR] = "directory",
-      [NS_RAW] = "file",
-      [NS_CHUNK_VIEW] = "chunk-view",
-      [NS_ARRAY_VIEW] = "array-view",
+      [NS_DIR] = "directory",         [NS_RAW] = "file",
+      [NS_CHUNK_VIEW] = "chunk-view", [NS_ARRAY_VIEW] = "array-view",
+      [NS_INFO_VIEW] = "info-view",   [NS_STATS] = "stats",
   };
   fprintf(c->out, "%s %llu %s\n", kinds[ent->kind], (unsigned long long)size,
           path);
@@ -191,9 +190,9 @@ static void cmd_info(struct cmd *c, const char *path, struct ns_entry *ent) {
   }
   char *text;
   size_t len;
-  rc = info_text(n, &text, &len);
+  rc = info_text(c->e, n, &text, &len, &err);
   if (rc < 0) {
-    fail(c, path, rc, NULL);
+    fail(c, path, rc, &err);
     return;
   }
   put(c, text, len);

@@ -38,6 +38,7 @@
 #include "../src/meta.h"
 #include "../src/pool.h"
 #include "../src/store.h"
+#include "stats.h"
 
 /* Memo levels of what the engine and the views cache. The wait rule of
  * memo.h holds because a fill of each level only asks for lower ones:
@@ -103,8 +104,10 @@ struct engine {
   int views;                  /* from engine_config (enum engine_views) */
   struct logonce *log;        /* every line goes through it: once per key
                                  and reason, repeats summarised */
-  atomic_int stopping; /* set by engine_stop (signal-safe); long loops and
-                          waits check it and give up with -EINTR */
+  atomic_int stopping;    /* set by engine_stop (signal-safe); long loops and
+                             waits check it and give up with -EINTR */
+  struct zfs_stats stats; /* live counters (fs/stats.h): relaxed atomics,
+                             no lock */
 };
 
 /* Create an engine over store (takes ownership of store, also on failure). */

@@ -25,6 +25,7 @@
 #include "engine.h"
 #include "info.h"
 #include "namespace.h"
+#include "stats.h"
 #include "view.h"
 #include "zfs_errno.h"
 
@@ -289,10 +290,15 @@ static struct zfs_fuse_ctx *ctx_of(fuse_req_t req) {
   return fuse_req_userdata(req);
 }
 
-/* Reply with an internal error. */
-static void reply_rc(fuse_req_t req, int rc) {
-  fuse_reply_err(req, -zfs_errno(rc));
+/* Reply with errno errnum (positive), counted by kind in the mount's
+ * statistics: every error reply goes through here. */
+static void reply_err(fuse_req_t req, int errnum) {
+  stats_error(&ctx_of(req)->engine->stats, errnum);
+  fuse_reply_err(req, errnum);
 }
+
+/* Reply with an internal error. */
+static void reply_rc(fuse_req_t req, int rc) { reply_err(req, -zfs_errno(rc)); }
 
 /* Fill a stat for a name of this kind and size. */
 static void fill_stat(const struct zfs_fuse_ctx *c, enum ns_kind kind,
@@ -387,9 +393,10 @@ static void zfs_init(void *userdata, struct fuse_conn_info *conn) {
 /* lookup: the entry with its attributes; "no such file" is cached too. */
 static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
   struct zfs_fuse_ctx *c = ctx_of(req);
+  stats_request(&c->engine->stats, STATS_LOOKUP);
   struct zfs_inode *p = inode_get(c->inodes, parent);
   if (!p) {
-    fuse_reply_err(req, ESTALE);
+    reply_err(req, ESTALE);
     return;
   }
   char path[4096];
@@ -398,6 +405,7 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
   memset(&e, 0, sizeof e);
   int rc = len < 0 ? (int)len : stat_key(c, path, 0, &e.attr);
   if (rc == -ENOENT) { /* a negative entry: the kernel remembers it */
+    stats_error(&c->engine->stats, ENOENT);
     e.ino = 0;
     e.entry_timeout = c->cfg.attr_timeout;
     fuse_reply_entry(req, &e);
@@ -409,7 +417,7 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
   }
   e.ino = inode_ref(c->inodes, path, (size_t)len);
   if (!e.ino) {
-    fuse_reply_err(req, ENOMEM);
+    reply_err(req, ENOMEM);
     return;
   }
   e.attr.st_ino = e.ino;
@@ -439,9 +447,10 @@ static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
                         struct fuse_file_info *fi) {
   (void)fi;
   struct zfs_fuse_ctx *c = ctx_of(req);
+  stats_request(&c->engine->stats, STATS_GETATTR);
   struct zfs_inode *in = inode_get(c->inodes, ino);
   if (!in) {
-    fuse_reply_err(req, ESTALE);
+    reply_err(req, ESTALE);
     return;
   }
   struct stat st;
@@ -458,7 +467,7 @@ static void zfs_opendir(fuse_req_t req, fuse_ino_t ino,
   (void)ino;
   struct zfs_dir *d = calloc(1, sizeof *d);
   if (!d) {
-    fuse_reply_err(req, ENOMEM);
+    reply_err(req, ENOMEM);
     return;
   }
   struct zfs_inodes *t = ctx_of(req)->inodes;
@@ -479,10 +488,11 @@ static void zfs_opendir(fuse_req_t req, fuse_ino_t ino,
 static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info *fi, int plus) {
   struct zfs_fuse_ctx *c = ctx_of(req);
+  stats_request(&c->engine->stats, STATS_READDIR);
   struct zfs_dir *d = (struct zfs_dir *)(uintptr_t)fi->fh;
   struct zfs_inode *in = inode_get(c->inodes, ino);
   if (!in) {
-    fuse_reply_err(req, ESTALE);
+    reply_err(req, ESTALE);
     return;
   }
   int rc = 0;
@@ -571,19 +581,20 @@ static void zfs_releasedir(fuse_req_t req, fuse_ino_t ino,
 static void zfs_open(fuse_req_t req, fuse_ino_t ino,
                      struct fuse_file_info *fi) {
   struct zfs_fuse_ctx *c = ctx_of(req);
+  stats_request(&c->engine->stats, STATS_OPEN);
   if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-    fuse_reply_err(req, EROFS);
+    reply_err(req, EROFS);
     return;
   }
   struct zfs_inode *in = inode_get(c->inodes, ino);
   if (!in) {
-    fuse_reply_err(req, ESTALE);
+    reply_err(req, ESTALE);
     return;
   }
   struct engine *e = c->engine;
   struct zfs_file *f = calloc(1, sizeof *f);
   if (!f) {
-    fuse_reply_err(req, ENOMEM);
+    reply_err(req, ENOMEM);
     return;
   }
   struct zerr err = {0};
@@ -599,14 +610,15 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     f->cur = view_cursor_new(); /* NULL only costs re-decoding */
   if (rc < 0) {
     free(f);
-    fuse_reply_err(req, rc == -EISDIR ? EISDIR : -zfs_errno(rc));
+    reply_err(req, rc == -EISDIR ? EISDIR : -zfs_errno(rc));
     return;
   }
   handle_add(c->inodes, &f->h, 0);
   fi->fh = (uint64_t)(uintptr_t)f;
-  if (f->ent.kind != NS_RAW && e->lazy_sizes) {
+  if (f->ent.kind == NS_STATS || (f->ent.kind != NS_RAW && e->lazy_sizes)) {
     /* Lazy sizes: stat may have said 0 (and the kernel may still hold
-     * that), so every read comes to us and ends where the text does. */
+     * that), so every read comes to us and ends where the text does.
+     * The statistics: size 0, and new text on every read. */
     fi->direct_io = 1;
   } else {
     fi->keep_cache = 1; /* immutable: page cache stays valid across opens */
@@ -622,10 +634,11 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info *fi) {
   (void)ino;
   struct zfs_fuse_ctx *c = ctx_of(req);
+  stats_request(&c->engine->stats, STATS_READ);
   struct zfs_file *f = (struct zfs_file *)(uintptr_t)fi->fh;
   struct zerr err = {0};
   if (off < 0) {
-    fuse_reply_err(req, EINVAL);
+    reply_err(req, EINVAL);
     return;
   }
   if (f->raw) {
@@ -639,7 +652,7 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   }
   char *buf = malloc(size ? size : 1);
   if (!buf) {
-    fuse_reply_err(req, ENOMEM);
+    reply_err(req, ENOMEM);
     return;
   }
   long n;
@@ -652,10 +665,12 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     n = ns_read_view(c->engine, &f->ent, (uint64_t)off, size, buf, f->cur,
                      &err);
   }
-  if (n < 0)
+  if (n < 0) {
     reply_rc(req, (int)n);
-  else
+  } else {
+    stats_add(&c->engine->stats.bytes_served, (uint64_t)n);
     fuse_reply_buf(req, buf, (size_t)n);
+  }
   free(buf);
 }
 
@@ -687,22 +702,22 @@ static void zfs_statfs(fuse_req_t req, fuse_ino_t ino) {
 static void zfs_access(fuse_req_t req, fuse_ino_t ino, int mask) {
   struct zfs_fuse_ctx *c = ctx_of(req);
   if (mask & W_OK) {
-    fuse_reply_err(req, EROFS);
+    reply_err(req, EROFS);
     return;
   }
   struct zfs_inode *in = inode_get(c->inodes, ino);
   if (!in) {
-    fuse_reply_err(req, ESTALE);
+    reply_err(req, ESTALE);
     return;
   }
   struct ns_entry *ent = malloc(sizeof *ent);
   if (!ent) {
-    fuse_reply_err(req, ENOMEM);
+    reply_err(req, ENOMEM);
     return;
   }
   int rc = ns_resolve(c->engine, in->path, ent, NULL);
   free(ent);
-  fuse_reply_err(req, rc < 0 ? -zfs_errno(rc) : 0);
+  reply_err(req, rc < 0 ? -zfs_errno(rc) : 0);
 }
 
 /* The node an inode's path names when it is a directory (an array, a
@@ -735,13 +750,13 @@ static const struct znode *xattr_node(fuse_req_t req, fuse_ino_t ino, int *rc) {
 static void reply_xattr(fuse_req_t req, int rc, size_t size, char *value,
                         size_t len) {
   if (rc < 0)
-    fuse_reply_err(req, rc == -ENODATA || rc == -ESTALE || rc == -ENOMEM
-                            ? -rc
-                            : -zfs_errno(rc));
+    reply_err(req, rc == -ENODATA || rc == -ESTALE || rc == -ENOMEM
+                       ? -rc
+                       : -zfs_errno(rc));
   else if (size == 0)
     fuse_reply_xattr(req, len);
   else if (size < len)
-    fuse_reply_err(req, ERANGE);
+    reply_err(req, ERANGE);
   else
     fuse_reply_buf(req, value ? value : "", len);
   free(value);
@@ -754,12 +769,12 @@ static void xattr_request(fuse_req_t req, fuse_ino_t ino, const char *name,
   /* Off (the default): ENOSYS, after which the kernel asks no more, so ls
    * -l costs no request per file for security.selinux and the ACLs. */
   if (!ctx_of(req)->cfg.xattrs) {
-    fuse_reply_err(req, ENOSYS);
+    reply_err(req, ENOSYS);
     return;
   }
   /* On: answer other names at once, without resolving the path. */
   if (name && strncmp(name, "user.zarr.", 10)) {
-    fuse_reply_err(req, ENODATA);
+    reply_err(req, ENODATA);
     return;
   }
   int rc;
@@ -786,56 +801,56 @@ static void zfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 static void ro_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
                        int to_set, struct fuse_file_info *fi) {
   (void)ino, (void)attr, (void)to_set, (void)fi;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode, dev_t rdev) {
   (void)parent, (void)name, (void)mode, (void)rdev;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode) {
   (void)parent, (void)name, (void)mode;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
   (void)parent, (void)name;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
                        const char *name) {
   (void)link, (void)parent, (void)name;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
   (void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                     const char *newname) {
   (void)ino, (void)newparent, (void)newname;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
                      size_t size, off_t off, struct fuse_file_info *fi) {
   (void)ino, (void)buf, (void)size, (void)off, (void)fi;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_create(fuse_req_t req, fuse_ino_t parent, const char *name,
                       mode_t mode, struct fuse_file_info *fi) {
   (void)parent, (void)name, (void)mode, (void)fi;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                         const char *value, size_t size, int flags) {
   (void)ino, (void)name, (void)value, (void)size, (void)flags;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 static void ro_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name) {
   (void)ino, (void)name;
-  fuse_reply_err(req, EROFS);
+  reply_err(req, EROFS);
 }
 
 static const struct fuse_lowlevel_ops zfs_ops = {

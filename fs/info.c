@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/presence.h"
 #include "node.h"
+#include "unit.h"
 
 #define XATTR_PREFIX "user.zarr."
 
@@ -20,16 +22,32 @@ static void put_dims(FILE *f, const uint64_t *v, int n, const char *sep) {
   fputc(']', f);
 }
 
-/* Compact JSON of j, or NULL (j absent, or out of memory). */
+/* Compact JSON of j, or NULL (j absent, or out of memory). Not
+ * json_dumps: out of memory, it can leave a key out of the text and still
+ * succeed (jansson ignores a failed key; seen in tests/check_allocfail.c),
+ * and a stat and a later read would see two texts. json_dumpb writes into
+ * our buffer, so nothing there can fail; its own allocations (the loop
+ * check) fail the whole dump. */
 static char *json_text(json_t *j) {
-  return j ? json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+  const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
+  size_t n = j ? json_dumpb(j, NULL, 0, flags) : 0;
+  char *s = n ? malloc(n + 1) : NULL;
+  if (s && json_dumpb(j, s, n, flags) != n) {
+    free(s);
+    s = NULL;
+  }
+  if (s)
+    s[n] = '\0';
+  return s;
 }
 
 /* "name: <compact JSON>\n" when j is there. */
-static void put_json(FILE *f, const char *name, json_t *j) {
+static void put_json(FILE *f, const char *name, json_t *j, int *oom) {
   char *s = json_text(j);
   if (s)
     fprintf(f, "%s: %s\n", name, s);
+  else if (j)
+    *oom = 1; /* a line left out would change the text and its size */
   free(s);
 }
 
@@ -39,8 +57,8 @@ static json_t *root_of(const struct znode *n) {
 }
 
 /* Close a memory stream into *out / *len; -ENOMEM when it failed. */
-static int stream_done(FILE *f, char **out, size_t *len) {
-  int bad = ferror(f);
+static int stream_done(FILE *f, char **out, size_t *len, int oom) {
+  int bad = ferror(f) || oom;
   if (fclose(f) != 0 || bad) {
     free(*out);
     *out = NULL;
@@ -49,22 +67,51 @@ static int stream_done(FILE *f, char **out, size_t *len) {
   return 0;
 }
 
-int info_text(const struct znode *n, char **out, size_t *len) {
+/* "name: N\n", or "name: unknown\n" for STORE_SIZE_UNKNOWN. */
+static void put_count(FILE *f, const char *name, uint64_t v) {
+  if (v == STORE_SIZE_UNKNOWN)
+    fprintf(f, "%s: unknown\n", name);
+  else
+    fprintf(f, "%s: %llu\n", name, (unsigned long long)v);
+}
+
+/* The stored/missing/bytes lines of an array. */
+static void put_counts(FILE *f, const struct zmeta *m,
+                       const struct info_counts *c) {
+  if (!c)
+    return;
+  if (!c->known) {
+    fprintf(f,
+            "stored_chunks: unknown (%s)\nmissing_chunks: unknown\n"
+            "bytes_stored: unknown\n",
+            c->why ? c->why : "the store cannot list the array");
+    return;
+  }
+  put_count(f, "stored_chunks", c->stored);
+  put_count(f, "missing_chunks",
+            c->stored <= m->nchunks ? m->nchunks - c->stored : 0);
+  put_count(f, "bytes_stored", c->bytes);
+}
+
+/* See info.h. */
+int info_format(const struct znode *n, const struct info_counts *counts,
+                char **out, size_t *len) {
   *out = NULL;
   *len = 0;
   FILE *f = open_memstream(out, len);
   if (!f)
     return -ENOMEM;
+  int oom = 0;
   fprintf(f, "path: /%s\n", n->path ? n->path : "");
   if (n->kind == ZNODE_BROKEN) {
     fprintf(f, "node_type: broken\nerror: %s\n",
             n->view_error ? n->view_error : "unusable metadata");
-    return stream_done(f, out, len);
+    return stream_done(f, out, len, oom);
   }
   const struct zmeta *m = n->meta;
   json_t *root = root_of(n);
   fprintf(f, "node_type: %s\n", n->kind == ZNODE_ARRAY ? "array" : "group");
-  put_json(f, "zarr_format", json_object_get(root, "zarr_format"));
+  put_json(f, "zarr_format", json_object_get(root, "zarr_format"), &oom);
   if (n->kind == ZNODE_ARRAY && m) {
     fputs("shape: ", f);
     put_dims(f, m->shape, m->ndim, ", ");
@@ -84,9 +131,11 @@ int info_text(const struct znode *n, char **out, size_t *len) {
     fprintf(f, "%s\n", m->ndim ? ")" : "");
     fprintf(f, "chunk_key_encoding: %s, separator '%c'\n",
             m->key_encoding == ZMETA_KEY_V2 ? "v2" : "default", m->key_sep);
-    put_json(f, "fill_value", json_object_get(root, "fill_value"));
-    put_json(f, "codecs", m->codecs);
-    put_json(f, "dimension_names", json_object_get(root, "dimension_names"));
+    put_json(f, "fill_value", json_object_get(root, "fill_value"), &oom);
+    put_json(f, "codecs", m->codecs, &oom);
+    put_json(f, "dimension_names", json_object_get(root, "dimension_names"),
+             &oom);
+    put_counts(f, m, counts);
     if (n->view_error)
       fprintf(f, "views: no (%s)\n", n->view_error);
     else
@@ -95,7 +144,54 @@ int info_text(const struct znode *n, char **out, size_t *len) {
   json_t *attrs = json_object_get(root, "attributes");
   if (json_is_object(attrs))
     fprintf(f, "attributes: %zu\n", json_object_size(attrs));
-  return stream_done(f, out, len);
+  return stream_done(f, out, len, oom);
+}
+
+/* The counts of array n's stored chunks from its listing: memoised with
+ * the views' presence scan, or scanned now where views cannot work (an
+ * unsupported codec: the listing still tells what is stored). A transient
+ * failure (-EINTR, -ENOMEM, a server timing out) is returned; any other
+ * makes the counts unknown, with the reason in why (cap bytes). */
+static int gather_counts(struct engine *e, const struct znode *n,
+                         struct info_counts *c, char *why, size_t cap,
+                         struct zerr *err) {
+  struct memo_ref *ref = NULL;
+  struct presence *own = NULL;
+  struct zerr lerr = {0};
+  int rc = n->chain ? engine_presence(e, n, &ref, &lerr)
+                    : presence_scan(e->store, n->path, n->meta,
+                                    e->env.max_decoded / sizeof(uint64_t),
+                                    &e->stopping, &own, &lerr);
+  if (rc < 0 && zerr_is_transient(-rc)) {
+    if (err)
+      *err = lerr;
+    return rc;
+  }
+  const struct presence *p = ref ? (const struct presence *)memo_obj(ref) : own;
+  if (rc < 0 || !p->complete) {
+    snprintf(why, cap, "%s",
+             rc < 0 ? lerr.msg : "the store cannot list the array");
+    c->why = why;
+  } else {
+    c->known = 1;
+    c->stored = p->n;
+    c->bytes = p->bytes;
+  }
+  memo_release(e->memo, ref);
+  if (own)
+    zobj_put(&own->obj);
+  return 0;
+}
+
+/* See info.h: the counts, then the text. */
+int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
+              struct zerr *err) {
+  struct info_counts c = {0};
+  char why[sizeof err->msg];
+  if (n->kind == ZNODE_ARRAY && n->meta)
+    ZTRY(gather_counts(e, n, &c, why, sizeof why, err));
+  int rc = info_format(n, n->kind == ZNODE_ARRAY ? &c : NULL, out, len);
+  return rc < 0 ? zerr_set(err, -rc, "out of memory") : 0;
 }
 
 /* The attributes a node has, in listing order (NULL-ended). */
@@ -138,21 +234,23 @@ int info_xattr_names(const struct znode *n, char **out, size_t *len) {
   return 0;
 }
 
-/* The value of attribute a (without the prefix) of n into a stream. */
-static void put_value(FILE *f, const struct znode *n, const char *a) {
+/* The value of attribute a (without the prefix) of n into a stream; 1
+ * when it could not be made (out of memory), else 0. */
+static int put_value(FILE *f, const struct znode *n, const char *a) {
   const struct zmeta *m = n->meta;
   json_t *root = root_of(n);
   char *s = NULL;
+  int json = 1;
   if (!strcmp(a, "node_type"))
-    fputs(n->kind == ZNODE_ARRAY ? "array" : "group", f);
+    json = 0, fputs(n->kind == ZNODE_ARRAY ? "array" : "group", f);
   else if (!strcmp(a, "shape"))
-    put_dims(f, m->shape, m->ndim, ",");
+    json = 0, put_dims(f, m->shape, m->ndim, ",");
   else if (!strcmp(a, "chunks") && m->irregular) /* no one shape */
     s = json_text(json_object_get(root, "chunk_grid"));
   else if (!strcmp(a, "chunks"))
-    put_dims(f, m->chunk, m->ndim, ",");
+    json = 0, put_dims(f, m->chunk, m->ndim, ",");
   else if (!strcmp(a, "data_type"))
-    fputs(m->dtype.name, f);
+    json = 0, fputs(m->dtype.name, f);
   else if (!strcmp(a, "codecs"))
     s = json_text(m->codecs);
   else if (!strcmp(a, "metadata"))
@@ -162,6 +260,7 @@ static void put_value(FILE *f, const struct znode *n, const char *a) {
   if (s)
     fputs(s, f);
   free(s);
+  return json && !s; /* listed, so present: only memory was missing */
 }
 
 int info_xattr(const struct znode *n, const char *name, char **out,
@@ -181,6 +280,6 @@ int info_xattr(const struct znode *n, const char *name, char **out,
   FILE *f = open_memstream(out, len);
   if (!f)
     return -ENOMEM;
-  put_value(f, n, a);
-  return stream_done(f, out, len);
+  int oom = put_value(f, n, a);
+  return stream_done(f, out, len, oom);
 }

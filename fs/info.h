@@ -1,20 +1,46 @@
 /* info.h - what an array or group is, in words: the "field: value" lines
- * of `zarrfs info` and the values of the user.zarr.* extended attributes
- * a mount shows on array and group directories (getfattr -d).
+ * of `zarrfs info` and of an array's info.txt, and the values of the
+ * user.zarr.* extended attributes a mount shows on array and group
+ * directories (getfattr -d).
  *
- * Everything comes from the node's parsed metadata (no chunk is read, no
- * listing is made), so it is cheap enough to answer on every getxattr.
- * FUSE-free; the caller owns what is returned (free()). */
+ * The attributes come from the node's parsed metadata alone (no chunk is
+ * read, no listing is made), so they are cheap enough to answer on every
+ * getxattr; the text adds an array's stored-chunk counts from its listing
+ * (the views' memoised presence scan). FUSE-free; the caller owns what is
+ * returned (free()). */
 #ifndef ZARRFS_INFO_H
 #define ZARRFS_INFO_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "../src/err.h"
+
+struct engine;
 struct znode;
 
-/* The lines of `zarrfs info` for node n (an array, group or broken node)
- * into *out (malloc'd, NUL-terminated, *len bytes). 0 or -ENOMEM. */
-int info_text(const struct znode *n, char **out, size_t *len);
+/* What a listing tells of an array's stored chunks (stored keys of the
+ * chunk grid: shards for sharded arrays). */
+struct info_counts {
+  int known;       /* 0: unknown (the store cannot list; reason in why) */
+  uint64_t stored; /* chunks stored */
+  uint64_t bytes;  /* their listed sizes summed; STORE_SIZE_UNKNOWN when
+                      the listing gives no size (whole-file references) */
+  const char *why; /* !known: why (borrowed), or NULL */
+};
+
+/* The text of node n (an array, group or broken node) into *out
+ * (malloc'd, NUL-terminated, *len bytes): `zarrfs info` and info.txt.
+ * Arrays list their stored chunks once (memoised). 0, or a transient
+ * failure of the listing (-EINTR, -ENOMEM, ...) with err set; any other
+ * listing failure says "unknown" and why in the text. */
+int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
+              struct zerr *err);
+
+/* The same text from given counts (counts NULL: no count lines), with no
+ * I/O: what info_text formats. 0 or -ENOMEM. */
+int info_format(const struct znode *n, const struct info_counts *counts,
+                char **out, size_t *len);
 
 /* The names of n's extended attributes, each NUL-terminated, one after
  * the other (the listxattr format), into *out (malloc'd, *len bytes; 0

@@ -7,7 +7,9 @@
 
 #include "../codecs/chain.h"
 #include "../codecs/codec.h"
+#include "info.h"
 #include "node.h"
+#include "stats.h"
 #include "view.h"
 
 /* Drop leading slashes: FUSE paths are absolute, store keys are not. */
@@ -49,6 +51,30 @@ static int text_dir_stored(struct engine *e) {
   enum store_entry_type t;
   uint64_t size;
   return store_stat(e->store, NS_TEXT_DIR, &t, &size, NULL) == 0;
+}
+
+/* Is /.zarrfs the mount's own (the statistics)? Not when the store holds
+ * a key of that name at its root: the stored key wins (logged once). */
+static int stats_dir_ours(struct engine *e) {
+  enum store_entry_type t;
+  uint64_t size;
+  if (store_stat(e->store, NS_STATS_DIR, &t, &size, NULL) != 0)
+    return 1;
+  logonce_log(e->log, ZLOG_WARN, e->store->location, NS_STATS_DIR,
+              "the store holds this key: it is served, and the statistics "
+              "(" NS_STATS_DIR "/" NS_STATS_NAME ") are not");
+  return 0;
+}
+
+/* /.zarrfs or /.zarrfs/stats when they are the mount's: the entry. */
+static int resolve_stats(struct engine *e, const char *key,
+                         struct ns_entry *ent) {
+  size_t dl = strlen(NS_STATS_DIR);
+  if (strncmp(key, NS_STATS_DIR, dl) ||
+      (key[dl] && strcmp(key + dl, "/" NS_STATS_NAME)) || !stats_dir_ours(e))
+    return 0;
+  ent->kind = key[dl] ? NS_STATS : NS_DIR;
+  return 1;
 }
 
 /* The layout at *key, moving *key past NS_TEXT_DIR in the text tree. */
@@ -122,6 +148,8 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   ent->node = NULL;
   ent->raw_size = 0;
   ent->mtime = STORE_MTIME_UNKNOWN;
+  if (*key && key == path_key(path) && resolve_stats(e, key, ent))
+    return 0;
   enum store_entry_type t;
   uint64_t size;
   if (!*key) {
@@ -153,10 +181,11 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
 
   char parent[4096];
   const char *base = split_parent(key, parent, sizeof parent);
-  if (!strcmp(base, NS_VALUES_NAME)) {
+  int is_info = !strcmp(base, NS_INFO_NAME);
+  if (is_info || !strcmp(base, NS_VALUES_NAME)) {
     const struct znode *n = engine_node(e, parent);
     if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
-      ent->kind = NS_ARRAY_VIEW;
+      ent->kind = is_info ? NS_INFO_VIEW : NS_ARRAY_VIEW;
       ent->node = n;
       ent->mtime = meta_mtime(e, parent);
       return 0;
@@ -215,8 +244,38 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
       return k < 0 ? k : 0;
     }
     return view_array_size(e, ent->node, size, err);
+  case NS_INFO_VIEW: {
+    char *text;
+    size_t len;
+    ZTRY(info_text(e, ent->node, &text, &len, err));
+    free(text);
+    *size = len;
+    return 0;
+  }
+  case NS_STATS:
+    *size = 0; /* it changes with every request: read with direct I/O */
+    return 0;
   }
   return zerr_set(err, EIO, "bad entry");
+}
+
+/* Bytes [off, off+len) of a text made whole for this read (info.txt and
+ * stats are small), into dst. */
+static long read_text(struct engine *e, const struct ns_entry *ent,
+                      uint64_t off, size_t len, char *dst, struct zerr *err) {
+  char *text = NULL;
+  size_t tl = 0;
+  if (ent->kind == NS_INFO_VIEW)
+    ZTRY(info_text(e, ent->node, &text, &tl, err));
+  else if (stats_text(e, &text, &tl) < 0)
+    return zerr_set(err, ENOMEM, "out of memory");
+  size_t n = off < tl ? tl - (size_t)off : 0;
+  if (n > len)
+    n = len;
+  if (n)
+    memcpy(dst, text + off, n);
+  free(text);
+  return (long)n;
 }
 
 /* Dispatch a view read. */
@@ -227,6 +286,8 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
     return view_chunk_read(e, ent->node, ent->idx, off, len, dst, c, err);
   if (ent->kind == NS_ARRAY_VIEW)
     return view_array_read(e, ent->node, off, len, dst, c, err);
+  if (ent->kind == NS_INFO_VIEW || ent->kind == NS_STATS)
+    return read_text(e, ent, off, len, dst, err);
   return zerr_set(err, EIO, "not a view");
 }
 
@@ -495,6 +556,15 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
   struct ns_dir *d = calloc(1, sizeof *d);
   if (!d)
     return zerr_set(err, ENOMEM, "out of memory listing a directory");
+  if (key == path_key(path) && !strcmp(key, NS_STATS_DIR) &&
+      stats_dir_ours(e)) {
+    if (dir_add(d, NS_STATS_NAME, strlen(NS_STATS_NAME), NS_STATS, 1, 0)) {
+      ns_dir_free(d);
+      return zerr_set(err, ENOMEM, "out of memory listing a directory");
+    }
+    *out = d;
+    return 0;
+  }
   int rc = store_list(e->store, key, dir_add_stored, d, err);
   int listed = rc == 0 && !e->store->unlistable;
   if (rc == STORE_LIST_PARTIAL) { /* show what is known; reads say why */
@@ -562,6 +632,10 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
     dir_add(d, NS_VALUES_NAME, strlen(NS_VALUES_NAME), NS_ARRAY_VIEW, attr,
             size, mtime);
   }
+  if (n && n->path && !strcmp(n->path, key) &&
+      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
+                         : dir_has_stored(d, NS_INFO_NAME)))
+    dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0);
   if (n && n->kind == ZNODE_ARRAY && n->meta)
     dir_add_views(e, d, n, rel);
   if (lay == NS_L_TEXT)

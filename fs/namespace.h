@@ -1,8 +1,10 @@
 /* namespace.h - which path is what: a stored directory or file (served
- * byte-identical), a chunk's text view (K.txt beside stored chunk K), or an
- * array's whole view (values.txt inside the array directory). A stored key
- * always wins over a view name that collides with it. Entries the store
- * holds but cannot serve (STORE_OTHER: FIFOs, sockets, devices, links
+ * byte-identical), a chunk's text view (K.txt beside stored chunk K), an
+ * array's whole view (values.txt inside the array directory), an array's
+ * description (info.txt beside values.txt, fs/info.h), or the mount's live
+ * counters (/.zarrfs/stats, fs/stats.h: every layout, never listed). A
+ * stored key always wins over a view name that collides with it. Entries the
+ * store holds but cannot serve (STORE_OTHER: FIFOs, sockets, devices, links
  * leaving the store) are left out of listings; named directly, they and
  * their views resolve, and reading them fails with EIO. FUSE-free. */
 #ifndef ZARRFS_NAMESPACE_H
@@ -13,10 +15,21 @@
 #include "node.h"
 
 #define NS_VALUES_NAME "values.txt"
-#define NS_TEXT_DIR ".text" /* -o views=tree: the root of the text tree */
+#define NS_INFO_NAME "info.txt"
+#define NS_STATS_DIR ".zarrfs" /* at the root, not listed */
+#define NS_STATS_NAME "stats"  /* in it */
+#define NS_TEXT_DIR ".text"    /* -o views=tree: the root of the text tree */
 #define NS_VIEW_SUFFIX ".txt"
 
-enum ns_kind { NS_DIR = 1, NS_RAW, NS_CHUNK_VIEW, NS_ARRAY_VIEW };
+enum ns_kind {
+  NS_DIR = 1,
+  NS_RAW,
+  NS_CHUNK_VIEW,
+  NS_ARRAY_VIEW,
+  NS_INFO_VIEW, /* info.txt: node is the array (or broken node) */
+  NS_STATS,     /* /.zarrfs/stats: new text on every read, size 0 (read
+                   it without trusting its size: direct I/O) */
+};
 
 struct ns_entry {
   enum ns_kind kind;

@@ -161,9 +161,14 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   struct abytes *ab = NULL;
   struct chunk_text *ct = NULL;
   int logged = 0;
+  uint64_t t0 = stats_now_ns();
   int rc = engine_check_stop(e, err);
   if (rc == 0)
     rc = unit_source(j, &ab, &logged, err);
+  if (rc < 0 || ab) { /* a decode (not a fill unit) */
+    stats_add(&e->stats.decodes, 1);
+    stats_add(&e->stats.decode_ns, stats_now_ns() - t0);
+  }
   if (rc == 0 && !ab)
     rc = engine_fill_unit(n, j->idx, &ct, err);
   else if (rc == 0 &&

@@ -72,6 +72,7 @@ struct memo {
   size_t used, pinned, budget, max_values;
   const atomic_int *stop;
   _Atomic uint64_t fills[MEMO_MAX_LEVEL + 1];
+  _Atomic uint64_t hits; /* lookups answered from the table (memo_hits) */
 };
 
 /* The level of the fill running on this thread (0: none): the bug guard of
@@ -375,6 +376,8 @@ static int memo_lookup_or_fill(struct memo *m, const struct memo_key *k,
     pthread_mutex_unlock(&m->lock);
     return zerr_set(err, EINVAL, "memo: key used as object and value (bug)");
   }
+  if (e)
+    atomic_fetch_add_explicit(&m->hits, 1, memory_order_relaxed);
   if (e && e->state == M_FAILED) {
     lru_touch(m, e);
     int rc = failure_of(e, err);
@@ -552,6 +555,11 @@ size_t memo_pinned(struct memo *m) {
 }
 
 /* Fill counter of a level. */
+/* See memo.h. */
+uint64_t memo_hits(const struct memo *m) {
+  return atomic_load_explicit(&m->hits, memory_order_relaxed);
+}
+
 uint64_t memo_fills(const struct memo *m, unsigned level) {
   return level <= MEMO_MAX_LEVEL
              ? atomic_load_explicit(&m->fills[level], memory_order_relaxed)

@@ -140,5 +140,9 @@ size_t memo_used(struct memo *m);   /* bytes of unpinned entries */
 size_t memo_pinned(struct memo *m); /* bytes of pinned ready objects */
 /* Fills run (successful or not) for keys of this level, since creation. */
 uint64_t memo_fills(const struct memo *m, unsigned level);
+/* Lookups (memo_get, memo_value) answered from the table since creation:
+ * ready, being filled by another thread (waited for) or a remembered
+ * failure; every other lookup is a fill (a miss). */
+uint64_t memo_hits(const struct memo *m);
 
 #endif

@@ -712,14 +712,20 @@ static void v2_dtype(const char *s, struct dtype *dt, char *endian) {
     }
 }
 
-/* {"name": name, "configuration": the V2 object minus "id"}. */
+/* {"name": name, "configuration": the V2 object minus "id"}, or NULL out
+ * of memory (never a configuration with a key left out: info.txt and the
+ * user.zarr.codecs attribute show it). */
 static json_t *v2_codec(const char *name, json_t *v2) {
   json_t *cfg = json_object();
   const char *key;
   json_t *v;
+  if (!cfg)
+    return NULL;
   json_object_foreach(v2, key, v) {
-    if (strcmp(key, "id"))
-      json_object_set(cfg, key, v);
+    if (strcmp(key, "id") && json_object_set(cfg, key, v) < 0) {
+      json_decref(cfg);
+      return NULL;
+    }
   }
   return json_pack("{s:s, s:o}", "name", name, "configuration", cfg);
 }

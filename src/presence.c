@@ -31,7 +31,9 @@ struct scan {
   uint64_t max;
   uint64_t *lin;
   uint64_t n, cap;
-  int rc; /* first failure */
+  uint64_t bytes; /* listed sizes of the stored chunks, or
+                     STORE_SIZE_UNKNOWN */
+  int rc;         /* first failure */
   struct zerr *err;
   struct names *dirs; /* children of the directory being listed */
   const char *rel;    /* that directory, relative to the array */
@@ -85,7 +87,6 @@ static int is_coord(const char *name) {
  * for the next level. */
 static int scan_entry(void *ud, const char *name, enum store_entry_type type,
                       uint64_t size, int64_t mtime) {
-  (void)size;
   (void)mtime;
   struct scan *sc = ud;
   if (sc->stop && atomic_load_explicit(sc->stop, memory_order_relaxed)) {
@@ -125,9 +126,13 @@ static int scan_entry(void *ud, const char *name, enum store_entry_type type,
     return 0;
   }
   uint64_t idx[ZMETA_MAX_DIMS];
-  if (zmeta_parse_chunk_key(sc->m, key, idx) == 0)
-    return scan_add(sc, chunk_linear(sc->m, idx));
-  return 0;
+  if (zmeta_parse_chunk_key(sc->m, key, idx) != 0)
+    return 0;
+  if (sc->bytes != STORE_SIZE_UNKNOWN)
+    sc->bytes = type == STORE_FILE && size < STORE_SIZE_UNKNOWN - sc->bytes
+                    ? sc->bytes + size
+                    : STORE_SIZE_UNKNOWN;
+  return scan_add(sc, chunk_linear(sc->m, idx));
 }
 
 /* Directory levels a chunk key can have below the array. */
@@ -209,6 +214,7 @@ int presence_scan(struct store *s, const char *prefix, const struct zmeta *m,
       sc.lin[k++] = sc.lin[i];
   p->complete = 1;
   p->n = k;
+  p->bytes = sc.bytes;
   p->lin = sc.lin;
   *out = p;
   return 0;

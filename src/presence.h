@@ -23,11 +23,14 @@
 
 struct presence {
   struct zobj obj;
-  int complete;  /* 1: the listing covered every chunk key; 0: the store
-                    cannot list this array (then every chunk may exist) */
-  uint64_t n;    /* stored chunks */
-  uint64_t *lin; /* their linear indices (C order over the chunk grid),
-                    sorted, distinct */
+  int complete;   /* 1: the listing covered every chunk key; 0: the store
+                     cannot list this array (then every chunk may exist) */
+  uint64_t n;     /* stored chunks */
+  uint64_t *lin;  /* their linear indices (C order over the chunk grid),
+                     sorted, distinct */
+  uint64_t bytes; /* complete: the sum of the listed sizes of the stored
+                     chunks (a key listed twice counts twice), or
+                     STORE_SIZE_UNKNOWN when a listing did not give one */
 };
 
 /* Scan the chunk keys of array m stored under prefix ("" = root). At most

@@ -11,6 +11,7 @@
 #include <zstd.h>
 
 #include "../fs/engine.h"
+#include "../fs/info.h"
 #include "../fs/namespace.h"
 #include "../fs/view.h"
 #include "../src/log.h"
@@ -190,7 +191,9 @@ START_TEST(array_view_c_order_2d) {
 }
 END_TEST
 
-START_TEST(numeric_fill_and_edges) {
+/* The 5x7 int32 array n in 2x3 chunks, fill 42: element (r,c) is
+ * -(r*7+c); chunk c/1/1 is missing. */
+static void make_numeric(void) {
   put_array_meta("n", "[5,7]", "[2,3]", "int32", "42",
                  "[{\"name\":\"bytes\",\"configuration\":{\"endian\":"
                  "\"little\"}}]");
@@ -206,6 +209,10 @@ START_TEST(numeric_fill_and_edges) {
       snprintf(key, sizeof key, "n/c/%d/%d", ci, cj);
       put_file(key, v, sizeof v);
     }
+}
+
+START_TEST(numeric_fill_and_edges) {
+  make_numeric();
   struct engine *e = open_engine(1 << 20);
   char want[1024];
   size_t pos = 0;
@@ -269,7 +276,8 @@ START_TEST(partial_decoding_reads_little) {
   uint64_t after_stat = atomic_load(&e->store->stats.bytes_read);
   ck_assert_uint_le(after_stat, 8 + 8 * (N + 1) + 4096);
   char buf[200];
-  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, NULL, &err), 200);
+  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, NULL, &err),
+                   200);
   ck_assert_int_eq(memcmp(buf, tail_want + tail_len - 200, 200), 0);
   uint64_t total = atomic_load(&e->store->stats.bytes_read);
   ck_assert_msg(total < (1u << 20), "read %llu bytes",
@@ -278,7 +286,8 @@ START_TEST(partial_decoding_reads_little) {
   ck_assert_int_eq(ns_resolve(e, "/values.txt", &ent, &err), 0);
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
   ck_assert_uint_eq(size, text_size);
-  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, NULL, &err), 200);
+  ck_assert_int_eq(ns_read_view(e, &ent, size - 200, 200, buf, NULL, &err),
+                   200);
   ck_assert_int_eq(memcmp(buf, tail_want + tail_len - 200, 200), 0);
   total = atomic_load(&e->store->stats.bytes_read);
   ck_assert_msg(total < (1u << 20), "read %llu bytes",
@@ -546,7 +555,7 @@ START_TEST(listing_and_collisions) {
   char names[1024] = "";
   struct zerr err = {0};
   ck_assert_int_eq(ns_list(e, "/s2", collect, names, &err), 0);
-  ck_assert_str_eq(names, "c/ zarr.json values.txt ");
+  ck_assert_str_eq(names, "c/ zarr.json values.txt info.txt ");
   names[0] = '\0';
   ck_assert_int_eq(ns_list(e, "/s2/c/0", collect, names, &err), 0);
   ck_assert_str_eq(names, "0 1 1.txt 2 0.txt 2.txt ");
@@ -556,6 +565,138 @@ START_TEST(listing_and_collisions) {
   struct ns_entry ent;
   ck_assert_int_eq(ns_resolve(e, "/s2/c/0/1.txt", &ent, &err), 0);
   ck_assert_int_eq(ent.kind, NS_RAW);
+  engine_free(e);
+}
+END_TEST
+
+/* The value of line "name value" in a stats text, or -1. */
+static long long stat_of(const char *text, const char *name) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\n%s ", name);
+  const char *p = strstr(text, pat);
+  if (!p && !strncmp(text, pat + 1, strlen(pat + 1)))
+    p = text - 1;
+  return p ? atoll(p + strlen(pat)) : -1;
+}
+
+/* info.txt: its exact text and size from the metadata and the listing;
+ * the same text without a listing says "unknown"; a stored info.txt wins;
+ * groups have none. */
+START_TEST(info_txt) {
+  make_numeric();
+  struct engine *e = open_engine(1 << 20);
+  static const char *const want =
+      "path: /n\nnode_type: array\nzarr_format: 3\nshape: [5, 7]\n"
+      "data_type: int32\nchunk_shape: [2, 3]\nchunks: 9 (3 x 3)\n"
+      "chunk_key_encoding: default, separator '/'\nfill_value: 42\n"
+      "codecs: [{\"name\":\"bytes\",\"configuration\":{\"endian\":"
+      "\"little\"}}]\nstored_chunks: 8\nmissing_chunks: 1\n"
+      "bytes_stored: 192\nviews: yes\n";
+  uint64_t size;
+  char *got = read_all(e, "/n/info.txt", 5, &size);
+  ck_assert_str_eq(got, want);
+  ck_assert_uint_eq(size, strlen(want));
+  free(got);
+  /* The pure formatter: unknown counts, and counts past the grid. */
+  const struct znode *n = engine_node(e, "n");
+  struct info_counts c = {0, 0, 0, "the store cannot list the array"};
+  char *text;
+  size_t len;
+  ck_assert_int_eq(info_format(n, &c, &text, &len), 0);
+  ck_assert_ptr_nonnull(strstr(text, "\nstored_chunks: unknown (the store "
+                                     "cannot list the array)\nmissing_chunks:"
+                                     " unknown\nbytes_stored: unknown\n"));
+  free(text);
+  c = (struct info_counts){1, 3, STORE_SIZE_UNKNOWN, NULL};
+  ck_assert_int_eq(info_format(n, &c, &text, &len), 0);
+  ck_assert_ptr_nonnull(strstr(text, "\nstored_chunks: 3\nmissing_chunks: "
+                                     "6\nbytes_stored: unknown\n"));
+  ck_assert_uint_eq(len, strlen(text));
+  free(text);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/info.txt", &ent, &err), -ENOENT);
+  engine_free(e);
+  /* A store that cannot list (as plain HTTP): the counts are unknown. */
+  e = open_engine(1 << 20);
+  e->store->unlistable = 1;
+  got = read_all(e, "/n/info.txt", 64, &size);
+  ck_assert_ptr_nonnull(strstr(got, "\nstored_chunks: unknown (the store "
+                                    "cannot list the array)\n"));
+  free(got);
+  engine_free(e);
+  put_text("n/info.txt", "mine\n");
+  e = open_engine(1 << 20);
+  ck_assert_int_eq(ns_resolve(e, "/n/info.txt", &ent, &err), 0);
+  ck_assert_int_eq(ent.kind, NS_RAW);
+  e->views = ENGINE_VIEWS_TREE; /* the text tree: the view, not the file */
+  ck_assert_int_eq(ns_resolve(e, "/.text/n/info.txt", &ent, &err), 0);
+  ck_assert_int_eq(ent.kind, NS_INFO_VIEW);
+  e->views = ENGINE_VIEWS_NONE;
+  ck_assert_int_eq(ns_resolve(e, "/n/info.txt", &ent, &err), 0);
+  ck_assert_int_eq(ent.kind, NS_RAW);
+  engine_free(e);
+}
+END_TEST
+
+/* /.zarrfs/stats: the engine's counters, new on every read, in every
+ * layout, unlisted; a stored .zarrfs wins. */
+START_TEST(stats_file) {
+  make_numeric();
+  struct engine *e = open_engine(1 << 20);
+  uint64_t size;
+  char *before = read_all(e, "/.zarrfs/stats", 64, &size);
+  ck_assert_uint_eq(size, 0); /* read without trusting the size */
+  free(before);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/.zarrfs/stats", &ent, &err), 0);
+  ck_assert_int_eq(ent.kind, NS_STATS);
+  char buf[4096];
+  long n = ns_read_view(e, &ent, 0, sizeof buf - 1, buf, NULL, &err);
+  ck_assert_int_gt(n, 0);
+  buf[n] = '\0';
+  ck_assert_int_eq(stat_of(buf, "decodes"), 0);
+  ck_assert_int_eq(stat_of(buf, "store_bytes_read"), 0);
+  ck_assert_int_eq(stat_of(buf, "errors_eio"), 0);
+  char *all = read_all(e, "/n/values.txt", 100, &size);
+  free(all);
+  all = read_all(e, "/n/c/0/0.txt", 100, &size); /* decoded already */
+  free(all);
+  n = ns_read_view(e, &ent, 0, sizeof buf - 1, buf, NULL, &err);
+  ck_assert_int_gt(n, 0);
+  buf[n] = '\0';
+  ck_assert_int_eq(stat_of(buf, "decodes"), 8);
+  ck_assert_int_ge(stat_of(buf, "store_bytes_read"), 8 * 24);
+  ck_assert_int_ge(stat_of(buf, "cache_hits"), 1);
+  ck_assert_int_ge(stat_of(buf, "cache_misses"), 8);
+  ck_assert_int_eq(stat_of(buf, "requests"), 0); /* no FUSE here */
+  /* A piece from an offset. */
+  char piece[8];
+  ck_assert_int_eq(ns_read_view(e, &ent, 3, 5, piece, NULL, &err), 5);
+  ck_assert_int_eq(memcmp(piece, buf + 3, 5), 0);
+  /* Every layout; never listed. */
+  for (int v = ENGINE_VIEWS_BESIDE; v <= ENGINE_VIEWS_NONE; v++) {
+    e->views = v;
+    ck_assert_int_eq(ns_resolve(e, "/.zarrfs/stats", &ent, &err), 0);
+    ck_assert_int_eq(ent.kind, NS_STATS);
+    ck_assert_int_eq(ns_resolve(e, "/.zarrfs", &ent, &err), 0);
+    ck_assert_int_eq(ent.kind, NS_DIR);
+    char names[1024] = "";
+    ck_assert_int_eq(ns_list(e, "/", collect, names, &err), 0);
+    ck_assert_ptr_null(strstr(names, ".zarrfs"));
+    names[0] = '\0';
+    ck_assert_int_eq(ns_list(e, "/.zarrfs", collect, names, &err), 0);
+    ck_assert_str_eq(names, "stats ");
+  }
+  ck_assert_int_eq(ns_resolve(e, "/.zarrfs/other", &ent, &err), -ENOENT);
+  ck_assert_int_eq(ns_resolve(e, "/n/.zarrfs/stats", &ent, &err), -ENOENT);
+  engine_free(e);
+  put_text(".zarrfs", "stored\n");
+  e = open_engine(1 << 20);
+  ck_assert_int_eq(ns_resolve(e, "/.zarrfs", &ent, &err), 0);
+  ck_assert_int_eq(ent.kind, NS_RAW);
+  ck_assert_int_eq(ns_resolve(e, "/.zarrfs/stats", &ent, &err), -ENOENT);
   engine_free(e);
 }
 END_TEST
@@ -575,6 +716,8 @@ int main(void) {
   tcase_add_test(tc, corrupt_chunk_fails_rest_serves);
   tcase_add_test(tc, unknown_codec_and_dtype);
   tcase_add_test(tc, listing_and_collisions);
+  tcase_add_test(tc, info_txt);
+  tcase_add_test(tc, stats_file);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }

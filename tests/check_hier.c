@@ -263,13 +263,13 @@ START_TEST(v3_consolidated_used) {
   /* Listings: the union of the store and the table, each name once. */
   expect_list(e, "/", "arr deep extra grp half v2arr zarr.json");
   expect_list(e, "/grp", "ghost zarr.json");
-  expect_list(e, "/grp/ghost", "values.txt");
+  expect_list(e, "/grp/ghost", "info.txt values.txt");
   expect_list(e, "/deep", "x");
   expect_list(e, "/deep/x", "arr2");
-  expect_list(e, "/half", "c values.txt");
+  expect_list(e, "/half", "c info.txt values.txt");
   expect_list(e, "/half/c", "0 0.txt");
   /* Nothing below an array is a node, whatever the table says. */
-  expect_list(e, "/arr", "values.txt zarr.json");
+  expect_list(e, "/arr", "info.txt values.txt zarr.json");
   expect_absent(e, "/arr/inner");
   struct ns_entry ent;
   struct zerr err = {0};
@@ -330,7 +330,7 @@ START_TEST(v2_zmetadata_used) {
   expect_view(e, "/sub/ghost/values.txt", "4\n");
   expect_list(e, "/", ".zgroup .zmetadata arr sub");
   expect_list(e, "/sub", ".zgroup ghost");
-  expect_list(e, "/sub/ghost", "values.txt");
+  expect_list(e, "/sub/ghost", "info.txt values.txt");
   engine_free(e);
 
   e = open_engine(NULL, 1);
@@ -463,21 +463,21 @@ START_TEST(scalar_and_empty_arrays) {
   struct engine *e = open_engine(NULL, 0);
   expect_view(e, "/s0/values.txt", "-7\n");
   expect_view(e, "/s0/c.txt", "-7\n");
-  expect_list(e, "/s0", "c c.txt values.txt zarr.json");
+  expect_list(e, "/s0", "c c.txt info.txt values.txt zarr.json");
   expect_view(e, "/s0v2/values.txt", "42\n");
   expect_view(e, "/s0v2/0.txt", "42\n");
-  expect_list(e, "/s0v2", "0 0.txt values.txt zarr.json");
+  expect_list(e, "/s0v2", "0 0.txt info.txt values.txt zarr.json");
   expect_view(e, "/s0fill/values.txt", "3\n");
-  expect_list(e, "/s0fill", "values.txt zarr.json");
+  expect_list(e, "/s0fill", "info.txt values.txt zarr.json");
   expect_view(e, "/z1/values.txt", "");
-  expect_list(e, "/z1", "c values.txt zarr.json");
+  expect_list(e, "/z1", "c info.txt values.txt zarr.json");
   expect_list(e, "/z1/c", "0");
   expect_absent(e, "/z1/c/0.txt");
   expect_view(e, "/z2/values.txt", "");
   expect_view(e, "/v2s/values.txt", "11\n");
-  expect_list(e, "/v2s", ".zarray 0 0.txt values.txt");
+  expect_list(e, "/v2s", ".zarray 0 0.txt info.txt values.txt");
   expect_view(e, "/v2z/values.txt", "");
-  expect_list(e, "/v2z", ".zarray values.txt");
+  expect_list(e, "/v2z", ".zarray info.txt values.txt");
   engine_free(e);
   store_dir_rm();
 }
@@ -506,7 +506,7 @@ START_TEST(unknown_grid_refused) {
   ck_assert_int_eq(ns_resolve(e, "/rect/c/0", &ent, &err), 0);
   ck_assert_int_eq(ent.kind, NS_RAW);
   ck_assert_uint_eq(ent.raw_size, 8);
-  expect_list(e, "/rect", "c values.txt zarr.json");
+  expect_list(e, "/rect", "c info.txt values.txt zarr.json");
   /* Its views fail with EIO naming the grid, every time. */
   for (int k = 0; k < 3; k++) {
     int rc;
@@ -670,10 +670,11 @@ START_TEST(fixture_scalar_and_empty) {
   struct engine *e = open_engine(dir, 0);
   expect_view(e, "/nd/int32_scalar_0d/values.txt", "-7\n");
   expect_view(e, "/nd/int32_scalar_0d/c.txt", "-7\n");
-  expect_list(e, "/nd/int32_scalar_0d", "c c.txt values.txt zarr.json");
+  expect_list(e, "/nd/int32_scalar_0d",
+              "c c.txt info.txt values.txt zarr.json");
   expect_view(e, "/nd/float64_scalar_0d/values.txt", "-1234.5678\n");
   expect_view(e, "/nd/int32_zero_size/values.txt", "");
-  expect_list(e, "/nd/int32_zero_size", "values.txt zarr.json");
+  expect_list(e, "/nd/int32_zero_size", "info.txt values.txt zarr.json");
   expect_view(e, "/nd/float32_zero_size_2d/values.txt", "");
   engine_free(e);
   snprintf(dir, sizeof dir, "%s/zarr-python-v2/v2_python.zarr", fx);

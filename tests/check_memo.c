@@ -97,8 +97,7 @@ END_TEST
 START_TEST(sorted_u64) {
   uint64_t a[] = {40, 10, 30, 10, 20};
   zsort_u64(a, 5);
-  ck_assert(a[0] == 10 && a[1] == 10 && a[2] == 20 && a[3] == 30 &&
-            a[4] == 40);
+  ck_assert(a[0] == 10 && a[1] == 10 && a[2] == 20 && a[3] == 30 && a[4] == 40);
   ck_assert_uint_eq(zrank_u64(a, 5, 0), 0);
   ck_assert_uint_eq(zrank_u64(a, 5, 10), 0);
   ck_assert_uint_eq(zrank_u64(a, 5, 11), 2);
@@ -194,10 +193,12 @@ START_TEST(fills_once_and_hits) {
   ck_assert_int_eq(j.calls, 1);
   ck_assert_ptr_eq(memo_obj(r1), memo_obj(r2));
   ck_assert_uint_eq(memo_fills(m, 2), 1);
+  ck_assert_uint_eq(memo_hits(m), 1);
   memo_release(m, r1);
   memo_release(m, r2);
   ck_assert_int_eq(memo_peek(m, &k, &r1), 1);
   memo_release(m, r1);
+  ck_assert_uint_eq(memo_hits(m), 1); /* a peek is not a lookup */
   /* Another owner is another key. */
   int other;
   k.owner = &other;

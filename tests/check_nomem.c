@@ -182,7 +182,7 @@ static const struct engine_case {
     {"a/values.txt", 0, "1\n2\n3\n4\n"},
     {"a/c/1.txt", 0, "3\n4\n"},
     {"a/c", 1, "4"}, /* 0, 1, 0.txt, 1.txt */
-    {"a", 1, "3"},   /* c, zarr.json, values.txt */
+    {"a", 1, "4"},   /* c, zarr.json, values.txt, info.txt */
 };
 
 /* Run one case; 0 when it gave the right result. */

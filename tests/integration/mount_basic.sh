@@ -60,8 +60,9 @@ while IFS='|' read -r p shape chunks enc sep; do
   done < <(zt_chunk_keys "$shape" "$chunks" "$enc" "$sep")
 done <"$ZT_TMP/arrays"
 
-# The expected listing of every directory: stored entries, values.txt in
-# arrays, KEY.txt beside every stored chunk KEY. Lines "DIR<TAB>NAME".
+# The expected listing of every directory: stored entries, values.txt and
+# info.txt in arrays, KEY.txt beside every stored chunk KEY. Lines
+# "DIR<TAB>NAME".
 : >"$ZT_TMP/entries"
 while IFS= read -r d; do
   rel=${d#"$SRC"}
@@ -70,7 +71,7 @@ while IFS= read -r d; do
   ls -A "$d" | awk -v r="$rel" '{ print r "\t" $0 }' >>"$ZT_TMP/entries"
 done < <(find "$SRC" -type d)
 while IFS='|' read -r p _; do
-  printf '%s\tvalues.txt\n' "$p" >>"$ZT_TMP/entries"
+  printf '%s\tvalues.txt\n%s\tinfo.txt\n' "$p" "$p" >>"$ZT_TMP/entries"
 done <"$ZT_TMP/arrays"
 while read -r p key idx st; do
   [ "$st" = 1 ] || continue
@@ -549,7 +550,7 @@ if zmount "$TS" "$MNT4"; then
   assert_file_eq "collision: stored c/0.txt wins" "$TS/coll/c/0.txt" "$MNT4/coll/c/0.txt"
   assert_file_eq "collision: stored values.txt wins" "$TS/coll/values.txt" "$MNT4/coll/values.txt"
   assert_eq "collision: each name listed once" "0 0.txt" "$(t ls "$MNT4/coll/c" | tr '\n' ' ' | sed 's/ $//')"
-  assert_eq "collision: array dir listed once each" "c values.txt zarr.json" "$(t ls "$MNT4/coll" | tr '\n' ' ' | sed 's/ $//')"
+  assert_eq "collision: array dir listed once each" "c info.txt values.txt zarr.json" "$(t ls "$MNT4/coll" | tr '\n' ' ' | sed 's/ $//')"
   zt_check_log_clean "$ZT_LOG"
   zumount "$MNT4"
 fi

@@ -41,8 +41,9 @@ if [ -d "$FIX/zarrs/tests_data/hierarchy.zarr" ]; then
 foo
 zarr.json
 " ls "$MNT/a"
-    assert_output_eq "hierarchy.zarr: a/baz/ holds values.txt, zarr.json" \
-      "values.txt
+    assert_output_eq "hierarchy.zarr: a/baz/ holds info.txt, values.txt, zarr.json" \
+      "info.txt
+values.txt
 zarr.json
 " ls "$MNT/a/baz"
     assert_output_eq "hierarchy.zarr: a/baz/values.txt starts with NaN fills" \

@@ -3,8 +3,8 @@
 # real daemon and real tools, on a kerchunk reference file written here
 # (awk) whose array d has K keys in one directory (default 100,000; each a
 # [url, offset, length] range of one blob, int32 chunks of 4 elements):
-#  1. `ls -A` of d shows exactly the 2K+2 names (every key K, its view
-#     K.txt, values.txt, .zarray), each once, sorted; `ls -f` and `find`
+#  1. `ls -A` of d shows exactly the 2K+3 names (every key K, its view
+#     K.txt, values.txt, info.txt, .zarray), each once, sorted; `ls -f` and `find`
 #     count the same; two listings at once agree;
 #  2. listing reads no chunk: `ls`, `ls -f` and `find` work with the blob
 #     emptied meanwhile and the daemon logs no failed read (readdirplus
@@ -18,7 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 
 K=${ZT_LISTING_KEYS:-100000}
-NAMES=$((2 * K + 2))
+NAMES=$((2 * K + 3))
 W="$ZT_TMP/refs"
 mkdir -p "$W"
 BLOBSZ=$((4 * 1024 * 1024))
@@ -42,7 +42,7 @@ awk -v dk="$K" -v bs="$BLOBSZ" -v big="$BIGSZ" 'BEGIN {
 {
   seq 0 $((K - 1))
   seq 0 $((K - 1)) | sed 's/$/.txt/'
-  printf '%s\n' values.txt .zarray
+  printf '%s\n' values.txt info.txt .zarray
 } | sort >"$ZT_TMP/names.exp"
 
 # The blob emptied (same inode: a descriptor the daemon holds sees it

@@ -198,7 +198,7 @@ if zmount "$EX" "$MNT"; then
         assert_file_eq "virtual $arr/$f.txt: chunk view" "$MNT/$arr/$f.txt" "$MNT2/$arr/$f.txt"
       done
     done
-    out_eq "virtual: ls of an array lists its chunk tree" "c manifest.json values.txt zarr.json" \
+    out_eq "virtual: ls of an array lists its chunk tree" "c info.txt manifest.json values.txt zarr.json" \
       sh -c "cd '$MNT2/names_start' && ls | tr '\n' ' ' | sed 's/ \$//'"
     say "virtual: inlined chunk $inlined"
     zumount "$MNT2"

@@ -1,0 +1,222 @@
+#!/bin/bash
+# mount_info.sh - info.txt in array directories and the live statistics in
+# /.zarrfs/stats (fs/info.c, fs/stats.c through fs/namespace.c):
+#  1. the example store: info.txt of a plain and a sharded array, with the
+#     stored and missing chunk counts and bytes stored computed here from
+#     the store on disk; its stat size is the bytes read; `zarrfs cat
+#     SOURCE a/info.txt` and `zarrfs info SOURCE a` give the same bytes;
+#     groups have none;
+#  2. where it is per -o views: beside values.txt, under /.text with
+#     views=tree, nowhere with views=none;
+#  3. a stored info.txt wins (listed once, its bytes served), as stored
+#     keys win over values.txt and K.txt; the text tree still has the view;
+#  4. a V2 store and a kerchunk reference file from ../shared/fixtures
+#     (skipped without them; a failure under CI=true): counts from the
+#     listing and from the reference table;
+#  5. /.zarrfs/stats: readable in every layout, not listed; bytes read from
+#     the store grow by at least a raw chunk's size when it is read, bytes
+#     served by what was read; decodes count each stored chunk once (a
+#     chunk view then values.txt: the second use is a cache hit); errors
+#     count EIO after a corrupt chunk and ENOENT after a missing name; a
+#     stored .zarrfs key wins (served, no statistics, one log line).
+. "$(dirname "$0")/lib.sh"
+zt_require_mkstore
+export LC_ALL=C
+
+FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
+SRC="$ZT_TMP/example.zarr"
+t "$ZARRFS_MKSTORE" example "$SRC" >"$ZT_TMP/mkstore.log" 2>&1 || zt_hard_error "zarrfs-mkstore example failed"
+Z() { t "$ZARRFS_BIN" "$@"; }
+
+# line FILE NAME: the value of "NAME: value" in FILE.
+line() { sed -n "s/^$2: //p" "$1"; }
+# stored_count DIR: chunk files of the array at DIR (no metadata files).
+stored_count() { find "$1" -mindepth 1 -type f ! -name 'zarr.json' ! -name '.z*' ! -name '*.txt' | wc -l; }
+# stored_bytes DIR: their sizes summed.
+stored_bytes() { find "$1" -mindepth 1 -type f ! -name 'zarr.json' ! -name '.z*' ! -name '*.txt' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
+
+# check_array NAME MNTDIR SRCDIR NCHUNKS: info.txt's counts against the store.
+check_array() {
+  local name=$1 m=$2 s=$3 nchunks=$4 n b
+  t cat "$m/info.txt" >"$ZT_TMP/info" 2>"$ZT_TMP/info.err" || { fail "$name: cat info.txt failed"; show "$ZT_TMP/info.err"; return; }
+  n=$(stored_count "$s")
+  b=$(stored_bytes "$s")
+  assert_eq "$name: stored_chunks from the listing" "$n" "$(line "$ZT_TMP/info" stored_chunks)"
+  assert_eq "$name: missing_chunks" "$((nchunks - n))" "$(line "$ZT_TMP/info" missing_chunks)"
+  assert_eq "$name: bytes_stored, the chunks' sizes summed" "$b" "$(line "$ZT_TMP/info" bytes_stored)"
+  assert_size_matches "$name: stat size of info.txt is its length" "$m/info.txt"
+}
+
+# ---- 1. the example store ----
+
+MNT=$(zt_mkdir mnt)
+zmount "$SRC" "$MNT" || finish
+t cat "$MNT/matrix/info.txt" >"$ZT_TMP/matrix.info"
+assert_eq "matrix: shape" "[7, 5]" "$(line "$ZT_TMP/matrix.info" shape)"
+assert_eq "matrix: data_type" float64 "$(line "$ZT_TMP/matrix.info" data_type)"
+assert_eq "matrix: chunk_shape" "[3, 2]" "$(line "$ZT_TMP/matrix.info" chunk_shape)"
+assert_eq "matrix: chunks" "9 (3 x 3)" "$(line "$ZT_TMP/matrix.info" chunks)"
+assert_eq "matrix: fill_value" '"NaN"' "$(line "$ZT_TMP/matrix.info" fill_value)"
+assert_eq "matrix: chunk_key_encoding" "default, separator '/'" "$(line "$ZT_TMP/matrix.info" chunk_key_encoding)"
+assert_eq "matrix: codecs as in zarr.json" "$(jq -c .codecs "$SRC/matrix/zarr.json" 2>/dev/null || echo no-jq)" \
+  "$(command -v jq >/dev/null && line "$ZT_TMP/matrix.info" codecs || echo no-jq)"
+assert_eq "matrix: no inner chunk shape (not sharded)" "" "$(line "$ZT_TMP/matrix.info" inner_chunk_shape)"
+check_array matrix "$MNT/matrix" "$SRC/matrix" 9
+t cat "$MNT/obs_names_sharded/info.txt" >"$ZT_TMP/sh.info"
+assert_eq "sharded: chunk_shape is the shard's" "[400]" "$(line "$ZT_TMP/sh.info" chunk_shape)"
+inner=$(jq -c '.codecs[0].configuration.chunk_shape | map(tostring) | join(", ") | "[" + . + "]"' -r "$SRC/obs_names_sharded/zarr.json" 2>/dev/null)
+assert_eq "sharded: inner_chunk_shape as in zarr.json" "$inner" "$(line "$ZT_TMP/sh.info" inner_chunk_shape)"
+shards=$(line "$ZT_TMP/sh.info" chunks | cut -d' ' -f1)
+check_array obs_names_sharded "$MNT/obs_names_sharded" "$SRC/obs_names_sharded" "$shards"
+assert_file_eq "zarrfs cat SOURCE matrix/info.txt equals the mount's" "$ZT_TMP/matrix.info" <(Z cat "$SRC" matrix/info.txt)
+assert_file_eq "zarrfs info SOURCE matrix is the same text" "$ZT_TMP/matrix.info" <(Z info "$SRC" matrix)
+assert_eq "zarrfs stat: info-view and its size" "info-view $(wc -c <"$ZT_TMP/matrix.info") matrix/info.txt" "$(Z stat "$SRC" matrix/info.txt)"
+if t ls -1A "$MNT/matrix" | grep -cx info.txt >/dev/null; then pass "ls matrix shows info.txt"; else fail "ls matrix does not show info.txt"; fi
+if t ls -1A "$MNT" | grep -cx info.txt >/dev/null; then fail "the root group lists an info.txt"; else pass "groups have no info.txt"; fi
+if [ -e "$MNT/info.txt" ]; then fail "the root group has an info.txt"; else pass "the root group's info.txt does not exist"; fi
+zumount "$MNT"
+
+# ---- 2. per layout ----
+
+MT=$(zt_mkdir tree)
+if zmount "$SRC" "$MT" -o views=tree; then
+  [ -e "$MT/matrix/info.txt" ] && fail "views=tree: info.txt beside the store's keys" || pass "views=tree: no info.txt in the store's tree"
+  assert_file_eq "views=tree: /.text/matrix/info.txt is the same text" "$ZT_TMP/matrix.info" "$MT/.text/matrix/info.txt"
+  zumount "$MT"
+fi
+MN=$(zt_mkdir none)
+if zmount "$SRC" "$MN" -o views=none; then
+  [ -e "$MN/matrix/info.txt" ] && fail "views=none: info.txt exists" || pass "views=none: no info.txt"
+  zumount "$MN"
+fi
+
+# ---- 3. a stored info.txt wins ----
+
+COLL="$ZT_TMP/coll.zarr"
+cp -r "$SRC" "$COLL"
+printf 'stored, not the view\n' >"$COLL/matrix/info.txt"
+MC=$(zt_mkdir coll)
+if zmount "$COLL" "$MC"; then
+  assert_file_eq "collision: the stored info.txt is served" "$COLL/matrix/info.txt" "$MC/matrix/info.txt"
+  assert_eq "collision: listed once" 1 "$(t ls -1A "$MC/matrix" | grep -cx info.txt)"
+  zumount "$MC"
+fi
+if zmount "$COLL" "$MC" -o views=tree; then
+  assert_file_eq "collision, views=tree: the store's tree serves the stored file" "$COLL/matrix/info.txt" "$MC/matrix/info.txt"
+  if grep -q '^stored_chunks: ' "$MC/.text/matrix/info.txt"; then pass "collision, views=tree: /.text has the view"; else fail "collision, views=tree: /.text/matrix/info.txt is not the view"; fi
+  zumount "$MC"
+fi
+
+# ---- 4. a V2 store and a kerchunk reference file ----
+
+V2="$FIX/zarr-python-v2/v2_python.zarr"
+if [ -d "$V2" ]; then
+  a=$(cd "$V2" && find . -name .zarray | sort | head -1)
+  a=${a#./}
+  a=${a%/.zarray}
+  M2=$(zt_mkdir v2)
+  if zmount "$V2" "$M2"; then
+    assert_eq "V2 $a: zarr_format" 2 "$(t cat "$M2/$a/info.txt" | line /dev/stdin zarr_format)"
+    nch=$(t cat "$M2/$a/info.txt" | line /dev/stdin chunks | cut -d' ' -f1)
+    check_array "V2 $a" "$M2/$a" "$V2/$a" "$nch"
+    zumount "$M2"
+  fi
+else
+  zt_skip_part "fixtures not found at $FIX: the V2 store"
+fi
+REFS="$FIX/kerchunk/refs/refs_v1.json"
+if [ -f "$REFS" ] && command -v jq >/dev/null; then
+  MK=$(zt_mkdir refs)
+  if zmount "$REFS" "$MK"; then
+    for a in zlib_i4 f8_mixed; do
+      t cat "$MK/$a/info.txt" >"$ZT_TMP/k.info"
+      n=$(jq -r --arg a "$a/" '.refs | keys[] | select(startswith($a)) | select(test("/\\.z") | not)' "$REFS" | wc -l)
+      assert_eq "kerchunk $a: stored_chunks from the reference table" "$n" "$(line "$ZT_TMP/k.info" stored_chunks)"
+      whole=$(jq --arg a "$a/" '[.refs | to_entries[] | select(.key | startswith($a)) | select(.value | type == "array" and length == 1)] | length' "$REFS")
+      if [ "$whole" -gt 0 ]; then
+        want=unknown
+      else
+        want=$(jq --arg a "$a/" '[.refs | to_entries[] | select(.key | startswith($a)) | select(.key | test("/\\.z") | not) | .value | if type == "array" then .[2] else length end] | add' "$REFS")
+      fi
+      assert_eq "kerchunk $a: bytes_stored ($whole whole-file references)" "$want" "$(line "$ZT_TMP/k.info" bytes_stored)"
+      assert_size_matches "kerchunk $a: stat size of info.txt" "$MK/$a/info.txt"
+    done
+    zumount "$MK"
+  fi
+else
+  zt_skip_part "fixtures (or jq) not found: the kerchunk reference file"
+fi
+
+# ---- 5. /.zarrfs/stats ----
+
+MS=$(zt_mkdir stats)
+zmount "$SRC" "$MS" || finish
+# st NAME: the current value of counter NAME.
+st() { t cat "$MS/.zarrfs/stats" | awk -v k="$1" '$1 == k { print $2 }'; }
+t cat "$MS/.zarrfs/stats" >"$ZT_TMP/stats0"
+for k in requests requests_lookup requests_getattr requests_readdir requests_open requests_read \
+  bytes_served store_bytes_read cache_hits cache_misses decodes decode_ms errors errors_eio \
+  errors_enoent errors_enomem errors_eintr errors_other; do
+  if grep -qE "^$k [0-9]+$" "$ZT_TMP/stats0"; then pass "stats: a '$k N' line"; else fail "stats: no '$k N' line"; fi
+done
+assert_eq "stats: stat size 0 (read without trusting it)" 0 "$(stat -c %s "$MS/.zarrfs/stats")"
+if t ls -1A "$MS" | grep -cx .zarrfs >/dev/null; then fail "stats: /.zarrfs is listed"; else pass "stats: /.zarrfs is not listed"; fi
+assert_eq "stats: ls /.zarrfs" stats "$(t ls -1A "$MS/.zarrfs")"
+
+size=$(stat -c %s "$SRC/matrix/c/0/0")
+b0=$(st store_bytes_read) s0=$(st bytes_served) r0=$(st requests_read)
+t cat "$MS/matrix/c/0/0" >/dev/null
+b1=$(st store_bytes_read) s1=$(st bytes_served) r1=$(st requests_read)
+[ $((b1 - b0)) -ge "$size" ] && pass "stats: store_bytes_read grew by at least the raw chunk's $size bytes ($b0 -> $b1)" ||
+  fail "stats: store_bytes_read $b0 -> $b1 after reading $size bytes"
+[ $((s1 - s0)) -ge "$size" ] && pass "stats: bytes_served grew by at least $size ($s0 -> $s1)" ||
+  fail "stats: bytes_served $s0 -> $s1 after reading $size bytes"
+[ "$r1" -gt "$r0" ] && pass "stats: requests_read grew" || fail "stats: requests_read $r0 -> $r1"
+
+d0=$(st decodes)
+assert_eq "stats: nothing decoded yet" 0 "$d0"
+t cat "$MS/matrix/c/1/0.txt" >/dev/null
+h1=$(st cache_hits)
+assert_eq "stats: one chunk view, one decode" 1 "$(st decodes)"
+t cat "$MS/matrix/values.txt" >/dev/null
+h2=$(st cache_hits)
+assert_eq "stats: values.txt decoded each stored chunk once (c/1/0 came from the cache)" \
+  "$(stored_count "$SRC/matrix")" "$(st decodes)"
+[ "$h2" -gt "$h1" ] && pass "stats: cache_hits grew on the second use ($h1 -> $h2)" || fail "stats: cache_hits $h1 -> $h2"
+
+n0=$(st errors_enoent)
+[ -e "$MS/no-such-name-$$" ] && fail "a missing name exists"
+[ "$(st errors_enoent)" -gt "$n0" ] && pass "stats: errors_enoent grew after a missing name" || fail "stats: errors_enoent stayed $n0"
+assert_eq "stats: zarrfs cat SOURCE .zarrfs/stats answers (its own engine: no request)" \
+  "requests 0" "$(Z cat "$SRC" .zarrfs/stats | grep '^requests ')"
+zumount "$MS"
+
+BAD="$ZT_TMP/bad.zarr"
+cp -r "$SRC" "$BAD"
+printf 'not gzip at all' >"$BAD/matrix/c/0/0"
+if zmount "$BAD" "$MS"; then
+  e0=$(st errors_eio)
+  assert_fails_with_eio "corrupt chunk: its view fails" "$MS/matrix/c/0/0.txt"
+  e1=$(st errors_eio)
+  [ "$e1" -gt "$e0" ] && pass "stats: errors_eio grew after the corrupt chunk ($e0 -> $e1)" || fail "stats: errors_eio stayed $e0"
+  zumount "$MS"
+fi
+
+for v in tree none; do
+  if zmount "$SRC" "$MS" -o views=$v; then
+    t cat "$MS/.zarrfs/stats" >"$ZT_TMP/stats.$v" 2>&1
+    if grep -q '^requests_read ' "$ZT_TMP/stats.$v"; then pass "views=$v: /.zarrfs/stats"; else fail "views=$v: no /.zarrfs/stats"; show "$ZT_TMP/stats.$v"; fi
+    zumount "$MS"
+  fi
+done
+
+OWN="$ZT_TMP/own.zarr"
+cp -r "$SRC" "$OWN"
+printf 'a key of the store\n' >"$OWN/.zarrfs"
+if zmount "$OWN" "$MS"; then
+  assert_file_eq "a stored .zarrfs wins" "$OWN/.zarrfs" "$MS/.zarrfs"
+  [ -e "$MS/.zarrfs/stats" ] && fail "stored .zarrfs: statistics still shown" || pass "stored .zarrfs: no statistics"
+  if grep -q '\.zarrfs: the store holds this key' "$ZT_LOG"; then pass "stored .zarrfs: the log says so"; else fail "stored .zarrfs: no log line"; show "$ZT_LOG"; fi
+  zumount "$MS"
+fi
+finish
