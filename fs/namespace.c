@@ -438,6 +438,13 @@ static int64_t dir_stored_mtime(const struct ns_dir *d, const char *name) {
                                                      : STORE_MTIME_UNKNOWN;
 }
 
+/* The time of the array metadata document in the listing (zarr.json,
+ * else .zarray): what values.txt and info.txt show. */
+static int64_t dir_meta_mtime(const struct ns_dir *d) {
+  int64_t mtime = dir_stored_mtime(d, "zarr.json");
+  return mtime != STORE_MTIME_UNKNOWN ? mtime : dir_stored_mtime(d, ".zarray");
+}
+
 /* Adds consolidated child names not already stored. */
 struct cons_fill {
   struct ns_dir *d;
@@ -558,7 +565,8 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
     return zerr_set(err, ENOMEM, "out of memory listing a directory");
   if (key == path_key(path) && !strcmp(key, NS_STATS_DIR) &&
       stats_dir_ours(e)) {
-    if (dir_add(d, NS_STATS_NAME, strlen(NS_STATS_NAME), NS_STATS, 1, 0)) {
+    if (dir_add(d, NS_STATS_NAME, strlen(NS_STATS_NAME), NS_STATS, 1, 0,
+                STORE_MTIME_UNKNOWN)) {
       ns_dir_free(d);
       return zerr_set(err, ENOMEM, "out of memory listing a directory");
     }
@@ -626,16 +634,14 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
                          : dir_has_stored(d, NS_VALUES_NAME))) {
     uint64_t size = 0;
     int attr = n->kind == ZNODE_ARRAY && view_size_cheap(e, n, NULL, &size);
-    int64_t mtime = dir_stored_mtime(d, "zarr.json");
-    if (mtime == STORE_MTIME_UNKNOWN)
-      mtime = dir_stored_mtime(d, ".zarray");
     dir_add(d, NS_VALUES_NAME, strlen(NS_VALUES_NAME), NS_ARRAY_VIEW, attr,
-            size, mtime);
+            size, dir_meta_mtime(d));
   }
   if (n && n->path && !strcmp(n->path, key) &&
       !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
                          : dir_has_stored(d, NS_INFO_NAME)))
-    dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0);
+    dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0,
+            dir_meta_mtime(d));
   if (n && n->kind == ZNODE_ARRAY && n->meta)
     dir_add_views(e, d, n, rel);
   if (lay == NS_L_TEXT)
