@@ -43,12 +43,13 @@ for a in $ARRAYS; do
   done < <(cd "$E/$a" && find . -name '*.txt' | sed 's|^\./||' | sort)
 
   # listings: stored names, KEY.txt beside each stored chunk, values.txt
+  # and info.txt
   while IFS= read -r d; do
     rel=${d#"$S/"}
     want=$( (
       ls -A "$d"
       find "$d" -maxdepth 1 -type f ! -name zarr.json -printf '%f.txt\n'
-      [ "$rel" = "$a" ] && echo values.txt
+      [ "$rel" = "$a" ] && printf '%s\n' values.txt info.txt
     ) | sort)
     assert_eq "ls $rel" "$want" "$(t ls -A "$MNT/$rel" | sort)"
   done < <(find "$S/$a" -type d | sort)
