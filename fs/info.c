@@ -22,28 +22,9 @@ static void put_dims(FILE *f, const uint64_t *v, int n, const char *sep) {
   fputc(']', f);
 }
 
-/* Compact JSON of j, or NULL (j absent, or out of memory). Not
- * json_dumps: out of memory, it can leave a key out of the text and still
- * succeed (jansson ignores a failed key; seen in tests/check_allocfail.c),
- * and a stat and a later read would see two texts. json_dumpb writes into
- * our buffer, so nothing there can fail; its own allocations (the loop
- * check) fail the whole dump. */
-static char *json_text(json_t *j) {
-  const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
-  size_t n = j ? json_dumpb(j, NULL, 0, flags) : 0;
-  char *s = n ? malloc(n + 1) : NULL;
-  if (s && json_dumpb(j, s, n, flags) != n) {
-    free(s);
-    s = NULL;
-  }
-  if (s)
-    s[n] = '\0';
-  return s;
-}
-
 /* "name: <compact JSON>\n" when j is there. */
 static void put_json(FILE *f, const char *name, json_t *j, int *oom) {
-  char *s = json_text(j);
+  char *s = zjson_dump(j);
   if (s)
     fprintf(f, "%s: %s\n", name, s);
   else if (j)
@@ -246,17 +227,17 @@ static int put_value(FILE *f, const struct znode *n, const char *a) {
   else if (!strcmp(a, "shape"))
     json = 0, put_dims(f, m->shape, m->ndim, ",");
   else if (!strcmp(a, "chunks") && m->irregular) /* no one shape */
-    s = json_text(json_object_get(root, "chunk_grid"));
+    s = zjson_dump(json_object_get(root, "chunk_grid"));
   else if (!strcmp(a, "chunks"))
     json = 0, put_dims(f, m->chunk, m->ndim, ",");
   else if (!strcmp(a, "data_type"))
     json = 0, fputs(m->dtype.name, f);
   else if (!strcmp(a, "codecs"))
-    s = json_text(m->codecs);
+    s = zjson_dump(m->codecs);
   else if (!strcmp(a, "metadata"))
-    s = json_text(root);
+    s = zjson_dump(root);
   else /* zarr_format, fill_value, dimension_names: as written */
-    s = json_text(json_object_get(root, a));
+    s = zjson_dump(json_object_get(root, a));
   if (s)
     fputs(s, f);
   free(s);

@@ -49,7 +49,7 @@ static int cons_add(struct zcons *c, const char *rel, size_t rel_len,
   }
   struct zcons_entry *en = &c->e[c->n];
   en->rel = strndup(rel, rel_len);
-  en->text = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+  en->text = zjson_dump(doc); /* never a document short of a key */
   if (!en->rel || !en->text) {
     free(en->rel);
     free(en->text);

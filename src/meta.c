@@ -123,6 +123,19 @@ static json_t *zjson_checked(json_t *j, struct zerr *err) {
 }
 
 /* Lenient JSON load: strict first (the common case costs one parse). */
+char *zjson_dump(json_t *j) {
+  const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
+  size_t n = j ? json_dumpb(j, NULL, 0, flags) : 0;
+  char *s = n ? malloc(n + 1) : NULL;
+  if (s && json_dumpb(j, s, n, flags) != n) {
+    free(s);
+    s = NULL;
+  }
+  if (s)
+    s[n] = '\0';
+  return s;
+}
+
 json_t *zjson_loadb(const char *text, size_t len, struct zerr *err) {
   json_error_t je;
   zjson_watch();
@@ -799,7 +812,8 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
     a2b = v2_codec(strcmp(cid, "zfp") ? "numcodecs.zfpy" : "zfp", comp);
   if (rc == 0 && !a2b) {
     if (!strcmp(dts, "|O")) {
-      rc = zerr_set(err, EIO, "object dtype without a vlen-*, json or json2 filter");
+      rc = zerr_set(err, EIO,
+                    "object dtype without a vlen-*, json or json2 filter");
     } else if (endian) {
       a2b = json_pack("{s:s, s:{s:s}}", "name", "bytes", "configuration",
                       "endian", endian == 'b' ? "big" : "little");

@@ -136,6 +136,15 @@ int zmeta_parse_chunk_key(const struct zmeta *m, const char *key,
  * memory, else EIO (not valid JSON). */
 json_t *zjson_loadb(const char *text, size_t len, struct zerr *err);
 
+/* Compact JSON text of j (any value), NUL-terminated, owned by the caller;
+ * NULL when j is NULL or memory ran out. Not json_dumps: out of memory,
+ * jansson's own dump can leave an object key out and still succeed (seen
+ * in tests/check_allocfail.c), so text made for a stat and for a later
+ * read, or metadata re-parsed from it, could differ. json_dumpb writes
+ * into our buffer, where nothing can fail; its own allocations (the loop
+ * check) fail the whole dump. */
+char *zjson_dump(json_t *j);
+
 /* Out of memory inside jansson. jansson often reports a failed allocation
  * as a syntax error ("string or '}' expected"), so every allocation it
  * makes goes through a watcher (installed process-wide at program start):
