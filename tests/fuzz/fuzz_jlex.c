@@ -72,6 +72,19 @@ static int has_big_number(const char *text, size_t size) {
   return 0;
 }
 
+/* Does a NUL byte follow a number or a literal (true, false, null) right
+ * after its last character? jansson 2.14 reads "[3\0]" as [3] (its token
+ * reader stops at the NUL and the NUL is then skipped); the lexer refuses
+ * the NUL, as JSON does. Then only the other direction holds. */
+static int has_nul_after_token(const char *text, size_t size) {
+  for (size_t i = 1; i < size; i++) {
+    char c = text[i - 1];
+    if (!text[i] && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z')))
+      return 1;
+  }
+  return 0;
+}
+
 FUZZ_TARGET(jlex) {
   /* The fixture seeds hold documents of hundreds of KB; the lexer's cases
    * fit in far less, and short inputs keep the executions many. */
@@ -86,7 +99,7 @@ FUZZ_TARGET(jlex) {
   /* jansson nests 2048 deep, the lexer 1000: compare short inputs only */
   if (size < 2000) {
     json_t *j = json_loadb(text, size, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-    if (j && !ok)
+    if (j && !ok && !has_nul_after_token(text, size))
       abort(); /* jansson accepted what the lexer refused */
     if (!j && ok && !has_big_number(text, size))
       abort(); /* the lexer accepted what jansson refused */
