@@ -384,7 +384,7 @@ out "40 B strings: daemon peak RSS (VmHWM) over a cat of $(bytes "$TXT_S40"), ca
 # ---- a kerchunk directory of KEYS keys against a local one ----
 
 say "kerchunk directory of $KEYS keys"
-NAMES_WANT=$((2 * KEYS + 2)) # K and K.txt per key, values.txt, .zarray
+NAMES_WANT=$((2 * KEYS + 3)) # K and K.txt per key, values.txt, info.txt, .zarray
 # check_names: ls shows every name.
 check_names() {
   local n
