@@ -57,11 +57,36 @@ static uint32_t vli_le32(const uint8_t *p) {
          (uint32_t)p[3] << 24;
 }
 
-/* Walk every length once to bounds-check and size the data, then copy.
- * Trailing bytes after element n-1 are ignored, as numcodecs and zarrs do. */
+static int vli_compact(const char *name, const uint8_t *p, size_t size,
+                       uint8_t **ownp, uint64_t n, const struct codec_env *env,
+                       struct abytes *a, struct zerr *err);
+
+/* One pass: bounds-check each length and move its bytes to the compact
+ * data, whose size cannot exceed the chunk's less its headers (the sum of
+ * lengths is checked as we go). `own` is the chunk's own buffer (p) when
+ * the decoder may write over it: the data is then compacted in place (a
+ * string only ever moves down, over headers already read), which saves a
+ * buffer as large as the chunk; else a new buffer with 16 bytes of slack.
+ * Short strings, the common case, are moved 16 bytes at a time through a
+ * register (a read of 16 only when the chunk has 16 bytes left; in place
+ * only when the excess lands on bytes already read: from the third
+ * element on, or a long enough first or second); the next element
+ * overwrites the excess. Trailing bytes after element n-1 are ignored, as
+ * numcodecs and zarrs do. On failure `own` is freed too. */
 static int vli_parse(const char *name, const uint8_t *p, size_t size,
-                     uint64_t n, const struct codec_env *env, struct abytes *a,
-                     struct zerr *err) {
+                     uint8_t *own, uint64_t n, const struct codec_env *env,
+                     struct abytes *a, struct zerr *err) {
+  int rc = vli_compact(name, p, size, &own, n, env, a, err);
+  free(own); /* still ours: a failure before the data source took it */
+  return rc;
+}
+
+/* vli_parse without the cleanup: *ownp is set to NULL once the buffer
+ * passes to the data source. */
+static int vli_compact(const char *name, const uint8_t *p, size_t size,
+                       uint8_t **ownp, uint64_t n, const struct codec_env *env,
+                       struct abytes *a, struct zerr *err) {
+  uint8_t *own = *ownp;
   if (size < 4)
     return zerr_set(err, EIO,
                     "%s: chunk of %zu bytes is too short for the 4-byte "
@@ -82,14 +107,22 @@ static int vli_parse(const char *name, const uint8_t *p, size_t size,
     return zerr_set(err, EFBIG,
                     "%s: %llu offsets exceed the decode limit of %zu bytes",
                     name, (unsigned long long)n + 1, env->max_decoded);
+  size_t room = size - 4 - 4 * (size_t)n; /* >= the sum of the lengths */
   uint64_t *off = malloc((size_t)obytes);
-  if (!off)
-    return zerr_set(err, ENOMEM, "%s: out of memory", name);
+  uint8_t *data = own ? own : malloc(room + 16);
+  if (!off || !data) {
+    free(off);
+    if (data != own)
+      free(data);
+    return zerr_set(err, ENOMEM, "%s: out of memory for %zu bytes", name, room);
+  }
   size_t pos = 4, total = 0;
   off[0] = 0;
   for (uint64_t i = 0; i < n; i++) {
     if (size - pos < 4) {
       free(off);
+      if (data != own)
+        free(data);
       return zerr_set(err, EIO,
                       "%s: element %llu length header runs past the end of "
                       "the chunk",
@@ -99,28 +132,30 @@ static int vli_parse(const char *name, const uint8_t *p, size_t size,
     pos += 4;
     if (len > size - pos) {
       free(off);
+      if (data != own)
+        free(data);
       return zerr_set(err, EIO,
                       "%s: element %llu length %u runs past the end of the "
                       "chunk",
                       name, (unsigned long long)i, len);
     }
+    /* pos = total + 4i + 8, so total + len <= room; in place the excess
+     * of a 16-byte move ends at total + 16 <= pos + len when 4i+8+len >= 16 */
+    if (len <= 16 && size - pos >= 16 && (!own || 4 * i + 8 + len >= 16)) {
+      uint8_t t[16];
+      memcpy(t, p + pos, 16);
+      memcpy(data + total, t, 16);
+    } else {
+      memmove(data + total, p + pos, len);
+    }
     pos += len;
-    total += len; /* total <= pos <= size */
+    total += len;
     off[i + 1] = total;
   }
-  uint8_t *data = malloc(total ? total : 1);
-  if (!data) {
-    free(off);
-    return zerr_set(err, ENOMEM, "%s: out of memory for %zu bytes", name,
-                    total);
-  }
-  pos = 4;
-  for (uint64_t i = 0; i < n; i++) {
-    size_t len = (size_t)(off[i + 1] - off[i]);
-    memcpy(data + off[i], p + pos + 4, len);
-    pos += 4 + len;
-  }
-  a->data = bytesrc_from_mem(data, total);
+  uint8_t *fit =
+      own || total + 16 < room ? realloc(data, total ? total : 1) : NULL;
+  *ownp = NULL; /* the source below owns it now, or freed it */
+  a->data = bytesrc_from_mem(fit ? fit : data, total);
   if (!a->data) {
     free(off);
     return zerr_set(err, ENOMEM, "%s: out of memory", name);
@@ -134,21 +169,30 @@ static int vli_decode(const void *state, const struct codec_spec *spec,
                       struct bytesrc *in, const struct codec_env *env,
                       struct abytes **out, struct zerr *err) {
   const char *name = state;
-  struct bytesrc *mem;
-  int rc = bytesrc_load(in, env->max_decoded, &mem, err);
-  if (rc < 0) {
-    zerr_prefix(err, "%s: ", name);
-    return rc;
-  }
   struct abytes *a = abytes_alloc();
-  if (!a) {
-    bytesrc_unref(mem);
+  if (!a)
     return zerr_set(err, ENOMEM, "%s: out of memory", name);
-  }
   a->n = spec->nelem;
   a->elsize = 0;
-  rc = vli_parse(name, mem->mem, (size_t)mem->size, spec->nelem, env, a, err);
-  bytesrc_unref(mem);
+  /* The chunk decompressed just for us (the chain's only reference):
+   * compact it in place. */
+  size_t size;
+  uint8_t *own = bytesrc_take_mem(in, &size);
+  int rc;
+  if (own) {
+    rc = vli_parse(name, own, size, own, spec->nelem, env, a, err);
+  } else {
+    struct bytesrc *mem;
+    rc = bytesrc_load(in, env->max_decoded, &mem, err);
+    if (rc < 0) {
+      abytes_free(a);
+      zerr_prefix(err, "%s: ", name);
+      return rc;
+    }
+    rc = vli_parse(name, mem->mem, (size_t)mem->size, NULL, spec->nelem, env, a,
+                   err);
+    bytesrc_unref(mem);
+  }
   if (rc < 0) {
     abytes_free(a);
     return rc;

@@ -955,7 +955,13 @@ void render_var(const struct dtype *dt, const uint8_t *src, uint64_t text_off,
     return;
   }
   /* Strings: copy, then turn newline bytes into spaces so a line is
-   * always one element. */
+   * always one element. Short strings (the common case) go byte by byte:
+   * cheaper than the two library calls. */
+  if (len < 32) {
+    for (size_t i = 0; i < len; i++)
+      dst[i] = src[i] == '\n' ? ' ' : (char)src[i];
+    return;
+  }
   memcpy(dst, src, len);
   char *p = dst, *end = dst + len;
   while (p < end && (p = memchr(p, '\n', (size_t)(end - p))))

@@ -199,6 +199,20 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     tb.cap = guess < render_max ? guess : render_max;
     tb.p = malloc(tb.cap);
   }
+  /* Strings and bytes already in memory whose text surely fits render_max
+   * are rendered as they are measured, into a buffer of that bound (the
+   * engine keeps such text whole anyway: one pass instead of a walk to
+   * measure and another to render). */
+  const uint8_t *vmem = NULL;
+  const uint64_t *eo = ab->offsets;
+  if (rc == 0 && !ab->elsize && ab->data && ab->data->mem && render_max) {
+    uint64_t bound = render_var_len(&form->dt, ab->data->size) + ct->nin;
+    if (bound >= ab->data->size && bound <= render_max &&
+        (tb.p = malloc(bound ? (size_t)bound : 1))) {
+      tb.cap = tb.max = (size_t)bound;
+      vmem = ab->data->mem;
+    }
+  }
   uint64_t pos = 0;
   struct inb_it it;
   it_init(&it, ct, 0);
@@ -208,6 +222,13 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
       if (k % TEXT_STOP_EVERY == 0 && stop &&
           atomic_load_explicit(stop, memory_order_relaxed))
         rc = zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+    }
+    if (vmem) { /* the bound holds every line: no room check */
+      uint64_t l = render_var_len(&form->dt, eo[it.j + 1] - eo[it.j]);
+      render_var(&form->dt, vmem + eo[it.j], 0, (size_t)l, tb.p + pos);
+      tb.p[pos + l] = '\n';
+      pos += l + 1;
+      continue;
     }
     if (tb.p) {
       char *d = tbuf_room(&tb, RENDER_FIXED_MAX + 1);
@@ -231,6 +252,8 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
   ct->nblk = nblk;
   ct->size = pos;
   ct->cost = sizeof *ct + (size_t)nblk * 8 + abytes_mem_cost(ab);
+  if (vmem)
+    tb.len = (size_t)pos;
   if (tb.p) { /* rendered whole: the elements are not needed any more */
     char *t = tb.len < tb.cap ? realloc(tb.p, tb.len ? tb.len : 1) : tb.p;
     ct->text = t ? t : tb.p;

@@ -266,6 +266,22 @@ struct bytesrc *bytesrc_from_mem(void *data, size_t len) {
   return mem_new(data, data, len);
 }
 
+/* Steal an owned buffer from its only holder. */
+void *bytesrc_take_mem(struct bytesrc *s, size_t *len) {
+  if (!s || s->ops != &mem_ops ||
+      atomic_load_explicit(&s->refs, memory_order_acquire) != 1)
+    return NULL;
+  struct mem_src *m = (struct mem_src *)s;
+  void *p = m->owned;
+  if (!p)
+    return NULL;
+  *len = (size_t)s->size;
+  m->owned = NULL;
+  s->mem = empty_mem;
+  s->size = 0;
+  return p;
+}
+
 /* Borrow memory that outlives the source. */
 struct bytesrc *bytesrc_from_static(const void *data, size_t len) {
   return mem_new(data, NULL, len);

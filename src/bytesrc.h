@@ -86,6 +86,13 @@ int bytesrc_from_pool(struct fdpool *pool, int fd, const struct stat *st,
  * data may be NULL when len is 0. Returns NULL on allocation failure (and
  * then frees data). */
 struct bytesrc *bytesrc_from_mem(void *data, size_t len);
+/* The malloc'd buffer of a source made by bytesrc_from_mem, taken out of
+ * it when the caller's reference is the only one (nobody else can be
+ * reading it): the caller owns the buffer (free()) and *len is its size;
+ * the source is left empty (size 0) and still needs its unref. NULL, and
+ * nothing changed, for a shared source or any other kind. For a decoder
+ * that can work in place on its input (codecs/vlen_interleaved.c). */
+void *bytesrc_take_mem(struct bytesrc *s, size_t *len);
 /* Wrap memory owned by someone else that outlives the source. */
 struct bytesrc *bytesrc_from_static(const void *data, size_t len);
 /* A window [off, off+len) of parent (takes its own reference to parent).

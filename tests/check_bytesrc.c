@@ -70,7 +70,28 @@ START_TEST(memory_sources) {
   char buf[3] = {0};
   ck_assert_int_eq(bytesrc_read_range(w, 0, 2, buf, NULL), 0);
   ck_assert_str_eq(buf, "bc");
+  size_t wl;
+  ck_assert_ptr_null(bytesrc_take_mem(w, &wl)); /* a window */
   bytesrc_unref(w);
+  /* Taking the buffer: only from the sole holder of an owned memory
+   * source, which is left empty. */
+  char *q = malloc(4);
+  memcpy(q, "wxyz", 4);
+  struct bytesrc *o = bytesrc_from_mem(q, 4), *st = bytesrc_from_static(q, 4);
+  size_t tl = 0;
+  ck_assert_ptr_null(bytesrc_take_mem(st, &tl)); /* not owned */
+  bytesrc_ref(o);
+  ck_assert_ptr_null(bytesrc_take_mem(o, &tl)); /* shared */
+  ck_assert_uint_eq(o->size, 4);
+  bytesrc_unref(o);
+  bytesrc_unref(st);
+  ck_assert_ptr_eq(bytesrc_take_mem(o, &tl), q);
+  ck_assert_uint_eq(tl, 4);
+  ck_assert_uint_eq(o->size, 0);
+  ck_assert_ptr_null(bytesrc_take_mem(o, &tl)); /* nothing left */
+  bytesrc_unref(o);
+  ck_assert(!memcmp(q, "wxyz", 4)); /* still ours */
+  free(q);
   struct bytesrc *e = bytesrc_from_mem(NULL, 0);
   ck_assert_uint_eq(e->size, 0);
   bytesrc_unref(e);

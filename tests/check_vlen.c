@@ -449,6 +449,60 @@ START_TEST(test_vlen_interleaved) {
 }
 END_TEST
 
+/* Interleaved chunks decoded in place (behind gzip, the chain's own
+ * buffer) and by copy (a borrowed input) give the same elements, for
+ * every length pattern of the first elements (the 16-byte moves), long
+ * strings, newlines, and the last element close to the chunk's end. */
+START_TEST(test_vlen_interleaved_in_place) {
+  enum { N = 3000 };
+  static char pool[N][80];
+  static const char *els[N];
+  unsigned seed = 12345;
+  for (int round = 0; round < 48; round++) {
+    uint64_t n = round < 24 ? 3 + (uint64_t)round % 5 : N;
+    for (uint64_t i = 0; i < n; i++) {
+      seed = seed * 1103515245u + 12345u;
+      size_t l = round < 24 && i < 2     ? (size_t)(round + (int)i * 7) % 21
+                 : (seed >> 16) % 9 == 0 ? 17 + (seed >> 8) % 60
+                                         : (seed >> 16) % 17;
+      if (round % 2 && i == n - 1)
+        l = (size_t)round % 4; /* a short last element */
+      for (size_t c = 0; c < l; c++)
+        pool[i][c] = (char)(c % 13 == 5 ? '\n' : 'a' + (c + i) % 26);
+      pool[i][l] = 0;
+      els[i] = pool[i];
+    }
+    size_t len;
+    uint8_t *enc = vli_chunk(els, n, &len);
+    struct zbuf gz;
+    zbuf_init(&gz, MAXDEC);
+    gzip_into(&gz, enc, len);
+    struct abytes *a;
+    struct zerr err = {0};
+    int rc = run("[\"vlen-utf8\",{\"name\":\"gzip\",\"configuration\":"
+                 "{\"level\":5}}]",
+                 n, gz.data, gz.len, MAXDEC, &a, &err);
+    ck_assert_msg(rc == 0, "round %d: %s", round, err.msg);
+    check_strings(a, els, n);
+    ck_assert_uint_eq(a->data->size, a->offsets[n]);
+    abytes_free(a);
+    rc = run("[\"vlen-utf8\"]", n, enc, len, MAXDEC, &a, &err);
+    ck_assert_msg(rc == 0, "round %d: %s", round, err.msg);
+    check_strings(a, els, n);
+    abytes_free(a);
+    /* A lying length behind gzip fails cleanly (and frees the buffer). */
+    enc[len - 1 - strlen(els[n - 1]) - 3] = 0x7f;
+    zbuf_free(&gz);
+    zbuf_init(&gz, MAXDEC);
+    gzip_into(&gz, enc, len);
+    rc = run("[\"vlen-utf8\",\"gzip\"]", n, gz.data, gz.len, MAXDEC, &a, &err);
+    ck_assert_int_eq(rc, -EIO);
+    zbuf_free(&gz);
+    free(enc);
+  }
+}
+END_TEST
+
 /* ---- bad input, as data ---- */
 
 #define U32(x)                                                                 \
@@ -895,6 +949,7 @@ static Suite *vlen_suite(void) {
   tcase_add_test(tc, test_vlen_config_forms);
   tcase_add_test(tc, test_vlen_config_errors);
   tcase_add_test(tc, test_vlen_interleaved);
+  tcase_add_test(tc, test_vlen_interleaved_in_place);
   tcase_add_test(tc, test_bad_inputs);
   tcase_add_test(tc, test_check_offsets);
   tcase_add_test(tc, test_vlen_partial_read);
