@@ -611,6 +611,54 @@ START_TEST(test_zstd_bad) {
 }
 END_TEST
 
+/* Frames over 16 MiB of known size decode in input steps straight into
+ * their buffer: the same bytes, alone and beside another frame; a cut or
+ * damaged one fails; a raised stop flag interrupts it. */
+START_TEST(test_zstd_large_known) {
+  size_t n = (size_t)20 << 20, k, u;
+  uint8_t *raw = pattern(n);
+  uint8_t *known = zstd_known(raw, n, 1, &k);
+  expect_u8("[\"bytes\",\"zstd\"]", known, k, raw, n);
+  uint8_t *small = zstd_unknown(raw, 1000, &u);
+  uint8_t *both = malloc(u + k);
+  memcpy(both, small, u);
+  memcpy(both + u, known, k);
+  uint8_t *want = malloc(n + 1000);
+  memcpy(want, raw, 1000);
+  memcpy(want + 1000, raw, n);
+  expect_u8("[\"bytes\",\"zstd\"]", both, u + k, want, n + 1000);
+  struct codec_spec s = spec1(DT_UINT8, n);
+  const char *j = "[\"bytes\",\"zstd\"]";
+  expect_fail(j, &s, known, k / 2, (size_t)1 << 26, EIO, "zstd: corrupt");
+  expect_fail(j, &s, known, k - 1, (size_t)1 << 26, EIO, "zstd: corrupt");
+  uint8_t *bad = malloc(k);
+  memcpy(bad, known, k);
+  for (size_t i = k / 2; i < k / 2 + 64; i++)
+    bad[i] ^= 0x5a;
+  expect_fail(j, &s, bad, k, (size_t)1 << 26, EIO, "zstd: corrupt");
+  /* the decode limit still holds */
+  expect_fail(j, &s, known, k, n - 1, EFBIG, "decode limit");
+  /* stop */
+  struct chain *c;
+  struct zerr err = {0};
+  ck_assert_int_eq(tc_build(j, &s, &c, &err), 0);
+  struct bytesrc *src = bytesrc_from_static(known, k);
+  atomic_int stop = 1;
+  struct codec_env env = {(size_t)1 << 26, &stop};
+  struct abytes *a = NULL;
+  ck_assert_int_eq(chain_decode(c, &s, src, &env, &a, &err), -EINTR);
+  ck_assert_ptr_null(a);
+  bytesrc_unref(src);
+  chain_free(c);
+  free(bad);
+  free(want);
+  free(both);
+  free(small);
+  free(known);
+  free(raw);
+}
+END_TEST
+
 START_TEST(test_zstd_bomb) {
   size_t n = 10 << 20, k, u;
   uint8_t *zeros = calloc(1, n);
@@ -1028,6 +1076,7 @@ static Suite *codecs_suite(void) {
   tcase_add_test(tc, test_zstd_roundtrip);
   tcase_add_test(tc, test_zstd_bad);
   tcase_add_test(tc, test_zstd_bomb);
+  tcase_add_test(tc, test_zstd_large_known);
   tcase_add_test(tc, test_crc32c_vector);
   tcase_add_test(tc, test_crc32c_table_matches_bitwise);
   tcase_add_test(tc, test_crc32c_bad);
