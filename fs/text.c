@@ -117,6 +117,41 @@ static uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
   return render_var_len(&ct->form->dt, ab->offsets[j + 1] - ab->offsets[j]);
 }
 
+/* Is in-bounds element k element k of the unit (every dimension but the
+ * first whole)? Then a walk needs no coordinates. */
+static int inb_linear(const struct chunk_text *ct) {
+  for (int d = 1; d < ct->form->ndim; d++)
+    if (ct->ext[d] != unit_len(ct, d))
+      return 0;
+  return 1;
+}
+
+/* Every line of a variable-length unit whose element bytes are all in
+ * memory, rendered into dst (ct->size bytes): one pass, no search. */
+static void render_var_lines(const struct chunk_text *ct, const uint8_t *mem,
+                             char *dst) {
+  const struct dtype *dt = &ct->form->dt;
+  const uint64_t *eo = ct->ab->offsets;
+  uint64_t pos = 0;
+  if (inb_linear(ct)) {
+    for (uint64_t k = 0; k < ct->nin; k++) {
+      uint64_t l = render_var_len(dt, eo[k + 1] - eo[k]);
+      render_var(dt, mem + eo[k], 0, (size_t)l, dst + pos);
+      dst[pos + l] = '\n';
+      pos += l + 1;
+    }
+    return;
+  }
+  struct inb_it it;
+  it_init(&it, ct, 0);
+  for (uint64_t k = 0; k < ct->nin; k++, it_next(&it, ct)) {
+    uint64_t l = render_var_len(dt, eo[it.j + 1] - eo[it.j]);
+    render_var(dt, mem + eo[it.j], 0, (size_t)l, dst + pos);
+    dst[pos + l] = '\n';
+    pos += l + 1;
+  }
+}
+
 /* See text.h. */
 uint64_t text_var_len(const struct dtype *dt, uint64_t nbytes) {
   return render_var_len(dt, nbytes);
@@ -481,7 +516,11 @@ int text_render_all(struct chunk_text *ct, struct bytesrc *data,
   char *t = malloc(ct->size ? (size_t)ct->size : 1);
   if (!t)
     return zerr_set(err, ENOMEM, "out of memory");
-  long got = text_read(ct, data, 0, (size_t)ct->size, t, err);
+  long got = (long)ct->size;
+  if (data && data->mem && !ct->ab->elsize)
+    render_var_lines(ct, data->mem, t);
+  else
+    got = text_read(ct, data, 0, (size_t)ct->size, t, err);
   if (got < 0) {
     free(t);
     return (int)got;
@@ -523,7 +562,11 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
     /* Bytes not in memory are read a slice at a time: each read takes
      * just the source bytes of its slice, into a small buffer. */
     size_t slice = data && !data->mem ? TEXT_RENDER_SLICE : (size_t)ct->size;
-    for (uint64_t off = 0; rc == 0 && off < ct->size; off += slice) {
+    if (data && data->mem && ct->ab && !ct->ab->elsize) {
+      render_var_lines(ct, data->mem, t->text);
+      slice = 0; /* done */
+    }
+    for (uint64_t off = 0; rc == 0 && slice && off < ct->size; off += slice) {
       size_t n = ct->size - off < slice ? (size_t)(ct->size - off) : slice;
       long got = text_read(ct, data, off, n, t->text + off, err);
       if (got >= 0 && (size_t)got != n)
