@@ -277,6 +277,16 @@ if [ "$PYOK" = yes ]; then
   ref_row "zarr-python $ZV: the float64 as repr lines (V2 zstd)" "$PY_F64"
 fi
 
+# tail of the plain text with nothing mounted and the page cache dropped:
+# what starting tail and reading a file's end cost on this machine.
+declare -A TAIL
+for t in s15 s40; do
+  runs no_mount tail -c 200 "$D/$t.txt"
+  TAIL[$t]=$MED
+done
+ref_row "tail -c 200 of the ~15-byte strings' text file (page cache dropped)" "${TAIL[s15]}"
+ref_row "tail -c 200 of the ~40-byte strings' text file (page cache dropped)" "${TAIL[s40]}"
+
 runs no_mount ls "$K/plain"
 LS_LOCAL=$MED
 ref_row "ls of a local directory of $((2 * KEYS)) empty files" "$LS_LOCAL"
@@ -344,6 +354,7 @@ measure() {
     CHECK="" runs fresh_zarrfs tail -c 200 "$MNT/values.txt"
     out "$label: tail -c 200 values.txt" "$(secs "$MED")" "$(bytes "$READ")" "cat values.txt ($cat_s s)" "$(ratio "$MED" "$cat_s")" \
       "< 256 KiB read: $(met 'a < b' "$READ" 262144), < 20 ms: $(met 'a < b' "$MED" 0.020)"
+    out "$label: tail -c 200 values.txt" "$(secs "$MED")" "" "tail -c 200 of the text file (${TAIL[$z]} s)" "$(ratio "$MED" "${TAIL[$z]}")" ""
     ;;
   esac
   if [ "$name" = vnone ]; then
