@@ -5,6 +5,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
 #include <string.h>
 
 #include "../codecs/chain.h"
@@ -16,6 +19,9 @@
 #define VIEW_MAX_SEGMENTS (64u << 20)
 /* Units, rows and data sections a cursor keeps. */
 #define VIEW_WINDOWS 4
+/* Released pins of at least this many bytes are handed back to the system
+ * at once (cursor_room). */
+#define VIEW_TRIM_MIN ((size_t)4 << 20)
 /* Units a reader may have decoded ahead of it. */
 #define VIEW_AHEAD_MAX 8
 /* Bytes read in sequence before decoding ahead starts: `head`, `file`
@@ -153,6 +159,38 @@ static void cursor_keep(struct engine *e, struct view_cursor *c,
     if (memo_pinned(e->memo) > e->window_cap)
       cursor_trim(e, c, 0);
   }
+}
+
+/* About to decode what key names while everything pinned exceeds the
+ * cache: a sequential reader has moved on, so its older windows go first,
+ * and a unit larger than the whole cache is held once rather than beside
+ * the one before it (a peak of two such units). Nothing is dropped when
+ * the object is in the memo already (no decode: the windows may be what
+ * the reader is using). */
+static void cursor_room(struct engine *e, struct view_cursor *c,
+                        const struct memo_key *key) {
+  if (!c || memo_pinned(e->memo) <= e->cache_size)
+    return;
+  struct memo_ref *r;
+  if (memo_peek(e->memo, key, &r)) {
+    memo_release(e->memo, r);
+    return;
+  }
+  size_t before = memo_pinned(e->memo);
+  cursor_trim(e, c, 0);
+#ifdef __GLIBC__
+  /* What that freed sits in the malloc arena of whichever thread freed it
+   * (16 FUSE threads, each its own arena) and would stay in the RSS beside
+   * the next unit: hand it back now. Only under this pressure (pins over
+   * the whole cache) and for large units, so a roomy cache keeps glibc's
+   * reuse of freed blocks, which spares page faults, and small units do
+   * not pay for a walk of the arenas. */
+  size_t after = memo_pinned(e->memo);
+  if (before > after && before - after >= VIEW_TRIM_MIN)
+    malloc_trim(0);
+#else
+  (void)before;
+#endif
 }
 
 /* ---- regions ---- */
@@ -979,9 +1017,17 @@ static long read_unit(struct engine *e, const struct znode *n,
       zerr_clear(err);
     }
   }
+  struct memo_key uk;
+  engine_key(&uk, ELEVEL_UNIT, n, idx, NULL, 0);
+  cursor_room(e, c, &uk);
   ZTRY(engine_unit(e, n, idx, &ref, err));
   const struct chunk_text *ct = engine_ref_unit(ref), *rct;
   struct bytesrc *data = NULL;
+  if (ct->ab && !ct->ab->elsize && !ct->ab->data) { /* a deferred section */
+    struct memo_key dk;
+    engine_key(&dk, ELEVEL_DATA, n, idx, NULL, 0);
+    cursor_room(e, c, &dk); /* this unit is pinned by ref */
+  }
   long got = engine_unit_src(e, n, ct, &rct, &data, &dref, err);
   if (got == 0)
     got = text_read(rct, data, off, len, dst, err);

@@ -175,6 +175,39 @@ START_TEST(beyond_the_budget_at_most_twice) {
 }
 END_TEST
 
+START_TEST(units_larger_than_the_cache_held_once) {
+  /* 8 units of ~2.4 MB of text each, a 1 MiB cache: a sequential reader
+   * lets go of the unit before when it needs a new one (cursor_room), so
+   * one unit, not two, is pinned after each read; each is decoded at
+   * most twice (the size of the view learns them all first). */
+  char *want = make_int_array(8, 300000);
+  size_t size = strlen(want), unit = 300000 * 4; /* its elements */
+  for (int threads = 0; threads <= 2; threads += 2) {
+    struct engine *e = engine_threads(1u << 20, threads);
+    struct ns_entry ent;
+    struct zerr err = {0};
+    ck_assert_int_eq(ns_resolve(e, "/a/values.txt", &ent, &err), 0);
+    char *buf = malloc(size);
+    struct view_cursor *c = view_cursor_new();
+    size_t peak = 0;
+    for (uint64_t off = 0; off < size;) {
+      long n = ns_read_view(e, &ent, off, 128 << 10, buf + off, c, &err);
+      ck_assert_msg(n > 0, "at %llu: %s", (unsigned long long)off, err.msg);
+      off += (uint64_t)n;
+      size_t p = memo_pinned(e->memo);
+      peak = p > peak ? p : peak;
+    }
+    ck_assert_msg(peak < unit + unit / 2, "pinned %zu, a unit %zu", peak, unit);
+    view_cursor_free(e, c);
+    ck_assert(memcmp(buf, want, size) == 0);
+    ck_assert_uint_le(engine_fills(e, ELEVEL_UNIT), 16);
+    free(buf);
+    engine_free(e);
+  }
+  free(want);
+}
+END_TEST
+
 START_TEST(rows_read_with_workers) {
   /* 2-D (60, 900) int32, chunks (7, 50): rows of 18 units, edge chunks
    * along dimension 0 */
@@ -250,6 +283,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, stat_then_cat_decodes_each_unit_once);
   tcase_add_test(tc, beyond_the_budget_at_most_twice);
+  tcase_add_test(tc, units_larger_than_the_cache_held_once);
   tcase_add_test(tc, rows_read_with_workers);
   tcase_add_test(tc, reader_leaves_with_jobs_in_flight);
   suite_add_tcase(s, tc);
