@@ -352,8 +352,11 @@ measure() {
 
   case $name in utf8 | vzstd | vnone | s40)
     CHECK="" runs fresh_zarrfs tail -c 200 "$MNT/values.txt"
-    out "$label: tail -c 200 values.txt" "$(secs "$MED")" "$(bytes "$READ")" "cat values.txt ($cat_s s)" "$(ratio "$MED" "$cat_s")" \
-      "< 256 KiB read: $(met 'a < b' "$READ" 262144), < 20 ms: $(met 'a < b' "$MED" 0.020)"
+    # the issue's targets are for the uncompressed store: elsewhere the
+    # last chunk's data must be decompressed whole (one zstd frame)
+    tgt=""
+    [ "$name" = vnone ] && tgt="< 256 KiB read: $(met 'a < b' "$READ" 262144), < 20 ms: $(met 'a < b' "$MED" 0.020)"
+    out "$label: tail -c 200 values.txt" "$(secs "$MED")" "$(bytes "$READ")" "cat values.txt ($cat_s s)" "$(ratio "$MED" "$cat_s")" "$tgt"
     out "$label: tail -c 200 values.txt" "$(secs "$MED")" "" "tail -c 200 of the text file (${TAIL[$z]} s)" "$(ratio "$MED" "${TAIL[$z]}")" ""
     ;;
   esac
