@@ -206,6 +206,66 @@ static char *tbuf_room(struct tbuf *b, size_t n) {
   return b->p + b->len;
 }
 
+/* Strings whose bytes belong to this unit alone (a chunk decoded just for
+ * it) become their text where they lie: the text of element k starts at
+ * its byte offset plus k (one newline per element before it), never
+ * before its bytes, so moving the elements from the last to the first,
+ * each back to front, overwrites only bytes already moved. This spares a
+ * buffer as large as the text, which the kernel would have to zero.
+ * 1 when done (ct->text set, the elements freed), 0 when it does not
+ * apply (nothing changed), or a negative errno. Applies to text with a
+ * byte per source byte (not hex), offsets from 0 and a linear in-bounds
+ * box (in-bounds element k is element k). */
+static int layout_in_place(struct chunk_text *ct, size_t render_max,
+                           const atomic_int *stop, struct zerr *err) {
+  struct abytes *ab = ct->ab;
+  if (ab->elsize || !ab->data || !ab->data->mem || !render_max ||
+      ct->form->dt.kind == DT_BYTES || !ab->offsets || ab->offsets[0] ||
+      !inb_linear(ct))
+    return 0;
+  const uint64_t *eo = ab->offsets;
+  uint64_t nin = ct->nin, tsize = eo[nin] + nin;
+  if (tsize > render_max || tsize > TEXT_MAX_SIZE)
+    return 0;
+  size_t have;
+  char *buf = bytesrc_take_mem(ab->data, &have);
+  if (!buf)
+    return 0;
+  /* grows by the newlines (a remap), or drops bytes past element nin */
+  char *t = realloc(buf, tsize ? (size_t)tsize : 1);
+  if (!t) {
+    free(buf);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  for (uint64_t k = nin; k-- > 0;) {
+    if (k % TEXT_STOP_EVERY == 0 && stop &&
+        atomic_load_explicit(stop, memory_order_relaxed)) {
+      free(t);
+      return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+    }
+    uint64_t src = eo[k], d = eo[k] + k, l = eo[k + 1] - eo[k];
+    t[d + l] = '\n';
+    if (l < 32) {
+      for (uint64_t i = l; i-- > 0;) {
+        char c = t[src + i];
+        t[d + i] = c == '\n' ? ' ' : c;
+      }
+    } else {
+      memmove(t + d, t + src, (size_t)l);
+      for (char *p = t + d, *e = p + l; (p = memchr(p, '\n', (size_t)(e - p)));)
+        *p++ = ' ';
+    }
+    if (k % TEXT_BLOCK == 0)
+      ct->blk[k / TEXT_BLOCK] = d;
+  }
+  ct->text = t;
+  ct->size = tsize;
+  ct->cost = sizeof *ct + (size_t)ct->nblk * 8 + (size_t)tsize;
+  abytes_free(ct->ab);
+  ct->ab = NULL;
+  return 1;
+}
+
 /* See text.h. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
@@ -233,6 +293,20 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     size_t guess = (size_t)ct->nin * (3 * form->dt.size + 8) + 64;
     tb.cap = guess < render_max ? guess : render_max;
     tb.p = malloc(tb.cap);
+  }
+  if (rc == 0) {
+    ct->nblk = nblk;
+    int done = layout_in_place(ct, render_max, stop, err);
+    if (done) {
+      if (done < 0) {
+        free(tb.p);
+        zobj_put(&ct->obj);
+        return done;
+      }
+      free(tb.p);
+      *out = ct;
+      return 0;
+    }
   }
   /* Strings and bytes already in memory whose text surely fits render_max
    * are rendered as they are measured, into a buffer of that bound (the

@@ -174,18 +174,19 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   else if (rc == 0 &&
            (rc = textprep_to_text(&n->meta->dtype, ab, &e->env, err)) == 0) {
     int var_mem = !ab->elsize && ab->data && ab->data->mem;
-    struct bytesrc *data = var_mem ? bytesrc_ref(ab->data) : NULL;
+    /* (no reference of ours to ab->data: text_layout may turn a buffer
+     * that is the unit's alone into its text in place) */
     rc = text_layout(&n->form, n->meta->shape, j->idx, ab, e->env.max_decoded,
                      e->render_max, &e->stopping, &ct, err);
     ab = NULL; /* taken by text_layout */
     /* Strings decoded into memory: their text is about their size, so
-     * keep the text instead (reads become copies). Deferred or lazy data
-     * sections (zarrs.vlen) stay as they are: a read fetches only what it
-     * needs. */
-    if (rc == 0 && var_mem && ct->size <= e->render_max &&
-        (rc = text_render_all(ct, data, err)) < 0)
+     * keep the text instead (reads become copies); text_layout has done
+     * so where it could. Deferred or lazy data sections (zarrs.vlen) stay
+     * as they are: a read fetches only what it needs. */
+    if (rc == 0 && var_mem && !ct->text && ct->ab &&
+        ct->size <= e->render_max &&
+        (rc = text_render_all(ct, ct->ab->data, err)) < 0)
       zobj_put(&ct->obj);
-    bytesrc_unref(data);
   }
   abytes_free(ab);
   if (rc < 0) {

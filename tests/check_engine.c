@@ -167,6 +167,143 @@ static char *expected_strings_2d(void) {
   return out;
 }
 
+/* zstd of p[0..n) (one frame with its size); caller frees. */
+static uint8_t *zstd_of(const void *p, size_t n, size_t *out) {
+  size_t cap = ZSTD_compressBound(n);
+  uint8_t *o = malloc(cap);
+  *out = ZSTD_compress(o, cap, p, n, 3);
+  ck_assert(!ZSTD_isError(*out));
+  return o;
+}
+
+/* String i of the in-memory text tests: 0 to 80 bytes, some newlines. */
+static void mem_string(size_t i, char *buf) {
+  size_t l = (i * 37) % 9 == 0 ? 33 + i % 48 : (i * 7) % 17;
+  for (size_t c = 0; c < l; c++)
+    buf[c] = (char)((c + i) % 11 == 3 ? '\n' : 'a' + (c * 3 + i) % 26);
+  buf[l] = '\0';
+}
+
+START_TEST(strings_in_memory_text) {
+  /* vlen-utf8 + zstd (the text made where the decompressed chunk lies),
+   * 1-D with a short last chunk and 2-D with edge chunks in both
+   * dimensions, and zarrs.vlen with zstd data (rendered from the data
+   * section): every view equals the strings with newlines as spaces. */
+  enum { N = 1001, C = 300 };
+  put_array_meta("u1", "[1001]", "[300]", "string", "\"\"",
+                 "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]");
+  put_array_meta(
+      "z1", "[1001]", "[300]", "string", "\"\"",
+      "[{\"name\":\"zarrs.vlen\",\"configuration\":{\"index_codecs\":[{"
+      "\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}],"
+      "\"data_codecs\":[{\"name\":\"bytes\"},{\"name\":\"zstd\"}],"
+      "\"index_data_type\":\"uint64\",\"index_location\":\"start\"}}]");
+  put_array_meta("u2", "[5,7]", "[2,3]", "string", "\"\"",
+                 "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]");
+  char *want1 = malloc(N * 82), *w = want1, s[96];
+  for (size_t c = 0; c * C < N; c++) {
+    size_t n = C, raw = 4, data = 0; /* a last chunk is whole on disk */
+    uint8_t *il = malloc(4 + n * 84), *dat = malloc(n * 84 + 1);
+    uint64_t *offs = malloc((n + 1) * sizeof *offs);
+    il[0] = (uint8_t)n, il[1] = (uint8_t)(n >> 8), il[2] = il[3] = 0;
+    offs[0] = 0;
+    for (size_t k = 0; k < n; k++) {
+      size_t i = c * C + k;
+      mem_string(i, s);
+      size_t l = strlen(s);
+      for (int b = 0; b < 4; b++)
+        il[raw + (size_t)b] = (uint8_t)(l >> (8 * b));
+      memcpy(il + raw + 4, s, l);
+      raw += 4 + l;
+      memcpy(dat + data, s, l);
+      data += l;
+      offs[k + 1] = data;
+      if (i < N) {
+        for (size_t q = 0; q < l; q++)
+          *w++ = s[q] == '\n' ? ' ' : s[q];
+        *w++ = '\n';
+      }
+    }
+    char key[64];
+    size_t zl;
+    uint8_t *z = zstd_of(il, raw, &zl);
+    snprintf(key, sizeof key, "u1/c/%zu", c);
+    put_file(key, z, zl);
+    free(z);
+    z = zstd_of(dat, data, &zl);
+    size_t L = 8 * (n + 1);
+    uint8_t *ch = malloc(8 + L + zl);
+    le64(ch, L);
+    for (size_t k = 0; k <= n; k++)
+      le64(ch + 8 + 8 * k, offs[k]);
+    memcpy(ch + 8 + L, z, zl);
+    snprintf(key, sizeof key, "z1/c/%zu", c);
+    put_file(key, ch, 8 + L + zl);
+    free(ch);
+    free(z);
+    free(offs);
+    free(dat);
+    free(il);
+  }
+  *w = '\0';
+  /* 2-D: element (r,c) is mem_string(r*7+c), "OUTSIDE" out of bounds */
+  char *want2 = malloc(35 * 82);
+  w = want2;
+  for (int i = 0; i < 35; i++) {
+    mem_string((size_t)i, s);
+    for (char *q = s; *q; q++)
+      *w++ = *q == '\n' ? ' ' : *q;
+    *w++ = '\n';
+  }
+  *w = '\0';
+  for (int ci = 0; ci < 3; ci++)
+    for (int cj = 0; cj < 3; cj++) {
+      uint8_t il[2048];
+      size_t raw = 4;
+      il[0] = 6, il[1] = il[2] = il[3] = 0;
+      for (int r = 0; r < 2; r++)
+        for (int cc = 0; cc < 3; cc++) {
+          int gr = ci * 2 + r, gc = cj * 3 + cc;
+          if (gr < 5 && gc < 7)
+            mem_string((size_t)(gr * 7 + gc), s);
+          else
+            strcpy(s, "OUTSIDE");
+          size_t l = strlen(s);
+          for (int b = 0; b < 4; b++)
+            il[raw + (size_t)b] = (uint8_t)(l >> (8 * b));
+          memcpy(il + raw + 4, s, l);
+          raw += 4 + l;
+        }
+      size_t zl;
+      uint8_t *z = zstd_of(il, raw, &zl);
+      char key[64];
+      snprintf(key, sizeof key, "u2/c/%d/%d", ci, cj);
+      put_file(key, z, zl);
+      free(z);
+    }
+  static const size_t steps[] = {1, 7, 4096, 1 << 20};
+  for (size_t t = 0; t < sizeof steps / sizeof steps[0]; t++) {
+    struct engine *e = open_engine(64u << 20); /* fresh: decoded anew */
+    uint64_t size;
+    char *got = read_all(e, "/u1/values.txt", steps[t], &size);
+    ck_assert_uint_eq(size, strlen(want1));
+    ck_assert_msg(!memcmp(got, want1, size), "u1, step %zu", steps[t]);
+    free(got);
+    got = read_all(e, "/z1/values.txt", steps[t], &size);
+    ck_assert_uint_eq(size, strlen(want1));
+    ck_assert_msg(!memcmp(got, want1, size), "z1, step %zu", steps[t]);
+    free(got);
+    got = read_all(e, "/u2/values.txt", steps[t], &size);
+    ck_assert_uint_eq(size, strlen(want2));
+    ck_assert_msg(!memcmp(got, want2, size), "u2, step %zu", steps[t]);
+    free(got);
+    engine_free(e);
+  }
+  free(want2);
+  free(want1);
+}
+END_TEST
+
 START_TEST(array_view_c_order_2d) {
   make_strings_2d();
   struct engine *e = open_engine(1 << 20);
@@ -708,6 +845,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, array_view_c_order_2d);
+  tcase_add_test(tc, strings_in_memory_text);
   tcase_add_test(tc, numeric_fill_and_edges);
   tcase_add_test(tc, partial_decoding_reads_little);
   tcase_add_test(tc, eight_concurrent_readers);
