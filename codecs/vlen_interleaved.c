@@ -117,6 +117,7 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
     return zerr_set(err, ENOMEM, "%s: out of memory for %zu bytes", name, room);
   }
   size_t pos = 4, total = 0;
+  int doomed = 0;
   off[0] = 0;
   for (uint64_t i = 0; i < n; i++) {
     if (size - pos < 4) {
@@ -139,9 +140,18 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
                       "chunk",
                       name, (unsigned long long)i, len);
     }
-    /* pos = total + 4i + 8, so total + len <= room; in place the excess
-     * of a 16-byte move ends at total + 16 <= pos + len when 4i+8+len >= 16 */
-    if (len <= 16 && size - pos >= 16 && (!own || 4 * i + 8 + len >= 16)) {
+    /* Past room (the sum of lengths the chunk can hold with all n
+     * headers) a later header must fail: stop copying, keep checking, so
+     * the error names the element whose header is missing. */
+    if (len > room - total)
+      doomed = 1;
+    if (doomed) {
+      /* nothing written */
+    } else if (len <= 16 && size - pos >= 16 &&
+               (!own || 4 * i + 8 + len >= 16)) {
+      /* pos = total + 4i + 8 and total + len <= room; in place the excess
+       * of a 16-byte move ends at total + 16 <= pos + len when
+       * 4i+8+len >= 16 */
       uint8_t t[16];
       memcpy(t, p + pos, 16);
       memcpy(data + total, t, 16);
@@ -151,6 +161,12 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
     pos += len;
     total += len;
     off[i + 1] = total;
+  }
+  if (doomed) { /* cannot happen: room is the most n valid lengths sum to */
+    free(off);
+    if (data != own)
+      free(data);
+    return zerr_set(err, EIO, "%s: element lengths exceed the chunk", name);
   }
   uint8_t *fit =
       own || total + 16 < room ? realloc(data, total ? total : 1) : NULL;
