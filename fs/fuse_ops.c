@@ -536,6 +536,8 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     memset(&e, 0, sizeof e);
     if (fuse_add_direntry_plus(req, NULL, 0, de.name, NULL, 0) > room)
       break; /* full: no inode is taken for a name not sent */
+    if (pos >= 2)
+      ns_dir_attr(c->engine, d->list, &de);
     if (pos >= 2 && de.attr && len >= 0 &&
         (e.ino = inode_ref(c->inodes, path, (size_t)len))) {
       fill_stat(c, de.kind, de.size, de.mtime, e.ino, &e.attr);

@@ -316,6 +316,9 @@ struct ns_dir {
   size_t nstored;      /* items[0, nstored): the store's, sorted, unique */
   int has_view_suffix; /* some stored name ends with NS_VIEW_SUFFIX */
   int rc;              /* first failure while adding (-ENOMEM, -EFBIG) */
+  const struct znode *vnode; /* the array whose views are listed, or NULL
+                                (nodes live as long as the engine) */
+  char *vrel;                /* the directory below it ("" or "x/"), or NULL */
 };
 
 /* Names of one listing, in bytes (offsets are 32-bit). */
@@ -516,6 +519,10 @@ static void dir_add_views(struct engine *e, struct ns_dir *d,
   memcpy(relkey, rel, rl);
   if (rl)
     relkey[rl++] = '/';
+  relkey[rl] = '\0';
+  /* For ns_dir_attr: without it, a view just has no late attributes. */
+  if ((d->vrel = strdup(relkey)))
+    d->vnode = n;
   const size_t sl = strlen(NS_VIEW_SUFFIX);
   uint64_t idx[ZMETA_MAX_DIMS];
   for (size_t i = 0; i < d->nstored && !d->rc; i++) {
@@ -675,9 +682,36 @@ void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out) {
   out->mtime = it->mtime;
 }
 
+/* A view listed without attributes: its size may have been learned since
+ * (values.txt was stat'ed): only memo look-ups, never a decode. */
+void ns_dir_attr(struct engine *e, const struct ns_dir *d,
+                 struct ns_dirent *de) {
+  if (de->attr || !d->vnode)
+    return;
+  uint64_t idx[ZMETA_MAX_DIMS], size = 0;
+  if (de->kind == NS_ARRAY_VIEW) {
+    de->attr = view_size_cheap(e, d->vnode, NULL, &size);
+  } else if (de->kind == NS_CHUNK_VIEW) {
+    char key[4096];
+    size_t rl = strlen(d->vrel), nl = strlen(de->name),
+           sl = strlen(NS_VIEW_SUFFIX);
+    if (nl <= sl || rl + nl - sl >= sizeof key)
+      return;
+    memcpy(key, d->vrel, rl);
+    memcpy(key + rl, de->name, nl - sl);
+    key[rl + nl - sl] = '\0';
+    if (zmeta_parse_chunk_key(d->vnode->meta, key, idx) != 0)
+      return;
+    de->attr = view_size_cheap(e, d->vnode, idx, &size);
+  }
+  if (de->attr)
+    de->size = size;
+}
+
 void ns_dir_free(struct ns_dir *d) {
   if (!d)
     return;
+  free(d->vrel);
   free(d->items);
   free(d->names);
   free(d);

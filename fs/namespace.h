@@ -103,6 +103,12 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
 size_t ns_dir_count(const struct ns_dir *d);
 /* Name i (< ns_dir_count) into *out. */
 void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out);
+/* de (from ns_dir_get) without attributes: fill them in when the view's
+ * size has been learned since the listing was made (values.txt stat'ed
+ * meanwhile), by memo look-ups only, never a read or a decode. So
+ * readdirplus spares the kernel a LOOKUP a name. */
+void ns_dir_attr(struct engine *e, const struct ns_dir *d,
+                 struct ns_dirent *de);
 /* Free; NULL-safe. */
 void ns_dir_free(struct ns_dir *d);
 

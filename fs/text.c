@@ -25,14 +25,29 @@ static void chunk_text_destroy(struct zobj *o) {
   free(ct);
 }
 
-/* A unit object for idx with its in-bounds extents. */
-static struct chunk_text *unit_new(const struct text_form *form,
-                                   const uint64_t *shape, const uint64_t *idx) {
-  struct chunk_text *ct = calloc(1, sizeof *ct);
+/* Bytes of a unit object itself (with its coordinates and extents). */
+static size_t unit_base_cost(const struct text_form *form) {
+  return sizeof(struct chunk_text) + 2 * (size_t)form->ndim * sizeof(uint64_t);
+}
+
+/* An empty unit object of form (NULL: out of memory). */
+static struct chunk_text *unit_alloc(const struct text_form *form) {
+  struct chunk_text *ct = calloc(1, unit_base_cost(form));
   if (!ct)
     return NULL;
   zobj_init(&ct->obj, chunk_text_destroy);
   ct->form = form;
+  ct->idx = ct->dims;
+  ct->ext = ct->dims + form->ndim;
+  return ct;
+}
+
+/* A unit object for idx with its in-bounds extents. */
+static struct chunk_text *unit_new(const struct text_form *form,
+                                   const uint64_t *shape, const uint64_t *idx) {
+  struct chunk_text *ct = unit_alloc(form);
+  if (!ct)
+    return NULL;
   uint64_t nin = 1;
   for (int d = 0; d < form->ndim; d++) {
     ct->idx[d] = idx[d];
@@ -41,7 +56,7 @@ static struct chunk_text *unit_new(const struct text_form *form,
     nin *= ct->ext[d]; /* <= the unit's element count, checked by meta */
   }
   ct->nin = nin;
-  ct->cost = sizeof *ct;
+  ct->cost = unit_base_cost(form);
   return ct;
 }
 
@@ -260,7 +275,7 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
   }
   ct->text = t;
   ct->size = tsize;
-  ct->cost = sizeof *ct + (size_t)ct->nblk * 8 + (size_t)tsize;
+  ct->cost = unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)tsize;
   abytes_free(ct->ab);
   ct->ab = NULL;
   return 1;
@@ -342,7 +357,8 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     if (tb.p) {
       char *d = tbuf_room(&tb, RENDER_FIXED_MAX + 1);
       if (d) {
-        size_t l = render_fixed(&form->dt, ab->fixed->mem + it.j * ab->elsize, d);
+        size_t l =
+            render_fixed(&form->dt, ab->fixed->mem + it.j * ab->elsize, d);
         d[l] = '\n';
         tb.len += l + 1;
         pos += l + 1;
@@ -360,13 +376,13 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
   }
   ct->nblk = nblk;
   ct->size = pos;
-  ct->cost = sizeof *ct + (size_t)nblk * 8 + abytes_mem_cost(ab);
+  ct->cost = unit_base_cost(form) + (size_t)nblk * 8 + abytes_mem_cost(ab);
   if (vmem)
     tb.len = (size_t)pos;
   if (tb.p) { /* rendered whole: the elements are not needed any more */
     char *t = tb.len < tb.cap ? realloc(tb.p, tb.len ? tb.len : 1) : tb.p;
     ct->text = t ? t : tb.p;
-    ct->cost = sizeof *ct + (size_t)nblk * 8 + (size_t)ct->size;
+    ct->cost = unit_base_cost(form) + (size_t)nblk * 8 + (size_t)ct->size;
     abytes_free(ct->ab);
     ct->ab = NULL;
   }
@@ -569,9 +585,9 @@ long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
 }
 
 /* See text.h. */
-long text_read_at(const struct chunk_text *ct, struct bytesrc *data,
-                  uint64_t k, uint64_t kpos, uint64_t off, size_t len,
-                  char *dst, struct zerr *err) {
+long text_read_at(const struct chunk_text *ct, struct bytesrc *data, uint64_t k,
+                  uint64_t kpos, uint64_t off, size_t len, char *dst,
+                  struct zerr *err) {
   if (!ct->ab || off != kpos || k >= ct->nin)
     return text_read(ct, data, off, len, dst, err); /* text: a copy */
   if (off >= ct->size || len == 0)
@@ -616,13 +632,10 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
                      size_t max_bytes, struct chunk_text **out,
                      struct zerr *err) {
   (void)max_bytes;
-  struct chunk_text *t = calloc(1, sizeof *t);
+  struct chunk_text *t = unit_alloc(ct->form);
   int rc = t ? 0 : zerr_set(err, ENOMEM, "out of memory");
   if (rc == 0) {
-    zobj_init(&t->obj, chunk_text_destroy);
-    t->form = ct->form;
-    memcpy(t->idx, ct->idx, sizeof t->idx);
-    memcpy(t->ext, ct->ext, sizeof t->ext);
+    memcpy(t->dims, ct->dims, 2 * (size_t)ct->form->ndim * sizeof *t->dims);
     t->nin = ct->nin;
     t->size = ct->size;
     t->nblk = ct->nblk;
@@ -653,7 +666,7 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
       zobj_put(&t->obj);
     return rc;
   }
-  t->cost = sizeof *t + (size_t)t->nblk * 8 + (size_t)t->size;
+  t->cost = unit_base_cost(t->form) + (size_t)t->nblk * 8 + (size_t)t->size;
   *out = t;
   return 0;
 }

@@ -27,7 +27,7 @@
 struct text_form {
   struct dtype dt; /* the text data type (see struct znode) */
   int ndim;
-  uint64_t shape[ZMETA_MAX_DIMS]; /* unit shape */
+  uint64_t shape[ZMETA_MAX_DIMS];       /* unit shape */
   const uint64_t *edge[ZMETA_MAX_DIMS]; /* units along d of irregular
                                            lengths (the chunks of a grid
                                            with listed edges): their prefix
@@ -45,13 +45,15 @@ struct chunk_text {
                                    for a fill unit and once rendered */
   char *text;                   /* the whole text, rendered once
                                    (text_render_all), or NULL */
-  uint64_t idx[ZMETA_MAX_DIMS]; /* unit coordinates */
-  uint64_t ext[ZMETA_MAX_DIMS]; /* in-bounds extent per dimension */
-  uint64_t nin;                 /* in-bounds elements */
-  uint64_t size;                /* text bytes (every line with its '\n') */
-  uint64_t *blk; /* text offset of in-bounds element b*TEXT_BLOCK */
-  uint64_t nblk; /* entries of blk */
-  size_t cost;   /* bytes held: elements, offsets, layout */
+  uint64_t *idx;   /* unit coordinates (form->ndim, in dims below) */
+  uint64_t *ext;   /* in-bounds extent per dimension (likewise) */
+  uint64_t nin;    /* in-bounds elements */
+  uint64_t size;   /* text bytes (every line with its '\n') */
+  uint64_t *blk;   /* text offset of in-bounds element b*TEXT_BLOCK */
+  uint64_t nblk;   /* entries of blk */
+  size_t cost;     /* bytes held: elements, offsets, layout */
+  uint64_t dims[]; /* idx then ext, form->ndim each: a million cached 1-D
+                      units of kerchunk would spend 500 MB on 32 each */
 };
 
 /* A fill unit idx of a node whose units have shape form->shape (or the
@@ -108,8 +110,8 @@ long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
                size_t len, char *dst, struct zerr *err);
 /* text_read, for a caller that knows in-bounds element k starts at text
  * offset kpos: when off == kpos no search is needed (row segments). */
-long text_read_at(const struct chunk_text *ct, struct bytesrc *data,
-                  uint64_t k, uint64_t kpos, uint64_t off, size_t len,
-                  char *dst, struct zerr *err);
+long text_read_at(const struct chunk_text *ct, struct bytesrc *data, uint64_t k,
+                  uint64_t kpos, uint64_t off, size_t len, char *dst,
+                  struct zerr *err);
 
 #endif

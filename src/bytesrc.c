@@ -220,6 +220,13 @@ int bytesrc_from_pool(struct fdpool *pool, int fd, const struct stat *st,
   return 0;
 }
 
+/* Only pool sources have a pool descriptor. */
+int bytesrc_pool_is_open(const struct bytesrc *s) {
+  if (!s || s->ops != &pool_ops)
+    return 0;
+  return fdpool_file_is_open(((const struct pool_src *)s)->file);
+}
+
 /* ---- memory ---- */
 
 struct mem_src {

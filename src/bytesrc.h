@@ -82,6 +82,10 @@ struct stat;
 int bytesrc_from_pool(struct fdpool *pool, int fd, const struct stat *st,
                       const char *name, struct io_stats *stats,
                       struct bytesrc **out, struct zerr *err);
+/* Is s a pool source (bytesrc_from_pool) whose pool holds its descriptor
+ * open right now, so that a read costs no open? A hint for caches of
+ * sources (src/confine.c): the pool may close it the next moment. */
+int bytesrc_pool_is_open(const struct bytesrc *s);
 /* Wrap malloc'd memory; takes ownership of data (freed with free()).
  * data may be NULL when len is 0. Returns NULL on allocation failure (and
  * then frees data). */

@@ -4,11 +4,13 @@
 #include "confine.h"
 
 #include "fdpool.h"
+#include "htab.h"
 #include "remote.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +24,38 @@ struct confine_roots {
   size_t n, cap;
 };
 
+/* Slots of the cache of opened targets: a bound on what it pins (one
+ * source each; their descriptors stay within the pool's limit). */
+#define CONFINE_CACHE_SLOTS 256
+
+/* A target opened and checked, kept so that opening it again (the next
+ * chunk of the same file) costs no system call. */
+struct confine_hit {
+  char *path;             /* as given to confine_open; NULL: empty slot */
+  struct io_stats *stats; /* the source counts into these */
+  struct bytesrc *src;    /* one reference: a pool source */
+};
+
+/* Direct-mapped by a hash of the path: a new path evicts the one in its
+ * slot. A separate allocation, so that confine_open can fill it through
+ * the const confine its callers share. */
+struct confine_cache {
+  pthread_mutex_t lock; /* guards everything below; before the pool's */
+  struct confine_hit slot[CONFINE_CACHE_SLOTS];
+  size_t entries;
+  uint64_t hits;
+};
+
 struct confine {
-  struct fdpool *pool;     /* descriptors of every target opened */
-  struct confine_roots *r; /* borrowed from pool */
-  struct remote *remote;   /* remote targets (borrowed), or NULL */
-  char **url_prefixes;     /* -o target_root=URL: explicitly allowed */
+  struct fdpool *pool;         /* descriptors of every target opened */
+  struct confine_cache *cache; /* opened targets (see confine.h) */
+  struct confine_roots *r;     /* borrowed from pool */
+  struct remote *remote;       /* remote targets (borrowed), or NULL */
+  char **url_prefixes;         /* -o target_root=URL: explicitly allowed */
   size_t n_url;
-  int no_remote;           /* -o remote_targets=no */
-  int remote_ref;          /* the reference itself is remote: no local
-                              target at all */
+  int no_remote;  /* -o remote_targets=no */
+  int remote_ref; /* the reference itself is remote: no local
+                     target at all */
 };
 
 /* Free the roots (the pool's context destructor). */
@@ -51,16 +76,21 @@ static int confine_reopen(void *ctx, const char *path, int *fd, struct stat *st,
 int confine_new(struct confine **out, struct zerr *err) {
   struct confine *c = calloc(1, sizeof *c);
   struct confine_roots *r = calloc(1, sizeof *r);
-  if (!c || !r) {
+  struct confine_cache *cc = calloc(1, sizeof *cc);
+  if (!c || !r || !cc) {
     free(c);
     free(r);
+    free(cc);
     return zerr_set(err, ENOMEM, "out of memory");
   }
   int rc = fdpool_new(0, confine_reopen, r, roots_free, &c->pool, err);
   if (rc < 0) { /* r was freed by fdpool_new */
     free(c);
+    free(cc);
     return rc;
   }
+  pthread_mutex_init(&cc->lock, NULL);
+  c->cache = cc;
   c->r = r;
   *out = c;
   return 0;
@@ -168,8 +198,70 @@ static int confine_reopen(void *ctx, const char *path, int *fd, struct stat *st,
   return rc;
 }
 
+/* The cache slot of a path. */
+static struct confine_hit *cache_slot(struct confine_cache *cc,
+                                      const char *path) {
+  return &cc->slot[htab_hash_str(path) % CONFINE_CACHE_SLOTS];
+}
+
+/* A new reference to the source path opened before (same counters), if
+ * its descriptor is still open in the pool; NULL otherwise. */
+static struct bytesrc *cache_get(struct confine_cache *cc, const char *path,
+                                 struct io_stats *stats) {
+  struct bytesrc *src = NULL;
+  pthread_mutex_lock(&cc->lock);
+  struct confine_hit *h = cache_slot(cc, path);
+  if (h->path && h->stats == stats && !strcmp(h->path, path) &&
+      bytesrc_pool_is_open(h->src)) {
+    src = bytesrc_ref(h->src);
+    cc->hits++;
+  }
+  pthread_mutex_unlock(&cc->lock);
+  return src;
+}
+
+/* Remember src (a new reference) as path's source, evicting the slot's
+ * previous entry. Out of memory: just not remembered. */
+static void cache_put(struct confine_cache *cc, const char *path,
+                      struct io_stats *stats, struct bytesrc *src) {
+  char *copy = strdup(path);
+  if (!copy)
+    return;
+  bytesrc_ref(src);
+  pthread_mutex_lock(&cc->lock);
+  struct confine_hit *h = cache_slot(cc, path), old = *h;
+  if (!old.path)
+    cc->entries++;
+  *h = (struct confine_hit){copy, stats, src};
+  pthread_mutex_unlock(&cc->lock);
+  free(old.path); /* outside the lock: the unref takes the pool's */
+  bytesrc_unref(old.src);
+}
+
+/* Drop every entry (confine_free). */
+static void cache_free(struct confine_cache *cc) {
+  if (!cc)
+    return;
+  for (size_t i = 0; i < CONFINE_CACHE_SLOTS; i++) {
+    free(cc->slot[i].path);
+    bytesrc_unref(cc->slot[i].src);
+  }
+  pthread_mutex_destroy(&cc->lock);
+  free(cc);
+}
+
+/* Counters of the cache, under its lock. */
+void confine_cache_stats(const struct confine *c, size_t *entries,
+                         uint64_t *hits) {
+  pthread_mutex_lock(&c->cache->lock);
+  *entries = c->cache->entries;
+  *hits = c->cache->hits;
+  pthread_mutex_unlock(&c->cache->lock);
+}
+
 /* Open, checked, with one retry after shedding idle descriptors when the
- * table is full; the descriptor goes to the pool. */
+ * table is full; the descriptor goes to the pool. A target opened before
+ * whose descriptor the pool still holds comes from the cache. */
 int confine_open(const struct confine *c, const char *path,
                  struct io_stats *stats, struct bytesrc **out,
                  struct zerr *err) {
@@ -179,6 +271,8 @@ int confine_open(const struct confine *c, const char *path,
     return zerr_set(err, EACCES,
                     "target %s: a remote reference cannot read local files",
                     path);
+  if ((*out = cache_get(c->cache, path, stats)))
+    return 0;
   int fd;
   struct stat st;
   int rc = confine_reopen(c->r, path, &fd, &st, err);
@@ -188,7 +282,9 @@ int confine_open(const struct confine *c, const char *path,
   }
   if (rc < 0)
     return rc;
-  return bytesrc_from_pool(c->pool, fd, &st, path, stats, out, err);
+  ZTRY(bytesrc_from_pool(c->pool, fd, &st, path, stats, out, err));
+  cache_put(c->cache, path, stats, *out);
+  return 0;
 }
 
 /* ---- remote targets ---- */
@@ -220,15 +316,15 @@ int confine_url_matches(const char *prefix, const char *url) {
     return 0;
   const char *ph = ps + 3, *uh = us + 3;
   size_t pa = strcspn(ph, "/"), ua = strcspn(uh, "/");
-  if (ps - prefix != us - url || strncasecmp(prefix, url, (size_t)(ps - prefix)) ||
-      pa != ua || strncasecmp(ph, uh, pa))
+  if (ps - prefix != us - url ||
+      strncasecmp(prefix, url, (size_t)(ps - prefix)) || pa != ua ||
+      strncasecmp(ph, uh, pa))
     return 0;
   const char *pp = ph + pa, *up = uh + ua;
   size_t n = strlen(pp);
   if (n && pp[n - 1] == '/')
     n--;
-  return !strncmp(pp, up, n) && (up[n] == '\0' || up[n] == '/' ||
-                                  up[n] == '?');
+  return !strncmp(pp, up, n) && (up[n] == '\0' || up[n] == '/' || up[n] == '?');
 }
 
 int confine_check_url(const struct confine *c, const char *url,
@@ -254,8 +350,10 @@ int confine_open_url(const struct confine *c, const char *url, uint64_t off,
   int ll;
   ZTRY(confine_check_url(c, url, &ll, err));
   if (!c->remote)
-    return zerr_set(err, EIO, "target %s: remote targets need a remote "
-                    "context", url);
+    return zerr_set(err, EIO,
+                    "target %s: remote targets need a remote "
+                    "context",
+                    url);
   return remote_open(c->remote, url, off, len, ll, stats, out, err);
 }
 
@@ -263,6 +361,7 @@ int confine_open_url(const struct confine *c, const char *url, uint64_t off,
 void confine_free(struct confine *c) {
   if (!c)
     return;
+  cache_free(c->cache);
   fdpool_unref(c->pool);
   for (size_t i = 0; i < c->n_url; i++)
     free(c->url_prefixes[i]);

@@ -9,6 +9,23 @@
  * cannot reach outside. The roots are immutable once the mount starts
  * serving: shared by FUSE threads without locks.
  *
+ * Opened targets are cached: a kerchunk reference names the same target
+ * file for every chunk, and the checks above cost four system calls.
+ * confine_open remembers the source of each path it opened (bounded: 256
+ * paths, direct-mapped by a hash of the path, a new path evicts the one in
+ * its slot; behind a lock of its own, taken before the pool's) and, while
+ * the pool still holds that source's descriptor open, answers the same
+ * path (and io_stats) with another reference to it, with no system call.
+ * The rule: a path that passed the checks keeps naming the inode it named
+ * then for as long as the pool keeps that descriptor. That inode was under
+ * a root when checked, so a link swapped afterwards changes nothing it
+ * reaches; once the pool closes the descriptor, the next confine_open
+ * checks the path again from scratch, and every reopen by the pool goes
+ * through the same checks and must find the same dev/ino ("file replaced
+ * while mounted", EIO). A file replaced meanwhile is thus seen as it was
+ * (its old inode, through the held descriptor) until then. io_stats opens
+ * count real open() calls only, so a cached open counts none.
+ *
  * Targets are read through one descriptor pool (src/fdpool.h) owned by the
  * confine: a byte source of a target holds no descriptor between reads, so
  * cached chunks of a manifest cost none. Sources may outlive the confine
@@ -67,6 +84,11 @@ int confine_url_matches(const char *prefix, const char *url);
 int confine_open_url(const struct confine *c, const char *url, uint64_t off,
                      uint64_t len, struct io_stats *stats, struct bytesrc **out,
                      struct zerr *err);
+
+/* The cache of opened targets: paths held now (at most 256) and opens it
+ * answered. For tests and logs. */
+void confine_cache_stats(const struct confine *c, size_t *entries,
+                         uint64_t *hits);
 
 /* Free; NULL-safe. Byte sources it opened stay readable. */
 void confine_free(struct confine *c);

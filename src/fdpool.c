@@ -320,6 +320,15 @@ int fdpool_checkout(struct fdpool_file *f, const char *name, int *fd,
   return 0;
 }
 
+/* Is f's descriptor open now? Read under the lock. */
+int fdpool_file_is_open(struct fdpool_file *f) {
+  struct fdpool *p = f->pool;
+  pthread_mutex_lock(&p->lock);
+  int open_now = f->fd >= 0;
+  pthread_mutex_unlock(&p->lock);
+  return open_now;
+}
+
 /* One read less; an unused descriptor becomes idle, then trim. */
 void fdpool_checkin(struct fdpool_file *f) {
   struct fdpool *p = f->pool;

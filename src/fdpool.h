@@ -95,6 +95,9 @@ void fdpool_release(struct fdpool_file *f);
  * must be followed by exactly one fdpool_checkin. */
 int fdpool_checkout(struct fdpool_file *f, const char *name, int *fd,
                     int *reopened, struct zerr *err);
+/* Does the pool hold f's descriptor open right now (a read of f would
+ * cost no open)? A hint: the pool may close it the next moment. */
+int fdpool_file_is_open(struct fdpool_file *f);
 /* The read of a checkout is done. */
 void fdpool_checkin(struct fdpool_file *f);
 /* Close every idle descriptor (used on EMFILE/ENFILE before a retry).

@@ -126,8 +126,8 @@ static struct engine *engine_threads(size_t cache, int threads) {
 
 /* stat, then read the whole view in sequence through one cursor (as
  * `stat` and `cat` do), checking the text. */
-static void stat_then_cat(struct engine *e, const char *path,
-                          const char *want, size_t step) {
+static void stat_then_cat(struct engine *e, const char *path, const char *want,
+                          size_t step) {
   struct ns_entry ent;
   struct zerr err = {0};
   uint64_t size;
@@ -155,6 +155,23 @@ START_TEST(stat_then_cat_decodes_each_unit_once) {
     engine_free(e);
   }
   free(want);
+}
+END_TEST
+
+START_TEST(small_units_in_runs_decode_once) {
+  /* ~1.2 KB of text a unit: size jobs cover runs of ~50 units; ~50 bytes:
+   * no jobs at all. Either way each unit is decoded once. */
+  static const uint64_t per[] = {100, 4};
+  for (int k = 0; k < 2; k++) {
+    char *want = make_int_array(3000, per[k]);
+    struct engine *e = engine_threads(256u << 20, 2);
+    stat_then_cat(e, "/a/values.txt", want, 128 << 10);
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 3000);
+    engine_free(e);
+    free(want);
+    teardown();
+    setup();
+  }
 }
 END_TEST
 
@@ -282,6 +299,7 @@ int main(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, stat_then_cat_decodes_each_unit_once);
+  tcase_add_test(tc, small_units_in_runs_decode_once);
   tcase_add_test(tc, beyond_the_budget_at_most_twice);
   tcase_add_test(tc, units_larger_than_the_cache_held_once);
   tcase_add_test(tc, rows_read_with_workers);

@@ -464,6 +464,215 @@ START_TEST(replaced_file_detected) {
 }
 END_TEST
 
+/* ---- the confine's cache of opened targets ---- */
+
+/* confine_open of dir/name, asserting success. */
+static struct bytesrc *confine_get(struct confine *c, const char *dir,
+                                   const char *name, struct io_stats *st) {
+  char p[256];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  struct bytesrc *b = NULL;
+  struct zerr err = {0};
+  ck_assert_msg(confine_open(c, p, st, &b, &err) == 0, "%s: %s", p, err.msg);
+  return b;
+}
+
+/* A confine allowing dir, asserting success. */
+static struct confine *confine_at(const char *dir) {
+  struct confine *c;
+  struct zerr err = {0};
+  ck_assert_int_eq(confine_new(&c, &err), 0);
+  ck_assert_int_eq(confine_add_root(c, dir, &err), 0);
+  return c;
+}
+
+/* Open and read f00001 .. f(n-1) once each, so that the pool (and the
+ * cache) move on from f00000. */
+static void push_out(struct confine *c, const char *dir, int n) {
+  for (int i = 1; i < n; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "f%05d", i);
+    struct bytesrc *b = confine_get(c, dir, name, NULL);
+    expect_content(b, i);
+    bytesrc_unref(b);
+  }
+}
+
+START_TEST(confine_cache_hits_and_replaced_file) {
+  set_nofile(32); /* a pool of 8 */
+  const char *dir = tmpdir();
+  put_files(dir, 30);
+  struct confine *c = confine_at(dir);
+  struct zerr err = {0};
+  struct io_stats st = {0};
+  struct bytesrc *a = confine_get(c, dir, "f00000", &st);
+  struct bytesrc *b = confine_get(c, dir, "f00000", &st);
+  size_t entries;
+  uint64_t hits;
+  confine_cache_stats(c, &entries, &hits);
+  ck_assert_uint_eq(entries, 1);
+  ck_assert_uint_eq(hits, 1);
+  ck_assert_ptr_eq(a, b); /* the same source, no second open */
+  ck_assert_uint_eq(atomic_load(&st.opens), 1);
+  expect_content(b, 0);
+  bytesrc_unref(b);
+  /* Other counters: a source of their own. */
+  struct io_stats st2 = {0};
+  b = confine_get(c, dir, "f00000", &st2);
+  ck_assert_ptr_ne(a, b);
+  ck_assert_uint_eq(atomic_load(&st2.opens), 1);
+  bytesrc_unref(b);
+
+  /* Replaced while the pool holds its descriptor: still the old inode. */
+  char from[128], to[128];
+  snprintf(from, sizeof from, "%s/new", dir);
+  snprintf(to, sizeof to, "%s/f00000", dir);
+  put(dir, "new", "file 00000:XYZ", 14);
+  ck_assert_int_eq(rename(from, to), 0);
+  b = confine_get(c, dir, "f00000", &st2);
+  expect_content(b, 0);
+  bytesrc_unref(b);
+  /* Once the pool closed it: the old source fails as before, and a new
+   * open checks the path again and finds the new file. */
+  push_out(c, dir, 30);
+  char buf[16];
+  ck_assert_int_eq(bytesrc_read_range(a, 0, 4, buf, &err), -EIO);
+  ck_assert_str_eq(err.msg, "file replaced while mounted");
+  b = confine_get(c, dir, "f00000", &st);
+  ck_assert_ptr_ne(a, b);
+  ck_assert_uint_eq(b->size, 14);
+  ck_assert_int_eq(bytesrc_read_range(b, 0, 14, buf, &err), 0);
+  ck_assert(!memcmp(buf, "file 00000:XYZ", 14));
+  bytesrc_unref(b);
+  bytesrc_unref(a);
+  confine_free(c);
+  rmtree(dir);
+}
+END_TEST
+
+START_TEST(confine_cache_swapped_link_stays_inside) {
+  set_nofile(32); /* a pool of 8 */
+  const char *top = tmpdir();
+  char dir[128], out[128], link[160], target[160];
+  snprintf(dir, sizeof dir, "%s/in", top);
+  snprintf(out, sizeof out, "%s/out", top);
+  ck_assert_int_eq(mkdir(dir, 0755), 0);
+  ck_assert_int_eq(mkdir(out, 0755), 0);
+  put_files(dir, 30);
+  put(out, "secret", "SECRET", 6);
+  snprintf(link, sizeof link, "%s/link", dir);
+  ck_assert_int_eq(symlink("f00000", link), 0);
+  int base = count_fds();
+  struct confine *c = confine_at(dir);
+  struct zerr err = {0};
+  struct bytesrc *a = confine_get(c, dir, "link", NULL);
+  expect_content(a, 0);
+  /* Swap the link to point outside: the cached open still names the
+   * inode checked before, never the secret. */
+  snprintf(target, sizeof target, "%s/secret", out);
+  ck_assert_int_eq(unlink(link), 0);
+  ck_assert_int_eq(symlink(target, link), 0);
+  struct bytesrc *b = confine_get(c, dir, "link", NULL);
+  expect_content(b, 0);
+  bytesrc_unref(b);
+  /* Once the pool closed it: refused like any path outside the roots,
+   * and the old source's reopen fails instead of reading the secret. */
+  push_out(c, dir, 30);
+  b = NULL;
+  ck_assert_int_eq(confine_open(c, link, NULL, &b, &err), -EACCES);
+  ck_assert_ptr_null(b);
+  char buf[8];
+  ck_assert_int_eq(bytesrc_read_range(a, 0, 4, buf, &err), -EIO);
+  ck_assert_msg(strstr(err.msg, "outside the allowed roots"), "%s", err.msg);
+  bytesrc_unref(a);
+  confine_free(c);
+  ck_assert_int_eq(count_fds(), base);
+  rmtree(top);
+}
+END_TEST
+
+START_TEST(confine_cache_is_bounded) {
+  set_nofile(200); /* a pool of 50 */
+  const char *dir = tmpdir();
+  put_files(dir, 2000);
+  int base = count_fds();
+  struct confine *c = confine_at(dir);
+  struct io_stats st = {0};
+  for (int i = 0; i < 2000; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "f%05d", i);
+    struct bytesrc *b = confine_get(c, dir, name, &st);
+    expect_content(b, i);
+    bytesrc_unref(b);
+  }
+  size_t entries;
+  uint64_t hits;
+  confine_cache_stats(c, &entries, &hits);
+  ck_assert_uint_gt(entries, 100);
+  ck_assert_uint_le(entries, 256);
+  ck_assert_uint_eq(hits, 0);
+  ck_assert_uint_eq(atomic_load(&st.opens), 2000);
+  ck_assert_int_le(count_fds(), base + 50);
+  /* The last one is still open in the pool: a hit. */
+  struct bytesrc *b = confine_get(c, dir, "f01999", &st);
+  confine_cache_stats(c, &entries, &hits);
+  ck_assert_uint_eq(hits, 1);
+  ck_assert_uint_eq(atomic_load(&st.opens), 2000);
+  confine_free(c);
+  expect_content(b, 1999); /* outlives the confine */
+  bytesrc_unref(b);
+  ck_assert_int_eq(count_fds(), base);
+  rmtree(dir);
+}
+END_TEST
+
+struct cache_reader {
+  struct confine *c;
+  const char *dir;
+  int fails;
+};
+
+/* Open and read a few paths over and over (the cache under threads). */
+static void *cache_reader_main(void *ud) {
+  struct cache_reader *r = ud;
+  for (int k = 0; k < 3000; k++) {
+    int i = (k * 7) % 5;
+    char p[128], want[128], got[128];
+    snprintf(p, sizeof p, "%s/f%05d", r->dir, i);
+    size_t n = content(i, want, sizeof want);
+    struct bytesrc *b = NULL;
+    struct zerr err = {0};
+    if (confine_open(r->c, p, NULL, &b, &err) < 0 || b->size != n ||
+        bytesrc_read_range(b, 0, n, got, &err) < 0 || memcmp(got, want, n))
+      r->fails++;
+    bytesrc_unref(b);
+  }
+  return NULL;
+}
+
+START_TEST(confine_cache_threads) {
+  const char *dir = tmpdir();
+  put_files(dir, 5);
+  struct confine *c = confine_at(dir);
+  pthread_t th[4];
+  struct cache_reader r[4];
+  for (int i = 0; i < 4; i++) {
+    r[i] = (struct cache_reader){c, dir, 0};
+    ck_assert_int_eq(pthread_create(&th[i], NULL, cache_reader_main, &r[i]), 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    ck_assert_int_eq(r[i].fails, 0);
+  }
+  size_t entries;
+  uint64_t hits;
+  confine_cache_stats(c, &entries, &hits);
+  ck_assert_uint_ge(hits, 4 * 3000 - 4 * 5);
+  confine_free(c);
+  rmtree(dir);
+}
+END_TEST
+
 /* ---- EMFILE is transient ---- */
 
 /* Fill the descriptor table with dup()s; returns how many (*fds malloc'd). */
@@ -806,6 +1015,10 @@ int main(void) {
   tcase_add_test(tc, confine_targets_stay_under_limit);
   tcase_add_test(tc, concurrent_readers);
   tcase_add_test(tc, replaced_file_detected);
+  tcase_add_test(tc, confine_cache_hits_and_replaced_file);
+  tcase_add_test(tc, confine_cache_swapped_link_stays_inside);
+  tcase_add_test(tc, confine_cache_is_bounded);
+  tcase_add_test(tc, confine_cache_threads);
   tcase_add_test(tc, emfile_is_transient);
   tcase_add_test(tc, special_files_refused_and_listed);
   int proc_test = can_hide_proc();

@@ -603,6 +603,33 @@ START_TEST(dir_listing_for_readdir) {
   ck_assert(!strcmp(de.name, "0.txt") && !de.attr);
   ns_dir_get(d, 10, &de);
   ck_assert(!strcmp(de.name, "1.txt") && de.attr && de.size == size);
+
+  /* ... and learned while the listing is open (as `ls -l` stats
+   * values.txt between two readdirplus): ns_dir_attr finds it, reading
+   * nothing. */
+  ns_dir_get(d, 9, &de);
+  ns_dir_attr(e, d, &de);
+  ck_assert(!de.attr);
+  uint64_t zsize;
+  ck_assert_int_eq(ns_resolve(e, "/d/0.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &zsize, &err), 0);
+  /* values.txt fails (chunk 2 is 32 bytes): never attributes */
+  ck_assert_int_eq(ns_resolve(e, "/d/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), -EIO);
+  before = atomic_load(&s->stats.bytes_read);
+  ns_dir_get(d, 9, &de);
+  ns_dir_attr(e, d, &de);
+  ck_assert(!strcmp(de.name, "0.txt") && de.attr && de.size == zsize);
+  ns_dir_get(d, 7, &de);
+  ns_dir_attr(e, d, &de);
+  ck_assert(!strcmp(de.name, "values.txt") && !de.attr);
+  ns_dir_get(d, 2, &de); /* a stored file: as listed */
+  ns_dir_attr(e, d, &de);
+  ck_assert(!strcmp(de.name, "1") && de.attr && de.size == 16);
+  ns_dir_get(d, 3, &de);
+  ns_dir_attr(e, d, &de);
+  ck_assert(!strcmp(de.name, "2") && !de.attr);
+  ck_assert_uint_eq(atomic_load(&s->stats.bytes_read), before);
   ns_dir_free(d);
 
   /* The root: a stored directory carries its attributes. */
