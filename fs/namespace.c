@@ -117,22 +117,28 @@ static int is_chunk_prefix(struct engine *e, const char *key) {
   return 0;
 }
 
+/* Is the store key dir/name (name alone at the root) a file? Then its
+ * size and time. */
+static int stored_file(struct engine *e, const char *dir, const char *name,
+                       uint64_t *size, int64_t *mtime) {
+  char k[4096];
+  int w = *dir ? snprintf(k, sizeof k, "%s/%s", dir, name)
+               : snprintf(k, sizeof k, "%s", name);
+  enum store_entry_type t;
+  return w > 0 && (size_t)w < sizeof k &&
+         store_stat_time(e->store, k, &t, size, mtime, NULL) == 0 &&
+         t == STORE_FILE;
+}
+
 /* The time of an array's metadata document (zarr.json, else .zarray):
  * what its values.txt shows. */
 static int64_t meta_mtime(struct engine *e, const char *array) {
   static const char *const names[] = {"zarr.json", ".zarray"};
-  for (size_t i = 0; i < 2; i++) {
-    char k[4096];
-    int w = *array ? snprintf(k, sizeof k, "%s/%s", array, names[i])
-                   : snprintf(k, sizeof k, "%s", names[i]);
-    enum store_entry_type t;
-    uint64_t size;
-    int64_t mtime;
-    if (w > 0 && (size_t)w < sizeof k &&
-        store_stat_time(e->store, k, &t, &size, &mtime, NULL) == 0 &&
-        t == STORE_FILE)
+  uint64_t size;
+  int64_t mtime;
+  for (size_t i = 0; i < 2; i++)
+    if (stored_file(e, array, names[i], &size, &mtime))
       return mtime;
-  }
   return STORE_MTIME_UNKNOWN;
 }
 
@@ -470,17 +476,11 @@ static void dir_add_metadata(struct engine *e, const char *key,
   static const char *const names[] = {"zarr.json", ".zgroup", ".zarray",
                                       ".zattrs", ".zmetadata"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-    char k[4096];
-    int w = *key ? snprintf(k, sizeof k, "%s/%s", key, names[i])
-                 : snprintf(k, sizeof k, "%s", names[i]);
-    enum store_entry_type t;
     uint64_t size;
     int64_t mtime;
-    int found = w > 0 && (size_t)w < sizeof k &&
-                store_stat_time(e->store, k, &t, &size, &mtime, NULL) == 0 &&
-                t == STORE_FILE;
+    int found = stored_file(e, key, names[i], &size, &mtime);
     if (found)
-      dir_add_stored(d, names[i], t, size, mtime);
+      dir_add_stored(d, names[i], STORE_FILE, size, mtime);
     if (i == 0 && found)
       break; /* V3: no V2 names beside it */
   }

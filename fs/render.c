@@ -956,13 +956,14 @@ void render_var(const struct dtype *dt, const uint8_t *src, uint64_t text_off,
   }
   /* Strings: copy, then turn newline bytes into spaces so a line is
    * always one element. Short strings (the common case) go byte by byte:
-   * cheaper than the two library calls. */
+   * cheaper than the two library calls; back to front, like memmove, so
+   * that text made in place (dst at or after src) is right. */
   if (len < 32) {
-    for (size_t i = 0; i < len; i++)
+    for (size_t i = len; i-- > 0;)
       dst[i] = src[i] == '\n' ? ' ' : (char)src[i];
     return;
   }
-  memcpy(dst, src, len);
+  memmove(dst, src, len);
   char *p = dst, *end = dst + len;
   while (p < end && (p = memchr(p, '\n', (size_t)(end - p))))
     *p++ = ' ';

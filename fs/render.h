@@ -75,7 +75,9 @@ uint64_t render_var_src_off(const struct dtype *dt, uint64_t text_off);
 
 /* Render text positions [text_off, text_off+len) of a variable-length
  * element into dst. src points at the element's source bytes starting at
- * render_var_src_off(dt, text_off) and holds enough bytes for the range. */
+ * render_var_src_off(dt, text_off) and holds enough bytes for the range.
+ * Strings (not bytes) may be rendered in place: dst may overlap src when
+ * it starts at or after it. */
 void render_var(const struct dtype *dt, const uint8_t *src, uint64_t text_off,
                 size_t len, char *dst);
 

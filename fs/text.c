@@ -258,18 +258,9 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
       free(t);
       return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
     }
-    uint64_t src = eo[k], d = eo[k] + k, l = eo[k + 1] - eo[k];
+    uint64_t d = eo[k] + k, l = eo[k + 1] - eo[k];
     t[d + l] = '\n';
-    if (l < 32) {
-      for (uint64_t i = l; i-- > 0;) {
-        char c = t[src + i];
-        t[d + i] = c == '\n' ? ' ' : c;
-      }
-    } else {
-      memmove(t + d, t + src, (size_t)l);
-      for (char *p = t + d, *e = p + l; (p = memchr(p, '\n', (size_t)(e - p)));)
-        *p++ = ' ';
-    }
+    render_var(&ct->form->dt, (const uint8_t *)t + eo[k], 0, (size_t)l, t + d);
     if (k % TEXT_BLOCK == 0)
       ct->blk[k / TEXT_BLOCK] = d;
   }
@@ -298,6 +289,18 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     rc = zerr_set(err, EFBIG, "chunk has too many elements");
   if (rc == 0 && !(ct->blk = malloc((size_t)(nblk ? nblk : 1) * 8)))
     rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0) {
+    ct->nblk = nblk;
+    int done = layout_in_place(ct, render_max, stop, err);
+    if (done < 0) {
+      zobj_put(&ct->obj);
+      return done;
+    }
+    if (done) {
+      *out = ct;
+      return 0;
+    }
+  }
   /* Fixed-size elements are rendered to be measured: keep the text (one
    * render per element in all) unless it grows past render_max. */
   struct tbuf tb = {NULL, 0, 0, render_max};
@@ -309,34 +312,6 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     tb.cap = guess < render_max ? guess : render_max;
     tb.p = malloc(tb.cap);
   }
-  if (rc == 0) {
-    ct->nblk = nblk;
-    int done = layout_in_place(ct, render_max, stop, err);
-    if (done) {
-      if (done < 0) {
-        free(tb.p);
-        zobj_put(&ct->obj);
-        return done;
-      }
-      free(tb.p);
-      *out = ct;
-      return 0;
-    }
-  }
-  /* Strings and bytes already in memory whose text surely fits render_max
-   * are rendered as they are measured, into a buffer of that bound (the
-   * engine keeps such text whole anyway: one pass instead of a walk to
-   * measure and another to render). */
-  const uint8_t *vmem = NULL;
-  const uint64_t *eo = ab->offsets;
-  if (rc == 0 && !ab->elsize && ab->data && ab->data->mem && render_max) {
-    uint64_t bound = render_var_len(&form->dt, ab->data->size) + ct->nin;
-    if (bound >= ab->data->size && bound <= render_max &&
-        (tb.p = malloc(bound ? (size_t)bound : 1))) {
-      tb.cap = tb.max = (size_t)bound;
-      vmem = ab->data->mem;
-    }
-  }
   uint64_t pos = 0;
   struct inb_it it;
   it_init(&it, ct, 0);
@@ -346,13 +321,6 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
       if (k % TEXT_STOP_EVERY == 0 && stop &&
           atomic_load_explicit(stop, memory_order_relaxed))
         rc = zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
-    }
-    if (vmem) { /* the bound holds every line: no room check */
-      uint64_t l = render_var_len(&form->dt, eo[it.j + 1] - eo[it.j]);
-      render_var(&form->dt, vmem + eo[it.j], 0, (size_t)l, tb.p + pos);
-      tb.p[pos + l] = '\n';
-      pos += l + 1;
-      continue;
     }
     if (tb.p) {
       char *d = tbuf_room(&tb, RENDER_FIXED_MAX + 1);
@@ -377,8 +345,6 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
   ct->nblk = nblk;
   ct->size = pos;
   ct->cost = unit_base_cost(form) + (size_t)nblk * 8 + abytes_mem_cost(ab);
-  if (vmem)
-    tb.len = (size_t)pos;
   if (tb.p) { /* rendered whole: the elements are not needed any more */
     char *t = tb.len < tb.cap ? realloc(tb.p, tb.len ? tb.len : 1) : tb.p;
     ct->text = t ? t : tb.p;
