@@ -5,7 +5,7 @@
  * kernel's FUSE round trips and copies and nothing else, so `cat` of it is
  * the floor that any zarrfs view of the same bytes can only approach.
  *
- * It takes the FUSE settings zarrfs takes (src/main.c, fs/fuse_ops.c):
+ * It takes the FUSE settings zarrfs takes (fs/main.c, fs/fuse_ops.c):
  * read-only mount, kernel_cache, keep_cache on open, an hour of attribute
  * and entry timeouts, the multi-threaded loop with at most 16 threads, and
  * libfuse's defaults for everything else (max_read, max_pages, splice).

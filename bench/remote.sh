@@ -4,7 +4,7 @@
 #
 # Builds a store of N strings (~15 bytes, 1M per chunk; zarrs.vlen with
 # zstd data, and uncompressed), serves it with nginx on 127.0.0.1 and
-# with tests/faultsrv adding LAT ms per request, and times, each on a fresh
+# with tests/integration/faultsrv adding LAT ms per request, and times, each on a fresh
 # mount: cat values.txt, head -1 values.txt (time to first byte), and 8
 # parallel readers of the chunk views. References measured in the same run:
 # curl downloading every chunk (the bytes alone, one request each, in
@@ -12,7 +12,7 @@
 #
 # usage: bash bench/remote.sh [--count N] [--runs R] [--lat MS]
 # env:   ZARRFS_BUILDDIR  the build tree (default build/); needs zarrfs,
-#                         zarrfs-mkstore, tests/faultsrv (make check builds it)
+#                         zarrfs-mkstore, tests/integration/faultsrv (make check builds it)
 set -euo pipefail
 export LC_ALL=C
 COUNT=10000000 RUNS=3 LAT=20
@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
 done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${ZARRFS_BUILDDIR:-$ROOT/build}
-for f in zarrfs zarrfs-mkstore tests/faultsrv; do
+for f in zarrfs zarrfs-mkstore tests/integration/faultsrv; do
   [ -x "$B/$f" ] || { echo "bench/remote.sh: $B/$f missing (make && make check)" >&2; exit 1; }
 done
 CHUNK=$((COUNT / 10))
@@ -69,7 +69,7 @@ http {
 EOF
 /usr/sbin/nginx -c "$W/ng/nginx.conf" -p "$W/ng" &
 PIDS+=($!)
-"$B/tests/faultsrv" --root "$W/web" --port-file "$W/fault.port" &
+"$B/tests/integration/faultsrv" --root "$W/web" --port-file "$W/fault.port" &
 PIDS+=($!)
 for i in $(seq 50); do [ -s "$W/fault.port" ] && curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 NG="http://127.0.0.1:$PORT"

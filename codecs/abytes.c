@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 /* Zeroed abytes; the caller fills it in. */
 struct abytes *abytes_alloc(void) {

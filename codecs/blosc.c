@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 static const char *const zblosc_aliases[] = {"numcodecs.blosc", NULL};
 

@@ -22,10 +22,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "../src/bytesrc.h"
-#include "../src/dtype.h"
-#include "../src/err.h"
-#include "../src/meta.h"
+#include "../src/io/bytesrc.h"
+#include "../src/zarr/dtype.h"
+#include "../src/util/err.h"
+#include "../src/zarr/meta.h"
 
 /* What a codec decodes into: the shape and type of the decoded array. */
 struct codec_spec {

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 struct fso_state {
   double scale, offset;

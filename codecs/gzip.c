@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <zlib.h>
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 /* Validate {"level": int}; decoding needs nothing from it. */
 static int gzip_create(json_t *config, const struct codec_spec *decoded,
@@ -67,7 +67,7 @@ static int inflate_loop(z_stream *zs, struct zbuf *b, const char *name,
   }
 }
 
-/* zlib's allocator: ours, so that tests/allocfail.c sees (and can fail)
+/* zlib's allocator: ours, so that tests/unit/allocfail.c sees (and can fail)
  * zlib's allocations too. */
 static voidpf gzip_zalloc(voidpf opaque, uInt items, uInt size) {
   (void)opaque;

@@ -30,8 +30,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../src/buf.h"
-#include "../src/jlex.h"
+#include "../src/util/buf.h"
+#include "../src/json/jlex.h"
 
 /* A value's byte range in the document and whether it is a string. */
 struct json2_span {

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 extern const struct codec_impl codec_zstd;
 extern const struct codec_impl codec_crc32c;

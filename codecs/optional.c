@@ -9,7 +9,7 @@
  * C order, as a 1-D array of the inner type encoded by data_codecs (for a
  * nested optional type, another zarrs.optional), and is empty when no value
  * is present. Decoding expands them into the DT_OPTIONAL representation
- * (src/dtype.h): fixed-size inner types give elements of the inner bytes
+ * (src/zarr/dtype.h): fixed-size inner types give elements of the inner bytes
  * then one presence byte; variable-size ones give elements that are empty
  * when missing and the byte 1 then the inner element's bytes when present.
  *
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 struct optional_state {
   struct chain *mask_chain; /* bool, the chunk's shape */

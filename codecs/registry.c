@@ -5,7 +5,7 @@
  * lookups need no lock. */
 #include "codec.h"
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 #include <string.h>
 

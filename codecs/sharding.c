@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 #define SHARD_EMPTY UINT64_MAX
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 /* The state is the codec's name, for messages; it is static, never freed. */
 

@@ -15,7 +15,7 @@
 #define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
-#include "../src/buf.h"
+#include "../src/util/buf.h"
 
 /* Validate {"level": int, "checksum": bool}; decoding needs neither. */
 static int zstd_create(json_t *config, const struct codec_spec *decoded,

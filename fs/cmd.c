@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/bytesrc.h"
-#include "../src/store.h"
+#include "../src/io/bytesrc.h"
+#include "../src/store/store.h"
 #include "engine.h"
 #include "info.h"
 #include "namespace.h"

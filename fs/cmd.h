@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../src/cli.h"
+#include "../src/app/cli.h"
 
 struct engine;
 

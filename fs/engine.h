@@ -1,5 +1,5 @@
 /* engine.h - the read engine of one mount, and the daemon's context: the
- * store, the memo (src/memo.h) and its levels, the limits, the decode-ahead
+ * store, the memo (src/util/memo.h) and its levels, the limits, the decode-ahead
  * workers, the log, the shutdown flag, and the node table's storage.
  *
  * The engine is a composition: engine_new and engine_free build and tear
@@ -17,7 +17,7 @@
  * Everything here is FUSE-free so tests and a future command-line front end
  * drive the same code. The engine owns every piece of shared mutable state
  * (the memo, the node table), each behind its own lock: memo.lock (in
- * src/memo.c) and nodes_lock (used by fs/node.c), both leaves.
+ * src/util/memo.c) and nodes_lock (used by fs/node.c), both leaves.
  *
  * Errors that come from the data (corrupt chunk, bad metadata, unsupported
  * codec) are logged by the modules that meet them, through engine_log, where
@@ -31,13 +31,13 @@
 #include <stdint.h>
 
 #include "../codecs/chain.h"
-#include "../src/htab.h"
-#include "../src/log.h"
-#include "../src/logonce.h"
-#include "../src/memo.h"
-#include "../src/meta.h"
-#include "../src/pool.h"
-#include "../src/store.h"
+#include "../src/util/htab.h"
+#include "../src/util/log.h"
+#include "../src/util/logonce.h"
+#include "../src/util/memo.h"
+#include "../src/zarr/meta.h"
+#include "../src/util/pool.h"
+#include "../src/store/store.h"
 #include "stats.h"
 
 /* Memo levels of what the engine and the views cache. The wait rule of

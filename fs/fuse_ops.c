@@ -20,8 +20,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "../src/htab.h"
-#include "../src/log.h"
+#include "../src/util/htab.h"
+#include "../src/util/log.h"
 #include "engine.h"
 #include "info.h"
 #include "namespace.h"

@@ -1,5 +1,5 @@
 /* fuse_ops.h - the FUSE operation table of zarrfs: the only code (with
- * src/main.c) that sees libfuse. It uses the low-level API: the kernel's
+ * fs/main.c) that sees libfuse. It uses the low-level API: the kernel's
  * inode numbers map to store paths in a table of our own (struct
  * zfs_inodes), so that listing a million names costs one pass and a few
  * hundred replies, and every inode is an ordinary allocation. Each

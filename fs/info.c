@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/presence.h"
+#include "../src/store/presence.h"
 #include "node.h"
 #include "unit.h"
 

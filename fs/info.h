@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../src/err.h"
+#include "../src/util/err.h"
 
 struct engine;
 struct znode;

@@ -1,7 +1,7 @@
 /* node.h - the node table of an engine: each store prefix's metadata
  * (zarr.json, or .zarray/.zgroup), parsed once, with the array's codec
  * chain, decode unit and text form, kept for the engine's life; and the
- * hierarchy's consolidated metadata (src/consolidated.h), so a hierarchy
+ * hierarchy's consolidated metadata (src/zarr/consolidated.h), so a hierarchy
  * is served without reading per-node metadata and lists even where the
  * store cannot.
  *
@@ -25,8 +25,8 @@
 #include <stdint.h>
 
 #include "../codecs/chain.h"
-#include "../src/consolidated.h"
-#include "../src/meta.h"
+#include "../src/zarr/consolidated.h"
+#include "../src/zarr/meta.h"
 #include "engine.h"
 #include "text.h"
 

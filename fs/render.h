@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../src/dtype.h"
+#include "../src/zarr/dtype.h"
 
 /* Longest text of one fixed-size element (without newline). */
 #define RENDER_FIXED_MAX 64

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "../codecs/chain.h"
-#include "../src/memo.h"
+#include "../src/util/memo.h"
 
 /* In-bounds elements per stored layout offset. */
 #define TEXT_BLOCK 64

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/buf.h"
-#include "../src/utf8.h"
+#include "../src/util/buf.h"
+#include "../src/util/utf8.h"
 #include "render.h"
 
 static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,

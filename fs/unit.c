@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../codecs/sharding.h"
-#include "../src/presence.h"
+#include "../src/store/presence.h"
 #include "textprep.h"
 
 /* The chunk holding unit idx, and the unit's C-order index inside it. */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../src/memo.h"
+#include "../src/util/memo.h"
 #include "engine.h"
 #include "node.h"
 #include "text.h"
@@ -67,7 +67,7 @@ int engine_unit_size(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *size, struct zerr *err);
 
 /* Which chunks of array n are stored (a pin; the object is a struct
- * presence from src/presence.h). */
+ * presence from src/store/presence.h). */
 int engine_presence(struct engine *e, const struct znode *n,
                     struct memo_ref **out, struct zerr *err);
 

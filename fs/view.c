@@ -11,9 +11,9 @@
 #include <string.h>
 
 #include "../codecs/chain.h"
-#include "../src/buf.h"
-#include "../src/pool.h"
-#include "../src/presence.h"
+#include "../src/util/buf.h"
+#include "../src/util/pool.h"
+#include "../src/store/presence.h"
 
 /* Largest segment table of one row of units (entries). */
 #define VIEW_MAX_SEGMENTS (64u << 20)
@@ -619,7 +619,7 @@ static int region_size(struct engine *e, const struct znode *n,
 /* ---- decoding ahead ----
  *
  * A reader going through a view in sequence has the units after the one
- * it reads decoded by the engine's workers (src/pool.h) meanwhile, so it
+ * it reads decoded by the engine's workers (src/util/pool.h) meanwhile, so it
  * finds them ready: decoding runs in parallel with the kernel's copying
  * and on every core. The cursor keeps those units pinned until the reader
  * passes them; how many is bounded by the engine's ahead budget (a part of

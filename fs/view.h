@@ -16,7 +16,7 @@
  * segments, so that each unit is decoded once per pass over the slab and
  * never once per row of elements.
  *
- * Reads go through the memo (src/memo.h). A reader may pass a cursor (one
+ * Reads go through the memo (src/util/memo.h). A reader may pass a cursor (one
  * per open file): it keeps the layout and the last units, rows and data
  * sections that reader used pinned, so a sequential reader never decodes
  * the same unit twice even with a tiny cache budget; the bytes kept this

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../../src/meta.h"
+#include "../../src/zarr/meta.h"
 
 #ifdef FUZZ_REPLAY
 #define FUZZ_TARGET(name)                                                      \

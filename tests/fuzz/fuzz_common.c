@@ -11,7 +11,7 @@
 
 #include "../../codecs/chain.h"
 #include "../../codecs/sharding.h"
-#include "../../src/log.h"
+#include "../../src/util/log.h"
 
 /* A NUL-terminated copy of the input. */
 char *fuzz_strndup(const uint8_t *data, size_t size) {

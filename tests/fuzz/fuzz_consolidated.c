@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/consolidated.h"
+#include "../../src/zarr/consolidated.h"
 
 struct walk {
   const struct zcons *c;

@@ -1,10 +1,10 @@
-/* fuzz_jdup.c - the duplicate-key scanner over JSON text (src/jdup.c), as
+/* fuzz_jdup.c - the duplicate-key scanner over JSON text (src/json/jdup.c), as
  * kerchunk (member "refs") and VirtualiZarr manifests (top level) use it. */
 #include "fuzz.h"
 
 #include <jansson.h>
 
-#include "../../src/jdup.h"
+#include "../../src/json/jdup.h"
 
 /* One document, scanned at the top level and in its "refs" member. */
 FUZZ_TARGET(jdup) {

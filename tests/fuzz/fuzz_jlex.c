@@ -1,4 +1,4 @@
-/* fuzz_jlex.c - the JSON lexer (src/jlex.c) against jansson.
+/* fuzz_jlex.c - the JSON lexer (src/json/jlex.c) against jansson.
  *
  * Each input is one document, lexed as a whole value with every flag set
  * and checked both ways against jansson (JSON_DECODE_ANY|JSON_ALLOW_NUL):
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/jlex.h"
-#include "../../src/utf8.h"
+#include "../../src/json/jlex.h"
+#include "../../src/util/utf8.h"
 
 /* Check every string token of the text: decoding never lengthens, never
  * makes ill-formed UTF-8, matches jansson's decoding of the same token. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/kerchunk.h"
+#include "../../src/store/kerchunk.h"
 
 struct list {
   const struct manifest *m;

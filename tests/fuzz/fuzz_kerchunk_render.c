@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/kerchunk.h"
+#include "../../src/store/kerchunk.h"
 
 /* One template, with variables i, j and big. */
 FUZZ_TARGET(kerchunk_render) {

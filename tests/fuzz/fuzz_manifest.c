@@ -1,5 +1,5 @@
 /* fuzz_manifest.c - VirtualiZarr manifest.json (chunk-manifest-json
- * storage transformer): the manifest parser of src/store_vzarr.c reached
+ * storage transformer): the manifest parser of src/store/store_vzarr.c reached
  * as the mount reaches it, through a local store wrapped by
  * store_wrap_vzarr, then listings and reads of the chunk keys it makes.
  * Input: the manifest.json text. Targets may only be read under the
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../src/confine.h"
-#include "../../src/store.h"
+#include "../../src/store/confine.h"
+#include "../../src/store/store.h"
 
 static const char zarr_json[] =
     "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[4,4],"

@@ -13,7 +13,7 @@
 
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
-#include "../../src/store.h"
+#include "../../src/store/store.h"
 
 #define I32(v) v, 0, 0, 0
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# mount_faults.sh - a store behind tests/faultsrv, the project's
+# mount_faults.sh - a store behind tests/integration/faultsrv, the project's
 # fault-injecting HTTP server on 127.0.0.1, through the real daemon:
 #  1. transient failures (500 twice, 429 with Retry-After, latency, a
 #     server that ignores Range) are retried or handled: exact bytes;
@@ -101,7 +101,7 @@ if ip addr add "$LL/32" dev lo 2>/dev/null; then
   trap_ll() { ip addr del "$LL/32" dev lo 2>/dev/null; }
   d=$(zt_mkdir ll)
   printf 'ABCDEFGHIJKLMNOP' >"$WEB/blob.bin"
-  "$ZARRFS_BUILDDIR/tests/faultsrv" --root "$WEB" --port-file "$d/port" \
+  "$ZARRFS_BUILDDIR/tests/integration/faultsrv" --root "$WEB" --port-file "$d/port" \
     --bind "$LL" >"$d/out" 2>&1 &
   srv_track $!
   if port=$(srv_wait_port "$d/port"); then

@@ -10,7 +10,7 @@
 #   srv_nginx_requests [PAT] requests logged (whose line holds PAT)
 #   srv_nginx_bytes [PAT]    body bytes sent (of those lines)
 #   srv_nginx_log_reset      forget the log so far
-#   srv_fault_start ROOT     tests/faultsrv serving ROOT; sets FAULT_URL,
+#   srv_fault_start ROOT     tests/integration/faultsrv serving ROOT; sets FAULT_URL,
 #                            FAULT_LOG (METHOD PATH RANGE STATUS BYTES)
 #   srv_fault_mode MODE      the fault server's global mode (ok clears)
 #   srv_fault_requests [PAT] requests logged (whose line holds PAT)
@@ -120,8 +120,8 @@ srv_nginx_bytes() {
 srv_nginx_log_reset() { : >"$NGINX_LOG"; }
 
 srv_fault_start() {
-  local root=$1 bin=${ZARRFS_BUILDDIR:-.}/tests/faultsrv d port
-  [ -x "$bin" ] || srv_need "tests/faultsrv (make check builds it)"
+  local root=$1 bin=${ZARRFS_BUILDDIR:-.}/tests/integration/faultsrv d port
+  [ -x "$bin" ] || srv_need "tests/integration/faultsrv (make check builds it)"
   d=$(zt_mkdir fault)
   "$bin" --root "$root" --port-file "$d/port" --log "$d/access.log" \
     >"$d/stdout" 2>&1 &

@@ -8,7 +8,7 @@
 #      one group and V2 arrays in another; then truncates one stored chunk
 #      of some of them (corrupt chunks). zarrfs-mkstore writes each array
 #      and the text its values.txt must show (the model's answer);
-#   2. 16 threads (tests/soakread) read random ranges, opening and closing
+#   2. 16 threads (tests/integration/soakread) read random ranges, opening and closing
 #      as they go, of every raw key, every values.txt and every chunk view
 #      of the 1-D arrays, on both mounts at once, for ZT_SOAK_SECONDS
 #      (default 40, 25 under ASan), with -o cache_size=1M,max_decode=64M:
@@ -29,8 +29,8 @@ ZT_TIMEOUT=${ZT_TIMEOUT:-600}
 . "$(dirname "$0")/lib.sh"
 zt_require_mkstore
 
-SOAKREAD=${ZARRFS_SOAKREAD:-$ZARRFS_BUILDDIR/tests/soakread}
-[ -x "$SOAKREAD" ] || zt_hard_error "tests/soakread is not built ($SOAKREAD)"
+SOAKREAD=${ZARRFS_SOAKREAD:-$ZARRFS_BUILDDIR/tests/integration/soakread}
+[ -x "$SOAKREAD" ] || zt_hard_error "tests/integration/soakread is not built ($SOAKREAD)"
 SEED=${ZT_SOAK_SEED:-20261125}
 SECS=${ZT_SOAK_SECONDS:-40}
 zt_daemon_is_asan && SECS=${ZT_SOAK_SECONDS:-25}

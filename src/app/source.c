@@ -1,0 +1,243 @@
+/* source.c - SOURCE: refuse a local one that cannot be a Zarr store before
+ * anything starts, then open the store it names (a local directory, a
+ * kerchunk reference file, or the same over http(s):// or s3://) with its
+ * remote context and the roots its references may read. FUSE-free. */
+#include "source.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../util/buf.h"
+#include "../store/confine.h"
+#include "../zarr/meta.h"
+#include "../net/s3.h"
+
+/* Root metadata larger than this is not metadata. */
+#define ROOT_META_MAX (64 << 20)
+
+/* The root's metadata file meta must parse: a malformed root would mount
+ * and show only unusable entries. Unsupported features (a chunk grid, a
+ * data type) are not refused here: the rest of the store still serves.
+ * Out of memory or an unreadable file is left to the mount. */
+static int root_meta_check(const char *meta) {
+  char *text = NULL;
+  size_t len = 0;
+  struct zerr err = {0};
+  if (zread_file(meta, ROOT_META_MAX, &text, &len, &err) < 0) {
+    if (err.code == EFBIG) {
+      fprintf(stderr, "zarrfs: %s: larger than %d MiB: not metadata\n", meta,
+              ROOT_META_MAX >> 20);
+      return -1;
+    }
+    return 0;
+  }
+  const char *name = strrchr(meta, '/') + 1;
+  struct zmeta *m = NULL;
+  int rc;
+  if (!strcmp(name, ".zgroup")) {
+    json_t *j = zjson_loadb(text ? text : "", len, &err);
+    rc = j ? 0 : err.code == ENOMEM ? -ENOMEM : -EIO;
+    if (j && !json_is_object(j))
+      rc = zerr_set(&err, EIO, "not a JSON object");
+    json_decref(j);
+  } else {
+    rc = !strcmp(name, "zarr.json")
+             ? zmeta_parse(text ? text : "", len, &m, &err)
+             : zmeta_parse_v2(text ? text : "", len, &m, &err);
+  }
+  zmeta_free(m);
+  free(text);
+  if (rc == -EIO) {
+    fprintf(stderr, "zarrfs: %s: invalid metadata: %s\n", meta, err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* Refuse a local SOURCE that is missing, unreadable, or a directory
+ * without Zarr root metadata, or with root metadata that does not parse. */
+int source_check(const char *source) {
+  struct stat st;
+  if (remote_is_url(source))
+    return 0; /* checked when the store opens */
+  if (stat(source, &st) < 0) {
+    fprintf(stderr, "zarrfs: %s: %s\n", source, strerror(errno));
+    return -1;
+  }
+  if (S_ISREG(st.st_mode)) { /* a kerchunk reference file */
+    if (access(source, R_OK) < 0) {
+      fprintf(stderr, "zarrfs: %s: cannot read: %s\n", source, strerror(errno));
+      return -1;
+    }
+    return 0;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "zarrfs: %s: not a directory or reference file\n", source);
+    return -1;
+  }
+  if (access(source, R_OK | X_OK) < 0) {
+    fprintf(stderr, "zarrfs: %s: cannot read: %s\n", source, strerror(errno));
+    return -1;
+  }
+  /* A V3 root (zarr.json) or a V2 one (.zgroup or .zarray). */
+  static const char *const roots[] = {"zarr.json", ".zgroup", ".zarray"};
+  char meta[4096];
+  int found = 0;
+  for (int i = 0; i < 3 && !found; i++) {
+    snprintf(meta, sizeof meta, "%s/%s", source, roots[i]);
+    found = stat(meta, &st) == 0 && S_ISREG(st.st_mode);
+  }
+  if (!found) {
+    fprintf(stderr,
+            "zarrfs: %s: no zarr.json (or .zgroup/.zarray): not a "
+            "Zarr store\n",
+            source);
+    return -1;
+  }
+  if (access(meta, R_OK) < 0) {
+    fprintf(stderr, "zarrfs: %s: cannot read: %s\n", meta, strerror(errno));
+    return -1;
+  }
+  return root_meta_check(meta);
+}
+
+/* A URL naming a JSON file (a kerchunk reference file), not a store. */
+static int url_is_json(const char *url) {
+  size_t n = strcspn(url, "?#");
+  return n > 5 && !strncasecmp(url + n - 5, ".json", 5);
+}
+
+/* A remote store must hold Zarr metadata at its root, as a local one
+ * (check_paths): refuse at once, saying what the server answered. */
+static int remote_root_check(struct store *s, const char *src) {
+  static const char *const names[] = {"zarr.json", ".zgroup", ".zarray"};
+  struct zerr err = {0};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    enum store_entry_type t;
+    uint64_t sz;
+    zerr_clear(&err);
+    int rc = store_stat(s, names[i], &t, &sz, &err);
+    if (rc == 0 && t == STORE_FILE)
+      return 0;
+    if (rc < 0 && rc != -ENOENT) {
+      fprintf(stderr, "zarrfs: %s: %s\n", src, err.msg);
+      return -1;
+    }
+  }
+  fprintf(stderr,
+          "zarrfs: %s: not a Zarr store (no zarr.json, .zgroup or "
+          ".zarray at its root)\n",
+          src);
+  return -1;
+}
+
+/* The remote context from the options (S3 settings from the options, the
+ * environment and ~/.aws). */
+int source_remote_new(const struct cli_config *cfg, struct remote **out) {
+  const struct cli_s3 *o = &cfg->s3;
+  struct s3_options so = {o->region, o->endpoint, o->profile,
+                          o->no_sign_request, o->requester_pays};
+  struct s3_config *s3;
+  struct zerr err = {0};
+  if (s3_config_load(&so, &s3, &err) < 0 ||
+      remote_new(&cfg->remote, s3, out, &err) < 0) {
+    fprintf(stderr, "zarrfs: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* The allowed roots of manifest and reference targets: the reference
+ * file's directory (or the store root) and every -o target_root. */
+static int source_confine(const struct cli_config *cfg, struct remote *remote,
+                          int is_url, int is_refs, struct confine **out) {
+  struct zerr err = {0};
+  struct confine *c;
+  if (confine_new(&c, &err) < 0) {
+    fprintf(stderr, "zarrfs: %s\n", err.msg);
+    return -1;
+  }
+  *out = c;
+  confine_set_remote(c, remote);
+  if (!cfg->remote_targets)
+    confine_forbid_remote(c);
+  if (!is_url) { /* a remote source allows no local root of its own */
+    char *srcdir = strdup(cfg->source);
+    if (!srcdir) {
+      fprintf(stderr, "zarrfs: out of memory\n");
+      return -1;
+    }
+    int rc = confine_add_root(c, is_refs ? dirname(srcdir) : cfg->source, &err);
+    free(srcdir);
+    if (rc < 0) {
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      return -1;
+    }
+  }
+  for (size_t i = 0; i < cfg->n_allow_roots; i++) {
+    const char *r = cfg->allow_roots[i];
+    if ((remote_is_url(r) ? confine_add_url_prefix(c, r, &err)
+                          : confine_add_root(c, r, &err)) < 0) {
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Open the store the source names, by its kind. */
+int source_open(const struct cli_config *cfg, struct remote *remote,
+                struct confine **confine, struct store **out) {
+  const char *src = cfg->source;
+  struct zerr err = {0};
+  struct stat sst;
+  int is_url = remote_is_url(src);
+  int is_refs =
+      is_url ? url_is_json(src) : stat(src, &sst) == 0 && S_ISREG(sst.st_mode);
+  *out = NULL;
+  if (source_confine(cfg, remote, is_url, is_refs, confine) < 0)
+    return -1;
+  struct confine *c = *confine;
+  if (is_url && is_refs) {
+    if (store_open_refs_url(remote, src, c, out, &err) < 0) {
+      fprintf(stderr, "zarrfs: %s: cannot load the reference file: %s\n", src,
+              err.msg);
+      return -1;
+    }
+  } else if (is_url) {
+    if (store_open_remote(remote, src, out, &err) < 0) {
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      return -1;
+    }
+    if (remote_root_check(*out, src) < 0) {
+      store_free(*out);
+      *out = NULL;
+      return -1;
+    }
+    /* Manifests of a remote store may name no local file. */
+    confine_set_remote_reference(c);
+    if (store_wrap_vzarr(*out, c, out, &err) < 0) {
+      *out = NULL;
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      return -1;
+    }
+  } else if (is_refs) {
+    if (store_open_refs(src, c, out, &err) < 0) {
+      fprintf(stderr, "zarrfs: %s: not a kerchunk reference file: %s\n", src,
+              err.msg);
+      return -1;
+    }
+  } else if (store_open_local(src, out, &err) < 0 ||
+             store_wrap_vzarr(*out, c, out, &err) < 0) {
+    *out = NULL;
+    fprintf(stderr, "zarrfs: %s\n", err.msg);
+    return -1;
+  }
+  return 0;
+}

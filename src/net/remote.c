@@ -1,0 +1,741 @@
+/* remote.c - remote objects as byte sources over one block cache, with
+ * single flight, runs of blocks per request, parallel fetches and
+ * read-ahead (see remote.h). */
+#define _GNU_SOURCE
+#include "remote.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/htab.h"
+#include "../util/memo.h"
+#include "s3.h"
+
+/* Read-ahead jobs queued at most (beyond: dropped, it is only a hint). */
+#define RA_QUEUE 64
+/* Read-ahead requests in flight per source at most. */
+#define RA_PER_SOURCE 4
+/* Reads of at least this many blocks bypass the blocks (direct_read). */
+#define DIRECT_MIN_BLOCKS 8
+/* ... and are cut into at least this many parallel parts. */
+#define DIRECT_PARTS 4
+/* Sizes (and absences) of objects remembered. */
+#define REMOTE_MAX_SIZES (1u << 20)
+/* Key tags: a block of an object, the size of an object. */
+#define TAG_BLOCK 0x424c4bu
+#define TAG_SIZE 0x53495au
+
+/* A part of a large read fetched straight into the reader's buffer; the
+ * reader waits for all its parts (its buffer must outlive them). */
+struct part_set {
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+  int left; /* parts not finished */
+  int rc;   /* first failure */
+  struct zerr err;
+};
+
+struct job {
+  struct bytesrc *src; /* a reference, dropped when done */
+  uint64_t block;      /* read-ahead: first block; part: object offset */
+  uint32_t n;          /* read-ahead: blocks; part: bytes */
+  uint8_t *dst;        /* part: where the bytes go (NULL: read-ahead) */
+  struct part_set *set;
+};
+
+struct remote {
+  struct remote_config cfg;
+  struct http_client *http;
+  struct s3_config *s3; /* owned, may be NULL */
+  struct s3_signing sign;
+  int have_sign;
+  struct memo *memo; /* blocks (objects) and sizes (values) */
+  atomic_int stop;
+  /* read-ahead workers */
+  pthread_mutex_t lock; /* guards the queue and quit */
+  pthread_cond_t more;
+  struct job queue[RA_QUEUE];
+  int qhead, qlen, quit, started;
+  pthread_t *threads;
+  int n_threads;
+};
+
+/* A fetched block: data[len], len < block_size only at the object's end. */
+struct rblock {
+  struct zobj obj;
+  size_t len;
+  uint8_t data[];
+};
+
+/* A remote byte source: a window of an object. */
+struct rsrc {
+  struct bytesrc base;
+  struct remote *r;
+  char *url;     /* as named (messages) */
+  char *req_url; /* what is requested (s3:// resolved) */
+  struct http_req req;
+  uint64_t win;  /* window start in the object */
+  struct io_stats *stats;
+  struct memo_key key; /* object identity: v[0] block, v[1] tag, v[2..] */
+  _Atomic uint64_t next;     /* where the last read ended (window) */
+  _Atomic uint64_t ra_end;   /* object offset read-ahead was issued to */
+  _Atomic uint64_t ra_win;   /* current read-ahead window (bytes) */
+  _Atomic int ra_inflight;
+};
+
+void remote_config_default(struct remote_config *c) {
+  memset(c, 0, sizeof *c);
+  http_config_default(&c->http);
+  c->cache_size = 64u << 20;
+  c->block_size = 64u << 10;
+  c->max_request = 8u << 20;
+  c->readahead = 32u << 20;
+  c->workers = 4;
+}
+
+int remote_is_url(const char *s) {
+  return !strncmp(s, "http://", 7) || !strncmp(s, "https://", 8) ||
+         !strncmp(s, "s3://", 5);
+}
+
+struct http_client *remote_http(struct remote *r) { return r->http; }
+const struct s3_config *remote_s3(const struct remote *r) { return r->s3; }
+uint64_t remote_requests(const struct remote *r) {
+  return http_requests(r->http);
+}
+
+/* ---- keys ---- */
+
+/* The identity words of url into k (v[2..]): the URL itself when it fits,
+ * else its length and two independent 64-bit hashes. */
+static void url_key(const char *url, uint64_t tag, struct memo_key *k) {
+  memset(k, 0, sizeof *k);
+  k->level = MEMO_LEVEL_SOURCE;
+  size_t n = strlen(url);
+  size_t room = (MEMO_KEY_WORDS - 3) * sizeof(uint64_t);
+  k->v[1] = tag;
+  if (n <= room) {
+    k->v[2] = n;
+    memcpy(&k->v[3], url, n);
+    k->n = (uint8_t)(3 + (n + 7) / 8);
+  } else {
+    k->v[2] = n | (1ull << 63);
+    k->v[3] = htab_hash_bytes(url, n, 0x243f6a8885a308d3ull);
+    k->v[4] = htab_hash_bytes(url, n, 0x13198a2e03707344ull);
+    k->n = 5;
+  }
+}
+
+/* ---- fetching blocks ---- */
+
+static void rblock_destroy(struct zobj *o) { free(o); }
+
+struct fetch {
+  struct rsrc *s;
+  uint64_t block; /* first block of the run */
+  uint32_t n;     /* blocks in the run */
+  struct io_stats *stats;
+};
+
+/* One GET for blocks [block, block+n) of the object; the first is the fill's
+ * result, the rest go into the memo as by-products. A run cut short by the
+ * object's end yields fewer (shorter) blocks; a first block beyond the end
+ * is -EIO. */
+static int fetch_run(struct remote *r, const struct http_req *req,
+                     const struct memo_key *okey, uint64_t block, uint32_t n,
+                     struct io_stats *stats, struct zobj **obj, size_t *cost,
+                     uint64_t *total, struct zerr *err) {
+  size_t bs = r->cfg.block_size;
+  size_t want = (size_t)n * bs;
+  uint8_t *buf = malloc(want);
+  if (!buf)
+    return zerr_set(err, ENOMEM, "out of memory");
+  size_t got;
+  int rc = http_get_range(r->http, req, block * bs, want, buf, &got, total,
+                          err);
+  if (rc < 0) {
+    free(buf);
+    return rc;
+  }
+  if (stats) {
+    atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
+  }
+  if (got == 0) {
+    free(buf);
+    return zerr_set(err, EIO, "%s: nothing at offset %" PRIu64
+                    " (the object is shorter)", req->log_url,
+                    (uint64_t)(block * bs));
+  }
+  struct rblock *first = NULL;
+  for (uint32_t i = 0; i < n && (size_t)i * bs < got; i++) {
+    size_t len = got - (size_t)i * bs < bs ? got - (size_t)i * bs : bs;
+    struct rblock *b = malloc(sizeof *b + len);
+    if (!b) {
+      if (!first) {
+        free(buf);
+        return zerr_set(err, ENOMEM, "out of memory");
+      }
+      break; /* by-products are optional */
+    }
+    zobj_init(&b->obj, rblock_destroy);
+    b->len = len;
+    memcpy(b->data, buf + (size_t)i * bs, len);
+    if (i == 0) {
+      first = b;
+    } else {
+      struct memo_key k = *okey;
+      k.v[0] = block + i;
+      memo_put(r->memo, &k, &b->obj, sizeof *b + len);
+    }
+  }
+  free(buf);
+  *obj = &first->obj;
+  *cost = sizeof *first + first->len;
+  return 0;
+}
+
+/* memo fill of a block (a run starting there). */
+static int block_fill(void *ctx, struct zobj **obj, size_t *cost,
+                      struct zerr *err) {
+  struct fetch *f = ctx;
+  return fetch_run(f->s->r, &f->s->req, &f->s->key, f->block, f->n, f->stats,
+                   obj, cost, NULL, err);
+}
+
+/* Is a block already there (ready)? */
+static int block_cached(struct remote *r, const struct memo_key *okey,
+                        uint64_t block) {
+  struct memo_key k = *okey;
+  k.v[0] = block;
+  struct memo_ref *ref;
+  if (!memo_peek(r->memo, &k, &ref))
+    return 0;
+  memo_release(r->memo, ref);
+  return 1;
+}
+
+/* Blocks from b on that are missing, up to last (inclusive) and one
+ * request's worth. */
+static uint32_t missing_run(struct remote *r, const struct memo_key *okey,
+                            uint64_t b, uint64_t last) {
+  uint64_t max = r->cfg.max_request / r->cfg.block_size;
+  if (max < 1)
+    max = 1;
+  uint32_t n = 1;
+  while (b + n <= last && n < max && !block_cached(r, okey, b + n))
+    n++;
+  return n;
+}
+
+/* ---- read-ahead ---- */
+
+static void *ra_worker(void *arg);
+
+/* Queue a job (a hint: dropped when the queue is full or stopping). */
+static int job_submit(struct rsrc *s, uint64_t block, uint32_t n,
+                      uint8_t *dst, struct part_set *set) {
+  struct remote *r = s->r;
+  if (!r->threads)
+    return -1;
+  pthread_mutex_lock(&r->lock);
+  /* Workers start at the first job, not in remote_new: the daemon forks
+   * (fuse_daemonize) after the context is made, and a fork keeps no
+   * threads. */
+  while (!r->started && r->n_threads < r->cfg.workers &&
+         pthread_create(&r->threads[r->n_threads], NULL, ra_worker, r) == 0)
+    r->n_threads++;
+  r->started = 1;
+  if (r->quit || r->qlen == RA_QUEUE || !r->n_threads) {
+    pthread_mutex_unlock(&r->lock);
+    return -1;
+  }
+  struct job *j = &r->queue[(r->qhead + r->qlen) % RA_QUEUE];
+  j->src = bytesrc_ref(&s->base);
+  j->block = block;
+  j->n = n;
+  j->dst = dst;
+  j->set = set;
+  r->qlen++;
+  if (!dst)
+    atomic_fetch_add(&s->ra_inflight, 1);
+  pthread_cond_signal(&r->more);
+  pthread_mutex_unlock(&r->lock);
+  return 0;
+}
+
+/* Queue read-ahead of a run (a hint: dropped when the queue is full). */
+static void ra_submit(struct rsrc *s, uint64_t block, uint32_t n) {
+  (void)job_submit(s, block, n, NULL, NULL);
+}
+
+/* Fetch object bytes [o, o+n) straight into dst; the object must hold
+ * them all. */
+static int part_fetch(struct rsrc *s, uint64_t o, size_t n, uint8_t *dst,
+                      struct io_stats *stats, struct zerr *err) {
+  size_t got;
+  ZTRY(http_get_range(s->r->http, &s->req, o, n, dst, &got, NULL, err));
+  if (stats) {
+    atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
+  }
+  if (got != n)
+    return zerr_set(err, EIO,
+                    "%s: object ends at %" PRIu64 ", before the %zu bytes at "
+                    "%" PRIu64 " it was named with",
+                    s->url, o + got, n, o);
+  return 0;
+}
+
+/* One part finished (rc, err) in set. */
+static void part_done(struct part_set *set, int rc, const struct zerr *err) {
+  pthread_mutex_lock(&set->lock);
+  if (rc < 0 && !set->rc) {
+    set->rc = rc;
+    set->err = *err;
+  }
+  set->left--;
+  pthread_cond_broadcast(&set->done);
+  pthread_mutex_unlock(&set->lock);
+}
+
+/* A worker: fetch queued runs into the cache (no stats: the counters may
+ * belong to a store already gone). */
+static void *ra_worker(void *arg) {
+  struct remote *r = arg;
+  for (;;) {
+    pthread_mutex_lock(&r->lock);
+    while (!r->quit && !r->qlen)
+      pthread_cond_wait(&r->more, &r->lock);
+    if (r->quit) {
+      pthread_mutex_unlock(&r->lock);
+      return NULL;
+    }
+    struct job j = r->queue[r->qhead];
+    r->qhead = (r->qhead + 1) % RA_QUEUE;
+    r->qlen--;
+    pthread_mutex_unlock(&r->lock);
+    struct rsrc *s = (struct rsrc *)j.src;
+    if (j.dst) {
+      struct zerr e = {0};
+      int rc = part_fetch(s, j.block, j.n, j.dst, NULL, &e);
+      part_done(j.set, rc, &e);
+      bytesrc_unref(j.src);
+      continue;
+    }
+    struct memo_key k = s->key;
+    k.v[0] = j.block;
+    struct fetch f = {s, j.block, j.n, NULL};
+    struct memo_ref *ref;
+    struct zerr e = {0};
+    if (!block_cached(r, &s->key, j.block) &&
+        memo_get(r->memo, &k, block_fill, &f, &ref, &e) == 0)
+      memo_release(r->memo, ref);
+    atomic_fetch_sub(&s->ra_inflight, 1);
+    bytesrc_unref(j.src);
+  }
+}
+
+/* After a sequential read ending at object offset end: issue read-ahead
+ * so that the window ahead of the reader grows (doubling) to readahead. */
+static void ra_after(struct rsrc *s, uint64_t end) {
+  struct remote *r = s->r;
+  size_t bs = r->cfg.block_size;
+  uint64_t obj_end = s->win + s->base.size;
+  uint64_t w = atomic_load(&s->ra_win);
+  w = w ? w * 2 : 2 * bs;
+  if (w > r->cfg.readahead)
+    w = r->cfg.readahead;
+  atomic_store(&s->ra_win, w);
+  uint64_t target = end + w < obj_end ? end + w : obj_end;
+  uint64_t from = atomic_load(&s->ra_end);
+  if (from < end)
+    from = end;
+  uint64_t max_run = r->cfg.max_request / bs ? r->cfg.max_request / bs : 1;
+  while (from < target && atomic_load(&s->ra_inflight) < RA_PER_SOURCE) {
+    uint64_t b = from / bs;
+    uint64_t last = (target - 1) / bs;
+    uint64_t n = last - b + 1;
+    if (n > max_run)
+      n = max_run;
+    if (!block_cached(r, &s->key, b))
+      ra_submit(s, b, (uint32_t)n);
+    from = (b + n) * bs;
+  }
+  atomic_store(&s->ra_end, from);
+}
+
+/* ---- the byte source ---- */
+
+/* Read object bytes [o, o+len) into dst in parts of max_request, the
+ * parts after the first on the workers. */
+static int direct_read(struct rsrc *s, uint64_t o, size_t len, void *dst,
+                       struct zerr *err) {
+  struct remote *r = s->r;
+  size_t part = r->cfg.max_request;
+  /* At least a few parts in parallel for mid-size reads. */
+  if (len / DIRECT_PARTS < part)
+    part = len / DIRECT_PARTS > r->cfg.block_size ? len / DIRECT_PARTS
+                                                   : r->cfg.block_size;
+  struct part_set set = {.left = 0};
+  pthread_mutex_init(&set.lock, NULL);
+  pthread_cond_init(&set.done, NULL);
+  uint8_t *out = dst;
+  int rc = 0;
+  size_t first_n = len < part ? len : part;
+  for (size_t at = first_n; at < len; at += part) {
+    size_t n = len - at < part ? len - at : part;
+    pthread_mutex_lock(&set.lock);
+    set.left++;
+    pthread_mutex_unlock(&set.lock);
+    if (job_submit(s, o + at, (uint32_t)n, out + at, &set) < 0) {
+      pthread_mutex_lock(&set.lock);
+      set.left--;
+      pthread_mutex_unlock(&set.lock);
+      struct zerr e = {0};
+      int prc = part_fetch(s, o + at, n, out + at, s->stats, &e);
+      if (prc < 0 && !rc) {
+        rc = prc;
+        if (err)
+          *err = e;
+      }
+    }
+  }
+  struct zerr e = {0};
+  int frc = part_fetch(s, o, first_n, out, s->stats, &e);
+  if (frc < 0 && !rc) {
+    rc = frc;
+    if (err)
+      *err = e;
+  }
+  pthread_mutex_lock(&set.lock);
+  while (set.left)
+    pthread_cond_wait(&set.done, &set.lock);
+  pthread_mutex_unlock(&set.lock);
+  if (!rc && set.rc) {
+    rc = set.rc;
+    if (err)
+      *err = set.err;
+  }
+  pthread_cond_destroy(&set.done);
+  pthread_mutex_destroy(&set.lock);
+  if (rc < 0 && err && !err->code)
+    zerr_set(err, -rc, "remote read failed");
+  return rc;
+}
+
+/* Copy [off, off+len) of the window from blocks, fetching missing runs:
+ * runs after the first go to the workers at once so that a large read
+ * proceeds in parallel; the caller fetches the first, then waits on or
+ * fetches the rest (single flight decides). */
+static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
+                            void *dst, struct zerr *err);
+
+/* Reads of an object that was opened: a refusal (a link-local address) or
+ * an object gone since (404) are data errors, EIO with the reason. */
+static int rsrc_read(struct bytesrc *bs_, uint64_t off, size_t len, void *dst,
+                     struct zerr *err) {
+  int rc = rsrc_read_blocks(bs_, off, len, dst, err);
+  if (rc == -EACCES || rc == -ENOENT) {
+    if (err)
+      err->code = EIO;
+    rc = -EIO;
+  }
+  return rc;
+}
+
+static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
+                            void *dst, struct zerr *err) {
+  struct rsrc *s = (struct rsrc *)bs_;
+  struct remote *r = s->r;
+  size_t bs = r->cfg.block_size;
+  uint64_t o = s->win + off, end = o + len;
+  uint64_t first = o / bs, last = (end - 1) / bs;
+  int sequential = atomic_exchange(&s->next, off + len) == off && off > 0;
+
+  /* A large read of bytes not cached (a whole compressed chunk, a data
+   * section) goes straight into the caller's buffer, in parts fetched in
+   * parallel: no copy through blocks, no eviction of what is cached. The
+   * unit it feeds is cached above, so sharing it through blocks would buy
+   * nothing. */
+  if (last - first + 1 >= DIRECT_MIN_BLOCKS &&
+      !block_cached(r, &s->key, first + 1))
+    return direct_read(s, o, len, dst, err);
+
+  /* Hand the later missing runs of a large read to the workers. */
+  if (last > first && r->threads) {
+    uint64_t b = first;
+    int k = 0;
+    while (b <= last) {
+      if (block_cached(r, &s->key, b)) {
+        b++;
+        continue;
+      }
+      uint32_t n = missing_run(r, &s->key, b, last);
+      if (k++ > 0)
+        ra_submit(s, b, n);
+      b += n;
+    }
+  }
+  uint8_t *out = dst;
+  for (uint64_t b = first; b <= last; b++) {
+    struct memo_key k = s->key;
+    k.v[0] = b;
+    struct memo_ref *ref;
+    if (!memo_peek(r->memo, &k, &ref)) {
+      struct fetch f = {s, b, missing_run(r, &s->key, b, last), s->stats};
+      int rc = memo_get(r->memo, &k, block_fill, &f, &ref, err);
+      if (rc < 0)
+        return rc;
+    }
+    const struct rblock *blk = (const struct rblock *)memo_obj(ref);
+    uint64_t bstart = b * bs;
+    uint64_t a = o > bstart ? o : bstart;
+    uint64_t z = end < bstart + bs ? end : bstart + bs;
+    if (z > bstart + blk->len) {
+      memo_release(r->memo, ref);
+      return zerr_set(err, EIO,
+                      "%s: object ends at %" PRIu64 ", before the %zu bytes "
+                      "at %" PRIu64 " it was named with",
+                      s->url, bstart + blk->len, len, o);
+    }
+    memcpy(out + (a - o), blk->data + (a - bstart), (size_t)(z - a));
+    memo_release(r->memo, ref);
+  }
+  if (sequential)
+    ra_after(s, end);
+  return 0;
+}
+
+static void rsrc_destroy(struct bytesrc *b) {
+  struct rsrc *s = (struct rsrc *)b;
+  free(s->url);
+  free(s->req_url);
+  free(s);
+}
+
+static const struct bytesrc_ops rsrc_ops = {rsrc_read, rsrc_destroy};
+
+/* The request URL of url: itself for http(s), the S3 endpoint URL of an
+ * s3:// one. */
+static int request_url(struct remote *r, const char *url, char **out,
+                       struct zerr *err) {
+  if (strncmp(url, "s3://", 5)) {
+    if (!(*out = strdup(url)))
+      return zerr_set(err, ENOMEM, "out of memory");
+    return 0;
+  }
+  if (!r->s3)
+    return zerr_set(err, EIO, "%s: s3:// URLs need S3 settings", url);
+  char *bucket, *key;
+  ZTRY(s3_parse_url(url, &bucket, &key, err));
+  int rc = s3_object_url(r->s3, bucket, key, out, err);
+  free(bucket);
+  free(key);
+  return rc;
+}
+
+/* Fill a request for req_url (signed when it is S3 and signing is on). */
+static void request_init(struct remote *r, const char *url,
+                         const char *req_url, const char *log_url,
+                         int allow_link_local, struct http_req *q) {
+  memset(q, 0, sizeof *q);
+  q->url = req_url;
+  q->log_url = log_url;
+  q->allow_link_local = allow_link_local;
+  if (!strncmp(url, "s3://", 5) && r->have_sign) {
+    q->headers = r->sign.headers;
+    q->aws_sigv4 = r->sign.sigv4;
+    q->userpwd = r->sign.userpwd;
+  }
+}
+
+void remote_s3_request(struct remote *r, const char *req_url,
+                       const char *log_url, struct http_req *q) {
+  request_init(r, "s3://", req_url, log_url, 0, q);
+}
+
+struct size_fill {
+  struct remote *r;
+  const struct http_req *req;
+  const struct memo_key *okey;
+};
+
+/* memo value fill: an object's size, from the first block's response (the
+ * block stays cached). */
+static int size_fill(void *ctx, uint64_t *value, struct zerr *err) {
+  struct size_fill *f = ctx;
+  struct zobj *obj = NULL;
+  size_t cost;
+  uint64_t total = UINT64_MAX;
+  struct memo_key bk = *f->okey;
+  bk.v[1] = TAG_BLOCK;
+  int rc = fetch_run(f->r, f->req, &bk, 0, 1, NULL, &obj, &cost, &total, err);
+  if (rc == -EIO && !obj) {
+    /* "nothing at offset 0": an empty object (a 416 for bytes=0-). */
+    if (total == 0) {
+      zerr_clear(err);
+      *value = 0;
+      return 0;
+    }
+    return rc;
+  }
+  if (rc < 0)
+    return rc;
+  const struct rblock *b = (const struct rblock *)obj;
+  if (total == UINT64_MAX) {
+    if (b->len < f->r->cfg.block_size) {
+      total = b->len; /* the whole object came */
+    } else {
+      zobj_put(obj);
+      return zerr_set(err, EIO, "%s: the server did not say how large the "
+                      "object is", f->req->log_url);
+    }
+  }
+  bk.v[0] = 0;
+  memo_put(f->r->memo, &bk, obj, cost);
+  *value = total;
+  return 0;
+}
+
+int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
+                int allow_link_local, struct io_stats *stats,
+                struct bytesrc **out, struct zerr *err) {
+  if (!remote_is_url(url))
+    return zerr_set(err, EIO, "%s: not an http://, https:// or s3:// URL", url);
+  struct rsrc *s = calloc(1, sizeof *s);
+  if (!s || !(s->url = strdup(url))) {
+    free(s);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  int rc = request_url(r, url, &s->req_url, err);
+  if (rc < 0) {
+    rsrc_destroy(&s->base);
+    return rc;
+  }
+  s->r = r;
+  s->stats = stats;
+  request_init(r, url, s->req_url, s->url, allow_link_local, &s->req);
+  url_key(s->req_url, TAG_BLOCK, &s->key);
+  if (len == UINT64_MAX) {
+    struct memo_key sk;
+    url_key(s->req_url, TAG_SIZE, &sk);
+    struct size_fill f = {r, &s->req, &s->key};
+    uint64_t size;
+    rc = memo_value(r->memo, &sk, size_fill, &f, &size, err);
+    if (rc < 0) {
+      rsrc_destroy(&s->base);
+      return rc;
+    }
+    if (off > size) {
+      rsrc_destroy(&s->base);
+      return zerr_set(err, EIO, "%s: offset %" PRIu64 " is past the end (%"
+                      PRIu64 " bytes)", url, off, size);
+    }
+    len = size - off;
+  }
+  if (off + len < off) {
+    rsrc_destroy(&s->base);
+    return zerr_set(err, EIO, "%s: range overflows", url);
+  }
+  s->base.ops = &rsrc_ops;
+  s->base.size = len;
+  s->base.refs = 1;
+  s->win = off;
+  *out = &s->base;
+  return 0;
+}
+
+int remote_read_all(struct remote *r, const char *url, size_t max,
+                    uint8_t **out, size_t *len, struct zerr *err) {
+  if (!remote_is_url(url))
+    return zerr_set(err, EIO, "%s: not an http://, https:// or s3:// URL", url);
+  char *req_url;
+  ZTRY(request_url(r, url, &req_url, err));
+  struct http_req q;
+  request_init(r, url, req_url, url, 0, &q);
+  int rc = http_get_all(r->http, &q, max, out, len, err);
+  free(req_url);
+  return rc;
+}
+
+/* ---- context ---- */
+
+int remote_new(const struct remote_config *cfg, struct s3_config *s3,
+               struct remote **out, struct zerr *err) {
+  struct remote *r = calloc(1, sizeof *r);
+  if (!r) {
+    s3_config_free(s3);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  r->cfg = *cfg;
+  if (r->cfg.block_size < 4096)
+    r->cfg.block_size = 4096;
+  if (r->cfg.max_request < r->cfg.block_size)
+    r->cfg.max_request = r->cfg.block_size;
+  r->s3 = s3;
+  r->cfg.http.stop = &r->stop;
+  pthread_mutex_init(&r->lock, NULL);
+  pthread_cond_init(&r->more, NULL);
+  int rc = 0;
+  if (s3 && !s3_is_anonymous(s3)) {
+    rc = s3_signing_new(s3, &r->sign, err);
+    r->have_sign = rc == 0;
+  } else if (s3) {
+    rc = s3_signing_new(s3, &r->sign, err); /* requester-pays header */
+    r->have_sign = rc == 0;
+  }
+  struct memo_config mc = {r->cfg.cache_size, REMOTE_MAX_SIZES, &r->stop};
+  if (rc == 0)
+    rc = http_client_new(&r->cfg.http, &r->http, err);
+  if (rc == 0)
+    rc = memo_new(&mc, &r->memo, err);
+  if (rc == 0 && r->cfg.workers > 0 &&
+      !(r->threads = calloc((size_t)r->cfg.workers, sizeof *r->threads)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc < 0) {
+    remote_free(r);
+    return rc;
+  }
+  *out = r;
+  return 0;
+}
+
+void remote_stop(struct remote *r) {
+  if (r)
+    atomic_store(&r->stop, 1);
+}
+
+void remote_free(struct remote *r) {
+  if (!r)
+    return;
+  atomic_store(&r->stop, 1);
+  pthread_mutex_lock(&r->lock);
+  r->quit = 1;
+  pthread_cond_broadcast(&r->more);
+  pthread_mutex_unlock(&r->lock);
+  for (int i = 0; i < r->n_threads; i++)
+    pthread_join(r->threads[i], NULL);
+  for (; r->qlen; r->qlen--, r->qhead = (r->qhead + 1) % RA_QUEUE) {
+    struct job *j = &r->queue[r->qhead];
+    if (j->dst) { /* its reader is waiting: end it */
+      struct zerr e = {0};
+      part_done(j->set, zerr_set(&e, EINTR, "interrupted: zarrfs is "
+                                            "shutting down"), &e);
+    }
+    bytesrc_unref(j->src);
+  }
+  free(r->threads);
+  memo_free(r->memo);
+  http_client_free(r->http);
+  if (r->have_sign)
+    s3_signing_free(&r->sign);
+  s3_config_free(r->s3);
+  pthread_cond_destroy(&r->more);
+  pthread_mutex_destroy(&r->lock);
+  free(r);
+}

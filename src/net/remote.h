@@ -1,0 +1,99 @@
+/* remote.h - remote objects (http://, https://, s3:// URLs) as byte
+ * sources, with one block cache for the whole mount.
+ *
+ * A remote byte source is a window of a remote object. Its reads go
+ * through a block cache (a memo of its own, src/util/memo.h): objects are cut
+ * into aligned blocks (block_size), a read fetches the blocks it lacks as
+ * contiguous runs (one ranged GET per run of up to max_request bytes, runs
+ * fetched in parallel), concurrent readers of a block share one transfer
+ * (single flight), and nearby ranges of one object fall in the same blocks
+ * (block_size is the coalescing gap). Blocks are keyed by the object's URL,
+ * so every source of one URL shares them.
+ *
+ * Sequential reads of a source (each read starting where the last ended)
+ * start read-ahead on a small worker pool: the window grows from one block
+ * to readahead bytes, with at most a few requests in flight per source and
+ * `workers` overall. Read-ahead blocks live in the same budget
+ * (cache_size), which does not grow with the number of open files.
+ *
+ * Sizes: a window's size is given by whoever names it (a manifest entry, a
+ * listing); opening a whole object of unknown size costs one GET of its
+ * first block, whose Content-Range names the size (no HEAD request), and
+ * that block stays cached. Learned sizes (and absences) are remembered by
+ * URL for the mount's life.
+ *
+ * Thread-safe; immutable configuration. */
+#ifndef ZARRFS_REMOTE_H
+#define ZARRFS_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../io/bytesrc.h"
+#include "../util/err.h"
+#include "http.h"
+
+struct s3_config;
+
+struct remote_config {
+  struct http_config http;
+  size_t cache_size;  /* block cache budget; default 64 MiB */
+  size_t block_size;  /* block and first-request size; default 64 KiB */
+  size_t max_request; /* largest single GET; default 8 MiB */
+  size_t readahead;   /* largest read-ahead window per source; 32 MiB */
+  int workers;        /* read-ahead threads; default 4 */
+};
+
+/* Fill *c with the defaults above (and http_config_default). */
+void remote_config_default(struct remote_config *c);
+
+struct remote;
+
+/* A remote context. s3 (may be NULL: s3:// URLs are then refused) is
+ * taken over (freed with the context). *out is owned by the caller
+ * (remote_free). */
+int remote_new(const struct remote_config *cfg, struct s3_config *s3,
+               struct remote **out, struct zerr *err);
+/* Stop the workers and free; NULL-safe. Sources may outlive the context
+ * only if they are not read after it (as with store byte sources). */
+void remote_free(struct remote *r);
+/* Make every wait and transfer give up with -EINTR (async-signal-safe:
+ * one atomic store; for the shutdown handler). */
+void remote_stop(struct remote *r);
+
+/* Is s an http://, https:// or s3:// URL? */
+int remote_is_url(const char *s);
+
+/* Open bytes [off, off+len) of the object at url as a byte source. len
+ * UINT64_MAX: the whole object from off, size learned from the first
+ * response (one GET, cached). A window is not checked against the
+ * object's size until read (a read past the end is -EIO naming the URL).
+ * allow_link_local: the user named this address explicitly (http.h).
+ * Counters in stats (may be NULL) count bytes and reads of this source.
+ * Errors: an absent object -ENOENT, forbidden -EACCES, transient
+ * -ETIMEDOUT / -EINTR / -ENOMEM, else -EIO. New reference in *out. */
+int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
+                int allow_link_local, struct io_stats *stats,
+                struct bytesrc **out, struct zerr *err);
+
+/* A whole small object (metadata, a manifest, a reference file) into
+ * malloc'd memory (NUL-terminated, not counted in *len), refusing objects
+ * above max with -EFBIG. Same errors as remote_open. */
+int remote_read_all(struct remote *r, const char *url, size_t max,
+                    uint8_t **out, size_t *len, struct zerr *err);
+
+/* The transport and S3 settings, for stores that issue their own requests
+ * (S3 listings). Borrowed. */
+struct http_client *remote_http(struct remote *r);
+const struct s3_config *remote_s3(const struct remote *r);
+
+/* A request signed with the S3 settings (for S3 listings): req_url and
+ * log_url are borrowed and must outlive *q. Unsigned when access is
+ * anonymous. */
+void remote_s3_request(struct remote *r, const char *req_url,
+                       const char *log_url, struct http_req *q);
+
+/* Requests and bytes so far (http_requests/http_bytes of the client). */
+uint64_t remote_requests(const struct remote *r);
+
+#endif

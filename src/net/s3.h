@@ -1,0 +1,80 @@
+/* s3.h - the S3 conventions of zarrfs: settings and credentials, object
+ * and listing URLs, signing material for libcurl's SigV4, and the
+ * ListObjectsV2 response. Transport-free: requests are made by
+ * src/net/http.c, objects read by src/net/remote.c.
+ *
+ * Credentials: anonymous with no_sign_request; else AWS_ACCESS_KEY_ID +
+ * AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN); else the profile
+ * (options, AWS_PROFILE, "default") of the shared credentials file
+ * (AWS_SHARED_CREDENTIALS_FILE, ~/.aws/credentials) and the config file
+ * (AWS_CONFIG_FILE, ~/.aws/config); none anywhere: anonymous. Region:
+ * option, AWS_REGION, AWS_DEFAULT_REGION, the profile's, "us-east-1".
+ * Endpoint: option, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
+ * endpoint_url, else AWS's virtual-hosted https://BUCKET.s3.REGION.amazonaws.com.
+ * A custom endpoint (MinIO, Ceph, R2, s3rver) is addressed path-style.
+ *
+ * libcurl 7.88 signs the path and query exactly as given: keys are
+ * percent-encoded here (unreserved characters and '/' kept, uppercase
+ * hex), list queries are sorted by name. Secrets never appear in a message.
+ * A config is immutable after load and shared by threads. */
+#ifndef ZARRFS_S3_H
+#define ZARRFS_S3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/err.h"
+
+struct curl_slist;
+
+struct s3_options { /* from the command line; all may be NULL/0 */
+  const char *region, *endpoint, *profile;
+  int no_sign_request, requester_pays;
+};
+
+struct s3_config;
+
+/* Load the settings (see above). *out is owned by the caller
+ * (s3_config_free). A malformed endpoint is -EINVAL. */
+int s3_config_load(const struct s3_options *o, struct s3_config **out,
+                   struct zerr *err);
+/* Free, wiping the secrets; NULL-safe. */
+void s3_config_free(struct s3_config *c);
+int s3_is_anonymous(const struct s3_config *c);
+const char *s3_region(const struct s3_config *c);
+
+/* "s3://bucket/some/prefix" -> bucket, key ("" allowed); malloc'd. */
+int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err);
+/* The request URL of an object (malloc'd). */
+int s3_object_url(const struct s3_config *c, const char *bucket,
+                  const char *key, char **url, struct zerr *err);
+/* A ListObjectsV2 request URL, query sorted (token and delimiter may be
+ * NULL). */
+int s3_list_url(const struct s3_config *c, const char *bucket,
+                const char *prefix, const char *delimiter, const char *token,
+                int max_keys, char **url, struct zerr *err);
+
+/* What every request carries: headers (x-amz-content-sha256 when signing,
+ * x-amz-security-token, x-amz-request-payer), CURLOPT_AWS_SIGV4 and
+ * CURLOPT_USERPWD values (NULL when anonymous). */
+struct s3_signing {
+  struct curl_slist *headers;
+  char *sigv4;
+  char *userpwd;
+};
+int s3_signing_new(const struct s3_config *c, struct s3_signing *out,
+                   struct zerr *err);
+void s3_signing_free(struct s3_signing *s);
+
+/* A ListObjectsV2 response (expat): obj per <Contents> (Key, Size), prefix
+ * per <CommonPrefixes>; a callback's non-zero return stops and is
+ * returned. *truncated from <IsTruncated>, *next_token (malloc'd or NULL)
+ * from <NextContinuationToken>. An <Error> document, malformed XML or a
+ * key with a NUL byte is -EIO with the reason. */
+typedef int (*s3_obj_cb)(void *ud, const char *key, uint64_t size);
+typedef int (*s3_prefix_cb)(void *ud, const char *prefix);
+int s3_list_parse(const char *xml, size_t len, s3_obj_cb obj,
+                  s3_prefix_cb prefix, void *ud, int *truncated,
+                  char **next_token, struct zerr *err);
+
+#endif

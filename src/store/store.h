@@ -1,0 +1,134 @@
+/* store.h - a Zarr store: maps keys to byte sources and lists children.
+ *
+ * Keys are relative, '/'-separated ("", "zarr.json", "a/c/0/1"). Every
+ * backend lives behind this interface in its own file (store_local.c now;
+ * manifests, HTTP and S3 later). Stores are immutable after open and safe to
+ * use from many threads. */
+#ifndef ZARRFS_STORE_H
+#define ZARRFS_STORE_H
+
+#include <stdint.h>
+
+#include "../io/bytesrc.h"
+#include "../zarr/zkey.h"
+#include "../util/err.h"
+
+struct store;
+
+/* What a key is. STORE_OTHER: the key exists but cannot be served (a FIFO,
+ * socket or device; in listings also a symbolic link that leaves the store
+ * or loops). It is never an absent key: store_get of it fails with -EIO
+ * (or -EACCES for a link that leaves the store), never -ENOENT. Directory
+ * listings shown to users leave it out; code that learns from a listing
+ * which chunks exist must count it as present (a read then fails with EIO),
+ * never as missing (which would show the fill value). A dangling symbolic
+ * link is absent: not listed, -ENOENT. */
+enum store_entry_type { STORE_FILE = 1, STORE_DIR = 2, STORE_OTHER = 3 };
+
+/* A listed file's size, when the listing cannot tell it (store_stat can). */
+#define STORE_SIZE_UNKNOWN UINT64_MAX
+
+/* A modification time the store does not know (HTTP and S3 objects,
+ * chunks served from a VirtualiZarr manifest). */
+#define STORE_MTIME_UNKNOWN INT64_MIN
+
+/* Called once per child by store_list (size: bytes for STORE_FILE, else
+ * 0; STORE_SIZE_UNKNOWN for a file whose size the listing does not know
+ * without opening it, such as a whole-file kerchunk reference; mtime:
+ * nanoseconds since the epoch, or STORE_MTIME_UNKNOWN); return non-zero
+ * to stop. */
+typedef int (*store_list_cb)(void *ud, const char *name,
+                             enum store_entry_type type, uint64_t size,
+                             int64_t mtime);
+
+struct store_ops {
+  int (*get)(struct store *s, const char *key, struct bytesrc **out,
+             struct zerr *err);
+  int (*stat)(struct store *s, const char *key, enum store_entry_type *type,
+              uint64_t *size, int64_t *mtime, struct zerr *err);
+  int (*list)(struct store *s, const char *prefix, store_list_cb cb, void *ud,
+              struct zerr *err);
+  void (*destroy)(struct store *s);
+};
+
+struct store {
+  const struct store_ops *ops;
+  char *location;        /* for messages: the path or URL mounted (owned) */
+  struct io_stats stats; /* bytes this store read */
+  int unlistable;        /* 1: store_list cannot list directories (plain
+                            HTTP): a directory exists only where metadata
+                            or a chunk key implies it */
+};
+
+/* Open a local directory. *out is owned by the caller (store_free). Its
+ * byte sources share one descriptor pool (src/io/fdpool.h, default limit
+ * from RLIMIT_NOFILE at this call). A source may be dropped after the
+ * store is freed, but not read (it counts into the store's stats). */
+int store_open_local(const char *root, struct store **out, struct zerr *err);
+
+struct confine;
+struct remote;
+/* Open a kerchunk reference file (version 0 or 1) as a store whose key
+ * space is the reference keys (src/store/store_refs.c). confine (borrowed, must
+ * outlive the store) decides which local targets may be read. */
+int store_open_refs(const char *path, const struct confine *c,
+                    struct store **out, struct zerr *err);
+/* A kerchunk reference file at an http(s):// or s3:// URL, fetched whole
+ * (at most 2 GiB) through r (borrowed, outlives the store). Relative
+ * targets resolve against the URL's directory; the reference may read no
+ * local file (c is marked so). */
+int store_open_refs_url(struct remote *r, const char *url, struct confine *c,
+                        struct store **out, struct zerr *err);
+/* Wrap a local store so that arrays with the `chunk-manifest-json` storage
+ * transformer serve their chunk keys from their manifest.json
+ * (src/store/store_vzarr.c). Takes ownership of inner (returned as it is when no
+ * array has a manifest; freed at once on failure); confine is borrowed and
+ * must outlive the store. */
+int store_wrap_vzarr(struct store *inner, const struct confine *c,
+                     struct store **out, struct zerr *err);
+
+/* Open the remote store at url: http(s)://HOST/PATH (no listing: see
+ * unlistable) or s3://BUCKET/PREFIX (listed with ListObjectsV2). r is
+ * borrowed and must outlive the store. Listings and sizes are cached for
+ * the mount's life (src/store/store_remote.c). */
+int store_open_remote(struct remote *r, const char *url, struct store **out,
+                      struct zerr *err);
+
+/* Byte source of an object (new reference); -ENOENT when absent. Only
+ * regular files are served and opening never blocks: anything else is
+ * -EIO ("not a regular file (FIFO)"). Transient failures keep their codes
+ * (-EMFILE, -ENFILE, -ENOMEM, -EAGAIN, -EINTR: zerr_is_transient), every
+ * other failure to read an existing key is -EIO or -EACCES. Sources of
+ * local files hold no descriptor between reads (src/io/fdpool.h). */
+int store_get(struct store *s, const char *key, struct bytesrc **out,
+              struct zerr *err);
+/* Type and size of a key; -ENOENT when absent. A FIFO, socket or device
+ * is STORE_OTHER (size 0); a symbolic link that leaves the store -EACCES. */
+int store_stat(struct store *s, const char *key, enum store_entry_type *type,
+               uint64_t *size, struct zerr *err);
+/* store_stat with the key's modification time (nanoseconds since the
+ * epoch: a local file's mtime, a kerchunk reference file's for all its
+ * keys; STORE_MTIME_UNKNOWN where the store does not know it). */
+int store_stat_time(struct store *s, const char *key,
+                    enum store_entry_type *type, uint64_t *size, int64_t *mtime,
+                    struct zerr *err);
+/* store_list's answer when it listed what it could but some entries are
+ * unknown (a VirtualiZarr array whose manifest cannot be read: its chunk
+ * keys are missing from the listing); err says why. A directory listing
+ * can show the rest; whoever infers "absent" from a listing must not. */
+#define STORE_LIST_PARTIAL 1
+
+/* Immediate children of prefix ("" = root), in no particular order,
+ * including STORE_OTHER entries (see enum store_entry_type). A transient
+ * failure fails the listing (never a listing with entries left out).
+ * Returns 0, STORE_LIST_PARTIAL, or a negative errno. */
+int store_list(struct store *s, const char *prefix, store_list_cb cb, void *ud,
+               struct zerr *err);
+/* Read a whole (small) object into malloc'd memory (*out, *len, owned by
+ * caller), refusing objects above max bytes. */
+int store_read_all(struct store *s, const char *key, size_t max, uint8_t **out,
+                   size_t *len, struct zerr *err);
+/* Free; NULL-safe. */
+void store_free(struct store *s);
+
+#endif

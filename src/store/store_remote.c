@@ -1,0 +1,506 @@
+/* store_remote.c - a store over HTTP(S) or S3 (see store.h).
+ *
+ * Keys map to URLs under the store's base: http(s)://HOST/PATH/KEY (the
+ * key percent-encoded) or s3://BUCKET/PREFIX/KEY. Objects are byte sources
+ * of src/net/remote.c: opening one costs one GET of its first block, which
+ * names its size and stays cached, so no HEAD request is ever sent.
+ *
+ * S3 directories are listed with ListObjectsV2 (delimiter '/', 1,000 keys
+ * per request, continuation tokens); a listing is cached (a memo of the
+ * store's own, by byte budget) and answers later stats of its children
+ * without a request, so `ls -l` of a chunk directory costs the listing
+ * only. Plain HTTP has no listing: the store is marked unlistable, a key
+ * is a file when a GET finds it, and a directory when it holds Zarr
+ * metadata (zarr.json, .zgroup, .zarray); chunk directories are implied
+ * by the array's key encoding (fs/namespace.c).
+ *
+ * With anonymous S3 access a missing key answers 403 when the bucket
+ * does not allow listing: for metadata probes (zarr.json, .zattrs, ...)
+ * that is an absent key, for anything else an error. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../util/buf.h"
+#include "../util/htab.h"
+#include "../util/memo.h"
+#include "../net/remote.h"
+#include "../net/s3.h"
+#include "store.h"
+
+/* Listing cache budget (bytes of names). */
+#define LIST_BUDGET (64u << 20)
+/* Largest listing page body. */
+#define LIST_PAGE_MAX (16u << 20)
+#define TAG_LIST 0x4c4953u
+
+struct store_remote {
+  struct store base;
+  struct remote *r; /* borrowed */
+  char *base_url;   /* no trailing '/' ("s3://b/p" or "http://h/p") */
+  int s3;
+  char *bucket, *prefix; /* S3: prefix "" or ending in '/' */
+  struct memo *lists;
+  atomic_int stop_never; /* the memo's stop flag (remote stops transfers) */
+  atomic_int root_v3;    /* HTTP: 0 unknown, 1 a V3 root, 2 not */
+};
+
+/* A cached listing of one directory, sorted by name. */
+struct rlisting {
+  struct zobj obj;
+  size_t n;
+  struct rentry {
+    char *name; /* into arena */
+    enum store_entry_type type;
+    uint64_t size;
+  } * e;
+  char *arena;
+};
+
+/* ---- keys and URLs ---- */
+
+/* Percent-encode a key for an HTTP path ('/' kept). */
+static char *pct_key(const char *key) {
+  static const char hex[] = "0123456789ABCDEF";
+  size_t n = strlen(key);
+  char *o = malloc(3 * n + 1), *p = o;
+  if (!o)
+    return NULL;
+  for (const unsigned char *k = (const unsigned char *)key; *k; k++) {
+    if ((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') ||
+        (*k >= '0' && *k <= '9') || strchr("-._~/", *k)) {
+      *p++ = (char)*k;
+    } else {
+      *p++ = '%';
+      *p++ = hex[*k >> 4];
+      *p++ = hex[*k & 15];
+    }
+  }
+  *p = '\0';
+  return o;
+}
+
+/* The URL of key (malloc'd). */
+static char *key_url(const struct store_remote *s, const char *key) {
+  char *enc = s->s3 ? strdup(key) : pct_key(key);
+  char *url = NULL;
+  if (enc && asprintf(&url, "%s/%s", s->base_url, enc) < 0)
+    url = NULL;
+  free(enc);
+  return url;
+}
+
+/* Is the last segment of key a metadata name a reader probes for? */
+static int is_meta_probe(const char *key) {
+  const char *b = strrchr(key, '/');
+  b = b ? b + 1 : key;
+  return !strcmp(b, "zarr.json") || !strcmp(b, ".zattrs") ||
+         !strcmp(b, ".zgroup") || !strcmp(b, ".zarray") ||
+         !strcmp(b, ".zmetadata");
+}
+
+/* ---- listings (S3) ---- */
+
+static void rlisting_destroy(struct zobj *o) {
+  struct rlisting *l = (struct rlisting *)o;
+  free(l->e);
+  free(l->arena);
+  free(l);
+}
+
+/* Growing listing under construction. */
+struct lbuild {
+  struct rentry *e;
+  size_t n, cap;
+  struct zbuf names; /* name bytes, NUL-separated */
+  size_t strip;      /* bytes of the listed prefix */
+  int oom;
+};
+
+static int lb_add(struct lbuild *b, const char *full, enum store_entry_type t,
+                  uint64_t size) {
+  const char *name = full + b->strip;
+  size_t n = strlen(name);
+  if (t == STORE_DIR && n && name[n - 1] == '/')
+    n--;
+  if (!n || memchr(name, '/', n))
+    return 0; /* the directory's own marker object, or a stray */
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 256;
+    struct rentry *e = realloc(b->e, cap * sizeof *e);
+    if (!e) {
+      b->oom = 1;
+      return 1;
+    }
+    b->e = e;
+    b->cap = cap;
+  }
+  b->e[b->n].name = (char *)(uintptr_t)b->names.len; /* offset for now */
+  b->e[b->n].type = t;
+  b->e[b->n].size = size;
+  if (zbuf_append(&b->names, name, n, NULL) < 0 ||
+      zbuf_append(&b->names, "", 1, NULL) < 0) {
+    b->oom = 1;
+    return 1;
+  }
+  b->n++;
+  return 0;
+}
+
+static int lb_obj(void *ud, const char *key, uint64_t size) {
+  return lb_add(ud, key, STORE_FILE, size);
+}
+
+static int lb_prefix(void *ud, const char *prefix) {
+  return lb_add(ud, prefix, STORE_DIR, 0);
+}
+
+static int rentry_cmp(const void *a, const void *b) {
+  return strcmp(((const struct rentry *)a)->name,
+                ((const struct rentry *)b)->name);
+}
+
+struct list_fill {
+  struct store_remote *s;
+  const char *dir; /* key of the directory ("" = root) */
+};
+
+/* memo fill: every page of a directory's listing. */
+static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
+                     struct zerr *err) {
+  struct list_fill *f = ctx;
+  struct store_remote *s = f->s;
+  char *pfx = NULL;
+  if (asprintf(&pfx, "%s%s%s", s->prefix, f->dir, *f->dir ? "/" : "") < 0)
+    return zerr_set(err, ENOMEM, "out of memory");
+  struct lbuild b = {.strip = strlen(pfx)};
+  zbuf_init(&b.names, SIZE_MAX);
+  char *token = NULL;
+  int rc = 0;
+  do {
+    char *url = NULL, *log_url = NULL;
+    rc = s3_list_url(remote_s3(s->r), s->bucket, pfx, "/", token, 1000, &url,
+                     err);
+    if (rc < 0)
+      break;
+    if (asprintf(&log_url, "s3://%s/%s (list)", s->bucket, pfx) < 0) {
+      free(url);
+      rc = zerr_set(err, ENOMEM, "out of memory");
+      break;
+    }
+    struct http_req q;
+    remote_s3_request(s->r, url, log_url, &q);
+    q.allow_link_local = 1; /* the store the user named */
+    uint8_t *body;
+    size_t blen;
+    rc = http_get_all(remote_http(s->r), &q, LIST_PAGE_MAX, &body, &blen, err);
+    free(url);
+    free(log_url);
+    if (rc < 0)
+      break;
+    int truncated = 0;
+    free(token);
+    token = NULL;
+    rc = s3_list_parse((const char *)body, blen, lb_obj, lb_prefix, &b,
+                       &truncated, &token, err);
+    free(body);
+    if (rc > 0 || b.oom) {
+      rc = zerr_set(err, ENOMEM, "out of memory");
+      break;
+    }
+    if (rc < 0)
+      break;
+    if (!truncated) {
+      free(token);
+      token = NULL;
+    } else if (!token) {
+      rc = zerr_set(err, EIO,
+                    "s3://%s/%s: truncated listing without a "
+                    "continuation token",
+                    s->bucket, pfx);
+      break;
+    }
+  } while (token);
+  free(token);
+  free(pfx);
+  if (rc < 0) {
+    free(b.e);
+    zbuf_free(&b.names);
+    return rc;
+  }
+  struct rlisting *l = calloc(1, sizeof *l);
+  if (!l) {
+    free(b.e);
+    zbuf_free(&b.names);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  zobj_init(&l->obj, rlisting_destroy);
+  l->n = b.n;
+  l->e = b.e;
+  l->arena = (char *)b.names.data;
+  for (size_t i = 0; i < l->n; i++)
+    l->e[i].name = l->arena + (uintptr_t)l->e[i].name;
+  if (l->n)
+    qsort(l->e, l->n, sizeof *l->e, rentry_cmp);
+  /* A name both an object and a prefix ("a" and "a/..."): the directory
+   * wins, as on a file system that cannot hold both. */
+  size_t w = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    if (w && !strcmp(l->e[w - 1].name, l->e[i].name)) {
+      if (l->e[i].type == STORE_DIR)
+        l->e[w - 1] = l->e[i];
+      continue;
+    }
+    l->e[w++] = l->e[i];
+  }
+  l->n = w;
+  *obj = &l->obj;
+  *cost = b.names.len + l->n * sizeof *l->e + sizeof *l;
+  return 0;
+}
+
+/* The memo key of a directory's listing. */
+static int list_key(const char *dir, struct memo_key *k) {
+  memset(k, 0, sizeof *k);
+  k->level = MEMO_LEVEL_SOURCE;
+  size_t n = strlen(dir);
+  if (n > (MEMO_KEY_WORDS - 2) * 8) {
+    k->v[0] = TAG_LIST | (1ull << 40);
+    k->v[1] = htab_hash_bytes(dir, n, 0x452821e638d01377ull);
+    k->v[2] = htab_hash_bytes(dir, n, 0xbe5466cf34e90c6cull) ^ n;
+    k->n = 3;
+    return 0;
+  }
+  k->v[0] = TAG_LIST;
+  k->v[1] = n;
+  memcpy(&k->v[2], dir, n);
+  k->n = (uint8_t)(2 + (n + 7) / 8);
+  return 0;
+}
+
+/* The listing of dir, fetched when not cached. */
+static int listing_get(struct store_remote *s, const char *dir,
+                       struct memo_ref **ref, struct zerr *err) {
+  struct memo_key k;
+  list_key(dir, &k);
+  struct list_fill f = {s, dir};
+  return memo_get(s->lists, &k, list_fill, &f, ref, err);
+}
+
+/* The entry name in listing l, or NULL. */
+static const struct rentry *listing_find(const struct rlisting *l,
+                                         const char *name) {
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(l->e[mid].name, name);
+    if (!c)
+      return &l->e[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+/* ---- store operations ---- */
+
+static int remote_get(struct store *st, const char *key, struct bytesrc **out,
+                      struct zerr *err) {
+  struct store_remote *s = (struct store_remote *)st;
+  char *url = key_url(s, key);
+  if (!url)
+    return zerr_set(err, ENOMEM, "out of memory");
+  /* The user named this store: its own address is allowed even when it
+   * is link-local (only targets named by references are refused). */
+  int rc = remote_open(s->r, url, 0, UINT64_MAX, 1, &st->stats, out, err);
+  free(url);
+  if (rc == -EACCES && s->s3 && s3_is_anonymous(remote_s3(s->r)) &&
+      is_meta_probe(key)) {
+    zerr_clear(err);
+    rc = zerr_set(err, ENOENT, "no such key (403 to anonymous access)");
+  }
+  return rc;
+}
+
+/* Is dir a directory: S3 - anything listed below it; HTTP - Zarr
+ * metadata in it. */
+static int remote_is_dir(struct store_remote *s, const char *dir,
+                         struct zerr *err) {
+  if (s->s3) {
+    struct memo_ref *ref;
+    ZTRY(listing_get(s, dir, &ref, err));
+    int any = ((const struct rlisting *)memo_obj(ref))->n > 0;
+    memo_release(s->lists, ref);
+    return any;
+  }
+  static const char *const names[] = {"zarr.json", ".zgroup", ".zarray"};
+  /* A V3 hierarchy has no V2 nodes inside: one probe per name then. */
+  int v = atomic_load(&s->root_v3);
+  if (!v) {
+    struct bytesrc *b;
+    v = remote_get(&s->base, "zarr.json", &b, NULL) == 0 ? 1 : 2;
+    if (v == 1)
+      bytesrc_unref(b);
+    atomic_store(&s->root_v3, v);
+  }
+  for (size_t i = 0; i < (v == 1 ? 1 : sizeof names / sizeof *names); i++) {
+    char *k = NULL;
+    if (asprintf(&k, "%s/%s", dir, names[i]) < 0)
+      return zerr_set(err, ENOMEM, "out of memory");
+    struct bytesrc *b;
+    struct zerr e = {0};
+    int rc = remote_get(&s->base, k, &b, &e);
+    free(k);
+    if (rc == 0) {
+      bytesrc_unref(b);
+      return 1;
+    }
+    if (rc != -ENOENT)
+      return zerr_set(err, -rc, "%s", e.msg);
+  }
+  return 0;
+}
+
+static int remote_stat(struct store *st, const char *key,
+                       enum store_entry_type *type, uint64_t *size,
+                       int64_t *mtime, struct zerr *err) {
+  *mtime = STORE_MTIME_UNKNOWN;
+  struct store_remote *s = (struct store_remote *)st;
+  *size = 0;
+  if (!*key) {
+    *type = STORE_DIR;
+    return 0;
+  }
+  if (s->s3) {
+    /* The parent's listing answers when it is cached (after a readdir). */
+    char parent[4096];
+    const char *slash = strrchr(key, '/');
+    size_t pl = slash ? (size_t)(slash - key) : 0;
+    if (pl >= sizeof parent)
+      return zerr_set(err, ENAMETOOLONG, "key too long");
+    memcpy(parent, key, pl);
+    parent[pl] = '\0';
+    struct memo_key k;
+    list_key(parent, &k);
+    struct memo_ref *ref;
+    if (memo_peek(s->lists, &k, &ref)) {
+      const struct rentry *en = listing_find(
+          (const struct rlisting *)memo_obj(ref), slash ? slash + 1 : key);
+      int found = en != NULL;
+      if (en) {
+        *type = en->type;
+        *size = en->size;
+      }
+      memo_release(s->lists, ref);
+      return found ? 0 : zerr_set(err, ENOENT, "no such key");
+    }
+  }
+  struct bytesrc *b;
+  struct zerr e = {0};
+  int rc = remote_get(st, key, &b, &e);
+  if (rc == 0) {
+    *type = STORE_FILE;
+    *size = b->size;
+    bytesrc_unref(b);
+    return 0;
+  }
+  /* A directory answers 404, or 403 (S3 without ListBucket, a web server
+   * refusing a directory index after its redirect to KEY/). */
+  if ((rc != -ENOENT && rc != -EACCES) || is_meta_probe(key))
+    return zerr_set(err, -rc, "%s", e.msg);
+  int frc = rc;
+  rc = remote_is_dir(s, key, err);
+  if (rc < 0)
+    return rc;
+  if (rc) {
+    *type = STORE_DIR;
+    return 0;
+  }
+  /* Plain HTTP: a 403 is most likely a refused directory index (KEY/),
+   * and directories are not known there: absent (a read of the key still
+   * says 403). */
+  if (!s->s3)
+    frc = ENOENT == -frc ? frc : -ENOENT;
+  return zerr_set(err, -frc, "%s", e.msg);
+}
+
+static int remote_list(struct store *st, const char *prefix, store_list_cb cb,
+                       void *ud, struct zerr *err) {
+  struct store_remote *s = (struct store_remote *)st;
+  if (!s->s3)
+    return zerr_set(err, ENOTSUP, "HTTP stores cannot be listed");
+  struct memo_ref *ref;
+  ZTRY(listing_get(s, prefix, &ref, err));
+  const struct rlisting *l = (const struct rlisting *)memo_obj(ref);
+  if (*prefix && !l->n) {
+    memo_release(s->lists, ref);
+    return zerr_set(err, ENOENT, "no such directory");
+  }
+  for (size_t i = 0; i < l->n; i++)
+    if (cb(ud, l->e[i].name, l->e[i].type, l->e[i].size, STORE_MTIME_UNKNOWN))
+      break;
+  memo_release(s->lists, ref);
+  return 0;
+}
+
+static void remote_destroy(struct store *st) {
+  struct store_remote *s = (struct store_remote *)st;
+  memo_free(s->lists);
+  free(s->base_url);
+  free(s->bucket);
+  free(s->prefix);
+  free(st->location);
+  free(s);
+}
+
+static const struct store_ops remote_ops = {remote_get, remote_stat,
+                                            remote_list, remote_destroy};
+
+int store_open_remote(struct remote *r, const char *url, struct store **out,
+                      struct zerr *err) {
+  if (!remote_is_url(url))
+    return zerr_set(err, EINVAL, "%s: not an http://, https:// or s3:// URL",
+                    url);
+  struct store_remote *s = calloc(1, sizeof *s);
+  if (!s)
+    return zerr_set(err, ENOMEM, "out of memory");
+  s->base.ops = &remote_ops;
+  s->r = r;
+  int rc = 0;
+  size_t n = strlen(url);
+  while (n > 0 && url[n - 1] == '/' && !(n >= 3 && url[n - 2] == '/'))
+    n--;
+  if (!(s->base.location = strndup(url, n)) || !(s->base_url = strndup(url, n)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0 && !strncmp(url, "s3://", 5)) {
+    s->s3 = 1;
+    if (!remote_s3(r))
+      rc = zerr_set(err, EINVAL, "%s: S3 settings missing", url);
+    char *key = NULL;
+    if (rc == 0)
+      rc = s3_parse_url(s->base_url, &s->bucket, &key, err);
+    if (rc == 0 && !*s->bucket)
+      rc = zerr_set(err, EINVAL, "%s: no bucket named", url);
+    if (rc == 0 && asprintf(&s->prefix, "%s%s", key, *key ? "/" : "") < 0) {
+      s->prefix = NULL;
+      rc = zerr_set(err, ENOMEM, "out of memory");
+    }
+    free(key);
+  } else {
+    s->base.unlistable = 1;
+  }
+  struct memo_config mc = {LIST_BUDGET, 1, &s->stop_never};
+  if (rc == 0)
+    rc = memo_new(&mc, &s->lists, err);
+  if (rc < 0) {
+    remote_destroy(&s->base);
+    return rc;
+  }
+  *out = &s->base;
+  return 0;
+}

@@ -1,0 +1,428 @@
+/* faultsrv.c - a small HTTP/1.1 file server that misbehaves on request,
+ * for the tests of remote reading (tests/unit/check_remote.c and the
+ * integration tests). Not part of zarrfs.
+ *
+ *   faultsrv --root DIR --port-file FILE [--log FILE] [--bind ADDR]
+ *
+ * Binds ADDR (default 127.0.0.1) on an ephemeral port and writes the port
+ * to FILE once listening. Serves the files under DIR for GET and HEAD with
+ * single ranges (bytes=a-b, a-, -n: 206 and Content-Range; 416 past the
+ * end), keep-alive, one thread per connection.
+ *
+ * Faults, per request by a path prefix /_f/MODE[,MODE...]/rest (rest is
+ * served from DIR), or for every request without a prefix after
+ * GET /_control/mode/MODE[,MODE...] (ok clears it):
+ *   ok        serve normally
+ *   500once   the first request of a path (per mode set) gets 500; 500xN
+ *             the first N
+ *   503       always 503
+ *   429       the first request of a path gets 429 with Retry-After: 1
+ *   short     headers promising the whole body, half of it, then close
+ *   stall     headers and one byte of body, then nothing (until the client
+ *             closes, at most 600 s)
+ *   stallhdr  no answer at all
+ *   reset     headers and half the body, then a TCP reset
+ *   norange   Range ignored: 200 with the whole body
+ *   lat=MS    wait MS before answering (combines with the others)
+ * One log line per request (control requests excepted):
+ *   METHOD PATH RANGE|- STATUS BODY_BYTES
+ * GET /_control/count answers the number of requests logged. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SEEN 4096
+
+struct server {
+  const char *root;
+  FILE *log;
+  pthread_mutex_t lock; /* guards everything below */
+  char mode[256];       /* global mode */
+  long count;
+  struct seen {
+    char *key; /* "mode|path" */
+    int n;
+  } seen[MAX_SEEN];
+  int nseen;
+};
+
+static struct server S;
+
+struct modes {
+  int fail500, is503, is429, is_short, stall, stallhdr, reset, norange;
+  long lat_ms;
+};
+
+static void parse_modes(const char *m, struct modes *o) {
+  memset(o, 0, sizeof *o);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", m);
+  for (char *save, *t = strtok_r(buf, ",", &save); t;
+       t = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(t, "500once"))
+      o->fail500 = 1;
+    else if (!strncmp(t, "500x", 4))
+      o->fail500 = atoi(t + 4);
+    else if (!strcmp(t, "503"))
+      o->is503 = 1;
+    else if (!strcmp(t, "429"))
+      o->is429 = 1;
+    else if (!strcmp(t, "short"))
+      o->is_short = 1;
+    else if (!strcmp(t, "stall"))
+      o->stall = 1;
+    else if (!strcmp(t, "stallhdr"))
+      o->stallhdr = 1;
+    else if (!strcmp(t, "reset"))
+      o->reset = 1;
+    else if (!strcmp(t, "norange"))
+      o->norange = 1;
+    else if (!strncmp(t, "lat=", 4))
+      o->lat_ms = atol(t + 4);
+  }
+}
+
+/* How many requests of (modes, path) came before this one. */
+static int seen_before(const char *modes, const char *path) {
+  char key[1200];
+  snprintf(key, sizeof key, "%s|%s", modes, path);
+  pthread_mutex_lock(&S.lock);
+  int n = -1;
+  for (int i = 0; i < S.nseen; i++)
+    if (!strcmp(S.seen[i].key, key)) {
+      n = S.seen[i].n++;
+      break;
+    }
+  if (n < 0) {
+    n = 0;
+    if (S.nseen < MAX_SEEN) {
+      S.seen[S.nseen].key = strdup(key);
+      S.seen[S.nseen].n = 1;
+      S.nseen++;
+    }
+  }
+  pthread_mutex_unlock(&S.lock);
+  return n;
+}
+
+static void log_req(const char *method, const char *path, const char *range,
+                    int status, long long bytes) {
+  pthread_mutex_lock(&S.lock);
+  S.count++;
+  if (S.log) {
+    fprintf(S.log, "%s %s %s %d %lld\n", method, path,
+            range && *range ? range : "-", status, bytes);
+    fflush(S.log);
+  }
+  pthread_mutex_unlock(&S.lock);
+}
+
+static int send_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static void sleep_ms(long ms) {
+  nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+}
+
+/* Wait until the peer closes (or max seconds). */
+static void hold(int fd, int max_s) {
+  char b[256];
+  struct timeval tv = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  for (int i = 0; i < max_s; i++) {
+    ssize_t r = recv(fd, b, sizeof b, 0);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+      return;
+  }
+}
+
+static int simple(int fd, int status, const char *reason, const char *extra,
+                  const char *body) {
+  char h[512];
+  int n = snprintf(h, sizeof h,
+                   "HTTP/1.1 %d %s\r\nContent-Length: %zu\r\n%s"
+                   "Content-Type: text/plain\r\n\r\n%s",
+                   status, reason, strlen(body), extra ? extra : "", body);
+  return send_all(fd, h, (size_t)n);
+}
+
+/* Serve one request; returns 0 to keep the connection, -1 to close. */
+static int serve(int fd, const char *method, char *path, const char *range) {
+  if (!strncmp(path, "/_control/", 10)) {
+    if (!strncmp(path, "/_control/mode/", 15)) {
+      pthread_mutex_lock(&S.lock);
+      snprintf(S.mode, sizeof S.mode, "%.255s",
+               strcmp(path + 15, "ok") ? path + 15 : "");
+      pthread_mutex_unlock(&S.lock);
+      return simple(fd, 200, "OK", NULL, "ok\n");
+    }
+    if (!strcmp(path, "/_control/count")) {
+      char b[32];
+      pthread_mutex_lock(&S.lock);
+      snprintf(b, sizeof b, "%ld\n", S.count);
+      pthread_mutex_unlock(&S.lock);
+      return simple(fd, 200, "OK", NULL, b);
+    }
+    return simple(fd, 404, "Not Found", NULL, "no such control\n");
+  }
+  char modes[256] = "", *rel = path;
+  if (!strncmp(path, "/_f/", 4)) {
+    char *end = strchr(path + 4, '/');
+    if (!end)
+      return simple(fd, 404, "Not Found", NULL, "bad fault path\n");
+    snprintf(modes, sizeof modes, "%.*s", (int)(end - path - 4), path + 4);
+    rel = end;
+  } else {
+    pthread_mutex_lock(&S.lock);
+    snprintf(modes, sizeof modes, "%s", S.mode);
+    pthread_mutex_unlock(&S.lock);
+  }
+  struct modes m;
+  parse_modes(modes, &m);
+  int nth = seen_before(modes, rel);
+  if (m.lat_ms)
+    sleep_ms(m.lat_ms);
+  if (m.stallhdr) {
+    log_req(method, path, range, 0, 0);
+    hold(fd, 600);
+    return -1;
+  }
+  if (m.is503) {
+    log_req(method, path, range, 503, 0);
+    return simple(fd, 503, "Service Unavailable", NULL, "");
+  }
+  if (m.fail500 && nth < m.fail500) {
+    log_req(method, path, range, 500, 0);
+    return simple(fd, 500, "Internal Server Error", NULL, "");
+  }
+  if (m.is429 && nth == 0) {
+    log_req(method, path, range, 429, 0);
+    return simple(fd, 429, "Too Many Requests", "Retry-After: 1\r\n", "");
+  }
+  if (strstr(rel, "/../") || strstr(rel, "/..") == rel + strlen(rel) - 3) {
+    log_req(method, path, range, 404, 0);
+    return simple(fd, 404, "Not Found", NULL, "");
+  }
+  /* Percent-decoding of the path. */
+  char file[4096], dec[2048];
+  size_t o = 0;
+  for (const char *p = rel; *p && o + 1 < sizeof dec; p++) {
+    if (*p == '%' && p[1] && p[2]) {
+      char hx[3] = {p[1], p[2], 0};
+      dec[o++] = (char)strtol(hx, NULL, 16);
+      p += 2;
+    } else if (*p == '?') {
+      break;
+    } else {
+      dec[o++] = *p;
+    }
+  }
+  dec[o] = '\0';
+  snprintf(file, sizeof file, "%s%s", S.root, dec);
+  int ffd = open(file, O_RDONLY);
+  struct stat st;
+  if (ffd < 0 || fstat(ffd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (ffd >= 0)
+      close(ffd);
+    log_req(method, path, range, 404, 0);
+    return simple(fd, 404, "Not Found", NULL, "");
+  }
+  long long size = st.st_size, a = 0, b = size - 1;
+  int status = 200;
+  if (range && *range && !m.norange) {
+    long long x, y;
+    if (sscanf(range, "bytes=%lld-%lld", &x, &y) == 2) {
+      a = x;
+      b = y < size - 1 ? y : size - 1;
+    } else if (sscanf(range, "bytes=%lld-", &x) == 1 && range[6] != '-') {
+      a = x;
+    } else if (sscanf(range, "bytes=-%lld", &x) == 1) {
+      a = x < size ? size - x : 0;
+    }
+    if (a >= size) {
+      close(ffd);
+      char cr[96];
+      snprintf(cr, sizeof cr, "Content-Range: bytes */%lld\r\n", size);
+      log_req(method, path, range, 416, 0);
+      return simple(fd, 416, "Range Not Satisfiable", cr, "");
+    }
+    status = 206;
+  }
+  long long len = b - a + 1;
+  if (len < 0)
+    len = 0;
+  char h[512];
+  int hn;
+  if (status == 206)
+    hn = snprintf(h, sizeof h,
+                  "HTTP/1.1 206 Partial Content\r\nContent-Length: %lld\r\n"
+                  "Content-Range: bytes %lld-%lld/%lld\r\n"
+                  "Accept-Ranges: bytes\r\n\r\n",
+                  len, a, b, size);
+  else
+    hn = snprintf(h, sizeof h,
+                  "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\n"
+                  "Accept-Ranges: bytes\r\n\r\n",
+                  len);
+  if (send_all(fd, h, (size_t)hn) < 0) {
+    close(ffd);
+    return -1;
+  }
+  long long todo = len;
+  if (!strcmp(method, "HEAD"))
+    todo = 0;
+  else if (m.is_short || m.reset)
+    todo = len / 2;
+  else if (m.stall)
+    todo = len ? 1 : 0;
+  long long sent = 0;
+  char buf[65536];
+  while (sent < todo) {
+    size_t want = todo - sent < (long long)sizeof buf ? (size_t)(todo - sent)
+                                                      : sizeof buf;
+    ssize_t r = pread(ffd, buf, want, a + sent);
+    if (r <= 0 || send_all(fd, buf, (size_t)r) < 0)
+      break;
+    sent += r;
+  }
+  close(ffd);
+  log_req(method, path, range, status, sent);
+  if (m.stall) {
+    hold(fd, 600);
+    return -1;
+  }
+  if (m.reset) {
+    struct linger lg = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    return -1;
+  }
+  if (m.is_short)
+    return -1;
+  return sent == todo ? 0 : -1;
+}
+
+/* One connection: requests until close. */
+static void *conn(void *arg) {
+  int fd = (int)(intptr_t)arg;
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  char buf[16384];
+  size_t have = 0;
+  for (;;) {
+    char *end;
+    while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
+      if (have == sizeof buf)
+        goto out;
+      ssize_t r = recv(fd, buf + have, sizeof buf - have, 0);
+      if (r <= 0)
+        goto out;
+      have += (size_t)r;
+    }
+    *end = '\0';
+    char method[16] = "", path[4096] = "", range[128] = "";
+    if (sscanf(buf, "%15s %4095s", method, path) != 2)
+      goto out;
+    for (char *l = strstr(buf, "\r\n"); l; l = strstr(l + 2, "\r\n")) {
+      if (!strncasecmp(l + 2, "Range:", 6)) {
+        const char *v = l + 8;
+        while (*v == ' ')
+          v++;
+        snprintf(range, sizeof range, "%.*s", (int)strcspn(v, "\r\n"), v);
+      }
+    }
+    size_t used = (size_t)(end + 4 - buf);
+    memmove(buf, buf + used, have - used);
+    have -= used;
+    if (serve(fd, method, path, range) < 0)
+      break;
+  }
+out:
+  close(fd);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  const char *portfile = NULL, *logpath = NULL, *bind_addr = "127.0.0.1";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--root"))
+      S.root = argv[i + 1];
+    else if (!strcmp(argv[i], "--port-file"))
+      portfile = argv[i + 1];
+    else if (!strcmp(argv[i], "--log"))
+      logpath = argv[i + 1];
+    else if (!strcmp(argv[i], "--bind"))
+      bind_addr = argv[i + 1];
+  }
+  if (!S.root || !portfile) {
+    fprintf(stderr,
+            "usage: faultsrv --root DIR --port-file FILE [--log FILE] "
+            "[--bind ADDR]\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  pthread_mutex_init(&S.lock, NULL);
+  if (logpath && !(S.log = fopen(logpath, "a"))) {
+    perror(logpath);
+    return 1;
+  }
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in sa = {.sin_family = AF_INET};
+  if (inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1 ||
+      bind(ls, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(ls, 128) < 0) {
+    perror("bind");
+    return 1;
+  }
+  socklen_t sl = sizeof sa;
+  getsockname(ls, (struct sockaddr *)&sa, &sl);
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", portfile);
+  FILE *pf = fopen(tmp, "w");
+  if (!pf) {
+    perror(tmp);
+    return 1;
+  }
+  fprintf(pf, "%d\n", ntohs(sa.sin_port));
+  fclose(pf);
+  rename(tmp, portfile);
+  for (;;) {
+    int fd = accept(ls, NULL, NULL);
+    if (fd < 0) {
+      if (errno == EINTR)
+        continue;
+      continue;
+    }
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &at, conn, (void *)(intptr_t)fd) != 0)
+      close(fd);
+    pthread_attr_destroy(&at);
+  }
+}

@@ -1,0 +1,313 @@
+/* check_ahead.c - the worker pool (src/util/pool.h) and decoding ahead
+ * (fs/view.c): every job runs exactly once or is cancelled; a sequential
+ * reader with workers gets the exact text; `stat` followed by one full
+ * read decodes each unit once within the budget and at most twice beyond
+ * it (decodes counted); a reader that goes away with jobs in flight
+ * leaks nothing (ASan build). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../fs/engine.h"
+#include "../../fs/namespace.h"
+#include "../../fs/view.h"
+#include "../../src/util/pool.h"
+#include "teststore.h"
+
+static char tmpdir[64];
+
+static void setup(void) {
+  strcpy(tmpdir, "/tmp/zarrfs-ahead-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "cleanup failed\n");
+}
+
+/* ---- the pool ---- */
+
+struct counts {
+  atomic_int ran, cancelled;
+};
+
+/* A job that counts how it ended (and takes a little time). */
+static void count_job(void *arg, int cancelled) {
+  struct counts *c = arg;
+  if (cancelled) {
+    atomic_fetch_add(&c->cancelled, 1);
+    return;
+  }
+  usleep(100);
+  atomic_fetch_add(&c->ran, 1);
+}
+
+START_TEST(pool_runs_each_job_once) {
+  struct counts c = {0};
+  struct pool *p = pool_new(3, 16);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_int_eq(pool_threads(p), 3);
+  int accepted = 0, refused = 0;
+  for (int i = 0; i < 2000; i++) {
+    int rc = pool_submit(p, count_job, &c);
+    if (rc == 0)
+      accepted++;
+    else {
+      ck_assert_int_eq(rc, -EAGAIN); /* a full queue refuses, never blocks */
+      refused++;
+      usleep(50);
+    }
+  }
+  ck_assert_int_gt(accepted, 16);
+  ck_assert_int_gt(refused, 0);
+  pool_free(p); /* cancels what is still queued, waits for the rest */
+  ck_assert_int_eq(atomic_load(&c.ran) + atomic_load(&c.cancelled), accepted);
+  pool_free(NULL);
+}
+END_TEST
+
+START_TEST(pool_free_cancels_queued) {
+  struct counts c = {0};
+  struct pool *p = pool_new(1, 64);
+  for (int i = 0; i < 64; i++)
+    ck_assert_int_eq(pool_submit(p, count_job, &c), 0);
+  pool_free(p);
+  ck_assert_int_eq(atomic_load(&c.ran) + atomic_load(&c.cancelled), 64);
+  ck_assert_int_gt(atomic_load(&c.cancelled), 0);
+}
+END_TEST
+
+/* ---- decoding ahead ---- */
+
+/* A 1-D int32 array `a` of n chunks of `per` elements (element i is
+ * i*3-7), uncompressed; returns its expected text (caller frees). */
+static char *make_int_array(uint64_t n, uint64_t per) {
+  char meta[512];
+  snprintf(meta, sizeof meta,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%llu],"
+           "\"data_type\":\"int32\",\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[%llu]}},"
+           "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":0,"
+           "\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":"
+           "\"little\"}}]}",
+           (unsigned long long)(n * per), (unsigned long long)per);
+  ts_put_file(tmpdir, "a/zarr.json", meta, strlen(meta));
+  int32_t *v = malloc(per * sizeof *v);
+  char *want = malloc(n * per * 12 + 1), *w = want;
+  for (uint64_t c = 0; c < n; c++) {
+    for (uint64_t i = 0; i < per; i++) {
+      v[i] = (int32_t)((c * per + i) * 3) - 7;
+      w += sprintf(w, "%d\n", v[i]);
+    }
+    char key[32];
+    snprintf(key, sizeof key, "a/c/%llu", (unsigned long long)c);
+    ts_put_file(tmpdir, key, v, per * sizeof *v);
+  }
+  free(v);
+  return want;
+}
+
+/* An engine over tmpdir with a cache and decode workers. */
+static struct engine *engine_threads(size_t cache, int threads) {
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(tmpdir, &s, &err), 0);
+  struct engine_config cfg = {cache, 1u << 30, 1 << 16, 0, 0, threads};
+  struct engine *e;
+  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
+  return e;
+}
+
+/* stat, then read the whole view in sequence through one cursor (as
+ * `stat` and `cat` do), checking the text. */
+static void stat_then_cat(struct engine *e, const char *path, const char *want,
+                          size_t step) {
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size;
+  ck_assert_int_eq(ns_resolve(e, path, &ent, &err), 0);
+  ck_assert_msg(ns_size(e, &ent, &size, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(size, strlen(want));
+  char *buf = malloc(size + 1);
+  struct view_cursor *c = view_cursor_new();
+  for (uint64_t off = 0; off < size;) {
+    long n = ns_read_view(e, &ent, off, step, buf + off, c, &err);
+    ck_assert_msg(n > 0, "at %llu: %s", (unsigned long long)off, err.msg);
+    off += (uint64_t)n;
+  }
+  view_cursor_free(e, c);
+  ck_assert(memcmp(buf, want, size) == 0);
+  free(buf);
+}
+
+START_TEST(stat_then_cat_decodes_each_unit_once) {
+  char *want = make_int_array(40, 20000); /* 40 units, ~8 MB of text */
+  for (int threads = 0; threads <= 2; threads += 2) {
+    struct engine *e = engine_threads(256u << 20, threads);
+    stat_then_cat(e, "/a/values.txt", want, 128 << 10);
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 40);
+    engine_free(e);
+  }
+  free(want);
+}
+END_TEST
+
+START_TEST(small_units_in_runs_decode_once) {
+  /* ~1.2 KB of text a unit: size jobs cover runs of ~50 units; ~50 bytes:
+   * no jobs at all. Either way each unit is decoded once. */
+  static const uint64_t per[] = {100, 4};
+  for (int k = 0; k < 2; k++) {
+    char *want = make_int_array(3000, per[k]);
+    struct engine *e = engine_threads(256u << 20, 2);
+    stat_then_cat(e, "/a/values.txt", want, 128 << 10);
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 3000);
+    engine_free(e);
+    free(want);
+    teardown();
+    setup();
+  }
+}
+END_TEST
+
+START_TEST(beyond_the_budget_at_most_twice) {
+  char *want = make_int_array(40, 20000);
+  /* a 2 MiB cache holds about 8 of the 40 units' text */
+  for (int threads = 0; threads <= 2; threads += 2) {
+    struct engine *e = engine_threads(2u << 20, threads);
+    stat_then_cat(e, "/a/values.txt", want, 128 << 10);
+    ck_assert_uint_le(engine_fills(e, ELEVEL_UNIT), 80);
+    /* once the workers are idle, nothing stays pinned */
+    for (int w = 0; e->ahead && pool_busy(e->ahead) && w < 5000; w++)
+      usleep(1000);
+    ck_assert_uint_eq(memo_pinned(e->memo), 0);
+    engine_free(e);
+  }
+  free(want);
+}
+END_TEST
+
+START_TEST(units_larger_than_the_cache_held_once) {
+  /* 8 units of ~2.4 MB of text each, a 1 MiB cache: a sequential reader
+   * lets go of the unit before when it needs a new one (cursor_room), so
+   * one unit, not two, is pinned after each read; each is decoded at
+   * most twice (the size of the view learns them all first). */
+  char *want = make_int_array(8, 300000);
+  size_t size = strlen(want), unit = 300000 * 4; /* its elements */
+  for (int threads = 0; threads <= 2; threads += 2) {
+    struct engine *e = engine_threads(1u << 20, threads);
+    struct ns_entry ent;
+    struct zerr err = {0};
+    ck_assert_int_eq(ns_resolve(e, "/a/values.txt", &ent, &err), 0);
+    char *buf = malloc(size);
+    struct view_cursor *c = view_cursor_new();
+    size_t peak = 0;
+    for (uint64_t off = 0; off < size;) {
+      long n = ns_read_view(e, &ent, off, 128 << 10, buf + off, c, &err);
+      ck_assert_msg(n > 0, "at %llu: %s", (unsigned long long)off, err.msg);
+      off += (uint64_t)n;
+      size_t p = memo_pinned(e->memo);
+      peak = p > peak ? p : peak;
+    }
+    ck_assert_msg(peak < unit + unit / 2, "pinned %zu, a unit %zu", peak, unit);
+    view_cursor_free(e, c);
+    ck_assert(memcmp(buf, want, size) == 0);
+    ck_assert_uint_le(engine_fills(e, ELEVEL_UNIT), 16);
+    free(buf);
+    engine_free(e);
+  }
+  free(want);
+}
+END_TEST
+
+START_TEST(rows_read_with_workers) {
+  /* 2-D (60, 900) int32, chunks (7, 50): rows of 18 units, edge chunks
+   * along dimension 0 */
+  const char *meta =
+      "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[60,900],"
+      "\"data_type\":\"int32\",\"chunk_grid\":{\"name\":\"regular\","
+      "\"configuration\":{\"chunk_shape\":[7,50]}},"
+      "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":-1,"
+      "\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":"
+      "\"little\"}}]}";
+  ts_put_file(tmpdir, "b/zarr.json", meta, strlen(meta));
+  for (int ci = 0; ci < 9; ci++)
+    for (int cj = 0; cj < 18; cj++) {
+      if ((ci + cj) % 5 == 0)
+        continue; /* missing: the fill value */
+      int32_t v[7 * 50];
+      for (int r = 0; r < 7; r++)
+        for (int q = 0; q < 50; q++)
+          v[r * 50 + q] = (ci * 7 + r) * 1000 + cj * 50 + q;
+      char key[32];
+      snprintf(key, sizeof key, "b/c/%d/%d", ci, cj);
+      ts_put_file(tmpdir, key, v, sizeof v);
+    }
+  char *want = malloc(60 * 900 * 8 + 1), *w = want;
+  for (int r = 0; r < 60; r++)
+    for (int q = 0; q < 900; q++)
+      w += ((r / 7) + (q / 50)) % 5 == 0 ? sprintf(w, "-1\n")
+                                         : sprintf(w, "%d\n", r * 1000 + q);
+  for (int threads = 0; threads <= 3; threads += 3) {
+    struct engine *e = engine_threads(256u << 20, threads);
+    stat_then_cat(e, "/b/values.txt", want, 4096);
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 9 * 18 - 9 * 18 / 5);
+    engine_free(e);
+  }
+  free(want);
+}
+END_TEST
+
+START_TEST(reader_leaves_with_jobs_in_flight) {
+  char *want = make_int_array(64, 20000);
+  struct engine *e = engine_threads(256u << 20, 2);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size;
+  ck_assert_int_eq(ns_resolve(e, "/a/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  char buf[128 << 10];
+  for (int round = 0; round < 20; round++) {
+    struct view_cursor *c = view_cursor_new();
+    uint64_t off = (uint64_t)round * (size / 20);
+    for (int i = 0; i < 4; i++) { /* in sequence: jobs are queued */
+      long n = ns_read_view(e, &ent, off, sizeof buf, buf, c, &err);
+      ck_assert_int_gt(n, 0);
+      ck_assert(memcmp(buf, want + off, (size_t)n) == 0);
+      off += (uint64_t)n;
+    }
+    view_cursor_free(e, c); /* at once, jobs still running */
+  }
+  engine_free(e); /* waits for them; they release what they made */
+  free(want);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("ahead");
+  TCase *tc = tcase_create("pool");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, pool_runs_each_job_once);
+  tcase_add_test(tc, pool_free_cancels_queued);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("views");
+  tcase_set_timeout(tc, 120);
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, stat_then_cat_decodes_each_unit_once);
+  tcase_add_test(tc, small_units_in_runs_decode_once);
+  tcase_add_test(tc, beyond_the_budget_at_most_twice);
+  tcase_add_test(tc, units_larger_than_the_cache_held_once);
+  tcase_add_test(tc, rows_read_with_workers);
+  tcase_add_test(tc, reader_leaves_with_jobs_in_flight);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}

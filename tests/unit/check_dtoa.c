@@ -1,0 +1,394 @@
+/* check_dtoa.c - fs/dtoa.c against the exact big-integer search it
+ * replaced (render_float_exact) and against the C library.
+ *
+ * For every float64/float32 value tried, four texts must agree: render's
+ * (dtoa.c's digits), render_float_exact's (the exact free-format search),
+ * dtoa.c's digits laid out by this file's own reading of the contract in
+ * render.h, and, for expected values, the text written here. The text
+ * must read back to the same bits with strtod/strtof. Values: edge cases
+ * (subnormals, min/max, every power of two, integers near 2^53, 17-digit
+ * values, short decimals), then random bit patterns.
+ *
+ * Environment: ZARRFS_DTOA_SAMPLES=N random values per width (default
+ * 2,000,000, and 250,000 under sanitizers, where the exact search is
+ * slow); ZARRFS_DTOA_EXHAUSTIVE=1 also compares every one of the 2^32
+ * float32 bit patterns (tens of minutes; run with CK_FORK=no so no
+ * timeout applies). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../fs/dtoa.h"
+#include "../../fs/render.h"
+#include "testutil.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define DTOA_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DTOA_SANITIZED 1
+#endif
+#endif
+#ifndef DTOA_SANITIZED
+#define DTOA_SANITIZED 0
+#endif
+
+/* splitmix64: a fixed sequence, so a failure repeats. */
+static uint64_t next_rand(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Random values per width. */
+static long samples(void) {
+  const char *env = getenv("ZARRFS_DTOA_SAMPLES");
+  if (env && *env)
+    return atol(env);
+  return DTOA_SANITIZED ? 250000 : 2000000;
+}
+
+/* Text of digits d[0..n) with first-digit exponent x, as render.h
+ * describes it, written without render.c's code: plain for x in [-4, 16),
+ * else d.ddde+XX with at least two exponent digits. */
+static void ref_layout(const char *d, int n, int x, int neg, char *out) {
+  char *o = out;
+  if (neg)
+    *o++ = '-';
+  if (x < -4 || x >= 16) {
+    o += sprintf(o, "%c%s%.*s", d[0], n > 1 ? "." : "", n - 1, d + 1);
+    sprintf(o, "e%c%02d", x < 0 ? '-' : '+', abs(x));
+  } else if (x < 0) {
+    o += sprintf(o, "0.%.*s", -x - 1, "0000");
+    sprintf(o, "%.*s", n, d);
+  } else {
+    for (int i = 0; i <= x; i++)
+      *o++ = i < n ? d[i] : '0';
+    if (n > x + 1)
+      o += sprintf(o, ".%.*s", n - x - 1, d + x + 1);
+    *o = '\0';
+  }
+}
+
+/* The float width under test: float64 or float32. */
+struct width {
+  enum dtype_kind kind;
+  int mant_bits, exp_bits;
+  int max_digits;
+};
+static const struct width W64 = {DT_FLOAT64, 52, 11, 17};
+static const struct width W32 = {DT_FLOAT32, 23, 8, 9};
+
+/* All four texts of one bit pattern agree and read back (see the file
+ * comment); `want`, if not NULL, is the expected text. Failures abort the
+ * test with the bits in the message. Plain ifs rather than ck_assert in
+ * the loop: Check records a location per passing assertion, which would
+ * dominate millions of cases. */
+static void check_bits(const struct width *w, uint64_t bits, const char *want) {
+  struct dtype dt = dtype_of(w->kind);
+  char fast[RENDER_FIXED_MAX + 8], exact[RENDER_FIXED_MAX + 1];
+  memset(fast, '#', sizeof fast);
+  size_t nf;
+  if (w->kind == DT_FLOAT64) {
+    nf = render_fixed(&dt, &bits, fast);
+  } else {
+    uint32_t b32 = (uint32_t)bits;
+    nf = render_fixed(&dt, &b32, fast);
+  }
+  if (nf > RENDER_FIXED_MAX || fast[nf] != '#')
+    ck_abort_msg("bits %#llx: wrote past the text", (unsigned long long)bits);
+  fast[nf] = '\0';
+  size_t ne = render_float_exact(bits, w->mant_bits, w->exp_bits, exact);
+  exact[ne] = '\0';
+  if (nf != ne || memcmp(fast, exact, ne))
+    ck_abort_msg("bits %#llx: render '%s', exact search '%s'",
+                 (unsigned long long)bits, fast, exact);
+  if (want && strcmp(fast, want))
+    ck_abort_msg("bits %#llx: '%s', want '%s'", (unsigned long long)bits, fast,
+                 want);
+
+  char d[DTOA_DIGITS_MAX + 1];
+  int x10 = 12345;
+  int n = w->kind == DT_FLOAT64 ? dtoa_shortest_f64(bits, d, &x10)
+                                : dtoa_shortest_f32((uint32_t)bits, d, &x10);
+  int special = isnan(strtod(fast, NULL)) || isinf(strtod(fast, NULL)) ||
+                !strcmp(fast, "0") || !strcmp(fast, "-0");
+  if (special) {
+    if (n != 0 || x10 != 12345)
+      ck_abort_msg("bits %#llx: %d digits for '%s'", (unsigned long long)bits,
+                   n, fast);
+    return;
+  }
+  if (n < 1 || n > w->max_digits || d[n - 1] == '0')
+    ck_abort_msg("bits %#llx: %d digits", (unsigned long long)bits, n);
+  for (int i = n; i < DTOA_DIGITS_MAX; i++)
+    if (d[i] != '0')
+      ck_abort_msg("bits %#llx: padding d[%d] = %#x", (unsigned long long)bits,
+                   i, (unsigned)(unsigned char)d[i]);
+  char ref[RENDER_FIXED_MAX + 8];
+  int neg = (int)(bits >> (w->mant_bits + w->exp_bits)) & 1;
+  ref_layout(d, n, x10, neg, ref);
+  if (strcmp(ref, exact))
+    ck_abort_msg("bits %#llx: dtoa digits %.*s x %d laid out '%s', exact '%s'",
+                 (unsigned long long)bits, n, d, x10, ref, exact);
+
+  if (w->kind == DT_FLOAT64) {
+    double back = strtod(fast, NULL);
+    uint64_t bb;
+    memcpy(&bb, &back, 8);
+    if (bb != bits)
+      ck_abort_msg("bits %#llx: '%s' reads back as %#llx",
+                   (unsigned long long)bits, fast, (unsigned long long)bb);
+  } else {
+    float back = strtof(fast, NULL);
+    uint32_t bb;
+    memcpy(&bb, &back, 4);
+    if (bb != (uint32_t)bits)
+      ck_abort_msg("bits %#llx: '%s' reads back as %#x",
+                   (unsigned long long)bits, fast, (unsigned)bb);
+  }
+}
+
+/* check_bits for a double / float value. */
+static void check_f64(double v, const char *want) {
+  uint64_t b;
+  memcpy(&b, &v, 8);
+  check_bits(&W64, b, want);
+}
+static void check_f32(float v, const char *want) {
+  uint32_t b;
+  memcpy(&b, &v, 4);
+  check_bits(&W32, b, want);
+}
+
+START_TEST(f64_named_values) {
+  check_f64(5e-324, "5e-324"); /* the smallest subnormal */
+  check_f64(1e-323, "1e-323");
+  check_f64(1.5e-323, "1.5e-323");
+  check_f64(2.225073858507201e-308, "2.225073858507201e-308");
+  check_f64(2.2250738585072014e-308, "2.2250738585072014e-308");
+  check_f64(1.7976931348623157e308, "1.7976931348623157e+308");
+  check_f64(-1.7976931348623157e308, "-1.7976931348623157e+308");
+  check_f64(9007199254740991.0, "9007199254740991"); /* 2^53 - 1 */
+  check_f64(9007199254740992.0, "9007199254740992"); /* 2^53 */
+  /* 9007199254740993 is not a double: it reads as 2^53 */
+  check_f64(strtod("9007199254740993", NULL), "9007199254740992");
+  check_f64(9007199254740994.0, "9007199254740994");
+  check_f64(18014398509481984.0, "1.8014398509481984e+16"); /* 2^54 */
+  check_f64(0.1, "0.1");
+  check_f64(0.30000000000000004, "0.30000000000000004"); /* 17 digits */
+  check_f64(1.0 / 3, "0.3333333333333333");
+  check_f64(2.0 / 3, "0.6666666666666666");
+  check_f64(123456789012345680.0, "1.2345678901234568e+17");
+  check_f64(1e23, "1e+23");
+  check_f64(8.41e21, "8.41e+21");
+  check_f64(5.0e-324 * 3, "1.5e-323");
+  check_f64(1e-5, "1e-05");
+  check_f64(1.5e16, "1.5e+16");
+  check_f64(1e16, "1e+16");
+  check_f64(9999999999999998.0, "9999999999999998");
+  check_f64(0.0001, "0.0001");
+  check_f64(0.00012345678901234567, "0.00012345678901234567");
+  check_f64(-0.0, "-0");
+  check_f64(0.0, "0");
+  check_f64(INFINITY, "inf");
+  check_f64(-INFINITY, "-inf");
+  check_f64(NAN, "nan");
+  check_f64(4.940656458412465e-324 * 2, "1e-323");
+  check_f64(2.9802322387695312e-08, "2.9802322387695312e-08"); /* 2^-25 */
+  check_f64(5e-310, "5e-310");
+}
+END_TEST
+
+START_TEST(f32_named_values) {
+  check_f32(1e-45f, "1e-45"); /* the smallest subnormal */
+  check_f32(3e-45f, "3e-45");
+  check_f32(1.1754942e-38f, "1.1754942e-38"); /* the largest subnormal */
+  check_f32(1.1754944e-38f, "1.1754944e-38"); /* the smallest normal */
+  check_f32(3.4028235e38f, "3.4028235e+38");
+  check_f32(16777216.0f, "16777216");
+  check_f32(16777218.0f, "16777218");
+  check_f32(0.1f, "0.1");
+  check_f32(1.0f / 3, "0.33333334");
+  check_f32(7.038531e-26f, "7.038531e-26");
+  check_f32(3.3554432e7f, "33554432");
+  check_f32(1e10f, "10000000000");
+  check_f32(-2.5f, "-2.5");
+  check_f32(0.0f, "0");
+  check_f32(-0.0f, "-0");
+  check_f32(INFINITY, "inf");
+  check_f32(NAN, "nan");
+}
+END_TEST
+
+/* Bit patterns near each power of two (the unequal-gap case and its
+ * neighbours), every small and every large subnormal, the normals next to
+ * the subnormals and the largest values: float64 or float32. */
+static void edges(const struct width *w) {
+  int mb = w->mant_bits, eb = w->exp_bits;
+  uint64_t one = 1, mant_max = (one << mb) - 1;
+  for (uint64_t ef = 0; ef < (one << eb) - 1; ef++)
+    for (uint64_t m = 0; m < 4; m++) {
+      check_bits(w, ef << mb | m, NULL);
+      check_bits(w, ef << mb | (mant_max - m), NULL);
+    }
+  for (uint64_t m = 1; m < 20000; m++) { /* subnormals, both ends */
+    check_bits(w, m, NULL);
+    check_bits(w, mant_max + 1 - m, NULL);
+    check_bits(w, (one << (mb + eb)) | m, NULL); /* negative */
+  }
+}
+
+START_TEST(f64_edges) { edges(&W64); }
+END_TEST
+
+START_TEST(f32_edges) { edges(&W32); }
+END_TEST
+
+START_TEST(integers_and_short_decimals) {
+  /* Integers (through render's integer path and dtoa.c's digits), their
+   * neighbours, and short decimals k * 10^j: these pick a shorter
+   * candidate (a multiple of ten) in dtoa.c. */
+  for (int i = 1; i < 20000; i++) {
+    check_f64(i, NULL);
+    check_f32((float)i, NULL);
+    check_f64(nextafter(i, 0), NULL);
+    check_f64(nextafter(i, 1e300), NULL);
+  }
+  for (int64_t v = 9007199254740992 - 2000; v < 9007199254740992 + 2000; v++)
+    check_f64((double)v, NULL);
+  for (int j = -30; j <= 30; j++)
+    for (int k = 1; k < 1000; k++) {
+      double v = k * pow(10, j);
+      check_f64(v, NULL);
+      check_f64(nextafter(v, 0), NULL);
+      check_f64(nextafter(v, INFINITY), NULL);
+      check_f32((float)v, NULL);
+    }
+  for (int j = -323; j <= 308; j++) { /* every power of ten */
+    char t[16];
+    snprintf(t, sizeof t, "1e%d", j);
+    check_f64(strtod(t, NULL), NULL);
+    if (j >= -45 && j <= 38)
+      check_f32(strtof(t, NULL), NULL);
+  }
+}
+END_TEST
+
+START_TEST(f64_random) {
+  /* Half random bit patterns (every exponent), half values in [0, 1)
+   * and random 17-significant-digit decimals (typical data). */
+  uint64_t s = 0x5eed64;
+  long n = samples();
+  for (long i = 0; i < n; i++) {
+    uint64_t r = next_rand(&s);
+    if (i % 4 == 1) {
+      double v = (double)(r >> 11) * 0x1p-53;
+      memcpy(&r, &v, 8);
+    } else if (i % 4 == 3) {
+      char t[40];
+      snprintf(t, sizeof t, "%llu.%016llue%d", (unsigned long long)(r % 10),
+               (unsigned long long)(r >> 8) % 10000000000000000ull,
+               (int)(r >> 58) - 32);
+      double v = strtod(t, NULL);
+      memcpy(&r, &v, 8);
+    }
+    check_bits(&W64, r, NULL);
+  }
+}
+END_TEST
+
+START_TEST(f32_random) {
+  uint64_t s = 0x5eed32;
+  long n = samples();
+  for (long i = 0; i < n; i++) {
+    uint64_t r = next_rand(&s);
+    check_bits(&W32, (uint32_t)r, NULL);
+    if (i % 2) { /* a float in [0, 1) */
+      float f = (float)(r >> 40) * 0x1p-24f;
+      uint32_t b;
+      memcpy(&b, &f, 4);
+      check_bits(&W32, b, NULL);
+    }
+  }
+}
+END_TEST
+
+START_TEST(f32_exhaustive) {
+  /* Every float32 bit pattern, on request (see the file comment). */
+  const char *env = getenv("ZARRFS_DTOA_EXHAUSTIVE");
+  if (!env || strcmp(env, "1"))
+    return;
+  /* Only render against the exact search (the slow checks of check_bits
+   * gain nothing here: the exact search's texts read back). */
+  struct dtype dt = dtype_of(DT_FLOAT32);
+  for (uint64_t b = 0; b <= 0xffffffffu; b++) {
+    uint32_t b32 = (uint32_t)b;
+    char fast[RENDER_FIXED_MAX], exact[RENDER_FIXED_MAX];
+    size_t nf = render_fixed(&dt, &b32, fast);
+    size_t ne = render_float_exact(b, 23, 8, exact);
+    if (nf != ne || memcmp(fast, exact, ne))
+      ck_abort_msg("float32 bits %#x: render '%.*s', exact search '%.*s'",
+                   (unsigned)b32, (int)nf, fast, (int)ne, exact);
+    if ((b & 0xfffffff) == 0xfffffff)
+      fprintf(stderr, "f32_exhaustive: %.0f%%\n",
+              (double)(b + 1) / 0x1p32 * 100);
+  }
+}
+END_TEST
+
+/* dtoa_u64 of v equals printf's and writes nothing past it. */
+static void check_u64(uint64_t v) {
+  char buf[DTOA_U64_MAX + 4], want[32];
+  memset(buf, '#', sizeof buf);
+  size_t n = dtoa_u64(v, buf);
+  int wn = snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+  if (n != (size_t)wn || memcmp(buf, want, n) || buf[n] != '#')
+    ck_abort_msg("dtoa_u64(%s) gave '%.*s'", want, (int)n, buf);
+}
+
+START_TEST(u64_decimal) {
+  check_u64(0);
+  check_u64(UINT64_MAX);
+  check_u64(UINT64_MAX - 1);
+  uint64_t p = 1;
+  for (int i = 0; i < 20; i++, p *= 10) {
+    check_u64(p);
+    check_u64(p - 1);
+    check_u64(p + 1);
+    check_u64(p * 2);
+    check_u64(p * 9 + p - 1);
+  }
+  for (uint64_t v = 0; v < 100000; v++)
+    check_u64(v);
+  for (int sh = 0; sh < 64; sh++) {
+    check_u64((uint64_t)1 << sh);
+    check_u64(((uint64_t)1 << sh) - 1);
+  }
+  uint64_t s = 0x5eed;
+  for (int i = 0; i < 300000; i++) {
+    uint64_t r = next_rand(&s);
+    check_u64(r);
+    check_u64(r >> (r & 63)); /* every length */
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("dtoa");
+  TCase *tc = tcase_create("digits");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, f64_named_values);
+  tcase_add_test(tc, f32_named_values);
+  tcase_add_test(tc, f64_edges);
+  tcase_add_test(tc, f32_edges);
+  tcase_add_test(tc, integers_and_short_decimals);
+  tcase_add_test(tc, f64_random);
+  tcase_add_test(tc, f32_random);
+  tcase_add_test(tc, f32_exhaustive);
+  tcase_add_test(tc, u64_decimal);
+  suite_add_tcase(s, tc);
+  return testutil_run(s);
+}

@@ -1,0 +1,403 @@
+/* check_remote.c - the HTTP transport (src/net/http.c) and remote byte sources
+ * (src/net/remote.c) against a real server on 127.0.0.1: tests/integration/faultsrv, the
+ * project's fault-injecting server, started here on an ephemeral port.
+ * Counts come from the client (http_requests) and the server's log.
+ * Without the server binary the suite skips (exit 77), under CI=true it
+ * fails. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../src/net/http.h"
+#include "../../src/net/remote.h"
+#include "testutil.h"
+
+#define OBJ_SIZE 300000u
+
+static char root[256], base[128], logpath[300];
+static pid_t srv_pid;
+
+static uint8_t pattern(uint64_t i) { return (uint8_t)(i * 131 + (i >> 8)); }
+
+/* Start faultsrv over a temp root holding "obj" (OBJ_SIZE bytes) and
+ * "small" (5 bytes). Returns 0, or -1 when the binary is absent. */
+static int server_start(void) {
+  const char *bd = getenv("ZARRFS_BUILDDIR");
+  char bin[512];
+  snprintf(bin, sizeof bin, "%s/tests/integration/faultsrv", bd ? bd : ".");
+  if (access(bin, X_OK) != 0)
+    return -1;
+  snprintf(root, sizeof root, "/tmp/zarrfs-check-remote-XXXXXX");
+  if (!mkdtemp(root))
+    return -1;
+  char p[400];
+  snprintf(p, sizeof p, "%s/obj", root);
+  FILE *f = fopen(p, "wb");
+  for (uint64_t i = 0; i < OBJ_SIZE; i++)
+    fputc(pattern(i), f);
+  fclose(f);
+  snprintf(p, sizeof p, "%s/small", root);
+  f = fopen(p, "wb");
+  fputs("hello", f);
+  fclose(f);
+  char portfile[400];
+  snprintf(portfile, sizeof portfile, "%s.port", root);
+  snprintf(logpath, sizeof logpath, "%s.log", root);
+  unlink(portfile);
+  srv_pid = fork();
+  if (srv_pid == 0) {
+    execl(bin, bin, "--root", root, "--port-file", portfile, "--log", logpath,
+          (char *)NULL);
+    _exit(127);
+  }
+  for (int i = 0; i < 200; i++) {
+    FILE *pf = fopen(portfile, "r");
+    int port = 0;
+    if (pf) {
+      if (fscanf(pf, "%d", &port) != 1)
+        port = 0;
+      fclose(pf);
+    }
+    if (port > 0) {
+      snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+      return 0;
+    }
+    nanosleep(&(struct timespec){0, 50000000L}, NULL);
+  }
+  fprintf(stderr, "faultsrv did not start\n");
+  exit(1);
+}
+
+static void server_stop(void) {
+  if (srv_pid > 0) {
+    kill(srv_pid, SIGTERM);
+    waitpid(srv_pid, NULL, 0);
+  }
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s.port' '%s.log'", root, root, root);
+  if (system(cmd) != 0)
+    fprintf(stderr, "cleanup failed\n");
+}
+
+/* A client with quick retries. */
+static struct http_client *client(int attempts, long stall_ms, long op_ms,
+                                  const atomic_int *stop) {
+  struct http_config c;
+  http_config_default(&c);
+  c.max_attempts = attempts;
+  c.backoff_base_ms = 5;
+  c.backoff_cap_ms = 50;
+  c.stall_ms = stall_ms;
+  c.op_ms = op_ms;
+  c.stop = stop;
+  struct http_client *h;
+  ck_assert_int_eq(http_client_new(&c, &h, NULL), 0);
+  return h;
+}
+
+/* Range [off, off+len) of url; returns rc, fills got/total. */
+static int get(struct http_client *h, const char *path, uint64_t off,
+               size_t len, uint8_t *buf, size_t *got, uint64_t *total,
+               struct zerr *err) {
+  char url[512];
+  snprintf(url, sizeof url, "%s%s", base, path);
+  struct http_req r = {.url = url};
+  return http_get_range(h, &r, off, len, buf, got, total, err);
+}
+
+static void check_pattern(const uint8_t *b, uint64_t off, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != pattern(off + i))
+      ck_abort_msg("byte %zu of the range at %llu differs", i,
+                   (unsigned long long)off);
+}
+
+START_TEST(test_range_ok) {
+  struct http_client *h = client(3, 5000, 20000, NULL);
+  uint8_t buf[5000];
+  size_t got;
+  uint64_t total;
+  struct zerr e = {0};
+  ck_assert_int_eq(get(h, "/obj", 1000, 5000, buf, &got, &total, &e), 0);
+  ck_assert_uint_eq(got, 5000);
+  ck_assert_uint_eq(total, OBJ_SIZE);
+  check_pattern(buf, 1000, got);
+  /* past the end: the bytes up to the end */
+  ck_assert_int_eq(get(h, "/obj", OBJ_SIZE - 100, 5000, buf, &got, &total, &e),
+                   0);
+  ck_assert_uint_eq(got, 100);
+  check_pattern(buf, OBJ_SIZE - 100, got);
+  /* at the end: nothing, and the size */
+  ck_assert_int_eq(get(h, "/obj", OBJ_SIZE, 10, buf, &got, &total, &e), 0);
+  ck_assert_uint_eq(got, 0);
+  ck_assert_uint_eq(total, OBJ_SIZE);
+  /* absent */
+  ck_assert_int_eq(get(h, "/nothere", 0, 10, buf, &got, &total, &e), -ENOENT);
+  ck_assert_uint_eq(http_requests(h), 4);
+  http_client_free(h);
+}
+END_TEST
+
+START_TEST(test_norange) {
+  /* A server that ignores Range: the answer is cut to the range. */
+  struct http_client *h = client(3, 5000, 20000, NULL);
+  uint8_t buf[3000];
+  size_t got;
+  uint64_t total;
+  struct zerr e = {0};
+  ck_assert_int_eq(get(h, "/_f/norange/obj", 70000, 3000, buf, &got, &total, &e),
+                   0);
+  ck_assert_uint_eq(got, 3000);
+  check_pattern(buf, 70000, got);
+  ck_assert_uint_eq(total, OBJ_SIZE);
+  ck_assert_int_eq(get(h, "/_f/norange/small", 2, 10, buf, &got, &total, &e), 0);
+  ck_assert_uint_eq(got, 3);
+  ck_assert(!memcmp(buf, "llo", 3));
+  http_client_free(h);
+}
+END_TEST
+
+START_TEST(test_retry_then_ok) {
+  struct http_client *h = client(4, 5000, 20000, NULL);
+  uint8_t buf[100];
+  size_t got;
+  struct zerr e = {0};
+  ck_assert_int_eq(get(h, "/_f/500x2/obj", 10, 100, buf, &got, NULL, &e), 0);
+  check_pattern(buf, 10, 100);
+  ck_assert_uint_eq(http_requests(h), 3); /* 500, 500, 206 */
+  /* 429 with Retry-After: 1, then served */
+  ck_assert_int_eq(get(h, "/_f/429/obj", 10, 100, buf, &got, NULL, &e), 0);
+  check_pattern(buf, 10, 100);
+  ck_assert_uint_eq(http_requests(h), 5);
+  http_client_free(h);
+}
+END_TEST
+
+START_TEST(test_fail_after_retries) {
+  struct http_client *h = client(3, 5000, 20000, NULL);
+  uint8_t buf[100];
+  size_t got;
+  struct zerr e = {0};
+  ck_assert_int_eq(get(h, "/_f/503/obj", 0, 100, buf, &got, NULL, &e),
+                   -ETIMEDOUT);
+  ck_assert_msg(strstr(e.msg, "HTTP 503") && strstr(e.msg, "3 attempts"),
+                "message: %s", e.msg);
+  ck_assert_uint_eq(http_requests(h), 3);
+
+  http_client_free(h);
+}
+END_TEST
+
+START_TEST(test_short_reset_stall) {
+  struct http_client *h = client(2, 400, 20000, NULL);
+  static uint8_t buf[OBJ_SIZE];
+  size_t got;
+  struct zerr e = {0};
+  ck_assert_int_eq(get(h, "/_f/short/obj", 0, 100000, buf, &got, NULL, &e),
+                   -ETIMEDOUT);
+  ck_assert_msg(strstr(e.msg, "2 attempts"), "message: %s", e.msg);
+  memset(&e, 0, sizeof e);
+  ck_assert_int_eq(get(h, "/_f/reset/obj", 0, 100000, buf, &got, NULL, &e),
+                   -ETIMEDOUT);
+  memset(&e, 0, sizeof e);
+  time_t t0 = time(NULL);
+  ck_assert_int_eq(get(h, "/_f/stall/obj", 0, 100000, buf, &got, NULL, &e),
+                   -ETIMEDOUT);
+  ck_assert_msg(strstr(e.msg, "stalled"), "message: %s", e.msg);
+  ck_assert_int_lt(time(NULL) - t0, 15); /* bounded, not a hang */
+  /* the server still serves after all that */
+  ck_assert_int_eq(get(h, "/obj", 0, 1000, buf, &got, NULL, &e), 0);
+  check_pattern(buf, 0, 1000);
+  http_client_free(h);
+}
+END_TEST
+
+static atomic_int stop_flag;
+
+static void *raise_stop(void *arg) {
+  (void)arg;
+  nanosleep(&(struct timespec){0, 300000000L}, NULL);
+  atomic_store(&stop_flag, 1);
+  return NULL;
+}
+
+START_TEST(test_stop_interrupts) {
+  atomic_store(&stop_flag, 0);
+  struct http_client *h = client(5, 60000, 120000, &stop_flag);
+  pthread_t t;
+  pthread_create(&t, NULL, raise_stop, NULL);
+  uint8_t buf[100];
+  size_t got;
+  struct zerr e = {0};
+  time_t t0 = time(NULL);
+  ck_assert_int_eq(get(h, "/_f/stallhdr/obj", 0, 100, buf, &got, NULL, &e),
+                   -EINTR);
+  ck_assert_int_lt(time(NULL) - t0, 10);
+  pthread_join(t, NULL);
+  http_client_free(h);
+}
+END_TEST
+
+/* ---- remote byte sources ---- */
+
+static struct remote *remote_make(size_t block) {
+  struct remote_config c;
+  remote_config_default(&c);
+  c.block_size = block;
+  c.max_request = 4 * block;
+  c.http.backoff_base_ms = 5;
+  struct remote *r;
+  ck_assert_int_eq(remote_new(&c, NULL, &r, NULL), 0);
+  return r;
+}
+
+START_TEST(test_remote_blocks) {
+  struct remote *r = remote_make(4096);
+  char url[512];
+  snprintf(url, sizeof url, "%s/obj", base);
+  struct bytesrc *s;
+  struct zerr e = {0};
+  ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &s, &e), 0);
+  ck_assert_uint_eq(s->size, OBJ_SIZE);
+  ck_assert_uint_eq(remote_requests(r), 1); /* the size came with block 0 */
+  uint8_t buf[100];
+  ck_assert_int_eq(bytesrc_read_range(s, 10, 100, buf, &e), 0);
+  check_pattern(buf, 10, 100);
+  ck_assert_uint_eq(remote_requests(r), 1); /* block 0 was cached */
+  /* a second source of the same URL shares blocks and the size */
+  struct bytesrc *s2;
+  ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &s2, &e), 0);
+  ck_assert_int_eq(bytesrc_read_range(s2, 2000, 100, buf, &e), 0);
+  check_pattern(buf, 2000, 100);
+  ck_assert_uint_eq(remote_requests(r), 1);
+  /* a window of the object (a manifest range) */
+  struct bytesrc *w;
+  ck_assert_int_eq(remote_open(r, url, 150000, 20000, 0, NULL, &w, &e), 0);
+  ck_assert_uint_eq(w->size, 20000);
+  static uint8_t big[OBJ_SIZE];
+  ck_assert_int_eq(bytesrc_read_range(w, 0, 20000, big, &e), 0);
+  check_pattern(big, 150000, 20000);
+  /* a large read: direct, in parallel parts */
+  ck_assert_int_eq(bytesrc_read_range(s, 0, OBJ_SIZE, big, &e), 0);
+  check_pattern(big, 0, OBJ_SIZE);
+  /* a window past the object's end fails with EIO, naming the URL */
+  struct bytesrc *bad;
+  ck_assert_int_eq(remote_open(r, url, OBJ_SIZE - 10, 100, 0, NULL, &bad, &e),
+                   0);
+  ck_assert_int_eq(bytesrc_read_range(bad, 0, 100, buf, &e), -EIO);
+  ck_assert_msg(strstr(e.msg, "/obj"), "message: %s", e.msg);
+  /* absent objects */
+  snprintf(url, sizeof url, "%s/nothere", base);
+  ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &bad, &e),
+                   -ENOENT);
+  uint64_t n = remote_requests(r);
+  ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &bad, &e),
+                   -ENOENT);
+  ck_assert_uint_eq(remote_requests(r), n); /* absence remembered */
+  bytesrc_unref(s);
+  bytesrc_unref(s2);
+  bytesrc_unref(w);
+  bytesrc_unref(bad);
+  remote_free(r);
+}
+END_TEST
+
+struct par {
+  struct bytesrc *s;
+  int rc;
+};
+
+static void *par_read(void *arg) {
+  struct par *p = arg;
+  uint8_t buf[1000];
+  p->rc = bytesrc_read_range(p->s, 50000, 1000, buf, NULL);
+  if (p->rc == 0)
+    for (int i = 0; i < 1000; i++)
+      if (buf[i] != pattern(50000 + (uint64_t)i))
+        p->rc = -EIO;
+  return NULL;
+}
+
+START_TEST(test_remote_single_flight) {
+  /* Eight readers of one block over a slow server: one transfer. */
+  struct remote *r = remote_make(4096);
+  char url[512];
+  snprintf(url, sizeof url, "%s/_f/lat=300/obj", base);
+  struct bytesrc *s;
+  ck_assert_int_eq(remote_open(r, url, 0, OBJ_SIZE, 0, NULL, &s, NULL), 0);
+  ck_assert_uint_eq(remote_requests(r), 0); /* size given: no request */
+  pthread_t t[8];
+  struct par p[8];
+  for (int i = 0; i < 8; i++) {
+    p[i].s = s;
+    pthread_create(&t[i], NULL, par_read, &p[i]);
+  }
+  for (int i = 0; i < 8; i++) {
+    pthread_join(t[i], NULL);
+    ck_assert_int_eq(p[i].rc, 0);
+  }
+  ck_assert_uint_eq(remote_requests(r), 1);
+  bytesrc_unref(s);
+  remote_free(r);
+}
+END_TEST
+
+START_TEST(test_remote_readahead) {
+  /* Sequential small reads: read-ahead fetches ahead in growing runs, so
+   * far fewer requests than reads. */
+  struct remote *r = remote_make(4096);
+  char url[512];
+  snprintf(url, sizeof url, "%s/obj", base);
+  struct bytesrc *s;
+  ck_assert_int_eq(remote_open(r, url, 0, OBJ_SIZE, 0, NULL, &s, NULL), 0);
+  uint8_t buf[4096];
+  int reads = 0;
+  for (uint64_t off = 0; off < OBJ_SIZE; off += sizeof buf, reads++) {
+    size_t n = OBJ_SIZE - off < sizeof buf ? OBJ_SIZE - off : sizeof buf;
+    ck_assert_int_eq(bytesrc_read_range(s, off, n, buf, NULL), 0);
+    check_pattern(buf, off, n);
+  }
+  ck_assert_int_gt(reads, 70);
+  ck_assert_msg(remote_requests(r) < (uint64_t)reads / 2,
+                "%llu requests for %d reads",
+                (unsigned long long)remote_requests(r), reads);
+  bytesrc_unref(s);
+  remote_free(r);
+}
+END_TEST
+
+int main(void) {
+  if (server_start() < 0) {
+    if (getenv("CI") && !strcmp(getenv("CI"), "true")) {
+      fprintf(stderr, "check_remote: tests/integration/faultsrv is missing\n");
+      return 1;
+    }
+    fprintf(stderr, "check_remote: SKIP: tests/integration/faultsrv is not built\n");
+    return 77;
+  }
+  Suite *s = suite_create("remote");
+  TCase *tc = tcase_create("http");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_range_ok);
+  tcase_add_test(tc, test_norange);
+  tcase_add_test(tc, test_retry_then_ok);
+  tcase_add_test(tc, test_fail_after_retries);
+  tcase_add_test(tc, test_short_reset_stall);
+  tcase_add_test(tc, test_stop_interrupts);
+  tcase_add_test(tc, test_remote_blocks);
+  tcase_add_test(tc, test_remote_single_flight);
+  tcase_add_test(tc, test_remote_readahead);
+  suite_add_tcase(s, tc);
+  int rc = testutil_run(s);
+  server_stop();
+  return rc;
+}
