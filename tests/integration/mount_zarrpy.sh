@@ -104,7 +104,7 @@ if describe "$M" "$ZT_TMP/beside.json"; then
   assert_eq "views=beside: zarr-python reads the same values" \
     "$(get "$ZT_TMP/disk.json" counts values | md5sum)$(get "$ZT_TMP/disk.json" names values | md5sum)" \
     "$(get "$ZT_TMP/beside.json" counts values | md5sum)$(get "$ZT_TMP/beside.json" names values | md5sum)"
-  assert_eq "views=beside: zarr-python counts the 15 K.txt views as chunks (README: use views=tree)" \
+  assert_eq "views=beside: zarr-python counts the 15 K.txt views as chunks (docs/reference.md: use views=tree)" \
     30 "$(get "$ZT_TMP/beside.json" counts nchunks_initialized)"
 else
   fail "views=beside: zarr-python failed on the mount:"

@@ -75,7 +75,7 @@ static void tx_hexline(struct text *t, const uint8_t *b, size_t n) {
   tx_printf(t, "\n");
 }
 
-/* Append a present optional string's line by README's rule: a backslash
+/* Append a present optional string's line by the text contract's rule (docs/reference.md): a backslash
  * in front of text that would read as missing ("null", "[null]", ...) or
  * that starts with a backslash. (zarrs' values, str_NNNN, never need it:
  * the rule is applied anyway so that the expectation states it.) */

@@ -1,5 +1,5 @@
 /* check_errno.c - unit tests of fs/zfs_errno: every internal result a
- * reader can meet maps to the errno the README promises (data errors EIO,
+ * reader can meet maps to the errno docs/reference.md promises (data errors EIO,
  * out of memory ENOMEM, descriptors ENFILE, an invalid key ENOENT). A
  * table of cases. */
 #include <errno.h>
