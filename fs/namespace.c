@@ -489,13 +489,14 @@ static void dir_add_metadata(struct engine *e, const char *key,
 /* What stat would say of a view's size, if that is known without reading
  * anything: a size already learned (exact or lazy sizes), or with lazy
  * sizes 0 for one not learned. 0 when only stat can tell: a size to
- * compute, or a `zarrs.vlen` unit's, which view_chunk_size_known learns by
+ * compute, or the size of a unit whose chain reads sizes from an index
+ * (codec.h's partial decoding), which view_chunk_size_known learns by
  * reading the unit's index. */
 static int view_size_cheap(struct engine *e, const struct znode *n,
                            const uint64_t *idx, uint64_t *size) {
   int k;
   if (idx) {
-    if (!n->shard && chain_sole_a2b(n->chain, &codec_vlen))
+    if (!n->shard && (chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX))
       return 0;
     k = view_chunk_size_known(e, n, idx, size, NULL);
   } else {

@@ -1,7 +1,7 @@
 /* unit.h - decoded units of an array node through the memo: a unit's
  * decode (a chunk from the store, or one inner chunk of a shard through its
  * memoised index), its text layout, its deferred data section, its text
- * size, direct reads of plain zarrs.vlen indexes, and which chunks are
+ * size, direct reads through partial decoders, and which chunks are
  * stored (presence).
  *
  * Owns no state of its own and takes no lock: what it caches lives in the
@@ -39,7 +39,7 @@ int engine_fill_unit(const struct znode *n, const uint64_t *idx,
 /* What to read a decoded unit's text from. Fill units, fixed-size
  * elements and units rendered whole: the unit itself (*rct = ct, *data
  * NULL). Variable-length elements with their bytes at hand (uncompressed
- * zarrs.vlen data): *rct = ct and *data those bytes (a read fetches only
+ * data sections): *rct = ct and *data those bytes (a read fetches only
  * what it shows). Deferred data sections are decoded once (single-flight,
  * in the memo) and, when the text fits render_max, rendered whole: then
  * *rct is that rendered unit and *data NULL; else *rct = ct and *data the
@@ -51,8 +51,9 @@ int engine_unit_src(struct engine *e, const struct znode *n,
                     struct bytesrc **data, struct memo_ref **pin,
                     struct zerr *err);
 
-/* Read text [off, off+len) of unit idx straight through its plain
- * zarrs.vlen index and data (unit_direct in unit.c): only the offsets
+/* Read text [off, off+len) of unit idx straight through its partial
+ * decoder (codecs/chain.h: offsets read where they
+ * lie, element bytes stored plain; unit_direct in unit.c): only the offsets
  * and element bytes the range shows are read, nothing is decoded whole or
  * cached. -ENOTSUP when the unit is not like that (or not stored): read
  * it the usual way. For readers not going through in sequence (`tail`,
@@ -61,8 +62,9 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
                              const uint64_t *idx, uint64_t off, size_t len,
                              char *dst, struct zerr *err);
 
-/* Text size of unit idx, learned once and remembered: from the ends of a
- * plain zarrs.vlen index when it has one, else by decoding the unit. */
+/* Text size of unit idx, learned once and remembered: from the ends of
+ * its index read partially when its chain allows it, else by decoding the
+ * unit. */
 int engine_unit_size(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *size, struct zerr *err);
 

@@ -1059,7 +1059,7 @@ static long read_unit(struct engine *e, const struct znode *n,
   struct memo_ref *ref, *dref = NULL;
   if (!seq) {
     /* A reader that jumps (tail, a random read) of a unit not decoded
-     * yet: through a plain zarrs.vlen index, read just what it shows. */
+     * yet: through a partial decoder, read just what it shows. */
     struct memo_key k;
     engine_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
     if (memo_peek(e->memo, &k, &ref))
@@ -1214,8 +1214,8 @@ int view_chunk_size_known(struct engine *e, const struct znode *n,
   engine_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
   if (memo_value_peek(e->memo, &k, size))
     return 1;
-  /* zarrs.vlen alone: decoding the unit reads its index, not its data */
-  if (!chain_sole_a2b(n->chain, &codec_vlen))
+  /* decoding the unit reads its index, not its data */
+  if (!(chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX))
     return 0;
   ZTRY(engine_unit_size(e, n, idx, size, err));
   return 1;
