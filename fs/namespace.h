@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "engine.h"
 #include "node.h"
 
 #define NS_VALUES_NAME "values.txt"

@@ -33,7 +33,7 @@ static int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
                           size_t len, struct zerr *err) {
   uint64_t cidx[ZMETA_MAX_DIMS];
   unit_chunk(n, idx, cidx);
-  if (engine_chunk_key(n, cidx, key, len) < 0)
+  if (node_chunk_key(n, cidx, key, len) < 0)
     return zerr_set(err, ENAMETOOLONG, "chunk key too long");
   return 0;
 }
@@ -129,7 +129,7 @@ static int unit_source(struct unit_job *j, struct abytes **out, int *logged,
   uint64_t cidx[ZMETA_MAX_DIMS];
   uint64_t inner = unit_chunk(n, j->idx, cidx);
   struct memo_key k;
-  engine_key(&k, ELEVEL_SHARD_INDEX, n, cidx, NULL, 0);
+  node_key(&k, ELEVEL_SHARD_INDEX, n, cidx, NULL, 0);
   struct unit_job ij = {e, n, cidx, j->key, NULL};
   struct memo_ref *ref;
   int rc = memo_get(e->memo, &k, shard_index_fill, &ij, &ref, err);
@@ -195,7 +195,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
   struct memo_key sk;
-  engine_key(&sk, ELEVEL_UNIT_SIZE, n, j->idx, NULL, 0);
+  node_key(&sk, ELEVEL_UNIT_SIZE, n, j->idx, NULL, 0);
   memo_value_put(e->memo, &sk, ct->size);
   *obj = &ct->obj;
   *cost = ct->cost;
@@ -219,7 +219,7 @@ int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
   char key[4096];
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   struct memo_key k;
-  engine_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
+  node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
   struct unit_job j = {e, n, idx, key, NULL};
   return memo_get(e->memo, &k, unit_fill, &j, out, err);
 }
@@ -297,7 +297,7 @@ int engine_unit_src(struct engine *e, const struct znode *n,
   char key[4096];
   ZTRY(unit_store_key(n, ct->idx, key, sizeof key, err));
   struct memo_key k;
-  engine_key(&k, ELEVEL_DATA, n, ct->idx, NULL, 0);
+  node_key(&k, ELEVEL_DATA, n, ct->idx, NULL, 0);
   struct unit_job j = {e, n, ct->idx, key, ct};
   struct memo_ref *ref;
   ZTRY(memo_get(e->memo, &k, data_fill, &j, &ref, err));
@@ -520,7 +520,7 @@ int engine_unit_size(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *size, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   struct memo_key k;
-  engine_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
   struct unit_job j = {e, n, idx, NULL, NULL};
   return memo_value(e->memo, &k, unit_size_fill, &j, size, err);
 }
@@ -547,7 +547,7 @@ int engine_presence(struct engine *e, const struct znode *n,
                     struct memo_ref **out, struct zerr *err) {
   ZTRY(node_check(n, err));
   struct memo_key k;
-  engine_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);
+  node_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);
   struct unit_job j = {e, n, NULL, NULL, NULL};
   return memo_get(e->memo, &k, presence_fill, &j, out, err);
 }

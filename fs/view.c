@@ -506,7 +506,7 @@ static void layout_fan_out(struct region_job *j, const struct region_layout *l,
   struct memo_key k0;
   uint64_t idx0[ZMETA_MAX_DIMS];
   region_unit(j->r, l->p_lin ? l->p_lin[0] : 0, idx0);
-  engine_key(&k0, ELEVEL_UNIT_SIZE, j->n, idx0, NULL, 0);
+  node_key(&k0, ELEVEL_UNIT_SIZE, j->n, idx0, NULL, 0);
   int known0 = memo_value_peek(e->memo, &k0, &size0) && size0;
   if (known0 && size0 < VIEW_RUN_TEXT / VIEW_RUN_MAX)
     return; /* cheaper here than handed over */
@@ -527,7 +527,7 @@ static void layout_fan_out(struct region_job *j, const struct region_layout *l,
       struct memo_key k;
       rls[nrun] = l->p_lin ? l->p_lin[at] : at;
       region_unit(j->r, rls[nrun], idx);
-      engine_key(&k, ELEVEL_UNIT_SIZE, j->n, idx, NULL, 0);
+      node_key(&k, ELEVEL_UNIT_SIZE, j->n, idx, NULL, 0);
       unknown += !memo_value_peek(e->memo, &k, &size);
     }
     if (unknown &&
@@ -1061,7 +1061,7 @@ static long read_unit(struct engine *e, const struct znode *n,
     /* A reader that jumps (tail, a random read) of a unit not decoded
      * yet: through a partial decoder, read just what it shows. */
     struct memo_key k;
-    engine_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
+    node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
     if (memo_peek(e->memo, &k, &ref))
       memo_release(e->memo, ref);
     else {
@@ -1072,14 +1072,14 @@ static long read_unit(struct engine *e, const struct znode *n,
     }
   }
   struct memo_key uk;
-  engine_key(&uk, ELEVEL_UNIT, n, idx, NULL, 0);
+  node_key(&uk, ELEVEL_UNIT, n, idx, NULL, 0);
   cursor_room(e, c, &uk);
   ZTRY(engine_unit(e, n, idx, &ref, err));
   const struct chunk_text *ct = engine_ref_unit(ref), *rct;
   struct bytesrc *data = NULL;
   if (ct->ab && !ct->ab->elsize && !ct->ab->data) { /* a deferred section */
     struct memo_key dk;
-    engine_key(&dk, ELEVEL_DATA, n, idx, NULL, 0);
+    node_key(&dk, ELEVEL_DATA, n, idx, NULL, 0);
     cursor_room(e, c, &dk); /* this unit is pinned by ref */
   }
   long got = engine_unit_src(e, n, ct, &rct, &data, &dref, err);
@@ -1211,7 +1211,7 @@ int view_chunk_size_known(struct engine *e, const struct znode *n,
     region_key(&k, ELEVEL_REGION_SIZE, n, &r, NULL);
     return memo_value_peek(e->memo, &k, size);
   }
-  engine_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
   if (memo_value_peek(e->memo, &k, size))
     return 1;
   /* decoding the unit reads its index, not its data */

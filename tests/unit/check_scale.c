@@ -505,7 +505,7 @@ START_TEST(layout_is_compact) {
    * then costs its text and the block offsets, nothing more. */
   for (int big = 0; big < 2; big++) {
     struct engine *e = engine_with(big ? 256u << 20 : 64u << 20, 1u << 30);
-    const struct znode *n = engine_node(e, "u8");
+    const struct znode *n = node_get(e->nodes, "u8");
     uint64_t idx[1] = {0};
     struct memo_ref *ref;
     struct zerr err = {0};
