@@ -33,13 +33,13 @@
 #include <stdint.h>
 
 #include "../codecs/chain.h"
+#include "../src/store/store.h"
 #include "../src/util/htab.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
 #include "../src/util/memo.h"
-#include "../src/zarr/meta.h"
 #include "../src/util/pool.h"
-#include "../src/store/store.h"
+#include "../src/zarr/meta.h"
 #include "stats.h"
 
 /* Memo levels of what the engine and the views cache. The wait rule of
@@ -86,26 +86,38 @@ enum engine_views {
   ENGINE_VIEWS_NONE,       /* the store untouched, no views */
 };
 
+/* The engine. Fields set by engine_new are read-only after it; what
+ * changes lives behind a lock of its own (each a leaf, so no order
+ * between them) or is atomic. */
 struct engine {
-  struct store *store; /* owned */
-  struct memo *memo;   /* every cached thing (see enum engine_level) */
-  struct codec_env env;
-  size_t window_cap;          /* bytes open files may keep pinned */
-  size_t render_max;          /* largest unit text kept rendered whole */
-  struct pool *ahead;         /* decode-ahead workers (fs/view.c), or NULL */
-  size_t ahead_budget;        /* bytes a reader may have decoded ahead */
-  size_t cache_size;          /* the memo's budget (engine_config) */
-  struct node_table *nodes;   /* owned: the node table (fs/node.h), with
-                                 its own lock */
-  int no_consolidated;        /* from engine_config */
-  int lazy_sizes;             /* from engine_config */
-  int views;                  /* from engine_config (enum engine_views) */
-  struct logonce *log;        /* every line goes through it: once per key
-                                 and reason, repeats summarised */
-  atomic_int stopping;    /* set by engine_stop (signal-safe); long loops and
-                             waits check it and give up with -EINTR */
-  struct zfs_stats stats; /* live counters (fs/stats.h): relaxed atomics,
-                             no lock */
+  struct store *store;      /* owned; thread-safe itself (its own locks) */
+  struct memo *memo;        /* owned: every cached thing (see enum
+                               engine_level), guarded by the memo's own lock
+                               (src/util/memo.c) */
+  struct codec_env env;     /* read-only */
+  size_t window_cap;        /* read-only: bytes open files may keep
+                               pinned */
+  size_t render_max;        /* read-only: largest unit text kept rendered
+                               whole */
+  struct pool *ahead;       /* owned: decode-ahead workers (fs/view.c), or
+                               NULL; guarded by the pool's own lock */
+  size_t ahead_budget;      /* read-only: bytes a reader may have decoded
+                               ahead */
+  size_t cache_size;        /* read-only: the memo's budget */
+  struct node_table *nodes; /* owned: the node table (fs/node.h), guarded
+                               by the table's own lock (fs/node.c) */
+  int no_consolidated;      /* read-only, from engine_config */
+  int lazy_sizes;           /* read-only, from engine_config */
+  int views;                /* read-only, from engine_config (enum
+                               engine_views) */
+  struct logonce *log;      /* owned: every line goes through it, once per
+                               key and reason, repeats summarised; guarded
+                               by its own lock (src/util/logonce.c) */
+  atomic_int stopping;      /* no lock: set by engine_stop (signal-safe);
+                               long loops and waits check it and give up
+                               with -EINTR */
+  struct zfs_stats stats;   /* no lock: live counters (fs/stats.h),
+                               relaxed atomics */
 };
 
 /* Create an engine over store (takes ownership of store, also on failure). */

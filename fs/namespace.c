@@ -174,7 +174,8 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     return rc;
   zerr_clear(err); /* a stored file in the text tree is hidden */
   ent->mtime = STORE_MTIME_UNKNOWN;
-  if (node_cons_is_dir(e->nodes, key)) { /* a node only consolidated metadata names */
+  /* a node only consolidated metadata names */
+  if (node_cons_is_dir(e->nodes, key)) {
     ent->kind = NS_DIR;
     return 0;
   }

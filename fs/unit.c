@@ -170,7 +170,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     stats_add(&e->stats.decode_ns, stats_now_ns() - t0);
   }
   if (rc == 0 && !ab)
-    rc = engine_fill_unit(n, j->idx, &ct, err);
+    rc = unit_new_fill(n, j->idx, &ct, err);
   else if (rc == 0 &&
            (rc = textprep_to_text(&n->meta->dtype, ab, &e->env, err)) == 0) {
     int var_mem = !ab->elsize && ab->data && ab->data->mem;
@@ -213,8 +213,8 @@ static int unit_check(const struct znode *n, const uint64_t *idx,
 }
 
 /* Memoised unit decode. */
-int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
-                struct memo_ref **out, struct zerr *err) {
+int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
+             struct memo_ref **out, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   char key[4096];
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
@@ -225,8 +225,8 @@ int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
 }
 
 /* A fill unit: arithmetic text, nothing read. */
-int engine_fill_unit(const struct znode *n, const uint64_t *idx,
-                     struct chunk_text **out, struct zerr *err) {
+int unit_new_fill(const struct znode *n, const uint64_t *idx,
+                  struct chunk_text **out, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   return text_fill_unit(&n->form, n->meta->shape, idx, out, err);
 }
@@ -273,16 +273,16 @@ static int data_fill(void *ctx, struct zobj **obj, size_t *cost,
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
   *obj = &d->obj;
-  *cost = sizeof *d + (d->text ? d->text->cost
-                               : d->src->mem ? (size_t)d->src->size : 0);
+  *cost = sizeof *d + (d->text       ? d->text->cost
+                       : d->src->mem ? (size_t)d->src->size
+                                     : 0);
   return 0;
 }
 
 /* See unit.h. */
-int engine_unit_src(struct engine *e, const struct znode *n,
-                    const struct chunk_text *ct, const struct chunk_text **rct,
-                    struct bytesrc **data, struct memo_ref **pin,
-                    struct zerr *err) {
+int unit_src(struct engine *e, const struct znode *n,
+             const struct chunk_text *ct, const struct chunk_text **rct,
+             struct bytesrc **data, struct memo_ref **pin, struct zerr *err) {
   *rct = ct;
   *data = NULL;
   *pin = NULL;
@@ -332,7 +332,7 @@ static int unit_direct(const struct znode *n, const uint64_t *idx,
 }
 
 /* See unit.h. */
-uint64_t engine_unit_nin(const struct znode *n, const uint64_t *idx) {
+uint64_t unit_nin(const struct znode *n, const uint64_t *idx) {
   uint64_t nin = 1;
   for (int d = 0; d < n->meta->ndim; d++)
     nin *= node_unit_ext(n, d, idx[d]);
@@ -355,8 +355,7 @@ static int direct_open(struct engine *e, const struct znode *n,
   if (rc < 0)
     return rc;
   struct codec_spec tmp; /* the unit's own: units may differ in shape */
-  rc = chain_partial_open(n->chain, node_chunk_spec(n, idx, &tmp), src, d,
-                          err);
+  rc = chain_partial_open(n->chain, node_chunk_spec(n, idx, &tmp), src, d, err);
   bytesrc_unref(src);
   return rc < 0 ? rc : 1;
 }
@@ -370,7 +369,7 @@ static int unit_size_direct(struct engine *e, const struct znode *n,
     return -1;
   struct zerr err = {0};
   struct codec_partial d;
-  uint64_t nin = engine_unit_nin(n, idx), o0, on;
+  uint64_t nin = unit_nin(n, idx), o0, on;
   int rc = direct_open(e, n, idx, &d, &err);
   if (rc == 0) { /* not stored: the fill value */
     *value = nin * (n->form.fill_len + 1);
@@ -394,14 +393,14 @@ static int unit_size_direct(struct engine *e, const struct znode *n,
 #define DIRECT_SCAN 4096
 
 /* See unit.h. */
-long engine_unit_read_direct(struct engine *e, const struct znode *n,
-                             const uint64_t *idx, uint64_t off, size_t len,
-                             char *dst, struct zerr *err) {
+long unit_read_direct(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
+                      struct zerr *err) {
   int plain;
   if (!unit_direct(n, idx, &plain) || !plain)
     return -ENOTSUP;
   uint64_t total;
-  ZTRY(engine_unit_size(e, n, idx, &total, err));
+  ZTRY(unit_size(e, n, idx, &total, err));
   if (off >= total || !len)
     return 0;
   if (len > total - off)
@@ -411,7 +410,7 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
   if (rc <= 0)
     return rc == 0 ? -ENOTSUP : rc; /* a fill unit: the usual way */
   const struct dtype *dt = &n->form.dt;
-  uint64_t nin = engine_unit_nin(n, idx), o0;
+  uint64_t nin = unit_nin(n, idx), o0;
   uint64_t *o = malloc((DIRECT_BATCH + 1) * sizeof *o);
   rc = o ? chain_partial_offsets(&d, 0, 1, &o0, err)
          : zerr_set(err, ENOMEM, "out of memory");
@@ -509,15 +508,15 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   if (unit_size_direct(j->e, j->n, j->idx, value) == 0)
     return 0;
   struct memo_ref *ref;
-  ZTRY(engine_unit(j->e, j->n, j->idx, &ref, err));
-  *value = engine_ref_unit(ref)->size;
+  ZTRY(unit_get(j->e, j->n, j->idx, &ref, err));
+  *value = unit_of_ref(ref)->size;
   memo_release(j->e->memo, ref);
   return 0;
 }
 
 /* Size from the memo's values, or decode once to learn it. */
-int engine_unit_size(struct engine *e, const struct znode *n,
-                     const uint64_t *idx, uint64_t *size, struct zerr *err) {
+int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
+              uint64_t *size, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
@@ -543,8 +542,8 @@ static int presence_fill(void *ctx, struct zobj **obj, size_t *cost,
 }
 
 /* Memoised presence scan. */
-int engine_presence(struct engine *e, const struct znode *n,
-                    struct memo_ref **out, struct zerr *err) {
+int unit_presence(struct engine *e, const struct znode *n,
+                  struct memo_ref **out, struct zerr *err) {
   ZTRY(node_check(n, err));
   struct memo_key k;
   node_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);

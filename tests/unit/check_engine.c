@@ -633,7 +633,7 @@ START_TEST(corrupt_chunk_fails_rest_serves) {
   struct memo_ref *ref;
   uint64_t idx[2] = {0, 1};
   zerr_clear(&err);
-  ck_assert_int_eq(engine_unit(e, node_get(e->nodes, "s2"), idx, &ref, &err), -EIO);
+  ck_assert_int_eq(unit_get(e, node_get(e->nodes, "s2"), idx, &ref, &err), -EIO);
   ck_assert_msg(strstr(err.msg, "s2/c/0/1") != NULL, "%s", err.msg);
   ck_assert_int_eq(ns_resolve(e, "/s2/values.txt", &ent, &err), 0);
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);

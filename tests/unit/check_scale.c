@@ -509,8 +509,8 @@ START_TEST(layout_is_compact) {
     uint64_t idx[1] = {0};
     struct memo_ref *ref;
     struct zerr err = {0};
-    ck_assert_int_eq(engine_unit(e, n, idx, &ref, &err), 0);
-    const struct chunk_text *ct = engine_ref_unit(ref);
+    ck_assert_int_eq(unit_get(e, n, idx, &ref, &err), 0);
+    const struct chunk_text *ct = unit_of_ref(ref);
     ck_assert_int_eq(ct->text != NULL, big);
     ck_assert_uint_le(ct->cost, (big ? ct->size : N) + N / 8 + 4096);
     /* The text is right at both ends and in the middle. */
