@@ -1,5 +1,8 @@
-/* codec.h - the codec interface, the decoded-array representation, and the
- * registry that maps codec names (and aliases) to implementations.
+/* codec.h - the codec interface (with its optional capability, partial
+ * decoding), what a codec decodes into (the spec; the decoded chunk itself
+ * is codecs/abytes.h), and the registry that maps codec names (and
+ * aliases) to implementations. Only the generic interface: no codec's own
+ * API is declared here.
  *
  * A Zarr codec chain is [array->array]* , one array->bytes , [bytes->bytes]*.
  * Decoding runs it backwards:
@@ -14,7 +17,8 @@
  *
  * An array->bytes codec may also offer partial decoding (see "partial
  * decoding" below): answers about an encoded chunk without decoding it
- * whole.
+ * whole. The codecs themselves are reached through the registry
+ * (codec_lookup) and the chain (codecs/chain.h), never by name.
  *
  * Codec state is parsed configuration only: immutable after create, shared by
  * all threads. Everything that depends on a particular chunk (its element
