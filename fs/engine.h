@@ -34,7 +34,6 @@
 
 #include "../codecs/chain.h"
 #include "../src/store/store.h"
-#include "../src/util/htab.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
 #include "../src/util/memo.h"
