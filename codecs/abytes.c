@@ -1,6 +1,6 @@
 /* abytes.c - the decoded-chunk representation (struct abytes): allocation,
  * release, memory accounting, fill-value chunks and offset validation. */
-#include "chain.h"
+#include "abytes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -143,40 +143,5 @@ int abytes_check_offsets(const uint64_t *off, uint64_t n, uint64_t data_size,
     return zerr_set(err, EIO,
                     "last offset %llu lies past the data (%llu bytes)",
                     (unsigned long long)off[n], (unsigned long long)data_size);
-  return 0;
-}
-
-/* Run the deferred data codecs (see codec.h). */
-int abytes_load_data(const struct abytes *a, const struct codec_env *env,
-                     struct bytesrc **out, struct zerr *err) {
-  if (a->data) {
-    *out = bytesrc_ref(a->data);
-    return 0;
-  }
-  if (!a->data_chain || !a->data_enc)
-    return zerr_set(err, EIO, "chunk has no data section");
-  struct codec_spec dspec;
-  memset(&dspec, 0, sizeof dspec);
-  dspec.ndim = 1;
-  dspec.shape[0] = a->data_len;
-  dspec.nelem = a->data_len;
-  dspec.dtype = dtype_of(DT_UINT8);
-  static const uint8_t zero = 0;
-  dspec.fill = &zero;
-  dspec.fill_len = 1;
-  struct abytes *da = NULL;
-  int rc = chain_decode(a->data_chain, &dspec, a->data_enc, env, &da, err);
-  if (rc < 0)
-    return zerr_prefix(err, "zarrs.vlen data: ");
-  if (da->elsize != 1 || !da->fixed || da->fixed->size != a->data_len) {
-    unsigned long long got = da->fixed ? da->fixed->size : 0;
-    abytes_free(da);
-    return zerr_set(err, EIO,
-                    "zarrs.vlen: data length %llu disagrees with last offset "
-                    "%llu",
-                    got, (unsigned long long)a->data_len);
-  }
-  *out = bytesrc_ref(da->fixed);
-  abytes_free(da);
   return 0;
 }

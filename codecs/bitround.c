@@ -18,6 +18,7 @@
  * the rounded fill, so an empty inner chunk of a shard after bitround
  * holds the rounded value (a missing chunk of the array keeps the fill
  * value as written). */
+#include "abytes.h"
 #include "codec.h"
 
 #include <stdlib.h>

@@ -16,6 +16,7 @@
  *
  * `zarrs.optional` types are refused: their values need the zarrs.optional
  * codec (a presence mask), which `bytes` cannot express. */
+#include "abytes.h"
 #include "codec.h"
 
 #include <stdlib.h>
@@ -92,12 +93,6 @@ static int bytes_create(json_t *config, const struct codec_spec *decoded,
 
 /* Free the parsed configuration. */
 static void bytes_destroy(void *state) { free(state); }
-
-/* See codec.h. */
-int bytes_state_swaps(const void *state) {
-  const struct bytes_state *st = state;
-  return st->swap;
-}
 
 /* Reverse each element in place. */
 static void bytes_swap(uint8_t *p, size_t n, size_t elsize) {
@@ -263,6 +258,61 @@ static int bytes_decode(const void *state, const struct codec_spec *spec,
   return 0;
 }
 
+/* ---- partial decoding (see codec.h) ---- */
+
+/* Fixed-size elements open partially (element ranges are byte ranges),
+ * plain unless swapped; the draft string layout does not. */
+static unsigned bytes_partial_caps(const void *state) {
+  const struct bytes_state *st = state;
+  if (st->draft)
+    return 0;
+  return CODEC_PARTIAL_ELEMENTS | (st->swap ? 0 : CODEC_PARTIAL_PLAIN);
+}
+
+/* Check the chunk's size; nothing is read. */
+static int bytes_partial_open(const void *state, const struct codec_spec *spec,
+                              struct bytesrc *in, struct codec_partial *p,
+                              struct zerr *err) {
+  const struct bytes_state *st = state;
+  if (st->draft)
+    return zerr_set(err, ENOTSUP,
+                    "bytes: the draft string layout cannot be "
+                    "read partially");
+  uint64_t want;
+  if (zmul_u64(spec->nelem, st->elsize, &want) < 0 || in->size != want)
+    return zerr_set(err, EIO,
+                    "bytes: chunk has %llu bytes, expected %llu elements of "
+                    "%zu bytes",
+                    (unsigned long long)in->size,
+                    (unsigned long long)spec->nelem, st->elsize);
+  p->n = spec->nelem;
+  p->elsize = st->elsize;
+  p->data_len = want;
+  p->width = st->elsize;
+  p->swap = st->swap;
+  p->src = bytesrc_ref(in);
+  if (!st->swap)
+    p->data = bytesrc_ref(in);
+  return 0;
+}
+
+/* Read elements where they lie and put them in host order. */
+static int bytes_partial_elements(const struct codec_partial *p, uint64_t first,
+                                  uint64_t count, void *out, struct zerr *err) {
+  const struct bytes_state *st = p->state;
+  if (first > p->n || count > p->n - first)
+    return zerr_set(err, EIO, "bytes: elements past the chunk");
+  if (!count)
+    return 0;
+  int rc = bytesrc_read_range(p->src, p->base + first * p->width,
+                              (size_t)(count * p->width), out, err);
+  if (rc < 0)
+    return zerr_prefix(err, "bytes: ");
+  if (p->swap)
+    bytes_swap(out, (size_t)(count * (st->elsize / st->unit)), st->unit);
+  return 0;
+}
+
 static const char *const bytes_aliases[] = {"endian", NULL};
 
 const struct codec_impl codec_bytes = {
@@ -272,4 +322,7 @@ const struct codec_impl codec_bytes = {
     .create = bytes_create,
     .destroy = bytes_destroy,
     .decode_array = bytes_decode,
+    .partial_caps = bytes_partial_caps,
+    .partial_open = bytes_partial_open,
+    .partial_elements = bytes_partial_elements,
 };

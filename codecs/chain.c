@@ -252,3 +252,104 @@ const void *chain_sole_a2b(const struct chain *c,
     return NULL;
   return c->a2b.state;
 }
+
+/* Run the deferred data codecs (see chain.h). */
+int chain_load_data(const struct abytes *a, const struct codec_env *env,
+                    struct bytesrc **out, struct zerr *err) {
+  if (a->data) {
+    *out = bytesrc_ref(a->data);
+    return 0;
+  }
+  if (!a->data_chain || !a->data_enc)
+    return zerr_set(err, EIO, "chunk has no data section");
+  struct codec_spec dspec;
+  memset(&dspec, 0, sizeof dspec);
+  dspec.ndim = 1;
+  dspec.shape[0] = a->data_len;
+  dspec.nelem = a->data_len;
+  dspec.dtype = dtype_of(DT_UINT8);
+  static const uint8_t zero = 0;
+  dspec.fill = &zero;
+  dspec.fill_len = 1;
+  struct abytes *da = NULL;
+  int rc = chain_decode(a->data_chain, &dspec, a->data_enc, env, &da, err);
+  if (rc < 0)
+    return zerr_prefix(err, "zarrs.vlen data: ");
+  if (da->elsize != 1 || !da->fixed || da->fixed->size != a->data_len) {
+    unsigned long long got = da->fixed ? da->fixed->size : 0;
+    abytes_free(da);
+    return zerr_set(err, EIO,
+                    "zarrs.vlen: data length %llu disagrees with last offset "
+                    "%llu",
+                    got, (unsigned long long)a->data_len);
+  }
+  *out = bytesrc_ref(da->fixed);
+  abytes_free(da);
+  return 0;
+}
+
+/* ---- partial decoding ---- */
+
+/* See chain.h. */
+unsigned chain_partial_caps(const struct chain *c) {
+  if (!c || c->n_a2a || c->n_b2b || !c->a2b.impl->partial_caps)
+    return 0;
+  return c->a2b.impl->partial_caps(c->a2b.state);
+}
+
+/* See chain.h. */
+int chain_partial_open(const struct chain *c, const struct codec_spec *spec,
+                       struct bytesrc *chunk, struct codec_partial *p,
+                       struct zerr *err) {
+  memset(p, 0, sizeof *p);
+  unsigned want = CODEC_PARTIAL_OFFSETS | CODEC_PARTIAL_ELEMENTS;
+  if (!(chain_partial_caps(c) & want))
+    return zerr_set(err, ENOTSUP, "%s: chunks cannot be read partially",
+                    c && c->a2b.impl ? c->a2b.impl->name : "chain");
+  p->impl = c->a2b.impl;
+  p->state = c->a2b.state;
+  int rc = p->impl->partial_open(p->state, spec, chunk, p, err);
+  if (rc < 0)
+    chain_partial_close(p);
+  return rc;
+}
+
+/* See chain.h. */
+int chain_partial_offsets(const struct codec_partial *p, uint64_t first,
+                          uint64_t count, uint64_t *out, struct zerr *err) {
+  if (!p->impl || p->elsize || !p->impl->partial_offsets)
+    return zerr_set(err, ENOTSUP, "no variable-length offsets to read");
+  return p->impl->partial_offsets(p, first, count, out, err);
+}
+
+/* See chain.h. */
+int chain_partial_elements(const struct codec_partial *p, uint64_t first,
+                           uint64_t count, void *out, struct zerr *err) {
+  if (!p->impl || !p->elsize || !p->impl->partial_elements)
+    return zerr_set(err, ENOTSUP, "no fixed-size elements to read");
+  return p->impl->partial_elements(p, first, count, out, err);
+}
+
+/* See chain.h. */
+int chain_partial_range(const struct codec_partial *p, uint64_t first,
+                        uint64_t count, uint64_t *off, uint64_t *len,
+                        struct zerr *err) {
+  if (!p->elsize || !p->data)
+    return zerr_set(err, ENOTSUP, "elements are not stored plain");
+  if (first > p->n || count > p->n - first)
+    return zerr_set(err, EIO, "elements %llu..+%llu past the chunk (%llu)",
+                    (unsigned long long)first, (unsigned long long)count,
+                    (unsigned long long)p->n);
+  *off = first * p->elsize; /* <= n * elsize: the chunk's size */
+  *len = count * p->elsize;
+  return 0;
+}
+
+/* See chain.h. */
+void chain_partial_close(struct codec_partial *p) {
+  if (p->impl && p->impl->partial_close)
+    p->impl->partial_close(p);
+  bytesrc_unref(p->data);
+  bytesrc_unref(p->src);
+  memset(p, 0, sizeof *p);
+}

@@ -1,5 +1,8 @@
-/* codec.h - the codec interface, the decoded-array representation, and the
- * registry that maps codec names (and aliases) to implementations.
+/* codec.h - the codec interface (with its optional capability, partial
+ * decoding), what a codec decodes into (the spec; the decoded chunk itself
+ * is codecs/abytes.h), and the registry that maps codec names (and
+ * aliases) to implementations. Only the generic interface: no codec's own
+ * API is declared here.
  *
  * A Zarr codec chain is [array->array]* , one array->bytes , [bytes->bytes]*.
  * Decoding runs it backwards:
@@ -10,7 +13,12 @@
  *     nothing is read until a view asks for a range; `zarrs.vlen` reads the
  *     8-byte length word and the index, and returns the data section as a
  *     lazy byte source when its data codecs allow it);
- *   array->array codecs (transpose, issue 3) permute abytes.
+ *   array->array codecs (transpose) permute abytes (codecs/abytes.h).
+ *
+ * An array->bytes codec may also offer partial decoding (see "partial
+ * decoding" below): answers about an encoded chunk without decoding it
+ * whole. The codecs themselves are reached through the registry
+ * (codec_lookup) and the chain (codecs/chain.h), never by name.
  *
  * Codec state is parsed configuration only: immutable after create, shared by
  * all threads. Everything that depends on a particular chunk (its element
@@ -23,8 +31,8 @@
 #include <stdint.h>
 
 #include "../src/io/bytesrc.h"
-#include "../src/zarr/dtype.h"
 #include "../src/util/err.h"
+#include "../src/zarr/dtype.h"
 #include "../src/zarr/meta.h"
 
 /* What a codec decodes into: the shape and type of the decoded array. */
@@ -53,49 +61,67 @@ static inline int codec_check_stop(const struct codec_env *env,
   return 0;
 }
 
-/* A decoded chunk: n elements in C order of the spec's shape. */
-struct abytes {
-  uint64_t n;
-  size_t elsize;         /* > 0: fixed-size elements; 0: variable-length */
-  struct bytesrc *fixed; /* fixed: n*elsize bytes in host order (owned ref) */
-  uint64_t *offsets;     /* variable: n+1 absolute offsets into data, owned
-                            (malloc); validated non-decreasing and
-                            offsets[n] <= data->size */
-  struct bytesrc *data;  /* variable: element bytes (owned ref; may be lazy);
-                            NULL while the data section is deferred */
-  /* Variable, deferred: the data section still has to go through its data
-   * codecs (gzip, zstd, ...). Decoding it is postponed so that the index
-   * alone answers sizes; abytes_load_data runs it when bytes are read. */
-  const struct chain *data_chain; /* borrowed: owned by the codec state,
-                                     which outlives every decoded chunk */
-  struct bytesrc *data_enc;       /* owned ref: the encoded data section */
-  uint64_t data_len;              /* decoded length (offsets[n]) */
-};
-
-struct chain;
-
-/* The element bytes of a variable-length chunk: a new reference to
- * a->data, or the deferred data section decoded now (a new source the
- * caller owns; its length is checked against data_len). */
-int abytes_load_data(const struct abytes *a, const struct codec_env *env,
-                     struct bytesrc **out, struct zerr *err);
-
-/* Free a decoded chunk; NULL-safe. */
-void abytes_free(struct abytes *a);
-/* Bytes of memory a decoded chunk holds (for cache budgets). */
-size_t abytes_mem_cost(const struct abytes *a);
-/* A chunk of spec->nelem copies of the fill value, materialised (an empty
- * inner chunk of a shard decoded whole). Capped by env->max_decoded: -EFBIG
- * beyond. Views never call this: their missing chunks are arithmetic. */
-int abytes_new_fill(const struct codec_spec *spec, const struct codec_env *env,
-                    struct abytes **out, struct zerr *err);
-/* Allocate an empty abytes (all fields zero) or NULL. */
-struct abytes *abytes_alloc(void);
-/* Check offsets: non-decreasing and last <= data_size. */
-int abytes_check_offsets(const uint64_t *off, uint64_t n, uint64_t data_size,
-                         struct zerr *err);
+struct abytes; /* a decoded chunk: codecs/abytes.h */
 
 enum codec_kind { CODEC_A2A = 1, CODEC_A2B = 2, CODEC_B2B = 3 };
+
+/* ---- partial decoding ----
+ *
+ * Modelled on zarrs' partial decoders (ArrayPartialDecoderTraits): an
+ * array->bytes codec that can read part of an encoded chunk without
+ * decoding all of it says what it can (partial_caps) and opens a decoder
+ * over one chunk (partial_open) that reads only what it is asked. Callers
+ * go through the chain (chain_partial_caps, chain_partial_open and the
+ * chain_partial_* readers in codecs/chain.h), which offers it only when
+ * the array->bytes codec is the chain's one stage: a bytes->bytes stage
+ * (gzip, crc32c) needs its whole input, an array->array stage moves
+ * elements. So callers never name a codec.
+ *
+ * Who offers what: `zarrs.vlen` sizes from the index alone always; offsets
+ * read where they lie when its index codecs open partially in turn (a
+ * plain `bytes` index, swapped or not); its element bytes as a window when
+ * its data codecs are plain `bytes`. `bytes` (fixed-size elements): an
+ * element range is a byte range of the chunk, plain unless the stored
+ * order must be swapped (then partial_elements swaps what it reads).
+ * `sharding_indexed` offers the same kind of access one level up, in its
+ * own terms (codecs/sharding.h: the shard index read once, one inner
+ * chunk decoded from a window of the shard); the engine takes its units
+ * from it, and each inner chunk's chain offers partial decoding in turn. */
+
+/* What chunks of a codec state (or a chain) allow. */
+enum codec_partial_cap {
+  CODEC_PARTIAL_INDEX = 1 << 0,    /* a whole decode reads the element
+                                      offsets and none of the element
+                                      bytes: text sizes cost the index */
+  CODEC_PARTIAL_OFFSETS = 1 << 1,  /* open + partial_offsets: variable-
+                                      length offsets read where they lie */
+  CODEC_PARTIAL_ELEMENTS = 1 << 2, /* open + partial_elements: fixed-size
+                                      elements read where they lie */
+  CODEC_PARTIAL_PLAIN = 1 << 3,    /* with OFFSETS or ELEMENTS: the element
+                                      bytes are stored as decoded, so an
+                                      open decoder's data is set */
+};
+
+/* A partial decoder over one encoded chunk (chain_partial_open). The
+ * first fields are for callers; the rest belong to the codec that opened
+ * it. Immutable once open: readers may share it across threads. */
+struct codec_partial {
+  uint64_t n;           /* elements */
+  size_t elsize;        /* > 0: fixed-size elements; 0: variable-length */
+  struct bytesrc *data; /* the element bytes when stored plain (a window of
+                           the chunk, owned ref), else NULL. Fixed: element
+                           i is bytes [i*elsize, (i+1)*elsize); variable:
+                           element i is bytes [off[i], off[i+1]) */
+  uint64_t data_len;    /* bytes of the element section as stored */
+  /* The codec's own. */
+  const struct codec_impl *impl; /* the codec that opened it */
+  const void *state;             /* borrowed: its state (outlives p) */
+  struct bytesrc *src;           /* owned ref: what it reads from */
+  uint64_t base;                 /* offset in src of what it addresses */
+  size_t width;                  /* bytes per stored element or offset */
+  int swap;                      /* stored order is not host order */
+  void *priv;                    /* per-chunk state, or NULL */
+};
 
 struct codec_impl {
   const char *name;           /* canonical V3 name */
@@ -116,13 +142,29 @@ struct codec_impl {
   int (*decode_array)(const void *state, const struct codec_spec *spec,
                       struct bytesrc *in, const struct codec_env *env,
                       struct abytes **out, struct zerr *err);
-  /* CODEC_A2A (issue 3): the spec the next codec sees, and the decode that
+  /* CODEC_A2A: the spec the next codec sees, and the decode that
    * maps the next codec's output back to `decoded` order. */
   int (*encoded_spec)(const void *state, const struct codec_spec *decoded,
                       struct codec_spec *encoded, struct zerr *err);
   int (*decode_a2a)(const void *state, const struct codec_spec *decoded,
                     struct abytes *in, const struct codec_env *env,
                     struct abytes **out, struct zerr *err);
+  /* CODEC_A2B, optional: partial decoding (NULL: not capable; see
+   * "partial decoding" below). partial_caps says what chunks of this state
+   * allow (enum codec_partial_cap bits); partial_open fills *p for the
+   * encoded chunk `in` (borrowed; referenced) of chunk `spec`, -ENOTSUP
+   * when the state does not allow it; partial_offsets and partial_elements
+   * read through an open decoder; partial_close releases p->priv (may be
+   * NULL when the codec keeps none). */
+  unsigned (*partial_caps)(const void *state);
+  int (*partial_open)(const void *state, const struct codec_spec *spec,
+                      struct bytesrc *in, struct codec_partial *p,
+                      struct zerr *err);
+  int (*partial_offsets)(const struct codec_partial *p, uint64_t first,
+                         uint64_t count, uint64_t *out, struct zerr *err);
+  int (*partial_elements)(const struct codec_partial *p, uint64_t first,
+                          uint64_t count, void *out, struct zerr *err);
+  void (*partial_close)(struct codec_partial *p);
 };
 
 /* Find a codec by V3 name or alias; NULL if unknown. */
@@ -171,45 +213,5 @@ int codec_cfg_str(json_t *config, const char *key, int required,
 /* Reject keys not in the NULL-terminated `allowed` list. */
 int codec_cfg_only(json_t *config, const char *codec,
                    const char *const *allowed, struct zerr *err);
-
-/* zarrs.vlen (codecs/vlen.c): named here because views ask whether a
- * chain is only this codec, whose index alone gives a unit's text size. */
-extern const struct codec_impl codec_vlen;
-
-/* bytes (codecs/bytes.c), for codecs that address elements stored by it
- * directly (a zarrs.vlen index): does a state of it swap byte order? */
-extern const struct codec_impl codec_bytes;
-int bytes_state_swaps(const void *state);
-
-/* Direct access to a zarrs.vlen chunk whose index is stored plain
- * (index_codecs [bytes]): single offsets are read where they lie, so a
- * unit's text size needs two of them and a ranged read only those it
- * shows, never the whole index. */
-struct vlen_direct {
-  struct bytesrc *chunk; /* owned reference */
-  uint64_t n;            /* elements */
-  uint64_t idx_off;      /* chunk offset of offset 0 */
-  size_t isz;            /* 4 or 8 bytes per offset */
-  int swap;              /* stored order is not host order */
-  struct bytesrc *data;  /* the element bytes when data_codecs are
-                            [bytes] (a window of chunk, owned), else NULL */
-  uint64_t data_len;     /* bytes of the data section as stored */
-};
-/* Open chunk (borrowed; referenced) of n elements of a chain that is
- * zarrs.vlen alone. -ENOTSUP when the chain or its index is not plain;
- * -EIO when the chunk's framing is wrong. */
-int vlen_direct_open(const struct chain *chain, uint64_t n,
-                     struct bytesrc *chunk, struct vlen_direct *d,
-                     struct zerr *err);
-/* Can chains like this be opened directly (no chunk read)? *plain_data:
- * are the element bytes stored plain too? */
-int vlen_direct_ok(const struct chain *chain, int *plain_data);
-/* Release; safe on a zeroed or closed struct. */
-void vlen_direct_close(struct vlen_direct *d);
-/* Offsets first .. first+count-1 (first+count <= n+1) in host order,
- * checked non-decreasing and within the data section when it is plain
- * (a lying index gives -EIO, never bytes from elsewhere). */
-int vlen_direct_offsets(const struct vlen_direct *d, uint64_t first,
-                        uint64_t count, uint64_t *out, struct zerr *err);
 
 #endif

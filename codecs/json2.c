@@ -24,6 +24,7 @@
  * UTF-8 text (escapes resolved; a lone surrogate becomes U+FFFD), any
  * other item is its JSON text with insignificant whitespace removed
  * (`1`, `null`, `[1,2]`, `{"a":1}`). */
+#include "abytes.h"
 #include "codec.h"
 
 #include <stdlib.h>

@@ -182,7 +182,7 @@ static int optional_expand_var(const uint8_t *mask, uint64_t n,
   struct bytesrc *src = NULL;
   if (data) {
     struct bytesrc *loaded = NULL;
-    ZTRY(abytes_load_data(data, env, &loaded, err));
+    ZTRY(chain_load_data(data, env, &loaded, err));
     int rc = bytesrc_load(loaded, env->max_decoded, &src, err);
     bytesrc_unref(loaded);
     if (rc < 0)

@@ -25,6 +25,7 @@
  * filter and zarr-python's V3 name for it): a bool array becomes a 1-D
  * uint8 array of 1 + ceil(n/8) bytes, the first holding the pad-bit count,
  * the rest the bits MSB-first (numpy.packbits order, unlike `packbits`). */
+#include "abytes.h"
 #include "codec.h"
 
 #include <stdlib.h>

@@ -300,7 +300,7 @@ static int shard_decode(const void *state, const struct codec_spec *spec,
         break;
       struct bytesrc *src = NULL;
       if (variable)
-        rc = abytes_load_data(ia, env, &src, err);
+        rc = chain_load_data(ia, env, &src, err);
       else
         rc = codec_load_input(ia->fixed, env, "sharding_indexed", &src, err);
       if (rc == 0 && (ia->n != per || (!variable && ia->elsize != es)))

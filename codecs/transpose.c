@@ -153,7 +153,7 @@ static int transpose_decode(const void *state, const struct codec_spec *decoded,
     }
   } else {
     struct bytesrc *data;
-    rc = abytes_load_data(in, env, &data, err);
+    rc = chain_load_data(in, env, &data, err);
     if (rc < 0)
       goto fail;
     rc = codec_load_input(data, env, "transpose", &src, err);

@@ -8,7 +8,13 @@
  * Decoding reads the 8-byte length word, then the index through its chain,
  * and hands the data section back as a byte source: with data_codecs =
  * [bytes] that is a window onto the chunk, so nothing of the data section
- * is read until a view asks for a range of it. */
+ * is read until a view asks for a range of it.
+ *
+ * Partial decoding (see codec.h): sizes come from the index alone; with a
+ * plain index (index_codecs [bytes]) a chunk opens without reading it,
+ * and single offsets are read where they lie through the index chain's
+ * own partial decoder, so a unit's text size needs two of them and a
+ * ranged read only those it shows, never the whole index. */
 #include "chain.h"
 
 #include <stdlib.h>
@@ -247,7 +253,7 @@ static int vlen_decode(const void *state, const struct codec_spec *spec,
     data = bytesrc_ref(dat);
   }
   /* Otherwise (gzip, zstd, ...) decoding is deferred: sizes come from the
-   * index alone; abytes_load_data decodes when bytes are read. */
+   * index alone; chain_load_data decodes when bytes are read. */
   rc = abytes_check_offsets(off, n, data_len, err);
   if (rc < 0) {
     bytesrc_unref(data);
@@ -278,51 +284,30 @@ out:
   return rc;
 }
 
-static const char *const vlen_aliases[] = {
-    "https://codec.zarrs.dev/array_to_bytes/vlen", "vlen", NULL};
+/* ---- partial decoding (see codec.h) ---- */
 
-const struct codec_impl codec_vlen = {
-    .name = "zarrs.vlen",
-    .aliases = vlen_aliases,
-    .kind = CODEC_A2B,
-    .create = vlen_create,
-    .destroy = vlen_destroy,
-    .decode_array = vlen_decode,
-};
-
-/* ---- direct access (see codec.h) ---- */
-
-/* The vlen state of a chain that is zarrs.vlen alone with a plain index,
- * and the index's bytes state; NULL when not. */
-static const struct vlen_state *vlen_direct_state(const struct chain *chain,
-                                                  const void **bst) {
-  const struct vlen_state *st = chain_sole_a2b(chain, &codec_vlen);
-  if (!st)
-    return NULL;
-  *bst = chain_sole_a2b(st->index_chain, &codec_bytes);
-  return *bst ? st : NULL;
+/* Sizes from the index always; offsets where they lie when the index
+ * chain reads its elements partially; element bytes plain when the data
+ * codecs are plain. */
+static unsigned vlen_partial_caps(const void *state) {
+  const struct vlen_state *st = state;
+  unsigned caps = CODEC_PARTIAL_INDEX;
+  if (chain_partial_caps(st->index_chain) & CODEC_PARTIAL_ELEMENTS) {
+    caps |= CODEC_PARTIAL_OFFSETS;
+    if (chain_is_passthrough(st->data_chain))
+      caps |= CODEC_PARTIAL_PLAIN;
+  }
+  return caps;
 }
 
-int vlen_direct_ok(const struct chain *chain, int *plain_data) {
-  const void *bst;
-  const struct vlen_state *st = vlen_direct_state(chain, &bst);
-  if (plain_data)
-    *plain_data = st && chain_is_passthrough(st->data_chain);
-  return st != NULL;
-}
-
-int vlen_direct_open(const struct chain *chain, uint64_t n,
-                     struct bytesrc *chunk, struct vlen_direct *d,
-                     struct zerr *err) {
-  memset(d, 0, sizeof *d);
-  const void *bst;
-  const struct vlen_state *st = vlen_direct_state(chain, &bst);
-  if (!st)
-    return zerr_set(err, ENOTSUP, "zarrs.vlen: index is not stored plain");
-  uint64_t size = chunk->size, L;
-  int rc = vlen_index_len(st, chunk, &L, err);
-  if (rc < 0)
-    return rc;
+/* Read the length word, check that the index holds n+1 offsets, and open
+ * the index chain's partial decoder over the index (p->priv). */
+static int vlen_partial_open(const void *state, const struct codec_spec *spec,
+                             struct bytesrc *in, struct codec_partial *p,
+                             struct zerr *err) {
+  const struct vlen_state *st = state;
+  uint64_t n = spec->nelem, size = in->size, L;
+  ZTRY(vlen_index_len(st, in, &L, err));
   uint64_t n1, want;
   if (zadd_u64(n, 1, &n1) < 0 || zmul_u64(n1, st->index_size, &want) < 0 ||
       L != want || L > size - 8)
@@ -331,48 +316,56 @@ int vlen_direct_open(const struct chain *chain, uint64_t n,
                     "offsets of %zu bytes in a chunk of %llu bytes",
                     (unsigned long long)L, (unsigned long long)n + 1,
                     st->index_size, (unsigned long long)size);
-  d->n = n;
-  d->isz = st->index_size;
-  d->swap = bytes_state_swaps(bst);
-  d->idx_off = st->at_end ? size - 8 - L : 8;
-  d->data_len = size - 8 - L;
-  if (chain_is_passthrough(st->data_chain)) {
-    rc = bytesrc_sub(chunk, st->at_end ? 0 : 8 + L, d->data_len, &d->data, err);
+  struct codec_partial *ip = calloc(1, sizeof *ip);
+  if (!ip)
+    return zerr_set(err, ENOMEM, "zarrs.vlen: out of memory");
+  p->priv = ip;
+  p->n = n;
+  p->data_len = size - 8 - L;
+  p->width = st->index_size;
+  p->src = bytesrc_ref(in);
+  struct bytesrc *idx = NULL;
+  struct codec_spec ispec =
+      vlen_spec_1d(st->index_size == 4 ? DT_UINT32 : DT_UINT64, n1);
+  int rc = bytesrc_sub(in, st->at_end ? size - 8 - L : 8, L, &idx, err);
+  if (rc == 0) {
+    rc = chain_partial_open(st->index_chain, &ispec, idx, ip, err);
     if (rc < 0)
-      return rc;
+      zerr_prefix(err, "zarrs.vlen index: ");
   }
-  d->chunk = bytesrc_ref(chunk);
-  return 0;
+  bytesrc_unref(idx);
+  if (rc == 0 && ip->elsize != st->index_size)
+    rc = zerr_set(err, EIO, "zarrs.vlen: index has %zu-byte elements",
+                  ip->elsize);
+  if (rc == 0 && chain_is_passthrough(st->data_chain))
+    rc = bytesrc_sub(in, st->at_end ? 0 : 8 + L, p->data_len, &p->data, err);
+  return rc;
 }
 
-void vlen_direct_close(struct vlen_direct *d) {
-  bytesrc_unref(d->data);
-  bytesrc_unref(d->chunk);
-  memset(d, 0, sizeof *d);
-}
-
-int vlen_direct_offsets(const struct vlen_direct *d, uint64_t first,
-                        uint64_t count, uint64_t *out, struct zerr *err) {
-  if (first > d->n || count > d->n + 1 - first)
+/* Read offsets through the index's decoder and widen them, checking
+ * order and, with plain element bytes, that they stay inside them. */
+static int vlen_partial_offsets(const struct codec_partial *p, uint64_t first,
+                                uint64_t count, uint64_t *out,
+                                struct zerr *err) {
+  const struct codec_partial *ip = p->priv;
+  if (first > p->n || count > p->n + 1 - first)
     return zerr_set(err, EIO, "zarrs.vlen: offsets past the index");
   if (!count)
     return 0;
-  /* Read into the tail of out, widen and swap forwards into its head. */
-  uint8_t *raw = (uint8_t *)out + count * (sizeof *out - d->isz);
-  ZTRY(bytesrc_read_range(d->chunk, d->idx_off + first * d->isz,
-                          (size_t)(count * d->isz), raw, err));
+  /* Read into the tail of out, widen forwards into its head. */
+  uint8_t *raw = (uint8_t *)out + count * (sizeof *out - p->width);
+  ZTRY(chain_partial_elements(ip, first, count, raw, err));
   for (uint64_t i = 0; i < count; i++) {
-    uint64_t v = 0;
-    if (d->isz == 4) {
+    uint64_t v;
+    if (p->width == 4) {
       uint32_t w;
       memcpy(&w, raw + i * 4, 4);
-      v = d->swap ? __builtin_bswap32(w) : w;
+      v = w;
     } else {
       memcpy(&v, raw + i * 8, 8);
-      v = d->swap ? __builtin_bswap64(v) : v;
     }
     out[i] = v;
-    if ((i && v < out[i - 1]) || (d->data && v > d->data_len))
+    if ((i && v < out[i - 1]) || (p->data && v > p->data_len))
       return zerr_set(err, EIO,
                       "zarrs.vlen: offset %llu (%llu) is out of order or "
                       "past the data section",
@@ -380,3 +373,30 @@ int vlen_direct_offsets(const struct vlen_direct *d, uint64_t first,
   }
   return 0;
 }
+
+/* Close the index's decoder. */
+static void vlen_partial_close(struct codec_partial *p) {
+  struct codec_partial *ip = p->priv;
+  if (!ip)
+    return;
+  chain_partial_close(ip);
+  free(ip);
+  p->priv = NULL;
+}
+
+static const char *const vlen_aliases[] = {
+    "https://codec.zarrs.dev/array_to_bytes/vlen", "vlen", NULL};
+
+/* Registered in codecs/registry.c. */
+const struct codec_impl codec_vlen = {
+    .name = "zarrs.vlen",
+    .aliases = vlen_aliases,
+    .kind = CODEC_A2B,
+    .create = vlen_create,
+    .destroy = vlen_destroy,
+    .decode_array = vlen_decode,
+    .partial_caps = vlen_partial_caps,
+    .partial_open = vlen_partial_open,
+    .partial_offsets = vlen_partial_offsets,
+    .partial_close = vlen_partial_close,
+};

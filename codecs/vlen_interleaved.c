@@ -6,6 +6,7 @@
  * Lengths are interleaved with the data, so there is no way to find element
  * j without walking the ones before it: decoding loads the chunk and builds
  * a compact offsets + data pair that views can index directly. */
+#include "abytes.h"
 #include "codec.h"
 
 #include <stdlib.h>

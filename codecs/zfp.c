@@ -27,6 +27,7 @@
  * buffer. A stream is therefore copied into a zeroed buffer large enough
  * for everything a decoder can read for this field and mode, and a decode
  * that used more words than the chunk has is an error (truncated stream). */
+#include "abytes.h"
 #include "codec.h"
 
 #include <math.h>

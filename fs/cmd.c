@@ -181,7 +181,7 @@ static void cmd_info(struct cmd *c, const char *path, struct ns_entry *ent) {
     fail(c, path, rc, &err);
     return;
   }
-  const struct znode *n = engine_node(c->e, ent->key);
+  const struct znode *n = node_get(c->e->nodes, ent->key);
   if (n->kind == ZNODE_NONE) {
     fprintf(c->err, "zarrfs: %s: not a Zarr array or group (no metadata)\n",
             path);

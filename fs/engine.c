@@ -20,8 +20,7 @@ uint64_t engine_fills(const struct engine *e, enum engine_level level) {
 int engine_new(struct store *store, const struct engine_config *cfg,
                struct engine **out, struct zerr *err) {
   struct engine *e = calloc(1, sizeof *e);
-  if (!e || node_table_init(e) < 0) {
-    free(e);
+  if (!e) {
     store_free(store);
     return zerr_set(err, ENOMEM, "out of memory");
   }
@@ -29,19 +28,23 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   struct memo_config mc = {cfg->cache_size,
                            cfg->size_table_max ? cfg->size_table_max : 1 << 20,
                            &e->stopping};
+  e->store = store;
+  e->env.max_decoded = cfg->max_decoded;
+  e->env.stop = &e->stopping;
   int rc = memo_new(&mc, &e->memo, err);
   if (rc == 0)
     rc = logonce_new(LOGONCE_DEFAULT_KEYS, LOGONCE_DEFAULT_SECS, &e->log, err);
+  if (rc == 0)
+    rc = node_table_new(store, e->log, &e->env, cfg->no_consolidated, &e->nodes,
+                        err);
   if (rc < 0) {
+    node_table_free(e->nodes);
+    logonce_free(e->log);
     memo_free(e->memo);
-    node_table_fini(e);
     free(e);
     store_free(store);
     return rc;
   }
-  e->store = store;
-  e->env.max_decoded = cfg->max_decoded;
-  e->env.stop = &e->stopping;
   e->window_cap = cfg->max_decoded;
   /* A unit's text is kept whole up to an eighth of the cache (so a view
    * of several units still fits it), never above the decode limit. */
@@ -70,7 +73,7 @@ void engine_free(struct engine *e) {
   engine_stop(e);
   pool_free(e->ahead);
   memo_free(e->memo);
-  node_table_fini(e);
+  node_table_free(e->nodes);
   store_free(e->store);
   logonce_free(e->log); /* prints the repeats not summarised yet */
   free(e);

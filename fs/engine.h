@@ -1,23 +1,26 @@
 /* engine.h - the read engine of one mount, and the daemon's context: the
- * store, the memo (src/util/memo.h) and its levels, the limits, the decode-ahead
- * workers, the log, the shutdown flag, and the node table's storage.
+ * store, the memo (src/util/memo.h) and its levels, the limits, the
+ * decode-ahead workers, the log, the shutdown flag, and the node table.
  *
  * The engine is a composition: engine_new and engine_free build and tear
- * down its parts, and the jobs live in modules of their own, each taking
- * the engine as its context:
- *   fs/node.c      the node table (metadata, consolidated metadata, keys)
+ * down its parts, and the jobs live in modules of their own:
+ *   fs/node.c      the node table (metadata, consolidated metadata, keys):
+ *                  an object of its own, below the engine, which holds one
  *   fs/unit.c      decoded units through the memo (shard indexes, data
- *                  sections, direct reads of plain zarrs.vlen indexes,
- *                  sizes, presence)
+ *                  sections, direct reads through partial decoders,
+ *                  sizes, presence), taking the engine as its context
  *   fs/textprep.c  decoded elements to their text type, fill text
- * This header includes none of them (they include it), so the include
- * graph has no circle; the few helpers they need from the context
- * (engine_log, engine_stopping, engine_check_stop) are inline here.
+ * Only the node table's header is included here (by engine.c); the others
+ * include this one, so the include graph has no circle. The few helpers
+ * they need from the context (engine_log, engine_stopping,
+ * engine_check_stop) are inline here.
  *
  * Everything here is FUSE-free so tests and a future command-line front end
  * drive the same code. The engine owns every piece of shared mutable state
- * (the memo, the node table), each behind its own lock: memo.lock (in
- * src/util/memo.c) and nodes_lock (used by fs/node.c), both leaves.
+ * (the memo, the node table), each behind its own lock: the memo's (in
+ * src/util/memo.c) and the node table's (in fs/node.c), both leaves. The
+ * other fields are set by engine_new and read-only after it, except
+ * `stopping` and `stats` (atomics, no lock).
  *
  * Errors that come from the data (corrupt chunk, bad metadata, unsupported
  * codec) are logged by the modules that meet them, through engine_log, where
@@ -26,18 +29,16 @@
 #ifndef ZARRFS_ENGINE_H
 #define ZARRFS_ENGINE_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "../codecs/chain.h"
-#include "../src/util/htab.h"
+#include "../src/store/store.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
 #include "../src/util/memo.h"
-#include "../src/zarr/meta.h"
 #include "../src/util/pool.h"
-#include "../src/store/store.h"
+#include "../src/zarr/meta.h"
 #include "stats.h"
 
 /* Memo levels of what the engine and the views cache. The wait rule of
@@ -84,30 +85,38 @@ enum engine_views {
   ENGINE_VIEWS_NONE,       /* the store untouched, no views */
 };
 
+/* The engine. Fields set by engine_new are read-only after it; what
+ * changes lives behind a lock of its own (each a leaf, so no order
+ * between them) or is atomic. */
 struct engine {
-  struct store *store; /* owned */
-  struct memo *memo;   /* every cached thing (see enum engine_level) */
-  struct codec_env env;
-  size_t window_cap;          /* bytes open files may keep pinned */
-  size_t render_max;          /* largest unit text kept rendered whole */
-  struct pool *ahead;         /* decode-ahead workers (fs/view.c), or NULL */
-  size_t ahead_budget;        /* bytes a reader may have decoded ahead */
-  size_t cache_size;          /* the memo's budget (engine_config) */
-  pthread_mutex_t nodes_lock; /* guards nodes and transient (leaf lock) */
-  struct htab nodes;          /* the node table (fs/node.c): path -> struct
-                                 znode, for the engine's life */
-  struct znode *transient;    /* nodes whose metadata failed to load for
-                                 now (guarded by nodes_lock; freed with the
-                                 engine: callers borrow nodes for its life) */
-  int no_consolidated;        /* from engine_config */
-  int lazy_sizes;             /* from engine_config */
-  int views;                  /* from engine_config (enum engine_views) */
-  struct logonce *log;        /* every line goes through it: once per key
-                                 and reason, repeats summarised */
-  atomic_int stopping;    /* set by engine_stop (signal-safe); long loops and
-                             waits check it and give up with -EINTR */
-  struct zfs_stats stats; /* live counters (fs/stats.h): relaxed atomics,
-                             no lock */
+  struct store *store;      /* owned; thread-safe itself (its own locks) */
+  struct memo *memo;        /* owned: every cached thing (see enum
+                               engine_level), guarded by the memo's own lock
+                               (src/util/memo.c) */
+  struct codec_env env;     /* read-only */
+  size_t window_cap;        /* read-only: bytes open files may keep
+                               pinned */
+  size_t render_max;        /* read-only: largest unit text kept rendered
+                               whole */
+  struct pool *ahead;       /* owned: decode-ahead workers (fs/view.c), or
+                               NULL; guarded by the pool's own lock */
+  size_t ahead_budget;      /* read-only: bytes a reader may have decoded
+                               ahead */
+  size_t cache_size;        /* read-only: the memo's budget */
+  struct node_table *nodes; /* owned: the node table (fs/node.h), guarded
+                               by the table's own lock (fs/node.c) */
+  int no_consolidated;      /* read-only, from engine_config */
+  int lazy_sizes;           /* read-only, from engine_config */
+  int views;                /* read-only, from engine_config (enum
+                               engine_views) */
+  struct logonce *log;      /* owned: every line goes through it, once per
+                               key and reason, repeats summarised; guarded
+                               by its own lock (src/util/logonce.c) */
+  atomic_int stopping;      /* no lock: set by engine_stop (signal-safe);
+                               long loops and waits check it and give up
+                               with -EINTR */
+  struct zfs_stats stats;   /* no lock: live counters (fs/stats.h),
+                               relaxed atomics */
 };
 
 /* Create an engine over store (takes ownership of store, also on failure). */

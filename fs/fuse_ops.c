@@ -741,7 +741,7 @@ static const struct znode *xattr_node(fuse_req_t req, fuse_ino_t ino, int *rc) {
   const struct znode *n = NULL;
   *rc = ns_resolve(c->engine, in->path, ent, NULL);
   if (*rc == 0 && ent->kind == NS_DIR)
-    n = engine_node(c->engine, ent->key);
+    n = node_get(c->engine->nodes, ent->key);
   free(ent);
   return n;
 }

@@ -139,7 +139,7 @@ static int gather_counts(struct engine *e, const struct znode *n,
   struct memo_ref *ref = NULL;
   struct presence *own = NULL;
   struct zerr lerr = {0};
-  int rc = n->chain ? engine_presence(e, n, &ref, &lerr)
+  int rc = n->chain ? unit_presence(e, n, &ref, &lerr)
                     : presence_scan(e->store, n->path, n->meta,
                                     e->env.max_decoded / sizeof(uint64_t),
                                     &e->stopping, &own, &lerr);

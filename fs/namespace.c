@@ -99,7 +99,7 @@ static enum ns_layout layout_of(struct engine *e, const char **key) {
  * Probed by completing the prefix with zero indices. */
 static int is_chunk_prefix(struct engine *e, const char *key) {
   const char *rel;
-  const struct znode *n = engine_array_of(e, key, &rel);
+  const struct znode *n = node_array_of(e->nodes, key, &rel);
   if (!n || n->kind != ZNODE_ARRAY || !n->meta || !*rel)
     return 0;
   char probe[4096];
@@ -174,7 +174,8 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     return rc;
   zerr_clear(err); /* a stored file in the text tree is hidden */
   ent->mtime = STORE_MTIME_UNKNOWN;
-  if (node_cons_is_dir(e, key)) { /* a node only consolidated metadata names */
+  /* a node only consolidated metadata names */
+  if (node_cons_is_dir(e->nodes, key)) {
     ent->kind = NS_DIR;
     return 0;
   }
@@ -189,7 +190,7 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   const char *base = split_parent(key, parent, sizeof parent);
   int is_info = !strcmp(base, NS_INFO_NAME);
   if (is_info || !strcmp(base, NS_VALUES_NAME)) {
-    const struct znode *n = engine_node(e, parent);
+    const struct znode *n = node_get(e->nodes, parent);
     if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
       ent->kind = is_info ? NS_INFO_VIEW : NS_ARRAY_VIEW;
       ent->node = n;
@@ -209,7 +210,7 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
       return rc; /* not "no such file": the kernel would remember that */
     if (rc == 0 && t != STORE_DIR) {
       const char *rel;
-      const struct znode *n = engine_array_of(e, chunk, &rel);
+      const struct znode *n = node_array_of(e->nodes, chunk, &rel);
       if (n && n->errcode) /* broken for now: not "no such file" */
         return zerr_set(err, n->errcode, "%s",
                         n->view_error ? n->view_error : "metadata not loaded");
@@ -273,7 +274,7 @@ static long read_text(struct engine *e, const struct ns_entry *ent,
   size_t tl = 0;
   if (ent->kind == NS_INFO_VIEW)
     ZTRY(info_text(e, ent->node, &text, &tl, err));
-  else if (stats_text(e, &text, &tl) < 0)
+  else if (stats_text(&e->stats, &e->store->stats, e->memo, &text, &tl) < 0)
     return zerr_set(err, ENOMEM, "out of memory");
   size_t n = off < tl ? tl - (size_t)off : 0;
   if (n > len)
@@ -489,13 +490,14 @@ static void dir_add_metadata(struct engine *e, const char *key,
 /* What stat would say of a view's size, if that is known without reading
  * anything: a size already learned (exact or lazy sizes), or with lazy
  * sizes 0 for one not learned. 0 when only stat can tell: a size to
- * compute, or a `zarrs.vlen` unit's, which view_chunk_size_known learns by
+ * compute, or the size of a unit whose chain reads sizes from an index
+ * (codec.h's partial decoding), which view_chunk_size_known learns by
  * reading the unit's index. */
 static int view_size_cheap(struct engine *e, const struct znode *n,
                            const uint64_t *idx, uint64_t *size) {
   int k;
   if (idx) {
-    if (!n->shard && chain_sole_a2b(n->chain, &codec_vlen))
+    if (!n->shard && (chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX))
       return 0;
     k = view_chunk_size_known(e, n, idx, size, NULL);
   } else {
@@ -591,8 +593,8 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
              ? zerr_set(err, EFBIG, "directory listing too large")
              : zerr_set(err, ENOMEM, "out of memory listing a directory");
   if (rc < 0 && rc != -ENOMEM && rc != -EFBIG &&
-      (e->store->unlistable || node_cons_is_dir(e, key) ||
-       engine_node(e, key)->cons)) {
+      (e->store->unlistable || node_cons_is_dir(e->nodes, key) ||
+       node_get(e->nodes, key)->cons)) {
     /* The store cannot list it; consolidated metadata may (an unlistable
      * store shows what metadata names, and views). */
     d->n = 0;
@@ -613,13 +615,13 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
   /* Child nodes named by consolidated metadata that the store did not
    * list (a union: each name once). */
   struct cons_fill cf = {d, listed};
-  if (node_cons_children(e, key, cons_fill_one, &cf, err) < 0 && !d->rc)
+  if (node_cons_children(e->nodes, key, cons_fill_one, &cf, err) < 0 && !d->rc)
     d->rc = -ENOMEM;
 
-  const struct znode *n = engine_node(e, key);
+  const struct znode *n = node_get(e->nodes, key);
   const char *rel = "";
   if (n->kind != ZNODE_ARRAY && n->kind != ZNODE_BROKEN)
-    n = *key ? engine_array_of(e, key, &rel) : NULL;
+    n = *key ? node_array_of(e->nodes, key, &rel) : NULL;
   if (lay == NS_L_PLAIN) {
     n = NULL; /* no views */
     if (e->views == ENGINE_VIEWS_TREE && !*key &&

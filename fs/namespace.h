@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "engine.h"
 #include "node.h"
 
 #define NS_VALUES_NAME "values.txt"
@@ -87,8 +88,9 @@ struct ns_dirent {
                         directories, stored files whose size the store's
                         listing gave, views whose size is already learned
                         (with lazy sizes also those not learned: 0), except
-                        `zarrs.vlen` chunk views, whose size is learned by
-                        reading the chunk's index. Never set where knowing
+                        chunk views whose chains read sizes from an index
+                        (codec.h's partial decoding), whose size is learned
+                        by reading the chunk's index. Never set where knowing
                         would take a read or a decode. */
   uint64_t size;     /* NS_RAW with attr: what ns_size would say */
   int64_t mtime;     /* with attr: what ns_resolve would say */

@@ -1,19 +1,23 @@
 /* node.c - the node table: each store prefix's metadata loaded once and
- * kept for the engine's life, with the hierarchy's consolidated metadata
+ * kept for the table's life, with the hierarchy's consolidated metadata
  * (see node.h). */
 #include "node.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../codecs/sharding.h"
+#include "../src/util/htab.h"
+#include "../src/util/log.h"
+#include "../src/util/logonce.h"
 #include "textprep.h"
 
 /* Node table entries beyond this are not remembered when they are plain
  * directories (chunk directories of huge grids must not grow the table). */
-#define ENGINE_MAX_NODES 1000000
-#define ENGINE_MAX_META (64u << 20)
+#define NODE_MAX_NODES 1000000
+#define NODE_MAX_META (64u << 20)
 
 /* A node table entry, keyed by the node's path. */
 struct node_slot {
@@ -21,12 +25,43 @@ struct node_slot {
   struct znode *node;
 };
 
-/* Set up the engine's (empty) node table. */
-int node_table_init(struct engine *e) {
-  if (htab_init(&e->nodes, 4096) < 0)
-    return -ENOMEM;
-  pthread_mutex_init(&e->nodes_lock, NULL);
+/* The node table (see node.h). Lock order: lock is a leaf; loading a
+ * node (store reads, ancestors' nodes, logging) runs without it. */
+struct node_table {
+  struct store *store;         /* borrowed: where metadata is read */
+  struct logonce *log;         /* borrowed: where failures are said */
+  const struct codec_env *env; /* borrowed: decode settings (fill text) */
+  int no_consolidated;         /* ignore consolidated metadata */
+  pthread_mutex_t lock;        /* guards nodes and transient */
+  struct htab nodes;           /* path -> struct node_slot (guarded by
+                                  lock); nodes live as long as the table */
+  struct znode *transient;     /* nodes not remembered (transient failures,
+                                  a full table, no memory for a slot),
+                                  guarded by lock; freed with the table,
+                                  since callers borrow nodes for its life */
+};
+
+/* See node.h. */
+int node_table_new(struct store *store, struct logonce *log,
+                   const struct codec_env *env, int no_consolidated,
+                   struct node_table **out, struct zerr *err) {
+  struct node_table *t = calloc(1, sizeof *t);
+  if (!t || htab_init(&t->nodes, 4096) < 0) {
+    free(t);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  t->store = store;
+  t->log = log;
+  t->env = env;
+  t->no_consolidated = no_consolidated;
+  pthread_mutex_init(&t->lock, NULL);
+  *out = t;
   return 0;
+}
+
+/* Log one line about key (store location prepended), once per reason. */
+static void node_log(struct node_table *t, const char *key, const char *msg) {
+  logonce_log(t->log, ZLOG_ERR, t->store->location, key, msg);
 }
 
 /* Free one node; NULL-safe. */
@@ -42,21 +77,25 @@ static void znode_free(struct znode *n) {
   free(n);
 }
 
-/* Free every node of the table (no one may hold a node any more). */
-void node_table_fini(struct engine *e) {
+/* Free every node of the table (no one may hold a node any more);
+ * NULL-safe. */
+void node_table_free(struct node_table *t) {
+  if (!t)
+    return;
   struct htab_node *hn;
-  while ((hn = htab_pop(&e->nodes))) {
+  while ((hn = htab_pop(&t->nodes))) {
     struct node_slot *s = (struct node_slot *)hn;
     znode_free(s->node);
     free(s);
   }
-  htab_fini(&e->nodes);
-  while (e->transient) {
-    struct znode *n = e->transient;
-    e->transient = n->next;
+  htab_fini(&t->nodes);
+  while (t->transient) {
+    struct znode *n = t->transient;
+    t->transient = n->next;
     znode_free(n);
   }
-  pthread_mutex_destroy(&e->nodes_lock);
+  pthread_mutex_destroy(&t->lock);
+  free(t);
 }
 
 /* Join a prefix and a name into a store key. */
@@ -69,14 +108,14 @@ static int key_join(char *buf, size_t len, const char *prefix,
 
 /* Record why an array's views cannot work, and say it once. A transient
  * code (out of memory, a server failing) breaks the node only for now. */
-static void node_set_error(struct engine *e, struct znode *n, const char *key,
-                           int code, const char *msg) {
+static void node_set_error(struct node_table *t, struct znode *n,
+                           const char *key, int code, const char *msg) {
   n->view_error = strdup(msg);
   if (zerr_is_transient(code)) {
     n->transient = 1;
     n->errcode = code;
   }
-  engine_log(e, key, msg);
+  node_log(t, key, msg);
 }
 
 /* Does inner (> 0) divide every chunk of dimension d? */
@@ -155,11 +194,11 @@ const struct codec_spec *node_chunk_spec(const struct znode *n,
 }
 
 /* How units become text: type, unit shape, fill text. */
-static int node_set_form(const struct engine *e, struct znode *n,
+static int node_set_form(const struct node_table *t, struct znode *n,
                          struct zerr *err) {
   n->form.ndim = n->meta->ndim;
   memcpy(n->form.shape, n->uspec.shape, sizeof n->form.shape);
-  return textprep_fill_text(&n->uspec, &n->meta->dtype, &e->env, &n->form, err);
+  return textprep_fill_text(&n->uspec, &n->meta->dtype, t->env, &n->form, err);
 }
 
 /* ---- hierarchies through consolidated metadata ---- */
@@ -175,11 +214,11 @@ typedef void (*hier_visit_fn)(void *ud, const struct znode *g, const char *rel);
  * from the root down. Returns 1, and the visits must be discarded, when one
  * of those nodes is an array or broken: nothing below an array is a node
  * (whatever a table says), and an array has no child nodes. */
-static int hier_walk(struct engine *e, const char *path, int self,
+static int hier_walk(struct node_table *t, const char *path, int self,
                      hier_visit_fn fn, void *ud) {
   size_t plen = strlen(path), pos = 0;
   char prefix[4096];
-  if (e->no_consolidated || plen >= sizeof prefix)
+  if (t->no_consolidated || plen >= sizeof prefix)
     return 1;
   for (;;) {
     int is_self = pos == plen;
@@ -187,7 +226,7 @@ static int hier_walk(struct engine *e, const char *path, int self,
       return 0;
     memcpy(prefix, path, pos);
     prefix[pos] = '\0';
-    const struct znode *g = engine_node(e, prefix);
+    const struct znode *g = node_get(t, prefix);
     if (g->kind == ZNODE_ARRAY || g->kind == ZNODE_BROKEN)
       return 1;
     const char *rel = is_self ? "" : path + pos + (pos ? 1 : 0);
@@ -219,16 +258,16 @@ static void doc_visit(void *ud, const struct znode *g, const char *rel) {
 
 /* The consolidated document of the node at store prefix path (non-empty),
  * looked up in its ancestors' tables: its text (borrowed; lives as long as
- * the engine), length and kind; the store key of the document that
+ * the table), length and kind; the store key of the document that
  * consolidated it ("zarr.json", "g/.zmetadata") goes to src_key. NULL when
  * no table lists path. */
-static const char *hier_node_doc(struct engine *e, const char *path,
+static const char *hier_node_doc(struct node_table *t, const char *path,
                                  size_t *len, enum zcons_kind *kind,
                                  char *src_key, size_t src_cap) {
   if (!*path)
     return NULL;
   struct doc_find f = {0};
-  if (hier_walk(e, path, 0, doc_visit, &f) || !f.text)
+  if (hier_walk(t, path, 0, doc_visit, &f) || !f.text)
     return NULL;
   *len = f.len;
   *kind = f.kind;
@@ -242,9 +281,9 @@ static const char *hier_node_doc(struct engine *e, const char *path,
  * document's consolidated_metadata, or for a V2 group whose metadata came
  * from the store its .zmetadata. A malformed table is logged (one line,
  * naming the key and the reason) and ignored. */
-static void hier_load_group(struct engine *e, struct znode *n, const char *key,
-                            int from_consolidated) {
-  if (e->no_consolidated)
+static void hier_load_group(struct node_table *t, struct znode *n,
+                            const char *key, int from_consolidated) {
+  if (t->no_consolidated)
     return;
   struct zerr err = {0};
   char zkey[4096];
@@ -262,7 +301,7 @@ static void hier_load_group(struct engine *e, struct znode *n, const char *key,
     key = zkey;
     uint8_t *text;
     size_t len;
-    rc = store_read_all(e->store, zkey, HIER_MAX_ZMETADATA, &text, &len, &err);
+    rc = store_read_all(t->store, zkey, HIER_MAX_ZMETADATA, &text, &len, &err);
     if (rc == -ENOENT || rc == -ENOTDIR || rc == -EINVAL)
       return;
     if (rc == 0) {
@@ -281,7 +320,7 @@ static void hier_load_group(struct engine *e, struct znode *n, const char *key,
     snprintf(msg, sizeof msg,
              "consolidated metadata ignored (per-node metadata is used): %s",
              err.msg);
-    engine_log(e, key, msg);
+    node_log(t, key, msg);
   }
 }
 
@@ -292,9 +331,9 @@ static void dir_visit(void *ud, const struct znode *g, const char *rel) {
 }
 
 /* Named by an ancestor's table? */
-int node_cons_is_dir(struct engine *e, const char *path) {
+int node_cons_is_dir(struct node_table *t, const char *path) {
   int found = 0;
-  return *path && !hier_walk(e, path, 0, dir_visit, &found) && found;
+  return *path && !hier_walk(t, path, 0, dir_visit, &found) && found;
 }
 
 /* Child names gathered from every covering table. */
@@ -339,10 +378,10 @@ static int name_cmp(const void *a, const void *b) {
 }
 
 /* Union of the covering tables' children, sorted, without duplicates. */
-int node_cons_children(struct engine *e, const char *path, zcons_child_cb cb,
-                       void *ud, struct zerr *err) {
+int node_cons_children(struct node_table *t, const char *path,
+                       zcons_child_cb cb, void *ud, struct zerr *err) {
   struct names l = {.err = err};
-  int blocked = hier_walk(e, path, 1, children_visit, &l), rc = 0;
+  int blocked = hier_walk(t, path, 1, children_visit, &l), rc = 0;
   if (blocked) {
     /* no child nodes here */
   } else if (l.oom) {
@@ -362,7 +401,7 @@ int node_cons_children(struct engine *e, const char *path, zcons_child_cb cb,
 /* ---- the table ---- */
 
 /* Read and interpret path/zarr.json. */
-static struct znode *node_load(struct engine *e, const char *path) {
+static struct znode *node_load(struct node_table *t, const char *path) {
   struct znode *n = calloc(1, sizeof *n);
   if (!n)
     return NULL;
@@ -383,14 +422,14 @@ static struct znode *node_load(struct engine *e, const char *path) {
    * node's own files. */
   enum zcons_kind ck;
   char ckey[4096];
-  const char *ctext = hier_node_doc(e, path, &len, &ck, ckey, sizeof ckey);
+  const char *ctext = hier_node_doc(t, path, &len, &ck, ckey, sizeof ckey);
   if (ctext) {
     which = ck == ZCONS_V3 ? 0 : ck == ZCONS_V2_ARRAY ? 1 : 2;
     if (key_join(key, sizeof key, path, names[which]) < 0)
       return n;
     if (which == 2) {
       n->kind = ZNODE_GROUP;
-      hier_load_group(e, n, key, 1);
+      hier_load_group(t, n, key, 1);
       return n;
     }
     rc = which == 0 ? zmeta_parse(ctext, len, &n->meta, &err)
@@ -402,7 +441,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
                "consolidated metadata of '%s' ignored (per-node metadata is "
                "used): %s",
                path, err.msg);
-      engine_log(e, ckey, msg);
+      node_log(t, ckey, msg);
       zerr_clear(&err);
     }
   }
@@ -410,7 +449,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
     for (which = 0; which < 3; which++) {
       if (key_join(key, sizeof key, path, names[which]) < 0)
         return n; /* ZNODE_NONE */
-      rc = store_read_all(e->store, key, ENGINE_MAX_META, &text, &len, &err);
+      rc = store_read_all(t->store, key, NODE_MAX_META, &text, &len, &err);
       if (rc != -ENOENT && rc != -ENOTDIR && rc != -EINVAL)
         break;
     }
@@ -418,7 +457,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
       return n;
     if (rc < 0) {
       n->kind = ZNODE_BROKEN;
-      node_set_error(e, n, key, -rc, err.msg);
+      node_set_error(t, n, key, -rc, err.msg);
       return n;
     }
     if (which == 0) {
@@ -428,7 +467,7 @@ static struct znode *node_load(struct engine *e, const char *path) {
     } else {
       n->kind = ZNODE_GROUP; /* .zgroup: only its .zmetadata matters */
       free(text);
-      hier_load_group(e, n, key, 0);
+      hier_load_group(t, n, key, 0);
       return n;
     }
     free(text);
@@ -441,12 +480,12 @@ static struct znode *node_load(struct engine *e, const char *path) {
              rc == -ENOTSUP || zerr_is_transient(-rc) ? ""
                                                       : "invalid metadata: ",
              err.msg);
-    node_set_error(e, n, key, -rc, msg);
+    node_set_error(t, n, key, -rc, msg);
     return n;
   }
   if (n->meta->node == ZMETA_GROUP) {
     n->kind = ZNODE_GROUP;
-    hier_load_group(e, n, key, from_cons);
+    hier_load_group(t, n, key, from_cons);
     return n;
   }
   n->kind = ZNODE_ARRAY;
@@ -465,19 +504,19 @@ static struct znode *node_load(struct engine *e, const char *path) {
   if (m->dtype.kind == DT_UNSUPPORTED) {
     char msg[128];
     snprintf(msg, sizeof msg, "unsupported data type '%s'", m->dtype.name);
-    node_set_error(e, n, key, ENOTSUP, msg);
+    node_set_error(t, n, key, ENOTSUP, msg);
     return n;
   }
   if (chain_build(m->codecs, &n->spec, &n->chain, &err) < 0) {
     n->chain = NULL;
-    node_set_error(e, n, key, err.code, err.msg);
+    node_set_error(t, n, key, err.code, err.msg);
     return n;
   }
-  if (node_set_units(n, &err) < 0 || node_set_form(e, n, &err) < 0) {
+  if (node_set_units(n, &err) < 0 || node_set_form(t, n, &err) < 0) {
     chain_free(n->chain);
     n->chain = NULL;
     n->shard = NULL;
-    node_set_error(e, n, key, err.code, err.msg);
+    node_set_error(t, n, key, err.code, err.msg);
   }
   return n;
 }
@@ -490,7 +529,7 @@ static int node_eq(const struct htab_node *hn, const void *key) {
 /* Cached node lookup; loads on first use (outside the lock: loading reads
  * the store and ancestors' nodes; two threads may load the same node, and
  * the first to insert wins). */
-const struct znode *engine_node(struct engine *e, const char *path) {
+const struct znode *node_get(struct node_table *t, const char *path) {
   static const struct znode none = {.kind = ZNODE_NONE, .path = ""};
   /* A node that could not even be allocated: broken for now, never "no
    * such node" (its views fail with ENOMEM, the next lookup tries again). */
@@ -499,45 +538,45 @@ const struct znode *engine_node(struct engine *e, const char *path) {
                                      .transient = 1,
                                      .errcode = ENOMEM};
   uint64_t h = htab_hash_str(path);
-  pthread_mutex_lock(&e->nodes_lock);
+  pthread_mutex_lock(&t->lock);
   struct node_slot *s =
-      (struct node_slot *)htab_find(&e->nodes, h, node_eq, path);
-  pthread_mutex_unlock(&e->nodes_lock);
+      (struct node_slot *)htab_find(&t->nodes, h, node_eq, path);
+  pthread_mutex_unlock(&t->lock);
   if (s)
     return s->node;
-  struct znode *n = node_load(e, path);
+  struct znode *n = node_load(t, path);
   if (!n)
     return &nomem;
-  pthread_mutex_lock(&e->nodes_lock);
+  pthread_mutex_lock(&t->lock);
   if (n->transient) { /* not remembered: the next lookup loads again */
-    n->next = e->transient;
-    e->transient = n;
-    pthread_mutex_unlock(&e->nodes_lock);
+    n->next = t->transient;
+    t->transient = n;
+    pthread_mutex_unlock(&t->lock);
     return n;
   }
-  s = (struct node_slot *)htab_find(&e->nodes, h, node_eq, path);
-  if (s || (n->kind == ZNODE_NONE && e->nodes.count >= ENGINE_MAX_NODES)) {
-    pthread_mutex_unlock(&e->nodes_lock);
+  s = (struct node_slot *)htab_find(&t->nodes, h, node_eq, path);
+  if (s || (n->kind == ZNODE_NONE && t->nodes.count >= NODE_MAX_NODES)) {
+    pthread_mutex_unlock(&t->lock);
     znode_free(n);
     return s ? s->node : &none;
   }
   s = malloc(sizeof *s);
-  if (!s) { /* not remembered, as a transient node (freed with the engine) */
-    n->next = e->transient;
-    e->transient = n;
-    pthread_mutex_unlock(&e->nodes_lock);
+  if (!s) { /* not remembered, as a transient node (freed with the table) */
+    n->next = t->transient;
+    t->transient = n;
+    pthread_mutex_unlock(&t->lock);
     return n;
   }
   s->hn.hash = h;
   s->node = n;
-  htab_insert(&e->nodes, &s->hn);
-  pthread_mutex_unlock(&e->nodes_lock);
+  htab_insert(&t->nodes, &s->hn);
+  pthread_mutex_unlock(&t->lock);
   return n;
 }
 
 /* Walk the ancestors of key from the root down to the first array. */
-const struct znode *engine_array_of(struct engine *e, const char *key,
-                                    const char **rel) {
+const struct znode *node_array_of(struct node_table *t, const char *key,
+                                  const char **rel) {
   char prefix[4096];
   size_t klen = strlen(key);
   if (klen >= sizeof prefix)
@@ -546,7 +585,7 @@ const struct znode *engine_array_of(struct engine *e, const char *key,
   for (;;) {
     memcpy(prefix, key, pos);
     prefix[pos] = '\0';
-    const struct znode *n = engine_node(e, prefix);
+    const struct znode *n = node_get(t, prefix);
     if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
       *rel = key + pos + (pos ? 1 : 0);
       return n;
@@ -559,8 +598,8 @@ const struct znode *engine_array_of(struct engine *e, const char *key,
 }
 
 /* Store key of a chunk, with the array's prefix. */
-int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
-                     size_t len) {
+int node_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
+                   size_t len) {
   char rel[1024];
   int r = zmeta_chunk_key(n->meta, idx, rel, sizeof rel);
   if (r < 0)
@@ -571,9 +610,8 @@ int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
 /* ---- memo keys ---- */
 
 /* See node.h. */
-void engine_key(struct memo_key *k, enum engine_level level,
-                const struct znode *n, const uint64_t *idx,
-                const uint64_t *extra, int nextra) {
+void node_key(struct memo_key *k, unsigned level, const struct znode *n,
+              const uint64_t *idx, const uint64_t *extra, int nextra) {
   int nd = n->meta && idx ? n->meta->ndim : 0;
   k->level = (uint8_t)level;
   k->owner = n;

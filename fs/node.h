@@ -1,33 +1,34 @@
-/* node.h - the node table of an engine: each store prefix's metadata
- * (zarr.json, or .zarray/.zgroup), parsed once, with the array's codec
- * chain, decode unit and text form, kept for the engine's life; and the
- * hierarchy's consolidated metadata (src/zarr/consolidated.h), so a hierarchy
- * is served without reading per-node metadata and lists even where the
- * store cannot.
+/* node.h - the node table: each store prefix's metadata (zarr.json, or
+ * .zarray/.zgroup), parsed once, with the array's codec chain, decode unit
+ * and text form, kept for the table's life; and the hierarchy's
+ * consolidated metadata (src/zarr/consolidated.h), so a hierarchy is
+ * served without reading per-node metadata and lists even where the store
+ * cannot.
  *
  * A node is looked up in the consolidated tables of its ancestor groups
  * from the root down; the outermost table that lists it wins (zarr-python
  * consolidates at the root; nested groups inside its table carry empty
- * tables). Nothing below an array is a node. With
- * engine_config.no_consolidated no table is read and every node's own
- * metadata is.
+ * tables). Nothing below an array is a node. With no_consolidated no
+ * table is read and every node's own metadata is.
  *
- * Owns the engine's node table (struct engine: nodes, transient), behind
- * engine.nodes_lock, a leaf lock: loading a node (store reads, ancestors'
- * nodes, logging) runs without it. Nodes are immutable once made. Also
- * the names derived from a node: chunk keys and memo keys. FUSE-free.
- *
- * The functions that were the engine's keep their engine_ names (callers
- * across fs/, tests/ and the other branches); what is new here is node_. */
+ * The table (struct node_table, private to node.c) is an object of its
+ * own: the engine holds one (struct engine.nodes), made by node_table_new
+ * over the engine's store, log and decode settings. Its storage is behind
+ * its own lock, a leaf: loading a node (store reads, ancestors' nodes,
+ * logging) runs without it. Nodes are immutable once made. Also the names
+ * derived from a node: chunk keys and memo keys. Needs nothing of the
+ * engine (fs/engine.h), which sits above it. FUSE-free. */
 #ifndef ZARRFS_NODE_H
 #define ZARRFS_NODE_H
 
 #include <stdint.h>
 
 #include "../codecs/chain.h"
+#include "../src/store/store.h"
+#include "../src/util/logonce.h"
+#include "../src/util/memo.h"
 #include "../src/zarr/consolidated.h"
 #include "../src/zarr/meta.h"
-#include "engine.h"
 #include "text.h"
 
 enum znode_kind {
@@ -39,7 +40,7 @@ enum znode_kind {
 
 struct shard_state;
 
-/* A node, immutable once created; lives as long as the engine.
+/* A node, immutable once created; lives as long as its table.
  *
  * Arrays are decoded in *units*: a unit is a chunk, except when the codecs
  * are `sharding_indexed` alone, where a unit is one inner chunk of a shard
@@ -72,7 +73,7 @@ struct znode {
                             again next time */
   int errcode;           /* transient: the positive errno its views fail
                             with (ENOMEM, ETIMEDOUT, ...); 0: EIO */
-  struct znode *next;    /* transient nodes: the engine's list */
+  struct znode *next;    /* transient nodes: the table's list */
 };
 
 /* Unit u along dimension d of array node n: where it starts, its decoded
@@ -103,20 +104,27 @@ const struct codec_spec *node_chunk_spec(const struct znode *n,
                                          const uint64_t *cidx,
                                          struct codec_spec *tmp);
 
-/* Set up the engine's empty node table (engine_new). 0 or -ENOMEM. */
-int node_table_init(struct engine *e);
-/* Free every node of the table (engine_free; no node may be in use). */
-void node_table_fini(struct engine *e);
+struct node_table;
 
-/* The node at store prefix `path` (borrowed, valid for the engine's life).
+/* A new, empty node table reading metadata from store, logging through
+ * log, making fill text with env (all borrowed: they outlive the table).
+ * no_consolidated: read no consolidated metadata. *out is the caller's
+ * (node_table_free). */
+int node_table_new(struct store *store, struct logonce *log,
+                   const struct codec_env *env, int no_consolidated,
+                   struct node_table **out, struct zerr *err);
+/* Free the table and every node of it (no node may be in use); NULL-safe. */
+void node_table_free(struct node_table *t);
+
+/* The node at store prefix `path` (borrowed, valid for the table's life).
  * Never fails: a directory without zarr.json is ZNODE_NONE. */
-const struct znode *engine_node(struct engine *e, const char *path);
+const struct znode *node_get(struct node_table *t, const char *path);
 
 /* The array node whose tree holds store key `key` (the nearest ancestor
  * directory that is an array or broken node), and the key relative to it.
  * NULL when none. */
-const struct znode *engine_array_of(struct engine *e, const char *key,
-                                    const char **rel);
+const struct znode *node_array_of(struct node_table *t, const char *key,
+                                  const char **rel);
 
 /* 0 when views of n can be read (an array with a codec chain), else EIO
  * with the reason (the node's view_error). */
@@ -124,22 +132,22 @@ int node_check(const struct znode *n, struct zerr *err);
 
 /* Is path (non-empty) a node or a directory on the way to one, according
  * to the consolidated tables of its ancestors? */
-int node_cons_is_dir(struct engine *e, const char *path);
+int node_cons_is_dir(struct node_table *t, const char *path);
 
 /* The distinct child names of directory path ("" = root) named by the
  * consolidated tables of path and its ancestors, in strcmp order. 0 or
  * -ENOMEM. */
-int node_cons_children(struct engine *e, const char *path, zcons_child_cb cb,
-                       void *ud, struct zerr *err);
+int node_cons_children(struct node_table *t, const char *path,
+                       zcons_child_cb cb, void *ud, struct zerr *err);
 
 /* Store key of chunk idx of node n (prefix included) into buf. */
-int engine_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
-                     size_t len);
+int node_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
+                   size_t len);
 
-/* Memo key of kind `level` about node n for coordinates idx (ndim words;
- * none when idx is NULL) plus `extra` words (tags, indexes). */
-void engine_key(struct memo_key *k, enum engine_level level,
-                const struct znode *n, const uint64_t *idx,
-                const uint64_t *extra, int nextra);
+/* Memo key of kind `level` (a memo level: fs/engine.h's enum
+ * engine_level) about node n for coordinates idx (ndim words; none when
+ * idx is NULL) plus `extra` words (tags, indexes). */
+void node_key(struct memo_key *k, unsigned level, const struct znode *n,
+              const uint64_t *idx, const uint64_t *extra, int nextra);
 
 #endif

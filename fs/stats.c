@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "engine.h"
+#include "../src/io/bytesrc.h"
+#include "../src/util/memo.h"
 
 /* See stats.h. */
 void stats_error(struct zfs_stats *s, int errnum) {
@@ -44,12 +45,12 @@ static unsigned long long get(const _Atomic uint64_t *c) {
 }
 
 /* See stats.h. */
-int stats_text(struct engine *e, char **out, size_t *len) {
+int stats_text(const struct zfs_stats *s, const struct io_stats *io,
+               struct memo *memo, char **out, size_t *len) {
   static const char *const req[STATS_REQ_KINDS] = {"lookup", "getattr",
                                                    "readdir", "open", "read"};
   static const char *const errs[STATS_ERR_KINDS] = {"eio", "enoent", "enomem",
                                                     "eintr", "other"};
-  struct zfs_stats *s = &e->stats;
   *out = NULL;
   *len = 0;
   FILE *f = open_memstream(out, len);
@@ -62,15 +63,15 @@ int stats_text(struct engine *e, char **out, size_t *len) {
   for (int k = 0; k < STATS_REQ_KINDS; k++)
     fprintf(f, "requests_%s %llu\n", req[k], get(&s->requests[k]));
   fprintf(f, "bytes_served %llu\n", get(&s->bytes_served));
-  fprintf(f, "store_bytes_read %llu\n", get(&e->store->stats.bytes_read));
-  fprintf(f, "store_reads %llu\n", get(&e->store->stats.reads));
-  fprintf(f, "store_opens %llu\n", get(&e->store->stats.opens));
+  fprintf(f, "store_bytes_read %llu\n", get(&io->bytes_read));
+  fprintf(f, "store_reads %llu\n", get(&io->reads));
+  fprintf(f, "store_opens %llu\n", get(&io->opens));
   unsigned long long fills = 0;
   for (unsigned l = 1; l <= MEMO_MAX_LEVEL; l++)
-    fills += memo_fills(e->memo, l);
-  fprintf(f, "cache_hits %llu\n", (unsigned long long)memo_hits(e->memo));
+    fills += memo_fills(memo, l);
+  fprintf(f, "cache_hits %llu\n", (unsigned long long)memo_hits(memo));
   fprintf(f, "cache_misses %llu\n", fills);
-  fprintf(f, "cache_bytes %zu\n", memo_used(e->memo) + memo_pinned(e->memo));
+  fprintf(f, "cache_bytes %zu\n", memo_used(memo) + memo_pinned(memo));
   fprintf(f, "decodes %llu\n", get(&s->decodes));
   fprintf(f, "decode_ms %llu\n", get(&s->decode_ns) / 1000000u);
   unsigned long long nerr = 0;

@@ -5,8 +5,9 @@
  * the memo's (hits, fills).
  *
  * The counters live in the engine (struct engine.stats), the daemon's
- * context: no global state. Each is a relaxed atomic add, with no lock on
- * any path, so counting costs nothing measurable; a reader sees each
+ * context: no global state. This module needs nothing of the engine:
+ * stats_text is given the counters it shows. Each is a relaxed atomic add, with
+ * no lock on any path, so counting costs nothing measurable; a reader sees each
  * counter as of some moment, not all of them at one instant. FUSE-free. */
 #ifndef ZARRFS_STATS_H
 #define ZARRFS_STATS_H
@@ -59,9 +60,12 @@ void stats_error(struct zfs_stats *s, int errnum);
 /* Monotonic nanoseconds, for decode_ns. */
 uint64_t stats_now_ns(void);
 
-struct engine;
-/* The text of /.zarrfs/stats for engine e, "name value" a line, into
- * *out (malloc'd, *len bytes). 0 or -ENOMEM. */
-int stats_text(struct engine *e, char **out, size_t *len);
+struct io_stats;
+struct memo;
+/* The text of /.zarrfs/stats, "name value" a line, into *out (malloc'd,
+ * *len bytes): the counters s, the store's io (src/io/bytesrc.h) and the
+ * memo's (src/util/memo.h). 0 or -ENOMEM. */
+int stats_text(const struct zfs_stats *s, const struct io_stats *io,
+               struct memo *memo, char **out, size_t *len);
 
 #endif

@@ -103,7 +103,7 @@ uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
                             uint64_t off0, uint64_t k);
 
 /* Render text bytes [off, off+len) of unit ct into dst. data is the unit's
- * element bytes for variable-length units (engine_unit_src), NULL
+ * element bytes for variable-length units (unit_src), NULL
  * otherwise. Returns the bytes written (short only at the end of the
  * text) or a negative errno. */
 long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,

@@ -42,7 +42,7 @@ int textprep_fill_text(const struct codec_spec *uspec, const struct dtype *dt,
   int rc = textprep_to_text(dt, ab, env, err);
   if (rc == 0)
     rc = ab->elsize ? bytesrc_load(ab->fixed, env->max_decoded, &src, err)
-                    : abytes_load_data(ab, env, &src, err);
+                    : chain_load_data(ab, env, &src, err);
   if (rc == 0 && !src->mem) {
     struct bytesrc *mem;
     rc = bytesrc_load(src, env->max_decoded, &mem, err);
@@ -144,7 +144,7 @@ static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
   unsigned depth = dt->depth ? dt->depth : 1;
   struct dtype hex = dtype_of(DT_BYTES);
   struct bytesrc *loaded = NULL, *src = NULL;
-  ZTRY(abytes_load_data(ab, env, &loaded, err));
+  ZTRY(chain_load_data(ab, env, &loaded, err));
   int rc = bytesrc_load(loaded, env->max_decoded, &src, err);
   bytesrc_unref(loaded);
   if (rc < 0)

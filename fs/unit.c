@@ -33,7 +33,7 @@ static int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
                           size_t len, struct zerr *err) {
   uint64_t cidx[ZMETA_MAX_DIMS];
   unit_chunk(n, idx, cidx);
-  if (engine_chunk_key(n, cidx, key, len) < 0)
+  if (node_chunk_key(n, cidx, key, len) < 0)
     return zerr_set(err, ENAMETOOLONG, "chunk key too long");
   return 0;
 }
@@ -129,7 +129,7 @@ static int unit_source(struct unit_job *j, struct abytes **out, int *logged,
   uint64_t cidx[ZMETA_MAX_DIMS];
   uint64_t inner = unit_chunk(n, j->idx, cidx);
   struct memo_key k;
-  engine_key(&k, ELEVEL_SHARD_INDEX, n, cidx, NULL, 0);
+  node_key(&k, ELEVEL_SHARD_INDEX, n, cidx, NULL, 0);
   struct unit_job ij = {e, n, cidx, j->key, NULL};
   struct memo_ref *ref;
   int rc = memo_get(e->memo, &k, shard_index_fill, &ij, &ref, err);
@@ -170,7 +170,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     stats_add(&e->stats.decode_ns, stats_now_ns() - t0);
   }
   if (rc == 0 && !ab)
-    rc = engine_fill_unit(n, j->idx, &ct, err);
+    rc = unit_new_fill(n, j->idx, &ct, err);
   else if (rc == 0 &&
            (rc = textprep_to_text(&n->meta->dtype, ab, &e->env, err)) == 0) {
     int var_mem = !ab->elsize && ab->data && ab->data->mem;
@@ -181,8 +181,8 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     ab = NULL; /* taken by text_layout */
     /* Strings decoded into memory: their text is about their size, so
      * keep the text instead (reads become copies); text_layout has done
-     * so where it could. Deferred or lazy data sections (zarrs.vlen) stay
-     * as they are: a read fetches only what it needs. */
+     * so where it could. Deferred or lazy data sections stay as they
+     * are: a read fetches only what it needs. */
     if (rc == 0 && var_mem && !ct->text && ct->ab &&
         ct->size <= e->render_max &&
         (rc = text_render_all(ct, ct->ab->data, err)) < 0)
@@ -195,7 +195,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
   struct memo_key sk;
-  engine_key(&sk, ELEVEL_UNIT_SIZE, n, j->idx, NULL, 0);
+  node_key(&sk, ELEVEL_UNIT_SIZE, n, j->idx, NULL, 0);
   memo_value_put(e->memo, &sk, ct->size);
   *obj = &ct->obj;
   *cost = ct->cost;
@@ -213,20 +213,20 @@ static int unit_check(const struct znode *n, const uint64_t *idx,
 }
 
 /* Memoised unit decode. */
-int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
-                struct memo_ref **out, struct zerr *err) {
+int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
+             struct memo_ref **out, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   char key[4096];
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   struct memo_key k;
-  engine_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
+  node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
   struct unit_job j = {e, n, idx, key, NULL};
   return memo_get(e->memo, &k, unit_fill, &j, out, err);
 }
 
 /* A fill unit: arithmetic text, nothing read. */
-int engine_fill_unit(const struct znode *n, const uint64_t *idx,
-                     struct chunk_text **out, struct zerr *err) {
+int unit_new_fill(const struct znode *n, const uint64_t *idx,
+                  struct chunk_text **out, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   return text_fill_unit(&n->form, n->meta->shape, idx, out, err);
 }
@@ -260,7 +260,7 @@ static int data_fill(void *ctx, struct zobj **obj, size_t *cost,
   zobj_init(&d->obj, data_obj_destroy);
   int rc = engine_check_stop(e, err);
   if (rc == 0)
-    rc = abytes_load_data(j->ct->ab, &e->env, &d->src, err);
+    rc = chain_load_data(j->ct->ab, &e->env, &d->src, err);
   if (rc == 0 && j->ct->size <= e->render_max &&
       (rc = text_render_copy(j->ct, d->src, e->env.max_decoded, &d->text,
                              err)) == 0) {
@@ -273,23 +273,23 @@ static int data_fill(void *ctx, struct zobj **obj, size_t *cost,
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
   *obj = &d->obj;
-  *cost = sizeof *d + (d->text ? d->text->cost
-                               : d->src->mem ? (size_t)d->src->size : 0);
+  *cost = sizeof *d + (d->text       ? d->text->cost
+                       : d->src->mem ? (size_t)d->src->size
+                                     : 0);
   return 0;
 }
 
 /* See unit.h. */
-int engine_unit_src(struct engine *e, const struct znode *n,
-                    const struct chunk_text *ct, const struct chunk_text **rct,
-                    struct bytesrc **data, struct memo_ref **pin,
-                    struct zerr *err) {
+int unit_src(struct engine *e, const struct znode *n,
+             const struct chunk_text *ct, const struct chunk_text **rct,
+             struct bytesrc **data, struct memo_ref **pin, struct zerr *err) {
   *rct = ct;
   *data = NULL;
   *pin = NULL;
   if (!ct->ab || ct->ab->elsize)
     return 0; /* a fill unit, fixed-size elements, or rendered already */
   if (ct->ab->data) {
-    /* Bytes at hand (uncompressed zarrs.vlen): a read takes the few it
+    /* Bytes at hand (an uncompressed data section): a read takes the few it
      * needs straight into its buffer, which beats a copy of the whole. */
     *data = bytesrc_ref(ct->ab->data);
     return 0;
@@ -297,7 +297,7 @@ int engine_unit_src(struct engine *e, const struct znode *n,
   char key[4096];
   ZTRY(unit_store_key(n, ct->idx, key, sizeof key, err));
   struct memo_key k;
-  engine_key(&k, ELEVEL_DATA, n, ct->idx, NULL, 0);
+  node_key(&k, ELEVEL_DATA, n, ct->idx, NULL, 0);
   struct unit_job j = {e, n, ct->idx, key, ct};
   struct memo_ref *ref;
   ZTRY(memo_get(e->memo, &k, data_fill, &j, &ref, err));
@@ -310,16 +310,18 @@ int engine_unit_src(struct engine *e, const struct znode *n,
   return 0;
 }
 
-/* ---- units read through a plain zarrs.vlen index ---- */
+/* ---- units read through a partial decoder ---- */
 
-/* Are the units of n zarrs.vlen chunks with a plain index whose text is
- * linear in their offsets (strings and bytes: a line is k bytes per
- * element byte plus its newline), with their in-bounds elements first
- * (every dimension but the first whole)? *plain_data: element bytes are
- * stored plain too. */
+/* Are the units of n chunks whose offsets the chain reads where they lie
+ * (codec.h's partial decoding), whose text is linear in their offsets
+ * (strings and bytes: a line is k bytes per element byte plus its
+ * newline), with their in-bounds elements first (every dimension but the
+ * first whole)? *plain_data: element bytes are stored plain too. */
 static int unit_direct(const struct znode *n, const uint64_t *idx,
                        int *plain_data) {
-  if (n->shard || !vlen_direct_ok(n->chain, plain_data))
+  unsigned caps = n->shard ? 0 : chain_partial_caps(n->chain);
+  *plain_data = (caps & CODEC_PARTIAL_PLAIN) != 0;
+  if (!(caps & CODEC_PARTIAL_OFFSETS))
     return 0;
   if (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES)
     return 0;
@@ -330,17 +332,17 @@ static int unit_direct(const struct znode *n, const uint64_t *idx,
 }
 
 /* See unit.h. */
-uint64_t engine_unit_nin(const struct znode *n, const uint64_t *idx) {
+uint64_t unit_nin(const struct znode *n, const uint64_t *idx) {
   uint64_t nin = 1;
   for (int d = 0; d < n->meta->ndim; d++)
     nin *= node_unit_ext(n, d, idx[d]);
   return nin;
 }
 
-/* Open unit idx directly: 1 and *d (close it), 0 when the chunk is not
- * stored, or negative. */
+/* Open unit idx's partial decoder: 1 and *d (close it), 0 when the chunk
+ * is not stored, or negative. */
 static int direct_open(struct engine *e, const struct znode *n,
-                       const uint64_t *idx, struct vlen_direct *d,
+                       const uint64_t *idx, struct codec_partial *d,
                        struct zerr *err) {
   char key[4096];
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
@@ -352,10 +354,8 @@ static int direct_open(struct engine *e, const struct znode *n,
   }
   if (rc < 0)
     return rc;
-  uint64_t nelem = 1; /* the unit's own: units may differ in shape */
-  for (int dd = 0; dd < n->meta->ndim; dd++)
-    nelem *= node_unit_len(n, dd, idx[dd]);
-  rc = vlen_direct_open(n->chain, nelem, src, d, err);
+  struct codec_spec tmp; /* the unit's own: units may differ in shape */
+  rc = chain_partial_open(n->chain, node_chunk_spec(n, idx, &tmp), src, d, err);
   bytesrc_unref(src);
   return rc < 0 ? rc : 1;
 }
@@ -368,18 +368,18 @@ static int unit_size_direct(struct engine *e, const struct znode *n,
   if (!unit_direct(n, idx, &plain))
     return -1;
   struct zerr err = {0};
-  struct vlen_direct d;
-  uint64_t nin = engine_unit_nin(n, idx), o0, on;
+  struct codec_partial d;
+  uint64_t nin = unit_nin(n, idx), o0, on;
   int rc = direct_open(e, n, idx, &d, &err);
   if (rc == 0) { /* not stored: the fill value */
     *value = nin * (n->form.fill_len + 1);
     return 0;
   }
   if (rc > 0) {
-    rc = vlen_direct_offsets(&d, 0, 1, &o0, &err);
+    rc = chain_partial_offsets(&d, 0, 1, &o0, &err);
     if (rc == 0)
-      rc = vlen_direct_offsets(&d, nin, 1, &on, &err);
-    vlen_direct_close(&d);
+      rc = chain_partial_offsets(&d, nin, 1, &on, &err);
+    chain_partial_close(&d);
   }
   if (rc < 0 || on < o0)
     return -1; /* the decode says what is wrong, once */
@@ -393,26 +393,26 @@ static int unit_size_direct(struct engine *e, const struct znode *n,
 #define DIRECT_SCAN 4096
 
 /* See unit.h. */
-long engine_unit_read_direct(struct engine *e, const struct znode *n,
-                             const uint64_t *idx, uint64_t off, size_t len,
-                             char *dst, struct zerr *err) {
+long unit_read_direct(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
+                      struct zerr *err) {
   int plain;
   if (!unit_direct(n, idx, &plain) || !plain)
     return -ENOTSUP;
   uint64_t total;
-  ZTRY(engine_unit_size(e, n, idx, &total, err));
+  ZTRY(unit_size(e, n, idx, &total, err));
   if (off >= total || !len)
     return 0;
   if (len > total - off)
     len = (size_t)(total - off);
-  struct vlen_direct d;
+  struct codec_partial d;
   int rc = direct_open(e, n, idx, &d, err);
   if (rc <= 0)
     return rc == 0 ? -ENOTSUP : rc; /* a fill unit: the usual way */
   const struct dtype *dt = &n->form.dt;
-  uint64_t nin = engine_unit_nin(n, idx), o0;
+  uint64_t nin = unit_nin(n, idx), o0;
   uint64_t *o = malloc((DIRECT_BATCH + 1) * sizeof *o);
-  rc = o ? vlen_direct_offsets(&d, 0, 1, &o0, err)
+  rc = o ? chain_partial_offsets(&d, 0, 1, &o0, err)
          : zerr_set(err, ENOMEM, "out of memory");
   /* The element whose line holds off: line k starts at
    * text_var_len(o[k] - o[0]) + k, which grows with k. */
@@ -420,7 +420,7 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
   while (rc == 0 && hi - lo > 1) {
     if (hi - lo <= DIRECT_SCAN) {
       uint64_t cnt = hi - lo;
-      rc = vlen_direct_offsets(&d, lo, cnt, o, err);
+      rc = chain_partial_offsets(&d, lo, cnt, o, err);
       uint64_t i = 1;
       while (rc == 0 && i < cnt && o[i] >= o0 &&
              text_var_len(dt, o[i] - o0) + lo + i <= off)
@@ -429,9 +429,9 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
       break;
     }
     uint64_t mid = lo + (hi - lo) / 2, om;
-    rc = vlen_direct_offsets(&d, mid, 1, &om, err);
+    rc = chain_partial_offsets(&d, mid, 1, &om, err);
     if (rc == 0 && om < o0)
-      rc = zerr_set(err, EIO, "zarrs.vlen: offset %llu is out of order",
+      rc = zerr_set(err, EIO, "%s: offset %llu is out of order", d.impl->name,
                     (unsigned long long)mid);
     if (rc == 0 && text_var_len(dt, om - o0) + mid <= off)
       lo = mid;
@@ -451,7 +451,7 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
       b = DIRECT_BATCH;
     if (b > nin - k)
       b = nin - k;
-    rc = vlen_direct_offsets(&d, k, b + 1, o, err);
+    rc = chain_partial_offsets(&d, k, b + 1, o, err);
     if (rc < 0 || o[0] < o0)
       break;
     uint64_t kpos = text_var_len(dt, o[0] - o0) + k;
@@ -489,9 +489,9 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
     k += b;
   }
   free(o);
-  vlen_direct_close(&d);
   if (rc == 0 && done != len)
-    rc = zerr_set(err, EIO, "zarrs.vlen: index and sizes disagree");
+    rc = zerr_set(err, EIO, "%s: index and sizes disagree", d.impl->name);
+  chain_partial_close(&d);
   if (rc < 0) {
     char key[4096];
     if (unit_store_key(n, idx, key, sizeof key, err) == 0)
@@ -501,25 +501,25 @@ long engine_unit_read_direct(struct engine *e, const struct znode *n,
   return (long)done;
 }
 
-/* Fill: a unit's text size: from a plain zarrs.vlen index's ends, or by
+/* Fill: a unit's text size: from the ends of an index read partially, or by
  * decoding the unit (which keeps it for the reads that follow). */
 static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   struct unit_job *j = ctx;
   if (unit_size_direct(j->e, j->n, j->idx, value) == 0)
     return 0;
   struct memo_ref *ref;
-  ZTRY(engine_unit(j->e, j->n, j->idx, &ref, err));
-  *value = engine_ref_unit(ref)->size;
+  ZTRY(unit_get(j->e, j->n, j->idx, &ref, err));
+  *value = unit_of_ref(ref)->size;
   memo_release(j->e->memo, ref);
   return 0;
 }
 
 /* Size from the memo's values, or decode once to learn it. */
-int engine_unit_size(struct engine *e, const struct znode *n,
-                     const uint64_t *idx, uint64_t *size, struct zerr *err) {
+int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
+              uint64_t *size, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   struct memo_key k;
-  engine_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
   struct unit_job j = {e, n, idx, NULL, NULL};
   return memo_value(e->memo, &k, unit_size_fill, &j, size, err);
 }
@@ -542,11 +542,11 @@ static int presence_fill(void *ctx, struct zobj **obj, size_t *cost,
 }
 
 /* Memoised presence scan. */
-int engine_presence(struct engine *e, const struct znode *n,
-                    struct memo_ref **out, struct zerr *err) {
+int unit_presence(struct engine *e, const struct znode *n,
+                  struct memo_ref **out, struct zerr *err) {
   ZTRY(node_check(n, err));
   struct memo_key k;
-  engine_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);
+  node_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);
   struct unit_job j = {e, n, NULL, NULL, NULL};
   return memo_get(e->memo, &k, presence_fill, &j, out, err);
 }

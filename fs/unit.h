@@ -1,7 +1,7 @@
 /* unit.h - decoded units of an array node through the memo: a unit's
  * decode (a chunk from the store, or one inner chunk of a shard through its
  * memoised index), its text layout, its deferred data section, its text
- * size, direct reads of plain zarrs.vlen indexes, and which chunks are
+ * size, direct reads through partial decoders, and which chunks are
  * stored (presence).
  *
  * Owns no state of its own and takes no lock: what it caches lives in the
@@ -9,8 +9,7 @@
  * ELEVEL_UNIT_SIZE, ELEVEL_PRESENCE of fs/engine.h), whose lock is taken
  * inside memo.c only. Each fill asks only for lower levels (memo.h's wait
  * rule). A data error is logged here, once, naming the chunk's store key.
- * FUSE-free. The functions keep the engine_ names they had before the
- * split (callers across fs/view.c, tests/ and other branches). */
+ * FUSE-free. */
 #ifndef ZARRFS_UNIT_H
 #define ZARRFS_UNIT_H
 
@@ -24,54 +23,55 @@
 
 /* Decoded unit `idx` of array node n, read from the store (a missing chunk
  * or an empty inner chunk gives a fill unit). Returns a pin on the memo
- * entry (memo_release); the unit is engine_ref_unit(*out). */
-int engine_unit(struct engine *e, const struct znode *n, const uint64_t *idx,
-                struct memo_ref **out, struct zerr *err);
-/* The unit behind a pin from engine_unit (borrowed while pinned). */
-static inline struct chunk_text *engine_ref_unit(const struct memo_ref *r) {
+ * entry (memo_release); the unit is unit_of_ref(*out). */
+int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
+             struct memo_ref **out, struct zerr *err);
+/* The unit behind a pin from unit_get (borrowed while pinned). */
+static inline struct chunk_text *unit_of_ref(const struct memo_ref *r) {
   return (struct chunk_text *)memo_obj(r);
 }
 /* Fill unit idx of n, for a unit known to be missing: no store access, no
  * element data (new reference; zobj_put). */
-int engine_fill_unit(const struct znode *n, const uint64_t *idx,
-                     struct chunk_text **out, struct zerr *err);
+int unit_new_fill(const struct znode *n, const uint64_t *idx,
+                  struct chunk_text **out, struct zerr *err);
 
 /* What to read a decoded unit's text from. Fill units, fixed-size
  * elements and units rendered whole: the unit itself (*rct = ct, *data
  * NULL). Variable-length elements with their bytes at hand (uncompressed
- * zarrs.vlen data): *rct = ct and *data those bytes (a read fetches only
+ * data sections): *rct = ct and *data those bytes (a read fetches only
  * what it shows). Deferred data sections are decoded once (single-flight,
  * in the memo) and, when the text fits render_max, rendered whole: then
  * *rct is that rendered unit and *data NULL; else *rct = ct and *data the
  * decoded bytes. *data is a new reference; *pin (or NULL) keeps the memo
  * entry *rct or *data came from; the caller releases it (a reader's
  * window keeps it) after the last use. */
-int engine_unit_src(struct engine *e, const struct znode *n,
-                    const struct chunk_text *ct, const struct chunk_text **rct,
-                    struct bytesrc **data, struct memo_ref **pin,
-                    struct zerr *err);
+int unit_src(struct engine *e, const struct znode *n,
+             const struct chunk_text *ct, const struct chunk_text **rct,
+             struct bytesrc **data, struct memo_ref **pin, struct zerr *err);
 
-/* Read text [off, off+len) of unit idx straight through its plain
- * zarrs.vlen index and data (unit_direct in unit.c): only the offsets
+/* Read text [off, off+len) of unit idx straight through its partial
+ * decoder (codecs/chain.h: offsets read where they
+ * lie, element bytes stored plain; unit_direct in unit.c): only the offsets
  * and element bytes the range shows are read, nothing is decoded whole or
  * cached. -ENOTSUP when the unit is not like that (or not stored): read
  * it the usual way. For readers not going through in sequence (`tail`,
  * random reads) of units not decoded yet. */
-long engine_unit_read_direct(struct engine *e, const struct znode *n,
-                             const uint64_t *idx, uint64_t off, size_t len,
-                             char *dst, struct zerr *err);
+long unit_read_direct(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
+                      struct zerr *err);
 
-/* Text size of unit idx, learned once and remembered: from the ends of a
- * plain zarrs.vlen index when it has one, else by decoding the unit. */
-int engine_unit_size(struct engine *e, const struct znode *n,
-                     const uint64_t *idx, uint64_t *size, struct zerr *err);
+/* Text size of unit idx, learned once and remembered: from the ends of
+ * its index read partially when its chain allows it, else by decoding the
+ * unit. */
+int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
+              uint64_t *size, struct zerr *err);
 
 /* Which chunks of array n are stored (a pin; the object is a struct
  * presence from src/store/presence.h). */
-int engine_presence(struct engine *e, const struct znode *n,
-                    struct memo_ref **out, struct zerr *err);
+int unit_presence(struct engine *e, const struct znode *n,
+                  struct memo_ref **out, struct zerr *err);
 
 /* In-bounds elements of unit idx of n (edge units hold fewer). */
-uint64_t engine_unit_nin(const struct znode *n, const uint64_t *idx);
+uint64_t unit_nin(const struct znode *n, const uint64_t *idx);
 
 #endif

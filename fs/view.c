@@ -423,7 +423,7 @@ static int layout_stored_units(struct region_job *j, uint64_t **lin,
   if (r->is_chunk) /* a chunk view exists only for a stored chunk */
     goto dense;
   struct memo_ref *pref;
-  ZTRY(engine_presence(j->e, n, &pref, err));
+  ZTRY(unit_presence(j->e, n, &pref, err));
   const struct presence *p = (const struct presence *)memo_obj(pref);
   int rc = 0;
   if (!p->complete) {
@@ -506,7 +506,7 @@ static void layout_fan_out(struct region_job *j, const struct region_layout *l,
   struct memo_key k0;
   uint64_t idx0[ZMETA_MAX_DIMS];
   region_unit(j->r, l->p_lin ? l->p_lin[0] : 0, idx0);
-  engine_key(&k0, ELEVEL_UNIT_SIZE, j->n, idx0, NULL, 0);
+  node_key(&k0, ELEVEL_UNIT_SIZE, j->n, idx0, NULL, 0);
   int known0 = memo_value_peek(e->memo, &k0, &size0) && size0;
   if (known0 && size0 < VIEW_RUN_TEXT / VIEW_RUN_MAX)
     return; /* cheaper here than handed over */
@@ -527,7 +527,7 @@ static void layout_fan_out(struct region_job *j, const struct region_layout *l,
       struct memo_key k;
       rls[nrun] = l->p_lin ? l->p_lin[at] : at;
       region_unit(j->r, rls[nrun], idx);
-      engine_key(&k, ELEVEL_UNIT_SIZE, j->n, idx, NULL, 0);
+      node_key(&k, ELEVEL_UNIT_SIZE, j->n, idx, NULL, 0);
       unknown += !memo_value_peek(e->memo, &k, &size);
     }
     if (unknown &&
@@ -560,9 +560,9 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
     layout_fan_out(j, l, i, &queued, fan);
     uint64_t idx[ZMETA_MAX_DIMS], size;
     region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
-    rc = engine_unit_size(j->e, n, idx, &size, err);
+    rc = unit_size(j->e, n, idx, &size, err);
     if (rc == 0)
-      cum += (__int128)size - (__int128)l->line * engine_unit_nin(n, idx);
+      cum += (__int128)size - (__int128)l->line * unit_nin(n, idx);
     if (rc == 0 && (cum > INT64_MAX || cum < -(__int128)INT64_MAX))
       rc = zerr_set(err, EFBIG, "view: text exceeds 2^63 bytes");
     if (rc == 0)
@@ -655,19 +655,19 @@ static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
         continue;
       region_unit(&j->r, j->run[k], idx);
       zerr_clear(&err);
-      (void)engine_unit_size(j->e, j->n, idx, &size, &err);
+      (void)unit_size(j->e, j->n, idx, &size, &err);
     }
     return;
   }
-  if (engine_unit(j->e, j->n, idx, u, &err) < 0) {
+  if (unit_get(j->e, j->n, idx, u, &err) < 0) {
     *u = NULL;
     return;
   }
-  const struct chunk_text *ct = engine_ref_unit(*u), *rct;
+  const struct chunk_text *ct = unit_of_ref(*u), *rct;
   struct bytesrc *src = NULL;
   /* a reader in sequence reads it all: decode its data too */
   if (j->what == AHEAD_DATA &&
-      engine_unit_src(j->e, j->n, ct, &rct, &src, d, &err) == 0)
+      unit_src(j->e, j->n, ct, &rct, &src, d, &err) == 0)
     bytesrc_unref(src);
 }
 
@@ -929,11 +929,11 @@ static int row_unit(struct region_job *j, struct slab_row *w, uint64_t i,
   uint64_t rl = j->k * r->per_slab + i, idx[ZMETA_MAX_DIMS];
   region_unit(r, rl, idx);
   if (!layout_stored(j->l, rl))
-    return engine_fill_unit(j->n, idx, &w->units[i], err);
+    return unit_new_fill(j->n, idx, &w->units[i], err);
   struct memo_ref *ref, *dref;
-  ZTRY(engine_unit(j->e, j->n, idx, &ref, err));
-  const struct chunk_text *ct = engine_ref_unit(ref), *rct;
-  int rc = engine_unit_src(j->e, j->n, ct, &rct, &w->data[i], &dref, err);
+  ZTRY(unit_get(j->e, j->n, idx, &ref, err));
+  const struct chunk_text *ct = unit_of_ref(ref), *rct;
+  int rc = unit_src(j->e, j->n, ct, &rct, &w->data[i], &dref, err);
   if (rc == 0) {
     /* the row keeps what it reads from, whatever the cache does */
     w->units[i] = (struct chunk_text *)zobj_get((struct zobj *)&rct->obj);
@@ -1051,7 +1051,7 @@ static long read_unit(struct engine *e, const struct znode *n,
                       struct zerr *err) {
   if (!stored) {
     struct chunk_text *ct;
-    ZTRY(engine_fill_unit(n, idx, &ct, err));
+    ZTRY(unit_new_fill(n, idx, &ct, err));
     long got = text_read(ct, NULL, off, len, dst, err);
     zobj_put(&ct->obj);
     return got;
@@ -1059,30 +1059,30 @@ static long read_unit(struct engine *e, const struct znode *n,
   struct memo_ref *ref, *dref = NULL;
   if (!seq) {
     /* A reader that jumps (tail, a random read) of a unit not decoded
-     * yet: through a plain zarrs.vlen index, read just what it shows. */
+     * yet: through a partial decoder, read just what it shows. */
     struct memo_key k;
-    engine_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
+    node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
     if (memo_peek(e->memo, &k, &ref))
       memo_release(e->memo, ref);
     else {
-      long got = engine_unit_read_direct(e, n, idx, off, len, dst, err);
+      long got = unit_read_direct(e, n, idx, off, len, dst, err);
       if (got != -ENOTSUP)
         return got;
       zerr_clear(err);
     }
   }
   struct memo_key uk;
-  engine_key(&uk, ELEVEL_UNIT, n, idx, NULL, 0);
+  node_key(&uk, ELEVEL_UNIT, n, idx, NULL, 0);
   cursor_room(e, c, &uk);
-  ZTRY(engine_unit(e, n, idx, &ref, err));
-  const struct chunk_text *ct = engine_ref_unit(ref), *rct;
+  ZTRY(unit_get(e, n, idx, &ref, err));
+  const struct chunk_text *ct = unit_of_ref(ref), *rct;
   struct bytesrc *data = NULL;
   if (ct->ab && !ct->ab->elsize && !ct->ab->data) { /* a deferred section */
     struct memo_key dk;
-    engine_key(&dk, ELEVEL_DATA, n, idx, NULL, 0);
+    node_key(&dk, ELEVEL_DATA, n, idx, NULL, 0);
     cursor_room(e, c, &dk); /* this unit is pinned by ref */
   }
-  long got = engine_unit_src(e, n, ct, &rct, &data, &dref, err);
+  long got = unit_src(e, n, ct, &rct, &data, &dref, err);
   if (got == 0)
     got = text_read(rct, data, off, len, dst, err);
   if (got >= 0)
@@ -1193,7 +1193,7 @@ int view_chunk_size(struct engine *e, const struct znode *n,
                     const uint64_t *idx, uint64_t *size, struct zerr *err) {
   ZTRY(view_check(n, err));
   if (!n->shard)
-    return engine_unit_size(e, n, idx, size, err);
+    return unit_size(e, n, idx, size, err);
   struct region r;
   ZTRY(region_of_chunk(n, idx, &r, err));
   return region_size(e, n, &r, size, err);
@@ -1211,13 +1211,13 @@ int view_chunk_size_known(struct engine *e, const struct znode *n,
     region_key(&k, ELEVEL_REGION_SIZE, n, &r, NULL);
     return memo_value_peek(e->memo, &k, size);
   }
-  engine_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
   if (memo_value_peek(e->memo, &k, size))
     return 1;
-  /* zarrs.vlen alone: decoding the unit reads its index, not its data */
-  if (!chain_sole_a2b(n->chain, &codec_vlen))
+  /* decoding the unit reads its index, not its data */
+  if (!(chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX))
     return 0;
-  ZTRY(engine_unit_size(e, n, idx, size, err));
+  ZTRY(unit_size(e, n, idx, size, err));
   return 1;
 }
 

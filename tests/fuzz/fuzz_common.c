@@ -85,31 +85,38 @@ static void fuzz_use_abytes(const struct abytes *a,
     return;
   }
   struct bytesrc *d;
-  if (abytes_load_data(a, env, &d, &err) == 0) {
+  if (chain_load_data(a, env, &d, &err) == 0) {
     fuzz_read_all(d);
     bytesrc_unref(d);
   }
 }
 
-/* The engine's direct path for a chain that is zarrs.vlen alone. */
-static void fuzz_vlen_direct(const struct chain *c, uint64_t n,
-                             struct bytesrc *chunk) {
-  int plain;
-  if (!vlen_direct_ok(c, &plain))
+/* The engine's direct path: a partial decoder over the chunk, its
+ * offsets or elements read in pieces. */
+static void fuzz_partial(const struct chain *c, const struct codec_spec *s,
+                         struct bytesrc *chunk) {
+  if (!chain_partial_caps(c))
     return;
-  struct vlen_direct d;
-  memset(&d, 0, sizeof d);
+  struct codec_partial d;
   struct zerr err = {0};
-  if (vlen_direct_open(c, n, chunk, &d, &err) == 0) {
+  uint64_t n = s->nelem;
+  if (chain_partial_open(c, s, chunk, &d, &err) == 0) {
     uint64_t off[64];
-    for (uint64_t first = 0; first <= n; first += 64) {
+    for (uint64_t first = 0; !d.elsize && first <= n; first += 64) {
       uint64_t k = n + 1 - first < 64 ? n + 1 - first : 64;
-      if (vlen_direct_offsets(&d, first, k, off, &err) < 0)
+      if (chain_partial_offsets(&d, first, k, off, &err) < 0)
+        break;
+    }
+    uint8_t el[512];
+    uint64_t per = d.elsize && d.elsize <= sizeof el ? sizeof el / d.elsize : 0;
+    for (uint64_t first = 0; per && first < n; first += per) {
+      uint64_t k = n - first < per ? n - first : per;
+      if (chain_partial_elements(&d, first, k, el, &err) < 0)
         break;
     }
     fuzz_read_all(d.data);
   }
-  vlen_direct_close(&d);
+  chain_partial_close(&d);
 }
 
 /* The engine's unit path for a chain that is sharding_indexed alone. */
@@ -179,7 +186,7 @@ void fuzz_chunk_run(const uint8_t *data, size_t size, const char *const *want) {
       fuzz_use_abytes(a, &env);
       abytes_free(a);
     }
-    fuzz_vlen_direct(c, s.nelem, src);
+    fuzz_partial(c, &s, src);
     fuzz_shard(c, &s, src, &env);
     bytesrc_unref(src);
     free(chunk);

@@ -417,7 +417,7 @@ static int dirs_add(void *ud, const char *name, int is_dir) {
  * plain directories are entered, nothing below an array is. */
 static void walk_store(struct engine *e, const char *zarrs, const char *srel,
                        const char *path, struct tally *ty) {
-  const struct znode *n = engine_node(e, path);
+  const struct znode *n = node_get(e->nodes, path);
   if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
     char rel[4096];
     FMT(rel, "%s%s%s", srel, *path ? "/" : "", path);

@@ -633,7 +633,7 @@ START_TEST(corrupt_chunk_fails_rest_serves) {
   struct memo_ref *ref;
   uint64_t idx[2] = {0, 1};
   zerr_clear(&err);
-  ck_assert_int_eq(engine_unit(e, engine_node(e, "s2"), idx, &ref, &err), -EIO);
+  ck_assert_int_eq(unit_get(e, node_get(e->nodes, "s2"), idx, &ref, &err), -EIO);
   ck_assert_msg(strstr(err.msg, "s2/c/0/1") != NULL, "%s", err.msg);
   ck_assert_int_eq(ns_resolve(e, "/s2/values.txt", &ent, &err), 0);
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
@@ -735,7 +735,7 @@ START_TEST(info_txt) {
   ck_assert_uint_eq(size, strlen(want));
   free(got);
   /* The pure formatter: unknown counts, and counts past the grid. */
-  const struct znode *n = engine_node(e, "n");
+  const struct znode *n = node_get(e->nodes, "n");
   struct info_counts c = {0, 0, 0, "the store cannot list the array"};
   char *text;
   size_t len;

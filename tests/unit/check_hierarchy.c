@@ -247,12 +247,12 @@ START_TEST(v3_consolidated_used) {
   store_dir_new();
   write_v3_store();
   struct engine *e = open_engine(NULL, 0);
-  ck_assert_ptr_nonnull(engine_node(e, "")->cons);
+  ck_assert_ptr_nonnull(node_get(e->nodes, "")->cons);
   uint64_t opens = e->store->stats.opens;
   /* Node metadata comes from the table: no per-node file is opened. */
-  ck_assert_int_eq(engine_node(e, "arr")->kind, ZNODE_ARRAY);
-  ck_assert_int_eq(engine_node(e, "grp/ghost")->kind, ZNODE_ARRAY);
-  ck_assert_int_eq(engine_node(e, "v2arr")->kind, ZNODE_ARRAY);
+  ck_assert_int_eq(node_get(e->nodes, "arr")->kind, ZNODE_ARRAY);
+  ck_assert_int_eq(node_get(e->nodes, "grp/ghost")->kind, ZNODE_ARRAY);
+  ck_assert_int_eq(node_get(e->nodes, "v2arr")->kind, ZNODE_ARRAY);
   ck_assert_uint_eq(e->store->stats.opens, opens);
   expect_view(e, "/arr/values.txt", "7\n7\n");
   expect_view(e, "/grp/ghost/values.txt", "5\n5\n5\n");
@@ -292,7 +292,7 @@ START_TEST(v3_consolidated_used) {
 
   /* consolidated=no: per-node metadata only. */
   e = open_engine(NULL, 1);
-  ck_assert_ptr_null(engine_node(e, "")->cons);
+  ck_assert_ptr_null(node_get(e->nodes, "")->cons);
   expect_view(e, "/arr/values.txt", "0\n0\n0\n0\n");
   expect_absent(e, "/grp/ghost");
   expect_absent(e, "/grp/ghost/values.txt");
@@ -321,10 +321,10 @@ START_TEST(v2_zmetadata_used) {
   put_text("arr/.zarray", v2_arr(a, sizeof a, "[3]", "[3]", 0));
   put_text("sub/.zgroup", "{\"zarr_format\":2}");
   struct engine *e = open_engine(NULL, 0);
-  ck_assert_ptr_nonnull(engine_node(e, "")->cons);
+  ck_assert_ptr_nonnull(node_get(e->nodes, "")->cons);
   uint64_t opens = e->store->stats.opens;
-  ck_assert_int_eq(engine_node(e, "arr")->kind, ZNODE_ARRAY);
-  ck_assert_int_eq(engine_node(e, "sub")->kind, ZNODE_GROUP);
+  ck_assert_int_eq(node_get(e->nodes, "arr")->kind, ZNODE_ARRAY);
+  ck_assert_int_eq(node_get(e->nodes, "sub")->kind, ZNODE_GROUP);
   ck_assert_uint_eq(e->store->stats.opens, opens);
   expect_view(e, "/arr/values.txt", "9\n9\n");
   expect_view(e, "/sub/ghost/values.txt", "4\n");
@@ -550,7 +550,7 @@ static void tree(struct engine *e, const char *path, int depth, char *out,
   for (int i = 0; i < l.n; i++) {
     char child[1024];
     snprintf(child, sizeof child, "%s%s%s", path, *path ? "/" : "", l.v[i]);
-    const struct znode *n = engine_node(e, child);
+    const struct znode *n = node_get(e->nodes, child);
     size_t o = strlen(out);
     if (n->kind == ZNODE_GROUP) {
       snprintf(out + o, cap - o, "%*s%s\n", 2 * depth, "", l.v[i]);
@@ -593,10 +593,10 @@ static void check_fixture_table(const char *store, const char *group,
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/%s", fx, store);
   struct engine *ec = open_engine(dir, 0), *ep = open_engine(dir, 1);
-  const struct znode *g = engine_node(ec, group);
+  const struct znode *g = node_get(ec->nodes, group);
   ck_assert_ptr_nonnull(g->cons);
   ck_assert_uint_eq(zcons_count(g->cons), want_nodes);
-  ck_assert_ptr_null(engine_node(ep, group)->cons);
+  ck_assert_ptr_null(node_get(ep->nodes, group)->cons);
   /* The node paths, from the table's own document. */
   json_t *doc =
       g->meta ? json_incref(json_object_get(
@@ -633,7 +633,7 @@ static void check_fixture_table(const char *store, const char *group,
     }
     char path[2048];
     snprintf(path, sizeof path, "%s%s%s", group, *group ? "/" : "", rel);
-    const struct znode *a = engine_node(ec, path), *b = engine_node(ep, path);
+    const struct znode *a = node_get(ec->nodes, path), *b = node_get(ep->nodes, path);
     ck_assert_msg(a->kind == b->kind && a->kind != ZNODE_NONE, "%s", path);
     if (a->kind == ZNODE_ARRAY)
       ck_assert_msg(json_equal(a->meta->root, b->meta->root), "%s", path);

@@ -541,7 +541,7 @@ START_TEST(dir_listing_for_readdir) {
   struct engine *e;
   struct zerr err = {0};
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  ck_assert_int_eq(engine_node(e, "d")->kind, ZNODE_ARRAY);
+  ck_assert_int_eq(node_get(e->nodes, "d")->kind, ZNODE_ARRAY);
   uint64_t before = atomic_load(&s->stats.bytes_read);
 
   struct ns_dir *d;
@@ -650,7 +650,7 @@ START_TEST(dir_listing_for_readdir) {
   s = open_refs(base, NULL, &c);
   cfg.lazy_sizes = 1;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  ck_assert_int_eq(engine_node(e, "d")->kind, ZNODE_ARRAY);
+  ck_assert_int_eq(node_get(e->nodes, "d")->kind, ZNODE_ARRAY);
   before = atomic_load(&s->stats.bytes_read);
   ck_assert_int_eq(ns_dir_open(e, "/d", &d, &err), 0);
   ck_assert_uint_eq(atomic_load(&s->stats.bytes_read), before);

@@ -505,12 +505,12 @@ START_TEST(layout_is_compact) {
    * then costs its text and the block offsets, nothing more. */
   for (int big = 0; big < 2; big++) {
     struct engine *e = engine_with(big ? 256u << 20 : 64u << 20, 1u << 30);
-    const struct znode *n = engine_node(e, "u8");
+    const struct znode *n = node_get(e->nodes, "u8");
     uint64_t idx[1] = {0};
     struct memo_ref *ref;
     struct zerr err = {0};
-    ck_assert_int_eq(engine_unit(e, n, idx, &ref, &err), 0);
-    const struct chunk_text *ct = engine_ref_unit(ref);
+    ck_assert_int_eq(unit_get(e, n, idx, &ref, &err), 0);
+    const struct chunk_text *ct = unit_of_ref(ref);
     ck_assert_int_eq(ct->text != NULL, big);
     ck_assert_uint_le(ct->cost, (big ? ct->size : N) + N / 8 + 4096);
     /* The text is right at both ends and in the middle. */

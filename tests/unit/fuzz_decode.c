@@ -72,7 +72,7 @@ static int fuzz_chains(long iters) {
       struct abytes *a = NULL;
       if (chain_decode(ch, &s, b, &env, &a, &err) == 0) {
         struct bytesrc *d;
-        if (!a->elsize && abytes_load_data(a, &env, &d, &err) == 0)
+        if (!a->elsize && chain_load_data(a, &env, &d, &err) == 0)
           bytesrc_unref(d);
         abytes_free(a);
       }
