@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../codecs/chain.h"
-#include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 #include "../src/util/pool.h"
 #include "../src/store/presence.h"
 

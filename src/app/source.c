@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../util/buf.h"
+#include "../util/file.h"
 #include "../store/confine.h"
 #include "../zarr/meta.h"
 #include "../net/s3.h"

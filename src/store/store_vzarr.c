@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/buf.h"
+#include "../util/base64.h"
 #include "../json/jdup.h"
 #include "../util/log.h"
 #include "manifest.h"

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/buf.h"
+#include "../util/zmath.h"
 #include "../json/jlex.h"
 
 /* ---- lenient JSON ---- */
