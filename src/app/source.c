@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../util/file.h"
+#include "../json/zjson.h"
 #include "../store/confine.h"
 #include "../zarr/meta.h"
 #include "../net/s3.h"

@@ -16,6 +16,7 @@
 #include "../util/zmath.h"
 #include "../json/jdup.h"
 #include "../json/jlex.h"
+#include "../json/zjson.h"
 #include "../util/log.h"
 #include "../zarr/meta.h"
 

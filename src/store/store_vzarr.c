@@ -40,6 +40,7 @@
 
 #include "../util/base64.h"
 #include "../json/jdup.h"
+#include "../json/zjson.h"
 #include "../util/log.h"
 #include "manifest.h"
 #include "../zarr/meta.h"
