@@ -514,7 +514,7 @@ typedef unsigned __int128 u128;
  * *10, so the digit is found by four compares, branch-free because the
  * digits of real data are unpredictable. Defined for 64 and 128 bits:
  * most values fit the narrower one, which avoids register spills. */
-#define DTOA_DIGIT_LOOP(NAME, T)                                             \
+#define DTOA_DIGIT_LOOP(NAME, T)                                               \
   static int NAME(T r, T s, T mp, T mm, int inclusive, char *d) {              \
     T s2 = s << 1, s4 = s << 2, s8 = s << 3;                                   \
     int n = 0;                                                                 \

@@ -43,8 +43,7 @@ int dtoa_shortest_f32(uint32_t bits, char *d, int *x10);
  * and among those the closest to the value. Same output as
  * dtoa_shortest_f64 (digits, '0' padding to DTOA_DIGITS_MAX bytes, *x10,
  * the count); d holds at least DTOA_EXACT_MAX bytes. */
-int dtoa_shortest_exact(uint64_t f, int e, int p, int min_e, char *d,
-                        int *x10);
+int dtoa_shortest_exact(uint64_t f, int e, int p, int min_e, char *d, int *x10);
 
 /* The two decimal digits of every value 0..99 ("00" "01" ... "99"), for
  * callers that write small numbers themselves. */
