@@ -1,6 +1,6 @@
 /* render.h - element -> text for the text views (the text contract).
  *
- * One element per line; the newline is added by the caller (view.c), never
+ * One element per line; the newline is added by the caller (fs/text.c), never
  * by these functions.
  *   bool     true / false
  *   integers decimal
