@@ -4,8 +4,6 @@
  * (fs/row.c). */
 #include "view.h"
 
-#include <stdlib.h>
-
 #include "../codecs/chain.h"
 #include "cursor.h"
 #include "layout.h"
