@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 
 /* Zeroed abytes; the caller fills it in. */
 struct abytes *abytes_alloc(void) {
@@ -86,7 +86,7 @@ int abytes_new_fill(const struct codec_spec *spec, const struct codec_env *env,
                     spec->fill_len, spec->dtype.name, spec->dtype.size);
   if (spec->fill_len && !spec->fill)
     return zerr_set(err, EIO, "fill value bytes are missing");
-  uint64_t nofs;
+  uint64_t nofs = 0;
   if (variable &&
       (zadd_u64(n, 1, &nofs) < 0 ||
        zmul_u64(nofs, sizeof(uint64_t), &nofs) < 0 || nofs > env->max_decoded))

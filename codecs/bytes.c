@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 
 struct bytes_state {
   int draft; /* variable-length type: the ZEP0007 draft layout */

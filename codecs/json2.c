@@ -32,6 +32,7 @@
 #include <strings.h>
 
 #include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 #include "../src/json/jlex.h"
 
 /* A value's byte range in the document and whether it is a string. */

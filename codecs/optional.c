@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 
 struct optional_state {
   struct chain *mask_chain; /* bool, the chunk's shape */

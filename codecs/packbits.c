@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 
 enum packbits_padding { PB_NONE, PB_FIRST, PB_LAST };
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 
 struct reshape_state {
   json_t *shape; /* owned: the configured shape; NULL for squeeze */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 
 #define SHARD_EMPTY UINT64_MAX
 

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 
 struct vlen_state {
   struct chain *index_chain; /* 1-D uint32/uint64 [n+1] */

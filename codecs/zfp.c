@@ -35,7 +35,7 @@
 #include <string.h>
 #include <zfp.h>
 
-#include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 
 /* How a zfp value becomes an element of the array's type. */
 enum zfp_promo {

@@ -1,5 +1,6 @@
-/* dtoa.h - numbers -> decimal digits, fast: shortest round-trip digits of
- * binary64 and binary32 values (Schubfach), and unsigned integers.
+/* dtoa.h - numbers -> decimal digits: shortest round-trip digits of
+ * binary64 and binary32 values (Schubfach, fast), of any IEEE binary
+ * float up to 64 bits (an exact search, slower), and unsigned integers.
  *
  * This module owns digit generation only; fs/render.c owns the text
  * layout (sign, point, exponent, nan/inf). Pure functions on const tables:
@@ -31,6 +32,18 @@ int dtoa_shortest_f64(uint64_t bits, char *d, int *x10);
 /* The same for the binary32 value with bit pattern `bits`: shortest at
  * binary32 precision (at most 9 digits). */
 int dtoa_shortest_f32(uint32_t bits, char *d, int *x10);
+
+/* Bytes dtoa_shortest_exact may write to d (its digit loop stops one
+ * digit past DTOA_DIGITS_MAX at most). */
+#define DTOA_EXACT_MAX 20
+
+/* Shortest digits of the positive finite value f * 2^e (f > 0) at
+ * precision p bits with minimum exponent min_e, by an exact search on
+ * integers: the fewest digits that lie in the value's rounding interval,
+ * and among those the closest to the value. Same output as
+ * dtoa_shortest_f64 (digits, '0' padding to DTOA_DIGITS_MAX bytes, *x10,
+ * the count); d holds at least DTOA_EXACT_MAX bytes. */
+int dtoa_shortest_exact(uint64_t f, int e, int p, int min_e, char *d, int *x10);
 
 /* The two decimal digits of every value 0..99 ("00" "01" ... "99"), for
  * callers that write small numbers themselves. */

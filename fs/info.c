@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/json/zjson.h"
 #include "../src/store/presence.h"
 #include "node.h"
 #include "unit.h"

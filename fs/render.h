@@ -1,6 +1,6 @@
 /* render.h - element -> text for the text views (the text contract).
  *
- * One element per line; the newline is added by the caller (view.c), never
+ * One element per line; the newline is added by the caller (fs/text.c), never
  * by these functions.
  *   bool     true / false
  *   integers decimal
@@ -44,10 +44,11 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf);
 /* The text render_fixed gives the IEEE binary float with bit pattern
  * `bits` (mant_bits stored mantissa bits, exp_bits exponent bits, at most
  * 64 bits in all: 52/11 float64, 23/8 float32, 10/5 float16, 7/8
- * bfloat16), but with the digits found by the exact big-integer search
- * for every width, where render_fixed uses fs/dtoa.c for float64 and
- * float32: the reference the tests compare with, and the "before" figure
- * of bench/numfmt. buf as for render_fixed; returns the length. */
+ * bfloat16), but with the digits of the exact search
+ * (dtoa_shortest_exact) for every width, where render_fixed uses
+ * Schubfach for float64 and float32: the reference the tests compare
+ * with, and bench/numfmt's reference row. buf as for render_fixed;
+ * returns the length. */
 size_t render_float_exact(uint64_t bits, int mant_bits, int exp_bits,
                           char *buf);
 

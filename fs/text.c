@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../src/util/buf.h"
+#include "../src/util/zmath.h"
 #include "render.h"
 
 /* How many elements a layout pass handles between looks at the stop flag. */

@@ -91,8 +91,8 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
                      struct zerr *err);
 
 /* Text bytes (no newline) of a variable-length element of nbytes bytes of
- * text data type dt: what a reader of raw offsets (a plain zarrs.vlen
- * index) needs to place lines without rendering. */
+ * text data type dt: what a reader of raw offsets (a partial decoder of
+ * a variable-length chunk) needs to place lines without rendering. */
 uint64_t text_var_len(const struct dtype *dt, uint64_t nbytes);
 
 /* Text offset where in-bounds element k's line starts (k <= nin). */

@@ -1,6 +1,6 @@
 /* textprep.c - decoded elements to their text type, and fill text (see
- * textprep.h). Moved out of the engine so that it no longer includes the
- * renderers. */
+ * textprep.h). Apart from the engine, so that the engine does not include
+ * the renderers. */
 #include "textprep.h"
 
 #include <stdlib.h>

@@ -1,26 +1,25 @@
 /* view.h - the text views: a chunk's view (K.txt) and an array's view
  * (values.txt). Sizes and reads, FUSE-free.
  *
- * Both views walk a *region*: a box of units read in C order of their
- * elements (the array view: every unit; a chunk view: the chunk's one unit,
- * or the inner chunks of a shard). Slab k of a region holds the units whose
- * first coordinate is lo[0]+k. A region's layout knows where each slab's
- * text starts from the stored units' sizes alone; units the store does not
- * hold are the fill value, and their text is arithmetic, so a sparse or
- * never-written array costs nothing per missing chunk.
+ * Both views walk a *region* (fs/region.h): a box of units read in C
+ * order of their elements (the array view: every unit; a chunk view: the
+ * chunk's one unit, or the inner chunks of a shard). Slab k of a region
+ * holds the units whose first coordinate is lo[0]+k. A region's layout
+ * (fs/layout.h) knows where each slab's text starts from the stored
+ * units' sizes alone; units the store does not hold are the fill value,
+ * and their text is arithmetic, so a sparse or never-written array costs
+ * nothing per missing chunk.
  *
  * A slab of one unit (1-D arrays, and N-D arrays whose units span the
  * trailing dimensions) is read from that unit's text. A slab of several
- * units interleaves them row by row, so it is read through a *row*: every
- * unit of the slab decoded once, held together with the table of row
- * segments, so that each unit is decoded once per pass over the slab and
- * never once per row of elements.
+ * units interleaves them row by row, so it is read through a *row*
+ * (fs/row.h): every unit of the slab decoded once, so that each unit is
+ * decoded once per pass over the slab and never once per row of elements.
  *
- * Reads go through the memo (src/util/memo.h). A reader may pass a cursor (one
- * per open file): it keeps the layout and the last units, rows and data
- * sections that reader used pinned, so a sequential reader never decodes
- * the same unit twice even with a tiny cache budget; the bytes kept this
- * way by all cursors together stay under engine.window_cap. */
+ * Reads go through the memo (src/util/memo.h). A reader may pass a cursor
+ * (one per open file, fs/cursor.h): it keeps what that reader used pinned
+ * and has the units after it decoded ahead. This module holds no lock of
+ * its own. */
 #ifndef ZARRFS_VIEW_H
 #define ZARRFS_VIEW_H
 
@@ -48,8 +47,8 @@ long view_chunk_read(struct engine *e, const struct znode *n,
                      struct view_cursor *c, struct zerr *err);
 
 /* Lazy sizes: 1 and *size when the size of chunk idx's view is known
- * without decoding element data (already learned, or a `zarrs.vlen` unit
- * whose index alone gives it: one small read), 0 when it is not (nothing
+ * without decoding element data (already learned, or a unit whose chain
+ * reads its index partially: one small read), 0 when it is not (nothing
  * was decoded), or a negative errno. */
 int view_chunk_size_known(struct engine *e, const struct znode *n,
                           const uint64_t *idx, uint64_t *size,

@@ -13,7 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../util/buf.h"
+#include "../util/file.h"
+#include "../json/zjson.h"
 #include "../store/confine.h"
 #include "../zarr/meta.h"
 #include "../net/s3.h"

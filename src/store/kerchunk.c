@@ -10,9 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/base64.h"
 #include "../util/buf.h"
+#include "../util/file.h"
+#include "../util/zmath.h"
 #include "../json/jdup.h"
 #include "../json/jlex.h"
+#include "../json/zjson.h"
 #include "../util/log.h"
 #include "../zarr/meta.h"
 

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "manifest.h"
 
-#include "../util/buf.h"
+#include "../util/zmath.h"
 
 #include <errno.h>
 #include <stdio.h>

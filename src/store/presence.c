@@ -2,7 +2,7 @@
  * presence.h). */
 #include "presence.h"
 
-#include "../util/buf.h"
+#include "../util/zmath.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -38,8 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/buf.h"
+#include "../util/base64.h"
 #include "../json/jdup.h"
+#include "../json/zjson.h"
 #include "../util/log.h"
 #include "manifest.h"
 #include "../zarr/meta.h"

@@ -6,6 +6,7 @@
 
 #include "meta.h"
 #include "zkey.h"
+#include "../json/zjson.h"
 
 /* One listed node: its path below the group and its document as text. */
 struct zcons_entry {

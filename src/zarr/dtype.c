@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/buf.h"
+#include "../util/base64.h"
 #include "../util/utf8.h"
 
 struct dtype_name {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../../src/zarr/consolidated.h"
+#include "../../src/json/zjson.h"
 
 struct walk {
   const struct zcons *c;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/util/buf.h"
+#include "../../src/util/file.h"
 #include "fuzz.h"
 
 #define X(name) int fuzz_one_##name(const uint8_t *data, size_t size);

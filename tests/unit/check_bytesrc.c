@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "../../src/util/buf.h"
+#include "../../src/util/zmath.h"
 #include "../../src/io/bytesrc.h"
 #include "../../src/store/store.h"
 #include "testutil.h"

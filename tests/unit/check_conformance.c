@@ -10,6 +10,7 @@
 
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
+#include "../../src/json/zjson.h"
 #include "../../src/store/confine.h"
 #include "../../src/util/log.h"
 #include "../../src/store/store.h"

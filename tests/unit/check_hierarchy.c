@@ -14,6 +14,7 @@
 
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
+#include "../../src/json/zjson.h"
 #include "../../src/util/log.h"
 #include "testutil.h"
 

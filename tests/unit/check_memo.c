@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../src/util/buf.h"
 #include "../../src/util/htab.h"
 #include "../../src/util/memo.h"
+#include "../../src/util/zmath.h"
 #include "testutil.h"
 
 /* ---- htab ---- */

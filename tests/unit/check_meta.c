@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../../src/json/zjson.h"
 #include "../../src/zarr/meta.h"
 #include "testutil.h"
 

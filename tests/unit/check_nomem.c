@@ -14,6 +14,7 @@
 
 #include "../../src/zarr/consolidated.h"
 #include "../../src/store/kerchunk.h"
+#include "../../src/json/zjson.h"
 #include "../../src/util/log.h"
 #include "../../src/zarr/meta.h"
 #include "teststore.h"

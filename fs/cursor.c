@@ -1,0 +1,444 @@
+/* cursor.c - per-open-file cursors: the pins a reader keeps, whether it
+ * reads in sequence, and the units decoded ahead of it (see cursor.h). */
+#include "cursor.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
+#include <string.h>
+
+#include "../src/util/pool.h"
+
+/* Units, rows and data sections a cursor keeps. */
+#define CURSOR_WINDOWS 4
+/* Released pins of at least this many bytes are handed back to the system
+ * at once (cursor_room). */
+#define CURSOR_TRIM_MIN ((size_t)4 << 20)
+/* Units a reader may have decoded ahead of it. */
+#define CURSOR_AHEAD_MAX 8
+/* Bytes read in sequence before decoding ahead starts: `head`, `file`
+ * and `tail` read less, and decode nothing they do not show. */
+#define CURSOR_AHEAD_AFTER (256u << 10)
+/* Reads this close to where the last one ended still count as in
+ * sequence (the kernel's read-ahead sends several reads at once). */
+#define CURSOR_SEQ_SLACK (4u << 20)
+
+/* ---- cursors ---- */
+
+/* Units one cursor has decoded ahead (or is decoding). */
+struct ahead_slot {
+  uint64_t rl;           /* region-linear unit; AHEAD_FREE: slot unused */
+  int ready;             /* its job is done: the pins below (may be NULL) */
+  struct memo_ref *unit; /* the decoded unit */
+  struct memo_ref *data; /* its deferred data section, decoded */
+};
+#define AHEAD_FREE UINT64_MAX
+
+struct view_cursor {
+  pthread_mutex_t lock;                 /* guards what follows (cursor.h) */
+  _Atomic int refs;                     /* the open file's, one per job */
+  int closed;                           /* released: jobs drop what they made */
+  struct memo_ref *layout;              /* layout last read through */
+  struct memo_ref *win[CURSOR_WINDOWS]; /* most recently used first */
+  uint64_t next_off;                    /* where the reader's last read ended */
+  uint64_t seq;        /* bytes it has read in sequence up to there */
+  uint64_t ahead_next; /* next region-linear unit to queue */
+  size_t est;          /* cost of a unit lately read */
+  struct ahead_slot slot[CURSOR_AHEAD_MAX];
+};
+
+/* An empty cursor. */
+struct view_cursor *cursor_new(void) {
+  struct view_cursor *c = calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  pthread_mutex_init(&c->lock, NULL);
+  atomic_init(&c->refs, 1);
+  for (int i = 0; i < CURSOR_AHEAD_MAX; i++)
+    c->slot[i].rl = AHEAD_FREE;
+  return c;
+}
+
+/* Drop a reference; the last one frees (everything was released). */
+static void cursor_unref(struct view_cursor *c) {
+  if (atomic_fetch_sub(&c->refs, 1) != 1)
+    return;
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+/* Unpin everything and drop the file's reference; jobs still running for
+ * this cursor keep it alive and release what they make. */
+void cursor_free(struct engine *e, struct view_cursor *c) {
+  if (!c)
+    return;
+  struct memo_ref *drop[2 * CURSOR_AHEAD_MAX + CURSOR_WINDOWS + 1];
+  int nd = 0;
+  pthread_mutex_lock(&c->lock);
+  c->closed = 1;
+  drop[nd++] = c->layout;
+  c->layout = NULL;
+  for (int i = 0; i < CURSOR_WINDOWS; i++) {
+    drop[nd++] = c->win[i];
+    c->win[i] = NULL;
+  }
+  for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
+    drop[nd++] = c->slot[i].unit;
+    drop[nd++] = c->slot[i].data;
+    c->slot[i] = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
+  }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < nd; i++)
+    memo_release(e->memo, drop[i]);
+  cursor_unref(c);
+}
+
+/* Drop a cursor's windows beyond the first `keep`. */
+static void cursor_trim(struct engine *e, struct view_cursor *c, int keep) {
+  struct memo_ref *drop[CURSOR_WINDOWS] = {0};
+  pthread_mutex_lock(&c->lock);
+  for (int i = keep; i < CURSOR_WINDOWS; i++) {
+    drop[i] = c->win[i];
+    c->win[i] = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < CURSOR_WINDOWS; i++)
+    memo_release(e->memo, drop[i]);
+}
+
+/* Hand a pin over to the cursor: it keeps it as its layout or its newest
+ * window (dropping the oldest), or, with no cursor, it is released. When
+ * everything pinned exceeds the window cap the cursor lets go of its older
+ * windows, then of all of them. */
+void cursor_keep(struct engine *e, struct view_cursor *c, struct memo_ref *r,
+                 int is_layout) {
+  if (!r)
+    return;
+  if (!c) {
+    memo_release(e->memo, r);
+    return;
+  }
+  struct memo_ref *drop = NULL;
+  pthread_mutex_lock(&c->lock);
+  if (is_layout) {
+    drop = c->layout == r ? r : c->layout;
+    c->layout = r;
+  } else {
+    int i = 0;
+    while (i < CURSOR_WINDOWS && c->win[i] != r)
+      i++;
+    if (i < CURSOR_WINDOWS)
+      drop = r; /* kept already: our own pin is extra */
+    else
+      drop = c->win[i = CURSOR_WINDOWS - 1];
+    memmove(c->win + 1, c->win, (size_t)i * sizeof c->win[0]);
+    c->win[0] = r;
+  }
+  pthread_mutex_unlock(&c->lock);
+  memo_release(e->memo, drop);
+  /* Readers use their newest one or two windows; older ones only spare
+   * a decode when the cache cannot hold them, so they go first when
+   * everything pinned outgrows the cache, and all go past the cap. */
+  size_t pinned = memo_pinned(e->memo);
+  if (pinned > e->cache_size) {
+    cursor_trim(e, c, 2);
+    pinned = memo_pinned(e->memo);
+  }
+  if (pinned > e->window_cap) {
+    cursor_trim(e, c, 1);
+    if (memo_pinned(e->memo) > e->window_cap)
+      cursor_trim(e, c, 0);
+  }
+}
+
+/* About to decode what key names while everything pinned exceeds the
+ * cache: a sequential reader has moved on, so its older windows go first,
+ * and a unit larger than the whole cache is held once rather than beside
+ * the one before it (a peak of two such units). Nothing is dropped when
+ * the object is in the memo already (no decode: the windows may be what
+ * the reader is using). */
+void cursor_room(struct engine *e, struct view_cursor *c,
+                 const struct memo_key *key) {
+  if (!c || memo_pinned(e->memo) <= e->cache_size)
+    return;
+  struct memo_ref *r;
+  if (memo_peek(e->memo, key, &r)) {
+    memo_release(e->memo, r);
+    return;
+  }
+  size_t before = memo_pinned(e->memo);
+  cursor_trim(e, c, 0);
+#ifdef __GLIBC__
+  /* What that freed sits in the malloc arena of whichever thread freed it
+   * (16 FUSE threads, each its own arena) and would stay in the RSS beside
+   * the next unit: hand it back now. Only under this pressure (pins over
+   * the whole cache) and for large units, so a roomy cache keeps glibc's
+   * reuse of freed blocks, which spares page faults, and small units do
+   * not pay for a walk of the arenas. */
+  size_t after = memo_pinned(e->memo);
+  if (before > after && before - after >= CURSOR_TRIM_MIN)
+    malloc_trim(0);
+#else
+  (void)before;
+#endif
+}
+
+/* ---- fans: fills that have workers decode ahead of them ---- */
+
+/* A new progress record (NULL: fan out nothing). */
+struct cursor_fan *cursor_fan_new(void) {
+  struct cursor_fan *f = malloc(sizeof *f);
+  if (f) {
+    atomic_init(&f->refs, 1);
+    atomic_init(&f->pos, 0);
+  }
+  return f;
+}
+
+/* Drop a reference; NULL-safe. */
+static void fan_unref(struct cursor_fan *f) {
+  if (f && atomic_fetch_sub(&f->refs, 1) == 1)
+    free(f);
+}
+
+/* The fill is done: every job of it is stale now. */
+void cursor_fan_done(struct cursor_fan *f) {
+  if (f)
+    atomic_store(&f->pos, UINT64_MAX);
+  fan_unref(f);
+}
+
+/* ---- decoding ahead ----
+ *
+ * A reader going through a view in sequence has the units after the one
+ * it reads decoded by the engine's workers (src/util/pool.h) meanwhile, so it
+ * finds them ready: decoding runs in parallel with the kernel's copying
+ * and on every core. The cursor keeps those units pinned until the reader
+ * passes them; how many is bounded by the engine's ahead budget (a part of
+ * the cache) divided by the cost of the units read lately. A row of
+ * units is likewise decoded by the workers together (fs/row.c). Jobs are
+ * hints: a full queue or a failure only means the reader decodes itself
+ * (and sees the failure, logged once by the engine). */
+
+/* What a job does with its unit: learn its size (decoding it only when
+ * the size needs that), decode it, or decode it and its deferred data. */
+enum { AHEAD_SIZE, AHEAD_UNIT, AHEAD_DATA };
+
+/* One unit to decode ahead. */
+struct ahead_job {
+  struct engine *e;
+  const struct znode *n;
+  struct region r;
+  uint64_t rl;            /* region-linear unit */
+  struct view_cursor *c;  /* holds a reference; NULL: release at once */
+  int what;               /* AHEAD_SIZE, AHEAD_UNIT or AHEAD_DATA */
+  struct cursor_fan *fan; /* a fill's progress (a reference), or NULL */
+  uint64_t at;            /* this unit's place in that fill */
+  uint32_t nrun;          /* AHEAD_SIZE: units run[0..nrun) at places at.. */
+  uint64_t run[];
+};
+
+/* Decode a unit (and its deferred data) into the memo; pins in *u, *d. */
+static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
+                         struct memo_ref **d) {
+  struct zerr err = {0};
+  uint64_t idx[ZMETA_MAX_DIMS], size;
+  region_unit(&j->r, j->rl, idx);
+  if (j->what == AHEAD_SIZE) {
+    for (uint32_t k = 0; k < j->nrun; k++) {
+      /* Passed by the fill (which learned it) or the fill stopped. */
+      if (atomic_load(&j->fan->pos) > j->at + k)
+        continue;
+      region_unit(&j->r, j->run[k], idx);
+      zerr_clear(&err);
+      (void)unit_size(j->e, j->n, idx, &size, &err);
+    }
+    return;
+  }
+  if (unit_get(j->e, j->n, idx, u, &err) < 0) {
+    *u = NULL;
+    return;
+  }
+  const struct chunk_text *ct = unit_of_ref(*u), *rct;
+  struct bytesrc *src = NULL;
+  /* a reader in sequence reads it all: decode its data too */
+  if (j->what == AHEAD_DATA &&
+      unit_src(j->e, j->n, ct, &rct, &src, d, &err) == 0)
+    bytesrc_unref(src);
+}
+
+/* A worker's job: decode, then hand the pins to the cursor's slot (or let
+ * them go when the reader moved on or closed the file). */
+static void ahead_run(void *arg, int cancelled) {
+  struct ahead_job *j = arg;
+  struct view_cursor *c = j->c;
+  struct memo_ref *u = NULL, *d = NULL;
+  int wanted = !cancelled && !engine_stopping(j->e);
+  if (wanted && j->fan) /* the last unit of a run is still ahead */
+    wanted = atomic_load(&j->fan->pos) <= j->at + (j->nrun ? j->nrun - 1 : 0);
+  if (wanted && c) { /* still wanted: the reader has not passed it */
+    wanted = 0;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < CURSOR_AHEAD_MAX && !c->closed; i++)
+      wanted |= c->slot[i].rl == j->rl;
+    pthread_mutex_unlock(&c->lock);
+  }
+  if (wanted)
+    ahead_decode(j, &u, &d);
+  fan_unref(j->fan);
+  if (c) {
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
+      struct ahead_slot *sl = &c->slot[i];
+      if (!c->closed && sl->rl == j->rl && !sl->ready) {
+        sl->ready = 1;
+        sl->unit = u;
+        sl->data = d;
+        u = d = NULL;
+        break;
+      }
+    }
+    pthread_mutex_unlock(&c->lock);
+    cursor_unref(c);
+  }
+  memo_release(j->e->memo, u);
+  memo_release(j->e->memo, d);
+  free(j);
+}
+
+/* Queue job j (its references taken here); 0, or negative when the pool
+ * refused (then j is freed). */
+static int ahead_queue(struct ahead_job *j) {
+  if (j->c)
+    atomic_fetch_add(&j->c->refs, 1);
+  if (j->fan)
+    atomic_fetch_add(&j->fan->refs, 1);
+  int rc = pool_submit(j->e->ahead, ahead_run, j);
+  if (rc < 0) { /* the caller still holds a reference to both */
+    if (j->c)
+      atomic_fetch_sub(&j->c->refs, 1);
+    if (j->fan)
+      atomic_fetch_sub(&j->fan->refs, 1);
+    free(j);
+  }
+  return rc;
+}
+
+/* Queue unit rl of region r; 0, or negative when the pool refused. */
+static int ahead_submit(struct engine *e, const struct znode *n,
+                        const struct region *r, uint64_t rl,
+                        struct view_cursor *c, int what, struct cursor_fan *fan,
+                        uint64_t at) {
+  struct ahead_job *j = malloc(sizeof *j + sizeof j->run[0]);
+  if (!j)
+    return -ENOMEM;
+  *j = (struct ahead_job){e, n, *r, rl, c, what, fan, at, 1};
+  j->run[0] = rl;
+  return ahead_queue(j);
+}
+
+/* A fill's unit: decoded with its data, for the fill to find. */
+int cursor_ahead_unit(struct engine *e, const struct znode *n,
+                      const struct region *r, uint64_t rl,
+                      struct cursor_fan *fan, uint64_t at) {
+  return ahead_submit(e, n, r, rl, NULL, AHEAD_DATA, fan, at);
+}
+
+/* Queue learning the sizes of units run[0..nrun), places at.. of fill
+ * fan's list. */
+int cursor_ahead_sizes(struct engine *e, const struct znode *n,
+                       const struct region *r, struct cursor_fan *fan,
+                       uint64_t at, const uint64_t *run, uint32_t nrun) {
+  struct ahead_job *j = malloc(sizeof *j + nrun * sizeof j->run[0]);
+  if (!j)
+    return -ENOMEM;
+  *j = (struct ahead_job){e, n, *r, run[0], NULL, AHEAD_SIZE, fan, at, nrun};
+  memcpy(j->run, run, nrun * sizeof *run);
+  return ahead_queue(j);
+}
+
+/* Note a read of [off, off+len) about to be served: is its reader going
+ * through the view in sequence (then the units after are decoded ahead)? */
+int cursor_note(struct view_cursor *c, uint64_t off, size_t len) {
+  if (!c)
+    return 0;
+  pthread_mutex_lock(&c->lock);
+  /* In sequence: near where the last read ended (reads overlap and come
+   * out of order under the kernel's read-ahead). */
+  if (off + CURSOR_SEQ_SLACK >= c->next_off &&
+      off <= c->next_off + CURSOR_SEQ_SLACK)
+    c->seq += len;
+  else
+    c->seq = 0;
+  if (off + len > c->next_off || !c->seq)
+    c->next_off = off + len;
+  int seq = c->seq >= CURSOR_AHEAD_AFTER;
+  pthread_mutex_unlock(&c->lock);
+  return seq;
+}
+
+/* After a read that reached slab k: queue the units after it when the
+ * reader goes in sequence. */
+void cursor_ahead_plan(struct engine *e, const struct znode *n,
+                       const struct region *r, const struct region_layout *l,
+                       struct view_cursor *c, uint64_t k) {
+  if (!c)
+    return;
+  uint64_t first = (k + 1) * r->per_slab; /* first unit after slab k */
+  struct memo_ref *drop[2 * CURSOR_AHEAD_MAX];
+  int nd = 0;
+  pthread_mutex_lock(&c->lock);
+  /* Units the reader has reached are its own now (its windows). */
+  for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
+    struct ahead_slot *sl = &c->slot[i];
+    if (sl->rl != AHEAD_FREE && (sl->rl < first || !c->seq)) {
+      drop[nd++] = sl->unit;
+      drop[nd++] = sl->data;
+      *sl = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
+    }
+  }
+  if (!e->ahead || c->seq < CURSOR_AHEAD_AFTER) {
+    pthread_mutex_unlock(&c->lock);
+    goto out;
+  }
+  /* Units larger than the budget are not decoded ahead at all: memory
+   * stays within the cache and what readers use. */
+  uint64_t depth = c->est ? e->ahead_budget / c->est : 1;
+  if (depth > CURSOR_AHEAD_MAX)
+    depth = CURSOR_AHEAD_MAX;
+  if (c->ahead_next < first)
+    c->ahead_next = first;
+  while (c->ahead_next < r->nunits && c->ahead_next < first + depth &&
+         memo_pinned(e->memo) < 2 * e->ahead_budget) {
+    uint64_t rl = c->ahead_next;
+    if (region_stored(l, rl)) {
+      int i = 0;
+      while (i < CURSOR_AHEAD_MAX && c->slot[i].rl != AHEAD_FREE)
+        i++;
+      if (i == CURSOR_AHEAD_MAX || c->closed)
+        break;
+      /* The job finds its slot by rl, so the slot is taken first. */
+      c->slot[i] = (struct ahead_slot){rl, 0, NULL, NULL};
+      if (ahead_submit(e, n, r, rl, c, AHEAD_DATA, NULL, 0) < 0) {
+        c->slot[i].rl = AHEAD_FREE;
+        break;
+      }
+    }
+    c->ahead_next++;
+  }
+  pthread_mutex_unlock(&c->lock);
+out:
+  for (int i = 0; i < nd; i++)
+    memo_release(e->memo, drop[i]);
+}
+
+/* Remember what a unit read lately costs (sizes the depth). */
+void cursor_note_cost(struct view_cursor *c, size_t cost) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->est = cost;
+  pthread_mutex_unlock(&c->lock);
+}

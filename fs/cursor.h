@@ -1,0 +1,98 @@
+/* cursor.h - per-open-file cursors and decoding ahead.
+ *
+ * A cursor belongs to one open file of a view. It keeps pinned the layout
+ * and the last units, rows and data sections its reader used (its
+ * windows), so a sequential reader never decodes the same unit twice even
+ * with a tiny cache budget; the bytes kept this way by all cursors
+ * together stay under engine.window_cap. It also tells whether its reader
+ * goes through the view in sequence, and then has the engine's workers
+ * (src/util/pool.h) decode the units after the one being read, held in
+ * its slots until the reader reaches them (at most the engine's ahead
+ * budget divided by the cost of the units read lately).
+ *
+ * Fills that go through many units (a layout learning sizes, a row
+ * decoding its units) hand units to the workers too, through a fan: a
+ * record of how far the fill has come, so a job the fill has overtaken
+ * does nothing. Jobs are hints: a full queue or a failure only means the
+ * reader or the fill decodes itself (and sees the failure).
+ *
+ * Ownership: a cursor is reference counted (the open file's reference,
+ * one per queued job); cursor_free drops the file's and releases every
+ * pin, and jobs still running release what they make.
+ *
+ * Locks: struct view_cursor.lock guards its windows, sequence state and
+ * slots. It is NOT a leaf: under it, cursor_ahead_plan reads the memo's
+ * pinned bytes (the memo's lock) and queues jobs (the pool's lock); both
+ * are leaves, and nothing takes a cursor lock while holding them. Pins are
+ * released only after the cursor lock is dropped. A worker's job takes
+ * its cursor's lock alone, before and after decoding, never during. */
+#ifndef ZARRFS_CURSOR_H
+#define ZARRFS_CURSOR_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "region.h"
+
+struct view_cursor;
+
+/* A cursor for one open file (NULL on allocation failure: reads then work
+ * without one). */
+struct view_cursor *cursor_new(void);
+/* Release everything the cursor keeps and drop the file's reference;
+ * NULL-safe. */
+void cursor_free(struct engine *e, struct view_cursor *c);
+
+/* Hand pin r over to cursor c (NULL r: nothing; NULL c: r is released):
+ * kept as its layout (is_layout) or as its newest window. */
+void cursor_keep(struct engine *e, struct view_cursor *c, struct memo_ref *r,
+                 int is_layout);
+/* About to decode what key names: make room in the cache by dropping c's
+ * windows when the pins exceed it (NULL c: nothing). */
+void cursor_room(struct engine *e, struct view_cursor *c,
+                 const struct memo_key *key);
+/* Note a read of [off, off+len) about to be served; 1 when its reader
+ * goes through the view in sequence (NULL c: 0). */
+int cursor_note(struct view_cursor *c, uint64_t off, size_t len);
+/* Remember what a unit read lately costs in bytes (sizes the depth of
+ * decoding ahead); NULL c: nothing. */
+void cursor_note_cost(struct view_cursor *c, size_t cost);
+/* After a read that reached slab k of region r (layout l): queue the
+ * units after it when the reader goes in sequence, and let go of those
+ * it has passed. */
+void cursor_ahead_plan(struct engine *e, const struct znode *n,
+                       const struct region *r, const struct region_layout *l,
+                       struct view_cursor *c, uint64_t k);
+
+/* A fill (a layout, a row) that has workers decode its units ahead of
+ * it: how far it has come itself. A job for a unit the fill has passed
+ * is stale (the fill decoded that unit) and does nothing: with a small
+ * cache it would decode it a second time. */
+struct cursor_fan {
+  _Atomic int refs;     /* the fill's and one per job */
+  _Atomic uint64_t pos; /* units before this one are done */
+};
+
+/* A new fan, owned by the fill (NULL: fan out nothing). */
+struct cursor_fan *cursor_fan_new(void);
+/* The fill has come to its unit at; NULL-safe. */
+static inline void cursor_fan_at(struct cursor_fan *f, uint64_t at) {
+  if (f)
+    atomic_store(&f->pos, at);
+}
+/* The fill is done: every job of it is stale now; drops the fill's
+ * reference. NULL-safe. */
+void cursor_fan_done(struct cursor_fan *f);
+/* Queue decoding unit rl of region r and its data, place `at` of fill
+ * fan's list; 0, or negative when the pool refused (a hint). */
+int cursor_ahead_unit(struct engine *e, const struct znode *n,
+                      const struct region *r, uint64_t rl,
+                      struct cursor_fan *fan, uint64_t at);
+/* Queue learning the sizes of units run[0..nrun) of region r, places
+ * at.. of fill fan's list, as one job; 0, or negative when refused. */
+int cursor_ahead_sizes(struct engine *e, const struct znode *n,
+                       const struct region *r, struct cursor_fan *fan,
+                       uint64_t at, const uint64_t *run, uint32_t nrun);
+
+#endif

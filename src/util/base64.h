@@ -1,0 +1,14 @@
+/* base64.h - standard base64 decoding (inline chunk bytes of kerchunk and
+ * VirtualiZarr references, base64 fill values). Pure, thread-safe. */
+#ifndef ZARRFS_BASE64_H
+#define ZARRFS_BASE64_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Decode n characters of standard base64 (padding optional) into fresh
+ * bytes (*out, owned by the caller; free()). -EINVAL on a bad character or
+ * length, -ENOMEM. */
+int zbase64_decode(const char *s, size_t n, uint8_t **out, size_t *out_len);
+
+#endif
