@@ -28,7 +28,7 @@ struct http_client {
   CURL **idle;          /* easy handles not in use (max_conns of them) */
   int n_idle;
   int running; /* transfers in progress */
-  _Atomic uint64_t requests, bytes, rng;
+  _Atomic uint64_t requests, rng;
 };
 
 /* ---- defaults, time ---- */
@@ -145,10 +145,6 @@ void http_client_free(struct http_client *c) {
 
 uint64_t http_requests(const struct http_client *c) {
   return atomic_load(&((struct http_client *)c)->requests);
-}
-
-uint64_t http_bytes(const struct http_client *c) {
-  return atomic_load(&((struct http_client *)c)->bytes);
 }
 
 /* Take a transfer slot and an easy handle; waits while max_conns run.
@@ -299,7 +295,6 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud) {
   struct xfer *x = ud;
   size_t n = sz * nm;
   x->last_byte_ms = now_ms();
-  atomic_fetch_add_explicit(&x->c->bytes, n, memory_order_relaxed);
   uint64_t at = x->body; /* offset of p within this response's body */
   x->body += n;
   if (x->status < 200 || x->status >= 300) {

@@ -90,9 +90,7 @@ int http_get_range(struct http_client *c, const struct http_req *r,
 int http_get_all(struct http_client *c, const struct http_req *r, size_t max,
                  uint8_t **out, size_t *len, struct zerr *err);
 
-/* Requests sent (attempts, including retries) and body bytes received:
- * for tests and benchmarks. */
+/* Requests sent (attempts, including retries): for tests and benchmarks. */
 uint64_t http_requests(const struct http_client *c);
-uint64_t http_bytes(const struct http_client *c);
 
 #endif

@@ -93,7 +93,7 @@ const struct s3_config *remote_s3(const struct remote *r);
 void remote_s3_request(struct remote *r, const char *req_url,
                        const char *log_url, struct http_req *q);
 
-/* Requests and bytes so far (http_requests/http_bytes of the client). */
+/* Requests so far (http_requests of the client). */
 uint64_t remote_requests(const struct remote *r);
 
 #endif

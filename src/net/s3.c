@@ -208,7 +208,6 @@ void s3_config_free(struct s3_config *c) {
 }
 
 int s3_is_anonymous(const struct s3_config *c) { return !c->akid; }
-const char *s3_region(const struct s3_config *c) { return c->region; }
 
 /* ---- URLs ---- */
 

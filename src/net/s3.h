@@ -40,8 +40,8 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
                    struct zerr *err);
 /* Free, wiping the secrets; NULL-safe. */
 void s3_config_free(struct s3_config *c);
+/* Are requests sent unsigned (no credentials found, or no_sign_request)? */
 int s3_is_anonymous(const struct s3_config *c);
-const char *s3_region(const struct s3_config *c);
 
 /* "s3://bucket/some/prefix" -> bucket, key ("" allowed); malloc'd. */
 int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err);
