@@ -66,15 +66,25 @@ int s3_signing_new(const struct s3_config *c, struct s3_signing *out,
                    struct zerr *err);
 void s3_signing_free(struct s3_signing *s);
 
+/* What a ListObjectsV2 page delivers. key is decoded (the request asks for
+ * encoding-type=url; a server that does not apply it sends keys as they
+ * are), raw is the key as it came, printable for messages when encoded;
+ * both borrowed for the call. A non-zero return stops the page and is
+ * returned. skip (may be NULL) gets keys that cannot be decoded (a NUL
+ * byte, a bad escape). */
+struct s3_list_cbs {
+  int (*obj)(void *ud, const char *key, const char *raw, uint64_t size);
+  int (*prefix)(void *ud, const char *prefix, const char *raw);
+  int (*skip)(void *ud, const char *raw, const char *why);
+};
+
 /* A ListObjectsV2 response (expat): obj per <Contents> (Key, Size), prefix
- * per <CommonPrefixes>; a callback's non-zero return stops and is
- * returned. *truncated from <IsTruncated>, *next_token (malloc'd or NULL)
- * from <NextContinuationToken>. An <Error> document, malformed XML or a
- * key with a NUL byte is -EIO with the reason. */
-typedef int (*s3_obj_cb)(void *ud, const char *key, uint64_t size);
-typedef int (*s3_prefix_cb)(void *ud, const char *prefix);
-int s3_list_parse(const char *xml, size_t len, s3_obj_cb obj,
-                  s3_prefix_cb prefix, void *ud, int *truncated,
-                  char **next_token, struct zerr *err);
+ * per <CommonPrefixes>, in the page's order. *truncated from
+ * <IsTruncated>, *next_token (malloc'd or NULL) from
+ * <NextContinuationToken>. An <Error> document or malformed XML is -EIO
+ * with the reason. */
+int s3_list_parse(const char *xml, size_t len, const struct s3_list_cbs *cb,
+                  void *ud, int *truncated, char **next_token,
+                  struct zerr *err);
 
 #endif

@@ -24,11 +24,20 @@
  *   reset     headers and half the body, then a TCP reset
  *   norange   Range ignored: 200 with the whole body
  *   lat=MS    wait MS before answering (combines with the others)
+ * S3 listings: GET /BUCKET?...list-type=2...&prefix=P lists DIR/BUCKET/P
+ * as ListObjectsV2 does with delimiter '/' (one page, keys url-encoded
+ * when encoding-type=url is asked for); in modes
+ *   s3loop    every page is truncated with the same continuation token
+ *   s3bad     each listing also holds keys no file system can name: a
+ *             control character, "..", a 300-byte segment, an empty
+ *             segment, a NUL byte
  * One log line per request (control requests excepted):
  *   METHOD PATH RANGE|- STATUS BODY_BYTES
  * GET /_control/count answers the number of requests logged. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -63,6 +72,7 @@ static struct server S;
 
 struct modes {
   int fail500, is503, is429, is_short, stall, stallhdr, reset, norange;
+  int s3loop, s3bad;
   long lat_ms;
 };
 
@@ -90,6 +100,10 @@ static void parse_modes(const char *m, struct modes *o) {
       o->reset = 1;
     else if (!strcmp(t, "norange"))
       o->norange = 1;
+    else if (!strcmp(t, "s3loop"))
+      o->s3loop = 1;
+    else if (!strcmp(t, "s3bad"))
+      o->s3bad = 1;
     else if (!strncmp(t, "lat=", 4))
       o->lat_ms = atol(t + 4);
   }
@@ -170,6 +184,159 @@ static int simple(int fd, int status, const char *reason, const char *extra,
   return send_all(fd, h, (size_t)n);
 }
 
+/* The value of query parameter name in q (percent-decoded into out). */
+static int query_get(const char *q, const char *name, char *out, size_t n) {
+  size_t nl = strlen(name);
+  for (const char *p = q; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+    if (strncmp(p, name, nl) || p[nl] != '=')
+      continue;
+    size_t o = 0;
+    for (const char *v = p + nl + 1; *v && *v != '&' && o + 1 < n; v++) {
+      if (*v == '%' && v[1] && v[2]) {
+        char hx[3] = {v[1], v[2], 0};
+        out[o++] = (char)strtol(hx, NULL, 16);
+        v += 2;
+      } else {
+        out[o++] = *v == '+' ? ' ' : *v;
+      }
+    }
+    out[o] = '\0';
+    return 1;
+  }
+  return 0;
+}
+
+/* Append key to the growing body b: url-encoded (as S3 does, '+' for a
+ * space) or XML-escaped. */
+static void put_key(char **b, size_t *len, size_t *cap, const char *key,
+                    size_t klen, int enc) {
+  if (*len + 6 * klen + 1 > *cap) {
+    *cap = 2 * (*len + 6 * klen + 1);
+    *b = realloc(*b, *cap);
+  }
+  char *o = *b + *len;
+  for (size_t i = 0; i < klen; i++) {
+    unsigned char c = (unsigned char)key[i];
+    if (enc && c == ' ')
+      *o++ = '+';
+    else if (enc && !(isalnum(c) || (c && strchr("-._~/", c))))
+      o += sprintf(o, "%%%02X", c);
+    else if (c == '&')
+      o += sprintf(o, "&amp;");
+    else if (c == '<')
+      o += sprintf(o, "&lt;");
+    else
+      *o++ = (char)c;
+  }
+  *len = (size_t)(o - *b);
+}
+
+/* Append text to the body. */
+static void put_str(char **b, size_t *len, size_t *cap, const char *s) {
+  size_t n = strlen(s);
+  if (*len + n + 1 > *cap) {
+    *cap = 2 * (*len + n + 1);
+    *b = realloc(*b, *cap);
+  }
+  memcpy(*b + *len, s, n);
+  *len += n;
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A ListObjectsV2 answer for bucket (a directory under the root). */
+static int s3_list(int fd, const char *method, const char *path,
+                   const char *bucket, const char *q, const struct modes *m) {
+  char prefix[2048] = "", enc[16] = "", dir[4096];
+  query_get(q, "prefix", prefix, sizeof prefix);
+  int url = query_get(q, "encoding-type", enc, sizeof enc) && !strcmp(enc, "url");
+  const char *slash = strrchr(prefix, '/');
+  size_t dl = slash ? (size_t)(slash - prefix) + 1 : 0;
+  snprintf(dir, sizeof dir, "%s/%s/%.*s", S.root, bucket, (int)dl, prefix);
+  char **names = NULL;
+  size_t nn = 0;
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, "..")))
+      continue;
+    if (strncmp(e->d_name, prefix + dl, strlen(prefix + dl)))
+      continue;
+    names = realloc(names, (nn + 1) * sizeof *names);
+    names[nn++] = strdup(e->d_name);
+  }
+  if (d)
+    closedir(d);
+  qsort(names, nn, sizeof *names, name_cmp);
+  size_t len = 0, cap = 4096;
+  char *b = malloc(cap);
+  put_str(&b, &len, &cap,
+          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult>");
+  put_str(&b, &len, &cap, m->s3loop ? "<IsTruncated>true</IsTruncated>"
+                                    : "<IsTruncated>false</IsTruncated>");
+  for (size_t i = 0; i < nn; i++) {
+    char full[4096];
+    struct stat st;
+    snprintf(full, sizeof full, "%s%s", dir, names[i]);
+    if (stat(full, &st) < 0)
+      continue;
+    char key[4096];
+    int kl = snprintf(key, sizeof key, "%.*s%s%s", (int)dl, prefix, names[i],
+                      S_ISDIR(st.st_mode) ? "/" : "");
+    if (S_ISDIR(st.st_mode)) {
+      put_str(&b, &len, &cap, "<CommonPrefixes><Prefix>");
+      put_key(&b, &len, &cap, key, (size_t)kl, url);
+      put_str(&b, &len, &cap, "</Prefix></CommonPrefixes>");
+    } else {
+      char sz[64];
+      put_str(&b, &len, &cap, "<Contents><Key>");
+      put_key(&b, &len, &cap, key, (size_t)kl, url);
+      snprintf(sz, sizeof sz, "</Key><Size>%lld</Size></Contents>",
+               (long long)st.st_size);
+      put_str(&b, &len, &cap, sz);
+    }
+    free(names[i]);
+  }
+  free(names);
+  if (m->s3bad) {
+    char key[1024];
+    static const char *const odd[] = {"ctl\001name", "..", "nul\0x", NULL};
+    for (int i = 0; odd[i]; i++) {
+      size_t ol = i == 2 ? 5 : strlen(odd[i]);
+      int kl = snprintf(key, sizeof key, "%.*s", (int)dl, prefix);
+      memcpy(key + kl, odd[i], ol);
+      put_str(&b, &len, &cap, "<Contents><Key>");
+      put_key(&b, &len, &cap, key, (size_t)kl + ol, url);
+      put_str(&b, &len, &cap, "</Key><Size>1</Size></Contents>");
+    }
+    int kl = snprintf(key, sizeof key, "%.*s", (int)dl, prefix);
+    memset(key + kl, 'L', 300);
+    put_str(&b, &len, &cap, "<Contents><Key>");
+    put_key(&b, &len, &cap, key, (size_t)kl + 300, url);
+    put_str(&b, &len, &cap, "</Key><Size>1</Size></Contents>");
+    kl = snprintf(key, sizeof key, "%.*s/", (int)dl, prefix);
+    put_str(&b, &len, &cap, "<CommonPrefixes><Prefix>");
+    put_key(&b, &len, &cap, key, (size_t)kl, url);
+    put_str(&b, &len, &cap, "</Prefix></CommonPrefixes>");
+  }
+  if (url)
+    put_str(&b, &len, &cap, "<EncodingType>url</EncodingType>");
+  if (m->s3loop)
+    put_str(&b, &len, &cap,
+            "<NextContinuationToken>same-token</NextContinuationToken>");
+  put_str(&b, &len, &cap, "</ListBucketResult>\n");
+  char h[256];
+  int hn = snprintf(h, sizeof h,
+                    "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n"
+                    "Content-Type: application/xml\r\n\r\n",
+                    len);
+  int rc = send_all(fd, h, (size_t)hn) < 0 || send_all(fd, b, len) < 0 ? -1 : 0;
+  log_req(method, path, "", 200, (long long)len);
+  free(b);
+  return rc;
+}
+
 /* Serve one request; returns 0 to keep the connection, -1 to close. */
 static int serve(int fd, const char *method, char *path, const char *range) {
   if (!strncmp(path, "/_control/", 10)) {
@@ -222,6 +389,13 @@ static int serve(int fd, const char *method, char *path, const char *range) {
   if (m.is429 && nth == 0) {
     log_req(method, path, range, 429, 0);
     return simple(fd, 429, "Too Many Requests", "Retry-After: 1\r\n", "");
+  }
+  char *qm = strchr(rel, '?');
+  if (qm && strstr(qm, "list-type=2")) {
+    char bucket[256];
+    snprintf(bucket, sizeof bucket, "%.*s", (int)(qm - rel - 1), rel + 1);
+    if (!strchr(bucket, '/') && strcmp(bucket, "..") && *bucket)
+      return s3_list(fd, method, path, bucket, qm + 1, &m);
   }
   if (strstr(rel, "/../") || strstr(rel, "/..") == rel + strlen(rel) - 3) {
     log_req(method, path, range, 404, 0);

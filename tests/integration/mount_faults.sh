@@ -11,7 +11,12 @@
 #     bound (never wrong bytes, never a hang);
 #  4. SIGTERM while a request hangs: the daemon exits promptly;
 #  5. link-local targets (169.254.0.0/16) named by a reference are refused
-#     unless -o allow_root=URL names them (needs an address on lo).
+#     unless -o allow_root=URL names them (needs an address on lo);
+#  6. S3 listings (faultsrv's ListObjectsV2): keys no file system can name
+#     (a control character, "..", a NUL byte, a segment over 255 bytes, an
+#     empty segment) are skipped with one log line each, the rest listed;
+#     a server that repeats its continuation token fails the listing with
+#     EIO and one log line, within a bound.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 zt_require_mkstore
@@ -129,6 +134,49 @@ if ip addr add "$LL/32" dev lo 2>/dev/null; then
   trap_ll
 else
   say "cannot add $LL to lo (not root?): part 5 skipped"
+fi
+
+# ---- 6. S3 listings ----
+mkdir -p "$WEB/bkt"
+cp -r "$ZARRFS_SRCDIR/examples/example.zarr" "$WEB/bkt/ex.zarr"
+S3O=(-o no_sign_request -o retries=1)
+ls "$ZARRFS_SRCDIR/examples/example.zarr" >"$ZT_TMP/s3.expected"
+M=$(zt_mkdir ms3bad)
+if zmount "s3://bkt/ex.zarr" "$M" -o "endpoint=$FAULT_URL/_f/s3bad" "${S3O[@]}"; then
+  t ls "$M" >"$ZT_TMP/s3.got" 2>"$ZT_TMP/s3.err"
+  assert_eq "odd keys: ls succeeds" 0 "$?"
+  t ls "$M" >/dev/null 2>&1
+  if cmp -s "$ZT_TMP/s3.expected" "$ZT_TMP/s3.got"; then
+    pass "odd keys: skipped, every other entry listed"
+  else
+    fail "odd keys: the listing differs:"
+    diff "$ZT_TMP/s3.expected" "$ZT_TMP/s3.got" | show
+  fi
+  assert_file_eq "odd keys: the array under them still reads" \
+    "$EXP/labels_utf8.txt" "$M/labels_utf8/values.txt"
+  for why in "a control character" "'..' path segment" "a NUL byte" \
+    "over 255 bytes" "an empty path segment"; do
+    assert_eq "odd keys: one log line for $why" 1 \
+      "$(grep -F "s3://bkt/ex.zarr/: listing: skipped" "$ZT_LOG" | grep -cF -- "$why")"
+  done
+  zumount "$M"
+fi
+M=$(zt_mkdir ms3loop)
+if zmount "s3://bkt/ex.zarr" "$M" -o "endpoint=$FAULT_URL/_f/s3loop" "${S3O[@]}"; then
+  start=$(zt_now_ms)
+  t ls "$M" >/dev/null 2>"$ZT_TMP/s3loop.err"
+  rc=$?
+  elapsed_ok "repeated token: bounded" "$start" 20
+  if [ "$rc" -ne 0 ] && grep -q "Input/output error" "$ZT_TMP/s3loop.err"; then
+    pass "repeated token: ls fails with EIO"
+  else
+    fail "repeated token: ls exited $rc:"
+    show "$ZT_TMP/s3loop.err"
+  fi
+  t ls "$M" >/dev/null 2>&1
+  assert_eq "repeated token: one log line" 1 \
+    "$(grep -c "repeated a continuation token" "$ZT_LOG")"
+  zumount "$M"
 fi
 
 finish
