@@ -24,6 +24,10 @@
  *   reset     headers and half the body, then a TCP reset
  *   norange   Range ignored: 200 with the whole body
  *   lat=MS    wait MS before answering (combines with the others)
+ *   etag      a strong ETag from the file's size and mtime, and If-Match
+ *             honoured (412 when it differs)
+ *   etagreq   a new ETag on every request, If-Match ignored (an object
+ *             that changes all the time, on a careless server)
  * S3 listings: GET /BUCKET?...list-type=2...&prefix=P lists DIR/BUCKET/P
  * as ListObjectsV2 does with delimiter '/' (one page, keys url-encoded
  * when encoding-type=url is asked for); in modes
@@ -72,7 +76,7 @@ static struct server S;
 
 struct modes {
   int fail500, is503, is429, is_short, stall, stallhdr, reset, norange;
-  int s3loop, s3bad;
+  int s3loop, s3bad, etag, etagreq;
   long lat_ms;
 };
 
@@ -104,6 +108,10 @@ static void parse_modes(const char *m, struct modes *o) {
       o->s3loop = 1;
     else if (!strcmp(t, "s3bad"))
       o->s3bad = 1;
+    else if (!strcmp(t, "etag"))
+      o->etag = 1;
+    else if (!strcmp(t, "etagreq"))
+      o->etagreq = 1;
     else if (!strncmp(t, "lat=", 4))
       o->lat_ms = atol(t + 4);
   }
@@ -338,7 +346,8 @@ static int s3_list(int fd, const char *method, const char *path,
 }
 
 /* Serve one request; returns 0 to keep the connection, -1 to close. */
-static int serve(int fd, const char *method, char *path, const char *range) {
+static int serve(int fd, const char *method, char *path, const char *range,
+                 const char *if_match) {
   if (!strncmp(path, "/_control/", 10)) {
     if (!strncmp(path, "/_control/mode/", 15)) {
       pthread_mutex_lock(&S.lock);
@@ -427,6 +436,20 @@ static int serve(int fd, const char *method, char *path, const char *range) {
   }
   long long size = st.st_size, a = 0, b = size - 1;
   int status = 200;
+  char etag[128] = "";
+  if (m.etag)
+    snprintf(etag, sizeof etag, "ETag: \"%llx-%llx\"\r\n", (long long)size,
+             (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+  else if (m.etagreq) {
+    pthread_mutex_lock(&S.lock);
+    snprintf(etag, sizeof etag, "ETag: \"req-%ld\"\r\n", S.count);
+    pthread_mutex_unlock(&S.lock);
+  }
+  if (m.etag && *if_match && strncmp(etag + 6, if_match, strlen(if_match))) {
+    close(ffd);
+    log_req(method, path, range, 412, 0);
+    return simple(fd, 412, "Precondition Failed", NULL, "");
+  }
   if (range && *range && !m.norange) {
     long long x, y;
     if (sscanf(range, "bytes=%lld-%lld", &x, &y) == 2) {
@@ -454,14 +477,14 @@ static int serve(int fd, const char *method, char *path, const char *range) {
   if (status == 206)
     hn = snprintf(h, sizeof h,
                   "HTTP/1.1 206 Partial Content\r\nContent-Length: %lld\r\n"
-                  "Content-Range: bytes %lld-%lld/%lld\r\n"
+                  "Content-Range: bytes %lld-%lld/%lld\r\n%s"
                   "Accept-Ranges: bytes\r\n\r\n",
-                  len, a, b, size);
+                  len, a, b, size, etag);
   else
     hn = snprintf(h, sizeof h,
-                  "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\n"
+                  "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\n%s"
                   "Accept-Ranges: bytes\r\n\r\n",
-                  len);
+                  len, etag);
   if (send_all(fd, h, (size_t)hn) < 0) {
     close(ffd);
     return -1;
@@ -517,7 +540,7 @@ static void *conn(void *arg) {
       have += (size_t)r;
     }
     *end = '\0';
-    char method[16] = "", path[4096] = "", range[128] = "";
+    char method[16] = "", path[4096] = "", range[128] = "", ifm[128] = "";
     if (sscanf(buf, "%15s %4095s", method, path) != 2)
       goto out;
     for (char *l = strstr(buf, "\r\n"); l; l = strstr(l + 2, "\r\n")) {
@@ -527,11 +550,17 @@ static void *conn(void *arg) {
           v++;
         snprintf(range, sizeof range, "%.*s", (int)strcspn(v, "\r\n"), v);
       }
+      if (!strncasecmp(l + 2, "If-Match:", 9)) {
+        const char *v = l + 11;
+        while (*v == ' ')
+          v++;
+        snprintf(ifm, sizeof ifm, "%.*s", (int)strcspn(v, "\r\n"), v);
+      }
     }
     size_t used = (size_t)(end + 4 - buf);
     memmove(buf, buf + used, have - used);
     have -= used;
-    if (serve(fd, method, path, range) < 0)
+    if (serve(fd, method, path, range, ifm) < 0)
       break;
   }
 out:
