@@ -32,6 +32,7 @@
 #define TAG_BLOCK 0x424c4bu
 #define TAG_SIZE 0x53495au
 #define TAG_CHANGED 0x434847u
+#define TAG_VERSION 0x564552u
 /* Longest precondition header kept ("If-Match: ETAG"). */
 #define RV_COND_MAX 200
 /* Hosts remembered as ignoring Range. */
@@ -221,21 +222,45 @@ static int is_changed(struct rsrc *s) {
   return 0;
 }
 
-/* Bytes of version vh (cond asks for it) are about to be used by s: the
- * first known version is adopted, another one means the object changed. */
+static int version_fill(void *ctx, uint64_t *value, struct zerr *err) {
+  (void)err;
+  *value = *(const uint64_t *)ctx;
+  return 0;
+}
+
+/* Bytes of version vh (cond asks for it) are about to be used by s. The
+ * object's version is the first one any of its sources met (remembered
+ * by URL, with the sizes); another one means the object changed. */
 static int version_check(struct rsrc *s, uint64_t vh, const char *cond,
                          struct zerr *err) {
   if (!vh)
     return 0;
   pthread_mutex_lock(&s->vlock);
-  if (!s->have_v) {
-    s->have_v = 1;
-    s->vhash = vh;
-    snprintf(s->cond, sizeof s->cond, "%s", cond);
-  }
-  int same = s->vhash == vh;
+  int have = s->have_v;
+  uint64_t mine = s->vhash;
   pthread_mutex_unlock(&s->vlock);
-  return same ? 0 : object_changed(s, err);
+  if (!have) {
+    struct memo_key k = s->key;
+    k.v[0] = 0;
+    k.v[1] = TAG_VERSION;
+    int rc = memo_value(s->r->memo, &k, version_fill, &vh, &mine, err);
+    if (rc < 0)
+      return rc;
+    pthread_mutex_lock(&s->vlock);
+    if (!s->have_v) {
+      s->have_v = 1;
+      s->vhash = mine;
+    }
+    mine = s->vhash;
+    pthread_mutex_unlock(&s->vlock);
+  }
+  if (mine != vh)
+    return object_changed(s, err);
+  pthread_mutex_lock(&s->vlock);
+  if (!s->cond[0] && cond[0])
+    snprintf(s->cond, sizeof s->cond, "%s", cond);
+  pthread_mutex_unlock(&s->vlock);
+  return 0;
 }
 
 /* s's request, asking for the version it reads once it knows one (cond:

@@ -16,7 +16,11 @@
 #     (a control character, "..", a NUL byte, a segment over 255 bytes, an
 #     empty segment) are skipped with one log line each, the rest listed;
 #     a server that repeats its continuation token fails the listing with
-#     EIO and one log line, within a bound.
+#     EIO and one log line, within a bound;
+#  7. an object that changes while mounted (a server naming a new ETag on
+#     every answer; a file rewritten between two reads on a server that
+#     honours If-Match) is EIO with one log line, never bytes of two
+#     versions.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 zt_require_mkstore
@@ -176,6 +180,52 @@ if zmount "s3://bkt/ex.zarr" "$M" -o "endpoint=$FAULT_URL/_f/s3loop" "${S3O[@]}"
   t ls "$M" >/dev/null 2>&1
   assert_eq "repeated token: one log line" 1 \
     "$(grep -c "repeated a continuation token" "$ZT_LOG")"
+  zumount "$M"
+fi
+
+# ---- 7. objects that change while mounted ----
+d=$(zt_mkdir chg)
+head -c 8000000 /dev/urandom >"$WEB/blob.bin"
+cp "$WEB/blob.bin" "$d/old.bin"
+for mode in etagreq etag; do
+  mkdir -p "$d/$mode"
+  printf '{".zgroup": "{\\"zarr_format\\": 2}", "raw": ["%s/_f/%s/blob.bin", 0, 8000000]}\n' \
+    "$FAULT_URL" "$mode" >"$d/$mode/refs.json"
+done
+M=$(zt_mkdir mchg1)
+if zmount "$d/etagreq/refs.json" "$M" "${FAST[@]}" -o block_size=4096 -o max_request=16384; then
+  assert_fails_with_eio "new ETag per request: EIO" "$M/raw"
+  if cmp -s -n "$(wc -c <"$ZT_TMP/eio.out")" "$ZT_TMP/eio.out" "$d/old.bin"; then
+    pass "new ETag per request: what was read is one version"
+  else
+    fail "new ETag per request: mixed bytes"
+  fi
+  assert_fails_with_eio "new ETag per request: EIO again" "$M/raw"
+  assert_eq "new ETag per request: one log line" 1 \
+    "$(grep -c "blob.bin: object changed while mounted" "$ZT_LOG")"
+  zumount "$M"
+fi
+M=$(zt_mkdir mchg2)
+if zmount "$d/etag/refs.json" "$M" "${FAST[@]}" -o block_size=4096 \
+  -o max_request=16384 -o readahead=65536; then
+  t dd if="$M/raw" of=/dev/null bs=4096 count=1 status=none
+  head -c 8000000 /dev/urandom >"$WEB/blob.bin"
+  touch -d '+1 minute' "$WEB/blob.bin"
+  t dd if="$M/raw" of=/dev/null bs=4096 skip=1500 count=1 status=none \
+    2>"$ZT_TMP/dd.err"
+  if grep -q "Input/output error" "$ZT_TMP/dd.err"; then
+    pass "rewritten (412): a read of bytes not cached is EIO"
+  else
+    fail "rewritten (412): a read of bytes not cached did not fail"
+  fi
+  assert_fails_with_eio "rewritten (412): every later read is EIO" "$M/raw"
+  if cmp -s -n "$(wc -c <"$ZT_TMP/eio.out")" "$ZT_TMP/eio.out" "$d/old.bin"; then
+    pass "rewritten (412): what was read is the old version only"
+  else
+    fail "rewritten (412): mixed bytes"
+  fi
+  assert_eq "rewritten (412): one log line" 1 \
+    "$(grep -c "blob.bin: object changed while mounted" "$ZT_LOG")"
   zumount "$M"
 fi
 
