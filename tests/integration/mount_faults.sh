@@ -20,7 +20,9 @@
 #  7. an object that changes while mounted (a server naming a new ETag on
 #     every answer; a file rewritten between two reads on a server that
 #     honours If-Match) is EIO with one log line, never bytes of two
-#     versions.
+#     versions;
+#  8. a shard refused for holding too many inner chunks (more than
+#     max_decode allows to lay out) is EIO with one log line per view.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 zt_require_mkstore
@@ -226,6 +228,32 @@ if zmount "$d/etag/refs.json" "$M" "${FAST[@]}" -o block_size=4096 \
   fi
   assert_eq "rewritten (412): one log line" 1 \
     "$(grep -c "blob.bin: object changed while mounted" "$ZT_LOG")"
+  zumount "$M"
+fi
+
+# ---- 8. a shard with too many inner chunks ----
+S=$(zt_mkdir shard)
+mkdir -p "$S/a.zarr/c"
+cat >"$S/a.zarr/zarr.json" <<'EOF'
+{"zarr_format":3,"node_type":"array","shape":[262144],"data_type":"uint8",
+ "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[262144]}},
+ "chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},
+ "fill_value":0,"codecs":[{"name":"sharding_indexed","configuration":{
+ "chunk_shape":[1],"codecs":[{"name":"bytes"}],
+ "index_codecs":[{"name":"bytes","configuration":{"endian":"little"}}],
+ "index_location":"end"}}]}
+EOF
+head -c 4194304 /dev/zero | tr '\0' '\377' >"$S/a.zarr/c/0"
+M=$(zt_mkdir mshard)
+if zmount "$S/a.zarr" "$M" -o max_decode=1M; then
+  for i in 1 2; do
+    assert_fails_with_eio "too many inner chunks: c/0.txt is EIO ($i)" "$M/c/0.txt"
+    assert_fails_with_eio "too many inner chunks: values.txt is EIO ($i)" "$M/values.txt"
+  done
+  assert_eq "too many inner chunks: one log line for the shard" 1 \
+    "$(grep -c "262144 inner chunks, too many" "$ZT_LOG")"
+  assert_eq "too many inner chunks: one log line for the array view" 1 \
+    "$(grep -c "too many stored chunks to lay out" "$ZT_LOG")"
   zumount "$M"
 fi
 
