@@ -16,6 +16,10 @@
  * curl error and the attempt count. Waits and transfers end with -EINTR
  * once the stop flag is set.
  *
+ * A request may carry a precondition (http_req.cond): a 412 answer is
+ * -ESTALE, the object changed. Responses report their validators (ETag,
+ * Last-Modified) and whether a range request was answered whole.
+ *
  * Redirects are followed within the same scheme (at most 5). Connections to
  * link-local addresses (169.254.0.0/16, fe80::/10, where cloud metadata
  * services live) are refused unless the request allows them

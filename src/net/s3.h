@@ -15,7 +15,7 @@
  *
  * libcurl 7.88 signs the path and query exactly as given: keys are
  * percent-encoded here (unreserved characters and '/' kept, uppercase
- * hex), list queries are sorted by name. Secrets never appear in a message.
+ * hex), list queries are sorted by name (encoding-type=url among them). Secrets never appear in a message.
  * A config is immutable after load and shared by threads. */
 #ifndef ZARRFS_S3_H
 #define ZARRFS_S3_H

@@ -6,10 +6,14 @@
  * names its size and stays cached, so no HEAD request is ever sent.
  *
  * S3 directories are listed with ListObjectsV2 (delimiter '/', 1,000 keys
- * per request, continuation tokens); a listing is cached (a memo of the
- * store's own, by byte budget) and answers later stats of its children
- * without a request, so `ls -l` of a chunk directory costs the listing
- * only. Plain HTTP has no listing: the store is marked unlistable, a key
+ * per request, continuation tokens, encoding-type=url); a listing is
+ * cached (a memo of the store's own, by byte budget) and answers later
+ * stats of its children without a request, so `ls -l` of a chunk
+ * directory costs the listing only. A listing cannot run forever: a
+ * continuation token the server gave before, or more than 10,000 pages,
+ * fails it with -EIO. A key that cannot be a file name (a control
+ * character, "." or "..", an empty segment, a segment over 255 bytes, a
+ * NUL byte) is skipped with one log line; the rest is listed. Plain HTTP has no listing: the store is marked unlistable, a key
  * is a file when a GET finds it, and a directory when it holds Zarr
  * metadata (zarr.json, .zgroup, .zarray); chunk directories are implied
  * by the array's key encoding (fs/namespace.c).
