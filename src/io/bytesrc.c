@@ -188,8 +188,9 @@ static int pool_read(struct bytesrc *s, uint64_t off, size_t len, void *dst,
       ((uint64_t)now.st_size != ps->base.size ||
        now.st_mtim.tv_sec != ps->mtime.tv_sec ||
        now.st_mtim.tv_nsec != ps->mtime.tv_nsec))
-    rc = zerr_set(err, EIO, "file changed while mounted (size or "
-                  "modification time); remount to read the new version");
+    rc = zerr_set(err, EIO,
+                  "file changed while mounted (size or modification time); "
+                  "remount to read the new version");
   fdpool_checkin(ps->file);
   return rc;
 }

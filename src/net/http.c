@@ -71,8 +71,8 @@ static int sleep_ms(const struct http_client *c, int64_t ms) {
 
 /* A random number (splitmix64 over a shared counter: no lock, no global). */
 static uint64_t rnd(struct http_client *c) {
-  uint64_t z = atomic_fetch_add(&c->rng, 0x9e3779b97f4a7c15ull) +
-               0x9e3779b97f4a7c15ull;
+  uint64_t z =
+      atomic_fetch_add(&c->rng, 0x9e3779b97f4a7c15ull) + 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
@@ -211,22 +211,22 @@ struct xfer {
   /* X_STREAM: where the body goes */
   http_sink_fn sink;
   void *sink_ud;
-  int sink_rc;           /* the sink's failure */
+  int sink_rc; /* the sink's failure */
   struct zerr sink_err;
   struct http_meta meta; /* validators of the final response */
   /* what came back */
-  long status;           /* of the last status line (after redirects) */
-  int have_crange;       /* Content-Range parsed */
+  long status;     /* of the last status line (after redirects) */
+  int have_crange; /* Content-Range parsed */
   uint64_t cr_start, cr_end, cr_total; /* cr_total UINT64_MAX for '*' */
-  uint64_t clen;         /* Content-Length, UINT64_MAX when absent */
-  long retry_after_s;    /* -1 when absent */
-  uint64_t body;         /* body bytes seen (of the final response) */
-  size_t got;            /* bytes stored */
-  int done;              /* have all we want: the transfer was cut on purpose */
-  int bad;               /* the response contradicts the request */
-  char why[160];         /* when bad */
-  int too_big;           /* X_ALL beyond max */
-  int refused;           /* link-local address refused */
+  uint64_t clen;      /* Content-Length, UINT64_MAX when absent */
+  long retry_after_s; /* -1 when absent */
+  uint64_t body;      /* body bytes seen (of the final response) */
+  size_t got;         /* bytes stored */
+  int done;           /* have all we want: the transfer was cut on purpose */
+  int bad;            /* the response contradicts the request */
+  char why[160];      /* when bad */
+  int too_big;        /* X_ALL beyond max */
+  int refused;        /* link-local address refused */
   char refused_ip[64];
   int allow_link_local;
   int stalled;
@@ -321,8 +321,8 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud) {
     if (x->status != 200)
       return n; /* judged after the transfer */
     x->meta.total = x->clen;
-    int rc = x->sink(x->sink_ud, at, (const uint8_t *)p, n, &x->meta,
-                     &x->sink_err);
+    int rc =
+        x->sink(x->sink_ud, at, (const uint8_t *)p, n, &x->meta, &x->sink_err);
     x->last_byte_ms = now_ms(); /* the sink's pacing is not a stall */
     if (rc == 0)
       return n;
@@ -500,7 +500,8 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
   curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->cfg.connect_ms);
   /* A stream is paced by its sink: only the stall bound applies. */
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, x->mode == X_STREAM ? 0L : (long)left);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                   x->mode == X_STREAM ? 0L : (long)left);
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
@@ -579,7 +580,8 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     return V_FAIL;
   }
   if (cc != CURLE_OK) {
-    const char *what = x->stalled ? "stalled (no data)" : curl_easy_strerror(cc);
+    const char *what =
+        x->stalled ? "stalled (no data)" : curl_easy_strerror(cc);
     if (x->bad)
       what = x->why;
     switch (cc) {
@@ -621,8 +623,8 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
       x->got = 0;
       return V_OK; /* asked from the end: nothing there */
     }
-    *rc = zerr_set(err, EIO, "GET %s: HTTP 416 for bytes %" PRIu64 "-",
-                   lu, x->off);
+    *rc = zerr_set(err, EIO, "GET %s: HTTP 416 for bytes %" PRIu64 "-", lu,
+                   x->off);
     return V_FAIL;
   }
   if (st != 200 && st != 206) {
@@ -636,14 +638,14 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     }
     if (x->mode == X_STREAM) {
       if (!x->done && x->clen != UINT64_MAX && x->body != x->clen) {
-        *rc = zerr_set(err, ETIMEDOUT, "GET %s: short body (%" PRIu64
-                       " of %" PRIu64 " bytes)", lu, x->body, x->clen);
+        *rc = zerr_set(err, ETIMEDOUT,
+                       "GET %s: short body (%" PRIu64 " of %" PRIu64 " bytes)",
+                       lu, x->body, x->clen);
         return V_RETRY;
       }
       if (!x->done) { /* the end: tell the sink (an empty object too) */
         x->meta.total = x->body;
-        int src = x->sink(x->sink_ud, x->body, NULL, 0, &x->meta,
-                          &x->sink_err);
+        int src = x->sink(x->sink_ud, x->body, NULL, 0, &x->meta, &x->sink_err);
         if (src < 0) {
           *rc = zerr_set(err, -src, "%s", x->sink_err.msg);
           return V_FAIL;
@@ -652,8 +654,9 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
       return V_OK;
     }
     if (x->clen != UINT64_MAX && x->got != x->clen) {
-      *rc = zerr_set(err, ETIMEDOUT, "GET %s: short body (%zu of %" PRIu64
-                     " bytes)", lu, x->got, x->clen);
+      *rc = zerr_set(err, ETIMEDOUT,
+                     "GET %s: short body (%zu of %" PRIu64 " bytes)", lu,
+                     x->got, x->clen);
       return V_RETRY;
     }
     return V_OK;
@@ -666,15 +669,18 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     }
     uint64_t n = x->cr_end - x->cr_start + 1;
     if (x->got != n) {
-      *rc = zerr_set(err, ETIMEDOUT, "GET %s: short body (%zu of %" PRIu64
-                     " bytes)", lu, x->got, n);
+      *rc = zerr_set(err, ETIMEDOUT,
+                     "GET %s: short body (%zu of %" PRIu64 " bytes)", lu,
+                     x->got, n);
       return V_RETRY;
     }
     /* Fewer bytes than asked only when the object ends there. */
-    if (n < x->len && (x->cr_total == UINT64_MAX || x->cr_end + 1 != x->cr_total)) {
-      *rc = zerr_set(err, ETIMEDOUT, "GET %s: server answered %" PRIu64
-                     " of %zu bytes before the end of the object", lu, n,
-                     x->len);
+    if (n < x->len &&
+        (x->cr_total == UINT64_MAX || x->cr_end + 1 != x->cr_total)) {
+      *rc = zerr_set(err, ETIMEDOUT,
+                     "GET %s: server answered %" PRIu64
+                     " of %zu bytes before the end of the object",
+                     lu, n, x->len);
       return V_RETRY;
     }
     return V_OK;
@@ -741,8 +747,7 @@ int http_get_range(struct http_client *c, const struct http_req *r,
     }
     return 0;
   }
-  struct xfer x = {.c = c, .mode = X_RANGE, .off = off, .len = len,
-                   .dst = dst};
+  struct xfer x = {.c = c, .mode = X_RANGE, .off = off, .len = len, .dst = dst};
   ZTRY(run(c, r, &x, err));
   *got = x.got;
   if (meta) {

@@ -54,34 +54,33 @@ void http_config_default(struct http_config *c);
 
 /* What one request needs besides its range. All borrowed for the call. */
 struct http_req {
-  const char *url;         /* absolute; path and query already encoded */
-  const char *log_url;     /* for messages (no credentials); NULL = url */
+  const char *url;            /* absolute; path and query already encoded */
+  const char *log_url;        /* for messages (no credentials); NULL = url */
   struct curl_slist *headers; /* extra headers, may be NULL */
-  const char *aws_sigv4;   /* CURLOPT_AWS_SIGV4 ("aws:amz:REGION:s3") or
-                              NULL for an unsigned request */
-  const char *userpwd;     /* "ACCESS_KEY:SECRET" for aws_sigv4; never
-                              logged */
-  int allow_link_local;    /* 1: the user named this address explicitly */
-  const char *cond;        /* a precondition header line ("If-Match: ..."
-                              or "If-Unmodified-Since: ..."), or NULL */
+  const char *aws_sigv4;      /* CURLOPT_AWS_SIGV4 ("aws:amz:REGION:s3") or
+                                 NULL for an unsigned request */
+  const char *userpwd;        /* "ACCESS_KEY:SECRET" for aws_sigv4; never
+                                 logged */
+  int allow_link_local;       /* 1: the user named this address explicitly */
+  const char *cond;           /* a precondition header line ("If-Match: ..."
+                                 or "If-Unmodified-Since: ..."), or NULL */
 };
 
 /* What a response said about the object, besides its bytes. */
 struct http_meta {
-  uint64_t total;     /* the object's size, UINT64_MAX when not named */
-  int whole;          /* a range request answered 200: the server ignores
-                         Range */
-  char etag[128];     /* ETag ("" when absent or too long) */
-  char modified[64];  /* Last-Modified ("" when absent) */
+  uint64_t total;    /* the object's size, UINT64_MAX when not named */
+  int whole;         /* a range request answered 200: the server ignores
+                        Range */
+  char etag[128];    /* ETag ("" when absent or too long) */
+  char modified[64]; /* Last-Modified ("" when absent) */
 };
 
 /* Receives a streamed body: n bytes at object offset off, in order from
  * 0 (a retry starts again at 0). Returns 0 to go on, 1 to end the
  * transfer (it has what it wants), or a negative errno to fail it (err
  * set). */
-typedef int (*http_sink_fn)(void *ud, uint64_t off, const uint8_t *p,
-                            size_t n, const struct http_meta *m,
-                            struct zerr *err);
+typedef int (*http_sink_fn)(void *ud, uint64_t off, const uint8_t *p, size_t n,
+                            const struct http_meta *m, struct zerr *err);
 
 struct http_client;
 

@@ -106,12 +106,12 @@ struct rsrc {
   char *url;     /* as named (messages) */
   char *req_url; /* what is requested (s3:// resolved) */
   struct http_req req;
-  uint64_t win;  /* window start in the object */
+  uint64_t win; /* window start in the object */
   struct io_stats *stats;
-  struct memo_key key; /* object identity: v[0] block, v[1] tag, v[2..] */
-  _Atomic uint64_t next;     /* where the last read ended (window) */
-  _Atomic uint64_t ra_end;   /* object offset read-ahead was issued to */
-  _Atomic uint64_t ra_win;   /* current read-ahead window (bytes) */
+  struct memo_key key;     /* object identity: v[0] block, v[1] tag, v[2..] */
+  _Atomic uint64_t next;   /* where the last read ended (window) */
+  _Atomic uint64_t ra_end; /* object offset read-ahead was issued to */
+  _Atomic uint64_t ra_win; /* current read-ahead window (bytes) */
   _Atomic int ra_inflight;
   /* The version this source reads: learned from the first answer that
    * names one, asked for (If-Match, If-Unmodified-Since) from then on. */
@@ -160,7 +160,9 @@ int remote_is_url(const char *s) {
          !strncmp(s, "s3://", 5);
 }
 
-struct http_client *remote_http(struct remote *r) { return r->http; }
+struct http_client *remote_http(struct remote *r) {
+  return r->http;
+}
 const struct s3_config *remote_s3(const struct remote *r) { return r->s3; }
 uint64_t remote_requests(const struct remote *r) {
   return http_requests(r->http);
@@ -222,6 +224,7 @@ static int is_changed(struct rsrc *s) {
   return 0;
 }
 
+/* memo value fill: the version met first becomes the object's. */
 static int version_fill(void *ctx, uint64_t *value, struct zerr *err) {
   (void)err;
   *value = *(const uint64_t *)ctx;
@@ -366,8 +369,8 @@ static int fetch_run(struct remote *r, const struct http_req *req,
     return zerr_set(err, ENOMEM, "out of memory");
   size_t got;
   struct http_meta meta;
-  int rc = http_get_range(r->http, req, block * bs, want, buf, &got, &meta,
-                          err);
+  int rc =
+      http_get_range(r->http, req, block * bs, want, buf, &got, &meta, err);
   if (rc < 0) {
     free(buf);
     return rc;
@@ -386,9 +389,9 @@ static int fetch_run(struct remote *r, const struct http_req *req,
   }
   if (got == 0) {
     free(buf);
-    return zerr_set(err, EIO, "%s: nothing at offset %" PRIu64
-                    " (the object is shorter)", req->log_url,
-                    (uint64_t)(block * bs));
+    return zerr_set(err, EIO,
+                    "%s: nothing at offset %" PRIu64 " (the object is shorter)",
+                    req->log_url, (uint64_t)(block * bs));
   }
   struct rblock *first = NULL;
   for (uint32_t i = 0; i < n && (size_t)i * bs < got; i++) {
@@ -427,8 +430,8 @@ static int block_fill(void *ctx, struct zobj **obj, size_t *cost,
   struct http_req q;
   char cond[RV_COND_MAX];
   request_for(f->s, &q, cond);
-  return fetch_run(f->s->r, &q, &f->s->key, f->block, f->n, f->stats, obj,
-                   cost, NULL, err);
+  return fetch_run(f->s->r, &q, &f->s->key, f->block, f->n, f->stats, obj, cost,
+                   NULL, err);
 }
 
 /* Is a block already there (ready)? */
@@ -461,8 +464,8 @@ static uint32_t missing_run(struct remote *r, const struct memo_key *okey,
 static void *ra_worker(void *arg);
 
 /* Queue a job (a hint: dropped when the queue is full or stopping). */
-static int job_submit(struct rsrc *s, uint64_t block, uint32_t n,
-                      uint8_t *dst, struct part_set *set) {
+static int job_submit(struct rsrc *s, uint64_t block, uint32_t n, uint8_t *dst,
+                      struct part_set *set) {
   struct remote *r = s->r;
   if (!r->threads)
     return -1;
@@ -739,7 +742,7 @@ static void *stream_main(void *arg) {
   pthread_mutex_unlock(&r->slock);
   if (listed)
     stream_put(st); /* the table's reference */
-  stream_put(st); /* the thread's */
+  stream_put(st);   /* the thread's */
   pthread_mutex_lock(&r->slock);
   r->n_streams--;
   pthread_cond_broadcast(&r->sgone);
@@ -749,8 +752,8 @@ static void *stream_main(void *arg) {
 
 /* Same object? (keys compared without their block word) */
 static int same_object(const struct memo_key *a, const struct memo_key *b) {
-  return a->n == b->n && !memcmp(&a->v[1], &b->v[1],
-                                 (size_t)(a->n - 1) * sizeof a->v[0]);
+  return a->n == b->n &&
+         !memcmp(&a->v[1], &b->v[1], (size_t)(a->n - 1) * sizeof a->v[0]);
 }
 
 /* The stream that will deliver block b of s's object (a new reference),
@@ -801,8 +804,7 @@ static struct rstream *stream_for(struct rsrc *s, uint64_t b,
   }
   struct rstream *st = NULL;
   if (free_slot >= 0 && r->n_streams < STREAMS_MAX &&
-      (st = calloc(1, sizeof *st)) &&
-      (st->buf = malloc(r->cfg.block_size))) {
+      (st = calloc(1, sizeof *st)) && (st->buf = malloc(r->cfg.block_size))) {
     st->s = s;
     bytesrc_ref(&s->base);
     st->key = s->key;
@@ -900,7 +902,7 @@ static int direct_read(struct rsrc *s, uint64_t o, size_t len, void *dst,
   /* At least a few parts in parallel for mid-size reads. */
   if (len / DIRECT_PARTS < part)
     part = len / DIRECT_PARTS > r->cfg.block_size ? len / DIRECT_PARTS
-                                                   : r->cfg.block_size;
+                                                  : r->cfg.block_size;
   struct part_set set = {.left = 0};
   pthread_mutex_init(&set.lock, NULL);
   pthread_cond_init(&set.done, NULL);
@@ -1080,9 +1082,9 @@ static int request_url(struct remote *r, const char *url, char **out,
 }
 
 /* Fill a request for req_url (signed when it is S3 and signing is on). */
-static void request_init(struct remote *r, const char *url,
-                         const char *req_url, const char *log_url,
-                         int allow_link_local, struct http_req *q) {
+static void request_init(struct remote *r, const char *url, const char *req_url,
+                         const char *log_url, int allow_link_local,
+                         struct http_req *q) {
   memset(q, 0, sizeof *q);
   q->url = req_url;
   q->log_url = log_url;
@@ -1132,8 +1134,10 @@ static int size_fill(void *ctx, uint64_t *value, struct zerr *err) {
       total = b->len; /* the whole object came */
     } else {
       zobj_put(obj);
-      return zerr_set(err, EIO, "%s: the server did not say how large the "
-                      "object is", f->req->log_url);
+      return zerr_set(err, EIO,
+                      "%s: the server did not say how large the "
+                      "object is",
+                      f->req->log_url);
     }
   }
   bk.v[0] = 0;
@@ -1174,8 +1178,10 @@ int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
     }
     if (off > size) {
       rsrc_destroy(&s->base);
-      return zerr_set(err, EIO, "%s: offset %" PRIu64 " is past the end (%"
-                      PRIu64 " bytes)", url, off, size);
+      return zerr_set(err, EIO,
+                      "%s: offset %" PRIu64 " is past the end (%" PRIu64
+                      " bytes)",
+                      url, off, size);
     }
     len = size - off;
   }
@@ -1280,8 +1286,11 @@ void remote_free(struct remote *r) {
     struct job *j = &r->queue[r->qhead];
     if (j->dst) { /* its reader is waiting: end it */
       struct zerr e = {0};
-      part_done(j->set, zerr_set(&e, EINTR, "interrupted: zarrfs is "
-                                            "shutting down"), &e);
+      part_done(j->set,
+                zerr_set(&e, EINTR,
+                         "interrupted: zarrfs is "
+                         "shutting down"),
+                &e);
     }
     bytesrc_unref(j->src);
   }

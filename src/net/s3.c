@@ -2,8 +2,8 @@
 #define _GNU_SOURCE
 #include "s3.h"
 
-#include <curl/curl.h>
 #include <ctype.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <expat.h>
 #include <stdio.h>
@@ -146,7 +146,8 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
   if (!c)
     return zerr_set(err, ENOMEM, "out of memory");
   struct profile p = {0};
-  const char *pname = o->profile && *o->profile ? o->profile : env("AWS_PROFILE");
+  const char *pname =
+      o->profile && *o->profile ? o->profile : env("AWS_PROFILE");
   profile_load(pname ? pname : "default", &p);
   int nomem = 0; /* credentials lost for lack of memory: not anonymous */
   if (!o->no_sign_request) {
@@ -162,13 +163,12 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
       nomem = !c->akid || !c->secret || (p.token && *p.token && !c->token);
     }
   }
-  const char *region = o->region && *o->region ? o->region
-                       : env("AWS_REGION")     ? env("AWS_REGION")
-                       : env("AWS_DEFAULT_REGION")
-                           ? env("AWS_DEFAULT_REGION")
-                       : p.region ? p.region
-                                  : "us-east-1";
-  const char *ep = o->endpoint && *o->endpoint ? o->endpoint
+  const char *region = o->region && *o->region     ? o->region
+                       : env("AWS_REGION")         ? env("AWS_REGION")
+                       : env("AWS_DEFAULT_REGION") ? env("AWS_DEFAULT_REGION")
+                       : p.region                  ? p.region
+                                                   : "us-east-1";
+  const char *ep = o->endpoint && *o->endpoint  ? o->endpoint
                    : env("AWS_ENDPOINT_URL_S3") ? env("AWS_ENDPOINT_URL_S3")
                    : env("AWS_ENDPOINT_URL")    ? env("AWS_ENDPOINT_URL")
                                                 : p.endpoint;
@@ -177,8 +177,8 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
   int rc = 0;
   if (ep) {
     if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
-      rc = zerr_set(err, EINVAL, "S3 endpoint %s: not an http:// or https:// URL",
-                    ep);
+      rc = zerr_set(err, EINVAL,
+                    "S3 endpoint %s: not an http:// or https:// URL", ep);
     } else if ((c->endpoint = strdup(ep))) {
       size_t n = strlen(c->endpoint);
       while (n > 8 && c->endpoint[n - 1] == '/')
@@ -211,8 +211,7 @@ int s3_is_anonymous(const struct s3_config *c) { return !c->akid; }
 
 /* ---- URLs ---- */
 
-int s3_parse_url(const char *url, char **bucket, char **key,
-                 struct zerr *err) {
+int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err) {
   if (strncmp(url, "s3://", 5))
     return zerr_set(err, EINVAL, "%s: not an s3:// URL", url);
   const char *b = url + 5, *slash = strchr(b, '/');
@@ -293,8 +292,8 @@ int s3_list_url(const struct s3_config *c, const char *bucket,
     o = pct(o, delimiter, 0);
     *o++ = '&';
   }
-  o += sprintf(o, "encoding-type=url&list-type=2&max-keys=%d&prefix=",
-               max_keys);
+  o +=
+      sprintf(o, "encoding-type=url&list-type=2&max-keys=%d&prefix=", max_keys);
   pct(o, prefix, 0);
   *url = out;
   return 0;

@@ -10,13 +10,15 @@
  * (AWS_CONFIG_FILE, ~/.aws/config); none anywhere: anonymous. Region:
  * option, AWS_REGION, AWS_DEFAULT_REGION, the profile's, "us-east-1".
  * Endpoint: option, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
- * endpoint_url, else AWS's virtual-hosted https://BUCKET.s3.REGION.amazonaws.com.
- * A custom endpoint (MinIO, Ceph, R2, s3rver) is addressed path-style.
+ * endpoint_url, else AWS's virtual-hosted
+ * https://BUCKET.s3.REGION.amazonaws.com. A custom endpoint (MinIO, Ceph, R2,
+ * s3rver) is addressed path-style.
  *
  * libcurl 7.88 signs the path and query exactly as given: keys are
  * percent-encoded here (unreserved characters and '/' kept, uppercase
- * hex), list queries are sorted by name (encoding-type=url among them). Secrets never appear in a message.
- * A config is immutable after load and shared by threads. */
+ * hex), list queries are sorted by name (encoding-type=url among them). Secrets
+ * never appear in a message. A config is immutable after load and shared by
+ * threads. */
 #ifndef ZARRFS_S3_H
 #define ZARRFS_S3_H
 

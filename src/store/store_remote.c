@@ -13,10 +13,12 @@
  * continuation token the server gave before, or more than 10,000 pages,
  * fails it with -EIO. A key that cannot be a file name (a control
  * character, "." or "..", an empty segment, a segment over 255 bytes, a
- * NUL byte) is skipped with one log line; the rest is listed. Plain HTTP has no listing: the store is marked unlistable, a key
- * is a file when a GET finds it, and a directory when it holds Zarr
- * metadata (zarr.json, .zgroup, .zarray); chunk directories are implied
- * by the array's key encoding (fs/namespace.c).
+ * NUL byte) is skipped with one log line; the rest is listed.
+ *
+ * Plain HTTP has no listing: the store is marked unlistable, a key is a
+ * file when a GET finds it, and a directory when it holds Zarr metadata
+ * (zarr.json, .zgroup, .zarray); chunk directories are implied by the
+ * array's key encoding (fs/namespace.c).
  *
  * With anonymous S3 access a missing key answers 403 when the bucket
  * does not allow listing: for metadata probes (zarr.json, .zattrs, ...)
@@ -28,12 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../net/remote.h"
+#include "../net/s3.h"
 #include "../util/buf.h"
 #include "../util/htab.h"
 #include "../util/log.h"
 #include "../util/memo.h"
-#include "../net/remote.h"
-#include "../net/s3.h"
 #include "store.h"
 
 /* Listing cache budget (bytes of names). */
@@ -140,7 +142,8 @@ static const char *bad_name(const char *name, size_t n) {
     return "an empty path segment";
   if (n > STORE_REMOTE_NAME_MAX)
     return "a path segment over 255 bytes";
-  if ((n == 1 && name[0] == '.') || (n == 2 && name[0] == '.' && name[1] == '.'))
+  if ((n == 1 && name[0] == '.') ||
+      (n == 2 && name[0] == '.' && name[1] == '.'))
     return "a '.' or '..' path segment";
   for (size_t i = 0; i < n; i++)
     if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
@@ -209,14 +212,17 @@ static int lb_add(struct lbuild *b, const char *full, const char *raw,
   return 0;
 }
 
+/* A listed object: a file. */
 static int lb_obj(void *ud, const char *key, const char *raw, uint64_t size) {
   return lb_add(ud, key, raw, STORE_FILE, size);
 }
 
+/* A listed common prefix: a directory. */
 static int lb_prefix(void *ud, const char *prefix, const char *raw) {
   return lb_add(ud, prefix, raw, STORE_DIR, 0);
 }
 
+/* A key the listing could not decode: skipped, said once. */
 static int lb_bad(void *ud, const char *raw, const char *why) {
   lb_skip(ud, raw, why);
   return 0;

@@ -195,7 +195,8 @@ static int simple(int fd, int status, const char *reason, const char *extra,
 /* The value of query parameter name in q (percent-decoded into out). */
 static int query_get(const char *q, const char *name, char *out, size_t n) {
   size_t nl = strlen(name);
-  for (const char *p = q; p && *p; p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+  for (const char *p = q; p && *p;
+       p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
     if (strncmp(p, name, nl) || p[nl] != '=')
       continue;
     size_t o = 0;
@@ -259,7 +260,8 @@ static int s3_list(int fd, const char *method, const char *path,
                    const char *bucket, const char *q, const struct modes *m) {
   char prefix[2048] = "", enc[16] = "", dir[4096];
   query_get(q, "prefix", prefix, sizeof prefix);
-  int url = query_get(q, "encoding-type", enc, sizeof enc) && !strcmp(enc, "url");
+  int url =
+      query_get(q, "encoding-type", enc, sizeof enc) && !strcmp(enc, "url");
   const char *slash = strrchr(prefix, '/');
   size_t dl = slash ? (size_t)(slash - prefix) + 1 : 0;
   snprintf(dir, sizeof dir, "%s/%s/%.*s", S.root, bucket, (int)dl, prefix);
@@ -281,8 +283,9 @@ static int s3_list(int fd, const char *method, const char *path,
   char *b = malloc(cap);
   put_str(&b, &len, &cap,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult>");
-  put_str(&b, &len, &cap, m->s3loop ? "<IsTruncated>true</IsTruncated>"
-                                    : "<IsTruncated>false</IsTruncated>");
+  put_str(&b, &len, &cap,
+          m->s3loop ? "<IsTruncated>true</IsTruncated>"
+                    : "<IsTruncated>false</IsTruncated>");
   for (size_t i = 0; i < nn; i++) {
     char full[4096];
     struct stat st;
@@ -581,9 +584,8 @@ int main(int argc, char **argv) {
       bind_addr = argv[i + 1];
   }
   if (!S.root || !portfile) {
-    fprintf(stderr,
-            "usage: faultsrv --root DIR --port-file FILE [--log FILE] "
-            "[--bind ADDR]\n");
+    fprintf(stderr, "usage: faultsrv --root DIR --port-file FILE [--log FILE] "
+                    "[--bind ADDR]\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
