@@ -58,8 +58,10 @@ static int layout_stored_units(struct layout_job *j, uint64_t **lin,
   for (int d = 0; d < r->ndim; d++)
     per *= n->per[d]; /* units of a shard (at most): <= its elements */
   uint64_t cap = p->n, cnt = 0;
-  if (zmul_u64(cap, per, &cap) < 0 || cap > max)
+  if (zmul_u64(cap, per, &cap) < 0 || cap > max) {
     rc = zerr_set(err, EFBIG, "view: too many stored chunks to lay out");
+    engine_log(j->e, *n->path ? n->path : ".", err->msg);
+  }
   uint64_t *v = rc == 0 ? malloc((size_t)(cap ? cap : 1) * sizeof *v) : NULL;
   if (rc == 0 && !v)
     rc = zerr_set(err, ENOMEM, "out of memory");
@@ -103,11 +105,20 @@ static int layout_stored_units(struct layout_job *j, uint64_t **lin,
   *np = cnt;
   return 0;
 dense:
-  if (r->nunits > max)
-    return zerr_set(err, EFBIG,
-                    "view: the store cannot list this array and its %llu "
-                    "chunks are too many to probe",
-                    (unsigned long long)r->nunits);
+  if (r->nunits > max) {
+    if (r->is_chunk)
+      zerr_set(err, EFBIG,
+               "view: the shard holds %llu inner chunks, too many to lay "
+               "out within max_decode",
+               (unsigned long long)r->nunits);
+    else
+      zerr_set(err, EFBIG,
+               "view: the store cannot list this array and its %llu chunks "
+               "are too many to probe",
+               (unsigned long long)r->nunits);
+    engine_log(j->e, *n->path ? n->path : ".", err->msg);
+    return -EFBIG;
+  }
   return 0;
 }
 

@@ -166,6 +166,7 @@ struct pool_src {
   struct bytesrc base;
   struct fdpool_file *file; /* one reference */
   struct io_stats *stats;
+  struct timespec mtime; /* the version read: size (base.size) and mtime */
   char name[]; /* for the pool's reopen callback */
 };
 
@@ -178,6 +179,18 @@ static int pool_read(struct bytesrc *s, uint64_t off, size_t len, void *dst,
   if (reopened)
     count_open(ps->stats);
   int rc = pread_all(fd, off, len, dst, ps->stats, err);
+  /* A file rewritten in place (same inode) since the source was made:
+   * these bytes may be of the new version, what was decoded before of the
+   * old one; fail rather than splice them. Checked after the read, so a
+   * write during it is caught too. */
+  struct stat now;
+  if (rc == 0 && fstat(fd, &now) == 0 &&
+      ((uint64_t)now.st_size != ps->base.size ||
+       now.st_mtim.tv_sec != ps->mtime.tv_sec ||
+       now.st_mtim.tv_nsec != ps->mtime.tv_nsec))
+    rc = zerr_set(err, EIO,
+                  "file changed while mounted (size or modification time); "
+                  "remount to read the new version");
   fdpool_checkin(ps->file);
   return rc;
 }
@@ -214,6 +227,7 @@ int bytesrc_from_pool(struct fdpool *pool, int fd, const struct stat *st,
   memcpy(ps->name, name, nl);
   ps->base.ops = &pool_ops;
   ps->base.size = (uint64_t)st->st_size;
+  ps->mtime = st->st_mtim;
   atomic_init(&ps->base.refs, 1);
   ps->stats = stats;
   *out = &ps->base;

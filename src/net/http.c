@@ -28,7 +28,7 @@ struct http_client {
   CURL **idle;          /* easy handles not in use (max_conns of them) */
   int n_idle;
   int running; /* transfers in progress */
-  _Atomic uint64_t requests, bytes, rng;
+  _Atomic uint64_t requests, rng;
 };
 
 /* ---- defaults, time ---- */
@@ -71,8 +71,8 @@ static int sleep_ms(const struct http_client *c, int64_t ms) {
 
 /* A random number (splitmix64 over a shared counter: no lock, no global). */
 static uint64_t rnd(struct http_client *c) {
-  uint64_t z = atomic_fetch_add(&c->rng, 0x9e3779b97f4a7c15ull) +
-               0x9e3779b97f4a7c15ull;
+  uint64_t z =
+      atomic_fetch_add(&c->rng, 0x9e3779b97f4a7c15ull) + 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
@@ -147,10 +147,6 @@ uint64_t http_requests(const struct http_client *c) {
   return atomic_load(&((struct http_client *)c)->requests);
 }
 
-uint64_t http_bytes(const struct http_client *c) {
-  return atomic_load(&((struct http_client *)c)->bytes);
-}
-
 /* Take a transfer slot and an easy handle; waits while max_conns run.
  * NULL with *rc set on stop or allocation failure. */
 static CURL *handle_take(struct http_client *c, int *rc) {
@@ -200,7 +196,7 @@ static void handle_give(struct http_client *c, CURL *h) {
 
 /* ---- one transfer ---- */
 
-enum xfer_mode { X_RANGE, X_ALL };
+enum xfer_mode { X_RANGE, X_ALL, X_STREAM };
 
 struct xfer {
   struct http_client *c;
@@ -212,19 +208,25 @@ struct xfer {
   /* X_ALL: a growing buffer up to max */
   uint8_t *buf;
   size_t cap, max;
+  /* X_STREAM: where the body goes */
+  http_sink_fn sink;
+  void *sink_ud;
+  int sink_rc; /* the sink's failure */
+  struct zerr sink_err;
+  struct http_meta meta; /* validators of the final response */
   /* what came back */
-  long status;           /* of the last status line (after redirects) */
-  int have_crange;       /* Content-Range parsed */
+  long status;     /* of the last status line (after redirects) */
+  int have_crange; /* Content-Range parsed */
   uint64_t cr_start, cr_end, cr_total; /* cr_total UINT64_MAX for '*' */
-  uint64_t clen;         /* Content-Length, UINT64_MAX when absent */
-  long retry_after_s;    /* -1 when absent */
-  uint64_t body;         /* body bytes seen (of the final response) */
-  size_t got;            /* bytes stored */
-  int done;              /* have all we want: the transfer was cut on purpose */
-  int bad;               /* the response contradicts the request */
-  char why[160];         /* when bad */
-  int too_big;           /* X_ALL beyond max */
-  int refused;           /* link-local address refused */
+  uint64_t clen;      /* Content-Length, UINT64_MAX when absent */
+  long retry_after_s; /* -1 when absent */
+  uint64_t body;      /* body bytes seen (of the final response) */
+  size_t got;         /* bytes stored */
+  int done;           /* have all we want: the transfer was cut on purpose */
+  int bad;            /* the response contradicts the request */
+  char why[160];      /* when bad */
+  int too_big;        /* X_ALL beyond max */
+  int refused;        /* link-local address refused */
   char refused_ip[64];
   int allow_link_local;
   int stalled;
@@ -275,6 +277,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
     x->retry_after_s = -1;
     x->body = 0;
     x->errlen = 0;
+    x->meta.etag[0] = x->meta.modified[0] = '\0';
     return n;
   }
   char *colon = strchr(line, ':');
@@ -290,6 +293,11 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
     x->clen = strtoull(v, NULL, 10);
   else if (!strcasecmp(line, "Retry-After"))
     x->retry_after_s = strtol(v, NULL, 10); /* seconds; dates ignored */
+  else if (!strcasecmp(line, "ETag") && strlen(v) < sizeof x->meta.etag)
+    strcpy(x->meta.etag, v);
+  else if (!strcasecmp(line, "Last-Modified") &&
+           strlen(v) < sizeof x->meta.modified)
+    strcpy(x->meta.modified, v);
   return n;
 }
 
@@ -299,7 +307,6 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud) {
   struct xfer *x = ud;
   size_t n = sz * nm;
   x->last_byte_ms = now_ms();
-  atomic_fetch_add_explicit(&x->c->bytes, n, memory_order_relaxed);
   uint64_t at = x->body; /* offset of p within this response's body */
   x->body += n;
   if (x->status < 200 || x->status >= 300) {
@@ -309,6 +316,21 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud) {
     memcpy(x->errbody + x->errlen, p, k);
     x->errlen += k;
     return n;
+  }
+  if (x->mode == X_STREAM) {
+    if (x->status != 200)
+      return n; /* judged after the transfer */
+    x->meta.total = x->clen;
+    int rc =
+        x->sink(x->sink_ud, at, (const uint8_t *)p, n, &x->meta, &x->sink_err);
+    x->last_byte_ms = now_ms(); /* the sink's pacing is not a stall */
+    if (rc == 0)
+      return n;
+    if (rc > 0)
+      x->done = 1;
+    else
+      x->sink_rc = rc;
+    return 0;
   }
   if (x->mode == X_ALL) {
     if (x->got + n > x->max) {
@@ -456,6 +478,8 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
   x->got = 0;
   x->body = 0;
   x->done = x->bad = x->too_big = x->refused = x->stalled = 0;
+  x->sink_rc = 0;
+  x->meta.etag[0] = x->meta.modified[0] = '\0';
   x->have_crange = 0;
   x->clen = UINT64_MAX;
   x->retry_after_s = -1;
@@ -475,7 +499,9 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
   curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http");
   curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->cfg.connect_ms);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left);
+  /* A stream is paced by its sink: only the stall bound applies. */
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                   x->mode == X_STREAM ? 0L : (long)left);
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
   curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
@@ -488,8 +514,29 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
   /* No transparent decompression: the bytes must be the object's. */
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, NULL);
   curl_easy_setopt(h, CURLOPT_USERAGENT, "zarrfs/" PACKAGE_VERSION);
-  if (r->headers)
+  struct curl_slist *hdrs = NULL;
+  if (r->cond) {
+    /* The shared headers and this request's precondition, in a list of
+     * its own. */
+    for (const struct curl_slist *l = r->headers; l; l = l->next) {
+      struct curl_slist *t = curl_slist_append(hdrs, l->data);
+      if (!t)
+        break;
+      hdrs = t;
+    }
+    struct curl_slist *t = curl_slist_append(hdrs, r->cond);
+    if (t)
+      hdrs = t;
+    if (!t || !hdrs) {
+      curl_slist_free_all(hdrs);
+      handle_give(c, h);
+      *rc = zerr_set(err, ENOMEM, "GET %s: out of memory", lu);
+      return V_FAIL;
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+  } else if (r->headers) {
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->headers);
+  }
   if (r->aws_sigv4 && r->userpwd) {
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->aws_sigv4);
     curl_easy_setopt(h, CURLOPT_USERPWD, r->userpwd);
@@ -502,6 +549,7 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
   atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
   CURLcode cc = curl_easy_perform(h);
   handle_give(c, h);
+  curl_slist_free_all(hdrs);
 
   if (cc == CURLE_WRITE_ERROR && x->done)
     cc = CURLE_OK; /* cut on purpose: a 200 answer gave the range */
@@ -518,6 +566,10 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
                    lu);
     return V_FAIL;
   }
+  if (x->sink_rc < 0) {
+    *rc = zerr_set(err, -x->sink_rc, "%s", x->sink_err.msg);
+    return V_FAIL;
+  }
   if (x->bad == ENOMEM) {
     *rc = zerr_set(err, ENOMEM, "GET %s: out of memory", lu);
     return V_FAIL;
@@ -528,7 +580,8 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     return V_FAIL;
   }
   if (cc != CURLE_OK) {
-    const char *what = x->stalled ? "stalled (no data)" : curl_easy_strerror(cc);
+    const char *what =
+        x->stalled ? "stalled (no data)" : curl_easy_strerror(cc);
     if (x->bad)
       what = x->why;
     switch (cc) {
@@ -556,6 +609,10 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     *rc = zerr_set(err, EACCES, "GET %s: HTTP %ld%s", lu, st, code);
     return V_FAIL;
   }
+  if (st == 412) {
+    *rc = zerr_set(err, ESTALE, "GET %s: HTTP 412 (the object changed)", lu);
+    return V_FAIL;
+  }
   if (st == 408 || st == 429 || st >= 500) {
     error_code(x, code, sizeof code);
     *rc = zerr_set(err, ETIMEDOUT, "GET %s: HTTP %ld%s", lu, st, code);
@@ -566,22 +623,40 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
       x->got = 0;
       return V_OK; /* asked from the end: nothing there */
     }
-    *rc = zerr_set(err, EIO, "GET %s: HTTP 416 for bytes %" PRIu64 "-",
-                   lu, x->off);
+    *rc = zerr_set(err, EIO, "GET %s: HTTP 416 for bytes %" PRIu64 "-", lu,
+                   x->off);
     return V_FAIL;
   }
   if (st != 200 && st != 206) {
     *rc = zerr_set(err, EIO, "GET %s: HTTP %ld", lu, st);
     return V_FAIL;
   }
-  if (x->mode == X_ALL) {
+  if (x->mode == X_ALL || x->mode == X_STREAM) {
     if (st != 200) {
       *rc = zerr_set(err, EIO, "GET %s: HTTP %ld to a plain GET", lu, st);
       return V_FAIL;
     }
+    if (x->mode == X_STREAM) {
+      if (!x->done && x->clen != UINT64_MAX && x->body != x->clen) {
+        *rc = zerr_set(err, ETIMEDOUT,
+                       "GET %s: short body (%" PRIu64 " of %" PRIu64 " bytes)",
+                       lu, x->body, x->clen);
+        return V_RETRY;
+      }
+      if (!x->done) { /* the end: tell the sink (an empty object too) */
+        x->meta.total = x->body;
+        int src = x->sink(x->sink_ud, x->body, NULL, 0, &x->meta, &x->sink_err);
+        if (src < 0) {
+          *rc = zerr_set(err, -src, "%s", x->sink_err.msg);
+          return V_FAIL;
+        }
+      }
+      return V_OK;
+    }
     if (x->clen != UINT64_MAX && x->got != x->clen) {
-      *rc = zerr_set(err, ETIMEDOUT, "GET %s: short body (%zu of %" PRIu64
-                     " bytes)", lu, x->got, x->clen);
+      *rc = zerr_set(err, ETIMEDOUT,
+                     "GET %s: short body (%zu of %" PRIu64 " bytes)", lu,
+                     x->got, x->clen);
       return V_RETRY;
     }
     return V_OK;
@@ -594,15 +669,18 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     }
     uint64_t n = x->cr_end - x->cr_start + 1;
     if (x->got != n) {
-      *rc = zerr_set(err, ETIMEDOUT, "GET %s: short body (%zu of %" PRIu64
-                     " bytes)", lu, x->got, n);
+      *rc = zerr_set(err, ETIMEDOUT,
+                     "GET %s: short body (%zu of %" PRIu64 " bytes)", lu,
+                     x->got, n);
       return V_RETRY;
     }
     /* Fewer bytes than asked only when the object ends there. */
-    if (n < x->len && (x->cr_total == UINT64_MAX || x->cr_end + 1 != x->cr_total)) {
-      *rc = zerr_set(err, ETIMEDOUT, "GET %s: server answered %" PRIu64
-                     " of %zu bytes before the end of the object", lu, n,
-                     x->len);
+    if (n < x->len &&
+        (x->cr_total == UINT64_MAX || x->cr_end + 1 != x->cr_total)) {
+      *rc = zerr_set(err, ETIMEDOUT,
+                     "GET %s: server answered %" PRIu64
+                     " of %zu bytes before the end of the object",
+                     lu, n, x->len);
       return V_RETRY;
     }
     return V_OK;
@@ -660,20 +738,30 @@ static int run(struct http_client *c, const struct http_req *r, struct xfer *x,
 
 int http_get_range(struct http_client *c, const struct http_req *r,
                    uint64_t off, size_t len, void *dst, size_t *got,
-                   uint64_t *total, struct zerr *err) {
+                   struct http_meta *meta, struct zerr *err) {
   if (len == 0) {
     *got = 0;
-    if (total)
-      *total = UINT64_MAX;
+    if (meta) {
+      memset(meta, 0, sizeof *meta);
+      meta->total = UINT64_MAX;
+    }
     return 0;
   }
-  struct xfer x = {.c = c, .mode = X_RANGE, .off = off, .len = len,
-                   .dst = dst};
+  struct xfer x = {.c = c, .mode = X_RANGE, .off = off, .len = len, .dst = dst};
   ZTRY(run(c, r, &x, err));
   *got = x.got;
-  if (total)
-    *total = x.cr_total;
+  if (meta) {
+    *meta = x.meta;
+    meta->total = x.cr_total;
+    meta->whole = x.status == 200;
+  }
   return 0;
+}
+
+int http_get_stream(struct http_client *c, const struct http_req *r,
+                    http_sink_fn sink, void *ud, struct zerr *err) {
+  struct xfer x = {.c = c, .mode = X_STREAM, .sink = sink, .sink_ud = ud};
+  return run(c, r, &x, err);
 }
 
 int http_get_all(struct http_client *c, const struct http_req *r, size_t max,

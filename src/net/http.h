@@ -16,6 +16,10 @@
  * curl error and the attempt count. Waits and transfers end with -EINTR
  * once the stop flag is set.
  *
+ * A request may carry a precondition (http_req.cond): a 412 answer is
+ * -ESTALE, the object changed. Responses report their validators (ETag,
+ * Last-Modified) and whether a range request was answered whole.
+ *
  * Redirects are followed within the same scheme (at most 5). Connections to
  * link-local addresses (169.254.0.0/16, fe80::/10, where cloud metadata
  * services live) are refused unless the request allows them
@@ -50,15 +54,33 @@ void http_config_default(struct http_config *c);
 
 /* What one request needs besides its range. All borrowed for the call. */
 struct http_req {
-  const char *url;         /* absolute; path and query already encoded */
-  const char *log_url;     /* for messages (no credentials); NULL = url */
+  const char *url;            /* absolute; path and query already encoded */
+  const char *log_url;        /* for messages (no credentials); NULL = url */
   struct curl_slist *headers; /* extra headers, may be NULL */
-  const char *aws_sigv4;   /* CURLOPT_AWS_SIGV4 ("aws:amz:REGION:s3") or
-                              NULL for an unsigned request */
-  const char *userpwd;     /* "ACCESS_KEY:SECRET" for aws_sigv4; never
-                              logged */
-  int allow_link_local;    /* 1: the user named this address explicitly */
+  const char *aws_sigv4;      /* CURLOPT_AWS_SIGV4 ("aws:amz:REGION:s3") or
+                                 NULL for an unsigned request */
+  const char *userpwd;        /* "ACCESS_KEY:SECRET" for aws_sigv4; never
+                                 logged */
+  int allow_link_local;       /* 1: the user named this address explicitly */
+  const char *cond;           /* a precondition header line ("If-Match: ..."
+                                 or "If-Unmodified-Since: ..."), or NULL */
 };
+
+/* What a response said about the object, besides its bytes. */
+struct http_meta {
+  uint64_t total;    /* the object's size, UINT64_MAX when not named */
+  int whole;         /* a range request answered 200: the server ignores
+                        Range */
+  char etag[128];    /* ETag ("" when absent or too long) */
+  char modified[64]; /* Last-Modified ("" when absent) */
+};
+
+/* Receives a streamed body: n bytes at object offset off, in order from
+ * 0 (a retry starts again at 0). Returns 0 to go on, 1 to end the
+ * transfer (it has what it wants), or a negative errno to fail it (err
+ * set). */
+typedef int (*http_sink_fn)(void *ud, uint64_t off, const uint8_t *p, size_t n,
+                            const struct http_meta *m, struct zerr *err);
 
 struct http_client;
 
@@ -72,17 +94,25 @@ void http_client_free(struct http_client *c);
 
 /* Bytes [off, off+len) of the object at r->url into dst. Sends
  * `Range: bytes=off-(off+len-1)`; a 206 is accepted only with a matching
- * Content-Range; a 200 (a server that ignores ranges) is read from its
- * start and cut to the range (then the transfer is abandoned). A range
- * that runs past the end of the object gives the bytes up to the end:
- * *got (may be less than len only then). *total (may be NULL) gets the
- * object's size when the response names it, else UINT64_MAX. A 416 for
- * off >= size is *got = 0 and *total = size.
- * Errors: 404 (and 410) -ENOENT; 403 and 401 -EACCES; other 4xx -EIO;
- * after retries -ETIMEDOUT; stop -EINTR; refused address -EACCES. */
+ * Content-Range; a 200 (a server that ignores ranges: meta->whole) is
+ * read from its start and cut to the range (then the transfer is
+ * abandoned). A range that runs past the end of the object gives the
+ * bytes up to the end: *got (may be less than len only then). meta (may
+ * be NULL) gets the object's size when the response names it, and its
+ * validators. A 416 for off >= size is *got = 0 and meta->total = size.
+ * Errors: 404 (and 410) -ENOENT; 403 and 401 -EACCES; 412 (r->cond
+ * failed: the object changed) -ESTALE; other 4xx -EIO; after retries
+ * -ETIMEDOUT; stop -EINTR; refused address -EACCES. */
 int http_get_range(struct http_client *c, const struct http_req *r,
                    uint64_t off, size_t len, void *dst, size_t *got,
-                   uint64_t *total, struct zerr *err);
+                   struct http_meta *meta, struct zerr *err);
+
+/* The whole object at r->url, streamed to sink as it arrives (no Range
+ * header). Bounded by the stall time per attempt, not by the total
+ * operation time (the sink may pace a long transfer). Same errors as
+ * http_get_range, and the sink's. */
+int http_get_stream(struct http_client *c, const struct http_req *r,
+                    http_sink_fn sink, void *ud, struct zerr *err);
 
 /* A whole (small) object: malloc'd into *out (NUL-terminated, not
  * counted in *len; caller frees). Refuses bodies above max with -EFBIG.
@@ -90,9 +120,7 @@ int http_get_range(struct http_client *c, const struct http_req *r,
 int http_get_all(struct http_client *c, const struct http_req *r, size_t max,
                  uint8_t **out, size_t *len, struct zerr *err);
 
-/* Requests sent (attempts, including retries) and body bytes received:
- * for tests and benchmarks. */
+/* Requests sent (attempts, including retries): for tests and benchmarks. */
 uint64_t http_requests(const struct http_client *c);
-uint64_t http_bytes(const struct http_client *c);
 
 #endif

@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../util/htab.h"
+#include "../util/log.h"
 #include "../util/memo.h"
 #include "s3.h"
 
@@ -25,9 +27,22 @@
 #define DIRECT_PARTS 4
 /* Sizes (and absences) of objects remembered. */
 #define REMOTE_MAX_SIZES (1u << 20)
-/* Key tags: a block of an object, the size of an object. */
+/* Key tags: a block of an object, the size of an object, "the object
+ * changed while mounted". */
 #define TAG_BLOCK 0x424c4bu
 #define TAG_SIZE 0x53495au
+#define TAG_CHANGED 0x434847u
+#define TAG_VERSION 0x564552u
+/* Longest precondition header kept ("If-Match: ETAG"). */
+#define RV_COND_MAX 200
+/* Hosts remembered as ignoring Range. */
+#define NORANGE_HOSTS 64
+/* Objects of such hosts streamed at once (more readers fall back to
+ * ranged requests, answered whole and cut). */
+#define STREAMS_MAX 4
+/* A stream nobody reads from for this long ends (its connection is
+ * freed; a later read starts the object again). */
+#define STREAM_IDLE_MS 5000
 
 /* A part of a large read fetched straight into the reader's buffer; the
  * reader waits for all its parts (its buffer must outlive them). */
@@ -47,6 +62,8 @@ struct job {
   struct part_set *set;
 };
 
+struct rstream;
+
 struct remote {
   struct remote_config cfg;
   struct http_client *http;
@@ -62,12 +79,23 @@ struct remote {
   int qhead, qlen, quit, started;
   pthread_t *threads;
   int n_threads;
+  /* hosts that ignore Range, and the streams reading their objects */
+  pthread_mutex_t slock; /* guards hosts, streams, n_streams (a leaf) */
+  pthread_cond_t sgone;  /* a stream thread ended */
+  char hosts[NORANGE_HOSTS][128];
+  int n_hosts;
+  struct rstream *streams[STREAMS_MAX];
+  int n_streams; /* stream threads running */
 };
 
-/* A fetched block: data[len], len < block_size only at the object's end. */
+/* A fetched block: data[len], len < block_size only at the object's end.
+ * vhash identifies the version it came from (0: unknown), cond is the
+ * precondition that asks for that version ("" when none can). */
 struct rblock {
   struct zobj obj;
   size_t len;
+  uint64_t vhash;
+  char cond[RV_COND_MAX];
   uint8_t data[];
 };
 
@@ -78,13 +106,43 @@ struct rsrc {
   char *url;     /* as named (messages) */
   char *req_url; /* what is requested (s3:// resolved) */
   struct http_req req;
-  uint64_t win;  /* window start in the object */
+  uint64_t win; /* window start in the object */
   struct io_stats *stats;
-  struct memo_key key; /* object identity: v[0] block, v[1] tag, v[2..] */
-  _Atomic uint64_t next;     /* where the last read ended (window) */
-  _Atomic uint64_t ra_end;   /* object offset read-ahead was issued to */
-  _Atomic uint64_t ra_win;   /* current read-ahead window (bytes) */
+  struct memo_key key;     /* object identity: v[0] block, v[1] tag, v[2..] */
+  _Atomic uint64_t next;   /* where the last read ended (window) */
+  _Atomic uint64_t ra_end; /* object offset read-ahead was issued to */
+  _Atomic uint64_t ra_win; /* current read-ahead window (bytes) */
   _Atomic int ra_inflight;
+  /* The version this source reads: learned from the first answer that
+   * names one, asked for (If-Match, If-Unmodified-Since) from then on. */
+  pthread_mutex_t vlock; /* guards have_v, vhash, cond (a leaf) */
+  int have_v;
+  uint64_t vhash;
+  char cond[RV_COND_MAX];
+  atomic_int changed;
+};
+
+/* An object of a host that ignores Range, read once from its start by a
+ * thread of its own into the blocks, paced by its readers. Lock order:
+ * remote.slock before rstream.lock. */
+struct rstream {
+  struct rsrc *s;       /* a reference (its request and key) */
+  struct memo_key key;  /* the object (v[0] unused) */
+  pthread_mutex_t lock; /* guards the fields below (a leaf) */
+  pthread_cond_t moved; /* pos, done or want changed */
+  uint64_t pos;         /* object bytes delivered as blocks */
+  uint64_t want;        /* readers wait for bytes up to here */
+  int64_t last_want_ms; /* when a reader last asked */
+  int done, quit, refs;
+  int rc;
+  struct zerr err;
+  /* the block being filled (stream thread only) */
+  uint8_t *buf;
+  size_t fill;
+  uint64_t vhash;
+  char cond[RV_COND_MAX];
+  struct http_req req;
+  char req_cond[RV_COND_MAX];
 };
 
 void remote_config_default(struct remote_config *c) {
@@ -102,10 +160,165 @@ int remote_is_url(const char *s) {
          !strncmp(s, "s3://", 5);
 }
 
-struct http_client *remote_http(struct remote *r) { return r->http; }
+struct http_client *remote_http(struct remote *r) {
+  return r->http;
+}
 const struct s3_config *remote_s3(const struct remote *r) { return r->s3; }
 uint64_t remote_requests(const struct remote *r) {
   return http_requests(r->http);
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- versions ---- */
+
+/* The version a response names (ETag, else Last-Modified, else the size)
+ * as a hash (0: none), and in cond the precondition that asks for it
+ * ("" when none can: a weak ETag, the size). */
+static uint64_t version_of(const struct http_meta *m, char *cond) {
+  cond[0] = '\0';
+  if (m->etag[0]) {
+    if (strncmp(m->etag, "W/", 2))
+      snprintf(cond, RV_COND_MAX, "If-Match: %s", m->etag);
+    return htab_hash_bytes(m->etag, strlen(m->etag), 0x45544147u) | 1;
+  }
+  if (m->modified[0]) {
+    snprintf(cond, RV_COND_MAX, "If-Unmodified-Since: %s", m->modified);
+    return htab_hash_bytes(m->modified, strlen(m->modified), 0x4c4d4f44u) | 1;
+  }
+  if (m->total != UINT64_MAX)
+    return htab_hash_bytes(&m->total, sizeof m->total, 0x53495a45u) | 1;
+  return 0;
+}
+
+/* The object of s changed while mounted: remembered for every source of
+ * it, and every read of it fails from now on. */
+static int object_changed(struct rsrc *s, struct zerr *err) {
+  atomic_store(&s->changed, 1);
+  struct memo_key k = s->key;
+  k.v[0] = 0;
+  k.v[1] = TAG_CHANGED;
+  memo_value_put(s->r->memo, &k, 1);
+  return zerr_set(err, EIO,
+                  "%s: object changed while mounted (a different version "
+                  "answered); remount to read the new one",
+                  s->url);
+}
+
+/* Is s's object known to have changed? */
+static int is_changed(struct rsrc *s) {
+  if (atomic_load(&s->changed))
+    return 1;
+  struct memo_key k = s->key;
+  k.v[0] = 0;
+  k.v[1] = TAG_CHANGED;
+  uint64_t v;
+  if (memo_value_peek(s->r->memo, &k, &v) && v) {
+    atomic_store(&s->changed, 1);
+    return 1;
+  }
+  return 0;
+}
+
+/* memo value fill: the version met first becomes the object's. */
+static int version_fill(void *ctx, uint64_t *value, struct zerr *err) {
+  (void)err;
+  *value = *(const uint64_t *)ctx;
+  return 0;
+}
+
+/* Bytes of version vh (cond asks for it) are about to be used by s. The
+ * object's version is the first one any of its sources met (remembered
+ * by URL, with the sizes); another one means the object changed. */
+static int version_check(struct rsrc *s, uint64_t vh, const char *cond,
+                         struct zerr *err) {
+  if (!vh)
+    return 0;
+  pthread_mutex_lock(&s->vlock);
+  int have = s->have_v;
+  uint64_t mine = s->vhash;
+  pthread_mutex_unlock(&s->vlock);
+  if (!have) {
+    struct memo_key k = s->key;
+    k.v[0] = 0;
+    k.v[1] = TAG_VERSION;
+    int rc = memo_value(s->r->memo, &k, version_fill, &vh, &mine, err);
+    if (rc < 0)
+      return rc;
+    pthread_mutex_lock(&s->vlock);
+    if (!s->have_v) {
+      s->have_v = 1;
+      s->vhash = mine;
+    }
+    mine = s->vhash;
+    pthread_mutex_unlock(&s->vlock);
+  }
+  if (mine != vh)
+    return object_changed(s, err);
+  pthread_mutex_lock(&s->vlock);
+  if (!s->cond[0] && cond[0])
+    snprintf(s->cond, sizeof s->cond, "%s", cond);
+  pthread_mutex_unlock(&s->vlock);
+  return 0;
+}
+
+/* s's request, asking for the version it reads once it knows one (cond:
+ * room for the header, RV_COND_MAX). */
+static void request_for(struct rsrc *s, struct http_req *q, char *cond) {
+  *q = s->req;
+  pthread_mutex_lock(&s->vlock);
+  if (s->have_v && s->cond[0]) {
+    memcpy(cond, s->cond, RV_COND_MAX);
+    q->cond = cond;
+  }
+  pthread_mutex_unlock(&s->vlock);
+}
+
+/* ---- hosts that ignore Range ---- */
+
+/* The scheme and authority of url ("http://host:port"), at most n-1
+ * bytes. */
+static void host_of(const char *url, char *out, size_t n) {
+  const char *p = strstr(url, "://");
+  size_t l = p ? (size_t)(p + 3 - url) + strcspn(p + 3, "/?#") : strlen(url);
+  snprintf(out, n, "%.*s", (int)l, url);
+}
+
+/* Does url's host ignore Range? */
+static int host_ignores_range(struct remote *r, const char *url) {
+  char h[128];
+  host_of(url, h, sizeof h);
+  pthread_mutex_lock(&r->slock);
+  int found = 0;
+  for (int i = 0; i < r->n_hosts && !found; i++)
+    found = !strcmp(r->hosts[i], h);
+  pthread_mutex_unlock(&r->slock);
+  return found;
+}
+
+/* url's host answered a range request with the whole object: remember
+ * it (one log line per host). */
+static void host_mark_norange(struct remote *r, const char *url,
+                              const char *log_url) {
+  char h[128];
+  host_of(url, h, sizeof h);
+  pthread_mutex_lock(&r->slock);
+  int found = 0;
+  for (int i = 0; i < r->n_hosts && !found; i++)
+    found = !strcmp(r->hosts[i], h);
+  if (!found && r->n_hosts < NORANGE_HOSTS)
+    memcpy(r->hosts[r->n_hosts++], h, sizeof h);
+  pthread_mutex_unlock(&r->slock);
+  if (!found)
+    zlog(ZLOG_WARN,
+         "%s: the server ignores Range (it answered the whole object): "
+         "objects of %s are read once, from their start, into the block "
+         "cache",
+         log_url, h);
 }
 
 /* ---- keys ---- */
@@ -155,21 +368,30 @@ static int fetch_run(struct remote *r, const struct http_req *req,
   if (!buf)
     return zerr_set(err, ENOMEM, "out of memory");
   size_t got;
-  int rc = http_get_range(r->http, req, block * bs, want, buf, &got, total,
-                          err);
+  struct http_meta meta;
+  int rc =
+      http_get_range(r->http, req, block * bs, want, buf, &got, &meta, err);
   if (rc < 0) {
     free(buf);
     return rc;
   }
+  if (total)
+    *total = meta.total;
+  /* A 200 to a range that ends inside the object: Range ignored (some
+   * servers answer 200 only when the range runs past the end). */
+  if (meta.whole && meta.total != UINT64_MAX && block * bs + want < meta.total)
+    host_mark_norange(r, req->url, req->log_url);
+  char cond[RV_COND_MAX];
+  uint64_t vh = version_of(&meta, cond);
   if (stats) {
     atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
   }
   if (got == 0) {
     free(buf);
-    return zerr_set(err, EIO, "%s: nothing at offset %" PRIu64
-                    " (the object is shorter)", req->log_url,
-                    (uint64_t)(block * bs));
+    return zerr_set(err, EIO,
+                    "%s: nothing at offset %" PRIu64 " (the object is shorter)",
+                    req->log_url, (uint64_t)(block * bs));
   }
   struct rblock *first = NULL;
   for (uint32_t i = 0; i < n && (size_t)i * bs < got; i++) {
@@ -184,6 +406,8 @@ static int fetch_run(struct remote *r, const struct http_req *req,
     }
     zobj_init(&b->obj, rblock_destroy);
     b->len = len;
+    b->vhash = vh;
+    memcpy(b->cond, cond, sizeof cond);
     memcpy(b->data, buf + (size_t)i * bs, len);
     if (i == 0) {
       first = b;
@@ -203,8 +427,11 @@ static int fetch_run(struct remote *r, const struct http_req *req,
 static int block_fill(void *ctx, struct zobj **obj, size_t *cost,
                       struct zerr *err) {
   struct fetch *f = ctx;
-  return fetch_run(f->s->r, &f->s->req, &f->s->key, f->block, f->n, f->stats,
-                   obj, cost, NULL, err);
+  struct http_req q;
+  char cond[RV_COND_MAX];
+  request_for(f->s, &q, cond);
+  return fetch_run(f->s->r, &q, &f->s->key, f->block, f->n, f->stats, obj, cost,
+                   NULL, err);
 }
 
 /* Is a block already there (ready)? */
@@ -237,8 +464,8 @@ static uint32_t missing_run(struct remote *r, const struct memo_key *okey,
 static void *ra_worker(void *arg);
 
 /* Queue a job (a hint: dropped when the queue is full or stopping). */
-static int job_submit(struct rsrc *s, uint64_t block, uint32_t n,
-                      uint8_t *dst, struct part_set *set) {
+static int job_submit(struct rsrc *s, uint64_t block, uint32_t n, uint8_t *dst,
+                      struct part_set *set) {
   struct remote *r = s->r;
   if (!r->threads)
     return -1;
@@ -278,7 +505,14 @@ static void ra_submit(struct rsrc *s, uint64_t block, uint32_t n) {
 static int part_fetch(struct rsrc *s, uint64_t o, size_t n, uint8_t *dst,
                       struct io_stats *stats, struct zerr *err) {
   size_t got;
-  ZTRY(http_get_range(s->r->http, &s->req, o, n, dst, &got, NULL, err));
+  struct http_meta meta;
+  struct http_req q;
+  char cond[RV_COND_MAX], vcond[RV_COND_MAX];
+  request_for(s, &q, cond);
+  ZTRY(http_get_range(s->r->http, &q, o, n, dst, &got, &meta, err));
+  if (meta.whole && meta.total != UINT64_MAX && o + n < meta.total)
+    host_mark_norange(s->r, q.url, q.log_url);
+  ZTRY(version_check(s, version_of(&meta, vcond), vcond, err));
   if (stats) {
     atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
@@ -369,6 +603,294 @@ static void ra_after(struct rsrc *s, uint64_t end) {
   atomic_store(&s->ra_end, from);
 }
 
+/* ---- streams (hosts that ignore Range) ---- */
+
+/* How far a stream may run ahead of what its readers asked for. */
+static uint64_t stream_window(const struct remote *r) {
+  uint64_t w = r->cfg.readahead;
+  if (w > r->cfg.cache_size / 4)
+    w = r->cfg.cache_size / 4;
+  if (w < 2 * r->cfg.block_size)
+    w = 2 * r->cfg.block_size;
+  return w;
+}
+
+/* Drop a reference to a stream (the last frees it). */
+static void stream_put(struct rstream *st) {
+  pthread_mutex_lock(&st->lock);
+  int last = --st->refs == 0;
+  pthread_mutex_unlock(&st->lock);
+  if (!last)
+    return;
+  bytesrc_unref(&st->s->base);
+  free(st->buf);
+  pthread_cond_destroy(&st->moved);
+  pthread_mutex_destroy(&st->lock);
+  free(st);
+}
+
+/* Hand the filled block over to the cache and its waiters; then wait
+ * while the stream is a window ahead of its readers. 0, or 1 to end the
+ * transfer (stopping, or nobody reads any more). */
+static int stream_emit(struct rstream *st, uint64_t total) {
+  struct remote *r = st->s->r;
+  size_t bs = r->cfg.block_size;
+  struct rblock *b = malloc(sizeof *b + st->fill);
+  if (b) {
+    zobj_init(&b->obj, rblock_destroy);
+    b->len = st->fill;
+    b->vhash = st->vhash;
+    memcpy(b->cond, st->cond, sizeof b->cond);
+    memcpy(b->data, st->buf, st->fill);
+    struct memo_key k = st->key;
+    pthread_mutex_lock(&st->lock);
+    k.v[0] = st->pos / bs;
+    pthread_mutex_unlock(&st->lock);
+    memo_put(r->memo, &k, &b->obj, sizeof *b + st->fill);
+  }
+  uint64_t window = stream_window(r);
+  pthread_mutex_lock(&st->lock);
+  st->pos += st->fill;
+  st->fill = 0;
+  if (total != UINT64_MAX && st->pos >= total)
+    st->done = 1;
+  pthread_cond_broadcast(&st->moved);
+  int end = 0;
+  while (!st->done && st->pos >= st->want + window) {
+    if (st->quit || atomic_load(&r->stop) ||
+        now_ms() - st->last_want_ms > STREAM_IDLE_MS) {
+      end = 1;
+      break;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&st->moved, &st->lock, &ts);
+  }
+  pthread_mutex_unlock(&st->lock);
+  return end;
+}
+
+/* The body of a streamed object, cut into blocks. A retry starts again
+ * at 0: bytes already delivered are skipped. */
+static int stream_sink(void *ud, uint64_t off, const uint8_t *p, size_t n,
+                       const struct http_meta *m, struct zerr *err) {
+  struct rstream *st = ud;
+  size_t bs = st->s->r->cfg.block_size;
+  pthread_mutex_lock(&st->lock);
+  int quit = st->quit;
+  pthread_mutex_unlock(&st->lock);
+  if (quit)
+    return 1;
+  if (off == 0) {
+    char cond[RV_COND_MAX];
+    uint64_t vh = version_of(m, cond);
+    if (!st->vhash) {
+      st->vhash = vh;
+      memcpy(st->cond, cond, sizeof cond);
+    } else if (vh && vh != st->vhash) {
+      return object_changed(st->s, err);
+    }
+  }
+  if (!n) /* the end of the object */
+    return st->fill ? stream_emit(st, off) : 0;
+  pthread_mutex_lock(&st->lock);
+  uint64_t have = st->pos + st->fill;
+  pthread_mutex_unlock(&st->lock);
+  if (off + n <= have)
+    return 0;
+  size_t skip = (size_t)(have - off);
+  p += skip;
+  n -= skip;
+  while (n) {
+    size_t k = bs - st->fill < n ? bs - st->fill : n;
+    memcpy(st->buf + st->fill, p, k);
+    st->fill += k;
+    p += k;
+    n -= k;
+    if (st->fill == bs && stream_emit(st, m->total))
+      return 1;
+  }
+  return 0;
+}
+
+/* A stream's thread: the whole transfer, then wake everyone. */
+static void *stream_main(void *arg) {
+  struct rstream *st = arg;
+  struct remote *r = st->s->r;
+  struct zerr e = {0};
+  int rc = http_get_stream(r->http, &st->req, stream_sink, st, &e);
+  if (rc == -ESTALE)
+    rc = object_changed(st->s, &e);
+  pthread_mutex_lock(&st->lock);
+  st->done = 1;
+  st->rc = rc;
+  st->err = e;
+  pthread_cond_broadcast(&st->moved);
+  pthread_mutex_unlock(&st->lock);
+  pthread_mutex_lock(&r->slock);
+  int listed = 0;
+  for (int i = 0; i < STREAMS_MAX; i++)
+    if (r->streams[i] == st) {
+      r->streams[i] = NULL;
+      listed = 1;
+    }
+  pthread_mutex_unlock(&r->slock);
+  if (listed)
+    stream_put(st); /* the table's reference */
+  stream_put(st);   /* the thread's */
+  pthread_mutex_lock(&r->slock);
+  r->n_streams--;
+  pthread_cond_broadcast(&r->sgone);
+  pthread_mutex_unlock(&r->slock);
+  return NULL;
+}
+
+/* Same object? (keys compared without their block word) */
+static int same_object(const struct memo_key *a, const struct memo_key *b) {
+  return a->n == b->n &&
+         !memcmp(&a->v[1], &b->v[1], (size_t)(a->n - 1) * sizeof a->v[0]);
+}
+
+/* The stream that will deliver block b of s's object (a new reference),
+ * started when there is none or when it has passed b and the block is
+ * gone; NULL when every stream slot is taken, or when the block is there
+ * after all (*ref pinned). */
+static struct rstream *stream_for(struct rsrc *s, uint64_t b,
+                                  struct memo_ref **ref) {
+  struct remote *r = s->r;
+  uint64_t at = b * r->cfg.block_size;
+  struct memo_key k = s->key;
+  k.v[0] = b;
+  *ref = NULL;
+  pthread_mutex_lock(&r->slock);
+  int free_slot = -1;
+  for (int i = 0; i < STREAMS_MAX; i++) {
+    struct rstream *st = r->streams[i];
+    if (!st) {
+      if (free_slot < 0)
+        free_slot = i;
+      continue;
+    }
+    if (!same_object(&st->key, &s->key))
+      continue;
+    pthread_mutex_lock(&st->lock);
+    int usable = !st->done && st->pos <= at;
+    if (usable)
+      st->refs++;
+    pthread_mutex_unlock(&st->lock);
+    if (usable) {
+      pthread_mutex_unlock(&r->slock);
+      return st;
+    }
+    /* Passed b: delivered since the caller looked, or evicted (then the
+     * object is read again from its start). */
+    if (memo_peek(r->memo, &k, ref)) {
+      pthread_mutex_unlock(&r->slock);
+      return NULL;
+    }
+    pthread_mutex_lock(&st->lock);
+    st->quit = 1;
+    pthread_cond_broadcast(&st->moved);
+    pthread_mutex_unlock(&st->lock);
+    r->streams[i] = NULL;
+    stream_put(st); /* the table's reference */
+    if (free_slot < 0)
+      free_slot = i;
+  }
+  struct rstream *st = NULL;
+  if (free_slot >= 0 && r->n_streams < STREAMS_MAX &&
+      (st = calloc(1, sizeof *st)) && (st->buf = malloc(r->cfg.block_size))) {
+    st->s = s;
+    bytesrc_ref(&s->base);
+    st->key = s->key;
+    st->key.v[0] = 0;
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_cond_init(&st->moved, NULL);
+    st->refs = 3; /* the table, the thread, the caller */
+    st->last_want_ms = now_ms();
+    request_for(s, &st->req, st->req_cond);
+    if (st->req.cond)
+      st->req.cond = st->req_cond;
+    pthread_mutex_lock(&s->vlock);
+    st->vhash = s->have_v ? s->vhash : 0;
+    memcpy(st->cond, s->cond, sizeof st->cond);
+    pthread_mutex_unlock(&s->vlock);
+    pthread_attr_t at_;
+    pthread_attr_init(&at_);
+    pthread_attr_setdetachstate(&at_, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    if (pthread_create(&t, &at_, stream_main, st) == 0) {
+      r->streams[free_slot] = st;
+      r->n_streams++;
+    } else {
+      st->refs = 1;
+      stream_put(st);
+      st = NULL;
+    }
+    pthread_attr_destroy(&at_);
+  } else if (st) {
+    free(st);
+    st = NULL;
+  }
+  pthread_mutex_unlock(&r->slock);
+  return st;
+}
+
+/* Block b of s from a stream of its object: waits until the stream
+ * delivered it. 0 with a pin in *ref; 1 when the stream cannot give it
+ * (no slot, ended early, evicted at once: the caller asks for the
+ * range); a failure that concerns the object itself (changed, gone). */
+static int stream_block(struct rsrc *s, uint64_t b, struct memo_ref **ref,
+                        struct zerr *err) {
+  struct remote *r = s->r;
+  struct memo_key k = s->key;
+  k.v[0] = b;
+  if (memo_peek(r->memo, &k, ref))
+    return 0;
+  struct rstream *st = stream_for(s, b, ref);
+  if (!st)
+    return *ref ? 0 : 1;
+  uint64_t end = (b + 1) * r->cfg.block_size;
+  pthread_mutex_lock(&st->lock);
+  if (st->want < end)
+    st->want = end;
+  st->last_want_ms = now_ms();
+  pthread_cond_broadcast(&st->moved);
+  while (!st->done && st->pos < end) {
+    if (atomic_load(&r->stop))
+      break;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec++;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&st->moved, &st->lock, &ts);
+    st->last_want_ms = now_ms();
+  }
+  int rc = st->done ? st->rc : 0;
+  struct zerr e = st->err;
+  pthread_mutex_unlock(&st->lock);
+  stream_put(st);
+  if (atomic_load(&r->stop))
+    return zerr_set(err, EINTR, "%s: interrupted: zarrfs is shutting down",
+                    s->url);
+  if (memo_peek(r->memo, &k, ref))
+    return 0;
+  if (rc < 0 && (is_changed(s) || rc == -ENOENT || rc == -EACCES)) {
+    if (err)
+      *err = e;
+    return rc;
+  }
+  return 1;
+}
+
 /* ---- the byte source ---- */
 
 /* Read object bytes [o, o+len) into dst in parts of max_request, the
@@ -380,7 +902,7 @@ static int direct_read(struct rsrc *s, uint64_t o, size_t len, void *dst,
   /* At least a few parts in parallel for mid-size reads. */
   if (len / DIRECT_PARTS < part)
     part = len / DIRECT_PARTS > r->cfg.block_size ? len / DIRECT_PARTS
-                                                   : r->cfg.block_size;
+                                                  : r->cfg.block_size;
   struct part_set set = {.left = 0};
   pthread_mutex_init(&set.lock, NULL);
   pthread_cond_init(&set.done, NULL);
@@ -439,7 +961,15 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
  * an object gone since (404) are data errors, EIO with the reason. */
 static int rsrc_read(struct bytesrc *bs_, uint64_t off, size_t len, void *dst,
                      struct zerr *err) {
+  struct rsrc *s = (struct rsrc *)bs_;
+  if (is_changed(s))
+    return zerr_set(err, EIO,
+                    "%s: object changed while mounted (a different version "
+                    "answered); remount to read the new one",
+                    s->url);
   int rc = rsrc_read_blocks(bs_, off, len, dst, err);
+  if (rc == -ESTALE)
+    rc = object_changed(s, err);
   if (rc == -EACCES || rc == -ENOENT) {
     if (err)
       err->code = EIO;
@@ -456,18 +986,21 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
   uint64_t o = s->win + off, end = o + len;
   uint64_t first = o / bs, last = (end - 1) / bs;
   int sequential = atomic_exchange(&s->next, off + len) == off && off > 0;
+  /* A host that ignores Range: blocks come from one stream of the object
+   * (a ranged request would read it from its start every time). */
+  int norange = host_ignores_range(r, s->req_url);
 
   /* A large read of bytes not cached (a whole compressed chunk, a data
    * section) goes straight into the caller's buffer, in parts fetched in
    * parallel: no copy through blocks, no eviction of what is cached. The
    * unit it feeds is cached above, so sharing it through blocks would buy
    * nothing. */
-  if (last - first + 1 >= DIRECT_MIN_BLOCKS &&
+  if (!norange && last - first + 1 >= DIRECT_MIN_BLOCKS &&
       !block_cached(r, &s->key, first + 1))
     return direct_read(s, o, len, dst, err);
 
   /* Hand the later missing runs of a large read to the workers. */
-  if (last > first && r->threads) {
+  if (!norange && last > first && r->threads) {
     uint64_t b = first;
     int k = 0;
     while (b <= last) {
@@ -486,13 +1019,21 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
     struct memo_key k = s->key;
     k.v[0] = b;
     struct memo_ref *ref;
-    if (!memo_peek(r->memo, &k, &ref)) {
+    int rc = 1;
+    if (memo_peek(r->memo, &k, &ref))
+      rc = 0;
+    else if (norange && (rc = stream_block(s, b, &ref, err)) < 0)
+      return rc;
+    if (rc) {
       struct fetch f = {s, b, missing_run(r, &s->key, b, last), s->stats};
-      int rc = memo_get(r->memo, &k, block_fill, &f, &ref, err);
-      if (rc < 0)
+      if ((rc = memo_get(r->memo, &k, block_fill, &f, &ref, err)) < 0)
         return rc;
     }
     const struct rblock *blk = (const struct rblock *)memo_obj(ref);
+    if ((rc = version_check(s, blk->vhash, blk->cond, err)) < 0) {
+      memo_release(r->memo, ref);
+      return rc;
+    }
     uint64_t bstart = b * bs;
     uint64_t a = o > bstart ? o : bstart;
     uint64_t z = end < bstart + bs ? end : bstart + bs;
@@ -506,13 +1047,14 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
     memcpy(out + (a - o), blk->data + (a - bstart), (size_t)(z - a));
     memo_release(r->memo, ref);
   }
-  if (sequential)
+  if (sequential && !norange)
     ra_after(s, end);
   return 0;
 }
 
 static void rsrc_destroy(struct bytesrc *b) {
   struct rsrc *s = (struct rsrc *)b;
+  pthread_mutex_destroy(&s->vlock);
   free(s->url);
   free(s->req_url);
   free(s);
@@ -540,9 +1082,9 @@ static int request_url(struct remote *r, const char *url, char **out,
 }
 
 /* Fill a request for req_url (signed when it is S3 and signing is on). */
-static void request_init(struct remote *r, const char *url,
-                         const char *req_url, const char *log_url,
-                         int allow_link_local, struct http_req *q) {
+static void request_init(struct remote *r, const char *url, const char *req_url,
+                         const char *log_url, int allow_link_local,
+                         struct http_req *q) {
   memset(q, 0, sizeof *q);
   q->url = req_url;
   q->log_url = log_url;
@@ -592,8 +1134,10 @@ static int size_fill(void *ctx, uint64_t *value, struct zerr *err) {
       total = b->len; /* the whole object came */
     } else {
       zobj_put(obj);
-      return zerr_set(err, EIO, "%s: the server did not say how large the "
-                      "object is", f->req->log_url);
+      return zerr_set(err, EIO,
+                      "%s: the server did not say how large the "
+                      "object is",
+                      f->req->log_url);
     }
   }
   bk.v[0] = 0;
@@ -612,6 +1156,7 @@ int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
     free(s);
     return zerr_set(err, ENOMEM, "out of memory");
   }
+  pthread_mutex_init(&s->vlock, NULL);
   int rc = request_url(r, url, &s->req_url, err);
   if (rc < 0) {
     rsrc_destroy(&s->base);
@@ -633,8 +1178,10 @@ int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
     }
     if (off > size) {
       rsrc_destroy(&s->base);
-      return zerr_set(err, EIO, "%s: offset %" PRIu64 " is past the end (%"
-                      PRIu64 " bytes)", url, off, size);
+      return zerr_set(err, EIO,
+                      "%s: offset %" PRIu64 " is past the end (%" PRIu64
+                      " bytes)",
+                      url, off, size);
     }
     len = size - off;
   }
@@ -681,6 +1228,8 @@ int remote_new(const struct remote_config *cfg, struct s3_config *s3,
   r->cfg.http.stop = &r->stop;
   pthread_mutex_init(&r->lock, NULL);
   pthread_cond_init(&r->more, NULL);
+  pthread_mutex_init(&r->slock, NULL);
+  pthread_cond_init(&r->sgone, NULL);
   int rc = 0;
   if (s3 && !s3_is_anonymous(s3)) {
     rc = s3_signing_new(s3, &r->sign, err);
@@ -720,12 +1269,28 @@ void remote_free(struct remote *r) {
   pthread_mutex_unlock(&r->lock);
   for (int i = 0; i < r->n_threads; i++)
     pthread_join(r->threads[i], NULL);
+  /* Streams see the stop flag within 50 ms (or their transfer ends with
+   * -EINTR); their threads are detached, so wait for the count. */
+  pthread_mutex_lock(&r->slock);
+  for (int i = 0; i < STREAMS_MAX; i++)
+    if (r->streams[i]) {
+      pthread_mutex_lock(&r->streams[i]->lock);
+      r->streams[i]->quit = 1;
+      pthread_cond_broadcast(&r->streams[i]->moved);
+      pthread_mutex_unlock(&r->streams[i]->lock);
+    }
+  while (r->n_streams)
+    pthread_cond_wait(&r->sgone, &r->slock);
+  pthread_mutex_unlock(&r->slock);
   for (; r->qlen; r->qlen--, r->qhead = (r->qhead + 1) % RA_QUEUE) {
     struct job *j = &r->queue[r->qhead];
     if (j->dst) { /* its reader is waiting: end it */
       struct zerr e = {0};
-      part_done(j->set, zerr_set(&e, EINTR, "interrupted: zarrfs is "
-                                            "shutting down"), &e);
+      part_done(j->set,
+                zerr_set(&e, EINTR,
+                         "interrupted: zarrfs is "
+                         "shutting down"),
+                &e);
     }
     bytesrc_unref(j->src);
   }
@@ -737,5 +1302,7 @@ void remote_free(struct remote *r) {
   s3_config_free(r->s3);
   pthread_cond_destroy(&r->more);
   pthread_mutex_destroy(&r->lock);
+  pthread_cond_destroy(&r->sgone);
+  pthread_mutex_destroy(&r->slock);
   free(r);
 }

@@ -22,6 +22,21 @@
  * that block stays cached. Learned sizes (and absences) are remembered by
  * URL for the mount's life.
  *
+ * Versions: the first answer about an object that names a version (ETag,
+ * else Last-Modified, else its size) fixes the version the mount reads;
+ * later requests ask for it (If-Match, If-Unmodified-Since), every block
+ * carries the version it came from, and a 412 or another version makes
+ * every read of the object fail with -EIO "object changed while mounted":
+ * a read never returns bytes of two versions.
+ *
+ * Hosts that ignore Range (a 200 with the whole object to a range that
+ * ends inside it) are remembered, with one log line each; their objects
+ * are then read by one stream per object from its start into the blocks,
+ * paced by the readers (at most a window of min(readahead, cache_size/4)
+ * ahead), so reading an object whole costs one transfer, not one per
+ * block. At most 4 such streams run at once; a stream nobody reads from
+ * for 5 s ends.
+ *
  * Thread-safe; immutable configuration. */
 #ifndef ZARRFS_REMOTE_H
 #define ZARRFS_REMOTE_H
@@ -93,7 +108,7 @@ const struct s3_config *remote_s3(const struct remote *r);
 void remote_s3_request(struct remote *r, const char *req_url,
                        const char *log_url, struct http_req *q);
 
-/* Requests and bytes so far (http_requests/http_bytes of the client). */
+/* Requests so far (http_requests of the client). */
 uint64_t remote_requests(const struct remote *r);
 
 #endif

@@ -2,8 +2,8 @@
 #define _GNU_SOURCE
 #include "s3.h"
 
-#include <curl/curl.h>
 #include <ctype.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <expat.h>
 #include <stdio.h>
@@ -146,7 +146,8 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
   if (!c)
     return zerr_set(err, ENOMEM, "out of memory");
   struct profile p = {0};
-  const char *pname = o->profile && *o->profile ? o->profile : env("AWS_PROFILE");
+  const char *pname =
+      o->profile && *o->profile ? o->profile : env("AWS_PROFILE");
   profile_load(pname ? pname : "default", &p);
   int nomem = 0; /* credentials lost for lack of memory: not anonymous */
   if (!o->no_sign_request) {
@@ -162,13 +163,12 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
       nomem = !c->akid || !c->secret || (p.token && *p.token && !c->token);
     }
   }
-  const char *region = o->region && *o->region ? o->region
-                       : env("AWS_REGION")     ? env("AWS_REGION")
-                       : env("AWS_DEFAULT_REGION")
-                           ? env("AWS_DEFAULT_REGION")
-                       : p.region ? p.region
-                                  : "us-east-1";
-  const char *ep = o->endpoint && *o->endpoint ? o->endpoint
+  const char *region = o->region && *o->region     ? o->region
+                       : env("AWS_REGION")         ? env("AWS_REGION")
+                       : env("AWS_DEFAULT_REGION") ? env("AWS_DEFAULT_REGION")
+                       : p.region                  ? p.region
+                                                   : "us-east-1";
+  const char *ep = o->endpoint && *o->endpoint  ? o->endpoint
                    : env("AWS_ENDPOINT_URL_S3") ? env("AWS_ENDPOINT_URL_S3")
                    : env("AWS_ENDPOINT_URL")    ? env("AWS_ENDPOINT_URL")
                                                 : p.endpoint;
@@ -177,8 +177,8 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
   int rc = 0;
   if (ep) {
     if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
-      rc = zerr_set(err, EINVAL, "S3 endpoint %s: not an http:// or https:// URL",
-                    ep);
+      rc = zerr_set(err, EINVAL,
+                    "S3 endpoint %s: not an http:// or https:// URL", ep);
     } else if ((c->endpoint = strdup(ep))) {
       size_t n = strlen(c->endpoint);
       while (n > 8 && c->endpoint[n - 1] == '/')
@@ -208,12 +208,10 @@ void s3_config_free(struct s3_config *c) {
 }
 
 int s3_is_anonymous(const struct s3_config *c) { return !c->akid; }
-const char *s3_region(const struct s3_config *c) { return c->region; }
 
 /* ---- URLs ---- */
 
-int s3_parse_url(const char *url, char **bucket, char **key,
-                 struct zerr *err) {
+int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err) {
   if (strncmp(url, "s3://", 5))
     return zerr_set(err, EINVAL, "%s: not an s3:// URL", url);
   const char *b = url + 5, *slash = strchr(b, '/');
@@ -279,8 +277,10 @@ int s3_list_url(const struct s3_config *c, const char *bucket,
   if (c->endpoint || strchr(bucket, '.'))
     *--o = '\0';
   free(base);
-  /* Sorted by name: continuation-token, delimiter, list-type, max-keys,
-   * prefix (libcurl 7.88 signs the query as given). */
+  /* Sorted by name: continuation-token, delimiter, encoding-type,
+   * list-type, max-keys, prefix (libcurl 7.88 signs the query as given).
+   * encoding-type=url: keys come percent-encoded, so a key holding a
+   * character XML 1.0 cannot carry does not break the page. */
   *o++ = '?';
   if (token) {
     o = stpcpy(o, "continuation-token=");
@@ -292,7 +292,8 @@ int s3_list_url(const struct s3_config *c, const char *bucket,
     o = pct(o, delimiter, 0);
     *o++ = '&';
   }
-  o += sprintf(o, "list-type=2&max-keys=%d&prefix=", max_keys);
+  o +=
+      sprintf(o, "encoding-type=url&list-type=2&max-keys=%d&prefix=", max_keys);
   pct(o, prefix, 0);
   *url = out;
   return 0;
@@ -347,11 +348,16 @@ void s3_signing_free(struct s3_signing *s) {
 
 /* ---- ListObjectsV2 ---- */
 
+/* An entry of one page, delivered after the whole page is parsed (the
+ * <EncodingType> that says how to read keys may come after them). */
+struct lp_entry {
+  char *key; /* as in the XML */
+  uint64_t size;
+  int is_prefix;
+};
+
 struct lp {
   XML_Parser xp;
-  s3_obj_cb obj;
-  s3_prefix_cb prefix;
-  void *ud;
   int depth;
   int in_contents, in_prefixes, is_error;
   char *text; /* character data of the current element */
@@ -359,10 +365,12 @@ struct lp {
   int text_nul;
   char *key, *cp; /* Contents/Key, CommonPrefixes/Prefix */
   uint64_t size;
-  int truncated;
+  int truncated, url_encoded;
   char *token;
   char *code, *message; /* an <Error> */
-  int stop;             /* callback's value, or -ENOMEM / -EIO */
+  struct lp_entry *e;
+  size_t n, cap;
+  int stop; /* -ENOMEM / -EIO */
 };
 
 static void lp_start(void *ud, const XML_Char *name, const XML_Char **attrs) {
@@ -413,6 +421,23 @@ static char *lp_text(struct lp *p) {
   return strndup(p->text ? p->text : "", p->tlen);
 }
 
+/* Keep an entry of the page (its key taken over). */
+static void lp_keep(struct lp *p, char **key, uint64_t size, int is_prefix) {
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? 2 * p->cap : 64;
+    struct lp_entry *e = realloc(p->e, cap * sizeof *e);
+    if (!e) {
+      p->stop = -ENOMEM;
+      XML_StopParser(p->xp, XML_FALSE);
+      return;
+    }
+    p->e = e;
+    p->cap = cap;
+  }
+  p->e[p->n++] = (struct lp_entry){*key, size, is_prefix};
+  *key = NULL;
+}
+
 static void lp_end(void *ud, const XML_Char *name) {
   struct lp *p = ud;
   int d = p->depth--;
@@ -446,28 +471,49 @@ static void lp_end(void *ud, const XML_Char *name) {
     p->size = strtoull(p->text ? p->text : "0", NULL, 10);
   else if (d == 2 && !strcmp(name, "IsTruncated"))
     p->truncated = p->tlen == 4 && !strncmp(p->text, "true", 4);
-  int r = 0;
+  else if (d == 2 && !strcmp(name, "EncodingType"))
+    p->url_encoded = p->tlen == 3 && !strncmp(p->text, "url", 3);
   if (d == 2 && !strcmp(name, "Contents")) {
     p->in_contents = 0;
-    if (p->key && p->obj)
-      r = p->obj(p->ud, p->key, p->size);
+    if (p->key)
+      lp_keep(p, &p->key, p->size, 0);
   } else if (d == 2 && !strcmp(name, "CommonPrefixes")) {
     p->in_prefixes = 0;
-    if (p->cp && p->prefix)
-      r = p->prefix(p->ud, p->cp);
-  }
-  if (r) {
-    p->stop = r;
-    XML_StopParser(p->xp, XML_FALSE);
+    if (p->cp)
+      lp_keep(p, &p->cp, 0, 1);
   }
 }
 
-int s3_list_parse(const char *xml, size_t len, s3_obj_cb obj,
-                  s3_prefix_cb prefix, void *ud, int *truncated,
-                  char **next_token, struct zerr *err) {
+/* Decode S3's url encoding of a key in place (%XX, '+' a space, as
+ * botocore's unquote_plus). 0, or -1 for a bad escape or a NUL byte. */
+static int url_decode(char *s) {
+  char *o = s;
+  for (const char *p = s; *p; p++) {
+    if (*p == '+') {
+      *o++ = ' ';
+    } else if (*p == '%') {
+      if (!isxdigit((unsigned char)p[1]) || !isxdigit((unsigned char)p[2]))
+        return -1;
+      char hx[3] = {p[1], p[2], 0};
+      char c = (char)strtol(hx, NULL, 16);
+      if (!c)
+        return -1;
+      *o++ = c;
+      p += 2;
+    } else {
+      *o++ = *p;
+    }
+  }
+  *o = '\0';
+  return 0;
+}
+
+int s3_list_parse(const char *xml, size_t len, const struct s3_list_cbs *cb,
+                  void *ud, int *truncated, char **next_token,
+                  struct zerr *err) {
   *truncated = 0;
   *next_token = NULL;
-  struct lp p = {.obj = obj, .prefix = prefix, .ud = ud};
+  struct lp p = {0};
   if (len > (size_t)INT32_MAX)
     return zerr_set(err, EIO, "S3 listing: response too large");
   p.xp = XML_ParserCreate("UTF-8");
@@ -478,9 +524,7 @@ int s3_list_parse(const char *xml, size_t len, s3_obj_cb obj,
   XML_SetCharacterDataHandler(p.xp, lp_chars);
   enum XML_Status st = XML_Parse(p.xp, xml, (int)len, XML_TRUE);
   int rc = 0;
-  if (p.stop > 0)
-    rc = p.stop; /* a callback's answer */
-  else if (p.stop == -ENOMEM)
+  if (p.stop == -ENOMEM)
     rc = zerr_set(err, ENOMEM, "out of memory");
   else if (p.stop == -EIO)
     rc = zerr_set(err, EIO, "S3 listing: a key contains a NUL byte");
@@ -492,11 +536,35 @@ int s3_list_parse(const char *xml, size_t len, s3_obj_cb obj,
     rc = zerr_set(err, EIO, "S3 error %s: %s", p.code ? p.code : "?",
                   p.message ? p.message : "");
   XML_ParserFree(p.xp);
+  for (size_t i = 0; i < p.n && rc == 0; i++) {
+    struct lp_entry *e = &p.e[i];
+    char *raw = NULL;
+    if (p.url_encoded) {
+      if (!(raw = strdup(e->key))) {
+        rc = zerr_set(err, ENOMEM, "out of memory");
+        break;
+      }
+      if (url_decode(e->key) < 0) {
+        if (cb->skip)
+          rc = cb->skip(ud, raw, "a NUL byte or a bad %-escape");
+        free(raw);
+        continue;
+      }
+    }
+    if (e->is_prefix)
+      rc = cb->prefix ? cb->prefix(ud, e->key, raw ? raw : e->key) : 0;
+    else
+      rc = cb->obj ? cb->obj(ud, e->key, raw ? raw : e->key, e->size) : 0;
+    free(raw);
+  }
   if (rc == 0) {
     *truncated = p.truncated;
     *next_token = p.token;
     p.token = NULL;
   }
+  for (size_t i = 0; i < p.n; i++)
+    free(p.e[i].key);
+  free(p.e);
   free(p.text);
   free(p.key);
   free(p.cp);

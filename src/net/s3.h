@@ -10,13 +10,15 @@
  * (AWS_CONFIG_FILE, ~/.aws/config); none anywhere: anonymous. Region:
  * option, AWS_REGION, AWS_DEFAULT_REGION, the profile's, "us-east-1".
  * Endpoint: option, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
- * endpoint_url, else AWS's virtual-hosted https://BUCKET.s3.REGION.amazonaws.com.
- * A custom endpoint (MinIO, Ceph, R2, s3rver) is addressed path-style.
+ * endpoint_url, else AWS's virtual-hosted
+ * https://BUCKET.s3.REGION.amazonaws.com. A custom endpoint (MinIO, Ceph, R2,
+ * s3rver) is addressed path-style.
  *
  * libcurl 7.88 signs the path and query exactly as given: keys are
  * percent-encoded here (unreserved characters and '/' kept, uppercase
- * hex), list queries are sorted by name. Secrets never appear in a message.
- * A config is immutable after load and shared by threads. */
+ * hex), list queries are sorted by name (encoding-type=url among them). Secrets
+ * never appear in a message. A config is immutable after load and shared by
+ * threads. */
 #ifndef ZARRFS_S3_H
 #define ZARRFS_S3_H
 
@@ -40,8 +42,8 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
                    struct zerr *err);
 /* Free, wiping the secrets; NULL-safe. */
 void s3_config_free(struct s3_config *c);
+/* Are requests sent unsigned (no credentials found, or no_sign_request)? */
 int s3_is_anonymous(const struct s3_config *c);
-const char *s3_region(const struct s3_config *c);
 
 /* "s3://bucket/some/prefix" -> bucket, key ("" allowed); malloc'd. */
 int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err);
@@ -66,15 +68,25 @@ int s3_signing_new(const struct s3_config *c, struct s3_signing *out,
                    struct zerr *err);
 void s3_signing_free(struct s3_signing *s);
 
+/* What a ListObjectsV2 page delivers. key is decoded (the request asks for
+ * encoding-type=url; a server that does not apply it sends keys as they
+ * are), raw is the key as it came, printable for messages when encoded;
+ * both borrowed for the call. A non-zero return stops the page and is
+ * returned. skip (may be NULL) gets keys that cannot be decoded (a NUL
+ * byte, a bad escape). */
+struct s3_list_cbs {
+  int (*obj)(void *ud, const char *key, const char *raw, uint64_t size);
+  int (*prefix)(void *ud, const char *prefix, const char *raw);
+  int (*skip)(void *ud, const char *raw, const char *why);
+};
+
 /* A ListObjectsV2 response (expat): obj per <Contents> (Key, Size), prefix
- * per <CommonPrefixes>; a callback's non-zero return stops and is
- * returned. *truncated from <IsTruncated>, *next_token (malloc'd or NULL)
- * from <NextContinuationToken>. An <Error> document, malformed XML or a
- * key with a NUL byte is -EIO with the reason. */
-typedef int (*s3_obj_cb)(void *ud, const char *key, uint64_t size);
-typedef int (*s3_prefix_cb)(void *ud, const char *prefix);
-int s3_list_parse(const char *xml, size_t len, s3_obj_cb obj,
-                  s3_prefix_cb prefix, void *ud, int *truncated,
-                  char **next_token, struct zerr *err);
+ * per <CommonPrefixes>, in the page's order. *truncated from
+ * <IsTruncated>, *next_token (malloc'd or NULL) from
+ * <NextContinuationToken>. An <Error> document or malformed XML is -EIO
+ * with the reason. */
+int s3_list_parse(const char *xml, size_t len, const struct s3_list_cbs *cb,
+                  void *ud, int *truncated, char **next_token,
+                  struct zerr *err);
 
 #endif

@@ -6,13 +6,19 @@
  * names its size and stays cached, so no HEAD request is ever sent.
  *
  * S3 directories are listed with ListObjectsV2 (delimiter '/', 1,000 keys
- * per request, continuation tokens); a listing is cached (a memo of the
- * store's own, by byte budget) and answers later stats of its children
- * without a request, so `ls -l` of a chunk directory costs the listing
- * only. Plain HTTP has no listing: the store is marked unlistable, a key
- * is a file when a GET finds it, and a directory when it holds Zarr
- * metadata (zarr.json, .zgroup, .zarray); chunk directories are implied
- * by the array's key encoding (fs/namespace.c).
+ * per request, continuation tokens, encoding-type=url); a listing is
+ * cached (a memo of the store's own, by byte budget) and answers later
+ * stats of its children without a request, so `ls -l` of a chunk
+ * directory costs the listing only. A listing cannot run forever: a
+ * continuation token the server gave before, or more than 10,000 pages,
+ * fails it with -EIO. A key that cannot be a file name (a control
+ * character, "." or "..", an empty segment, a segment over 255 bytes, a
+ * NUL byte) is skipped with one log line; the rest is listed.
+ *
+ * Plain HTTP has no listing: the store is marked unlistable, a key is a
+ * file when a GET finds it, and a directory when it holds Zarr metadata
+ * (zarr.json, .zgroup, .zarray); chunk directories are implied by the
+ * array's key encoding (fs/namespace.c).
  *
  * With anonymous S3 access a missing key answers 403 when the bucket
  * does not allow listing: for metadata probes (zarr.json, .zattrs, ...)
@@ -24,17 +30,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/buf.h"
-#include "../util/htab.h"
-#include "../util/memo.h"
 #include "../net/remote.h"
 #include "../net/s3.h"
+#include "../util/buf.h"
+#include "../util/htab.h"
+#include "../util/log.h"
+#include "../util/memo.h"
 #include "store.h"
 
 /* Listing cache budget (bytes of names). */
 #define LIST_BUDGET (64u << 20)
 /* Largest listing page body. */
 #define LIST_PAGE_MAX (16u << 20)
+/* Keys asked for per ListObjectsV2 page. */
+#define STORE_REMOTE_LIST_KEYS 1000
+/* Pages of one directory's listing at most (10 million entries): beyond,
+ * the listing fails rather than running on. */
+#define STORE_REMOTE_LIST_PAGES 10000
+/* Longest name a listed key may give (NAME_MAX of Linux file systems). */
+#define STORE_REMOTE_NAME_MAX 255
 #define TAG_LIST 0x4c4953u
 
 struct store_remote {
@@ -116,18 +130,66 @@ struct lbuild {
   struct rentry *e;
   size_t n, cap;
   struct zbuf names; /* name bytes, NUL-separated */
-  size_t strip;      /* bytes of the listed prefix */
+  const char *pfx;   /* the listed prefix */
+  size_t strip;      /* its bytes */
+  const char *where; /* "s3://BUCKET/PREFIX" for log lines */
   int oom;
 };
 
-static int lb_add(struct lbuild *b, const char *full, enum store_entry_type t,
-                  uint64_t size) {
+/* Why name (one path segment, n bytes) cannot be a file name, or NULL. */
+static const char *bad_name(const char *name, size_t n) {
+  if (!n)
+    return "an empty path segment";
+  if (n > STORE_REMOTE_NAME_MAX)
+    return "a path segment over 255 bytes";
+  if ((n == 1 && name[0] == '.') ||
+      (n == 2 && name[0] == '.' && name[1] == '.'))
+    return "a '.' or '..' path segment";
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+      return "a control character";
+  return NULL;
+}
+
+/* Log that a listed key is skipped, naming it as it came (control
+ * characters escaped, long keys cut). */
+static void lb_skip(const struct lbuild *b, const char *raw, const char *why) {
+  char shown[200];
+  size_t o = 0, n = strlen(raw);
+  for (size_t i = 0; i < n && o + 5 < sizeof shown - 4; i++) {
+    unsigned char c = (unsigned char)raw[i];
+    if (c < 0x20 || c == 0x7f || c == '\\')
+      o += (size_t)snprintf(shown + o, sizeof shown - o, "\\x%02x", c);
+    else
+      shown[o++] = (char)c;
+    if (i + 1 < n && o + 5 >= sizeof shown - 4) {
+      memcpy(shown + o, "...", 3);
+      o += 3;
+    }
+  }
+  shown[o] = '\0';
+  zlog(ZLOG_WARN, "%s: listing: skipped key '%s': %s", b->where, shown, why);
+}
+
+static int lb_add(struct lbuild *b, const char *full, const char *raw,
+                  enum store_entry_type t, uint64_t size) {
+  if (strncmp(full, b->pfx, b->strip)) {
+    lb_skip(b, raw, "not under the prefix listed");
+    return 0;
+  }
   const char *name = full + b->strip;
   size_t n = strlen(name);
   if (t == STORE_DIR && n && name[n - 1] == '/')
     n--;
-  if (!n || memchr(name, '/', n))
-    return 0; /* the directory's own marker object, or a stray */
+  if (!n && t == STORE_FILE)
+    return 0; /* the directory's own marker object */
+  if (memchr(name, '/', n))
+    return 0; /* a stray below the directory */
+  const char *why = bad_name(name, n);
+  if (why) {
+    lb_skip(b, raw, why);
+    return 0;
+  }
   if (b->n == b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 256;
     struct rentry *e = realloc(b->e, cap * sizeof *e);
@@ -150,13 +212,23 @@ static int lb_add(struct lbuild *b, const char *full, enum store_entry_type t,
   return 0;
 }
 
-static int lb_obj(void *ud, const char *key, uint64_t size) {
-  return lb_add(ud, key, STORE_FILE, size);
+/* A listed object: a file. */
+static int lb_obj(void *ud, const char *key, const char *raw, uint64_t size) {
+  return lb_add(ud, key, raw, STORE_FILE, size);
 }
 
-static int lb_prefix(void *ud, const char *prefix) {
-  return lb_add(ud, prefix, STORE_DIR, 0);
+/* A listed common prefix: a directory. */
+static int lb_prefix(void *ud, const char *prefix, const char *raw) {
+  return lb_add(ud, prefix, raw, STORE_DIR, 0);
 }
+
+/* A key the listing could not decode: skipped, said once. */
+static int lb_bad(void *ud, const char *raw, const char *why) {
+  lb_skip(ud, raw, why);
+  return 0;
+}
+
+static const struct s3_list_cbs lb_cbs = {lb_obj, lb_prefix, lb_bad};
 
 static int rentry_cmp(const void *a, const void *b) {
   return strcmp(((const struct rentry *)a)->name,
@@ -176,17 +248,34 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
   char *pfx = NULL;
   if (asprintf(&pfx, "%s%s%s", s->prefix, f->dir, *f->dir ? "/" : "") < 0)
     return zerr_set(err, ENOMEM, "out of memory");
-  struct lbuild b = {.strip = strlen(pfx)};
+  char *where = NULL;
+  if (asprintf(&where, "s3://%s/%s", s->bucket, pfx) < 0) {
+    free(pfx);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  struct lbuild b = {.pfx = pfx, .strip = strlen(pfx), .where = where};
   zbuf_init(&b.names, SIZE_MAX);
   char *token = NULL;
+  /* Brent's cycle detection over the tokens: a server that hands out a
+   * token it gave before (the same one forever, or a loop of them) is
+   * caught within twice the loop's length, in constant memory. */
+  char *mark = NULL;
+  unsigned long power = 1, lam = 0, pages = 0;
   int rc = 0;
   do {
+    if (++pages > STORE_REMOTE_LIST_PAGES) {
+      rc = zerr_set(err, EIO,
+                    "%s: listing: still truncated after %d pages (%d keys "
+                    "per page): refusing to list further",
+                    where, STORE_REMOTE_LIST_PAGES, STORE_REMOTE_LIST_KEYS);
+      break;
+    }
     char *url = NULL, *log_url = NULL;
-    rc = s3_list_url(remote_s3(s->r), s->bucket, pfx, "/", token, 1000, &url,
-                     err);
+    rc = s3_list_url(remote_s3(s->r), s->bucket, pfx, "/", token,
+                     STORE_REMOTE_LIST_KEYS, &url, err);
     if (rc < 0)
       break;
-    if (asprintf(&log_url, "s3://%s/%s (list)", s->bucket, pfx) < 0) {
+    if (asprintf(&log_url, "%s (list)", where) < 0) {
       free(url);
       rc = zerr_set(err, ENOMEM, "out of memory");
       break;
@@ -202,10 +291,20 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
     if (rc < 0)
       break;
     int truncated = 0;
-    free(token);
+    if (token) {
+      if (!mark || lam == power) {
+        free(mark);
+        mark = token;
+        power *= 2;
+        lam = 0;
+      } else {
+        free(token);
+      }
+      lam++;
+    }
     token = NULL;
-    rc = s3_list_parse((const char *)body, blen, lb_obj, lb_prefix, &b,
-                       &truncated, &token, err);
+    rc = s3_list_parse((const char *)body, blen, &lb_cbs, &b, &truncated,
+                       &token, err);
     free(body);
     if (rc > 0 || b.oom) {
       rc = zerr_set(err, ENOMEM, "out of memory");
@@ -218,12 +317,19 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
       token = NULL;
     } else if (!token) {
       rc = zerr_set(err, EIO,
-                    "s3://%s/%s: truncated listing without a "
-                    "continuation token",
-                    s->bucket, pfx);
+                    "%s: listing: truncated without a continuation token",
+                    where);
+      break;
+    } else if (mark && !strcmp(token, mark)) {
+      rc = zerr_set(err, EIO,
+                    "%s: listing: the server repeated a continuation token "
+                    "(after %lu pages): the listing would never end",
+                    where, pages);
       break;
     }
   } while (token);
+  free(mark);
+  free(where);
   free(token);
   free(pfx);
   if (rc < 0) {

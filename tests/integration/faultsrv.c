@@ -24,11 +24,24 @@
  *   reset     headers and half the body, then a TCP reset
  *   norange   Range ignored: 200 with the whole body
  *   lat=MS    wait MS before answering (combines with the others)
+ *   etag      a strong ETag from the file's size and mtime, and If-Match
+ *             honoured (412 when it differs)
+ *   etagreq   a new ETag on every request, If-Match ignored (an object
+ *             that changes all the time, on a careless server)
+ * S3 listings: GET /BUCKET?...list-type=2...&prefix=P lists DIR/BUCKET/P
+ * as ListObjectsV2 does with delimiter '/' (one page, keys url-encoded
+ * when encoding-type=url is asked for); in modes
+ *   s3loop    every page is truncated with the same continuation token
+ *   s3bad     each listing also holds keys no file system can name: a
+ *             control character, "..", a 300-byte segment, an empty
+ *             segment, a NUL byte
  * One log line per request (control requests excepted):
  *   METHOD PATH RANGE|- STATUS BODY_BYTES
  * GET /_control/count answers the number of requests logged. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -63,6 +76,7 @@ static struct server S;
 
 struct modes {
   int fail500, is503, is429, is_short, stall, stallhdr, reset, norange;
+  int s3loop, s3bad, etag, etagreq;
   long lat_ms;
 };
 
@@ -90,6 +104,14 @@ static void parse_modes(const char *m, struct modes *o) {
       o->reset = 1;
     else if (!strcmp(t, "norange"))
       o->norange = 1;
+    else if (!strcmp(t, "s3loop"))
+      o->s3loop = 1;
+    else if (!strcmp(t, "s3bad"))
+      o->s3bad = 1;
+    else if (!strcmp(t, "etag"))
+      o->etag = 1;
+    else if (!strcmp(t, "etagreq"))
+      o->etagreq = 1;
     else if (!strncmp(t, "lat=", 4))
       o->lat_ms = atol(t + 4);
   }
@@ -170,8 +192,165 @@ static int simple(int fd, int status, const char *reason, const char *extra,
   return send_all(fd, h, (size_t)n);
 }
 
+/* The value of query parameter name in q (percent-decoded into out). */
+static int query_get(const char *q, const char *name, char *out, size_t n) {
+  size_t nl = strlen(name);
+  for (const char *p = q; p && *p;
+       p = strchr(p, '&') ? strchr(p, '&') + 1 : NULL) {
+    if (strncmp(p, name, nl) || p[nl] != '=')
+      continue;
+    size_t o = 0;
+    for (const char *v = p + nl + 1; *v && *v != '&' && o + 1 < n; v++) {
+      if (*v == '%' && v[1] && v[2]) {
+        char hx[3] = {v[1], v[2], 0};
+        out[o++] = (char)strtol(hx, NULL, 16);
+        v += 2;
+      } else {
+        out[o++] = *v == '+' ? ' ' : *v;
+      }
+    }
+    out[o] = '\0';
+    return 1;
+  }
+  return 0;
+}
+
+/* Append key to the growing body b: url-encoded (as S3 does, '+' for a
+ * space) or XML-escaped. */
+static void put_key(char **b, size_t *len, size_t *cap, const char *key,
+                    size_t klen, int enc) {
+  if (*len + 6 * klen + 1 > *cap) {
+    *cap = 2 * (*len + 6 * klen + 1);
+    *b = realloc(*b, *cap);
+  }
+  char *o = *b + *len;
+  for (size_t i = 0; i < klen; i++) {
+    unsigned char c = (unsigned char)key[i];
+    if (enc && c == ' ')
+      *o++ = '+';
+    else if (enc && !(isalnum(c) || (c && strchr("-._~/", c))))
+      o += sprintf(o, "%%%02X", c);
+    else if (c == '&')
+      o += sprintf(o, "&amp;");
+    else if (c == '<')
+      o += sprintf(o, "&lt;");
+    else
+      *o++ = (char)c;
+  }
+  *len = (size_t)(o - *b);
+}
+
+/* Append text to the body. */
+static void put_str(char **b, size_t *len, size_t *cap, const char *s) {
+  size_t n = strlen(s);
+  if (*len + n + 1 > *cap) {
+    *cap = 2 * (*len + n + 1);
+    *b = realloc(*b, *cap);
+  }
+  memcpy(*b + *len, s, n);
+  *len += n;
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A ListObjectsV2 answer for bucket (a directory under the root). */
+static int s3_list(int fd, const char *method, const char *path,
+                   const char *bucket, const char *q, const struct modes *m) {
+  char prefix[2048] = "", enc[16] = "", dir[4096];
+  query_get(q, "prefix", prefix, sizeof prefix);
+  int url =
+      query_get(q, "encoding-type", enc, sizeof enc) && !strcmp(enc, "url");
+  const char *slash = strrchr(prefix, '/');
+  size_t dl = slash ? (size_t)(slash - prefix) + 1 : 0;
+  snprintf(dir, sizeof dir, "%s/%s/%.*s", S.root, bucket, (int)dl, prefix);
+  char **names = NULL;
+  size_t nn = 0;
+  DIR *d = opendir(dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (e->d_name[0] == '.' && (!e->d_name[1] || !strcmp(e->d_name, "..")))
+      continue;
+    if (strncmp(e->d_name, prefix + dl, strlen(prefix + dl)))
+      continue;
+    names = realloc(names, (nn + 1) * sizeof *names);
+    names[nn++] = strdup(e->d_name);
+  }
+  if (d)
+    closedir(d);
+  qsort(names, nn, sizeof *names, name_cmp);
+  size_t len = 0, cap = 4096;
+  char *b = malloc(cap);
+  put_str(&b, &len, &cap,
+          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult>");
+  put_str(&b, &len, &cap,
+          m->s3loop ? "<IsTruncated>true</IsTruncated>"
+                    : "<IsTruncated>false</IsTruncated>");
+  for (size_t i = 0; i < nn; i++) {
+    char full[4096];
+    struct stat st;
+    snprintf(full, sizeof full, "%s%s", dir, names[i]);
+    if (stat(full, &st) < 0)
+      continue;
+    char key[4096];
+    int kl = snprintf(key, sizeof key, "%.*s%s%s", (int)dl, prefix, names[i],
+                      S_ISDIR(st.st_mode) ? "/" : "");
+    if (S_ISDIR(st.st_mode)) {
+      put_str(&b, &len, &cap, "<CommonPrefixes><Prefix>");
+      put_key(&b, &len, &cap, key, (size_t)kl, url);
+      put_str(&b, &len, &cap, "</Prefix></CommonPrefixes>");
+    } else {
+      char sz[64];
+      put_str(&b, &len, &cap, "<Contents><Key>");
+      put_key(&b, &len, &cap, key, (size_t)kl, url);
+      snprintf(sz, sizeof sz, "</Key><Size>%lld</Size></Contents>",
+               (long long)st.st_size);
+      put_str(&b, &len, &cap, sz);
+    }
+    free(names[i]);
+  }
+  free(names);
+  if (m->s3bad) {
+    char key[1024];
+    static const char *const odd[] = {"ctl\001name", "..", "nul\0x", NULL};
+    for (int i = 0; odd[i]; i++) {
+      size_t ol = i == 2 ? 5 : strlen(odd[i]);
+      int kl = snprintf(key, sizeof key, "%.*s", (int)dl, prefix);
+      memcpy(key + kl, odd[i], ol);
+      put_str(&b, &len, &cap, "<Contents><Key>");
+      put_key(&b, &len, &cap, key, (size_t)kl + ol, url);
+      put_str(&b, &len, &cap, "</Key><Size>1</Size></Contents>");
+    }
+    int kl = snprintf(key, sizeof key, "%.*s", (int)dl, prefix);
+    memset(key + kl, 'L', 300);
+    put_str(&b, &len, &cap, "<Contents><Key>");
+    put_key(&b, &len, &cap, key, (size_t)kl + 300, url);
+    put_str(&b, &len, &cap, "</Key><Size>1</Size></Contents>");
+    kl = snprintf(key, sizeof key, "%.*s/", (int)dl, prefix);
+    put_str(&b, &len, &cap, "<CommonPrefixes><Prefix>");
+    put_key(&b, &len, &cap, key, (size_t)kl, url);
+    put_str(&b, &len, &cap, "</Prefix></CommonPrefixes>");
+  }
+  if (url)
+    put_str(&b, &len, &cap, "<EncodingType>url</EncodingType>");
+  if (m->s3loop)
+    put_str(&b, &len, &cap,
+            "<NextContinuationToken>same-token</NextContinuationToken>");
+  put_str(&b, &len, &cap, "</ListBucketResult>\n");
+  char h[256];
+  int hn = snprintf(h, sizeof h,
+                    "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n"
+                    "Content-Type: application/xml\r\n\r\n",
+                    len);
+  int rc = send_all(fd, h, (size_t)hn) < 0 || send_all(fd, b, len) < 0 ? -1 : 0;
+  log_req(method, path, "", 200, (long long)len);
+  free(b);
+  return rc;
+}
+
 /* Serve one request; returns 0 to keep the connection, -1 to close. */
-static int serve(int fd, const char *method, char *path, const char *range) {
+static int serve(int fd, const char *method, char *path, const char *range,
+                 const char *if_match) {
   if (!strncmp(path, "/_control/", 10)) {
     if (!strncmp(path, "/_control/mode/", 15)) {
       pthread_mutex_lock(&S.lock);
@@ -223,6 +402,13 @@ static int serve(int fd, const char *method, char *path, const char *range) {
     log_req(method, path, range, 429, 0);
     return simple(fd, 429, "Too Many Requests", "Retry-After: 1\r\n", "");
   }
+  char *qm = strchr(rel, '?');
+  if (qm && strstr(qm, "list-type=2")) {
+    char bucket[256];
+    snprintf(bucket, sizeof bucket, "%.*s", (int)(qm - rel - 1), rel + 1);
+    if (!strchr(bucket, '/') && strcmp(bucket, "..") && *bucket)
+      return s3_list(fd, method, path, bucket, qm + 1, &m);
+  }
   if (strstr(rel, "/../") || strstr(rel, "/..") == rel + strlen(rel) - 3) {
     log_req(method, path, range, 404, 0);
     return simple(fd, 404, "Not Found", NULL, "");
@@ -253,6 +439,20 @@ static int serve(int fd, const char *method, char *path, const char *range) {
   }
   long long size = st.st_size, a = 0, b = size - 1;
   int status = 200;
+  char etag[128] = "";
+  if (m.etag)
+    snprintf(etag, sizeof etag, "ETag: \"%llx-%llx\"\r\n", (long long)size,
+             (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+  else if (m.etagreq) {
+    pthread_mutex_lock(&S.lock);
+    snprintf(etag, sizeof etag, "ETag: \"req-%ld\"\r\n", S.count);
+    pthread_mutex_unlock(&S.lock);
+  }
+  if (m.etag && *if_match && strncmp(etag + 6, if_match, strlen(if_match))) {
+    close(ffd);
+    log_req(method, path, range, 412, 0);
+    return simple(fd, 412, "Precondition Failed", NULL, "");
+  }
   if (range && *range && !m.norange) {
     long long x, y;
     if (sscanf(range, "bytes=%lld-%lld", &x, &y) == 2) {
@@ -280,14 +480,14 @@ static int serve(int fd, const char *method, char *path, const char *range) {
   if (status == 206)
     hn = snprintf(h, sizeof h,
                   "HTTP/1.1 206 Partial Content\r\nContent-Length: %lld\r\n"
-                  "Content-Range: bytes %lld-%lld/%lld\r\n"
+                  "Content-Range: bytes %lld-%lld/%lld\r\n%s"
                   "Accept-Ranges: bytes\r\n\r\n",
-                  len, a, b, size);
+                  len, a, b, size, etag);
   else
     hn = snprintf(h, sizeof h,
-                  "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\n"
+                  "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\n%s"
                   "Accept-Ranges: bytes\r\n\r\n",
-                  len);
+                  len, etag);
   if (send_all(fd, h, (size_t)hn) < 0) {
     close(ffd);
     return -1;
@@ -343,7 +543,7 @@ static void *conn(void *arg) {
       have += (size_t)r;
     }
     *end = '\0';
-    char method[16] = "", path[4096] = "", range[128] = "";
+    char method[16] = "", path[4096] = "", range[128] = "", ifm[128] = "";
     if (sscanf(buf, "%15s %4095s", method, path) != 2)
       goto out;
     for (char *l = strstr(buf, "\r\n"); l; l = strstr(l + 2, "\r\n")) {
@@ -353,11 +553,17 @@ static void *conn(void *arg) {
           v++;
         snprintf(range, sizeof range, "%.*s", (int)strcspn(v, "\r\n"), v);
       }
+      if (!strncasecmp(l + 2, "If-Match:", 9)) {
+        const char *v = l + 11;
+        while (*v == ' ')
+          v++;
+        snprintf(ifm, sizeof ifm, "%.*s", (int)strcspn(v, "\r\n"), v);
+      }
     }
     size_t used = (size_t)(end + 4 - buf);
     memmove(buf, buf + used, have - used);
     have -= used;
-    if (serve(fd, method, path, range) < 0)
+    if (serve(fd, method, path, range, ifm) < 0)
       break;
   }
 out:
@@ -378,9 +584,8 @@ int main(int argc, char **argv) {
       bind_addr = argv[i + 1];
   }
   if (!S.root || !portfile) {
-    fprintf(stderr,
-            "usage: faultsrv --root DIR --port-file FILE [--log FILE] "
-            "[--bind ADDR]\n");
+    fprintf(stderr, "usage: faultsrv --root DIR --port-file FILE [--log FILE] "
+                    "[--bind ADDR]\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);

@@ -11,7 +11,18 @@
 #     bound (never wrong bytes, never a hang);
 #  4. SIGTERM while a request hangs: the daemon exits promptly;
 #  5. link-local targets (169.254.0.0/16) named by a reference are refused
-#     unless -o allow_root=URL names them (needs an address on lo).
+#     unless -o allow_root=URL names them (needs an address on lo);
+#  6. S3 listings (faultsrv's ListObjectsV2): keys no file system can name
+#     (a control character, "..", a NUL byte, a segment over 255 bytes, an
+#     empty segment) are skipped with one log line each, the rest listed;
+#     a server that repeats its continuation token fails the listing with
+#     EIO and one log line, within a bound;
+#  7. an object that changes while mounted (a server naming a new ETag on
+#     every answer; a file rewritten between two reads on a server that
+#     honours If-Match) is EIO with one log line, never bytes of two
+#     versions;
+#  8. a shard refused for holding too many inner chunks (more than
+#     max_decode allows to lay out) is EIO with one log line per view.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 zt_require_mkstore
@@ -129,6 +140,121 @@ if ip addr add "$LL/32" dev lo 2>/dev/null; then
   trap_ll
 else
   say "cannot add $LL to lo (not root?): part 5 skipped"
+fi
+
+# ---- 6. S3 listings ----
+mkdir -p "$WEB/bkt"
+cp -r "$ZARRFS_SRCDIR/examples/example.zarr" "$WEB/bkt/ex.zarr"
+S3O=(-o no_sign_request -o retries=1)
+ls "$ZARRFS_SRCDIR/examples/example.zarr" >"$ZT_TMP/s3.expected"
+M=$(zt_mkdir ms3bad)
+if zmount "s3://bkt/ex.zarr" "$M" -o "endpoint=$FAULT_URL/_f/s3bad" "${S3O[@]}"; then
+  t ls "$M" >"$ZT_TMP/s3.got" 2>"$ZT_TMP/s3.err"
+  assert_eq "odd keys: ls succeeds" 0 "$?"
+  t ls "$M" >/dev/null 2>&1
+  if cmp -s "$ZT_TMP/s3.expected" "$ZT_TMP/s3.got"; then
+    pass "odd keys: skipped, every other entry listed"
+  else
+    fail "odd keys: the listing differs:"
+    diff "$ZT_TMP/s3.expected" "$ZT_TMP/s3.got" | show
+  fi
+  assert_file_eq "odd keys: the array under them still reads" \
+    "$EXP/labels_utf8.txt" "$M/labels_utf8/values.txt"
+  for why in "a control character" "'..' path segment" "a NUL byte" \
+    "over 255 bytes" "an empty path segment"; do
+    assert_eq "odd keys: one log line for $why" 1 \
+      "$(grep -F "s3://bkt/ex.zarr/: listing: skipped" "$ZT_LOG" | grep -cF -- "$why")"
+  done
+  zumount "$M"
+fi
+M=$(zt_mkdir ms3loop)
+if zmount "s3://bkt/ex.zarr" "$M" -o "endpoint=$FAULT_URL/_f/s3loop" "${S3O[@]}"; then
+  start=$(zt_now_ms)
+  t ls "$M" >/dev/null 2>"$ZT_TMP/s3loop.err"
+  rc=$?
+  elapsed_ok "repeated token: bounded" "$start" 20
+  if [ "$rc" -ne 0 ] && grep -q "Input/output error" "$ZT_TMP/s3loop.err"; then
+    pass "repeated token: ls fails with EIO"
+  else
+    fail "repeated token: ls exited $rc:"
+    show "$ZT_TMP/s3loop.err"
+  fi
+  t ls "$M" >/dev/null 2>&1
+  assert_eq "repeated token: one log line" 1 \
+    "$(grep -c "repeated a continuation token" "$ZT_LOG")"
+  zumount "$M"
+fi
+
+# ---- 7. objects that change while mounted ----
+d=$(zt_mkdir chg)
+head -c 8000000 /dev/urandom >"$WEB/blob.bin"
+cp "$WEB/blob.bin" "$d/old.bin"
+for mode in etagreq etag; do
+  mkdir -p "$d/$mode"
+  printf '{".zgroup": "{\\"zarr_format\\": 2}", "raw": ["%s/_f/%s/blob.bin", 0, 8000000]}\n' \
+    "$FAULT_URL" "$mode" >"$d/$mode/refs.json"
+done
+M=$(zt_mkdir mchg1)
+if zmount "$d/etagreq/refs.json" "$M" "${FAST[@]}" -o block_size=4096 -o max_request=16384; then
+  assert_fails_with_eio "new ETag per request: EIO" "$M/raw"
+  if cmp -s -n "$(wc -c <"$ZT_TMP/eio.out")" "$ZT_TMP/eio.out" "$d/old.bin"; then
+    pass "new ETag per request: what was read is one version"
+  else
+    fail "new ETag per request: mixed bytes"
+  fi
+  assert_fails_with_eio "new ETag per request: EIO again" "$M/raw"
+  assert_eq "new ETag per request: one log line" 1 \
+    "$(grep -c "blob.bin: object changed while mounted" "$ZT_LOG")"
+  zumount "$M"
+fi
+M=$(zt_mkdir mchg2)
+if zmount "$d/etag/refs.json" "$M" "${FAST[@]}" -o block_size=4096 \
+  -o max_request=16384 -o readahead=65536; then
+  t dd if="$M/raw" of=/dev/null bs=4096 count=1 status=none
+  head -c 8000000 /dev/urandom >"$WEB/blob.bin"
+  touch -d '+1 minute' "$WEB/blob.bin"
+  t dd if="$M/raw" of=/dev/null bs=4096 skip=1500 count=1 status=none \
+    2>"$ZT_TMP/dd.err"
+  if grep -q "Input/output error" "$ZT_TMP/dd.err"; then
+    pass "rewritten (412): a read of bytes not cached is EIO"
+  else
+    fail "rewritten (412): a read of bytes not cached did not fail"
+  fi
+  assert_fails_with_eio "rewritten (412): every later read is EIO" "$M/raw"
+  if cmp -s -n "$(wc -c <"$ZT_TMP/eio.out")" "$ZT_TMP/eio.out" "$d/old.bin"; then
+    pass "rewritten (412): what was read is the old version only"
+  else
+    fail "rewritten (412): mixed bytes"
+  fi
+  assert_eq "rewritten (412): one log line" 1 \
+    "$(grep -c "blob.bin: object changed while mounted" "$ZT_LOG")"
+  zumount "$M"
+fi
+
+# ---- 8. a shard with too many inner chunks ----
+S=$(zt_mkdir shard)
+mkdir -p "$S/a.zarr/c"
+cat >"$S/a.zarr/zarr.json" <<'EOF'
+{"zarr_format":3,"node_type":"array","shape":[262144],"data_type":"uint8",
+ "chunk_grid":{"name":"regular","configuration":{"chunk_shape":[262144]}},
+ "chunk_key_encoding":{"name":"default","configuration":{"separator":"/"}},
+ "fill_value":0,"codecs":[{"name":"sharding_indexed","configuration":{
+ "chunk_shape":[1],"codecs":[{"name":"bytes"}],
+ "index_codecs":[{"name":"bytes","configuration":{"endian":"little"}}],
+ "index_location":"end"}}]}
+EOF
+head -c 4194304 /dev/zero | tr '\0' '\377' >"$S/a.zarr/c/0"
+M=$(zt_mkdir mshard)
+if zmount "$S/a.zarr" "$M" -o max_decode=1M; then
+  for i in 1 2; do
+    assert_fails_with_eio "too many inner chunks: c/0.txt is EIO ($i)" "$M/c/0.txt"
+    assert_fails_with_eio "too many inner chunks: values.txt is EIO ($i)" "$M/values.txt"
+  done
+  assert_eq "too many inner chunks: one log line for the shard" 1 \
+    "$(grep -c "262144 inner chunks, too many" "$ZT_LOG")"
+  assert_eq "too many inner chunks: one log line for the array view" 1 \
+    "$(grep -c "too many stored chunks to lay out" "$ZT_LOG")"
+  zumount "$M"
 fi
 
 finish

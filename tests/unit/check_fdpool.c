@@ -464,6 +464,43 @@ START_TEST(replaced_file_detected) {
 }
 END_TEST
 
+START_TEST(rewritten_in_place_detected) {
+  /* The same inode rewritten (new bytes, new mtime): a source made before
+   * fails its reads rather than mixing versions; a new one reads the new
+   * bytes. */
+  const char *dir = tmpdir();
+  put_files(dir, 2);
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(dir, &s, &err), 0);
+  struct bytesrc *old = get_file(s, 0);
+  expect_content(old, 0);
+  char p[256];
+  snprintf(p, sizeof p, "%s/f00000", dir);
+  int fd = open(p, O_WRONLY);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(pwrite(fd, "FILE", 4, 0), 4);
+  struct timespec ts[2] = {{0, UTIME_OMIT}, {0, 0}};
+  clock_gettime(CLOCK_REALTIME, &ts[1]);
+  ts[1].tv_sec += 10;
+  ck_assert_int_eq(futimens(fd, ts), 0);
+  close(fd);
+  char buf[16];
+  ck_assert_int_eq(bytesrc_read_range(old, 0, 4, buf, &err), -EIO);
+  ck_assert_msg(strstr(err.msg, "file changed while mounted"), "%s", err.msg);
+  struct bytesrc *fresh = get_file(s, 0);
+  ck_assert_int_eq(bytesrc_read_range(fresh, 0, 4, buf, &err), 0);
+  ck_assert(!memcmp(buf, "FILE", 4));
+  struct bytesrc *other = get_file(s, 1);
+  expect_content(other, 1);
+  bytesrc_unref(old);
+  bytesrc_unref(fresh);
+  bytesrc_unref(other);
+  store_free(s);
+  rmtree(dir);
+}
+END_TEST
+
 /* ---- the confine's cache of opened targets ---- */
 
 /* confine_open of dir/name, asserting success. */
@@ -1015,6 +1052,7 @@ int main(void) {
   tcase_add_test(tc, confine_targets_stay_under_limit);
   tcase_add_test(tc, concurrent_readers);
   tcase_add_test(tc, replaced_file_detected);
+  tcase_add_test(tc, rewritten_in_place_detected);
   tcase_add_test(tc, confine_cache_hits_and_replaced_file);
   tcase_add_test(tc, confine_cache_swapped_link_stays_inside);
   tcase_add_test(tc, confine_cache_is_bounded);

@@ -111,7 +111,11 @@ static int get(struct http_client *h, const char *path, uint64_t off,
   char url[512];
   snprintf(url, sizeof url, "%s%s", base, path);
   struct http_req r = {.url = url};
-  return http_get_range(h, &r, off, len, buf, got, total, err);
+  struct http_meta m;
+  int rc = http_get_range(h, &r, off, len, buf, got, &m, err);
+  if (total)
+    *total = rc == 0 ? m.total : UINT64_MAX;
+  return rc;
 }
 
 static void check_pattern(const uint8_t *b, uint64_t off, size_t n) {
@@ -375,6 +379,144 @@ START_TEST(test_remote_readahead) {
 }
 END_TEST
 
+/* Bytes the server sent for requests whose path holds pat (its log). */
+static uint64_t served_bytes(const char *pat) {
+  FILE *f = fopen(logpath, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[2048];
+  uint64_t sum = 0;
+  while (fgets(line, sizeof line, f)) {
+    char *sp = strrchr(line, ' ');
+    if (strstr(line, pat) && sp)
+      sum += strtoull(sp + 1, NULL, 10);
+  }
+  fclose(f);
+  return sum;
+}
+
+/* Write OBJ_SIZE bytes of pattern (xor x) to root/name. */
+static void write_obj(const char *name, uint8_t x) {
+  char p[400];
+  snprintf(p, sizeof p, "%s/%s", root, name);
+  FILE *f = fopen(p, "wb");
+  ck_assert_ptr_nonnull(f);
+  for (uint64_t i = 0; i < OBJ_SIZE; i++)
+    fputc(pattern(i) ^ x, f);
+  fclose(f);
+}
+
+START_TEST(test_changed_every_request) {
+  /* A server that names a new version (ETag) on every answer and ignores
+   * If-Match: the second answer shows the object changed; every read of
+   * it fails from then on, and no read mixes versions. */
+  struct remote *r = remote_make(4096);
+  char url[512];
+  snprintf(url, sizeof url, "%s/_f/etagreq/obj", base);
+  struct bytesrc *s, *s2;
+  struct zerr e = {0};
+  ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &s, &e), 0);
+  uint8_t buf[1000];
+  ck_assert_int_eq(bytesrc_read_range(s, 10, 100, buf, &e), 0); /* block 0 */
+  check_pattern(buf, 10, 100);
+  ck_assert_int_eq(bytesrc_read_range(s, 100000, 1000, buf, &e), -EIO);
+  ck_assert_msg(strstr(e.msg, "changed while mounted") && strstr(e.msg, "/obj"),
+                "message: %s", e.msg);
+  memset(&e, 0, sizeof e);
+  ck_assert_int_eq(bytesrc_read_range(s, 10, 100, buf, &e), -EIO);
+  /* another source of the object: also refused */
+  ck_assert_int_eq(remote_open(r, url, 0, OBJ_SIZE, 0, NULL, &s2, &e), 0);
+  ck_assert_int_eq(bytesrc_read_range(s2, 10, 100, buf, &e), -EIO);
+  bytesrc_unref(s);
+  bytesrc_unref(s2);
+  remote_free(r);
+}
+END_TEST
+
+START_TEST(test_changed_412) {
+  /* An object rewritten between two reads, on a server that honours
+   * If-Match: a 412, then EIO for every read (small and large), never
+   * bytes of both versions. */
+  write_obj("chg", 0);
+  struct remote *r = remote_make(4096);
+  char url[512];
+  snprintf(url, sizeof url, "%s/_f/etag/chg", base);
+  struct bytesrc *s;
+  struct zerr e = {0};
+  ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &s, &e), 0);
+  static uint8_t big[OBJ_SIZE];
+  ck_assert_int_eq(bytesrc_read_range(s, 0, 100, big, &e), 0);
+  check_pattern(big, 0, 100);
+  nanosleep(&(struct timespec){0, 20000000L}, NULL);
+  write_obj("chg", 0x5a);
+  ck_assert_int_eq(bytesrc_read_range(s, 0, OBJ_SIZE, big, &e), -EIO);
+  ck_assert_msg(strstr(e.msg, "changed while mounted"), "message: %s", e.msg);
+  memset(&e, 0, sizeof e);
+  ck_assert_int_eq(bytesrc_read_range(s, 200000, 100, big, &e), -EIO);
+  ck_assert_int_eq(bytesrc_read_range(s, 0, 100, big, &e), -EIO);
+  bytesrc_unref(s);
+  remote_free(r);
+  /* The same object unchanged on that server: If-Match passes. */
+  r = remote_make(4096);
+  ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &s, &e), 0);
+  ck_assert_int_eq(bytesrc_read_range(s, 0, 100, big, &e), 0);
+  ck_assert_int_eq(bytesrc_read_range(s, 0, OBJ_SIZE, big, &e), 0);
+  for (uint64_t i = 0; i < OBJ_SIZE; i++)
+    ck_assert_uint_eq(big[i], pattern(i) ^ 0x5a);
+  bytesrc_unref(s);
+  remote_free(r);
+}
+END_TEST
+
+START_TEST(test_norange_linear) {
+  /* A server that ignores Range, a 512 MiB object read whole in 128 KiB
+   * reads through a 64 MiB cache: one stream, at most twice the object
+   * fetched (a ranged request per block would read it from 0 each time). */
+  const uint64_t size = 512ull << 20;
+  char p[400];
+  snprintf(p, sizeof p, "%s/big", root);
+  FILE *f = fopen(p, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(ftruncate(fileno(f), (off_t)size), 0);
+  for (uint64_t k = 0; k < 16; k++) { /* markers to find again */
+    uint64_t at = k * (size / 16) + k * 4099;
+    fseeko(f, (off_t)at, SEEK_SET);
+    fwrite(&at, sizeof at, 1, f);
+  }
+  fclose(f);
+  struct remote_config c;
+  remote_config_default(&c);
+  c.http.backoff_base_ms = 5;
+  struct remote *r;
+  ck_assert_int_eq(remote_new(&c, NULL, &r, NULL), 0);
+  char url[512];
+  snprintf(url, sizeof url, "%s/_f/norange/big", base);
+  struct bytesrc *s;
+  struct zerr e = {0};
+  ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &s, &e), 0);
+  ck_assert_uint_eq(s->size, size);
+  static uint8_t buf[128 << 10];
+  for (uint64_t off = 0; off < size; off += sizeof buf) {
+    ck_assert_msg(bytesrc_read_range(s, off, sizeof buf, buf, &e) == 0,
+                  "read at %llu: %s", (unsigned long long)off, e.msg);
+    for (uint64_t k = 0; k < 16; k++) {
+      uint64_t at = k * (size / 16) + k * 4099, v;
+      if (at >= off && at + 8 <= off + sizeof buf) {
+        memcpy(&v, buf + (at - off), 8);
+        ck_assert_uint_eq(v, at);
+      }
+    }
+  }
+  uint64_t sent = served_bytes("/_f/norange/big");
+  fprintf(stderr, "norange: %llu bytes served for a %llu-byte object\n",
+          (unsigned long long)sent, (unsigned long long)size);
+  ck_assert_msg(sent <= 2 * size, "%llu bytes served for a %llu-byte object",
+                (unsigned long long)sent, (unsigned long long)size);
+  bytesrc_unref(s);
+  remote_free(r);
+  unlink(p);
+}
+END_TEST
+
 int main(void) {
   if (server_start() < 0) {
     if (getenv("CI") && !strcmp(getenv("CI"), "true")) {
@@ -396,6 +538,9 @@ int main(void) {
   tcase_add_test(tc, test_remote_blocks);
   tcase_add_test(tc, test_remote_single_flight);
   tcase_add_test(tc, test_remote_readahead);
+  tcase_add_test(tc, test_changed_every_request);
+  tcase_add_test(tc, test_changed_412);
+  tcase_add_test(tc, test_norange_linear);
   suite_add_tcase(s, tc);
   int rc = testutil_run(s);
   server_stop();
