@@ -80,7 +80,8 @@ struct remote {
   pthread_t *threads;
   int n_threads;
   /* hosts that ignore Range, and the streams reading their objects */
-  pthread_mutex_t slock; /* guards hosts, streams, n_streams (a leaf) */
+  pthread_mutex_t slock; /* guards hosts, streams, n_streams; takes
+                          rstream.lock under it, nothing else */
   pthread_cond_t sgone;  /* a stream thread ended */
   char hosts[NORANGE_HOSTS][128];
   int n_hosts;
