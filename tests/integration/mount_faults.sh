@@ -250,8 +250,8 @@ if zmount "$S/a.zarr" "$M" -o max_decode=1M; then
     assert_fails_with_eio "too many inner chunks: c/0.txt is EIO ($i)" "$M/c/0.txt"
     assert_fails_with_eio "too many inner chunks: values.txt is EIO ($i)" "$M/values.txt"
   done
-  assert_eq "too many inner chunks: one log line for the shard" 1 \
-    "$(grep -c "262144 inner chunks, too many" "$ZT_LOG")"
+  assert_eq "too many inner chunks: one log line naming the shard" 1 \
+    "$(grep -c ": c/0: view: the shard holds 262144 inner chunks, too many" "$ZT_LOG")"
   assert_eq "too many inner chunks: one log line for the array view" 1 \
     "$(grep -c "too many stored chunks to lay out" "$ZT_LOG")"
   zumount "$M"
