@@ -1,7 +1,9 @@
 /* check_remote.c - the HTTP transport (src/net/http.c) and remote byte sources
  * (src/net/remote.c) against a real server on 127.0.0.1: tests/integration/faultsrv, the
  * project's fault-injecting server, started here on an ephemeral port.
- * Counts come from the client (http_requests) and the server's log.
+ * Counts come from the client (http_requests) and the server's log. Also
+ * objects that change while read (versions), a server that ignores Range
+ * (one stream per object), and the S3 listing parser (src/net/s3.c).
  * Without the server binary the suite skips (exit 77), under CI=true it
  * fails. */
 #define _GNU_SOURCE
