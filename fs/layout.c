@@ -116,7 +116,10 @@ dense:
                "view: the store cannot list this array and its %llu chunks "
                "are too many to probe",
                (unsigned long long)r->nunits);
-    engine_log(j->e, *n->path ? n->path : ".", err->msg);
+    char key[1024];
+    int named =
+        r->is_chunk && node_chunk_key(n, r->cidx, key, sizeof key) >= 0;
+    engine_log(j->e, named ? key : *n->path ? n->path : ".", err->msg);
     return -EFBIG;
   }
   return 0;

@@ -32,6 +32,7 @@
  * as ListObjectsV2 does with delimiter '/' (one page, keys url-encoded
  * when encoding-type=url is asked for); in modes
  *   s3loop    every page is truncated with the same continuation token
+ *   s3endless every page is truncated with a new continuation token
  *   s3bad     each listing also holds keys no file system can name: a
  *             control character, "..", a 300-byte segment, an empty
  *             segment, a NUL byte
@@ -76,7 +77,7 @@ static struct server S;
 
 struct modes {
   int fail500, is503, is429, is_short, stall, stallhdr, reset, norange;
-  int s3loop, s3bad, etag, etagreq;
+  int s3loop, s3endless, s3bad, etag, etagreq;
   long lat_ms;
 };
 
@@ -106,6 +107,8 @@ static void parse_modes(const char *m, struct modes *o) {
       o->norange = 1;
     else if (!strcmp(t, "s3loop"))
       o->s3loop = 1;
+    else if (!strcmp(t, "s3endless"))
+      o->s3endless = 1;
     else if (!strcmp(t, "s3bad"))
       o->s3bad = 1;
     else if (!strcmp(t, "etag"))
@@ -284,8 +287,8 @@ static int s3_list(int fd, const char *method, const char *path,
   put_str(&b, &len, &cap,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult>");
   put_str(&b, &len, &cap,
-          m->s3loop ? "<IsTruncated>true</IsTruncated>"
-                    : "<IsTruncated>false</IsTruncated>");
+          m->s3loop || m->s3endless ? "<IsTruncated>true</IsTruncated>"
+                                    : "<IsTruncated>false</IsTruncated>");
   for (size_t i = 0; i < nn; i++) {
     char full[4096];
     struct stat st;
@@ -336,6 +339,15 @@ static int s3_list(int fd, const char *method, const char *path,
   if (m->s3loop)
     put_str(&b, &len, &cap,
             "<NextContinuationToken>same-token</NextContinuationToken>");
+  if (m->s3endless) {
+    char t[96];
+    pthread_mutex_lock(&S.lock);
+    snprintf(t, sizeof t,
+             "<NextContinuationToken>token-%ld</NextContinuationToken>",
+             S.count);
+    pthread_mutex_unlock(&S.lock);
+    put_str(&b, &len, &cap, t);
+  }
   put_str(&b, &len, &cap, "</ListBucketResult>\n");
   char h[256];
   int hn = snprintf(h, sizeof h,

@@ -15,8 +15,8 @@
 #  6. S3 listings (faultsrv's ListObjectsV2): keys no file system can name
 #     (a control character, "..", a NUL byte, a segment over 255 bytes, an
 #     empty segment) are skipped with one log line each, the rest listed;
-#     a server that repeats its continuation token fails the listing with
-#     EIO and one log line, within a bound;
+#     a server that repeats its continuation token, or hands out new ones
+#     forever, fails the listing with EIO and one line, within a bound;
 #  7. an object that changes while mounted (a server naming a new ETag on
 #     every answer; a file rewritten between two reads on a server that
 #     honours If-Match) is EIO with one log line, never bytes of two
@@ -184,6 +184,18 @@ if zmount "s3://bkt/ex.zarr" "$M" -o "endpoint=$FAULT_URL/_f/s3loop" "${S3O[@]}"
     "$(grep -c "repeated a continuation token" "$ZT_LOG")"
   zumount "$M"
 fi
+start=$(zt_now_ms)
+t "$ZARRFS_BIN" ls -o "endpoint=$FAULT_URL/_f/s3endless" "${S3O[@]}" \
+  s3://bkt/ex.zarr >/dev/null 2>"$ZT_TMP/s3endless.err"
+rc=$?
+elapsed_ok "endless tokens: bounded" "$start" 60
+assert_eq "endless tokens: ls fails" 1 "$rc"
+if grep -q "still truncated after 10000 pages" "$ZT_TMP/s3endless.err"; then
+  pass "endless tokens: the page cap says so"
+else
+  fail "endless tokens: no line about the page cap:"
+  show "$ZT_TMP/s3endless.err"
+fi
 
 # ---- 7. objects that change while mounted ----
 d=$(zt_mkdir chg)
@@ -250,8 +262,8 @@ if zmount "$S/a.zarr" "$M" -o max_decode=1M; then
     assert_fails_with_eio "too many inner chunks: c/0.txt is EIO ($i)" "$M/c/0.txt"
     assert_fails_with_eio "too many inner chunks: values.txt is EIO ($i)" "$M/values.txt"
   done
-  assert_eq "too many inner chunks: one log line for the shard" 1 \
-    "$(grep -c "262144 inner chunks, too many" "$ZT_LOG")"
+  assert_eq "too many inner chunks: one log line naming the shard" 1 \
+    "$(grep -c ": c/0: view: the shard holds 262144 inner chunks, too many" "$ZT_LOG")"
   assert_eq "too many inner chunks: one log line for the array view" 1 \
     "$(grep -c "too many stored chunks to lay out" "$ZT_LOG")"
   zumount "$M"
