@@ -147,6 +147,18 @@ static int64_t meta_mtime(struct engine *e, const struct znode *n) {
   return STORE_MTIME_UNKNOWN;
 }
 
+/* Is key a node outside every array (a group or an array; its metadata
+ * read, or named by consolidated metadata)? Then it is a directory, which
+ * over plain HTTP is known without asking for key itself. */
+static int node_is_dir(struct engine *e, const char *key) {
+  const char *rel;
+  if (node_cons_is_dir(e->nodes, key))
+    return 1;
+  if (node_array_of(e->nodes, key, &rel))
+    return 0;
+  return node_get(e->nodes, key)->kind != ZNODE_NONE;
+}
+
 /* Is name (a file name in array n's directory rel, "" or "x/") a view of
  * n: values.txt and info.txt in the array's own directory, or K.txt for a
  * chunk key K (whose coordinates go to idx)? 1 for values.txt or info.txt,
@@ -154,9 +166,9 @@ static int64_t meta_mtime(struct engine *e, const struct znode *n) {
 static int view_name(const struct znode *n, const char *rel, const char *name,
                      size_t len, uint64_t *idx) {
   static const size_t sl = sizeof NS_VIEW_SUFFIX - 1;
-  if (!*rel && ((len == strlen(NS_VALUES_NAME) &&
-                 !memcmp(name, NS_VALUES_NAME, len)) ||
-                (len == strlen(NS_INFO_NAME) && !memcmp(name, NS_INFO_NAME, len))))
+  if (!*rel &&
+      ((len == strlen(NS_VALUES_NAME) && !memcmp(name, NS_VALUES_NAME, len)) ||
+       (len == strlen(NS_INFO_NAME) && !memcmp(name, NS_INFO_NAME, len))))
     return 1;
   char k[4096];
   size_t rl = strlen(rel);
@@ -289,8 +301,9 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     if (mrc <= 0)
       return mrc;
   }
-  if (e->store->unlistable && is_chunk_prefix(e, key)) {
-    ent->kind = NS_DIR; /* no GET of a name that can only be a directory */
+  if (e->store->unlistable &&
+      (is_chunk_prefix(e, key) || node_is_dir(e, key))) {
+    ent->kind = NS_DIR; /* no GET of a name that is a directory */
     return 0;
   }
   int rc = store_stat_time(e->store, key, &t, &size, &ent->mtime, err);
@@ -613,8 +626,7 @@ static void dir_add_metadata(struct engine *e, const char *key,
     return;
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     if ((n->zarr_format == 3 && i > 0) || (n->zarr_format == 2 && i == 0) ||
-        (n->zarr_format == 2 && n->kind == ZNODE_ARRAY &&
-         (i == 1 || i == 4)) ||
+        (n->zarr_format == 2 && n->kind == ZNODE_ARRAY && (i == 1 || i == 4)) ||
         (n->zarr_format == 2 && n->kind == ZNODE_GROUP && i == 2))
       continue;
     uint64_t size;
@@ -707,10 +719,9 @@ static void dir_drop_made_up(struct ns_dir *d, const struct znode *n,
   size_t w = 0, dropped = 0;
   for (size_t i = 0; i < d->n; i++) {
     const char *name = item_name(d, i);
-    if (i < d->nstored &&
-        ((d->items[i].kind != NS_DIR && n &&
-          view_name(n, rel, name, strlen(name), idx)) ||
-         (root && !strcmp(name, NS_STATS_DIR)))) {
+    if (i < d->nstored && ((d->items[i].kind != NS_DIR && n &&
+                            view_name(n, rel, name, strlen(name), idx)) ||
+                           (root && !strcmp(name, NS_STATS_DIR)))) {
       dropped++;
       continue;
     }
