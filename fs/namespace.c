@@ -388,9 +388,14 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
   case NS_ARRAY_VIEW:
     if (e->lazy_sizes) {
       int k = view_array_size_known(e, ent->node, size, err);
-      if (k == 0)
-        *size = 0;
-      return k < 0 ? k : 0;
+      if (k != 0 || !unit_sizes_from_index(ent->node)) {
+        if (k == 0)
+          *size = 0;
+        return k < 0 ? k : 0;
+      }
+      /* Each unit's size is in its index ends: fetch them all at once,
+       * then the size is exact (and the layout made of it is kept). */
+      ZTRY(unit_sizes_prefetch(e, ent->node, err));
     }
     return view_array_size(e, ent->node, size, err);
   case NS_INFO_VIEW: {
@@ -654,6 +659,8 @@ static int view_size_cheap(struct engine *e, const struct znode *n,
     k = view_chunk_size_known(e, n, idx, size, NULL);
   } else {
     k = view_array_size_known(e, n, size, NULL);
+    if (k == 0 && e->lazy_sizes && unit_sizes_from_index(n))
+      return 0; /* learned by stat from the units' indexes */
   }
   if (k < 0 || (k == 0 && !e->lazy_sizes))
     return 0;

@@ -10,6 +10,12 @@
 # below them, no V2 probe of a V3 node (nor the reverse), and no request
 # for a path that is not a file of the store (a V2 array's absent .zattrs
 # aside); and what they show is right.
+#  4. sizes from index ends: on a fresh mount of a zarrs.vlen array of 2M
+#     strings in 10 chunks (index at the start, data plain), stat of
+#     values.txt is exact, ls -l shows it, and stat + tail -c 100 fetch
+#     under 1 MiB; with zstd data (the index still plain) stat is exact
+#     and fetches no data section; tail of the index-at-end layout reads
+#     right.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 zt_require_mkstore
@@ -108,5 +114,66 @@ fi
 check_store example.zarr labels_utf8 c/0.txt
 assert_eq "example: no V2 probe of a V3 node" 0 \
   "$(paths example.zarr | grep -Ec '\.(zarray|zgroup|zattrs|zmetadata)$')"
+
+# ---- 4. sizes from index ends ----
+for v in none zstd end; do
+  case $v in
+  end) args="--data none --index end" ;;
+  *) args="--data $v" ;;
+  esac
+  # shellcheck disable=SC2086
+  "$ZARRFS_MKSTORE" bigstrings "$WEB/s-$v.zarr" --count 2000000 \
+    --chunk 200000 --strlen 15 $args --plain "$ZT_TMP/s-$v.txt" >/dev/null ||
+    zt_hard_error "mkstore bigstrings $v failed"
+done
+M=$(zt_mkdir s-none)
+if zmount "$FAULT_URL/s-none.zarr" "$M"; then
+  : >"$FAULT_LOG"
+  assert_eq "none: stat of values.txt is exact on a fresh mount" \
+    "$(stat -c %s "$ZT_TMP/s-none.txt")" "$(t stat -c %s "$M/values.txt")"
+  t tail -c 100 "$M/values.txt" >"$ZT_TMP/tail.out"
+  tail -c 100 "$ZT_TMP/s-none.txt" >"$ZT_TMP/tail.exp"
+  assert_file_eq "none: tail -c 100 of values.txt" "$ZT_TMP/tail.exp" \
+    "$ZT_TMP/tail.out"
+  bytes=$(awk '{ s += $NF } END { print s + 0 }' "$FAULT_LOG")
+  say "none: stat + tail -c 100: $(wc -l <"$FAULT_LOG") requests, $bytes bytes"
+  assert_eq "none: stat + tail -c 100 fetch under 1 MiB" 1 \
+    "$([ "$bytes" -lt 1048576 ] && echo 1)"
+  assert_eq "none: ls -l shows the exact size" \
+    "$(stat -c %s "$ZT_TMP/s-none.txt")" \
+    "$(t ls -l "$M" | awk '$NF == "values.txt" { print $5 }')"
+  zumount "$M"
+fi
+M=$(zt_mkdir s-zstd)
+if zmount "$FAULT_URL/s-zstd.zarr" "$M"; then
+  : >"$FAULT_LOG"
+  assert_eq "zstd: stat of values.txt is exact on a fresh mount" \
+    "$(stat -c %s "$ZT_TMP/s-zstd.txt")" "$(t stat -c %s "$M/values.txt")"
+  bytes=$(awk '{ s += $NF } END { print s + 0 }' "$FAULT_LOG")
+  say "zstd: stat: $(wc -l <"$FAULT_LOG") requests, $bytes bytes"
+  assert_eq "zstd: stat fetched at most 2 blocks per chunk (no data)" 1 \
+    "$([ "$bytes" -le $((10 * 2 * 65536)) ] && echo 1)"
+  t tail -c 100 "$M/values.txt" >"$ZT_TMP/tail.out"
+  tail -c 100 "$ZT_TMP/s-zstd.txt" >"$ZT_TMP/tail.exp"
+  assert_file_eq "zstd: tail -c 100 of values.txt" "$ZT_TMP/tail.exp" \
+    "$ZT_TMP/tail.out"
+  zumount "$M"
+fi
+M=$(zt_mkdir s-end)
+if zmount "$FAULT_URL/s-end.zarr" "$M"; then
+  : >"$FAULT_LOG"
+  assert_eq "end: stat of values.txt is exact on a fresh mount" \
+    "$(stat -c %s "$ZT_TMP/s-end.txt")" "$(t stat -c %s "$M/values.txt")"
+  t tail -c 1000 "$M/values.txt" >"$ZT_TMP/tail.out"
+  tail -c 1000 "$ZT_TMP/s-end.txt" >"$ZT_TMP/tail.exp"
+  assert_file_eq "end: tail -c 1000 of values.txt" "$ZT_TMP/tail.exp" \
+    "$ZT_TMP/tail.out"
+  bytes=$(awk '{ s += $NF } END { print s + 0 }' "$FAULT_LOG")
+  say "end: stat + tail -c 1000: $(wc -l <"$FAULT_LOG") requests, $bytes bytes"
+  assert_eq "end: K.txt size exact" \
+    "$(head -400000 "$ZT_TMP/s-end.txt" | tail -200000 | wc -c)" \
+    "$(t stat -c %s "$M/c/1.txt")"
+  zumount "$M"
+fi
 
 finish
