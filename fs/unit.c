@@ -601,6 +601,8 @@ int unit_sizes_prefetch(struct engine *e, const struct znode *n,
                         .lin = p->complete ? p->lin : NULL,
                         .total = p->complete ? p->n : n->meta->nchunks};
   atomic_init(&j.next, 0);
+  if (j.total > e->env.max_decoded / (2 * sizeof(uint64_t)))
+    j.total = 0; /* more than a layout holds: it fails, saying so */
   pthread_t th[UNIT_SIZES_THREADS];
   int nt = 0;
   while (nt < UNIT_SIZES_THREADS && (uint64_t)nt + 1 < j.total &&
