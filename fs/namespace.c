@@ -50,15 +50,19 @@ enum ns_layout { NS_L_BESIDE, NS_L_PLAIN, NS_L_TEXT };
 static int text_dir_stored(struct engine *e) {
   enum store_entry_type t;
   uint64_t size;
+  if (e->store->remote)
+    return 0; /* a name zarrfs makes up: the store is not asked */
   return store_stat(e->store, NS_TEXT_DIR, &t, &size, NULL) == 0;
 }
 
 /* Is /.zarrfs the mount's own (the statistics)? Not when the store holds
- * a key of that name at its root: the stored key wins (logged once). */
+ * a key of that name at its root: the stored key wins (logged once).
+ * A remote store is not asked: there the name is always the mount's. */
 static int stats_dir_ours(struct engine *e) {
   enum store_entry_type t;
   uint64_t size;
-  if (store_stat(e->store, NS_STATS_DIR, &t, &size, NULL) != 0)
+  if (e->store->remote ||
+      store_stat(e->store, NS_STATS_DIR, &t, &size, NULL) != 0)
     return 1;
   logonce_log(e->log, ZLOG_WARN, e->store->location, NS_STATS_DIR,
               "the store holds this key: it is served, and the statistics "
@@ -130,16 +134,144 @@ static int stored_file(struct engine *e, const char *dir, const char *name,
          t == STORE_FILE;
 }
 
-/* The time of an array's metadata document (zarr.json, else .zarray):
- * what its values.txt shows. */
-static int64_t meta_mtime(struct engine *e, const char *array) {
+/* The time of array n's metadata document (zarr.json, else .zarray; only
+ * the one of its format when that is known): what its values.txt shows. */
+static int64_t meta_mtime(struct engine *e, const struct znode *n) {
   static const char *const names[] = {"zarr.json", ".zarray"};
   uint64_t size;
   int64_t mtime;
   for (size_t i = 0; i < 2; i++)
-    if (stored_file(e, array, names[i], &size, &mtime))
+    if (!(n->zarr_format == 3 && i == 1) && !(n->zarr_format == 2 && i == 0) &&
+        stored_file(e, n->path, names[i], &size, &mtime))
       return mtime;
   return STORE_MTIME_UNKNOWN;
+}
+
+/* Is key a node outside every array (a group or an array; its metadata
+ * read, or named by consolidated metadata)? Then it is a directory, which
+ * over plain HTTP is known without asking for key itself. */
+static int node_is_dir(struct engine *e, const char *key) {
+  const char *rel;
+  if (node_cons_is_dir(e->nodes, key))
+    return 1;
+  if (node_array_of(e->nodes, key, &rel))
+    return 0;
+  return node_get(e->nodes, key)->kind != ZNODE_NONE;
+}
+
+/* Is name (a file name in array n's directory rel, "" or "x/") a view of
+ * n: values.txt and info.txt in the array's own directory, or K.txt for a
+ * chunk key K (whose coordinates go to idx)? 1 for values.txt or info.txt,
+ * 2 for K.txt, else 0. */
+static int view_name(const struct znode *n, const char *rel, const char *name,
+                     size_t len, uint64_t *idx) {
+  static const size_t sl = sizeof NS_VIEW_SUFFIX - 1;
+  if (!*rel &&
+      ((len == strlen(NS_VALUES_NAME) && !memcmp(name, NS_VALUES_NAME, len)) ||
+       (len == strlen(NS_INFO_NAME) && !memcmp(name, NS_INFO_NAME, len))))
+    return 1;
+  char k[4096];
+  size_t rl = strlen(rel);
+  if (n->kind != ZNODE_ARRAY || !n->meta || len <= sl ||
+      memcmp(name + len - sl, NS_VIEW_SUFFIX, sl) || rl + len >= sizeof k)
+    return 0;
+  memcpy(k, rel, rl);
+  memcpy(k + rl, name, len - sl);
+  k[rl + len - sl] = '\0';
+  return zmeta_parse_chunk_key(n->meta, k, idx) == 0 ? 2 : 0;
+}
+
+/* Is chunk key (a store key) stored as a file? 1, 0, or a negative errno
+ * (transient failures). Over plain HTTP a GET of it alone: a stat would go
+ * on to probe a missing key for directory metadata. */
+static int chunk_stored(struct engine *e, const char *chunk, int64_t *mtime,
+                        struct zerr *err) {
+  enum store_entry_type t;
+  uint64_t size;
+  int rc;
+  if (e->store->unlistable) {
+    struct bytesrc *b;
+    rc = store_get(e->store, chunk, &b, err);
+    if (rc == 0)
+      bytesrc_unref(b);
+    t = STORE_FILE;
+  } else {
+    rc = store_stat_time(e->store, chunk, &t, &size, mtime, err);
+  }
+  if (rc < 0 && zerr_is_transient(-rc))
+    return rc;
+  zerr_clear(err);
+  return rc == 0 && t != STORE_DIR;
+}
+
+/* On a remote store, where each look-up is a request, the names zarrfs
+ * makes up inside an array are answered from its metadata, the store never
+ * asked about them (a stored key of such a name is not served there):
+ * values.txt, info.txt, K.txt for a chunk key K (K itself is asked: the
+ * view exists when the chunk does), and anything below one of those.
+ * 0 with ent filled, 1 when key is not such a name (ask the store), or a
+ * negative errno. */
+static int resolve_made_up(struct engine *e, const char *key,
+                           struct ns_entry *ent, struct zerr *err) {
+  const char *rel;
+  const struct znode *n = node_array_of(e->nodes, key, &rel);
+  if (!n || !*rel)
+    return 1;
+  uint64_t idx[ZMETA_MAX_DIMS];
+  const char *name = rel;
+  for (const char *slash; (slash = strchr(name, '/')); name = slash + 1) {
+    char dir[4096];
+    size_t dl = (size_t)(name - rel);
+    if (dl >= sizeof dir)
+      return 1;
+    memcpy(dir, rel, dl);
+    dir[dl] = '\0';
+    if (view_name(n, dir, name, (size_t)(slash - name), idx))
+      return zerr_set(err, ENOENT, "no such file"); /* below a view */
+  }
+  char dir[4096];
+  size_t dl = (size_t)(name - rel);
+  if (dl >= sizeof dir)
+    return 1;
+  memcpy(dir, rel, dl);
+  dir[dl] = '\0';
+  int v = view_name(n, dir, name, strlen(name), idx);
+  if (v == 0 && e->store->unlistable && !is_chunk_prefix(e, key)) {
+    /* Below an array only chunk prefixes are directories: a GET says
+     * whether the key is a file, without probing it for metadata. */
+    struct bytesrc *b;
+    int rc = store_get(e->store, key, &b, err);
+    if (rc < 0)
+      return rc;
+    ent->kind = NS_RAW;
+    ent->raw_size = b->size;
+    bytesrc_unref(b);
+    return 0;
+  }
+  if (v == 1) {
+    ent->kind = strcmp(name, NS_INFO_NAME) ? NS_ARRAY_VIEW : NS_INFO_VIEW;
+    ent->node = n;
+    ent->mtime = meta_mtime(e, n);
+    return 0;
+  }
+  if (v == 0)
+    return 1;
+  if (n->errcode) /* broken for now: not "no such file" */
+    return zerr_set(err, n->errcode, "%s",
+                    n->view_error ? n->view_error : "metadata not loaded");
+  char chunk[4096];
+  size_t cl = strlen(key) - strlen(NS_VIEW_SUFFIX);
+  memcpy(chunk, key, cl);
+  chunk[cl] = '\0';
+  int rc = chunk_stored(e, chunk, &ent->mtime, err);
+  if (rc < 0)
+    return rc;
+  if (!rc)
+    return zerr_set(err, ENOENT, "no such file");
+  ent->kind = NS_CHUNK_VIEW;
+  ent->node = n;
+  memcpy(ent->idx, idx, sizeof idx);
+  return 0;
 }
 
 int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
@@ -162,6 +294,16 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     ent->kind = NS_DIR;
     if (store_stat_time(e->store, "", &t, &size, &ent->mtime, NULL) < 0)
       ent->mtime = STORE_MTIME_UNKNOWN;
+    return 0;
+  }
+  if (e->store->remote && lay != NS_L_PLAIN) {
+    int mrc = resolve_made_up(e, key, ent, err);
+    if (mrc <= 0)
+      return mrc;
+  }
+  if (e->store->unlistable &&
+      (is_chunk_prefix(e, key) || node_is_dir(e, key))) {
+    ent->kind = NS_DIR; /* no GET of a name that is a directory */
     return 0;
   }
   int rc = store_stat_time(e->store, key, &t, &size, &ent->mtime, err);
@@ -194,7 +336,7 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
       ent->kind = is_info ? NS_INFO_VIEW : NS_ARRAY_VIEW;
       ent->node = n;
-      ent->mtime = meta_mtime(e, parent);
+      ent->mtime = meta_mtime(e, n);
       return 0;
     }
   }
@@ -246,9 +388,14 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
   case NS_ARRAY_VIEW:
     if (e->lazy_sizes) {
       int k = view_array_size_known(e, ent->node, size, err);
-      if (k == 0)
-        *size = 0;
-      return k < 0 ? k : 0;
+      if (k != 0 || !unit_sizes_from_index(ent->node)) {
+        if (k == 0)
+          *size = 0;
+        return k < 0 ? k : 0;
+      }
+      /* Each unit's size is in its index ends: fetch them all at once,
+       * then the size is exact (and the layout made of it is kept). */
+      ZTRY(unit_sizes_prefetch(e, ent->node, err));
     }
     return view_array_size(e, ent->node, size, err);
   case NS_INFO_VIEW: {
@@ -471,12 +618,22 @@ static int cons_fill_one(void *ud, const char *name) {
 }
 
 /* An unlistable store (plain HTTP) still shows a node's own metadata
- * files: each is one cached GET. */
+ * files: each is one cached GET, of the names of the node's format only
+ * (a V3 node has zarr.json alone; a V2 array no .zgroup or .zmetadata);
+ * a directory that is no node (inside an array, or between groups) has
+ * none of them. */
 static void dir_add_metadata(struct engine *e, const char *key,
                              struct ns_dir *d) {
   static const char *const names[] = {"zarr.json", ".zgroup", ".zarray",
                                       ".zattrs", ".zmetadata"};
+  const struct znode *n = node_get(e->nodes, key);
+  if (n->kind == ZNODE_NONE)
+    return;
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    if ((n->zarr_format == 3 && i > 0) || (n->zarr_format == 2 && i == 0) ||
+        (n->zarr_format == 2 && n->kind == ZNODE_ARRAY && (i == 1 || i == 4)) ||
+        (n->zarr_format == 2 && n->kind == ZNODE_GROUP && i == 2))
+      continue;
     uint64_t size;
     int64_t mtime;
     int found = stored_file(e, key, names[i], &size, &mtime);
@@ -502,6 +659,8 @@ static int view_size_cheap(struct engine *e, const struct znode *n,
     k = view_chunk_size_known(e, n, idx, size, NULL);
   } else {
     k = view_array_size_known(e, n, size, NULL);
+    if (k == 0 && e->lazy_sizes && unit_sizes_from_index(n))
+      return 0; /* learned by stat from the units' indexes */
   }
   if (k < 0 || (k == 0 && !e->lazy_sizes))
     return 0;
@@ -555,6 +714,28 @@ static void dir_drop_files(struct ns_dir *d) {
     if (d->items[i].kind != NS_RAW)
       d->items[w++] = d->items[i];
   d->n = w;
+}
+
+/* On a remote store the names zarrfs makes up inside array n win over
+ * stored keys of the same name (resolve_made_up): drop such stored files
+ * from the listing of n's directory rel ("" or "x/"), and /.zarrfs at the
+ * root, so that a name is listed as it resolves. */
+static void dir_drop_made_up(struct ns_dir *d, const struct znode *n,
+                             const char *rel, int root) {
+  uint64_t idx[ZMETA_MAX_DIMS];
+  size_t w = 0, dropped = 0;
+  for (size_t i = 0; i < d->n; i++) {
+    const char *name = item_name(d, i);
+    if (i < d->nstored && ((d->items[i].kind != NS_DIR && n &&
+                            view_name(n, rel, name, strlen(name), idx)) ||
+                           (root && !strcmp(name, NS_STATS_DIR)))) {
+      dropped++;
+      continue;
+    }
+    d->items[w++] = d->items[i];
+  }
+  d->n = w;
+  d->nstored -= dropped;
 }
 
 /* Is name a stored directory of the listing? */
@@ -630,6 +811,17 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
               STORE_MTIME_UNKNOWN);
   } else if (lay == NS_L_TEXT) {
     d->has_view_suffix = 0; /* stored files hide no view: they are hidden */
+  }
+  if (e->store->remote && lay != NS_L_PLAIN) {
+    char vrel[4096];
+    size_t rl = strlen(rel);
+    if (rl + 2 <= sizeof vrel) {
+      memcpy(vrel, rel, rl);
+      if (rl)
+        vrel[rl++] = '/';
+      vrel[rl] = '\0';
+      dir_drop_made_up(d, n, vrel, !*key);
+    }
   }
   if (n && n->errcode) { /* broken for now (out of memory): no listing
                             without its views */

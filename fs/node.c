@@ -400,6 +400,35 @@ int node_cons_children(struct node_table *t, const char *path,
 
 /* ---- the table ---- */
 
+/* Which metadata names node_load reads at path: [*first, *last) of
+ * zarr.json, .zarray, .zgroup. Where each look-up is a request (a remote
+ * store), none below an array (nothing there is a node), zarr.json alone
+ * for a node whose parent is a V3 node, and the V2 names alone for one
+ * whose parent is a V2 node: a hierarchy is of one format (the remote
+ * store's own directory test assumes it too). Elsewhere every name is
+ * read, V3 first. */
+static void node_formats(struct node_table *t, const char *path, int *first,
+                         int *last) {
+  const char *slash = strrchr(path, '/'), *rel;
+  if (!t->store->remote || !*path)
+    return;
+  if (node_array_of(t, path, &rel)) {
+    *first = *last = 0;
+    return;
+  }
+  char parent[4096];
+  size_t pl = slash ? (size_t)(slash - path) : 0;
+  if (pl >= sizeof parent)
+    return;
+  memcpy(parent, path, pl);
+  parent[pl] = '\0';
+  int f = node_get(t, parent)->zarr_format;
+  if (f == 3)
+    *last = 1;
+  else if (f == 2)
+    *first = 1;
+}
+
 /* Read and interpret path/zarr.json. */
 static struct znode *node_load(struct node_table *t, const char *path) {
   struct znode *n = calloc(1, sizeof *n);
@@ -425,6 +454,7 @@ static struct znode *node_load(struct node_table *t, const char *path) {
   const char *ctext = hier_node_doc(t, path, &len, &ck, ckey, sizeof ckey);
   if (ctext) {
     which = ck == ZCONS_V3 ? 0 : ck == ZCONS_V2_ARRAY ? 1 : 2;
+    n->zarr_format = which == 0 ? 3 : 2;
     if (key_join(key, sizeof key, path, names[which]) < 0)
       return n;
     if (which == 2) {
@@ -446,15 +476,18 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     }
   }
   if (!from_cons) {
-    for (which = 0; which < 3; which++) {
+    int first = 0, last = 3;
+    node_formats(t, path, &first, &last);
+    for (which = first; which < last; which++) {
       if (key_join(key, sizeof key, path, names[which]) < 0)
         return n; /* ZNODE_NONE */
       rc = store_read_all(t->store, key, NODE_MAX_META, &text, &len, &err);
       if (rc != -ENOENT && rc != -ENOTDIR && rc != -EINVAL)
         break;
     }
-    if (which == 3)
+    if (which == last)
       return n;
+    n->zarr_format = which == 0 ? 3 : 2;
     if (rc < 0) {
       n->kind = ZNODE_BROKEN;
       node_set_error(t, n, key, -rc, err.msg);

@@ -53,6 +53,8 @@ struct shard_state;
 struct znode {
   enum znode_kind kind;
   char *path;             /* store prefix: "" for the root, else "a/b" */
+  int zarr_format;        /* 3 (zarr.json), 2 (.zarray, .zgroup), or 0: no
+                             metadata found, so neither is known */
   struct zmeta *meta;     /* arrays: parsed metadata */
   struct chain *chain;    /* arrays: NULL when views cannot work */
   char *view_error;       /* why views fail (logged once); NULL if they work */

@@ -2,6 +2,8 @@
  * them, logged once (see unit.h). */
 #include "unit.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -377,7 +379,12 @@ static int unit_size_direct(struct engine *e, const struct znode *n,
   }
   if (rc > 0) {
     rc = chain_partial_offsets(&d, 0, 1, &o0, &err);
-    if (rc == 0)
+    /* Element bytes stored plain, all of them in bounds: the last offset
+     * is the stored data's length (a whole decode refuses a chunk where
+     * it is not), so the far end of the index need not be read. */
+    if (rc == 0 && plain && nin == d.n)
+      on = d.data_len;
+    else if (rc == 0)
       rc = chain_partial_offsets(&d, nin, 1, &on, &err);
     chain_partial_close(&d);
   }
@@ -417,6 +424,29 @@ long unit_read_direct(struct engine *e, const struct znode *n,
   /* The element whose line holds off: line k starts at
    * text_var_len(o[k] - o[0]) + k, which grows with k. */
   uint64_t lo = 0, hi = nin; /* line lo starts <= off; line hi > off */
+  /* First a window of DIRECT_SCAN lines around where the mean line length
+   * puts off: lines are much alike, so a read (`tail`) usually finds its
+   * line there, in the block or two of offsets it then reads anyway,
+   * rather than in a bisection's dozen blocks spread over the index. */
+  if (rc == 0 && hi - lo > DIRECT_SCAN) {
+    uint64_t g = (uint64_t)((unsigned __int128)off * nin / total);
+    uint64_t ws = g > DIRECT_SCAN / 2 ? g - DIRECT_SCAN / 2 : 0;
+    uint64_t we = ws + DIRECT_SCAN < nin ? ws + DIRECT_SCAN : nin;
+    uint64_t probe[2] = {ws, we};
+    for (int i = 0; i < 2 && rc == 0; i++) {
+      uint64_t at = probe[i], oa;
+      if (at <= lo || at >= hi)
+        continue;
+      rc = chain_partial_offsets(&d, at, 1, &oa, err);
+      if (rc == 0 && oa < o0)
+        rc = zerr_set(err, EIO, "%s: offset %llu is out of order", d.impl->name,
+                      (unsigned long long)at);
+      if (rc == 0 && text_var_len(dt, oa - o0) + at <= off)
+        lo = at;
+      else if (rc == 0)
+        hi = at;
+    }
+  }
   while (rc == 0 && hi - lo > 1) {
     if (hi - lo <= DIRECT_SCAN) {
       uint64_t cnt = hi - lo;
@@ -522,6 +552,67 @@ int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
   node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
   struct unit_job j = {e, n, idx, NULL, NULL};
   return memo_value(e->memo, &k, unit_size_fill, &j, size, err);
+}
+
+/* See unit.h. */
+int unit_sizes_from_index(const struct znode *n) {
+  return n->kind == ZNODE_ARRAY && n->chain && !n->shard &&
+         (chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX);
+}
+
+/* The units of one prefetch, handed out to its threads in C order. */
+struct sizes_job {
+  struct engine *e;
+  const struct znode *n;
+  const uint64_t *lin; /* the stored units' linear indices, or NULL: all */
+  uint64_t total;      /* units to learn */
+  atomic_ullong next;  /* the next one */
+};
+
+/* Thread: learn unit sizes until none is left (or the engine stops). */
+static void *sizes_worker(void *arg) {
+  struct sizes_job *j = arg;
+  const struct znode *n = j->n;
+  uint64_t i;
+  while (!engine_stopping(j->e) &&
+         (i = atomic_fetch_add(&j->next, 1)) < j->total) {
+    uint64_t idx[ZMETA_MAX_DIMS], r = j->lin ? j->lin[i] : i, size;
+    for (int d = n->meta->ndim - 1; d >= 0; d--) {
+      idx[d] = r % n->ugrid[d];
+      r /= n->ugrid[d];
+    }
+    struct zerr err = {0};
+    unit_size(j->e, n, idx, &size, &err); /* a failure: said by the caller's */
+  }
+  return NULL;
+}
+
+/* See unit.h. */
+int unit_sizes_prefetch(struct engine *e, const struct znode *n,
+                        struct zerr *err) {
+  ZTRY(node_check(n, err));
+  if (n->shard)
+    return 0; /* units are inner chunks: not the presence's chunks */
+  struct memo_ref *pref;
+  ZTRY(unit_presence(e, n, &pref, err));
+  const struct presence *p = (const struct presence *)memo_obj(pref);
+  struct sizes_job j = {.e = e,
+                        .n = n,
+                        .lin = p->complete ? p->lin : NULL,
+                        .total = p->complete ? p->n : n->meta->nchunks};
+  atomic_init(&j.next, 0);
+  if (j.total > e->env.max_decoded / (2 * sizeof(uint64_t)))
+    j.total = 0; /* more than a layout holds: it fails, saying so */
+  pthread_t th[UNIT_SIZES_THREADS];
+  int nt = 0;
+  while (nt < UNIT_SIZES_THREADS && (uint64_t)nt + 1 < j.total &&
+         pthread_create(&th[nt], NULL, sizes_worker, &j) == 0)
+    nt++;
+  sizes_worker(&j); /* this thread takes its share too */
+  for (int t = 0; t < nt; t++)
+    pthread_join(th[t], NULL);
+  memo_release(e->memo, pref);
+  return engine_check_stop(e, err);
 }
 
 /* Fill: list the array's stored chunks. */

@@ -66,6 +66,20 @@ long unit_read_direct(struct engine *e, const struct znode *n,
 int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
               uint64_t *size, struct zerr *err);
 
+/* Do the text sizes of n's units come from their indexes alone
+ * (codec.h's CODEC_PARTIAL_INDEX: no element byte read), so that a view's
+ * exact size costs each unit's index ends rather than its data? */
+int unit_sizes_from_index(const struct znode *n);
+
+/* Learn the text size of every unit of n (unit_size) with up to
+ * UNIT_SIZES_THREADS look-ups at once, for a store whose reads are
+ * requests (each unit's index ends are then fetched in parallel rather
+ * than one after another). A unit that fails is left unlearned: the
+ * caller's own unit_size says why. 0, or -EINTR when stopping, -ENOMEM. */
+int unit_sizes_prefetch(struct engine *e, const struct znode *n,
+                        struct zerr *err);
+#define UNIT_SIZES_THREADS 16
+
 /* Which chunks of array n are stored (a pin; the object is a struct
  * presence from src/store/presence.h). */
 int unit_presence(struct engine *e, const struct znode *n,

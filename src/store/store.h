@@ -58,6 +58,10 @@ struct store {
   int unlistable;        /* 1: store_list cannot list directories (plain
                             HTTP): a directory exists only where metadata
                             or a chunk key implies it */
+  int remote;            /* 1: a look-up the store cannot answer from its
+                            caches is a request over the network (HTTP,
+                            S3): fs/namespace.c asks it about no name
+                            zarrfs makes up */
 };
 
 /* Open a local directory. *out is owned by the caller (store_free). Its

@@ -576,6 +576,7 @@ int store_open_remote(struct remote *r, const char *url, struct store **out,
   if (!s)
     return zerr_set(err, ENOMEM, "out of memory");
   s->base.ops = &remote_ops;
+  s->base.remote = 1;
   s->r = r;
   int rc = 0;
   size_t n = strlen(url);

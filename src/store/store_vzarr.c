@@ -202,11 +202,8 @@ static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
   struct zerr e2 = {0};
   uint8_t *text;
   size_t len;
-  snprintf(key, sizeof key, "%s%s.zarray", dir, *dir ? "/" : "");
-  enum store_entry_type ty;
-  uint64_t sz;
-  if (store_stat(v->inner, key, &ty, &sz, &e2) == 0)
-    return 0; /* a V2 array: nothing below is a node */
+  /* zarr.json first, as nodes are read (fs/node.c): a V3 node is asked
+   * about no V2 file (over HTTP each is a request). */
   snprintf(key, sizeof key, "%s%szarr.json", dir, *dir ? "/" : "");
   int rrc = store_read_all(v->inner, key, VZ_MAX_META, &text, &len, &e2);
   if (rrc == 0) {
@@ -217,6 +214,12 @@ static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
       return rc;
   } else if (rrc == -ENOMEM) { /* not "no manifest here" */
     return zerr_set(err, ENOMEM, "%s: %s", key, e2.msg);
+  } else {
+    snprintf(key, sizeof key, "%s%s.zarray", dir, *dir ? "/" : "");
+    enum store_entry_type ty;
+    uint64_t sz;
+    if (store_stat(v->inner, key, &ty, &sz, &e2) == 0)
+      return 0; /* a V2 array: nothing below is a node */
   }
   struct walk w = {v, dir, depth, err, 0};
   if (store_list(v->inner, dir, vz_walk_child, &w, &e2) == -ENOMEM && !w.rc)
@@ -622,6 +625,7 @@ int store_wrap_vzarr(struct store *inner, const struct confine *c,
     return zerr_set(err, ENOMEM, "out of memory");
   }
   v->base.ops = &vz_ops;
+  v->base.remote = inner->remote;
   v->inner = inner;
   v->c = c;
   int rc = vz_walk(v, "", 0, err);
