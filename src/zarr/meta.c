@@ -854,8 +854,11 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
     } else if (!strncmp(id, "vlen-", 5) && !a2b) {
       a2b = json_pack("{s:s}", "name", id);
       m->dtype = dtype_of(strcmp(id, "vlen-utf8") ? DT_BYTES : DT_STRING);
-    } else if ((!strcmp(id, "json2") || !strcmp(id, "json")) && !a2b) {
-      /* numcodecs' JSON object codecs: items shown as strings (json2.c) */
+    } else if ((!strcmp(id, "json2") || !strcmp(id, "json") ||
+                !strcmp(id, "msgpack2")) &&
+               !a2b) {
+      /* numcodecs' JSON and MsgPack object codecs: items shown as strings
+       * (json2.c, msgpack.c) */
       a2b = v2_codec(id, f);
       m->dtype = dtype_of(DT_STRING);
     } else if (v2_is_array_filter(id) && !a2b) {
@@ -880,7 +883,7 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
   if (rc == 0 && !a2b) {
     if (!strcmp(dts, "|O")) {
       rc = zerr_set(err, EIO,
-                    "object dtype without a vlen-*, json or json2 filter");
+                    "object dtype without a vlen-*, json, json2 or msgpack2 filter");
     } else if (endian) {
       a2b = json_pack("{s:s, s:{s:s}}", "name", "bytes", "configuration",
                       "endian", endian == 'b' ? "big" : "little");
