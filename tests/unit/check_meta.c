@@ -7,7 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../../src/util/log.h"
 #include "../../src/zarr/meta.h"
+#include "teststore.h"
 #include "testutil.h"
 
 /* An array document with the given fields spliced in (static storage). */
@@ -92,6 +98,59 @@ START_TEST(zarrita_defaults) {
   m = parse_ok(fill_doc("\"int8\"", "0"));
   ck_assert_uint_eq(m->defaults, 0);
   zmeta_free(m);
+}
+END_TEST
+
+/* A store zarrita wrote reads through the engine: "codecs": [] as
+ * little-endian bytes, a missing chunk of a null fill as 0 (NaN for a
+ * float), and one info line per array says so. */
+START_TEST(zarrita_store) {
+  char dir[] = "/tmp/check_meta.XXXXXX", logpath[] = "/tmp/check_meta_log.XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  int fd = mkstemp(logpath);
+  ck_assert_int_ge(fd, 0);
+  zlog_setup_fd(fd, ZLOG_INFO);
+  const char *group = "{\"zarr_format\":3,\"node_type\":\"group\"}";
+  ts_put_file(dir, "zarr.json", group, strlen(group));
+  char *doc = array_doc("[4]", "[2]", "\"int16\"", "null", "\"default\"",
+                        ",\"codecs\":[]");
+  ts_put_file(dir, "a/zarr.json", doc, strlen(doc));
+  ts_put_file(dir, "a/c/0", "\x01\x00\xff\xff", 4);
+  doc = array_doc("[3]", "[2]", "\"float32\"", "null", "\"default\"",
+                  ",\"codecs\":[{\"name\":\"bytes\",\"configuration\":"
+                  "{\"endian\":\"little\"}}]");
+  ts_put_file(dir, "f/zarr.json", doc, strlen(doc));
+  ts_put_file(dir, "f/c/0", "\x00\x00\xc0\x3f\x00\x00\x00\x00", 8);
+  struct engine *e = ts_open_engine(dir);
+  struct zerr err = {0};
+  for (int pass = 0; pass < 2; pass++) { /* read twice: logged once */
+    char *t = ts_view_text(e, "/a/values.txt", 3, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_str_eq(t, "1\n-1\n0\n0\n");
+    free(t);
+    t = ts_view_text(e, "/f/values.txt", 5, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_str_eq(t, "1.5\n0\nnan\n");
+    free(t);
+  }
+  engine_free(e);
+  char log[4096] = {0};
+  int lf = open(logpath, O_RDONLY);
+  ck_assert_int_ge(lf, 0);
+  ck_assert_int_ge(read(lf, log, sizeof log - 1), 0);
+  close(lf);
+  unlink(logpath);
+  int lines = 0;
+  for (char *p = log; *p; p++)
+    lines += *p == '\n';
+  ck_assert_msg(lines == 2, "%d lines:\n%s", lines, log);
+  ck_assert_msg(strstr(log, "info: ") &&
+                    strstr(log, "a/zarr.json: codecs [] and fill_value null") &&
+                    strstr(log, "f/zarr.json: fill_value null"),
+                "%s", log);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -1189,6 +1248,7 @@ int main(void) {
   TCase *tc = tcase_create("parse");
   tcase_add_test(tc, group_and_array);
   tcase_add_test(tc, zarrita_defaults);
+  tcase_add_test(tc, zarrita_store);
   tcase_add_test(tc, every_dtype);
   tcase_add_test(tc, integer_fills);
   tcase_add_test(tc, float_fills);
