@@ -63,14 +63,23 @@ static uint64_t mp_be(struct mp *m, int n) {
 }
 
 /* What a value is, read from its header (the cursor then at its body). */
-enum mp_type { MP_NIL, MP_BOOL, MP_UINT, MP_INT, MP_FLOAT, MP_STR, MP_BIN,
-               MP_ARRAY, MP_MAP };
+enum mp_type {
+  MP_NIL,
+  MP_BOOL,
+  MP_UINT,
+  MP_INT,
+  MP_FLOAT,
+  MP_STR,
+  MP_BIN,
+  MP_ARRAY,
+  MP_MAP
+};
 
 struct mp_head {
   enum mp_type type;
-  uint64_t u;  /* MP_UINT, MP_BOOL; lengths of str, bin, array, map */
-  int64_t i;   /* MP_INT (negative) */
-  double d;    /* MP_FLOAT */
+  uint64_t u; /* MP_UINT, MP_BOOL; lengths of str, bin, array, map */
+  int64_t i;  /* MP_INT (negative) */
+  double d;   /* MP_FLOAT */
 };
 
 /* Read one header. */
@@ -106,24 +115,36 @@ static int mp_head(struct mp *m, struct mp_head *h) {
   case 0xc3:
     h->type = MP_BOOL, h->u = c & 1;
     return 0;
-  case 0xc4: case 0xc5: case 0xc6:
+  case 0xc4:
+  case 0xc5:
+  case 0xc6:
     h->type = MP_BIN, n = 1 << (c - 0xc4);
     break;
-  case 0xd9: case 0xda: case 0xdb:
+  case 0xd9:
+  case 0xda:
+  case 0xdb:
     h->type = MP_STR, n = 1 << (c - 0xd9);
     break;
-  case 0xdc: case 0xdd:
+  case 0xdc:
+  case 0xdd:
     h->type = MP_ARRAY, n = c == 0xdc ? 2 : 4;
     break;
-  case 0xde: case 0xdf:
+  case 0xde:
+  case 0xdf:
     h->type = MP_MAP, n = c == 0xde ? 2 : 4;
     break;
-  case 0xcc: case 0xcd: case 0xce: case 0xcf:
+  case 0xcc:
+  case 0xcd:
+  case 0xce:
+  case 0xcf:
     n = 1 << (c - 0xcc);
     ZTRY(mp_need(m, (uint64_t)n));
     h->type = MP_UINT, h->u = mp_be(m, n);
     return 0;
-  case 0xd0: case 0xd1: case 0xd2: case 0xd3: {
+  case 0xd0:
+  case 0xd1:
+  case 0xd2:
+  case 0xd3: {
     n = 1 << (c - 0xd0);
     ZTRY(mp_need(m, (uint64_t)n));
     uint64_t v = mp_be(m, n);
@@ -309,10 +330,10 @@ static int mp_json(struct mp *m, struct zbuf *o, int nested, int depth) {
   case MP_BOOL:
     return h.u ? out_put(o, "true", 4, m->err) : out_put(o, "false", 5, m->err);
   case MP_UINT:
-    return out_put(o, num,
-                   (size_t)snprintf(num, sizeof num, "%llu",
-                                    (unsigned long long)h.u),
-                   m->err);
+    return out_put(
+        o, num,
+        (size_t)snprintf(num, sizeof num, "%llu", (unsigned long long)h.u),
+        m->err);
   case MP_INT:
     return out_put(o, num,
                    (size_t)snprintf(num, sizeof num, "%lld", (long long)h.i),
@@ -417,8 +438,7 @@ static int msgpack_parse(const uint8_t *p, size_t size, int raw,
     return mp_fail(&m, "trailing bytes after the list");
   if (count != spec->nelem)
     return zerr_set(err, EIO, "the shape holds %llu elements, expected %llu",
-                    (unsigned long long)count,
-                    (unsigned long long)spec->nelem);
+                    (unsigned long long)count, (unsigned long long)spec->nelem);
   uint64_t want_top = ndim == 0 ? 1 : shape[0];
   if (top.u - 2 != want_top)
     return zerr_set(err, EIO, "%llu items for a shape of %llu",
@@ -501,8 +521,8 @@ static int msgpack_decode(const void *state, const struct codec_spec *spec,
   }
   a->n = spec->nelem;
   a->elsize = 0;
-  int rc = msgpack_parse(mem->mem, (size_t)mem->size, s ? s->raw : 0, spec,
-                         env, a, err);
+  int rc = msgpack_parse(mem->mem, (size_t)mem->size, s ? s->raw : 0, spec, env,
+                         a, err);
   bytesrc_unref(mem);
   if (rc < 0) {
     zerr_prefix(err, "msgpack2: ");

@@ -21,8 +21,7 @@ static uint16_t half_bits(double d) {
     return sign | (uint16_t)ldexp(d, 24);
   int e;
   double m = frexp(d, &e); /* d = m * 2^e, m in [0.5, 1) */
-  return sign | (uint16_t)((e + 14) << 10) |
-         (uint16_t)((m * 2 - 1) * 1024);
+  return sign | (uint16_t)((e + 14) << 10) | (uint16_t)((m * 2 - 1) * 1024);
 }
 
 /* A number in its own width, through render_fixed. */

@@ -445,13 +445,14 @@ static struct znode *node_load(struct engine *e, const char *path) {
     return n;
   }
   if (n->meta->defaults)
-    logonce_log(e->log, ZLOG_INFO, e->store->location, key,
-                n->meta->defaults == ZMETA_DEFAULT_FILL
-                    ? "fill_value null read as zarrita reads it (0, NaN)"
-                : n->meta->defaults == ZMETA_DEFAULT_CODECS
-                    ? "codecs [] read as zarrita reads it ([bytes] little-endian)"
-                    : "codecs [] and fill_value null read as zarrita reads "
-                      "them ([bytes] little-endian; 0, NaN)");
+    logonce_log(
+        e->log, ZLOG_INFO, e->store->location, key,
+        n->meta->defaults == ZMETA_DEFAULT_FILL
+            ? "fill_value null read as zarrita reads it (0, NaN)"
+        : n->meta->defaults == ZMETA_DEFAULT_CODECS
+            ? "codecs [] read as zarrita reads it ([bytes] little-endian)"
+            : "codecs [] and fill_value null read as zarrita reads "
+              "them ([bytes] little-endian; 0, NaN)");
   if (n->meta->node == ZMETA_GROUP) {
     n->kind = ZNODE_GROUP;
     hier_load_group(e, n, key, from_cons);

@@ -169,11 +169,11 @@ static int refs_file_check(const char *source) {
   if (kind == 1)
     return 0;
   const char *what = kind < 0 ? "not JSON, so not a kerchunk reference file"
-                             : "JSON, but not kerchunk references (no "
-                               "\"refs\", no Zarr metadata keys)";
+                              : "JSON, but not kerchunk references (no "
+                                "\"refs\", no Zarr metadata keys)";
   if (store_dir_for(source, dir, sizeof dir))
-    fprintf(stderr, "zarrfs: %s: %s: mount the Zarr store %s instead\n",
-            source, what, dir);
+    fprintf(stderr, "zarrfs: %s: %s: mount the Zarr store %s instead\n", source,
+            what, dir);
   else
     fprintf(stderr,
             "zarrfs: %s: %s: mount the directory of a Zarr store (one with "

@@ -129,34 +129,20 @@ static const struct unit_name {
   int64_t ns;
   int pandas;
 } units_table[] = {
-    {"days", NS_PER_DAY, 1},
-    {"day", NS_PER_DAY, 1},
-    {"d", NS_PER_DAY, 0},
-    {"hours", 3600000000000ll, 1},
-    {"hour", 3600000000000ll, 1},
-    {"hrs", 3600000000000ll, 0},
-    {"hr", 3600000000000ll, 0},
-    {"h", 3600000000000ll, 0},
-    {"minutes", 60000000000ll, 1},
-    {"minute", 60000000000ll, 1},
-    {"mins", 60000000000ll, 0},
-    {"min", 60000000000ll, 0},
-    {"seconds", 1000000000ll, 1},
-    {"second", 1000000000ll, 1},
-    {"secs", 1000000000ll, 0},
-    {"sec", 1000000000ll, 0},
-    {"s", 1000000000ll, 0},
-    {"milliseconds", 1000000ll, 1},
-    {"millisecond", 1000000ll, 1},
-    {"millisecs", 1000000ll, 0},
-    {"millisec", 1000000ll, 0},
-    {"msecs", 1000000ll, 0},
-    {"msec", 1000000ll, 0},
-    {"ms", 1000000ll, 0},
-    {"microseconds", 1000ll, 1},
-    {"microsecond", 1000ll, 1},
-    {"microsecs", 1000ll, 0},
-    {"microsec", 1000ll, 0},
+    {"days", NS_PER_DAY, 1},       {"day", NS_PER_DAY, 1},
+    {"d", NS_PER_DAY, 0},          {"hours", 3600000000000ll, 1},
+    {"hour", 3600000000000ll, 1},  {"hrs", 3600000000000ll, 0},
+    {"hr", 3600000000000ll, 0},    {"h", 3600000000000ll, 0},
+    {"minutes", 60000000000ll, 1}, {"minute", 60000000000ll, 1},
+    {"mins", 60000000000ll, 0},    {"min", 60000000000ll, 0},
+    {"seconds", 1000000000ll, 1},  {"second", 1000000000ll, 1},
+    {"secs", 1000000000ll, 0},     {"sec", 1000000000ll, 0},
+    {"s", 1000000000ll, 0},        {"milliseconds", 1000000ll, 1},
+    {"millisecond", 1000000ll, 1}, {"millisecs", 1000000ll, 0},
+    {"millisec", 1000000ll, 0},    {"msecs", 1000000ll, 0},
+    {"msec", 1000000ll, 0},        {"ms", 1000000ll, 0},
+    {"microseconds", 1000ll, 1},   {"microsecond", 1000ll, 1},
+    {"microsecs", 1000ll, 0},      {"microsec", 1000ll, 0},
 };
 
 /* Read an unsigned decimal of 1..maxd digits at *p; -1 if none. */
@@ -259,7 +245,8 @@ int cf_parse_units(const char *units, enum cf_calendar cal, int64_t *unit_ns,
                    int *pandas_unit, int64_t *ref_day, int64_t *ref_ns) {
   /* xarray: "(.+) since (.+)", the first group greedy: the last " since ". */
   const char *since = NULL;
-  for (const char *q = strstr(units, " since "); q; q = strstr(q + 1, " since "))
+  for (const char *q = strstr(units, " since "); q;
+       q = strstr(q + 1, " since "))
     since = q;
   if (!since || since == units || !since[7])
     return -EIO;
@@ -347,8 +334,7 @@ static int add_fills(struct cf *c, json_t *j, const char *name,
 }
 
 /* The calendar attribute (absent: standard). */
-static int parse_calendar(json_t *j, enum cf_calendar *cal,
-                          struct zerr *err) {
+static int parse_calendar(json_t *j, enum cf_calendar *cal, struct zerr *err) {
   static const struct {
     const char *name;
     enum cf_calendar cal;
@@ -643,8 +629,8 @@ static int decode_time(const struct cf *c, struct cf_value *v) {
     __int128 ref = (__int128)(c->ref_day - JDN_EPOCH) * NS_PER_DAY + c->ref_ns;
     int ok = ref > INT64_MIN && ref <= INT64_MAX;
     if (ok && !is_float) {
-      __int128 x = v->width == CF_NUM_INT ? (__int128)v->num.i
-                                          : (__int128)v->num.u;
+      __int128 x =
+          v->width == CF_NUM_INT ? (__int128)v->num.i : (__int128)v->num.u;
       off = x * c->unit_ns;
       ok = off > INT64_MIN && off <= INT64_MAX;
     } else if (ok) {
@@ -699,10 +685,9 @@ int cf_decode(const struct cf *c, const void *elem, struct cf_value *out) {
     int small_int = v.width == CF_NUM_INT || v.width == CF_NUM_UINT
                         ? kind_size(c->kind) <= 2 && !c->has_offset
                         : 0;
-    enum cf_num w =
-        v.width == CF_NUM_F16 || v.width == CF_NUM_F32 || small_int
-            ? CF_NUM_F32
-            : CF_NUM_F64;
+    enum cf_num w = v.width == CF_NUM_F16 || v.width == CF_NUM_F32 || small_int
+                        ? CF_NUM_F32
+                        : CF_NUM_F64;
     to_float(&v, w);
     if (w == CF_NUM_F32) {
       /* In place on float32: a float (or 16-bit int) operand is rounded

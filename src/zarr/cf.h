@@ -37,8 +37,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "dtype.h"
 #include "../util/err.h"
+#include "dtype.h"
 
 /* Fill and missing values compared at most (more are refused). */
 #define CF_MAX_FILL 16
@@ -101,10 +101,10 @@ struct cf {
   /* Times, when is_time. */
   int is_time;
   enum cf_calendar calendar;
-  int64_t unit_ns;      /* nanoseconds in one unit */
-  int pandas_unit;      /* the unit is one pandas reads (not "hrs") */
-  int64_t ref_day;      /* the reference date's day number in calendar */
-  int64_t ref_ns;       /* and its nanoseconds since midnight (UTC) */
+  int64_t unit_ns; /* nanoseconds in one unit */
+  int pandas_unit; /* the unit is one pandas reads (not "hrs") */
+  int64_t ref_day; /* the reference date's day number in calendar */
+  int64_t ref_ns;  /* and its nanoseconds since midnight (UTC) */
 };
 
 /* Parse the CF encoding of an array of type dt from its attributes (a JSON

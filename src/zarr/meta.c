@@ -882,8 +882,9 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
     a2b = v2_codec(strcmp(cid, "zfp") ? "numcodecs.zfpy" : "zfp", comp);
   if (rc == 0 && !a2b) {
     if (!strcmp(dts, "|O")) {
-      rc = zerr_set(err, EIO,
-                    "object dtype without a vlen-*, json, json2 or msgpack2 filter");
+      rc = zerr_set(
+          err, EIO,
+          "object dtype without a vlen-*, json, json2 or msgpack2 filter");
     } else if (endian) {
       a2b = json_pack("{s:s, s:{s:s}}", "name", "bytes", "configuration",
                       "endian", endian == 'b' ? "big" : "little");

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "testutil.h"
 #include "../../fs/cftext.h"
 #include "../../src/zarr/cf.h"
+#include "testutil.h"
 
 struct cf_case {
   const char *name, *dtype, *attrs, *fill, *value, *want;
@@ -93,9 +93,9 @@ END_TEST
 
 /* No CF attribute, or a type CF does not decode: nothing to do. */
 START_TEST(not_cf) {
-  static const char *const docs[] = {
-      "{}", "{\"units\": \"K\"}", "{\"long_name\": \"x\", \"valid_min\": 0}",
-      "{\"dtype\": \"int8\"}"};
+  static const char *const docs[] = {"{}", "{\"units\": \"K\"}",
+                                     "{\"long_name\": \"x\", \"valid_min\": 0}",
+                                     "{\"dtype\": \"int8\"}"};
   struct dtype i16 = dtype_of(DT_INT16);
   for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
     json_t *a = json_loads(docs[i], 0, NULL);
@@ -174,8 +174,8 @@ START_TEST(day_round_trip) {
       cf_date_of_day(cal, day, &t);
       char ref[64];
       snprintf(ref, sizeof ref, "days since %s%04lld-%02d-%02d",
-               t.year < 0 ? "-" : "", (long long)(t.year < 0 ? -t.year : t.year),
-               t.month, t.day);
+               t.year < 0 ? "-" : "",
+               (long long)(t.year < 0 ? -t.year : t.year), t.month, t.day);
       int64_t unit, rday, rns;
       int pu;
       ck_assert_msg(cf_parse_units(ref, cal, &unit, &pu, &rday, &rns) == 0,

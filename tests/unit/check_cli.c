@@ -384,8 +384,8 @@ END_TEST
 /* -o umask is the mask of both kinds; fmask and dmask override it, in
  * whatever order they come. */
 START_TEST(masks_over_umask) {
-  struct cli_config *c = parse_ok(
-      (const char *[]){"-o", "fmask=7,umask=027", "s", "m", NULL});
+  struct cli_config *c =
+      parse_ok((const char *[]){"-o", "fmask=7,umask=027", "s", "m", NULL});
   ck_assert_int_eq(c->fmask, 07);
   ck_assert_int_eq(c->dmask, 027);
   assert_fuse_argv(c, (const char *[]){"zarrfs", "m", NULL});

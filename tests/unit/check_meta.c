@@ -59,9 +59,8 @@ static void fill_is(const char *dtype, const char *fill, const void *want,
 /* zarrita's defaults: "codecs": [] is [bytes] little-endian, and a null
  * fill of a numeric type is its zero (NaN for floats); both flagged. */
 START_TEST(zarrita_defaults) {
-  struct zmeta *m = parse_ok(
-      array_doc("[4]", "[2]", "\"int16\"", "3", "\"default\"",
-                ",\"codecs\":[]"));
+  struct zmeta *m = parse_ok(array_doc("[4]", "[2]", "\"int16\"", "3",
+                                       "\"default\"", ",\"codecs\":[]"));
   char *c = json_dumps(m->codecs, JSON_COMPACT | JSON_SORT_KEYS);
   ck_assert_str_eq(c, "[{\"configuration\":{\"endian\":\"little\"},"
                       "\"name\":\"bytes\"}]");
@@ -105,7 +104,8 @@ END_TEST
  * little-endian bytes, a missing chunk of a null fill as 0 (NaN for a
  * float), and one info line per array says so. */
 START_TEST(zarrita_store) {
-  char dir[] = "/tmp/check_meta.XXXXXX", logpath[] = "/tmp/check_meta_log.XXXXXX";
+  char dir[] = "/tmp/check_meta.XXXXXX",
+       logpath[] = "/tmp/check_meta_log.XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
   int fd = mkstemp(logpath);
   ck_assert_int_ge(fd, 0);

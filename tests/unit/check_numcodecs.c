@@ -382,9 +382,11 @@ START_TEST(msgpack_hand_computed) {
       "\xa8\x68\xc3\xa9\x6c\x6c\x6f\x0a\x78\xa3\x61\x22\x62\xa2\x7c\x4f\x91"
       "\x0d";
   static const char *const want1[] = {
-      "foo",   "00ff", "1",       "-5",    "2.5",           "null",
-      "true",  "[1,\"a\"]", "{\"k\":1,\"2\":\"x\"}", "1e+20", "NaN",
-      "h\xc3\xa9llo\nx", "a\"b"};
+      "foo",   "00ff",      "1",
+      "-5",    "2.5",       "null",
+      "true",  "[1,\"a\"]", "{\"k\":1,\"2\":\"x\"}",
+      "1e+20", "NaN",       "h\xc3\xa9llo\nx",
+      "a\"b"};
   struct abytes *a;
   struct zerr err = {0};
   ck_assert_msg(msgpack_decode(c1, sizeof c1 - 1, 13, &a, &err) == 0, "%s",
@@ -406,8 +408,7 @@ START_TEST(msgpack_hand_computed) {
       "\x00\x00\x00\x00\x00\x00\xcf\xff\xff\xff\xff\xff\xff\xff\xff\x81\xa1"
       "\x6e\xc0\xa2\x7c\x4f\x91\x02";
   static const char *const want3[] = {
-      "[\"01\",0.1,-9223372036854775808,18446744073709551615]",
-      "{\"n\":null}"};
+      "[\"01\",0.1,-9223372036854775808,18446744073709551615]", "{\"n\":null}"};
   ck_assert_msg(msgpack_decode(c3, sizeof c3 - 1, 2, &a, &err) == 0, "%s",
                 err.msg);
   expect_strings(a, want3, 2);
@@ -420,8 +421,8 @@ START_TEST(msgpack_hand_computed) {
       "\x68\xf1\xcb\x43\x7b\x69\xb4\xba\x63\x0f\x35\xcb\xbf\x1a\x36\xe2\xeb"
       "\x1c\x43\x2d\xcb\x43\x41\xc3\x79\x37\xe0\x80\x00\xca\x3f\x00\x00\x00"
       "\xa2\x7c\x4f\x91\x06";
-  static const char *const want4[] = {"1.0",     "1e-05", "1.2345678901234568e+17",
-                                      "-0.0001", "1e+16", "0.5"};
+  static const char *const want4[] = {
+      "1.0", "1e-05", "1.2345678901234568e+17", "-0.0001", "1e+16", "0.5"};
   ck_assert_msg(msgpack_decode(c4, sizeof c4 - 1, 6, &a, &err) == 0, "%s",
                 err.msg);
   expect_strings(a, want4, 6);
