@@ -732,21 +732,26 @@ static int usage_walk(const char *dir, uint64_t *bytes, uint64_t *files) {
 static void zfs_statfs(fuse_req_t req, fuse_ino_t ino) {
   (void)ino;
   struct zfs_fuse_ctx *c = ctx_of(req);
-  if (__atomic_load_n(&c->usage_state, __ATOMIC_ACQUIRE) == 0) {
+  int state = 0;
+  if (__atomic_compare_exchange_n(&c->usage_state, &state, 3, 0,
+                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    /* this request walks; one that comes meanwhile shows 0 */
     uint64_t b = 0, f = 0;
     int known = usage_walk(c->engine->store->location, &b, &f) == 0;
-    c->usage_bytes = known ? b : 0;
-    c->usage_files = known ? f : 0;
-    __atomic_store_n(&c->usage_state, known ? 1 : 2, __ATOMIC_RELEASE);
+    c->usage_bytes = b;
+    c->usage_files = f;
+    state = known ? 1 : 2;
+    __atomic_store_n(&c->usage_state, state, __ATOMIC_RELEASE);
   }
+  int known = state == 1;
   struct statvfs st;
   memset(&st, 0, sizeof st);
   st.f_bsize = 4096;
   st.f_frsize = 4096;
   st.f_namemax = 255;
   st.f_flag = ST_RDONLY;
-  st.f_blocks = (fsblkcnt_t)((c->usage_bytes + 4095) / 4096);
-  st.f_files = (fsfilcnt_t)c->usage_files;
+  st.f_blocks = known ? (fsblkcnt_t)((c->usage_bytes + 4095) / 4096) : 0;
+  st.f_files = known ? (fsfilcnt_t)c->usage_files : 0;
   fuse_reply_statfs(req, &st);
 }
 

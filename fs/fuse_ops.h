@@ -43,8 +43,10 @@ struct zfs_fuse_ctx {
   struct zfs_inodes *inodes; /* zfs_inodes_new; freed by main after the
                                 session */
   /* What statfs shows of a local store: its bytes and files, from one
-   * bounded walk at the first statfs (atomics: a race walks twice). */
-  int usage_state; /* 0 not walked, 1 known, 2 unknown */
+   * bounded walk by the first statfs (the fields below are written by
+   * that request before usage_state leaves 3, read after). */
+  int usage_state; /* 0 not walked, 3 walking, 1 known, 2 unknown
+                      (atomic) */
   uint64_t usage_bytes, usage_files;
 };
 

@@ -152,11 +152,11 @@ static int refs_file_check(const char *source) {
   base = base ? base + 1 : source;
   char dir[4096];
   if (is_meta_name(base, strlen(base))) {
-    store_dir_for(source, dir, sizeof dir);
+    int found = store_dir_for(source, dir, sizeof dir);
     fprintf(stderr,
-            "zarrfs: %s: a Zarr metadata file, not a store: mount its "
-            "directory %s instead\n",
-            source, dir);
+            "zarrfs: %s: a Zarr metadata file, not a store: mount %s %s "
+            "instead\n",
+            source, found ? "the Zarr store" : "its directory", dir);
     return -1;
   }
   char *text = NULL;

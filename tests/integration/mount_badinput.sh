@@ -140,7 +140,7 @@ printf '{"zarr_format":2,"shape":[2],"chunks":[2],"dtype":"<i1","compressor":nul
 printf '{}' >"$V2/a/.zattrs"
 printf '\001\002' >"$V2/a/0"
 V2R=$(realpath "$V2")
-refuse_source "a .zarray as SOURCE" "$V2/a/.zarray" "$V2/a/.zarray" "metadata file" "mount its directory $V2R instead"
+refuse_source "a .zarray as SOURCE" "$V2/a/.zarray" "$V2/a/.zarray" "metadata file" "mount the Zarr store $V2R instead"
 refuse_source "a .zattrs as SOURCE" "$V2/a/.zattrs" "metadata file" "$V2R instead"
 refuse_source "a .zgroup as SOURCE" "$V2/.zgroup" "metadata file" "$V2R instead"
 mkdir -p "$ZT_TMP/meta"
@@ -153,6 +153,9 @@ cp "$V2/a/.zarray" "$ZT_TMP/files/array.json"
 refuse_source "a renamed .zarray as SOURCE" "$ZT_TMP/files/array.json" "not kerchunk references" "directory of a Zarr store"
 printf 'hello\n' >"$ZT_TMP/files/notes.txt"
 refuse_source "a text file as SOURCE" "$ZT_TMP/files/notes.txt" "not JSON"
+printf '{}' >"$ZT_TMP/files/.zattrs"
+refuse_source "a lone .zattrs as SOURCE" "$ZT_TMP/files/.zattrs" "metadata file" \
+  "mount its directory $(realpath "$ZT_TMP/files") instead"
 # Version 0 and version 1 references still mount.
 printf '{"zarr_format":2}' >"$ZT_TMP/files/zgroup.exp"
 printf '{".zgroup":"{\\"zarr_format\\":2}"}' >"$ZT_TMP/files/v0.json"
