@@ -45,6 +45,9 @@ static void store_value(const struct dtype *dt, const char *v, uint8_t *elem) {
   } else if (dt->kind == DT_FLOAT64) {
     double d = strtod(v, NULL);
     memcpy(elem, &d, 8);
+  } else if (dt->kind == DT_UINT64) {
+    uint64_t u = strtoull(v, NULL, 10);
+    memcpy(elem, &u, 8);
   } else {
     long long i = strtoll(v, NULL, 10);
     int8_t i8 = (int8_t)i;
