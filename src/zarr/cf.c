@@ -396,6 +396,58 @@ static int wide_int(json_t *j) {
   return v < -32768 || v > 65535;
 }
 
+/* The stored type's size in bytes, as numpy sees it. */
+static int kind_size(enum dtype_kind k) {
+  switch (k) {
+  case DT_INT16:
+  case DT_UINT16:
+  case DT_FLOAT16:
+    return 2;
+  case DT_INT32:
+  case DT_UINT32:
+  case DT_FLOAT32:
+    return 4;
+  case DT_INT64:
+  case DT_UINT64:
+  case DT_FLOAT64:
+    return 8;
+  default:
+    return 1;
+  }
+}
+
+/* xarray's `_Unsigned`: "true" reads a signed integer type as the
+ * unsigned one of its size, "false" an unsigned one as signed. The kind
+ * to read as (k itself when nothing changes). */
+static enum dtype_kind unsigned_kind(enum dtype_kind k, const char *u) {
+  static const enum dtype_kind pairs[][2] = {{DT_INT8, DT_UINT8},
+                                             {DT_INT16, DT_UINT16},
+                                             {DT_INT32, DT_UINT32},
+                                             {DT_INT64, DT_UINT64}};
+  for (size_t i = 0; u && i < sizeof pairs / sizeof *pairs; i++) {
+    if (k == pairs[i][0] && !strcmp(u, "true"))
+      return pairs[i][1];
+    if (k == pairs[i][1] && !strcmp(u, "false"))
+      return pairs[i][0];
+  }
+  return k;
+}
+
+/* A fill value cast as numpy casts a Python int to kind k (wrapping);
+ * fill values that are not integers are left alone. */
+static double wrap_fill(double v, enum dtype_kind k) {
+  int bits = 8 * kind_size(k);
+  if (v != floor(v))
+    return v;
+  double span = ldexp(1, bits);
+  v = fmod(v, span);
+  if (v < 0)
+    v += span;
+  int is_signed =
+      k == DT_INT8 || k == DT_INT16 || k == DT_INT32 || k == DT_INT64;
+  return is_signed && v >= span / 2 ? v - span : v;
+}
+
 /* Parse the attributes into c. */
 static int parse_into(struct cf *c, json_t *attrs, json_t *fill_value,
                       struct zerr *err) {
@@ -417,7 +469,18 @@ static int parse_into(struct cf *c, json_t *attrs, json_t *fill_value,
   json_t *mv = json_object_get(attrs, "missing_value");
   any |= fv != NULL || mv != NULL;
   ZTRY(add_fills(c, mv, "missing_value", err));
+  int nmissing = c->nfill;
   ZTRY(add_fills(c, fv ? fv : fill_value, "_FillValue", err));
+  /* _Unsigned changes the type read, and the _FillValue with it (not
+   * missing_value: xarray casts only _FillValue). */
+  enum dtype_kind as = unsigned_kind(
+      c->kind, json_string_value(json_object_get(attrs, "_Unsigned")));
+  if (as != c->kind) {
+    c->kind = as;
+    for (int i = nmissing; i < c->nfill; i++)
+      c->fill[i] = wrap_fill(c->fill[i], as);
+    any = 1;
+  }
   if (!fv && fill_value && !json_is_null(fill_value))
     any = 1;
   double v;
@@ -555,26 +618,6 @@ static void load(const struct cf *c, const void *elem, struct cf_value *v) {
     v->width = CF_NUM_F64, v->num.d = x;
     return;
   }
-  }
-}
-
-/* The stored type's size in bytes, as numpy sees it. */
-static int kind_size(enum dtype_kind k) {
-  switch (k) {
-  case DT_INT16:
-  case DT_UINT16:
-  case DT_FLOAT16:
-    return 2;
-  case DT_INT32:
-  case DT_UINT32:
-  case DT_FLOAT32:
-    return 4;
-  case DT_INT64:
-  case DT_UINT64:
-  case DT_FLOAT64:
-    return 8;
-  default:
-    return 1;
   }
 }
 

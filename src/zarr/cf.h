@@ -1,6 +1,6 @@
 /* cf.h - CF conventions decoding, as xarray's decode_cf reads an array:
- * packed values unpacked (scale_factor, add_offset), fill and missing
- * values masked (_FillValue, missing_value), times decoded ("UNIT since
+ * packed values unpacked (scale_factor, add_offset, _Unsigned), fill and
+ * missing values masked (_FillValue, missing_value), times decoded ("UNIT since
  * DATE" in one of the CF calendars) and xarray's `dtype: bool` flags.
  *
  * The model is xarray 2023.01 with numpy 1.24 and cftime 1.6 (Debian 12),
@@ -26,8 +26,10 @@
  *     cftime for a whole array from its extremes; here the choice is made
  *     per value, which differs only below the microsecond;
  *   - `dtype: "bool"`: nonzero (NaN included) is true, as numpy's astype.
- * Not decoded (left to the Zarr values): `_Unsigned`, timedeltas (units
- * without "since"), calendars other than the nine CF names.
+ *   - `_Unsigned: "true"` reads a signed integer type as the unsigned
+ *     one of its size ("false" the reverse), its _FillValue cast with it.
+ * Not decoded (left to the Zarr values): timedeltas (units without
+ * "since"), calendars other than the nine CF names.
  *
  * A struct cf is parsed once, immutable, and shared read-only between
  * threads; cf_decode is pure. */
