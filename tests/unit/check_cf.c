@@ -190,6 +190,32 @@ START_TEST(day_round_trip) {
 }
 END_TEST
 
+/* Random text after "UNIT since " parses or is refused, never more: each
+ * calendar, reference dates made of digits, separators and zone marks. */
+START_TEST(random_references) {
+  static const char alphabet[] = "0123456789-:. TZ+UTC";
+  uint64_t seed = 0x5eed;
+  char units[64];
+  for (int i = 0; i < 200000; i++) {
+    int n = snprintf(units, sizeof units, "hours since ");
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    int len = (int)(seed >> 59) + 1;
+    for (int k = 0; k < len; k++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      units[n++] = alphabet[(seed >> 33) % (sizeof alphabet - 1)];
+    }
+    units[n] = '\0';
+    int64_t unit, day, ns;
+    int pu;
+    enum cf_calendar cal = (enum cf_calendar)(CF_CAL_STANDARD + i % 6);
+    if (cf_parse_units(units, cal, &unit, &pu, &day, &ns) == 0) {
+      ck_assert_int_eq(unit, 3600000000000ll);
+      ck_assert_msg(ns >= 0 && ns < 86400000000000ll, "%s", units);
+    }
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cf");
   TCase *tc = tcase_create("cf");
@@ -198,6 +224,7 @@ int main(void) {
   tcase_add_test(tc, malformed);
   tcase_add_test(tc, out_of_range);
   tcase_add_test(tc, day_round_trip);
+  tcase_add_test(tc, random_references);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
