@@ -44,6 +44,7 @@ extern const struct codec_impl codec_bitround;
 extern const struct codec_impl codec_zfp;
 extern const struct codec_impl codec_numcodecs_zfpy;
 extern const struct codec_impl codec_json;
+extern const struct codec_impl codec_msgpack2;
 
 static const struct codec_impl *const registry_table[] = {
     &codec_bytes,
@@ -80,6 +81,7 @@ static const struct codec_impl *const registry_table[] = {
     &codec_zfp,
     &codec_numcodecs_zfpy,
     &codec_json,
+    &codec_msgpack2,
     NULL,
 };
 

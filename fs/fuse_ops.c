@@ -13,10 +13,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fts.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -306,10 +308,10 @@ static void fill_stat(const struct zfs_fuse_ctx *c, enum ns_kind kind,
                       struct stat *st) {
   memset(st, 0, sizeof *st);
   if (kind == NS_DIR) {
-    st->st_mode = S_IFDIR | 0555;
+    st->st_mode = S_IFDIR | (0555 & ~c->cfg.dmask);
     st->st_nlink = 2;
   } else {
-    st->st_mode = S_IFREG | 0444;
+    st->st_mode = S_IFREG | (0444 & ~c->cfg.fmask);
     st->st_nlink = 1;
     st->st_size = (off_t)size;
     st->st_blocks = (blkcnt_t)((size + 511) / 512);
@@ -688,15 +690,68 @@ static void zfs_release(fuse_req_t req, fuse_ino_t ino,
   fuse_reply_err(req, 0);
 }
 
-/* Read-only file system statistics. */
+/* A store walked for statfs has at most this many entries: beyond, its
+ * size is left unknown (0) rather than making df wait on a huge tree. */
+#define USAGE_MAX_ENTRIES 200000
+
+/* The bytes and files under a local store's directory, by one physical
+ * walk (symbolic links not followed); -1 when it is not a directory, a
+ * walk fails, or the tree is larger than USAGE_MAX_ENTRIES. Remote stores
+ * and reference files are unknown: their listing or targets would cost
+ * requests. */
+static int usage_walk(const char *dir, uint64_t *bytes, uint64_t *files) {
+  struct stat st;
+  if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+    return -1;
+  char *paths[] = {(char *)dir, NULL};
+  FTS *fts = fts_open(paths, FTS_PHYSICAL | FTS_NOCHDIR, NULL);
+  if (!fts)
+    return -1;
+  uint64_t n = 0, b = 0, f = 0;
+  int rc = 0;
+  FTSENT *e;
+  while ((e = fts_read(fts))) {
+    if (++n > USAGE_MAX_ENTRIES || e->fts_info == FTS_ERR ||
+        e->fts_info == FTS_DNR) {
+      rc = -1;
+      break;
+    }
+    if (e->fts_info == FTS_F) {
+      b += (uint64_t)e->fts_statp->st_size;
+      f++;
+    }
+  }
+  fts_close(fts);
+  *bytes = b;
+  *files = f;
+  return rc;
+}
+
+/* Read-only file system statistics: the blocks the store's files hold
+ * where a bounded walk knows them (a local store), else 0. */
 static void zfs_statfs(fuse_req_t req, fuse_ino_t ino) {
   (void)ino;
+  struct zfs_fuse_ctx *c = ctx_of(req);
+  int state = 0;
+  if (__atomic_compare_exchange_n(&c->usage_state, &state, 3, 0,
+                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    /* this request walks; one that comes meanwhile shows 0 */
+    uint64_t b = 0, f = 0;
+    int known = usage_walk(c->engine->store->location, &b, &f) == 0;
+    c->usage_bytes = b;
+    c->usage_files = f;
+    state = known ? 1 : 2;
+    __atomic_store_n(&c->usage_state, state, __ATOMIC_RELEASE);
+  }
+  int known = state == 1;
   struct statvfs st;
   memset(&st, 0, sizeof st);
   st.f_bsize = 4096;
   st.f_frsize = 4096;
   st.f_namemax = 255;
   st.f_flag = ST_RDONLY;
+  st.f_blocks = known ? (fsblkcnt_t)((c->usage_bytes + 4095) / 4096) : 0;
+  st.f_files = known ? (fsfilcnt_t)c->usage_files : 0;
   fuse_reply_statfs(req, &st);
 }
 

@@ -26,6 +26,8 @@ struct zfs_fuse_config {
                              answers ENOSYS once and the kernel stops
                              asking (ls -l then costs no request per file
                              for security.selinux and the ACLs) */
+  unsigned fmask, dmask;  /* -o umask, fmask, dmask: permission bits taken
+                             from every file (0444) and directory (0555) */
 };
 
 struct zfs_inodes;
@@ -40,6 +42,12 @@ struct zfs_fuse_ctx {
   gid_t gid;
   struct zfs_inodes *inodes; /* zfs_inodes_new; freed by main after the
                                 session */
+  /* What statfs shows of a local store: its bytes and files, from one
+   * bounded walk by the first statfs (the fields below are written by
+   * that request before usage_state leaves 3, read after). */
+  int usage_state; /* 0 not walked, 3 walking, 1 known, 2 unknown
+                      (atomic) */
+  uint64_t usage_bytes, usage_files;
 };
 
 /* The operations; the session's userdata must be a struct zfs_fuse_ctx. */

@@ -293,10 +293,11 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
   }
   d->fctx = (struct zfs_fuse_ctx){
       .engine = d->engine,
-      .cfg = {cfg->attr_timeout, cfg->kernel_readahead, cfg->xattrs},
+      .cfg = {cfg->attr_timeout, cfg->kernel_readahead, cfg->xattrs,
+              (unsigned)cfg->fmask, (unsigned)cfg->dmask},
       .mount_time = (long)time(NULL),
-      .uid = getuid(),
-      .gid = getgid(),
+      .uid = cfg->uid >= 0 ? (uid_t)cfg->uid : getuid(),
+      .gid = cfg->gid >= 0 ? (gid_t)cfg->gid : getgid(),
       .inodes = d->inodes};
   d->se = fuse_session_new(&d->args, zfs_operations(),
                            sizeof(struct fuse_lowlevel_ops), &d->fctx);

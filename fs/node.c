@@ -516,6 +516,15 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     node_set_error(t, n, key, -rc, msg);
     return n;
   }
+  if (n->meta->defaults)
+    logonce_log(
+        t->log, ZLOG_INFO, t->store->location, key,
+        n->meta->defaults == ZMETA_DEFAULT_FILL
+            ? "fill_value null read as zarrita reads it (0, NaN)"
+        : n->meta->defaults == ZMETA_DEFAULT_CODECS
+            ? "codecs [] read as zarrita reads it ([bytes] little-endian)"
+            : "codecs [] and fill_value null read as zarrita reads "
+              "them ([bytes] little-endian; 0, NaN)");
   if (n->meta->node == ZMETA_GROUP) {
     n->kind = ZNODE_GROUP;
     hier_load_group(t, n, key, from_cons);

@@ -35,6 +35,11 @@ enum cli_opt {
   CLI_OPT_LOG_FILE,
   CLI_OPT_LOG_LEVEL,
   CLI_OPT_VIEWS,
+  CLI_OPT_UID, /* ownership and permissions, together */
+  CLI_OPT_GID,
+  CLI_OPT_UMASK,
+  CLI_OPT_FMASK,
+  CLI_OPT_DMASK,
   CLI_OPT_COUNT
 };
 
@@ -45,7 +50,8 @@ static const char *const cli_opt_names[CLI_OPT_COUNT] = {
     "region",        "endpoint",       "profile",        "connect_timeout",
     "stall_timeout", "timeout",        "retries",        "remote_cache",
     "block_size",    "max_request",    "readahead",      "connections",
-    "log_file",      "log_level",      "views"};
+    "log_file",      "log_level",      "views",          "uid",
+    "gid",           "umask",          "fmask",          "dmask"};
 
 /* The parse in progress. */
 struct cli_parser {
@@ -455,6 +461,49 @@ static int cli_choice(const struct cli_parser *p, enum cli_opt o,
   return 0;
 }
 
+/* An owner id (uid=, gid=): decimal, 0 .. 2^32-2 ((uid_t)-1 means "no
+ * change" to chown, so no file can show it). */
+static int cli_id(const struct cli_parser *p, enum cli_opt o, long long *dst) {
+  const char *v = p->value[o];
+  if (!v)
+    return 0;
+  char *end;
+  errno = 0;
+  unsigned long long id = strtoull(v, &end, 10);
+  if (!isdigit((unsigned char)*v) || *end || errno || id > 0xfffffffeull)
+    return zerr_set(p->err, EINVAL, "bad %s '%s' (a number, 0 to 4294967294)",
+                    cli_opt_names[o], v);
+  *dst = (long long)id;
+  return 0;
+}
+
+/* A permission mask (umask=, fmask=, dmask=): octal, 0 to 777. */
+static int cli_mask(const struct cli_parser *p, enum cli_opt o, int *dst) {
+  const char *v = p->value[o];
+  if (!v)
+    return 0;
+  char *end;
+  unsigned long m = strtoul(v, &end, 8);
+  if (!isdigit((unsigned char)*v) || *end || m > 0777)
+    return zerr_set(p->err, EINVAL, "bad %s '%s' (octal, 0 to 777)",
+                    cli_opt_names[o], v);
+  *dst = (int)m;
+  return 0;
+}
+
+/* uid=, gid=, umask=, fmask=, dmask= into the config: umask is the mask
+ * of both kinds, fmask and dmask override it for files and directories. */
+static int cli_owner(struct cli_parser *p) {
+  struct cli_config *c = p->c;
+  int um = 0;
+  ZTRY(cli_id(p, CLI_OPT_UID, &c->uid));
+  ZTRY(cli_id(p, CLI_OPT_GID, &c->gid));
+  ZTRY(cli_mask(p, CLI_OPT_UMASK, &um));
+  c->fmask = c->dmask = um;
+  ZTRY(cli_mask(p, CLI_OPT_FMASK, &c->fmask));
+  return cli_mask(p, CLI_OPT_DMASK, &c->dmask);
+}
+
 /* Validate the values of zarrfs's options into the config, in the order
  * of the usage text. */
 static int cli_validate(struct cli_parser *p) {
@@ -509,6 +558,7 @@ static int cli_validate(struct cli_parser *p) {
       return zerr_set(p->err, EINVAL, "bad views '%s' (beside, tree or none)",
                       vw);
   }
+  ZTRY(cli_owner(p));
   const char *lv = p->value[CLI_OPT_LOG_LEVEL];
   if (lv) {
     static const struct {
@@ -543,6 +593,7 @@ static void cli_defaults(struct cli_config *c) {
   c->attr_timeout = CLI_DEFAULT_ATTR_TIMEOUT;
   c->kernel_readahead = CLI_DEFAULT_KERNEL_READAHEAD;
   c->remote_targets = 1;
+  c->uid = c->gid = -1;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   c->decode_threads = ncpu < 1 ? 1 : ncpu > 16 ? 16 : (int)ncpu;
   remote_config_default(&c->remote);
@@ -696,6 +747,13 @@ void cli_usage(FILE *f, const char *prog) {
       "                           data_type, chunks, codecs, ...) on array\n"
       "                           and group directories (default off: on,\n"
       "                           ls -l asks twice per file)\n"
+      "    -o uid=N,gid=N         the owner and group every file shows\n"
+      "                           (default: the mounting user's)\n"
+      "    -o umask=OCT           permission bits taken away from every\n"
+      "                           file (0444) and directory (0555); checked\n"
+      "                           by the kernel with -o default_permissions\n"
+      "    -o fmask=OCT, -o dmask=OCT  the same for files only or\n"
+      "                           directories only (over umask)\n"
       "    -o nonempty            mount over a directory that is not empty\n"
       "                           (refused by default: its files would be\n"
       "                           hidden)\n"

@@ -86,6 +86,11 @@ struct cli_config {
                                 2 none (enum engine_views) */
   int nonempty;              /* -o nonempty: mount over a non-empty
                                 directory */
+  long long uid, gid;        /* -o uid=, gid=: the owner every file shows;
+                                -1: the mounting user's (default) */
+  int fmask, dmask;          /* -o umask= (both), fmask=, dmask=: permission
+                                bits taken from files (0444) and
+                                directories (0555); default 0 */
   char **allow_roots;        /* -o target_root=DIR|URL (old name
                                 allow_root=), in order given */
   size_t n_allow_roots;

@@ -15,6 +15,8 @@
 
 #include "../util/file.h"
 #include "../json/zjson.h"
+#include "../json/jlex.h"
+#include "../util/buf.h"
 #include "../store/confine.h"
 #include "../zarr/meta.h"
 #include "../net/s3.h"
@@ -61,6 +63,127 @@ static int root_meta_check(const char *meta) {
   return 0;
 }
 
+/* The Zarr metadata file names: the file a user finds in a store and
+ * gives instead of its directory. */
+static int is_meta_name(const char *name, size_t len) {
+  static const char *const names[] = {"zarr.json", ".zarray", ".zgroup",
+                                      ".zattrs", ".zmetadata"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (len == strlen(names[i]) && !memcmp(name, names[i], len))
+      return 1;
+  return 0;
+}
+
+/* Does directory dir hold Zarr root metadata (zarr.json, .zgroup, .zarray)? */
+static int dir_is_zarr(const char *dir) {
+  static const char *const roots[] = {"zarr.json", ".zgroup", ".zarray"};
+  char p[4096];
+  struct stat st;
+  for (int i = 0; i < 3; i++) {
+    if (snprintf(p, sizeof p, "%s/%s", dir, roots[i]) >= (int)sizeof p)
+      return 0;
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
+      return 1;
+  }
+  return 0;
+}
+
+/* The directory to mount instead of the file at path: the outermost of the
+ * Zarr directories that hold it (a walk up, bounded), else the file's own
+ * directory. Written into out (NUL-terminated); 1 when it is a Zarr
+ * directory. */
+static int store_dir_for(const char *path, char *out, size_t outlen) {
+  char *real = realpath(path, NULL);
+  char *dir = strdup(real ? real : path);
+  int found = 0;
+  snprintf(out, outlen, "%s", dir ? dirname(dir) : ".");
+  for (int up = 0; real && up < 64; up++) {
+    char *slash = strrchr(real, '/');
+    if (!slash || slash == real)
+      break;
+    *slash = '\0';
+    if (!dir_is_zarr(real))
+      break;
+    snprintf(out, outlen, "%s", real);
+    found = 1;
+  }
+  free(dir);
+  free(real);
+  return found;
+}
+
+/* What a JSON text's top-level object says it is: 1 kerchunk references
+ * (a "refs" member, version 1; or a key naming Zarr metadata, version 0),
+ * 0 another JSON object, -1 not a JSON object. Members are scanned in
+ * place (jlex), up to the first that decides. */
+static int refs_kind(const char *text, size_t len) {
+  struct zerr err = {0};
+  struct jlex l;
+  jlex_init(&l, text, len, JLEX_NONFINITE | JLEX_LONE_SURROGATE, &err);
+  if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+    l.p += 3; /* a byte order mark */
+  if (jlex_peek(&l) != '{')
+    return -1;
+  int more = jlex_open(&l, '{');
+  if (more < 0)
+    return -1;
+  while (more == 1) {
+    struct jlex_str k;
+    if (jlex_key(&l, &k) < 0)
+      return -1;
+    const char *last = k.body + k.len;
+    while (last > k.body && last[-1] != '/')
+      last--;
+    if ((k.len == 4 && !memcmp(k.body, "refs", 4)) ||
+        is_meta_name(last, k.len - (size_t)(last - k.body)))
+      return 1;
+    if (jlex_skip(&l) < 0)
+      return -1;
+    more = jlex_next(&l, '{');
+  }
+  return more < 0 ? -1 : 0;
+}
+
+/* A regular file as SOURCE must be kerchunk references: a metadata file,
+ * a file that is not JSON, or JSON that is not references (a `.zarray`
+ * renamed, any other document) is refused, naming the directory to mount
+ * instead. The file is read once more by the store; a reference file is
+ * read from the page cache the second time. */
+static int refs_file_check(const char *source) {
+  const char *base = strrchr(source, '/');
+  base = base ? base + 1 : source;
+  char dir[4096];
+  if (is_meta_name(base, strlen(base))) {
+    int found = store_dir_for(source, dir, sizeof dir);
+    fprintf(stderr,
+            "zarrfs: %s: a Zarr metadata file, not a store: mount %s %s "
+            "instead\n",
+            source, found ? "the Zarr store" : "its directory", dir);
+    return -1;
+  }
+  char *text = NULL;
+  size_t len = 0;
+  struct zerr err = {0};
+  if (zread_file(source, SIZE_MAX, &text, &len, &err) < 0)
+    return 0; /* the store's own open says why */
+  int kind = refs_kind(text ? text : "", len);
+  free(text);
+  if (kind == 1)
+    return 0;
+  const char *what = kind < 0 ? "not JSON, so not a kerchunk reference file"
+                              : "JSON, but not kerchunk references (no "
+                                "\"refs\", no Zarr metadata keys)";
+  if (store_dir_for(source, dir, sizeof dir))
+    fprintf(stderr, "zarrfs: %s: %s: mount the Zarr store %s instead\n", source,
+            what, dir);
+  else
+    fprintf(stderr,
+            "zarrfs: %s: %s: mount the directory of a Zarr store (one with "
+            "zarr.json, .zgroup or .zarray) instead\n",
+            source, what);
+  return -1;
+}
+
 /* Refuse a local SOURCE that is missing, unreadable, or a directory
  * without Zarr root metadata, or with root metadata that does not parse. */
 int source_check(const char *source) {
@@ -76,7 +199,7 @@ int source_check(const char *source) {
       fprintf(stderr, "zarrfs: %s: cannot read: %s\n", source, strerror(errno));
       return -1;
     }
-    return 0;
+    return refs_file_check(source);
   }
   if (!S_ISDIR(st.st_mode)) {
     fprintf(stderr, "zarrfs: %s: not a directory or reference file\n", source);

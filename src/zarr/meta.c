@@ -367,6 +367,66 @@ static int parse_dim_names(const struct zmeta *m, json_t *dn,
   return 0;
 }
 
+/* The stand-in for a V3 "fill_value": null of a numeric or bool type (the
+ * types whose fill cannot be null otherwise): zarrita writes null and reads
+ * it as the type's zero, so it is read as 0 / false, and as NaN for
+ * floating point, where NaN is the value that says "nothing written".
+ * *applies says whether dt is such a type; a new reference (NULL when
+ * out of memory, or when it does not apply). */
+static json_t *null_fill_stand_in(const struct dtype *dt, int *applies) {
+  *applies = 1;
+  switch (dt->kind) {
+  case DT_BOOL:
+    return json_false();
+  case DT_FLOAT16:
+  case DT_FLOAT32:
+  case DT_FLOAT64:
+  case DT_BFLOAT16:
+    return json_string("NaN");
+  case DT_COMPLEX64:
+  case DT_COMPLEX128:
+    return json_pack("[ss]", "NaN", "NaN");
+  case DT_INT2:
+  case DT_INT4:
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT2:
+  case DT_UINT4:
+  case DT_UINT8:
+  case DT_UINT16:
+  case DT_UINT32:
+  case DT_UINT64:
+    return json_integer(0);
+  default:
+    *applies = 0;
+    return NULL;
+  }
+}
+
+/* fill_value of a V3 array, null read as zarrita reads it (flagged). */
+static int parse_v3_fill(struct zmeta *m, json_t *fill, struct zerr *err) {
+  int applies = 0;
+  json_t *stand_in =
+      json_is_null(fill) ? null_fill_stand_in(&m->dtype, &applies) : NULL;
+  if (applies && !stand_in)
+    return zerr_set(err, ENOMEM, "out of memory");
+  int rc = dtype_parse_fill(&m->dtype, stand_in ? stand_in : fill, &m->fill,
+                            &m->fill_len, err);
+  if (stand_in && rc == 0)
+    m->defaults |= ZMETA_DEFAULT_FILL;
+  json_decref(stand_in);
+  return rc;
+}
+
+/* zarrita's reading of "codecs": [] (a new reference, NULL when out of
+ * memory): the bytes codec, little-endian. */
+static json_t *default_codecs(void) {
+  return json_pack("[{s:s,s:{s:s}}]", "name", "bytes", "configuration",
+                   "endian", "little");
+}
+
 /* The array fields of a V3 document. */
 static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
   static const char *const allowed[] = {
@@ -388,11 +448,18 @@ static int parse_array(struct zmeta *m, json_t *root, struct zerr *err) {
   json_t *fill = json_object_get(root, "fill_value");
   if (!fill)
     return zerr_set(err, EIO, "missing fill_value");
-  ZTRY(dtype_parse_fill(&m->dtype, fill, &m->fill, &m->fill_len, err));
+  ZTRY(parse_v3_fill(m, fill, err));
   json_t *codecs = json_object_get(root, "codecs");
-  if (!json_is_array(codecs) || json_array_size(codecs) == 0)
+  if (!json_is_array(codecs))
     return zerr_set(err, EIO, "codecs must be a non-empty list");
-  m->codecs = json_incref(codecs);
+  if (json_array_size(codecs) == 0) {
+    m->codecs = default_codecs();
+    if (!m->codecs)
+      return zerr_set(err, ENOMEM, "out of memory");
+    m->defaults |= ZMETA_DEFAULT_CODECS;
+  } else {
+    m->codecs = json_incref(codecs);
+  }
   ZTRY(parse_transformers(json_object_get(root, "storage_transformers"), err));
   return parse_dim_names(m, json_object_get(root, "dimension_names"), err);
 }
@@ -642,8 +709,11 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
     } else if (!strncmp(id, "vlen-", 5) && !a2b) {
       a2b = json_pack("{s:s}", "name", id);
       m->dtype = dtype_of(strcmp(id, "vlen-utf8") ? DT_BYTES : DT_STRING);
-    } else if ((!strcmp(id, "json2") || !strcmp(id, "json")) && !a2b) {
-      /* numcodecs' JSON object codecs: items shown as strings (json2.c) */
+    } else if ((!strcmp(id, "json2") || !strcmp(id, "json") ||
+                !strcmp(id, "msgpack2")) &&
+               !a2b) {
+      /* numcodecs' JSON and MsgPack object codecs: items shown as strings
+       * (json2.c, msgpack.c) */
       a2b = v2_codec(id, f);
       m->dtype = dtype_of(DT_STRING);
     } else if (v2_is_array_filter(id) && !a2b) {
@@ -667,8 +737,9 @@ static int v2_codecs(struct zmeta *m, json_t *root, const char *dts,
     a2b = v2_codec(strcmp(cid, "zfp") ? "numcodecs.zfpy" : "zfp", comp);
   if (rc == 0 && !a2b) {
     if (!strcmp(dts, "|O")) {
-      rc = zerr_set(err, EIO,
-                    "object dtype without a vlen-*, json or json2 filter");
+      rc = zerr_set(
+          err, EIO,
+          "object dtype without a vlen-*, json, json2 or msgpack2 filter");
     } else if (endian) {
       a2b = json_pack("{s:s, s:{s:s}}", "name", "bytes", "configuration",
                       "endian", endian == 'b' ? "big" : "little");

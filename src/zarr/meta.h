@@ -51,6 +51,16 @@ struct zmeta {
   char key_sep;   /* '/' or '.' */
   json_t *codecs; /* owned reference: the `codecs` list */
   json_t *root;   /* owned reference: the whole document */
+  unsigned defaults; /* ZMETA_DEFAULT_*: what was read as zarrita reads it
+                        (the node loader logs it once per array) */
+};
+
+/* zarrita's defaults, taken where the V3 document leaves them out:
+ * "codecs": [] is read as [bytes] little-endian; "fill_value": null of a
+ * numeric or bool type as 0 / false, NaN for floats. */
+enum zmeta_default {
+  ZMETA_DEFAULT_CODECS = 1u << 0,
+  ZMETA_DEFAULT_FILL = 1u << 1
 };
 
 /* Parse zarr.json text (len bytes; need not be NUL-terminated). Accepts the

@@ -18,7 +18,7 @@ MAX_SEEDS=${FUZZ_MAX_SEEDS:-150} # per target and kind, to start fast
 MAX_CHUNK=262144                 # bytes; larger chunks are skipped
 
 TARGETS="meta_v3 meta_v2 consolidated kerchunk kerchunk_render jdup jlex manifest
-vlen vlen_interleaved sharding blosc packbits optional json2 zfp namespace"
+vlen vlen_interleaved sharding blosc packbits optional json2 msgpack zfp namespace"
 for t in $TARGETS; do
   mkdir -p "$OUT/$t"
   if [ -d "$SRC/tests/fuzz/seeds/$t" ]; then

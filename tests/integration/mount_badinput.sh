@@ -121,4 +121,53 @@ else
 fi
 zumount "$MNT"
 
+# ---- a file given as SOURCE that is not a reference file ----
+# A metadata file, a file that is not JSON, and JSON that is not kerchunk
+# references (a .zarray renamed) are refused with one line naming the
+# directory to mount; kerchunk references (version 0 and 1) still mount.
+refuse_source() {
+  local desc=$1 src=$2
+  shift 2
+  timeout -k 2 10 "$ZARRFS_BIN" -f "$src" "$ZT_TMP/rmnt" >/dev/null 2>"$ZT_TMP/refuse.err" </dev/null
+  assert_eq "$desc: exit status" 1 "$?"
+  assert_one_refusal "$desc: one line" "$ZT_TMP/refuse.err" "$@"
+}
+mkdir -p "$ZT_TMP/rmnt" "$ZT_TMP/files"
+V2=$(zt_mkdir v2store)
+printf '{"zarr_format":2}' >"$V2/.zgroup"
+mkdir -p "$V2/a"
+printf '{"zarr_format":2,"shape":[2],"chunks":[2],"dtype":"<i1","compressor":null,"fill_value":0,"filters":null,"order":"C"}' >"$V2/a/.zarray"
+printf '{}' >"$V2/a/.zattrs"
+printf '\001\002' >"$V2/a/0"
+V2R=$(realpath "$V2")
+refuse_source "a .zarray as SOURCE" "$V2/a/.zarray" "$V2/a/.zarray" "metadata file" "mount the Zarr store $V2R instead"
+refuse_source "a .zattrs as SOURCE" "$V2/a/.zattrs" "metadata file" "$V2R instead"
+refuse_source "a .zgroup as SOURCE" "$V2/.zgroup" "metadata file" "$V2R instead"
+mkdir -p "$ZT_TMP/meta"
+for meta in zarr.json .zmetadata; do
+  cp "$V2/a/.zarray" "$ZT_TMP/meta/$meta"
+  refuse_source "a $meta as SOURCE" "$ZT_TMP/meta/$meta" "metadata file" "$(realpath "$ZT_TMP/meta") instead"
+done
+refuse_source "a chunk as SOURCE" "$V2/a/0" "not JSON" "mount the Zarr store $V2R instead"
+cp "$V2/a/.zarray" "$ZT_TMP/files/array.json"
+refuse_source "a renamed .zarray as SOURCE" "$ZT_TMP/files/array.json" "not kerchunk references" "directory of a Zarr store"
+printf 'hello\n' >"$ZT_TMP/files/notes.txt"
+refuse_source "a text file as SOURCE" "$ZT_TMP/files/notes.txt" "not JSON"
+printf '{}' >"$ZT_TMP/files/.zattrs"
+refuse_source "a lone .zattrs as SOURCE" "$ZT_TMP/files/.zattrs" "metadata file" \
+  "mount its directory $(realpath "$ZT_TMP/files") instead"
+# Version 0 and version 1 references still mount.
+printf '{"zarr_format":2}' >"$ZT_TMP/files/zgroup.exp"
+printf '{".zgroup":"{\\"zarr_format\\":2}"}' >"$ZT_TMP/files/v0.json"
+printf '{"version":1,"refs":{".zgroup":"{\\"zarr_format\\":2}"}}' >"$ZT_TMP/files/v1.json"
+for refs in v0 v1; do
+  RM=$(zt_mkdir "mnt_$refs")
+  if zmount "$ZT_TMP/files/$refs.json" "$RM"; then
+    assert_file_eq "$refs references mount" "$ZT_TMP/files/zgroup.exp" "$RM/.zgroup"
+    zumount "$RM"
+  else
+    fail "$refs references refused"
+  fi
+done
+
 finish

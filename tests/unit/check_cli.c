@@ -89,6 +89,10 @@ START_TEST(defaults) {
   ck_assert_ptr_null(c->s3.profile);
   ck_assert_int_eq(c->s3.no_sign_request, 0);
   ck_assert_int_eq(c->s3.requester_pays, 0);
+  ck_assert_int_eq(c->uid, -1); /* the mounting user's */
+  ck_assert_int_eq(c->gid, -1);
+  ck_assert_int_eq(c->fmask, 0);
+  ck_assert_int_eq(c->dmask, 0);
   struct remote_config d;
   remote_config_default(&d);
   ck_assert_int_eq(c->remote.http.connect_ms, 10000);
@@ -157,6 +161,10 @@ enum field {
   F_READAHEAD,
   F_NO_SIGN,
   F_REQUESTER_PAYS,
+  F_UID,
+  F_GID,
+  F_FMASK,
+  F_DMASK,
 };
 
 /* The field's value in c. */
@@ -198,6 +206,14 @@ static long double field(const struct cli_config *c, enum field f) {
     return c->s3.no_sign_request;
   case F_REQUESTER_PAYS:
     return c->s3.requester_pays;
+  case F_UID:
+    return c->uid;
+  case F_GID:
+    return c->gid;
+  case F_FMASK:
+    return c->fmask;
+  case F_DMASK:
+    return c->dmask;
   }
   return -1;
 }
@@ -248,6 +264,17 @@ static const struct valid_case {
     {"readahead=1M", F_READAHEAD, 1 << 20},
     {"no_sign_request", F_NO_SIGN, 1},
     {"requester_pays", F_REQUESTER_PAYS, 1},
+    {"uid=0", F_UID, 0},
+    {"uid=1000", F_UID, 1000},
+    {"uid=4294967294", F_UID, 4294967294.0},
+    {"gid=0", F_GID, 0},
+    {"gid=65534", F_GID, 65534},
+    {"umask=022", F_FMASK, 022},
+    {"umask=022", F_DMASK, 022},
+    {"umask=0", F_DMASK, 0},
+    {"umask=777", F_FMASK, 0777},
+    {"fmask=0137", F_FMASK, 0137},
+    {"dmask=7", F_DMASK, 07},
 };
 
 /* Each valid value, as "-o OPT", as "-oOPT" and after the positionals. */
@@ -354,6 +381,22 @@ START_TEST(views_option) {
 }
 END_TEST
 
+/* -o umask is the mask of both kinds; fmask and dmask override it, in
+ * whatever order they come. */
+START_TEST(masks_over_umask) {
+  struct cli_config *c =
+      parse_ok((const char *[]){"-o", "fmask=7,umask=027", "s", "m", NULL});
+  ck_assert_int_eq(c->fmask, 07);
+  ck_assert_int_eq(c->dmask, 027);
+  assert_fuse_argv(c, (const char *[]){"zarrfs", "m", NULL});
+  cli_config_free(c);
+  c = parse_ok((const char *[]){"-o", "umask=022,dmask=0", "s", "m", NULL});
+  ck_assert_int_eq(c->fmask, 022);
+  ck_assert_int_eq(c->dmask, 0);
+  cli_config_free(c);
+}
+END_TEST
+
 /* -o nonempty is ours (libfuse 3 has no such option). */
 START_TEST(nonempty_is_ours) {
   struct cli_config *c = parse_ok((const char *[]){"s", "m", NULL});
@@ -450,6 +493,15 @@ static const struct refusal_case {
                       "M, G, T or KiB, MiB, GiB, TiB)"},
     {"readahead=x", "bad readahead 'x' (a size such as 64K or 8M; units K, M, "
                     "G, T or KiB, MiB, GiB, TiB)"},
+    {"uid=-1", "bad uid '-1' (a number, 0 to 4294967294)"},
+    {"uid=4294967295", "bad uid '4294967295' (a number, 0 to 4294967294)"},
+    {"uid=root", "bad uid 'root' (a number, 0 to 4294967294)"},
+    {"gid=", "bad gid '' (a number, 0 to 4294967294)"},
+    {"gid=1x", "bad gid '1x' (a number, 0 to 4294967294)"},
+    {"umask=8", "bad umask '8' (octal, 0 to 777)"},
+    {"umask=1000", "bad umask '1000' (octal, 0 to 777)"},
+    {"fmask=-1", "bad fmask '-1' (octal, 0 to 777)"},
+    {"dmask=", "bad dmask '' (octal, 0 to 777)"},
     /* options neither zarrfs nor libfuse's low-level mount knows: refused
      * with zarrfs's words, not "fuse: unknown option(s)" */
     {"bogus", "unknown option '-o bogus' (try --help)"},
@@ -702,6 +754,10 @@ START_TEST(usage_names_every_option) {
                                      "-o decode_threads=",
                                      "-o target_root=",
                                      "-o nonempty",
+                                     "-o uid=N,gid=N",
+                                     "-o umask=OCT",
+                                     "-o fmask=OCT",
+                                     "-o dmask=OCT",
                                      "-o xattr",
                                      "-o views=beside|tree|none",
                                      "-o log_file=",
@@ -990,6 +1046,7 @@ int main(void) {
   tcase_add_test(tc, s3_strings);
   tcase_add_test(tc, allow_roots_in_order);
   tcase_add_test(tc, nonempty_is_ours);
+  tcase_add_test(tc, masks_over_umask);
   tcase_add_test(tc, log_options);
   tcase_add_test(tc, views_option);
   tcase_add_loop_test(tc, refused_option, 0,

@@ -8,7 +8,13 @@
 #include <string.h>
 
 #include "../../src/json/zjson.h"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../../src/util/log.h"
 #include "../../src/zarr/meta.h"
+#include "teststore.h"
 #include "testutil.h"
 
 /* An array document with the given fields spliced in (static storage). */
@@ -50,6 +56,104 @@ static void fill_is(const char *dtype, const char *fill, const void *want,
                 fill);
   zmeta_free(m);
 }
+
+/* zarrita's defaults: "codecs": [] is [bytes] little-endian, and a null
+ * fill of a numeric type is its zero (NaN for floats); both flagged. */
+START_TEST(zarrita_defaults) {
+  struct zmeta *m = parse_ok(array_doc("[4]", "[2]", "\"int16\"", "3",
+                                       "\"default\"", ",\"codecs\":[]"));
+  char *c = json_dumps(m->codecs, JSON_COMPACT | JSON_SORT_KEYS);
+  ck_assert_str_eq(c, "[{\"configuration\":{\"endian\":\"little\"},"
+                      "\"name\":\"bytes\"}]");
+  free(c);
+  ck_assert_uint_eq(m->defaults, ZMETA_DEFAULT_CODECS);
+  zmeta_free(m);
+  static const struct {
+    const char *dtype;
+    uint8_t bytes[16];
+    size_t len;
+  } t[] = {
+      {"\"int16\"", {0}, 2},
+      {"\"uint64\"", {0}, 8},
+      {"\"int4\"", {0}, 1},
+      {"\"bool\"", {0}, 1},
+      {"\"float32\"", {0x00, 0x00, 0xc0, 0x7f}, 4},
+      {"\"float64\"", {0, 0, 0, 0, 0, 0, 0xf8, 0x7f}, 8},
+      {"\"float16\"", {0x00, 0x7e}, 2},
+      {"\"complex64\"", {0, 0, 0xc0, 0x7f, 0, 0, 0xc0, 0x7f}, 8},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    m = parse_ok(array_doc("[4]", "[2]", t[i].dtype, "null", "\"default\"",
+                           ",\"codecs\":[]"));
+    ck_assert_msg(m->fill_len == t[i].len, "%s", t[i].dtype);
+    ck_assert_msg(!memcmp(m->fill, t[i].bytes, t[i].len), "%s: wrong bytes",
+                  t[i].dtype);
+    ck_assert_uint_eq(m->defaults, ZMETA_DEFAULT_CODECS | ZMETA_DEFAULT_FILL);
+    zmeta_free(m);
+  }
+  /* Types that take null themselves are not flagged. */
+  m = parse_ok(fill_doc("\"string\"", "null"));
+  ck_assert_uint_eq(m->defaults, 0);
+  zmeta_free(m);
+  m = parse_ok(fill_doc("\"int8\"", "0"));
+  ck_assert_uint_eq(m->defaults, 0);
+  zmeta_free(m);
+}
+END_TEST
+
+/* A store zarrita wrote reads through the engine: "codecs": [] as
+ * little-endian bytes, a missing chunk of a null fill as 0 (NaN for a
+ * float), and one info line per array says so. */
+START_TEST(zarrita_store) {
+  char dir[] = "/tmp/check_meta.XXXXXX",
+       logpath[] = "/tmp/check_meta_log.XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  int fd = mkstemp(logpath);
+  ck_assert_int_ge(fd, 0);
+  zlog_setup_fd(fd, ZLOG_INFO);
+  const char *group = "{\"zarr_format\":3,\"node_type\":\"group\"}";
+  ts_put_file(dir, "zarr.json", group, strlen(group));
+  char *doc = array_doc("[4]", "[2]", "\"int16\"", "null", "\"default\"",
+                        ",\"codecs\":[]");
+  ts_put_file(dir, "a/zarr.json", doc, strlen(doc));
+  ts_put_file(dir, "a/c/0", "\x01\x00\xff\xff", 4);
+  doc = array_doc("[3]", "[2]", "\"float32\"", "null", "\"default\"",
+                  ",\"codecs\":[{\"name\":\"bytes\",\"configuration\":"
+                  "{\"endian\":\"little\"}}]");
+  ts_put_file(dir, "f/zarr.json", doc, strlen(doc));
+  ts_put_file(dir, "f/c/0", "\x00\x00\xc0\x3f\x00\x00\x00\x00", 8);
+  struct engine *e = ts_open_engine(dir);
+  struct zerr err = {0};
+  for (int pass = 0; pass < 2; pass++) { /* read twice: logged once */
+    char *t = ts_view_text(e, "/a/values.txt", 3, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_str_eq(t, "1\n-1\n0\n0\n");
+    free(t);
+    t = ts_view_text(e, "/f/values.txt", 5, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_str_eq(t, "1.5\n0\nnan\n");
+    free(t);
+  }
+  engine_free(e);
+  char log[4096] = {0};
+  int lf = open(logpath, O_RDONLY);
+  ck_assert_int_ge(lf, 0);
+  ck_assert_int_ge(read(lf, log, sizeof log - 1), 0);
+  close(lf);
+  unlink(logpath);
+  int lines = 0;
+  for (char *p = log; *p; p++)
+    lines += *p == '\n';
+  ck_assert_msg(lines == 2, "%d lines:\n%s", lines, log);
+  ck_assert_msg(strstr(log, "info: ") &&
+                    strstr(log, "a/zarr.json: codecs [] and fill_value null") &&
+                    strstr(log, "f/zarr.json: fill_value null"),
+                "%s", log);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
 
 START_TEST(group_and_array) {
   struct zmeta *m = parse_ok(
@@ -625,7 +729,6 @@ START_TEST(invalid_metadata_table) {
   BADFILL("\"int8\"", "1.5");
   BADFILL("\"int8\"", "\"1\"");
   BADFILL("\"int8\"", "true");
-  BADFILL("\"int16\"", "null");
   BADFILL("\"bool\"", "1");
   BADFILL("\"bool\"", "\"true\"");
   BADFILL("\"float32\"", "\"nan\"");
@@ -635,7 +738,6 @@ START_TEST(invalid_metadata_table) {
   BADFILL("\"float64\"", "\"0x7ff80000\"");
   BADFILL("\"float32\"", "1e300");
   BADFILL("\"float16\"", "70000");
-  BADFILL("\"float64\"", "null");
   BADFILL("\"float64\"", "[1]");
   BADFILL("\"bytes\"", "[256]");
   BADFILL("\"bytes\"", "[-1]");
@@ -649,7 +751,7 @@ START_TEST(invalid_metadata_table) {
   BADFILL("\"string\"", "5");
   BADFILL("\"string\"", "[\"a\"]");
   BAD(EIO, "fill_value", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
-      ",\"fill_value\":null"); /* duplicate key: last one wins */
+      ",\"fill_value\":\"x\""); /* duplicate key: last one wins */
   /* New types: complex, bfloat16, sub-byte integers, raw and fixed bytes,
    * timedelta. */
   BADFILL("\"complex64\"", "1");
@@ -658,7 +760,6 @@ START_TEST(invalid_metadata_table) {
   BADFILL("\"complex64\"", "[\"nan\",0]");
   BADFILL("\"complex64\"", "[1e300,0]");
   BADFILL("\"complex64\"", "[0,\"0x7ff8000000000000\"]");
-  BADFILL("\"complex64\"", "null");
   BADFILL("\"complex128\"", "[\"0x7ff80000\",0]");
   BADFILL("\"complex128\"", "{\"re\":1,\"im\":2}");
   BADFILL("\"complex128\"", "\"1+2j\"");
@@ -786,8 +887,6 @@ START_TEST(invalid_metadata_table) {
       "\"configuration\":[]},\"chunk_key_encoding\":\"default\","
       "\"fill_value\":0,\"codecs\":[\"bytes\"]}",
       EIO, "configuration");
-  BAD(EIO, "codecs", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
-      ",\"codecs\":[]");
   BAD(EIO, "codecs", "[4]", "[2]", "\"int8\"", "0", "\"default\"",
       ",\"codecs\":{\"name\":\"bytes\"}");
 #undef RAW
@@ -1149,6 +1248,8 @@ int main(void) {
   Suite *s = suite_create("meta");
   TCase *tc = tcase_create("parse");
   tcase_add_test(tc, group_and_array);
+  tcase_add_test(tc, zarrita_defaults);
+  tcase_add_test(tc, zarrita_store);
   tcase_add_test(tc, every_dtype);
   tcase_add_test(tc, integer_fills);
   tcase_add_test(tc, float_fills);

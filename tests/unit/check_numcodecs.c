@@ -358,6 +358,155 @@ START_TEST(fso_stores) {
 }
 END_TEST
 
+/* ==== msgpack2 ==== */
+
+/* A msgpack2 chunk (len bytes) decoded for n string elements. */
+static int msgpack_decode(const char *chunk, size_t len, uint64_t n,
+                          struct abytes **a, struct zerr *err) {
+  struct codec_spec s = tc_spec_1d(dtype_of(DT_STRING), n);
+  return decode("[{\"name\":\"msgpack2\",\"configuration\":{\"raw\":false,"
+                "\"use_single_float\":false,\"use_bin_type\":true}}]",
+                &s, chunk, len, a, err);
+}
+
+/* Chunks numcodecs 0.11 wrote (numcodecs.MsgPack().encode of object
+ * arrays), each element as json.dumps gives it (strings as text, bytes as
+ * hex). */
+START_TEST(msgpack_hand_computed) {
+  /* ['foo', b'\x00\xff', 1, -5, 2.5, None, True, [1, 'a'],
+   *  {'k': 1, 2: 'x'}, 1e20, nan, 'héllo\nx', 'a"b'] */
+  static const char c1[] =
+      "\x9f\xa3\x66\x6f\x6f\xc4\x02\x00\xff\x01\xfb\xcb\x40\x04\x00\x00\x00"
+      "\x00\x00\x00\xc0\xc3\x92\x01\xa1\x61\x82\xa1\x6b\x01\x02\xa1\x78\xcb"
+      "\x44\x15\xaf\x1d\x78\xb5\x8c\x40\xcb\x7f\xf8\x00\x00\x00\x00\x00\x00"
+      "\xa8\x68\xc3\xa9\x6c\x6c\x6f\x0a\x78\xa3\x61\x22\x62\xa2\x7c\x4f\x91"
+      "\x0d";
+  static const char *const want1[] = {
+      "foo",   "00ff",      "1",
+      "-5",    "2.5",       "null",
+      "true",  "[1,\"a\"]", "{\"k\":1,\"2\":\"x\"}",
+      "1e+20", "NaN",       "h\xc3\xa9llo\nx",
+      "a\"b"};
+  struct abytes *a;
+  struct zerr err = {0};
+  ck_assert_msg(msgpack_decode(c1, sizeof c1 - 1, 13, &a, &err) == 0, "%s",
+                err.msg);
+  expect_strings(a, want1, 13);
+  abytes_free(a);
+  /* [['a','b','c'],['d','e','f']]: nested along the shape (2, 3). */
+  static const char c2[] = "\x94\x93\xa1\x61\xa1\x62\xa1\x63\x93\xa1\x64\xa1"
+                           "\x65\xa1\x66\xa2\x7c\x4f\x92\x02\x03";
+  static const char *const want2[] = {"a", "b", "c", "d", "e", "f"};
+  ck_assert_msg(msgpack_decode(c2, sizeof c2 - 1, 6, &a, &err) == 0, "%s",
+                err.msg);
+  expect_strings(a, want2, 6);
+  abytes_free(a);
+  /* [[b'\x01', 0.1, -2**63, 2**64-1], {'n': None}]: lists in a 1-D chunk
+   * are elements, bytes inside them hex strings. */
+  static const char c3[] =
+      "\x94\x94\xc4\x01\x01\xcb\x3f\xb9\x99\x99\x99\x99\x99\x9a\xd3\x80\x00"
+      "\x00\x00\x00\x00\x00\x00\xcf\xff\xff\xff\xff\xff\xff\xff\xff\x81\xa1"
+      "\x6e\xc0\xa2\x7c\x4f\x91\x02";
+  static const char *const want3[] = {
+      "[\"01\",0.1,-9223372036854775808,18446744073709551615]", "{\"n\":null}"};
+  ck_assert_msg(msgpack_decode(c3, sizeof c3 - 1, 2, &a, &err) == 0, "%s",
+                err.msg);
+  expect_strings(a, want3, 2);
+  abytes_free(a);
+  /* Floats as Python's repr: integral ones keep ".0", small ones go to
+   * the exponent form. [1.0, 1e-05, 123456789012345680.0, -0.0001, 1e16,
+   * float32 0.5] */
+  static const char c4[] =
+      "\x98\xcb\x3f\xf0\x00\x00\x00\x00\x00\x00\xcb\x3e\xe4\xf8\xb5\x88\xe3"
+      "\x68\xf1\xcb\x43\x7b\x69\xb4\xba\x63\x0f\x35\xcb\xbf\x1a\x36\xe2\xeb"
+      "\x1c\x43\x2d\xcb\x43\x41\xc3\x79\x37\xe0\x80\x00\xca\x3f\x00\x00\x00"
+      "\xa2\x7c\x4f\x91\x06";
+  static const char *const want4[] = {
+      "1.0", "1e-05", "1.2345678901234568e+17", "-0.0001", "1e+16", "0.5"};
+  ck_assert_msg(msgpack_decode(c4, sizeof c4 - 1, 6, &a, &err) == 0, "%s",
+                err.msg);
+  expect_strings(a, want4, 6);
+  abytes_free(a);
+  ck_assert_ptr_eq(codec_lookup("numcodecs.msgpack2"),
+                   codec_lookup("msgpack2"));
+}
+END_TEST
+
+/* Malformed chunks are EIO with the reason; nothing is read past the end. */
+START_TEST(msgpack_bad_input) {
+  static char deep[1200];
+  deep[0] = (char)0x93;
+  memset(deep + 1, 0x91, 1000); /* 1000 nested one-item lists */
+  memcpy(deep + 1001, "\xc0\xa2|O\x91\x01", 6);
+  const struct {
+    const char *chunk;
+    size_t len;
+    uint64_t n;
+    const char *msg;
+  } cases[] = {
+      {"", 0, 1, "truncated"},
+      {"\xa1x", 2, 1, "not a list"},
+      {"\x91\xa1x", 3, 1, "not a list ending"},
+      {"\x93\xa1x\xa2|O\x91\x02", 8, 2, "1 items for a shape of 2"},
+      {"\x93\xa1x\xa2|O\x91\x01", 8, 2, "holds 1 elements, expected 2"},
+      {"\x93\xa1x\xa2<U\x91\x01", 8, 1, "dtype"},
+      {"\x93\xa1x\xa2|O\xa1x", 8, 1, "shape"},
+      {"\x93\xa1x\xa2|O\x91\xff", 8, 1, "non-negative"},
+      {"\x93\xa1x\xa2|O\x91\x01\x00", 9, 1, "trailing bytes"},
+      {"\x93\xa9x\xa2|O\x91\x01", 8, 1, "truncated"},
+      {"\x93\xdb\xff\xff\xff\xff\xa2|O\x91\x01", 12, 1, "truncated"},
+      {"\x93\xdd\xff\xff\xff\xff\xa2|O\x91\x01", 12, 1, "truncated"},
+      {"\x93\xdf\x80\x00\x00\x00\xa2|O\x91\x01", 12, 1, "truncated"},
+      {"\x93\xc1\xa2|O\x91\x01", 7, 1, "0xc1"},
+      {"\x93\xd4\x00\x00\xa2|O\x91\x01", 9, 1, "ext type"},
+      {"\x93\xcb\x00\x00\xa2|O\x91\x01", 9, 1, "truncated"},
+      {"\x94\x91\x01\x92\x02\x03\xa2|O\x92\x02\x02", 12, 4,
+       "does not match the shape"},
+      {"\x93\x8f\x01\xa2|O\x91\x01", 8, 1, "truncated"},
+      {"\xdc\x00", 2, 1, "truncated"},
+      {deep, 1007, 1, "nesting too deep"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct abytes *a = NULL;
+    struct zerr err = {0};
+    int rc = msgpack_decode(cases[i].chunk, cases[i].len, cases[i].n, &a, &err);
+    ck_assert_msg(rc == -EIO, "case %zu: rc %d (%s)", i, rc, err.msg);
+    ck_assert_ptr_null(a);
+    ck_assert_msg(strstr(err.msg, cases[i].msg), "case %zu: '%s' lacks '%s'", i,
+                  err.msg, cases[i].msg);
+  }
+  /* Configuration: an unknown key; a fixed-size array. */
+  struct codec_spec s = tc_spec_1d(dtype_of(DT_STRING), 1);
+  struct chain *c = NULL;
+  struct zerr err = {0};
+  ck_assert_int_eq(
+      tc_build("[{\"name\":\"msgpack2\",\"configuration\":{\"x\":1}}]", &s, &c,
+               &err),
+      -EIO);
+  s = tc_spec_1d(dtype_of(DT_INT32), 1);
+  ck_assert_int_eq(tc_build("[\"msgpack2\"]", &s, &c, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "not variable-length"));
+}
+END_TEST
+
+/* A V2 store as zarr-python 2 writes it with object_codec=MsgPack(). */
+START_TEST(msgpack_store) {
+  char dir[] = "/tmp/check_numcodecs.XXXXXX";
+  new_store(dir);
+  put_text(dir, "obj/.zarray",
+           "{\"zarr_format\":2,\"shape\":[5],\"chunks\":[3],\"dtype\":\"|O\","
+           "\"compressor\":null,\"fill_value\":0,\"order\":\"C\","
+           "\"filters\":[{\"id\":\"msgpack2\",\"raw\":false,"
+           "\"use_bin_type\":true,\"use_single_float\":false}]}");
+  ts_put_file(dir, "obj/0", "\x95\xa3one\xa7two\nlin\x03\xa2|O\x91\x03", 19);
+  struct engine *e = ts_open_engine(dir);
+  expect_view(e, "/obj/values.txt", "one\ntwo lin\n3\n\n\n");
+  expect_view(e, "/obj/0.txt", "one\ntwo lin\n3\n");
+  engine_free(e);
+  remove_store(dir);
+}
+END_TEST
+
 /* ==== json2 ==== */
 
 /* A json2 chunk decoded for n string elements. */
@@ -1231,6 +1380,9 @@ int main(void) {
   tcase_add_test(tc, fso_hand_computed);
   tcase_add_test(tc, fso_bad_input);
   tcase_add_test(tc, fso_stores);
+  tcase_add_test(tc, msgpack_hand_computed);
+  tcase_add_test(tc, msgpack_bad_input);
+  tcase_add_test(tc, msgpack_store);
   tcase_add_test(tc, json2_hand_computed);
   tcase_add_test(tc, json2_bad_input);
   tcase_add_test(tc, json2_store);
