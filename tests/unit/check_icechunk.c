@@ -8,6 +8,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "../../src/store/icechunk.h"
 #include "../../src/store/icechunk_fmt.h"
 #include "../../src/store/store.h"
 #include "testutil.h"
@@ -498,6 +499,166 @@ static int collect(void *ud, const char *name, enum store_entry_type ty,
   return 0;
 }
 
+/* Names listed under prefix, sorted and ','-joined, files marked "=SIZE". */
+struct listing {
+  char names[64][64];
+  int n;
+};
+
+/* Keep a listed name. */
+static int keep(void *ud, const char *name, enum store_entry_type ty,
+                uint64_t sz, int64_t mt) {
+  struct listing *l = ud;
+  if (l->n < 64) {
+    if (ty == STORE_FILE)
+      snprintf(l->names[l->n++], 64, "%s=%llu", name, (unsigned long long)sz);
+    else
+      snprintf(l->names[l->n++], 64, "%s/", name);
+  }
+  return 0;
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The listing of prefix in s as one string. */
+static void list_of(struct store *s, const char *prefix, char *out,
+                    size_t cap) {
+  struct listing l = {.n = 0};
+  struct zerr err = {0};
+  ck_assert_msg(store_list(s, prefix, keep, &l, &err) == 0, "%s: %s", prefix,
+                err.msg);
+  qsort(l.names, (size_t)l.n, sizeof l.names[0], name_cmp);
+  out[0] = '\0';
+  for (int i = 0; i < l.n; i++) {
+    if (i)
+      strncat(out, ",", cap - strlen(out) - 1);
+    strncat(out, l.names[i], cap - strlen(out) - 1);
+  }
+}
+
+/* The store of a fixture repository at ref or snapshot. */
+static struct store *open_snapshot_store(const char *repo, const char *ref,
+                                         const char *snap) {
+  struct store *files = open_fixture(repo), *s;
+  struct zerr err = {0};
+  ck_assert_msg(store_open_icechunk(files, ref, snap, MAXDEC, NULL, &s,
+                                    &err) == 0,
+                "%s: %s", repo, err.msg);
+  return s;
+}
+
+START_TEST(snapshot_store) {
+  struct zerr err = {0};
+  struct store *files = open_fixture(test_repos[_i]);
+  ck_assert_int_eq(icechunk_detect(files, &err), 1);
+  store_free(files);
+  struct store *s = open_snapshot_store(test_repos[_i], "my-branch", NULL);
+  char l[2048];
+  list_of(s, "", l, sizeof l);
+  ck_assert_ptr_nonnull(strstr(l, "group1/,group2/,zarr.json="));
+  list_of(s, "group1", l, sizeof l);
+  ck_assert_ptr_nonnull(strstr(l, "big_chunks/,small_chunks/,zarr.json="));
+  list_of(s, "group1/small_chunks", l, sizeof l);
+  ck_assert_ptr_nonnull(strstr(l, "c/,zarr.json="));
+  list_of(s, "group1/small_chunks/c", l, sizeof l);
+  ck_assert_str_eq(l, "0=10,1=10,2=10,3=10");
+  list_of(s, "group1/big_chunks/c", l, sizeof l);
+  ck_assert_str_eq(l, "0/,1/");
+  list_of(s, "group1/big_chunks/c/1", l, sizeof l);
+  ck_assert_str_eq(l, "0=19,1=19");
+  list_of(s, "group2/group3/group4/group5/inner", l, sizeof l);
+  ck_assert_ptr_null(strstr(l, "c/"));
+  /* Metadata byte-identical to the snapshot's, chunks by kind. */
+  uint8_t *p;
+  size_t n;
+  ck_assert_int_eq(store_read_all(s, "group1/zarr.json", 1 << 20, &p, &n,
+                                  &err),
+                   0);
+  ck_assert_ptr_nonnull(strstr((char *)p, "is a nice group"));
+  free(p);
+  ck_assert_int_eq(store_read_all(s, "group1/small_chunks/c/3", 1 << 20, &p,
+                                  &n, &err),
+                   0);
+  ck_assert_uint_eq(n, 10);
+  free(p);
+  ck_assert_int_eq(store_read_all(s, "group1/small_chunks/c/4", 1 << 20, &p,
+                                  &n, &err),
+                   -ENOENT);
+  uint8_t *q;
+  size_t qn;
+  ck_assert_int_eq(store_read_all(s, "group1/big_chunks/c/0/1", 1 << 20, &p,
+                                  &n, &err),
+                   0);
+  ck_assert_uint_eq(n, 19);
+  ck_assert_int_eq(store_read_all(s, "group1/big_chunks/c/1/1", 1 << 20, &q,
+                                  &qn, &err),
+                   0);
+  ck_assert_mem_eq(p, q, 19); /* every element 42.0 */
+  free(p);
+  free(q);
+  /* The virtual chunk: never read without authorization. */
+  ck_assert_int_eq(store_read_all(s, "group1/big_chunks/c/0/0", 1 << 20, &p,
+                                  &n, &err),
+                   -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "s3://testbucket/can_read_old"));
+  enum store_entry_type ty;
+  uint64_t sz;
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0/0", &ty, &sz, &err),
+                   0);
+  ck_assert_uint_eq(sz, 19);
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0", &ty, &sz, &err), 0);
+  ck_assert_int_eq(ty, STORE_DIR);
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/2", &ty, &sz, &err),
+                   -ENOENT);
+  ck_assert_int_eq(store_stat(s, "group1/nope", &ty, &sz, &err), -ENOENT);
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0/01", &ty, &sz, &err),
+                   -ENOENT);
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0/1/0", &ty, &sz, &err),
+                   -ENOENT);
+  store_free(s);
+  /* main: five small chunks; a tag; a snapshot by id; unknown names. */
+  s = open_snapshot_store(test_repos[_i], NULL, NULL);
+  list_of(s, "group1/small_chunks/c", l, sizeof l);
+  ck_assert_str_eq(l, "0=10,1=10,2=10,3=10,4=10");
+  list_of(s, "", l, sizeof l);
+  ck_assert_ptr_null(strstr(l, "group2"));
+  store_free(s);
+  s = open_snapshot_store(test_repos[_i], "it works!", NULL);
+  list_of(s, "group1/small_chunks/c", l, sizeof l);
+  ck_assert_str_eq(l, "0=10,1=10,2=10,3=10");
+  store_free(s);
+  struct store *files2 = open_fixture(test_repos[_i]);
+  ck_assert_int_eq(store_open_icechunk(files2, "deleted", NULL, MAXDEC, NULL,
+                                       &s, &err),
+                   -ENOENT);
+  files2 = open_fixture(test_repos[_i]);
+  ck_assert_int_eq(store_open_icechunk(files2, NULL, "00000000000000000000",
+                                       MAXDEC, NULL, &s, &err),
+                   -ENOENT);
+  ck_assert_ptr_nonnull(strstr(err.msg, "no snapshot"));
+}
+END_TEST
+
+START_TEST(split_store) {
+  static const char *repos[] = {"split-repo-v1", "split-repo-v2"};
+  struct store *s = open_snapshot_store(repos[_i], NULL, NULL);
+  char l[2048];
+  list_of(s, "group1/split/c", l, sizeof l);
+  ck_assert_str_eq(l, "0/,1/,2/,3/");
+  list_of(s, "group1/split/c/3", l, sizeof l);
+  ck_assert_str_eq(l, "0=23,1=23,2=23,3=23");
+  uint8_t *p;
+  size_t n;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_read_all(s, "group1/split/c/2/3", 1 << 20, &p, &n,
+                                  &err),
+                   0);
+  ck_assert_uint_eq(n, 25);
+  free(p);
+  store_free(s);
+}
+END_TEST
+
 /* Damage every file under dir of fixture repo: truncations and flipped
  * bytes of the decompressed flatbuffer, re-wrapped uncompressed. */
 static void damage_dir(const char *repo, const char *dir, enum icefmt_type t) {
@@ -563,6 +724,8 @@ int main(void) {
   tcase_add_loop_test(fx, trees_and_chunks, 0, 3);
   tcase_add_loop_test(fx, split_manifests, 0, 2);
   tcase_add_test(fx, damaged_files);
+  tcase_add_loop_test(fx, snapshot_store, 0, 3);
+  tcase_add_loop_test(fx, split_store, 0, 2);
   testutil_add_fixture_tcase(s, fx, "check_icechunk");
   return testutil_run(s);
 }

@@ -1,0 +1,65 @@
+/* icechunk.h - an open Icechunk repository, and stores presenting one of
+ * its snapshots as a Zarr V3 key space (src/store/store_icechunk.c).
+ *
+ * A repository (struct icechunk) holds the store of its files (a local
+ * directory, or a remote store: http(s):// and s3:// read the same way),
+ * its refs as loaded at open (a mount is a consistent snapshot: a branch
+ * that moves later does not change it), the confine that decides which
+ * virtual chunks may be read, and the limits. It is reference counted:
+ * every snapshot store opened on it holds a reference, so a tree per
+ * snapshot id can be opened and dropped while the repository lives on.
+ * Immutable after open: shared by threads without locks.
+ *
+ * A snapshot store serves, for every node of the snapshot: `zarr.json`
+ * (the node's metadata as Icechunk stores it), and for arrays the chunk
+ * keys `c/i/j...` (default chunk key encoding with '/'): native chunks as
+ * a window of `chunks/ID`, inline chunks from the manifest, virtual chunks
+ * through the confine (a local file:// path under an allowed root, or a
+ * URL under a prefix the user named with -o target_root=PREFIX and, when
+ * the repository lists its virtual chunk containers, under one of them),
+ * and a coordinate without a reference is absent (-ENOENT: the fill
+ * value). Manifests are loaded on first use, only those whose extents
+ * hold the coordinates a read or listing touches, and kept for the
+ * store's life. Virtual chunks' checksums (ETag, last-modified) are not
+ * checked against the object yet. */
+#ifndef ZARRFS_ICECHUNK_H
+#define ZARRFS_ICECHUNK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "icechunk_fmt.h"
+#include "store.h"
+
+struct icechunk;
+struct confine;
+
+/* Does s hold an Icechunk repository at its root: a `repo` file starting
+ * with Icechunk's magic (spec 2) or `refs/branch.main/ref.json` (spec 1)?
+ * 1 yes, 0 no, or a negative errno when s could not tell (err says). */
+int icechunk_detect(struct store *s, struct zerr *err);
+
+/* Open the repository whose files s holds (taken: freed with the
+ * repository, or at once on failure). Metadata files larger than
+ * max_decode, compressed or not, are refused. c (borrowed, may be NULL:
+ * no virtual chunk is read) must outlive the repository. *out holds one
+ * reference (icechunk_unref). -ENOENT when s holds no repository. */
+int icechunk_open(struct store *s, size_t max_decode, const struct confine *c,
+                  struct icechunk **out, struct zerr *err);
+/* The refs loaded at open (borrowed). */
+const struct icefmt_repo *icechunk_refs(const struct icechunk *ic);
+/* The snapshot to show: snapshot (a 20-character id) when given, else
+ * ref (a branch, else a tag of that name), else branch main. */
+int icechunk_resolve(struct icechunk *ic, const char *ref,
+                     const char *snapshot, uint8_t id[12], struct zerr *err);
+/* Take another reference; returns ic. */
+struct icechunk *icechunk_ref(struct icechunk *ic);
+/* Drop a reference; NULL-safe. */
+void icechunk_unref(struct icechunk *ic);
+
+/* A store of snapshot id of ic (reads snapshots/ID now; takes its own
+ * reference to ic). *out owned by the caller (store_free). */
+int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
+                           struct store **out, struct zerr *err);
+
+#endif
