@@ -86,6 +86,10 @@ struct cli_config {
                                 2 none (enum engine_views) */
   int nonempty;              /* -o nonempty: mount over a non-empty
                                 directory */
+  char *ref;                 /* -o ref=NAME: an Icechunk branch or tag,
+                                or NULL (branch main) */
+  char *snapshot;            /* -o snapshot=ID: an Icechunk snapshot id
+                                (20 characters), or NULL; not both */
   char **allow_roots;        /* -o target_root=DIR|URL (old name
                                 allow_root=), in order given */
   size_t n_allow_roots;

@@ -1,0 +1,141 @@
+#!/bin/bash
+# mount_icechunk.sh - Icechunk repositories written by Icechunk itself
+# (../shared/fixtures/icechunk, see its EXPECTED.md), mounted by the real
+# daemon:
+#  1. test-repo-v1 (spec 1), test-repo-v2 (spec 2) and test-repo-v2-migrated
+#     at the tip of main, at -o ref=my-branch and at the tags "it works!"
+#     and "it also works!": the tree (ls), zarr.json byte-identical to the
+#     node's metadata, values.txt of group1/small_chunks (inline chunks) and
+#     group2/.../inner (no chunk: NaN), the native chunks of
+#     group1/big_chunks, and its virtual chunk c/0/0 failing with EIO and a
+#     log line naming the URL (not authorized) while the rest serves;
+#  2. split-repo-v1 and -v2 (split manifests) at the tip and at the
+#     snapshots "write data" and "write data again" (-o snapshot=ID);
+#  3. refusals: a deleted tag, an unknown snapshot, -o ref on a Zarr store.
+# Absent fixtures skip (exit 77), or fail under CI=true.
+. "$(dirname "$0")/lib.sh"
+
+FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
+if [ ! -d "$FIX/icechunk" ]; then
+  zt_skip_or_fail "fixtures not found at $FIX/icechunk"
+fi
+IC="$FIX/icechunk"
+MNT=$(zt_mkdir mnt)
+
+# rep N VALUE: VALUE on N lines.
+rep() { awk -v n="$1" -v v="$2" 'BEGIN { for (i = 0; i < n; i++) print v }'; }
+
+# values DESC FILE EXPECTED_TEXT
+values() {
+  printf '%s' "$3" >"$ZT_TMP/values.exp"
+  assert_file_eq "$1" "$ZT_TMP/values.exp" "$2"
+}
+
+# ls_is DESC DIR NAMES (one line, sorted, space-separated)
+ls_is() { assert_eq "$1" "$3" "$(t env LC_ALL=C ls -- "$2" | tr '\n' ' ' | sed 's/ $//')"; }
+
+# ---- 1. the three test repositories ----
+
+for repo in test-repo-v1 test-repo-v2 test-repo-v2-migrated; do
+  R="$IC/$repo"
+  if zmount "$R" "$MNT"; then
+    ls_is "$repo main: root" "$MNT" "group1 zarr.json"
+    ls_is "$repo main: group1" "$MNT/group1" "big_chunks small_chunks zarr.json"
+    if t grep -q '"is a nice group"' "$MNT/group1/zarr.json" &&
+      t python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$MNT/group1/zarr.json"; then
+      pass "$repo main: group1/zarr.json is the node's metadata"
+    else
+      fail "$repo main: group1/zarr.json"
+      t cat "$MNT/group1/zarr.json" | show
+    fi
+    values "$repo main: small_chunks values.txt (inline)" \
+      "$MNT/group1/small_chunks/values.txt" "$(rep 5 84)
+"
+    ls_is "$repo main: small_chunks/c" "$MNT/group1/small_chunks/c" \
+      "0 0.txt 1 1.txt 2 2.txt 3 3.txt 4 4.txt"
+    values "$repo main: big_chunks c/0/1.txt (native)" \
+      "$MNT/group1/big_chunks/c/0/1.txt" "$(rep 25 42)
+"
+    values "$repo main: big_chunks c/1/1.txt (native)" \
+      "$MNT/group1/big_chunks/c/1/1.txt" "$(rep 25 42)
+"
+    assert_eq "$repo main: c/0/1 raw is 19 bytes" 19 \
+      "$(t stat -c %s "$MNT/group1/big_chunks/c/0/1")"
+    assert_fails_with_eio "$repo main: virtual chunk c/0/0 without authorization" \
+      "$MNT/group1/big_chunks/c/0/0"
+    if grep -q 's3://testbucket/can_read_old/chunk-1' "$ZT_LOG" &&
+      grep -q 'not authorized' "$ZT_LOG"; then
+      pass "$repo main: the log names the virtual chunk's URL"
+    else
+      fail "$repo main: no log line naming the virtual chunk"
+      show "$ZT_LOG"
+    fi
+    values "$repo main: c/1/0.txt still reads after the failure" \
+      "$MNT/group1/big_chunks/c/1/0.txt" "$(rep 25 42)
+"
+    zumount "$MNT"
+  fi
+  if zmount "$R" "$MNT" -o ref=my-branch; then
+    ls_is "$repo my-branch: root" "$MNT" "group1 group2 zarr.json"
+    values "$repo my-branch: small_chunks values.txt (last chunk deleted)" \
+      "$MNT/group1/small_chunks/values.txt" "$(rep 4 84)
+8
+"
+    values "$repo my-branch: inner values.txt (no chunk: NaN)" \
+      "$MNT/group2/group3/group4/group5/inner/values.txt" "$(rep 100 nan)
+"
+    if t grep -q '"is a nice array"' "$MNT/group2/group3/group4/group5/inner/zarr.json"; then
+      pass "$repo my-branch: inner/zarr.json"
+    else
+      fail "$repo my-branch: inner/zarr.json lacks its attributes"
+    fi
+    zumount "$MNT"
+  fi
+  for tag in "it works!" "it also works!"; do
+    if zmount "$R" "$MNT" -o "ref=$tag"; then
+      values "$repo tag '$tag': small_chunks values.txt" \
+        "$MNT/group1/small_chunks/values.txt" "$(rep 4 84)
+8
+"
+      zumount "$MNT"
+    fi
+  done
+done
+
+# ---- 2. split manifests ----
+
+# split_check DESC SPLIT SMALL [OPTIONS...]: every element of group1/split
+# is SPLIT, of group1/small_chunks SMALL.
+split_check() {
+  local desc=$1 sp=$2 sm=$3 repo=$4
+  shift 4
+  if zmount "$IC/$repo" "$MNT" "$@"; then
+    values "$desc: split values.txt" "$MNT/group1/split/values.txt" "$(rep 100 "$sp")
+"
+    values "$desc: small_chunks values.txt" "$MNT/group1/small_chunks/values.txt" \
+      "$(rep 5 "$sm")
+"
+    ls_is "$desc: split/c" "$MNT/group1/split/c" "0 1 2 3"
+    zumount "$MNT"
+  fi
+}
+split_check "split-repo-v1 main" 14 3 split-repo-v1
+split_check "split-repo-v2 main" 14 3 split-repo-v2
+split_check "split-repo-v1 'write data'" 120 0 split-repo-v1 -o snapshot=W1ZXYGWWEXKXS2J6TQGG
+split_check "split-repo-v1 'write data again'" 12 1 split-repo-v1 -o snapshot=X8NA4KMB3XYEDM2FAJEG
+split_check "split-repo-v2 'write data'" 120 0 split-repo-v2 -o snapshot=BHM2GW0JP18X3W3TGDS0
+split_check "split-repo-v2 'write data again'" 12 1 split-repo-v2 -o snapshot=K0XMGARRMG0X6XN2WZA0
+
+# ---- 3. refusals: one line, no mount ----
+
+t "$ZARRFS_BIN" -f -o ref=deleted "$IC/test-repo-v1" "$MNT" >/dev/null 2>"$ZT_TMP/r1.err" </dev/null
+assert_one_refusal "a deleted tag is refused" "$ZT_TMP/r1.err" "no branch or tag named 'deleted'"
+t "$ZARRFS_BIN" -f -o snapshot=00000000000000000000 "$IC/test-repo-v2" "$MNT" >/dev/null \
+  2>"$ZT_TMP/r2.err" </dev/null
+assert_one_refusal "an unknown snapshot is refused" "$ZT_TMP/r2.err" "no snapshot 00000000000000000000"
+t "$ZARRFS_BIN" -f -o ref=main "$ZARRFS_SRCDIR/examples/example.zarr" "$MNT" >/dev/null \
+  2>"$ZT_TMP/r3.err" </dev/null
+assert_one_refusal "-o ref on a Zarr store is refused" "$ZT_TMP/r3.err" "Icechunk repositories only"
+if zt_is_mounted "$MNT"; then fail "a refused source mounted"; zumount "$MNT"; fi
+
+finish
