@@ -1172,6 +1172,17 @@ int icefmt_manifest_each(const struct icefmt_manifest *m,
   return 0;
 }
 
+/* How many arrays. */
+uint32_t icefmt_manifest_narrays(const struct icefmt_manifest *m) {
+  return m->narrays;
+}
+
+/* Node id of array i. */
+const uint8_t *icefmt_manifest_node(const struct icefmt_manifest *m,
+                                    uint32_t i) {
+  return i < m->narrays ? m->arrays[i].node : NULL;
+}
+
 uint64_t icefmt_manifest_count(const struct icefmt_manifest *m) {
   return m->count;
 }

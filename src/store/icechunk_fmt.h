@@ -209,6 +209,11 @@ typedef int (*icefmt_chunk_cb)(void *ud, const uint32_t *coord, uint32_t ndim,
 int icefmt_manifest_each(const struct icefmt_manifest *m,
                          const uint8_t node[8], icefmt_chunk_cb cb, void *ud,
                          struct zerr *err);
+/* The arrays a manifest holds: their count, and the node id of array i
+ * (i below the count; borrowed from the manifest). */
+uint32_t icefmt_manifest_narrays(const struct icefmt_manifest *m);
+const uint8_t *icefmt_manifest_node(const struct icefmt_manifest *m,
+                                    uint32_t i);
 /* Chunk references held, bytes of the flatbuffer. */
 uint64_t icefmt_manifest_count(const struct icefmt_manifest *m);
 size_t icefmt_manifest_bytes(const struct icefmt_manifest *m);
