@@ -532,8 +532,7 @@ static int cli_validate(struct cli_parser *p) {
   p->value[CLI_OPT_LOG_FILE] = NULL;
   const char *ref = p->value[CLI_OPT_REF], *snap = p->value[CLI_OPT_SNAPSHOT];
   if (ref && (!*ref || strchr(ref, '/')))
-    return zerr_set(p->err, EINVAL, "bad ref '%s' (a branch or tag name)",
-                    ref);
+    return zerr_set(p->err, EINVAL, "bad ref '%s' (a branch or tag name)", ref);
   if (snap && (strlen(snap) != 20 ||
                strspn(snap, "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
                             "abcdefghjkmnpqrstvwxyzOoIiLl") != 20))

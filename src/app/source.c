@@ -211,8 +211,10 @@ static int source_icechunk(const struct cli_config *cfg, struct confine *c,
   if (rc == 0) {
     if (!cfg->ref && !cfg->snapshot)
       return 0;
-    fprintf(stderr, "zarrfs: %s: -o ref and -o snapshot apply to Icechunk "
-            "repositories only\n", cfg->source);
+    fprintf(stderr,
+            "zarrfs: %s: -o ref and -o snapshot apply to Icechunk "
+            "repositories only\n",
+            cfg->source);
   } else if (rc < 0) {
     fprintf(stderr, "zarrfs: %s: %s\n", cfg->source, err.msg);
   } else if (store_open_icechunk(*s, cfg->ref, cfg->snapshot, cfg->max_decode,
@@ -293,8 +295,10 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
   if (cfg->ref || cfg->snapshot) {
     store_free(*out);
     *out = NULL;
-    fprintf(stderr, "zarrfs: %s: -o ref and -o snapshot apply to Icechunk "
-            "repositories only\n", src);
+    fprintf(stderr,
+            "zarrfs: %s: -o ref and -o snapshot apply to Icechunk "
+            "repositories only\n",
+            src);
     return -1;
   }
   return 0;

@@ -50,8 +50,8 @@ int icechunk_open(struct store *s, size_t max_decode, const struct confine *c,
 const struct icefmt_repo *icechunk_refs(const struct icechunk *ic);
 /* The snapshot to show: snapshot (a 20-character id) when given, else
  * ref (a branch, else a tag of that name), else branch main. */
-int icechunk_resolve(struct icechunk *ic, const char *ref,
-                     const char *snapshot, uint8_t id[12], struct zerr *err);
+int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
+                     uint8_t id[12], struct zerr *err);
 /* Take another reference; returns ic. */
 struct icechunk *icechunk_ref(struct icechunk *ic);
 /* Drop a reference; NULL-safe. */

@@ -1,7 +1,7 @@
 /* icechunk_fmt.c - Icechunk headers, payloads, ids, repo info, refs,
  * snapshots and manifests (see icechunk_fmt.h). Field numbers are the
- * slots of the .fbs schemas of icechunk-format/flatbuffers/ (a union takes two: its
- * type, then its value); spec 1 files use a prefix of the same tables. */
+ * slots of the .fbs schemas of icechunk-format/flatbuffers/ (a union takes two:
+ * its type, then its value); spec 1 files use a prefix of the same tables. */
 #define _GNU_SOURCE
 #include "icechunk_fmt.h"
 
@@ -24,16 +24,23 @@
 static const uint8_t magic[12] = {0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7,
                                   0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B};
 
+/* The name of a file type, for messages. */
 static const char *type_name(int t) {
   switch (t) {
-  case ICEFMT_SNAPSHOT: return "snapshot";
-  case ICEFMT_MANIFEST: return "manifest";
-  case ICEFMT_TXLOG: return "transaction log";
-  case ICEFMT_REPO: return "repo info";
-  default: return "unknown";
+  case ICEFMT_SNAPSHOT:
+    return "snapshot";
+  case ICEFMT_MANIFEST:
+    return "manifest";
+  case ICEFMT_TXLOG:
+    return "transaction log";
+  case ICEFMT_REPO:
+    return "repo info";
+  default:
+    return "unknown";
   }
 }
 
+/* Check magic, spec version, file type and compression. */
 int icefmt_header(const uint8_t *p, size_t len, enum icefmt_type want,
                   struct icefmt_header *h, struct zerr *err) {
   if (len < ICEFMT_HEADER_LEN)
@@ -53,8 +60,7 @@ int icefmt_header(const uint8_t *p, size_t len, enum icefmt_type want,
   h->type = p[37];
   h->compression = p[38];
   if (h->spec != 1 && h->spec != 2)
-    return zerr_set(err, EIO, "unsupported Icechunk spec version %u",
-                    h->spec);
+    return zerr_set(err, EIO, "unsupported Icechunk spec version %u", h->spec);
   if (h->type != want)
     return zerr_set(err, EIO, "file type %u (%s), expected %d (%s)", h->type,
                     type_name(h->type), (int)want, type_name(want));
@@ -90,8 +96,10 @@ static int zstd_bounded(const uint8_t *src, size_t n, size_t max,
       break;
     }
     if (!room && o.pos) {
-      rc = zerr_set(err, EFBIG, "decompressed payload exceeds max_decode "
-                    "(%zu bytes)", max);
+      rc = zerr_set(err, EFBIG,
+                    "decompressed payload exceeds max_decode "
+                    "(%zu bytes)",
+                    max);
       break;
     }
     if (room)
@@ -107,6 +115,7 @@ static int zstd_bounded(const uint8_t *src, size_t n, size_t max,
   return rc;
 }
 
+/* The payload after the header, decompressed within max_decode. */
 int icefmt_decode(const uint8_t *p, size_t len, enum icefmt_type want,
                   size_t max_decode, uint8_t **out, size_t *out_len,
                   struct icefmt_header *h, struct zerr *err) {
@@ -135,6 +144,7 @@ int icefmt_decode(const uint8_t *p, size_t len, enum icefmt_type want,
 
 static const char crockford[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
+/* Crockford base 32, 5 bits at a time, zero bits padding the end. */
 void icefmt_id_encode(const uint8_t *id, size_t n, char *out) {
   uint32_t acc = 0;
   int bits = 0;
@@ -164,6 +174,7 @@ static int crock_value(char c) {
   return p ? (int)(p - crockford) : -1;
 }
 
+/* The inverse of icefmt_id_encode for 12-byte ids. */
 int icefmt_id_decode(const char *s, uint8_t id[12]) {
   if (strlen(s) != ICEFMT_ID_CHARS)
     return -EINVAL;
@@ -206,11 +217,13 @@ static int ref_name_ok(const char *s, size_t n) {
   return n > 0 && !memchr(s, '\0', n) && !memchr(s, '/', n);
 }
 
+/* Refs by name (byte order, as Icechunk sorts them). */
 static int ref_cmp(const void *a, const void *b) {
   return strcmp(((const struct icefmt_ref *)a)->name,
                 ((const struct icefmt_ref *)b)->name);
 }
 
+/* C strings through pointers, for qsort and bsearch. */
 static int str_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -332,6 +345,7 @@ static int repo_fill(const uint8_t *fb, size_t len, struct icefmt_repo *r,
   return 0;
 }
 
+/* A spec 2 repo info flatbuffer into a struct icefmt_repo. */
 int icefmt_repo_parse(const uint8_t *fb, size_t len, struct icefmt_repo **out,
                       struct zerr *err) {
   struct icefmt_repo *r = calloc(1, sizeof *r);
@@ -348,6 +362,7 @@ int icefmt_repo_parse(const uint8_t *fb, size_t len, struct icefmt_repo **out,
   return 0;
 }
 
+/* The snapshot id of a spec 1 ref.json. */
 int icefmt_refjson_parse(const char *text, size_t len, uint8_t id[12],
                          struct zerr *err) {
   json_error_t je;
@@ -357,7 +372,8 @@ int icefmt_refjson_parse(const char *text, size_t len, uint8_t id[12],
   json_t *s = json_object_get(j, "snapshot");
   int rc = 0;
   if (!json_is_string(s) || icefmt_id_decode(json_string_value(s), id) < 0)
-    rc = zerr_set(err, EIO, "no snapshot id (\"snapshot\": 20 characters of "
+    rc = zerr_set(err, EIO,
+                  "no snapshot id (\"snapshot\": 20 characters of "
                   "Crockford base 32)");
   json_decref(j);
   return rc;
@@ -376,6 +392,7 @@ static int add_container(struct icefmt_repo *r, const char *s, size_t n,
   return 0;
 }
 
+/* The url_prefix lines of config.yaml: the one key a reader needs. */
 int icefmt_config_yaml(const char *text, size_t len, struct icefmt_repo *r,
                        struct zerr *err) {
   const char *p = text, *end = text + len;
@@ -387,8 +404,7 @@ int icefmt_config_yaml(const char *text, size_t len, struct icefmt_repo *r,
     while (q < eol && (*q == ' ' || *q == '\t'))
       q++;
     static const char key[] = "url_prefix:";
-    if ((size_t)(eol - q) > sizeof key - 1 &&
-        !memcmp(q, key, sizeof key - 1)) {
+    if ((size_t)(eol - q) > sizeof key - 1 && !memcmp(q, key, sizeof key - 1)) {
       q += sizeof key - 1;
       while (q < eol && *q == ' ')
         q++;
@@ -472,6 +488,7 @@ struct names {
   int oom;
 };
 
+/* Keep a directory name of refs/. */
 static int collect_name(void *ud, const char *name, enum store_entry_type type,
                         uint64_t size, int64_t mtime) {
   struct names *ns = ud;
@@ -496,7 +513,8 @@ static int repo1_fill(struct store *s, struct icefmt_repo *r,
   int rc = read_ref1(s, "branch", "main", 4, id, err);
   if (rc < 0)
     return rc == -ENOENT
-               ? zerr_set(err, ENOENT, "neither repo nor "
+               ? zerr_set(err, ENOENT,
+                          "neither repo nor "
                           "refs/branch.main/ref.json: not an Icechunk "
                           "repository")
                : rc;
@@ -569,6 +587,7 @@ static int read_file(struct store *s, const char *key, enum icefmt_type want,
   return rc < 0 ? zerr_prefix(err, "%s: ", key) : 0;
 }
 
+/* Spec 2 when `repo` exists, else spec 1 refs. */
 int icefmt_repo_load(struct store *s, size_t max_decode,
                      struct icefmt_repo **out, struct zerr *err) {
   uint8_t *fb;
@@ -595,6 +614,7 @@ int icefmt_repo_load(struct store *s, size_t max_decode,
   return 0;
 }
 
+/* A branch or tag by name (binary search; spec 1 unlisted: read). */
 int icefmt_repo_ref(const struct icefmt_repo *r, struct store *s,
                     const char *name, int tag, uint8_t id[12],
                     struct zerr *err) {
@@ -616,6 +636,7 @@ int icefmt_repo_ref(const struct icefmt_repo *r, struct store *s,
                   name);
 }
 
+/* Free every name and message; NULL-safe. */
 void icefmt_repo_free(struct icefmt_repo *r) {
   if (!r)
     return;
@@ -710,8 +731,10 @@ static int parse_array(const struct fb_table *a, struct icefmt_node *nd,
     memcpy(m->id, id, 12);
     ZTRY(fb_vector(&t, 1, 8, 4, &ev, err));
     if (ev.n != nd->ndim)
-      return zerr_set(err, EIO, "manifest ref %u has %u extents for %u "
-                      "dimensions", i, ev.n, nd->ndim);
+      return zerr_set(err, EIO,
+                      "manifest ref %u has %u extents for %u "
+                      "dimensions",
+                      i, ev.n, nd->ndim);
     m->from = calloc(2 * (size_t)(ev.n ? ev.n : 1), sizeof *m->from);
     if (!m->from)
       return zerr_set(err, ENOMEM, "out of memory");
@@ -748,8 +771,8 @@ static int parse_node(const struct fb_table *t, struct icefmt_node *nd,
   struct fb_vec ud;
   int rc = fb_vector(t, 2, 1, 1, &ud, err);
   if (rc <= 0)
-    return rc < 0 ? rc : zerr_set(err, EIO, "node %s has no metadata",
-                                  nd->path);
+    return rc < 0 ? rc
+                  : zerr_set(err, EIO, "node %s has no metadata", nd->path);
   if (!(nd->user_data = malloc((size_t)ud.n + 1)))
     return zerr_set(err, ENOMEM, "out of memory");
   memcpy(nd->user_data, ud.buf + ud.pos, ud.n);
@@ -769,6 +792,7 @@ static int parse_node(const struct fb_table *t, struct icefmt_node *nd,
   return rc < 0 ? zerr_prefix(err, "node %s: ", nd->path) : 0;
 }
 
+/* Nodes by path (byte order: the snapshot's own order). */
 static int node_cmp(const void *a, const void *b) {
   return strcmp(((const struct icefmt_node *)a)->path,
                 ((const struct icefmt_node *)b)->path);
@@ -816,6 +840,7 @@ static int snapshot_fill(const uint8_t *fb, size_t len,
   return 0;
 }
 
+/* A snapshot flatbuffer into a struct icefmt_snapshot. */
 int icefmt_snapshot_parse(const uint8_t *fb, size_t len,
                           struct icefmt_snapshot **out, struct zerr *err) {
   struct icefmt_snapshot *sn = calloc(1, sizeof *sn);
@@ -830,6 +855,7 @@ int icefmt_snapshot_parse(const uint8_t *fb, size_t len,
   return 0;
 }
 
+/* snapshots/ID through the store, checked to hold that id. */
 int icefmt_snapshot_load(struct store *s, const uint8_t id[12],
                          size_t max_decode, struct icefmt_snapshot **out,
                          struct zerr *err) {
@@ -851,6 +877,7 @@ int icefmt_snapshot_load(struct store *s, const uint8_t id[12],
   return 0;
 }
 
+/* Free the nodes; NULL-safe. */
 void icefmt_snapshot_free(struct icefmt_snapshot *sn) {
   if (!sn)
     return;
@@ -917,9 +944,10 @@ static int ref_kind(const struct fb_table *r, enum icefmt_chunk_kind *k,
   int inl = fb_has(r, 1), nat = fb_has(r, 4),
       vir = fb_has(r, 5) || fb_has(r, 8);
   if (inl + nat + vir != 1)
-    return zerr_set(err, EIO, "chunk reference is %s", inl + nat + vir
-                    ? "of several kinds" : "of no kind (inline, native or "
-                    "virtual)");
+    return zerr_set(err, EIO, "chunk reference is %s",
+                    inl + nat + vir ? "of several kinds"
+                                    : "of no kind (inline, native or "
+                                      "virtual)");
   *k = inl ? ICEFMT_INLINE : nat ? ICEFMT_NATIVE : ICEFMT_VIRTUAL;
   return 0;
 }
@@ -937,8 +965,10 @@ static int check_array(struct icefmt_manifest *m, struct mf_array *a,
     if (i == 0)
       a->ndim = nd;
     else if (nd != a->ndim)
-      return zerr_set(err, EIO, "chunk reference %u has %u coordinates, "
-                      "the first %u", i, nd, a->ndim);
+      return zerr_set(err, EIO,
+                      "chunk reference %u has %u coordinates, "
+                      "the first %u",
+                      i, nd, a->ndim);
     else if (coord_cmp(prev, cur, nd) >= 0)
       return zerr_set(err, EIO, "chunk references not sorted at %u", i);
     enum icefmt_chunk_kind k;
@@ -948,8 +978,10 @@ static int check_array(struct icefmt_manifest *m, struct mf_array *a,
       ZTRY(fb_scalar(&r, 2, 8, 0, &off, err));
       ZTRY(fb_scalar(&r, 3, 8, 0, &len, err));
       if (off + len < off)
-        return zerr_set(err, EIO, "chunk reference %u: offset + length "
-                        "overflows", i);
+        return zerr_set(err, EIO,
+                        "chunk reference %u: offset + length "
+                        "overflows",
+                        i);
     }
     memcpy(prev, cur, nd * sizeof *cur);
     m->count++;
@@ -972,8 +1004,7 @@ static int manifest_fill(struct icefmt_manifest *m, struct zerr *err) {
   uint64_t alg;
   ZTRY(fb_scalar(&t, 3, 1, 1, &alg, err));
   if (alg > 1)
-    return zerr_set(err, EIO, "unknown location compression %u",
-                    (unsigned)alg);
+    return zerr_set(err, EIO, "unknown location compression %u", (unsigned)alg);
   m->compression = (uint8_t)alg;
   m->arrays = calloc(v.n ? v.n : 1, sizeof *m->arrays);
   if (!m->arrays)
@@ -1001,8 +1032,9 @@ static int manifest_fill(struct icefmt_manifest *m, struct zerr *err) {
   return 0;
 }
 
-int icefmt_manifest_parse(uint8_t *fb, size_t len,
-                          struct icefmt_manifest **out, struct zerr *err) {
+/* Check a manifest whole once, then keep its buffer for lookups. */
+int icefmt_manifest_parse(uint8_t *fb, size_t len, struct icefmt_manifest **out,
+                          struct zerr *err) {
   struct icefmt_manifest *m = calloc(1, sizeof *m);
   if (!m) {
     free(fb);
@@ -1019,6 +1051,7 @@ int icefmt_manifest_parse(uint8_t *fb, size_t len,
   return 0;
 }
 
+/* manifests/ID through the store. */
 int icefmt_manifest_load(struct store *s, const uint8_t id[12],
                          size_t max_decode, struct icefmt_manifest **out,
                          struct zerr *err) {
@@ -1052,7 +1085,8 @@ static const struct mf_array *find_array(const struct icefmt_manifest *m,
 /* Copy a location of n bytes (no NUL inside) into out. */
 static int set_location(char *out, const char *s, size_t n, struct zerr *err) {
   if (n == 0 || n >= ICEFMT_URL_MAX || memchr(s, '\0', n))
-    return zerr_set(err, EIO, "virtual chunk location is empty, too long or "
+    return zerr_set(err, EIO,
+                    "virtual chunk location is empty, too long or "
                     "holds a NUL byte");
   memcpy(out, s, n);
   out[n] = '\0';
@@ -1090,15 +1124,14 @@ static int ref_decode(const struct icefmt_manifest *m, const struct fb_table *r,
   } else {
     ZTRY(fb_vector(r, 8, 1, 1, &v, err));
     if (m->compression == 0) {
-      ZTRY(set_location(out->location, (const char *)v.buf + v.pos, v.n,
-                        err));
+      ZTRY(set_location(out->location, (const char *)v.buf + v.pos, v.n, err));
     } else {
       ZSTD_DCtx *d = ZSTD_createDCtx();
       if (!d)
         return zerr_set(err, ENOMEM, "out of memory");
-      size_t got = ZSTD_decompress_usingDict(d, out->location,
-                                             ICEFMT_URL_MAX - 1, v.buf + v.pos,
-                                             v.n, m->dict, m->dict_len);
+      size_t got =
+          ZSTD_decompress_usingDict(d, out->location, ICEFMT_URL_MAX - 1,
+                                    v.buf + v.pos, v.n, m->dict, m->dict_len);
       ZSTD_freeDCtx(d);
       if (ZSTD_isError(got))
         return zerr_set(err, EIO, "compressed virtual chunk location: %s",
@@ -1111,7 +1144,8 @@ static int ref_decode(const struct icefmt_manifest *m, const struct fb_table *r,
   ZTRY(fb_string(r, 6, &s, &n, err));
   if (s) {
     if (n >= ICEFMT_ETAG_MAX || memchr(s, '\0', n))
-      return zerr_set(err, EIO, "virtual chunk checksum ETag too long or "
+      return zerr_set(err, EIO,
+                      "virtual chunk checksum ETag too long or "
                       "holds a NUL byte");
     memcpy(out->etag, s, n);
     out->etag[n] = '\0';
@@ -1122,10 +1156,10 @@ static int ref_decode(const struct icefmt_manifest *m, const struct fb_table *r,
   return 0;
 }
 
-int icefmt_manifest_find(const struct icefmt_manifest *m,
-                         const uint8_t node[8], const uint32_t *coord,
-                         uint32_t ndim, struct icefmt_chunk *out,
-                         struct zerr *err) {
+/* Binary search of the node, then of its sorted coordinates. */
+int icefmt_manifest_find(const struct icefmt_manifest *m, const uint8_t node[8],
+                         const uint32_t *coord, uint32_t ndim,
+                         struct icefmt_chunk *out, struct zerr *err) {
   const struct mf_array *a = find_array(m, node);
   if (!a || a->ndim != ndim || a->refs.n == 0)
     return zerr_set(err, ENOENT, "no such chunk");
@@ -1146,9 +1180,9 @@ int icefmt_manifest_find(const struct icefmt_manifest *m,
   return zerr_set(err, ENOENT, "no such chunk");
 }
 
-int icefmt_manifest_each(const struct icefmt_manifest *m,
-                         const uint8_t node[8], icefmt_chunk_cb cb, void *ud,
-                         struct zerr *err) {
+/* Every reference of a node in coordinate order. */
+int icefmt_manifest_each(const struct icefmt_manifest *m, const uint8_t node[8],
+                         icefmt_chunk_cb cb, void *ud, struct zerr *err) {
   const struct mf_array *a = find_array(m, node);
   if (!a)
     return 0;
@@ -1183,14 +1217,17 @@ const uint8_t *icefmt_manifest_node(const struct icefmt_manifest *m,
   return i < m->narrays ? m->arrays[i].node : NULL;
 }
 
+/* How many chunk references. */
 uint64_t icefmt_manifest_count(const struct icefmt_manifest *m) {
   return m->count;
 }
 
+/* Memory held. */
 size_t icefmt_manifest_bytes(const struct icefmt_manifest *m) {
   return m->len + (size_t)m->narrays * sizeof *m->arrays + sizeof *m;
 }
 
+/* Free the buffer and the index; NULL-safe. */
 void icefmt_manifest_free(struct icefmt_manifest *m) {
   if (!m)
     return;

@@ -84,7 +84,7 @@ struct icefmt_ref {
 
 /* A repository's refs. Owned by whoever loaded it (icefmt_repo_free). */
 struct icefmt_repo {
-  int spec;                   /* 1 or 2 */
+  int spec;                    /* 1 or 2 */
   struct icefmt_ref *branches; /* sorted by name */
   size_t nbranches;
   struct icefmt_ref *tags; /* sorted by name; deleted tags left out */
@@ -93,8 +93,8 @@ struct icefmt_repo {
   size_t ndeleted;
   struct icefmt_snapinfo *snaps; /* spec 2: every snapshot; spec 1: none */
   size_t nsnaps;
-  int refs_listed; /* spec 1: 0 when the store could not list refs/ (HTTP):
-                      refs are then read one by one on demand */
+  int refs_listed;    /* spec 1: 0 when the store could not list refs/ (HTTP):
+                         refs are then read one by one on demand */
   char **containers;  /* url_prefix of each virtual chunk container */
   size_t ncontainers; /* (spec 1 config.yaml; spec 2: not read yet) */
   int containers_known;
@@ -139,8 +139,8 @@ struct icefmt_node {
   char *user_data; /* the node's zarr.json (NUL-terminated copy) */
   size_t user_len;
   int is_array;
-  uint32_t ndim;    /* arrays */
-  uint64_t *shape;  /* arrays: length of each dimension */
+  uint32_t ndim;   /* arrays */
+  uint64_t *shape; /* arrays: length of each dimension */
   struct icefmt_mref *mrefs;
   size_t nmrefs;
 };
@@ -189,26 +189,24 @@ struct icefmt_chunk {
 
 /* Parse and check a manifest flatbuffer; takes fb (malloc'd, freed with
  * the manifest, or at once on failure). *out owned by the caller. */
-int icefmt_manifest_parse(uint8_t *fb, size_t len,
-                          struct icefmt_manifest **out, struct zerr *err);
+int icefmt_manifest_parse(uint8_t *fb, size_t len, struct icefmt_manifest **out,
+                          struct zerr *err);
 /* Read and parse manifests/ID through s. */
 int icefmt_manifest_load(struct store *s, const uint8_t id[12],
                          size_t max_decode, struct icefmt_manifest **out,
                          struct zerr *err);
 /* The reference of node's chunk at coord[0..ndim): 0, or -ENOENT when the
  * manifest has none. */
-int icefmt_manifest_find(const struct icefmt_manifest *m,
-                         const uint8_t node[8], const uint32_t *coord,
-                         uint32_t ndim, struct icefmt_chunk *out,
-                         struct zerr *err);
+int icefmt_manifest_find(const struct icefmt_manifest *m, const uint8_t node[8],
+                         const uint32_t *coord, uint32_t ndim,
+                         struct icefmt_chunk *out, struct zerr *err);
 /* Called for each chunk reference of a node, in coordinate order, with
  * its coordinates and its size in bytes; return non-zero to stop. */
 typedef int (*icefmt_chunk_cb)(void *ud, const uint32_t *coord, uint32_t ndim,
                                uint64_t size);
 /* Walk node's chunk references. */
-int icefmt_manifest_each(const struct icefmt_manifest *m,
-                         const uint8_t node[8], icefmt_chunk_cb cb, void *ud,
-                         struct zerr *err);
+int icefmt_manifest_each(const struct icefmt_manifest *m, const uint8_t node[8],
+                         icefmt_chunk_cb cb, void *ud, struct zerr *err);
 /* The arrays a manifest holds: their count, and the node id of array i
  * (i below the count; borrowed from the manifest). */
 uint32_t icefmt_manifest_narrays(const struct icefmt_manifest *m);

@@ -38,6 +38,7 @@ struct store_icechunk {
   pthread_mutex_t lock;   /* publishes slots; a leaf lock */
 };
 
+/* A repo file with the magic, or the spec 1 main branch. */
 int icechunk_detect(struct store *s, struct zerr *err) {
   struct bytesrc *b;
   int rc = store_get(s, "repo", &b, err);
@@ -63,6 +64,7 @@ int icechunk_detect(struct store *s, struct zerr *err) {
   return rc == -ENOENT ? 0 : rc;
 }
 
+/* Load the refs now: the mount shows them as they are at open. */
 int icechunk_open(struct store *s, size_t max_decode, const struct confine *c,
                   struct icechunk **out, struct zerr *err) {
   struct icechunk *ic = calloc(1, sizeof *ic);
@@ -83,16 +85,20 @@ int icechunk_open(struct store *s, size_t max_decode, const struct confine *c,
   return 0;
 }
 
+/* The refs (borrowed). */
 const struct icefmt_repo *icechunk_refs(const struct icechunk *ic) {
   return ic->refs;
 }
 
-int icechunk_resolve(struct icechunk *ic, const char *ref,
-                     const char *snapshot, uint8_t id[12], struct zerr *err) {
+/* snapshot, else ref (a branch, then a tag), else main. */
+int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
+                     uint8_t id[12], struct zerr *err) {
   if (snapshot) {
     if (icefmt_id_decode(snapshot, id) < 0)
-      return zerr_set(err, EINVAL, "snapshot '%s' is not an id (20 "
-                      "characters of Crockford base 32)", snapshot);
+      return zerr_set(err, EINVAL,
+                      "snapshot '%s' is not an id (20 "
+                      "characters of Crockford base 32)",
+                      snapshot);
     return 0;
   }
   if (!ref)
@@ -105,11 +111,13 @@ int icechunk_resolve(struct icechunk *ic, const char *ref,
   return rc;
 }
 
+/* One more holder. */
 struct icechunk *icechunk_ref(struct icechunk *ic) {
   atomic_fetch_add(&ic->nrefs, 1);
   return ic;
 }
 
+/* The last holder frees the refs and the files' store. */
 void icechunk_unref(struct icechunk *ic) {
   if (!ic || atomic_fetch_sub(&ic->nrefs, 1) != 1)
     return;
@@ -157,8 +165,8 @@ static int parse_coords(const char *s, uint32_t *c, int max) {
   if (!*s)
     return 0;
   for (;;) {
-    if (n == max || *s < '0' || *s > '9' || (s[0] == '0' && s[1] >= '0' &&
-                                              s[1] <= '9'))
+    if (n == max || *s < '0' || *s > '9' ||
+        (s[0] == '0' && s[1] >= '0' && s[1] <= '9'))
       return -1;
     uint64_t v = 0;
     while (*s >= '0' && *s <= '9') {
@@ -282,11 +290,15 @@ static int virtual_open(struct store_icechunk *st, const struct icefmt_chunk *c,
                         struct bytesrc **out, struct zerr *err) {
   const struct confine *cf = st->ic->c;
   if (!cf)
-    return zerr_set(err, EACCES, "virtual chunk %s: no virtual chunk may be "
-                    "read here", c->location);
+    return zerr_set(err, EACCES,
+                    "virtual chunk %s: no virtual chunk may be "
+                    "read here",
+                    c->location);
   if (!in_container(st->ic->refs, c->location))
-    return zerr_set(err, EACCES, "virtual chunk %s: not under a virtual "
-                    "chunk container of the repository", c->location);
+    return zerr_set(err, EACCES,
+                    "virtual chunk %s: not under a virtual "
+                    "chunk container of the repository",
+                    c->location);
   if (!strncmp(c->location, "file://", 7)) {
     struct bytesrc *f;
     ZTRY(confine_open(cf, c->location + 7, &st->base.stats, &f, err));
@@ -297,8 +309,10 @@ static int virtual_open(struct store_icechunk *st, const struct icefmt_chunk *c,
   int named;
   ZTRY(confine_check_url(cf, c->location, &named, err));
   if (!named)
-    return zerr_set(err, EACCES, "virtual chunk %s: not authorized (allow "
-                    "its prefix with -o target_root=PREFIX)", c->location);
+    return zerr_set(err, EACCES,
+                    "virtual chunk %s: not authorized (allow "
+                    "its prefix with -o target_root=PREFIX)",
+                    c->location);
   return confine_open_url(cf, c->location, c->offset, c->length,
                           &st->base.stats, out, err);
 }
@@ -446,6 +460,7 @@ static int list_cb(void *ud, const uint32_t *coord, uint32_t ndim,
   return 0;
 }
 
+/* Numbers ascending, for qsort. */
 static int u32_cmp(const void *a, const void *b) {
   uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
   return x < y ? -1 : x > y;
@@ -541,6 +556,7 @@ static void ic_destroy(struct store *s) {
 
 static const struct store_ops ic_ops = {ic_get, ic_stat, ic_list, ic_destroy};
 
+/* Read the snapshot and make its (empty) manifest slots. */
 int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
                            struct store **out, struct zerr *err) {
   struct store_icechunk *st = calloc(1, sizeof *st);
@@ -564,8 +580,8 @@ int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
     if (k && !(st->slots[i] = calloc(k, sizeof **st->slots)))
       rc = zerr_set(err, ENOMEM, "out of memory");
   }
-  if (rc == 0 && asprintf(&st->base.location, "%s@%s", ic->files->location,
-                          sid) < 0) {
+  if (rc == 0 &&
+      asprintf(&st->base.location, "%s@%s", ic->files->location, sid) < 0) {
     st->base.location = NULL;
     rc = zerr_set(err, ENOMEM, "out of memory");
   }
@@ -580,6 +596,7 @@ int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
   return 0;
 }
 
+/* Repository, ref, snapshot store: the mount's one call. */
 int store_open_icechunk(struct store *inner, const char *ref,
                         const char *snapshot, size_t max_decode,
                         const struct confine *c, struct store **out,

@@ -55,8 +55,7 @@ FUZZ_TARGET(icechunk) {
   enum icefmt_type t = (enum icefmt_type)data[37];
   uint8_t *fb;
   size_t len;
-  if (icefmt_decode(data, size, t, FUZZ_MAX_DECODED, &fb, &len, NULL, &err) <
-      0)
+  if (icefmt_decode(data, size, t, FUZZ_MAX_DECODED, &fb, &len, NULL, &err) < 0)
     return 0;
   if (t == ICEFMT_MANIFEST) {
     struct icefmt_manifest *m;

@@ -350,10 +350,10 @@ START_TEST(icechunk_options) {
   cli_config_free(c);
   parse_refused((const char *[]){"-o", "ref=", "s", "m", NULL},
                 "bad ref '' (a branch or tag name)");
-  parse_refused((const char *[]){"-o", "snapshot=1CECHNKREP0F1RSTCMTU", "s",
-                                 "m", NULL},
-                "bad snapshot '1CECHNKREP0F1RSTCMTU' (an Icechunk snapshot "
-                "id: 20 characters of Crockford base 32)");
+  parse_refused(
+      (const char *[]){"-o", "snapshot=1CECHNKREP0F1RSTCMTU", "s", "m", NULL},
+      "bad snapshot '1CECHNKREP0F1RSTCMTU' (an Icechunk snapshot "
+      "id: 20 characters of Crockford base 32)");
   parse_refused((const char *[]){"-o", "ref=main,snapshot=1CECHNKREP0F1RSTCMT0",
                                  "s", "m", NULL},
                 "ref and snapshot exclude each other");

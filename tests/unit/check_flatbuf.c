@@ -71,14 +71,14 @@ static void build_good(struct fbw *w, struct good *g) {
   w_align(w, 8);
   g->t = w->n;
   w_put(w, g->t - g->vt, 4);
-  w_put(w, 7, 4);          /* +4 f0 */
-  w_put(w, 0, 4);          /* +8 f1 string */
-  w_put(w, 0, 4);          /* +12 f2 vector */
-  w_put(w, 0, 4);          /* +16 f3 table */
-  w_put(w, 2, 4);          /* +20 f4 union type (1 byte) + pad */
-  w_put(w, 0, 4);          /* +24 f5 union value */
-  w_put(w, 0, 4);          /* +28 pad */
-  w_put(w, 1ull << 40, 8); /* +32 f6 u64 */
+  w_put(w, 7, 4);              /* +4 f0 */
+  w_put(w, 0, 4);              /* +8 f1 string */
+  w_put(w, 0, 4);              /* +12 f2 vector */
+  w_put(w, 0, 4);              /* +16 f3 table */
+  w_put(w, 2, 4);              /* +20 f4 union type (1 byte) + pad */
+  w_put(w, 0, 4);              /* +24 f5 union value */
+  w_put(w, 0, 4);              /* +28 pad */
+  w_put(w, 1ull << 40, 8);     /* +32 f6 u64 */
   for (int i = 0; i < 12; i++) /* +40 f7 struct */
     w_put(w, (uint64_t)i + 1, 1);
   w_put(w, 0, 4); /* +52 f8 */
@@ -189,16 +189,28 @@ static void expect_bad(struct fbw *w, int which, const char *want) {
   int rc = fb_root(w->b, w->n, &t, &err);
   if (rc == 0) {
     switch (which) {
-    case 0: break;
-    case 1: rc = fb_string(&t, 1, &s, &sn, &err); break;
-    case 2: rc = fb_vector(&t, 2, 4, 4, &v, &err); break;
-    case 3: rc = fb_table(&t, 3, &n, &err); break;
-    case 4: rc = fb_scalar(&t, 6, 8, 0, &x, &err); break;
-    case 5: rc = fb_vector(&t, 9, 4, 4, &v, &err);
+    case 0:
+      break;
+    case 1:
+      rc = fb_string(&t, 1, &s, &sn, &err);
+      break;
+    case 2:
+      rc = fb_vector(&t, 2, 4, 4, &v, &err);
+      break;
+    case 3:
+      rc = fb_table(&t, 3, &n, &err);
+      break;
+    case 4:
+      rc = fb_scalar(&t, 6, 8, 0, &x, &err);
+      break;
+    case 5:
+      rc = fb_vector(&t, 9, 4, 4, &v, &err);
       if (rc >= 0)
         rc = fb_vec_string(&v, 1, &s, &sn, &err);
       break;
-    case 6: rc = fb_scalar(&t, 0, 4, 0, &x, &err); break;
+    case 6:
+      rc = fb_scalar(&t, 0, 4, 0, &x, &err);
+      break;
     }
   }
   ck_assert_msg(rc < 0, "case %d (%s) was accepted", which, want);
@@ -224,7 +236,7 @@ START_TEST(hostile_buffers) {
   w_set32(&w, g.t, 0x80000000u);
   expect_bad(&w, 0, "vtable");
   build_good(&w, &g);
-  w_set32(&w, g.t, (uint32_t)-(int32_t)(w.n + 64));
+  w_set32(&w, g.t, (uint32_t) - (int32_t)(w.n + 64));
   expect_bad(&w, 0, "vtable");
   build_good(&w, &g);
   w.b[g.vt] = 2;

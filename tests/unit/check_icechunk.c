@@ -1,9 +1,9 @@
-/* check_icechunk.c - unit tests of Icechunk's format (src/store/icechunk_fmt.c):
- * ids, headers and bounded payloads on built inputs, then the five
- * repositories of ../shared/fixtures/icechunk against their EXPECTED.md
- * (refs, deleted tags, histories, node paths, inline, native and virtual
- * chunk references, split manifests' extents), and every fixture metadata
- * file truncated and bit-flipped (refused or read, never a crash). */
+/* check_icechunk.c - unit tests of Icechunk's format
+ * (src/store/icechunk_fmt.c): ids, headers and bounded payloads on built
+ * inputs, then the five repositories of ../shared/fixtures/icechunk against
+ * their EXPECTED.md (refs, deleted tags, histories, node paths, inline, native
+ * and virtual chunk references, split manifests' extents), and every fixture
+ * metadata file truncated and bit-flipped (refused or read, never a crash). */
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
@@ -62,16 +62,15 @@ START_TEST(headers_and_payloads) {
   size_t len, out_len;
   uint8_t *out;
   uint8_t *f = make_file(2, ICEFMT_SNAPSHOT, 0, "abcdefgh", 8, &len);
-  ck_assert_int_eq(icefmt_decode(f, len, ICEFMT_SNAPSHOT, 100, &out, &out_len,
-                                 &h, &err),
-                   0);
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_SNAPSHOT, 100, &out, &out_len, &h, &err), 0);
   ck_assert_str_eq(h.writer, "test");
   ck_assert_uint_eq(out_len, 8);
   ck_assert_mem_eq(out, "abcdefgh", 8);
   free(out);
-  ck_assert_int_eq(icefmt_decode(f, len, ICEFMT_SNAPSHOT, 4, &out, &out_len,
-                                 &h, &err),
-                   -EFBIG);
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_SNAPSHOT, 4, &out, &out_len, &h, &err),
+      -EFBIG);
   ck_assert_int_eq(icefmt_header(f, len, ICEFMT_MANIFEST, &h, &err), -EIO);
   ck_assert_ptr_nonnull(strstr(err.msg, "expected 2 (manifest)"));
   ck_assert_int_eq(icefmt_header(f, 38, ICEFMT_SNAPSHOT, &h, &err), -EIO);
@@ -94,9 +93,9 @@ START_TEST(headers_and_payloads) {
   size_t zn = ZSTD_compress(z, cap, zeros, big, 3);
   ck_assert(!ZSTD_isError(zn));
   f = make_file(1, ICEFMT_MANIFEST, 1, z, zn, &len);
-  ck_assert_int_eq(icefmt_decode(f, len, ICEFMT_MANIFEST, big, &out, &out_len,
-                                 NULL, &err),
-                   0);
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_MANIFEST, big, &out, &out_len, NULL, &err),
+      0);
   ck_assert_uint_eq(out_len, big);
   free(out);
   ck_assert_int_eq(icefmt_decode(f, len, ICEFMT_MANIFEST, big - 1, &out,
@@ -106,14 +105,14 @@ START_TEST(headers_and_payloads) {
                                  &out_len, NULL, &err),
                    -EIO);
   f[ICEFMT_HEADER_LEN + 1] ^= 0x55; /* a damaged frame header */
-  ck_assert_int_eq(icefmt_decode(f, len, ICEFMT_MANIFEST, big, &out, &out_len,
-                                 NULL, &err),
-                   -EIO);
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_MANIFEST, big, &out, &out_len, NULL, &err),
+      -EIO);
   free(f);
   f = make_file(1, ICEFMT_MANIFEST, 1, "", 0, &len);
-  ck_assert_int_eq(icefmt_decode(f, len, ICEFMT_MANIFEST, big, &out, &out_len,
-                                 NULL, &err),
-                   -EIO);
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_MANIFEST, big, &out, &out_len, NULL, &err),
+      -EIO);
   free(f);
   free(z);
   free(zeros);
@@ -125,9 +124,13 @@ START_TEST(ref_json_and_config) {
   uint8_t id[12];
   const char *good = "{\"snapshot\":\"NXH3M0HJ7EEJ0699DPP0\"}";
   ck_assert_int_eq(icefmt_refjson_parse(good, strlen(good), id, &err), 0);
-  const char *bad[] = {"", "{}", "{\"snapshot\":1}", "{\"snapshot\":\"abc\"}",
-                       "[", "{\"snapshot\":\"NXH3M0HJ7EEJ0699DPP0\","
-                            "\"snapshot\":\"NXH3M0HJ7EEJ0699DPP0\"}"};
+  const char *bad[] = {"",
+                       "{}",
+                       "{\"snapshot\":1}",
+                       "{\"snapshot\":\"abc\"}",
+                       "[",
+                       "{\"snapshot\":\"NXH3M0HJ7EEJ0699DPP0\","
+                       "\"snapshot\":\"NXH3M0HJ7EEJ0699DPP0\"}"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
     ck_assert_int_eq(icefmt_refjson_parse(bad[i], strlen(bad[i]), id, &err),
                      -EIO);
@@ -151,8 +154,7 @@ static struct store *open_fixture(const char *name) {
   snprintf(path, sizeof path, "%s/icechunk/%s", testutil_fixtures(), name);
   struct store *s;
   struct zerr err = {0};
-  ck_assert_msg(store_open_local(path, &s, &err) == 0, "%s: %s", path,
-                err.msg);
+  ck_assert_msg(store_open_local(path, &s, &err) == 0, "%s: %s", path, err.msg);
   return s;
 }
 
@@ -173,8 +175,7 @@ static void history(struct icefmt_repo *r, struct store *s, const char *ref,
                     int tag, char *out, size_t cap) {
   struct zerr err = {0};
   uint8_t id[12];
-  ck_assert_msg(icefmt_repo_ref(r, s, ref, tag, id, &err) == 0, "%s",
-                err.msg);
+  ck_assert_msg(icefmt_repo_ref(r, s, ref, tag, id, &err) == 0, "%s", err.msg);
   out[0] = '\0';
   for (int steps = 0; steps < 100; steps++) {
     const char *msg = NULL;
@@ -364,9 +365,8 @@ START_TEST(trees_and_chunks) {
   /* main: all five small chunks. */
   sn = load_snap(r, s, "main");
   at[0] = 4;
-  ck_assert_int_eq(chunk_at(s, node_at(sn, "/group1/small_chunks"), at, c,
-                            &nrefs),
-                   0);
+  ck_assert_int_eq(
+      chunk_at(s, node_at(sn, "/group1/small_chunks"), at, c, &nrefs), 0);
   ck_assert_int_eq(nrefs, 5);
   ck_assert_ptr_null(node_at(sn, "/group2"));
   icefmt_snapshot_free(sn);
@@ -518,6 +518,7 @@ static int keep(void *ud, const char *name, enum store_entry_type ty,
   return 0;
 }
 
+/* Names ascending. */
 static int name_cmp(const void *a, const void *b) { return strcmp(a, b); }
 
 /* The listing of prefix in s as one string. */
@@ -541,8 +542,8 @@ static struct store *open_snapshot_store(const char *repo, const char *ref,
                                          const char *snap) {
   struct store *files = open_fixture(repo), *s;
   struct zerr err = {0};
-  ck_assert_msg(store_open_icechunk(files, ref, snap, MAXDEC, NULL, &s,
-                                    &err) == 0,
+  ck_assert_msg(store_open_icechunk(files, ref, snap, MAXDEC, NULL, &s, &err) ==
+                    0,
                 "%s: %s", repo, err.msg);
   return s;
 }
@@ -571,40 +572,35 @@ START_TEST(snapshot_store) {
   /* Metadata byte-identical to the snapshot's, chunks by kind. */
   uint8_t *p;
   size_t n;
-  ck_assert_int_eq(store_read_all(s, "group1/zarr.json", 1 << 20, &p, &n,
-                                  &err),
+  ck_assert_int_eq(store_read_all(s, "group1/zarr.json", 1 << 20, &p, &n, &err),
                    0);
   ck_assert_ptr_nonnull(strstr((char *)p, "is a nice group"));
   free(p);
-  ck_assert_int_eq(store_read_all(s, "group1/small_chunks/c/3", 1 << 20, &p,
-                                  &n, &err),
-                   0);
+  ck_assert_int_eq(
+      store_read_all(s, "group1/small_chunks/c/3", 1 << 20, &p, &n, &err), 0);
   ck_assert_uint_eq(n, 10);
   free(p);
-  ck_assert_int_eq(store_read_all(s, "group1/small_chunks/c/4", 1 << 20, &p,
-                                  &n, &err),
-                   -ENOENT);
+  ck_assert_int_eq(
+      store_read_all(s, "group1/small_chunks/c/4", 1 << 20, &p, &n, &err),
+      -ENOENT);
   uint8_t *q;
   size_t qn;
-  ck_assert_int_eq(store_read_all(s, "group1/big_chunks/c/0/1", 1 << 20, &p,
-                                  &n, &err),
-                   0);
+  ck_assert_int_eq(
+      store_read_all(s, "group1/big_chunks/c/0/1", 1 << 20, &p, &n, &err), 0);
   ck_assert_uint_eq(n, 19);
-  ck_assert_int_eq(store_read_all(s, "group1/big_chunks/c/1/1", 1 << 20, &q,
-                                  &qn, &err),
-                   0);
+  ck_assert_int_eq(
+      store_read_all(s, "group1/big_chunks/c/1/1", 1 << 20, &q, &qn, &err), 0);
   ck_assert_mem_eq(p, q, 19); /* every element 42.0 */
   free(p);
   free(q);
   /* The virtual chunk: never read without authorization. */
-  ck_assert_int_eq(store_read_all(s, "group1/big_chunks/c/0/0", 1 << 20, &p,
-                                  &n, &err),
-                   -EIO);
+  ck_assert_int_eq(
+      store_read_all(s, "group1/big_chunks/c/0/0", 1 << 20, &p, &n, &err),
+      -EIO);
   ck_assert_ptr_nonnull(strstr(err.msg, "s3://testbucket/can_read_old"));
   enum store_entry_type ty;
   uint64_t sz;
-  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0/0", &ty, &sz, &err),
-                   0);
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0/0", &ty, &sz, &err), 0);
   ck_assert_uint_eq(sz, 19);
   ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0", &ty, &sz, &err), 0);
   ck_assert_int_eq(ty, STORE_DIR);
@@ -628,9 +624,9 @@ START_TEST(snapshot_store) {
   ck_assert_str_eq(l, "0=10,1=10,2=10,3=10");
   store_free(s);
   struct store *files2 = open_fixture(test_repos[_i]);
-  ck_assert_int_eq(store_open_icechunk(files2, "deleted", NULL, MAXDEC, NULL,
-                                       &s, &err),
-                   -ENOENT);
+  ck_assert_int_eq(
+      store_open_icechunk(files2, "deleted", NULL, MAXDEC, NULL, &s, &err),
+      -ENOENT);
   files2 = open_fixture(test_repos[_i]);
   ck_assert_int_eq(store_open_icechunk(files2, NULL, "00000000000000000000",
                                        MAXDEC, NULL, &s, &err),
@@ -650,9 +646,8 @@ START_TEST(split_store) {
   uint8_t *p;
   size_t n;
   struct zerr err = {0};
-  ck_assert_int_eq(store_read_all(s, "group1/split/c/2/3", 1 << 20, &p, &n,
-                                  &err),
-                   0);
+  ck_assert_int_eq(
+      store_read_all(s, "group1/split/c/2/3", 1 << 20, &p, &n, &err), 0);
   ck_assert_uint_eq(n, 25);
   free(p);
   store_free(s);
