@@ -98,7 +98,7 @@ static int field_pos(const struct fb_table *t, unsigned id, unsigned size,
 /* A scalar field, aligned to its size, inside the table. */
 int fb_scalar(const struct fb_table *t, unsigned id, unsigned size,
               uint64_t def, uint64_t *out, struct zerr *err) {
-  uint32_t p;
+  uint32_t p = 0;
   int rc = field_pos(t, id, size, size, &p, err);
   if (rc <= 0) {
     *out = def;
@@ -126,7 +126,7 @@ int fb_scalar(const struct fb_table *t, unsigned id, unsigned size,
 /* An inline struct field, inside the table and aligned. */
 int fb_struct(const struct fb_table *t, unsigned id, unsigned size,
               unsigned align, const uint8_t **out, struct zerr *err) {
-  uint32_t p;
+  uint32_t p = 0;
   *out = NULL;
   int rc = field_pos(t, id, size, align, &p, err);
   if (rc <= 0)
@@ -153,7 +153,7 @@ static int follow(const uint8_t *buf, uint32_t len, uint32_t p, uint64_t *to,
 /* Follow a table field one level down (depth counted). */
 int fb_table(const struct fb_table *t, unsigned id, struct fb_table *out,
              struct zerr *err) {
-  uint32_t p;
+  uint32_t p = 0;
   int rc = field_pos(t, id, 4, 4, &p, err);
   if (rc <= 0)
     return rc;
@@ -192,7 +192,7 @@ int fb_vector(const struct fb_table *t, unsigned id, unsigned elem,
   *out = (struct fb_vec){t->buf, t->len, 0, 0, elem, t->depth};
   if (elem == 0)
     return zerr_set(err, EINVAL, "flatbuffer: vector of empty elements");
-  uint32_t p;
+  uint32_t p = 0;
   int rc = field_pos(t, id, 4, 4, &p, err);
   if (rc <= 0)
     return rc;
@@ -223,7 +223,7 @@ int fb_vec_table(const struct fb_vec *v, uint32_t i, struct fb_table *out,
 /* Check a string whose length prefix is at pos. */
 static int string_at(const uint8_t *buf, uint32_t len, uint64_t pos,
                      const char **s, uint32_t *n, struct zerr *err) {
-  struct fb_vec v;
+  struct fb_vec v = {0};
   ZTRY(vec_at(buf, len, pos, 1, 1, 0, &v, err));
   if ((uint64_t)v.pos + v.n >= len || buf[v.pos + v.n] != 0)
     return zerr_set(err, EIO,
@@ -240,7 +240,7 @@ int fb_string(const struct fb_table *t, unsigned id, const char **s,
               uint32_t *n, struct zerr *err) {
   *s = NULL;
   *n = 0;
-  uint32_t p;
+  uint32_t p = 0;
   int rc = field_pos(t, id, 4, 4, &p, err);
   if (rc <= 0)
     return rc;
