@@ -11,9 +11,14 @@
 #     log line naming the URL (not authorized) while the rest serves;
 #  2. split-repo-v1 and -v2 (split manifests) at the tip and at the
 #     snapshots "write data" and "write data again" (-o snapshot=ID);
-#  3. refusals: a deleted tag, an unknown snapshot, -o ref on a Zarr store.
+#  3. refusals: a deleted tag, an unknown snapshot, -o ref on a Zarr store;
+#  4. the virtual chunk served by s3rver as Icechunk's own tests do (bucket
+#     testbucket, key can_read_old/chunk-1, the bytes of the stored chunk
+#     c/0/1): read when its prefix is allowed (-o target_root=PREFIX),
+#     EIO when another prefix is (skipped without node, jq and s3rver).
 # Absent fixtures skip (exit 77), or fail under CI=true.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/servers.sh"
 
 FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
 if [ ! -d "$FIX/icechunk" ]; then
@@ -137,5 +142,45 @@ t "$ZARRFS_BIN" -f -o ref=main "$ZARRFS_SRCDIR/examples/example.zarr" "$MNT" >/d
   2>"$ZT_TMP/r3.err" </dev/null
 assert_one_refusal "-o ref on a Zarr store is refused" "$ZT_TMP/r3.err" "Icechunk repositories only"
 if zt_is_mounted "$MNT"; then fail "a refused source mounted"; zumount "$MNT"; fi
+
+# ---- 4. the virtual chunk, authorized ----
+
+S3RVER_JS=${ZARRFS_S3RVER_DIR:-/opt/zarrfs-test/node_modules/@20minutes/s3rver}/lib/s3rver.js
+if ! command -v node >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1 ||
+  [ ! -f "$S3RVER_JS" ]; then
+  zt_skip_part "node, jq or s3rver missing: the authorized virtual chunk"
+else
+  UP=$(zt_mkdir up)
+  mkdir -p "$UP/can_read_old"
+  srv_s3_start "$ZT_TMP/s3data"
+  export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+  unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL AWS_REGION
+  export HOME="$ZT_TMP"
+  if zmount "$IC/test-repo-v1" "$MNT"; then
+    t cat "$MNT/group1/big_chunks/c/0/1" >"$UP/can_read_old/chunk-1"
+    zumount "$MNT"
+  fi
+  srv_s3_put_tree testbucket "$UP"
+  for repo in test-repo-v1 test-repo-v2 test-repo-v2-migrated; do
+    R="$IC/$repo"
+    if zmount "$R" "$MNT" -o "endpoint=$S3_ENDPOINT" \
+      -o target_root=s3://testbucket/can_read_old; then
+      values "$repo: virtual chunk c/0/0.txt, authorized" \
+        "$MNT/group1/big_chunks/c/0/0.txt" "$(rep 25 42)
+"
+      assert_file_eq "$repo: c/0/0 raw is the object's bytes" \
+        "$UP/can_read_old/chunk-1" "$MNT/group1/big_chunks/c/0/0"
+      values "$repo: big_chunks values.txt" "$MNT/group1/big_chunks/values.txt" \
+        "$(rep 100 42)
+"
+      zumount "$MNT"
+    fi
+    if zmount "$R" "$MNT" -o "endpoint=$S3_ENDPOINT" -o target_root=s3://otherbucket; then
+      assert_fails_with_eio "$repo: virtual chunk under another allowed prefix" \
+        "$MNT/group1/big_chunks/c/0/0"
+      zumount "$MNT"
+    fi
+  done
+fi
 
 finish
