@@ -12,7 +12,10 @@
 #  2. split-repo-v1 and -v2 (split manifests) at the tip and at the
 #     snapshots "write data" and "write data again" (-o snapshot=ID);
 #  3. refusals: a deleted tag, an unknown snapshot, -o ref on a Zarr store;
-#  4. the virtual chunk served by s3rver as Icechunk's own tests do (bucket
+#  4. damaged files in a copy of test-repo-v2: a manifest fails only the
+#     array that needs it (EIO, one log line naming the file), a damaged
+#     repo file or a repository without branch main is refused at mount;
+#  5. the virtual chunk served by s3rver as Icechunk's own tests do (bucket
 #     testbucket, key can_read_old/chunk-1, the bytes of the stored chunk
 #     c/0/1): read when its prefix is allowed (-o target_root=PREFIX),
 #     EIO when another prefix is (skipped without node, jq and s3rver).
@@ -143,7 +146,44 @@ t "$ZARRFS_BIN" -f -o ref=main "$ZARRFS_SRCDIR/examples/example.zarr" "$MNT" >/d
 assert_one_refusal "-o ref on a Zarr store is refused" "$ZT_TMP/r3.err" "Icechunk repositories only"
 if zt_is_mounted "$MNT"; then fail "a refused source mounted"; zumount "$MNT"; fi
 
-# ---- 4. the virtual chunk, authorized ----
+# ---- 4. damaged files fail alone ----
+
+BAD=$(zt_mkdir bad)
+cp -r "$IC/test-repo-v2" "$BAD/repo2"
+# Damage every manifest's payload, then check which views fail: each array
+# of main has its own manifest, so both arrays fail and the groups serve.
+for f in "$BAD/repo2"/manifests/*; do
+  printf 'XXXXXXXX' | dd of="$f" bs=1 seek=60 conv=notrunc status=none
+done
+if zmount "$BAD/repo2" "$MNT"; then
+  assert_fails_with_eio "damaged manifest: small_chunks values.txt is EIO" \
+    "$MNT/group1/small_chunks/values.txt"
+  if grep -q 'manifests/' "$ZT_LOG"; then
+    pass "damaged manifest: the log names the manifest file"
+  else
+    fail "damaged manifest: no log line naming the manifest"
+    show "$ZT_LOG"
+  fi
+  ls_is "damaged manifest: the tree still lists" "$MNT/group1" \
+    "big_chunks small_chunks zarr.json"
+  if t grep -q '"is a nice group"' "$MNT/group1/zarr.json"; then
+    pass "damaged manifest: group metadata still reads"
+  else
+    fail "damaged manifest: group1/zarr.json"
+  fi
+  zumount "$MNT"
+fi
+cp -r "$IC/test-repo-v2" "$BAD/repo3"
+printf 'XXXXXXXX' | dd of="$BAD/repo3/repo" bs=1 seek=50 conv=notrunc status=none
+t "$ZARRFS_BIN" -f "$BAD/repo3" "$MNT" >/dev/null 2>"$ZT_TMP/r4.err" </dev/null
+assert_one_refusal "a damaged repo file is refused" "$ZT_TMP/r4.err" "repo:"
+cp -r "$IC/test-repo-v1" "$BAD/repo4"
+rm -r "$BAD/repo4/refs/branch.main"
+t "$ZARRFS_BIN" -f "$BAD/repo4" "$MNT" >/dev/null 2>"$ZT_TMP/r5.err" </dev/null
+assert_one_refusal "a spec 1 repository without main is refused" "$ZT_TMP/r5.err" "zarrfs:"
+if zt_is_mounted "$MNT"; then fail "a refused source mounted"; zumount "$MNT"; fi
+
+# ---- 5. the virtual chunk, authorized ----
 
 S3RVER_JS=${ZARRFS_S3RVER_DIR:-/opt/zarrfs-test/node_modules/@20minutes/s3rver}/lib/s3rver.js
 if ! command -v node >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1 ||
