@@ -277,3 +277,194 @@ int fb_union(const struct fb_table *t, unsigned id, uint8_t *type,
                     id, t->pos, *type);
   return rc < 0 ? rc : 1;
 }
+
+/* ---- FlexBuffers ---- */
+
+/* Unsigned little-endian load of w bytes (1, 2, 4, 8) at p. */
+static uint64_t load_w(const uint8_t *p, unsigned w) {
+  switch (w) {
+  case 1:
+    return p[0];
+  case 2:
+    return fb_le16(p);
+  case 4:
+    return fb_le32(p);
+  default:
+    return fb_le64(p);
+  }
+}
+
+int fb_flex_type(const struct fb_flex *v) { return v->packed >> 2; }
+
+/* Does the type keep its value in the slot itself? */
+static int flex_inline(int type) {
+  return type == FB_FLEX_NULL || type == FB_FLEX_INT || type == FB_FLEX_UINT ||
+         type == FB_FLEX_FLOAT || type == FB_FLEX_BOOL;
+}
+
+/* Where an offset value points: the slot's offset subtracted from it. */
+static int flex_target(const struct fb_flex *v, uint64_t *to,
+                       struct zerr *err) {
+  if ((uint64_t)v->pos + v->width > v->len)
+    return zerr_set(err, EIO, "flexbuffer: value at %u past the end", v->pos);
+  uint64_t off = load_w(v->buf + v->pos, v->width);
+  if (flex_inline(fb_flex_type(v)) || off > v->pos)
+    return zerr_set(err, EIO, "flexbuffer: offset at %u points outside",
+                    v->pos);
+  *to = v->pos - off;
+  return 0;
+}
+
+int fb_flex_root(const uint8_t *buf, size_t len, struct fb_flex *out,
+                 struct zerr *err) {
+  if (len > FB_MAX_SIZE || len < 3)
+    return zerr_set(err, EIO, "flexbuffer: %zu bytes", len);
+  uint8_t w = buf[len - 1];
+  if ((w != 1 && w != 2 && w != 4 && w != 8) || (size_t)w + 2 > len)
+    return zerr_set(err, EIO, "flexbuffer: root width %u", w);
+  *out = (struct fb_flex){buf, (uint32_t)len, (uint32_t)(len - 2 - w),
+                          w,   buf[len - 2],  0};
+  return 0;
+}
+
+/* A map's or vector's element area: its start, count and element width. */
+static int flex_elems(const struct fb_flex *v, uint64_t *at, uint32_t *n,
+                      unsigned *w, struct zerr *err) {
+  int t = fb_flex_type(v);
+  if (t != FB_FLEX_MAP && t != FB_FLEX_VECTOR)
+    return zerr_set(err, EIO,
+                    "flexbuffer: value at %u is not a map or "
+                    "vector",
+                    v->pos);
+  if (v->depth >= FB_MAX_DEPTH)
+    return zerr_set(err, EIO, "flexbuffer: nested deeper than %d",
+                    FB_MAX_DEPTH);
+  uint64_t to;
+  ZTRY(flex_target(v, &to, err));
+  *w = 1u << (v->packed & 3);
+  if (to < *w)
+    return zerr_set(err, EIO, "flexbuffer: vector at %u has no size",
+                    (unsigned)to);
+  uint64_t count = load_w(v->buf + to - *w, *w);
+  /* elements, then one type byte each */
+  if (count > v->len || to + count * (*w + 1) > v->len)
+    return zerr_set(err, EIO,
+                    "flexbuffer: vector at %u claims %llu "
+                    "elements, past the end",
+                    (unsigned)to, (unsigned long long)count);
+  *at = to;
+  *n = (uint32_t)count;
+  return 0;
+}
+
+int fb_flex_size(const struct fb_flex *v, uint32_t *n, struct zerr *err) {
+  uint64_t at;
+  unsigned w;
+  return flex_elems(v, &at, n, &w, err);
+}
+
+int fb_flex_at(const struct fb_flex *v, uint32_t i, struct fb_flex *out,
+               struct zerr *err) {
+  uint64_t at;
+  uint32_t n;
+  unsigned w;
+  ZTRY(flex_elems(v, &at, &n, &w, err));
+  if (i >= n)
+    return zerr_set(err, EIO, "flexbuffer: element %u of %u", i, n);
+  *out = (struct fb_flex){v->buf,
+                          v->len,
+                          (uint32_t)(at + (uint64_t)i * w),
+                          (uint8_t)w,
+                          v->buf[at + (uint64_t)n * w + i],
+                          v->depth + 1};
+  return 0;
+}
+
+/* A NUL-terminated run starting at p: its length, or -1. */
+static int64_t flex_cstr(const uint8_t *buf, uint32_t len, uint64_t p) {
+  if (p >= len)
+    return -1;
+  const uint8_t *z = memchr(buf + p, 0, len - p);
+  return z ? (int64_t)(z - (buf + p)) : -1;
+}
+
+int fb_flex_key(const struct fb_flex *map, uint32_t i, const char **s,
+                uint32_t *n, struct zerr *err) {
+  uint64_t at;
+  uint32_t cnt;
+  unsigned w;
+  ZTRY(flex_elems(map, &at, &cnt, &w, err));
+  if (fb_flex_type(map) != FB_FLEX_MAP || i >= cnt || at < 3ull * w)
+    return zerr_set(err, EIO, "flexbuffer: key %u of a map of %u", i, cnt);
+  uint64_t kslot = at - 3ull * w;
+  uint64_t koff = load_w(map->buf + kslot, w);
+  unsigned kw = (unsigned)load_w(map->buf + at - 2ull * w, w);
+  if (koff > kslot || (kw != 1 && kw != 2 && kw != 4 && kw != 8))
+    return zerr_set(err, EIO, "flexbuffer: bad keys of the map at %u",
+                    (unsigned)at);
+  uint64_t keys = kslot - koff;
+  if (keys < kw || load_w(map->buf + keys - kw, kw) != cnt ||
+      keys + (uint64_t)cnt * kw > map->len)
+    return zerr_set(err, EIO,
+                    "flexbuffer: keys of the map at %u do not "
+                    "match its values",
+                    (unsigned)at);
+  uint64_t e = keys + (uint64_t)i * kw, ko = load_w(map->buf + e, kw);
+  if (ko > e)
+    return zerr_set(err, EIO, "flexbuffer: key %u points outside", i);
+  int64_t l = flex_cstr(map->buf, map->len, e - ko);
+  if (l < 0)
+    return zerr_set(err, EIO, "flexbuffer: key %u is not terminated", i);
+  *s = (const char *)map->buf + (e - ko);
+  *n = (uint32_t)l;
+  return 0;
+}
+
+int fb_flex_get(const struct fb_flex *map, const char *key, struct fb_flex *out,
+                struct zerr *err) {
+  if (fb_flex_type(map) != FB_FLEX_MAP)
+    return 0;
+  uint32_t n;
+  ZTRY(fb_flex_size(map, &n, err));
+  for (uint32_t i = 0; i < n; i++) { /* maps are small: no binary search */
+    const char *k;
+    uint32_t kn;
+    ZTRY(fb_flex_key(map, i, &k, &kn, err));
+    if (!strcmp(k, key)) {
+      ZTRY(fb_flex_at(map, i, out, err));
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int fb_flex_string(const struct fb_flex *v, const char **s, uint32_t *n,
+                   struct zerr *err) {
+  int t = fb_flex_type(v);
+  if (t != FB_FLEX_STRING && t != FB_FLEX_KEY)
+    return 0;
+  uint64_t to;
+  ZTRY(flex_target(v, &to, err));
+  if (t == FB_FLEX_KEY) {
+    int64_t l = flex_cstr(v->buf, v->len, to);
+    if (l < 0)
+      return zerr_set(err, EIO, "flexbuffer: key at %u is not terminated",
+                      (unsigned)to);
+    *s = (const char *)v->buf + to;
+    *n = (uint32_t)l;
+    return 1;
+  }
+  unsigned w = 1u << (v->packed & 3);
+  if (to < w)
+    return zerr_set(err, EIO, "flexbuffer: string at %u has no size",
+                    (unsigned)to);
+  uint64_t l = load_w(v->buf + to - w, w);
+  if (l >= v->len || to + l >= v->len || v->buf[to + l] != 0)
+    return zerr_set(err, EIO,
+                    "flexbuffer: string at %u runs past the end "
+                    "or is not terminated",
+                    (unsigned)to);
+  *s = (const char *)v->buf + to;
+  *n = (uint32_t)l;
+  return 1;
+}

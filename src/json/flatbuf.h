@@ -100,4 +100,52 @@ int fb_vec_string(const struct fb_vec *v, uint32_t i, const char **s,
 int fb_union(const struct fb_table *t, unsigned id, uint8_t *type,
              struct fb_table *out, struct zerr *err);
 
+/* ---- FlexBuffers (schema-less, Icechunk's repository configuration) ----
+ * The same rules: every offset, width and length is checked before it is
+ * followed; values nested deeper than FB_MAX_DEPTH are refused. */
+
+/* Types of a FlexBuffers value (those a reader of maps needs named). */
+enum fb_flex_type {
+  FB_FLEX_NULL = 0,
+  FB_FLEX_INT = 1,
+  FB_FLEX_UINT = 2,
+  FB_FLEX_FLOAT = 3,
+  FB_FLEX_KEY = 4,
+  FB_FLEX_STRING = 5,
+  FB_FLEX_MAP = 9,
+  FB_FLEX_VECTOR = 10,
+  FB_FLEX_BOOL = 26,
+};
+
+/* A value: the slot holding it (pos, width bytes) and its packed type. */
+struct fb_flex {
+  const uint8_t *buf;
+  uint32_t len;
+  uint32_t pos;   /* the slot */
+  uint8_t width;  /* bytes of the slot: 1, 2, 4 or 8 */
+  uint8_t packed; /* type << 2 | log2 of the child's width */
+  int depth;
+};
+
+/* The type of a value (enum fb_flex_type, or another FlexBuffers type). */
+int fb_flex_type(const struct fb_flex *v);
+/* The root value of buf[0..len). */
+int fb_flex_root(const uint8_t *buf, size_t len, struct fb_flex *out,
+                 struct zerr *err);
+/* Elements of a map or an untyped vector. */
+int fb_flex_size(const struct fb_flex *v, uint32_t *n, struct zerr *err);
+/* Element i of a map or an untyped vector. */
+int fb_flex_at(const struct fb_flex *v, uint32_t i, struct fb_flex *out,
+               struct zerr *err);
+/* Key i of a map: *s NUL-terminated, *n its length. */
+int fb_flex_key(const struct fb_flex *map, uint32_t i, const char **s,
+                uint32_t *n, struct zerr *err);
+/* The value of key in a map: 1 found, 0 not (or not a map), <0 error. */
+int fb_flex_get(const struct fb_flex *map, const char *key, struct fb_flex *out,
+                struct zerr *err);
+/* A string or key value: 1 with *s (NUL-terminated) and *n, 0 when v is
+ * another type, <0 error. */
+int fb_flex_string(const struct fb_flex *v, const char **s, uint32_t *n,
+                   struct zerr *err);
+
 #endif

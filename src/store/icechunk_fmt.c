@@ -279,6 +279,37 @@ static int parse_refs(const struct fb_table *t, unsigned id,
   return sort_refs(*out, *n, what, err);
 }
 
+static int add_container(struct icefmt_repo *r, const char *s, size_t n,
+                         struct zerr *err);
+
+/* The url_prefix of every virtual chunk container in the repository's
+ * configuration (a FlexBuffers map). A configuration that cannot be read
+ * names no container, so no virtual chunk is read. */
+static int repo_config(const struct fb_table *t, struct icefmt_repo *r,
+                       struct zerr *err) {
+  r->containers_known = 1;
+  struct fb_vec v;
+  struct zerr e2 = {0};
+  if (fb_vector(t, 9, 1, 1, &v, &e2) <= 0 || v.n == 0)
+    return 0;
+  struct fb_flex root, vcc, c, up;
+  if (fb_flex_root(v.buf + v.pos, v.n, &root, &e2) < 0 ||
+      fb_flex_get(&root, "virtual_chunk_containers", &vcc, &e2) <= 0)
+    return 0;
+  uint32_t n;
+  if (fb_flex_size(&vcc, &n, &e2) < 0)
+    return 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const char *s;
+    uint32_t sn;
+    if (fb_flex_at(&vcc, i, &c, &e2) == 0 &&
+        fb_flex_get(&c, "url_prefix", &up, &e2) == 1 &&
+        fb_flex_string(&up, &s, &sn, &e2) == 1 && sn > 0)
+      ZTRY(add_container(r, s, sn, err));
+  }
+  return 0;
+}
+
 /* The body of icefmt_repo_parse, filling r. */
 static int repo_fill(const uint8_t *fb, size_t len, struct icefmt_repo *r,
                      struct zerr *err) {
@@ -342,7 +373,7 @@ static int repo_fill(const uint8_t *fb, size_t len, struct icefmt_repo *r,
       r->tags[k++] = r->tags[i];
   }
   r->ntags = k;
-  return 0;
+  return repo_config(&t, r, err);
 }
 
 /* A spec 2 repo info flatbuffer into a struct icefmt_repo. */

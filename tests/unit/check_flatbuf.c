@@ -3,7 +3,8 @@
  * good buffer, then hostile buffers (offsets out of range, misaligned,
  * vtables too short, tables too large, huge vector and string lengths, a
  * string without its NUL, a self-pointing offset, chains deeper than the
- * limit), each refused with a reason and no read outside the buffer. */
+ * limit), each refused with a reason and no read outside the buffer;
+ * then a FlexBuffers map, good and damaged. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -381,6 +382,72 @@ START_TEST(random_corruption) {
 }
 END_TEST
 
+/* {"a": "xy", "b": 7} as FlexBuffers, widths of 1 byte. */
+static const uint8_t flex_map[] = {
+    'a',    0,      'b', 0, /* keys */
+    2,      'x',    'y', 0, /* string of 2 at 5 */
+    2,      9,      8,      /* keys vector at 9: offsets back to the keys */
+    2,      1,      2,      /* map: keys offset, keys width, size */
+    9,      7,              /* values at 14: the string (offset), 7 */
+    5 << 2, 1 << 2,         /* their types: string, int */
+    4,      9 << 2, 1};     /* root: offset to the map, type map, width 1 */
+
+START_TEST(flexbuffers) {
+  struct zerr err = {0};
+  struct fb_flex root, v;
+  const char *s;
+  uint32_t n;
+  ck_assert_int_eq(fb_flex_root(flex_map, sizeof flex_map, &root, &err), 0);
+  ck_assert_int_eq(fb_flex_type(&root), FB_FLEX_MAP);
+  ck_assert_int_eq(fb_flex_size(&root, &n, &err), 0);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_int_eq(fb_flex_key(&root, 1, &s, &n, &err), 0);
+  ck_assert_str_eq(s, "b");
+  ck_assert_int_eq(fb_flex_get(&root, "a", &v, &err), 1);
+  ck_assert_int_eq(fb_flex_string(&v, &s, &n, &err), 1);
+  ck_assert_str_eq(s, "xy");
+  ck_assert_int_eq(fb_flex_get(&root, "b", &v, &err), 1);
+  ck_assert_int_eq(fb_flex_type(&v), FB_FLEX_INT);
+  ck_assert_int_eq(fb_flex_string(&v, &s, &n, &err), 0);
+  ck_assert_int_eq(fb_flex_get(&root, "c", &v, &err), 0);
+  ck_assert_int_eq(fb_flex_get(&v, "a", &v, &err), 0); /* not a map */
+  /* Hostile: each byte changed to each of a few values; answers only. */
+  uint8_t b[sizeof flex_map];
+  for (size_t i = 0; i < sizeof b; i++)
+    for (int x = 0; x < 256; x += 17) {
+      memcpy(b, flex_map, sizeof b);
+      b[i] = (uint8_t)x;
+      uint8_t *copy = malloc(sizeof b);
+      memcpy(copy, b, sizeof b);
+      if (fb_flex_root(copy, sizeof b, &root, &err) == 0 &&
+          fb_flex_size(&root, &n, &err) == 0) {
+        for (uint32_t k = 0; k < n && k < 4; k++) {
+          fb_flex_key(&root, k, &s, &n, &err);
+          if (fb_flex_at(&root, k, &v, &err) == 0)
+            fb_flex_string(&v, &s, &n, &err);
+        }
+        fb_flex_get(&root, "a", &v, &err);
+      }
+      free(copy);
+    }
+  memcpy(b, flex_map, sizeof b);
+  b[14] = 200; /* the string's offset points before the buffer */
+  ck_assert_int_eq(fb_flex_root(b, sizeof b, &root, &err), 0);
+  ck_assert_int_eq(fb_flex_get(&root, "a", &v, &err), 1);
+  ck_assert_int_eq(fb_flex_string(&v, &s, &n, &err), -EIO);
+  memcpy(b, flex_map, sizeof b);
+  b[13] = 250; /* a map size past the end */
+  ck_assert_int_eq(fb_flex_root(b, sizeof b, &root, &err), 0);
+  ck_assert_int_eq(fb_flex_size(&root, &n, &err), -EIO);
+  memcpy(b, flex_map, sizeof b);
+  b[7] = 'z'; /* the string loses its NUL */
+  ck_assert_int_eq(fb_flex_root(b, sizeof b, &root, &err), 0);
+  ck_assert_int_eq(fb_flex_get(&root, "a", &v, &err), 1);
+  ck_assert_int_eq(fb_flex_string(&v, &s, &n, &err), -EIO);
+  ck_assert_int_eq(fb_flex_root(b, 2, &root, &err), -EIO);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("flatbuf");
   TCase *tc = tcase_create("flatbuf");
@@ -388,6 +455,7 @@ int main(void) {
   tcase_add_test(tc, hostile_buffers);
   tcase_add_test(tc, depth_limit);
   tcase_add_test(tc, random_corruption);
+  tcase_add_test(tc, flexbuffers);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
