@@ -467,6 +467,40 @@ static int read_small(struct store *s, const char *key, char **text,
 /* read_ref1's answer for a tag with a tombstone. */
 #define REF_DELETED 1
 
+/* Note a tombstone among a ref directory's names. */
+static int tomb_cb(void *ud, const char *name, enum store_entry_type type,
+                   uint64_t size, int64_t mtime) {
+  if (!strcmp(name, "ref.json.deleted"))
+    *(int *)ud = 1;
+  return 0;
+}
+
+/* Does the tombstone key (refs/tag.NAME/ref.json.deleted) exist? A store
+ * that lists is asked for the directory's names (the tombstone is an
+ * empty object, which some servers answer badly when it is read); one
+ * that cannot, for the key itself. 1, 0, or a negative errno. */
+static int has_tombstone(struct store *s, const char *tomb, struct zerr *err) {
+  struct zerr e2 = {0};
+  int rc;
+  if (!s->unlistable) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(tomb, '/') - tomb), tomb);
+    int found = 0;
+    rc = store_list(s, dir, tomb_cb, &found, &e2);
+    if (rc >= 0)
+      return found;
+  } else {
+    enum store_entry_type ty;
+    uint64_t sz;
+    rc = store_stat(s, tomb, &ty, &sz, &e2);
+    if (rc == 0)
+      return 1;
+  }
+  if (rc == -ENOENT)
+    return 0;
+  return zerr_set(err, -rc, "%s: %s", tomb, e2.msg);
+}
+
 /* Read refs/KIND.NAME/ref.json: 0 and the id, -ENOENT when absent,
  * REF_DELETED for a tag with a tombstone (ref.json.deleted). */
 static int read_ref1(struct store *s, const char *kind, const char *name,
@@ -478,14 +512,11 @@ static int read_ref1(struct store *s, const char *kind, const char *name,
     return zerr_set(err, ENOENT, "no usable ref named '%.*s'",
                     (int)(n > 200 ? 200 : n), name);
   if (!strcmp(kind, "tag")) {
-    enum store_entry_type ty;
-    uint64_t sz;
-    struct zerr e2 = {0};
-    int rc = store_stat(s, key, &ty, &sz, &e2);
-    if (rc == 0)
+    int rc = has_tombstone(s, key, err);
+    if (rc < 0)
+      return rc;
+    if (rc == 1)
       return REF_DELETED;
-    if (rc != -ENOENT)
-      return zerr_set(err, -rc, "%s: %s", key, e2.msg);
   }
   key[strlen(key) - 8] = '\0'; /* drop ".deleted" */
   char *text;

@@ -18,7 +18,10 @@
 #  5. the virtual chunk served by s3rver as Icechunk's own tests do (bucket
 #     testbucket, key can_read_old/chunk-1, the bytes of the stored chunk
 #     c/0/1): read when its prefix is allowed (-o target_root=PREFIX),
-#     EIO when another prefix is (skipped without node, jq and s3rver).
+#     EIO when another prefix is (skipped without node, jq and s3rver);
+#  6. the same repositories over S3 (s3rver: test-repo-v2, split-repo-v1)
+#     and HTTP (nginx: test-repo-v1, whose refs cannot be listed there, and
+#     test-repo-v2): main, a branch, a tag and a snapshot read the same.
 # Absent fixtures skip (exit 77), or fail under CI=true.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
@@ -221,6 +224,61 @@ else
       zumount "$MNT"
     fi
   done
+  # ---- 6a. repositories in S3 ----
+  RUP=$(zt_mkdir rup)
+  cp -r "$IC/test-repo-v2" "$IC/split-repo-v1" "$RUP/"
+  srv_s3_put_tree icebkt "$RUP"
+  S3=(-o "endpoint=$S3_ENDPOINT")
+  if zmount s3://icebkt/test-repo-v2 "$MNT" "${S3[@]}" -o "ref=it works!"; then
+    values "s3 test-repo-v2 'it works!': small_chunks values.txt" \
+      "$MNT/group1/small_chunks/values.txt" "$(rep 4 84)
+8
+"
+    values "s3 test-repo-v2: big_chunks c/1/1.txt" \
+      "$MNT/group1/big_chunks/c/1/1.txt" "$(rep 25 42)
+"
+    zumount "$MNT"
+  fi
+  if zmount s3://icebkt/split-repo-v1 "$MNT" "${S3[@]}"; then
+    values "s3 split-repo-v1: split values.txt" "$MNT/group1/split/values.txt" \
+      "$(rep 100 14)
+"
+    zumount "$MNT"
+  fi
+  if zmount s3://icebkt/split-repo-v1 "$MNT" "${S3[@]}" -o snapshot=W1ZXYGWWEXKXS2J6TQGG; then
+    values "s3 split-repo-v1 'write data': split values.txt" \
+      "$MNT/group1/split/values.txt" "$(rep 100 120)
+"
+    zumount "$MNT"
+  fi
+fi
+
+# ---- 6b. repositories over HTTP ----
+
+if [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1; then
+  srv_nginx_start "$IC"
+  for repo in test-repo-v1 test-repo-v2; do
+    if zmount "$NGINX_URL/$repo" "$MNT" -o "ref=it works!"; then
+      values "http $repo 'it works!': small_chunks values.txt" \
+        "$MNT/group1/small_chunks/values.txt" "$(rep 4 84)
+8
+"
+      ls_is "http $repo: small_chunks/c" "$MNT/group1/small_chunks/c" \
+        "0 0.txt 1 1.txt 2 2.txt 3 3.txt"
+      zumount "$MNT"
+    fi
+    if zmount "$NGINX_URL/$repo" "$MNT"; then
+      values "http $repo main: small_chunks values.txt" \
+        "$MNT/group1/small_chunks/values.txt" "$(rep 5 84)
+"
+      zumount "$MNT"
+    fi
+  done
+  t "$ZARRFS_BIN" -f -o ref=deleted "$NGINX_URL/test-repo-v1" "$MNT" >/dev/null \
+    2>"$ZT_TMP/r6.err" </dev/null
+  assert_one_refusal "http: a deleted tag is refused" "$ZT_TMP/r6.err" "deleted"
+else
+  zt_skip_part "nginx missing: repositories over HTTP"
 fi
 
 finish
