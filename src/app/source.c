@@ -201,6 +201,14 @@ static int source_confine(const struct cli_config *cfg, struct remote *remote,
   return 0;
 }
 
+/* Bytes of Icechunk manifests kept when no read uses them: half the
+ * decoded-data budget, at least 16 MiB (a manifest is the index of every
+ * chunk of its arrays, read again at every miss). */
+static size_t source_manifest_budget(const struct cli_config *cfg) {
+  size_t b = cfg->cache_size / 2;
+  return b < ((size_t)16 << 20) ? (size_t)16 << 20 : b;
+}
+
 /* Replace *s (a local or remote store) by the store of the Icechunk
  * repository it holds, when it holds one: 1 done, 0 not a repository, -1
  * refused (said on stderr; *s freed and NULL). */
@@ -218,7 +226,8 @@ static int source_icechunk(const struct cli_config *cfg, struct confine *c,
   } else if (rc < 0) {
     fprintf(stderr, "zarrfs: %s: %s\n", cfg->source, err.msg);
   } else if (store_open_icechunk(*s, cfg->ref, cfg->snapshot, cfg->max_decode,
-                                 c, s, &err) < 0) {
+                                 source_manifest_budget(cfg), c, s,
+                                 &err) < 0) {
     *s = NULL;
     fprintf(stderr, "zarrfs: %s: cannot open the Icechunk repository: %s\n",
             cfg->source, err.msg);

@@ -19,9 +19,10 @@
  * the repository lists its virtual chunk containers, under one of them),
  * and a coordinate without a reference is absent (-ENOENT: the fill
  * value). Manifests are loaded on first use, only those whose extents
- * hold the coordinates a read or listing touches, and kept for the
- * store's life. Virtual chunks' checksums (ETag, last-modified) are not
- * checked against the object yet. */
+ * hold the coordinates a read or listing touches, into a memo of the
+ * repository (src/util/memo.h, level MEMO_LEVEL_STORE) shared by its
+ * snapshot stores and kept within a byte budget. Virtual chunks' checksums
+ * (ETag, last-modified) are not checked against the object yet. */
 #ifndef ZARRFS_ICECHUNK_H
 #define ZARRFS_ICECHUNK_H
 
@@ -41,11 +42,13 @@ int icechunk_detect(struct store *s, struct zerr *err);
 
 /* Open the repository whose files s holds (taken: freed with the
  * repository, or at once on failure). Metadata files larger than
- * max_decode, compressed or not, are refused. c (borrowed, may be NULL:
- * no virtual chunk is read) must outlive the repository. *out holds one
- * reference (icechunk_unref). -ENOENT when s holds no repository. */
-int icechunk_open(struct store *s, size_t max_decode, const struct confine *c,
-                  struct icechunk **out, struct zerr *err);
+ * max_decode, compressed or not, are refused; manifests not in use are
+ * kept within budget bytes. c (borrowed, may be NULL: no virtual chunk is
+ * read) must outlive the repository. *out holds one reference
+ * (icechunk_unref). -ENOENT when s holds no repository. */
+int icechunk_open(struct store *s, size_t max_decode, size_t budget,
+                  const struct confine *c, struct icechunk **out,
+                  struct zerr *err);
 /* The refs loaded at open (borrowed). */
 const struct icefmt_repo *icechunk_refs(const struct icechunk *ic);
 /* The snapshot to show: snapshot (a 20-character id) when given, else

@@ -3,15 +3,17 @@
  * key space. Nodes are the snapshot's, sorted by path, so a node key
  * ("group1/x", "" for the root) is found by binary search; chunk keys
  * are mapped to coordinates, the manifest whose extents hold them, and
- * its reference. */
+ * its reference. Manifests live in one memo per repository (by id, within
+ * a byte budget, loaded once by one thread while others wait, failures
+ * remembered), so snapshot stores opened on one repository share them. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/memo.h"
 #include "confine.h"
 #include "icechunk.h"
 #include "icechunk_fmt.h"
@@ -21,21 +23,16 @@ struct icechunk {
   struct icefmt_repo *refs;
   const struct confine *c; /* borrowed; NULL: no virtual chunk */
   size_t max_decode;
+  struct memo *manifests; /* by manifest id, shared by every snapshot
+                             store (level MEMO_LEVEL_STORE) */
   _Atomic long nrefs;
-};
-
-/* One manifest of one node, loaded on first use. */
-struct ic_slot {
-  struct icefmt_manifest *m; /* under the store's lock once set */
 };
 
 struct store_icechunk {
   struct store base;
   struct icechunk *ic; /* one reference */
   struct icefmt_snapshot *sn;
-  struct ic_slot **slots; /* per node: one per manifest ref */
-  int64_t mtime;          /* the snapshot's commit time, for every key */
-  pthread_mutex_t lock;   /* publishes slots; a leaf lock */
+  int64_t mtime; /* the snapshot's commit time, for every key */
 };
 
 /* A repo file with the magic, or the spec 1 main branch. */
@@ -65,8 +62,9 @@ int icechunk_detect(struct store *s, struct zerr *err) {
 }
 
 /* Load the refs now: the mount shows them as they are at open. */
-int icechunk_open(struct store *s, size_t max_decode, const struct confine *c,
-                  struct icechunk **out, struct zerr *err) {
+int icechunk_open(struct store *s, size_t max_decode, size_t budget,
+                  const struct confine *c, struct icechunk **out,
+                  struct zerr *err) {
   struct icechunk *ic = calloc(1, sizeof *ic);
   if (!ic) {
     store_free(s);
@@ -76,7 +74,10 @@ int icechunk_open(struct store *s, size_t max_decode, const struct confine *c,
   ic->c = c;
   ic->max_decode = max_decode;
   atomic_init(&ic->nrefs, 1);
-  int rc = icefmt_repo_load(s, max_decode, &ic->refs, err);
+  struct memo_config mc = {budget, 1, NULL};
+  int rc = memo_new(&mc, &ic->manifests, err);
+  if (rc == 0)
+    rc = icefmt_repo_load(s, max_decode, &ic->refs, err);
   if (rc < 0) {
     icechunk_unref(ic);
     return rc;
@@ -121,6 +122,7 @@ struct icechunk *icechunk_ref(struct icechunk *ic) {
 void icechunk_unref(struct icechunk *ic) {
   if (!ic || atomic_fetch_sub(&ic->nrefs, 1) != 1)
     return;
+  memo_free(ic->manifests);
   icefmt_repo_free(ic->refs);
   store_free(ic->files);
   free(ic);
@@ -220,33 +222,72 @@ static int mref_holds(const struct icefmt_mref *m, const uint32_t *c, int n) {
   return 1;
 }
 
-/* Manifest k of node i, loaded on first use. Failures are not kept: a
- * damaged manifest fails every read that needs it, with its reason. */
-static int slot_get(struct store_icechunk *st, long i, size_t k,
-                    const struct icefmt_manifest **out, struct zerr *err) {
-  struct ic_slot *sl = &st->slots[i][k];
-  pthread_mutex_lock(&st->lock);
-  struct icefmt_manifest *m = sl->m;
-  pthread_mutex_unlock(&st->lock);
-  if (!m) {
-    ZTRY(icefmt_manifest_load(st->ic->files, st->sn->nodes[i].mrefs[k].id,
-                              st->ic->max_decode, &m, err));
-    pthread_mutex_lock(&st->lock);
-    if (sl->m) { /* another thread was first */
-      icefmt_manifest_free(m);
-      m = sl->m;
-    } else {
-      sl->m = m;
-    }
-    pthread_mutex_unlock(&st->lock);
+/* A manifest held in the repository's memo. */
+struct ic_mobj {
+  struct zobj obj;
+  struct icefmt_manifest *m;
+};
+
+/* Free a manifest dropped by the memo. */
+static void mobj_destroy(struct zobj *o) {
+  struct ic_mobj *x = (struct ic_mobj *)o;
+  icefmt_manifest_free(x->m);
+  free(x);
+}
+
+/* What a manifest fill needs. */
+struct ic_mfill {
+  struct icechunk *ic;
+  const uint8_t *id;
+};
+
+/* Load a manifest for the memo. A file the snapshot names and that is
+ * missing or damaged is EIO (remembered: one log line). */
+static int manifest_fill(void *ctx, struct zobj **obj, size_t *cost,
+                         struct zerr *err) {
+  const struct ic_mfill *f = ctx;
+  struct icefmt_manifest *m;
+  int rc =
+      icefmt_manifest_load(f->ic->files, f->id, f->ic->max_decode, &m, err);
+  if (rc < 0)
+    return as_eio(rc, err);
+  struct ic_mobj *x = malloc(sizeof *x);
+  if (!x) {
+    icefmt_manifest_free(m);
+    return zerr_set(err, ENOMEM, "out of memory");
   }
-  *out = m;
+  zobj_init(&x->obj, mobj_destroy);
+  x->m = m;
+  *obj = &x->obj;
+  *cost = icefmt_manifest_bytes(m);
   return 0;
 }
 
-/* The reference of a full chunk key (the caller frees *out). */
+/* Manifest k of node i, pinned in the memo (memo_release *pin after use). */
+static int manifest_pin(struct store_icechunk *st, long i, size_t k,
+                        const struct icefmt_manifest **out,
+                        struct memo_ref **pin, struct zerr *err) {
+  const uint8_t *id = st->sn->nodes[i].mrefs[k].id;
+  struct memo_key key;
+  memset(&key, 0, sizeof key);
+  key.level = MEMO_LEVEL_STORE;
+  key.owner = st->ic;
+  key.n = 2;
+  memcpy(&key.v[0], id, 8);
+  uint32_t tail;
+  memcpy(&tail, id + 8, 4);
+  key.v[1] = tail;
+  struct ic_mfill f = {st->ic, id};
+  ZTRY(memo_get(st->ic->manifests, &key, manifest_fill, &f, pin, err));
+  *out = ((const struct ic_mobj *)memo_obj(*pin))->m;
+  return 0;
+}
+
+/* The reference of a full chunk key (the caller frees *out and releases
+ * *pin, which keeps inline bytes alive). */
 static int chunk_ref(struct store_icechunk *st, const struct ic_chunkkey *ck,
-                     struct icefmt_chunk **out, struct zerr *err) {
+                     struct icefmt_chunk **out, struct memo_ref **pin,
+                     struct zerr *err) {
   const struct icefmt_node *nd = &st->sn->nodes[ck->node];
   if ((uint32_t)ck->ncoord != nd->ndim)
     return zerr_set(err, ENOENT, "no such key");
@@ -254,20 +295,19 @@ static int chunk_ref(struct store_icechunk *st, const struct ic_chunkkey *ck,
     if (!mref_holds(&nd->mrefs[k], ck->coord, ck->ncoord))
       continue;
     const struct icefmt_manifest *m;
-    int rc = slot_get(st, ck->node, k, &m, err);
-    if (rc < 0)
-      return as_eio(rc, err);
+    ZTRY(manifest_pin(st, ck->node, k, &m, pin, err));
     struct icefmt_chunk *c = malloc(sizeof *c);
-    if (!c)
-      return zerr_set(err, ENOMEM, "out of memory");
-    rc = icefmt_manifest_find(m, nd->id, ck->coord, nd->ndim, c, err);
+    int rc = c ? icefmt_manifest_find(m, nd->id, ck->coord, nd->ndim, c, err)
+               : zerr_set(err, ENOMEM, "out of memory");
     if (rc == 0) {
       *out = c;
       return 0;
     }
     free(c);
+    memo_release(st->ic->manifests, *pin);
+    *pin = NULL;
     if (rc != -ENOENT)
-      return rc;
+      return as_eio(rc, err);
     break; /* extents do not overlap: no other manifest has it */
   }
   return zerr_set(err, ENOENT, "no such key");
@@ -365,9 +405,11 @@ static int ic_get(struct store *s, const char *key, struct bytesrc **out,
   if (chunk_key(st->sn, key, &ck) < 0)
     return zerr_set(err, ENOENT, "no such key");
   struct icefmt_chunk *c;
-  ZTRY(chunk_ref(st, &ck, &c, err));
+  struct memo_ref *pin;
+  ZTRY(chunk_ref(st, &ck, &c, &pin, err));
   int rc = chunk_open(st, c, out, err);
   free(c);
+  memo_release(st->ic->manifests, pin);
   return as_eio(rc, err);
 }
 
@@ -415,10 +457,12 @@ static int ic_stat(struct store *s, const char *key,
   if (chunk_key(st->sn, key, &ck) < 0)
     return zerr_set(err, ENOENT, "no such key");
   struct icefmt_chunk *c;
-  ZTRY(chunk_ref(st, &ck, &c, err));
+  struct memo_ref *pin;
+  ZTRY(chunk_ref(st, &ck, &c, &pin, err));
   *type = STORE_FILE;
   *size = c->length;
   free(c);
+  memo_release(st->ic->manifests, pin);
   return 0;
 }
 
@@ -477,9 +521,12 @@ static int list_chunks(struct store_icechunk *st, const struct ic_chunkkey *ck,
     if (!mref_holds(&nd->mrefs[k], ck->coord, ck->ncoord))
       continue;
     const struct icefmt_manifest *m;
-    rc = slot_get(st, ck->node, k, &m, err);
-    if (rc == 0)
+    struct memo_ref *pin;
+    rc = manifest_pin(st, ck->node, k, &m, &pin, err);
+    if (rc == 0) {
       rc = icefmt_manifest_each(m, nd->id, list_cb, &l, err);
+      memo_release(st->ic->manifests, pin);
+    }
   }
   if (l.oom)
     rc = zerr_set(err, ENOMEM, "out of memory");
@@ -541,28 +588,20 @@ static int ic_list(struct store *s, const char *prefix, store_list_cb cb,
 /* Drop the manifests, the snapshot and the repository reference. */
 static void ic_destroy(struct store *s) {
   struct store_icechunk *st = (struct store_icechunk *)s;
-  for (size_t i = 0; st->slots && i < st->sn->nnodes; i++) {
-    for (size_t k = 0; st->slots[i] && k < st->sn->nodes[i].nmrefs; k++)
-      icefmt_manifest_free(st->slots[i][k].m);
-    free(st->slots[i]);
-  }
-  free(st->slots);
   icefmt_snapshot_free(st->sn);
   icechunk_unref(st->ic);
-  pthread_mutex_destroy(&st->lock);
   free(s->location);
   free(st);
 }
 
 static const struct store_ops ic_ops = {ic_get, ic_stat, ic_list, ic_destroy};
 
-/* Read the snapshot and make its (empty) manifest slots. */
+/* Read the snapshot; its manifests load when a read needs them. */
 int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
                            struct store **out, struct zerr *err) {
   struct store_icechunk *st = calloc(1, sizeof *st);
   if (!st)
     return zerr_set(err, ENOMEM, "out of memory");
-  pthread_mutex_init(&st->lock, NULL);
   st->base.ops = &ic_ops;
   st->ic = icechunk_ref(ic);
   int rc = icefmt_snapshot_load(ic->files, id, ic->max_decode, &st->sn, err);
@@ -570,16 +609,6 @@ int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
   icefmt_id_encode(id, 12, sid);
   if (rc == -ENOENT)
     rc = zerr_set(err, ENOENT, "no snapshot %s in the repository", sid);
-  if (rc == 0) {
-    st->slots = calloc(st->sn->nnodes ? st->sn->nnodes : 1, sizeof *st->slots);
-    if (!st->slots)
-      rc = zerr_set(err, ENOMEM, "out of memory");
-  }
-  for (size_t i = 0; rc == 0 && i < st->sn->nnodes; i++) {
-    size_t k = st->sn->nodes[i].nmrefs;
-    if (k && !(st->slots[i] = calloc(k, sizeof **st->slots)))
-      rc = zerr_set(err, ENOMEM, "out of memory");
-  }
   if (rc == 0 &&
       asprintf(&st->base.location, "%s@%s", ic->files->location, sid) < 0) {
     st->base.location = NULL;
@@ -598,11 +627,11 @@ int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
 
 /* Repository, ref, snapshot store: the mount's one call. */
 int store_open_icechunk(struct store *inner, const char *ref,
-                        const char *snapshot, size_t max_decode,
+                        const char *snapshot, size_t max_decode, size_t budget,
                         const struct confine *c, struct store **out,
                         struct zerr *err) {
   struct icechunk *ic;
-  ZTRY(icechunk_open(inner, max_decode, c, &ic, err));
+  ZTRY(icechunk_open(inner, max_decode, budget, c, &ic, err));
   uint8_t id[12];
   int rc = icechunk_resolve(ic, ref, snapshot, id, err);
   if (rc == 0)

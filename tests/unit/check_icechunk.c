@@ -542,8 +542,8 @@ static struct store *open_snapshot_store(const char *repo, const char *ref,
                                          const char *snap) {
   struct store *files = open_fixture(repo), *s;
   struct zerr err = {0};
-  ck_assert_msg(store_open_icechunk(files, ref, snap, MAXDEC, NULL, &s, &err) ==
-                    0,
+  ck_assert_msg(store_open_icechunk(files, ref, snap, MAXDEC, 1 << 20, NULL, &s,
+                                    &err) == 0,
                 "%s: %s", repo, err.msg);
   return s;
 }
@@ -624,12 +624,12 @@ START_TEST(snapshot_store) {
   ck_assert_str_eq(l, "0=10,1=10,2=10,3=10");
   store_free(s);
   struct store *files2 = open_fixture(test_repos[_i]);
-  ck_assert_int_eq(
-      store_open_icechunk(files2, "deleted", NULL, MAXDEC, NULL, &s, &err),
-      -ENOENT);
+  ck_assert_int_eq(store_open_icechunk(files2, "deleted", NULL, MAXDEC, 1 << 20,
+                                       NULL, &s, &err),
+                   -ENOENT);
   files2 = open_fixture(test_repos[_i]);
   ck_assert_int_eq(store_open_icechunk(files2, NULL, "00000000000000000000",
-                                       MAXDEC, NULL, &s, &err),
+                                       MAXDEC, 1 << 20, NULL, &s, &err),
                    -ENOENT);
   ck_assert_ptr_nonnull(strstr(err.msg, "no snapshot"));
 }
