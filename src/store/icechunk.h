@@ -55,6 +55,9 @@ const struct icefmt_repo *icechunk_refs(const struct icechunk *ic);
  * ref (a branch, else a tag of that name), else branch main. */
 int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
                      uint8_t id[12], struct zerr *err);
+/* Manifest loads so far (fills of the repository's memo, failed ones
+ * too): for tests and benchmarks. */
+uint64_t icechunk_manifest_loads(const struct icechunk *ic);
 /* Take another reference; returns ic. */
 struct icechunk *icechunk_ref(struct icechunk *ic);
 /* Drop a reference; NULL-safe. */

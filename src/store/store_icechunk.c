@@ -112,6 +112,11 @@ int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
   return rc;
 }
 
+/* Fills of the manifest memo. */
+uint64_t icechunk_manifest_loads(const struct icechunk *ic) {
+  return memo_fills(ic->manifests, MEMO_LEVEL_STORE);
+}
+
 /* One more holder. */
 struct icechunk *icechunk_ref(struct icechunk *ic) {
   atomic_fetch_add(&ic->nrefs, 1);

@@ -654,6 +654,47 @@ START_TEST(split_store) {
 }
 END_TEST
 
+/* Read a key whole; its length, or a negative errno. */
+static long read_len(struct store *s, const char *key) {
+  uint8_t *p;
+  size_t n;
+  struct zerr err = {0};
+  int rc = store_read_all(s, key, 1 << 20, &p, &n, &err);
+  if (rc < 0)
+    return rc;
+  free(p);
+  return (long)n;
+}
+
+START_TEST(shared_manifests) {
+  /* 'fill data' and 'set virtual chunk' of test-repo-v1 name the same
+   * manifest for small_chunks: two snapshot stores of one repository
+   * load it once; with no budget it is loaded again at every use. */
+  static const char *snaps[] = {"7XAF0Q905SH4938DN9CG", "NXH3M0HJ7EEJ0699DPP0"};
+  for (int budget = 1; budget >= 0; budget--) {
+    struct zerr err = {0};
+    struct icechunk *ic;
+    ck_assert_int_eq(icechunk_open(open_fixture("test-repo-v1"), MAXDEC,
+                                   budget ? 1 << 20 : 0, NULL, &ic, &err),
+                     0);
+    struct store *s[2];
+    for (int i = 0; i < 2; i++) {
+      uint8_t id[12];
+      ck_assert_int_eq(icechunk_resolve(ic, NULL, snaps[i], id, &err), 0);
+      ck_assert_int_eq(icechunk_open_snapshot(ic, id, &s[i], &err), 0);
+    }
+    for (int i = 0; i < 2; i++)
+      for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(read_len(s[i], "group1/small_chunks/c/2"), 10);
+    ck_assert_uint_eq(icechunk_manifest_loads(ic), budget ? 1 : 4);
+    icechunk_unref(ic); /* the stores keep it */
+    ck_assert_int_eq(read_len(s[1], "group1/big_chunks/c/1/1"), 19);
+    store_free(s[0]);
+    store_free(s[1]);
+  }
+}
+END_TEST
+
 /* Damage every file under dir of fixture repo: truncations and flipped
  * bytes of the decompressed flatbuffer, re-wrapped uncompressed. */
 static void damage_dir(const char *repo, const char *dir, enum icefmt_type t) {
@@ -721,6 +762,7 @@ int main(void) {
   tcase_add_test(fx, damaged_files);
   tcase_add_loop_test(fx, snapshot_store, 0, 3);
   tcase_add_loop_test(fx, split_store, 0, 2);
+  tcase_add_test(fx, shared_manifests);
   testutil_add_fixture_tcase(s, fx, "check_icechunk");
   return testutil_run(s);
 }
