@@ -565,7 +565,7 @@ static int ic_list(struct store *s, const char *prefix, store_list_cb cb,
     if (chunk_key(st->sn, prefix, &ck) == 0 &&
         (uint32_t)ck.ncoord < st->sn->nodes[ck.node].ndim)
       return list_chunks(st, &ck, cb, ud, err);
-    if (!is_dir(st, prefix))
+    if (*prefix && !is_dir(st, prefix)) /* the root is always there */
       return zerr_set(err, ENOENT, "no such directory");
   } else {
     const struct icefmt_node *nd = &st->sn->nodes[self];

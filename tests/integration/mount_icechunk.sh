@@ -137,7 +137,15 @@ split_check "split-repo-v1 'write data again'" 12 1 split-repo-v1 -o snapshot=X8
 split_check "split-repo-v2 'write data'" 120 0 split-repo-v2 -o snapshot=BHM2GW0JP18X3W3TGDS0
 split_check "split-repo-v2 'write data again'" 12 1 split-repo-v2 -o snapshot=K0XMGARRMG0X6XN2WZA0
 
-# ---- 3. refusals: one line, no mount ----
+# ---- 3. refusals: one line, no mount; the FUSE-free CLI ----
+
+assert_output_eq "cli: zarrfs cat -o ref=my-branch" "$(rep 4 84)
+8
+" "$ZARRFS_BIN" cat -o ref=my-branch "$IC/test-repo-v1" group1/small_chunks/values.txt
+assert_output_eq "cli: zarrfs ls -o snapshot=ID" "group1
+zarr.json
+" "$ZARRFS_BIN" ls -o snapshot=GC4YVH5SKBPEZCENYQE0 "$IC/test-repo-v1"
+
 
 t "$ZARRFS_BIN" -f -o ref=deleted "$IC/test-repo-v1" "$MNT" >/dev/null 2>"$ZT_TMP/r1.err" </dev/null
 assert_one_refusal "a deleted tag is refused" "$ZT_TMP/r1.err" "no branch or tag named 'deleted'"
