@@ -55,6 +55,18 @@ const struct icefmt_repo *icechunk_refs(const struct icechunk *ic);
  * ref (a branch, else a tag of that name), else branch main. */
 int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
                      uint8_t id[12], struct zerr *err);
+/* One snapshot of a history: its id, commit time (microseconds since
+ * the epoch, UTC) and message (borrowed for the call). Return non-zero
+ * to stop. */
+typedef int (*icechunk_log_cb)(void *ud, const uint8_t id[12],
+                               uint64_t flushed_at, const char *message);
+/* The ancestry of snapshot id, newest first, id itself included: from the
+ * repo file's snapshot list (spec 2: no file read), else by reading each
+ * snapshot for its parent (spec 1). A history longer than the
+ * repository's snapshot count (spec 2) or than 1,000,000 (spec 1) is a
+ * loop: -EIO. */
+int icechunk_history(struct icechunk *ic, const uint8_t id[12],
+                     icechunk_log_cb cb, void *ud, struct zerr *err);
 /* Manifest loads so far (fills of the repository's memo, failed ones
  * too): for tests and benchmarks. */
 uint64_t icechunk_manifest_loads(const struct icechunk *ic);

@@ -6,8 +6,10 @@
 #include "icechunk_fmt.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zstd.h>
 
 #include "../json/flatbuf.h"
@@ -197,6 +199,37 @@ int icefmt_id_decode(const char *s, uint8_t id[12]) {
   if (acc & ((1u << bits) - 1))
     return -EINVAL;
   return 0;
+}
+
+/* gmtime_r, then the microseconds Icechunk keeps. */
+void icefmt_time_iso(uint64_t us, char *out) {
+  time_t t = (time_t)(us / 1000000);
+  struct tm tm;
+  if (us / 1000000 > (uint64_t)253402300799 || !gmtime_r(&t, &tm)) {
+    strcpy(out, "9999-12-31T23:59:59.999999Z"); /* beyond ISO 8601's years */
+    return;
+  }
+  char b[96]; /* room for what the compiler cannot bound */
+  snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%06uZ",
+           tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+           tm.tm_sec, (unsigned)(us % 1000000));
+  snprintf(out, 32, "%.31s", b);
+}
+
+/* Id, time and message, the message flattened to one field. */
+char *icefmt_log_line(const uint8_t id[12], uint64_t flushed_at,
+                      const char *message) {
+  char sid[ICEFMT_ID_CHARS + 1], when[32];
+  icefmt_id_encode(id, 12, sid);
+  icefmt_time_iso(flushed_at, when);
+  char *line;
+  if (asprintf(&line, "%s\t%s\t%s\n", sid, when, message) < 0)
+    return NULL;
+  /* the message: one line, one field */
+  for (char *p = line + strlen(sid) + strlen(when) + 2; p[1]; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f)
+      *p = ' ';
+  return line;
 }
 
 /* ---- repo info ---- */

@@ -66,6 +66,16 @@ void icefmt_id_encode(const uint8_t *id, size_t n, char *out);
  * aliases O = 0, I and L = 1). -EINVAL when it is not one. */
 int icefmt_id_decode(const char *s, uint8_t id[12]);
 
+/* A commit time (microseconds since the epoch) as ISO 8601 UTC,
+ * "2025-02-19T21:11:56.017780Z", into out (at least 32 bytes). */
+void icefmt_time_iso(uint64_t us, char *out);
+/* One line of a ref's history, "ID<TAB>TIME<TAB>MESSAGE\n" (TIME as
+ * icefmt_time_iso; newlines, tabs and other control characters of the
+ * message shown as spaces), into a malloc'd string (caller frees); NULL
+ * without memory. */
+char *icefmt_log_line(const uint8_t id[12], uint64_t flushed_at,
+                      const char *message);
+
 /* ---- repo info (spec 2) and refs (spec 1) ---- */
 
 /* One snapshot as the repo info file lists it (spec 2). */

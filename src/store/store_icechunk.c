@@ -112,6 +112,43 @@ int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
   return rc;
 }
 
+/* Spec 2 walks the repo file's list by parent index; spec 1 reads each
+ * snapshot for its parent. */
+int icechunk_history(struct icechunk *ic, const uint8_t id[12],
+                     icechunk_log_cb cb, void *ud, struct zerr *err) {
+  const struct icefmt_repo *r = ic->refs;
+  uint8_t cur[12];
+  memcpy(cur, id, 12);
+  if (r->spec == 2) {
+    size_t i = 0;
+    while (i < r->nsnaps && memcmp(r->snaps[i].id, cur, 12))
+      i++;
+    if (i == r->nsnaps) {
+      char sid[ICEFMT_ID_CHARS + 1];
+      icefmt_id_encode(cur, 12, sid);
+      return zerr_set(err, ENOENT, "no snapshot %s in the repository", sid);
+    }
+    for (size_t steps = 0; steps < r->nsnaps; steps++) {
+      const struct icefmt_snapinfo *si = &r->snaps[i];
+      if (cb(ud, si->id, si->flushed_at, si->message) || si->parent < 0)
+        return 0;
+      i = (size_t)si->parent;
+    }
+    return zerr_set(err, EIO, "repo: the parents of the snapshots loop");
+  }
+  for (long steps = 0; steps < 1000000; steps++) {
+    struct icefmt_snapshot *sn;
+    ZTRY(icefmt_snapshot_load(ic->files, cur, ic->max_decode, &sn, err));
+    int stop = cb(ud, sn->id, sn->flushed_at, sn->message);
+    int more = sn->has_parent;
+    memcpy(cur, sn->parent, 12);
+    icefmt_snapshot_free(sn);
+    if (stop || !more)
+      return 0;
+  }
+  return zerr_set(err, EIO, "the parents of the snapshots loop");
+}
+
 /* Fills of the manifest memo. */
 uint64_t icechunk_manifest_loads(const struct icechunk *ic) {
   return memo_fills(ic->manifests, MEMO_LEVEL_STORE);

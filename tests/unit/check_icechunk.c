@@ -695,6 +695,48 @@ START_TEST(shared_manifests) {
 }
 END_TEST
 
+/* Append a history line to a growing text. */
+static int log_cb(void *ud, const uint8_t id[12], uint64_t at,
+                  const char *msg) {
+  char *line = icefmt_log_line(id, at, msg);
+  ck_assert_ptr_nonnull(line);
+  strncat(ud, line, 4096 - strlen(ud) - 1);
+  free(line);
+  return 0;
+}
+
+START_TEST(histories) {
+  /* The history of tag 'it works!', as the log files will show it. */
+  struct zerr err = {0};
+  struct icechunk *ic;
+  ck_assert_int_eq(icechunk_open(open_fixture(test_repos[_i]), MAXDEC, 1 << 20,
+                                 NULL, &ic, &err),
+                   0);
+  uint8_t id[12];
+  ck_assert_int_eq(icechunk_resolve(ic, "it works!", NULL, id, &err), 0);
+  char text[4096] = "";
+  ck_assert_int_eq(icechunk_history(ic, id, log_cb, text, &err), 0);
+  int lines = 0;
+  for (const char *p = text; (p = strchr(p, '\n')); p++)
+    lines++;
+  ck_assert_int_eq(lines, 5);
+  ck_assert_ptr_nonnull(strstr(text, "\tdelete a chunk\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\tRepository initialized\n"));
+  if (_i != 1) /* v1 and its migration keep the times Icechunk 1 wrote */
+    ck_assert_ptr_nonnull(strstr(
+        text, "4QF8JA0YPDN51MHSSYVG\t2025-02-19T21:11:56.023456Z\tdelete"));
+  icechunk_unref(ic);
+  char when[32];
+  icefmt_time_iso(0, when);
+  ck_assert_str_eq(when, "1970-01-01T00:00:00.000000Z");
+  static const uint8_t z[12];
+  char *line = icefmt_log_line(z, 1000001, "two\nlines\tand a tab");
+  ck_assert_str_eq(line, "00000000000000000000\t1970-01-01T00:00:01.000001Z"
+                         "\ttwo lines and a tab\n");
+  free(line);
+}
+END_TEST
+
 /* Damage every file under dir of fixture repo: truncations and flipped
  * bytes of the decompressed flatbuffer, re-wrapped uncompressed. */
 static void damage_dir(const char *repo, const char *dir, enum icefmt_type t) {
@@ -763,6 +805,7 @@ int main(void) {
   tcase_add_loop_test(fx, snapshot_store, 0, 3);
   tcase_add_loop_test(fx, split_store, 0, 2);
   tcase_add_test(fx, shared_manifests);
+  tcase_add_loop_test(fx, histories, 0, 3);
   testutil_add_fixture_tcase(s, fx, "check_icechunk");
   return testutil_run(s);
 }
