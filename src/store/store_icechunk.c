@@ -149,6 +149,75 @@ int icechunk_history(struct icechunk *ic, const uint8_t id[12],
   return zerr_set(err, EIO, "the parents of the snapshots loop");
 }
 
+/* Ids seen by a spec 1 walk, and the caller's callback. */
+struct ic_seen {
+  uint8_t (*ids)[12];
+  size_t n, cap;
+  icechunk_log_cb cb;
+  void *ud;
+  int stopped, oom;
+};
+
+/* Report a snapshot once; stop a walk at a snapshot already seen (its
+ * ancestry was walked from there). */
+static int seen_cb(void *ud, const uint8_t id[12], uint64_t at,
+                   const char *msg) {
+  struct ic_seen *s = ud;
+  for (size_t i = 0; i < s->n; i++)
+    if (!memcmp(s->ids[i], id, 12))
+      return 1;
+  if (s->n == s->cap) {
+    size_t nc = s->cap ? 2 * s->cap : 64;
+    uint8_t(*v)[12] = realloc(s->ids, nc * sizeof *v);
+    if (!v) {
+      s->oom = 1;
+      return 1;
+    }
+    s->ids = v;
+    s->cap = nc;
+  }
+  memcpy(s->ids[s->n++], id, 12);
+  if (s->cb(s->ud, id, at, msg))
+    s->stopped = 1;
+  return s->stopped;
+}
+
+/* Spec 2: the list; spec 1: the union of the refs' ancestries. */
+int icechunk_snapshots(struct icechunk *ic, icechunk_log_cb cb, void *ud,
+                       struct zerr *err) {
+  const struct icefmt_repo *r = ic->refs;
+  if (r->spec == 2) {
+    for (size_t i = 0; i < r->nsnaps; i++)
+      if (cb(ud, r->snaps[i].id, r->snaps[i].flushed_at, r->snaps[i].message))
+        break;
+    return 0;
+  }
+  struct ic_seen s = {NULL, 0, 0, cb, ud, 0, 0};
+  int rc = 0;
+  for (size_t i = 0; rc == 0 && !s.stopped && i < r->nbranches; i++)
+    rc = icechunk_history(ic, r->branches[i].snap, seen_cb, &s, err);
+  for (size_t i = 0; rc == 0 && !s.stopped && i < r->ntags; i++)
+    rc = icechunk_history(ic, r->tags[i].snap, seen_cb, &s, err);
+  for (size_t i = 0; rc == 0 && !s.stopped && i < r->ndeleted; i++) {
+    uint8_t id[12];
+    struct zerr e2 = {0};
+    /* a deleted tag's ref.json still names its snapshot */
+    char key[1024];
+    snprintf(key, sizeof key, "refs/tag.%s/ref.json", r->deleted_tags[i]);
+    uint8_t *text;
+    size_t len;
+    if (store_read_all(ic->files, key, 1 << 20, &text, &len, &e2) == 0) {
+      if (icefmt_refjson_parse((char *)text, len, id, &e2) == 0)
+        rc = icechunk_history(ic, id, seen_cb, &s, err);
+      free(text);
+    }
+  }
+  free(s.ids);
+  if (rc == 0 && s.oom)
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  return rc;
+}
+
 /* Fills of the manifest memo. */
 uint64_t icechunk_manifest_loads(const struct icechunk *ic) {
   return memo_fills(ic->manifests, MEMO_LEVEL_STORE);

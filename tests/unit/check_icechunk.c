@@ -737,6 +737,31 @@ START_TEST(histories) {
 }
 END_TEST
 
+/* Count snapshots. */
+static int count_snap(void *ud, const uint8_t id[12], uint64_t at,
+                      const char *msg) {
+  ++*(int *)ud;
+  return 0;
+}
+
+START_TEST(all_snapshots) {
+  static const char *repos[] = {"test-repo-v1", "test-repo-v2",
+                                "test-repo-v2-migrated", "split-repo-v1",
+                                "split-repo-v2"};
+  static const int want[] = {6, 6, 6, 5, 5};
+  struct zerr err = {0};
+  struct icechunk *ic;
+  ck_assert_int_eq(
+      icechunk_open(open_fixture(repos[_i]), MAXDEC, 1 << 20, NULL, &ic, &err),
+      0);
+  int n = 0;
+  ck_assert_msg(icechunk_snapshots(ic, count_snap, &n, &err) == 0, "%s",
+                err.msg);
+  ck_assert_int_eq(n, want[_i]);
+  icechunk_unref(ic);
+}
+END_TEST
+
 /* Damage every file under dir of fixture repo: truncations and flipped
  * bytes of the decompressed flatbuffer, re-wrapped uncompressed. */
 static void damage_dir(const char *repo, const char *dir, enum icefmt_type t) {
@@ -806,6 +831,7 @@ int main(void) {
   tcase_add_loop_test(fx, split_store, 0, 2);
   tcase_add_test(fx, shared_manifests);
   tcase_add_loop_test(fx, histories, 0, 3);
+  tcase_add_loop_test(fx, all_snapshots, 0, 5);
   testutil_add_fixture_tcase(s, fx, "check_icechunk");
   return testutil_run(s);
 }
