@@ -68,10 +68,9 @@ typedef int (*icechunk_log_cb)(void *ud, const uint8_t id[12],
 int icechunk_history(struct icechunk *ic, const uint8_t id[12],
                      icechunk_log_cb cb, void *ud, struct zerr *err);
 /* Every snapshot the repository offers, each once, in no particular
- * order: spec 2 the repo file's list (no file read), spec 1 the ancestry
- * of every branch and tag (deleted tags too: their snapshots stay in the
- * repository), read from the snapshot files. The message and time are
- * those cb gets from icechunk_history. */
+ * order: spec 2 the repo file's list (no file read), spec 1 every
+ * snapshot reachable from a branch or a tag (not a deleted one), read
+ * from the snapshot files. cb gets what icechunk_history gives it. */
 int icechunk_snapshots(struct icechunk *ic, icechunk_log_cb cb, void *ud,
                        struct zerr *err);
 /* Manifest loads so far (fills of the repository's memo, failed ones

@@ -198,20 +198,6 @@ int icechunk_snapshots(struct icechunk *ic, icechunk_log_cb cb, void *ud,
     rc = icechunk_history(ic, r->branches[i].snap, seen_cb, &s, err);
   for (size_t i = 0; rc == 0 && !s.stopped && i < r->ntags; i++)
     rc = icechunk_history(ic, r->tags[i].snap, seen_cb, &s, err);
-  for (size_t i = 0; rc == 0 && !s.stopped && i < r->ndeleted; i++) {
-    uint8_t id[12];
-    struct zerr e2 = {0};
-    /* a deleted tag's ref.json still names its snapshot */
-    char key[1024];
-    snprintf(key, sizeof key, "refs/tag.%s/ref.json", r->deleted_tags[i]);
-    uint8_t *text;
-    size_t len;
-    if (store_read_all(ic->files, key, 1 << 20, &text, &len, &e2) == 0) {
-      if (icefmt_refjson_parse((char *)text, len, id, &e2) == 0)
-        rc = icechunk_history(ic, id, seen_cb, &s, err);
-      free(text);
-    }
-  }
   free(s.ids);
   if (rc == 0 && s.oom)
     rc = zerr_set(err, ENOMEM, "out of memory");
