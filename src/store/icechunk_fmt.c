@@ -1000,6 +1000,7 @@ struct mf_array {
 };
 
 struct icefmt_manifest {
+  uint8_t id[12];
   uint8_t *fb; /* owned */
   size_t len;
   struct mf_array *arrays;
@@ -1088,6 +1089,11 @@ static int check_array(struct icefmt_manifest *m, struct mf_array *a,
 static int manifest_fill(struct icefmt_manifest *m, struct zerr *err) {
   struct fb_table t;
   ZTRY(fb_root(m->fb, m->len, &t, err));
+  const uint8_t *id;
+  ZTRY(fb_struct(&t, 0, 12, 1, &id, err));
+  if (!id)
+    return zerr_set(err, EIO, "manifest without an id");
+  memcpy(m->id, id, 12);
   struct fb_vec v;
   int rc = fb_vector(&t, 1, 4, 4, &v, err);
   if (rc <= 0)
@@ -1157,7 +1163,14 @@ int icefmt_manifest_load(struct store *s, const uint8_t id[12],
   size_t len;
   ZTRY(read_file(s, key, ICEFMT_MANIFEST, max_decode, &fb, &len, err));
   int rc = icefmt_manifest_parse(fb, len, out, err);
-  return rc < 0 ? zerr_prefix(err, "%s: ", key) : 0;
+  if (rc < 0)
+    return zerr_prefix(err, "%s: ", key);
+  if (memcmp((*out)->id, id, 12)) {
+    icefmt_manifest_free(*out);
+    *out = NULL;
+    return zerr_set(err, EIO, "%s: holds another manifest's id", key);
+  }
+  return 0;
 }
 
 /* The array of node in m, or NULL. */
