@@ -1113,12 +1113,12 @@ static int manifest_fill(struct icefmt_manifest *m, struct zerr *err) {
   for (uint32_t i = 0; i < v.n; i++) {
     struct mf_array *a = &m->arrays[i];
     struct fb_table at;
-    const uint8_t *id;
+    const uint8_t *node;
     ZTRY(fb_vec_table(&v, i, &at, err));
-    ZTRY(fb_struct(&at, 0, 8, 1, &id, err));
-    if (!id)
+    ZTRY(fb_struct(&at, 0, 8, 1, &node, err));
+    if (!node)
       return zerr_set(err, EIO, "array %u without a node id", i);
-    memcpy(a->node, id, 8);
+    memcpy(a->node, node, 8);
     if (i && memcmp(m->arrays[i - 1].node, a->node, 8) >= 0)
       return zerr_set(err, EIO, "arrays not sorted by node id at %u", i);
     rc = fb_vector(&at, 1, 4, 4, &a->refs, err);
