@@ -46,18 +46,19 @@
  * a unit reads its shard's index; a unit size decodes the unit; a layout
  * reads presence and unit sizes; a region size reads its layout; a row
  * decodes its units and their data. */
-/* Level 1 (MEMO_LEVEL_SOURCE) is the byte sources' own. */
+/* Level 1 (MEMO_LEVEL_SOURCE) is the byte sources' own, level 2
+ * (MEMO_LEVEL_STORE) the stores'. */
 enum engine_level {
-  ELEVEL_SHARD_INDEX = MEMO_LEVEL_SOURCE + 1, /* a shard's decoded index
-                                                 (unit.c) */
-  ELEVEL_UNIT = 3,        /* a decoded unit with its text layout (unit.c) */
-  ELEVEL_DATA = 4,        /* a unit's deferred data section, decoded
+  ELEVEL_SHARD_INDEX = MEMO_LEVEL_STORE + 1, /* a shard's decoded index
+                                                (unit.c) */
+  ELEVEL_UNIT = 4,        /* a decoded unit with its text layout (unit.c) */
+  ELEVEL_DATA = 5,        /* a unit's deferred data section, decoded
                              (unit.c) */
-  ELEVEL_UNIT_SIZE = 5,   /* value: a unit's text size (unit.c) */
-  ELEVEL_PRESENCE = 6,    /* which chunks of an array are stored (unit.c) */
-  ELEVEL_LAYOUT = 7,      /* a region's text layout (view.c) */
-  ELEVEL_REGION_SIZE = 8, /* value: a region's text size (view.c) */
-  ELEVEL_ROW = 9,         /* a row of units of a region (view.c) */
+  ELEVEL_UNIT_SIZE = 6,   /* value: a unit's text size (unit.c) */
+  ELEVEL_PRESENCE = 7,    /* which chunks of an array are stored (unit.c) */
+  ELEVEL_LAYOUT = 8,      /* a region's text layout (view.c) */
+  ELEVEL_REGION_SIZE = 9, /* value: a region's text size (view.c) */
+  ELEVEL_ROW = 10,        /* a row of units of a region (view.c) */
 };
 
 struct engine_config {

@@ -40,6 +40,8 @@ enum cli_opt {
   CLI_OPT_UMASK,
   CLI_OPT_FMASK,
   CLI_OPT_DMASK,
+  CLI_OPT_REF, /* Icechunk: which tree */
+  CLI_OPT_SNAPSHOT,
   CLI_OPT_COUNT
 };
 
@@ -51,7 +53,8 @@ static const char *const cli_opt_names[CLI_OPT_COUNT] = {
     "stall_timeout", "timeout",        "retries",        "remote_cache",
     "block_size",    "max_request",    "readahead",      "connections",
     "log_file",      "log_level",      "views",          "uid",
-    "gid",           "umask",          "fmask",          "dmask"};
+    "gid",           "umask",          "fmask",          "dmask",
+    "ref",           "snapshot"};
 
 /* The parse in progress. */
 struct cli_parser {
@@ -577,6 +580,21 @@ static int cli_validate(struct cli_parser *p) {
     return zerr_set(p->err, EINVAL, "bad log_file '' (a file name)");
   c->log_file = p->value[CLI_OPT_LOG_FILE]; /* taken over from the parser */
   p->value[CLI_OPT_LOG_FILE] = NULL;
+  const char *ref = p->value[CLI_OPT_REF], *snap = p->value[CLI_OPT_SNAPSHOT];
+  if (ref && (!*ref || strchr(ref, '/')))
+    return zerr_set(p->err, EINVAL, "bad ref '%s' (a branch or tag name)", ref);
+  if (snap && (strlen(snap) != 20 ||
+               strspn(snap, "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+                            "abcdefghjkmnpqrstvwxyzOoIiLl") != 20))
+    return zerr_set(p->err, EINVAL,
+                    "bad snapshot '%s' (an Icechunk snapshot id: 20 "
+                    "characters of Crockford base 32)",
+                    snap);
+  if (ref && snap)
+    return zerr_set(p->err, EINVAL, "ref and snapshot exclude each other");
+  c->ref = p->value[CLI_OPT_REF]; /* taken over from the parser */
+  c->snapshot = p->value[CLI_OPT_SNAPSHOT];
+  p->value[CLI_OPT_REF] = p->value[CLI_OPT_SNAPSHOT] = NULL;
   char **s3[] = {&c->s3.region, &c->s3.endpoint, &c->s3.profile};
   enum cli_opt s3o[] = {CLI_OPT_REGION, CLI_OPT_ENDPOINT, CLI_OPT_PROFILE};
   for (size_t i = 0; i < 3; i++) { /* taken over from the parser */
@@ -681,6 +699,8 @@ void cli_config_free(struct cli_config *c) {
   if (!c)
     return;
   free(c->log_file);
+  free(c->ref);
+  free(c->snapshot);
   for (size_t i = 0; i < c->n_paths; i++)
     free(c->paths[i]);
   free(c->paths);
@@ -703,9 +723,10 @@ void cli_usage(FILE *f, const char *prog) {
       f,
       "usage: %s [options] SOURCE MOUNTPOINT\n"
       "       %s ls|cat|stat|info [options] SOURCE [PATH...]\n\n"
-      "Mount the Zarr store in directory SOURCE (V3 or V2), or the kerchunk\n"
-      "reference file SOURCE, read-only at MOUNTPOINT. SOURCE may also be\n"
-      "an http://, https:// or s3://BUCKET/PREFIX URL.\n"
+      "Mount the Zarr store in directory SOURCE (V3 or V2), the kerchunk\n"
+      "reference file SOURCE, or the Icechunk repository SOURCE, read-only\n"
+      "at MOUNTPOINT. SOURCE may also be an http://, https:// or\n"
+      "s3://BUCKET/PREFIX URL.\n"
       "Every stored key appears byte-identical; beside every chunk K a\n"
       "text view K.txt; in every array directory values.txt.\n\n"
       "Without a mount (no /dev/fuse needed), the same names and bytes:\n"
@@ -767,6 +788,15 @@ void cli_usage(FILE *f, const char *prog) {
       "    -o kernel_readahead=SIZE  the kernel's read-ahead for this mount\n"
       "                           (default 1M: whole 1 MiB requests; 0\n"
       "                           keeps the kernel's own, 128K; needs root)\n\n"
+      "Icechunk repositories (SOURCE holding `repo` or refs/branch.main):\n"
+      "    -o ref=NAME            show branch or tag NAME (default: the tip\n"
+      "                           of branch main when mounted; a branch that\n"
+      "                           moves later does not change the mount)\n"
+      "    -o snapshot=ID         show snapshot ID (20 characters, as in\n"
+      "                           the repository's snapshots/ file names)\n"
+      "    virtual chunks are read only under a prefix allowed with\n"
+      "    -o target_root=PREFIX (and a virtual chunk container of the\n"
+      "    repository)\n\n"
       "remote stores (http, https, s3; see docs/remote.md):\n"
       "    -o region=NAME         S3 region (else AWS_REGION, ~/.aws/config,\n"
       "                           us-east-1)\n"

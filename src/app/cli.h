@@ -91,6 +91,10 @@ struct cli_config {
   int fmask, dmask;          /* -o umask= (both), fmask=, dmask=: permission
                                 bits taken from files (0444) and
                                 directories (0555); default 0 */
+  char *ref;                 /* -o ref=NAME: an Icechunk branch or tag,
+                                or NULL (branch main) */
+  char *snapshot;            /* -o snapshot=ID: an Icechunk snapshot id
+                                (20 characters), or NULL; not both */
   char **allow_roots;        /* -o target_root=DIR|URL (old name
                                 allow_root=), in order given */
   size_t n_allow_roots;

@@ -18,6 +18,7 @@
 #include "../json/jlex.h"
 #include "../util/buf.h"
 #include "../store/confine.h"
+#include "../store/icechunk.h"
 #include "../zarr/meta.h"
 #include "../net/s3.h"
 
@@ -209,6 +210,15 @@ int source_check(const char *source) {
     fprintf(stderr, "zarrfs: %s: cannot read: %s\n", source, strerror(errno));
     return -1;
   }
+  /* An Icechunk repository: `repo` (spec 2) or refs/branch.main (spec
+   * 1); its files are checked when it opens. */
+  static const char *const ice[] = {"repo", "refs/branch.main/ref.json"};
+  for (int i = 0; i < 2; i++) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s", source, ice[i]);
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
+      return 0;
+  }
   /* A V3 root (zarr.json) or a V2 one (.zgroup or .zarray). */
   static const char *const roots[] = {"zarr.json", ".zgroup", ".zarray"};
   char meta[4096];
@@ -315,6 +325,45 @@ static int source_confine(const struct cli_config *cfg, struct remote *remote,
   return 0;
 }
 
+/* Bytes of Icechunk manifests kept when no read uses them: half the
+ * decoded-data budget, at least 16 MiB (a manifest is the index of every
+ * chunk of its arrays, read again at every miss). */
+static size_t source_manifest_budget(const struct cli_config *cfg) {
+  size_t b = cfg->cache_size / 2;
+  return b < ((size_t)16 << 20) ? (size_t)16 << 20 : b;
+}
+
+/* Replace *s (a local or remote store) by the store of the Icechunk
+ * repository it holds, when it holds one: 1 done, 0 not a repository, -1
+ * refused (said on stderr; *s freed and NULL). */
+static int source_icechunk(const struct cli_config *cfg, struct confine *c,
+                           struct store **s) {
+  struct zerr err = {0};
+  int rc = icechunk_detect(*s, &err);
+  if (rc == 0) {
+    if (!cfg->ref && !cfg->snapshot)
+      return 0;
+    fprintf(stderr,
+            "zarrfs: %s: -o ref and -o snapshot apply to Icechunk "
+            "repositories only\n",
+            cfg->source);
+  } else if (rc < 0) {
+    fprintf(stderr, "zarrfs: %s: %s\n", cfg->source, err.msg);
+  } else if (store_open_icechunk(*s, cfg->ref, cfg->snapshot, cfg->max_decode,
+                                 source_manifest_budget(cfg), c, s,
+                                 &err) < 0) {
+    *s = NULL;
+    fprintf(stderr, "zarrfs: %s: cannot open the Icechunk repository: %s\n",
+            cfg->source, err.msg);
+    return -1;
+  } else {
+    return 1;
+  }
+  store_free(*s);
+  *s = NULL;
+  return -1;
+}
+
 /* Open the store the source names, by its kind. */
 int source_open(const struct cli_config *cfg, struct remote *remote,
                 struct confine **confine, struct store **out) {
@@ -339,6 +388,11 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
       fprintf(stderr, "zarrfs: %s\n", err.msg);
       return -1;
     }
+    /* Virtual chunks of a remote repository may name no local file. */
+    confine_set_remote_reference(c);
+    int ice = source_icechunk(cfg, c, out);
+    if (ice != 0)
+      return ice < 0 ? -1 : 0;
     if (remote_root_check(*out, src) < 0) {
       store_free(*out);
       *out = NULL;
@@ -357,10 +411,27 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
               err.msg);
       return -1;
     }
-  } else if (store_open_local(src, out, &err) < 0 ||
-             store_wrap_vzarr(*out, c, out, &err) < 0) {
+  } else if (store_open_local(src, out, &err) < 0) {
     *out = NULL;
     fprintf(stderr, "zarrfs: %s\n", err.msg);
+    return -1;
+  } else {
+    int ice = source_icechunk(cfg, c, out);
+    if (ice != 0)
+      return ice < 0 ? -1 : 0;
+    if (store_wrap_vzarr(*out, c, out, &err) < 0) {
+      *out = NULL;
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      return -1;
+    }
+  }
+  if (cfg->ref || cfg->snapshot) {
+    store_free(*out);
+    *out = NULL;
+    fprintf(stderr,
+            "zarrfs: %s: -o ref and -o snapshot apply to Icechunk "
+            "repositories only\n",
+            src);
     return -1;
   }
   return 0;

@@ -98,6 +98,18 @@ int store_wrap_vzarr(struct store *inner, const struct confine *c,
 int store_open_remote(struct remote *r, const char *url, struct store **out,
                       struct zerr *err);
 
+/* Open the Icechunk repository whose files inner holds (a local or
+ * remote store; taken over, freed with the store or at once on failure)
+ * as the store of one snapshot: snapshot (a 20-character id) when given,
+ * else branch or tag ref, else branch main (src/store/icechunk.h says what
+ * it serves). Metadata files above max_decode bytes are refused; unused
+ * manifests are kept within budget bytes; confine (borrowed, may be NULL:
+ * no virtual chunk) must outlive the store. */
+int store_open_icechunk(struct store *inner, const char *ref,
+                        const char *snapshot, size_t max_decode, size_t budget,
+                        const struct confine *c, struct store **out,
+                        struct zerr *err);
+
 /* Byte source of an object (new reference); -ENOENT when absent. Only
  * regular files are served and opening never blocks: anything else is
  * -EIO ("not a regular file (FIFO)"). Transient failures keep their codes

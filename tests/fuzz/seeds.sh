@@ -18,7 +18,8 @@ MAX_SEEDS=${FUZZ_MAX_SEEDS:-150} # per target and kind, to start fast
 MAX_CHUNK=262144                 # bytes; larger chunks are skipped
 
 TARGETS="meta_v3 meta_v2 consolidated kerchunk kerchunk_render jdup jlex manifest
-vlen vlen_interleaved sharding blosc packbits optional json2 msgpack zfp namespace"
+vlen vlen_interleaved sharding blosc packbits optional json2 msgpack zfp namespace
+icechunk"
 for t in $TARGETS; do
   mkdir -p "$OUT/$t"
   if [ -d "$SRC/tests/fuzz/seeds/$t" ]; then
@@ -96,6 +97,27 @@ chunks packbits '"packbits"'
 chunks optional 'optional"'
 chunks json2 'json2"'
 chunks zfp 'zfp'
+
+# icechunk: the metadata files of the Icechunk repositories as they are
+# (zstd payloads), and again with the payload decompressed (compression
+# byte 0), which the fuzzer mutates far better.
+mapfile -d '' ice < <(find "${ROOTS[@]}" -path '*icechunk*' -type f \
+  \( -path '*/snapshots/*' -o -path '*/manifests/*' -o -name repo \) \
+  -size -1048576c -print0 | sort -z)
+add icechunk "${ice[@]}"
+if command -v zstd >/dev/null 2>&1; then
+  n=0
+  for f in "${ice[@]}"; do
+    [ "$n" -ge "$MAX_SEEDS" ] && break
+    seq_no=$((seq_no + 1))
+    o="$OUT/icechunk/seed-$seq_no"
+    if { head -c 38 "$f"; printf '\0'; tail -c +40 "$f" | zstd -dc; } >"$o" 2>/dev/null; then
+      n=$((n + 1))
+    else
+      rm -f "$o"
+    fi
+  done
+fi
 
 for t in $TARGETS; do
   printf '%s: %s seeds\n' "$t" "$(find "$OUT/$t" -type f | wc -l)"

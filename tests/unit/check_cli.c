@@ -361,6 +361,32 @@ START_TEST(log_options) {
 }
 END_TEST
 
+/* -o ref=NAME and -o snapshot=ID (Icechunk). */
+START_TEST(icechunk_options) {
+  struct cli_config *c = parse_ok((const char *[]){"s", "m", NULL});
+  ck_assert_ptr_null(c->ref);
+  ck_assert_ptr_null(c->snapshot);
+  cli_config_free(c);
+  c = parse_ok((const char *[]){"-o", "ref=it works!", "s", "m", NULL});
+  ck_assert_str_eq(c->ref, "it works!");
+  assert_fuse_argv(c, (const char *[]){"zarrfs", "m", NULL});
+  cli_config_free(c);
+  c = parse_ok(
+      (const char *[]){"-o", "snapshot=1CECHNKREP0F1RSTCMT0", "s", "m", NULL});
+  ck_assert_str_eq(c->snapshot, "1CECHNKREP0F1RSTCMT0");
+  cli_config_free(c);
+  parse_refused((const char *[]){"-o", "ref=", "s", "m", NULL},
+                "bad ref '' (a branch or tag name)");
+  parse_refused(
+      (const char *[]){"-o", "snapshot=1CECHNKREP0F1RSTCMTU", "s", "m", NULL},
+      "bad snapshot '1CECHNKREP0F1RSTCMTU' (an Icechunk snapshot "
+      "id: 20 characters of Crockford base 32)");
+  parse_refused((const char *[]){"-o", "ref=main,snapshot=1CECHNKREP0F1RSTCMT0",
+                                 "s", "m", NULL},
+                "ref and snapshot exclude each other");
+}
+END_TEST
+
 /* -o views=beside|tree|none. */
 START_TEST(views_option) {
   struct cli_config *c = parse_ok((const char *[]){"s", "m", NULL});
@@ -762,6 +788,8 @@ START_TEST(usage_names_every_option) {
                                      "-o views=beside|tree|none",
                                      "-o log_file=",
                                      "-o log_level=",
+                                     "-o ref=",
+                                     "-o snapshot=",
                                      "ls SOURCE [PATH]",
                                      "cat SOURCE PATH...",
                                      "stat SOURCE [PATH...]",
@@ -1048,6 +1076,7 @@ int main(void) {
   tcase_add_test(tc, nonempty_is_ours);
   tcase_add_test(tc, masks_over_umask);
   tcase_add_test(tc, log_options);
+  tcase_add_test(tc, icechunk_options);
   tcase_add_test(tc, views_option);
   tcase_add_loop_test(tc, refused_option, 0,
                       (int)(sizeof refusals / sizeof *refusals));

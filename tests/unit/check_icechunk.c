@@ -1,0 +1,837 @@
+/* check_icechunk.c - unit tests of Icechunk's format
+ * (src/store/icechunk_fmt.c): ids, headers and bounded payloads on built
+ * inputs, then the five repositories of ../shared/fixtures/icechunk against
+ * their EXPECTED.md (refs, deleted tags, histories, node paths, inline, native
+ * and virtual chunk references, split manifests' extents), and every fixture
+ * metadata file truncated and bit-flipped (refused or read, never a crash). */
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "../../src/store/icechunk.h"
+#include "../../src/store/icechunk_fmt.h"
+#include "../../src/store/store.h"
+#include "testutil.h"
+
+#define MAXDEC (64u << 20)
+
+static const uint8_t magic_hdr[12] = {0x49, 0x43, 0x45, 0xF0, 0x9F, 0xA7,
+                                      0x8A, 0x43, 0x48, 0x55, 0x4E, 0x4B};
+
+START_TEST(ids) {
+  static const uint8_t first[12] = {0x0b, 0x1c, 0xc8, 0xd6, 0x78, 0x75,
+                                    0x80, 0xf0, 0xe3, 0x3a, 0x65, 0x34};
+  char s[32];
+  icefmt_id_encode(first, 12, s);
+  ck_assert_str_eq(s, ICEFMT_FIRST_SNAPSHOT);
+  uint8_t id[12];
+  ck_assert_int_eq(icefmt_id_decode(ICEFMT_FIRST_SNAPSHOT, id), 0);
+  ck_assert_mem_eq(id, first, 12);
+  ck_assert_int_eq(icefmt_id_decode("1cechnkrep0f1rstcmt0", id), 0);
+  ck_assert_mem_eq(id, first, 12);
+  ck_assert_int_eq(icefmt_id_decode("1CECHNKREPOF1RSTCMTO", id), 0); /* O=0 */
+  ck_assert_mem_eq(id, first, 12);
+  ck_assert_int_eq(icefmt_id_decode("1CECHNKREP0F1RSTCMT", id), -EINVAL);
+  ck_assert_int_eq(icefmt_id_decode("1CECHNKREP0F1RSTCMT00", id), -EINVAL);
+  ck_assert_int_eq(icefmt_id_decode("1CECHNKREP0F1RSTCMTU", id), -EINVAL);
+  ck_assert_int_eq(icefmt_id_decode("1CECHNKREP0F1RSTCMT1", id), -EINVAL);
+  static const uint8_t node[8] = {0xff, 0, 0, 0, 0, 0, 0, 1};
+  icefmt_id_encode(node, 8, s);
+  ck_assert_uint_eq(strlen(s), ICEFMT_NODE_ID_CHARS);
+}
+END_TEST
+
+/* A file of type t, spec, compression c holding payload p[0..n). */
+static uint8_t *make_file(int spec, int t, int c, const void *p, size_t n,
+                          size_t *len) {
+  uint8_t *f = malloc(ICEFMT_HEADER_LEN + n + 1);
+  memcpy(f, magic_hdr, 12);
+  memset(f + 12, ' ', 24);
+  memcpy(f + 12, "test", 4);
+  f[36] = (uint8_t)spec;
+  f[37] = (uint8_t)t;
+  f[38] = (uint8_t)c;
+  memcpy(f + ICEFMT_HEADER_LEN, p, n);
+  *len = ICEFMT_HEADER_LEN + n;
+  return f;
+}
+
+START_TEST(headers_and_payloads) {
+  struct zerr err = {0};
+  struct icefmt_header h;
+  size_t len, out_len;
+  uint8_t *out;
+  uint8_t *f = make_file(2, ICEFMT_SNAPSHOT, 0, "abcdefgh", 8, &len);
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_SNAPSHOT, 100, &out, &out_len, &h, &err), 0);
+  ck_assert_str_eq(h.writer, "test");
+  ck_assert_uint_eq(out_len, 8);
+  ck_assert_mem_eq(out, "abcdefgh", 8);
+  free(out);
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_SNAPSHOT, 4, &out, &out_len, &h, &err),
+      -EFBIG);
+  ck_assert_int_eq(icefmt_header(f, len, ICEFMT_MANIFEST, &h, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "expected 2 (manifest)"));
+  ck_assert_int_eq(icefmt_header(f, 38, ICEFMT_SNAPSHOT, &h, &err), -EIO);
+  f[36] = 3;
+  ck_assert_int_eq(icefmt_header(f, len, ICEFMT_SNAPSHOT, &h, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "spec version 3"));
+  f[36] = 1;
+  f[38] = 2;
+  ck_assert_int_eq(icefmt_header(f, len, ICEFMT_SNAPSHOT, &h, &err), -EIO);
+  f[38] = 0;
+  f[3] = 'x';
+  ck_assert_int_eq(icefmt_header(f, len, ICEFMT_SNAPSHOT, &h, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "magic"));
+  free(f);
+  /* zstd: a 1 MB payload of zeros, bounded; a truncated frame. */
+  size_t big = 1u << 20;
+  uint8_t *zeros = calloc(1, big);
+  size_t cap = ZSTD_compressBound(big);
+  uint8_t *z = malloc(cap);
+  size_t zn = ZSTD_compress(z, cap, zeros, big, 3);
+  ck_assert(!ZSTD_isError(zn));
+  f = make_file(1, ICEFMT_MANIFEST, 1, z, zn, &len);
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_MANIFEST, big, &out, &out_len, NULL, &err),
+      0);
+  ck_assert_uint_eq(out_len, big);
+  free(out);
+  ck_assert_int_eq(icefmt_decode(f, len, ICEFMT_MANIFEST, big - 1, &out,
+                                 &out_len, NULL, &err),
+                   -EFBIG);
+  ck_assert_int_eq(icefmt_decode(f, len - 3, ICEFMT_MANIFEST, big, &out,
+                                 &out_len, NULL, &err),
+                   -EIO);
+  f[ICEFMT_HEADER_LEN + 1] ^= 0x55; /* a damaged frame header */
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_MANIFEST, big, &out, &out_len, NULL, &err),
+      -EIO);
+  free(f);
+  f = make_file(1, ICEFMT_MANIFEST, 1, "", 0, &len);
+  ck_assert_int_eq(
+      icefmt_decode(f, len, ICEFMT_MANIFEST, big, &out, &out_len, NULL, &err),
+      -EIO);
+  free(f);
+  free(z);
+  free(zeros);
+}
+END_TEST
+
+START_TEST(ref_json_and_config) {
+  struct zerr err = {0};
+  uint8_t id[12];
+  const char *good = "{\"snapshot\":\"NXH3M0HJ7EEJ0699DPP0\"}";
+  ck_assert_int_eq(icefmt_refjson_parse(good, strlen(good), id, &err), 0);
+  const char *bad[] = {"",
+                       "{}",
+                       "{\"snapshot\":1}",
+                       "{\"snapshot\":\"abc\"}",
+                       "[",
+                       "{\"snapshot\":\"NXH3M0HJ7EEJ0699DPP0\","
+                       "\"snapshot\":\"NXH3M0HJ7EEJ0699DPP0\"}"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    ck_assert_int_eq(icefmt_refjson_parse(bad[i], strlen(bad[i]), id, &err),
+                     -EIO);
+  struct icefmt_repo r = {0};
+  const char *yaml = "virtual_chunk_containers:\n  s3:\n    url_prefix: "
+                     "s3://testbucket\n  f:\n    url_prefix: 'file:///x'\n"
+                     "url_prefix_other: no\n";
+  ck_assert_int_eq(icefmt_config_yaml(yaml, strlen(yaml), &r, &err), 0);
+  ck_assert_uint_eq(r.ncontainers, 2);
+  ck_assert_str_eq(r.containers[0], "s3://testbucket");
+  ck_assert_str_eq(r.containers[1], "file:///x");
+  for (size_t i = 0; i < r.ncontainers; i++)
+    free(r.containers[i]);
+  free(r.containers);
+}
+END_TEST
+
+/* The store of fixture repository name (skipped without fixtures). */
+static struct store *open_fixture(const char *name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/icechunk/%s", testutil_fixtures(), name);
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_msg(store_open_local(path, &s, &err) == 0, "%s: %s", path, err.msg);
+  return s;
+}
+
+/* The repo of fixture name, with its store in *s. */
+static struct icefmt_repo *load_repo(const char *name, struct store **s) {
+  *s = open_fixture(name);
+  struct icefmt_repo *r;
+  struct zerr err = {0};
+  ck_assert_msg(icefmt_repo_load(*s, MAXDEC, &r, &err) == 0, "%s: %s", name,
+                err.msg);
+  return r;
+}
+
+/* Messages of the history of ref (newest first), '|'-joined into out:
+ * spec 2 from the repo's snapshot list, spec 1 from the snapshots'
+ * parents. */
+static void history(struct icefmt_repo *r, struct store *s, const char *ref,
+                    int tag, char *out, size_t cap) {
+  struct zerr err = {0};
+  uint8_t id[12];
+  ck_assert_msg(icefmt_repo_ref(r, s, ref, tag, id, &err) == 0, "%s", err.msg);
+  out[0] = '\0';
+  for (int steps = 0; steps < 100; steps++) {
+    const char *msg = NULL;
+    int more = 0;
+    struct icefmt_snapshot *sn = NULL;
+    if (r->spec == 2) {
+      size_t i = 0;
+      while (i < r->nsnaps && memcmp(r->snaps[i].id, id, 12))
+        i++;
+      ck_assert_uint_lt(i, r->nsnaps);
+      msg = r->snaps[i].message;
+      if (r->snaps[i].parent >= 0) {
+        memcpy(id, r->snaps[r->snaps[i].parent].id, 12);
+        more = 1;
+      }
+    } else {
+      ck_assert_msg(icefmt_snapshot_load(s, id, MAXDEC, &sn, &err) == 0, "%s",
+                    err.msg);
+      msg = sn->message;
+      if (sn->has_parent) {
+        memcpy(id, sn->parent, 12);
+        more = 1;
+      }
+    }
+    if (out[0])
+      strncat(out, "|", cap - strlen(out) - 1);
+    strncat(out, msg, cap - strlen(out) - 1);
+    icefmt_snapshot_free(sn);
+    if (!more)
+      return;
+  }
+  ck_abort_msg("history does not end");
+}
+
+static const char *test_repos[] = {"test-repo-v1", "test-repo-v2",
+                                   "test-repo-v2-migrated"};
+
+START_TEST(refs_and_histories) {
+  struct store *s;
+  struct icefmt_repo *r = load_repo(test_repos[_i], &s);
+  ck_assert_int_eq(r->spec, _i == 0 ? 1 : 2);
+  ck_assert_uint_eq(r->nbranches, 2);
+  ck_assert_str_eq(r->branches[0].name, "main");
+  ck_assert_str_eq(r->branches[1].name, "my-branch");
+  ck_assert_uint_eq(r->ntags, 2);
+  ck_assert_str_eq(r->tags[0].name, "it also works!");
+  ck_assert_str_eq(r->tags[1].name, "it works!");
+  ck_assert_uint_eq(r->ndeleted, 1);
+  ck_assert_str_eq(r->deleted_tags[0], "deleted");
+  struct zerr err = {0};
+  uint8_t id[12];
+  ck_assert_int_eq(icefmt_repo_ref(r, s, "deleted", 1, id, &err), -ENOENT);
+  ck_assert_int_eq(icefmt_repo_ref(r, s, "nope", 0, id, &err), -ENOENT);
+  { /* config.yaml's containers, or the repo file's configuration */
+    ck_assert(r->containers_known);
+    int found = 0;
+    for (size_t i = 0; i < r->ncontainers; i++)
+      found |= !strncmp(r->containers[i], "s3://testbucket", 15);
+    ck_assert(found);
+  }
+  char h[1024];
+  const char *base = "fill data|empty structure|Repository initialized";
+  char want[1024];
+  history(r, s, "main", 0, h, sizeof h);
+  snprintf(want, sizeof want, "set virtual chunk|%s", base);
+  ck_assert_str_eq(h, want);
+  snprintf(want, sizeof want,
+           "some more structure|delete a chunk|set virtual chunk|%s", base);
+  history(r, s, "my-branch", 0, h, sizeof h);
+  ck_assert_str_eq(h, want);
+  history(r, s, "it also works!", 1, h, sizeof h);
+  ck_assert_str_eq(h, want);
+  snprintf(want, sizeof want, "delete a chunk|set virtual chunk|%s", base);
+  history(r, s, "it works!", 1, h, sizeof h);
+  ck_assert_str_eq(h, want);
+  icefmt_repo_free(r);
+  store_free(s);
+}
+END_TEST
+
+/* The snapshot of ref in fixture name. */
+static struct icefmt_snapshot *load_snap(struct icefmt_repo *r, struct store *s,
+                                         const char *ref) {
+  struct zerr err = {0};
+  uint8_t id[12];
+  ck_assert_msg(icefmt_repo_ref(r, s, ref, 0, id, &err) == 0, "%s", err.msg);
+  struct icefmt_snapshot *sn;
+  ck_assert_msg(icefmt_snapshot_load(s, id, MAXDEC, &sn, &err) == 0, "%s",
+                err.msg);
+  return sn;
+}
+
+/* The node at path, or NULL. */
+static const struct icefmt_node *node_at(const struct icefmt_snapshot *sn,
+                                         const char *path) {
+  for (size_t i = 0; i < sn->nnodes; i++)
+    if (!strcmp(sn->nodes[i].path, path))
+      return &sn->nodes[i];
+  return NULL;
+}
+
+/* Count node's chunk references in every manifest it names. */
+static int count_cb(void *ud, const uint32_t *c, uint32_t nd, uint64_t sz) {
+  ++*(int *)ud;
+  return 0;
+}
+
+/* The reference of coord in node (through its manifests); returns 0 or
+ * -ENOENT. */
+static int chunk_at(struct store *s, const struct icefmt_node *n,
+                    const uint32_t *coord, struct icefmt_chunk *out,
+                    int *nrefs) {
+  struct zerr err = {0};
+  int rc = -ENOENT;
+  *nrefs = 0;
+  for (size_t k = 0; k < n->nmrefs; k++) {
+    struct icefmt_manifest *m;
+    ck_assert_msg(icefmt_manifest_load(s, n->mrefs[k].id, MAXDEC, &m, &err) ==
+                      0,
+                  "%s", err.msg);
+    icefmt_manifest_each(m, n->id, count_cb, nrefs, &err);
+    if (rc == -ENOENT)
+      rc = icefmt_manifest_find(m, n->id, coord, n->ndim, out, &err);
+    if (rc == 0 && out->kind == ICEFMT_INLINE)
+      out->data = NULL; /* borrowed from m, freed below */
+    icefmt_manifest_free(m);
+  }
+  return rc;
+}
+
+START_TEST(trees_and_chunks) {
+  struct store *s;
+  struct icefmt_repo *r = load_repo(test_repos[_i], &s);
+  struct icefmt_snapshot *sn = load_snap(r, s, "my-branch");
+  static const char *paths[] = {"/",
+                                "/group1",
+                                "/group1/big_chunks",
+                                "/group1/small_chunks",
+                                "/group2",
+                                "/group2/group3",
+                                "/group2/group3/group4",
+                                "/group2/group3/group4/group5",
+                                "/group2/group3/group4/group5/inner"};
+  ck_assert_uint_eq(sn->nnodes, 9);
+  for (size_t i = 0; i < 9; i++)
+    ck_assert_str_eq(sn->nodes[i].path, paths[i]);
+  const struct icefmt_node *g1 = node_at(sn, "/group1");
+  ck_assert(!g1->is_array);
+  ck_assert_ptr_nonnull(strstr(g1->user_data, "is a nice group"));
+  const struct icefmt_node *inner =
+      node_at(sn, "/group2/group3/group4/group5/inner");
+  ck_assert(inner->is_array);
+  ck_assert_uint_eq(inner->ndim, 2);
+  ck_assert_uint_eq(inner->shape[0], 10);
+  ck_assert_uint_eq(inner->nmrefs, 0);
+  /* small_chunks: inline, four on my-branch (the last was deleted). */
+  const struct icefmt_node *sc = node_at(sn, "/group1/small_chunks");
+  ck_assert_ptr_nonnull(strstr(sc->user_data, "\"int8\""));
+  struct icefmt_chunk *c = malloc(sizeof *c);
+  int nrefs;
+  uint32_t at[2] = {0, 0};
+  ck_assert_int_eq(chunk_at(s, sc, at, c, &nrefs), 0);
+  ck_assert_int_eq(c->kind, ICEFMT_INLINE);
+  ck_assert_int_eq(nrefs, 4);
+  at[0] = 4;
+  ck_assert_int_eq(chunk_at(s, sc, at, c, &nrefs), -ENOENT);
+  /* big_chunks: c/0/0 virtual, the other three native. */
+  const struct icefmt_node *bc = node_at(sn, "/group1/big_chunks");
+  ck_assert_uint_eq(bc->ndim, 2);
+  at[0] = 0;
+  ck_assert_int_eq(chunk_at(s, bc, at, c, &nrefs), 0);
+  ck_assert_int_eq(nrefs, 4);
+  ck_assert_int_eq(c->kind, ICEFMT_VIRTUAL);
+  ck_assert_str_eq(c->location, "s3://testbucket/can_read_old/chunk-1");
+  ck_assert_uint_eq(c->offset, 0);
+  at[1] = 1;
+  ck_assert_int_eq(chunk_at(s, bc, at, c, &nrefs), 0);
+  ck_assert_int_eq(c->kind, ICEFMT_NATIVE);
+  char key[64] = "chunks/";
+  icefmt_id_encode(c->chunk_id, 12, key + 7);
+  enum store_entry_type ty;
+  uint64_t size;
+  struct zerr err = {0};
+  ck_assert_msg(store_stat(s, key, &ty, &size, &err) == 0, "%s", key);
+  ck_assert_uint_le(c->offset + c->length, size);
+  icefmt_snapshot_free(sn);
+  /* main: all five small chunks. */
+  sn = load_snap(r, s, "main");
+  at[0] = 4;
+  ck_assert_int_eq(
+      chunk_at(s, node_at(sn, "/group1/small_chunks"), at, c, &nrefs), 0);
+  ck_assert_int_eq(nrefs, 5);
+  ck_assert_ptr_null(node_at(sn, "/group2"));
+  icefmt_snapshot_free(sn);
+  free(c);
+  icefmt_repo_free(r);
+  store_free(s);
+}
+END_TEST
+
+/* Distinct manifest ids of a snapshot. */
+static size_t distinct_manifests(const struct icefmt_snapshot *sn) {
+  uint8_t seen[256][12];
+  size_t n = 0;
+  for (size_t i = 0; i < sn->nnodes; i++)
+    for (size_t k = 0; k < sn->nodes[i].nmrefs; k++) {
+      size_t j = 0;
+      while (j < n && memcmp(seen[j], sn->nodes[i].mrefs[k].id, 12))
+        j++;
+      if (j == n && n < 256)
+        memcpy(seen[n++], sn->nodes[i].mrefs[k].id, 12);
+    }
+  return n;
+}
+
+START_TEST(split_manifests) {
+  static const char *repos[] = {"split-repo-v1", "split-repo-v2"};
+  struct store *s;
+  struct icefmt_repo *r = load_repo(repos[_i], &s);
+  char h[1024];
+  history(r, s, "main", 0, h, sizeof h);
+  ck_assert_str_eq(h, "write data again with more splits|write data again|"
+                      "write data|empty structure|Repository initialized");
+  struct icefmt_snapshot *sn = load_snap(r, s, "main");
+  ck_assert_uint_eq(distinct_manifests(sn), 17);
+  const struct icefmt_node *sp = node_at(sn, "/group1/split");
+  ck_assert_ptr_nonnull(sp);
+  ck_assert_uint_eq(sp->ndim, 2);
+  ck_assert_ptr_nonnull(strstr(sp->user_data, "longitude"));
+  /* The extents tile the 4 x 4 chunk grid without overlap. */
+  int cover[4][4] = {{0}};
+  for (size_t k = 0; k < sp->nmrefs; k++)
+    for (uint32_t i = sp->mrefs[k].from[0]; i < sp->mrefs[k].to[0]; i++)
+      for (uint32_t j = sp->mrefs[k].from[1]; j < sp->mrefs[k].to[1]; j++) {
+        ck_assert(i < 4 && j < 4);
+        cover[i][j]++;
+      }
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++)
+      ck_assert_int_eq(cover[i][j], 1);
+  struct icefmt_chunk *c = malloc(sizeof *c);
+  int nrefs;
+  uint32_t at[2] = {3, 2};
+  ck_assert_int_eq(chunk_at(s, sp, at, c, &nrefs), 0);
+  ck_assert_int_eq(nrefs, 16);
+  ck_assert_int_eq(c->kind, ICEFMT_NATIVE);
+  free(c);
+  /* The parent snapshots, 'write data again' and 'write data': 9 each. */
+  struct zerr err = {0};
+  uint8_t id[12];
+  for (int back = 1; back <= 2; back++) {
+    memcpy(id, sn->id, 12);
+    for (int b = 0; b < back; b++) {
+      if (r->spec == 2) {
+        size_t i = 0;
+        while (memcmp(r->snaps[i].id, id, 12))
+          i++;
+        memcpy(id, r->snaps[r->snaps[i].parent].id, 12);
+      } else {
+        struct icefmt_snapshot *p;
+        ck_assert_int_eq(icefmt_snapshot_load(s, id, MAXDEC, &p, &err), 0);
+        memcpy(id, p->parent, 12);
+        icefmt_snapshot_free(p);
+      }
+    }
+    struct icefmt_snapshot *p;
+    ck_assert_int_eq(icefmt_snapshot_load(s, id, MAXDEC, &p, &err), 0);
+    ck_assert_uint_eq(distinct_manifests(p), 9);
+    icefmt_snapshot_free(p);
+  }
+  icefmt_snapshot_free(sn);
+  icefmt_repo_free(r);
+  store_free(s);
+}
+END_TEST
+
+/* Parse buf as a file of type t; the result does not matter, only that
+ * it is an answer. */
+static void parse_any(const uint8_t *buf, size_t n, enum icefmt_type t) {
+  struct zerr err = {0};
+  uint8_t *fb;
+  size_t len;
+  if (icefmt_decode(buf, n, t, MAXDEC, &fb, &len, NULL, &err) < 0)
+    return;
+  if (t == ICEFMT_MANIFEST) {
+    struct icefmt_manifest *m;
+    if (icefmt_manifest_parse(fb, len, &m, &err) == 0) {
+      struct icefmt_chunk *c = malloc(sizeof *c);
+      static const uint8_t node[8];
+      uint32_t at[2] = {0, 1};
+      icefmt_manifest_find(m, node, at, 2, c, &err);
+      free(c);
+      icefmt_manifest_free(m);
+    }
+    return;
+  }
+  if (t == ICEFMT_SNAPSHOT) {
+    struct icefmt_snapshot *sn;
+    if (icefmt_snapshot_parse(fb, len, &sn, &err) == 0)
+      icefmt_snapshot_free(sn);
+  } else {
+    struct icefmt_repo *r;
+    if (icefmt_repo_parse(fb, len, &r, &err) == 0)
+      icefmt_repo_free(r);
+  }
+  free(fb);
+}
+
+/* Up to 8 names of a listing. */
+struct names {
+  char v[8][64];
+  int n;
+};
+
+/* Collect a listed name. */
+static int collect(void *ud, const char *name, enum store_entry_type ty,
+                   uint64_t sz, int64_t mt) {
+  struct names *x = ud;
+  if (x->n < 8)
+    snprintf(x->v[x->n++], 64, "%s", name);
+  return 0;
+}
+
+/* Names listed under prefix, sorted and ','-joined, files marked "=SIZE". */
+struct listing {
+  char names[64][64];
+  int n;
+};
+
+/* Keep a listed name. */
+static int keep(void *ud, const char *name, enum store_entry_type ty,
+                uint64_t sz, int64_t mt) {
+  struct listing *l = ud;
+  if (l->n < 64) {
+    if (ty == STORE_FILE)
+      snprintf(l->names[l->n++], 64, "%s=%llu", name, (unsigned long long)sz);
+    else
+      snprintf(l->names[l->n++], 64, "%s/", name);
+  }
+  return 0;
+}
+
+/* Names ascending. */
+static int name_cmp(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The listing of prefix in s as one string. */
+static void list_of(struct store *s, const char *prefix, char *out,
+                    size_t cap) {
+  struct listing l = {.n = 0};
+  struct zerr err = {0};
+  ck_assert_msg(store_list(s, prefix, keep, &l, &err) == 0, "%s: %s", prefix,
+                err.msg);
+  qsort(l.names, (size_t)l.n, sizeof l.names[0], name_cmp);
+  out[0] = '\0';
+  for (int i = 0; i < l.n; i++) {
+    if (i)
+      strncat(out, ",", cap - strlen(out) - 1);
+    strncat(out, l.names[i], cap - strlen(out) - 1);
+  }
+}
+
+/* The store of a fixture repository at ref or snapshot. */
+static struct store *open_snapshot_store(const char *repo, const char *ref,
+                                         const char *snap) {
+  struct store *files = open_fixture(repo), *s;
+  struct zerr err = {0};
+  ck_assert_msg(store_open_icechunk(files, ref, snap, MAXDEC, 1 << 20, NULL, &s,
+                                    &err) == 0,
+                "%s: %s", repo, err.msg);
+  return s;
+}
+
+START_TEST(snapshot_store) {
+  struct zerr err = {0};
+  struct store *files = open_fixture(test_repos[_i]);
+  ck_assert_int_eq(icechunk_detect(files, &err), 1);
+  store_free(files);
+  struct store *s = open_snapshot_store(test_repos[_i], "my-branch", NULL);
+  char l[2048];
+  list_of(s, "", l, sizeof l);
+  ck_assert_ptr_nonnull(strstr(l, "group1/,group2/,zarr.json="));
+  list_of(s, "group1", l, sizeof l);
+  ck_assert_ptr_nonnull(strstr(l, "big_chunks/,small_chunks/,zarr.json="));
+  list_of(s, "group1/small_chunks", l, sizeof l);
+  ck_assert_ptr_nonnull(strstr(l, "c/,zarr.json="));
+  list_of(s, "group1/small_chunks/c", l, sizeof l);
+  ck_assert_str_eq(l, "0=10,1=10,2=10,3=10");
+  list_of(s, "group1/big_chunks/c", l, sizeof l);
+  ck_assert_str_eq(l, "0/,1/");
+  list_of(s, "group1/big_chunks/c/1", l, sizeof l);
+  ck_assert_str_eq(l, "0=19,1=19");
+  list_of(s, "group2/group3/group4/group5/inner", l, sizeof l);
+  ck_assert_ptr_null(strstr(l, "c/"));
+  /* Metadata byte-identical to the snapshot's, chunks by kind. */
+  uint8_t *p;
+  size_t n;
+  ck_assert_int_eq(store_read_all(s, "group1/zarr.json", 1 << 20, &p, &n, &err),
+                   0);
+  ck_assert_ptr_nonnull(strstr((char *)p, "is a nice group"));
+  free(p);
+  ck_assert_int_eq(
+      store_read_all(s, "group1/small_chunks/c/3", 1 << 20, &p, &n, &err), 0);
+  ck_assert_uint_eq(n, 10);
+  free(p);
+  ck_assert_int_eq(
+      store_read_all(s, "group1/small_chunks/c/4", 1 << 20, &p, &n, &err),
+      -ENOENT);
+  uint8_t *q;
+  size_t qn;
+  ck_assert_int_eq(
+      store_read_all(s, "group1/big_chunks/c/0/1", 1 << 20, &p, &n, &err), 0);
+  ck_assert_uint_eq(n, 19);
+  ck_assert_int_eq(
+      store_read_all(s, "group1/big_chunks/c/1/1", 1 << 20, &q, &qn, &err), 0);
+  ck_assert_mem_eq(p, q, 19); /* every element 42.0 */
+  free(p);
+  free(q);
+  /* The virtual chunk: never read without authorization. */
+  ck_assert_int_eq(
+      store_read_all(s, "group1/big_chunks/c/0/0", 1 << 20, &p, &n, &err),
+      -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "s3://testbucket/can_read_old"));
+  enum store_entry_type ty;
+  uint64_t sz;
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0/0", &ty, &sz, &err), 0);
+  ck_assert_uint_eq(sz, 19);
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0", &ty, &sz, &err), 0);
+  ck_assert_int_eq(ty, STORE_DIR);
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/2", &ty, &sz, &err),
+                   -ENOENT);
+  ck_assert_int_eq(store_stat(s, "group1/nope", &ty, &sz, &err), -ENOENT);
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0/01", &ty, &sz, &err),
+                   -ENOENT);
+  ck_assert_int_eq(store_stat(s, "group1/big_chunks/c/0/1/0", &ty, &sz, &err),
+                   -ENOENT);
+  store_free(s);
+  /* main: five small chunks; a tag; a snapshot by id; unknown names. */
+  s = open_snapshot_store(test_repos[_i], NULL, NULL);
+  list_of(s, "group1/small_chunks/c", l, sizeof l);
+  ck_assert_str_eq(l, "0=10,1=10,2=10,3=10,4=10");
+  list_of(s, "", l, sizeof l);
+  ck_assert_ptr_null(strstr(l, "group2"));
+  store_free(s);
+  s = open_snapshot_store(test_repos[_i], "it works!", NULL);
+  list_of(s, "group1/small_chunks/c", l, sizeof l);
+  ck_assert_str_eq(l, "0=10,1=10,2=10,3=10");
+  store_free(s);
+  struct store *files2 = open_fixture(test_repos[_i]);
+  ck_assert_int_eq(store_open_icechunk(files2, "deleted", NULL, MAXDEC, 1 << 20,
+                                       NULL, &s, &err),
+                   -ENOENT);
+  files2 = open_fixture(test_repos[_i]);
+  ck_assert_int_eq(store_open_icechunk(files2, NULL, "00000000000000000000",
+                                       MAXDEC, 1 << 20, NULL, &s, &err),
+                   -ENOENT);
+  ck_assert_ptr_nonnull(strstr(err.msg, "no snapshot"));
+}
+END_TEST
+
+START_TEST(split_store) {
+  static const char *repos[] = {"split-repo-v1", "split-repo-v2"};
+  struct store *s = open_snapshot_store(repos[_i], NULL, NULL);
+  char l[2048];
+  list_of(s, "group1/split/c", l, sizeof l);
+  ck_assert_str_eq(l, "0/,1/,2/,3/");
+  list_of(s, "group1/split/c/3", l, sizeof l);
+  ck_assert_str_eq(l, "0=23,1=23,2=23,3=23");
+  uint8_t *p;
+  size_t n;
+  struct zerr err = {0};
+  ck_assert_int_eq(
+      store_read_all(s, "group1/split/c/2/3", 1 << 20, &p, &n, &err), 0);
+  ck_assert_uint_eq(n, 25);
+  free(p);
+  store_free(s);
+}
+END_TEST
+
+/* Read a key whole; its length, or a negative errno. */
+static long read_len(struct store *s, const char *key) {
+  uint8_t *p;
+  size_t n;
+  struct zerr err = {0};
+  int rc = store_read_all(s, key, 1 << 20, &p, &n, &err);
+  if (rc < 0)
+    return rc;
+  free(p);
+  return (long)n;
+}
+
+START_TEST(shared_manifests) {
+  /* 'fill data' and 'set virtual chunk' of test-repo-v1 name the same
+   * manifest for small_chunks: two snapshot stores of one repository
+   * load it once; with no budget it is loaded again at every use. */
+  static const char *snaps[] = {"7XAF0Q905SH4938DN9CG", "NXH3M0HJ7EEJ0699DPP0"};
+  for (int budget = 1; budget >= 0; budget--) {
+    struct zerr err = {0};
+    struct icechunk *ic;
+    ck_assert_int_eq(icechunk_open(open_fixture("test-repo-v1"), MAXDEC,
+                                   budget ? 1 << 20 : 0, NULL, &ic, &err),
+                     0);
+    struct store *s[2];
+    for (int i = 0; i < 2; i++) {
+      uint8_t id[12];
+      ck_assert_int_eq(icechunk_resolve(ic, NULL, snaps[i], id, &err), 0);
+      ck_assert_int_eq(icechunk_open_snapshot(ic, id, &s[i], &err), 0);
+    }
+    for (int i = 0; i < 2; i++)
+      for (int k = 0; k < 2; k++)
+        ck_assert_int_eq(read_len(s[i], "group1/small_chunks/c/2"), 10);
+    ck_assert_uint_eq(icechunk_manifest_loads(ic), budget ? 1 : 4);
+    icechunk_unref(ic); /* the stores keep it */
+    ck_assert_int_eq(read_len(s[1], "group1/big_chunks/c/1/1"), 19);
+    store_free(s[0]);
+    store_free(s[1]);
+  }
+}
+END_TEST
+
+/* Append a history line to a growing text. */
+static int log_cb(void *ud, const uint8_t id[12], uint64_t at,
+                  const char *msg) {
+  char *line = icefmt_log_line(id, at, msg);
+  ck_assert_ptr_nonnull(line);
+  strncat(ud, line, 4096 - strlen(ud) - 1);
+  free(line);
+  return 0;
+}
+
+START_TEST(histories) {
+  /* The history of tag 'it works!', as the log files will show it. */
+  struct zerr err = {0};
+  struct icechunk *ic;
+  ck_assert_int_eq(icechunk_open(open_fixture(test_repos[_i]), MAXDEC, 1 << 20,
+                                 NULL, &ic, &err),
+                   0);
+  uint8_t id[12];
+  ck_assert_int_eq(icechunk_resolve(ic, "it works!", NULL, id, &err), 0);
+  char text[4096] = "";
+  ck_assert_int_eq(icechunk_history(ic, id, log_cb, text, &err), 0);
+  int lines = 0;
+  for (const char *p = text; (p = strchr(p, '\n')); p++)
+    lines++;
+  ck_assert_int_eq(lines, 5);
+  ck_assert_ptr_nonnull(strstr(text, "\tdelete a chunk\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\tRepository initialized\n"));
+  if (_i != 1) /* v1 and its migration keep the times Icechunk 1 wrote */
+    ck_assert_ptr_nonnull(strstr(
+        text, "4QF8JA0YPDN51MHSSYVG\t2025-02-19T21:11:56.023456Z\tdelete"));
+  icechunk_unref(ic);
+  char when[32];
+  icefmt_time_iso(0, when);
+  ck_assert_str_eq(when, "1970-01-01T00:00:00.000000Z");
+  static const uint8_t z[12];
+  char *line = icefmt_log_line(z, 1000001, "two\nlines\tand a tab");
+  ck_assert_str_eq(line, "00000000000000000000\t1970-01-01T00:00:01.000001Z"
+                         "\ttwo lines and a tab\n");
+  free(line);
+}
+END_TEST
+
+/* Count snapshots. */
+static int count_snap(void *ud, const uint8_t id[12], uint64_t at,
+                      const char *msg) {
+  ++*(int *)ud;
+  return 0;
+}
+
+START_TEST(all_snapshots) {
+  static const char *repos[] = {"test-repo-v1", "test-repo-v2",
+                                "test-repo-v2-migrated", "split-repo-v1",
+                                "split-repo-v2"};
+  static const int want[] = {6, 6, 6, 5, 5};
+  struct zerr err = {0};
+  struct icechunk *ic;
+  ck_assert_int_eq(
+      icechunk_open(open_fixture(repos[_i]), MAXDEC, 1 << 20, NULL, &ic, &err),
+      0);
+  int n = 0;
+  ck_assert_msg(icechunk_snapshots(ic, count_snap, &n, &err) == 0, "%s",
+                err.msg);
+  ck_assert_int_eq(n, want[_i]);
+  icechunk_unref(ic);
+}
+END_TEST
+
+/* Damage every file under dir of fixture repo: truncations and flipped
+ * bytes of the decompressed flatbuffer, re-wrapped uncompressed. */
+static void damage_dir(const char *repo, const char *dir, enum icefmt_type t) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/icechunk/%s", testutil_fixtures(), repo);
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(path, &s, &err), 0);
+  struct names ns = {.n = 0};
+  if (!strcmp(dir, "")) {
+    snprintf(ns.v[0], 64, "repo");
+    ns.n = 1;
+  } else {
+    ck_assert_int_ge(store_list(s, dir, collect, &ns, &err), 0);
+  }
+  for (int i = 0; i < ns.n; i++) {
+    char key[160];
+    snprintf(key, sizeof key, "%s%s%s", dir, *dir ? "/" : "", ns.v[i]);
+    uint8_t *raw, *fb;
+    size_t n, len;
+    ck_assert_int_eq(store_read_all(s, key, MAXDEC, &raw, &n, &err), 0);
+    ck_assert_msg(icefmt_decode(raw, n, t, MAXDEC, &fb, &len, NULL, &err) == 0,
+                  "%s: %s", key, err.msg);
+    for (size_t cut = 0; cut < n - ICEFMT_HEADER_LEN; cut += 1 + n / 64)
+      parse_any(raw, ICEFMT_HEADER_LEN + cut, t); /* truncated zstd */
+    for (size_t k = 0; k < len; k += 1 + len / 200) {
+      for (int v = 0; v < 3; v++) {
+        uint8_t *copy = malloc(len);
+        memcpy(copy, fb, len);
+        copy[k] = v == 0 ? 0xff : v == 1 ? 0 : copy[k] ^ 0x80;
+        size_t flen;
+        uint8_t *f = make_file(2, t, 0, copy, len, &flen);
+        parse_any(f, flen, t);
+        free(f);
+        free(copy);
+      }
+    }
+    free(fb);
+    free(raw);
+  }
+  store_free(s);
+}
+
+START_TEST(damaged_files) {
+  damage_dir("test-repo-v2", "", ICEFMT_REPO);
+  damage_dir("test-repo-v2", "snapshots", ICEFMT_SNAPSHOT);
+  damage_dir("test-repo-v2", "manifests", ICEFMT_MANIFEST);
+  damage_dir("test-repo-v1", "snapshots", ICEFMT_SNAPSHOT);
+  damage_dir("test-repo-v1", "manifests", ICEFMT_MANIFEST);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("icechunk");
+  TCase *tc = tcase_create("format");
+  tcase_add_test(tc, ids);
+  tcase_add_test(tc, headers_and_payloads);
+  tcase_add_test(tc, ref_json_and_config);
+  suite_add_tcase(s, tc);
+  TCase *fx = tcase_create("fixtures");
+  tcase_set_timeout(fx, 120);
+  tcase_add_loop_test(fx, refs_and_histories, 0, 3);
+  tcase_add_loop_test(fx, trees_and_chunks, 0, 3);
+  tcase_add_loop_test(fx, split_manifests, 0, 2);
+  tcase_add_test(fx, damaged_files);
+  tcase_add_loop_test(fx, snapshot_store, 0, 3);
+  tcase_add_loop_test(fx, split_store, 0, 2);
+  tcase_add_test(fx, shared_manifests);
+  tcase_add_loop_test(fx, histories, 0, 3);
+  tcase_add_loop_test(fx, all_snapshots, 0, 5);
+  testutil_add_fixture_tcase(s, fx, "check_icechunk");
+  return testutil_run(s);
+}
