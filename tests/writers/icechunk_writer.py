@@ -658,8 +658,10 @@ def ancestry(snapshots, start):
     return out
 
 
-def dump_repo(root, with_chunks=True):
-    """The whole structure of a repository as a JSON-ready dict."""
+def dump_repo(root, with_chunks=True, with_manifests=True):
+    """The whole structure of a repository as a JSON-ready dict; native
+    chunks get the sha256 of their bytes unless with_chunks is false,
+    manifests are left out unless with_manifests."""
     spec = detect_spec(root)
     out = {"spec_version": spec}
     snapshots = {}
@@ -712,7 +714,7 @@ def dump_repo(root, with_chunks=True):
                                         "nodes", "writer",
                                         "spec_version")})
         for f in s["manifest_files"]:
-            if f["id"] not in manifests:
+            if with_manifests and f["id"] not in manifests:
                 m = decode_manifest(os.path.join(root, "manifests", f["id"]),
                                     spec, chunks_dir)
                 if m["id"] != f["id"]:
@@ -902,6 +904,8 @@ class RepoWriter:
 
     def array_manifests(self, node, node_id, ndim):
         """[(manifest id, extents, size, count)] of an array node."""
+        if "_prebuilt" in node:
+            return node["_prebuilt"]
         groups = node.get("manifests")
         if groups is None:
             groups = [{"chunks": node.get("chunks", [])}]
@@ -1150,6 +1154,111 @@ class RepoWriter:
 
 
 
+
+# ---------------------------------------------------------------- scale
+
+
+def scale_manifest(mid, node_id, first, count, chunk_id, nbytes):
+    """A manifest flatbuffer of count native refs to one chunk file, laid
+    out with numpy: 1-D indexes first..first+count-1, chunk k of the file
+    at offset k * nbytes. Field positions follow manifest.fbs; every
+    ChunkRef shares one vtable."""
+    import numpy as np
+    rec = 48                        # table (36) + index vector (4 + 4) + pad
+    vt_ref = 68 + 4 * count         # after the refs vector
+    first_rec = (vt_ref + 16 + 7) // 8 * 8
+    size = first_rec + rec * count
+    buf = np.zeros(size, dtype=np.uint8)
+
+    def put(pos, fmt, *values):
+        buf[pos:pos + struct.calcsize("<" + fmt)] = np.frombuffer(
+            struct.pack("<" + fmt, *values), dtype=np.uint8)
+    put(0, "I", 12)                         # root -> Manifest at 12
+    put(4, "HHHH", 8, 20, 8, 4)             # Manifest vtable: id, arrays
+    put(12, "iI", 12 - 4, 32 - 16)          # soffset, arrays -> 32
+    buf[20:32] = np.frombuffer(mid, dtype=np.uint8)
+    put(32, "II", 1, 48 - 36)               # arrays: [ArrayManifest at 48]
+    put(40, "HHHH", 8, 16, 8, 4)            # ArrayManifest vtable
+    put(48, "iI", 48 - 40, 64 - 52)         # soffset, refs -> 64
+    buf[56:64] = np.frombuffer(node_id, dtype=np.uint8)
+    put(64, "I", count)
+    recs = first_rec + rec * np.arange(count, dtype=np.int64)
+    slots = 68 + 4 * np.arange(count, dtype=np.int64)
+    buf[68:68 + 4 * count] = (recs - slots).astype("<u4").view(np.uint8)
+    # ChunkRef vtable: index@4, inline absent, offset@8, length@16,
+    # chunk_id@24; table size 36
+    put(vt_ref, "HHHHHHH", 14, 36, 4, 0, 8, 16, 24)
+    dt = np.dtype({"names": ["so", "io", "off", "len", "cid", "n", "i"],
+                   "formats": ["<i4", "<u4", "<u8", "<u8", ("u1", 12),
+                               "<u4", "<u4"],
+                   "offsets": [0, 4, 8, 16, 24, 36, 40], "itemsize": rec})
+    r = buf[first_rec:].view(dt)
+    r["so"] = recs - vt_ref
+    r["io"] = 32                            # index vector at +36
+    r["off"] = nbytes * np.arange(count, dtype=np.uint64)
+    r["len"] = nbytes
+    r["cid"] = np.frombuffer(chunk_id, dtype=np.uint8)
+    r["n"] = 1
+    r["i"] = np.arange(first, first + count, dtype=np.uint32)
+    return buf.tobytes()
+
+
+def write_scale(out, spec, nrefs, nmanifests, nsnapshots, elems,
+                compress=True):
+    """A repository of nrefs native chunk refs of one 1-D int32 array
+    /scale/values (element i = i, chunks of elems elements) in nmanifests
+    manifests with contiguous extents, one chunk file per manifest, and a
+    linear history of nsnapshots snapshots on main."""
+    import numpy as np
+    if nsnapshots < 2 or nmanifests < 1 or nrefs < nmanifests:
+        raise ValueError("scale needs 2+ snapshots and refs >= manifests")
+    w = RepoWriter(out, spec, compress)
+    node_id = derive_id(8, "node", "/scale/values")
+    nbytes = elems * 4
+    mans = []
+    for m in range(nmanifests):
+        first = nrefs * m // nmanifests
+        count = nrefs * (m + 1) // nmanifests - first
+        cid = w.fresh_id("chunk")
+        data = np.arange(first * elems, (first + count) * elems,
+                         dtype="<i4")
+        os.makedirs(os.path.join(out, "chunks"), exist_ok=True)
+        with open(os.path.join(out, "chunks", b32_encode(cid)), "wb") as f:
+            f.write(data.tobytes())
+        mid = w.fresh_id("manifest")
+        flat = scale_manifest(mid, node_id, first, count, cid, nbytes)
+        size = write_file(os.path.join(out, "manifests", b32_encode(mid)),
+                          spec, FILE_MANIFEST, flat, compress)
+        mans.append((mid, [[first, first + count]], size, count))
+    group = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+    snaps = [{"id": FIRST_SNAPSHOT, "parent": None,
+              "message": "Repository initialized", "nodes": [],
+              "metadata": {"__icechunk": {"is_root": True}} if spec == 2
+              else {"__root": True}}]
+    for k in range(1, nsnapshots):
+        array = {"zarr_format": 3, "node_type": "array",
+                 "shape": [nrefs * elems], "data_type": "int32",
+                 "chunk_grid": {"name": "regular",
+                                "configuration": {"chunk_shape": [elems]}},
+                 "chunk_key_encoding": {"name": "default",
+                                        "configuration": {"separator": "/"}},
+                 "fill_value": 0,
+                 "codecs": [{"name": "bytes",
+                             "configuration": {"endian": "little"}}],
+                 "attributes": {"commit": k}}
+        snaps.append({
+            "id": "commit %d" % k, "parent": snaps[-1]["id"],
+            "message": "commit %d" % k,
+            "nodes": [{"path": "/", "type": "group", "zarr": group},
+                      {"path": "/scale", "type": "group", "zarr": group},
+                      {"path": "/scale/values", "type": "array",
+                       "zarr": array, "_prebuilt": mans}]})
+    desc = {"snapshots": snaps, "branches": {"main": snaps[-1]["id"]},
+            "tags": {"middle": snaps[nsnapshots // 2]["id"],
+                     "first": snaps[1]["id"]}}
+    w.write(desc)
+
+
 # ---------------------------------------------------------------- describe
 
 
@@ -1208,6 +1317,107 @@ def describe_chunk(chunks_dir, r):
     v = {k: r[k] for k in ("location", "offset", "length", "etag",
                            "last_modified") if k in r}
     return {"index": r["index"], "virtual": v}
+
+
+
+# ---------------------------------------------------------------- verify
+
+
+def normal_desc(desc, spec):
+    """A description in one canonical form: snapshot ids as written, times
+    in microseconds, extents filled in, chunk files numbered by first use,
+    so that a description and describe's output compare equal."""
+    snaps = desc["snapshots"]
+    ids = {}
+    for i, s in enumerate(snaps):
+        try:
+            b32_decode(s["id"], 12)
+            ids[s["id"]] = s["id"]
+        except FormatError:
+            ids[s["id"]] = FIRST_SNAPSHOT if s.get("parent") is None else \
+                b32_encode(derive_id(12, "snapshot", s["id"]))
+    files = {}
+    out = {"snapshots": {}}
+    for i, s in sorted(enumerate(snaps), key=lambda p: ids[p[1]["id"]]):
+        nodes = []
+        for n in sorted(s.get("nodes", []),
+                        key=lambda n: n["path"].encode("utf-8")):
+            zarr = json.loads(n["zarr_json"]) if "zarr_json" in n \
+                else n["zarr"]
+            node = {"path": n["path"], "type": n["type"], "user_data": zarr,
+                    "node_id": n.get("node_id") or
+                    b32_encode(derive_id(8, "node", n["path"]))}
+            if n["type"] == "array":
+                node["dimension_names"] = n.get("dimension_names",
+                                                zarr.get("dimension_names"))
+                groups = n.get("manifests")
+                if groups is None:
+                    groups = [{"chunks": n.get("chunks", [])}]
+                mans = []
+                for g in groups:
+                    chunks = sorted(g.get("chunks", []),
+                                    key=lambda c: c["index"])
+                    if not chunks:
+                        continue
+                    ndim = len(chunks[0]["index"])
+                    ext = g.get("extents") or \
+                        [[min(c["index"][d] for c in chunks),
+                          max(c["index"][d] for c in chunks) + 1]
+                         for d in range(ndim)]
+                    mans.append({"extents": ext, "chunks": chunks})
+                mans.sort(key=lambda m: m["extents"])
+                for m in mans:
+                    norm = []
+                    for c in m["chunks"]:
+                        c = dict(c)
+                        if "native" in c:
+                            key = c.pop("file", None) or "sha:" + \
+                                hashlib.sha256(bytes.fromhex(c["native"])) \
+                                .hexdigest()
+                            c["file"] = files.setdefault(key, len(files))
+                        if "virtual" in c:
+                            c["virtual"] = dict(c["virtual"])
+                            c["virtual"].setdefault("offset", 0)
+                        norm.append(c)
+                    m["chunks"] = norm
+                node["manifests"] = mans
+            nodes.append(node)
+        parent = s.get("parent")
+        out["snapshots"][ids[s["id"]]] = {
+            "parent": None if parent is None else ids[parent],
+            "message": s.get("message", ""),
+            "time": parse_time(s.get("time",
+                                     1700000000000000 + i * 1000000)),
+            "metadata": s.get("metadata") or {}, "nodes": nodes}
+    out["branches"] = {k: ids[v] for k, v in desc.get("branches",
+                                                       {}).items()}
+    out["tags"] = {k: ids[v] for k, v in desc.get("tags", {}).items()}
+    deleted = desc.get("deleted_tags", {})
+    if spec == 2:
+        out["deleted_tags"] = sorted(deleted)
+    else:
+        main = desc["branches"]["main"]
+        out["deleted_tags"] = {k: ids[main if v is None else v]
+                               for k, v in deleted.items()}
+    out["config"] = desc.get("config" if spec == 2 else "config_yaml")
+    return out
+
+
+def verify_repo(repo, desc):
+    """0 when describe of repo gives desc back (canonical forms), else 1."""
+    import difflib
+    spec = detect_spec(repo)
+    got = describe_repo(repo)
+    want = json.dumps(normal_desc(desc, spec), indent=1, sort_keys=True,
+                      ensure_ascii=False).splitlines()
+    have = json.dumps(normal_desc(got, spec), indent=1, sort_keys=True,
+                      ensure_ascii=False).splitlines()
+    if want == have:
+        return 0
+    for line in difflib.unified_diff(want, have, "description", repo,
+                                     lineterm="", n=2):
+        print(line)
+    return 1
 
 
 # ---------------------------------------------------------------- compare
@@ -1288,6 +1498,8 @@ def main(argv):
     p.add_argument("repo")
     p.add_argument("--no-chunks", action="store_true",
                    help="do not read native chunk bytes for their sha256")
+    p.add_argument("--no-manifests", action="store_true",
+                   help="leave manifest files out (large repositories)")
     p = sub.add_parser("write")
     p.add_argument("out")
     p.add_argument("desc", help="JSON description (- for stdin)")
@@ -1296,13 +1508,26 @@ def main(argv):
                    help="compression byte 0 instead of zstd")
     p = sub.add_parser("describe")
     p.add_argument("repo")
+    p = sub.add_parser("verify")
+    p.add_argument("repo")
+    p.add_argument("desc")
     p = sub.add_parser("compare")
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("--no-config", action="store_true")
+    p = sub.add_parser("scale")
+    p.add_argument("out")
+    p.add_argument("--spec", type=int, choices=(1, 2), default=2)
+    p.add_argument("-n", "--refs", type=int, default=1000000)
+    p.add_argument("-m", "--manifests", type=int, default=100)
+    p.add_argument("-s", "--snapshots", type=int, default=1000)
+    p.add_argument("-e", "--elems", type=int, default=4,
+                   help="int32 elements per chunk")
+    p.add_argument("--uncompressed", action="store_true")
     args = ap.parse_args(argv)
     if args.cmd == "dump":
-        json.dump(dump_repo(args.repo, not args.no_chunks), sys.stdout,
+        json.dump(dump_repo(args.repo, not args.no_chunks,
+                            not args.no_manifests), sys.stdout,
                   indent=1, ensure_ascii=False, sort_keys=False)
         print()
     elif args.cmd == "write":
@@ -1313,10 +1538,18 @@ def main(argv):
         if os.path.exists(args.out) and os.listdir(args.out):
             raise FormatError("%s: exists and is not empty" % args.out)
         RepoWriter(args.out, spec, not args.uncompressed).write(desc)
+    elif args.cmd == "scale":
+        if os.path.exists(args.out) and os.listdir(args.out):
+            raise FormatError("%s: exists and is not empty" % args.out)
+        write_scale(args.out, args.spec, args.refs, args.manifests,
+                    args.snapshots, args.elems, not args.uncompressed)
     elif args.cmd == "describe":
         json.dump(describe_repo(args.repo), sys.stdout, indent=1,
                   ensure_ascii=False)
         print()
+    elif args.cmd == "verify":
+        with open(args.desc, encoding="utf-8") as f:
+            return verify_repo(args.repo, json.load(f))
     elif args.cmd == "compare":
         return compare_repos(args.a, args.b, not args.no_config)
     return 0
