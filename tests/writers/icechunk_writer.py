@@ -5,12 +5,13 @@ Written from the Icechunk specification (spec-v1.md, spec-v2.md and the
 flatbuffers schemas of earth-mover/icechunk), independently of zarrfs's C
 reader, so that the two meet only at the spec.
 
-  dump REPO [--no-refs]       the repository's structure as JSON
-  write OUT --spec 1|2 DESC   a repository from a JSON description
-  scale OUT --spec 1|2 [-n N] [-m M] [-s S]
-                              N chunk refs in M manifests, S snapshots
+  dump REPO                   the repository's structure as JSON
   describe REPO               a repository as a description (write's input)
+  write OUT DESC [--spec 1|2] a repository from a JSON description
+  verify REPO DESC            describe REPO gives DESC back
   compare A B                 dumps of two repositories, ids and times aside
+  scale OUT [--spec 1|2] [-n N] [-m M] [-s S]
+                              N chunk refs in M manifests, S snapshots
 
 Debian packages only: python3-flatbuffers (Builder, FlexBuffers),
 python3-zstandard (or the zstd command), python3-numpy (scale).
@@ -22,7 +23,6 @@ import datetime
 import hashlib
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -568,7 +568,10 @@ def chunk_sha(chunks_dir, ref):
 
 def decode_repo(path):
     """The spec 2 repo info file as a dict."""
-    body, writer, _ = read_file(path, 2, FILE_REPO)
+    body, writer, version = read_file(path, 2, FILE_REPO)
+    if version != 2:
+        raise FormatError("%s: a repo file of spec version %d" %
+                          (path, version))
     t = FbBuf(body, path).root()
     snaps = []
     for s in t.required(t.tables(4), "Repo.snapshots"):
