@@ -14,6 +14,8 @@
 #              extents, odd node and tag names, a deleted tag, snapshot
 #              metadata, configuration) written in spec 1 and 2, compressed
 #              and not: `verify` gives it back, `dump` shows each feature;
+#              and, spec 2 only, virtual locations compressed with the
+#              manifest's zstd dictionary;
 #   scale      a small scale repository read back ref by ref, then the
 #              default one (10^6 refs, 100 manifests, 1,000 snapshots)
 #              written in under a minute and its history read back.
@@ -397,6 +399,33 @@ for spec in 1 2; do
     [.snapshots[] | select(.message != "empty structure" and .message != "Repository initialized") |
      .nodes[] | select(.path == "/g/virt") | .manifests[].id] | unique | length == 1'
 done
+# spec 2 only: virtual locations zstd-compressed with the manifest's
+# dictionary (an array added to the snapshot "fill data")
+jq '(.snapshots[] | select(.id == "fill") | .nodes) += [{"path": "/g/vz",
+  "type": "array", "zarr": {"zarr_format": 3, "node_type": "array",
+  "shape": [8], "data_type": "int16", "chunk_grid": {"name": "regular",
+  "configuration": {"chunk_shape": [4]}}, "chunk_key_encoding": {"name": "default",
+  "configuration": {"separator": "/"}}, "fill_value": 0, "codecs": [{"name": "bytes",
+  "configuration": {"endian": "little"}}], "attributes": {}},
+  "manifests": [{"compress_locations": true, "chunks": [
+   {"index": [0], "virtual": {"location": "s3://testbucket/z/c0.bin", "offset": 0, "length": 8, "etag": "e0"}},
+   {"index": [1], "virtual": {"location": "s3://testbucket/z/c1.bin", "offset": 8, "length": 8, "last_modified": 1600000000}}]}]}]' \
+  "$ZT_TMP/all.json" >"$ZT_TMP/allz.json"
+out="$ZT_TMP/allz"
+check "compressed locations: write" iw write "$out" --spec 2 "$ZT_TMP/allz.json"
+check "compressed locations: verify" iw verify "$out" "$ZT_TMP/allz.json"
+iw dump "$out" >"$out.json" 2>"$out.err" || fail "compressed locations: dump"
+check "compressed locations: dictionary and refs" jq -e '
+  [.manifests[] | select(.location_dictionary_bytes > 0) |
+   (.compression_algorithm == 1), (.arrays[][] | .location_compressed)] ==
+  [true, true, true] and
+  ([.manifests[].arrays[][] | select(.location_compressed) | .location] ==
+   ["s3://testbucket/z/c0.bin", "s3://testbucket/z/c1.bin"])' "$out.json"
+if iw write "$ZT_TMP/allz1" --spec 1 "$ZT_TMP/allz.json" >"$ZT_TMP/allz1.out" 2>&1; then
+  fail "compressed locations in spec 1 not refused"
+else
+  pass "compressed locations in spec 1 refused"
+fi
 check "spec 2: configuration" jq -e '.config.virtual_chunk_containers["s3://testbucket/"].store.s3_compatible.endpoint_url == "http://localhost:4200"' "$ZT_TMP/all.2.json"
 check "spec 1: config.yaml" grep -q 'url_prefix: s3://testbucket' "$ZT_TMP/all.1/config.yaml"
 check "spec 1: tombstone" test -f "$ZT_TMP/all.1/refs/tag.gone/ref.json.deleted"

@@ -525,6 +525,7 @@ def decode_manifest(path, spec, chunks_dir=None):
                 if location is None:
                     location = unpack_location(packed, dictionary,
                                                t.scalar(3, "B", 1))
+                    ref["location_compressed"] = True
                 ref["location"] = location
                 ref["offset"] = r.scalar(2, "Q")
                 ref["length"] = r.scalar(3, "Q")
@@ -789,7 +790,7 @@ class FbBuilder:
     def table(self, nslots, fields):
         """A table from (kind, slot, value) triples written in that order:
         kind is 'off' (offset), 'struct' (bytes, align), or a struct
-        format letter for a scalar."""
+        format letter for a scalar; a scalar 0 or None is left out."""
         b = self.b
         b.StartObject(nslots)
         for kind, slot, value in fields:
@@ -866,8 +867,9 @@ class RepoWriter:
             entry[0] += data
         return entry[2], entry[1][sha]
 
-    def chunk_ref(self, fb, c):
-        """One ChunkRef table."""
+    def chunk_ref(self, fb, c, packer=None):
+        """One ChunkRef table; virtual locations go through packer (a zstd
+        compressor with the manifest's dictionary) when there is one."""
         index = fb.scalars("I", c["index"])
         if "inline" in c:
             data = fb.byte_vector(bytes.fromhex(c["inline"]))
@@ -879,26 +881,57 @@ class RepoWriter:
                                  ("off", 0, index),
                                  ("struct", 4, (cid, 1))])
         v = c["virtual"]
-        loc = fb.string(v["location"])
+        loc = packed = None
+        if packer is None:
+            loc = fb.string(v["location"])
+        else:
+            packed = fb.byte_vector(packer.compress(v["location"].encode()))
         etag = fb.string(v["etag"]) if "etag" in v else None
         return fb.table(10, [("Q", 2, v.get("offset", 0)),
                              ("Q", 3, v["length"]), ("off", 0, index),
                              ("off", 5, loc), ("off", 6, etag),
-                             ("I", 7, v.get("last_modified"))])
+                             ("I", 7, v.get("last_modified")),
+                             ("off", 8, packed)])
 
-    def manifest(self, node_id, chunks):
+    def location_dictionary(self, chunks):
+        """(dictionary bytes, compressor) trained on the manifest's virtual
+        locations, in zstd's standard dictionary format."""
+        if self.spec != 2:
+            raise ValueError("compressed locations need spec 2")
+        if zstandard is None:
+            raise ValueError("compressed locations need python3-zstandard")
+        locs = [c["virtual"]["location"].encode() for c in chunks
+                if "virtual" in c]
+        if not locs:
+            raise ValueError("compress_locations without a virtual chunk")
+        # training wants many samples: repeat the few a test has
+        samples = locs * max(1, 400 // len(locs))
+        d = zstandard.train_dictionary(4096, samples)
+        return d.as_bytes(), zstandard.ZstdCompressor(dict_data=d)
+
+    def manifest(self, node_id, chunks, compress_locations=False):
         """(id, size, count) of a manifest holding one array's chunks;
         the same content written twice is one file."""
         chunks = sorted(chunks, key=lambda c: c["index"])
-        key = json.dumps([node_id.hex(), chunks], sort_keys=True)
+        key = json.dumps([node_id.hex(), chunks, compress_locations],
+                         sort_keys=True)
         if key in self.manifests:
             return self.manifests[key]
         mid = self.fresh_id("manifest")
         fb = FbBuilder()
-        refs = fb.offsets([self.chunk_ref(fb, c) for c in chunks])
+        dictionary = packer = None
+        if compress_locations:
+            dictionary, packer = self.location_dictionary(chunks)
+        refs = fb.offsets([self.chunk_ref(fb, c, packer) for c in chunks])
         am = fb.table(3, [("off", 1, refs), ("struct", 0, (node_id, 1))])
         arrays = fb.offsets([am])
-        root = fb.table(5, [("off", 1, arrays), ("struct", 0, (mid, 1))])
+        # compression_algorithm 1 (zstd) is the schema default: with a
+        # dictionary it is written all the same, for readers that do not
+        # know the default
+        fields = [("off", 1, arrays), ("struct", 0, (mid, 1))]
+        if dictionary is not None:
+            fields += [("off", 2, fb.byte_vector(dictionary)), ("B", 3, 1)]
+        root = fb.table(5, fields)
         size = write_file(os.path.join(self.out, "manifests", b32_encode(mid)),
                           self.spec, FILE_MANIFEST, fb.finish(root),
                           self.compress)
@@ -930,7 +963,8 @@ class RepoWriter:
                 if not all(e[0] <= i < e[1] for i, e in zip(c["index"], ext)):
                     raise ValueError("%s: chunk %r outside extents %r" %
                                      (node["path"], c["index"], ext))
-            mid, size, count = self.manifest(node_id, chunks)
+            mid, size, count = self.manifest(
+                node_id, chunks, g.get("compress_locations", False))
             out.append((mid, ext, size, count))
         return out
 
@@ -1285,10 +1319,12 @@ def describe_repo(root):
                 for m in n["manifests"]:
                     refs = d["manifests"][m["id"]]["arrays"].get(n["node_id"],
                                                                  [])
-                    node["manifests"].append({
-                        "extents": m["extents"],
-                        "chunks": [describe_chunk(chunks_dir, r)
-                                   for r in refs]})
+                    group = {"extents": m["extents"],
+                             "chunks": [describe_chunk(chunks_dir, r)
+                                        for r in refs]}
+                    if any(r.get("location_compressed") for r in refs):
+                        group["compress_locations"] = True
+                    node["manifests"].append(group)
             nodes.append(node)
         desc["snapshots"].append({
             "id": s["id"], "parent": s["parent"], "message": s["message"],
@@ -1367,7 +1403,9 @@ def normal_desc(desc, spec):
                         [[min(c["index"][d] for c in chunks),
                           max(c["index"][d] for c in chunks) + 1]
                          for d in range(ndim)]
-                    mans.append({"extents": ext, "chunks": chunks})
+                    mans.append({"extents": ext, "chunks": chunks,
+                                 "compress_locations":
+                                 bool(g.get("compress_locations"))})
                 mans.sort(key=lambda m: m["extents"])
                 for m in mans:
                     norm = []
