@@ -168,6 +168,7 @@ def msgpack_unpack(raw, pos=0):
         return b - 256, pos
 
     def take(n):
+        """The next n bytes, checked against the end of the value."""
         if pos + n > len(raw):
             raise FormatError("MessagePack value truncated")
         return raw[pos:pos + n]
@@ -262,10 +263,12 @@ class FbBuf:
     """A flatbuffer held in memory, read with bounds checks."""
 
     def __init__(self, data, what):
+        """Keeps the bytes and a name for messages."""
         self.d = bytes(data)
         self.what = what
 
     def need(self, pos, size, align=1):
+        """Checks that size bytes at pos are inside the buffer, aligned."""
         if pos < 0 or size < 0 or pos + size > len(self.d):
             raise FormatError("%s: offset %d+%d out of bounds (%d)" %
                               (self.what, pos, size, len(self.d)))
@@ -274,6 +277,7 @@ class FbBuf:
                               (self.what, pos, align))
 
     def scalar(self, pos, fmt):
+        """A little-endian scalar at an absolute position."""
         size = struct.calcsize("<" + fmt)
         self.need(pos, size, size)
         return struct.unpack_from("<" + fmt, self.d, pos)[0]
@@ -283,6 +287,7 @@ class FbBuf:
         return pos + self.scalar(pos, "I")
 
     def root(self):
+        """The root table, found through the buffer's first uoffset."""
         return FbTable(self, self.follow(0))
 
 
@@ -290,6 +295,7 @@ class FbTable:
     """One table: its position and its vtable, both checked."""
 
     def __init__(self, buf, pos):
+        """Locates and checks the table's vtable and extent."""
         self.b = buf
         self.pos = pos
         self.vt = pos - buf.scalar(pos, "i")
@@ -314,10 +320,12 @@ class FbTable:
         return self.pos + off
 
     def scalar(self, slot, fmt, default=0):
+        """A scalar field, or its default when absent."""
         p = self.field(slot)
         return default if p is None else self.b.scalar(p, fmt)
 
     def struct(self, slot, size, align=1):
+        """An inline struct field's bytes, None when absent."""
         p = self.field(slot)
         if p is None:
             return None
@@ -328,6 +336,7 @@ class FbTable:
         return self.b.d[p:p + size]
 
     def table(self, slot):
+        """A sub-table field, None when absent."""
         p = self.field(slot)
         return None if p is None else FbTable(self.b, self.b.follow(p))
 
@@ -342,10 +351,12 @@ class FbTable:
         return v + 4, n
 
     def bytes(self, slot):
+        """A [ubyte] field's bytes, None when absent."""
         v = self.vector(slot, 1)
         return None if v is None else self.b.d[v[0]:v[0] + v[1]]
 
     def string(self, slot):
+        """A string field (NUL-terminated, UTF-8), None when absent."""
         v = self.vector(slot, 1)
         if v is None:
             return None
@@ -355,6 +366,7 @@ class FbTable:
         return self.b.d[v[0]:v[0] + v[1]].decode("utf-8")
 
     def tables(self, slot):
+        """A vector of tables, None when absent."""
         v = self.vector(slot, 4, 4)
         if v is None:
             return None
@@ -362,6 +374,7 @@ class FbTable:
                 for i in range(v[1])]
 
     def strings(self, slot):
+        """A vector of strings, None when absent."""
         v = self.vector(slot, 4, 4)
         if v is None:
             return None
@@ -374,6 +387,7 @@ class FbTable:
         return out
 
     def structs(self, slot, size, align):
+        """A vector of structs as their bytes, None when absent."""
         v = self.vector(slot, size, align)
         if v is None:
             return None
@@ -381,6 +395,7 @@ class FbTable:
                 for i in range(v[1])]
 
     def scalars(self, slot, fmt):
+        """A vector of scalars, None when absent."""
         size = struct.calcsize("<" + fmt)
         v = self.vector(slot, size, size)
         if v is None:
@@ -388,6 +403,7 @@ class FbTable:
         return list(struct.unpack_from("<%d%s" % (v[1], fmt), self.b.d, v[0]))
 
     def required(self, value, name):
+        """The value of a field the schema marks required."""
         if value is None:
             raise FormatError("%s: required field %s absent" %
                               (self.b.what, name))
@@ -590,6 +606,7 @@ def decode_repo(path):
         s["parent"] = None if p == -1 else snaps[p]["id"]
 
     def refs(slot, name):
+        """The Ref vector at slot as {name: snapshot id}."""
         out = {}
         for r in t.required(t.tables(slot), name):
             i = r.scalar(1, "I")
@@ -749,6 +766,7 @@ class FbBuilder:
     """flatbuffers.Builder with the few helpers the Icechunk tables need."""
 
     def __init__(self):
+        """A fresh builder."""
         import flatbuffers
         self.b = flatbuffers.Builder(1024)
 
@@ -759,30 +777,36 @@ class FbBuilder:
         b.Bytes[b.head:b.head + len(data)] = data
 
     def string(self, text):
+        """A string, created before the table that holds it."""
         return self.b.CreateString(text)
 
     def byte_vector(self, data):
+        """A [ubyte] vector."""
         return self.b.CreateByteVector(bytes(data))
 
     def offsets(self, offs):
+        """A vector of offsets (tables or strings), in the given order."""
         self.b.StartVector(4, len(offs), 4)
         for o in reversed(offs):
             self.b.PrependUOffsetTRelative(o)
         return self.b.EndVector()
 
     def structs(self, raws, size, align):
+        """A vector of structs given as their bytes."""
         self.b.StartVector(size, len(raws), align)
         for r in reversed(raws):
             self.raw(r)
         return self.b.EndVector()
 
     def scalars(self, fmt, values):
+        """A vector of scalars of one struct format letter."""
         size = struct.calcsize("<" + fmt)
         self.b.StartVector(size, len(values), size)
         self.raw(struct.pack("<%d%s" % (len(values), fmt), *values))
         return self.b.EndVector()
 
     def struct_slot(self, slot, data, align):
+        """An inline struct field of the table being built."""
         self.b.Prep(align, len(data))
         self.raw(data)
         self.b.PrependStructSlot(slot, self.b.Offset(), 0)
@@ -808,6 +832,7 @@ class FbBuilder:
         return b.EndObject()
 
     def finish(self, root):
+        """The finished buffer with root as its root table."""
         self.b.Finish(root)
         return bytes(self.b.Output())
 
@@ -842,6 +867,7 @@ class RepoWriter:
     """Writes one repository from a description (see README.md)."""
 
     def __init__(self, out, spec, compress=True):
+        """A writer into the directory out."""
         self.out = out
         self.spec = spec
         self.compress = compress
@@ -850,6 +876,7 @@ class RepoWriter:
         self.counter = 0
 
     def fresh_id(self, kind, n=12):
+        """A new id, derived from a counter: the same on every run."""
         self.counter += 1
         return derive_id(n, kind, self.counter, self.out)
 
@@ -1098,6 +1125,7 @@ class RepoWriter:
     def refs_v1(self, refs, desc):
         """Spec 1 ref.json files, tombstones and config.yaml."""
         def put(kind, name, sid, deleted=False):
+            """Writes packed scalars at pos."""
             d = os.path.join(self.out, "refs", "%s.%s" % (kind, name))
             os.makedirs(d, exist_ok=True)
             with open(os.path.join(d, "ref.json"), "w") as f:
@@ -1125,6 +1153,7 @@ class RepoWriter:
         fb = FbBuilder()
 
         def ref_vec(named):
+            """A Ref vector sorted by name."""
             items = sorted(named.items(), key=lambda kv: kv[0].encode())
             return fb.offsets([fb.table(2, [("off", 0, fb.string(n)),
                                             ("I", 1, index[sid])])
@@ -1208,6 +1237,7 @@ def scale_manifest(mid, node_id, first, count, chunk_id, nbytes):
     buf = np.zeros(size, dtype=np.uint8)
 
     def put(pos, fmt, *values):
+        """Writes packed scalars at pos."""
         buf[pos:pos + struct.calcsize("<" + fmt)] = np.frombuffer(
             struct.pack("<" + fmt, *values), dtype=np.uint8)
     put(0, "I", 12)                         # root -> Manifest at 12
@@ -1474,6 +1504,7 @@ def canonical(d, with_config=True):
         name[sid] = "%d:%s" % (len(chain), snaps[sid]["message"])
 
     def ref(r):
+        """A chunk ref without its ids."""
         out = {"type": r["type"], "index": r["index"]}
         if r["type"] == "native":
             out.update(length=r["length"], sha256=r.get("sha256"))
