@@ -1125,7 +1125,7 @@ class RepoWriter:
     def refs_v1(self, refs, desc):
         """Spec 1 ref.json files, tombstones and config.yaml."""
         def put(kind, name, sid, deleted=False):
-            """Writes packed scalars at pos."""
+            """Writes refs/KIND.NAME/ref.json, and its tombstone if deleted."""
             d = os.path.join(self.out, "refs", "%s.%s" % (kind, name))
             os.makedirs(d, exist_ok=True)
             with open(os.path.join(d, "ref.json"), "w") as f:
