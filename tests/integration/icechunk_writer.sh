@@ -470,6 +470,7 @@ out="$ZT_TMP/big"
 start=$(date +%s)
 check "scale 10^6 refs, 100 manifests, 1,000 snapshots: write" iw scale "$out"
 secs=$(($(date +%s) - start))
+cp "$ZT_TMP/check.out" "$out.summary"
 if [ "$secs" -lt 60 ]; then pass "scale write in ${secs}s"; else fail "scale write took ${secs}s"; fi
 say "scale repository written in ${secs}s ($(du -sh "$out" | cut -f1))"
 nfiles() { find "$1" -type f | wc -l; }
@@ -484,5 +485,8 @@ check "scale: history and manifest refs" jq -e '
   (.branches.main as $t | [.snapshots[] | select(.id == $t) | .nodes[] |
     select(.type == "array") | .manifests[]] | length) == 100 and
   ([.snapshots[].manifest_files[].num_chunk_refs] | add) == 999000000' "$out.json"
+# shellcheck disable=SC2016 # $main is jq's
+check "scale: summary" jq -e --arg main "$(jq -r .branches.main "$out.json")" \
+  '.main == $main and .refs == 1000000 and .array == "/scale/values"' "$out.summary"
 
 finish

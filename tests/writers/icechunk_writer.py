@@ -1275,7 +1275,8 @@ def write_scale(out, spec, nrefs, nmanifests, nsnapshots, elems,
     """A repository of nrefs native chunk refs of one 1-D int32 array
     /scale/values (element i = i, chunks of elems elements) in nmanifests
     manifests with contiguous extents, one chunk file per manifest, and a
-    linear history of nsnapshots snapshots on main."""
+    linear history of nsnapshots snapshots on main. Returns a summary:
+    the array, the counts, the ids of main and of the tags."""
     import numpy as np
     if nsnapshots < 2 or nmanifests < 1 or nrefs < nmanifests:
         raise ValueError("scale needs 2+ snapshots and refs >= manifests")
@@ -1324,6 +1325,10 @@ def write_scale(out, spec, nrefs, nmanifests, nsnapshots, elems,
             "tags": {"middle": snaps[nsnapshots // 2]["id"],
                      "first": snaps[1]["id"]}}
     w.write(desc)
+    ids = normal_desc(desc, spec)
+    return {"array": "/scale/values", "refs": nrefs,
+            "manifests": nmanifests, "snapshots": nsnapshots,
+            "main": ids["branches"]["main"], "tags": ids["tags"]}
 
 
 # ---------------------------------------------------------------- describe
@@ -1613,8 +1618,9 @@ def main(argv):
     elif args.cmd == "scale":
         if os.path.exists(args.out) and os.listdir(args.out):
             raise FormatError("%s: exists and is not empty" % args.out)
-        write_scale(args.out, args.spec, args.refs, args.manifests,
-                    args.snapshots, args.elems, not args.uncompressed)
+        print(json.dumps(write_scale(args.out, args.spec, args.refs,
+                                     args.manifests, args.snapshots,
+                                     args.elems, not args.uncompressed)))
     elif args.cmd == "describe":
         json.dump(describe_repo(args.repo), sys.stdout, indent=1,
                   ensure_ascii=False)
