@@ -138,13 +138,6 @@ int zfs_inodes_new(struct zfs_inodes **out) {
   return 0;
 }
 
-uint64_t zfs_inodes_count(struct zfs_inodes *t) {
-  pthread_mutex_lock(&t->lock);
-  uint64_t n = t->by_ino.count;
-  pthread_mutex_unlock(&t->lock);
-  return n;
-}
-
 void zfs_inodes_free(struct zfs_inodes *t, struct engine *e) {
   if (!t)
     return;
