@@ -605,7 +605,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     f->cur = view_cursor_new(); /* NULL only costs re-decoding */
   if (rc < 0) {
     free(f);
-    reply_err(req, rc == -EISDIR ? EISDIR : -zfs_errno(rc));
+    reply_rc(req, rc);
     return;
   }
   handle_add(c->inodes, &f->h, 0);
