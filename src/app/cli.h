@@ -86,7 +86,7 @@ struct cli_config {
                                 2 none (enum engine_views) */
   int nonempty;              /* -o nonempty: mount over a non-empty
                                 directory */
-  char **allow_roots;        /* -o target_root=DIR|URL (old name
+  char **allow_roots;        /* -o target_root=DIR|URL (alias
                                 allow_root=), in order given */
   size_t n_allow_roots;
   struct remote_config remote; /* remote_config_default + -o connect_timeout,
