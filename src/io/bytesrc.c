@@ -106,8 +106,8 @@ static const struct bytesrc_ops file_ops = {file_read, file_destroy};
 
 /* Adopt fd, an open descriptor of a regular file (closed with the source,
  * or at once on failure), and remember its size. */
-static int bytesrc_from_fd(int fd, struct io_stats *stats,
-                           struct bytesrc **out, struct zerr *err) {
+static int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
+                           struct zerr *err) {
   struct stat st;
   if (fstat(fd, &st) < 0) {
     int e = errno;

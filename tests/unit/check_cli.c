@@ -775,7 +775,7 @@ struct oracle_cli {
   int n_allow;
 };
 enum { ORACLE_HELP, ORACLE_VERSION, ORACLE_ALLOW_ROOT };
-#define ORACLE(t, p)                                                              \
+#define ORACLE(t, p)                                                           \
   { t, offsetof(struct oracle_cli, p), 1 }
 static const struct fuse_opt oracle_opts[] = {
     ORACLE("cache_size=%s", cache_size),
@@ -810,7 +810,7 @@ static const struct fuse_opt oracle_opts[] = {
 /* The oracle's option callback: help, version, target roots, SOURCE and
  * MOUNTPOINT kept; everything else passed to libfuse. */
 static int oracle_proc(void *data, const char *arg, int key,
-                    struct fuse_args *outargs) {
+                       struct fuse_args *outargs) {
   (void)outargs;
   struct oracle_cli *c = data;
   switch (key) {

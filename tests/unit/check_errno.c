@@ -39,7 +39,7 @@ static const struct errno_case cases[] = {
     {-ECONNRESET, -EIO},
     {-EBADMSG, -EIO},
     {-EPERM, -EIO},
-    {-9999, -EIO},   /* not an errno at all */
+    {-9999, -EIO}, /* not an errno at all */
 };
 
 START_TEST(maps_each_case) {

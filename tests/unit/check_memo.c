@@ -132,10 +132,10 @@ static void val_destroy(struct zobj *o) {
 
 /* What a test fill does. */
 struct job {
-  int calls;    /* fills run (atomic) */
-  size_t cost;  /* cost to report */
-  int fail;     /* negative errno to fail with, or 0 */
-  int sleep_ms; /* hold the fill this long */
+  int calls;        /* fills run (atomic) */
+  size_t cost;      /* cost to report */
+  int fail;         /* negative errno to fail with, or 0 */
+  int sleep_ms;     /* hold the fill this long */
   atomic_int *hold; /* if set: hold the fill until *hold is 0 (10 s at most) */
   int *freed;
   struct memo *m; /* for nested gets */

@@ -753,8 +753,7 @@ static int gated_get(struct store *s, const char *key, struct bytesrc **out,
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 10;
-    while (!g->open &&
-           pthread_cond_timedwait(&g->cond, &g->lock, &until) == 0)
+    while (!g->open && pthread_cond_timedwait(&g->cond, &g->lock, &until) == 0)
       ;
   }
   pthread_mutex_unlock(&g->lock);
@@ -801,8 +800,7 @@ static void *stop_at_gate(void *p) {
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
   until.tv_sec += 10;
-  while (!g->reached &&
-         pthread_cond_timedwait(&g->cond, &g->lock, &until) == 0)
+  while (!g->reached && pthread_cond_timedwait(&g->cond, &g->lock, &until) == 0)
     ;
   st->reached = g->reached;
   engine_stop(st->e);
