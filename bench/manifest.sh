@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/manifest.sh - scale of manifest-backed stores (issue 4): a kerchunk
+# bench/manifest.sh - scale of manifest-backed stores: a kerchunk
 # reference file of 1,100,000 chunk entries (array `a`: 1000 x 1000 chunks,
 # keys a/I/J; array `d`: 100,000 chunks in one directory, keys d/K), every
 # entry a [url, offset, length] range of one local blob. Measures the mount
@@ -8,7 +8,7 @@
 # `stat` of 1000 random keys; beside each, a reference measured in the same
 # run: `wc -l` of the reference file (one scan of its bytes), `ls` and `stat`
 # on a plain directory of 100,000 files on the local disk. Prints a table
-# with the ratios and, for information, the limits of issue 4 (mount < 3 s,
+# with the ratios and, for information, the limits set for them (mount < 3 s,
 # RSS < 200 MB once mounted, ls of 100,000 keys < 2 s). Not part of `make
 # check`: it never fails on speed.
 #
@@ -149,7 +149,7 @@ limit() { awk -v v="$1" -v l="$2" 'BEGIN { print (v < l) ? "pass" : "FAIL" }'; }
 echo
 echo "kerchunk reference file: $ENTRIES chunk entries ($ROWS x $COLS in a, $DKEYS in d), $(stat -c %s "$REFS") bytes"
 echo "ls of d shows $NAMES names (each key K and its view K.txt, values.txt, .zarray)"
-printf '%-38s %10s  %-40s %s\n' "measure" "value" "reference (same run)" "issue 4 limit (info)"
+printf '%-38s %10s  %-40s %s\n' "measure" "value" "reference (same run)" "limit (info)"
 printf '%-38s %9ss  %-40s %s\n' "mount, until a key answers stat" "$MOUNT" \
   "$(ratio "$MOUNT" "$REF_SCAN") wc -l of the JSON ($REF_SCAN s)" "< 3 s: $(limit "$MOUNT" 3)"
 printf '%-38s %8sMB  %-40s %s\n' "daemon VmRSS once mounted" "$RSS_MOUNT" "" "< 200 MB: $(limit "$RSS_MOUNT" 200)"

@@ -1,7 +1,6 @@
 #!/bin/bash
-# bench/perf.sh - issue 11's benchmark: zarrfs text views against their
-# limits, in one run (see bench/README.md, "Text views against their
-# limits").
+# bench/perf.sh - zarrfs text views against their limits, in one run (see
+# bench/README.md, "Text views against their limits").
 #
 # Writes with zarrfs-mkstore N strings of ~15 bytes, a tenth of them (at
 # most 1M) a chunk, in three stores (vlen-utf8 + zstd; zarrs.vlen with zstd
@@ -17,7 +16,7 @@
 # stores' compressed bytes, zarr-python 2.x dumping the same data as lines,
 # ls and ls -l of a local directory of 2K empty files. Prints a markdown table of
 # medians with each figure's ratio to its reference and, for information
-# only, issue 11's targets. It never fails on speed.
+# only, the targets of bench/README.md. It never fails on speed.
 #
 # usage: bash bench/perf.sh [--count N] [--runs R] [--keys K] [--cache MIB]
 #                           [--limit SECS]
@@ -355,7 +354,7 @@ measure() {
 
   case $name in utf8 | vzstd | vnone | s40)
     CHECK="" runs fresh_zarrfs tail -c 200 "$MNT/values.txt"
-    # the issue's targets are for the uncompressed store: elsewhere the
+    # the targets are for the uncompressed store: elsewhere the
     # last chunk's data must be decompressed whole (one zstd frame)
     tgt=""
     [ "$name" = vnone ] && tgt="< 256 KiB read: $(met 'a < b' "$READ" 262144), < 20 ms: $(met 'a < b' "$MED" 0.020)"
@@ -422,9 +421,9 @@ unmount_store
 
 # ---- print ----
 
-echo "zarrfs perf (issue 11): $COUNT elements, $CHUNK a chunk, $KEYS kerchunk keys; median of $RUNS runs"
+echo "zarrfs perf: $COUNT elements, $CHUNK a chunk, $KEYS kerchunk keys; median of $RUNS runs"
 echo
-echo "| measure | median | daemon read | reference (same run) | ratio | issue 11 target (info) |"
+echo "| measure | median | daemon read | reference (same run) | ratio | target (info) |"
 echo "|---|---|---|---|---|---|"
 cat "$TABLE"
 echo

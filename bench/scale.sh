@@ -1,8 +1,8 @@
 #!/bin/bash
-# bench/scale.sh - real-size 2-D arrays through zarrfs (issue 9; see
+# bench/scale.sh - real-size 2-D arrays through zarrfs (see
 # bench/README.md).
 #
-# Writes with zarrfs-mkstore numeric two stores of the sizes in issue 9: a
+# Writes with zarrfs-mkstore numeric two stores of real sizes: a
 # V2 (1000, COLS) int32 array as zarr-python 2.13 writes it, chunks (1000,
 # 1000), zstd level 3 (COLS 30000: 30 chunks of 4 MB decoded, ~19 MB
 # stored), and a V3 (1000, 1500) float64 array, chunks (128, 100), zstd

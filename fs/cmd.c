@@ -28,7 +28,7 @@ struct cmd {
 /* Report that path failed with rc (a negative errno), and why. */
 static void fail(struct cmd *c, const char *path, int rc,
                  const struct zerr *err) {
-  int code = rc == -EISDIR || rc == -ENOTDIR ? -rc : -zfs_errno(rc);
+  int code = -zfs_errno(rc);
   if (err && err->code && err->msg[0])
     fprintf(c->err, "zarrfs: %s: %s (%s)\n", path, strerror(code), err->msg);
   else

@@ -140,13 +140,6 @@ int zfs_inodes_new(struct zfs_inodes **out) {
   return 0;
 }
 
-uint64_t zfs_inodes_count(struct zfs_inodes *t) {
-  pthread_mutex_lock(&t->lock);
-  uint64_t n = t->by_ino.count;
-  pthread_mutex_unlock(&t->lock);
-  return n;
-}
-
 void zfs_inodes_free(struct zfs_inodes *t, struct engine *e) {
   if (!t)
     return;
@@ -614,7 +607,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     f->cur = view_cursor_new(); /* NULL only costs re-decoding */
   if (rc < 0) {
     free(f);
-    reply_err(req, rc == -EISDIR ? EISDIR : -zfs_errno(rc));
+    reply_rc(req, rc);
     return;
   }
   handle_add(c->inodes, &f->h, 0);

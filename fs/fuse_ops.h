@@ -59,8 +59,6 @@ const struct fuse_lowlevel_ops *zfs_operations(void);
  * it, the same on every mount of the store (and in readdir's d_ino). *out is
  * owned by the caller (zfs_inodes_free). 0 or -ENOMEM. */
 int zfs_inodes_new(struct zfs_inodes **out);
-/* Inodes the kernel holds now, the root included (for tests and logs). */
-uint64_t zfs_inodes_count(struct zfs_inodes *t);
 /* Free the table, every inode, and every file or directory still open
  * (the kernel sends no release for what is open when the session ends;
  * e is the engine their cursors belong to, still alive). Only after the

@@ -5,8 +5,8 @@
 #define ZARRFS_ZFS_ERRNO_H
 
 /* Map an internal result (a negative errno) to the one FUSE returns
- * (negative). Kept as they are: ENOENT, ENOTDIR, ENOMEM, EROFS, EACCES,
- * ENAMETOOLONG, EINTR, ENFILE. EMFILE is ENFILE (the daemon's descriptor
+ * (negative). Kept as they are: ENOENT, ENOTDIR, EISDIR, ENOMEM, EROFS,
+ * EACCES, ENAMETOOLONG, EINTR, ENFILE. EMFILE is ENFILE (the daemon's descriptor
  * table, not the reader's); EINVAL is ENOENT (an invalid key names
  * nothing); everything else (corrupt, unsupported, too large, timed out)
  * is EIO. */

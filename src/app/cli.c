@@ -245,7 +245,7 @@ static int cli_option(struct cli_parser *p, const char *opt, int in_group) {
     p->c->xattrs = 1;
     return 0;
   }
-  /* target_root=DIR; allow_root=DIR is its old name (plain allow_root,
+  /* target_root=DIR; allow_root=DIR is an alias (plain allow_root,
    * without a value, is libfuse's and passes through) */
   const char *root = !strncmp(opt, "target_root=", 12)  ? opt + 12
                      : !strncmp(opt, "allow_root=", 11) ? opt + 11

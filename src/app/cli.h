@@ -95,7 +95,7 @@ struct cli_config {
                                 or NULL (branch main) */
   char *snapshot;            /* -o snapshot=ID: an Icechunk snapshot id
                                 (20 characters), or NULL; not both */
-  char **allow_roots;        /* -o target_root=DIR|URL (old name
+  char **allow_roots;        /* -o target_root=DIR|URL (alias
                                 allow_root=), in order given */
   size_t n_allow_roots;
   struct remote_config remote; /* remote_config_default + -o connect_timeout,

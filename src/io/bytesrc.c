@@ -104,9 +104,10 @@ static void file_destroy(struct bytesrc *s) {
 
 static const struct bytesrc_ops file_ops = {file_read, file_destroy};
 
-/* Adopt fd and remember its size. */
-int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
-                    struct zerr *err) {
+/* Adopt fd, an open descriptor of a regular file (closed with the source,
+ * or at once on failure), and remember its size. */
+static int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
+                           struct zerr *err) {
   struct stat st;
   if (fstat(fd, &st) < 0) {
     int e = errno;

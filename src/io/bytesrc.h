@@ -1,8 +1,8 @@
 /* bytesrc.h - byte sources: something with a size and ranged reads.
  *
  * Every byte zarrfs serves comes out of a byte source: a local file, a
- * memory buffer, or a sub-range of another source (later: an HTTP object, an
- * inner chunk of a shard). Codecs take a source and return a source, so a
+ * memory buffer, a sub-range of another source (an inner chunk of a
+ * shard), or a remote object (src/net/remote.h). Codecs take a source and return a source, so a
  * codec that does not transform bytes (`bytes` on uint8, the data section of
  * a `zarrs.vlen` chunk) can hand back a sub-range and a later read touches
  * only the bytes it needs.
@@ -61,11 +61,6 @@ void bytesrc_unref(struct bytesrc *s);
  * ENOMEM, ...) are kept; other failures are -EIO. */
 int bytesrc_open_file(const char *path, struct io_stats *stats,
                       struct bytesrc **out, struct zerr *err);
-/* Take ownership of an open descriptor of a regular file (closed with the
- * source, or at once on failure). The source holds the descriptor for its
- * whole life: prefer bytesrc_from_pool for anything that may be cached. */
-int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
-                    struct zerr *err);
 
 struct fdpool;
 struct stat;

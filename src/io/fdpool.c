@@ -85,11 +85,8 @@ int fdpool_new(unsigned limit, fdpool_reopen_fn reopen, void *ctx,
   return 0;
 }
 
-/* The reopen context. */
-void *fdpool_ctx(const struct fdpool *p) { return p->ctx; }
-
-/* One more reference. */
-struct fdpool *fdpool_ref(struct fdpool *p) {
+/* One more reference (a file entry's); returns p. */
+static struct fdpool *fdpool_ref(struct fdpool *p) {
   if (p)
     atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
   return p;

@@ -73,10 +73,6 @@ unsigned fdpool_default_limit(void);
 int fdpool_new(unsigned limit, fdpool_reopen_fn reopen, void *ctx,
                void (*ctx_free)(void *ctx), struct fdpool **out,
                struct zerr *err);
-/* The context given to fdpool_new (borrowed: lives as long as the pool). */
-void *fdpool_ctx(const struct fdpool *p);
-/* Another reference; returns p. NULL-safe. */
-struct fdpool *fdpool_ref(struct fdpool *p);
 /* Drop a reference; the last one closes the pool's descriptors and frees
  * the context. NULL-safe. */
 void fdpool_unref(struct fdpool *p);

@@ -142,11 +142,6 @@ static int roots_allow(const struct confine_roots *rs, const char *resolved) {
   return 0;
 }
 
-/* Prefix check on a path boundary. */
-int confine_allows(const struct confine *c, const char *resolved) {
-  return c ? roots_allow(c->r, resolved) : 0;
-}
-
 /* A failed system call: transient codes kept, the rest EIO. */
 static int sys_fail(struct zerr *err, int e, const char *path,
                     const char *what) {

@@ -44,8 +44,6 @@ int confine_new(struct confine **out, struct zerr *err);
 /* Allow dir and everything below it; dir must exist (resolved here).
  * Adding a root twice is harmless. */
 int confine_add_root(struct confine *c, const char *dir, struct zerr *err);
-/* Is the resolved absolute path under one of the roots? */
-int confine_allows(const struct confine *c, const char *resolved);
 /* Open the local file at absolute path for ranged reads (counters in
  * stats, may be NULL). Opened O_PATH first, so it never blocks. A path
  * outside every root is -EACCES with a reason naming the resolved path and

@@ -1,9 +1,10 @@
 /* store.h - a Zarr store: maps keys to byte sources and lists children.
  *
  * Keys are relative, '/'-separated ("", "zarr.json", "a/c/0/1"). Every
- * backend lives behind this interface in its own file (store_local.c now;
- * manifests, HTTP and S3 later). Stores are immutable after open and safe to
- * use from many threads. */
+ * backend lives behind this interface in its own file (store_local.c,
+ * store_remote.c for HTTP and S3, store_refs.c and store_vzarr.c for
+ * manifests). Stores are immutable after open and safe to use from many
+ * threads. */
 #ifndef ZARRFS_STORE_H
 #define ZARRFS_STORE_H
 

@@ -18,7 +18,8 @@ void zlog_setup_fd(int fd, enum zlog_level max_level) {
   log_max = max_level;
 }
 
-const char *zlog_level_name(enum zlog_level level) {
+/* The name of a level ("error", "warn", "info", "debug"). */
+static const char *zlog_level_name(enum zlog_level level) {
   return level <= ZLOG_ERR    ? "error"
          : level <= ZLOG_WARN ? "warn"
          : level <= ZLOG_INFO ? "info"

@@ -17,8 +17,6 @@ void zlog_setup(int use_syslog, enum zlog_level max_level);
  * millisecond. max_level as for zlog_setup. Call before any thread
  * starts. */
 void zlog_setup_fd(int fd, enum zlog_level max_level);
-/* The name of a level ("error", "warn", "info", "debug"). */
-const char *zlog_level_name(enum zlog_level level);
 /* Log one line ("zarrfs: " is prepended). */
 void zlog(enum zlog_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -3,8 +3,8 @@
 # Provides: binary discovery, skip rules, a per-script watchdog, mount and
 # unmount with bounded waits, a cleanup trap that always unmounts and kills
 # the daemons it started, assertion helpers that say what differed, Zarr
-# metadata helpers (pure awk: no python3, no jq), and the final
-# "N passed, M failed" line.
+# metadata helpers (pure awk: no python3, no jq), and the closing
+# "NAME.sh: N passed, M failed, K skipped" line.
 #
 # Environment (set by `make check`; each has a fallback):
 #   ZARRFS_BIN       the daemon            (else $ZARRFS_BUILDDIR/zarrfs, ./zarrfs)
@@ -17,7 +17,9 @@
 #   CI               when "true", missing FUSE support is a failure, not a skip
 #   ZT_VERBOSE       when set, print every passing check too
 #
-# Exit codes follow automake: 0 pass, 1 fail, 77 skip, 99 hard error.
+# Exit codes follow automake: 0 pass (checks ran and none failed, even if
+# some parts were skipped: the closing line counts them), 1 fail, 77 skip
+# (nothing could run at all), 99 hard error.
 
 set -u
 set -o pipefail
@@ -26,6 +28,7 @@ export LC_ALL=C
 ZT_NAME=$(basename "$0" .sh)
 ZT_PASS=0
 ZT_FAIL=0
+ZT_SKIPPED=0
 ZT_TIMEOUT=${ZT_TIMEOUT:-300}
 ZT_CMD_TIMEOUT=${ZT_CMD_TIMEOUT:-30}
 ZT_MOUNT_TIMEOUT=${ZT_MOUNT_TIMEOUT:-10}
@@ -54,22 +57,39 @@ show() {
   if [ $# -gt 0 ]; then sed -n '1,20s/^/    | /p' "$@"; else sed -n '1,20s/^/    | /p'; fi
 }
 
-# Skip the whole script (exit 77); under CI=true a missing prerequisite is a
-# failure instead, so CI cannot silently test nothing.
+# The closing line: what ran, what failed, what was left out.
+zt_summary() {
+  echo "$ZT_NAME.sh: $ZT_PASS passed, $ZT_FAIL failed, $ZT_SKIPPED skipped"
+}
+
+# Print the closing line and exit: 1 on any failure; 77 (SKIP) when every
+# part was skipped and no check ran; else 0, skipped parts or not (the
+# closing line says how many).
+finish() {
+  zt_summary
+  if [ "$ZT_FAIL" -gt 0 ]; then exit 1; fi
+  if [ "$ZT_PASS" -eq 0 ] && [ "$ZT_SKIPPED" -gt 0 ]; then exit 77; fi
+  exit 0
+}
+
+# Skip the rest of the script, whose prerequisite is missing, and finish:
+# 77 (SKIP) when no check ran before, else as finish says. Under CI=true
+# that is a failure instead, so CI cannot silently test nothing.
 zt_skip_or_fail() {
   if [ "${CI:-}" = true ]; then
     say "FAIL (CI=true, cannot skip): $*"
-    echo "0 passed, 1 failed"
-    exit 1
+    ZT_FAIL=$((ZT_FAIL + 1))
+  else
+    say "SKIP: $*"
+    ZT_SKIPPED=$((ZT_SKIPPED + 1))
   fi
-  say "SKIP: $*"
-  exit 77
+  finish
 }
 
-# Leave out one part of the script whose prerequisite (the shared fixtures)
-# is missing: the rest runs, and finish then exits 77 (SKIP) rather than
-# 0, since not everything was tested; under CI=true it is a failure.
-ZT_SKIPPED=0
+# Leave out one part of the script whose prerequisite (the shared fixtures,
+# a tool) is missing: the rest runs, and the closing line counts the part
+# as skipped; the script still passes when the rest does. Under CI=true it
+# is a failure.
 zt_skip_part() {
   if [ "${CI:-}" = true ]; then
     fail "(CI=true, cannot skip) $*"
@@ -82,7 +102,8 @@ zt_skip_part() {
 # A broken test setup (not a product failure): exit 99.
 zt_hard_error() {
   say "ERROR: $*"
-  echo "$ZT_PASS passed, $((ZT_FAIL + 1)) failed"
+  ZT_FAIL=$((ZT_FAIL + 1))
+  zt_summary
   exit 99
 }
 
@@ -200,18 +221,7 @@ zt_cleanup() {
   exit "$rc"
 }
 trap zt_cleanup EXIT
-trap 'say "interrupted"; ZT_FAIL=$((ZT_FAIL + 1)); echo "$ZT_PASS passed, $ZT_FAIL failed"; exit 1' INT TERM
-
-# Print the summary line and exit non-zero on any failure.
-finish() {
-  echo "$ZT_PASS passed, $ZT_FAIL failed"
-  if [ "$ZT_FAIL" -gt 0 ]; then exit 1; fi
-  if [ "$ZT_SKIPPED" -gt 0 ]; then
-    say "$ZT_SKIPPED part(s) skipped: SKIP"
-    exit 77
-  fi
-  exit 0
-}
+trap 'say "interrupted"; ZT_FAIL=$((ZT_FAIL + 1)); zt_summary; exit 1' INT TERM
 
 # ---- running things with a time bound ----
 

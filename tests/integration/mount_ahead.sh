@@ -1,6 +1,6 @@
 #!/bin/bash
-# mount_ahead.sh - issue 11 through a real mount, by results and bytes read,
-# never by time:
+# mount_ahead.sh - decoding ahead and sizes without decoding, through a real
+# mount, by results and bytes read, never by time:
 #   1. decoding ahead: `cat values.txt` of 10-chunk stores (zarrs.vlen
 #      uncompressed and with zstd data, vlen-utf8 + zstd, float64 + zstd)
 #      is exact with the default workers, with -o decode_threads=0 and with

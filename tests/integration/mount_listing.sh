@@ -1,5 +1,5 @@
 #!/bin/bash
-# mount_listing.sh - listings of large directories (issue 11), through the
+# mount_listing.sh - listings of large directories, through the
 # real daemon and real tools, on a kerchunk reference file written here
 # (awk) whose array d has K keys in one directory (default 100,000; each a
 # [url, offset, length] range of one blob, int32 chunks of 4 elements):

@@ -1,5 +1,5 @@
 #!/bin/bash
-# mount_manifest.sh - manifest-backed stores (issue 4), through the real
+# mount_manifest.sh - manifest-backed stores, through the real
 # daemon and real tools:
 #  1. every kerchunk reference file in $ZARRFS_FIXTURES/kerchunk/refs mounts;
 #     each raw key is exactly the referenced bytes (inline text, base64,

@@ -1,7 +1,7 @@
 #!/bin/bash
-# mount_scale.sh - real-size data (issue 9): ordinary use of stores of real
-# size must finish, be exact, and cost bounded memory, file descriptors and
-# decode work. One section per failure of the issue:
+# mount_scale.sh - real-size data: ordinary use of stores of real size must
+# finish, be exact, and cost bounded memory, file descriptors and decode
+# work. One section per way real sizes can fail:
 #   1. 2-D arrays: a zarr-python 2.13 style V2 (1000, 30000) int32 array,
 #      chunks (1000, 1000), zstd; a (1000, 1500) float64 array, chunks
 #      (128, 100): head, tail, stat, whole-view reads, 16 concurrent 128 KiB
@@ -52,7 +52,7 @@ if [ "$ASAN" = yes ]; then QUICK=${ZT_QUICK_TIMEOUT:-30}; else QUICK=${ZT_QUICK_
 # The per-command hang guard: an ASan daemon on a loaded 2-core machine
 # took over 30 s for a 10M-element cat (seen in CI next to other jobs).
 if [ "$ASAN" = yes ] && [ -z "$ZS_CMD_TIMEOUT_SET" ]; then ZT_CMD_TIMEOUT=90; fi
-# The issue's sizes (full); small shrinks the three largest for ASan;
+# Real sizes (full); small shrinks the three largest for ASan;
 # tiny is a smoke run of the script itself (sizes even a naive engine
 # serves: it proves the checks, not the fixes).
 I2_COLS=30000 F_ROWS=1000 F_COLS=1500 U8_N=75000000 FILL_N=2000 FILL_C=1000
@@ -635,7 +635,7 @@ for cache in default 64K; do
   [ "$cache" = default ] || opts=(-o "cache_size=$cache")
   d="int32 (1000, $I2_COLS) V2, cache $cache"
   smount "$SRC" "${opts[@]}" || continue
-  # The issue's first symptom: the first 4 KiB never came.
+  # The first 4 KiB must come without the whole view being decoded.
   check_out "$d: head -c 4096 values.txt" "$ZT_TMP/i2.head" "$ZT_CMD_TIMEOUT" \
     head -c 4096 "$MNT/values.txt"
   check_size "$d: stat values.txt" "$MNT/values.txt" "$I2_SIZE" "$ZT_CMD_TIMEOUT"

@@ -3,7 +3,8 @@
 # here are listed in $ZT_TMP/servers.pids and killed by its teardown).
 #
 #   srv_need NAME            a server or tool is missing: fail under
-#                            CI=true, else skip (exit 77), with one line
+#                            CI=true, else skip the rest of the script
+#                            (zt_skip_or_fail), with one line
 #   srv_nginx_start ROOT     nginx (Debian) serving ROOT, ranges on; sets
 #                            NGINX_URL, NGINX_LOG ($request $status
 #                            $body_bytes_sent "$http_range")
@@ -25,11 +26,10 @@
 srv_need() {
   if [ "${CI:-}" = true ]; then
     say "FAIL: $1 is not installed (CI=true; .ci/run installs it)"
-    echo "0 passed, 1 failed"
-    exit 1
+    ZT_FAIL=$((ZT_FAIL + 1))
+    finish
   fi
-  echo "$ZT_NAME: $1 is not installed: skipping"
-  exit 77
+  zt_skip_or_fail "$1 is not installed"
 }
 
 # Remember a server's pid for the teardown.

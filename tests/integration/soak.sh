@@ -1,5 +1,5 @@
 #!/bin/bash
-# soak.sh - soak and model test (issue 12, item 8), through a real mount:
+# soak.sh - soak and model test, through a real mount:
 #   1. a generator draws stores from a model, with a seeded random stream:
 #      string arrays (zarrs.vlen or vlen-utf8, zstd or plain data, index
 #      first or last, sharded or not, missing chunks, fill values of 0-5

@@ -35,37 +35,78 @@ static void teardown(void) {
 
 struct counts {
   atomic_int ran, cancelled;
+  atomic_int closed;        /* jobs wait while this is set (10 s at most) */
+  atomic_int until_freeing; /* ... or until pool_free has begun */
+  atomic_int submitted;     /* the test has queued all it will */
+  atomic_int started;       /* jobs that began to run */
+  struct pool *p;
 };
 
-/* A job that counts how it ended (and takes a little time). */
+/* A job that does nothing (the probe of count_job). */
+static void noop_job(void *arg, int cancelled) {
+  (void)arg;
+  (void)cancelled;
+}
+
+/* Has pool_free begun? A submit then refuses with -ESHUTDOWN; before
+ * that, a probe may be queued (a no-op), which changes no count. */
+static int pool_freeing(struct pool *p) {
+  return pool_submit(p, noop_job, NULL) == -ESHUTDOWN;
+}
+
+/* A job that counts how it ended (and takes a little time, or waits as
+ * the test says). */
 static void count_job(void *arg, int cancelled) {
   struct counts *c = arg;
   if (cancelled) {
     atomic_fetch_add(&c->cancelled, 1);
     return;
   }
+  atomic_fetch_add(&c->started, 1);
   usleep(100);
+  for (int i = 0; atomic_load(&c->closed) && i < 10000; i++)
+    usleep(1000);
+  if (atomic_load(&c->until_freeing)) {
+    for (int i = 0; !atomic_load(&c->submitted) && i < 10000; i++)
+      usleep(1000);
+    for (int i = 0; !pool_freeing(c->p) && i < 10000; i++)
+      usleep(1000);
+  }
   atomic_fetch_add(&c->ran, 1);
 }
 
 START_TEST(pool_runs_each_job_once) {
   struct counts c = {0};
+  atomic_store(&c.closed, 1);
   struct pool *p = pool_new(3, 16);
   ck_assert_ptr_nonnull(p);
   ck_assert_int_eq(pool_threads(p), 3);
   int accepted = 0, refused = 0;
-  for (int i = 0; i < 2000; i++) {
+  /* While the jobs wait, at most 3 are running and 16 queued: a submit
+   * is refused by the 20th at the latest, whatever the timing. */
+  for (int i = 0; i < 20 && !refused; i++) {
     int rc = pool_submit(p, count_job, &c);
     if (rc == 0)
       accepted++;
     else {
       ck_assert_int_eq(rc, -EAGAIN); /* a full queue refuses, never blocks */
       refused++;
+    }
+  }
+  ck_assert_int_eq(refused, 1);
+  atomic_store(&c.closed, 0);
+  /* Then many more jobs than the queue holds (10 s at most). */
+  for (int i = 0; accepted < 200 && i < 200000; i++) {
+    int rc = pool_submit(p, count_job, &c);
+    if (rc == 0)
+      accepted++;
+    else {
+      ck_assert_int_eq(rc, -EAGAIN);
+      refused++;
       usleep(50);
     }
   }
-  ck_assert_int_gt(accepted, 16);
-  ck_assert_int_gt(refused, 0);
+  ck_assert_int_eq(accepted, 200);
   pool_free(p); /* cancels what is still queued, waits for the rest */
   ck_assert_int_eq(atomic_load(&c.ran) + atomic_load(&c.cancelled), accepted);
   pool_free(NULL);
@@ -73,13 +114,23 @@ START_TEST(pool_runs_each_job_once) {
 END_TEST
 
 START_TEST(pool_free_cancels_queued) {
+  /* The first job runs before pool_free is called and holds its worker
+   * until pool_free has begun, so the other 63 are still queued then,
+   * whatever the timing. */
   struct counts c = {0};
   struct pool *p = pool_new(1, 64);
+  c.p = p;
+  atomic_store(&c.until_freeing, 1);
   for (int i = 0; i < 64; i++)
     ck_assert_int_eq(pool_submit(p, count_job, &c), 0);
+  atomic_store(&c.submitted, 1);
+  for (int i = 0; !atomic_load(&c.started) && i < 10000; i++)
+    usleep(1000);
+  ck_assert_int_eq(atomic_load(&c.started), 1);
   pool_free(p);
   ck_assert_int_eq(atomic_load(&c.ran) + atomic_load(&c.cancelled), 64);
-  ck_assert_int_gt(atomic_load(&c.cancelled), 0);
+  ck_assert_int_eq(atomic_load(&c.ran), 1);
+  ck_assert_int_eq(atomic_load(&c.cancelled), 63);
 }
 END_TEST
 

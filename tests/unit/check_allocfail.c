@@ -1,4 +1,4 @@
-/* check_allocfail.c - the allocation-failure sweep (issue 12): for the
+/* check_allocfail.c - the allocation-failure sweep: for the
  * mount-and-read path of a few small stores (open the store, build the
  * engine, list every directory, stat and read every file: raw keys and
  * text views, sequentially with a cursor and once from the middle without

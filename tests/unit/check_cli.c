@@ -3,9 +3,9 @@
  * (suffixes, limits, overflow); the syntax of -o groups, escapes, "--",
  * repeats; SOURCE/MOUNTPOINT and extra arguments; --help and --version and
  * what they win over; what is passed through to libfuse. The tokenizer is
- * also checked against libfuse's own fuse_opt_parse run with the option
- * table main.c used before the module existed (the oracle): the same argv
- * must give the same arguments for libfuse. */
+ * also checked against libfuse's own fuse_opt_parse run with a
+ * fuse_opt table of zarrfs' options (the oracle): the same argv must give
+ * the same arguments for libfuse. */
 #define FUSE_USE_VERSION 312
 #include <fuse_opt.h>
 #include <math.h>
@@ -322,8 +322,8 @@ START_TEST(allow_roots_in_order) {
   ck_assert_str_eq(c->allow_roots[3], ""); /* confine refuses it later */
   assert_fuse_argv(c, (const char *[]){"zarrfs", "mnt", NULL});
   cli_config_free(c);
-  /* the new name and the old one together, in order; plain allow_root
-   * (no value) is libfuse's */
+  /* target_root= and its alias allow_root= together, in order; plain
+   * allow_root (no value) is libfuse's */
   c = parse_ok((const char *[]){"-o", "target_root=/n,allow_root=/o", "-o",
                                 "allow_root", "src", "mnt", NULL});
   ck_assert_uint_eq(c->n_allow_roots, 2);
@@ -846,9 +846,9 @@ START_TEST(passed_through_to_libfuse) {
 }
 END_TEST
 
-/* ---- the oracle: libfuse's fuse_opt_parse with main.c's old table ---- */
+/* ---- the oracle: libfuse's fuse_opt_parse with a table of our options ---- */
 
-struct old_cli {
+struct oracle_cli {
   char *source, *mountpoint, *cache_size, *max_decode, *attr_timeout,
       *consolidated, *sizes, *decode_threads, *remote_targets,
       *kernel_readahead, *region, *endpoint, *profile, *connect_timeout,
@@ -858,52 +858,53 @@ struct old_cli {
   char *allow[8];
   int n_allow;
 };
-enum { OLD_HELP, OLD_VERSION, OLD_ALLOW_ROOT };
-#define OLD(t, p)                                                              \
-  { t, offsetof(struct old_cli, p), 1 }
-static const struct fuse_opt old_opts[] = {
-    OLD("cache_size=%s", cache_size),
-    OLD("max_decode=%s", max_decode),
-    OLD("attr_timeout=%s", attr_timeout),
-    OLD("consolidated=%s", consolidated),
-    OLD("sizes=%s", sizes),
-    OLD("decode_threads=%s", decode_threads),
-    OLD("remote_targets=%s", remote_targets),
-    OLD("kernel_readahead=%s", kernel_readahead),
-    OLD("region=%s", region),
-    OLD("endpoint=%s", endpoint),
-    OLD("profile=%s", profile),
-    OLD("no_sign_request", no_sign_request),
-    OLD("requester_pays", requester_pays),
-    OLD("connect_timeout=%s", connect_timeout),
-    OLD("stall_timeout=%s", stall_timeout),
-    OLD("timeout=%s", timeout),
-    OLD("retries=%s", retries),
-    OLD("remote_cache=%s", remote_cache),
-    OLD("block_size=%s", block_size),
-    OLD("max_request=%s", max_request),
-    OLD("readahead=%s", readahead),
-    OLD("connections=%s", connections),
-    FUSE_OPT_KEY("allow_root=", OLD_ALLOW_ROOT),
-    FUSE_OPT_KEY("-h", OLD_HELP),
-    FUSE_OPT_KEY("--help", OLD_HELP),
-    FUSE_OPT_KEY("-V", OLD_VERSION),
-    FUSE_OPT_KEY("--version", OLD_VERSION),
+enum { ORACLE_HELP, ORACLE_VERSION, ORACLE_ALLOW_ROOT };
+#define ORACLE(t, p)                                                           \
+  { t, offsetof(struct oracle_cli, p), 1 }
+static const struct fuse_opt oracle_opts[] = {
+    ORACLE("cache_size=%s", cache_size),
+    ORACLE("max_decode=%s", max_decode),
+    ORACLE("attr_timeout=%s", attr_timeout),
+    ORACLE("consolidated=%s", consolidated),
+    ORACLE("sizes=%s", sizes),
+    ORACLE("decode_threads=%s", decode_threads),
+    ORACLE("remote_targets=%s", remote_targets),
+    ORACLE("kernel_readahead=%s", kernel_readahead),
+    ORACLE("region=%s", region),
+    ORACLE("endpoint=%s", endpoint),
+    ORACLE("profile=%s", profile),
+    ORACLE("no_sign_request", no_sign_request),
+    ORACLE("requester_pays", requester_pays),
+    ORACLE("connect_timeout=%s", connect_timeout),
+    ORACLE("stall_timeout=%s", stall_timeout),
+    ORACLE("timeout=%s", timeout),
+    ORACLE("retries=%s", retries),
+    ORACLE("remote_cache=%s", remote_cache),
+    ORACLE("block_size=%s", block_size),
+    ORACLE("max_request=%s", max_request),
+    ORACLE("readahead=%s", readahead),
+    ORACLE("connections=%s", connections),
+    FUSE_OPT_KEY("allow_root=", ORACLE_ALLOW_ROOT),
+    FUSE_OPT_KEY("-h", ORACLE_HELP),
+    FUSE_OPT_KEY("--help", ORACLE_HELP),
+    FUSE_OPT_KEY("-V", ORACLE_VERSION),
+    FUSE_OPT_KEY("--version", ORACLE_VERSION),
     FUSE_OPT_END};
 
-/* main.c's old cli_proc. */
-static int old_proc(void *data, const char *arg, int key,
-                    struct fuse_args *outargs) {
+/* The oracle's option callback: help, version, target roots, SOURCE and
+ * MOUNTPOINT kept; everything else passed to libfuse. */
+static int oracle_proc(void *data, const char *arg, int key,
+                       struct fuse_args *outargs) {
   (void)outargs;
-  struct old_cli *c = data;
+  struct oracle_cli *c = data;
   switch (key) {
-  case OLD_HELP:
+  case ORACLE_HELP:
     c->help = 1;
     return 0;
-  case OLD_VERSION:
+  case ORACLE_VERSION:
     c->version = 1;
     return 0;
-  case OLD_ALLOW_ROOT:
+  case ORACLE_ALLOW_ROOT:
     if (c->n_allow < 8)
       c->allow[c->n_allow++] = strdup(arg + strlen("allow_root="));
     return 0;
@@ -943,8 +944,8 @@ static const char *const oracle_cases[][12] = {
     {"-o", "debug,max_idle_threads=2", "-oclone_fd", "s", "m"},
 };
 
-/* The value the old parse gave for a named option. */
-static const char *old_value(const struct old_cli *o, const char *name) {
+/* The value the oracle's parse gave for a named option. */
+static const char *oracle_value(const struct oracle_cli *o, const char *name) {
   struct {
     const char *name, *val;
   } t[] = {{"cache_size", o->cache_size},
@@ -962,8 +963,8 @@ START_TEST(same_as_fuse_opt_parse) {
   char *argv[MAXARGS];
   int argc = mkargv(args, argv);
   struct fuse_args fa = FUSE_ARGS_INIT(argc, argv);
-  struct old_cli o = {0};
-  ck_assert_int_eq(fuse_opt_parse(&fa, &o, old_opts, old_proc), 0);
+  struct oracle_cli o = {0};
+  ck_assert_int_eq(fuse_opt_parse(&fa, &o, oracle_opts, oracle_proc), 0);
   struct cli_config *c = parse_ok(args);
   ck_assert_str_eq(c->source, o.source);
   ck_assert_str_eq(c->mountpoint, o.mountpoint);
@@ -984,13 +985,13 @@ START_TEST(same_as_fuse_opt_parse) {
   /* values the new parse validated from the same strings */
   unsigned long long n;
   const char *v;
-  if ((v = old_value(&o, "cache_size")) && cli_parse_size(v, &n) == 0)
+  if ((v = oracle_value(&o, "cache_size")) && cli_parse_size(v, &n) == 0)
     ck_assert_uint_eq(c->cache_size, n);
-  if ((v = old_value(&o, "max_decode")) && cli_parse_size(v, &n) == 0)
+  if ((v = oracle_value(&o, "max_decode")) && cli_parse_size(v, &n) == 0)
     ck_assert_uint_eq(c->max_decode, n);
-  if ((v = old_value(&o, "decode_threads")))
+  if ((v = oracle_value(&o, "decode_threads")))
     ck_assert_int_eq(c->decode_threads, atoi(v));
-  if ((v = old_value(&o, "retries")))
+  if ((v = oracle_value(&o, "retries")))
     ck_assert_int_eq(c->remote.http.max_attempts, atoi(v) + 1);
   cli_config_free(c);
   fuse_opt_free_args(&fa);

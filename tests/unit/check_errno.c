@@ -1,7 +1,7 @@
 /* check_errno.c - unit tests of fs/zfs_errno: every internal result a
- * reader can meet maps to the errno docs/reference.md promises (data errors EIO,
- * out of memory ENOMEM, descriptors ENFILE, an invalid key ENOENT). A
- * table of cases. */
+ * reader can meet maps to the errno docs/reference.md promises (data errors
+ * EIO, out of memory ENOMEM, descriptors ENFILE, an invalid key ENOENT, a
+ * path of the wrong kind EISDIR or ENOTDIR). A table of cases. */
 #include <errno.h>
 
 #include "../../fs/zfs_errno.h"
@@ -16,6 +16,7 @@ static const struct errno_case cases[] = {
     /* passed through as they are */
     {-ENOENT, -ENOENT},
     {-ENOTDIR, -ENOTDIR},
+    {-EISDIR, -EISDIR},
     {-ENOMEM, -ENOMEM},
     {-EROFS, -EROFS},
     {-EACCES, -EACCES},
@@ -38,8 +39,7 @@ static const struct errno_case cases[] = {
     {-ECONNRESET, -EIO},
     {-EBADMSG, -EIO},
     {-EPERM, -EIO},
-    {-EISDIR, -EIO}, /* open answers EISDIR itself, before the mapping */
-    {-9999, -EIO},   /* not an errno at all */
+    {-9999, -EIO}, /* not an errno at all */
 };
 
 START_TEST(maps_each_case) {

@@ -2,6 +2,7 @@
  * pins and the byte budget, remembered and transient failures, the wait
  * rule, the stop flag, and learned values. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -131,10 +132,11 @@ static void val_destroy(struct zobj *o) {
 
 /* What a test fill does. */
 struct job {
-  int calls;    /* fills run (atomic) */
-  size_t cost;  /* cost to report */
-  int fail;     /* negative errno to fail with, or 0 */
-  int sleep_ms; /* hold the fill this long */
+  int calls;        /* fills run (atomic) */
+  size_t cost;      /* cost to report */
+  int fail;         /* negative errno to fail with, or 0 */
+  int sleep_ms;     /* hold the fill this long */
+  atomic_int *hold; /* if set: hold the fill until *hold is 0 (10 s at most) */
   int *freed;
   struct memo *m; /* for nested gets */
   int nested_level;
@@ -147,6 +149,8 @@ static int fill(void *ctx, struct zobj **obj, size_t *cost, struct zerr *err) {
   __atomic_add_fetch(&j->calls, 1, __ATOMIC_RELAXED);
   if (j->sleep_ms)
     usleep((useconds_t)j->sleep_ms * 1000);
+  for (int i = 0; j->hold && atomic_load(j->hold) && i < 10000; i++)
+    usleep(1000);
   if (j->nested_level) {
     struct memo_key k = {.level = (uint8_t)j->nested_level, .n = 1, .v = {99}};
     struct job inner = {.cost = 1};
@@ -356,22 +360,30 @@ static void *stop_later(void *p) {
 }
 
 START_TEST(stop_ends_waits) {
-  atomic_int stop;
+  /* The fill is held until the waiter has returned, so the waiter meets
+   * a pending entry whenever its thread gets to run: the stop must end
+   * its wait. */
+  atomic_int stop, hold;
   atomic_init(&stop, 0);
+  atomic_init(&hold, 1);
   struct memo *m = memo_make(1 << 20, 100, &stop);
-  struct job slow = {.cost = 1, .sleep_ms = 1500};
+  struct job slow = {.cost = 1, .hold = &hold};
   pthread_t filler, waiter, st;
   struct getter gf = {m, &slow, key(2, 9), -1};
   struct getter gw = {m, &slow, key(2, 9), -1};
   struct stopper sp = {&stop};
   pthread_create(&filler, NULL, getter_run, &gf);
-  usleep(20000);
+  /* the filler is inside its fill before the waiter starts */
+  for (int i = 0; !__atomic_load_n(&slow.calls, __ATOMIC_RELAXED) && i < 10000;
+       i++)
+    usleep(1000);
+  ck_assert_int_eq(__atomic_load_n(&slow.calls, __ATOMIC_RELAXED), 1);
   pthread_create(&waiter, NULL, getter_run, &gw);
   pthread_create(&st, NULL, stop_later, &sp);
-  pthread_join(waiter, NULL); /* returns well before the fill ends */
+  pthread_join(waiter, NULL); /* returns while the fill is still held */
   ck_assert_int_eq(gw.rc, -EINTR);
-  /* the filler still runs: read its count atomically */
   ck_assert_int_eq(__atomic_load_n(&slow.calls, __ATOMIC_RELAXED), 1);
+  atomic_store(&hold, 0);
   pthread_join(st, NULL);
   pthread_join(filler, NULL);
   ck_assert_int_eq(gf.rc, 0);

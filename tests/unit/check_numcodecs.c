@@ -1060,7 +1060,7 @@ START_TEST(blosc_partial_reads) {
 }
 END_TEST
 
-/* The numbers the issue asks for: 4 MiB, typesize 1, 64 KiB blocks. */
+/* A real-size blosc frame: 4 MiB, typesize 1, 64 KiB blocks. */
 START_TEST(blosc_counting) {
   size_t n = (size_t)4 << 20, len;
   uint8_t *p = pattern(n);
