@@ -8,241 +8,26 @@
  * of one page, mapped and unmapped one by one: forgetting 200,000 names
  * (cache pressure, unmount) took 6 s of munmap and TLB shootdowns. Here a
  * listing is read by position from its table (fs/namespace.h), and the
- * inode table is one hash table of ordinary allocations. */
+ * inode table (fs/inodes.c) is one hash table of ordinary allocations. */
 #include "fuse_ops.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <fts.h>
-#include <pthread.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "../src/util/htab.h"
 #include "../src/util/log.h"
 #include "engine.h"
 #include "info.h"
+#include "inodes.h"
 #include "namespace.h"
 #include "stats.h"
 #include "view.h"
 #include "zfs_errno.h"
-
-/* d_ino of a name the kernel holds no inode for (as libfuse's path API). */
-#define ZFS_UNKNOWN_INO 0xffffffffu
-
-/* ---- the inode table ---- */
-
-/* A path the kernel holds. Lives until the kernel forgets every lookup of
- * it (the root: as long as the table). */
-struct zfs_inode {
-  struct htab_node by_ino;  /* in zfs_inodes.by_ino */
-  struct htab_node by_path; /* in zfs_inodes.by_path */
-  fuse_ino_t ino;
-  uint64_t nlookup; /* lookups the kernel has not forgotten */
-  size_t len;       /* of path */
-  char path[];      /* the store key ("" for the root) */
-};
-
-/* An open file or directory (the first member of struct zfs_file and
- * struct zfs_dir), linked into zfs_inodes.open from open to release: the
- * kernel sends no release for what is still open when the session ends,
- * and those handles are freed with the table. */
-struct zfs_handle {
-  struct zfs_handle *prev, *next;
-  int is_dir;
-};
-
-struct zfs_inodes {
-  pthread_mutex_t lock; /* guards both tables, next and every nlookup
-                           (a leaf lock: nothing else is taken under it) */
-  struct htab by_ino, by_path;
-  struct zfs_inode *root;
-  pthread_mutex_t open_lock; /* guards the open list (a leaf lock) */
-  struct zfs_handle open;    /* the list's head: open handles */
-};
-
-/* Link h into the open list. */
-static void handle_add(struct zfs_inodes *t, struct zfs_handle *h, int is_dir) {
-  h->is_dir = is_dir;
-  pthread_mutex_lock(&t->open_lock);
-  h->next = t->open.next;
-  h->prev = &t->open;
-  t->open.next->prev = h;
-  t->open.next = h;
-  pthread_mutex_unlock(&t->open_lock);
-}
-
-/* Unlink h from the open list. */
-static void handle_del(struct zfs_inodes *t, struct zfs_handle *h) {
-  pthread_mutex_lock(&t->open_lock);
-  h->prev->next = h->next;
-  h->next->prev = h->prev;
-  pthread_mutex_unlock(&t->open_lock);
-}
-
-static void handle_free(struct engine *e, struct zfs_handle *h);
-
-/* The inode of a by_ino / by_path table node. */
-static struct zfs_inode *inode_of_ino(const struct htab_node *n) {
-  return (struct zfs_inode *)((char *)n - offsetof(struct zfs_inode, by_ino));
-}
-static struct zfs_inode *inode_of_path(const struct htab_node *n) {
-  return (struct zfs_inode *)((char *)n - offsetof(struct zfs_inode, by_path));
-}
-
-/* Table equality callbacks. */
-static int ino_eq(const struct htab_node *n, const void *key) {
-  return inode_of_ino(n)->ino == *(const fuse_ino_t *)key;
-}
-static int path_eq(const struct htab_node *n, const void *key) {
-  return !strcmp(inode_of_path(n)->path, key);
-}
-
-/* Hash of an inode number. */
-static uint64_t ino_hash(fuse_ino_t ino) {
-  return htab_hash_bytes(&ino, sizeof ino, 0x5a);
-}
-
-/* A new inode for path (len bytes), not in any table yet. */
-static struct zfs_inode *inode_alloc(const char *path, size_t len) {
-  struct zfs_inode *in = malloc(sizeof *in + len + 1);
-  if (!in)
-    return NULL;
-  memset(in, 0, sizeof *in);
-  in->len = len;
-  memcpy(in->path, path, len + 1);
-  return in;
-}
-
-int zfs_inodes_new(struct zfs_inodes **out) {
-  struct zfs_inodes *t = calloc(1, sizeof *t);
-  if (!t)
-    return -ENOMEM;
-  if (htab_init(&t->by_ino, 1024) < 0 || htab_init(&t->by_path, 1024) < 0 ||
-      !(t->root = inode_alloc("", 0))) {
-    htab_fini(&t->by_ino);
-    htab_fini(&t->by_path);
-    free(t);
-    return -ENOMEM;
-  }
-  pthread_mutex_init(&t->lock, NULL);
-  pthread_mutex_init(&t->open_lock, NULL);
-  t->open.next = t->open.prev = &t->open;
-  t->root->ino = FUSE_ROOT_ID;
-  t->root->by_ino.hash = ino_hash(FUSE_ROOT_ID);
-  htab_insert(&t->by_ino, &t->root->by_ino); /* not by path: never looked
-                                                 up, never forgotten */
-  *out = t;
-  return 0;
-}
-
-void zfs_inodes_free(struct zfs_inodes *t, struct engine *e) {
-  if (!t)
-    return;
-  while (t->open.next != &t->open) {
-    struct zfs_handle *h = t->open.next;
-    t->open.next = h->next;
-    handle_free(e, h);
-  }
-  pthread_mutex_destroy(&t->open_lock);
-  struct htab_node *n;
-  while ((n = htab_pop(&t->by_ino)))
-    free(inode_of_ino(n));
-  htab_fini(&t->by_ino);
-  htab_fini(&t->by_path);
-  pthread_mutex_destroy(&t->lock);
-  free(t);
-}
-
-/* The inode of a number the kernel holds (so it exists: the kernel sends
- * no request for an inode it has forgotten). NULL only for a number never
- * given out. */
-static struct zfs_inode *inode_get(struct zfs_inodes *t, fuse_ino_t ino) {
-  if (ino == FUSE_ROOT_ID)
-    return t->root;
-  pthread_mutex_lock(&t->lock);
-  struct htab_node *n = htab_find(&t->by_ino, ino_hash(ino), ino_eq, &ino);
-  pthread_mutex_unlock(&t->lock);
-  return n ? inode_of_ino(n) : NULL;
-}
-
-/* The inode number of the store path [path, path+len): a hash of the path,
- * so the same on every mount of the store (find -inum, backups and
- * `ls -i` agree across mounts), in 63 bits and never 0, FUSE_ROOT_ID or
- * ZFS_UNKNOWN_INO. Two live paths with the same hash (about one chance
- * in 2^63 per pair) get the next free number: see inode_ref. */
-static fuse_ino_t stable_ino(const char *path, size_t len) {
-  uint64_t h = htab_hash_bytes(path, len, 0x1a0de5) >> 1;
-  if (h <= FUSE_ROOT_ID || h == ZFS_UNKNOWN_INO)
-    h += 2;
-  return h;
-}
-
-/* Is ino free (no live inode has it)? Under t->lock. */
-static int ino_free(struct zfs_inodes *t, fuse_ino_t ino) {
-  return ino > FUSE_ROOT_ID && ino != ZFS_UNKNOWN_INO &&
-         !htab_find(&t->by_ino, ino_hash(ino), ino_eq, &ino);
-}
-
-/* One more lookup of path: its inode (made on the first), or 0 without
- * memory. */
-static fuse_ino_t inode_ref(struct zfs_inodes *t, const char *path,
-                            size_t len) {
-  if (!len)
-    return FUSE_ROOT_ID;
-  uint64_t h = htab_hash_bytes(path, len, 0);
-  pthread_mutex_lock(&t->lock);
-  struct htab_node *n = htab_find(&t->by_path, h, path_eq, path);
-  struct zfs_inode *in = n ? inode_of_path(n) : NULL;
-  if (!in) {
-    pthread_mutex_unlock(&t->lock); /* allocate outside the lock */
-    struct zfs_inode *fresh = inode_alloc(path, len);
-    if (!fresh)
-      return 0;
-    pthread_mutex_lock(&t->lock);
-    n = htab_find(&t->by_path, h, path_eq, path); /* made meanwhile? */
-    if (n) {
-      free(fresh);
-      in = inode_of_path(n);
-    } else {
-      in = fresh;
-      in->ino = stable_ino(path, len);
-      while (!ino_free(t, in->ino)) /* a hash collision: the next free */
-        in->ino = (in->ino + 1) & (UINT64_MAX >> 1);
-      in->by_path.hash = h;
-      in->by_ino.hash = ino_hash(in->ino);
-      htab_insert(&t->by_path, &in->by_path);
-      htab_insert(&t->by_ino, &in->by_ino);
-    }
-  }
-  in->nlookup++;
-  fuse_ino_t ino = in->ino;
-  pthread_mutex_unlock(&t->lock);
-  return ino;
-}
-
-/* The kernel forgot n lookups of ino; the last one frees it. */
-static void inode_forget(struct zfs_inodes *t, fuse_ino_t ino, uint64_t n) {
-  if (ino == FUSE_ROOT_ID)
-    return;
-  pthread_mutex_lock(&t->lock);
-  struct htab_node *hn = htab_find(&t->by_ino, ino_hash(ino), ino_eq, &ino);
-  struct zfs_inode *in = hn ? inode_of_ino(hn) : NULL;
-  if (in)
-    in->nlookup = n < in->nlookup ? in->nlookup - n : 0;
-  if (in && !in->nlookup) {
-    htab_remove(&t->by_ino, &in->by_ino);
-    htab_remove(&t->by_path, &in->by_path);
-  } else {
-    in = NULL;
-  }
-  pthread_mutex_unlock(&t->lock);
-  free(in);
-}
 
 /* ---- helpers ---- */
 
@@ -278,6 +63,19 @@ static void handle_free(struct engine *e, struct zfs_handle *h) {
     view_cursor_free(e, f->cur);
     free(f);
   }
+}
+
+/* inodes_free's callback: an open handle of engine ctx. */
+static void handle_free_cb(void *ctx, struct zfs_handle *h) {
+  handle_free(ctx, h);
+}
+
+/* See fuse_ops.h. */
+int zfs_inodes_new(struct zfs_inodes **out) { return inodes_new(out); }
+
+/* See fuse_ops.h. */
+void zfs_inodes_free(struct zfs_inodes *t, struct engine *e) {
+  inodes_free(t, handle_free_cb, e);
 }
 
 /* The mount context of a request. */
@@ -389,7 +187,7 @@ static void zfs_init(void *userdata, struct fuse_conn_info *conn) {
 static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
   struct zfs_fuse_ctx *c = ctx_of(req);
   stats_request(&c->engine->stats, STATS_LOOKUP);
-  struct zfs_inode *p = inode_get(c->inodes, parent);
+  struct zfs_inode *p = inodes_get(c->inodes, parent);
   if (!p) {
     reply_err(req, ESTALE);
     return;
@@ -410,7 +208,7 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     reply_rc(req, rc);
     return;
   }
-  e.ino = inode_ref(c->inodes, path, (size_t)len);
+  e.ino = inodes_ref(c->inodes, path, (size_t)len);
   if (!e.ino) {
     reply_err(req, ENOMEM);
     return;
@@ -419,12 +217,12 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
   e.attr_timeout = c->cfg.attr_timeout;
   e.entry_timeout = c->cfg.attr_timeout;
   if (fuse_reply_entry(req, &e) == -ENOENT) /* the lookup was interrupted */
-    inode_forget(c->inodes, e.ino, 1);
+    inodes_forget(c->inodes, e.ino, 1);
 }
 
 /* forget: the kernel dropped nlookup references. */
 static void zfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-  inode_forget(ctx_of(req)->inodes, ino, nlookup);
+  inodes_forget(ctx_of(req)->inodes, ino, nlookup);
   fuse_reply_none(req);
 }
 
@@ -433,7 +231,7 @@ static void zfs_forget_multi(fuse_req_t req, size_t count,
                              struct fuse_forget_data *forgets) {
   struct zfs_inodes *t = ctx_of(req)->inodes;
   for (size_t i = 0; i < count; i++)
-    inode_forget(t, forgets[i].ino, forgets[i].nlookup);
+    inodes_forget(t, forgets[i].ino, forgets[i].nlookup);
   fuse_reply_none(req);
 }
 
@@ -443,7 +241,7 @@ static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
   (void)fi;
   struct zfs_fuse_ctx *c = ctx_of(req);
   stats_request(&c->engine->stats, STATS_GETATTR);
-  struct zfs_inode *in = inode_get(c->inodes, ino);
+  struct zfs_inode *in = inodes_get(c->inodes, ino);
   if (!in) {
     reply_err(req, ESTALE);
     return;
@@ -466,10 +264,10 @@ static void zfs_opendir(fuse_req_t req, fuse_ino_t ino,
     return;
   }
   struct zfs_inodes *t = ctx_of(req)->inodes;
-  handle_add(t, &d->h, 1);
+  inodes_handle_add(t, &d->h, 1);
   fi->fh = (uint64_t)(uintptr_t)d;
   if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
-    handle_del(t, &d->h);
+    inodes_handle_del(t, &d->h);
     free(d);
   }
 }
@@ -485,7 +283,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   struct zfs_fuse_ctx *c = ctx_of(req);
   stats_request(&c->engine->stats, STATS_READDIR);
   struct zfs_dir *d = (struct zfs_dir *)(uintptr_t)fi->fh;
-  struct zfs_inode *in = inode_get(c->inodes, ino);
+  struct zfs_inode *in = inodes_get(c->inodes, ino);
   if (!in) {
     reply_err(req, ESTALE);
     return;
@@ -519,7 +317,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     long len = pos >= 2 ? join_path(in, de.name, path, sizeof path) : -1;
     if (!plus) {
       struct stat st = {0};
-      st.st_ino = len >= 0 ? stable_ino(path, (size_t)len) : ZFS_UNKNOWN_INO;
+      st.st_ino = len >= 0 ? inodes_stable_ino(path, (size_t)len) : INODES_UNKNOWN;
       st.st_mode = de.kind == NS_DIR ? S_IFDIR : S_IFREG;
       w = fuse_add_direntry(req, p, room, de.name, &st, (off_t)pos + 1);
       if (w > room)
@@ -534,14 +332,14 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (pos >= 2)
       ns_dir_attr(c->engine, d->list, &de);
     if (pos >= 2 && de.attr && len >= 0 &&
-        (e.ino = inode_ref(c->inodes, path, (size_t)len))) {
+        (e.ino = inodes_ref(c->inodes, path, (size_t)len))) {
       fill_stat(c, de.kind, de.size, de.mtime, e.ino, &e.attr);
       e.attr_timeout = c->cfg.attr_timeout;
       e.entry_timeout = c->cfg.attr_timeout;
     } else {
       e.ino = 0; /* no attributes: the kernel looks the name up itself */
       e.attr.st_ino =
-          len >= 0 ? stable_ino(path, (size_t)len) : ZFS_UNKNOWN_INO;
+          len >= 0 ? inodes_stable_ino(path, (size_t)len) : INODES_UNKNOWN;
       e.attr.st_mode = de.kind == NS_DIR ? S_IFDIR : S_IFREG;
     }
     used += fuse_add_direntry_plus(req, p, room, de.name, &e, (off_t)pos + 1);
@@ -568,7 +366,7 @@ static void zfs_releasedir(fuse_req_t req, fuse_ino_t ino,
   (void)ino;
   struct zfs_dir *d = (struct zfs_dir *)(uintptr_t)fi->fh;
   if (d) {
-    handle_del(ctx_of(req)->inodes, &d->h);
+    inodes_handle_del(ctx_of(req)->inodes, &d->h);
     handle_free(ctx_of(req)->engine, &d->h);
   }
   fuse_reply_err(req, 0);
@@ -583,7 +381,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     reply_err(req, EROFS);
     return;
   }
-  struct zfs_inode *in = inode_get(c->inodes, ino);
+  struct zfs_inode *in = inodes_get(c->inodes, ino);
   if (!in) {
     reply_err(req, ESTALE);
     return;
@@ -610,7 +408,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     reply_rc(req, rc);
     return;
   }
-  handle_add(c->inodes, &f->h, 0);
+  inodes_handle_add(c->inodes, &f->h, 0);
   fi->fh = (uint64_t)(uintptr_t)f;
   if (f->ent.kind == NS_STATS || (f->ent.kind != NS_RAW && e->lazy_sizes)) {
     /* Lazy sizes: stat may have said 0 (and the kernel may still hold
@@ -621,7 +419,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     fi->keep_cache = 1; /* immutable: page cache stays valid across opens */
   }
   if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
-    handle_del(c->inodes, &f->h);
+    inodes_handle_del(c->inodes, &f->h);
     handle_free(e, &f->h);
   }
 }
@@ -677,7 +475,7 @@ static void zfs_release(fuse_req_t req, fuse_ino_t ino,
   (void)ino;
   struct zfs_file *f = (struct zfs_file *)(uintptr_t)fi->fh;
   if (f) {
-    handle_del(ctx_of(req)->inodes, &f->h);
+    inodes_handle_del(ctx_of(req)->inodes, &f->h);
     handle_free(ctx_of(req)->engine, &f->h);
   }
   fuse_reply_err(req, 0);
@@ -755,7 +553,7 @@ static void zfs_access(fuse_req_t req, fuse_ino_t ino, int mask) {
     reply_err(req, EROFS);
     return;
   }
-  struct zfs_inode *in = inode_get(c->inodes, ino);
+  struct zfs_inode *in = inodes_get(c->inodes, ino);
   if (!in) {
     reply_err(req, ESTALE);
     return;
@@ -775,7 +573,7 @@ static void zfs_access(fuse_req_t req, fuse_ino_t ino, int mask) {
  * *rc set (0 for a file: it simply has no attributes). */
 static const struct znode *xattr_node(fuse_req_t req, fuse_ino_t ino, int *rc) {
   struct zfs_fuse_ctx *c = ctx_of(req);
-  struct zfs_inode *in = inode_get(c->inodes, ino);
+  struct zfs_inode *in = inodes_get(c->inodes, ino);
   *rc = 0;
   if (!in) {
     *rc = -ESTALE;
