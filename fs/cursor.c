@@ -433,7 +433,7 @@ int cursor_note(struct view_cursor *c, uint64_t off, size_t len) {
 }
 
 /* Let go of the hints for units before `first` (all of them after a
- * seek: seq 0), into drop[]; returns how many the reader reached. */
+ * seek: seq 0), into drop[]; returns how many the reader passed. */
 static uint32_t pf_passed(struct view_cursor *c, uint64_t first, void **drop,
                           uint32_t *nd) {
   uint32_t keep = 0, reached = 0;
@@ -453,9 +453,9 @@ static uint32_t pf_passed(struct view_cursor *c, uint64_t first, void **drop,
   return reached;
 }
 
-/* Name to a store with latency the chunks after the one being read, so
- * they are fetched (in parallel, by the store) before the reader and the
- * decode-ahead get to them; the window grows while the reader keeps up
+/* Name to a store with latency the chunks from the one being read on
+ * (units from `first`), so they are fetched (in parallel, by the store)
+ * before the reader and the decode-ahead get to them; the window grows while the reader keeps up
  * and stops where the store's budget says so (-EAGAIN: tried again after
  * the next read). Units of shards share their shard: not named. */
 static void pf_plan(struct engine *e, const struct znode *n,
@@ -507,12 +507,13 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
       *sl = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
     }
   }
-  uint32_t reached = pf_passed(c, first, pdrop, &npd);
+  /* The unit being read stays named: a large one is still being read. */
+  uint32_t reached = pf_passed(c, k * r->per_slab, pdrop, &npd);
   if (c->seq < CURSOR_AHEAD_AFTER) {
     pthread_mutex_unlock(&c->lock);
     goto out;
   }
-  pf_plan(e, n, r, l, c, first, reached);
+  pf_plan(e, n, r, l, c, k * r->per_slab, reached);
   if (!e->ahead) {
     pthread_mutex_unlock(&c->lock);
     goto out;

@@ -1385,7 +1385,7 @@ static int pf_new(struct remote *r) {
     pf->want_threads = PF_THREADS_MAX;
   if (pf->want_threads < 1)
     pf->want_threads = 1;
-  pf->budget = r->cfg.cache_size / 2;
+  pf->budget = r->cfg.cache_size / 4 * 3;
   r->pf = pf;
   return 0;
 }
@@ -1480,7 +1480,8 @@ static void pf_run(struct remote *r, struct pf_job *j) {
     pthread_mutex_unlock(&pf->lock);
   } else {
     pthread_mutex_lock(&pf->lock);
-    int ok = pf_charge(pf, h, (nblocks - 1) * bs);
+    int ok = h->charged >= nblocks * bs ||
+             pf_charge(pf, h, nblocks * bs - h->charged);
     pthread_mutex_unlock(&pf->lock);
     for (uint64_t b = 1; ok && b < nblocks; b += max_run) {
       uint32_t n = (uint32_t)(nblocks - b < max_run ? nblocks - b : max_run);
@@ -1555,6 +1556,19 @@ int remote_prefetch(struct remote *r, const char *url, int allow_link_local,
   h->refs = 1;
   h->allow_link_local = allow_link_local;
   h->head_only = head_only;
+  /* A size known already (a listing, a layout that learned it) is
+   * charged whole now, so a hint the budget cannot hold is refused at
+   * once and asked again later, rather than fetched in part. */
+  uint64_t charge = r->cfg.block_size, size;
+  char *req_url;
+  struct zerr e = {0};
+  if (!head_only && request_url(r, url, &req_url, &e) == 0) {
+    struct memo_key sk;
+    url_key(req_url, TAG_SIZE, &sk);
+    if (memo_value_peek(r->memo, &sk, &size) && size > charge)
+      charge = (size + charge - 1) / charge * charge;
+    free(req_url);
+  }
   pthread_mutex_lock(&pf->lock);
   /* Workers start at the first hint: the daemon forks after remote_new. */
   while (!pf->started && pf->n_threads < pf->want_threads &&
@@ -1575,7 +1589,7 @@ int remote_prefetch(struct remote *r, const char *url, int allow_link_local,
   int rc = -EAGAIN;
   if (slot >= 0 && pf->n_threads && pf->qlen < PF_QUEUE) {
     h->slot = slot;
-    if (pf_charge(pf, h, r->cfg.block_size)) {
+    if (pf_charge(pf, h, charge)) {
       pf->owners[slot].hints++;
       rc = pf_queue_locked(pf, h, NULL, 0, 0);
       if (rc < 0) { /* cannot happen: the queue had room */
