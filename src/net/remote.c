@@ -66,6 +66,8 @@ struct rstream;
 struct remote_pf;
 static int pf_new(struct remote *r);
 static void pf_free(struct remote *r);
+static void pf_wait(struct remote *r, const struct memo_key *okey,
+                    uint64_t first, uint64_t last);
 
 struct remote {
   struct remote_config cfg;
@@ -993,6 +995,9 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
   /* A host that ignores Range: blocks come from one stream of the object
    * (a ranged request would read it from its start every time). */
   int norange = host_ignores_range(r, s->req_url);
+  /* Blocks being fetched ahead right now: wait for them rather than
+   * asking for the same bytes again. */
+  pf_wait(r, &s->key, first, last);
 
   /* A large read of bytes not cached (a whole compressed chunk, a data
    * section) goes straight into the caller's buffer, in parts fetched in
@@ -1366,6 +1371,15 @@ struct remote_pf {
   struct pf_job q[PF_QUEUE]; /* oldest first */
   int qlen;
   struct pf_owner owners[PF_OWNERS];
+  /* What each worker fetches now (a run's object and blocks; n 0: none),
+   * for readers that need those blocks (pf_wait). */
+  struct pf_running {
+    const struct memo_key *key; /* the run's source's, alive meanwhile */
+    uint64_t block;
+    uint32_t n;
+  } running[PF_THREADS_MAX];
+  pthread_cond_t ran; /* a run ended */
+  int slots;          /* entries of running[] handed to workers */
   pthread_t threads[PF_THREADS_MAX];
   int n_threads, want_threads, started, quit;
   uint64_t budget, held, peak_held;
@@ -1379,6 +1393,7 @@ static int pf_new(struct remote *r) {
     return -ENOMEM;
   pthread_mutex_init(&pf->lock, NULL);
   pthread_cond_init(&pf->more, NULL);
+  pthread_cond_init(&pf->ran, NULL);
   int conns = r->cfg.http.max_conns > 0 ? r->cfg.http.max_conns : 1;
   pf->want_threads = conns - conns / 4;
   if (pf->want_threads > PF_THREADS_MAX)
@@ -1466,7 +1481,6 @@ static void pf_run(struct remote *r, struct pf_job *j) {
     return;
   size_t bs = r->cfg.block_size;
   uint64_t nblocks = (src->size + bs - 1) / bs;
-  uint64_t max_run = r->cfg.max_request / bs ? r->cfg.max_request / bs : 1;
   if (nblocks <= 1 || h->head_only) {
     /* What it holds is known now: a small object holds less than the
      * block it was charged for. */
@@ -1483,16 +1497,46 @@ static void pf_run(struct remote *r, struct pf_job *j) {
     int ok = h->charged >= nblocks * bs ||
              pf_charge(pf, h, nblocks * bs - h->charged);
     pthread_mutex_unlock(&pf->lock);
-    for (uint64_t b = 1; ok && b < nblocks; b += max_run) {
-      uint32_t n = (uint32_t)(nblocks - b < max_run ? nblocks - b : max_run);
+    /* The runs of missing blocks, each a job: a block cached already
+     * (the end of an index a layout read) splits a run, and the part
+     * after it must not wait for the part before. */
+    struct rsrc *rs = (struct rsrc *)src;
+    for (uint64_t b = 1; ok && b < nblocks;) {
+      if (block_cached(r, &rs->key, b)) {
+        b++;
+        continue;
+      }
+      uint32_t n = missing_run(r, &rs->key, b, nblocks - 1);
       pthread_mutex_lock(&pf->lock);
       int rc = h->dropped ? 0 : pf_queue_locked(pf, h, src, b, n);
       pthread_mutex_unlock(&pf->lock);
       if (rc < 0)
-        pf_fetch_run((struct rsrc *)src, b, n);
+        pf_fetch_run(rs, b, n);
+      b += n;
     }
   }
   bytesrc_unref(src);
+}
+
+/* Wait until no worker fetches blocks [first, last] of object okey. */
+static void pf_wait(struct remote *r, const struct memo_key *okey,
+                    uint64_t first, uint64_t last) {
+  struct remote_pf *pf = r->pf;
+  if (!pf)
+    return;
+  pthread_mutex_lock(&pf->lock);
+  for (;;) {
+    int busy = 0;
+    for (int i = 0; i < pf->slots && !busy; i++) {
+      const struct pf_running *w = &pf->running[i];
+      busy = w->n && w->block <= last && first < w->block + w->n &&
+             same_object(w->key, okey);
+    }
+    if (!busy || pf->quit || atomic_load(&r->stop))
+      break;
+    pthread_cond_wait(&pf->ran, &pf->lock);
+  }
+  pthread_mutex_unlock(&pf->lock);
 }
 
 /* A worker: take the oldest job of the owner with the fewest jobs
@@ -1501,6 +1545,7 @@ static void *pf_worker(void *arg) {
   struct remote *r = arg;
   struct remote_pf *pf = r->pf;
   pthread_mutex_lock(&pf->lock);
+  int me = pf->slots++; /* this worker's entry in running[] */
   for (;;) {
     while (!pf->quit && !pf->qlen)
       pthread_cond_wait(&pf->more, &pf->lock);
@@ -1524,9 +1569,14 @@ static void *pf_worker(void *arg) {
       o->running++;
       if (++pf->inflight > pf->peak_inflight)
         pf->peak_inflight = pf->inflight;
+      if (j.src)
+        pf->running[me] = (struct pf_running){&((struct rsrc *)j.src)->key,
+                                              j.block, j.n};
       pthread_mutex_unlock(&pf->lock);
       pf_run(r, &j);
       pthread_mutex_lock(&pf->lock);
+      pf->running[me].n = 0;
+      pthread_cond_broadcast(&pf->ran);
       o->running--;
       pf->inflight--;
     }
@@ -1658,6 +1708,7 @@ static void pf_free(struct remote *r) {
       hint_free(pf->q[i].h);
   }
   pthread_cond_destroy(&pf->more);
+  pthread_cond_destroy(&pf->ran);
   pthread_mutex_destroy(&pf->lock);
   free(pf);
   r->pf = NULL;
