@@ -394,8 +394,14 @@ int cursor_ahead_sizes(struct engine *e, const struct znode *n,
       malloc(sizeof *j + nrun * (sizeof j->run[0] + sizeof(void *)));
   if (!j)
     return -ENOMEM;
-  *j = (struct ahead_job){e, n, *r, run[0], NULL, AHEAD_SIZE, fan, at, nrun,
-                          NULL};
+  *j = (struct ahead_job){.e = e,
+                          .n = n,
+                          .r = *r,
+                          .rl = run[0],
+                          .what = AHEAD_SIZE,
+                          .fan = fan,
+                          .at = at,
+                          .nrun = nrun};
   memcpy(j->run, run, nrun * sizeof *run);
   if (e->store->ahead && !n->shard) {
     j->hints = (void **)(j->run + nrun);
@@ -455,9 +461,10 @@ static uint32_t pf_passed(struct view_cursor *c, uint64_t first, void **drop,
 
 /* Name to a store with latency the chunks from the one being read on
  * (units from `first`), so they are fetched (in parallel, by the store)
- * before the reader and the decode-ahead get to them; the window grows while the reader keeps up
- * and stops where the store's budget says so (-EAGAIN: tried again after
- * the next read). Units of shards share their shard: not named. */
+ * before the reader and the decode-ahead get to them; the window grows while
+ * the reader keeps up and stops where the store's budget says so (-EAGAIN:
+ * tried again after the next read). Units of shards share their shard: not
+ * named. */
 static void pf_plan(struct engine *e, const struct znode *n,
                     const struct region *r, const struct region_layout *l,
                     struct view_cursor *c, uint64_t first, uint32_t reached) {

@@ -91,7 +91,8 @@ struct remote {
   int n_hosts;
   struct rstream *streams[STREAMS_MAX];
   int n_streams; /* stream threads running */
-  struct remote_pf *pf; /* fetching ahead of readers (prefetch section) */
+  /* fetching ahead of readers (the prefetch section) */
+  struct remote_pf *pf;
 };
 
 /* A fetched block: data[len], len < block_size only at the object's end.
@@ -1329,9 +1330,10 @@ void remote_free(struct remote *r) {
  * most of -o connections, so that the reader's own requests still find a
  * transfer free. Fairness: a worker takes the oldest job of the reader
  * with the fewest jobs running, and no reader holds more than its share
- * of the budget; memory: every hint's bytes are counted (PF_BUDGET of the
- * cache) from the hint until its reader drops it, so fetching ahead never
- * pushes out of the cache what it fetched for a reader still to come. */
+ * of the budget; memory: every hint's bytes are counted (against three
+ * quarters of the cache) from the hint until its reader drops it, so fetching
+ * ahead never pushes out of the cache what it fetched for a reader still to
+ * come. */
 
 /* Jobs queued at most (beyond: refused, a hint). */
 #define PF_QUEUE 512
@@ -1441,8 +1443,8 @@ static int pf_queue_locked(struct remote_pf *pf, struct remote_hint *h,
   if (pf->quit || pf->qlen == PF_QUEUE)
     return -EAGAIN;
   h->refs++;
-  pf->q[pf->qlen++] = (struct pf_job){h, src ? bytesrc_ref(src) : NULL, block,
-                                      n};
+  pf->q[pf->qlen++] =
+      (struct pf_job){h, src ? bytesrc_ref(src) : NULL, block, n};
   pthread_cond_signal(&pf->more);
   return 0;
 }
@@ -1570,8 +1572,8 @@ static void *pf_worker(void *arg) {
       if (++pf->inflight > pf->peak_inflight)
         pf->peak_inflight = pf->inflight;
       if (j.src)
-        pf->running[me] = (struct pf_running){&((struct rsrc *)j.src)->key,
-                                              j.block, j.n};
+        pf->running[me] =
+            (struct pf_running){&((struct rsrc *)j.src)->key, j.block, j.n};
       pthread_mutex_unlock(&pf->lock);
       pf_run(r, &j);
       pthread_mutex_lock(&pf->lock);
@@ -1685,7 +1687,7 @@ void remote_hint_drop(struct remote *r, struct remote_hint *h) {
 void remote_prefetch_stats(struct remote *r, struct remote_pf_stats *st) {
   struct remote_pf *pf = r->pf;
   pthread_mutex_lock(&pf->lock);
-  *st = (struct remote_pf_stats){pf->budget, pf->held,      pf->peak_held,
+  *st = (struct remote_pf_stats){pf->budget, pf->held,     pf->peak_held,
                                  pf->qlen,   pf->inflight, pf->peak_inflight};
   pthread_mutex_unlock(&pf->lock);
 }

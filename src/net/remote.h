@@ -114,8 +114,8 @@ void remote_s3_request(struct remote *r, const char *req_url,
  * first block (which names its size), then the rest in runs of
  * max_request fetched in parallel, into the block cache. Memory: from the
  * hint until remote_hint_drop, the hint's bytes count against a budget
- * of half the cache, and one owner (a reader) holds at most an equal
- * share of it among the owners holding hints; hints beyond are refused.
+ * of three quarters of the cache, and one owner (a reader) holds at most an
+ * equal share of it among the owners holding hints; hints beyond are refused.
  * Fairness: a free worker takes the oldest job of the owner with the
  * fewest jobs running. A hint is only a hint: failures are left for the
  * reader to meet. */

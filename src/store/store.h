@@ -150,8 +150,8 @@ void store_free(struct store *s);
 /* A reader about to go through keys in sequence names one it will read
  * soon (owner: any pointer naming the reader), so that a store with
  * latency fetches it meanwhile (the whole object, or with
- * STORE_PREFETCH_HEAD its first block). 0 and a hint in *hint (the caller's, let
- * go with store_prefetch_drop once read or no longer wanted; the bytes it
+ * STORE_PREFETCH_HEAD its first block). 0 and a hint in *hint (the caller's,
+ * let go with store_prefetch_drop once read or no longer wanted; the bytes it
  * holds count against the store's budget until then); -EAGAIN when that
  * budget or the reader's share of it is full (try again after dropping
  * hints); -ENOTSUP for stores that fetch nothing ahead. Never blocks on

@@ -563,8 +563,8 @@ static int remote_prefetch_key(struct store *st, const char *key,
   if (!url)
     return -ENOMEM;
   struct remote_hint *h;
-  int rc = remote_prefetch(s->r, url, 1, !!(flags & STORE_PREFETCH_HEAD), owner,
-                           &h);
+  int rc =
+      remote_prefetch(s->r, url, 1, !!(flags & STORE_PREFETCH_HEAD), owner, &h);
   free(url);
   *hint = rc == 0 ? h : NULL;
   return rc;

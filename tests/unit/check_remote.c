@@ -1,9 +1,9 @@
 /* check_remote.c - the HTTP transport (src/net/http.c) and remote byte sources
- * (src/net/remote.c) against a real server on 127.0.0.1: tests/integration/faultsrv, the
- * project's fault-injecting server, started here on an ephemeral port.
- * Counts come from the client (http_requests) and the server's log.
- * Without the server binary the suite skips (exit 77), under CI=true it
- * fails. */
+ * (src/net/remote.c) against a real server on 127.0.0.1:
+ * tests/integration/faultsrv, the project's fault-injecting server, started
+ * here on an ephemeral port. Counts come from the client (http_requests) and
+ * the server's log. Without the server binary the suite skips (exit 77), under
+ * CI=true it fails. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -158,12 +158,13 @@ START_TEST(test_norange) {
   size_t got;
   uint64_t total;
   struct zerr e = {0};
-  ck_assert_int_eq(get(h, "/_f/norange/obj", 70000, 3000, buf, &got, &total, &e),
-                   0);
+  ck_assert_int_eq(
+      get(h, "/_f/norange/obj", 70000, 3000, buf, &got, &total, &e), 0);
   ck_assert_uint_eq(got, 3000);
   check_pattern(buf, 70000, got);
   ck_assert_uint_eq(total, OBJ_SIZE);
-  ck_assert_int_eq(get(h, "/_f/norange/small", 2, 10, buf, &got, &total, &e), 0);
+  ck_assert_int_eq(get(h, "/_f/norange/small", 2, 10, buf, &got, &total, &e),
+                   0);
   ck_assert_uint_eq(got, 3);
   ck_assert(!memcmp(buf, "llo", 3));
   http_client_free(h);
@@ -691,7 +692,8 @@ int main(void) {
       fprintf(stderr, "check_remote: tests/integration/faultsrv is missing\n");
       return 1;
     }
-    fprintf(stderr, "check_remote: SKIP: tests/integration/faultsrv is not built\n");
+    fprintf(stderr,
+            "check_remote: SKIP: tests/integration/faultsrv is not built\n");
     return 77;
   }
   Suite *s = suite_create("remote");
