@@ -1635,8 +1635,11 @@ int remote_prefetch(struct remote *r, const char *url, int allow_link_local,
       free_slot = i;
   }
   if (slot < 0 && free_slot >= 0) {
+    /* running stays: jobs of the slot's last owner may still run */
     slot = free_slot;
-    pf->owners[slot] = (struct pf_owner){owner, 0, 0, 0};
+    pf->owners[slot].owner = owner;
+    pf->owners[slot].hints = 0;
+    pf->owners[slot].held = 0;
   }
   int rc = -EAGAIN;
   if (slot >= 0 && pf->n_threads && pf->qlen < PF_QUEUE) {
