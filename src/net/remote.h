@@ -142,6 +142,7 @@ struct remote_pf_stats {
   int inflight;       /* jobs running */
   int peak_inflight;  /* most ever running at once */
 };
+/* Fill *st with what fetching ahead holds now. */
 void remote_prefetch_stats(struct remote *r, struct remote_pf_stats *st);
 
 /* Requests so far (http_requests of the client). */
