@@ -10,18 +10,25 @@
 # curl downloading every chunk (the bytes alone, one request each, in
 # sequence), and cat of the same text from a local mount.
 #
-# usage: bash bench/remote.sh [--count N] [--runs R] [--lat MS]
+# Latency rows (issue 23), in the same run: 2,000 small chunks (1,000
+# strings each) behind 20 ms per request, zarrfs `cat values.txt` against
+# `curl --parallel --parallel-max 32` of the same 2,000 objects (target
+# <= 2x); the N-string store behind 50 ms per request against the same cat
+# with no delay through the same server (target <= 1.25x).
+#
+# usage: bash bench/remote.sh [--count N] [--runs R] [--lat MS] [--latency-only]
 # env:   ZARRFS_BUILDDIR  the build tree (default build/); needs zarrfs,
 #                         zarrfs-mkstore, tests/integration/faultsrv (make check builds it)
 set -euo pipefail
 export LC_ALL=C
-COUNT=10000000 RUNS=3 LAT=20
+COUNT=10000000 RUNS=3 LAT=20 ONLY_LAT=0
 while [ $# -gt 0 ]; do
   case $1 in
   --count) COUNT=$2 ;;
   --runs) RUNS=$2 ;;
   --lat) LAT=$2 ;;
-  *) echo "usage: bash bench/remote.sh [--count N] [--runs R] [--lat MS]" >&2; exit 2 ;;
+  --latency-only) ONLY_LAT=1; shift; continue ;;
+  *) echo "usage: bash bench/remote.sh [--count N] [--runs R] [--lat MS] [--latency-only]" >&2; exit 2 ;;
   esac
   shift 2
 done
@@ -47,6 +54,9 @@ echo "stores: $COUNT strings, $CHUNK per chunk" >&2
 "$B/zarrfs-mkstore" bigstrings "$W/web/none.zarr" --count "$COUNT" --chunk "$CHUNK" \
   --strlen 15 --data none >/dev/null
 NCH=$(ls "$W/web/zstd.zarr/c" | wc -l)
+"$B/zarrfs-mkstore" bigstrings "$W/web/small.zarr" --count 2000000 --chunk 1000 \
+  --strlen 15 --data zstd --plain "$W/small.txt" >/dev/null
+NSMALL=$(ls "$W/web/small.zarr/c" | wc -l)
 
 # nginx
 mkdir -p "$W/ng/tmp"
@@ -74,6 +84,7 @@ PIDS+=($!)
 for i in $(seq 50); do [ -s "$W/fault.port" ] && curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 NG="http://127.0.0.1:$PORT"
 FA="http://127.0.0.1:$(cat "$W/fault.port")/_f/lat=$LAT"
+FAULT="http://127.0.0.1:$(cat "$W/fault.port")"
 
 # Seconds one run of CMD takes.
 secs() {
@@ -118,14 +129,44 @@ par8() { # 8 readers of the chunk views at once
 row() { printf '| %s | %s s | %s |\n' "$1" "$2" "$3"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 
-# Correctness first: the text over HTTP is the text.
+curl_par() { # every small chunk through 20 ms per request, 32 at once
+  local i
+  for i in $(seq 0 $((NSMALL - 1))); do
+    printf 'url = "%s/_f/lat=20/small.zarr/c/%d"\noutput = "/dev/null"\n' "$FAULT" "$i"
+  done >"$W/curl-small.cfg"
+  curl -s --parallel --parallel-max 32 -K "$W/curl-small.cfg"
+}
+
+# Correctness first: the text over HTTP is the text, with latency too.
 mkdir -p "$W/mcheck"
 "$B/zarrfs" "$NG/zstd.zarr" "$W/mcheck"
 cmp "$W/mcheck/values.txt" "$W/plain.txt" || { echo "bench/remote.sh: values.txt over HTTP differs" >&2; exit 1; }
 fusermount3 -u "$W/mcheck"
+"$B/zarrfs" "$FAULT/_f/lat=20/small.zarr" "$W/mcheck"
+cmp "$W/mcheck/values.txt" "$W/small.txt" || { echo "bench/remote.sh: small values.txt at 20 ms differs" >&2; exit 1; }
+fusermount3 -u "$W/mcheck"
 
 echo "| what | median of $RUNS | ratio |"
 echo "|---|---|---|"
+latency_rows() {
+  local ref t
+  ref=$(median curl_par)
+  row "curl --parallel --parallel-max 32, the $NSMALL small chunks, +20 ms per request" "$ref" "1.00x (reference D)"
+  t=$(mount_time "$FAULT/_f/lat=20/small.zarr" 'cat "$M/values.txt"')
+  row "zarrfs, +20 ms, cat values.txt of the $NSMALL small chunks" "$t" "$(ratio "$t" "$ref") of D (target <= 2x)"
+  ref=$(mount_time "$FAULT/zstd.zarr" 'cat "$M/values.txt"')
+  row "zarrfs through the fault server, no delay, cat values.txt ($NCH chunks, zstd)" "$ref" "1.00x (reference E)"
+  t=$(mount_time "$FAULT/_f/lat=50/zstd.zarr" 'cat "$M/values.txt"')
+  row "zarrfs, +50 ms, cat values.txt ($NCH chunks, zstd)" "$t" "$(ratio "$t" "$ref") of E (target <= 1.25x)"
+  ref=$(mount_time "$FAULT/none.zarr" 'cat "$M/values.txt"')
+  row "zarrfs through the fault server, no delay, cat values.txt ($NCH chunks, uncompressed)" "$ref" "1.00x (reference F)"
+  t=$(mount_time "$FAULT/_f/lat=50/none.zarr" 'cat "$M/values.txt"')
+  row "zarrfs, +50 ms, cat values.txt ($NCH chunks, uncompressed)" "$t" "$(ratio "$t" "$ref") of F (target <= 1.25x)"
+}
+if [ "$ONLY_LAT" = 1 ]; then
+  latency_rows
+  exit 0
+fi
 ref_local=$(mount_time "$W/web/zstd.zarr" 'cat "$M/values.txt"')
 row "local mount, cat values.txt (zstd)" "$ref_local" "1.00x (reference A)"
 ref_curl=$(median "curl_all $NG zstd.zarr")
@@ -146,3 +187,4 @@ t=$(mount_time "$FA/zstd.zarr" 'cat "$M/values.txt"')
 row "zarrfs, +${LAT} ms, cat values.txt (zstd)" "$t" "$(ratio "$t" "$ref_curl_lat") of C"
 t=$(mount_time "$FA/zstd.zarr" 'head -1 "$M/values.txt"')
 row "zarrfs, +${LAT} ms, head -1 values.txt (first byte)" "$t" "-"
+latency_rows

@@ -24,6 +24,13 @@
 /* Reads this close to where the last one ended still count as in
  * sequence (the kernel's read-ahead sends several reads at once). */
 #define CURSOR_SEQ_SLACK (4u << 20)
+/* Chunks a reader may have named to its store ahead of it (fetched
+ * meanwhile by a store with latency), and its first window: the window
+ * doubles each time the reader reaches chunks it named, so a reader that
+ * keeps up soon has many requests in flight, and one that stops costs
+ * little. */
+#define CURSOR_PF_MAX 256
+#define CURSOR_PF_FIRST 4
 
 /* ---- cursors ---- */
 
@@ -47,6 +54,14 @@ struct view_cursor {
   uint64_t ahead_next; /* next region-linear unit to queue */
   size_t est;          /* cost of a unit lately read */
   struct ahead_slot slot[CURSOR_AHEAD_MAX];
+  /* Chunks named to the store ahead (store_prefetch), oldest first. */
+  uint64_t pf_next; /* next region-linear unit to name */
+  uint32_t pf_win;  /* window in units (0: not fetching ahead) */
+  uint32_t npf;
+  struct cursor_pf {
+    uint64_t rl;
+    void *hint; /* the store's */
+  } pf[CURSOR_PF_MAX];
 };
 
 /* An empty cursor. */
@@ -89,9 +104,14 @@ void cursor_free(struct engine *e, struct view_cursor *c) {
     drop[nd++] = c->slot[i].data;
     c->slot[i] = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
   }
+  uint32_t npf = c->npf;
+  c->npf = 0;
   pthread_mutex_unlock(&c->lock);
   for (int i = 0; i < nd; i++)
     memo_release(e->memo, drop[i]);
+  /* No job touches pf[]: it is the file's alone now. */
+  for (uint32_t i = 0; i < npf; i++)
+    store_prefetch_drop(e->store, c->pf[i].hint);
   cursor_unref(c);
 }
 
@@ -237,8 +257,18 @@ struct ahead_job {
   struct cursor_fan *fan; /* a fill's progress (a reference), or NULL */
   uint64_t at;            /* this unit's place in that fill */
   uint32_t nrun;          /* AHEAD_SIZE: units run[0..nrun) at places at.. */
+  void **hints;           /* AHEAD_SIZE: the store's hints for them (NULL
+                             entries: none), in the same allocation */
   uint64_t run[];
 };
+
+/* Let go of the store hint of the job's k-th unit (learned or skipped). */
+static void ahead_hint_drop(struct ahead_job *j, uint32_t k) {
+  if (j->hints && j->hints[k]) {
+    store_prefetch_drop(j->e->store, j->hints[k]);
+    j->hints[k] = NULL;
+  }
+}
 
 /* Decode a unit (and its deferred data) into the memo; pins in *u, *d. */
 static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
@@ -249,11 +279,14 @@ static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
   if (j->what == AHEAD_SIZE) {
     for (uint32_t k = 0; k < j->nrun; k++) {
       /* Passed by the fill (which learned it) or the fill stopped. */
-      if (atomic_load(&j->fan->pos) > j->at + k)
+      if (atomic_load(&j->fan->pos) > j->at + k) {
+        ahead_hint_drop(j, k);
         continue;
+      }
       region_unit(&j->r, j->run[k], idx);
       zerr_clear(&err);
       (void)unit_size(j->e, j->n, idx, &size, &err);
+      ahead_hint_drop(j, k);
     }
     return;
   }
@@ -288,6 +321,8 @@ static void ahead_run(void *arg, int cancelled) {
   if (wanted)
     ahead_decode(j, &u, &d);
   fan_unref(j->fan);
+  for (uint32_t k = 0; j->hints && k < j->nrun; k++)
+    ahead_hint_drop(j, k);
   if (c) {
     pthread_mutex_lock(&c->lock);
     for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
@@ -321,6 +356,8 @@ static int ahead_queue(struct ahead_job *j) {
       atomic_fetch_sub(&j->c->refs, 1);
     if (j->fan)
       atomic_fetch_sub(&j->fan->refs, 1);
+    for (uint32_t k = 0; j->hints && k < j->nrun; k++)
+      ahead_hint_drop(j, k);
     free(j);
   }
   return rc;
@@ -334,7 +371,7 @@ static int ahead_submit(struct engine *e, const struct znode *n,
   struct ahead_job *j = malloc(sizeof *j + sizeof j->run[0]);
   if (!j)
     return -ENOMEM;
-  *j = (struct ahead_job){e, n, *r, rl, c, what, fan, at, 1};
+  *j = (struct ahead_job){e, n, *r, rl, c, what, fan, at, 1, NULL};
   j->run[0] = rl;
   return ahead_queue(j);
 }
@@ -347,15 +384,37 @@ int cursor_ahead_unit(struct engine *e, const struct znode *n,
 }
 
 /* Queue learning the sizes of units run[0..nrun), places at.. of fill
- * fan's list. */
+ * fan's list. A store with latency is told about their starts first, so
+ * that it fetches them all at once while the job learns them in turn
+ * (units of shards share their shard: not named). */
 int cursor_ahead_sizes(struct engine *e, const struct znode *n,
                        const struct region *r, struct cursor_fan *fan,
                        uint64_t at, const uint64_t *run, uint32_t nrun) {
-  struct ahead_job *j = malloc(sizeof *j + nrun * sizeof j->run[0]);
+  struct ahead_job *j =
+      malloc(sizeof *j + nrun * (sizeof j->run[0] + sizeof(void *)));
   if (!j)
     return -ENOMEM;
-  *j = (struct ahead_job){e, n, *r, run[0], NULL, AHEAD_SIZE, fan, at, nrun};
+  *j = (struct ahead_job){.e = e,
+                          .n = n,
+                          .r = *r,
+                          .rl = run[0],
+                          .what = AHEAD_SIZE,
+                          .fan = fan,
+                          .at = at,
+                          .nrun = nrun};
   memcpy(j->run, run, nrun * sizeof *run);
+  if (e->store->ahead && !n->shard) {
+    j->hints = (void **)(j->run + nrun);
+    for (uint32_t k = 0; k < nrun; k++) {
+      uint64_t idx[ZMETA_MAX_DIMS];
+      char key[1024];
+      j->hints[k] = NULL;
+      region_unit(r, run[k], idx);
+      if (node_chunk_key(n, idx, key, sizeof key) >= 0)
+        (void)store_prefetch(e->store, key, fan, STORE_PREFETCH_HEAD,
+                             &j->hints[k]);
+    }
+  }
   return ahead_queue(j);
 }
 
@@ -379,6 +438,60 @@ int cursor_note(struct view_cursor *c, uint64_t off, size_t len) {
   return seq;
 }
 
+/* Let go of the hints for units before `first` (all of them after a
+ * seek: seq 0), into drop[]; returns how many the reader passed. */
+static uint32_t pf_passed(struct view_cursor *c, uint64_t first, void **drop,
+                          uint32_t *nd) {
+  uint32_t keep = 0, reached = 0;
+  for (uint32_t i = 0; i < c->npf; i++) {
+    if (c->seq && c->pf[i].rl >= first) {
+      c->pf[keep++] = c->pf[i];
+      continue;
+    }
+    drop[(*nd)++] = c->pf[i].hint;
+    reached += c->seq != 0;
+  }
+  c->npf = keep;
+  if (!c->seq) { /* a seek: start small again */
+    c->pf_win = 0;
+    c->pf_next = 0;
+  }
+  return reached;
+}
+
+/* Name to a store with latency the chunks from the one being read on
+ * (units from `first`), so they are fetched (in parallel, by the store)
+ * before the reader and the decode-ahead get to them; the window grows while
+ * the reader keeps up and stops where the store's budget says so (-EAGAIN:
+ * tried again after the next read). Units of shards share their shard: not
+ * named. */
+static void pf_plan(struct engine *e, const struct znode *n,
+                    const struct region *r, const struct region_layout *l,
+                    struct view_cursor *c, uint64_t first, uint32_t reached) {
+  if (!e->store->ahead || n->shard || r->is_chunk || c->closed)
+    return;
+  if (!c->pf_win)
+    c->pf_win = CURSOR_PF_FIRST;
+  else if (reached && c->pf_win < CURSOR_PF_MAX)
+    c->pf_win = 2 * c->pf_win < CURSOR_PF_MAX ? 2 * c->pf_win : CURSOR_PF_MAX;
+  if (c->pf_next < first)
+    c->pf_next = first;
+  while (c->pf_next < r->nunits && c->pf_next < first + c->pf_win &&
+         c->npf < CURSOR_PF_MAX) {
+    uint64_t rl = c->pf_next, idx[ZMETA_MAX_DIMS];
+    char key[1024];
+    if (region_stored(l, rl)) {
+      region_unit(r, rl, idx);
+      void *hint;
+      if (node_chunk_key(n, idx, key, sizeof key) < 0 ||
+          store_prefetch(e->store, key, c, 0, &hint) < 0)
+        break;
+      c->pf[c->npf++] = (struct cursor_pf){rl, hint};
+    }
+    c->pf_next++;
+  }
+}
+
 /* After a read that reached slab k: queue the units after it when the
  * reader goes in sequence. */
 void cursor_ahead_plan(struct engine *e, const struct znode *n,
@@ -388,7 +501,9 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
     return;
   uint64_t first = (k + 1) * r->per_slab; /* first unit after slab k */
   struct memo_ref *drop[2 * CURSOR_AHEAD_MAX];
+  void *pdrop[CURSOR_PF_MAX];
   int nd = 0;
+  uint32_t npd = 0;
   pthread_mutex_lock(&c->lock);
   /* Units the reader has reached are its own now (its windows). */
   for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
@@ -399,7 +514,14 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
       *sl = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
     }
   }
-  if (!e->ahead || c->seq < CURSOR_AHEAD_AFTER) {
+  /* The unit being read stays named: a large one is still being read. */
+  uint32_t reached = pf_passed(c, k * r->per_slab, pdrop, &npd);
+  if (c->seq < CURSOR_AHEAD_AFTER) {
+    pthread_mutex_unlock(&c->lock);
+    goto out;
+  }
+  pf_plan(e, n, r, l, c, k * r->per_slab, reached);
+  if (!e->ahead) {
     pthread_mutex_unlock(&c->lock);
     goto out;
   }
@@ -432,6 +554,8 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
 out:
   for (int i = 0; i < nd; i++)
     memo_release(e->memo, drop[i]);
+  for (uint32_t i = 0; i < npd; i++)
+    store_prefetch_drop(e->store, pdrop[i]);
 }
 
 /* Remember what a unit read lately costs (sizes the depth). */

@@ -10,6 +10,15 @@
  * its slots until the reader reaches them (at most the engine's ahead
  * budget divided by the cost of the units read lately).
  *
+ * On a store with latency (store_prefetch: remote stores) the cursor
+ * also names the chunks from the one being read on to the store, which
+ * fetches them in parallel meanwhile: a window of chunks that starts at 4
+ * and doubles each time the reader reaches chunks it named (at most 256),
+ * back to nothing on a seek; the store bounds the bytes all hints hold
+ * (a part of its cache, an equal share per reader) and refuses hints
+ * beyond, which are asked again after the next read. Local stores are
+ * untouched. Size jobs name the starts of their units the same way.
+ *
  * Fills that go through many units (a layout learning sizes, a row
  * decoding its units) hand units to the workers too, through a fan: a
  * record of how far the fill has come, so a job the fill has overtaken
@@ -22,7 +31,8 @@
  *
  * Locks: struct view_cursor.lock guards its windows, sequence state and
  * slots. It is NOT a leaf: under it, cursor_ahead_plan reads the memo's
- * pinned bytes (the memo's lock) and queues jobs (the pool's lock); both
+ * pinned bytes (the memo's lock), queues jobs (the pool's lock) and names
+ * chunks to the store (store_prefetch: the remote's prefetch lock); all
  * are leaves, and nothing takes a cursor lock while holding them. Pins are
  * released only after the cursor lock is dropped. A worker's job takes
  * its cursor's lock alone, before and after decoding, never during. */

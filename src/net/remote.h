@@ -108,6 +108,43 @@ const struct s3_config *remote_s3(const struct remote *r);
 void remote_s3_request(struct remote *r, const char *req_url,
                        const char *log_url, struct http_req *q);
 
+/* Fetching ahead across objects: a reader going through objects in
+ * sequence names the ones it will read next. Each hint becomes a job on
+ * the prefetch workers (three quarters of -o connections): the object's
+ * first block (which names its size), then the rest in runs of
+ * max_request fetched in parallel, into the block cache. Memory: from the
+ * hint until remote_hint_drop, the hint's bytes count against a budget
+ * of three quarters of the cache, and one owner (a reader) holds at most an
+ * equal share of it among the owners holding hints; hints beyond are refused.
+ * Fairness: a free worker takes the oldest job of the owner with the
+ * fewest jobs running. A hint is only a hint: failures are left for the
+ * reader to meet. */
+struct remote_hint;
+
+/* Fetch the whole object at url ahead for owner (any non-NULL pointer
+ * naming one reader); head_only: only its first block (which names its
+ * size). 0 and a hint in *out (the caller's, dropped with
+ * remote_hint_drop), or -EAGAIN (the budget, the owner's share or the
+ * queue is full: try again once the reader has moved on), -EINVAL,
+ * -ENOMEM. */
+int remote_prefetch(struct remote *r, const char *url, int allow_link_local,
+                    int head_only, const void *owner, struct remote_hint **out);
+/* The reader reached the object or moved away: its bytes stop counting
+ * (they stay cached), its jobs not started do nothing. NULL-safe. */
+void remote_hint_drop(struct remote *r, struct remote_hint *h);
+
+/* What fetching ahead holds now (for tests and pacing). */
+struct remote_pf_stats {
+  uint64_t budget;    /* bytes hints may hold in all */
+  uint64_t held;      /* bytes held by hints now */
+  uint64_t peak_held; /* most ever held */
+  int queued;         /* jobs waiting */
+  int inflight;       /* jobs running */
+  int peak_inflight;  /* most ever running at once */
+};
+/* Fill *st with what fetching ahead holds now. */
+void remote_prefetch_stats(struct remote *r, struct remote_pf_stats *st);
+
 /* Requests so far (http_requests of the client). */
 uint64_t remote_requests(const struct remote *r);
 

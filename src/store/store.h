@@ -8,6 +8,7 @@
 #ifndef ZARRFS_STORE_H
 #define ZARRFS_STORE_H
 
+#include <errno.h>
 #include <stdint.h>
 
 #include "../io/bytesrc.h"
@@ -52,6 +53,15 @@ struct store_ops {
   void (*destroy)(struct store *s);
 };
 
+/* Optional operations of stores with latency (struct store.ahead): start
+ * fetching key's object ahead for owner (a reader), see store_prefetch;
+ * and let go of such a hint. */
+struct store_ahead_ops {
+  int (*prefetch)(struct store *s, const char *key, const void *owner,
+                  int flags, void **hint);
+  void (*drop)(struct store *s, void *hint);
+};
+
 struct store {
   const struct store_ops *ops;
   char *location;        /* for messages: the path or URL mounted (owned) */
@@ -63,6 +73,8 @@ struct store {
                             caches is a request over the network (HTTP,
                             S3): fs/namespace.c asks it about no name
                             zarrfs makes up */
+  const struct store_ahead_ops *ahead; /* NULL: nothing is fetched ahead
+                                          (local files) */
 };
 
 /* Open a local directory. *out is owned by the caller (store_free). Its
@@ -147,5 +159,31 @@ int store_read_all(struct store *s, const char *key, size_t max, uint8_t **out,
                    size_t *len, struct zerr *err);
 /* Free; NULL-safe. */
 void store_free(struct store *s);
+
+/* store_prefetch flags: fetch only the object's start (what learning its
+ * size needs), not the whole object. */
+#define STORE_PREFETCH_HEAD 1
+
+/* A reader about to go through keys in sequence names one it will read
+ * soon (owner: any pointer naming the reader), so that a store with
+ * latency fetches it meanwhile (the whole object, or with
+ * STORE_PREFETCH_HEAD its first block). 0 and a hint in *hint (the caller's,
+ * let go with store_prefetch_drop once read or no longer wanted; the bytes it
+ * holds count against the store's budget until then); -EAGAIN when that
+ * budget or the reader's share of it is full (try again after dropping
+ * hints); -ENOTSUP for stores that fetch nothing ahead. Never blocks on
+ * the store. */
+static inline int store_prefetch(struct store *s, const char *key,
+                                 const void *owner, int flags, void **hint) {
+  *hint = NULL;
+  if (!s->ahead)
+    return -ENOTSUP;
+  return s->ahead->prefetch(s, key, owner, flags, hint);
+}
+/* Let go of a hint of store_prefetch; NULL-safe. */
+static inline void store_prefetch_drop(struct store *s, void *hint) {
+  if (hint && s->ahead)
+    s->ahead->drop(s, hint);
+}
 
 #endif

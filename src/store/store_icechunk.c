@@ -52,13 +52,18 @@ int icechunk_detect(struct store *s, struct zerr *err) {
   } else if (rc != -ENOENT) {
     return rc;
   }
-  enum store_entry_type t;
-  uint64_t sz;
+  /* A GET, not a stat: a remote stat may list, and a store whose listing
+   * fails is still a Zarr store to mount (its listings fail later, alone). */
   zerr_clear(err);
-  rc = store_stat(s, "refs/branch.main/ref.json", &t, &sz, err);
-  if (rc == 0)
-    return t == STORE_FILE;
-  return rc == -ENOENT ? 0 : rc;
+  rc = store_get(s, "refs/branch.main/ref.json", &b, err);
+  if (rc == 0) {
+    bytesrc_unref(b);
+    return 1;
+  }
+  if (rc < 0 && zerr_is_transient(-rc))
+    return rc;
+  zerr_clear(err);
+  return 0;
 }
 
 /* Load the refs now: the mount shows them as they are at open. */

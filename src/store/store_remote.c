@@ -554,6 +554,28 @@ static int remote_list(struct store *st, const char *prefix, store_list_cb cb,
   return 0;
 }
 
+/* Fetch key's object ahead for a reader (the same URL and address rules
+ * as remote_get). */
+static int remote_prefetch_key(struct store *st, const char *key,
+                               const void *owner, int flags, void **hint) {
+  struct store_remote *s = (struct store_remote *)st;
+  char *url = key_url(s, key);
+  if (!url)
+    return -ENOMEM;
+  struct remote_hint *h;
+  int rc =
+      remote_prefetch(s->r, url, 1, !!(flags & STORE_PREFETCH_HEAD), owner, &h);
+  free(url);
+  *hint = rc == 0 ? h : NULL;
+  return rc;
+}
+
+/* Let go of a hint of remote_prefetch_key. */
+static void remote_prefetch_drop(struct store *st, void *hint) {
+  struct store_remote *s = (struct store_remote *)st;
+  remote_hint_drop(s->r, hint);
+}
+
 static void remote_destroy(struct store *st) {
   struct store_remote *s = (struct store_remote *)st;
   memo_free(s->lists);
@@ -566,6 +588,8 @@ static void remote_destroy(struct store *st) {
 
 static const struct store_ops remote_ops = {remote_get, remote_stat,
                                             remote_list, remote_destroy};
+static const struct store_ahead_ops remote_ahead_ops = {remote_prefetch_key,
+                                                        remote_prefetch_drop};
 
 int store_open_remote(struct remote *r, const char *url, struct store **out,
                       struct zerr *err) {
@@ -577,6 +601,7 @@ int store_open_remote(struct remote *r, const char *url, struct store **out,
     return zerr_set(err, ENOMEM, "out of memory");
   s->base.ops = &remote_ops;
   s->base.remote = 1;
+  s->base.ahead = &remote_ahead_ops;
   s->r = r;
   int rc = 0;
   size_t n = strlen(url);

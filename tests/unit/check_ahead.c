@@ -3,7 +3,11 @@
  * reader with workers gets the exact text; `stat` followed by one full
  * read decodes each unit once within the budget and at most twice beyond
  * it (decodes counted); a reader that goes away with jobs in flight
- * leaks nothing (ASan build). */
+ * leaks nothing (ASan build); on a store that fetches ahead
+ * (store_prefetch), a sequential reader names the chunks after the one it
+ * reads, in a growing window within what the store accepts, and lets go
+ * of them all on a seek and on close. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -339,6 +343,118 @@ START_TEST(reader_leaves_with_jobs_in_flight) {
 }
 END_TEST
 
+/* ---- naming chunks to a store that fetches ahead ---- */
+
+/* A fake store_prefetch over the local store: counts the hints held
+ * (the reader's, flags 0, and the size jobs', HEAD), refuses beyond
+ * pf_cap reader hints, and remembers the highest chunk named. */
+static pthread_mutex_t pf_lock = PTHREAD_MUTEX_INITIALIZER;
+static int pf_held, pf_held_max, pf_head_held, pf_cap, pf_refused;
+static long pf_top; /* highest chunk index the reader named */
+
+struct fake_hint {
+  int head;
+};
+
+static int fake_prefetch(struct store *s, const char *key, const void *owner,
+                         int flags, void **hint) {
+  (void)s;
+  (void)owner;
+  int head = (flags & STORE_PREFETCH_HEAD) != 0;
+  pthread_mutex_lock(&pf_lock);
+  if (!head && pf_held >= pf_cap) {
+    pf_refused++;
+    pthread_mutex_unlock(&pf_lock);
+    return -EAGAIN;
+  }
+  struct fake_hint *h = malloc(sizeof *h);
+  h->head = head;
+  if (head) {
+    pf_head_held++;
+  } else {
+    if (++pf_held > pf_held_max)
+      pf_held_max = pf_held;
+    const char *c = strrchr(key, '/');
+    long k = c ? strtol(c + 1, NULL, 10) : -1;
+    if (k > pf_top)
+      pf_top = k;
+  }
+  pthread_mutex_unlock(&pf_lock);
+  *hint = h;
+  return 0;
+}
+
+static void fake_drop(struct store *s, void *hint) {
+  (void)s;
+  struct fake_hint *h = hint;
+  pthread_mutex_lock(&pf_lock);
+  if (h->head)
+    pf_head_held--;
+  else
+    pf_held--;
+  pthread_mutex_unlock(&pf_lock);
+  free(h);
+}
+
+static const struct store_ahead_ops fake_ahead = {fake_prefetch, fake_drop};
+
+START_TEST(chunks_named_ahead_of_a_reader) {
+  char *want = make_int_array(80, 20000); /* ~200 KB of text a chunk */
+  pf_held = pf_held_max = pf_head_held = pf_refused = 0;
+  pf_top = -1;
+  pf_cap = 12;
+  struct engine *e = engine_threads(256u << 20, 2);
+  e->store->ahead = &fake_ahead;
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size;
+  ck_assert_int_eq(ns_resolve(e, "/a/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, strlen(want));
+  char *buf = malloc(128 << 10);
+  struct view_cursor *c = view_cursor_new();
+  int ahead_by_2 = 0;
+  uint64_t off = 0;
+  /* A quarter of the view in sequence: naming happens in the read
+   * itself, so what was named is known when the read returns (no
+   * timing). */
+  while (off < size / 4) {
+    long n = ns_read_view(e, &ent, off, 128 << 10, buf, c, &err);
+    ck_assert_int_gt(n, 0);
+    ck_assert(memcmp(buf, want + off, (size_t)n) == 0);
+    off += (uint64_t)n;
+    long reading = (long)(off / (size / 80)); /* chunks are equal here */
+    pthread_mutex_lock(&pf_lock);
+    ahead_by_2 |= pf_top >= reading + 2;
+    ck_assert_int_le(pf_held, pf_cap);
+    pthread_mutex_unlock(&pf_lock);
+  }
+  ck_assert_msg(ahead_by_2, "never 2 chunks ahead (top %ld)", pf_top);
+  ck_assert_int_gt(pf_held_max, 4); /* the window grew past its start */
+  ck_assert_int_le(pf_held_max, pf_cap);
+  ck_assert_int_gt(pf_refused, 0); /* and stopped where the store said */
+  /* A seek (far beyond the slack of reads out of order): every hint
+   * goes. */
+  long n = ns_read_view(e, &ent, size - 4096, 4096, buf, c, &err);
+  ck_assert_int_gt(n, 0);
+  pthread_mutex_lock(&pf_lock);
+  ck_assert_int_eq(pf_held, 0);
+  pthread_mutex_unlock(&pf_lock);
+  /* Sequential again, then close: nothing is held after. */
+  for (off = 0; off < size / 4;) {
+    n = ns_read_view(e, &ent, off, 128 << 10, buf, c, &err);
+    ck_assert_int_gt(n, 0);
+    off += (uint64_t)n;
+  }
+  view_cursor_free(e, c);
+  engine_free(e); /* the size jobs are done: theirs are let go too */
+  ck_assert_int_eq(pf_held, 0);
+  ck_assert_int_eq(pf_head_held, 0);
+  free(buf);
+  free(want);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("ahead");
   TCase *tc = tcase_create("pool");
@@ -355,6 +471,7 @@ int main(void) {
   tcase_add_test(tc, units_larger_than_the_cache_held_once);
   tcase_add_test(tc, rows_read_with_workers);
   tcase_add_test(tc, reader_leaves_with_jobs_in_flight);
+  tcase_add_test(tc, chunks_named_ahead_of_a_reader);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

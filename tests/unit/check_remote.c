@@ -161,12 +161,13 @@ START_TEST(test_norange) {
   size_t got;
   uint64_t total;
   struct zerr e = {0};
-  ck_assert_int_eq(get(h, "/_f/norange/obj", 70000, 3000, buf, &got, &total, &e),
-                   0);
+  ck_assert_int_eq(
+      get(h, "/_f/norange/obj", 70000, 3000, buf, &got, &total, &e), 0);
   ck_assert_uint_eq(got, 3000);
   check_pattern(buf, 70000, got);
   ck_assert_uint_eq(total, OBJ_SIZE);
-  ck_assert_int_eq(get(h, "/_f/norange/small", 2, 10, buf, &got, &total, &e), 0);
+  ck_assert_int_eq(get(h, "/_f/norange/small", 2, 10, buf, &got, &total, &e),
+                   0);
   ck_assert_uint_eq(got, 3);
   ck_assert(!memcmp(buf, "llo", 3));
   http_client_free(h);
@@ -654,13 +655,182 @@ START_TEST(test_s3_list_decoding) {
 }
 END_TEST
 
+/* ---- fetching ahead across objects (remote_prefetch) ---- */
+
+/* Write n small objects root/NAMEi of size bytes each. */
+static void write_objs(const char *name, int n, size_t size) {
+  for (int i = 0; i < n; i++) {
+    char p[400];
+    snprintf(p, sizeof p, "%s/%s%d", root, name, i);
+    FILE *f = fopen(p, "wb");
+    ck_assert_ptr_nonnull(f);
+    for (size_t k = 0; k < size; k++)
+      fputc(pattern(k + (uint64_t)i), f);
+    fclose(f);
+  }
+}
+
+/* Wait until no prefetch job is queued or running (at most 60 s). */
+static void prefetch_idle(struct remote *r, struct remote_pf_stats *st) {
+  for (int i = 0; i < 6000; i++) {
+    remote_prefetch_stats(r, st);
+    if (!st->queued && !st->inflight)
+      return;
+    nanosleep(&(struct timespec){0, 10000000L}, NULL);
+  }
+  ck_abort_msg("prefetch jobs still running after 60 s");
+}
+
+/* Requests whose path holds pat, in the order the server logged them:
+ * a string of the owner letters found at that position (A or B). */
+static void served_order(const char *pa, const char *pb, char *out, size_t n) {
+  FILE *f = fopen(logpath, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[2048];
+  size_t k = 0;
+  while (fgets(line, sizeof line, f) && k + 1 < n) {
+    if (strstr(line, pa))
+      out[k++] = 'A';
+    else if (strstr(line, pb))
+      out[k++] = 'B';
+  }
+  out[k] = '\0';
+  fclose(f);
+}
+
+START_TEST(test_prefetch_parallel) {
+  /* Hints for 16 objects behind 300 ms of latency each are fetched at
+   * once (more than one request in flight), and the reads that follow
+   * find every byte cached: no request of their own. */
+  write_objs("pfa", 16, 1000);
+  struct remote *r = remote_make(4096);
+  struct remote_hint *h[16];
+  int owner;
+  char url[512];
+  for (int i = 0; i < 16; i++) {
+    snprintf(url, sizeof url, "%s/_f/lat=300/pfa%d", base, i);
+    ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &owner, &h[i]), 0);
+  }
+  struct remote_pf_stats st;
+  prefetch_idle(r, &st);
+  ck_assert_int_gt(st.peak_inflight, 1);
+  ck_assert_uint_eq(remote_requests(r), 16);
+  uint8_t buf[1000];
+  for (int i = 0; i < 16; i++) {
+    snprintf(url, sizeof url, "%s/_f/lat=300/pfa%d", base, i);
+    struct bytesrc *s;
+    ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &s, NULL), 0);
+    ck_assert_uint_eq(s->size, sizeof buf);
+    ck_assert_int_eq(bytesrc_read_range(s, 0, sizeof buf, buf, NULL), 0);
+    for (size_t k = 0; k < sizeof buf; k++)
+      ck_assert_uint_eq(buf[k], pattern(k + (uint64_t)i));
+    bytesrc_unref(s);
+    remote_hint_drop(r, h[i]);
+  }
+  ck_assert_uint_eq(remote_requests(r), 16); /* all from the cache */
+  remote_prefetch_stats(r, &st);
+  ck_assert_uint_eq(st.held, 0);
+  remote_free(r);
+}
+END_TEST
+
+START_TEST(test_prefetch_bounded) {
+  /* Hints for far more than the cache holds: what they hold never
+   * exceeds the budget (within the cache), objects beyond it are fetched
+   * only in part or refused, and bytes come back to the budget as the
+   * reader drops its hints. */
+  write_objs("pfb", 12, OBJ_SIZE);
+  struct remote_config c;
+  remote_config_default(&c);
+  c.block_size = 4096;
+  c.max_request = 4 * 4096;
+  c.cache_size = 1u << 20;
+  struct remote *r;
+  ck_assert_int_eq(remote_new(&c, NULL, &r, NULL), 0);
+  struct remote_hint *h[12] = {0};
+  int owner, accepted = 0;
+  char url[512];
+  for (int i = 0; i < 12; i++) {
+    snprintf(url, sizeof url, "%s/pfb%d", base, i);
+    int rc = remote_prefetch(r, url, 0, 0, &owner, &h[i]);
+    ck_assert(rc == 0 || rc == -EAGAIN);
+    accepted += rc == 0;
+    struct remote_pf_stats st;
+    remote_prefetch_stats(r, &st);
+    ck_assert_uint_le(st.held, st.budget);
+  }
+  ck_assert_int_gt(accepted, 1);
+  struct remote_pf_stats st;
+  prefetch_idle(r, &st);
+  ck_assert_uint_le(st.budget, c.cache_size);
+  ck_assert_uint_le(st.peak_held, st.budget);
+  ck_assert_uint_gt(st.peak_held, OBJ_SIZE); /* at least one whole object */
+  /* Fetched: at most what the budget holds, plus one block per hint. */
+  uint64_t sent = served_bytes("/pfb");
+  ck_assert_uint_le(sent, st.budget + 12 * 4096);
+  for (int i = 0; i < 12; i++)
+    remote_hint_drop(r, h[i]);
+  remote_prefetch_stats(r, &st);
+  ck_assert_uint_eq(st.held, 0);
+  /* Room again: a new hint is taken. */
+  struct remote_hint *again;
+  snprintf(url, sizeof url, "%s/pfb11", base);
+  ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &owner, &again), 0);
+  prefetch_idle(r, &st);
+  remote_hint_drop(r, again);
+  remote_free(r);
+}
+END_TEST
+
+START_TEST(test_prefetch_fair) {
+  /* Two readers, one naming 24 objects before the other names its 24,
+   * with 3 workers: the second is served from the start (a worker takes
+   * a job of the reader with the fewest running), not after the first's
+   * 24. Order in the server's log, no timing. */
+  write_objs("pfc", 24, 500);
+  write_objs("pfd", 24, 500);
+  struct remote_config c;
+  remote_config_default(&c);
+  c.block_size = 4096;
+  c.http.max_conns = 4; /* 3 prefetch workers */
+  struct remote *r;
+  ck_assert_int_eq(remote_new(&c, NULL, &r, NULL), 0);
+  struct remote_hint *ha[24], *hb[24];
+  int a, b;
+  char url[512];
+  for (int i = 0; i < 24; i++) {
+    snprintf(url, sizeof url, "%s/_f/lat=100/pfc%d", base, i);
+    ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &a, &ha[i]), 0);
+  }
+  for (int i = 0; i < 24; i++) {
+    snprintf(url, sizeof url, "%s/_f/lat=100/pfd%d", base, i);
+    ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &b, &hb[i]), 0);
+  }
+  struct remote_pf_stats st;
+  prefetch_idle(r, &st);
+  char order[64];
+  served_order("/pfc", "/pfd", order, sizeof order);
+  ck_assert_int_eq((int)strlen(order), 48);
+  int b_first_half = 0;
+  for (int i = 0; i < 24; i++)
+    b_first_half += order[i] == 'B';
+  ck_assert_msg(b_first_half >= 8, "served in the order %s", order);
+  for (int i = 0; i < 24; i++) {
+    remote_hint_drop(r, ha[i]);
+    remote_hint_drop(r, hb[i]);
+  }
+  remote_free(r);
+}
+END_TEST
+
 int main(void) {
   if (server_start() < 0) {
     if (getenv("CI") && !strcmp(getenv("CI"), "true")) {
       fprintf(stderr, "check_remote: tests/integration/faultsrv is missing\n");
       return 1;
     }
-    fprintf(stderr, "check_remote: SKIP: tests/integration/faultsrv is not built\n");
+    fprintf(stderr,
+            "check_remote: SKIP: tests/integration/faultsrv is not built\n");
     return 77;
   }
   Suite *s = suite_create("remote");
@@ -679,6 +849,9 @@ int main(void) {
   tcase_add_test(tc, test_changed_412);
   tcase_add_test(tc, test_norange_linear);
   tcase_add_test(tc, test_s3_list_decoding);
+  tcase_add_test(tc, test_prefetch_parallel);
+  tcase_add_test(tc, test_prefetch_bounded);
+  tcase_add_test(tc, test_prefetch_fair);
   suite_add_tcase(s, tc);
   int rc = testutil_run(s);
   server_stop();

@@ -1,0 +1,66 @@
+#!/bin/bash
+# mount_ahead_remote.sh - fetching ahead across chunks on a remote store
+# (tests/integration/faultsrv on 127.0.0.1):
+#  1. a sequential reader of values.txt has the chunks after the one it
+#     reads requested before it gets there: after `head -c` that stays in
+#     chunk 0, the server sees the body of chunk 3 requested (waited for,
+#     no timing; with decode_threads=0, so that no decoding ahead asks
+#     for it), and the text is exact;
+#  2. 8 readers of different arrays at once, 20 ms per request: every one
+#     reads its exact text (the transfers are shared, none starves).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/servers.sh"
+zt_require_mkstore
+
+WEB=$(zt_mkdir web)
+PLAIN=$(zt_mkdir plain)
+"$ZARRFS_MKSTORE" bigstrings "$WEB/big.zarr" --count 400000 --chunk 50000 \
+  --strlen 15 --data none --plain "$PLAIN/big.txt" >/dev/null
+printf '{"zarr_format":3,"node_type":"group","attributes":{}}\n' >"$WEB/zarr.json"
+for i in 0 1 2 3 4 5 6 7; do
+  "$ZARRFS_MKSTORE" bigstrings "$WEB/a$i" --count $((20000 + 1000 * i)) \
+    --chunk 2500 --strlen 15 --data zstd --plain "$PLAIN/a$i.txt" >/dev/null
+done
+srv_fault_start "$WEB"
+
+# ---- 1. chunks requested before the reader reaches them ----
+M=$(zt_mkdir m1)
+if zmount "$FAULT_URL/big.zarr" "$M" -o decode_threads=0; then
+  # 600,000 bytes: past the 256 KiB after which a reader counts as
+  # sequential, within chunk 0 (50,000 lines of about 16 bytes).
+  t head -c 600000 "$M/values.txt" >/dev/null
+  seen=0
+  for _ in $(seq 300); do
+    # the layout reads at most two blocks of each chunk (its start, and
+    # the end of its index when the data's length does not give it): more
+    # than two blocks' bytes served is the body fetched ahead
+    if [ "$(srv_log_lines "$FAULT_LOG" 'big.zarr/c/3 ' |
+      awk '{ s += $NF } END { print s + 0 }')" -gt 131072 ]; then
+      seen=1
+      break
+    fi
+    sleep 0.1
+  done
+  [ "$seen" = 1 ] || srv_log_lines "$FAULT_LOG" 'big.zarr/c/3 ' | sed 's/^/    | /' >&2
+  assert_eq "chunk 3 fetched ahead of a reader in chunk 0" 1 "$seen"
+  assert_file_eq "values.txt exact" "$PLAIN/big.txt" "$M/values.txt"
+  zumount "$M"
+fi
+
+# ---- 2. eight readers of different arrays at once ----
+M=$(zt_mkdir m2)
+if zmount "$FAULT_URL/_f/lat=20" "$M"; then
+  OUT=$(zt_mkdir out)
+  pids=()
+  for i in 0 1 2 3 4 5 6 7; do
+    t cat "$M/a$i/values.txt" >"$OUT/a$i.txt" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || true; done
+  for i in 0 1 2 3 4 5 6 7; do
+    assert_file_eq "reader $i of 8: a$i/values.txt exact" "$PLAIN/a$i.txt" "$OUT/a$i.txt"
+  done
+  zumount "$M"
+fi
+
+finish
