@@ -112,6 +112,13 @@ int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
   return rc;
 }
 
+/* A branch or a tag by name, as loaded at open (spec 1 refs not listed
+ * then are read now). */
+int icechunk_ref_id(struct icechunk *ic, const char *name, int tag,
+                    uint8_t id[12], struct zerr *err) {
+  return icefmt_repo_ref(ic->refs, ic->files, name, tag, id, err);
+}
+
 /* Spec 2 walks the repo file's list by parent index; spec 1 reads each
  * snapshot for its parent. */
 int icechunk_history(struct icechunk *ic, const uint8_t id[12],
@@ -720,6 +727,17 @@ int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
                             : (int64_t)st->sn->flushed_at * 1000);
   *out = &st->base;
   return 0;
+}
+
+/* By the store's operations: only snapshot stores have these. */
+struct icechunk *icechunk_of_store(const struct store *s) {
+  return s && s->ops == &ic_ops ? ((const struct store_icechunk *)s)->ic
+                                : NULL;
+}
+
+/* The id of the snapshot read at open. */
+void icechunk_store_id(const struct store *s, uint8_t id[12]) {
+  memcpy(id, ((const struct store_icechunk *)s)->sn->id, 12);
 }
 
 /* Repository, ref, snapshot store: the mount's one call. */
