@@ -820,11 +820,14 @@ static int dir_open_history(struct engine *e, const char *key,
   struct ns_dir *d = calloc(1, sizeof *d);
   if (!d)
     return zerr_set(err, ENOMEM, "out of memory listing a directory");
-  int rc = *rel ? 0 : history_dir_add(d, NS_STATS_NAME, 0);
-  if (rc == 0)
-    rc = history_list(e, rel, history_dir_add, d, err);
+  if (!*rel) /* a failure is kept in d->rc */
+    dir_add(d, NS_STATS_NAME, strlen(NS_STATS_NAME), NS_STATS, 1, 0,
+            STORE_MTIME_UNKNOWN);
+  int rc = history_list(e, rel, history_dir_add, d, err);
   if (rc == 0 && d->rc)
-    rc = zerr_set(err, -d->rc, "out of memory listing a directory");
+    rc = d->rc == -EFBIG
+             ? zerr_set(err, EFBIG, "directory listing too large")
+             : zerr_set(err, ENOMEM, "out of memory listing a directory");
   if (rc < 0) {
     ns_dir_free(d);
     return rc;

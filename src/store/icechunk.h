@@ -88,8 +88,6 @@ void icechunk_unref(struct icechunk *ic);
 /* The repository s shows a snapshot of (borrowed: s holds a reference),
  * or NULL when s is not an Icechunk snapshot store. */
 struct icechunk *icechunk_of_store(const struct store *s);
-/* The snapshot id s shows (s an Icechunk snapshot store). */
-void icechunk_store_id(const struct store *s, uint8_t id[12]);
 
 /* A store of snapshot id of ic (reads snapshots/ID now; takes its own
  * reference to ic). *out owned by the caller (store_free). */

@@ -51,7 +51,7 @@ struct store_icechunk {
   int64_t mtime; /* the snapshot's commit time, for every key */
 };
 
-/* A repo file with the magic, or the spec 1 main branch. */
+/* A repo file with the magic, or the spec 1 main branch's ref file. */
 int icechunk_detect(struct store *s, struct zerr *err) {
   struct bytesrc *b;
   int rc = store_get(s, "repo", &b, err);
@@ -68,13 +68,19 @@ int icechunk_detect(struct store *s, struct zerr *err) {
   } else if (rc != -ENOENT) {
     return rc;
   }
-  enum store_entry_type t;
-  uint64_t sz;
+  /* A GET, not a stat: on S3 a stat of a missing key lists its prefix,
+   * and a store that is no repository would pay (or fail) a listing. */
   zerr_clear(err);
-  rc = store_stat(s, "refs/branch.main/ref.json", &t, &sz, err);
-  if (rc == 0)
-    return t == STORE_FILE;
-  return rc == -ENOENT ? 0 : rc;
+  rc = store_get(s, "refs/branch.main/ref.json", &b, err);
+  if (rc == 0) {
+    bytesrc_unref(b);
+    return 1;
+  }
+  if (rc == -ENOENT || rc == -EISDIR || rc == -EINVAL) {
+    zerr_clear(err);
+    return 0;
+  }
+  return rc;
 }
 
 /* Load the refs now: the mount shows them as they are at open. */
@@ -777,11 +783,6 @@ int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
 struct icechunk *icechunk_of_store(const struct store *s) {
   return s && s->ops == &ic_ops ? ((const struct store_icechunk *)s)->ic
                                 : NULL;
-}
-
-/* The id of the snapshot read at open. */
-void icechunk_store_id(const struct store *s, uint8_t id[12]) {
-  memcpy(id, ((const struct store_icechunk *)s)->sn->id, 12);
 }
 
 /* Repository, ref, snapshot store: the mount's one call. */
