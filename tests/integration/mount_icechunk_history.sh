@@ -11,9 +11,13 @@
 #  2. split-repo-v1 and -v2: the snapshot "write data", in the middle of
 #     main's history, found through the log, reads 120 and 0;
 #  3. the FUSE-free CLI (zarrfs ls|cat) on the same paths;
-#  4. a Zarr store (not Icechunk) keeps /.zarrfs with stats alone.
+#  4. a Zarr store (not Icechunk) keeps /.zarrfs with stats alone;
+#  5. over HTTP (nginx): test-repo-v2 lists and reads the same; test-repo-v1,
+#     whose refs/ cannot be listed there, lists no ref but each ref and
+#     log still resolves by name (skipped without nginx).
 # Absent fixtures skip (exit 77), or fail under CI=true.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/servers.sh"
 
 FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
 if [ ! -d "$FIX/icechunk" ]; then
@@ -164,6 +168,35 @@ if [ -d "$ZT_TMP/plain" ] && zmount "$ZT_TMP/plain" "$MNT"; then
     pass "zarr store: no history"
   fi
   zumount "$MNT"
+fi
+
+# ---- 5. over HTTP ----
+
+if [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1; then
+  srv_nginx_start "$IC"
+  if zmount "$NGINX_URL/test-repo-v2" "$MNT"; then
+    H="$MNT/.zarrfs"
+    ls_is "http test-repo-v2: tags" "$H/tags" "it also works! it works!"
+    assert_eq "http test-repo-v2: log of main" "$MAIN_LOG" \
+      "$(messages "$H/log/branch.main.txt")"
+    values "http test-repo-v2: tags/it works!/.../values.txt" \
+      "$H/tags/it works!/group1/small_chunks/values.txt" "$(rep 4 84)
+8
+"
+    zumount "$MNT"
+  fi
+  if zmount "$NGINX_URL/test-repo-v1" "$MNT"; then
+    H="$MNT/.zarrfs"
+    assert_eq "http test-repo-v1: log of tag 'it works!' by name" \
+      "delete a chunk|$MAIN_LOG" "$(messages "$H/log/tag.it works!.txt")"
+    values "http test-repo-v1: branches/my-branch by name" \
+      "$H/branches/my-branch/group1/small_chunks/values.txt" "$(rep 4 84)
+8
+"
+    zumount "$MNT"
+  fi
+else
+  zt_skip_part "nginx missing: the history over HTTP"
 fi
 
 finish
