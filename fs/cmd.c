@@ -124,7 +124,7 @@ static void cmd_cat(struct cmd *c, const char *path, struct ns_entry *ent,
   struct bytesrc *raw = NULL;
   struct view_cursor *cur = NULL;
   if (ent->kind == NS_RAW)
-    rc = store_get(c->e->store, ent->key, &raw, &err);
+    rc = store_get(ent->eng->store, ent->key, &raw, &err);
   else
     cur = view_cursor_new(); /* NULL only costs re-decoding */
   uint64_t off = 0;
@@ -166,6 +166,7 @@ static void cmd_stat(struct cmd *c, const char *path, struct ns_entry *ent) {
       [NS_DIR] = "directory",         [NS_RAW] = "file",
       [NS_CHUNK_VIEW] = "chunk-view", [NS_ARRAY_VIEW] = "array-view",
       [NS_INFO_VIEW] = "info-view",   [NS_STATS] = "stats",
+      [NS_HISTORY] = "history",
   };
   fprintf(c->out, "%s %llu %s\n", kinds[ent->kind], (unsigned long long)size,
           path);
@@ -181,7 +182,7 @@ static void cmd_info(struct cmd *c, const char *path, struct ns_entry *ent) {
     fail(c, path, rc, &err);
     return;
   }
-  const struct znode *n = node_get(c->e->nodes, ent->key);
+  const struct znode *n = node_get(ent->eng->nodes, ent->key);
   if (n->kind == ZNODE_NONE) {
     fprintf(c->err, "zarrfs: %s: not a Zarr array or group (no metadata)\n",
             path);
@@ -190,7 +191,7 @@ static void cmd_info(struct cmd *c, const char *path, struct ns_entry *ent) {
   }
   char *text;
   size_t len;
-  rc = info_text(c->e, n, &text, &len, &err);
+  rc = info_text(ent->eng, n, &text, &len, &err);
   if (rc < 0) {
     fail(c, path, rc, &err);
     return;

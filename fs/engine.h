@@ -29,6 +29,7 @@
 #ifndef ZARRFS_ENGINE_H
 #define ZARRFS_ENGINE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -86,6 +87,14 @@ enum engine_views {
   ENGINE_VIEWS_NONE,       /* the store untouched, no views */
 };
 
+struct icechunk;
+struct engine_sub;
+
+/* Sub-engines kept at once per mount (one per Icechunk snapshot shown
+ * under /.zarrfs): each is a node table and a snapshot's node list, and
+ * lives as long as the mount (open files borrow its nodes). */
+#define ENGINE_SUBS_MAX 256
+
 /* The engine. Fields set by engine_new are read-only after it; what
  * changes lives behind a lock of its own (each a leaf, so no order
  * between them) or is atomic. */
@@ -118,6 +127,17 @@ struct engine {
                                with -EINTR */
   struct zfs_stats stats;   /* no lock: live counters (fs/stats.h),
                                relaxed atomics */
+  struct engine_config cfg; /* read-only: what engine_new was given */
+  struct icechunk *ic;      /* read-only: the Icechunk repository the
+                               store shows a snapshot of (one reference),
+                               or NULL */
+  struct engine *parent;    /* read-only: NULL for a mount's engine; for a
+                               sub-engine (engine_sub) the engine whose
+                               memo, log and workers it borrows */
+  pthread_mutex_t subs_lock; /* guards subs and nsubs (a leaf: held only
+                                to look up and insert) */
+  struct engine_sub *subs;   /* the sub-engines made so far, owned */
+  size_t nsubs;
 };
 
 /* Create an engine over store (takes ownership of store, also on failure). */
@@ -126,12 +146,22 @@ int engine_new(struct store *store, const struct engine_config *cfg,
 /* Free; NULL-safe. No pin may be outstanding. */
 void engine_free(struct engine *e);
 
+/* The engine of Icechunk snapshot id of e's repository (e->ic must be
+ * set), made on first use (its snapshot file read then) and kept until e
+ * is freed: a node table over that snapshot's store, sharing e's memo,
+ * log, workers and limits. *out is borrowed from e. -ENFILE past
+ * ENGINE_SUBS_MAX snapshots, -ENOENT when the snapshot does not exist. */
+int engine_sub(struct engine *e, const uint8_t id[12], struct engine **out,
+               struct zerr *err);
+
 /* Ask every long operation to stop (shutdown): loops and waits return
  * -EINTR soon after. Async-signal-safe (one atomic store). */
 void engine_stop(struct engine *e);
 /* Has engine_stop been called? Checked by long loops. */
 static inline int engine_stopping(const struct engine *e) {
-  return atomic_load_explicit(&e->stopping, memory_order_relaxed);
+  return atomic_load_explicit(&e->stopping, memory_order_relaxed) ||
+         (e->parent &&
+          atomic_load_explicit(&e->parent->stopping, memory_order_relaxed));
 }
 /* -EINTR with a reason once stopping, else 0: for long loops. */
 static inline int engine_check_stop(struct engine *e, struct zerr *err) {

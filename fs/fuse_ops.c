@@ -397,7 +397,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
   if (rc == 0 && f->ent.kind == NS_DIR)
     rc = -EISDIR;
   if (rc == 0 && f->ent.kind == NS_RAW) {
-    rc = store_get(e->store, f->ent.key, &f->raw, &err);
+    rc = store_get(f->ent.eng->store, f->ent.key, &f->raw, &err);
     if (rc < 0 && rc != -ENOENT)
       log_fs_error(c, in->path, &err);
   }
@@ -587,7 +587,7 @@ static const struct znode *xattr_node(fuse_req_t req, fuse_ino_t ino, int *rc) {
   const struct znode *n = NULL;
   *rc = ns_resolve(c->engine, in->path, ent, NULL);
   if (*rc == 0 && ent->kind == NS_DIR)
-    n = node_get(c->engine->nodes, ent->key);
+    n = node_get(ent->eng->nodes, ent->key);
   free(ent);
   return n;
 }

@@ -7,6 +7,7 @@
 
 #include "../codecs/chain.h"
 #include "../codecs/codec.h"
+#include "history.h"
 #include "info.h"
 #include "node.h"
 #include "stats.h"
@@ -274,6 +275,39 @@ static int resolve_made_up(struct engine *e, const char *key,
   return 0;
 }
 
+/* ---- the history tree below /.zarrfs (fs/history.h) ----
+ *
+ * Paths below /.zarrfs of a mount that shows a history: the tree's own
+ * directories and logs are entries of the mount's engine; a path inside a
+ * ref's or a snapshot's tree is resolved or listed by its sub-engine. */
+
+/* key below NS_STATS_DIR and a history shown there: its path below it,
+ * else NULL. */
+static const char *history_rel(struct engine *e, const char *key) {
+  size_t dl = strlen(NS_STATS_DIR);
+  if (!history_shown(e) || strncmp(key, NS_STATS_DIR, dl) ||
+      (key[dl] && key[dl] != '/') || !stats_dir_ours(e))
+    return NULL;
+  return key[dl] ? key + dl + 1 : key + dl;
+}
+
+/* 1 when key is not a history name (go on), else as ns_resolve. */
+static int resolve_history(struct engine *e, const char *key,
+                           struct ns_entry *ent, struct zerr *err) {
+  const char *rel = history_rel(e, key);
+  if (!rel || !strcmp(rel, NS_STATS_NAME))
+    return 1;
+  struct engine *sub;
+  const char *rest;
+  int h = history_resolve(e, rel, &sub, &rest, err);
+  if (h < 0)
+    return h;
+  if (h == HISTORY_TREE)
+    return ns_resolve(sub, rest, ent, err);
+  ent->kind = h == HISTORY_DIR ? NS_DIR : NS_HISTORY;
+  return 0;
+}
+
 int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
                struct zerr *err) {
   const char *key = path_key(path);
@@ -283,9 +317,15 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     return zerr_set(err, ENAMETOOLONG, "path too long");
   memset(ent, 0, offsetof(struct ns_entry, key));
   memcpy(ent->key, key, klen + 1);
+  ent->eng = e;
   ent->node = NULL;
   ent->raw_size = 0;
   ent->mtime = STORE_MTIME_UNKNOWN;
+  if (*key && key == path_key(path)) {
+    int h = resolve_history(e, key, ent, err);
+    if (h <= 0)
+      return h;
+  }
   if (*key && key == path_key(path) && resolve_stats(e, key, ent))
     return 0;
   enum store_entry_type t;
@@ -370,6 +410,8 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
 /* Stored size, or the view's computed size. */
 int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
             struct zerr *err) {
+  if (ent->eng)
+    e = ent->eng;
   switch (ent->kind) {
   case NS_DIR:
     *size = 0;
@@ -409,6 +451,15 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
   case NS_STATS:
     *size = 0; /* it changes with every request: read with direct I/O */
     return 0;
+  case NS_HISTORY: {
+    char *text;
+    size_t len;
+    ZTRY(history_log_text(e, ent->key + strlen(NS_STATS_DIR) + 1, &text,
+                          &len, err));
+    free(text);
+    *size = len;
+    return 0;
+  }
   }
   return zerr_set(err, EIO, "bad entry");
 }
@@ -421,6 +472,9 @@ static long read_text(struct engine *e, const struct ns_entry *ent,
   size_t tl = 0;
   if (ent->kind == NS_INFO_VIEW)
     ZTRY(info_text(e, ent->node, &text, &tl, err));
+  else if (ent->kind == NS_HISTORY)
+    ZTRY(history_log_text(e, ent->key + strlen(NS_STATS_DIR) + 1, &text, &tl,
+                          err));
   else if (stats_text(&e->stats, &e->store->stats, e->memo, &text, &tl) < 0)
     return zerr_set(err, ENOMEM, "out of memory");
   size_t n = off < tl ? tl - (size_t)off : 0;
@@ -436,11 +490,14 @@ static long read_text(struct engine *e, const struct ns_entry *ent,
 long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
                   size_t len, char *dst, struct view_cursor *c,
                   struct zerr *err) {
+  if (ent->eng)
+    e = ent->eng;
   if (ent->kind == NS_CHUNK_VIEW)
     return view_chunk_read(e, ent->node, ent->idx, off, len, dst, c, err);
   if (ent->kind == NS_ARRAY_VIEW)
     return view_array_read(e, ent->node, off, len, dst, c, err);
-  if (ent->kind == NS_INFO_VIEW || ent->kind == NS_STATS)
+  if (ent->kind == NS_INFO_VIEW || ent->kind == NS_STATS ||
+      ent->kind == NS_HISTORY)
     return read_text(e, ent, off, len, dst, err);
   return zerr_set(err, EIO, "not a view");
 }
@@ -738,6 +795,48 @@ static void dir_drop_made_up(struct ns_dir *d, const struct znode *n,
   d->nstored -= dropped;
 }
 
+/* One name of a history directory, as a stored one (sorted after). */
+static int history_dir_add(void *ud, const char *name, int is_dir) {
+  struct ns_dir *d = ud;
+  return dir_add(d, name, strlen(name), is_dir ? NS_DIR : NS_HISTORY, is_dir,
+                 0, STORE_MTIME_UNKNOWN) != 0;
+}
+
+/* 1 when key is not a history name (go on), else as ns_dir_open. */
+static int dir_open_history(struct engine *e, const char *key,
+                            struct ns_dir **out, struct zerr *err) {
+  const char *rel = history_rel(e, key);
+  if (!rel || !strcmp(rel, NS_STATS_NAME))
+    return 1;
+  struct engine *sub;
+  const char *rest;
+  int h = history_resolve(e, rel, &sub, &rest, err);
+  if (h < 0)
+    return h;
+  if (h == HISTORY_TREE)
+    return ns_dir_open(sub, rest, out, err);
+  if (h != HISTORY_DIR)
+    return zerr_set(err, ENOTDIR, "not a directory");
+  struct ns_dir *d = calloc(1, sizeof *d);
+  if (!d)
+    return zerr_set(err, ENOMEM, "out of memory listing a directory");
+  if (!*rel) /* a failure is kept in d->rc */
+    dir_add(d, NS_STATS_NAME, strlen(NS_STATS_NAME), NS_STATS, 1, 0,
+            STORE_MTIME_UNKNOWN);
+  int rc = history_list(e, rel, history_dir_add, d, err);
+  if (rc == 0 && d->rc)
+    rc = d->rc == -EFBIG
+             ? zerr_set(err, EFBIG, "directory listing too large")
+             : zerr_set(err, ENOMEM, "out of memory listing a directory");
+  if (rc < 0) {
+    ns_dir_free(d);
+    return rc;
+  }
+  dir_sort_stored(d);
+  *out = d;
+  return 0;
+}
+
 /* Is name a stored directory of the listing? */
 static int dir_has_stored_dir(const struct ns_dir *d, const char *name) {
   for (size_t i = 0; i < d->nstored; i++)
@@ -753,6 +852,13 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
   struct ns_dir *d = calloc(1, sizeof *d);
   if (!d)
     return zerr_set(err, ENOMEM, "out of memory listing a directory");
+  if (key == path_key(path)) {
+    int h = dir_open_history(e, key, out, err);
+    if (h <= 0) {
+      ns_dir_free(d);
+      return h;
+    }
+  }
   if (key == path_key(path) && !strcmp(key, NS_STATS_DIR) &&
       stats_dir_ours(e)) {
     if (dir_add(d, NS_STATS_NAME, strlen(NS_STATS_NAME), NS_STATS, 1, 0,

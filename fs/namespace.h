@@ -30,10 +30,15 @@ enum ns_kind {
   NS_INFO_VIEW, /* info.txt: node is the array (or broken node) */
   NS_STATS,     /* /.zarrfs/stats: new text on every read, size 0 (read
                    it without trusting its size: direct I/O) */
+  NS_HISTORY,   /* /.zarrfs/log/...: a ref's history (fs/history.h) */
 };
 
 struct ns_entry {
   enum ns_kind kind;
+  struct engine *eng; /* the engine that serves it (borrowed): the one
+                         resolved with, or a sub-engine of it for a path
+                         inside a history tree (fs/history.h); key, node
+                         and reads belong to it */
   char key[4096];               /* store key (raw, dir) or array path (views) */
   const struct znode *node;     /* views: the array (borrowed from engine) */
   uint64_t idx[ZMETA_MAX_DIMS]; /* chunk views: chunk coordinates */

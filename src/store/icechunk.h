@@ -55,6 +55,10 @@ const struct icefmt_repo *icechunk_refs(const struct icechunk *ic);
  * ref (a branch, else a tag of that name), else branch main. */
 int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
                      uint8_t id[12], struct zerr *err);
+/* The snapshot of branch (tag 0) or tag (tag 1) name: -ENOENT when there
+ * is none (a deleted tag is none). */
+int icechunk_ref_id(struct icechunk *ic, const char *name, int tag,
+                    uint8_t id[12], struct zerr *err);
 /* One snapshot of a history: its id, commit time (microseconds since
  * the epoch, UTC) and message (borrowed for the call). Return non-zero
  * to stop. */
@@ -80,6 +84,10 @@ uint64_t icechunk_manifest_loads(const struct icechunk *ic);
 struct icechunk *icechunk_ref(struct icechunk *ic);
 /* Drop a reference; NULL-safe. */
 void icechunk_unref(struct icechunk *ic);
+
+/* The repository s shows a snapshot of (borrowed: s holds a reference),
+ * or NULL when s is not an Icechunk snapshot store. */
+struct icechunk *icechunk_of_store(const struct store *s);
 
 /* A store of snapshot id of ic (reads snapshots/ID now; takes its own
  * reference to ic). *out owned by the caller (store_free). */

@@ -8,6 +8,7 @@
  * remembered), so snapshot stores opened on one repository share them. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,23 @@
 #include "icechunk.h"
 #include "icechunk_fmt.h"
 
+/* Chunk files kept open: a read of many chunks meets the same few files
+ * (an Icechunk writer packs many chunks in one), and opening one per chunk
+ * would cost a lookup and an open each. Chunk files are immutable (named
+ * by their id), so a kept one never goes stale. */
+#define IC_FILES_KEPT 16
+
+/* One kept chunk file. */
+struct ic_kept {
+  uint8_t id[12];
+  struct bytesrc *b; /* one reference, or NULL */
+};
+
 struct icechunk {
   struct store *files; /* the repository's files (owned) */
+  pthread_mutex_t kept_lock; /* guards kept and kept_next (a leaf) */
+  struct ic_kept kept[IC_FILES_KEPT];
+  unsigned kept_next; /* the slot to replace next (round robin) */
   struct icefmt_repo *refs;
   const struct confine *c; /* borrowed; NULL: no virtual chunk */
   size_t max_decode;
@@ -35,7 +51,7 @@ struct store_icechunk {
   int64_t mtime; /* the snapshot's commit time, for every key */
 };
 
-/* A repo file with the magic, or the spec 1 main branch. */
+/* A repo file with the magic, or the spec 1 main branch's ref file. */
 int icechunk_detect(struct store *s, struct zerr *err) {
   struct bytesrc *b;
   int rc = store_get(s, "repo", &b, err);
@@ -76,6 +92,7 @@ int icechunk_open(struct store *s, size_t max_decode, size_t budget,
     return zerr_set(err, ENOMEM, "out of memory");
   }
   ic->files = s;
+  pthread_mutex_init(&ic->kept_lock, NULL);
   ic->c = c;
   ic->max_decode = max_decode;
   atomic_init(&ic->nrefs, 1);
@@ -115,6 +132,13 @@ int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
   if (rc == -ENOENT)
     return zerr_set(err, ENOENT, "no branch or tag named '%s'", ref);
   return rc;
+}
+
+/* A branch or a tag by name, as loaded at open (spec 1 refs not listed
+ * then are read now). */
+int icechunk_ref_id(struct icechunk *ic, const char *name, int tag,
+                    uint8_t id[12], struct zerr *err) {
+  return icefmt_repo_ref(ic->refs, ic->files, name, tag, id, err);
 }
 
 /* Spec 2 walks the repo file's list by parent index; spec 1 reads each
@@ -225,6 +249,9 @@ void icechunk_unref(struct icechunk *ic) {
   if (!ic || atomic_fetch_sub(&ic->nrefs, 1) != 1)
     return;
   memo_free(ic->manifests);
+  for (size_t i = 0; i < IC_FILES_KEPT; i++)
+    bytesrc_unref(ic->kept[i].b);
+  pthread_mutex_destroy(&ic->kept_lock);
   icefmt_repo_free(ic->refs);
   store_free(ic->files);
   free(ic);
@@ -459,6 +486,30 @@ static int virtual_open(struct store_icechunk *st, const struct icefmt_chunk *c,
                           &st->base.stats, out, err);
 }
 
+/* The chunk file id (its key: key): a kept one, else opened and kept in
+ * place of the oldest. *out holds a reference. */
+static int chunk_file(struct icechunk *ic, const uint8_t id[12],
+                      const char *key, struct bytesrc **out,
+                      struct zerr *err) {
+  pthread_mutex_lock(&ic->kept_lock);
+  for (size_t i = 0; i < IC_FILES_KEPT; i++)
+    if (ic->kept[i].b && !memcmp(ic->kept[i].id, id, 12)) {
+      *out = bytesrc_ref(ic->kept[i].b);
+      pthread_mutex_unlock(&ic->kept_lock);
+      return 0;
+    }
+  pthread_mutex_unlock(&ic->kept_lock);
+  ZTRY(store_get(ic->files, key, out, err));
+  pthread_mutex_lock(&ic->kept_lock);
+  struct ic_kept *k = &ic->kept[ic->kept_next++ % IC_FILES_KEPT];
+  struct bytesrc *old = k->b;
+  memcpy(k->id, id, 12);
+  k->b = bytesrc_ref(*out);
+  pthread_mutex_unlock(&ic->kept_lock);
+  bytesrc_unref(old);
+  return 0;
+}
+
 /* Bytes of a chunk reference. */
 static int chunk_open(struct store_icechunk *st, const struct icefmt_chunk *c,
                       struct bytesrc **out, struct zerr *err) {
@@ -475,7 +526,7 @@ static int chunk_open(struct store_icechunk *st, const struct icefmt_chunk *c,
   char key[8 + ICEFMT_ID_CHARS] = "chunks/";
   icefmt_id_encode(c->chunk_id, 12, key + 7);
   struct bytesrc *f;
-  int rc = store_get(st->ic->files, key, &f, err);
+  int rc = chunk_file(st->ic, c->chunk_id, key, &f, err);
   if (rc < 0)
     return zerr_prefix(err, "%s: ", key);
   rc = bytesrc_sub(f, c->offset, c->length, out, err);
@@ -725,6 +776,12 @@ int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
                             : (int64_t)st->sn->flushed_at * 1000);
   *out = &st->base;
   return 0;
+}
+
+/* By the store's operations: only snapshot stores have these. */
+struct icechunk *icechunk_of_store(const struct store *s) {
+  return s && s->ops == &ic_ops ? ((const struct store_icechunk *)s)->ic
+                                : NULL;
 }
 
 /* Repository, ref, snapshot store: the mount's one call. */
