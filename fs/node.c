@@ -64,10 +64,22 @@ static void node_log(struct node_table *t, const char *key, const char *msg) {
   logonce_log(t->log, ZLOG_ERR, t->store->location, key, msg);
 }
 
+/* Free the CF views' node of an array: it shares all but its form's CF
+ * encoding and fill text with the array's node. */
+static void znode_cf_free(struct znode *c) {
+  if (!c)
+    return;
+  cf_free((struct cf *)c->form.cf);
+  free(c->form.fill);
+  free(c);
+}
+
 /* Free one node; NULL-safe. */
 static void znode_free(struct znode *n) {
   if (!n)
     return;
+  znode_cf_free((struct znode *)n->cf);
+  json_decref(n->attrs);
   chain_free(n->chain);
   zmeta_free(n->meta);
   zcons_free(n->cons);
@@ -199,6 +211,83 @@ static int node_set_form(const struct node_table *t, struct znode *n,
   n->form.ndim = n->meta->ndim;
   memcpy(n->form.shape, n->uspec.shape, sizeof n->form.shape);
   return textprep_fill_text(&n->uspec, &n->meta->dtype, t->env, &n->form, err);
+}
+
+/* The attributes of array n: V3 `attributes` of its zarr.json, V2 its
+ * .zattrs (none when absent; a malformed one is logged and left out). */
+static void node_set_attrs(struct node_table *t, struct znode *n) {
+  if (n->zarr_format == 3) {
+    json_t *a = n->meta ? json_object_get(n->meta->root, "attributes") : NULL;
+    n->attrs = json_is_object(a) ? json_incref(a) : NULL;
+    return;
+  }
+  char akey[4096];
+  if (key_join(akey, sizeof akey, n->path, ".zattrs") < 0)
+    return;
+  uint8_t *text = NULL;
+  size_t len;
+  struct zerr err = {0};
+  if (store_read_all(t->store, akey, NODE_MAX_META, &text, &len, &err) < 0)
+    return; /* no .zattrs: no attributes */
+  json_error_t je;
+  json_t *a = json_loadb((const char *)text, len, 0, &je);
+  free(text);
+  if (!json_is_object(a)) {
+    json_decref(a);
+    node_log(t, akey, "attributes ignored: not a JSON object");
+    return;
+  }
+  n->attrs = a;
+}
+
+/* Give array n the node of its CF views when its attributes carry a CF
+ * encoding: the attributes alone decide (a fill_value alone would give
+ * every array CF views). The values are then decoded with the array's own
+ * fill_value, as xarray's Zarr backend reads it (as _FillValue when the
+ * attributes have none). A malformed encoding is logged and gives no CF
+ * views. */
+static void node_set_cf(struct node_table *t, struct znode *n,
+                        const char *key) {
+  json_t *fill = json_object_get(n->meta->root, "fill_value");
+  struct cf *c = NULL;
+  struct zerr err = {0};
+  if (!n->attrs)
+    return;
+  int rc = cf_parse(n->attrs, NULL, &n->meta->dtype, &c, &err);
+  if (rc == 0 && c) {
+    cf_free(c);
+    c = NULL;
+    rc = cf_parse(n->attrs, fill, &n->meta->dtype, &c, &err);
+  }
+  if (rc < 0) {
+    char msg[ZERR_MSG_MAX + 32];
+    snprintf(msg, sizeof msg, "no CF views: %s", err.msg);
+    node_log(t, key, msg);
+    return;
+  }
+  if (!c)
+    return;
+  struct znode *v = malloc(sizeof *v);
+  if (!v) {
+    cf_free(c);
+    return;
+  }
+  *v = *n;
+  v->cf = NULL;
+  v->plain = n;
+  v->attrs = NULL;
+  v->cons = NULL;
+  v->next = NULL;
+  v->form.cf = c;
+  v->form.fill = NULL;
+  if (textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, &err) <
+      0) {
+    cf_free(c);
+    free(v);
+    node_log(t, key, err.msg);
+    return;
+  }
+  n->cf = v;
 }
 
 /* ---- hierarchies through consolidated metadata ---- */
@@ -531,6 +620,7 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     return n;
   }
   n->kind = ZNODE_ARRAY;
+  node_set_attrs(t, n);
   struct zmeta *m = n->meta;
   n->spec.ndim = m->ndim;
   memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
@@ -559,7 +649,9 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     n->chain = NULL;
     n->shard = NULL;
     node_set_error(t, n, key, err.code, err.msg);
+    return n;
   }
+  node_set_cf(t, n, key);
   return n;
 }
 
