@@ -241,11 +241,12 @@ static void node_set_attrs(struct node_table *t, struct znode *n) {
 }
 
 /* Give array n the node of its CF views when its attributes carry a CF
- * encoding: the attributes alone decide (a fill_value alone would give
- * every array CF views). The values are then decoded with the array's own
- * fill_value, as xarray's Zarr backend reads it (as _FillValue when the
- * attributes have none). A malformed encoding is logged and gives no CF
- * views. */
+ * encoding, or when xarray wrote it (`_ARRAY_DIMENSIONS`: xarray keeps a
+ * variable's _FillValue in the array's fill_value) and its fill_value
+ * masks; a fill_value alone in any other array would give every array CF
+ * views. The values are decoded with the array's own fill_value, as
+ * xarray's Zarr backend reads it (as _FillValue when the attributes have
+ * none). A malformed encoding is logged and gives no CF views. */
 static void node_set_cf(struct node_table *t, struct znode *n,
                         const char *key) {
   json_t *fill = json_object_get(n->meta->root, "fill_value");
@@ -253,8 +254,9 @@ static void node_set_cf(struct node_table *t, struct znode *n,
   struct zerr err = {0};
   if (!n->attrs)
     return;
-  int rc = cf_parse(n->attrs, NULL, &n->meta->dtype, &c, &err);
-  if (rc == 0 && c) {
+  int xr = json_object_get(n->attrs, "_ARRAY_DIMENSIONS") != NULL;
+  int rc = cf_parse(n->attrs, xr ? fill : NULL, &n->meta->dtype, &c, &err);
+  if (rc == 0 && c && !xr) {
     cf_free(c);
     c = NULL;
     rc = cf_parse(n->attrs, fill, &n->meta->dtype, &c, &err);

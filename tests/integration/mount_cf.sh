@@ -2,8 +2,9 @@
 # mount_cf.sh - values.cf.txt and K.cf.txt against xarray itself (Debian's
 # python3-xarray). xarray.Dataset.to_zarr writes a packed temperature
 # (int16 with scale_factor, add_offset and _FillValue, some values NaN), a
-# time coordinate (hours since a date) and a bool variable (int8 with
-# `dtype: bool`); each values.cf.txt on the mount must equal what
+# time coordinate (hours since a date), a bool variable (int8 with
+# `dtype: bool`) and a count (int16 whose _FillValue xarray keeps in the
+# array's fill_value only); each values.cf.txt on the mount must equal what
 # xarray's open_zarr(...).load() gives, printed by the text contract
 # (floats: the fewest digits at the value's own width, without a trailing
 # `.0`; `nan`; times ISO 8601; `true`/`false`). Also: the K.cf.txt of the
@@ -31,10 +32,13 @@ def write(d):
     time = pd.date_range("2021-03-01", periods=n, freq="6H")
     temp = 15 + 10 * np.sin(np.arange(n) / 17.0)
     temp[::37] = np.nan
+    count = np.arange(n, dtype="f8") % 500
+    count[5::11] = np.nan
     flag = (np.arange(n) % 3) == 0
     ds = xr.Dataset(
         {"temperature": ("time", temp, {"units": "degC"}),
          "flag": ("time", flag),
+         "count": ("time", count),
          "plain": ("time", np.arange(n, dtype="i4"))},
         coords={"time": time})
     enc = {"temperature": {"dtype": "int16", "scale_factor": 0.01,
@@ -42,6 +46,7 @@ def write(d):
                            "chunks": (100,)},
            "time": {"units": "hours since 2021-03-01", "chunks": (100,)},
            "flag": {"chunks": (100,)},
+           "count": {"dtype": "int16", "_FillValue": -1, "chunks": (100,)},
            "plain": {"chunks": (100,)}}
     ds.to_zarr(d, mode="w", encoding=enc)
 
@@ -62,7 +67,7 @@ def text(v):
 
 def expect(d, out):
     ds = xr.open_zarr(d).load()
-    for name in ("temperature", "time", "flag"):
+    for name in ("temperature", "time", "flag", "count"):
         a = ds[name].values
         with open(os.path.join(out, name), "w") as f:
             for v in a.ravel():
@@ -81,7 +86,7 @@ grep -q '"scale_factor"' "$SRC/temperature/.zattrs" ||
 
 M=$(zt_mkdir m)
 zmount "$SRC" "$M" || finish
-for name in temperature time flag; do
+for name in temperature time flag count; do
   assert_file_eq "$name/values.cf.txt equals xarray's decoded values" \
     "$ZT_TMP/want/$name" "$M/$name/values.cf.txt"
   assert_eq "$name/values.cf.txt: stat gives its exact size" \

@@ -3,7 +3,8 @@
  * beside .zarray): a packed int16 with _FillValue and a missing chunk, a
  * time array in hours since a date, an int8 bool flag array. Each view is
  * read in pieces of 1 byte to 1 MiB and compared with its whole text;
- * values.txt stays as stored, and arrays whose attributes carry no CF
+ * values.txt stays as stored; an array xarray wrote (_ARRAY_DIMENSIONS) is
+ * masked by its fill_value, and other arrays whose attributes carry no CF
  * encoding (a fill_value alone is not one) have no CF views. */
 #include <stdio.h>
 #include <string.h>
@@ -73,6 +74,9 @@ static void setup(void) {
   int8_t fl[4] = {1, 0, 0, 2};
   put_file("flag/0", fl, sizeof fl);
   put_v2("plain", 3, 3, "<i4", "0", "{\"units\":\"m\"}");
+  put_v2("count", 3, 3, "<i2", "-1", "{\"_ARRAY_DIMENSIONS\":[\"x\"]}");
+  int16_t co[3] = {7, -1, 300};
+  put_file("count/0", co, sizeof co);
   int32_t pl[3] = {1, 2, 3};
   put_file("plain/0", pl, sizeof pl);
 }
@@ -161,6 +165,14 @@ START_TEST(times_in_hours_since) {
 }
 END_TEST
 
+/* xarray keeps _FillValue in the fill_value: an array it wrote is masked
+ * by it, as xarray reads it back (int16 masked becomes float32). */
+START_TEST(xarray_fill_value_masks) {
+  check_view("count/values.cf.txt", "7\nnan\n300\n");
+  check_view("count/values.txt", "7\n-1\n300\n");
+}
+END_TEST
+
 START_TEST(bool_flags) {
   check_view("flag/values.cf.txt", "true\nfalse\nfalse\ntrue\n");
   check_view("flag/values.txt", "1\n0\n0\n2\n");
@@ -215,6 +227,7 @@ static Suite *cfview_suite(void) {
   tcase_add_test(tc, packed_with_fill_and_missing_chunk);
   tcase_add_test(tc, times_in_hours_since);
   tcase_add_test(tc, bool_flags);
+  tcase_add_test(tc, xarray_fill_value_masks);
   tcase_add_test(tc, listed_only_where_cf_applies);
   tcase_add_test(tc, stored_key_wins);
   suite_add_tcase(s, tc);
