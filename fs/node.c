@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../codecs/sharding.h"
+#include "../src/json/zjson.h"
 #include "../src/util/htab.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
@@ -214,30 +215,39 @@ static int node_set_form(const struct node_table *t, struct znode *n,
 }
 
 /* The attributes of array n: V3 `attributes` of its zarr.json, V2 its
- * .zattrs (none when absent; a malformed one is logged and left out). */
-static void node_set_attrs(struct node_table *t, struct znode *n) {
+ * .zattrs (none when absent; a malformed one is logged and left out).
+ * 0, or a transient failure (out of memory, a server failing) that breaks
+ * the node for now, with err set. */
+static int node_set_attrs(struct node_table *t, struct znode *n,
+                          struct zerr *err) {
   if (n->zarr_format == 3) {
     json_t *a = n->meta ? json_object_get(n->meta->root, "attributes") : NULL;
     n->attrs = json_is_object(a) ? json_incref(a) : NULL;
-    return;
+    return 0;
   }
   char akey[4096];
   if (key_join(akey, sizeof akey, n->path, ".zattrs") < 0)
-    return;
+    return 0;
   uint8_t *text = NULL;
   size_t len;
-  struct zerr err = {0};
-  if (store_read_all(t->store, akey, NODE_MAX_META, &text, &len, &err) < 0)
-    return; /* no .zattrs: no attributes */
-  json_error_t je;
-  json_t *a = json_loadb((const char *)text, len, 0, &je);
+  int rc = store_read_all(t->store, akey, NODE_MAX_META, &text, &len, err);
+  if (rc < 0 && zerr_is_transient(-rc))
+    return rc;
+  zerr_clear(err);
+  if (rc < 0)
+    return 0; /* no .zattrs: no attributes */
+  json_t *a = zjson_loadb((const char *)text, len, err);
   free(text);
+  if (!a && err->code == ENOMEM)
+    return -ENOMEM;
+  zerr_clear(err);
   if (!json_is_object(a)) {
     json_decref(a);
     node_log(t, akey, "attributes ignored: not a JSON object");
-    return;
+    return 0;
   }
   n->attrs = a;
+  return 0;
 }
 
 /* Give array n the node of its CF views when its attributes carry a CF
@@ -246,33 +256,36 @@ static void node_set_attrs(struct node_table *t, struct znode *n) {
  * masks; a fill_value alone in any other array would give every array CF
  * views. The values are decoded with the array's own fill_value, as
  * xarray's Zarr backend reads it (as _FillValue when the attributes have
- * none). A malformed encoding is logged and gives no CF views. */
-static void node_set_cf(struct node_table *t, struct znode *n,
-                        const char *key) {
+ * none). A malformed encoding is logged and gives no CF views. 0, or
+ * -ENOMEM with err set. */
+static int node_set_cf(struct node_table *t, struct znode *n, const char *key,
+                       struct zerr *err) {
   json_t *fill = json_object_get(n->meta->root, "fill_value");
   struct cf *c = NULL;
-  struct zerr err = {0};
   if (!n->attrs)
-    return;
+    return 0;
   int xr = json_object_get(n->attrs, "_ARRAY_DIMENSIONS") != NULL;
-  int rc = cf_parse(n->attrs, xr ? fill : NULL, &n->meta->dtype, &c, &err);
+  int rc = cf_parse(n->attrs, xr ? fill : NULL, &n->meta->dtype, &c, err);
   if (rc == 0 && c && !xr) {
     cf_free(c);
     c = NULL;
-    rc = cf_parse(n->attrs, fill, &n->meta->dtype, &c, &err);
+    rc = cf_parse(n->attrs, fill, &n->meta->dtype, &c, err);
   }
+  if (rc == -ENOMEM)
+    return rc;
   if (rc < 0) {
     char msg[ZERR_MSG_MAX + 32];
-    snprintf(msg, sizeof msg, "no CF views: %s", err.msg);
+    snprintf(msg, sizeof msg, "no CF views: %s", err->msg);
     node_log(t, key, msg);
-    return;
+    zerr_clear(err);
+    return 0;
   }
   if (!c)
-    return;
+    return 0;
   struct znode *v = malloc(sizeof *v);
   if (!v) {
     cf_free(c);
-    return;
+    return zerr_set(err, ENOMEM, "out of memory");
   }
   *v = *n;
   v->cf = NULL;
@@ -282,14 +295,14 @@ static void node_set_cf(struct node_table *t, struct znode *n,
   v->next = NULL;
   v->form.cf = c;
   v->form.fill = NULL;
-  if (textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, &err) <
-      0) {
+  rc = textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, err);
+  if (rc < 0) {
     cf_free(c);
     free(v);
-    node_log(t, key, err.msg);
-    return;
+    return rc;
   }
   n->cf = v;
+  return 0;
 }
 
 /* ---- hierarchies through consolidated metadata ---- */
@@ -622,7 +635,10 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     return n;
   }
   n->kind = ZNODE_ARRAY;
-  node_set_attrs(t, n);
+  if (node_set_attrs(t, n, &err) < 0) {
+    node_set_error(t, n, key, err.code, err.msg);
+    return n;
+  }
   struct zmeta *m = n->meta;
   n->spec.ndim = m->ndim;
   memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
@@ -653,7 +669,8 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     node_set_error(t, n, key, err.code, err.msg);
     return n;
   }
-  node_set_cf(t, n, key);
+  if (node_set_cf(t, n, key, &err) < 0)
+    node_set_error(t, n, key, err.code, err.msg);
   return n;
 }
 
