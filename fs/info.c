@@ -290,6 +290,8 @@ static void put_variable(FILE *f, const char *name, const struct znode *a,
   s = fv ? zjson_dump(fv) : NULL;
   if (s)
     fprintf(f, "    fill_value: %s\n", s);
+  else if (fv)
+    *oom = 1;
   free(s);
   put_attrs(f, a->attrs, "    ", oom);
 }

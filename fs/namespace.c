@@ -352,7 +352,8 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   int is_info = !strcmp(base, NS_INFO_NAME);
   if (is_info || !strcmp(base, NS_VALUES_NAME)) {
     const struct znode *n = node_get(e->nodes, parent);
-    if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
+    if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN ||
+        (is_info && n->kind == ZNODE_GROUP)) {
       ent->kind = is_info ? NS_INFO_VIEW : NS_ARRAY_VIEW;
       ent->node = n;
       ent->mtime = meta_mtime(e, n);
@@ -889,6 +890,11 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
                          : dir_has_stored(d, NS_INFO_NAME)))
     dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0,
             dir_meta_mtime(d));
+  if (!n && lay != NS_L_PLAIN && node_get(e->nodes, key)->kind == ZNODE_GROUP &&
+      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
+                         : dir_has_stored(d, NS_INFO_NAME)))
+    dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0,
+            STORE_MTIME_UNKNOWN);
   if (n && n->kind == ZNODE_ARRAY && n->meta)
     dir_add_views(e, d, n, rel);
   if (lay == NS_L_TEXT)
