@@ -9,8 +9,9 @@
 # (floats: the fewest digits at the value's own width, without a trailing
 # `.0`; `nan`; times ISO 8601; `true`/`false`). Also: the K.cf.txt of the
 # chunks in order make values.cf.txt, `tail -c` reads its end, `stat`
-# gives its exact size, values.txt still shows the stored integers, and an
-# array without CF attributes has no CF view.
+# gives its exact size, values.txt still shows the stored integers, an
+# array without CF attributes has no CF view, and info.txt shows the V2
+# attributes (and the root's the group like ncdump -h).
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3 # Debian's: its xarray is python3-xarray
@@ -110,6 +111,19 @@ else
 fi
 assert_eq "temperature lists values.cf.txt and ten K.cf.txt" \
   11 "$(ls "$M/temperature" | grep -c '\.cf\.txt$')"
+# info.txt: the V2 attributes and _ARRAY_DIMENSIONS; the root like ncdump -h
+info=$(t cat "$M/temperature/info.txt")
+case $info in
+*'dimension_names: ["time"]'*'attributes: 3'*'  scale_factor: 0.01'*) pass "temperature/info.txt: dimension_names and the .zattrs attributes" ;;
+*) fail "temperature/info.txt lacks dimension_names or attributes:"; printf '%s\n' "$info" | show ;;
+esac
+root=$(t cat "$M/info.txt")
+case $root in
+*'dimensions: 1'*'  time = 1000'*'variables: 5'*'  temperature(time)'*'    data_type: <i2'*'groups: 0'*) pass "info.txt of the root summarises the group (dimensions, variables)" ;;
+*) fail "info.txt of the root is not the summary:"; printf '%s\n' "$root" | show ;;
+esac
+assert_eq "info.txt of the root: stat gives its exact size" \
+  "$(t cat "$M/info.txt" | wc -c)" "$(stat -c %s "$M/info.txt")"
 zumount "$M"
 
 zmount "$SRC" "$M" -o views=tree || finish
