@@ -13,6 +13,7 @@
 #include "../src/util/htab.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
+#include "../src/zarr/cf.h"
 #include "textprep.h"
 
 /* Node table entries beyond this are not remembered when they are plain
@@ -289,7 +290,6 @@ static int node_set_cf(struct node_table *t, struct znode *n, const char *key,
   }
   *v = *n;
   v->cf = NULL;
-  v->plain = n;
   v->attrs = NULL;
   v->cons = NULL;
   v->next = NULL;

@@ -79,8 +79,6 @@ struct znode {
                              It is this node with form.cf set and its own
                              fill text; being another address it has memo
                              keys of its own. NULL: no CF views */
-  const struct znode *plain; /* in a CF view's node: the array's node;
-                                NULL in the array's node itself */
   int transient;         /* broken only for now (a server failing, out of
                             memory): not kept in the node table, asked
                             again next time */

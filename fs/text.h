@@ -18,7 +18,8 @@
 
 #include "../codecs/chain.h"
 #include "../src/util/memo.h"
-#include "../src/zarr/cf.h"
+
+struct cf; /* src/zarr/cf.h */
 
 /* In-bounds elements per stored layout offset. */
 #define TEXT_BLOCK 64
