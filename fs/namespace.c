@@ -701,8 +701,9 @@ static int view_size_cheap(struct engine *e, const struct znode *n,
   return 1;
 }
 
-/* The K.txt view of every stored file K that is a chunk key of array n
- * (rel: the directory below the array), unless a stored K.txt hides it. */
+/* The K.txt view (and K.cf.txt, when n has CF views) of every stored file
+ * K that is a chunk key of array n (rel: the directory below the array),
+ * each unless a stored file of that name hides it. */
 static void dir_add_views(struct engine *e, struct ns_dir *d,
                           const struct znode *n, const char *rel) {
   char relkey[4096], view[4096];
@@ -730,11 +731,12 @@ static void dir_add_views(struct engine *e, struct ns_dir *d,
       continue;
     memcpy(view, name, nl);
     memcpy(view + nl, NS_VIEW_SUFFIX, sl + 1);
-    if (d->has_view_suffix && dir_has_stored(d, view))
-      continue;
     uint64_t size = 0;
-    int attr = view_size_cheap(e, n, idx, &size);
-    dir_add(d, view, nl + sl, NS_CHUNK_VIEW, attr, size, d->items[i].mtime);
+    int attr;
+    if (!d->has_view_suffix || !dir_has_stored(d, view)) {
+      attr = view_size_cheap(e, n, idx, &size);
+      dir_add(d, view, nl + sl, NS_CHUNK_VIEW, attr, size, d->items[i].mtime);
+    }
     if (!n->cf || nl + csl >= sizeof view)
       continue;
     memcpy(view + nl, NS_CF_VIEW_SUFFIX, csl + 1);

@@ -215,6 +215,17 @@ START_TEST(stored_key_wins) {
   ck_assert_int_eq(ns_resolve(e, "t/values.cf.txt", &ent, &err), 0);
   ck_assert_int_eq(ent.kind, NS_RAW);
   engine_free(e);
+  /* A stored K.txt hides the view K.txt, not K.cf.txt. */
+  put_text("t/0.txt", "mine\n");
+  e = open_engine();
+  char names[4096] = "";
+  ck_assert_int_eq(ns_list(e, "t", collect, names, &err), 0);
+  ck_assert_ptr_nonnull(strstr(names, " 0.cf.txt "));
+  ck_assert_int_eq(ns_resolve(e, "t/0.cf.txt", &ent, &err), 0);
+  ck_assert_int_eq(ent.kind, NS_CHUNK_VIEW);
+  ck_assert_int_eq(ns_resolve(e, "t/0.txt", &ent, &err), 0);
+  ck_assert_int_eq(ent.kind, NS_RAW);
+  engine_free(e);
 }
 END_TEST
 
