@@ -17,6 +17,9 @@
 /* Largest text size: st_size is a signed 64-bit number. */
 #define TEXT_MAX_SIZE ((uint64_t)INT64_MAX)
 
+/* A CF element's text goes into the buffers sized for render_fixed. */
+_Static_assert(CFTEXT_MAX <= RENDER_FIXED_MAX, "CF text fits a render buffer");
+
 /* One fixed-size element's text: the plain rendering stays one predictable
  * branch away, so values.txt costs what it did. */
 static inline size_t form_fixed(const struct text_form *form, const void *elem,
