@@ -31,8 +31,14 @@ struct info_counts {
 
 /* The text of node n (an array, group or broken node) into *out
  * (malloc'd, NUL-terminated, *len bytes): `zarrfs info` and info.txt.
- * Arrays list their stored chunks once (memoised). 0, or a transient
- * failure of the listing (-EINTR, -ENOMEM, ...) with err set; any other
+ * Arrays list their stored chunks once (memoised); their attributes (V3
+ * `attributes`, V2 .zattrs) follow, one a line. A group is summarised as
+ * ncdump -h does: the store's listing of it and consolidated metadata name
+ * its members, whose metadata is read (once, into the node table); then
+ * its dimensions with their sizes, each array member (data type,
+ * dimensions, shape, chunks, codecs, fill value, attributes), its member
+ * groups and its own attributes (V2: its .zattrs, read each time). 0, or
+ * a transient failure (-EINTR, -ENOMEM, ...) with err set; any other
  * listing failure says "unknown" and why in the text. */
 int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
               struct zerr *err);
@@ -51,8 +57,9 @@ int info_xattr_names(const struct znode *n, char **out, size_t *len);
  * bytes, no trailing newline): -ENODATA when n has no such attribute,
  * -ENOMEM. The attributes: user.zarr.node_type, zarr_format, and for
  * arrays shape, data_type, chunks (the chunk shape), codecs, fill_value,
- * dimension_names (when the metadata has them); user.zarr.metadata is the
- * node's metadata document (compact JSON). */
+ * dimension_names (V3's, or V2's _ARRAY_DIMENSIONS attribute), attributes
+ * (when there are any, compact JSON); user.zarr.metadata is the node's
+ * metadata document (compact JSON). */
 int info_xattr(const struct znode *n, const char *name, char **out,
                size_t *len);
 

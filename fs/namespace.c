@@ -160,10 +160,17 @@ static int node_is_dir(struct engine *e, const char *key) {
   return node_get(e->nodes, key)->kind != ZNODE_NONE;
 }
 
+/* Does name (len bytes) end with suffix? */
+static int has_suffix(const char *name, size_t len, const char *suffix) {
+  size_t sl = strlen(suffix);
+  return len > sl && !memcmp(name + len - sl, suffix, sl);
+}
+
 /* Is name (a file name in array n's directory rel, "" or "x/") a view of
- * n: values.txt and info.txt in the array's own directory, or K.txt for a
- * chunk key K (whose coordinates go to idx)? 1 for values.txt or info.txt,
- * 2 for K.txt, else 0. */
+ * n: values.txt, values.cf.txt and info.txt in the array's own directory,
+ * or K.txt or K.cf.txt for a chunk key K (whose coordinates go to idx)?
+ * 1 for values.txt or info.txt, 2 for K.txt, 3 for values.cf.txt, 4 for
+ * K.cf.txt (the CF views only when n has them), else 0. */
 static int view_name(const struct znode *n, const char *rel, const char *name,
                      size_t len, uint64_t *idx) {
   static const size_t sl = sizeof NS_VIEW_SUFFIX - 1;
@@ -171,12 +178,23 @@ static int view_name(const struct znode *n, const char *rel, const char *name,
       ((len == strlen(NS_VALUES_NAME) && !memcmp(name, NS_VALUES_NAME, len)) ||
        (len == strlen(NS_INFO_NAME) && !memcmp(name, NS_INFO_NAME, len))))
     return 1;
+  int cf = n->kind == ZNODE_ARRAY && n->cf;
+  if (!*rel && cf && len == strlen(NS_CF_VALUES_NAME) &&
+      !memcmp(name, NS_CF_VALUES_NAME, len))
+    return 3;
   char k[4096];
   size_t rl = strlen(rel);
   if (n->kind != ZNODE_ARRAY || !n->meta || len <= sl ||
       memcmp(name + len - sl, NS_VIEW_SUFFIX, sl) || rl + len >= sizeof k)
     return 0;
   memcpy(k, rel, rl);
+  if (cf && has_suffix(name, len, NS_CF_VIEW_SUFFIX)) {
+    size_t cl = len - strlen(NS_CF_VIEW_SUFFIX);
+    memcpy(k + rl, name, cl);
+    k[rl + cl] = '\0';
+    if (zmeta_parse_chunk_key(n->meta, k, idx) == 0)
+      return 4;
+  }
   memcpy(k + rl, name, len - sl);
   k[rl + len - sl] = '\0';
   return zmeta_parse_chunk_key(n->meta, k, idx) == 0 ? 2 : 0;
@@ -249,9 +267,9 @@ static int resolve_made_up(struct engine *e, const char *key,
     bytesrc_unref(b);
     return 0;
   }
-  if (v == 1) {
+  if (v == 1 || v == 3) {
     ent->kind = strcmp(name, NS_INFO_NAME) ? NS_ARRAY_VIEW : NS_INFO_VIEW;
-    ent->node = n;
+    ent->node = v == 3 ? n->cf : n;
     ent->mtime = meta_mtime(e, n);
     return 0;
   }
@@ -261,7 +279,8 @@ static int resolve_made_up(struct engine *e, const char *key,
     return zerr_set(err, n->errcode, "%s",
                     n->view_error ? n->view_error : "metadata not loaded");
   char chunk[4096];
-  size_t cl = strlen(key) - strlen(NS_VIEW_SUFFIX);
+  size_t cl =
+      strlen(key) - strlen(v == 4 ? NS_CF_VIEW_SUFFIX : NS_VIEW_SUFFIX);
   memcpy(chunk, key, cl);
   chunk[cl] = '\0';
   int rc = chunk_stored(e, chunk, &ent->mtime, err);
@@ -270,7 +289,7 @@ static int resolve_made_up(struct engine *e, const char *key,
   if (!rc)
     return zerr_set(err, ENOENT, "no such file");
   ent->kind = NS_CHUNK_VIEW;
-  ent->node = n;
+  ent->node = v == 4 ? n->cf : n;
   memcpy(ent->idx, idx, sizeof idx);
   return 0;
 }
@@ -373,16 +392,29 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   int is_info = !strcmp(base, NS_INFO_NAME);
   if (is_info || !strcmp(base, NS_VALUES_NAME)) {
     const struct znode *n = node_get(e->nodes, parent);
-    if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN) {
+    if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN ||
+        (is_info && n->kind == ZNODE_GROUP)) {
       ent->kind = is_info ? NS_INFO_VIEW : NS_ARRAY_VIEW;
       ent->node = n;
       ent->mtime = meta_mtime(e, n);
       return 0;
     }
   }
-  if (ends_with(key, NS_VIEW_SUFFIX)) {
+  if (!strcmp(base, NS_CF_VALUES_NAME)) {
+    const struct znode *n = node_get(e->nodes, parent);
+    if (n->kind == ZNODE_ARRAY && n->cf) {
+      ent->kind = NS_ARRAY_VIEW;
+      ent->node = n->cf;
+      ent->mtime = meta_mtime(e, n);
+      return 0;
+    }
+  }
+  for (int cfv = 1; cfv >= 0; cfv--) {
+    const char *suffix = cfv ? NS_CF_VIEW_SUFFIX : NS_VIEW_SUFFIX;
+    if (!ends_with(key, suffix))
+      continue;
     char chunk[4096];
-    size_t cl = klen - strlen(NS_VIEW_SUFFIX);
+    size_t cl = klen - strlen(suffix);
     memcpy(chunk, key, cl);
     chunk[cl] = '\0';
     /* A stored chunk, or one the store holds but cannot serve (a FIFO:
@@ -396,10 +428,10 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
       if (n && n->errcode) /* broken for now: not "no such file" */
         return zerr_set(err, n->errcode, "%s",
                         n->view_error ? n->view_error : "metadata not loaded");
-      if (n && n->kind == ZNODE_ARRAY &&
+      if (n && n->kind == ZNODE_ARRAY && (!cfv || n->cf) &&
           zmeta_parse_chunk_key(n->meta, rel, ent->idx) == 0) {
         ent->kind = NS_CHUNK_VIEW;
-        ent->node = n;
+        ent->node = cfv ? n->cf : n;
         return 0;
       }
     }
@@ -726,8 +758,9 @@ static int view_size_cheap(struct engine *e, const struct znode *n,
   return 1;
 }
 
-/* The K.txt view of every stored file K that is a chunk key of array n
- * (rel: the directory below the array), unless a stored K.txt hides it. */
+/* The K.txt view (and K.cf.txt, when n has CF views) of every stored file
+ * K that is a chunk key of array n (rel: the directory below the array),
+ * each unless a stored file of that name hides it. */
 static void dir_add_views(struct engine *e, struct ns_dir *d,
                           const struct znode *n, const char *rel) {
   char relkey[4096], view[4096];
@@ -741,7 +774,7 @@ static void dir_add_views(struct engine *e, struct ns_dir *d,
   /* For ns_dir_attr: without it, a view just has no late attributes. */
   if ((d->vrel = strdup(relkey)))
     d->vnode = n;
-  const size_t sl = strlen(NS_VIEW_SUFFIX);
+  const size_t sl = strlen(NS_VIEW_SUFFIX), csl = strlen(NS_CF_VIEW_SUFFIX);
   uint64_t idx[ZMETA_MAX_DIMS];
   for (size_t i = 0; i < d->nstored && !d->rc; i++) {
     if (d->items[i].kind == NS_DIR)
@@ -755,11 +788,19 @@ static void dir_add_views(struct engine *e, struct ns_dir *d,
       continue;
     memcpy(view, name, nl);
     memcpy(view + nl, NS_VIEW_SUFFIX, sl + 1);
+    uint64_t size = 0;
+    int attr;
+    if (!d->has_view_suffix || !dir_has_stored(d, view)) {
+      attr = view_size_cheap(e, n, idx, &size);
+      dir_add(d, view, nl + sl, NS_CHUNK_VIEW, attr, size, d->items[i].mtime);
+    }
+    if (!n->cf || nl + csl >= sizeof view)
+      continue;
+    memcpy(view + nl, NS_CF_VIEW_SUFFIX, csl + 1);
     if (d->has_view_suffix && dir_has_stored(d, view))
       continue;
-    uint64_t size = 0;
-    int attr = view_size_cheap(e, n, idx, &size);
-    dir_add(d, view, nl + sl, NS_CHUNK_VIEW, attr, size, d->items[i].mtime);
+    attr = view_size_cheap(e, n->cf, idx, &size);
+    dir_add(d, view, nl + csl, NS_CHUNK_VIEW, attr, size, d->items[i].mtime);
   }
 }
 
@@ -944,11 +985,24 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
     dir_add(d, NS_VALUES_NAME, strlen(NS_VALUES_NAME), NS_ARRAY_VIEW, attr,
             size, dir_meta_mtime(d));
   }
+  if (n && n->kind == ZNODE_ARRAY && n->cf && !strcmp(n->path, key) &&
+      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_CF_VALUES_NAME)
+                         : dir_has_stored(d, NS_CF_VALUES_NAME))) {
+    uint64_t size = 0;
+    int attr = view_size_cheap(e, n->cf, NULL, &size);
+    dir_add(d, NS_CF_VALUES_NAME, strlen(NS_CF_VALUES_NAME), NS_ARRAY_VIEW,
+            attr, size, dir_meta_mtime(d));
+  }
   if (n && n->path && !strcmp(n->path, key) &&
       !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
                          : dir_has_stored(d, NS_INFO_NAME)))
     dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0,
             dir_meta_mtime(d));
+  if (!n && lay != NS_L_PLAIN && node_get(e->nodes, key)->kind == ZNODE_GROUP &&
+      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
+                         : dir_has_stored(d, NS_INFO_NAME)))
+    dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0,
+            STORE_MTIME_UNKNOWN);
   if (n && n->kind == ZNODE_ARRAY && n->meta)
     dir_add_views(e, d, n, rel);
   if (lay == NS_L_TEXT)
@@ -989,12 +1043,15 @@ void ns_dir_attr(struct engine *e, const struct ns_dir *d,
   if (de->attr || !d->vnode)
     return;
   uint64_t idx[ZMETA_MAX_DIMS], size = 0;
+  size_t nl = strlen(de->name);
+  int cfv = d->vnode->cf && has_suffix(de->name, nl, NS_CF_VIEW_SUFFIX);
+  const struct znode *vn = cfv ? d->vnode->cf : d->vnode;
   if (de->kind == NS_ARRAY_VIEW) {
-    de->attr = view_size_cheap(e, d->vnode, NULL, &size);
+    de->attr = view_size_cheap(e, vn, NULL, &size);
   } else if (de->kind == NS_CHUNK_VIEW) {
     char key[4096];
-    size_t rl = strlen(d->vrel), nl = strlen(de->name),
-           sl = strlen(NS_VIEW_SUFFIX);
+    size_t rl = strlen(d->vrel),
+           sl = strlen(cfv ? NS_CF_VIEW_SUFFIX : NS_VIEW_SUFFIX);
     if (nl <= sl || rl + nl - sl >= sizeof key)
       return;
     memcpy(key, d->vrel, rl);
@@ -1002,7 +1059,7 @@ void ns_dir_attr(struct engine *e, const struct ns_dir *d,
     key[rl + nl - sl] = '\0';
     if (zmeta_parse_chunk_key(d->vnode->meta, key, idx) != 0)
       return;
-    de->attr = view_size_cheap(e, d->vnode, idx, &size);
+    de->attr = view_size_cheap(e, vn, idx, &size);
   }
   if (de->attr)
     de->size = size;

@@ -1,6 +1,8 @@
 /* namespace.h - which path is what: a stored directory or file (served
  * byte-identical), a chunk's text view (K.txt beside stored chunk K), an
- * array's whole view (values.txt inside the array directory), an array's
+ * array's whole view (values.txt inside the array directory), the same
+ * two decoded as CF says (K.cf.txt, values.cf.txt: only for an array whose
+ * attributes carry a CF encoding, struct znode.cf), an array's
  * description (info.txt beside values.txt, fs/info.h), or the mount's live
  * counters (/.zarrfs/stats, fs/stats.h: every layout, never listed). A
  * stored key always wins over a view name that collides with it. Entries the
@@ -16,6 +18,8 @@
 #include "node.h"
 
 #define NS_VALUES_NAME "values.txt"
+#define NS_CF_VALUES_NAME "values.cf.txt" /* CF-decoded values.txt */
+#define NS_CF_VIEW_SUFFIX ".cf.txt"       /* K.cf.txt: CF-decoded K.txt */
 #define NS_INFO_NAME "info.txt"
 #define NS_STATS_DIR ".zarrfs" /* at the root, not listed */
 #define NS_STATS_NAME "stats"  /* in it */
@@ -40,7 +44,8 @@ struct ns_entry {
                          inside a history tree (fs/history.h); key, node
                          and reads belong to it */
   char key[4096];               /* store key (raw, dir) or array path (views) */
-  const struct znode *node;     /* views: the array (borrowed from engine) */
+  const struct znode *node;     /* views: the array (borrowed from engine);
+                                   CF views: the array's CF node (its cf) */
   uint64_t idx[ZMETA_MAX_DIMS]; /* chunk views: chunk coordinates */
   uint64_t raw_size;            /* raw files: stored size */
   int64_t mtime; /* nanoseconds since the epoch (stored entries: the

@@ -9,9 +9,11 @@
 #include <string.h>
 
 #include "../codecs/sharding.h"
+#include "../src/json/zjson.h"
 #include "../src/util/htab.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
+#include "../src/zarr/cf.h"
 #include "textprep.h"
 
 /* Node table entries beyond this are not remembered when they are plain
@@ -64,10 +66,22 @@ static void node_log(struct node_table *t, const char *key, const char *msg) {
   logonce_log(t->log, ZLOG_ERR, t->store->location, key, msg);
 }
 
+/* Free the CF views' node of an array: it shares all but its form's CF
+ * encoding and fill text with the array's node. */
+static void znode_cf_free(struct znode *c) {
+  if (!c)
+    return;
+  cf_free((struct cf *)c->form.cf);
+  free(c->form.fill);
+  free(c);
+}
+
 /* Free one node; NULL-safe. */
 static void znode_free(struct znode *n) {
   if (!n)
     return;
+  znode_cf_free((struct znode *)n->cf);
+  json_decref(n->attrs);
   chain_free(n->chain);
   zmeta_free(n->meta);
   zcons_free(n->cons);
@@ -199,6 +213,96 @@ static int node_set_form(const struct node_table *t, struct znode *n,
   n->form.ndim = n->meta->ndim;
   memcpy(n->form.shape, n->uspec.shape, sizeof n->form.shape);
   return textprep_fill_text(&n->uspec, &n->meta->dtype, t->env, &n->form, err);
+}
+
+/* The attributes of array n: V3 `attributes` of its zarr.json, V2 its
+ * .zattrs (none when absent; a malformed one is logged and left out).
+ * 0, or a transient failure (out of memory, a server failing) that breaks
+ * the node for now, with err set. */
+static int node_set_attrs(struct node_table *t, struct znode *n,
+                          struct zerr *err) {
+  if (n->zarr_format == 3) {
+    json_t *a = n->meta ? json_object_get(n->meta->root, "attributes") : NULL;
+    n->attrs = json_is_object(a) ? json_incref(a) : NULL;
+    return 0;
+  }
+  char akey[4096];
+  if (key_join(akey, sizeof akey, n->path, ".zattrs") < 0)
+    return 0;
+  uint8_t *text = NULL;
+  size_t len;
+  int rc = store_read_all(t->store, akey, NODE_MAX_META, &text, &len, err);
+  if (rc < 0 && zerr_is_transient(-rc))
+    return rc;
+  zerr_clear(err);
+  if (rc < 0)
+    return 0; /* no .zattrs: no attributes */
+  json_t *a = zjson_loadb((const char *)text, len, err);
+  free(text);
+  if (!a && err->code == ENOMEM)
+    return -ENOMEM;
+  zerr_clear(err);
+  if (!json_is_object(a)) {
+    json_decref(a);
+    node_log(t, akey, "attributes ignored: not a JSON object");
+    return 0;
+  }
+  n->attrs = a;
+  return 0;
+}
+
+/* Give array n the node of its CF views when its attributes carry a CF
+ * encoding, or when xarray wrote it (`_ARRAY_DIMENSIONS`: xarray keeps a
+ * variable's _FillValue in the array's fill_value) and its fill_value
+ * masks; a fill_value alone in any other array would give every array CF
+ * views. The values are decoded with the array's own fill_value, as
+ * xarray's Zarr backend reads it (as _FillValue when the attributes have
+ * none). A malformed encoding is logged and gives no CF views. 0, or
+ * -ENOMEM with err set. */
+static int node_set_cf(struct node_table *t, struct znode *n, const char *key,
+                       struct zerr *err) {
+  json_t *fill = json_object_get(n->meta->root, "fill_value");
+  struct cf *c = NULL;
+  if (!n->attrs)
+    return 0;
+  int xr = json_object_get(n->attrs, "_ARRAY_DIMENSIONS") != NULL;
+  int rc = cf_parse(n->attrs, xr ? fill : NULL, &n->meta->dtype, &c, err);
+  if (rc == 0 && c && !xr) {
+    cf_free(c);
+    c = NULL;
+    rc = cf_parse(n->attrs, fill, &n->meta->dtype, &c, err);
+  }
+  if (rc == -ENOMEM)
+    return rc;
+  if (rc < 0) {
+    char msg[ZERR_MSG_MAX + 32];
+    snprintf(msg, sizeof msg, "no CF views: %s", err->msg);
+    node_log(t, key, msg);
+    zerr_clear(err);
+    return 0;
+  }
+  if (!c)
+    return 0;
+  struct znode *v = malloc(sizeof *v);
+  if (!v) {
+    cf_free(c);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  *v = *n;
+  v->cf = NULL;
+  v->attrs = NULL;
+  v->cons = NULL;
+  v->next = NULL;
+  v->form.cf = c;
+  v->form.fill = NULL;
+  rc = textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, err);
+  if (rc < 0) {
+    cf_free(c);
+    free(v);
+    return rc;
+  }
+  n->cf = v;
+  return 0;
 }
 
 /* ---- hierarchies through consolidated metadata ---- */
@@ -531,6 +635,10 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     return n;
   }
   n->kind = ZNODE_ARRAY;
+  if (node_set_attrs(t, n, &err) < 0) {
+    node_set_error(t, n, key, err.code, err.msg);
+    return n;
+  }
   struct zmeta *m = n->meta;
   n->spec.ndim = m->ndim;
   memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
@@ -559,7 +667,10 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     n->chain = NULL;
     n->shard = NULL;
     node_set_error(t, n, key, err.code, err.msg);
+    return n;
   }
+  if (node_set_cf(t, n, key, &err) < 0)
+    node_set_error(t, n, key, err.code, err.msg);
   return n;
 }
 

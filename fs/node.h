@@ -70,6 +70,15 @@ struct znode {
                             decoding), the unit shape, the fill text */
   struct zcons *cons;    /* groups: their consolidated metadata (owned), or
                             NULL */
+  json_t *attrs;         /* arrays: the attributes (V3
+                            `attributes`, V2 .zattrs; owned reference), or
+                            NULL */
+  const struct znode *cf; /* arrays whose attributes carry a CF encoding
+                             (src/zarr/cf.h): the node of the CF views
+                             (values.cf.txt, K.cf.txt), owned by this one.
+                             It is this node with form.cf set and its own
+                             fill text; being another address it has memo
+                             keys of its own. NULL: no CF views */
   int transient;         /* broken only for now (a server failing, out of
                             memory): not kept in the node table, asked
                             again next time */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../src/util/zmath.h"
+#include "cftext.h"
 #include "render.h"
 
 /* How many elements a layout pass handles between looks at the stop flag. */
@@ -15,6 +16,26 @@
 
 /* Largest text size: st_size is a signed 64-bit number. */
 #define TEXT_MAX_SIZE ((uint64_t)INT64_MAX)
+
+/* A CF element's text goes into the buffers sized for render_fixed. */
+_Static_assert(CFTEXT_MAX <= RENDER_FIXED_MAX, "CF text fits a render buffer");
+
+/* One fixed-size element's text: the plain rendering stays one predictable
+ * branch away, so values.txt costs what it did. */
+static inline size_t form_fixed(const struct text_form *form, const void *elem,
+                                char *buf) {
+  if (__builtin_expect(form->cf == NULL, 1))
+    return render_fixed(&form->dt, elem, buf);
+  struct cf_value v;
+  if (cf_decode(form->cf, elem, &v) < 0)
+    return render_fixed(&form->dt, elem, buf);
+  return cftext_render(&v, buf);
+}
+
+size_t text_render_fixed(const struct text_form *form, const void *elem,
+                         char *buf) {
+  return form_fixed(form, elem, buf);
+}
 
 /* Release a unit. */
 static void chunk_text_destroy(struct zobj *o) {
@@ -127,7 +148,7 @@ static uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
   const struct abytes *ab = ct->ab;
   if (ab->elsize) {
     char tmp[RENDER_FIXED_MAX];
-    return render_fixed(&ct->form->dt, ab->fixed->mem + j * ab->elsize, tmp);
+    return form_fixed(ct->form, ab->fixed->mem + j * ab->elsize, tmp);
   }
   return render_var_len(&ct->form->dt, ab->offsets[j + 1] - ab->offsets[j]);
 }
@@ -326,7 +347,7 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
       char *d = tbuf_room(&tb, RENDER_FIXED_MAX + 1);
       if (d) {
         size_t l =
-            render_fixed(&form->dt, ab->fixed->mem + it.j * ab->elsize, d);
+            form_fixed(form, ab->fixed->mem + it.j * ab->elsize, d);
         d[l] = '\n';
         tb.len += l + 1;
         pos += l + 1;
@@ -442,7 +463,7 @@ static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
   char tmp[RENDER_FIXED_MAX + 1];
   while (pos < end) {
     size_t n =
-        render_fixed(&ct->form->dt, ab->fixed->mem + it->j * ab->elsize, tmp);
+        form_fixed(ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
     tmp[n] = '\n';
     uint64_t a = off > pos ? off - pos : 0;
     uint64_t b = end - pos < n + 1 ? end - pos : n + 1;

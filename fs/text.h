@@ -19,6 +19,8 @@
 #include "../codecs/chain.h"
 #include "../src/util/memo.h"
 
+struct cf; /* src/zarr/cf.h */
+
 /* In-bounds elements per stored layout offset. */
 #define TEXT_BLOCK 64
 
@@ -35,6 +37,10 @@ struct text_form {
                                            metadata); NULL: shape[d] each */
   char *fill;        /* the fill value's text (owned by the node) */
   uint64_t fill_len; /* bytes of fill, without the newline */
+  const struct cf *cf; /* the CF views' form (values.cf.txt): elements
+                          decoded as src/zarr/cf.h says and written by
+                          fs/cftext.h (owned by the node); NULL: the text
+                          contract's own rendering of dt */
 };
 
 /* A unit ready for text views (reference-counted; zobj_put). */
@@ -89,6 +95,13 @@ int text_render_all(struct chunk_text *ct, struct bytesrc *data,
 int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
                      size_t max_bytes, struct chunk_text **out,
                      struct zerr *err);
+
+/* Write the text of one fixed-size element (form->dt.size bytes in host
+ * order) into buf (RENDER_FIXED_MAX bytes, fs/render.h); returns its
+ * length. CF forms decode it first; a time beyond what xarray can hold
+ * (cf_decode's -ERANGE) is written as the stored number. */
+size_t text_render_fixed(const struct text_form *form, const void *elem,
+                         char *buf);
 
 /* Text bytes (no newline) of a variable-length element of nbytes bytes of
  * text data type dt: what a reader of raw offsets (a partial decoder of

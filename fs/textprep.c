@@ -53,7 +53,7 @@ int textprep_fill_text(const struct codec_spec *uspec, const struct dtype *dt,
   uint64_t len = 0;
   if (rc == 0 && ab->elsize) {
     char tmp[RENDER_FIXED_MAX];
-    len = render_fixed(&form->dt, src->mem, tmp);
+    len = text_render_fixed(form, src->mem, tmp);
     if ((text = malloc(len + 1)))
       memcpy(text, tmp, (size_t)len);
   } else if (rc == 0) {

@@ -61,14 +61,17 @@ while IFS='|' read -r p shape chunks enc sep; do
 done <"$ZT_TMP/arrays"
 
 # The expected listing of every directory: stored entries, values.txt and
-# info.txt in arrays, KEY.txt beside every stored chunk KEY. Lines
-# "DIR<TAB>NAME".
+# info.txt in arrays, info.txt in groups, KEY.txt beside every stored chunk
+# KEY. Lines "DIR<TAB>NAME".
 : >"$ZT_TMP/entries"
 while IFS= read -r d; do
   rel=${d#"$SRC"}
   rel=${rel#/}
   [ -n "$rel" ] || rel=.
   ls -A "$d" | awk -v r="$rel" '{ print r "\t" $0 }' >>"$ZT_TMP/entries"
+  if [ -f "$d/.zgroup" ] || grep -qs '"node_type": *"group"' "$d/zarr.json"; then
+    printf '%s\tinfo.txt\n' "$rel" >>"$ZT_TMP/entries"
+  fi
 done < <(find "$SRC" -type d)
 while IFS='|' read -r p _; do
   printf '%s\tvalues.txt\n%s\tinfo.txt\n' "$p" "$p" >>"$ZT_TMP/entries"

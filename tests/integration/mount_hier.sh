@@ -36,9 +36,10 @@ if [ -d "$FIX/zarrs/tests_data/hierarchy.zarr" ]; then
     baz [10000, 1000] float64
     foo [10000, 1000] float64
   b" "$tree"
-    assert_output_eq "hierarchy.zarr: a/ holds baz, foo, zarr.json" \
+    assert_output_eq "hierarchy.zarr: a/ holds baz, foo, info.txt, zarr.json" \
       "baz
 foo
+info.txt
 zarr.json
 " ls "$MNT/a"
     assert_output_eq "hierarchy.zarr: a/baz/ holds info.txt, values.txt, zarr.json" \
@@ -78,6 +79,7 @@ if zmount "$S" "$MNT"; then
 " cat "$MNT/arr/values.txt"
   assert_output_eq "consolidated: grp lists the node only consolidated metadata names" \
     "ghost
+info.txt
 zarr.json
 " ls "$MNT/grp"
   assert_output_eq "consolidated: grp/ghost/values.txt (no zarr.json on disk)" \
@@ -105,8 +107,9 @@ if zmount "$S" "$MNT" -o consolidated=no; then
 0
 0
 " cat "$MNT/arr/values.txt"
-  assert_output_eq "consolidated=no: grp lists only what is stored" \
-    "zarr.json
+  assert_output_eq "consolidated=no: grp lists only what is stored (and its info.txt)" \
+    "info.txt
+zarr.json
 " ls "$MNT/grp"
   if [ -e "$MNT/grp/ghost" ]; then
     fail "consolidated=no: grp/ghost should not exist"

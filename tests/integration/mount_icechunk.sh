@@ -50,8 +50,8 @@ ls_is() { assert_eq "$1" "$3" "$(t env LC_ALL=C ls -- "$2" | tr '\n' ' ' | sed '
 for repo in test-repo-v1 test-repo-v2 test-repo-v2-migrated; do
   R="$IC/$repo"
   if zmount "$R" "$MNT"; then
-    ls_is "$repo main: root" "$MNT" "group1 zarr.json"
-    ls_is "$repo main: group1" "$MNT/group1" "big_chunks small_chunks zarr.json"
+    ls_is "$repo main: root" "$MNT" "group1 info.txt zarr.json"
+    ls_is "$repo main: group1" "$MNT/group1" "big_chunks info.txt small_chunks zarr.json"
     if t grep -q '"is a nice group"' "$MNT/group1/zarr.json" &&
       t python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$MNT/group1/zarr.json"; then
       pass "$repo main: group1/zarr.json is the node's metadata"
@@ -87,7 +87,7 @@ for repo in test-repo-v1 test-repo-v2 test-repo-v2-migrated; do
     zumount "$MNT"
   fi
   if zmount "$R" "$MNT" -o ref=my-branch; then
-    ls_is "$repo my-branch: root" "$MNT" "group1 group2 zarr.json"
+    ls_is "$repo my-branch: root" "$MNT" "group1 group2 info.txt zarr.json"
     values "$repo my-branch: small_chunks values.txt (last chunk deleted)" \
       "$MNT/group1/small_chunks/values.txt" "$(rep 4 84)
 8
@@ -143,6 +143,7 @@ assert_output_eq "cli: zarrfs cat -o ref=my-branch" "$(rep 4 84)
 8
 " "$ZARRFS_BIN" cat -o ref=my-branch "$IC/test-repo-v1" group1/small_chunks/values.txt
 assert_output_eq "cli: zarrfs ls -o snapshot=ID" "group1
+info.txt
 zarr.json
 " "$ZARRFS_BIN" ls -o snapshot=GC4YVH5SKBPEZCENYQE0 "$IC/test-repo-v1"
 
@@ -176,7 +177,7 @@ if zmount "$BAD/repo2" "$MNT"; then
     show "$ZT_LOG"
   fi
   ls_is "damaged manifest: the tree still lists" "$MNT/group1" \
-    "big_chunks small_chunks zarr.json"
+    "big_chunks info.txt small_chunks zarr.json"
   if t grep -q '"is a nice group"' "$MNT/group1/zarr.json"; then
     pass "damaged manifest: group metadata still reads"
   else

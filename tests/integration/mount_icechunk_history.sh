@@ -90,7 +90,7 @@ for repo in test-repo-v1 test-repo-v2 test-repo-v2-migrated; do
     "$H/branches/main/group1/small_chunks/values.txt" "$(rep 5 84)
 "
   ls_is "$repo: branches/my-branch root" "$H/branches/my-branch" \
-    "group1 group2 zarr.json"
+    "group1 group2 info.txt zarr.json"
   values "$repo: branches/my-branch inner values.txt (NaN)" \
     "$H/branches/my-branch/group2/group3/group4/group5/inner/values.txt" \
     "$(rep 100 nan)

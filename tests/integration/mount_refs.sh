@@ -36,7 +36,7 @@ if [ -d "$FIX/kerchunk/refs" ]; then
   for r in refs_v0 refs_v1 refs_v1_templates; do
     MNT=$(zt_mkdir "$r")
     zmount "$K/$r.json" "$MNT" || continue
-    out_eq "$r: ls of the root" "f8_mixed inline_text_u1 nested_slash strings_vlen zlib_i4" \
+    out_eq "$r: ls of the root" "f8_mixed info.txt inline_text_u1 nested_slash strings_vlen zlib_i4" \
       sh -c "cd '$MNT' && ls | tr '\n' ' ' | sed 's/ \$//'"
     tail -c +28 "$K/blob.bin" | head -c 805 >"$ZT_TMP/zlib00"
     assert_file_eq "$r: raw range key zlib_i4/0.0 is the referenced bytes" "$ZT_TMP/zlib00" "$MNT/zlib_i4/0.0"

@@ -30,8 +30,10 @@ val() { getfattr --absolute-names --only-values -n "user.zarr.$2" "$1" 2>&1; }
 names() { getfattr --absolute-names -d -m - "$1" 2>/dev/null | sed -n 's/^\(user\.zarr\.[a-z_]*\)=.*/\1/p' | tr '\n' ' ' | sed 's/ $//'; }
 
 assert_eq "array: every attribute listed" \
-  "user.zarr.chunks user.zarr.codecs user.zarr.data_type user.zarr.fill_value user.zarr.metadata user.zarr.node_type user.zarr.shape user.zarr.zarr_format" \
+  "user.zarr.attributes user.zarr.chunks user.zarr.codecs user.zarr.data_type user.zarr.fill_value user.zarr.metadata user.zarr.node_type user.zarr.shape user.zarr.zarr_format" \
   "$(names "$MNT/matrix")"
+assert_eq "array: attributes, as in zarr.json" "$(jq -cS .attributes "$SRC/matrix/zarr.json")" \
+  "$(val "$MNT/matrix" attributes | jq -cS .)"
 assert_eq "array: node_type" array "$(val "$MNT/matrix" node_type)"
 assert_eq "array: shape" "[7,5]" "$(val "$MNT/matrix" shape)"
 assert_eq "array: chunks" "[3,2]" "$(val "$MNT/matrix" chunks)"

@@ -752,7 +752,14 @@ START_TEST(info_txt) {
   free(text);
   struct ns_entry ent;
   struct zerr err = {0};
-  ck_assert_int_eq(ns_resolve(e, "/info.txt", &ent, &err), -ENOENT);
+  /* A group's info.txt summarises it (ncdump -h). */
+  ck_assert_int_eq(ns_resolve(e, "/info.txt", &ent, &err), 0);
+  ck_assert_int_eq(ent.kind, NS_INFO_VIEW);
+  got = read_all(e, "/info.txt", 7, &size);
+  ck_assert_msg(strstr(got, "node_type: group\n") &&
+                    strstr(got, "variables: ") && strstr(got, "groups: "),
+                "%s", got);
+  free(got);
   engine_free(e);
   /* A store that cannot list (as plain HTTP): the counts are unknown. */
   e = open_engine(1 << 20);

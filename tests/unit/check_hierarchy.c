@@ -262,8 +262,8 @@ START_TEST(v3_consolidated_used) {
   expect_view(e, "/deep/x/arr2/values.txt", "3\n");
   expect_view(e, "/v2arr/values.txt", "6\n6\n");
   /* Listings: the union of the store and the table, each name once. */
-  expect_list(e, "/", "arr deep extra grp half v2arr zarr.json");
-  expect_list(e, "/grp", "ghost zarr.json");
+  expect_list(e, "/", "arr deep extra grp half info.txt v2arr zarr.json");
+  expect_list(e, "/grp", "ghost info.txt zarr.json");
   expect_list(e, "/grp/ghost", "info.txt values.txt");
   expect_list(e, "/deep", "x");
   expect_list(e, "/deep/x", "arr2");
@@ -299,8 +299,8 @@ START_TEST(v3_consolidated_used) {
   expect_absent(e, "/grp/ghost/values.txt");
   expect_absent(e, "/half/values.txt");
   expect_absent(e, "/v2arr");
-  expect_list(e, "/", "arr extra grp half zarr.json");
-  expect_list(e, "/grp", "zarr.json");
+  expect_list(e, "/", "arr extra grp half info.txt zarr.json");
+  expect_list(e, "/grp", "info.txt zarr.json");
   expect_list(e, "/half", "c");
   engine_free(e);
   store_dir_rm();
@@ -329,15 +329,15 @@ START_TEST(v2_zmetadata_used) {
   ck_assert_uint_eq(e->store->stats.opens, opens);
   expect_view(e, "/arr/values.txt", "9\n9\n");
   expect_view(e, "/sub/ghost/values.txt", "4\n");
-  expect_list(e, "/", ".zgroup .zmetadata arr sub");
-  expect_list(e, "/sub", ".zgroup ghost");
+  expect_list(e, "/", ".zgroup .zmetadata arr info.txt sub");
+  expect_list(e, "/sub", ".zgroup ghost info.txt");
   expect_list(e, "/sub/ghost", "info.txt values.txt");
   engine_free(e);
 
   e = open_engine(NULL, 1);
   expect_view(e, "/arr/values.txt", "0\n0\n0\n");
   expect_absent(e, "/sub/ghost");
-  expect_list(e, "/sub", ".zgroup");
+  expect_list(e, "/sub", ".zgroup info.txt");
   engine_free(e);
   store_dir_rm();
 }
@@ -425,7 +425,8 @@ START_TEST(malformed_tables) {
   expect_view(e, "/arr/values.txt", "0\n0\n");
   expect_view(e, "/arr/values.txt", "0\n0\n");
   expect_list(e, "/",
-              BAD_TABLES[i].v2 ? ".zgroup .zmetadata arr" : "arr zarr.json");
+              BAD_TABLES[i].v2 ? ".zgroup .zmetadata arr info.txt"
+                               : "arr info.txt zarr.json");
   engine_free(e);
   int lines;
   char *log = cap_end(&lines);
