@@ -84,6 +84,7 @@ int remote_same_object(const struct memo_key *a, const struct memo_key *b) {
 
 /* ---- fetching blocks ---- */
 
+/* A cached block is one allocation. */
 void remote_rblock_destroy(struct zobj *o) { free(o); }
 
 /* One GET for blocks [block, block+n) of the object; the first is the fill's

@@ -1,7 +1,7 @@
-/* rstream.c - hosts that ignore Range: the hosts known to (learned from a
- * whole answer to a range request), and one stream per object of theirs,
- * read once from its start by a thread of its own into the block cache,
- * paced by its readers.
+/* rstream.c - hosts that ignore Range: the hosts known to ignore it
+ * (learned from a whole answer to a range request), and one stream per
+ * object of theirs, read once from its start by a thread of its own into
+ * the block cache, paced by its readers.
  *
  * Locks: remote.slock (guards hosts, streams, n_streams) and under it one
  * stream's rstream.lock (a leaf); a stream is set up under remote.slock,
@@ -46,6 +46,7 @@ struct rstream {
   char req_cond[RV_COND_MAX];
 };
 
+/* Monotonic milliseconds: a stream's idle clock. */
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
