@@ -1,0 +1,210 @@
+/* remote_int.h - what remote.c, rstream.c, rversion.c and rprefetch.c
+ * share: the context, a remote source, a cached block, and the functions
+ * one calls in another. Private to src/net: nothing outside includes it.
+ * Include remote.h before it: remote.c and remote.h are one module, so
+ * including remote.h here would close a circle in the include graph. */
+#ifndef ZARRFS_REMOTE_INT_H
+#define ZARRFS_REMOTE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "../util/memo.h"
+#include "s3.h"
+
+/* Read-ahead jobs queued at most (beyond: dropped, it is only a hint). */
+#define RA_QUEUE 64
+/* Key tags: a block of an object, the size of an object, "the object
+ * changed while mounted". */
+#define TAG_BLOCK 0x424c4bu
+#define TAG_SIZE 0x53495au
+#define TAG_CHANGED 0x434847u
+#define TAG_VERSION 0x564552u
+/* Longest precondition header kept ("If-Match: ETAG"). */
+#define RV_COND_MAX 200
+/* Hosts remembered as ignoring Range. */
+#define NORANGE_HOSTS 64
+/* Objects of such hosts streamed at once (more readers fall back to
+ * ranged requests, answered whole and cut). */
+#define STREAMS_MAX 4
+
+/* A part of a large read fetched straight into the reader's buffer; the
+ * reader waits for all its parts (its buffer must outlive them). */
+struct part_set {
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+  int left; /* parts not finished */
+  int rc;   /* first failure */
+  struct zerr err;
+};
+
+/* A job of the workers: a read-ahead run, or a part of a direct read. */
+struct job {
+  struct bytesrc *src; /* a reference, dropped when done */
+  uint64_t block;      /* read-ahead: first block; part: object offset */
+  uint32_t n;          /* read-ahead: blocks; part: bytes */
+  uint8_t *dst;        /* part: where the bytes go (NULL: read-ahead) */
+  struct part_set *set;
+};
+
+struct rstream;
+struct remote_pf;
+
+struct remote {
+  struct remote_config cfg;
+  struct http_client *http;
+  struct s3_config *s3; /* owned, may be NULL */
+  struct s3_signing sign;
+  int have_sign;
+  struct memo *memo; /* blocks (objects) and sizes (values) */
+  atomic_int stop;
+  /* read-ahead workers */
+  pthread_mutex_t lock; /* guards the queue and quit (a leaf) */
+  pthread_cond_t more;
+  struct job queue[RA_QUEUE];
+  int qhead, qlen, quit, started;
+  pthread_t *threads;
+  int n_threads;
+  /* hosts that ignore Range, and the streams reading their objects */
+  pthread_mutex_t slock; /* guards hosts, streams, n_streams; takes
+                          rstream.lock and rsrc.vlock (leaves) under it,
+                          nothing else (rstream.c) */
+  pthread_cond_t sgone;  /* a stream thread ended */
+  char hosts[NORANGE_HOSTS][128];
+  int n_hosts;
+  struct rstream *streams[STREAMS_MAX];
+  int n_streams; /* stream threads running */
+  /* fetching ahead of readers (rprefetch.c) */
+  struct remote_pf *pf;
+};
+
+/* A fetched block: data[len], len < block_size only at the object's end.
+ * vhash identifies the version it came from (0: unknown), cond is the
+ * precondition that asks for that version ("" when none can). */
+struct rblock {
+  struct zobj obj;
+  size_t len;
+  uint64_t vhash;
+  char cond[RV_COND_MAX];
+  uint8_t data[];
+};
+
+/* A remote byte source: a window of an object. */
+struct rsrc {
+  struct bytesrc base;
+  struct remote *r;
+  char *url;     /* as named (messages) */
+  char *req_url; /* what is requested (s3:// resolved) */
+  struct http_req req;
+  uint64_t win; /* window start in the object */
+  struct io_stats *stats;
+  struct memo_key key;     /* object identity: v[0] block, v[1] tag, v[2..] */
+  _Atomic uint64_t next;   /* where the last read ended (window) */
+  _Atomic uint64_t ra_end; /* object offset read-ahead was issued to */
+  _Atomic uint64_t ra_win; /* current read-ahead window (bytes) */
+  _Atomic int ra_inflight;
+  /* The version this source reads: learned from the first answer that
+   * names one, asked for (If-Match, If-Unmodified-Since) from then on. */
+  pthread_mutex_t vlock; /* guards have_v, vhash, cond (a leaf) */
+  int have_v;
+  uint64_t vhash;
+  char cond[RV_COND_MAX];
+  atomic_int changed;
+};
+
+/* A fill of block runs: blocks [block, block+n) of s's object, the first
+ * the fill's result. */
+struct fetch {
+  struct rsrc *s;
+  uint64_t block; /* first block of the run */
+  uint32_t n;     /* blocks in the run */
+  struct io_stats *stats;
+};
+
+/* ---- remote.c ---- */
+
+/* The memo key of url with tag (TAG_BLOCK, TAG_SIZE): the URL's identity
+ * words in v[2..], v[0] (the block) 0. */
+void remote_url_key(const char *url, uint64_t tag, struct memo_key *k);
+
+/* Same object? (keys compared without their block word) */
+int remote_same_object(const struct memo_key *a, const struct memo_key *b);
+
+/* zobj destructor of a struct rblock. */
+void remote_rblock_destroy(struct zobj *o);
+
+/* memo fill of a block (a run starting there); ctx is a struct fetch. */
+int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
+                      struct zerr *err);
+
+/* Is a block of object okey already there (ready)? */
+int remote_block_cached(struct remote *r, const struct memo_key *okey,
+                        uint64_t block);
+
+/* Blocks from b on that are missing, up to last (inclusive) and one
+ * request's worth. */
+uint32_t remote_missing_run(struct remote *r, const struct memo_key *okey,
+                            uint64_t b, uint64_t last);
+
+/* The request URL of url into *out (the caller frees it): itself for
+ * http(s), the S3 endpoint URL of an s3:// one. */
+int remote_request_url(struct remote *r, const char *url, char **out,
+                       struct zerr *err);
+
+/* ---- rversion.c ---- */
+
+/* The version a response names as a hash (0: none), and in cond
+ * (RV_COND_MAX) the precondition that asks for it ("" when none can). */
+uint64_t rversion_of(const struct http_meta *m, char *cond);
+
+/* The object of s changed while mounted: remembered for every source of
+ * it; returns -EIO with the reason in err. */
+int rversion_changed(struct rsrc *s, struct zerr *err);
+
+/* Is s's object known to have changed? */
+int rversion_is_changed(struct rsrc *s);
+
+/* Bytes of version vh (cond asks for it) are about to be used by s: 0, or
+ * -EIO when the object changed. */
+int rversion_check(struct rsrc *s, uint64_t vh, const char *cond,
+                   struct zerr *err);
+
+/* s's request into q, asking for the version it reads once it knows one
+ * (cond: room for the header, RV_COND_MAX; q points into it). */
+void rversion_request(struct rsrc *s, struct http_req *q, char *cond);
+
+/* ---- rstream.c ---- */
+
+/* Does url's host ignore Range? */
+int rstream_host_ignores_range(struct remote *r, const char *url);
+
+/* url's host answered a range request with the whole object: remember
+ * it (one log line per host). */
+void rstream_host_mark_norange(struct remote *r, const char *url,
+                               const char *log_url);
+
+/* Block b of s from a stream of its object: 0 with a pin in *ref; 1 when
+ * the stream cannot give it (the caller asks for the range); a failure
+ * that concerns the object itself. */
+int rstream_block(struct rsrc *s, uint64_t b, struct memo_ref **ref,
+                  struct zerr *err);
+
+/* End every stream of r and wait for their threads (remote_free). */
+void rstream_stop_all(struct remote *r);
+
+/* ---- rprefetch.c ---- */
+
+/* The prefetch state of r (workers start at the first hint); 0 or
+ * -ENOMEM. */
+int rprefetch_new(struct remote *r);
+
+/* Stop the prefetch workers and free their state; NULL-safe state. */
+void rprefetch_free(struct remote *r);
+
+/* Wait until no prefetch worker fetches blocks [first, last] of object
+ * okey. */
+void rprefetch_wait(struct remote *r, const struct memo_key *okey,
+                    uint64_t first, uint64_t last);
+
+#endif
