@@ -247,8 +247,10 @@ static int url_is_json(const char *url) {
   return n > 5 && !strncasecmp(url + n - 5, ".json", 5);
 }
 
-/* A remote store must hold Zarr metadata at its root, as a local one
- * (check_paths): refuse at once, saying what the server answered. */
+/* Does a remote store hold Zarr metadata at its root? 1 yes, 0 no, -1
+ * when the server could not say (a line saying what it answered). A
+ * store with none is refused at once, as a local one (check_paths),
+ * unless it is an Icechunk repository. */
 static int remote_root_check(struct store *s, const char *src) {
   static const char *const names[] = {"zarr.json", ".zgroup", ".zarray"};
   struct zerr err = {0};
@@ -258,17 +260,13 @@ static int remote_root_check(struct store *s, const char *src) {
     zerr_clear(&err);
     int rc = store_stat(s, names[i], &t, &sz, &err);
     if (rc == 0 && t == STORE_FILE)
-      return 0;
+      return 1;
     if (rc < 0 && rc != -ENOENT) {
       fprintf(stderr, "zarrfs: %s: %s\n", src, err.msg);
       return -1;
     }
   }
-  fprintf(stderr,
-          "zarrfs: %s: not a Zarr store (no zarr.json, .zgroup or "
-          ".zarray at its root)\n",
-          src);
-  return -1;
+  return 0;
 }
 
 /* The remote context from the options (S3 settings from the options, the
@@ -390,10 +388,19 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
     }
     /* Virtual chunks of a remote repository may name no local file. */
     confine_set_remote_reference(c);
-    int ice = source_icechunk(cfg, c, out);
-    if (ice != 0)
-      return ice < 0 ? -1 : 0;
-    if (remote_root_check(*out, src) < 0) {
+    /* Zarr metadata at the root first: a Zarr store costs no request for
+     * Icechunk's files; -o ref / -o snapshot name a repository. */
+    int zarr = cfg->ref || cfg->snapshot ? 0 : remote_root_check(*out, src);
+    if (zarr == 0) {
+      int ice = source_icechunk(cfg, c, out);
+      if (ice != 0)
+        return ice < 0 ? -1 : 0;
+      fprintf(stderr,
+              "zarrfs: %s: not a Zarr store (no zarr.json, .zgroup or "
+              ".zarray at its root)\n",
+              src);
+    }
+    if (zarr <= 0) {
       store_free(*out);
       *out = NULL;
       return -1;
