@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "info.h"
 #include "namespace.h"
+#include "ns_dir.h"
 #include "node.h"
 #include "view.h"
 #include "zfs_errno.h"

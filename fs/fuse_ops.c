@@ -25,6 +25,7 @@
 #include "info.h"
 #include "inodes.h"
 #include "namespace.h"
+#include "ns_dir.h"
 #include "stats.h"
 #include "view.h"
 #include "zfs_errno.h"

@@ -39,10 +39,10 @@ enum ns_kind {
 
 struct ns_entry {
   enum ns_kind kind;
-  struct engine *eng; /* the engine that serves it (borrowed): the one
-                         resolved with, or a sub-engine of it for a path
-                         inside a history tree (fs/history.h); key, node
-                         and reads belong to it */
+  struct engine *eng;           /* the engine that serves it (borrowed): the one
+                                   resolved with, or a sub-engine of it for a path
+                                   inside a history tree (fs/history.h); key, node
+                                   and reads belong to it */
   char key[4096];               /* store key (raw, dir) or array path (views) */
   const struct znode *node;     /* views: the array (borrowed from engine);
                                    CF views: the array's CF node (its cf) */
@@ -81,47 +81,38 @@ typedef int (*ns_fill_cb)(void *ud, const char *name, int is_dir);
 int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
             struct zerr *err);
 
-/* A directory's listing, made once and then read by position (FUSE
- * readdir offsets): the store's children (sorted by name, each name once),
- * the child nodes only consolidated metadata names, values.txt, then the
- * K.txt views. Listing reads no chunk and decodes nothing (it lists the
- * store and looks up learned sizes). Immutable once made; about 16 bytes
- * plus the name per entry. */
-struct ns_dir;
+/* What a path shows (-o views): the store and the views beside it, the
+ * store alone, or (under NS_TEXT_DIR with views=tree) the directories and
+ * the views without the stored files. */
+enum ns_layout { NS_L_BESIDE, NS_L_PLAIN, NS_L_TEXT };
 
-/* One name of a listing, and what is known of it without any I/O. */
-struct ns_dirent {
-  const char *name;  /* borrowed from the listing */
-  enum ns_kind kind; /* what ns_resolve would say the name is */
-  int attr;          /* 1: kind and size are all of the name's stat, as
-                        ns_resolve and ns_size would say it now:
-                        directories, stored files whose size the store's
-                        listing gave, views whose size is already learned
-                        (with lazy sizes also those not learned: 0), except
-                        chunk views whose chains read sizes from an index
-                        (codec.h's partial decoding), whose size is learned
-                        by reading the chunk's index. Never set where knowing
-                        would take a read or a decode. */
-  uint64_t size;     /* NS_RAW with attr: what ns_size would say */
-  int64_t mtime;     /* with attr: what ns_resolve would say */
-};
-
-/* List path. *out is owned by the caller (ns_dir_free). Fails as a
- * listing does (-ENOENT, -EIO, ...), -ENOMEM, or -EFBIG past 4 GiB of
- * names. */
-int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
-                struct zerr *err);
-/* Number of names. */
-size_t ns_dir_count(const struct ns_dir *d);
-/* Name i (< ns_dir_count) into *out. */
-void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out);
-/* de (from ns_dir_get) without attributes: fill them in when the view's
- * size has been learned since the listing was made (values.txt stat'ed
- * meanwhile), by memo look-ups only, never a read or a decode. So
- * readdirplus spares the kernel a LOOKUP a name. */
-void ns_dir_attr(struct engine *e, const struct ns_dir *d,
-                 struct ns_dirent *de);
-/* Free; NULL-safe. */
-void ns_dir_free(struct ns_dir *d);
+/* The rules a listing shares with resolving (fs/ns_dir.c lists exactly
+ * the names ns_resolve resolves): */
+/* Does key end with suffix? */
+int ns_ends_with(const char *s, const char *suffix);
+/* Does name (len bytes) end with suffix? */
+int ns_has_suffix(const char *name, size_t len, const char *suffix);
+/* key below NS_STATS_DIR and a history shown there: its path below it,
+ * else NULL. */
+const char *ns_history_rel(struct engine *e, const char *key);
+/* The layout at *key, moving *key past NS_TEXT_DIR in the text tree. */
+enum ns_layout ns_layout_of(struct engine *e, const char **key);
+/* Drop leading slashes: FUSE paths are absolute, store keys are not. */
+const char *ns_path_key(const char *path);
+/* Is /.zarrfs the mount's own (the statistics)? Not when the store holds
+ * a key of that name at its root: the stored key wins (logged once).
+ * A remote store is not asked: there the name is always the mount's. */
+int ns_stats_dir_ours(struct engine *e);
+/* Is the store key dir/name (name alone at the root) a file? Then its
+ * size and time. */
+int ns_stored_file(struct engine *e, const char *dir, const char *name,
+                   uint64_t *size, int64_t *mtime);
+/* Is name (a file name in array n's directory rel, "" or "x/") a view of
+ * n: values.txt, values.cf.txt and info.txt in the array's own directory,
+ * or K.txt or K.cf.txt for a chunk key K (whose coordinates go to idx)?
+ * 1 for values.txt or info.txt, 2 for K.txt, 3 for values.cf.txt, 4 for
+ * K.cf.txt (the CF views only when n has them), else 0. */
+int ns_view_name(const struct znode *n, const char *rel, const char *name,
+                 size_t len, uint64_t *idx);
 
 #endif

@@ -13,6 +13,7 @@
 
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
+#include "../../fs/ns_dir.h"
 #include "../../src/store/store.h"
 
 #define I32(v) v, 0, 0, 0

@@ -22,6 +22,7 @@
 
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
+#include "../../fs/ns_dir.h"
 #include "../../fs/view.h"
 #include "../../src/store/confine.h"
 #include "../../src/json/jdup.h"

@@ -11,6 +11,7 @@
 
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
+#include "../../fs/ns_dir.h"
 #include "../../src/store/confine.h"
 #include "../../src/json/jdup.h"
 #include "../../src/store/kerchunk.h"

@@ -11,6 +11,7 @@
 
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
+#include "../../fs/ns_dir.h"
 #include "testutil.h"
 
 static char tmpdir[64];
