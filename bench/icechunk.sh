@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/icechunk.sh - an Icechunk repository at scale (issue 21; see
+# bench/icechunk.sh - an Icechunk repository at scale (see
 # bench/README.md).
 #
 # Writes with tests/writers/icechunk_writer.py scale a spec 2 repository of

@@ -10,7 +10,7 @@
 # curl downloading every chunk (the bytes alone, one request each, in
 # sequence), and cat of the same text from a local mount.
 #
-# Latency rows (issue 23), in the same run: 2,000 small chunks (1,000
+# Latency rows, in the same run: 2,000 small chunks (1,000
 # strings each) behind 20 ms per request, zarrfs `cat values.txt` against
 # `curl --parallel --parallel-max 32` of the same 2,000 objects (target
 # <= 2x); the N-string store behind 50 ms per request against the same cat
