@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "../codecs/chain.h"
+#include "../src/store/lxindex.h"
 #include "../src/store/store.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
@@ -117,6 +118,11 @@ struct engine {
                                with -EINTR */
   struct zfs_stats stats;   /* no lock: live counters (fs/stats.h),
                                relaxed atomics */
+  struct lxindex *lx;       /* owned: the persistent layout index
+                               (src/store/lxindex.h), or NULL (none, or
+                               a remote store); set by engine_set_index
+                               before the first request; guarded by its
+                               own lock */
 };
 
 /* Create an engine over store (takes ownership of store, also on failure). */
@@ -124,6 +130,10 @@ int engine_new(struct store *store, const struct engine_config *cfg,
                struct engine **out, struct zerr *err);
 /* Free; NULL-safe. No pin may be outstanding. */
 void engine_free(struct engine *e);
+
+/* Give the engine the persistent layout index lx (taken over; NULL:
+ * none). Only before the engine serves anything. */
+void engine_set_index(struct engine *e, struct lxindex *lx);
 
 /* Ask every long operation to stop (shutdown): loops and waits return
  * -EINTR soon after. Async-signal-safe (one atomic store). */

@@ -1,11 +1,13 @@
 /* cli.c - the command line (see cli.h): tokenizing as libfuse's
  * fuse_opt_parse does, the table of zarrfs's own options, their
  * validation into a struct cli_config, and the usage text. FUSE-free. */
+#define _GNU_SOURCE /* asprintf */
 #include "cli.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,6 +42,8 @@ enum cli_opt {
   CLI_OPT_UMASK,
   CLI_OPT_FMASK,
   CLI_OPT_DMASK,
+  CLI_OPT_INDEX_CACHE,
+  CLI_OPT_INDEX_CACHE_SIZE,
   CLI_OPT_COUNT
 };
 
@@ -51,7 +55,8 @@ static const char *const cli_opt_names[CLI_OPT_COUNT] = {
     "stall_timeout", "timeout",        "retries",        "remote_cache",
     "block_size",    "max_request",    "readahead",      "connections",
     "log_file",      "log_level",      "views",          "uid",
-    "gid",           "umask",          "fmask",          "dmask"};
+    "gid",           "umask",          "fmask",          "dmask",
+    "index_cache",   "index_cache_size"};
 
 /* The parse in progress. */
 struct cli_parser {
@@ -504,6 +509,37 @@ static int cli_owner(struct cli_parser *p) {
   return cli_mask(p, CLI_OPT_DMASK, &c->dmask);
 }
 
+/* The persistent layout index's directory: -o index_cache=DIR, none, or
+ * by default $XDG_CACHE_HOME/zarrfs, else $HOME/.cache/zarrfs (none
+ * when neither is set). */
+static int cli_index(struct cli_parser *p) {
+  struct cli_config *c = p->c;
+  const char *v = p->value[CLI_OPT_INDEX_CACHE];
+  ZTRY(cli_size(p, CLI_OPT_INDEX_CACHE_SIZE, 4096, 1ull << 50,
+                "a size such as 64M", &c->index_cache_size));
+  if (v && !*v)
+    return zerr_set(p->err, EINVAL,
+                    "bad index_cache '' (a directory, or none)");
+  if (v) {
+    if (strcmp(v, "none")) {
+      c->index_cache = p->value[CLI_OPT_INDEX_CACHE]; /* taken over */
+      p->value[CLI_OPT_INDEX_CACHE] = NULL;
+    }
+    return 0;
+  }
+  const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  int rc = 0;
+  if (x && *x == '/')
+    rc = asprintf(&c->index_cache, "%s/zarrfs", x);
+  else if (h && *h == '/')
+    rc = asprintf(&c->index_cache, "%s/.cache/zarrfs", h);
+  if (rc < 0) {
+    c->index_cache = NULL;
+    return zerr_set(p->err, ENOMEM, "out of memory");
+  }
+  return 0;
+}
+
 /* Validate the values of zarrfs's options into the config, in the order
  * of the usage text. */
 static int cli_validate(struct cli_parser *p) {
@@ -577,6 +613,7 @@ static int cli_validate(struct cli_parser *p) {
     return zerr_set(p->err, EINVAL, "bad log_file '' (a file name)");
   c->log_file = p->value[CLI_OPT_LOG_FILE]; /* taken over from the parser */
   p->value[CLI_OPT_LOG_FILE] = NULL;
+  ZTRY(cli_index(p));
   char **s3[] = {&c->s3.region, &c->s3.endpoint, &c->s3.profile};
   enum cli_opt s3o[] = {CLI_OPT_REGION, CLI_OPT_ENDPOINT, CLI_OPT_PROFILE};
   for (size_t i = 0; i < 3; i++) { /* taken over from the parser */
@@ -681,6 +718,7 @@ void cli_config_free(struct cli_config *c) {
   if (!c)
     return;
   free(c->log_file);
+  free(c->index_cache);
   for (size_t i = 0; i < c->n_paths; i++)
     free(c->paths[i]);
   free(c->paths);
@@ -738,6 +776,11 @@ void cli_usage(FILE *f, const char *prog) {
       "    -o decode_threads=N    workers decoding chunks ahead of\n"
       "                           sequential readers (default: the number\n"
       "                           of cores, at most 16; 0: none)\n"
+      "    -o index_cache=DIR|none  where text sizes learned by decoding\n"
+      "                           are kept for the next mount (default\n"
+      "                           $XDG_CACHE_HOME/zarrfs, else\n"
+      "                           ~/.cache/zarrfs; local stores only)\n"
+      "    -o index_cache_size=SIZE  cap of that directory (default 64M)\n"
       "    -o target_root=DIR     let references and manifests read files\n"
       "                           under DIR (repeatable; the reference\n"
       "                           file's directory is always allowed);\n"
