@@ -316,8 +316,8 @@ static void compact(struct lxindex *x) {
   free(v);
 }
 
-/* Remove the least recently written index files of dir until the rest
- * fit cap together. */
+/* Remove the least recently written index files of dir (and temp files
+ * of compactions that died) until the rest fit cap together. */
 static void evict_files(const char *dir, uint64_t cap) {
   for (;;) {
     DIR *d = opendir(dir);
@@ -329,11 +329,11 @@ static void evict_files(const char *dir, uint64_t cap) {
     struct dirent *de;
     while ((de = readdir(d))) {
       size_t l = strlen(de->d_name);
-      if (strncmp(de->d_name, "lx-", 3) || l < 8 || l > 250 ||
-          strcmp(de->d_name + l - 4, ".idx"))
+      /* index files, and temp files a compaction left behind */
+      if (strncmp(de->d_name, "lx-", 3) || l > 250)
         continue;
       struct stat st;
-      if (fstatat(dirfd(d), de->d_name, &st, 0) < 0)
+      if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
         continue;
       total += (uint64_t)st.st_size;
       if (!*oldest || st.st_mtim.tv_sec < ot.tv_sec ||
