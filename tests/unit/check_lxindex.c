@@ -280,13 +280,8 @@ START_TEST(concurrent_threads_and_compaction) {
   struct lxindex *x;
   /* a small cap: the writers compact each other's file all along */
   ck_assert_int_eq(lxindex_open(d, 16384, &x, &err), 0);
-  pthread_t t[4];
-  struct writer w[4];
-  for (int i = 0; i < 4; i++) {
-    w[i] = (struct writer){d, i * 300, 1, x};
-    ck_assert_int_eq(pthread_create(&t[i], NULL, write_many, &w[i]), 0);
-  }
-  /* and another process on the same directory meanwhile */
+  /* another process on the same directory meanwhile (forked before the
+   * threads start: a fork among threads may copy a held allocator lock) */
   pid_t pid = fork();
   if (pid == 0) {
     struct lxindex *y;
@@ -297,6 +292,12 @@ START_TEST(concurrent_threads_and_compaction) {
     write_many(&wy);
     lxindex_close(y);
     _exit(0);
+  }
+  pthread_t t[4];
+  struct writer w[4];
+  for (int i = 0; i < 4; i++) {
+    w[i] = (struct writer){d, i * 300, 1, x};
+    ck_assert_int_eq(pthread_create(&t[i], NULL, write_many, &w[i]), 0);
   }
   for (int i = 0; i < 4; i++)
     pthread_join(t[i], NULL);
