@@ -204,20 +204,25 @@ static void file_drop(struct lxindex *x) {
   tab_clear(x);
 }
 
-/* (Re)open the file at x->path and read it. */
-static void file_open(struct lxindex *x) {
+/* (Re)open the file at x->path (creating it if create) and read it. */
+static void file_open(struct lxindex *x, int create) {
   file_drop(x);
-  x->fd = open(x->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  x->fd = open(x->path, O_RDWR | O_APPEND | O_CLOEXEC | (create ? O_CREAT : 0),
+               0600);
   struct stat st;
   if (x->fd >= 0 && fstat(x->fd, &st) == 0)
     x->ino = st.st_ino;
   load_more(x);
 }
 
-/* Make location's file the loaded one. 0, or -1 when it cannot be. */
-static int use_location(struct lxindex *x, const char *location) {
-  if (x->loc && !strcmp(x->loc, location))
+/* Make location's file the loaded one (created if create: a look-up
+ * makes no file). 0, or -1 when it cannot be (or is not there). */
+static int use_location(struct lxindex *x, const char *location, int create) {
+  if (x->loc && !strcmp(x->loc, location)) {
+    if (x->fd < 0)
+      file_open(x, create);
     return x->fd >= 0 ? 0 : -1;
+  }
   free(x->loc);
   free(x->path);
   x->path = NULL;
@@ -232,7 +237,7 @@ static int use_location(struct lxindex *x, const char *location) {
     file_drop(x);
     return -1;
   }
-  file_open(x);
+  file_open(x, create);
   return x->fd >= 0 ? 0 : -1;
 }
 
@@ -240,7 +245,7 @@ static int use_location(struct lxindex *x, const char *location) {
 static void follow_rename(struct lxindex *x) {
   struct stat st;
   if (stat(x->path, &st) < 0 || st.st_ino != x->ino)
-    file_open(x);
+    file_open(x, 1);
 }
 
 /* Write len bytes whole. */
@@ -424,7 +429,7 @@ int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
     return 0;
   }
   pthread_mutex_lock(&x->lock);
-  if (use_location(x, id->location) == 0) {
+  if (use_location(x, id->location, 0) == 0) {
     for (int pass = 0; pass < 2 && !hit; pass++) {
       if (pass) /* a miss: what other mounts added since */
         load_more(x);
@@ -455,7 +460,7 @@ int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
   }
   int rc = 0;
   pthread_mutex_lock(&x->lock);
-  if (use_location(x, id->location) < 0) {
+  if (use_location(x, id->location, 1) < 0) {
     rc = -EIO;
     goto out;
   }
@@ -477,7 +482,7 @@ int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
     struct stat st, pst;
     if (stat(x->path, &pst) < 0 || pst.st_ino != x->ino) {
       flock(x->fd, LOCK_UN); /* replaced: append to the new file */
-      file_open(x);
+      file_open(x, 1);
       if (x->fd < 0) {
         rc = -EIO;
         goto out;
