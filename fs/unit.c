@@ -248,10 +248,15 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   struct memo_key sk;
   node_key(&sk, ELEVEL_UNIT_SIZE, n, j->idx, NULL, 0);
+  /* A size known already came from the persistent index, from the index
+   * ends, or from a decode that stored it: nothing to store again. */
+  uint64_t known;
+  int had = memo_value_peek(e->memo, &sk, &known) && known == ct->size;
   memo_value_put(e->memo, &sk, ct->size);
   char ikey[4096];
   struct lxindex_id id;
-  if (decoded && unit_ident(e, n, j->idx, ikey, sizeof ikey, &id) == 0) {
+  if (decoded && !had &&
+      unit_ident(e, n, j->idx, ikey, sizeof ikey, &id) == 0) {
     struct lxindex_rec rec = {ct->size, ct->nin};
     lxindex_store(e->lx, &id, &rec); /* a failure: learned again next time */
   }
