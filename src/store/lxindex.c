@@ -303,14 +303,16 @@ static void compact(struct lxindex *x) {
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   unsigned char *out = malloc(LX_MAX);
   int ok = fd >= 0 && out;
+  /* the newest that fit, written oldest first (the order a later load
+   * and compaction take as their age) */
   uint64_t total = 0;
-  for (size_t i = 0; ok && i < k; i++) {
-    size_t len = LX_HEAD + LX_VALS + v[i]->idlen;
-    if (total + len > x->cap / 2)
-      break;
-    rec_build(out, v[i]->id, v[i]->idlen, &v[i]->rec);
+  size_t keep = 0;
+  while (keep < k &&
+         total + LX_HEAD + LX_VALS + v[keep]->idlen <= x->cap / 2)
+    total += LX_HEAD + LX_VALS + v[keep++]->idlen;
+  for (size_t i = keep; ok && i-- > 0;) {
+    size_t len = rec_build(out, v[i]->id, v[i]->idlen, &v[i]->rec);
     ok = write_all(fd, out, len) == 0;
-    total += len;
   }
   if (fd >= 0 && close(fd) < 0)
     ok = 0;

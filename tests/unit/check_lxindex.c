@@ -326,7 +326,8 @@ START_TEST(cap_holds) {
     lxindex_store(x, &id, &r);
     ck_assert_uint_le(lxindex_dir_bytes(d), cap);
   }
-  ck_assert(check_i(x, "/big", 19999)); /* the newest are kept */
+  for (int i = 19700; i < 20000; i++) /* the newest are kept */
+    ck_assert_msg(check_i(x, "/big", i), "record %d", i);
   ck_assert(!check_i(x, "/big", 0));
   /* files of many locations: opening evicts the oldest past the cap */
   for (int l = 0; l < 8; l++) {
