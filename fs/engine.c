@@ -24,6 +24,12 @@ uint64_t engine_fills(const struct engine *e, enum engine_level level) {
   return memo_fills(e->memo, level);
 }
 
+/* Hold the index, replacing none. */
+void engine_set_index(struct engine *e, struct lxindex *lx) {
+  lxindex_close(e->lx);
+  e->lx = lx;
+}
+
 /* Build the engine. */
 int engine_new(struct store *store, const struct engine_config *cfg,
                struct engine **out, struct zerr *err) {
@@ -108,6 +114,7 @@ void engine_free(struct engine *e) {
   node_table_free(e->nodes);
   store_free(e->store);
   icechunk_unref(e->ic);
+  lxindex_close(e->lx);
   logonce_free(e->log); /* prints the repeats not summarised yet */
   pthread_mutex_destroy(&e->subs_lock);
   free(e);

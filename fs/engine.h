@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "../codecs/chain.h"
+#include "../src/store/lxindex.h"
 #include "../src/store/store.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
@@ -138,6 +139,11 @@ struct engine {
                                 to look up and insert) */
   struct engine_sub *subs;   /* the sub-engines made so far, owned */
   size_t nsubs;
+  struct lxindex *lx;       /* owned: the persistent layout index
+                               (src/store/lxindex.h), or NULL (none, or
+                               a remote store); set by engine_set_index
+                               before the first request; guarded by its
+                               own lock */
 };
 
 /* Create an engine over store (takes ownership of store, also on failure). */
@@ -153,6 +159,9 @@ void engine_free(struct engine *e);
  * ENGINE_SUBS_MAX snapshots, -ENOENT when the snapshot does not exist. */
 int engine_sub(struct engine *e, const uint8_t id[12], struct engine **out,
                struct zerr *err);
+/* Give the engine the persistent layout index lx (taken over; NULL:
+ * none). Only before the engine serves anything. */
+void engine_set_index(struct engine *e, struct lxindex *lx);
 
 /* Ask every long operation to stop (shutdown): loops and waits return
  * -EINTR soon after. Async-signal-safe (one atomic store). */

@@ -2,13 +2,17 @@
  * them, logged once (see unit.h). */
 #include "unit.h"
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../codecs/sharding.h"
+#include "../src/store/lxindex.h"
 #include "../src/store/presence.h"
+#include "../src/util/htab.h"
 #include "textprep.h"
 
 /* The chunk holding unit idx, and the unit's C-order index inside it. */
@@ -37,6 +41,51 @@ static int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
   unit_chunk(n, idx, cidx);
   if (node_chunk_key(n, cidx, key, len) < 0)
     return zerr_set(err, ENAMETOOLONG, "chunk key too long");
+  return 0;
+}
+
+/* The version of the text rules (how elements become text): a record of
+ * the persistent index written under other rules is never used. Raise it
+ * with any change to the bytes of a unit's text. */
+#define UNIT_TEXT_RULES 1u
+
+/* What the persistent index knows unit idx by, into *id (its key in key,
+ * len bytes): 0, or -1 when that is not known cheaply (no index, a remote
+ * store, an object without a modification time, a chunk not stored). */
+static int unit_ident(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, char *key, size_t len,
+                      struct lxindex_id *id) {
+  if (!e->lx || e->store->remote || !n->meta || !n->meta->root)
+    return -1;
+  struct zerr err = {0};
+  enum store_entry_type type;
+  uint64_t size;
+  int64_t mtime;
+  if (unit_store_key(n, idx, key, len, &err) < 0 ||
+      store_stat_time(e->store, key, &type, &size, &mtime, &err) < 0 ||
+      type != STORE_FILE || mtime == STORE_MTIME_UNKNOWN)
+    return -1;
+  if (n->shard) { /* which inner chunk of the shard */
+    size_t at = strlen(key);
+    for (int d = 0; d < n->meta->ndim; d++) {
+      int w = snprintf(key + at, len - at, "%c%llu", d ? ',' : '#',
+                       (unsigned long long)idx[d]);
+      if (w < 0 || (size_t)w >= len - at)
+        return -1;
+      at += (size_t)w;
+    }
+  }
+  /* What makes the text: the whole metadata document (codecs, data type,
+   * fill value, shape) and the fill text drawn from it. */
+  char *doc = json_dumps(n->meta->root, JSON_COMPACT | JSON_SORT_KEYS);
+  if (!doc)
+    return -1;
+  uint64_t h = htab_hash_bytes(doc, strlen(doc), 0x6c78696e646578ull);
+  free(doc);
+  if (n->form.fill)
+    h = htab_hash_bytes(n->form.fill, n->form.fill_len, h);
+  *id = (struct lxindex_id){e->store->location, key, size, mtime, h,
+                            UNIT_TEXT_RULES};
   return 0;
 }
 
@@ -167,6 +216,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   int rc = engine_check_stop(e, err);
   if (rc == 0)
     rc = unit_source(j, &ab, &logged, err);
+  int decoded = rc == 0 && ab;
   if (rc < 0 || ab) { /* a decode (not a fill unit) */
     stats_add(&e->stats.decodes, 1);
     stats_add(&e->stats.decode_ns, stats_now_ns() - t0);
@@ -198,7 +248,18 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   struct memo_key sk;
   node_key(&sk, ELEVEL_UNIT_SIZE, n, j->idx, NULL, 0);
+  /* A size known already came from the persistent index, from the index
+   * ends, or from a decode that stored it: nothing to store again. */
+  uint64_t known;
+  int had = memo_value_peek(e->memo, &sk, &known) && known == ct->size;
   memo_value_put(e->memo, &sk, ct->size);
+  char ikey[4096];
+  struct lxindex_id id;
+  if (decoded && !had &&
+      unit_ident(e, n, j->idx, ikey, sizeof ikey, &id) == 0) {
+    struct lxindex_rec rec = {ct->size, ct->nin};
+    lxindex_store(e->lx, &id, &rec); /* a failure: learned again next time */
+  }
   *obj = &ct->obj;
   *cost = ct->cost;
   return 0;
@@ -531,12 +592,22 @@ long unit_read_direct(struct engine *e, const struct znode *n,
   return (long)done;
 }
 
-/* Fill: a unit's text size: from the ends of an index read partially, or by
- * decoding the unit (which keeps it for the reads that follow). */
+/* Fill: a unit's text size: from the ends of an index read partially, from
+ * the persistent index, or by decoding the unit (which keeps it for the
+ * reads that follow, and stores its size in the persistent index). */
 static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   struct unit_job *j = ctx;
   if (unit_size_direct(j->e, j->n, j->idx, value) == 0)
     return 0;
+  char ikey[4096];
+  struct lxindex_id id;
+  struct lxindex_rec rec;
+  if (unit_ident(j->e, j->n, j->idx, ikey, sizeof ikey, &id) == 0 &&
+      lxindex_lookup(j->e->lx, &id, &rec) &&
+      rec.lines == unit_nin(j->n, j->idx)) {
+    *value = rec.text_size;
+    return 0;
+  }
   struct memo_ref *ref;
   ZTRY(unit_get(j->e, j->n, j->idx, &ref, err));
   *value = unit_of_ref(ref)->size;

@@ -1,11 +1,13 @@
 /* cli.c - the command line (see cli.h): tokenizing as libfuse's
  * fuse_opt_parse does, the table of zarrfs's own options, their
  * validation into a struct cli_config, and the usage text. FUSE-free. */
+#define _GNU_SOURCE /* asprintf */
 #include "cli.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,6 +44,8 @@ enum cli_opt {
   CLI_OPT_DMASK,
   CLI_OPT_REF, /* Icechunk: which tree */
   CLI_OPT_SNAPSHOT,
+  CLI_OPT_INDEX_CACHE,
+  CLI_OPT_INDEX_CACHE_SIZE,
   CLI_OPT_COUNT
 };
 
@@ -54,7 +58,7 @@ static const char *const cli_opt_names[CLI_OPT_COUNT] = {
     "block_size",    "max_request",    "readahead",      "connections",
     "log_file",      "log_level",      "views",          "uid",
     "gid",           "umask",          "fmask",          "dmask",
-    "ref",           "snapshot"};
+    "ref",           "snapshot",       "index_cache",    "index_cache_size"};
 
 /* The parse in progress. */
 struct cli_parser {
@@ -507,6 +511,37 @@ static int cli_owner(struct cli_parser *p) {
   return cli_mask(p, CLI_OPT_DMASK, &c->dmask);
 }
 
+/* The persistent layout index's directory: -o index_cache=DIR, none, or
+ * by default $XDG_CACHE_HOME/zarrfs, else $HOME/.cache/zarrfs (none
+ * when neither is set). */
+static int cli_index(struct cli_parser *p) {
+  struct cli_config *c = p->c;
+  const char *v = p->value[CLI_OPT_INDEX_CACHE];
+  ZTRY(cli_size(p, CLI_OPT_INDEX_CACHE_SIZE, 4096, 1ull << 50,
+                "a size such as 64M", &c->index_cache_size));
+  if (v && !*v)
+    return zerr_set(p->err, EINVAL,
+                    "bad index_cache '' (a directory, or none)");
+  if (v) {
+    if (strcmp(v, "none")) {
+      c->index_cache = p->value[CLI_OPT_INDEX_CACHE]; /* taken over */
+      p->value[CLI_OPT_INDEX_CACHE] = NULL;
+    }
+    return 0;
+  }
+  const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  int rc = 0;
+  if (x && *x == '/')
+    rc = asprintf(&c->index_cache, "%s/zarrfs", x);
+  else if (h && *h == '/')
+    rc = asprintf(&c->index_cache, "%s/.cache/zarrfs", h);
+  if (rc < 0) {
+    c->index_cache = NULL;
+    return zerr_set(p->err, ENOMEM, "out of memory");
+  }
+  return 0;
+}
+
 /* Validate the values of zarrfs's options into the config, in the order
  * of the usage text. */
 static int cli_validate(struct cli_parser *p) {
@@ -595,6 +630,7 @@ static int cli_validate(struct cli_parser *p) {
   c->ref = p->value[CLI_OPT_REF]; /* taken over from the parser */
   c->snapshot = p->value[CLI_OPT_SNAPSHOT];
   p->value[CLI_OPT_REF] = p->value[CLI_OPT_SNAPSHOT] = NULL;
+  ZTRY(cli_index(p));
   char **s3[] = {&c->s3.region, &c->s3.endpoint, &c->s3.profile};
   enum cli_opt s3o[] = {CLI_OPT_REGION, CLI_OPT_ENDPOINT, CLI_OPT_PROFILE};
   for (size_t i = 0; i < 3; i++) { /* taken over from the parser */
@@ -701,6 +737,7 @@ void cli_config_free(struct cli_config *c) {
   free(c->log_file);
   free(c->ref);
   free(c->snapshot);
+  free(c->index_cache);
   for (size_t i = 0; i < c->n_paths; i++)
     free(c->paths[i]);
   free(c->paths);
@@ -759,6 +796,11 @@ void cli_usage(FILE *f, const char *prog) {
       "    -o decode_threads=N    workers decoding chunks ahead of\n"
       "                           sequential readers (default: the number\n"
       "                           of cores, at most 16; 0: none)\n"
+      "    -o index_cache=DIR|none  where text sizes learned by decoding\n"
+      "                           are kept for the next mount (default\n"
+      "                           $XDG_CACHE_HOME/zarrfs, else\n"
+      "                           ~/.cache/zarrfs; local stores only)\n"
+      "    -o index_cache_size=SIZE  cap of that directory (default 64M)\n"
       "    -o target_root=DIR     let references and manifests read files\n"
       "                           under DIR (repeatable; the reference\n"
       "                           file's directory is always allowed);\n"

@@ -1,0 +1,534 @@
+/* lxindex.c - the persistent layout index: records appended to one file
+ * per store location, each checked by its CRC, read into a hash table
+ * (see lxindex.h). */
+#define _GNU_SOURCE /* memmem, asprintf */
+#include "lxindex.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "../util/htab.h"
+
+/* Record layout: magic, total length, CRC-32 of what follows the CRC,
+ * text size, lines, then the identity: rules, location length, key
+ * length, object size, mtime, chain hash, location, key. Host byte
+ * order. */
+static const char lx_magic[4] = {'L', 'X', 'r', '1'};
+#define LX_HEAD 12
+#define LX_VALS 16
+#define LX_IDFIX 32
+#define LX_MIN (LX_HEAD + LX_VALS + LX_IDFIX)
+#define LX_MAX (LX_MIN + 2 * 65535)
+
+/* A known record: its identity bytes (as on disk) and values. */
+struct lx_ent {
+  struct htab_node hn; /* hash of location and key */
+  uint64_t seq;        /* insertion order: newest kept by a compaction */
+  struct lxindex_rec rec;
+  size_t idlen;
+  unsigned char id[]; /* identity bytes */
+};
+
+struct lxindex {
+  pthread_mutex_t lock; /* guards every field below and the file I/O */
+  char *dir;
+  uint64_t cap;
+  char *loc;       /* the location whose file is loaded, or NULL */
+  char *path;      /* its file */
+  int fd;          /* open O_APPEND, or -1 */
+  ino_t ino;       /* fd's inode */
+  uint64_t parsed; /* bytes of fd read into the table */
+  uint64_t seq;
+  struct htab tab; /* struct lx_ent by location and key */
+};
+
+/* Where location and key sit in identity bytes. */
+static void id_names(const unsigned char *id, const unsigned char **names,
+                     size_t *len) {
+  uint16_t ll, kl;
+  memcpy(&ll, id + 4, 2);
+  memcpy(&kl, id + 6, 2);
+  *names = id + LX_IDFIX;
+  *len = (size_t)ll + kl;
+}
+
+/* Hash of the location and key of identity bytes (what a record
+ * replaces). */
+static uint64_t id_hash(const unsigned char *id) {
+  const unsigned char *names;
+  size_t len;
+  id_names(id, &names, &len);
+  uint16_t ll;
+  memcpy(&ll, id + 4, 2);
+  return htab_hash_bytes(names, len, ll);
+}
+
+/* Same location and key? */
+static int ent_eq(const struct htab_node *n, const void *key) {
+  const struct lx_ent *e = (const struct lx_ent *)n;
+  const unsigned char *a, *b;
+  size_t la, lb;
+  id_names(e->id, &a, &la);
+  id_names(key, &b, &lb);
+  return la == lb && !memcmp(e->id + 4, (const unsigned char *)key + 4, 4) &&
+         !memcmp(a, b, la);
+}
+
+/* Serialise id into buf (LX_MAX - LX_HEAD - LX_VALS bytes at least):
+ * its length, or 0 when a name is too long. */
+static size_t id_bytes(const struct lxindex_id *id, unsigned char *buf) {
+  size_t ll = strlen(id->location), kl = strlen(id->key);
+  if (ll > 65535 || kl > 65535)
+    return 0;
+  uint16_t l16 = (uint16_t)ll, k16 = (uint16_t)kl;
+  memcpy(buf, &id->rules, 4);
+  memcpy(buf + 4, &l16, 2);
+  memcpy(buf + 6, &k16, 2);
+  memcpy(buf + 8, &id->obj_size, 8);
+  memcpy(buf + 16, &id->mtime, 8);
+  memcpy(buf + 24, &id->chain_hash, 8);
+  memcpy(buf + LX_IDFIX, id->location, ll);
+  memcpy(buf + LX_IDFIX + ll, id->key, kl);
+  return LX_IDFIX + ll + kl;
+}
+
+/* Put a record in the table, replacing the one of the same location and
+ * key. */
+static void tab_put(struct lxindex *x, const unsigned char *id, size_t idlen,
+                    const struct lxindex_rec *rec) {
+  uint64_t h = id_hash(id);
+  struct lx_ent *old = (struct lx_ent *)htab_find(&x->tab, h, ent_eq, id);
+  if (old) {
+    htab_remove(&x->tab, &old->hn);
+    free(old);
+  }
+  struct lx_ent *e = malloc(sizeof *e + idlen);
+  if (!e)
+    return; /* a miss later, nothing worse */
+  e->hn.hash = h;
+  e->seq = ++x->seq;
+  e->rec = *rec;
+  e->idlen = idlen;
+  memcpy(e->id, id, idlen);
+  htab_insert(&x->tab, &e->hn);
+}
+
+/* Forget every record. */
+static void tab_clear(struct lxindex *x) {
+  struct htab_node *n;
+  while ((n = htab_pop(&x->tab)))
+    free(n);
+}
+
+/* Is a whole, checked record at p (avail bytes)? Its length, 0 when p
+ * holds a record not complete yet, -1 when p holds no record. */
+static long rec_check(const unsigned char *p, size_t avail) {
+  if (avail < LX_HEAD)
+    return memcmp(p, lx_magic, avail < 4 ? avail : 4) ? -1 : 0;
+  if (memcmp(p, lx_magic, 4))
+    return -1;
+  uint32_t len, crc;
+  memcpy(&len, p + 4, 4);
+  memcpy(&crc, p + 8, 4);
+  if (len < LX_MIN || len > LX_MAX)
+    return -1;
+  if (len > avail) /* the tail being written, unless a record follows */
+    return memmem(p + 1, avail - 1, lx_magic, 4) ? -1 : 0;
+  uint16_t ll, kl;
+  memcpy(&ll, p + LX_HEAD + LX_VALS + 4, 2);
+  memcpy(&kl, p + LX_HEAD + LX_VALS + 6, 2);
+  if ((size_t)LX_MIN + ll + kl != len)
+    return -1;
+  if (crc32(0L, p + LX_HEAD, len - LX_HEAD) != crc)
+    return -1;
+  return (long)len;
+}
+
+/* Read the records of the file from x->parsed on into the table. A
+ * record at the end that is not complete yet is left for the next call;
+ * anything that is not a record is skipped. */
+static void load_more(struct lxindex *x) {
+  struct stat st;
+  if (x->fd < 0 || fstat(x->fd, &st) < 0 || (uint64_t)st.st_size <= x->parsed)
+    return;
+  size_t n = (size_t)((uint64_t)st.st_size - x->parsed);
+  unsigned char *buf = malloc(n ? n : 1);
+  if (!buf)
+    return;
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(x->fd, buf + got, n - got, (off_t)(x->parsed + got));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+  }
+  size_t p = 0;
+  while (p < got) {
+    long len = rec_check(buf + p, got - p);
+    if (len > 0) {
+      struct lxindex_rec rec;
+      memcpy(&rec.text_size, buf + p + LX_HEAD, 8);
+      memcpy(&rec.lines, buf + p + LX_HEAD + 8, 8);
+      tab_put(x, buf + p + LX_HEAD + LX_VALS, (size_t)len - LX_HEAD - LX_VALS,
+              &rec);
+      p += (size_t)len;
+      continue;
+    }
+    if (len == 0)
+      break; /* the tail being written, or torn: looked at again later */
+    /* not a record: on to the next marker */
+    const unsigned char *m = memmem(buf + p + 1, got - p - 1, lx_magic, 4);
+    p = m ? (size_t)(m - buf) : got;
+  }
+  x->parsed += p;
+  free(buf);
+}
+
+/* Close the loaded file and forget its records. */
+static void file_drop(struct lxindex *x) {
+  if (x->fd >= 0)
+    close(x->fd);
+  x->fd = -1;
+  x->parsed = 0;
+  tab_clear(x);
+}
+
+/* (Re)open the file at x->path (creating it if create) and read it. */
+static void file_open(struct lxindex *x, int create) {
+  file_drop(x);
+  x->fd = open(x->path, O_RDWR | O_APPEND | O_CLOEXEC | (create ? O_CREAT : 0),
+               0600);
+  struct stat st;
+  if (x->fd >= 0 && fstat(x->fd, &st) == 0)
+    x->ino = st.st_ino;
+  load_more(x);
+}
+
+/* Make location's file the loaded one (created if create: a look-up
+ * makes no file). 0, or -1 when it cannot be (or is not there). */
+static int use_location(struct lxindex *x, const char *location, int create) {
+  if (x->loc && !strcmp(x->loc, location)) {
+    if (x->fd < 0)
+      file_open(x, create);
+    return x->fd >= 0 ? 0 : -1;
+  }
+  free(x->loc);
+  free(x->path);
+  x->path = NULL;
+  x->loc = strdup(location);
+  uint64_t h = htab_hash_str(location);
+  if (!x->loc ||
+      asprintf(&x->path, "%s/lx-%016llx.idx", x->dir, (unsigned long long)h) <
+          0) {
+    free(x->loc);
+    x->loc = NULL;
+    x->path = NULL;
+    file_drop(x);
+    return -1;
+  }
+  file_open(x, create);
+  return x->fd >= 0 ? 0 : -1;
+}
+
+/* Has the file been replaced (another mount's compaction)? Then reopen. */
+static void follow_rename(struct lxindex *x) {
+  struct stat st;
+  if (stat(x->path, &st) < 0 || st.st_ino != x->ino)
+    file_open(x, 1);
+}
+
+/* Write len bytes whole. */
+static int write_all(int fd, const unsigned char *p, size_t len) {
+  while (len) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Build a record of identity bytes id and rec into out (LX_MAX bytes):
+ * its length. */
+static size_t rec_build(unsigned char *out, const unsigned char *id,
+                        size_t idlen, const struct lxindex_rec *rec) {
+  uint32_t len = (uint32_t)(LX_HEAD + LX_VALS + idlen);
+  memcpy(out, lx_magic, 4);
+  memcpy(out + 4, &len, 4);
+  memcpy(out + LX_HEAD, &rec->text_size, 8);
+  memcpy(out + LX_HEAD + 8, &rec->lines, 8);
+  memmove(out + LX_HEAD + LX_VALS, id, idlen);
+  uint32_t crc = (uint32_t)crc32(0L, out + LX_HEAD, len - LX_HEAD);
+  memcpy(out + 8, &crc, 4);
+  return len;
+}
+
+/* Newer first. */
+static int ent_newer(const void *a, const void *b) {
+  uint64_t sa = (*(struct lx_ent *const *)a)->seq;
+  uint64_t sb = (*(struct lx_ent *const *)b)->seq;
+  return sa < sb ? 1 : sa > sb ? -1 : 0;
+}
+
+/* Replace the file (locked exclusively by the caller) by its newest
+ * records filling at most half the cap: written to a temp file, then
+ * renamed over it. */
+static void compact(struct lxindex *x) {
+  load_more(x);
+  size_t n = x->tab.count, k = 0;
+  struct lx_ent **v = malloc((n ? n : 1) * sizeof *v);
+  char *tmp = NULL;
+  if (!v || asprintf(&tmp, "%s.%ld.tmp", x->path, (long)getpid()) < 0) {
+    free(v);
+    return;
+  }
+  for (size_t b = 0; b < x->tab.nbuckets; b++)
+    for (struct htab_node *h = x->tab.buckets[b]; h; h = h->next)
+      v[k++] = (struct lx_ent *)h;
+  qsort(v, k, sizeof *v, ent_newer);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  unsigned char *out = malloc(LX_MAX);
+  int ok = fd >= 0 && out;
+  /* the newest that fit, written oldest first (the order a later load
+   * and compaction take as their age) */
+  uint64_t total = 0;
+  size_t keep = 0;
+  while (keep < k &&
+         total + LX_HEAD + LX_VALS + v[keep]->idlen <= x->cap / 2)
+    total += LX_HEAD + LX_VALS + v[keep++]->idlen;
+  for (size_t i = keep; ok && i-- > 0;) {
+    size_t len = rec_build(out, v[i]->id, v[i]->idlen, &v[i]->rec);
+    ok = write_all(fd, out, len) == 0;
+  }
+  if (fd >= 0 && close(fd) < 0)
+    ok = 0;
+  if (!ok || rename(tmp, x->path) < 0)
+    unlink(tmp);
+  free(out);
+  free(tmp);
+  free(v);
+}
+
+/* Remove the least recently written index files of dir (and temp files
+ * of compactions that died) until the rest fit cap together. */
+static void evict_files(const char *dir, uint64_t cap) {
+  for (;;) {
+    DIR *d = opendir(dir);
+    if (!d)
+      return;
+    uint64_t total = 0;
+    char oldest[300] = "";
+    struct timespec ot = {0, 0};
+    struct dirent *de;
+    while ((de = readdir(d))) {
+      size_t l = strlen(de->d_name);
+      /* index files, and temp files a compaction left behind */
+      if (strncmp(de->d_name, "lx-", 3) || l > 250)
+        continue;
+      struct stat st;
+      if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+        continue;
+      total += (uint64_t)st.st_size;
+      if (!*oldest || st.st_mtim.tv_sec < ot.tv_sec ||
+          (st.st_mtim.tv_sec == ot.tv_sec && st.st_mtim.tv_nsec < ot.tv_nsec)) {
+        ot = st.st_mtim;
+        snprintf(oldest, sizeof oldest, "%s", de->d_name);
+      }
+    }
+    int fd = dirfd(d);
+    int removed = total > cap && *oldest && unlinkat(fd, oldest, 0) == 0;
+    closedir(d);
+    if (!removed)
+      return;
+  }
+}
+
+/* See lxindex.h. */
+uint64_t lxindex_dir_bytes(const char *dir) {
+  DIR *d = opendir(dir);
+  uint64_t total = 0;
+  struct dirent *de;
+  while (d && (de = readdir(d))) {
+    struct stat st;
+    if (!strncmp(de->d_name, "lx-", 3) &&
+        fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISREG(st.st_mode))
+      total += (uint64_t)st.st_size;
+  }
+  if (d)
+    closedir(d);
+  return total;
+}
+
+/* mkdir -p with mode 0700. */
+static int mkdirs(const char *dir) {
+  char *p = strdup(dir);
+  if (!p)
+    return -ENOMEM;
+  for (char *s = p + 1;; s++) {
+    int end = !*s;
+    if (*s == '/' || end) {
+      *s = 0;
+      if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+        int e = errno;
+        free(p);
+        return -e;
+      }
+      if (end)
+        break;
+      *s = '/';
+    }
+  }
+  free(p);
+  return 0;
+}
+
+/* See lxindex.h. */
+int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
+                 struct zerr *err) {
+  *out = NULL;
+  if (!cap)
+    cap = LXINDEX_DEFAULT_CAP;
+  int rc = mkdirs(dir);
+  if (rc < 0)
+    return zerr_set(err, -rc, "index cache %s: %s", dir, strerror(-rc));
+  struct lxindex *x = calloc(1, sizeof *x);
+  if (!x || !(x->dir = strdup(dir)) || htab_init(&x->tab, 64) < 0) {
+    if (x)
+      free(x->dir);
+    free(x);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  pthread_mutex_init(&x->lock, NULL);
+  x->cap = cap;
+  x->fd = -1;
+  evict_files(dir, cap);
+  *out = x;
+  return 0;
+}
+
+/* See lxindex.h. */
+int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
+                   struct lxindex_rec *out) {
+  unsigned char *ib = malloc(LX_MAX);
+  size_t il = ib ? id_bytes(id, ib) : 0;
+  int hit = 0;
+  if (!il) {
+    free(ib);
+    return 0;
+  }
+  pthread_mutex_lock(&x->lock);
+  if (use_location(x, id->location, 0) == 0) {
+    for (int pass = 0; pass < 2 && !hit; pass++) {
+      if (pass) /* a miss: what other mounts added since */
+        load_more(x);
+      const struct lx_ent *e =
+          (const struct lx_ent *)htab_find(&x->tab, id_hash(ib), ent_eq, ib);
+      if (e && e->idlen == il && !memcmp(e->id, ib, il)) {
+        *out = e->rec;
+        hit = 1;
+      }
+    }
+  }
+  pthread_mutex_unlock(&x->lock);
+  free(ib);
+  return hit;
+}
+
+/* See lxindex.h. */
+int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
+                  const struct lxindex_rec *rec) {
+  unsigned char *buf = malloc(LX_MAX);
+  if (!buf)
+    return -ENOMEM;
+  unsigned char *ib = buf + LX_HEAD + LX_VALS;
+  size_t il = id_bytes(id, ib);
+  if (!il) {
+    free(buf);
+    return -ENAMETOOLONG;
+  }
+  int rc = 0;
+  pthread_mutex_lock(&x->lock);
+  if (use_location(x, id->location, 1) < 0) {
+    rc = -EIO;
+    goto out;
+  }
+  const struct lx_ent *e =
+      (const struct lx_ent *)htab_find(&x->tab, id_hash(ib), ent_eq, ib);
+  if (e && e->idlen == il && !memcmp(e->id, ib, il) &&
+      e->rec.text_size == rec->text_size && e->rec.lines == rec->lines)
+    goto out; /* known already */
+  size_t len = rec_build(buf, ib, il, rec);
+  if (len > x->cap / 2) {
+    rc = -EFBIG;
+    goto out;
+  }
+  for (int tries = 0; tries < 3; tries++) {
+    if (flock(x->fd, LOCK_SH) < 0) {
+      rc = -errno;
+      goto out;
+    }
+    struct stat st, pst;
+    if (stat(x->path, &pst) < 0 || pst.st_ino != x->ino) {
+      flock(x->fd, LOCK_UN); /* replaced: append to the new file */
+      file_open(x, 1);
+      if (x->fd < 0) {
+        rc = -EIO;
+        goto out;
+      }
+      continue;
+    }
+    if (fstat(x->fd, &st) == 0 && (uint64_t)st.st_size + len > x->cap) {
+      /* the shared lock becomes exclusive: not atomically, so whoever
+       * got in between may have compacted already (looked at again) */
+      flock(x->fd, LOCK_UN);
+      if (flock(x->fd, LOCK_EX) == 0 && stat(x->path, &pst) == 0 &&
+          pst.st_ino == x->ino && fstat(x->fd, &st) == 0 &&
+          (uint64_t)st.st_size + len > x->cap)
+        compact(x);
+      flock(x->fd, LOCK_UN);
+      follow_rename(x);
+      if (x->fd < 0) {
+        rc = -EIO;
+        goto out;
+      }
+      continue;
+    }
+    rc = write_all(x->fd, buf, len) == 0 ? 0 : -EIO;
+    flock(x->fd, LOCK_UN);
+    if (rc == 0)
+      tab_put(x, ib, il, rec);
+    goto out;
+  }
+  rc = -EAGAIN;
+out:
+  pthread_mutex_unlock(&x->lock);
+  free(buf);
+  return rc;
+}
+
+/* See lxindex.h. */
+void lxindex_close(struct lxindex *x) {
+  if (!x)
+    return;
+  file_drop(x);
+  htab_fini(&x->tab);
+  pthread_mutex_destroy(&x->lock);
+  free(x->loc);
+  free(x->path);
+  free(x->dir);
+  free(x);
+}

@@ -1,0 +1,79 @@
+/* lxindex.h - the persistent layout index: what a mount learned about a
+ * stored object's text (its size, its line count), kept on disk so that
+ * the next mount of the same store answers without decoding.
+ *
+ * A record is keyed by its identity: the store location, the key (with
+ * whatever the caller appends to tell units of one object apart), the
+ * stored object's size and modification time, a hash of what turns the
+ * bytes into text (the caller's: the array's metadata) and the text rules
+ * version. A lookup returns a record only when every field is equal; a
+ * record for the same location and key with another identity is stale and
+ * is replaced by the next store.
+ *
+ * On disk: one file per store location in the index directory,
+ * lx-<hash of the location>.idx, a sequence of records, each written by
+ * one O_APPEND write and carrying its length and a CRC-32. A record that
+ * is torn (a crash, a full disk), corrupt or interleaved fails its check
+ * and is skipped (the reader resynchronises on the next record marker):
+ * a damaged file gives misses, never a wrong record. Several mounts may
+ * share a directory: appends take a shared flock, a compaction an
+ * exclusive one and replaces the file by rename (a temp file written
+ * whole first); an appender whose file was replaced reopens it.
+ *
+ * Size: each file is bounded by the cap: a store that would pass it
+ * first compacts the file to the newest records filling half the cap.
+ * Opening the index removes the least recently written files until all
+ * of them fit the cap together.
+ *
+ * Thread-safe (one lock per index, held across its file I/O). Failures
+ * of the disk never fail a caller: a store that cannot write is a no-op,
+ * a lookup that cannot read is a miss. */
+#ifndef ZARRFS_LXINDEX_H
+#define ZARRFS_LXINDEX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../util/err.h"
+
+/* The default cap, bytes of every index file of a directory together. */
+#define LXINDEX_DEFAULT_CAP (64ull << 20)
+
+/* Who a record is about: every field must match for a lookup to hit. */
+struct lxindex_id {
+  const char *location; /* the store (borrowed); at most 65535 bytes */
+  const char *key;      /* the object and unit (borrowed); likewise */
+  uint64_t obj_size;    /* the stored object's size */
+  int64_t mtime;        /* its modification time, ns (or a version) */
+  uint64_t chain_hash;  /* what makes its text: codecs, data type, fill */
+  uint32_t rules;       /* the text rules version of the writer */
+};
+
+/* What was learned. */
+struct lxindex_rec {
+  uint64_t text_size; /* text bytes */
+  uint64_t lines;     /* text lines */
+};
+
+struct lxindex;
+
+/* Open (creating it, mode 0700) the index in dir, bounded by cap bytes
+ * (0: LXINDEX_DEFAULT_CAP). Evicts whole files past the cap. *out owned
+ * by the caller (lxindex_close). */
+int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
+                 struct zerr *err);
+/* The record of id into *out: 1, or 0 when there is none (or the file
+ * cannot be read). */
+int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
+                   struct lxindex_rec *out);
+/* Remember rec for id (a record equal to the one known is not written
+ * again). 0, or a negative errno the caller may ignore. */
+int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
+                  const struct lxindex_rec *rec);
+/* Close; NULL-safe. */
+void lxindex_close(struct lxindex *x);
+
+/* Bytes of the index files of dir together (tests: the cap holds). */
+uint64_t lxindex_dir_bytes(const char *dir);
+
+#endif
