@@ -104,8 +104,10 @@ done
 for opt in --help -h; do
   out=$(timeout 10 "$ZARRFS_BIN" "$opt" 2>&1)
   assert_eq "zarrfs $opt exits 0" 0 "$?"
-  if printf '%s' "$out" | grep -q 'SOURCE' && printf '%s' "$out" | grep -q 'MOUNTPOINT' &&
-    printf '%s' "$out" | grep -q 'cache_size'; then
+  # here-strings, not pipes: grep -q closing a pipe early is SIGPIPE for
+  # printf, which pipefail would count as a failure
+  if grep -q 'SOURCE' <<<"$out" && grep -q 'MOUNTPOINT' <<<"$out" &&
+    grep -q 'cache_size' <<<"$out"; then
     pass "zarrfs $opt names SOURCE, MOUNTPOINT, cache_size"
   else
     fail "zarrfs $opt output lacks SOURCE/MOUNTPOINT/cache_size"
