@@ -4,14 +4,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../src/io/bytesrc.h"
 #include "../src/store/store.h"
 #include "engine.h"
 #include "info.h"
 #include "namespace.h"
-#include "ns_dir.h"
 #include "node.h"
+#include "ns_dir.h"
 #include "view.h"
 #include "zfs_errno.h"
 
@@ -25,6 +27,91 @@ struct cmd {
   int failed;       /* a PATH failed: exit status 1 */
   int write_failed; /* out could not be written: stop, status 2 */
 };
+
+/* A progress line on a terminal: first after CMD_PROGRESS_FIRST_MS, then
+ * at most every CMD_PROGRESS_EVERY_MS (ZARRFS_PROGRESS_MS sets both, for
+ * tests), erased when the file is done. */
+#define CMD_PROGRESS_FIRST_MS 1000
+#define CMD_PROGRESS_EVERY_MS 250
+
+struct cmd_progress {
+  int on;           /* stderr is a terminal */
+  uint64_t total;   /* the file's size, 0 when not known cheaply */
+  int64_t start_ms; /* when the file was opened */
+  int64_t next_ms;  /* when the next line may be shown */
+  int64_t every_ms; /* between lines */
+  int shown;        /* a line is on the terminal */
+};
+
+/* Milliseconds of the monotonic clock. */
+static int64_t cmd_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* n bytes in words: "12.3 MiB". */
+static void cmd_bytes(uint64_t n, char *out, size_t cap) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)n;
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+/* Start the progress of one file (its size, when known, set after). */
+static void cmd_progress_start(struct cmd *c, struct cmd_progress *p) {
+  memset(p, 0, sizeof *p);
+  p->on = isatty(fileno(c->err));
+  if (!p->on)
+    return;
+  const char *env = getenv("ZARRFS_PROGRESS_MS");
+  int64_t first = CMD_PROGRESS_FIRST_MS;
+  p->every_ms = CMD_PROGRESS_EVERY_MS;
+  if (env && *env)
+    first = p->every_ms = atoll(env);
+  p->start_ms = cmd_now_ms();
+  p->next_ms = p->start_ms + first;
+}
+
+/* Show where path's copy is at done bytes, when it is time to. */
+static void cmd_progress_step(struct cmd *c, struct cmd_progress *p,
+                              const char *path, uint64_t done) {
+  if (!p->on)
+    return;
+  int64_t now = cmd_now_ms();
+  if (now < p->next_ms)
+    return;
+  p->next_ms = now + p->every_ms;
+  double secs = (double)(now - p->start_ms) / 1000;
+  double rate = secs > 0 ? (double)done / secs : 0;
+  char d[32], r[32], t[32] = "", left[48] = "";
+  cmd_bytes(done, d, sizeof d);
+  cmd_bytes((uint64_t)rate, r, sizeof r);
+  if (p->total) {
+    cmd_bytes(p->total, t, sizeof t);
+    if (rate > 0 && p->total > done)
+      snprintf(left, sizeof left, ", %.0f s left",
+               (double)(p->total - done) / rate + 0.5);
+    fprintf(c->err, "\rzarrfs: %s: %s of %s (%.0f%%), %s/s%s\033[K", path, d, t,
+            100.0 * (double)done / (double)p->total, r, left);
+  } else {
+    fprintf(c->err, "\rzarrfs: %s: %s, %s/s\033[K", path, d, r);
+  }
+  fflush(c->err);
+  p->shown = 1;
+}
+
+/* Erase the progress line, if one is shown. */
+static void cmd_progress_end(struct cmd *c, struct cmd_progress *p) {
+  if (p->shown) {
+    fputs("\r\033[K", c->err);
+    fflush(c->err);
+  }
+}
 
 /* Report that path failed with rc (a negative errno), and why. */
 static void fail(struct cmd *c, const char *path, int rc,
@@ -128,7 +215,17 @@ static void cmd_cat(struct cmd *c, const char *path, struct ns_entry *ent,
     rc = store_get(ent->eng->store, ent->key, &raw, &err);
   else
     cur = view_cursor_new(); /* NULL only costs re-decoding */
-  uint64_t off = 0;
+  uint64_t off = 0, total = 0;
+  struct cmd_progress prog;
+  cmd_progress_start(c, &prog);
+  if (prog.on) { /* the size only where a terminal shows it */
+    struct zerr serr = {0};
+    if (raw)
+      total = raw->size;
+    else if (ns_size(c->e, ent, &total, &serr) < 0)
+      total = 0;
+    prog.total = total;
+  }
   while (rc == 0 && !c->write_failed) {
     long n;
     if (raw) {
@@ -145,7 +242,9 @@ static void cmd_cat(struct cmd *c, const char *path, struct ns_entry *ent,
     }
     put(c, buf, (size_t)n);
     off += (uint64_t)n;
+    cmd_progress_step(c, &prog, path, off);
   }
+  cmd_progress_end(c, &prog);
   if (rc < 0)
     fail(c, path, rc, &err);
   bytesrc_unref(raw);

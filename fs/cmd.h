@@ -9,7 +9,8 @@
  *   ls   PATH     the names in directory PATH (default the root), one per
  *                 line, sorted bytewise (as `LC_ALL=C ls -1A` sorts); for
  *                 a file, PATH itself
- *   cat  PATH...  the bytes of each file, in order
+ *   cat  PATH...  the bytes of each file, in order (with a progress line
+ *                 on stderr when it is a terminal)
  *   stat PATH...  one line per PATH: "KIND SIZE PATH", KIND one of
  *                 directory, file (a stored key), chunk-view, array-view;
  *                 SIZE in bytes (0 for directories; with -o sizes=lazy

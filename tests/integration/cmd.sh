@@ -176,6 +176,31 @@ assert_eq "info of a sharded array: the inner chunk shape" "inner_chunk_shape: [
 out=$(Z info "$SRC" | head -n 2 | tr '\n' ' ')
 assert_eq "info of the root group" "path: / node_type: group " "$out"
 
+# ---- progress on a terminal ----
+
+# zarrfs cat shows a progress line on stderr only when stderr is a
+# terminal (script(1) gives it one; ZARRFS_PROGRESS_MS=0 shows a line at
+# every piece), and erases it when the file is done.
+Z cat "$SRC" names_start/values.txt >"$ZT_TMP/plain.out" 2>"$ZT_TMP/plain.err"
+assert_eq "zarrfs cat to a file and a pipe: nothing on stderr" 0 \
+  "$(wc -c <"$ZT_TMP/plain.err")"
+if command -v script >/dev/null 2>&1; then
+  ZARRFS_PROGRESS_MS=0 t script -qec "'$ZARRFS_BIN' cat '$SRC' names_start/values.txt >'$ZT_TMP/tty.out'" \
+    /dev/null >"$ZT_TMP/tty.err" 2>&1
+  size=$(Z stat "$SRC" names_start/values.txt | cut -d' ' -f2)
+  if grep -q "zarrfs: names_start/values.txt: .* of .* (100%)" "$ZT_TMP/tty.err"; then
+    pass "zarrfs cat on a terminal: a progress line with the size ($size bytes)"
+  else
+    fail "zarrfs cat on a terminal: no progress line"
+    show "$ZT_TMP/tty.err"
+  fi
+  assert_eq "the progress line is erased at the end" 1 \
+    "$(tail -c 6 "$ZT_TMP/tty.err" | od -An -c | grep -c '033   \[   K')"
+  assert_file_eq "the data is the same with a terminal" "$ZT_TMP/plain.out" "$ZT_TMP/tty.out"
+else
+  zt_skip_part "no script(1): the progress line on a terminal"
+fi
+
 # ---- no /dev/fuse at all ----
 
 if command -v unshare >/dev/null && [ -e /dev/fuse ] &&
