@@ -7,7 +7,8 @@
 #  2. a conformance fixture (zarr-python V3, sharded): the whole
 #     tree of the local mount (every name, every file's bytes) equals the
 #     S3 mount's;
-#  3. keys with spaces, '+' and '=' work (signed and percent-encoded);
+#  3. keys with spaces, '+' and '=' work (signed and percent-encoded); a
+#     0-byte object reads as empty;
 #  4. a wrong secret is refused at mount (403 SignatureDoesNotMatch) and the
 #     secret appears nowhere in what zarrfs says;
 #  5. kerchunk: a local reference file whose targets are rewritten to
@@ -29,6 +30,7 @@ UP=$(zt_mkdir up)
 cp -r "$ZARRFS_SRCDIR/examples/example.zarr" "$UP/example.zarr"
 mkdir -p "$UP/odd dir+=x"
 cp -r "$ZARRFS_SRCDIR/examples/example.zarr" "$UP/odd dir+=x/a b+c=d.zarr"
+: >"$UP/odd dir+=x/a b+c=d.zarr/empty.bin" # a 0-byte object
 srv_s3_put_tree bkt "$UP"
 
 # same_tree DESC LOCAL_MNT REMOTE_MNT: the same names, the same bytes (a
@@ -102,6 +104,12 @@ if zmount "s3://bkt/odd dir+=x/a b+c=d.zarr" "$M" "${EP[@]}"; then
   assert_file_eq "a store under 'odd dir+=x/a b+c=d.zarr'" \
     "$ZARRFS_SRCDIR/examples/example.zarr/EXPECTED/labels_utf8.txt" \
     "$M/labels_utf8/values.txt"
+  assert_eq "a 0-byte object: size 0" 0 "$(stat -c %s "$M/empty.bin")"
+  if t cat "$M/empty.bin" >"$ZT_TMP/empty.out"; then
+    assert_eq "... reads as nothing" 0 "$(wc -c <"$ZT_TMP/empty.out")"
+  else
+    fail "a 0-byte object: cat failed"
+  fi
   zumount "$M"
 fi
 
