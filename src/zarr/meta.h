@@ -45,6 +45,8 @@ struct zmeta {
   const char *grid_name; /* "regular", "rectangular" or "rectilinear"
                             (static) */
   struct dtype dtype;
+  struct dtype_struct *st; /* owned: the fields of a structured dtype
+                              (dtype.st), or NULL */
   uint8_t *fill; /* owned; see dtype_parse_fill */
   size_t fill_len;
   enum zmeta_key_encoding key_encoding;
