@@ -456,9 +456,9 @@ static int timedelta_unit(const char *units, int64_t *ns, int *digits) {
     const char *name;
     int64_t ns;
     int digits;
-  } t[] = {{"days", NS_PER_DAY, 9},           {"hours", 3600000000000ll, 9},
-           {"minutes", 60000000000ll, 9},     {"seconds", 1000000000ll, 9},
-           {"milliseconds", 1000000ll, 6},    {"microseconds", 1000ll, 3},
+  } t[] = {{"days", NS_PER_DAY, 9},        {"hours", 3600000000000ll, 9},
+           {"minutes", 60000000000ll, 9},  {"seconds", 1000000000ll, 9},
+           {"milliseconds", 1000000ll, 6}, {"microseconds", 1000ll, 3},
            {"nanoseconds", 1, 0}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
     if (!strcmp(units, t[i].name)) {
@@ -757,8 +757,7 @@ static int decode_timedelta(const struct cf *c, struct cf_value *v) {
       scale *= 10;
     if (c->td_digits) /* numpy's round: rint(x * 10^p) / 10^p */
       frac = nearbyint(frac * scale) / scale;
-    ns = (__int128)base * c->unit_ns +
-         (int64_t)(frac * (double)c->unit_ns);
+    ns = (__int128)base * c->unit_ns + (int64_t)(frac * (double)c->unit_ns);
   }
   if (ns <= INT64_MIN || ns > INT64_MAX)
     return -ERANGE;

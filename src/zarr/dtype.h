@@ -83,13 +83,13 @@ struct dtype {
   enum dtype_kind kind;
   size_t size;   /* bytes per element; 0 for variable-length kinds */
   char name[64]; /* the name as written in metadata (for messages) */
-  enum dtype_time_unit unit; /* DT_DATETIME64, DT_TIMEDELTA64: the unit of
-                                one count */
-  int64_t scale;             /* the same: units per count (>= 1) */
-  enum dtype_kind inner;     /* DT_OPTIONAL: the kind of a present value
-                                of the innermost layer (unit and scale above
-                                are its) */
-  unsigned depth;            /* DT_OPTIONAL: layers (0 is read as 1) */
+  enum dtype_time_unit unit;     /* DT_DATETIME64, DT_TIMEDELTA64: the unit of
+                                    one count */
+  int64_t scale;                 /* the same: units per count (>= 1) */
+  enum dtype_kind inner;         /* DT_OPTIONAL: the kind of a present value
+                                    of the innermost layer (unit and scale above
+                                    are its) */
+  unsigned depth;                /* DT_OPTIONAL: layers (0 is read as 1) */
   const struct dtype_struct *st; /* DT_STRUCT: the fields (borrowed from
                                     the owner of the parsed metadata,
                                     struct zmeta) */

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../json/zjson.h"
 #include "../util/zmath.h"
 #include "dtype_struct.h"
-#include "../json/zjson.h"
 
 /* ---- shared pieces ---- */
 
@@ -751,8 +751,7 @@ int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
   else if (!json_is_integer(zf) || json_integer_value(zf) != 2)
     rc = zerr_set(err, EIO, "zarr_format must be 2");
   else if (!dts)
-    rc = zerr_set(err, EIO,
-                  "dtype must be a string or a list of fields");
+    rc = zerr_set(err, EIO, "dtype must be a string or a list of fields");
   if (rc == 0)
     rc = parse_dims(json_object_get(root, "shape"), "shape", m->shape, &m->ndim,
                     err);

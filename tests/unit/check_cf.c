@@ -2,7 +2,8 @@
  * CF cases (packed integers, fill and missing values, booleans, times in
  * every calendar, durations) whose expected text xarray's decode_cf
  * computed once (tests/writers/cf_expect.py -> check_cf_table.h), so this
- * test needs no Python; and the parse failures, which xarray reports as errors. */
+ * test needs no Python; and the parse failures, which xarray reports as
+ * errors. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>
@@ -97,7 +98,8 @@ END_TEST
 
 /* No CF attribute, or a type CF does not decode: nothing to do. */
 START_TEST(not_cf) {
-  static const char *const docs[] = {"{}", "{\"units\": \"K\"}",
+  static const char *const docs[] = {"{}",
+                                     "{\"units\": \"K\"}",
                                      "{\"long_name\": \"x\", \"valid_min\": 0}",
                                      "{\"dtype\": \"int8\"}",
                                      "{\"units\": \"hour\"}",
