@@ -90,6 +90,13 @@ size_t cftext_render(const struct cf_value *v, char *buf) {
   case CF_NAT:
     memcpy(buf, "NaT", 3);
     return 3;
+  case CF_TIMEDELTA: {
+    struct dtype dt = dtype_of(DT_TIMEDELTA64);
+    dt.size = 8;
+    dt.unit = DTU_ns;
+    dt.scale = 1;
+    return render_fixed(&dt, &v->td, buf);
+  }
   case CF_BOOL:
     if (v->b) {
       memcpy(buf, "true", 4);

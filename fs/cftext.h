@@ -8,7 +8,9 @@
  *            the second only when it is not zero, in the fewest digits
  *            that hold it exactly (nanoseconds at most); years outside
  *            0..9999 with their sign and at least four digits
- *   NaT      `NaT`
+ *   timedelta  the timedelta rule of the text contract (fs/render.h): an
+ *            ISO 8601 duration, `P1DT2H`, `-PT1.5S`, `PT0S`
+ *   NaT      `NaT` (a missing time or duration)
  *   bool     `true` / `false`
  * Pure functions, no allocation, thread-safe. */
 #ifndef ZARRFS_CFTEXT_H

@@ -12,6 +12,7 @@
 #include "../src/store/presence.h"
 #include "engine.h"
 #include "node.h"
+#include "rstruct.h"
 #include "unit.h"
 
 #define XATTR_PREFIX "user.zarr."
@@ -135,7 +136,10 @@ static int info_write(FILE *f, struct engine *e, const struct znode *n,
   if (n->kind == ZNODE_ARRAY && m) {
     fputs("shape: ", f);
     put_dims(f, m->shape, m->ndim, ", ");
-    fprintf(f, "\ndata_type: %s\nchunk_shape: ", m->dtype.name);
+    fprintf(f, "\ndata_type: %s\n", m->dtype.name);
+    if (m->dtype.kind == DT_STRUCT)
+      rstruct_describe(f, &m->dtype);
+    fputs("chunk_shape: ", f);
     put_dims(f, m->chunk, m->ndim, ", ");
     fputc('\n', f);
     if (m->irregular) /* chunk_shape above is then the largest */

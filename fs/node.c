@@ -647,8 +647,9 @@ static struct znode *node_load(struct node_table *t, const char *path) {
   n->form.dt = m->dtype.kind == DT_FIXED_UTF32    ? dtype_of(DT_STRING)
                : dtype_is_fixed_string(&m->dtype) ? dtype_of(DT_BYTES)
                                                   : m->dtype;
-  if (m->dtype.kind == DT_OPTIONAL && dtype_has_var_elements(&m->dtype))
-    n->form.dt = dtype_of(DT_STRING); /* see optional_var_to_text */
+  if ((m->dtype.kind == DT_OPTIONAL && dtype_has_var_elements(&m->dtype)) ||
+      m->dtype.kind == DT_STRUCT)
+    n->form.dt = dtype_of(DT_STRING); /* see textprep_to_text */
   n->spec.fill = m->fill;
   n->spec.fill_len = m->fill_len;
   if (m->dtype.kind == DT_UNSUPPORTED) {

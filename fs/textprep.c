@@ -9,6 +9,7 @@
 #include "../src/util/buf.h"
 #include "../src/util/utf8.h"
 #include "render.h"
+#include "rstruct.h"
 
 static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
                                  const struct codec_env *env, struct zerr *err);
@@ -16,11 +17,14 @@ static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
                                 const struct codec_env *env, struct zerr *err);
 
 /* Conversions that turn decoded elements into the node's text type:
- * fixed-width strings to strings, optional strings and bytes to text. */
+ * fixed-width strings to strings, optional strings and bytes to text,
+ * records to their lines. */
 int textprep_to_text(const struct dtype *dt, struct abytes *ab,
                      const struct codec_env *env, struct zerr *err) {
   if (dtype_is_fixed_string(dt))
     return fixed_strings_to_text(dt, ab, env, err);
+  if (dt->kind == DT_STRUCT)
+    return rstruct_to_text(dt, ab, env, err);
   if (dt->kind == DT_OPTIONAL && !ab->elsize)
     return optional_var_to_text(dt, ab, env, err);
   return 0;

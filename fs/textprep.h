@@ -3,9 +3,10 @@
  *
  * Fixed-width strings (numpy U and S) and raw bytes become variable-length
  * strings or bytes (UTF-32 converted to UTF-8), optional strings and bytes
- * become their text; a node's fill text is one fill element through those
- * same conversions and the renderers (fs/render.h), so a missing chunk
- * reads exactly like a stored chunk full of fill values.
+ * become their text, structured records their lines (fs/rstruct.h); a
+ * node's fill text is one fill element through those same conversions
+ * and the renderers (fs/render.h), so a missing chunk reads exactly like
+ * a stored chunk full of fill values.
  *
  * Owns no state and takes no lock: pure functions over the caller's
  * decoded elements, FUSE-free, thread-safe. Sits beside the text layouts
@@ -19,8 +20,8 @@
 
 /* Convert decoded elements of an array of data type dt, in place, into
  * their text type (see struct znode.form): fixed-width strings to strings
- * or bytes, optional strings and bytes to text; other types are left as
- * they are. ab stays owned by the caller. */
+ * or bytes, optional strings and bytes and records to text; other types
+ * are left as they are. ab stays owned by the caller. */
 int textprep_to_text(const struct dtype *dt, struct abytes *ab,
                      const struct codec_env *env, struct zerr *err);
 

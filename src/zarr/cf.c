@@ -448,6 +448,27 @@ static double wrap_fill(double v, enum dtype_kind k) {
   return is_signed && v >= span / 2 ? v - span : v;
 }
 
+/* xarray's TIME_UNITS, the units it decodes as durations (exact names):
+ * nanoseconds in one, and the decimals pandas keeps of a float count's
+ * fraction (precision_from_unit). 1 when units is one. */
+static int timedelta_unit(const char *units, int64_t *ns, int *digits) {
+  static const struct {
+    const char *name;
+    int64_t ns;
+    int digits;
+  } t[] = {{"days", NS_PER_DAY, 9},        {"hours", 3600000000000ll, 9},
+           {"minutes", 60000000000ll, 9},  {"seconds", 1000000000ll, 9},
+           {"milliseconds", 1000000ll, 6}, {"microseconds", 1000ll, 3},
+           {"nanoseconds", 1, 0}};
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+    if (!strcmp(units, t[i].name)) {
+      *ns = t[i].ns;
+      *digits = t[i].digits;
+      return 1;
+    }
+  return 0;
+}
+
 /* Parse the attributes into c. */
 static int parse_into(struct cf *c, json_t *attrs, json_t *fill_value,
                       struct zerr *err) {
@@ -505,7 +526,9 @@ static int parse_into(struct cf *c, json_t *attrs, json_t *fill_value,
   if (dt && !strcmp(dt, "bool"))
     c->is_bool = any = 1;
   const char *units = json_string_value(json_object_get(attrs, "units"));
-  if (units && strstr(units, "since")) {
+  if (units && timedelta_unit(units, &c->unit_ns, &c->td_digits)) {
+    c->is_timedelta = any = 1;
+  } else if (units && strstr(units, "since")) {
     ZTRY(parse_calendar(json_object_get(attrs, "calendar"), &c->calendar, err));
     if (cf_parse_units(units, c->calendar, &c->unit_ns, &c->pandas_unit,
                        &c->ref_day, &c->ref_ns) < 0)
@@ -709,6 +732,40 @@ static int decode_time(const struct cf *c, struct cf_value *v) {
   return 0;
 }
 
+/* A duration as pandas' to_timedelta makes it from the count (see cf.h):
+ * integers exactly, floats as integer part and rounded fraction. */
+static int decode_timedelta(const struct cf *c, struct cf_value *v) {
+  __int128 ns;
+  if (v->width == CF_NUM_INT || v->width == CF_NUM_UINT) {
+    if (v->width == CF_NUM_INT && v->num.i == INT64_MIN) {
+      v->kind = CF_NAT; /* numpy's NaT as a count */
+      return 0;
+    }
+    ns = (v->width == CF_NUM_INT ? (__int128)v->num.i : (__int128)v->num.u) *
+         c->unit_ns;
+  } else {
+    double d = v->num.d;
+    if (isnan(d)) {
+      v->kind = CF_NAT;
+      return 0;
+    }
+    if (!(d > -9.2e18 && d < 9.2e18))
+      return -ERANGE;
+    int64_t base = (int64_t)d; /* astype(int64): toward zero */
+    double frac = d - (double)base, scale = 1;
+    for (int i = 0; i < c->td_digits; i++)
+      scale *= 10;
+    if (c->td_digits) /* numpy's round: rint(x * 10^p) / 10^p */
+      frac = nearbyint(frac * scale) / scale;
+    ns = (__int128)base * c->unit_ns + (int64_t)(frac * (double)c->unit_ns);
+  }
+  if (ns <= INT64_MIN || ns > INT64_MAX)
+    return -ERANGE;
+  v->kind = CF_TIMEDELTA;
+  v->td = (int64_t)ns;
+  return 0;
+}
+
 /* Decode one element. */
 int cf_decode(const struct cf *c, const void *elem, struct cf_value *out) {
   struct cf_value v = {0};
@@ -752,8 +809,8 @@ int cf_decode(const struct cf *c, const void *elem, struct cf_value *out) {
       v.num.d = d;
     }
   }
-  if (c->is_time) {
-    int rc = decode_time(c, &v);
+  if (c->is_time || c->is_timedelta) {
+    int rc = c->is_time ? decode_time(c, &v) : decode_timedelta(c, &v);
     if (rc < 0)
       return rc;
   } else if (missing) {

@@ -28,8 +28,17 @@
  *   - `dtype: "bool"`: nonzero (NaN included) is true, as numpy's astype.
  *   - `_Unsigned: "true"` reads a signed integer type as the unsigned
  *     one of its size ("false" the reverse), its _FillValue cast with it.
- * Not decoded (left to the Zarr values): timedeltas (units without
- * "since"), calendars other than the nine CF names.
+ *   - timedeltas: `units` exactly one of xarray's TIME_UNITS (days,
+ *     hours, minutes, seconds, milliseconds, microseconds, nanoseconds;
+ *     no "since") become nanosecond durations as pandas' to_timedelta
+ *     makes them: an integer count multiplied exactly; a float count
+ *     split into its integer part (toward zero) times the unit, plus the
+ *     fraction rounded half-even to 9 decimals (6 for milliseconds, 3 for
+ *     microseconds, 0 for nanoseconds) times the unit, truncated; NaN is
+ *     NaT. A `dtype: "timedelta64[...]"` attribute (what later xarray
+ *     writes beside such units) changes nothing.
+ * Not decoded (left to the Zarr values): calendars other than the nine CF
+ * names, other unit names without "since".
  *
  * A struct cf is parsed once, immutable, and shared read-only between
  * threads; cf_decode is pure. */
@@ -63,7 +72,8 @@ enum cf_kind {
   CF_MISSING,    /* masked: xarray's NaN */
   CF_TIME,       /* time below */
   CF_NAT,        /* a missing time */
-  CF_BOOL        /* b below */
+  CF_BOOL,       /* b below */
+  CF_TIMEDELTA   /* td below */
 };
 
 /* A calendar date and time: year (no year zero in the standard and
@@ -86,6 +96,7 @@ struct cf_value {
   } num;
   struct cf_time time; /* CF_TIME */
   int b;               /* CF_BOOL: 0 or 1 */
+  int64_t td;          /* CF_TIMEDELTA: nanoseconds (never INT64_MIN) */
 };
 
 struct cf {
@@ -107,6 +118,9 @@ struct cf {
   int pandas_unit; /* the unit is one pandas reads (not "hrs") */
   int64_t ref_day; /* the reference date's day number in calendar */
   int64_t ref_ns;  /* and its nanoseconds since midnight (UTC) */
+  /* Timedeltas, when is_timedelta: unit_ns above is the unit. */
+  int is_timedelta;
+  int td_digits; /* decimals a float count's fraction is rounded to */
 };
 
 /* Parse the CF encoding of an array of type dt from its attributes (a JSON
@@ -127,7 +141,8 @@ void cf_free(struct cf *c);
 
 /* Decode one element (elem: dt->size bytes in host order, as the text
  * views hold it). 0, or -ERANGE when the time lies beyond what xarray can
- * represent (more than 2^63 microseconds from the reference). */
+ * represent (more than 2^63 microseconds from the reference; a duration
+ * past 2^63 nanoseconds). */
 int cf_decode(const struct cf *c, const void *elem, struct cf_value *out);
 
 /* Parse "UNIT since DATE" (tests): 0 and the unit in ns, the reference day

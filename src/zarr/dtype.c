@@ -78,6 +78,7 @@ size_t dtype_swap_unit(const struct dtype *dt) {
     return 4;
   case DT_FIXED_BYTES:
   case DT_RAW:
+  case DT_STRUCT:
     return 1;
   case DT_COMPLEX64:
   case DT_COMPLEX128:
@@ -281,6 +282,55 @@ int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err) {
       break;
     }
   return 0;
+}
+
+/* numpy type strings: byte order, kind letter, item size. */
+void dtype_parse_numpy(const char *s, struct dtype *dt, char *endian) {
+  memset(dt, 0, sizeof *dt);
+  snprintf(dt->name, sizeof dt->name, "%s", s);
+  *endian = s[0] == '<' ? 'l' : s[0] == '>' ? 'b' : 0;
+  if (!s[0] || !s[1])
+    return;
+  char k = s[1];
+  int size = atoi(s + 2);
+  static const struct {
+    char k;
+    int size;
+    enum dtype_kind kind;
+  } map[] = {
+      {'b', 1, DT_BOOL},      {'i', 1, DT_INT8},       {'i', 2, DT_INT16},
+      {'i', 4, DT_INT32},     {'i', 8, DT_INT64},      {'u', 1, DT_UINT8},
+      {'u', 2, DT_UINT16},    {'u', 4, DT_UINT32},     {'u', 8, DT_UINT64},
+      {'f', 2, DT_FLOAT16},   {'f', 4, DT_FLOAT32},    {'f', 8, DT_FLOAT64},
+      {'c', 8, DT_COMPLEX64}, {'c', 16, DT_COMPLEX128}};
+  if ((k == 'M' || k == 'm') && s[2] == '8' && s[3] == '[') {
+    char unit[8] = "";
+    const char *close = strchr(s + 4, ']');
+    if (close && close - (s + 4) < (long)sizeof unit) {
+      memcpy(unit, s + 4, (size_t)(close - (s + 4)));
+      if (!close[1] && dtype_time_unit_parse(unit, &dt->unit) == 0) {
+        dt->kind = k == 'M' ? DT_DATETIME64 : DT_TIMEDELTA64;
+        dt->size = 8;
+        dt->scale = 1;
+      }
+    }
+    return;
+  }
+  if ((k == 'U' || k == 'S' || k == 'V') && size > 0 && size <= (1 << 18)) {
+    dt->kind = k == 'U' ? DT_FIXED_UTF32 : k == 'S' ? DT_FIXED_BYTES : DT_RAW;
+    dt->size = (size_t)size * (k == 'U' ? 4 : 1);
+    if (k != 'U')
+      *endian = 0;
+    return;
+  }
+  for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+    if (map[i].k == k && map[i].size == size) {
+      dt->kind = map[i].kind;
+      dt->size = (size_t)size;
+      if (size == 1)
+        *endian = 0;
+      return;
+    }
 }
 
 /* -EIO "fill_value V is not a valid T", V as compact JSON (cut short). */
@@ -724,6 +774,7 @@ int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
   case DT_TIMEDELTA64:
     return datetime_fill(dt, fill, out, out_len, err);
   case DT_RAW:
+  case DT_STRUCT: /* zarr-python 2: base64 of the record's stored bytes */
     return raw_fill(dt, fill, out, out_len, err);
   case DT_OPTIONAL:
     return optional_fill(dt, fill, out, out_len, err);

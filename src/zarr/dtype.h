@@ -54,6 +54,10 @@ enum dtype_kind {
                   an element shorter than `depth` bytes is missing at that
                   layer). Shown as null ([null] when missing inside a
                   present layer) */
+  DT_STRUCT,   /* numpy structured (record) type of Zarr V2: the fields
+                  `st` describes (src/zarr/dtype_struct.h), each in its
+                  own byte order; size is the item size. Decoded elements
+                  keep the stored bytes (nothing is swapped) */
 };
 
 /* Most zarrs.optional layers a data type may have. */
@@ -73,23 +77,34 @@ enum dtype_time_unit {
   DTU_ns
 };
 
+struct dtype_struct; /* dtype_struct.h */
+
 struct dtype {
   enum dtype_kind kind;
   size_t size;   /* bytes per element; 0 for variable-length kinds */
   char name[64]; /* the name as written in metadata (for messages) */
-  enum dtype_time_unit unit; /* DT_DATETIME64, DT_TIMEDELTA64: the unit of
-                                one count */
-  int64_t scale;             /* the same: units per count (>= 1) */
-  enum dtype_kind inner;     /* DT_OPTIONAL: the kind of a present value
-                                of the innermost layer (unit and scale above
-                                are its) */
-  unsigned depth;            /* DT_OPTIONAL: layers (0 is read as 1) */
+  enum dtype_time_unit unit;     /* DT_DATETIME64, DT_TIMEDELTA64: the unit of
+                                    one count */
+  int64_t scale;                 /* the same: units per count (>= 1) */
+  enum dtype_kind inner;         /* DT_OPTIONAL: the kind of a present value
+                                    of the innermost layer (unit and scale above
+                                    are its) */
+  unsigned depth;                /* DT_OPTIONAL: layers (0 is read as 1) */
+  const struct dtype_struct *st; /* DT_STRUCT: the fields (borrowed from
+                                    the owner of the parsed metadata,
+                                    struct zmeta) */
 };
 
 /* Parse a V3 `data_type` value (short-hand string or {"name": ...}). An
  * unknown name is not an error: kind is DT_UNSUPPORTED and name says which. A
  * value that is neither a string nor an object with a string name is -EIO. */
 int dtype_parse_v3(json_t *j, struct dtype *out, struct zerr *err);
+
+/* Kind and size from a numpy type string of Zarr V2 ("<i4", "|b1",
+ * ">M8[ns]", "<U5", "|S3", "|V4"); *endian is 'l', 'b' or 0 (a single
+ * byte, or a type without byte order). A string that names no type we
+ * hold gives DT_UNSUPPORTED named by the string (never an error). */
+void dtype_parse_numpy(const char *s, struct dtype *dt, char *endian);
 
 /* The descriptor for a known kind (used for vlen index/data chains). */
 struct dtype dtype_of(enum dtype_kind kind);

@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/zmath.h"
 #include "../json/zjson.h"
+#include "../util/zmath.h"
+#include "dtype_struct.h"
 
 /* ---- shared pieces ---- */
 
@@ -22,6 +23,7 @@ void zmeta_free(struct zmeta *m) {
   if (!m)
     return;
   free(m->fill);
+  dtype_struct_free(m->st);
   for (int d = 0; d < ZMETA_MAX_DIMS; d++)
     free(m->edge[d]);
   json_decref(m->codecs);
@@ -596,57 +598,6 @@ int zmeta_parse_chunk_key(const struct zmeta *m, const char *key,
 
 /* ---- Zarr V2 ---- */
 
-/* Kind and size from a numpy dtype string ("<i4", "|b1", "|O", ...);
- * *endian is 'l', 'b' or 0 (single byte / not applicable). Unsupported
- * dtypes give DT_UNSUPPORTED named by the string. */
-static void v2_dtype(const char *s, struct dtype *dt, char *endian) {
-  memset(dt, 0, sizeof *dt);
-  snprintf(dt->name, sizeof dt->name, "%s", s);
-  *endian = s[0] == '<' ? 'l' : s[0] == '>' ? 'b' : 0;
-  if (!s[0] || !s[1])
-    return;
-  char k = s[1];
-  int size = atoi(s + 2);
-  static const struct {
-    char k;
-    int size;
-    enum dtype_kind kind;
-  } map[] = {
-      {'b', 1, DT_BOOL},      {'i', 1, DT_INT8},       {'i', 2, DT_INT16},
-      {'i', 4, DT_INT32},     {'i', 8, DT_INT64},      {'u', 1, DT_UINT8},
-      {'u', 2, DT_UINT16},    {'u', 4, DT_UINT32},     {'u', 8, DT_UINT64},
-      {'f', 2, DT_FLOAT16},   {'f', 4, DT_FLOAT32},    {'f', 8, DT_FLOAT64},
-      {'c', 8, DT_COMPLEX64}, {'c', 16, DT_COMPLEX128}};
-  if ((k == 'M' || k == 'm') && s[2] == '8' && s[3] == '[') {
-    char unit[8] = "";
-    const char *close = strchr(s + 4, ']');
-    if (close && close - (s + 4) < (long)sizeof unit) {
-      memcpy(unit, s + 4, (size_t)(close - (s + 4)));
-      if (!close[1] && dtype_time_unit_parse(unit, &dt->unit) == 0) {
-        dt->kind = k == 'M' ? DT_DATETIME64 : DT_TIMEDELTA64;
-        dt->size = 8;
-        dt->scale = 1;
-      }
-    }
-    return;
-  }
-  if ((k == 'U' || k == 'S' || k == 'V') && size > 0 && size <= (1 << 18)) {
-    dt->kind = k == 'U' ? DT_FIXED_UTF32 : k == 'S' ? DT_FIXED_BYTES : DT_RAW;
-    dt->size = (size_t)size * (k == 'U' ? 4 : 1);
-    if (k != 'U')
-      *endian = 0;
-    return;
-  }
-  for (size_t i = 0; i < sizeof map / sizeof *map; i++)
-    if (map[i].k == k && map[i].size == size) {
-      dt->kind = map[i].kind;
-      dt->size = (size_t)size;
-      if (size == 1)
-        *endian = 0;
-      return;
-    }
-}
-
 /* {"name": name, "configuration": the V2 object minus "id"}, or NULL out
  * of memory (never a configuration with a key left out: info.txt and the
  * user.zarr.codecs attribute show it). */
@@ -792,16 +743,15 @@ int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
   m->node = ZMETA_ARRAY;
   int rc = 0, cnd = 0;
   json_t *zf = json_object_get(root, "zarr_format");
-  const char *dts = json_string_value(json_object_get(root, "dtype"));
+  json_t *dtj = json_object_get(root, "dtype");
+  const char *dts = json_is_array(dtj) ? "|V" : json_string_value(dtj);
   char endian = 0;
   if (!json_is_object(root))
     rc = zerr_set(err, EIO, ".zarray is not a JSON object");
   else if (!json_is_integer(zf) || json_integer_value(zf) != 2)
     rc = zerr_set(err, EIO, "zarr_format must be 2");
   else if (!dts)
-    rc = zerr_set(err, EIO,
-                  "dtype must be a string (structured dtypes are "
-                  "not supported)");
+    rc = zerr_set(err, EIO, "dtype must be a string or a list of fields");
   if (rc == 0)
     rc = parse_dims(json_object_get(root, "shape"), "shape", m->shape, &m->ndim,
                     err);
@@ -814,9 +764,13 @@ int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
   if (rc == 0)
     rc = compute_grid(m, "chunks", err);
   if (rc == 0) {
-    v2_dtype(dts, &m->dtype, &endian);
-    rc = v2_codecs(m, root, dts, endian, &m->codecs, err);
+    if (json_is_array(dtj)) /* a record: every field in its own order */
+      rc = dtype_struct_parse(dtj, &m->dtype, &m->st, err);
+    else
+      dtype_parse_numpy(dts, &m->dtype, &endian);
   }
+  if (rc == 0)
+    rc = v2_codecs(m, root, dts, endian, &m->codecs, err);
   m->key_encoding = ZMETA_KEY_V2;
   m->key_sep = '.';
   json_t *sep = json_object_get(root, "dimension_separator");

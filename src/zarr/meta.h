@@ -14,8 +14,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "dtype.h"
 #include "../util/err.h"
+#include "dtype.h"
 
 #define ZMETA_MAX_DIMS 32
 
@@ -45,12 +45,14 @@ struct zmeta {
   const char *grid_name; /* "regular", "rectangular" or "rectilinear"
                             (static) */
   struct dtype dtype;
-  uint8_t *fill; /* owned; see dtype_parse_fill */
+  struct dtype_struct *st; /* owned: the fields of a structured dtype
+                              (dtype.st), or NULL */
+  uint8_t *fill;           /* owned; see dtype_parse_fill */
   size_t fill_len;
   enum zmeta_key_encoding key_encoding;
-  char key_sep;   /* '/' or '.' */
-  json_t *codecs; /* owned reference: the `codecs` list */
-  json_t *root;   /* owned reference: the whole document */
+  char key_sep;      /* '/' or '.' */
+  json_t *codecs;    /* owned reference: the `codecs` list */
+  json_t *root;      /* owned reference: the whole document */
   unsigned defaults; /* ZMETA_DEFAULT_*: what was read as zarrita reads it
                         (the node loader logs it once per array) */
 };

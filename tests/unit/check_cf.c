@@ -1,10 +1,12 @@
 /* check_cf.c - src/zarr/cf.c and fs/cftext.c against xarray: a table of
  * CF cases (packed integers, fill and missing values, booleans, times in
- * every calendar) whose expected text xarray's decode_cf computed once
- * (tests/writers/cf_expect.py -> check_cf_table.h), so this test needs no
- * Python; and the parse failures, which xarray reports as errors. */
+ * every calendar, durations) whose expected text xarray's decode_cf
+ * computed once (tests/writers/cf_expect.py -> check_cf_table.h), so this
+ * test needs no Python; and the parse failures, which xarray reports as
+ * errors. */
 #include <check.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,9 +98,13 @@ END_TEST
 
 /* No CF attribute, or a type CF does not decode: nothing to do. */
 START_TEST(not_cf) {
-  static const char *const docs[] = {"{}", "{\"units\": \"K\"}",
+  static const char *const docs[] = {"{}",
+                                     "{\"units\": \"K\"}",
                                      "{\"long_name\": \"x\", \"valid_min\": 0}",
-                                     "{\"dtype\": \"int8\"}"};
+                                     "{\"dtype\": \"int8\"}",
+                                     "{\"units\": \"hour\"}",
+                                     "{\"units\": \"Days\"}",
+                                     "{\"units\": \"weeks\"}"};
   struct dtype i16 = dtype_of(DT_INT16);
   for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
     json_t *a = json_loads(docs[i], 0, NULL);
@@ -152,8 +158,8 @@ START_TEST(malformed) {
 }
 END_TEST
 
-/* A time beyond 2^63 microseconds from the reference is -ERANGE (xarray
- * fails the whole variable). */
+/* A time beyond 2^63 microseconds from the reference, a duration beyond
+ * 2^63 nanoseconds, are -ERANGE (xarray fails the whole variable). */
 START_TEST(out_of_range) {
   json_t *a = json_loads("{\"units\": \"days since 2000-01-01\"}", 0, NULL);
   struct dtype i64 = dtype_of(DT_INT64);
@@ -164,6 +170,29 @@ START_TEST(out_of_range) {
   ck_assert_int_eq(cf_decode(cf, &v, &out), -ERANGE);
   v = -1000000000000ll;
   ck_assert_int_eq(cf_decode(cf, &v, &out), -ERANGE);
+  cf_free(cf);
+  json_decref(a);
+  /* Durations past 2^63 nanoseconds (pandas raises OutOfBoundsTimedelta);
+   * a count that is numpy's NaT is NaT. */
+  a = json_loads("{\"units\": \"days\"}", 0, NULL);
+  ck_assert_int_eq(cf_parse(a, NULL, &i64, &cf, NULL), 0);
+  v = 106752;
+  ck_assert_int_eq(cf_decode(cf, &v, &out), -ERANGE);
+  v = -106752;
+  ck_assert_int_eq(cf_decode(cf, &v, &out), -ERANGE);
+  v = INT64_MIN;
+  ck_assert_int_eq(cf_decode(cf, &v, &out), 0);
+  ck_assert_int_eq(out.kind, CF_NAT);
+  cf_free(cf);
+  struct dtype f64 = dtype_of(DT_FLOAT64);
+  ck_assert_int_eq(cf_parse(a, NULL, &f64, &cf, NULL), 0);
+  double d = 1e300;
+  ck_assert_int_eq(cf_decode(cf, &d, &out), -ERANGE);
+  d = -INFINITY;
+  ck_assert_int_eq(cf_decode(cf, &d, &out), -ERANGE);
+  d = 106751.5;
+  ck_assert_int_eq(cf_decode(cf, &d, &out), 0);
+  ck_assert_int_eq(out.kind, CF_TIMEDELTA);
   cf_free(cf);
   json_decref(a);
 }

@@ -1187,8 +1187,10 @@ START_TEST(v2_arrays) {
       "\"order\":\"X\"}",
       "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<i4\","
       "\"dimension_separator\":\"-\"}",
+      "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":{\"a\":"
+      "\"<i4\"}}",
       "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":[[\"a\","
-      "\"<i4\"]]}",
+      "\"<i4\"]],\"fill_value\":\"AAA=\"}",
       "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<i4\","
       "\"fill_value\":\"x\"}",
   };

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""cf_expect.py - the expected text of the CF cases of tests/unit/check_cf.c,
-computed by xarray's own decode_cf (Debian 12: xarray 2023.01, numpy 1.24,
+"""cf_expect.py - the expected text of the CF cases of tests/unit/check_cf.c
+(times, durations, packed numbers, masks, booleans), computed by xarray's
+own decode_cf (Debian 12: xarray 2023.01, numpy 1.24,
 pandas 1.5, cftime 1.6), written as the C table check_cf.c embeds.
 
 Run once when the cases change:
@@ -143,6 +144,37 @@ CASES = [
      [-32768, 3, 1]),
     ("time out of ns range float", "float64", '{"units": "days since 1000-01-01"}', None,
      [0.5, 1.25, 400000.75]),
+    ("timedelta hours", "int32", '{"units": "hours"}', None,
+     [0, 1, 26, -3, 2562047, -2562047]),
+    ("timedelta days", "int64", '{"units": "days"}', None,
+     [0, 1, -1, 106751, -106751, 7]),
+    ("timedelta seconds float", "float64", '{"units": "seconds"}', None,
+     [1.5, 0.1, -0.25, 1e-10, float("nan"), 86400.000000001,
+      123456789.123456789, -0.0, 5e-10, 1.0000000015]),
+    ("timedelta milliseconds as xarray writes", "float64",
+     '{"units": "milliseconds"}', '"NaN"',
+     [93600000.0, float("nan"), 1500.0, -10800000.0, 0.0004, 1.0005]),
+    ("timedelta minutes float32", "float32", '{"units": "minutes"}', None,
+     [0.1, 1.5, -2.75, 100000.3]),
+    ("timedelta microseconds", "int64", '{"units": "microseconds"}', None,
+     [1, -1, 86400000001, 3723004005]),
+    ("timedelta microseconds float", "float64", '{"units": "microseconds"}', None,
+     [1.0005, 2.5, -0.0004]),
+    ("timedelta nanoseconds float", "float64", '{"units": "nanoseconds"}', None,
+     [1.9, -1.9, 1e15]),
+    ("timedelta days float", "float64", '{"units": "days"}', None,
+     [0.5, 1 / 3, -1.25, 1e-9, 36500.1]),
+    ("timedelta packed hours", "int16",
+     '{"units": "hours", "scale_factor": 0.5, "_FillValue": -1}', None,
+     [-1, 3, 7, 32767]),
+    ("timedelta fill from metadata", "int64", '{"units": "seconds"}', "-9999",
+     [-9999, 90061]),
+    ("timedelta with dtype attribute", "int64",
+     '{"units": "seconds", "dtype": "timedelta64[s]"}', None, [3661, 0, -59]),
+    ("capitalised unit is no timedelta", "int32",
+     '{"units": "Hours", "scale_factor": 2}', None, [3]),
+    ("singular unit is no timedelta", "int32",
+     '{"units": "hour", "add_offset": 1}', None, [3]),
 ]
 
 
@@ -183,7 +215,29 @@ def time_text(y, mo, d, h, mi, s, ns):
     return "%s-%02d-%02dT%02d:%02d:%02d%s" % (ys, mo, d, h, mi, s, frac_text(ns))
 
 
+def duration_text(ns):
+    """The text contract's timedelta rule for a count of nanoseconds:
+    ISO 8601, days then a time part without its zero fields."""
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    days, rem = divmod(ns, 86400 * 10**9)
+    hours, rem = divmod(rem, 3600 * 10**9)
+    mins, rem = divmod(rem, 60 * 10**9)
+    secs, frac = divmod(rem, 10**9)
+    out = sign + "P" + ("%dD" % days if days else "")
+    if not (hours or mins or secs or frac):
+        return out + ("" if days else "T0S")
+    out += "T" + ("%dH" % hours if hours else "") + ("%dM" % mins if mins else "")
+    if secs or frac:
+        out += "%d%sS" % (secs, frac_text(frac))
+    return out
+
+
 def text(v, dtype):
+    if isinstance(v, np.timedelta64) or (hasattr(v, "dtype") and v.dtype.kind == "m"):
+        if np.isnat(v):
+            return "NaT"
+        return duration_text(int(v.astype("timedelta64[ns]").astype(np.int64)))
     if isinstance(v, np.datetime64) or (hasattr(v, "dtype") and v.dtype.kind == "M"):
         if np.isnat(v):
             return "NaT"
