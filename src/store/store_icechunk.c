@@ -13,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "../util/memo.h"
+#include "../net/rversion.h"
 #include "confine.h"
 #include "icechunk.h"
 #include "icechunk_fmt.h"
@@ -453,6 +456,42 @@ static int in_container(const struct icefmt_repo *r, const char *url) {
   return 0;
 }
 
+/* Does the local file of virtual chunk c still match its checksum? As
+ * Icechunk's local file system store sees it: the ETag is
+ * "INODE-MTIME-SIZE" (hexadecimal; the modification time in microseconds
+ * since the epoch), the last-modified check fails on a file modified
+ * after the recorded second. */
+static int local_checksum(const struct icefmt_chunk *c, struct zerr *err) {
+  if (!c->etag[0] && !c->last_modified)
+    return 0;
+  struct stat sb;
+  if (stat(c->location + 7, &sb) < 0)
+    return zerr_set(err, EIO, "%s: %s", c->location, strerror(errno));
+  if (c->etag[0]) {
+    char tag[80];
+    uint64_t us = (uint64_t)sb.st_mtim.tv_sec * 1000000u +
+                  (uint64_t)sb.st_mtim.tv_nsec / 1000u;
+    snprintf(tag, sizeof tag, "%llx-%llx-%llx", (unsigned long long)sb.st_ino,
+             (unsigned long long)us, (unsigned long long)sb.st_size);
+    if (!rversion_etag_same(tag, c->etag))
+      return zerr_set(err, EIO,
+                      "%s: the file does not match the checksum its "
+                      "reference recorded (ETag \"%s\", the file's is "
+                      "\"%s\")",
+                      c->location, c->etag, tag);
+    return 0;
+  }
+  if (sb.st_mtim.tv_sec > (time_t)c->last_modified) {
+    char when[32];
+    rversion_format_date(c->last_modified, when);
+    return zerr_set(err, EIO,
+                    "%s: the file does not match the checksum its "
+                    "reference recorded (modified after %s)",
+                    c->location, when);
+  }
+  return 0;
+}
+
 /* Open a virtual chunk: a file:// path through the confine's roots, a
  * URL only under a prefix the user named. */
 static int virtual_open(struct store_icechunk *st, const struct icefmt_chunk *c,
@@ -471,7 +510,12 @@ static int virtual_open(struct store_icechunk *st, const struct icefmt_chunk *c,
   if (!strncmp(c->location, "file://", 7)) {
     struct bytesrc *f;
     ZTRY(confine_open(cf, c->location + 7, &st->base.stats, &f, err));
-    int rc = bytesrc_sub(f, c->offset, c->length, out, err);
+    int rc = local_checksum(c, err);
+    if (rc < 0) {
+      bytesrc_unref(f);
+      return rc;
+    }
+    rc = bytesrc_sub(f, c->offset, c->length, out, err);
     bytesrc_unref(f);
     return rc;
   }
@@ -482,8 +526,17 @@ static int virtual_open(struct store_icechunk *st, const struct icefmt_chunk *c,
                     "virtual chunk %s: not authorized (allow "
                     "its prefix with -o target_root=PREFIX)",
                     c->location);
-  return confine_open_url(cf, c->location, c->offset, c->length,
-                          &st->base.stats, out, err);
+  ZTRY(confine_open_url(cf, c->location, c->offset, c->length,
+                        &st->base.stats, out, err));
+  int rc = rversion_pin(*out, c->etag, c->last_modified, err);
+  if (rc < 0) {
+    bytesrc_unref(*out);
+    *out = NULL;
+    if (err)
+      err->code = EIO;
+    return -EIO;
+  }
+  return 0;
 }
 
 /* The chunk file id (its key: key): a kept one, else opened and kept in
