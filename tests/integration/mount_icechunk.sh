@@ -365,7 +365,9 @@ if [ -n "${S3_ENDPOINT:-}" ]; then
        {"location": "s3://vbkt/good", "length": 4}]'
   for spec in 1 2; do
     vrepo "$ZT_TMP/vs3-$spec" "$spec" "$CT" "$CH"
-    if zmount "$ZT_TMP/vs3-$spec" "$MNT" -o "endpoint=$S3_ENDPOINT" -o target_root=s3://vbkt; then
+    # the container's endpoint is used (not the environment's)
+    if AWS_ENDPOINT_URL=http://127.0.0.1:9 zmount "$ZT_TMP/vs3-$spec" "$MNT" \
+      -o target_root=s3://vbkt; then
       assert_file_eq "s3 spec $spec: a chunk whose ETag matches reads byte-exact" \
         "$VD/obj/good" "$MNT/v/c/0"
       assert_fails_with_eio "s3 spec $spec: an object rewritten after its ETag was recorded" \
@@ -383,6 +385,27 @@ if [ -n "${S3_ENDPOINT:-}" ]; then
       zumount "$MNT"
     fi
   done
+  # a container whose endpoint answers nothing: its chunks fail, though the
+  # environment names a server that has them; an endpoint given with -o
+  # endpoint wins over the container's
+  CT='{"s3://vbkt/": {"s3": {"endpoint_url": "http://127.0.0.1:9", "region": "eu-west-1", "force_path_style": true}}}'
+  vrepo "$ZT_TMP/vs3-off" 2 "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
+  if AWS_ENDPOINT_URL=$S3_ENDPOINT zmount "$ZT_TMP/vs3-off" "$MNT" -o target_root=s3://vbkt; then
+    assert_fails_with_eio "s3: a chunk under a container whose endpoint is down" "$MNT/v/c/0"
+    logged "s3: the log names the key and the URL" "v/c/0" "s3://vbkt/good"
+    zumount "$MNT"
+  fi
+  if zmount "$ZT_TMP/vs3-off" "$MNT" -o "endpoint=$S3_ENDPOINT" -o target_root=s3://vbkt; then
+    assert_file_eq "s3: -o endpoint wins over the container's" "$VD/obj/good" "$MNT/v/c/0"
+    zumount "$MNT"
+  fi
+  # a container that allows another bucket than the one authorized
+  CT='{"s3://vbkt/": {"s3_compatible": {"endpoint_url": "'$S3_ENDPOINT'"}}}'
+  vrepo "$ZT_TMP/vs3-auth" 2 "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
+  if zmount "$ZT_TMP/vs3-auth" "$MNT" -o target_root=s3://otherbkt; then
+    assert_fails_with_eio "s3: a container's chunk not authorized by -o target_root" "$MNT/v/c/0"
+    zumount "$MNT"
+  fi
 else
   zt_skip_part "s3rver missing: virtual chunk checksums over S3"
 fi
