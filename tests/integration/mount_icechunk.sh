@@ -21,7 +21,16 @@
 #     EIO when another prefix is (skipped without node, jq and s3rver);
 #  6. the same repositories over S3 (s3rver: test-repo-v2, split-repo-v1)
 #     and HTTP (nginx: test-repo-v1, whose refs cannot be listed there, and
-#     test-repo-v2): main, a branch, a tag and a snapshot read the same.
+#     test-repo-v2): main, a branch, a tag and a snapshot read the same;
+#  7. virtual chunk checksums and containers, in repositories written by
+#     tests/writers/icechunk_writer.py (spec 1 and 2): over s3rver (the
+#     container's own endpoint, not the environment's), a chunk whose ETag
+#     or time matches reads byte-exact, an object rewritten after its ETag
+#     was recorded or modified after its time is EIO with a log line
+#     naming key and URL while the others read; a container whose endpoint
+#     is down fails, -o endpoint wins over it, -o target_root still
+#     confines; over nginx (ETag and Last-Modified), over faultsrv (a
+#     server that ignores If-Match), and local files (mtime).
 # Absent fixtures skip (exit 77), or fail under CI=true.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
