@@ -450,13 +450,15 @@ if [ -x "$FSRV" ]; then
   # a server that ignores If-Match: the answer's ETag is checked
   CT='{"'$FAULT_URL'/": {"http": {}}}'
   CH='[{"location": "'$FAULT_URL'/_f/etagreq/good", "length": 4, "etag": "req-recorded"},
-       {"location": "'$FAULT_URL'/good", "length": 4}]'
+       {"location": "'$FAULT_URL'/good", "length": 4},
+       {"location": "'$FAULT_URL'/good", "length": 4, "etag": "x\r\nX-Evil: 1"}]'
   vrepo "$ZT_TMP/vfault" 2 "$CT" "$CH"
   if zmount "$ZT_TMP/vfault" "$MNT" -o "target_root=$FAULT_URL"; then
     assert_fails_with_eio "http: a server ignoring If-Match answers another ETag: EIO" \
       "$MNT/v/c/0"
     assert_file_eq "http: the same object without a checksum reads" \
       "$VD/obj/good" "$MNT/v/c/1"
+    assert_fails_with_eio "http: an ETag that cannot go in a header: EIO" "$MNT/v/c/2"
     zumount "$MNT"
   fi
 else

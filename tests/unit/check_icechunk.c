@@ -8,6 +8,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "../../src/net/remote.h"
 #include "../../src/net/rversion.h"
 #include "../../src/store/icechunk.h"
 #include "../../src/store/icechunk_fmt.h"
@@ -959,6 +960,39 @@ START_TEST(checksums) {
   ck_assert(rversion_etag_same("W/\"abc\"", "W/abc"));
   ck_assert(!rversion_etag_same("\"abc\"", ""));
   ck_assert(rversion_etag_same("\"\"", ""));
+  /* pinning: an ETag that cannot go in a header is refused (no request
+   * is made: the window is given) */
+  struct remote_config rc;
+  remote_config_default(&rc);
+  struct remote *r;
+  struct zerr err = {0};
+  ck_assert_int_eq(remote_new(&rc, NULL, &r, &err), 0);
+  char longtag[400];
+  memset(longtag, 'a', sizeof longtag - 1);
+  longtag[sizeof longtag - 1] = '\0';
+  const char *hostile[] = {"\"a\r\nX-Evil: 1\"", "a\tb", "\"a\"b\"", longtag,
+                           "W/\"\x7f\""};
+  for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
+    struct bytesrc *b;
+    ck_assert_int_eq(
+        remote_open(r, "http://127.0.0.1:9/x", 0, 4, 0, NULL, &b, &err), 0);
+    ck_assert_int_eq(rversion_pin(b, hostile[i], 0, &err), -EINVAL);
+    bytesrc_unref(b);
+  }
+  struct bytesrc *b;
+  ck_assert_int_eq(
+      remote_open(r, "http://127.0.0.1:9/x", 0, 4, 0, NULL, &b, &err), 0);
+  ck_assert_int_eq(rversion_pin(b, "", 0, &err), 0);
+  ck_assert_int_eq(rversion_pin(b, NULL, 0, &err), 0);
+  ck_assert_int_eq(rversion_pin(b, "\"d41d8cd98f00b204e9800998ecf8427e\"", 0,
+                                &err),
+                   0);
+  bytesrc_unref(b);
+  ck_assert_int_eq(
+      remote_open(r, "http://127.0.0.1:9/x", 0, 4, 0, NULL, &b, &err), 0);
+  ck_assert_int_eq(rversion_pin(b, NULL, 4294111232u, &err), 0);
+  bytesrc_unref(b);
+  remote_free(r);
 }
 END_TEST
 
