@@ -50,6 +50,7 @@ struct http_client *remote_http(struct remote *r) {
   return r->http;
 }
 const struct s3_config *remote_s3(const struct remote *r) { return r->s3; }
+/* The settings (borrowed). */
 const struct remote_config *remote_config_of(const struct remote *r) {
   return &r->cfg;
 }

@@ -49,6 +49,7 @@ static uint64_t etag_hash(const char *e) {
   return htab_hash_bytes(p, n, weak ? 0x57544147u : 0x45544147u) | 1;
 }
 
+/* Same tag, quotes aside, and both weak or both strong. */
 int rversion_etag_same(const char *a, const char *b) {
   const char *pa, *pb;
   size_t na, nb;
@@ -81,6 +82,7 @@ static int month_of(const char *s) {
   return 0;
 }
 
+/* The three forms of RFC 9110, GMT only. */
 int rversion_parse_date(const char *s, int64_t *secs) {
   char mon[4] = "", tz[4] = "";
   int d, y, hh, mm, ss, used = 0;
@@ -110,6 +112,7 @@ int rversion_parse_date(const char *s, int64_t *secs) {
   return 0;
 }
 
+/* IMF-fixdate by the civil calendar (no locale, no time zone). */
 void rversion_format_date(int64_t secs, char *out) {
   int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
   int64_t rem = secs - days * 86400;
@@ -269,6 +272,8 @@ static int header_safe(const char *p, size_t n) {
   return 1;
 }
 
+/* Seed s's version (an ETag) or its precondition (a time) before any
+ * request, under a key of its own. */
 int rversion_pin(struct bytesrc *src, const char *etag, uint32_t last_modified,
                  struct zerr *err) {
   struct rsrc *s = (struct rsrc *)src;

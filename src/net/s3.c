@@ -199,6 +199,7 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
   return 0;
 }
 
+/* A copy of base with the container's endpoint, region and anonymity. */
 int s3_config_derive(const struct s3_config *base, const char *endpoint,
                       const char *region, int anonymous,
                       struct s3_config **out, struct zerr *err) {

@@ -339,6 +339,7 @@ int confine_check_url(const struct confine *c, const char *url,
   return 0;
 }
 
+/* The remote context (borrowed), or NULL. */
 struct remote *confine_remote(const struct confine *c) {
   return c ? c->remote : NULL;
 }

@@ -114,6 +114,7 @@ static int add_container(struct icefmt_repo *r, const char *s, size_t n,
   return 0;
 }
 
+/* Free the prefixes and stores; r holds none after. */
 void icefmt_containers_free(struct icefmt_repo *r) {
   if (!r)
     return;
@@ -129,6 +130,7 @@ void icefmt_containers_free(struct icefmt_repo *r) {
   r->ncontainers = 0;
 }
 
+/* The longest url_prefix that url starts with. */
 long icefmt_container_of(const struct icefmt_repo *r, const char *url) {
   long best = -1;
   size_t best_n = 0;
@@ -202,6 +204,7 @@ static int flex_store(const struct fb_flex *store, struct icefmt_vstore *v,
   return 0;
 }
 
+/* Each container of the configuration's virtual_chunk_containers map. */
 int icefmt_repo_config(const struct fb_table *t, struct icefmt_repo *r,
                        struct zerr *err) {
   r->containers_known = 1;
@@ -313,6 +316,8 @@ static int ycont_line(struct ycont *c, int indent, const char *q,
   return 0;
 }
 
+/* Line by line: the section, its containers (a map or a list), and
+ * each container's keys by indentation. */
 int icefmt_config_yaml(const char *text, size_t len, struct icefmt_repo *r,
                        struct zerr *err) {
   r->containers_known = 1;

@@ -33,6 +33,7 @@ struct icevirt {
   char (*why)[ZERR_MSG_MAX];
 };
 
+/* A reader with no container remote made yet. */
 int icevirt_new(const struct icefmt_repo *r, const struct confine *c,
                 struct icevirt **out, struct zerr *err) {
   struct icevirt *v = calloc(1, sizeof *v);
@@ -50,6 +51,7 @@ int icevirt_new(const struct icefmt_repo *r, const struct confine *c,
   return 0;
 }
 
+/* Free the containers' remote contexts with the reader. */
 void icevirt_free(struct icevirt *v) {
   if (!v)
     return;
@@ -167,6 +169,7 @@ static int local_open(struct icevirt *v, const struct icefmt_chunk *c,
   return rc;
 }
 
+/* Container, confinement, then the source, pinned to the checksum. */
 int icevirt_open(struct icevirt *v, const struct icefmt_chunk *c,
                  struct io_stats *stats, struct bytesrc **out,
                  struct zerr *err) {

@@ -408,6 +408,13 @@ if [ -n "${S3_ENDPOINT:-}" ]; then
     assert_file_eq "s3: -o endpoint wins over the container's" "$VD/obj/good" "$MNT/v/c/0"
     zumount "$MNT"
   fi
+  # an anonymous container: requests unsigned, as Icechunk sends them
+  CT='{"s3://vbkt/": {"s3_compatible": {"endpoint_url": "'$S3_ENDPOINT'", "anonymous": true}}}'
+  vrepo "$ZT_TMP/vs3-anon" 1 "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
+  if zmount "$ZT_TMP/vs3-anon" "$MNT" -o target_root=s3://vbkt; then
+    assert_file_eq "s3: a chunk of an anonymous container" "$VD/obj/good" "$MNT/v/c/0"
+    zumount "$MNT"
+  fi
   # a container that allows another bucket than the one authorized
   CT='{"s3://vbkt/": {"s3_compatible": {"endpoint_url": "'$S3_ENDPOINT'"}}}'
   vrepo "$ZT_TMP/vs3-auth" 2 "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
