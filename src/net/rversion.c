@@ -100,8 +100,8 @@ int rversion_parse_date(const char *s, int64_t *secs) {
     }
     if (strcmp(tz, "GMT") && strcmp(tz, "UTC"))
       return -EINVAL;
-  } else if (sscanf(s, "%*3[A-Za-z] %3[A-Za-z] %2d %2d:%2d:%2d %4d%n", mon,
-                    &d, &hh, &mm, &ss, &y, &used) != 6) {
+  } else if (sscanf(s, "%*3[A-Za-z] %3[A-Za-z] %2d %2d:%2d:%2d %4d%n", mon, &d,
+                    &hh, &mm, &ss, &y, &used) != 6) {
     return -EINVAL; /* asctime "Sun Nov  6 08:49:37 1994" */
   }
   int m = month_of(mon);
@@ -127,9 +127,9 @@ void rversion_format_date(int64_t secs, char *out) {
   int m = (int)(mp < 10 ? mp + 3 : mp - 9);
   int64_t y = yoe + era * 400 + (m <= 2);
   int wd = (int)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
-  snprintf(out, 32, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[wd],
-           d, months[m - 1], (int)(y % 10000), (int)(rem / 3600), (int)(rem / 60 % 60),
-           (int)(rem % 60));
+  snprintf(out, 32, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[wd], d,
+           months[m - 1], (int)(y % 10000), (int)(rem / 3600),
+           (int)(rem / 60 % 60), (int)(rem % 60));
 }
 
 /* Does answer m contradict the precondition req asked with? A server
@@ -140,7 +140,8 @@ static int contradicts(const struct http_meta *m, const struct http_req *req) {
     return 0;
   static const char im[] = "If-Match: ", ius[] = "If-Unmodified-Since: ";
   if (!strncmp(req->cond, im, sizeof im - 1))
-    return !m->etag[0] || !rversion_etag_same(m->etag, req->cond + sizeof im - 1);
+    return !m->etag[0] ||
+           !rversion_etag_same(m->etag, req->cond + sizeof im - 1);
   if (!strncmp(req->cond, ius, sizeof ius - 1) && m->modified[0]) {
     int64_t want, got;
     if (rversion_parse_date(req->cond + sizeof ius - 1, &want) == 0 &&
@@ -286,8 +287,7 @@ int rversion_pin(struct bytesrc *src, const char *etag, uint32_t last_modified,
     etag_parts(etag, &p, &n, &weak);
     if (n > RV_COND_MAX - 32 || !header_safe(p, n) || memchr(p, '"', n))
       return zerr_set(err, EINVAL, "%s: unusable ETag checksum", s->url);
-    snprintf(desc, sizeof desc, "ETag %s\"%.*s\"", weak ? "W/" : "", (int)n,
-             p);
+    snprintf(desc, sizeof desc, "ETag %s\"%.*s\"", weak ? "W/" : "", (int)n, p);
     /* a weak tag never satisfies If-Match: compared on the answer */
     if (weak)
       cond[0] = '\0';

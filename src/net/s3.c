@@ -201,8 +201,8 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
 
 /* A copy of base with the container's endpoint, region and anonymity. */
 int s3_config_derive(const struct s3_config *base, const char *endpoint,
-                      const char *region, int anonymous,
-                      struct s3_config **out, struct zerr *err) {
+                     const char *region, int anonymous, struct s3_config **out,
+                     struct zerr *err) {
   if (endpoint && strncmp(endpoint, "http://", 7) &&
       strncmp(endpoint, "https://", 8))
     return zerr_set(err, EINVAL,
@@ -217,7 +217,8 @@ int s3_config_derive(const struct s3_config *base, const char *endpoint,
     c->secret = strdup(base->secret);
     c->token = dup_or_null(base->token);
   }
-  const char *ep = base->named_endpoint || !endpoint ? base->endpoint : endpoint;
+  const char *ep =
+      base->named_endpoint || !endpoint ? base->endpoint : endpoint;
   c->region = strdup(base->named_region || !region ? base->region : region);
   if (ep && (c->endpoint = strdup(ep))) {
     size_t n = strlen(c->endpoint);

@@ -125,14 +125,14 @@ struct icefmt_repo {
   size_t ndeleted;
   struct icefmt_snapinfo *snaps; /* spec 2: every snapshot; spec 1: none */
   size_t nsnaps;
-  int refs_listed;      /* spec 1: 0 when the store could not list refs/ (HTTP):
-                           refs are then read one by one on demand */
-  char **containers;    /* url_prefix of each virtual chunk container */
+  int refs_listed;   /* spec 1: 0 when the store could not list refs/ (HTTP):
+                        refs are then read one by one on demand */
+  char **containers; /* url_prefix of each virtual chunk container */
   struct icefmt_vstore *stores; /* and its store, in the same order */
-  size_t ncontainers;   /* (spec 1 config.yaml, spec 2 the repo file's
-                           configuration) */
-  int containers_known; /* 0: spec 1 without config.yaml (any prefix the
-                           user allows) */
+  size_t ncontainers;           /* (spec 1 config.yaml, spec 2 the repo file's
+                                   configuration) */
+  int containers_known;         /* 0: spec 1 without config.yaml (any prefix the
+                                   user allows) */
 };
 
 /* Parse a spec 2 repo info flatbuffer. *out owned by the caller. */

@@ -262,8 +262,7 @@ struct ycont {
 };
 
 /* End the container being read: appended when it had a url_prefix. */
-static int ycont_end(struct ycont *c, struct icefmt_repo *r,
-                     struct zerr *err) {
+static int ycont_end(struct ycont *c, struct icefmt_repo *r, struct zerr *err) {
   int rc = 0;
   if (c->open && c->prefix)
     rc = add_container(r, c->prefix, c->prefix_n, &c->v, err);
@@ -274,8 +273,8 @@ static int ycont_end(struct ycont *c, struct icefmt_repo *r,
 }
 
 /* One `key: value` line (at indent) of the container c. */
-static int ycont_line(struct ycont *c, int indent, const char *q,
-                      const char *e, struct zerr *err) {
+static int ycont_line(struct ycont *c, int indent, const char *q, const char *e,
+                      struct zerr *err) {
   const char *colon = memchr(q, ':', (size_t)(e - q));
   if (!colon)
     return 0;

@@ -201,11 +201,11 @@ int icevirt_open(struct icevirt *v, const struct icefmt_chunk *c,
     int rc = container_remote(v, (size_t)ci, &rem, err);
     if (rc < 0)
       return zerr_prefix(err, "virtual chunk %s: ", c->location);
-    ZTRY(remote_open(rem, c->location, c->offset, c->length, named, stats,
-                     out, err));
+    ZTRY(remote_open(rem, c->location, c->offset, c->length, named, stats, out,
+                     err));
   } else {
-    ZTRY(confine_open_url(v->c, c->location, c->offset, c->length, stats,
-                          out, err));
+    ZTRY(confine_open_url(v->c, c->location, c->offset, c->length, stats, out,
+                          err));
   }
   int rc = rversion_pin(*out, c->etag, c->last_modified, err);
   if (rc < 0) {

@@ -984,9 +984,8 @@ START_TEST(checksums) {
       remote_open(r, "http://127.0.0.1:9/x", 0, 4, 0, NULL, &b, &err), 0);
   ck_assert_int_eq(rversion_pin(b, "", 0, &err), 0);
   ck_assert_int_eq(rversion_pin(b, NULL, 0, &err), 0);
-  ck_assert_int_eq(rversion_pin(b, "\"d41d8cd98f00b204e9800998ecf8427e\"", 0,
-                                &err),
-                   0);
+  ck_assert_int_eq(
+      rversion_pin(b, "\"d41d8cd98f00b204e9800998ecf8427e\"", 0, &err), 0);
   bytesrc_unref(b);
   ck_assert_int_eq(
       remote_open(r, "http://127.0.0.1:9/x", 0, 4, 0, NULL, &b, &err), 0);
