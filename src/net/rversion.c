@@ -10,12 +10,9 @@
 #include "remote.h"
 #include "remote_int.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -85,23 +82,23 @@ static int month_of(const char *s) {
 /* The three forms of RFC 9110, GMT only. */
 int rversion_parse_date(const char *s, int64_t *secs) {
   char mon[4] = "", tz[4] = "";
-  int d, y, hh, mm, ss, used = 0;
+  int d, y, hh, mm, ss;
   const char *comma = strchr(s, ',');
   if (comma) {
     const char *p = comma + 1;
     /* IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT", or RFC 850
      * "Sunday, 06-Nov-94 08:49:37 GMT" */
-    if (sscanf(p, " %2d %3[A-Za-z] %4d %2d:%2d:%2d %3s%n", &d, mon, &y, &hh,
-               &mm, &ss, tz, &used) != 7) {
-      if (sscanf(p, " %2d-%3[A-Za-z]-%2d %2d:%2d:%2d %3s%n", &d, mon, &y, &hh,
-                 &mm, &ss, tz, &used) != 7)
+    if (sscanf(p, " %2d %3[A-Za-z] %4d %2d:%2d:%2d %3s", &d, mon, &y, &hh, &mm,
+               &ss, tz) != 7) {
+      if (sscanf(p, " %2d-%3[A-Za-z]-%2d %2d:%2d:%2d %3s", &d, mon, &y, &hh,
+                 &mm, &ss, tz) != 7)
         return -EINVAL;
       y += y < 70 ? 2000 : 1900;
     }
     if (strcmp(tz, "GMT") && strcmp(tz, "UTC"))
       return -EINVAL;
-  } else if (sscanf(s, "%*3[A-Za-z] %3[A-Za-z] %2d %2d:%2d:%2d %4d%n", mon, &d,
-                    &hh, &mm, &ss, &y, &used) != 6) {
+  } else if (sscanf(s, "%*3[A-Za-z] %3[A-Za-z] %2d %2d:%2d:%2d %4d", mon, &d,
+                    &hh, &mm, &ss, &y) != 6) {
     return -EINVAL; /* asctime "Sun Nov  6 08:49:37 1994" */
   }
   int m = month_of(mon);

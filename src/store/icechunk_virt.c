@@ -37,16 +37,18 @@ struct icevirt {
 int icevirt_new(const struct icefmt_repo *r, const struct confine *c,
                 struct icevirt **out, struct zerr *err) {
   struct icevirt *v = calloc(1, sizeof *v);
+  if (!v)
+    return zerr_set(err, ENOMEM, "out of memory");
+  v->r = r;
+  v->c = c;
+  pthread_mutex_init(&v->lock, NULL);
   size_t n = r->ncontainers ? r->ncontainers : 1;
-  if (!v || !(v->remotes = calloc(n, sizeof *v->remotes)) ||
+  if (!(v->remotes = calloc(n, sizeof *v->remotes)) ||
       !(v->failed = calloc(n, sizeof *v->failed)) ||
       !(v->why = calloc(n, sizeof *v->why))) {
     icevirt_free(v);
     return zerr_set(err, ENOMEM, "out of memory");
   }
-  v->r = r;
-  v->c = c;
-  pthread_mutex_init(&v->lock, NULL);
   *out = v;
   return 0;
 }
@@ -55,11 +57,9 @@ int icevirt_new(const struct icefmt_repo *r, const struct confine *c,
 void icevirt_free(struct icevirt *v) {
   if (!v)
     return;
-  if (v->remotes) {
-    for (size_t i = 0; i < v->r->ncontainers; i++)
-      remote_free(v->remotes[i]);
-    pthread_mutex_destroy(&v->lock);
-  }
+  for (size_t i = 0; v->remotes && i < v->r->ncontainers; i++)
+    remote_free(v->remotes[i]);
+  pthread_mutex_destroy(&v->lock);
   free(v->remotes);
   free(v->failed);
   free(v->why);

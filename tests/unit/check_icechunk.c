@@ -10,6 +10,7 @@
 
 #include "../../src/net/remote.h"
 #include "../../src/net/rversion.h"
+#include "../../src/net/s3.h"
 #include "../../src/store/icechunk.h"
 #include "../../src/store/icechunk_fmt.h"
 #include "../../src/store/store.h"
@@ -995,6 +996,67 @@ START_TEST(checksums) {
 }
 END_TEST
 
+/* The request URL of s3://bkt/k under settings c (malloc'd). */
+static char *s3_url_of(const struct s3_config *c) {
+  char *u = NULL;
+  struct zerr err = {0};
+  ck_assert_int_eq(s3_object_url(c, "bkt", "k", &u, &err), 0);
+  return u;
+}
+
+START_TEST(container_s3_settings) {
+  const char *vars[] = {"AWS_ENDPOINT_URL_S3",  "AWS_ENDPOINT_URL",
+                        "AWS_REGION",           "AWS_DEFAULT_REGION",
+                        "AWS_PROFILE",          "AWS_ACCESS_KEY_ID",
+                        "AWS_SECRET_ACCESS_KEY"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+    unsetenv(vars[i]);
+  setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent", 1);
+  setenv("AWS_CONFIG_FILE", "/nonexistent", 1);
+  setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "SECRET", 1);
+  struct zerr err = {0};
+  struct s3_options none = {0}, named = {0};
+  named.endpoint = "http://named:1";
+  named.region = "ap-south-1";
+  struct s3_config *base, *nbase, *c;
+  ck_assert_int_eq(s3_config_load(&none, &base, &err), 0);
+  ck_assert_int_eq(s3_config_load(&named, &nbase, &err), 0);
+  /* the container's endpoint, with the mount's credentials */
+  ck_assert_int_eq(
+      s3_config_derive(base, "http://ctr:9/", "eu-west-3", 0, &c, &err), 0);
+  char *u = s3_url_of(c);
+  ck_assert_str_eq(u, "http://ctr:9/bkt/k");
+  free(u);
+  ck_assert(!s3_is_anonymous(c));
+  s3_config_free(c);
+  /* anonymous: unsigned whatever the environment holds */
+  ck_assert_int_eq(s3_config_derive(base, "http://ctr:9", NULL, 1, &c, &err),
+                   0);
+  ck_assert(s3_is_anonymous(c));
+  s3_config_free(c);
+  /* an endpoint given as an option wins */
+  ck_assert_int_eq(
+      s3_config_derive(nbase, "http://ctr:9", "eu-west-3", 0, &c, &err), 0);
+  u = s3_url_of(c);
+  ck_assert_str_eq(u, "http://named:1/bkt/k");
+  free(u);
+  s3_config_free(c);
+  /* no endpoint anywhere: AWS, virtual-hosted */
+  ck_assert_int_eq(s3_config_derive(base, NULL, "eu-west-3", 0, &c, &err), 0);
+  u = s3_url_of(c);
+  ck_assert_str_eq(u, "https://bkt.s3.eu-west-3.amazonaws.com/k");
+  free(u);
+  s3_config_free(c);
+  ck_assert_int_eq(s3_config_derive(base, "file:///etc", NULL, 0, &c, &err),
+                   -EINVAL);
+  s3_config_free(base);
+  s3_config_free(nbase);
+  unsetenv("AWS_ACCESS_KEY_ID");
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("icechunk");
   TCase *tc = tcase_create("format");
@@ -1003,6 +1065,7 @@ int main(void) {
   tcase_add_test(tc, ref_json_and_config);
   tcase_add_test(tc, container_configs);
   tcase_add_test(tc, checksums);
+  tcase_add_test(tc, container_s3_settings);
   suite_add_tcase(s, tc);
   TCase *fx = tcase_create("fixtures");
   tcase_set_timeout(fx, 120);
