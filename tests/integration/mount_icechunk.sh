@@ -30,7 +30,7 @@
 #     naming key and URL while the others read; a container whose endpoint
 #     is down fails, -o endpoint wins over it, -o target_root still
 #     confines; over nginx (ETag and Last-Modified), over faultsrv (a
-#     server that ignores If-Match), and local files (mtime).
+#     server that ignores If-Match), and local files (mtime, ETag).
 # Absent fixtures skip (exit 77), or fail under CI=true.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
@@ -476,14 +476,21 @@ fi
 cp "$VD/obj/good" "$VD/local"
 touch -d '2001-01-01 00:00:00 UTC' "$VD/local"
 CT='{"file://'$VD'/": {"local_file_system": ""}}'
+# and its ETag, INODE-MTIME(us)-SIZE in hexadecimal (object_store's)
+LTAG=$(/usr/bin/python3 -c 'import os,sys; s=os.stat(sys.argv[1]); print("%x-%x-%x" % (s.st_ino, s.st_mtime_ns // 1000, s.st_size))' "$VD/local")
 CH='[{"location": "file://'$VD'/local", "length": 4, "last_modified": 1000000000},
-     {"location": "file://'$VD'/local", "length": 4, "last_modified": 900000000}]'
+     {"location": "file://'$VD'/local", "length": 4, "last_modified": 900000000},
+     {"location": "file://'$VD'/local", "length": 4, "etag": "'$LTAG'"},
+     {"location": "file://'$VD'/local", "length": 4, "etag": "1-2-4"}]'
 vrepo "$ZT_TMP/vlocal" 2 "$CT" "$CH"
 if zmount "$ZT_TMP/vlocal" "$MNT" -o "target_root=$VD"; then
   assert_file_eq "file: a file not modified since its recorded time reads" \
     "$VD/local" "$MNT/v/c/0"
   assert_fails_with_eio "file: a file modified after its recorded time" "$MNT/v/c/1"
   logged "file: the log names the key and the path" "v/c/1" "file://$VD/local"
+  assert_file_eq "file: a file whose Icechunk ETag matches reads" "$VD/local" "$MNT/v/c/2"
+  assert_fails_with_eio "file: a file whose Icechunk ETag differs" "$MNT/v/c/3"
+  logged "file: the log names the key, the path and the ETag" "v/c/3" "file://$VD/local" '"1-2-4"'
   zumount "$MNT"
 fi
 
