@@ -472,6 +472,19 @@ else
   zt_skip_part "faultsrv not built: a server that ignores If-Match"
 fi
 
+# a container whose settings cannot be trusted is refused whole, in the
+# repo file (FlexBuffers) as in config.yaml
+CT='{"s3://vbkt/": {"s3_compatible": {"endpoint_url": "ftp://127.0.0.1/", "region": "us-east-1"}}}'
+for spec in 1 2; do
+  vrepo "$ZT_TMP/vbad-$spec" "$spec" "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
+  if zmount "$ZT_TMP/vbad-$spec" "$MNT" -o target_root=s3://vbkt; then
+    assert_fails_with_eio "spec $spec: a container with an ftp:// endpoint is unusable" "$MNT/v/c/0"
+    logged "spec $spec: the log names the key, the URL and why" "v/c/0" "s3://vbkt/good" \
+      "endpoint_url is not an http:// or https:// URL"
+    zumount "$MNT"
+  fi
+done
+
 # local files: Icechunk's local store compares the file's mtime
 cp "$VD/obj/good" "$VD/local"
 touch -d '2001-01-01 00:00:00 UTC' "$VD/local"
