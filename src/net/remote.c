@@ -50,6 +50,10 @@ struct http_client *remote_http(struct remote *r) {
   return r->http;
 }
 const struct s3_config *remote_s3(const struct remote *r) { return r->s3; }
+/* The settings (borrowed). */
+const struct remote_config *remote_config_of(const struct remote *r) {
+  return &r->cfg;
+}
 uint64_t remote_requests(const struct remote *r) {
   return http_requests(r->http);
 }
@@ -115,7 +119,7 @@ static int fetch_run(struct remote *r, const struct http_req *req,
   if (meta.whole && meta.total != UINT64_MAX && block * bs + want < meta.total)
     rstream_host_mark_norange(r, req->url, req->log_url);
   char cond[RV_COND_MAX];
-  uint64_t vh = rversion_of(&meta, cond);
+  uint64_t vh = rversion_of(&meta, req, cond);
   if (stats) {
     atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
@@ -245,7 +249,7 @@ static int part_fetch(struct rsrc *s, uint64_t o, size_t n, uint8_t *dst,
   ZTRY(http_get_range(s->r->http, &q, o, n, dst, &got, &meta, err));
   if (meta.whole && meta.total != UINT64_MAX && o + n < meta.total)
     rstream_host_mark_norange(s->r, q.url, q.log_url);
-  ZTRY(rversion_check(s, rversion_of(&meta, vcond), vcond, err));
+  ZTRY(rversion_check(s, rversion_of(&meta, &q, vcond), vcond, err));
   if (stats) {
     atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
@@ -408,10 +412,7 @@ static int rsrc_read(struct bytesrc *bs_, uint64_t off, size_t len, void *dst,
                      struct zerr *err) {
   struct rsrc *s = (struct rsrc *)bs_;
   if (rversion_is_changed(s))
-    return zerr_set(err, EIO,
-                    "%s: object changed while mounted (a different version "
-                    "answered); remount to read the new one",
-                    s->url);
+    return rversion_changed(s, err);
   int rc = rsrc_read_blocks(bs_, off, len, dst, err);
   if (rc == -ESTALE)
     rc = rversion_changed(s, err);

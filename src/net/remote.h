@@ -101,6 +101,8 @@ int remote_read_all(struct remote *r, const char *url, size_t max,
  * (S3 listings). Borrowed. */
 struct http_client *remote_http(struct remote *r);
 const struct s3_config *remote_s3(const struct remote *r);
+/* The settings r was made with (borrowed): for another context alike. */
+const struct remote_config *remote_config_of(const struct remote *r);
 
 /* A request signed with the S3 settings (for S3 listings): req_url and
  * log_url are borrowed and must outlive *q. Unsigned when access is

@@ -111,6 +111,9 @@ struct rsrc {
   uint64_t vhash;
   char cond[RV_COND_MAX];
   atomic_int changed;
+  /* Pinned ahead (rversion_pin): the checksum for messages ("" when not
+   * pinned); cond then asks for it from the first request. */
+  char pin[RV_COND_MAX];
 };
 
 /* A fill of block runs: blocks [block, block+n) of s's object, the first
@@ -154,9 +157,12 @@ int remote_request_url(struct remote *r, const char *url, char **out,
 
 /* ---- rversion.c ---- */
 
-/* The version a response names as a hash (0: none), and in cond
- * (RV_COND_MAX) the precondition that asks for it ("" when none can). */
-uint64_t rversion_of(const struct http_meta *m, char *cond);
+/* The version a response to req (may be NULL) names as a hash (0: none;
+ * a value no version has when the answer contradicts the precondition
+ * req carried), and in cond (RV_COND_MAX) the precondition that asks for
+ * it ("" when none can). */
+uint64_t rversion_of(const struct http_meta *m, const struct http_req *req,
+                     char *cond);
 
 /* The object of s changed while mounted: remembered for every source of
  * it; returns -EIO with the reason in err. */

@@ -181,7 +181,7 @@ static int stream_sink(void *ud, uint64_t off, const uint8_t *p, size_t n,
     return 1;
   if (off == 0) {
     char cond[RV_COND_MAX];
-    uint64_t vh = rversion_of(m, cond);
+    uint64_t vh = rversion_of(m, &st->req, cond);
     if (!st->vhash) {
       st->vhash = vh;
       memcpy(st->cond, cond, sizeof cond);

@@ -1,7 +1,8 @@
 /* rversion.c - the version of a remote object: the validator met first
  * (ETag, Last-Modified, size) is remembered per URL in the remote memo,
  * asked for with a precondition (If-Match, If-Unmodified-Since) from then
- * on, and a different one marks the object changed while mounted.
+ * on, and a different one marks the object changed while mounted. A
+ * source pinned ahead (rversion.h) knows its version before any answer.
  *
  * Locks: rsrc.vlock (a leaf: guards have_v, vhash, cond of a source); the
  * remote memo's lock through memo_value (nothing held meanwhile). */
@@ -13,18 +14,153 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../util/htab.h"
+#include "rversion.h"
+
+/* An answer that contradicts the precondition its request carried: never
+ * a real version (those are odd). */
+#define RV_STALE 2u
+
+/* The tag of an ETag without its quotes into *p, *n; *weak when W/. */
+static void etag_parts(const char *e, const char **p, size_t *n, int *weak) {
+  *weak = !strncmp(e, "W/", 2);
+  if (*weak)
+    e += 2;
+  size_t len = strlen(e);
+  if (len >= 2 && e[0] == '"' && e[len - 1] == '"') {
+    e++;
+    len -= 2;
+  }
+  *p = e;
+  *n = len;
+}
+
+/* The version hash of an ETag (quotes aside). */
+static uint64_t etag_hash(const char *e) {
+  const char *p;
+  size_t n;
+  int weak;
+  etag_parts(e, &p, &n, &weak);
+  return htab_hash_bytes(p, n, weak ? 0x57544147u : 0x45544147u) | 1;
+}
+
+/* Same tag, quotes aside, and both weak or both strong. */
+int rversion_etag_same(const char *a, const char *b) {
+  const char *pa, *pb;
+  size_t na, nb;
+  int wa, wb;
+  etag_parts(a, &pa, &na, &wa);
+  etag_parts(b, &pb, &nb, &wb);
+  return wa == wb && na == nb && !memcmp(pa, pb, na);
+}
+
+static const char wdays[7][4] = {"Sun", "Mon", "Tue", "Wed",
+                                 "Thu", "Fri", "Sat"};
+static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                   "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+/* Days from 1970-01-01 to y-m-d (proleptic Gregorian, m 1..12). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+/* The month of a three-letter name, 1..12, or 0. */
+static int month_of(const char *s) {
+  for (int i = 0; i < 12; i++)
+    if (!strncasecmp(s, months[i], 3))
+      return i + 1;
+  return 0;
+}
+
+/* The three forms of RFC 9110, GMT only. */
+int rversion_parse_date(const char *s, int64_t *secs) {
+  char mon[4] = "", tz[4] = "";
+  int d, y, hh, mm, ss;
+  const char *comma = strchr(s, ',');
+  if (comma) {
+    const char *p = comma + 1;
+    /* IMF-fixdate "Sun, 06 Nov 1994 08:49:37 GMT", or RFC 850
+     * "Sunday, 06-Nov-94 08:49:37 GMT" */
+    if (sscanf(p, " %2d %3[A-Za-z] %4d %2d:%2d:%2d %3s", &d, mon, &y, &hh, &mm,
+               &ss, tz) != 7) {
+      if (sscanf(p, " %2d-%3[A-Za-z]-%2d %2d:%2d:%2d %3s", &d, mon, &y, &hh,
+                 &mm, &ss, tz) != 7)
+        return -EINVAL;
+      y += y < 70 ? 2000 : 1900;
+    }
+    if (strcmp(tz, "GMT") && strcmp(tz, "UTC"))
+      return -EINVAL;
+  } else if (sscanf(s, "%*3[A-Za-z] %3[A-Za-z] %2d %2d:%2d:%2d %4d", mon, &d,
+                    &hh, &mm, &ss, &y) != 6) {
+    return -EINVAL; /* asctime "Sun Nov  6 08:49:37 1994" */
+  }
+  int m = month_of(mon);
+  if (!m || d < 1 || d > 31 || hh > 23 || mm > 59 || ss > 60 || y < 1970 ||
+      hh < 0 || mm < 0 || ss < 0)
+    return -EINVAL;
+  *secs = ((days_from_civil(y, m, d) * 24 + hh) * 60 + mm) * 60 + ss;
+  return 0;
+}
+
+/* IMF-fixdate by the civil calendar (no locale, no time zone). */
+void rversion_format_date(int64_t secs, char *out) {
+  int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
+  int64_t rem = secs - days * 86400;
+  /* civil_from_days */
+  int64_t z = days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int d = (int)(doy - (153 * mp + 2) / 5 + 1);
+  int m = (int)(mp < 10 ? mp + 3 : mp - 9);
+  int64_t y = yoe + era * 400 + (m <= 2);
+  int wd = (int)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
+  snprintf(out, 32, "%s, %02d %s %04d %02d:%02d:%02d GMT", wdays[wd], d,
+           months[m - 1], (int)(y % 10000), (int)(rem / 3600),
+           (int)(rem / 60 % 60), (int)(rem % 60));
+}
+
+/* Does answer m contradict the precondition req asked with? A server
+ * that ignores If-Match or If-Unmodified-Since answers a version it was
+ * not asked for. */
+static int contradicts(const struct http_meta *m, const struct http_req *req) {
+  if (!req || !req->cond)
+    return 0;
+  static const char im[] = "If-Match: ", ius[] = "If-Unmodified-Since: ";
+  if (!strncmp(req->cond, im, sizeof im - 1))
+    return !m->etag[0] ||
+           !rversion_etag_same(m->etag, req->cond + sizeof im - 1);
+  if (!strncmp(req->cond, ius, sizeof ius - 1) && m->modified[0]) {
+    int64_t want, got;
+    if (rversion_parse_date(req->cond + sizeof ius - 1, &want) == 0 &&
+        rversion_parse_date(m->modified, &got) == 0)
+      return got > want;
+  }
+  return 0;
+}
 
 /* The version a response names (ETag, else Last-Modified, else the size)
- * as a hash (0: none), and in cond the precondition that asks for it
- * ("" when none can: a weak ETag, the size). */
-uint64_t rversion_of(const struct http_meta *m, char *cond) {
+ * as a hash (0: none; RV_STALE: not the version req asked for), and in
+ * cond the precondition that asks for it ("" when none can: a weak ETag,
+ * the size). */
+uint64_t rversion_of(const struct http_meta *m, const struct http_req *req,
+                     char *cond) {
   cond[0] = '\0';
+  if (contradicts(m, req))
+    return RV_STALE;
   if (m->etag[0]) {
     if (strncmp(m->etag, "W/", 2))
       snprintf(cond, RV_COND_MAX, "If-Match: %s", m->etag);
-    return htab_hash_bytes(m->etag, strlen(m->etag), 0x45544147u) | 1;
+    return etag_hash(m->etag);
   }
   if (m->modified[0]) {
     snprintf(cond, RV_COND_MAX, "If-Unmodified-Since: %s", m->modified);
@@ -43,6 +179,11 @@ int rversion_changed(struct rsrc *s, struct zerr *err) {
   k.v[0] = 0;
   k.v[1] = TAG_CHANGED;
   memo_value_put(s->r->memo, &k, 1);
+  if (s->pin[0])
+    return zerr_set(err, EIO,
+                    "%s: the object does not match the checksum its "
+                    "reference recorded (%s)",
+                    s->url, s->pin);
   return zerr_set(err, EIO,
                   "%s: object changed while mounted (a different version "
                   "answered); remount to read the new one",
@@ -76,6 +217,8 @@ static int version_fill(void *ctx, uint64_t *value, struct zerr *err) {
  * by URL, with the sizes); another one means the object changed. */
 int rversion_check(struct rsrc *s, uint64_t vh, const char *cond,
                    struct zerr *err) {
+  if (vh == RV_STALE)
+    return rversion_changed(s, err);
   if (!vh)
     return 0;
   pthread_mutex_lock(&s->vlock);
@@ -111,9 +254,65 @@ int rversion_check(struct rsrc *s, uint64_t vh, const char *cond,
 void rversion_request(struct rsrc *s, struct http_req *q, char *cond) {
   *q = s->req;
   pthread_mutex_lock(&s->vlock);
-  if (s->have_v && s->cond[0]) {
+  if ((s->have_v || s->pin[0]) && s->cond[0]) {
     memcpy(cond, s->cond, RV_COND_MAX);
     q->cond = cond;
   }
   pthread_mutex_unlock(&s->vlock);
+}
+
+/* A precondition value may not hold control characters (header
+ * injection) and must fit the header room. */
+static int header_safe(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+      return 0;
+  return 1;
+}
+
+/* Seed s's version (an ETag) or its precondition (a time) before any
+ * request, under a key of its own. */
+int rversion_pin(struct bytesrc *src, const char *etag, uint32_t last_modified,
+                 struct zerr *err) {
+  struct rsrc *s = (struct rsrc *)src;
+  char desc[RV_COND_MAX], cond[RV_COND_MAX];
+  uint64_t vh = 0;
+  if (etag && etag[0]) {
+    const char *p;
+    size_t n;
+    int weak;
+    etag_parts(etag, &p, &n, &weak);
+    if (n > RV_COND_MAX - 32 || !header_safe(p, n) || memchr(p, '"', n))
+      return zerr_set(err, EINVAL, "%s: unusable ETag checksum", s->url);
+    snprintf(desc, sizeof desc, "ETag %s\"%.*s\"", weak ? "W/" : "", (int)n, p);
+    /* a weak tag never satisfies If-Match: compared on the answer */
+    if (weak)
+      cond[0] = '\0';
+    else
+      snprintf(cond, sizeof cond, "If-Match: \"%.*s\"", (int)n, p);
+    vh = etag_hash(etag);
+  } else if (last_modified) {
+    char date[32];
+    rversion_format_date(last_modified, date);
+    snprintf(desc, sizeof desc, "last modified %s", date);
+    snprintf(cond, sizeof cond, "If-Unmodified-Since: %s", date);
+  } else {
+    return 0;
+  }
+  /* Blocks of this version stay apart from those of the URL's others. */
+  size_t n = strlen(s->req_url);
+  s->key.v[2] = n | (1ull << 63) | (1ull << 62);
+  s->key.v[3] = htab_hash_bytes(s->req_url, n, 0x243f6a8885a308d3ull);
+  s->key.v[4] = htab_hash_bytes(s->req_url, n, 0x13198a2e03707344ull);
+  s->key.v[5] = htab_hash_bytes(desc, strlen(desc), 0x50494e00u);
+  s->key.n = 6;
+  pthread_mutex_lock(&s->vlock);
+  memcpy(s->pin, desc, sizeof s->pin);
+  memcpy(s->cond, cond, sizeof s->cond);
+  if (vh) {
+    s->have_v = 1;
+    s->vhash = vh;
+  }
+  pthread_mutex_unlock(&s->vlock);
+  return 0;
 }

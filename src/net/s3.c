@@ -15,6 +15,7 @@ struct s3_config {
   char *region;
   char *endpoint; /* no trailing '/', or NULL for AWS */
   int requester_pays;
+  int named_endpoint, named_region; /* given as options (s3_config_derive) */
 };
 
 /* ---- small helpers ---- */
@@ -174,6 +175,8 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
                                                 : p.endpoint;
   c->region = strdup(region);
   c->requester_pays = o->requester_pays;
+  c->named_endpoint = o->endpoint && *o->endpoint;
+  c->named_region = o->region && *o->region;
   int rc = 0;
   if (ep) {
     if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
@@ -191,6 +194,42 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
   if (rc < 0) {
     s3_config_free(c);
     return rc;
+  }
+  *out = c;
+  return 0;
+}
+
+/* A copy of base with the container's endpoint, region and anonymity. */
+int s3_config_derive(const struct s3_config *base, const char *endpoint,
+                     const char *region, int anonymous, struct s3_config **out,
+                     struct zerr *err) {
+  if (endpoint && strncmp(endpoint, "http://", 7) &&
+      strncmp(endpoint, "https://", 8))
+    return zerr_set(err, EINVAL,
+                    "S3 endpoint %s: not an http:// or https:// URL", endpoint);
+  struct s3_config *c = calloc(1, sizeof *c);
+  if (!c)
+    return zerr_set(err, ENOMEM, "out of memory");
+  *c = *base;
+  c->akid = c->secret = c->token = c->region = c->endpoint = NULL;
+  if (!anonymous && base->akid) {
+    c->akid = strdup(base->akid);
+    c->secret = strdup(base->secret);
+    c->token = dup_or_null(base->token);
+  }
+  const char *ep =
+      base->named_endpoint || !endpoint ? base->endpoint : endpoint;
+  c->region = strdup(base->named_region || !region ? base->region : region);
+  if (ep && (c->endpoint = strdup(ep))) {
+    size_t n = strlen(c->endpoint);
+    while (n > 8 && c->endpoint[n - 1] == '/')
+      c->endpoint[--n] = '\0';
+  }
+  if (!c->region || (ep && !c->endpoint) ||
+      (!anonymous && base->akid &&
+       (!c->akid || !c->secret || (base->token && !c->token)))) {
+    s3_config_free(c);
+    return zerr_set(err, ENOMEM, "out of memory");
   }
   *out = c;
   return 0;

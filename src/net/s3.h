@@ -40,6 +40,14 @@ struct s3_config;
  * (s3_config_free). A malformed endpoint is -EINVAL. */
 int s3_config_load(const struct s3_options *o, struct s3_config **out,
                    struct zerr *err);
+/* The settings of a virtual chunk container: a copy of base with its own
+ * endpoint and region (NULL: base's), unsigned when anonymous. An
+ * endpoint or a region the user gave as an option wins over the
+ * container's. *out owned by the caller. A malformed endpoint is
+ * -EINVAL. */
+int s3_config_derive(const struct s3_config *base, const char *endpoint,
+                     const char *region, int anonymous,
+                     struct s3_config **out, struct zerr *err);
 /* Free, wiping the secrets; NULL-safe. */
 void s3_config_free(struct s3_config *c);
 /* Are requests sent unsigned (no credentials found, or no_sign_request)? */

@@ -339,6 +339,11 @@ int confine_check_url(const struct confine *c, const char *url,
   return 0;
 }
 
+/* The remote context (borrowed), or NULL. */
+struct remote *confine_remote(const struct confine *c) {
+  return c ? c->remote : NULL;
+}
+
 int confine_open_url(const struct confine *c, const char *url, uint64_t off,
                      uint64_t len, struct io_stats *stats, struct bytesrc **out,
                      struct zerr *err) {

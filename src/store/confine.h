@@ -63,6 +63,8 @@ int confine_open(const struct confine *c, const char *path,
  * fetched from a URL may read no local file at all. */
 struct remote;
 void confine_set_remote(struct confine *c, struct remote *r);
+/* The remote context set above (borrowed), or NULL. */
+struct remote *confine_remote(const struct confine *c);
 /* Allow url prefix explicitly (link-local addresses included). */
 int confine_add_url_prefix(struct confine *c, const char *prefix,
                            struct zerr *err);

@@ -21,8 +21,14 @@
  * value). Manifests are loaded on first use, only those whose extents
  * hold the coordinates a read or listing touches, into a memo of the
  * repository (src/util/memo.h, level MEMO_LEVEL_STORE) shared by its
- * snapshot stores and kept within a byte budget. Virtual chunks' checksums
- * (ETag, last-modified) are not checked against the object yet. */
+ * snapshot stores and kept within a byte budget. A virtual chunk's
+ * checksum is checked against its object, from the first read on: a
+ * remote one is pinned to the ETag (If-Match) or to "not modified after"
+ * the recorded time (If-Unmodified-Since, and the Last-Modified answered)
+ * through rversion_pin (src/net/rversion.h); a local file's ETag is
+ * Icechunk's "INODE-MTIME-SIZE" and its mtime may not be after the
+ * recorded time (checked when the chunk is opened). A mismatch is -EIO
+ * naming the URL and the checksum, never other bytes. */
 #ifndef ZARRFS_ICECHUNK_H
 #define ZARRFS_ICECHUNK_H
 

@@ -22,4 +22,11 @@ int icefmt_read_file(struct store *s, const char *key, enum icefmt_type want,
                      size_t max_decode, uint8_t **fb, size_t *len,
                      struct zerr *err);
 
+/* The virtual chunk containers of a spec 2 repo info table t (its
+ * configuration, a FlexBuffers map in slot 9), appended to r. A
+ * configuration that cannot be read names no container. */
+struct fb_table;
+int icefmt_repo_config(const struct fb_table *t, struct icefmt_repo *r,
+                       struct zerr *err);
+
 #endif

@@ -92,6 +92,28 @@ struct icefmt_ref {
   uint8_t snap[12];
 };
 
+/* What a virtual chunk container's store is. */
+enum icefmt_vkind {
+  ICEFMT_VK_OTHER = 0, /* a store zarrfs does not read (gcs, azure, ...) */
+  ICEFMT_VK_S3,        /* s3, s3_compatible, tigris, r2: the S3 API */
+  ICEFMT_VK_HTTP,      /* http */
+  ICEFMT_VK_LOCAL,     /* local_file_system */
+};
+
+/* The store settings of a virtual chunk container. */
+struct icefmt_vstore {
+  enum icefmt_vkind kind;
+  char *endpoint; /* endpoint_url (http:// or https://), NULL when unset */
+  char *region;   /* NULL when unset */
+  int anonymous, force_path_style, allow_http; /* 0 or 1 */
+  const char *unusable; /* why no chunk may be read through it (a static
+                           string), or NULL */
+};
+
+/* Longest container endpoint and region accepted. */
+#define ICEFMT_ENDPOINT_MAX 512
+#define ICEFMT_REGION_MAX 64
+
 /* A repository's refs. Owned by whoever loaded it (icefmt_repo_free). */
 struct icefmt_repo {
   int spec;                    /* 1 or 2 */
@@ -103,13 +125,14 @@ struct icefmt_repo {
   size_t ndeleted;
   struct icefmt_snapinfo *snaps; /* spec 2: every snapshot; spec 1: none */
   size_t nsnaps;
-  int refs_listed;      /* spec 1: 0 when the store could not list refs/ (HTTP):
-                           refs are then read one by one on demand */
-  char **containers;    /* url_prefix of each virtual chunk container */
-  size_t ncontainers;   /* (spec 1 config.yaml, spec 2 the repo file's
-                           configuration) */
-  int containers_known; /* 0: spec 1 without config.yaml (any prefix the
-                           user allows) */
+  int refs_listed;   /* spec 1: 0 when the store could not list refs/ (HTTP):
+                        refs are then read one by one on demand */
+  char **containers; /* url_prefix of each virtual chunk container */
+  struct icefmt_vstore *stores; /* and its store, in the same order */
+  size_t ncontainers;           /* (spec 1 config.yaml, spec 2 the repo file's
+                                   configuration) */
+  int containers_known;         /* 0: spec 1 without config.yaml (any prefix the
+                                   user allows) */
 };
 
 /* Parse a spec 2 repo info flatbuffer. *out owned by the caller. */
@@ -118,10 +141,18 @@ int icefmt_repo_parse(const uint8_t *fb, size_t len, struct icefmt_repo **out,
 /* Parse a spec 1 `ref.json` ({"snapshot": "ID"}). */
 int icefmt_refjson_parse(const char *text, size_t len, uint8_t id[12],
                          struct zerr *err);
-/* The virtual chunk containers' url_prefix values of a spec 1
- * `config.yaml` (the one key read: `url_prefix:` lines), appended to r. */
+/* The virtual chunk containers of a spec 1 `config.yaml`, appended to r:
+ * under `virtual_chunk_containers:`, each container's `url_prefix` and
+ * `store: !KIND` with its `endpoint_url`, `region`, `anonymous`,
+ * `force_path_style` and `allow_http` (block style, as Icechunk writes
+ * it; anything else is skipped). */
 int icefmt_config_yaml(const char *text, size_t len, struct icefmt_repo *r,
                        struct zerr *err);
+/* The container of url: the one with the longest url_prefix that url
+ * starts with (as Icechunk matches them), or -1. */
+long icefmt_container_of(const struct icefmt_repo *r, const char *url);
+/* Free r's containers and set none; NULL-safe. */
+void icefmt_containers_free(struct icefmt_repo *r);
 /* Load a repository's refs through store s: `repo` (spec 2) if present,
  * else `refs/` (spec 1; `refs/branch.main/ref.json` must exist). -ENOENT
  * when s holds neither. *out owned by the caller. */

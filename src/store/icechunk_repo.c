@@ -1,6 +1,6 @@
 /* icechunk_repo.c - a repository's refs and history: the spec 2 `repo` info
- * file (branches, tags, deleted tags, every snapshot, the virtual chunk
- * containers of its configuration) and the spec 1 refs
+ * file (branches, tags, deleted tags, every snapshot; its configuration's
+ * virtual chunk containers are read by icechunk_vcc.c) and the spec 1 refs
  * (`refs/branch.NAME/ref.json`, `refs/tag.NAME/ref.json`,
  * `ref.json.deleted` tombstones, `config.yaml`), read through a store.
  * Parsing only, no locks; a struct icefmt_repo belongs to whoever loaded
@@ -8,7 +8,7 @@
  * icechunk-format/flatbuffers/ (a union takes two: its type, then its
  * value); spec 1 files use a prefix of the same tables. The icefmt_ prefix
  * is the format module's across its files (icechunk_fmt.c,
- * icechunk_common.c, icechunk_repo.c, icechunk_snap.c,
+ * icechunk_common.c, icechunk_repo.c, icechunk_vcc.c, icechunk_snap.c,
  * icechunk_manifest.c). */
 #define _GNU_SOURCE
 #include "icechunk_fmt.h"
@@ -92,37 +92,6 @@ static int parse_refs(const struct fb_table *t, unsigned id,
   return sort_refs(*out, *n, what, err);
 }
 
-static int add_container(struct icefmt_repo *r, const char *s, size_t n,
-                         struct zerr *err);
-
-/* The url_prefix of every virtual chunk container in the repository's
- * configuration (a FlexBuffers map). A configuration that cannot be read
- * names no container, so no virtual chunk is read. */
-static int repo_config(const struct fb_table *t, struct icefmt_repo *r,
-                       struct zerr *err) {
-  r->containers_known = 1;
-  struct fb_vec v;
-  struct zerr e2 = {0};
-  if (fb_vector(t, 9, 1, 1, &v, &e2) <= 0 || v.n == 0)
-    return 0;
-  struct fb_flex root, vcc, c, up;
-  if (fb_flex_root(v.buf + v.pos, v.n, &root, &e2) < 0 ||
-      fb_flex_get(&root, "virtual_chunk_containers", &vcc, &e2) <= 0)
-    return 0;
-  uint32_t n;
-  if (fb_flex_size(&vcc, &n, &e2) < 0)
-    return 0;
-  for (uint32_t i = 0; i < n; i++) {
-    const char *s;
-    uint32_t sn;
-    if (fb_flex_at(&vcc, i, &c, &e2) == 0 &&
-        fb_flex_get(&c, "url_prefix", &up, &e2) == 1 &&
-        fb_flex_string(&up, &s, &sn, &e2) == 1 && sn > 0)
-      ZTRY(add_container(r, s, sn, err));
-  }
-  return 0;
-}
-
 /* The body of icefmt_repo_parse, filling r. */
 static int repo_fill(const uint8_t *fb, size_t len, struct icefmt_repo *r,
                      struct zerr *err) {
@@ -186,7 +155,7 @@ static int repo_fill(const uint8_t *fb, size_t len, struct icefmt_repo *r,
       r->tags[k++] = r->tags[i];
   }
   r->ntags = k;
-  return repo_config(&t, r, err);
+  return icefmt_repo_config(&t, r, err);
 }
 
 /* A spec 2 repo info flatbuffer into a struct icefmt_repo. */
@@ -221,51 +190,6 @@ int icefmt_refjson_parse(const char *text, size_t len, uint8_t id[12],
                   "Crockford base 32)");
   json_decref(j);
   return rc;
-}
-
-/* Append a malloc'd copy of s[0..n) to r->containers. */
-static int add_container(struct icefmt_repo *r, const char *s, size_t n,
-                         struct zerr *err) {
-  char **v = realloc(r->containers, (r->ncontainers + 1) * sizeof *v);
-  if (!v)
-    return zerr_set(err, ENOMEM, "out of memory");
-  r->containers = v;
-  if (!(v[r->ncontainers] = strndup(s, n)))
-    return zerr_set(err, ENOMEM, "out of memory");
-  r->ncontainers++;
-  return 0;
-}
-
-/* The url_prefix lines of config.yaml: the one key a reader needs. */
-int icefmt_config_yaml(const char *text, size_t len, struct icefmt_repo *r,
-                       struct zerr *err) {
-  const char *p = text, *end = text + len;
-  while (p < end) {
-    const char *eol = memchr(p, '\n', (size_t)(end - p));
-    if (!eol)
-      eol = end;
-    const char *q = p;
-    while (q < eol && (*q == ' ' || *q == '\t'))
-      q++;
-    static const char key[] = "url_prefix:";
-    if ((size_t)(eol - q) > sizeof key - 1 && !memcmp(q, key, sizeof key - 1)) {
-      q += sizeof key - 1;
-      while (q < eol && *q == ' ')
-        q++;
-      const char *e = eol;
-      while (e > q && (e[-1] == ' ' || e[-1] == '\r'))
-        e--;
-      if (e - q >= 2 && (*q == '"' || *q == '\'') && e[-1] == *q) {
-        q++;
-        e--;
-      }
-      if (e > q && !memchr(q, '\0', (size_t)(e - q)))
-        ZTRY(add_container(r, q, (size_t)(e - q), err));
-    }
-    p = eol + 1;
-  }
-  r->containers_known = 1;
-  return 0;
 }
 
 /* Read a small text object; -ENOENT passes through. */
@@ -509,12 +433,10 @@ void icefmt_repo_free(struct icefmt_repo *r) {
     free(r->deleted_tags[i]);
   for (size_t i = 0; i < r->nsnaps; i++)
     free(r->snaps[i].message);
-  for (size_t i = 0; i < r->ncontainers; i++)
-    free(r->containers[i]);
+  icefmt_containers_free(r);
   free(r->branches);
   free(r->tags);
   free(r->deleted_tags);
   free(r->snaps);
-  free(r->containers);
   free(r);
 }

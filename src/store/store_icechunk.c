@@ -18,6 +18,7 @@
 #include "confine.h"
 #include "icechunk.h"
 #include "icechunk_fmt.h"
+#include "icechunk_virt.h"
 
 /* Chunk files kept open: a read of many chunks meets the same few files
  * (an Icechunk writer packs many chunks in one), and opening one per chunk
@@ -38,6 +39,7 @@ struct icechunk {
   unsigned kept_next; /* the slot to replace next (round robin) */
   struct icefmt_repo *refs;
   const struct confine *c; /* borrowed; NULL: no virtual chunk */
+  struct icevirt *virt;    /* the virtual chunk reader (owned) */
   size_t max_decode;
   struct memo *manifests; /* by manifest id, shared by every snapshot
                              store (level MEMO_LEVEL_STORE) */
@@ -100,6 +102,8 @@ int icechunk_open(struct store *s, size_t max_decode, size_t budget,
   int rc = memo_new(&mc, &ic->manifests, err);
   if (rc == 0)
     rc = icefmt_repo_load(s, max_decode, &ic->refs, err);
+  if (rc == 0)
+    rc = icevirt_new(ic->refs, c, &ic->virt, err);
   if (rc < 0) {
     icechunk_unref(ic);
     return rc;
@@ -248,6 +252,7 @@ struct icechunk *icechunk_ref(struct icechunk *ic) {
 void icechunk_unref(struct icechunk *ic) {
   if (!ic || atomic_fetch_sub(&ic->nrefs, 1) != 1)
     return;
+  icevirt_free(ic->virt);
   memo_free(ic->manifests);
   for (size_t i = 0; i < IC_FILES_KEPT; i++)
     bytesrc_unref(ic->kept[i].b);
@@ -442,50 +447,6 @@ static int chunk_ref(struct store_icechunk *st, const struct ic_chunkkey *ck,
   return zerr_set(err, ENOENT, "no such key");
 }
 
-/* Is url under one of the repository's virtual chunk containers (when
- * it lists them)? */
-static int in_container(const struct icefmt_repo *r, const char *url) {
-  if (!r->containers_known)
-    return 1;
-  for (size_t i = 0; i < r->ncontainers; i++)
-    if (!strncmp(url, r->containers[i], strlen(r->containers[i])))
-      return 1;
-  return 0;
-}
-
-/* Open a virtual chunk: a file:// path through the confine's roots, a
- * URL only under a prefix the user named. */
-static int virtual_open(struct store_icechunk *st, const struct icefmt_chunk *c,
-                        struct bytesrc **out, struct zerr *err) {
-  const struct confine *cf = st->ic->c;
-  if (!cf)
-    return zerr_set(err, EACCES,
-                    "virtual chunk %s: no virtual chunk may be "
-                    "read here",
-                    c->location);
-  if (!in_container(st->ic->refs, c->location))
-    return zerr_set(err, EACCES,
-                    "virtual chunk %s: not under a virtual "
-                    "chunk container of the repository",
-                    c->location);
-  if (!strncmp(c->location, "file://", 7)) {
-    struct bytesrc *f;
-    ZTRY(confine_open(cf, c->location + 7, &st->base.stats, &f, err));
-    int rc = bytesrc_sub(f, c->offset, c->length, out, err);
-    bytesrc_unref(f);
-    return rc;
-  }
-  int named;
-  ZTRY(confine_check_url(cf, c->location, &named, err));
-  if (!named)
-    return zerr_set(err, EACCES,
-                    "virtual chunk %s: not authorized (allow "
-                    "its prefix with -o target_root=PREFIX)",
-                    c->location);
-  return confine_open_url(cf, c->location, c->offset, c->length,
-                          &st->base.stats, out, err);
-}
-
 /* The chunk file id (its key: key): a kept one, else opened and kept in
  * place of the oldest. *out holds a reference. */
 static int chunk_file(struct icechunk *ic, const uint8_t id[12],
@@ -522,7 +483,7 @@ static int chunk_open(struct store_icechunk *st, const struct icefmt_chunk *c,
     return *out ? 0 : zerr_set(err, ENOMEM, "out of memory");
   }
   if (c->kind == ICEFMT_VIRTUAL)
-    return virtual_open(st, c, out, err);
+    return icevirt_open(st->ic->virt, c, &st->base.stats, out, err);
   char key[8 + ICEFMT_ID_CHARS] = "chunks/";
   icefmt_id_encode(c->chunk_id, 12, key + 7);
   struct bytesrc *f;

@@ -21,7 +21,16 @@
 #     EIO when another prefix is (skipped without node, jq and s3rver);
 #  6. the same repositories over S3 (s3rver: test-repo-v2, split-repo-v1)
 #     and HTTP (nginx: test-repo-v1, whose refs cannot be listed there, and
-#     test-repo-v2): main, a branch, a tag and a snapshot read the same.
+#     test-repo-v2): main, a branch, a tag and a snapshot read the same;
+#  7. virtual chunk checksums and containers, in repositories written by
+#     tests/writers/icechunk_writer.py (spec 1 and 2): over s3rver (the
+#     container's own endpoint, not the environment's), a chunk whose ETag
+#     or time matches reads byte-exact, an object rewritten after its ETag
+#     was recorded or modified after its time is EIO with a log line
+#     naming key and URL while the others read; a container whose endpoint
+#     is down fails, -o endpoint wins over it, -o target_root still
+#     confines; over nginx (ETag and Last-Modified), over faultsrv (a
+#     server that ignores If-Match), and local files (mtime, ETag).
 # Absent fixtures skip (exit 77), or fail under CI=true.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
@@ -288,6 +297,214 @@ if [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1; then
   assert_one_refusal "http: a deleted tag is refused" "$ZT_TMP/r6.err" "deleted"
 else
   zt_skip_part "nginx missing: repositories over HTTP"
+fi
+
+
+# ---- 7. virtual chunk checksums ----
+
+# vrepo OUT SPEC CONTAINERS CHUNKS: a repository written by
+# tests/writers/icechunk_writer.py whose array /v (int32, one element per
+# chunk) has the chunk references CHUNKS (a JSON list of "virtual"
+# objects: location, length, etag or last_modified), under the virtual
+# chunk containers CONTAINERS (a JSON object url_prefix -> store config).
+vrepo() {
+  /usr/bin/python3 - "$@" >"$ZT_TMP/vdesc.json" <<'EOF'
+import json, sys
+out, spec, containers, chunks = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
+arr = {"shape": [len(chunks)], "data_type": "int32",
+       "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
+       "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+       "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+       "attributes": {}, "zarr_format": 3, "node_type": "array"}
+grp = {"attributes": {}, "zarr_format": 3, "node_type": "group"}
+refs = [{"index": [i], "virtual": v} for i, v in enumerate(chunks)]
+desc = {"spec": spec, "snapshots": [{"id": "s1", "parent": None, "message": "virtual",
+        "nodes": [{"path": "/", "type": "group", "zarr": grp},
+                  {"path": "/v", "type": "array", "zarr": arr, "chunks": refs}]}],
+        "branches": {"main": "s1"}, "tags": {}, "deleted_tags": {}}
+if spec == 2:
+    desc["config"] = {"virtual_chunk_containers": {
+        k: {"name": None, "url_prefix": k, "store": v} for k, v in containers.items()}}
+else:
+    y = "virtual_chunk_containers:\n"
+    for i, (k, v) in enumerate(containers.items()):
+        y += "  c%d:\n    name: c%d\n    url_prefix: %s\n" % (i, i, k)
+        kind, conf = next(iter(v.items()))
+        y += "    store: !%s\n" % kind
+        for ck, cv in conf.items():
+            y += "      %s: %s\n" % (ck, json.dumps(cv))
+    desc["config_yaml"] = y
+json.dump(desc, sys.stdout)
+EOF
+  /usr/bin/python3 "$ZARRFS_SRCDIR/tests/writers/icechunk_writer.py" write "$1" \
+    "$ZT_TMP/vdesc.json" --spec "$2" >/dev/null
+}
+
+# i32 N: the 4 bytes of N as a little-endian int32.
+i32() { printf "\\x$(printf %02x "$1")\\x00\\x00\\x00"; }
+md5etag() { md5sum "$1" | cut -d' ' -f1; }
+
+# logged DESC PATTERN...: one log line holds every pattern.
+logged() {
+  local desc=$1 l
+  shift
+  l=$(cat "$ZT_LOG")
+  for p in "$@"; do l=$(printf '%s\n' "$l" | grep -F -- "$p"); done
+  if [ -n "$l" ]; then pass "$desc"; else fail "$desc"; show "$ZT_LOG"; fi
+}
+
+VD=$(zt_mkdir virt)
+mkdir -p "$VD/obj"
+i32 7 >"$VD/obj/good"
+i32 8 >"$VD/obj/stale"
+i32 10 >"$VD/obj/lm"
+touch -d '2001-01-01 00:00:00 UTC' "$VD/obj/good" "$VD/obj/stale" "$VD/obj/lm"
+STALE_MD5=$(md5etag "$VD/obj/stale")
+GOOD_MD5=$(md5etag "$VD/obj/good")
+
+if [ -n "${S3_ENDPOINT:-}" ]; then
+  srv_s3_put_tree vbkt "$VD/obj"
+  i32 9 >"$VD/s3stale"
+  srv_s3_curl -T "$VD/s3stale" -o /dev/null "$S3_ENDPOINT/vbkt/stale"
+  CT='{"s3://vbkt/": {"s3_compatible": {"region": "us-east-1", "endpoint_url": "'$S3_ENDPOINT'", "force_path_style": true, "anonymous": false, "allow_http": true}}}'
+  CH='[{"location": "s3://vbkt/good", "length": 4, "etag": "\"'$GOOD_MD5'\""},
+       {"location": "s3://vbkt/stale", "length": 4, "etag": "'$STALE_MD5'"},
+       {"location": "s3://vbkt/lm", "length": 4, "last_modified": 1000000000},
+       {"location": "s3://vbkt/good", "length": 4, "last_modified": 4294111232},
+       {"location": "s3://vbkt/good", "length": 4}]'
+  for spec in 1 2; do
+    vrepo "$ZT_TMP/vs3-$spec" "$spec" "$CT" "$CH"
+    # the container's endpoint is used (not the environment's)
+    if AWS_ENDPOINT_URL=http://127.0.0.1:9 zmount "$ZT_TMP/vs3-$spec" "$MNT" \
+      -o target_root=s3://vbkt; then
+      assert_file_eq "s3 spec $spec: a chunk whose ETag matches reads byte-exact" \
+        "$VD/obj/good" "$MNT/v/c/0"
+      assert_fails_with_eio "s3 spec $spec: an object rewritten after its ETag was recorded" \
+        "$MNT/v/c/1"
+      logged "s3 spec $spec: one log line names the key and the URL" "v/c/1" "s3://vbkt/stale"
+      assert_fails_with_eio "s3 spec $spec: an object modified after its recorded time" \
+        "$MNT/v/c/2"
+      logged "s3 spec $spec: the log names the key and the URL (last modified)" \
+        "v/c/2" "s3://vbkt/lm"
+      assert_file_eq "s3 spec $spec: a chunk not modified since its time reads" \
+        "$VD/obj/good" "$MNT/v/c/3"
+      assert_file_eq "s3 spec $spec: a chunk without checksum reads" \
+        "$VD/obj/good" "$MNT/v/c/4"
+      assert_fails_with_eio "s3 spec $spec: the stale chunk fails again" "$MNT/v/c/1"
+      zumount "$MNT"
+    fi
+  done
+  # a container whose endpoint answers nothing: its chunks fail, though the
+  # environment names a server that has them; an endpoint given with -o
+  # endpoint wins over the container's
+  CT='{"s3://vbkt/": {"s3": {"endpoint_url": "http://127.0.0.1:9", "region": "eu-west-1", "force_path_style": true}}}'
+  vrepo "$ZT_TMP/vs3-off" 2 "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
+  if AWS_ENDPOINT_URL=$S3_ENDPOINT zmount "$ZT_TMP/vs3-off" "$MNT" -o target_root=s3://vbkt; then
+    assert_fails_with_eio "s3: a chunk under a container whose endpoint is down" "$MNT/v/c/0"
+    logged "s3: the log names the key and the URL" "v/c/0" "s3://vbkt/good"
+    zumount "$MNT"
+  fi
+  if zmount "$ZT_TMP/vs3-off" "$MNT" -o "endpoint=$S3_ENDPOINT" -o target_root=s3://vbkt; then
+    assert_file_eq "s3: -o endpoint wins over the container's" "$VD/obj/good" "$MNT/v/c/0"
+    zumount "$MNT"
+  fi
+  # an anonymous container: requests unsigned, as Icechunk sends them
+  CT='{"s3://vbkt/": {"s3_compatible": {"endpoint_url": "'$S3_ENDPOINT'", "anonymous": true}}}'
+  vrepo "$ZT_TMP/vs3-anon" 1 "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
+  if zmount "$ZT_TMP/vs3-anon" "$MNT" -o target_root=s3://vbkt; then
+    assert_file_eq "s3: a chunk of an anonymous container" "$VD/obj/good" "$MNT/v/c/0"
+    zumount "$MNT"
+  fi
+  # a container that allows another bucket than the one authorized
+  CT='{"s3://vbkt/": {"s3_compatible": {"endpoint_url": "'$S3_ENDPOINT'"}}}'
+  vrepo "$ZT_TMP/vs3-auth" 2 "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
+  if zmount "$ZT_TMP/vs3-auth" "$MNT" -o target_root=s3://otherbkt; then
+    assert_fails_with_eio "s3: a container's chunk not authorized by -o target_root" "$MNT/v/c/0"
+    zumount "$MNT"
+  fi
+else
+  zt_skip_part "s3rver missing: virtual chunk checksums over S3"
+fi
+
+if [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1; then
+  srv_nginx_start "$VD/obj"
+  ETAG_GOOD=$(curl -sI "$NGINX_URL/good" | tr -d '\r' | sed -n 's/^[Ee][Tt]ag: //p')
+  ETAG_STALE=$(curl -sI "$NGINX_URL/stale" | tr -d '\r' | sed -n 's/^[Ee][Tt]ag: //p')
+  i32 11 >"$VD/obj/stale"
+  CT='{"'$NGINX_URL'/": {"http": {}}}'
+  CH='[{"location": "'$NGINX_URL'/good", "length": 4, "etag": '"$(printf '%s' "$ETAG_GOOD" | jq -R .)"'},
+       {"location": "'$NGINX_URL'/stale", "length": 4, "etag": '"$(printf '%s' "$ETAG_STALE" | jq -R .)"'},
+       {"location": "'$NGINX_URL'/lm", "length": 4, "last_modified": 900000000},
+       {"location": "'$NGINX_URL'/lm", "length": 4, "last_modified": 1000000000}]'
+  vrepo "$ZT_TMP/vhttp" 2 "$CT" "$CH"
+  if zmount "$ZT_TMP/vhttp" "$MNT" -o "target_root=$NGINX_URL"; then
+    assert_file_eq "http: a chunk whose ETag matches reads byte-exact" \
+      "$VD/obj/good" "$MNT/v/c/0"
+    assert_fails_with_eio "http: a file rewritten after its ETag was recorded" "$MNT/v/c/1"
+    logged "http: one log line names the key and the URL" "v/c/1" "$NGINX_URL/stale"
+    assert_fails_with_eio "http: a file modified after its recorded time" "$MNT/v/c/2"
+    assert_file_eq "http: a file not modified since its recorded time reads" \
+      "$VD/obj/lm" "$MNT/v/c/3"
+    zumount "$MNT"
+  fi
+else
+  zt_skip_part "nginx missing: virtual chunk checksums over HTTP"
+fi
+
+FSRV=${ZARRFS_BUILDDIR:-.}/tests/integration/faultsrv
+if [ -x "$FSRV" ]; then
+  srv_fault_start "$VD/obj"
+  # a server that ignores If-Match: the answer's ETag is checked
+  CT='{"'$FAULT_URL'/": {"http": {}}}'
+  CH='[{"location": "'$FAULT_URL'/_f/etagreq/good", "length": 4, "etag": "req-recorded"},
+       {"location": "'$FAULT_URL'/good", "length": 4},
+       {"location": "'$FAULT_URL'/good", "length": 4, "etag": "x\r\nX-Evil: 1"}]'
+  vrepo "$ZT_TMP/vfault" 2 "$CT" "$CH"
+  if zmount "$ZT_TMP/vfault" "$MNT" -o "target_root=$FAULT_URL"; then
+    assert_fails_with_eio "http: a server ignoring If-Match answers another ETag: EIO" \
+      "$MNT/v/c/0"
+    assert_file_eq "http: the same object without a checksum reads" \
+      "$VD/obj/good" "$MNT/v/c/1"
+    assert_fails_with_eio "http: an ETag that cannot go in a header: EIO" "$MNT/v/c/2"
+    zumount "$MNT"
+  fi
+else
+  zt_skip_part "faultsrv not built: a server that ignores If-Match"
+fi
+
+# a container whose settings cannot be trusted is refused whole, in the
+# repo file (FlexBuffers) as in config.yaml
+CT='{"s3://vbkt/": {"s3_compatible": {"endpoint_url": "ftp://127.0.0.1/", "region": "us-east-1"}}}'
+for spec in 1 2; do
+  vrepo "$ZT_TMP/vbad-$spec" "$spec" "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
+  if zmount "$ZT_TMP/vbad-$spec" "$MNT" -o target_root=s3://vbkt; then
+    assert_fails_with_eio "spec $spec: a container with an ftp:// endpoint is unusable" "$MNT/v/c/0"
+    logged "spec $spec: the log names the key, the URL and why" "v/c/0" "s3://vbkt/good" \
+      "endpoint_url is not an http:// or https:// URL"
+    zumount "$MNT"
+  fi
+done
+
+# local files: Icechunk's local store compares the file's mtime
+cp "$VD/obj/good" "$VD/local"
+touch -d '2001-01-01 00:00:00 UTC' "$VD/local"
+CT='{"file://'$VD'/": {"local_file_system": ""}}'
+# and its ETag, INODE-MTIME(us)-SIZE in hexadecimal (object_store's)
+LTAG=$(/usr/bin/python3 -c 'import os,sys; s=os.stat(sys.argv[1]); print("%x-%x-%x" % (s.st_ino, s.st_mtime_ns // 1000, s.st_size))' "$VD/local")
+CH='[{"location": "file://'$VD'/local", "length": 4, "last_modified": 1000000000},
+     {"location": "file://'$VD'/local", "length": 4, "last_modified": 900000000},
+     {"location": "file://'$VD'/local", "length": 4, "etag": "'$LTAG'"},
+     {"location": "file://'$VD'/local", "length": 4, "etag": "1-2-4"}]'
+vrepo "$ZT_TMP/vlocal" 2 "$CT" "$CH"
+if zmount "$ZT_TMP/vlocal" "$MNT" -o "target_root=$VD"; then
+  assert_file_eq "file: a file not modified since its recorded time reads" \
+    "$VD/local" "$MNT/v/c/0"
+  assert_fails_with_eio "file: a file modified after its recorded time" "$MNT/v/c/1"
+  logged "file: the log names the key and the path" "v/c/1" "file://$VD/local"
+  assert_file_eq "file: a file whose Icechunk ETag matches reads" "$VD/local" "$MNT/v/c/2"
+  assert_fails_with_eio "file: a file whose Icechunk ETag differs" "$MNT/v/c/3"
+  logged "file: the log names the key, the path and the ETag" "v/c/3" "file://$VD/local" '"1-2-4"'
+  zumount "$MNT"
 fi
 
 finish

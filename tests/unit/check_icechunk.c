@@ -8,6 +8,9 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "../../src/net/remote.h"
+#include "../../src/net/rversion.h"
+#include "../../src/net/s3.h"
 #include "../../src/store/icechunk.h"
 #include "../../src/store/icechunk_fmt.h"
 #include "../../src/store/store.h"
@@ -142,9 +145,7 @@ START_TEST(ref_json_and_config) {
   ck_assert_uint_eq(r.ncontainers, 2);
   ck_assert_str_eq(r.containers[0], "s3://testbucket");
   ck_assert_str_eq(r.containers[1], "file:///x");
-  for (size_t i = 0; i < r.ncontainers; i++)
-    free(r.containers[i]);
-  free(r.containers);
+  icefmt_containers_free(&r);
 }
 END_TEST
 
@@ -235,6 +236,16 @@ START_TEST(refs_and_histories) {
     for (size_t i = 0; i < r->ncontainers; i++)
       found |= !strncmp(r->containers[i], "s3://testbucket", 15);
     ck_assert(found);
+    /* the s3 container's store, as Icechunk's tests configure it */
+    long ci = icefmt_container_of(r, "s3://testbucket/can_read_old/chunk-1");
+    ck_assert_int_ge(ci, 0);
+    const struct icefmt_vstore *v = &r->stores[ci];
+    ck_assert_int_eq(v->kind, ICEFMT_VK_S3);
+    ck_assert_str_eq(v->endpoint, "http://localhost:4200");
+    ck_assert_str_eq(v->region, "us-east-1");
+    ck_assert_int_eq(v->force_path_style, 1);
+    ck_assert_int_eq(v->anonymous, 0);
+    ck_assert_ptr_null(v->unusable);
   }
   char h[1024];
   const char *base = "fill data|empty structure|Repository initialized";
@@ -351,6 +362,9 @@ START_TEST(trees_and_chunks) {
   ck_assert_int_eq(c->kind, ICEFMT_VIRTUAL);
   ck_assert_str_eq(c->location, "s3://testbucket/can_read_old/chunk-1");
   ck_assert_uint_eq(c->offset, 0);
+  /* its checksum: a last-modified time (2106), no ETag */
+  ck_assert_uint_eq(c->last_modified, 4294111232u);
+  ck_assert_str_eq(c->etag, "");
   at[1] = 1;
   ck_assert_int_eq(chunk_at(s, bc, at, c, &nrefs), 0);
   ck_assert_int_eq(c->kind, ICEFMT_NATIVE);
@@ -814,12 +828,244 @@ START_TEST(damaged_files) {
 }
 END_TEST
 
+/* The containers of a config.yaml r (cleared first). */
+static void yaml_load(struct icefmt_repo *r, const char *yaml) {
+  struct zerr err = {0};
+  icefmt_containers_free(r);
+  ck_assert_int_eq(icefmt_config_yaml(yaml, strlen(yaml), r, &err), 0);
+}
+
+START_TEST(container_configs) {
+  struct icefmt_repo r = {0};
+  /* Icechunk's block style: a map of containers, each store a tag */
+  yaml_load(&r, "inline_chunk_threshold_bytes: 12\n"
+                "virtual_chunk_containers:\n"
+                "  tigris:\n    name: tigris\n    url_prefix: tigris\n"
+                "    store: !tigris\n      region: null\n"
+                "      endpoint_url: https://fly.storage.tigris.dev\n"
+                "      anonymous: false\n"
+                "  file:\n    url_prefix: file\n"
+                "    store: !local_file_system ''\n"
+                "  gcs:\n    url_prefix: gcs\n    store: !gcs {}\n"
+                "  s3:\n    name: s3\n    url_prefix: s3://testbucket\n"
+                "    store: !s3_compatible\n      region: us-east-1\n"
+                "      endpoint_url: \"http://localhost:4200\"\n"
+                "      anonymous: true\n      force_path_style: true\n"
+                "  s3sub:\n    url_prefix: s3://testbucket/sub/\n"
+                "    store: !S3\n      region: eu-west-3\n"
+                "manifest: null\n"
+                "url_prefix: s3://not-a-container\n");
+  ck_assert_uint_eq(r.ncontainers, 5);
+  ck_assert_str_eq(r.containers[0], "tigris");
+  ck_assert_int_eq(r.stores[0].kind, ICEFMT_VK_S3);
+  ck_assert_ptr_null(r.stores[0].region);
+  ck_assert_str_eq(r.stores[0].endpoint, "https://fly.storage.tigris.dev");
+  ck_assert_int_eq(r.stores[1].kind, ICEFMT_VK_LOCAL);
+  ck_assert_int_eq(r.stores[2].kind, ICEFMT_VK_OTHER);
+  ck_assert_str_eq(r.containers[3], "s3://testbucket");
+  ck_assert_str_eq(r.stores[3].endpoint, "http://localhost:4200");
+  ck_assert_str_eq(r.stores[3].region, "us-east-1");
+  ck_assert_int_eq(r.stores[3].anonymous, 1);
+  ck_assert_int_eq(r.stores[3].force_path_style, 1);
+  ck_assert_str_eq(r.stores[4].region, "eu-west-3");
+  ck_assert_ptr_null(r.stores[4].endpoint);
+  /* the longest prefix wins, as in Icechunk */
+  ck_assert_int_eq(icefmt_container_of(&r, "s3://testbucket/sub/x"), 4);
+  ck_assert_int_eq(icefmt_container_of(&r, "s3://testbucket/x"), 3);
+  ck_assert_int_eq(icefmt_container_of(&r, "http://elsewhere/x"), -1);
+  /* older writers: a list of containers */
+  yaml_load(&r, "virtual_chunk_containers:\n"
+                "- name: s3\n  url_prefix: s3://\n  store: !S3Compatible\n"
+                "    endpoint_url: https://minio.example:9000/\n"
+                "- name: h\n  url_prefix: 'https://data.example/'\n"
+                "  store: !http {}\n"
+                "other: 1\n");
+  ck_assert_uint_eq(r.ncontainers, 2);
+  ck_assert_str_eq(r.containers[0], "s3://");
+  ck_assert_int_eq(r.stores[0].kind, ICEFMT_VK_S3);
+  ck_assert_str_eq(r.stores[0].endpoint, "https://minio.example:9000/");
+  ck_assert_str_eq(r.containers[1], "https://data.example/");
+  ck_assert_int_eq(r.stores[1].kind, ICEFMT_VK_HTTP);
+  /* hostile settings make a container unusable, never another server */
+  yaml_load(&r, "virtual_chunk_containers:\n"
+                "  a:\n    url_prefix: s3://a/\n    store: !s3\n"
+                "      endpoint_url: file:///etc/passwd\n"
+                "  b:\n    url_prefix: s3://b/\n    store: !s3\n"
+                "      region: \"us-east-1\\r\\nX-Evil: 1\"\n"
+                "  c:\n    url_prefix: s3://c/\n    store: !s3\n"
+                "      endpoint_url: http://a b/\n"
+                "  d:\n    store: !s3\n      endpoint_url: http://nowhere/\n"
+                "  e:\n    url_prefix: ''\n"
+                "  f:\n    url_prefix: null\n");
+  ck_assert_uint_eq(r.ncontainers, 3);
+  for (size_t i = 0; i < 3; i++) {
+    ck_assert_ptr_nonnull(r.stores[i].unusable);
+    ck_assert_ptr_null(r.stores[i].endpoint);
+    ck_assert_ptr_null(r.stores[i].region);
+  }
+  /* a long endpoint, deep indentation, no newline at the end, binary */
+  char big[ICEFMT_ENDPOINT_MAX + 200];
+  int n = snprintf(big, sizeof big,
+                   "virtual_chunk_containers:\n  a:\n    url_prefix: s3://a/\n"
+                   "    store: !s3\n      endpoint_url: http://");
+  memset(big + n, 'x', sizeof big - (size_t)n - 1);
+  big[sizeof big - 1] = '\0';
+  yaml_load(&r, big);
+  ck_assert_uint_eq(r.ncontainers, 1);
+  ck_assert_ptr_nonnull(r.stores[0].unusable);
+  const char junk[] = "virtual_chunk_containers:\n\x01\x02:\n  \xff: !\n"
+                      "      :\n -\n- \n-: :\n  url_prefix:\n";
+  struct zerr err = {0};
+  icefmt_containers_free(&r);
+  ck_assert_int_eq(icefmt_config_yaml(junk, sizeof junk - 1, &r, &err), 0);
+  ck_assert_uint_eq(r.ncontainers, 0);
+  icefmt_containers_free(&r);
+}
+END_TEST
+
+START_TEST(checksums) {
+  int64_t t;
+  char buf[32];
+  /* the three HTTP date forms */
+  ck_assert_int_eq(rversion_parse_date("Sun, 06 Nov 1994 08:49:37 GMT", &t), 0);
+  ck_assert_int_eq(t, 784111777);
+  ck_assert_int_eq(rversion_parse_date("Sunday, 06-Nov-94 08:49:37 GMT", &t),
+                   0);
+  ck_assert_int_eq(t, 784111777);
+  ck_assert_int_eq(rversion_parse_date("Sun Nov  6 08:49:37 1994", &t), 0);
+  ck_assert_int_eq(t, 784111777);
+  rversion_format_date(784111777, buf);
+  ck_assert_str_eq(buf, "Sun, 06 Nov 1994 08:49:37 GMT");
+  /* the fixture's last-modified (u32 seconds, year 2106) round trips */
+  rversion_format_date(4294111232u, buf);
+  ck_assert_int_eq(rversion_parse_date(buf, &t), 0);
+  ck_assert_int_eq(t, 4294111232);
+  rversion_format_date(0, buf);
+  ck_assert_str_eq(buf, "Thu, 01 Jan 1970 00:00:00 GMT");
+  const char *bad[] = {"",
+                       "yesterday",
+                       "Sun, 06 Nov 1994 08:49:37 CET",
+                       "Sun, 32 Nov 1994 08:49:37 GMT",
+                       "Sun, 06 Foo 1994 08:49:37 GMT",
+                       "Sun, 06 Nov 1994 25:49:37 GMT",
+                       "Sun, 06 Nov 1969 08:49:37 GMT",
+                       "Sun, 06 Nov 1994",
+                       ",,,,"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    ck_assert_msg(rversion_parse_date(bad[i], &t) == -EINVAL, "%s", bad[i]);
+  /* ETags: quotes aside, weak only equal to weak */
+  ck_assert(rversion_etag_same("\"abc\"", "abc"));
+  ck_assert(rversion_etag_same("abc", "abc"));
+  ck_assert(!rversion_etag_same("\"abc\"", "\"abd\""));
+  ck_assert(!rversion_etag_same("W/\"abc\"", "\"abc\""));
+  ck_assert(rversion_etag_same("W/\"abc\"", "W/abc"));
+  ck_assert(!rversion_etag_same("\"abc\"", ""));
+  ck_assert(rversion_etag_same("\"\"", ""));
+  /* pinning: an ETag that cannot go in a header is refused (no request
+   * is made: the window is given) */
+  struct remote_config rc;
+  remote_config_default(&rc);
+  struct remote *r;
+  struct zerr err = {0};
+  ck_assert_int_eq(remote_new(&rc, NULL, &r, &err), 0);
+  char longtag[400];
+  memset(longtag, 'a', sizeof longtag - 1);
+  longtag[sizeof longtag - 1] = '\0';
+  const char *hostile[] = {"\"a\r\nX-Evil: 1\"", "a\tb", "\"a\"b\"", longtag,
+                           "W/\"\x7f\""};
+  for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
+    struct bytesrc *b;
+    ck_assert_int_eq(
+        remote_open(r, "http://127.0.0.1:9/x", 0, 4, 0, NULL, &b, &err), 0);
+    ck_assert_int_eq(rversion_pin(b, hostile[i], 0, &err), -EINVAL);
+    bytesrc_unref(b);
+  }
+  struct bytesrc *b;
+  ck_assert_int_eq(
+      remote_open(r, "http://127.0.0.1:9/x", 0, 4, 0, NULL, &b, &err), 0);
+  ck_assert_int_eq(rversion_pin(b, "", 0, &err), 0);
+  ck_assert_int_eq(rversion_pin(b, NULL, 0, &err), 0);
+  ck_assert_int_eq(
+      rversion_pin(b, "\"d41d8cd98f00b204e9800998ecf8427e\"", 0, &err), 0);
+  bytesrc_unref(b);
+  ck_assert_int_eq(
+      remote_open(r, "http://127.0.0.1:9/x", 0, 4, 0, NULL, &b, &err), 0);
+  ck_assert_int_eq(rversion_pin(b, NULL, 4294111232u, &err), 0);
+  bytesrc_unref(b);
+  remote_free(r);
+}
+END_TEST
+
+/* The request URL of s3://bkt/k under settings c (malloc'd). */
+static char *s3_url_of(const struct s3_config *c) {
+  char *u = NULL;
+  struct zerr err = {0};
+  ck_assert_int_eq(s3_object_url(c, "bkt", "k", &u, &err), 0);
+  return u;
+}
+
+START_TEST(container_s3_settings) {
+  const char *vars[] = {"AWS_ENDPOINT_URL_S3",  "AWS_ENDPOINT_URL",
+                        "AWS_REGION",           "AWS_DEFAULT_REGION",
+                        "AWS_PROFILE",          "AWS_ACCESS_KEY_ID",
+                        "AWS_SECRET_ACCESS_KEY"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+    unsetenv(vars[i]);
+  setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent", 1);
+  setenv("AWS_CONFIG_FILE", "/nonexistent", 1);
+  setenv("AWS_ACCESS_KEY_ID", "AKID", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "SECRET", 1);
+  struct zerr err = {0};
+  struct s3_options none = {0}, named = {0};
+  named.endpoint = "http://named:1";
+  named.region = "ap-south-1";
+  struct s3_config *base, *nbase, *c;
+  ck_assert_int_eq(s3_config_load(&none, &base, &err), 0);
+  ck_assert_int_eq(s3_config_load(&named, &nbase, &err), 0);
+  /* the container's endpoint, with the mount's credentials */
+  ck_assert_int_eq(
+      s3_config_derive(base, "http://ctr:9/", "eu-west-3", 0, &c, &err), 0);
+  char *u = s3_url_of(c);
+  ck_assert_str_eq(u, "http://ctr:9/bkt/k");
+  free(u);
+  ck_assert(!s3_is_anonymous(c));
+  s3_config_free(c);
+  /* anonymous: unsigned whatever the environment holds */
+  ck_assert_int_eq(s3_config_derive(base, "http://ctr:9", NULL, 1, &c, &err),
+                   0);
+  ck_assert(s3_is_anonymous(c));
+  s3_config_free(c);
+  /* an endpoint given as an option wins */
+  ck_assert_int_eq(
+      s3_config_derive(nbase, "http://ctr:9", "eu-west-3", 0, &c, &err), 0);
+  u = s3_url_of(c);
+  ck_assert_str_eq(u, "http://named:1/bkt/k");
+  free(u);
+  s3_config_free(c);
+  /* no endpoint anywhere: AWS, virtual-hosted */
+  ck_assert_int_eq(s3_config_derive(base, NULL, "eu-west-3", 0, &c, &err), 0);
+  u = s3_url_of(c);
+  ck_assert_str_eq(u, "https://bkt.s3.eu-west-3.amazonaws.com/k");
+  free(u);
+  s3_config_free(c);
+  ck_assert_int_eq(s3_config_derive(base, "file:///etc", NULL, 0, &c, &err),
+                   -EINVAL);
+  s3_config_free(base);
+  s3_config_free(nbase);
+  unsetenv("AWS_ACCESS_KEY_ID");
+  unsetenv("AWS_SECRET_ACCESS_KEY");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("icechunk");
   TCase *tc = tcase_create("format");
   tcase_add_test(tc, ids);
   tcase_add_test(tc, headers_and_payloads);
   tcase_add_test(tc, ref_json_and_config);
+  tcase_add_test(tc, container_configs);
+  tcase_add_test(tc, checksums);
+  tcase_add_test(tc, container_s3_settings);
   suite_add_tcase(s, tc);
   TCase *fx = tcase_create("fixtures");
   tcase_set_timeout(fx, 120);
