@@ -47,7 +47,8 @@
  * memo.h holds because a fill of each level only asks for lower ones:
  * a unit reads its shard's index; a unit size decodes the unit; a layout
  * reads presence and unit sizes; a region size reads its layout; a row
- * decodes its units and their data. */
+ * decodes its units and their data; a table block reads its columns'
+ * units (and its string chunks); a table layout renders its blocks. */
 /* Level 1 (MEMO_LEVEL_SOURCE) is the byte sources' own, level 2
  * (MEMO_LEVEL_STORE) the stores'. */
 enum engine_level {
@@ -61,6 +62,13 @@ enum engine_level {
   ELEVEL_LAYOUT = 8,      /* a region's text layout (view.c) */
   ELEVEL_REGION_SIZE = 9, /* value: a region's text size (view.c) */
   ELEVEL_ROW = 10,        /* a row of units of a region (view.c) */
+  ELEVEL_TABLE = 11,       /* a group's table D.csv: its columns; and a
+                              string column's chunk decoded with its bytes
+                              as stored (table.c) */
+  ELEVEL_TABLE_BLOCK = 12, /* a block of rows of a table, rendered
+                              (table.c) */
+  ELEVEL_TABLE_LAYOUT = 13, /* where each block of a table starts; and,
+                               as a value, the table's size (table.c) */
 };
 
 struct engine_config {

@@ -1,0 +1,812 @@
+/* table.c - a group's tables D.csv (see table.h). */
+#include "table.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../codecs/abytes.h"
+#include "../codecs/chain.h"
+#include "../src/util/buf.h"
+#include "../src/zarr/cf.h"
+#include "csvfield.h"
+#include "textprep.h"
+#include "unit.h"
+
+/* ---- the group's members ---- */
+
+/* A member of the group: its name, and its node when it is a readable
+ * 1-D array with a dimension name (else n is NULL). */
+struct member {
+  char *name;
+  const struct znode *n;
+  const char *dim; /* borrowed from n's metadata */
+};
+
+struct members {
+  struct member *v;
+  size_t n, cap;
+  int oom;
+};
+
+/* Add a member name; non-zero (stop) when out of memory. */
+static int mem_add(struct members *m, const char *name) {
+  if (m->n == m->cap) {
+    size_t nc = m->cap ? 2 * m->cap : 16;
+    struct member *p = realloc(m->v, nc * sizeof *p);
+    if (!p)
+      return m->oom = 1;
+    m->v = p;
+    m->cap = nc;
+  }
+  if (!(m->v[m->n].name = strdup(name)))
+    return m->oom = 1;
+  m->v[m->n].n = NULL;
+  m->v[m->n].dim = NULL;
+  m->n++;
+  return 0;
+}
+
+/* store_list callback: directories may be members. */
+static int mem_stored(void *ud, const char *name, enum store_entry_type type,
+                      uint64_t size, int64_t mtime) {
+  (void)size;
+  (void)mtime;
+  return type == STORE_DIR ? mem_add(ud, name) : 0;
+}
+
+/* node_cons_children callback: members consolidated metadata names. */
+static int mem_cons(void *ud, const char *name) { return mem_add(ud, name); }
+
+/* qsort: members in strcmp order of their names. */
+static int mem_cmp(const void *a, const void *b) {
+  return strcmp(((const struct member *)a)->name,
+                ((const struct member *)b)->name);
+}
+
+/* Free the names. */
+static void members_free(struct members *m) {
+  for (size_t i = 0; i < m->n; i++)
+    free(m->v[i].name);
+  free(m->v);
+}
+
+/* The dimension name of n when it is a readable 1-D array with one that
+ * may name a file (V3 `dimension_names`, else V2 `_ARRAY_DIMENSIONS`),
+ * else NULL. */
+static const char *dim_of(const struct znode *n) {
+  if (n->kind != ZNODE_ARRAY || !n->meta || !n->chain || n->meta->ndim != 1)
+    return NULL;
+  json_t *d = json_object_get(n->meta->root, "dimension_names");
+  if (!d && n->attrs)
+    d = json_object_get(n->attrs, "_ARRAY_DIMENSIONS");
+  const char *s = json_string_value(json_array_get(d, 0));
+  if (!s || !*s || strlen(s) > TABLE_NAME_MAX || strchr(s, '/'))
+    return NULL;
+  return s;
+}
+
+/* The members of group g, in name order, each once, with their nodes. 0,
+ * or a transient failure (a member broken for now, out of memory). */
+static int members_load(struct engine *e, const struct znode *g,
+                        struct members *m, struct zerr *err) {
+  const char *path = g->path ? g->path : "";
+  int rc = store_list(e->store, path, mem_stored, m, err);
+  if (rc < 0 && zerr_is_transient(-rc))
+    return rc;
+  zerr_clear(err); /* what the store cannot list, metadata may name */
+  if (node_cons_children(e->nodes, path, mem_cons, m, err) < 0 || m->oom)
+    return zerr_set(err, ENOMEM, "out of memory listing a group");
+  if (m->n)
+    qsort(m->v, m->n, sizeof *m->v, mem_cmp);
+  size_t w = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    if (w && !strcmp(m->v[w - 1].name, m->v[i].name)) {
+      free(m->v[i].name);
+      continue;
+    }
+    m->v[w++] = m->v[i];
+  }
+  m->n = w;
+  for (size_t i = 0; i < m->n; i++) {
+    char child[4096];
+    int cl = snprintf(child, sizeof child, "%s%s%s", path, *path ? "/" : "",
+                      m->v[i].name);
+    if (cl < 0 || (size_t)cl >= sizeof child)
+      continue;
+    const struct znode *c = node_get(e->nodes, child);
+    if (c->transient) /* a column missing for now: no table without it */
+      return zerr_set(err, c->errcode ? c->errcode : EIO, "%s: %s", child,
+                      c->view_error ? c->view_error : "metadata not loaded");
+    if ((m->v[i].dim = dim_of(c)))
+      m->v[i].n = c;
+  }
+  return 0;
+}
+
+/* ---- the table: its columns ---- */
+
+struct tcol {
+  char *name;
+  const struct znode *n; /* the node whose text the column shows: the
+                            array's CF node when it has one */
+  int raw;               /* strings and bytes: the element bytes as stored,
+                            read from chunks decoded for the table */
+  int number;            /* fixed-size elements: `nan` and `NaT` are empty */
+  int floating;          /* values are floats (as xarray decodes them):
+                            integral ones get `.0` */
+};
+
+struct table {
+  struct zobj obj;
+  uint64_t nrows;
+  size_t ncols;
+  struct tcol *cols;
+  char *header; /* the header row, with its newline */
+  size_t header_len;
+};
+
+/* Release a table. */
+static void table_destroy(struct zobj *o) {
+  struct table *t = (struct table *)o;
+  for (size_t i = 0; i < t->ncols; i++)
+    free(t->cols[i].name);
+  free(t->cols);
+  free(t->header);
+  free(t);
+}
+
+/* The dimension of table file `file` ("D.csv") into dim (TABLE_NAME_MAX+1
+ * bytes); 0 when it names none. */
+static int dim_of_file(const char *file, char *dim) {
+  size_t fl = strlen(file), sl = strlen(TABLE_SUFFIX);
+  if (fl <= sl || memcmp(file + fl - sl, TABLE_SUFFIX, sl) ||
+      fl - sl > TABLE_NAME_MAX)
+    return 0;
+  memcpy(dim, file, fl - sl);
+  dim[fl - sl] = '\0';
+  return 1;
+}
+
+/* Memo key of kind `level` about table dim of group g: word0 (a tag, or a
+ * block number) then the name's bytes, NUL-padded. */
+static void table_key(struct memo_key *k, unsigned level, const struct znode *g,
+                      const char *dim, uint64_t word0) {
+  uint64_t w[MEMO_KEY_WORDS] = {0};
+  size_t dl = strlen(dim);
+  w[0] = word0;
+  memcpy(w + 1, dim, dl);
+  node_key(k, level, g, NULL, w, 1 + (int)((dl + 8) / 8));
+}
+
+/* What a table fill needs. */
+struct tjob {
+  struct engine *e;
+  const struct znode *g;
+  const char *dim;
+};
+
+/* Is k a binary float? */
+static int float_kind(enum dtype_kind k) {
+  return k == DT_FLOAT16 || k == DT_FLOAT32 || k == DT_FLOAT64 ||
+         k == DT_BFLOAT16;
+}
+
+/* Add column c of member mb. */
+static void col_set(struct tcol *c, const struct member *mb) {
+  const struct znode *n = mb->n->cf ? mb->n->cf : mb->n;
+  const struct cf *cf = n->form.cf;
+  enum dtype_kind k = n->form.dt.kind;
+  c->n = n;
+  c->raw = k == DT_STRING || k == DT_BYTES;
+  c->number = !c->raw && n->form.dt.size > 0;
+  /* CF: unpacked or masked values are floats in xarray (cf.h) */
+  c->floating = cf ? !cf->is_time && !cf->is_bool &&
+                         (float_kind(cf->kind) || cf->has_scale ||
+                          cf->has_offset || cf->nfill > 0)
+                   : float_kind(k);
+}
+
+/* The header row: the column names as fields. */
+static int header_make(struct table *t, struct zerr *err) {
+  size_t len = 1;
+  for (size_t i = 0; i < t->ncols; i++)
+    len += csvfield_len(t->cols[i].name, strlen(t->cols[i].name)) + 1;
+  if (!(t->header = malloc(len)))
+    return zerr_set(err, ENOMEM, "out of memory");
+  size_t w = 0;
+  for (size_t i = 0; i < t->ncols; i++) {
+    if (i)
+      t->header[w++] = ',';
+    w += csvfield_put(t->cols[i].name, strlen(t->cols[i].name), t->header + w);
+  }
+  if (t->ncols == 1 && w == 0) {
+    memcpy(t->header, "\"\"", 2);
+    w = 2;
+  }
+  t->header[w++] = '\n';
+  t->header_len = w;
+  return 0;
+}
+
+/* Fill: the columns of table dim of g. -ENOENT when no array runs along
+ * dim. */
+static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
+                      struct zerr *err) {
+  struct tjob *j = ctx;
+  struct members m = {0};
+  struct table *t = NULL;
+  int rc = members_load(j->e, j->g, &m, err);
+  size_t coord = SIZE_MAX, first = SIZE_MAX, ncols = 0;
+  for (size_t i = 0; rc == 0 && i < m.n; i++) {
+    if (!m.v[i].n || strcmp(m.v[i].dim, j->dim))
+      continue;
+    if (first == SIZE_MAX)
+      first = i;
+    if (!strcmp(m.v[i].name, j->dim))
+      coord = i;
+  }
+  if (rc == 0 && first == SIZE_MAX)
+    rc = zerr_set(err, ENOENT, "no such file");
+  uint64_t nrows = 0;
+  if (rc == 0) {
+    nrows = m.v[coord != SIZE_MAX ? coord : first].n->meta->shape[0];
+    t = calloc(1, sizeof *t);
+    if (t)
+      t->cols = calloc(m.n, sizeof *t->cols);
+    if (!t || !t->cols) {
+      free(t);
+      t = NULL;
+      rc = zerr_set(err, ENOMEM, "out of memory");
+    } else {
+      zobj_init(&t->obj, table_destroy);
+      t->nrows = nrows;
+    }
+  }
+  for (size_t p = 0; rc == 0 && p <= m.n; p++) {
+    size_t i = p == 0 ? coord : p - 1; /* the coordinate, then the rest */
+    if (i == SIZE_MAX || (p && i == coord) || !m.v[i].n ||
+        strcmp(m.v[i].dim, j->dim) || m.v[i].n->meta->shape[0] != nrows)
+      continue;
+    col_set(&t->cols[ncols], &m.v[i]);
+    t->cols[ncols].name = m.v[i].name;
+    m.v[i].name = NULL; /* taken */
+    t->ncols = ++ncols;
+  }
+  if (rc == 0)
+    rc = header_make(t, err);
+  members_free(&m);
+  if (rc < 0) {
+    if (t)
+      zobj_put(&t->obj);
+    return rc;
+  }
+  *obj = &t->obj;
+  *cost = sizeof *t + t->ncols * sizeof *t->cols + t->header_len;
+  return 0;
+}
+
+/* Table `file` of g: a pin (memo_release) whose object is a struct table;
+ * -ENOENT when there is none. */
+static int table_get(struct engine *e, const struct znode *g, const char *file,
+                     struct memo_ref **out, struct zerr *err) {
+  char dim[TABLE_NAME_MAX + 1];
+  if (g->kind != ZNODE_GROUP || !dim_of_file(file, dim))
+    return zerr_set(err, ENOENT, "no such file");
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE, g, dim, 1);
+  struct tjob j = {e, g, dim};
+  return memo_get(e->memo, &k, table_fill, &j, out, err);
+}
+
+/* ---- string and bytes columns: chunks with their element bytes ---- */
+
+/* A chunk of a string or bytes array decoded for a table: the element
+ * bytes as stored (the views' units show newlines as spaces). */
+struct rawchunk {
+  struct zobj obj;
+  struct abytes *ab;    /* NULL: the chunk is not stored (the fill value) */
+  struct bytesrc *data; /* ab's element bytes */
+};
+
+/* Release a raw chunk. */
+static void rawchunk_destroy(struct zobj *o) {
+  struct rawchunk *r = (struct rawchunk *)o;
+  bytesrc_unref(r->data);
+  abytes_free(r->ab);
+  free(r);
+}
+
+/* What a raw chunk fill needs. */
+struct rjob {
+  struct engine *e;
+  const struct znode *n;
+  uint64_t c; /* the chunk */
+};
+
+/* Fill: chunk c of a 1-D string or bytes array, decoded with its bytes.
+ * A data error is logged here, naming the chunk. */
+static int rawchunk_fill(void *ctx, struct zobj **obj, size_t *cost,
+                         struct zerr *err) {
+  struct rjob *j = ctx;
+  struct engine *e = j->e;
+  const struct znode *n = j->n;
+  char key[4096];
+  if (node_chunk_key(n, &j->c, key, sizeof key) < 0)
+    return zerr_set(err, ENAMETOOLONG, "chunk key too long");
+  struct rawchunk *r = calloc(1, sizeof *r);
+  if (!r)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&r->obj, rawchunk_destroy);
+  struct bytesrc *src = NULL;
+  int rc = engine_check_stop(e, err);
+  if (rc == 0)
+    rc = store_get(e->store, key, &src, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    *obj = &r->obj;
+    *cost = sizeof *r;
+    return 0;
+  }
+  struct codec_spec tmp;
+  if (rc == 0)
+    rc = chain_decode(n->chain, node_chunk_spec(n, &j->c, &tmp), src, &e->env,
+                      &r->ab, err);
+  bytesrc_unref(src);
+  if (rc == 0)
+    rc = textprep_to_text(&n->meta->dtype, r->ab, &e->env, err);
+  if (rc == 0 && r->ab->elsize)
+    rc = zerr_set(err, EIO, "elements are not of variable length");
+  if (rc == 0)
+    rc = chain_load_data(r->ab, &e->env, &r->data, err);
+  if (rc < 0) {
+    zobj_put(&r->obj);
+    if (!zerr_is_transient(-rc))
+      engine_log(e, key, err->msg);
+    return zerr_prefix(err, "chunk %s: ", key);
+  }
+  *obj = &r->obj;
+  *cost = sizeof *r + abytes_mem_cost(r->ab) +
+          (r->data->mem ? (size_t)r->data->size : 0);
+  return 0;
+}
+
+/* ---- fields of a block ---- */
+
+/* Append s[0, n) as a field (empty when a number's text says missing;
+ * `.0` after an integral float). */
+static int put_field(struct zbuf *f, const char *s, size_t n, int number,
+                     int floating, struct zerr *err) {
+  if (number && csvfield_is_missing(s, n))
+    return 0;
+  int point = floating && csvfield_float_integral(s, n);
+  size_t fl = csvfield_len(s, n);
+  ZTRY(zbuf_reserve(f, fl + 2, err));
+  f->len += csvfield_put(s, n, (char *)f->data + f->len);
+  if (point) {
+    memcpy(f->data + f->len, ".0", 2);
+    f->len += 2;
+  }
+  return 0;
+}
+
+/* Append bytes b[0, n) as a field: hex, or a string as it is. */
+static int put_raw(struct zbuf *f, const uint8_t *b, size_t n, int hex,
+                   struct zerr *err) {
+  if (!hex)
+    return put_field(f, (const char *)b, n, 0, 0, err);
+  if (n > SIZE_MAX / 2)
+    return zerr_set(err, EFBIG, "element too large");
+  ZTRY(zbuf_reserve(f, 2 * n, err));
+  f->len += csvfield_hex(b, n, (char *)f->data + f->len);
+  return 0;
+}
+
+/* Fields of rows [r0, r1) of a column from its units' text (one line a
+ * row); ends[i] is where row r0+i's field ends in f. */
+static int fields_text(struct engine *e, const struct tcol *c, uint64_t r0,
+                       uint64_t r1, struct zbuf *f, uint64_t *ends,
+                       struct zerr *err) {
+  const struct znode *n = c->n;
+  size_t i = 0;
+  for (uint64_t r = r0; r < r1;) {
+    uint64_t u = node_unit_of(n, 0, r), us = node_unit_start(n, 0, u);
+    uint64_t hi = us + node_unit_ext(n, 0, u);
+    if (hi > r1)
+      hi = r1;
+    struct memo_ref *ref = NULL, *pin = NULL;
+    const struct chunk_text *rct = NULL;
+    struct bytesrc *data = NULL;
+    char *tmp = NULL;
+    int rc = unit_get(e, n, &u, &ref, err);
+    if (rc == 0)
+      rc = unit_src(e, n, unit_of_ref(ref), &rct, &data, &pin, err);
+    if (rc == 0) {
+      uint64_t ka = r - us, kb = hi - us;
+      uint64_t oa = text_line_off(rct, ka);
+      uint64_t ob = text_line_off_from(rct, ka, oa, kb);
+      size_t tl = (size_t)(ob - oa);
+      if (!(tmp = malloc(tl ? tl : 1)))
+        rc = zerr_set(err, ENOMEM, "out of memory");
+      long got = rc ? rc : text_read(rct, data, oa, tl, tmp, err);
+      if (rc == 0 && got < 0)
+        rc = (int)got;
+      else if (rc == 0 && (size_t)got != tl)
+        rc = zerr_set(err, EIO, "short text");
+      for (size_t p = 0; rc == 0 && p < tl && i < r1 - r0;) {
+        const char *nl = memchr(tmp + p, '\n', tl - p);
+        size_t ll = nl ? (size_t)(nl - (tmp + p)) : tl - p;
+        rc = put_field(f, tmp + p, ll, c->number, c->floating, err);
+        ends[i++] = f->len;
+        p += ll + 1;
+      }
+    }
+    free(tmp);
+    bytesrc_unref(data);
+    memo_release(e->memo, pin);
+    memo_release(e->memo, ref);
+    if (rc < 0)
+      return rc;
+    if (i != hi - r0)
+      return zerr_set(err, EIO, "%s: lines do not match elements", n->path);
+    r = hi;
+  }
+  return 0;
+}
+
+/* Fields of rows [r0, r1) of a string or bytes column from its chunks'
+ * element bytes (fields_text's contract). */
+static int fields_raw(struct engine *e, const struct tcol *c, uint64_t r0,
+                      uint64_t r1, struct zbuf *f, uint64_t *ends,
+                      struct zerr *err) {
+  const struct znode *n = c->n;
+  const struct zmeta *m = n->meta;
+  int hex = n->form.dt.kind == DT_BYTES;
+  size_t i = 0;
+  for (uint64_t r = r0; r < r1;) {
+    uint64_t ci = zmeta_axis_of(m->edge[0], m->grid[0], m->chunk[0], r);
+    uint64_t cs = zmeta_chunk_start(m, 0, ci);
+    uint64_t hi = cs + zmeta_chunk_extent(m, 0, ci);
+    if (hi > r1)
+      hi = r1;
+    uint64_t tag = 2;
+    struct memo_key k;
+    node_key(&k, ELEVEL_TABLE, n, &ci, &tag, 1);
+    struct rjob j = {e, n, ci};
+    struct memo_ref *ref;
+    ZTRY(memo_get(e->memo, &k, rawchunk_fill, &j, &ref, err));
+    const struct rawchunk *rc_ = (const struct rawchunk *)memo_obj(ref);
+    uint64_t ka = r - cs, kb = hi - cs;
+    int rc = 0;
+    uint8_t *tmp = NULL;
+    if (!rc_->ab) { /* not stored: the fill value's text, as views show */
+      for (uint64_t k2 = ka; rc == 0 && k2 < kb; k2++) {
+        rc = put_field(f, n->form.fill, (size_t)n->form.fill_len, 0, 0, err);
+        ends[i++] = f->len;
+      }
+    } else if (kb > rc_->ab->n) {
+      rc = zerr_set(err, EIO, "%s: chunk shorter than its shape", n->path);
+    } else {
+      const uint64_t *off = rc_->ab->offsets;
+      uint64_t a = off[ka], b = off[kb];
+      const uint8_t *p = rc_->data->mem ? rc_->data->mem + a : NULL;
+      if (!p && b - a > (uint64_t)e->env.max_decoded)
+        rc = zerr_set(err, EFBIG, "%s: elements too large", n->path);
+      else if (!p && !(p = tmp = malloc(b > a ? (size_t)(b - a) : 1)))
+        rc = zerr_set(err, ENOMEM, "out of memory");
+      else if (tmp)
+        rc = bytesrc_read_range(rc_->data, a, (size_t)(b - a), tmp, err);
+      for (uint64_t k2 = ka; rc == 0 && k2 < kb; k2++) {
+        rc = put_raw(f, p + (off[k2] - a), (size_t)(off[k2 + 1] - off[k2]), hex,
+                     err);
+        ends[i++] = f->len;
+      }
+    }
+    free(tmp);
+    memo_release(e->memo, ref);
+    if (rc < 0)
+      return rc;
+    r = hi;
+  }
+  return 0;
+}
+
+/* ---- blocks ---- */
+
+/* A block of rows, rendered. */
+struct tblock {
+  struct zobj obj;
+  char *text;
+  size_t len;
+};
+
+/* Release a block. */
+static void tblock_destroy(struct zobj *o) {
+  struct tblock *b = (struct tblock *)o;
+  free(b->text);
+  free(b);
+}
+
+/* What a block fill needs. */
+struct bjob {
+  struct engine *e;
+  const struct table *t;
+  uint64_t b;
+};
+
+/* Write block b of t (the header first in block 0) into *out (malloc'd,
+ * *len bytes). */
+static int block_render(struct engine *e, const struct table *t, uint64_t b,
+                        char **out, size_t *len, struct zerr *err) {
+  uint64_t r0 = b * TABLE_BLOCK_ROWS, r1 = r0 + TABLE_BLOCK_ROWS;
+  if (r1 > t->nrows)
+    r1 = t->nrows;
+  size_t nr = r0 < r1 ? (size_t)(r1 - r0) : 0, nc = t->ncols;
+  struct zbuf *f = calloc(nc, sizeof *f);
+  uint64_t *ends = calloc(nc * nr + 1, sizeof *ends);
+  int rc = f && ends ? 0 : zerr_set(err, ENOMEM, "out of memory");
+  for (size_t c = 0; c < nc && f; c++)
+    zbuf_init(&f[c], e->env.max_decoded);
+  for (size_t c = 0; rc == 0 && c < nc && nr; c++) {
+    const struct tcol *col = &t->cols[c];
+    rc = (col->raw ? fields_raw : fields_text)(e, col, r0, r1, &f[c],
+                                               ends + c * nr, err);
+  }
+  uint64_t total = b == 0 ? t->header_len : 0;
+  for (size_t c = 0; rc == 0 && c < nc; c++)
+    total += f[c].len + nr; /* fields, commas and the newline */
+  if (rc == 0 && nc == 1)
+    total += 2 * (uint64_t)nr; /* room for "" in empty rows */
+  char *text = NULL;
+  if (rc == 0 && total > e->env.max_decoded)
+    rc = zerr_set(err, EFBIG, "a block of the table is too large");
+  else if (rc == 0 && !(text = malloc(total ? (size_t)total : 1)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  size_t w = 0;
+  if (rc == 0 && b == 0) {
+    memcpy(text, t->header, t->header_len);
+    w = t->header_len;
+  }
+  for (size_t i = 0; rc == 0 && i < nr; i++) {
+    for (size_t c = 0; c < nc; c++) {
+      uint64_t s = i ? ends[c * nr + i - 1] : 0, z = ends[c * nr + i];
+      if (c)
+        text[w++] = ',';
+      else if (nc == 1 && z == s) {
+        memcpy(text + w, "\"\"", 2);
+        w += 2;
+      }
+      memcpy(text + w, f[c].data + s, (size_t)(z - s));
+      w += (size_t)(z - s);
+    }
+    text[w++] = '\n';
+  }
+  for (size_t c = 0; c < nc && f; c++)
+    zbuf_free(&f[c]);
+  free(f);
+  free(ends);
+  if (rc < 0) {
+    free(text);
+    return rc;
+  }
+  *out = text;
+  *len = w;
+  return 0;
+}
+
+/* Fill: block j->b rendered. */
+static int tblock_fill(void *ctx, struct zobj **obj, size_t *cost,
+                       struct zerr *err) {
+  struct bjob *j = ctx;
+  struct tblock *b = calloc(1, sizeof *b);
+  if (!b)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&b->obj, tblock_destroy);
+  int rc = engine_check_stop(j->e, err);
+  if (rc == 0)
+    rc = block_render(j->e, j->t, j->b, &b->text, &b->len, err);
+  if (rc < 0) {
+    zobj_put(&b->obj);
+    return rc;
+  }
+  *obj = &b->obj;
+  *cost = sizeof *b + b->len;
+  return 0;
+}
+
+/* Block b of table t (dim of g): a pin whose object is a struct tblock. */
+static int tblock_get(struct engine *e, const struct znode *g, const char *dim,
+                      const struct table *t, uint64_t b, struct memo_ref **out,
+                      struct zerr *err) {
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_BLOCK, g, dim, b);
+  struct bjob j = {e, t, b};
+  return memo_get(e->memo, &k, tblock_fill, &j, out, err);
+}
+
+/* ---- the layout ---- */
+
+/* Where each block starts: off[nblk] is the table's size. */
+struct tlayout {
+  struct zobj obj;
+  uint64_t nblk;
+  uint64_t off[];
+};
+
+/* Release a layout. */
+static void tlayout_destroy(struct zobj *o) { free(o); }
+
+/* What a layout fill needs. */
+struct ljob {
+  struct engine *e;
+  const struct znode *g;
+  const char *dim;
+  const struct table *t;
+};
+
+/* Blocks of t: the header is in block 0 even without rows. */
+static uint64_t table_nblk(const struct table *t) {
+  return t->nrows ? (t->nrows - 1) / TABLE_BLOCK_ROWS + 1 : 1;
+}
+
+/* Fill: render every block once, keep where each starts; the size is
+ * also kept as a value, which outlives the layout in the memo. */
+static int tlayout_fill(void *ctx, struct zobj **obj, size_t *cost,
+                        struct zerr *err) {
+  struct ljob *j = ctx;
+  uint64_t nb = table_nblk(j->t);
+  struct tlayout *l = malloc(sizeof *l + (size_t)(nb + 1) * sizeof *l->off);
+  if (!l)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&l->obj, tlayout_destroy);
+  l->nblk = nb;
+  l->off[0] = 0;
+  for (uint64_t b = 0; b < nb; b++) {
+    struct memo_ref *ref;
+    int rc = engine_check_stop(j->e, err);
+    if (rc == 0)
+      rc = tblock_get(j->e, j->g, j->dim, j->t, b, &ref, err);
+    if (rc < 0) {
+      zobj_put(&l->obj);
+      return rc;
+    }
+    l->off[b + 1] = l->off[b] + ((const struct tblock *)memo_obj(ref))->len;
+    memo_release(j->e->memo, ref);
+  }
+  struct memo_key sk;
+  table_key(&sk, ELEVEL_TABLE_LAYOUT, j->g, j->dim, 2);
+  memo_value_put(j->e->memo, &sk, l->off[nb]);
+  *obj = &l->obj;
+  *cost = sizeof *l + (size_t)(nb + 1) * sizeof *l->off;
+  return 0;
+}
+
+/* The table and its layout: two pins (release both). */
+static int table_open(struct engine *e, const struct znode *g,
+                      const char *file, char *dim, struct memo_ref **tref,
+                      struct memo_ref **lref, struct zerr *err) {
+  ZTRY(table_get(e, g, file, tref, err));
+  dim_of_file(file, dim);
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 1);
+  struct ljob j = {e, g, dim, (const struct table *)memo_obj(*tref)};
+  int rc = memo_get(e->memo, &k, tlayout_fill, &j, lref, err);
+  if (rc < 0)
+    memo_release(e->memo, *tref);
+  return rc;
+}
+
+/* ---- the API ---- */
+
+/* One dimension name seen (table_list). */
+struct dims {
+  const char **v;
+  size_t n;
+};
+
+/* qsort: names in strcmp order. */
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
+               void *ud, struct zerr *err) {
+  if (g->kind != ZNODE_GROUP)
+    return 0;
+  struct members m = {0};
+  int rc = members_load(e, g, &m, err);
+  struct dims d = {calloc(m.n + 1, sizeof *d.v), 0};
+  if (rc == 0 && !d.v)
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < m.n; i++)
+    if (m.v[i].n)
+      d.v[d.n++] = m.v[i].dim;
+  if (rc == 0 && d.n)
+    qsort(d.v, d.n, sizeof *d.v, str_cmp);
+  for (size_t i = 0; rc == 0 && i < d.n; i++) {
+    if (i && !strcmp(d.v[i - 1], d.v[i]))
+      continue;
+    char file[TABLE_NAME_MAX + sizeof TABLE_SUFFIX];
+    snprintf(file, sizeof file, "%s%s", d.v[i], TABLE_SUFFIX);
+    if (cb(ud, file))
+      break;
+  }
+  free(d.v);
+  members_free(&m);
+  return rc;
+}
+
+int table_exists(struct engine *e, const struct znode *g, const char *file,
+                 struct zerr *err) {
+  struct memo_ref *ref;
+  int rc = table_get(e, g, file, &ref, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  memo_release(e->memo, ref);
+  return 1;
+}
+
+int table_size(struct engine *e, const struct znode *g, const char *file,
+               uint64_t *size, struct zerr *err) {
+  char dim[TABLE_NAME_MAX + 1];
+  struct memo_ref *tref, *lref;
+  ZTRY(table_open(e, g, file, dim, &tref, &lref, err));
+  const struct tlayout *l = (const struct tlayout *)memo_obj(lref);
+  *size = l->off[l->nblk];
+  memo_release(e->memo, lref);
+  memo_release(e->memo, tref);
+  return 0;
+}
+
+int table_size_known(struct engine *e, const struct znode *g,
+                     const char *file, uint64_t *size, struct zerr *err) {
+  (void)err;
+  char dim[TABLE_NAME_MAX + 1];
+  if (g->kind != ZNODE_GROUP || !dim_of_file(file, dim))
+    return 0;
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
+  return memo_value_peek(e->memo, &k, size);
+}
+
+long table_read(struct engine *e, const struct znode *g, const char *file,
+                uint64_t off, size_t len, char *dst, struct zerr *err) {
+  char dim[TABLE_NAME_MAX + 1];
+  struct memo_ref *tref, *lref;
+  ZTRY(table_open(e, g, file, dim, &tref, &lref, err));
+  const struct table *t = (const struct table *)memo_obj(tref);
+  const struct tlayout *l = (const struct tlayout *)memo_obj(lref);
+  /* the last block starting at or before off */
+  uint64_t lo = 0, hi = l->nblk;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (l->off[mid] <= off)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  size_t done = 0;
+  int rc = 0;
+  for (uint64_t b = lo; rc == 0 && b < l->nblk && done < len; b++) {
+    if (off + done >= l->off[b + 1])
+      continue;
+    struct memo_ref *bref;
+    rc = tblock_get(e, g, dim, t, b, &bref, err);
+    if (rc < 0)
+      break;
+    const struct tblock *bl = (const struct tblock *)memo_obj(bref);
+    uint64_t in = off + done - l->off[b];
+    size_t n = bl->len - (size_t)in;
+    if (n > len - done)
+      n = len - done;
+    memcpy(dst + done, bl->text + in, n);
+    done += n;
+    memo_release(e->memo, bref);
+  }
+  memo_release(e->memo, lref);
+  memo_release(e->memo, tref);
+  return rc < 0 ? rc : (long)done;
+}

@@ -1,0 +1,3 @@
+/* placeholder */
+#include "testutil.h"
+int main(void) { return 0; }
