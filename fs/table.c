@@ -529,6 +529,8 @@ static void tblock_destroy(struct zobj *o) {
 /* What a block fill needs. */
 struct bjob {
   struct engine *e;
+  const struct znode *g;
+  const char *dim;
   const struct table *t;
   uint64_t b;
 };
@@ -593,7 +595,20 @@ static int block_render(struct engine *e, const struct table *t, uint64_t b,
   return 0;
 }
 
-/* Fill: block j->b rendered. */
+/* Tag of the value keys of block sizes (word0 = TAG + block): above the
+ * layout's and the size's tags. */
+#define BSIZE_TAG 16
+
+/* Block b's text size when learned: 1 and *size, else 0. */
+static int bsize_peek(struct engine *e, const struct znode *g, const char *dim,
+                      uint64_t b, uint64_t *size) {
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, BSIZE_TAG + b);
+  return memo_value_peek(e->memo, &k, size);
+}
+
+/* Fill: block j->b rendered; its size is learned on the way (a value that
+ * outlives the block in the memo). */
 static int tblock_fill(void *ctx, struct zobj **obj, size_t *cost,
                        struct zerr *err) {
   struct bjob *j = ctx;
@@ -608,6 +623,9 @@ static int tblock_fill(void *ctx, struct zobj **obj, size_t *cost,
     zobj_put(&b->obj);
     return rc;
   }
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, j->g, j->dim, BSIZE_TAG + j->b);
+  memo_value_put(j->e->memo, &k, b->len);
   *obj = &b->obj;
   *cost = sizeof *b + b->len;
   return 0;
@@ -619,7 +637,7 @@ static int tblock_get(struct engine *e, const struct znode *g, const char *dim,
                       struct zerr *err) {
   struct memo_key k;
   table_key(&k, ELEVEL_TABLE_BLOCK, g, dim, b);
-  struct bjob j = {e, t, b};
+  struct bjob j = {e, g, dim, t, b};
   return memo_get(e->memo, &k, tblock_fill, &j, out, err);
 }
 
@@ -661,6 +679,11 @@ static int tlayout_fill(void *ctx, struct zobj **obj, size_t *cost,
   l->nblk = nb;
   l->off[0] = 0;
   for (uint64_t b = 0; b < nb; b++) {
+    uint64_t bs;
+    if (bsize_peek(j->e, j->g, j->dim, b, &bs)) { /* learned by a reader */
+      l->off[b + 1] = l->off[b] + bs;
+      continue;
+    }
     struct memo_ref *ref;
     int rc = engine_check_stop(j->e, err);
     if (rc == 0)
@@ -772,41 +795,98 @@ int table_size_known(struct engine *e, const struct znode *g,
   return memo_value_peek(e->memo, &k, size);
 }
 
+/* Copy from block b on, which starts at `start`, into dst: up to len
+ * bytes at off (>= start). The bytes copied; when the copy runs past the
+ * last block, the table's size is learned. */
+static long read_blocks(struct engine *e, const struct znode *g,
+                        const char *dim, const struct table *t, uint64_t b,
+                        uint64_t start, uint64_t off, size_t len, char *dst,
+                        struct zerr *err) {
+  uint64_t nb = table_nblk(t);
+  size_t done = 0;
+  for (; b < nb && done < len; b++) {
+    struct memo_ref *bref;
+    ZTRY(tblock_get(e, g, dim, t, b, &bref, err));
+    const struct tblock *bl = (const struct tblock *)memo_obj(bref);
+    if (off + done < start + bl->len) {
+      size_t in = (size_t)(off + done - start), n = bl->len - in;
+      if (n > len - done)
+        n = len - done;
+      memcpy(dst + done, bl->text + in, n);
+      done += n;
+    }
+    start += bl->len;
+    memo_release(e->memo, bref);
+  }
+  if (b == nb && done < len) { /* the end: the size is known now */
+    struct memo_key sk;
+    table_key(&sk, ELEVEL_TABLE_LAYOUT, g, dim, 2);
+    memo_value_put(e->memo, &sk, start);
+  }
+  return (long)done;
+}
+
+/* Where the block holding off starts, by block sizes learned so far
+ * (blocks not learned yet are rendered): for readers that come before
+ * any layout (lazy sizes), so `head` renders the first blocks only. *b is
+ * the block count when off lies past the end. */
+static int walk_blocks(struct engine *e, const struct znode *g,
+                       const char *dim, const struct table *t, uint64_t off,
+                       uint64_t *b, uint64_t *start, struct zerr *err) {
+  uint64_t nb = table_nblk(t), pos = 0, k;
+  for (k = 0; k < nb; k++) {
+    uint64_t bs;
+    if (!bsize_peek(e, g, dim, k, &bs)) {
+      struct memo_ref *ref;
+      ZTRY(engine_check_stop(e, err));
+      ZTRY(tblock_get(e, g, dim, t, k, &ref, err));
+      bs = ((const struct tblock *)memo_obj(ref))->len;
+      memo_release(e->memo, ref);
+    }
+    if (off < pos + bs)
+      break;
+    pos += bs;
+  }
+  if (k == nb) {
+    struct memo_key sk;
+    table_key(&sk, ELEVEL_TABLE_LAYOUT, g, dim, 2);
+    memo_value_put(e->memo, &sk, pos);
+  }
+  *b = k;
+  *start = pos;
+  return 0;
+}
+
 long table_read(struct engine *e, const struct znode *g, const char *file,
                 uint64_t off, size_t len, char *dst, struct zerr *err) {
   char dim[TABLE_NAME_MAX + 1];
-  struct memo_ref *tref, *lref;
-  ZTRY(table_open(e, g, file, dim, &tref, &lref, err));
+  struct memo_ref *tref, *lref = NULL;
+  ZTRY(table_get(e, g, file, &tref, err));
+  dim_of_file(file, dim);
   const struct table *t = (const struct table *)memo_obj(tref);
-  const struct tlayout *l = (const struct tlayout *)memo_obj(lref);
-  /* the last block starting at or before off */
-  uint64_t lo = 0, hi = l->nblk;
-  while (hi - lo > 1) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (l->off[mid] <= off)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  size_t done = 0;
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 1);
+  uint64_t b = 0, start = 0;
   int rc = 0;
-  for (uint64_t b = lo; rc == 0 && b < l->nblk && done < len; b++) {
-    if (off + done >= l->off[b + 1])
-      continue;
-    struct memo_ref *bref;
-    rc = tblock_get(e, g, dim, t, b, &bref, err);
-    if (rc < 0)
-      break;
-    const struct tblock *bl = (const struct tblock *)memo_obj(bref);
-    uint64_t in = off + done - l->off[b];
-    size_t n = bl->len - (size_t)in;
-    if (n > len - done)
-      n = len - done;
-    memcpy(dst + done, bl->text + in, n);
-    done += n;
-    memo_release(e->memo, bref);
+  if (memo_peek(e->memo, &k, &lref)) {
+    /* the last block starting at or before off */
+    const struct tlayout *l = (const struct tlayout *)memo_obj(lref);
+    uint64_t lo = 0, hi = l->nblk;
+    while (hi - lo > 1) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      if (l->off[mid] <= off)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    b = off < l->off[l->nblk] ? lo : l->nblk;
+    start = l->off[b < l->nblk ? b : l->nblk];
+    memo_release(e->memo, lref);
+  } else {
+    rc = walk_blocks(e, g, dim, t, off, &b, &start, err);
   }
-  memo_release(e->memo, lref);
+  long n = rc < 0 ? rc
+                  : read_blocks(e, g, dim, t, b, start, off, len, dst, err);
   memo_release(e->memo, tref);
-  return rc < 0 ? rc : (long)done;
+  return n;
 }

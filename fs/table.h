@@ -13,11 +13,15 @@
  * so that readers that skip blank lines do not drop it.
  *
  * The text is rendered in blocks of TABLE_BLOCK_ROWS rows, each a memo
- * object (ELEVEL_TABLE_BLOCK) made from its columns' units (fs/unit.h);
- * the layout (where every block starts, ELEVEL_TABLE_LAYOUT) renders each
- * block once and keeps only their sizes, so memory stays within the
- * memo's budget whatever the table's length. The exact size needs every
- * block rendered once; with lazy sizes it is shown once known.
+ * object (ELEVEL_TABLE_BLOCK) made from its columns' units (fs/unit.h),
+ * whose size is learned as a value when it is rendered. The layout (where
+ * every block starts, ELEVEL_TABLE_LAYOUT) renders each block not learned
+ * yet and keeps only their sizes, so memory stays within the memo's
+ * budget whatever the table's length. A read uses the layout when there
+ * is one, else walks the learned block sizes from the start, rendering
+ * only the blocks it reaches (lazy sizes: `head` costs the first blocks).
+ * The exact size needs every block rendered once; with lazy sizes it is
+ * shown once known.
  *
  * Members are what the store lists and consolidated metadata names; each
  * member's metadata is read once (the node table). Dimension names longer

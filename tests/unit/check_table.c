@@ -9,7 +9,8 @@
  * dimension y, and a stored y.csv that wins over the table. Each table
  * is read in pieces of 1 byte to 1 MiB and compared with the text
  * expected; a table of 10,000 rows crosses blocks of rows; a lazy-size
- * engine learns the size by reading. */
+ * engine renders only the blocks a reader reaches, and learns the size
+ * from a reader that reaches the end. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -323,10 +324,25 @@ START_TEST(lazy_size_learned) {
   ck_assert_int_eq(ns_resolve(e, "big/i.csv", &ent, &err), 0);
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
   ck_assert_uint_eq(size, 0); /* not known without rendering */
-  char buf[16];
+  char buf[4096];
   ck_assert_int_eq(ns_read_view(e, &ent, 0, 4, buf, NULL, &err), 4);
+  ck_assert(!memcmp(buf, "i,v\n", 4));
+  /* head: the first block of rows only */
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_TABLE_BLOCK), 1);
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
-  ck_assert_uint_eq(size, wlen); /* learned by the read */
+  ck_assert_uint_eq(size, 0);
+  /* a reader going through to the end (as with direct I/O) */
+  uint64_t off = 0;
+  long n;
+  while ((n = ns_read_view(e, &ent, off, sizeof buf, buf, NULL, &err)) > 0) {
+    ck_assert(!memcmp(buf, want + off, (size_t)n));
+    off += (uint64_t)n;
+  }
+  ck_assert_int_eq(n, 0);
+  ck_assert_uint_eq(off, wlen);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, wlen); /* learned by the reader */
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_TABLE_BLOCK), 2);
   engine_free(e);
   free(want);
 }
