@@ -12,7 +12,7 @@
  * (newlines kept), bytes hex. A row of one empty field is written `""`,
  * so that readers that skip blank lines do not drop it.
  *
- * The text is rendered in blocks of TABLE_BLOCK_ROWS rows, each a memo
+ * The text is rendered in blocks of TBLOCK_ROWS rows (fs/tblock.h), each a memo
  * object (ELEVEL_TABLE_BLOCK) made from its columns' units (fs/unit.h),
  * whose size is learned as a value when it is rendered. The layout (where
  * every block starts, ELEVEL_TABLE_LAYOUT) renders each block not learned
@@ -37,8 +37,6 @@
 #include "node.h"
 
 #define TABLE_SUFFIX ".csv"
-/* Rows rendered together. */
-#define TABLE_BLOCK_ROWS 4096
 /* Longest dimension name with a table (its bytes go into memo keys). */
 #define TABLE_NAME_MAX 255
 
@@ -60,8 +58,8 @@ int table_size(struct engine *e, const struct znode *g, const char *file,
 
 /* Lazy sizes: 1 and *size when the size is known already, 0 when it is
  * not (nothing rendered), or a negative errno. */
-int table_size_known(struct engine *e, const struct znode *g,
-                     const char *file, uint64_t *size, struct zerr *err);
+int table_size_known(struct engine *e, const struct znode *g, const char *file,
+                     uint64_t *size, struct zerr *err);
 
 /* Read up to len bytes at off of table `file` of g into dst; returns the
  * bytes read (short only at the end) or a negative errno. */

@@ -97,8 +97,8 @@ static void setup(void) {
   int16_t a0[2] = {0, -32768}, a1[2] = {3, 4}; /* chunk 2 missing */
   put_file("a/0", a0, sizeof a0);
   put_file("a/1", a1, sizeof a1);
-  put_v2("s", "[5]", "[4]", "|O", "null", "[{\"id\":\"vlen-utf8\"}]",
-         "[\"x\"]", "");
+  put_v2("s", "[5]", "[4]", "|O", "null", "[{\"id\":\"vlen-utf8\"}]", "[\"x\"]",
+         "");
   static const char *const s0[] = {"plain", "a,b", "say \"hi\"", "cr\r\nlf"};
   static const char *const s1[] = {"", "", "", ""};
   put_strings("s/0", s0, 4);
