@@ -187,27 +187,27 @@ static int fields_raw(struct engine *e, const struct tcol *c, uint64_t r0,
     struct rjob j = {e, n, ci};
     struct memo_ref *ref;
     ZTRY(memo_get(e->memo, &k, rawchunk_fill, &j, &ref, err));
-    const struct rawchunk *rc_ = (const struct rawchunk *)memo_obj(ref);
+    const struct rawchunk *ch = (const struct rawchunk *)memo_obj(ref);
     uint64_t ka = r - cs, kb = hi - cs;
     int rc = 0;
     uint8_t *tmp = NULL;
-    if (!rc_->ab) { /* not stored: the fill value's text, as views show */
+    if (!ch->ab) { /* not stored: the fill value's text, as views show */
       for (uint64_t k2 = ka; rc == 0 && k2 < kb; k2++) {
         rc = put_field(f, n->form.fill, (size_t)n->form.fill_len, 0, 0, err);
         ends[i++] = f->len;
       }
-    } else if (kb > rc_->ab->n) {
+    } else if (kb > ch->ab->n) {
       rc = zerr_set(err, EIO, "%s: chunk shorter than its shape", n->path);
     } else {
-      const uint64_t *off = rc_->ab->offsets;
+      const uint64_t *off = ch->ab->offsets;
       uint64_t a = off[ka], b = off[kb];
-      const uint8_t *p = rc_->data->mem ? rc_->data->mem + a : NULL;
+      const uint8_t *p = ch->data->mem ? ch->data->mem + a : NULL;
       if (!p && b - a > (uint64_t)e->env.max_decoded)
         rc = zerr_set(err, EFBIG, "%s: elements too large", n->path);
       else if (!p && !(p = tmp = malloc(b > a ? (size_t)(b - a) : 1)))
         rc = zerr_set(err, ENOMEM, "out of memory");
       else if (tmp)
-        rc = bytesrc_read_range(rc_->data, a, (size_t)(b - a), tmp, err);
+        rc = bytesrc_read_range(ch->data, a, (size_t)(b - a), tmp, err);
       for (uint64_t k2 = ka; rc == 0 && k2 < kb; k2++) {
         rc = put_raw(f, p + (off[k2] - a), (size_t)(off[k2 + 1] - off[k2]), hex,
                      err);
