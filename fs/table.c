@@ -530,16 +530,36 @@ static long read_blocks(struct engine *e, const struct znode *g,
   return (long)done;
 }
 
+/* Blocks between two remembered block starts (walk_blocks). */
+#define WALK_STRIDE 64
+/* Tag of the value keys of remembered block starts (word0 = TAG | block). */
+#define START_TAG (UINT64_C(1) << 63)
+
 /* Where the block holding off starts, by block sizes learned so far
  * (blocks not learned yet are rendered): for readers that come before
- * any layout (lazy sizes), so `head` renders the first blocks only. *b is
- * the block count when off lies past the end. */
+ * any layout (lazy sizes), so `head` renders the first blocks only. The
+ * start of every WALK_STRIDE-th block is remembered on the way, so a
+ * reader going through a long table walks from the nearest one, not from
+ * the first block. *b is the block count when off lies past the end. */
 static int walk_blocks(struct engine *e, const struct znode *g, const char *dim,
                        const struct table *t, uint64_t off, uint64_t *b,
                        uint64_t *start, struct zerr *err) {
-  uint64_t nb = table_nblk(t), pos = 0, k;
-  for (k = 0; k < nb; k++) {
+  uint64_t nb = table_nblk(t), pos = 0, k = 0, cs;
+  struct memo_key ck;
+  for (;;) { /* leap over remembered starts */
+    table_key(&ck, ELEVEL_TABLE_LAYOUT, g, dim, START_TAG | (k + WALK_STRIDE));
+    if (k + WALK_STRIDE >= nb || !memo_value_peek(e->memo, &ck, &cs) ||
+        cs > off)
+      break;
+    k += WALK_STRIDE;
+    pos = cs;
+  }
+  for (; k < nb; k++) {
     uint64_t bs;
+    if (k && k % WALK_STRIDE == 0) {
+      table_key(&ck, ELEVEL_TABLE_LAYOUT, g, dim, START_TAG | k);
+      memo_value_put(e->memo, &ck, pos);
+    }
     if (!bsize_peek(e, g, dim, k, &bs)) {
       struct memo_ref *ref;
       ZTRY(engine_check_stop(e, err));

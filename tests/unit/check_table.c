@@ -9,8 +9,8 @@
  * dimension y, and a stored y.csv that wins over the table. Each table
  * is read in pieces of 1 byte to 1 MiB and compared with the text
  * expected; a table of 10,000 rows crosses blocks of rows; a lazy-size
- * engine renders only the blocks a reader reaches, and learns the size
- * from a reader that reaches the end. */
+ * engine renders only the blocks a reader reaches, learns the size from
+ * a reader that reaches the end, and walks a table of 74 blocks. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -348,6 +348,40 @@ START_TEST(lazy_size_learned) {
 }
 END_TEST
 
+/* A lazy-size reader going through a table of more than WALK_STRIDE
+ * blocks (each read walks from the nearest remembered block start), then
+ * reads at offsets out of order. */
+START_TEST(long_walk) {
+  size_t wlen;
+  char *want = put_big(300000, &wlen);
+  struct engine *e = open_engine(1);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "big/i.csv", &ent, &err), 0);
+  static char buf[65536];
+  uint64_t off = 0;
+  long n;
+  while ((n = ns_read_view(e, &ent, off, sizeof buf, buf, NULL, &err)) > 0) {
+    ck_assert(!memcmp(buf, want + off, (size_t)n));
+    off += (uint64_t)n;
+  }
+  ck_assert_int_eq(n, 0);
+  ck_assert_uint_eq(off, wlen);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_TABLE_BLOCK), 300000 / 4096 + 1);
+  for (uint64_t o = wlen - 1; o > 0; o = o * 7 / 11) {
+    n = ns_read_view(e, &ent, o, 1000, buf, NULL, &err);
+    size_t exp = wlen - o < 1000 ? wlen - o : 1000;
+    ck_assert_int_eq(n, (long)exp);
+    ck_assert(!memcmp(buf, want + o, exp));
+  }
+  uint64_t size;
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, wlen);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
 /* The suite. */
 static Suite *table_suite(void) {
   Suite *s = suite_create("table");
@@ -359,6 +393,7 @@ static Suite *table_suite(void) {
   tcase_add_test(tc, listed_resolved_and_shadowed);
   tcase_add_test(tc, blocks_of_rows);
   tcase_add_test(tc, lazy_size_learned);
+  tcase_add_test(tc, long_walk);
   suite_add_tcase(s, tc);
   return s;
 }
