@@ -266,7 +266,7 @@ static void cmd_stat(struct cmd *c, const char *path, struct ns_entry *ent) {
       [NS_DIR] = "directory",         [NS_RAW] = "file",
       [NS_CHUNK_VIEW] = "chunk-view", [NS_ARRAY_VIEW] = "array-view",
       [NS_INFO_VIEW] = "info-view",   [NS_STATS] = "stats",
-      [NS_HISTORY] = "history",
+      [NS_HISTORY] = "history",       [NS_TABLE] = "table",
   };
   fprintf(c->out, "%s %llu %s\n", kinds[ent->kind], (unsigned long long)size,
           path);

@@ -47,20 +47,29 @@
  * memo.h holds because a fill of each level only asks for lower ones:
  * a unit reads its shard's index; a unit size decodes the unit; a layout
  * reads presence and unit sizes; a region size reads its layout; a row
- * decodes its units and their data. */
+ * decodes its units and their data; a table block reads its columns'
+ * units (and its string chunks); a table layout renders its blocks. */
 /* Level 1 (MEMO_LEVEL_SOURCE) is the byte sources' own, level 2
  * (MEMO_LEVEL_STORE) the stores'. */
 enum engine_level {
   ELEVEL_SHARD_INDEX = MEMO_LEVEL_STORE + 1, /* a shard's decoded index
                                                 (unit.c) */
-  ELEVEL_UNIT = 4,        /* a decoded unit with its text layout (unit.c) */
-  ELEVEL_DATA = 5,        /* a unit's deferred data section, decoded
-                             (unit.c) */
-  ELEVEL_UNIT_SIZE = 6,   /* value: a unit's text size (unit.c) */
-  ELEVEL_PRESENCE = 7,    /* which chunks of an array are stored (unit.c) */
-  ELEVEL_LAYOUT = 8,      /* a region's text layout (view.c) */
-  ELEVEL_REGION_SIZE = 9, /* value: a region's text size (view.c) */
-  ELEVEL_ROW = 10,        /* a row of units of a region (view.c) */
+  ELEVEL_UNIT = 4,          /* a decoded unit with its text layout (unit.c) */
+  ELEVEL_DATA = 5,          /* a unit's deferred data section, decoded
+                               (unit.c) */
+  ELEVEL_UNIT_SIZE = 6,     /* value: a unit's text size (unit.c) */
+  ELEVEL_PRESENCE = 7,      /* which chunks of an array are stored (unit.c) */
+  ELEVEL_LAYOUT = 8,        /* a region's text layout (view.c) */
+  ELEVEL_REGION_SIZE = 9,   /* value: a region's text size (view.c) */
+  ELEVEL_ROW = 10,          /* a row of units of a region (view.c) */
+  ELEVEL_TABLE = 11,        /* a group's table D.csv: its columns
+                               (table.c); a string column's chunk decoded
+                               with its bytes as stored (tblock.c) */
+  ELEVEL_TABLE_BLOCK = 12,  /* a block of rows of a table, rendered
+                               (table.c, tblock.c) */
+  ELEVEL_TABLE_LAYOUT = 13, /* where each block of a table starts; as
+                               values, each block's size and the table's
+                               (table.c) */
 };
 
 struct engine_config {

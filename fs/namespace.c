@@ -11,6 +11,7 @@
 #include "info.h"
 #include "node.h"
 #include "stats.h"
+#include "table.h"
 #include "view.h"
 
 /* Drop leading slashes: FUSE paths are absolute, store keys are not. */
@@ -383,6 +384,17 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
 
   char parent[4096];
   const char *base = split_parent(key, parent, sizeof parent);
+  if (ns_ends_with(base, TABLE_SUFFIX)) {
+    const struct znode *g = node_get(e->nodes, parent);
+    int tr = g->kind == ZNODE_GROUP ? table_exists(e, g, base, err) : 0;
+    if (tr < 0)
+      return tr;
+    if (tr) {
+      ent->kind = NS_TABLE;
+      ent->node = g;
+      return 0;
+    }
+  }
   int is_info = !strcmp(base, NS_INFO_NAME);
   if (is_info || !strcmp(base, NS_VALUES_NAME)) {
     const struct znode *n = node_get(e->nodes, parent);
@@ -474,6 +486,17 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
     *size = len;
     return 0;
   }
+  case NS_TABLE: {
+    const char *file = strrchr(ent->key, '/');
+    file = file ? file + 1 : ent->key;
+    if (e->lazy_sizes) {
+      int k = table_size_known(e, ent->node, file, size, err);
+      if (k == 0)
+        *size = 0; /* unknown: the file is read with direct I/O */
+      return k < 0 ? k : 0;
+    }
+    return table_size(e, ent->node, file, size, err);
+  }
   case NS_STATS:
     *size = 0; /* it changes with every request: read with direct I/O */
     return 0;
@@ -522,6 +545,11 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
     return view_chunk_read(e, ent->node, ent->idx, off, len, dst, c, err);
   if (ent->kind == NS_ARRAY_VIEW)
     return view_array_read(e, ent->node, off, len, dst, c, err);
+  if (ent->kind == NS_TABLE) {
+    const char *file = strrchr(ent->key, '/');
+    return table_read(e, ent->node, file ? file + 1 : ent->key, off, len, dst,
+                      err);
+  }
   if (ent->kind == NS_INFO_VIEW || ent->kind == NS_STATS ||
       ent->kind == NS_HISTORY)
     return read_text(e, ent, off, len, dst, err);

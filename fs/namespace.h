@@ -4,7 +4,8 @@
  * two decoded as CF says (K.cf.txt, values.cf.txt: only for an array whose
  * attributes carry a CF encoding, struct znode.cf), an array's
  * description (info.txt beside values.txt, fs/info.h), or the mount's live
- * counters (/.zarrfs/stats, fs/stats.h: every layout, never listed). A
+ * counters (/.zarrfs/stats, fs/stats.h: every layout, never listed), and
+ * in a group a table D.csv per dimension of its 1-D arrays (fs/table.h). A
  * stored key always wins over a view name that collides with it. Entries the
  * store holds but cannot serve (STORE_OTHER: FIFOs, sockets, devices, links
  * leaving the store) are left out of listings; named directly, they and
@@ -35,6 +36,7 @@ enum ns_kind {
   NS_STATS,     /* /.zarrfs/stats: new text on every read, size 0 (read
                    it without trusting its size: direct I/O) */
   NS_HISTORY,   /* /.zarrfs/log/...: a ref's history (fs/history.h) */
+  NS_TABLE,     /* D.csv in a group: node is the group (fs/table.h) */
 };
 
 struct ns_entry {

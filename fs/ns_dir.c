@@ -11,6 +11,7 @@
 #include "info.h"
 #include "node.h"
 #include "stats.h"
+#include "table.h"
 #include "view.h"
 
 /* ---- listings ----
@@ -365,6 +366,23 @@ static int dir_has_stored_dir(const struct ns_dir *d, const char *name) {
   return 0;
 }
 
+/* What a group's tables are listed with. */
+struct table_fill {
+  struct ns_dir *d;
+  enum ns_layout lay;
+};
+
+/* table_list callback: D.csv, unless the store holds that name (a stored
+ * file or directory wins, as for every view). */
+static int table_fill_one(void *ud, const char *file) {
+  struct table_fill *tf = ud;
+  if (tf->lay == NS_L_TEXT ? dir_has_stored_dir(tf->d, file)
+                           : dir_has_stored(tf->d, file))
+    return 0;
+  return dir_add(tf->d, file, strlen(file), NS_TABLE, 0, 0,
+                 STORE_MTIME_UNKNOWN);
+}
+
 int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
                 struct zerr *err) {
   const char *key = ns_path_key(path);
@@ -482,6 +500,14 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
                          : dir_has_stored(d, NS_INFO_NAME)))
     dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0,
             STORE_MTIME_UNKNOWN);
+  if (!n && lay != NS_L_PLAIN) {
+    struct table_fill tf = {d, lay};
+    rc = table_list(e, node_get(e->nodes, key), table_fill_one, &tf, err);
+    if (rc < 0) {
+      ns_dir_free(d);
+      return rc;
+    }
+  }
   if (n && n->kind == ZNODE_ARRAY && n->meta)
     dir_add_views(e, d, n, rel);
   if (lay == NS_L_TEXT)

@@ -1,0 +1,401 @@
+/* check_table.c - the tables D.csv of a group (fs/table.h) and their
+ * fields (fs/csvfield.h), driven through the engine without a mount.
+ *
+ * The field rules one by one; then a V2 group as xarray writes it: a
+ * coordinate x, a float64 column with NaN and integral values, an int16
+ * packed with scale_factor and _FillValue (CF-decoded, a missing chunk),
+ * a string column with a comma, a quote, CR LF and an empty string, a
+ * column of another length (left out), a 2-D array (no table), a second
+ * dimension y, and a stored y.csv that wins over the table. Each table
+ * is read in pieces of 1 byte to 1 MiB and compared with the text
+ * expected; a table of 10,000 rows crosses blocks of rows; a lazy-size
+ * engine renders only the blocks a reader reaches, learns the size from
+ * a reader that reaches the end, and walks a table of 74 blocks. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../fs/csvfield.h"
+#include "../../fs/engine.h"
+#include "../../fs/namespace.h"
+#include "../../fs/table.h"
+#include "testutil.h"
+
+static char tmpdir[64];
+
+/* Write a file under tmpdir, creating parent directories. */
+static void put_file(const char *rel, const void *data, size_t len) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
+  for (char *p = path + strlen(tmpdir) + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(path, 0755);
+      *p = '/';
+    }
+  FILE *f = fopen(path, "wb");
+  ck_assert_msg(f != NULL, "cannot write %s", path);
+  ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+  fclose(f);
+}
+
+/* Write text. */
+static void put_text(const char *rel, const char *text) {
+  put_file(rel, text, strlen(text));
+}
+
+/* A V2 array without compressor (filters: JSON or "null"), along dims (a
+ * JSON list), with extra attributes (JSON members or ""). */
+static void put_v2(const char *name, const char *shape, const char *chunks,
+                   const char *dtype, const char *fill, const char *filters,
+                   const char *dims, const char *attrs) {
+  char buf[1024], rel[128];
+  snprintf(buf, sizeof buf,
+           "{\"zarr_format\":2,\"shape\":%s,\"chunks\":%s,\"dtype\":\"%s\","
+           "\"fill_value\":%s,\"order\":\"C\",\"compressor\":null,"
+           "\"filters\":%s}",
+           shape, chunks, dtype, fill, filters);
+  snprintf(rel, sizeof rel, "%s/.zarray", name);
+  put_text(rel, buf);
+  snprintf(buf, sizeof buf, "{\"_ARRAY_DIMENSIONS\":%s%s%s}", dims,
+           *attrs ? "," : "", attrs);
+  snprintf(rel, sizeof rel, "%s/.zattrs", name);
+  put_text(rel, buf);
+}
+
+/* A vlen-utf8 chunk of n strings. */
+static void put_strings(const char *rel, const char *const *s, uint32_t n) {
+  uint8_t buf[1024];
+  size_t w = 0;
+  memcpy(buf, &n, 4);
+  w = 4;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t l = (uint32_t)strlen(s[i]);
+    memcpy(buf + w, &l, 4);
+    memcpy(buf + w + 4, s[i], l);
+    w += 4 + l;
+  }
+  put_file(rel, buf, w);
+}
+
+/* The store (see the file comment). */
+static void setup(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/zarrfs-table-XXXXXX");
+  ck_assert(mkdtemp(tmpdir) != NULL);
+  put_text(".zgroup", "{\"zarr_format\":2}");
+  put_v2("x", "[5]", "[3]", "<i4", "null", "null", "[\"x\"]", "");
+  int32_t x0[3] = {10, 20, 30}, x1[3] = {40, 50, 0};
+  put_file("x/0", x0, sizeof x0);
+  put_file("x/1", x1, sizeof x1);
+  put_v2("b", "[5]", "[5]", "<f8", "\"NaN\"", "null", "[\"x\"]", "");
+  double b[5] = {1.5, NAN, 2, -0.0, 1e300};
+  put_file("b/0", b, sizeof b);
+  put_v2("a", "[5]", "[2]", "<i2", "-32768", "null", "[\"x\"]",
+         "\"scale_factor\":0.5,\"add_offset\":10.0,\"_FillValue\":-32768");
+  int16_t a0[2] = {0, -32768}, a1[2] = {3, 4}; /* chunk 2 missing */
+  put_file("a/0", a0, sizeof a0);
+  put_file("a/1", a1, sizeof a1);
+  put_v2("s", "[5]", "[4]", "|O", "null", "[{\"id\":\"vlen-utf8\"}]", "[\"x\"]",
+         "");
+  static const char *const s0[] = {"plain", "a,b", "say \"hi\"", "cr\r\nlf"};
+  static const char *const s1[] = {"", "", "", ""};
+  put_strings("s/0", s0, 4);
+  put_strings("s/1", s1, 4);
+  put_v2("short", "[3]", "[3]", "<i4", "0", "null", "[\"x\"]", "");
+  put_v2("m", "[2,2]", "[2,2]", "<i4", "0", "null", "[\"x\",\"y\"]", "");
+  put_v2("y", "[2]", "[2]", "|b1", "null", "null", "[\"y\"]", "");
+  uint8_t y[2] = {1, 0};
+  put_file("y/0", y, sizeof y);
+  put_v2("zz", "[1]", "[1]", "<i4", "7", "null", "[\"z\"]", "");
+  put_text("z.csv", "mine\n");
+}
+
+/* Remove the temp store. */
+static void teardown(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "cleanup failed\n");
+}
+
+/* Engine over tmpdir. */
+static struct engine *open_engine(int lazy) {
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(tmpdir, &s, &err), 0);
+  struct engine_config cfg = {64u << 20, 1u << 30, 1000, 0, lazy, 0, 0};
+  struct engine *e;
+  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
+  return e;
+}
+
+/* Read a whole view in pieces of `step` bytes; its size must be exact. */
+static char *read_all(struct engine *e, const char *path, size_t step,
+                      size_t *len) {
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size;
+  ck_assert_msg(ns_resolve(e, path, &ent, &err) == 0, "%s: %s", path, err.msg);
+  ck_assert_int_eq(ent.kind, NS_TABLE);
+  ck_assert_msg(ns_size(e, &ent, &size, &err) == 0, "%s: %s", path, err.msg);
+  char *buf = malloc(size + 1);
+  uint64_t off = 0;
+  while (off < size) {
+    size_t want = step < size - off ? step : (size_t)(size - off);
+    long n = ns_read_view(e, &ent, off, want, buf + off, NULL, &err);
+    ck_assert_msg(n > 0, "%s at %llu: %s", path, (unsigned long long)off,
+                  err.msg);
+    off += (uint64_t)n;
+  }
+  char extra[8];
+  ck_assert_int_eq(ns_read_view(e, &ent, size, sizeof extra, extra, NULL, &err),
+                   0);
+  buf[size] = '\0';
+  *len = (size_t)size;
+  return buf;
+}
+
+/* Every piece size gives the whole text, with a fresh engine each and
+ * with one engine throughout. */
+static void check_table(const char *path, const char *want, size_t wlen) {
+  static const size_t steps[] = {1, 2, 3, 7, 64, 4096, 1u << 20};
+  struct engine *shared = open_engine(0);
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    struct engine *e = open_engine(0);
+    size_t len;
+    char *got = read_all(e, path, steps[i], &len);
+    ck_assert_msg(len == wlen && !memcmp(got, want, wlen),
+                  "%s step %zu:\n%s\nwant:\n%s", path, steps[i], got, want);
+    free(got);
+    engine_free(e);
+    got = read_all(shared, path, steps[i], &len);
+    ck_assert(len == wlen && !memcmp(got, want, wlen));
+    free(got);
+  }
+  engine_free(shared);
+}
+
+START_TEST(field_rules) {
+  char buf[64];
+  ck_assert(!csvfield_needs_quotes("plain text", 10));
+  ck_assert(csvfield_needs_quotes("a,b", 3));
+  ck_assert(csvfield_needs_quotes("a\rb", 3));
+  ck_assert(csvfield_needs_quotes("a\nb", 3));
+  ck_assert(csvfield_needs_quotes("\"", 1));
+  ck_assert_uint_eq(csvfield_len("ab", 2), 2);
+  ck_assert_uint_eq(csvfield_len("say \"hi\"", 8), 12);
+  size_t n = csvfield_put("say \"hi\"", 8, buf);
+  ck_assert_uint_eq(n, 12);
+  ck_assert(!memcmp(buf, "\"say \"\"hi\"\"\"", 12));
+  n = csvfield_put("l1\r\nl2", 6, buf);
+  ck_assert(n == 8 && !memcmp(buf, "\"l1\r\nl2\"", 8));
+  ck_assert_uint_eq(csvfield_put("", 0, buf), 0);
+  ck_assert(csvfield_is_missing("nan", 3));
+  ck_assert(csvfield_is_missing("NaT", 3));
+  ck_assert(!csvfield_is_missing("nano", 4));
+  ck_assert(!csvfield_is_missing("-nan", 4));
+  ck_assert(csvfield_float_integral("12", 2));
+  ck_assert(csvfield_float_integral("-0", 2));
+  ck_assert(!csvfield_float_integral("-", 1));
+  ck_assert(!csvfield_float_integral("", 0));
+  ck_assert(!csvfield_float_integral("1.5", 3));
+  ck_assert(!csvfield_float_integral("1e+20", 5));
+  ck_assert(!csvfield_float_integral("inf", 3));
+  static const uint8_t b[3] = {0x00, 0xab, 0x7f};
+  ck_assert_uint_eq(csvfield_hex(b, 3, buf), 6);
+  ck_assert(!memcmp(buf, "00ab7f", 6));
+}
+END_TEST
+
+START_TEST(columns_and_values) {
+  /* x first, then a, b, s in name order; short (3 rows) left out; a's
+   * third value is a missing chunk (its fill value, masked); b's NaN
+   * empty, its integral values with .0 */
+  static const char want[] = "x,a,b,s\n"
+                             "10,10.0,1.5,plain\n"
+                             "20,,,\"a,b\"\n"
+                             "30,11.5,2.0,\"say \"\"hi\"\"\"\n"
+                             "40,12.0,-0.0,\"cr\r\nlf\"\n"
+                             "50,,1e+300,\n";
+  check_table("x.csv", want, sizeof want - 1);
+  /* one column: a table of y alone (the 2-D m is no column) */
+  check_table("y.csv", "y\ntrue\nfalse\n", 13);
+}
+END_TEST
+
+/* Collects listed names into one string. */
+static int collect(void *ud, const char *name, int is_dir) {
+  (void)is_dir;
+  strcat(ud, name);
+  strcat(ud, " ");
+  return 0;
+}
+
+START_TEST(listed_resolved_and_shadowed) {
+  struct engine *e = open_engine(0);
+  struct zerr err = {0};
+  char names[4096] = " ";
+  ck_assert_int_eq(ns_list(e, "", collect, names, &err), 0);
+  ck_assert_ptr_nonnull(strstr(names, " x.csv "));
+  ck_assert_ptr_nonnull(strstr(names, " y.csv "));
+  ck_assert_ptr_nonnull(strstr(names, " z.csv "));
+  ck_assert_ptr_null(strstr(strstr(names, " z.csv ") + 1, " z.csv "));
+  struct ns_entry ent;
+  ck_assert_int_eq(ns_resolve(e, "z.csv", &ent, &err), 0);
+  ck_assert_int_eq(ent.kind, NS_RAW); /* the stored file wins */
+  ck_assert_int_eq(ns_resolve(e, "q.csv", &ent, &err), -ENOENT);
+  ck_assert_int_eq(ns_resolve(e, "x/x.csv", &ent, &err), -ENOENT);
+  ck_assert_int_eq(ns_resolve(e, ".csv", &ent, &err), -ENOENT);
+  names[1] = '\0';
+  ck_assert_int_eq(ns_list(e, "x", collect, names, &err), 0);
+  ck_assert_ptr_null(strstr(names, ".csv"));
+  engine_free(e);
+}
+END_TEST
+
+/* A group "big": i (0..rows-1, chunks of 3000) and v = i/2 (chunks of
+ * 777), so that blocks of rows and chunks of columns cross. */
+static char *put_big(size_t rows, size_t *len) {
+  char shape[32], rel[64];
+  snprintf(shape, sizeof shape, "[%zu]", rows);
+  put_text("big/.zgroup", "{\"zarr_format\":2}");
+  put_v2("big/i", shape, "[3000]", "<i4", "null", "null", "[\"i\"]", "");
+  put_v2("big/v", shape, "[777]", "<f8", "\"NaN\"", "null", "[\"i\"]", "");
+  int32_t *iv = malloc(rows * sizeof *iv);
+  double *vv = malloc(rows * sizeof *vv);
+  for (size_t k = 0; k < rows; k++) {
+    iv[k] = (int32_t)k;
+    vv[k] = (double)k / 2;
+  }
+  for (size_t c = 0; c * 3000 < rows; c++) {
+    int32_t chunk[3000] = {0};
+    size_t n = rows - c * 3000 < 3000 ? rows - c * 3000 : 3000;
+    memcpy(chunk, iv + c * 3000, n * sizeof *iv);
+    snprintf(rel, sizeof rel, "big/i/%zu", c);
+    put_file(rel, chunk, sizeof chunk);
+  }
+  for (size_t c = 0; c * 777 < rows; c++) {
+    double chunk[777] = {0};
+    size_t n = rows - c * 777 < 777 ? rows - c * 777 : 777;
+    memcpy(chunk, vv + c * 777, n * sizeof *vv);
+    snprintf(rel, sizeof rel, "big/v/%zu", c);
+    put_file(rel, chunk, sizeof chunk);
+  }
+  char *want = malloc(rows * 32 + 16);
+  size_t w = (size_t)sprintf(want, "i,v\n");
+  for (size_t k = 0; k < rows; k++)
+    w += (size_t)sprintf(want + w, "%zu,%zu.%s\n", k, k / 2, k % 2 ? "5" : "0");
+  free(iv);
+  free(vv);
+  *len = w;
+  return want;
+}
+
+START_TEST(blocks_of_rows) {
+  size_t wlen;
+  char *want = put_big(10000, &wlen);
+  check_table("big/i.csv", want, wlen);
+  /* reads that start inside a block and cross into the next ones */
+  struct engine *e = open_engine(0);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "big/i.csv", &ent, &err), 0);
+  char buf[70000];
+  for (size_t off = 0; off < wlen; off += 9973) {
+    long n = ns_read_view(e, &ent, off, sizeof buf, buf, NULL, &err);
+    size_t exp = wlen - off < sizeof buf ? wlen - off : sizeof buf;
+    ck_assert_int_eq(n, (long)exp);
+    ck_assert(!memcmp(buf, want + off, exp));
+  }
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
+START_TEST(lazy_size_learned) {
+  size_t wlen;
+  char *want = put_big(5000, &wlen);
+  struct engine *e = open_engine(1);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size = 1;
+  ck_assert_int_eq(ns_resolve(e, "big/i.csv", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, 0); /* not known without rendering */
+  char buf[4096];
+  ck_assert_int_eq(ns_read_view(e, &ent, 0, 4, buf, NULL, &err), 4);
+  ck_assert(!memcmp(buf, "i,v\n", 4));
+  /* head: the first block of rows only */
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_TABLE_BLOCK), 1);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, 0);
+  /* a reader going through to the end (as with direct I/O) */
+  uint64_t off = 0;
+  long n;
+  while ((n = ns_read_view(e, &ent, off, sizeof buf, buf, NULL, &err)) > 0) {
+    ck_assert(!memcmp(buf, want + off, (size_t)n));
+    off += (uint64_t)n;
+  }
+  ck_assert_int_eq(n, 0);
+  ck_assert_uint_eq(off, wlen);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, wlen); /* learned by the reader */
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_TABLE_BLOCK), 2);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
+/* A lazy-size reader going through a table of more than WALK_STRIDE
+ * blocks (each read walks from the nearest remembered block start), then
+ * reads at offsets out of order. */
+START_TEST(long_walk) {
+  size_t wlen;
+  char *want = put_big(300000, &wlen);
+  struct engine *e = open_engine(1);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "big/i.csv", &ent, &err), 0);
+  static char buf[65536];
+  uint64_t off = 0;
+  long n;
+  while ((n = ns_read_view(e, &ent, off, sizeof buf, buf, NULL, &err)) > 0) {
+    ck_assert(!memcmp(buf, want + off, (size_t)n));
+    off += (uint64_t)n;
+  }
+  ck_assert_int_eq(n, 0);
+  ck_assert_uint_eq(off, wlen);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_TABLE_BLOCK), 300000 / 4096 + 1);
+  for (uint64_t o = wlen - 1; o > 0; o = o * 7 / 11) {
+    n = ns_read_view(e, &ent, o, 1000, buf, NULL, &err);
+    size_t exp = wlen - o < 1000 ? wlen - o : 1000;
+    ck_assert_int_eq(n, (long)exp);
+    ck_assert(!memcmp(buf, want + o, exp));
+  }
+  uint64_t size;
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, wlen);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
+/* The suite. */
+static Suite *table_suite(void) {
+  Suite *s = suite_create("table");
+  TCase *tc = tcase_create("core");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, field_rules);
+  tcase_add_test(tc, columns_and_values);
+  tcase_add_test(tc, listed_resolved_and_shadowed);
+  tcase_add_test(tc, blocks_of_rows);
+  tcase_add_test(tc, lazy_size_learned);
+  tcase_add_test(tc, long_walk);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return testutil_run(table_suite()); }
