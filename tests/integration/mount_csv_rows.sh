@@ -1,7 +1,7 @@
 #!/bin/bash
 # mount_csv_rows.sh - rows.csv of arrays of two and three dimensions read
-# back by pandas (Debian's python3-pandas; Python's csv module when pandas
-# is missing) and compared value by value with what xarray and zarr-python
+# back by pandas (Debian's python3-pandas) and by Python's csv module, and
+# compared value by value with what xarray and zarr-python
 # read from the store. xarray writes a CF-packed temperature (int16 with
 # scale_factor, add_offset and _FillValue, NaN among the values), a count
 # masked by its _FillValue (int16 decoded to float32) and times in hours
@@ -12,7 +12,11 @@
 # per index of the leading dimensions, `stat` its exact size, `tail -c` and
 # dd at odd offsets its bytes; `awk -F,` sums a column of the int32 array;
 # 1-D arrays have none; -o views=tree puts rows.csv under .text/ and
-# views=none nowhere.
+# views=none nowhere. Then every array of two or more dimensions of the
+# shared fixtures (skipped when absent): its rows.csv is its values.txt as
+# CSV, field by field. ZT_TIMEOUT defaults to 600 s here: the fixtures
+# take some 700 `zarrfs cat` runs (two minutes on a loaded 2-core VM).
+ZT_TIMEOUT=${ZT_TIMEOUT:-600}
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3 # Debian's: its xarray and zarr are python3-xarray/-zarr
@@ -229,6 +233,126 @@ assert_eq "cube/rows.csv: tail -c 100 on a fresh mount" \
 assert_eq "names3/rows.csv: tail -c 20 on a fresh mount" \
   "$(tail -c 20 "$ZT_TMP/want/names3" | md5sum)" "$(t tail -c 20 "$M/names3/rows.csv" | md5sum)"
 zumount "$M"
+
+# Every array of two or more dimensions of the shared fixtures (each data
+# type, codec and chunk grid the conformance stores hold: sharded, vlen,
+# transposed, optional, edge chunks): rows.csv parsed by Python's csv
+# module is values.txt field by field (strings with their newlines shown
+# as values.txt shows them, missing values empty), with minimal quoting.
+FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
+if [ -d "$FIX/zarrs" ]; then
+  cat >"$ZT_TMP/fx.py" <<'EOF'
+"""rows.csv against values.txt (values.cf.txt where there is one) of every
+array of two or more dimensions under ROOT, through `zarrfs cat`."""
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+
+ZARRFS, ROOT = sys.argv[1], sys.argv[2]
+
+
+def cat(store, name):
+    """Exit status and bytes of `zarrfs cat STORE NAME`."""
+    p = subprocess.run([ZARRFS, "cat", store, name], capture_output=True)
+    return p.returncode, p.stdout
+
+
+def field(s, stringy):
+    """A parsed field written again by the rules (minimal quoting)."""
+    if stringy and any(c in s for c in ',"\r\n'):
+        return '"' + s.replace('"', '""') + '"'
+    return s
+
+
+checked = bad = 0
+for dirpath, dirs, files in os.walk(ROOT):
+    meta = None
+    if "zarr.json" in files:
+        meta = json.load(open(os.path.join(dirpath, "zarr.json")))
+        if meta.get("node_type") != "array":
+            continue
+        dt = meta["data_type"]
+        dt = dt if isinstance(dt, str) else dt.get("name", "")
+        shape = meta["shape"]
+        optional = "optional" in dt
+        stringy = dt in ("string",) or (optional and "string" in json.dumps(meta["data_type"]))
+        attrs = meta.get("attributes", {})
+    elif ".zarray" in files:
+        meta = json.load(open(os.path.join(dirpath, ".zarray")))
+        dt = meta["dtype"] if isinstance(meta["dtype"], str) else "struct"
+        shape = meta["shape"]
+        optional = False
+        stringy = dt[1:2] in ("U", "O")
+        try:
+            attrs = json.load(open(os.path.join(dirpath, ".zattrs")))
+        except OSError:
+            attrs = {}
+    else:
+        continue
+    if len(shape) < 2:
+        continue
+    rc, vals = cat(dirpath, "values.txt")
+    rc2, rows = cat(dirpath, "rows.csv")
+    if rc != 0:
+        if rc2 == 0 and shape[-1] and all(shape):
+            print("%s: values.txt fails but rows.csv reads" % dirpath)
+            bad += 1
+        continue
+    if rc2 != 0:
+        print("%s: rows.csv fails" % dirpath)
+        bad += 1
+        continue
+    cfrc, cf = cat(dirpath, "values.cf.txt")
+    if cfrc == 0:
+        vals = cf
+    lines = vals.decode("utf-8", "surrogateescape").split("\n")[:-1]
+    text = rows.decode("utf-8", "surrogateescape")
+    table = list(csv.reader(io.StringIO(text, newline="")))
+    nrows = 1
+    for n in shape[:-1]:
+        nrows *= n
+    if shape[-1] == 0:
+        ok = text == ""
+    else:
+        ok = len(table) == nrows and all(len(r) == shape[-1] for r in table)
+    if not ok:
+        print("%s: %d rows, want %d of %d" % (dirpath, len(table), nrows, shape[-1]))
+        bad += 1
+        continue
+    fields = [f for r in table for f in r]
+    for i, (f, l) in enumerate(zip(fields, lines)):
+        if l == "NaT" or (optional and re.fullmatch(r"\[*null\]*", l)) or (cfrc == 0 and l == "nan"):
+            want = ""
+        elif optional and stringy and l.startswith("\\"):
+            want = l[1:]
+        else:
+            want = l
+        got = f.replace("\n", " ") if stringy else f
+        if got != want:
+            print("%s: element %d: %r, values.txt %r" % (dirpath, i, f, l))
+            bad += 1
+            break
+    again = "".join(",".join(field(f, stringy) for f in r) + "\n" for r in table)
+    if again != text:
+        print("%s: not the minimal quoting" % dirpath)
+        bad += 1
+    checked += 1
+print("checked %d arrays, %d bad" % (checked, bad))
+sys.exit(1 if bad or not checked else 0)
+EOF
+  if out=$(timeout -k 5 500 "$PY" "$ZT_TMP/fx.py" "$ZARRFS_BIN" "$FIX/zarrs" 2>&1); then
+    pass "fixtures: $(printf '%s' "$out" | tail -1): rows.csv is values.txt as CSV"
+  else
+    fail "fixtures: rows.csv differs from values.txt:"
+    printf '%s\n' "$out" | show
+  fi
+else
+  zt_skip_part "fixtures not found at $FIX"
+fi
 
 zmount "$SRC" "$M" -o views=tree || finish
 assert_file_eq "views=tree: .text/names/rows.csv" "$ZT_TMP/want/names" "$M/.text/names/rows.csv"
