@@ -396,8 +396,9 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   if (!strcmp(base, NS_CF_VALUES_NAME) || !strcmp(base, NS_ROWS_NAME)) {
     const struct znode *n = node_get(e->nodes, parent);
     int rows = !strcmp(base, NS_ROWS_NAME);
-    const struct znode *v =
-        n->kind != ZNODE_ARRAY ? NULL : rows ? n->csv : n->cf;
+    const struct znode *v = n->kind != ZNODE_ARRAY ? NULL
+                            : rows                 ? n->csv
+                                                   : n->cf;
     if (v) {
       ent->kind = NS_ARRAY_VIEW;
       ent->node = v;

@@ -338,7 +338,8 @@ static int node_set_csv(struct node_table *t, struct znode *n, const char *key,
   if (v->form.dt.kind == DT_STRING || v->form.dt.kind == DT_BYTES)
     v->form.dt = dtype_of(DT_STRING); /* their fields: see csvtext_prep */
   v->form.fill = NULL;
-  int rc = textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, err);
+  int rc =
+      textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, err);
   if (rc < 0) {
     free(v);
     if (rc == -ENOMEM)

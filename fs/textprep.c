@@ -23,11 +23,12 @@ int textprep_to_text(const struct dtype *dt, int csv, struct abytes *ab,
                      const struct codec_env *env, struct zerr *err) {
   if (dtype_is_fixed_string(dt))
     ZTRY(fixed_strings_to_text(dt, ab, env, err));
-  if (csv)
+  if (csv) /* bytes as node.c gives them their text type: hex */
     return csvtext_prep(dt,
-                        dt->kind == DT_FIXED_UTF32 || dt->kind == DT_STRING
-                            ? DT_STRING
-                            : DT_BYTES,
+                        dt->kind == DT_BYTES || (dtype_is_fixed_string(dt) &&
+                                                 dt->kind != DT_FIXED_UTF32)
+                            ? DT_BYTES
+                            : DT_STRING,
                         ab, env, err);
   if (dt->kind == DT_OPTIONAL && !ab->elsize)
     return optional_var_to_text(dt, ab, env, err);

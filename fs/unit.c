@@ -226,9 +226,8 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   if (rc == 0 && !ab)
     rc = unit_new_fill(n, j->idx, &ct, err);
-  else if (rc == 0 &&
-           (rc = textprep_to_text(&n->meta->dtype, n->form.csv, ab, &e->env,
-                                  err)) == 0) {
+  else if (rc == 0 && (rc = textprep_to_text(&n->meta->dtype, n->form.csv, ab,
+                                             &e->env, err)) == 0) {
     int var_mem = !ab->elsize && ab->data && ab->data->mem;
     /* (no reference of ours to ab->data: text_layout may turn a buffer
      * that is the unit's alone into its text in place) */

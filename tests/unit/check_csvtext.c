@@ -110,8 +110,8 @@ START_TEST(fixed_fields) {
   memcpy(fnan, &nan, 8);
   fnan[8] = 1;
   ck_assert_str_eq(fixed(NULL, &of, fnan), "nan");
-  struct dtype oo = {.kind = DT_OPTIONAL, .size = 3, .depth = 2,
-                     .inner = DT_UINT8};
+  struct dtype oo = {
+      .kind = DT_OPTIONAL, .size = 3, .depth = 2, .inner = DT_UINT8};
   uint8_t inner_null[3] = {0, 0, 1}; /* Some(None): "[null]" in values.txt */
   ck_assert_str_eq(fixed(NULL, &oo, inner_null), "");
 }
@@ -303,8 +303,8 @@ static void read_range(struct engine *e, const struct ns_entry *ent,
   struct zerr err = {0};
   size_t done = 0;
   while (done < len) {
-    long n = ns_read_view(e, ent, off + done, len - done, buf + done, NULL,
-                          &err);
+    long n =
+        ns_read_view(e, ent, off + done, len - done, buf + done, NULL, &err);
     ck_assert_msg(n > 0, "%s at %llu: %s", ent->key,
                   (unsigned long long)(off + done), err.msg);
     done += (size_t)n;
