@@ -5,7 +5,8 @@
  * the view itself driven through the engine without a mount, over V2
  * arrays: integers with a missing chunk and edge chunks, strings with
  * commas, quotes, CR and LF, numpy S bytes, a CF-packed int16 with fill
- * values, datetime64 with NaT, a 3-D float64 array with a missing chunk.
+ * values, datetime64 with NaT, a 3-D float64 array with a missing chunk,
+ * an int32 array on a rectangular grid.
  * Each rows.csv is read whole in pieces of 1 byte to 1 MiB, from its end
  * first (tail), and at every offset, and compared with its text; a 1-D
  * array has no rows.csv. */
@@ -214,6 +215,37 @@ static double cube_at(int i, int j, int k) {
   return i == 1 && j / 2 == 0 && k / 3 == 1 ? 0.5 : (i * 12 + j * 4 + k) / 8.0;
 }
 
+/* The int32 "rect" on a rectangular grid: shape (3, 6), rows in chunks
+ * of 2, columns in chunks of 1, 3 and 2; chunk (1, 1) is not stored (fill
+ * 9). */
+static int32_t rect_at(int i, int j) {
+  return i / 2 == 1 && j >= 1 && j < 4 ? 9 : i * 10 + j;
+}
+
+/* Write "rect". */
+static void put_rect(void) {
+  put_text("rect/zarr.json",
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[3,6],"
+           "\"data_type\":\"int32\",\"chunk_grid\":{\"name\":"
+           "\"rectangular\",\"configuration\":{\"chunk_shape\":[2,[1,3,2]]}},"
+           "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":9,"
+           "\"codecs\":[{\"name\":\"bytes\",\"configuration\":"
+           "{\"endian\":\"little\"}}]}");
+  static const int start[] = {0, 1, 4}, len[] = {1, 3, 2};
+  for (int ci = 0; ci < 2; ci++)
+    for (int cj = 0; cj < 3; cj++) {
+      if (ci == 1 && cj == 1)
+        continue;
+      int32_t c[6];
+      for (int a = 0; a < 2; a++)
+        for (int b = 0; b < len[cj]; b++)
+          c[a * len[cj] + b] = rect_at(ci * 2 + a, start[cj] + b);
+      char rel[32];
+      snprintf(rel, sizeof rel, "rect/c/%d/%d", ci, cj);
+      put_file(rel, c, 2 * (size_t)len[cj] * sizeof *c);
+    }
+}
+
 /* The store. */
 static void setup(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/zarrfs-csvrows-XXXXXX");
@@ -265,6 +297,7 @@ static void setup(void) {
         put_file(rel, c, sizeof c);
       }
   put_v2("one", "[3]", "[3]", "<i4", "0", "null", "{}");
+  put_rect();
 }
 
 /* Remove the temp store. */
@@ -399,6 +432,17 @@ START_TEST(three_dimensions) {
 }
 END_TEST
 
+START_TEST(rectangular_grid) {
+  char want[512];
+  size_t at = 0;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 6; j++)
+      at += (size_t)snprintf(want + at, sizeof want - at, "%d%c",
+                             rect_at(i, j), j == 5 ? '\n' : ',');
+  check_view("rect/rows.csv", want, at);
+}
+END_TEST
+
 /* Collects listed names into one string. */
 static int collect(void *ud, const char *name, int is_dir) {
   (void)is_dir;
@@ -446,6 +490,7 @@ static Suite *csvtext_suite(void) {
   tcase_add_test(tc, cf_packed_with_fill);
   tcase_add_test(tc, times_with_nat);
   tcase_add_test(tc, three_dimensions);
+  tcase_add_test(tc, rectangular_grid);
   tcase_add_test(tc, listed_in_nd_arrays_only);
   suite_add_tcase(s, tc);
   return s;
