@@ -437,8 +437,8 @@ START_TEST(rectangular_grid) {
   size_t at = 0;
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 6; j++)
-      at += (size_t)snprintf(want + at, sizeof want - at, "%d%c",
-                             rect_at(i, j), j == 5 ? '\n' : ',');
+      at += (size_t)snprintf(want + at, sizeof want - at, "%d%c", rect_at(i, j),
+                             j == 5 ? '\n' : ',');
   check_view("rect/rows.csv", want, at);
 }
 END_TEST
