@@ -14,8 +14,10 @@
  * into their fields once, when their unit is decoded (csvtext_prep), so
  * the text layer copies them as they are.
  *
- * Owns no state: pure functions over the caller's data, FUSE-free,
- * thread-safe. Sits beside fs/cftext.h, below the text layouts. */
+ * Owns no state and takes no lock: functions over the caller's data (only
+ * csvtext_prep allocates, the fields it hands to the caller's ab),
+ * FUSE-free, thread-safe. Sits beside fs/cftext.h, below the text layouts
+ * (fs/text.c) and the text preparation (fs/textprep.c). */
 #ifndef ZARRFS_CSVTEXT_H
 #define ZARRFS_CSVTEXT_H
 

@@ -74,6 +74,35 @@ START_TEST(skip_fields) {
 }
 END_TEST
 
+/* Random strings over the bytes that matter (comma, quote, CR, LF, a
+ * letter) become fields of a text; csvtext_skip finds every field's start
+ * from every earlier one. */
+START_TEST(skip_random_fields) {
+  static const char alphabet[] = ",\"\r\na";
+  unsigned seed = 12345;
+  for (int round = 0; round < 200; round++) {
+    char text[4096];
+    uint64_t starts[33], size = 0;
+    int n = 1 + round % 32;
+    for (int f = 0; f < n; f++) {
+      char s[16];
+      size_t len = (size_t)(rand_r(&seed) % 8);
+      for (size_t i = 0; i < len; i++)
+        s[i] = alphabet[rand_r(&seed) % 5];
+      starts[f] = size;
+      csvtext_string((const uint8_t *)s, len, text + size);
+      size += csvtext_string_len((const uint8_t *)s, len);
+      text[size++] = f % 3 == 2 ? '\n' : ',';
+    }
+    starts[n] = size;
+    for (int i = 0; i <= n; i++)
+      for (int j = i; j <= n; j++)
+        ck_assert_uint_eq(
+            csvtext_skip(text, size, starts[i], (uint64_t)(j - i)), starts[j]);
+  }
+}
+END_TEST
+
 /* The field of one fixed element, as a string. */
 static const char *fixed(const struct cf *cf, const struct dtype *dt,
                          const void *elem) {
@@ -478,6 +507,7 @@ static Suite *csvtext_suite(void) {
   TCase *tf = tcase_create("fields");
   tcase_add_test(tf, string_fields);
   tcase_add_test(tf, skip_fields);
+  tcase_add_test(tf, skip_random_fields);
   tcase_add_test(tf, fixed_fields);
   tcase_add_test(tf, cf_fields);
   suite_add_tcase(s, tf);
