@@ -100,8 +100,8 @@ int csvtext_prep(const struct dtype *dt, enum dtype_kind kind,
   for (uint64_t i = 0; i < ab->n && rc == 0; i++) {
     uint64_t a = ab->offsets[i], len = ab->offsets[i + 1] - a;
     off[i] = out.len;
-    if (len < depth)
-      continue; /* missing: an empty field */
+    if (len <= depth)
+      continue; /* missing, or an empty value: an empty field */
     const uint8_t *v = src->mem + a + depth;
     uint64_t vl = len - depth;
     uint64_t tl = hex ? render_var_len(&bytes, vl) : csvtext_string_len(v, vl);
