@@ -162,11 +162,7 @@ int ns_has_suffix(const char *name, size_t len, const char *suffix) {
   return len > sl && !memcmp(name + len - sl, suffix, sl);
 }
 
-/* Is name (a file name in array n's directory rel, "" or "x/") a view of
- * n: values.txt, values.cf.txt and info.txt in the array's own directory,
- * or K.txt or K.cf.txt for a chunk key K (whose coordinates go to idx)?
- * 1 for values.txt or info.txt, 2 for K.txt, 3 for values.cf.txt, 4 for
- * K.cf.txt (the CF views only when n has them), else 0. */
+/* Is name a view of array n? See namespace.h. */
 int ns_view_name(const struct znode *n, const char *rel, const char *name,
                  size_t len, uint64_t *idx) {
   static const size_t sl = sizeof NS_VIEW_SUFFIX - 1;
@@ -178,6 +174,9 @@ int ns_view_name(const struct znode *n, const char *rel, const char *name,
   if (!*rel && cf && len == strlen(NS_CF_VALUES_NAME) &&
       !memcmp(name, NS_CF_VALUES_NAME, len))
     return 3;
+  if (!*rel && n->kind == ZNODE_ARRAY && n->csv &&
+      len == strlen(NS_ROWS_NAME) && !memcmp(name, NS_ROWS_NAME, len))
+    return 5;
   char k[4096];
   size_t rl = strlen(rel);
   if (n->kind != ZNODE_ARRAY || !n->meta || len <= sl ||
@@ -263,9 +262,9 @@ static int resolve_made_up(struct engine *e, const char *key,
     bytesrc_unref(b);
     return 0;
   }
-  if (v == 1 || v == 3) {
+  if (v == 1 || v == 3 || v == 5) {
     ent->kind = strcmp(name, NS_INFO_NAME) ? NS_ARRAY_VIEW : NS_INFO_VIEW;
-    ent->node = v == 3 ? n->cf : n;
+    ent->node = v == 3 ? n->cf : v == 5 ? n->csv : n;
     ent->mtime = meta_mtime(e, n);
     return 0;
   }
@@ -406,11 +405,15 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
       return 0;
     }
   }
-  if (!strcmp(base, NS_CF_VALUES_NAME)) {
+  if (!strcmp(base, NS_CF_VALUES_NAME) || !strcmp(base, NS_ROWS_NAME)) {
     const struct znode *n = node_get(e->nodes, parent);
-    if (n->kind == ZNODE_ARRAY && n->cf) {
+    int rows = !strcmp(base, NS_ROWS_NAME);
+    const struct znode *v = n->kind != ZNODE_ARRAY ? NULL
+                            : rows                 ? n->csv
+                                                   : n->cf;
+    if (v) {
       ent->kind = NS_ARRAY_VIEW;
-      ent->node = n->cf;
+      ent->node = v;
       ent->mtime = meta_mtime(e, n);
       return 0;
     }

@@ -2,7 +2,9 @@
  * byte-identical), a chunk's text view (K.txt beside stored chunk K), an
  * array's whole view (values.txt inside the array directory), the same
  * two decoded as CF says (K.cf.txt, values.cf.txt: only for an array whose
- * attributes carry a CF encoding, struct znode.cf), an array's
+ * attributes carry a CF encoding, struct znode.cf), an array's rows as
+ * CSV (rows.csv beside values.txt in arrays of two or more dimensions,
+ * struct znode.csv), an array's
  * description (info.txt beside values.txt, fs/info.h), or the mount's live
  * counters (/.zarrfs/stats, fs/stats.h: every layout, never listed), and
  * in a group a table D.csv per dimension of its 1-D arrays (fs/table.h). A
@@ -21,6 +23,7 @@
 #define NS_VALUES_NAME "values.txt"
 #define NS_CF_VALUES_NAME "values.cf.txt" /* CF-decoded values.txt */
 #define NS_CF_VIEW_SUFFIX ".cf.txt"       /* K.cf.txt: CF-decoded K.txt */
+#define NS_ROWS_NAME "rows.csv"           /* an N-D array's rows as CSV */
 #define NS_INFO_NAME "info.txt"
 #define NS_STATS_DIR ".zarrfs" /* at the root, not listed */
 #define NS_STATS_NAME "stats"  /* in it */
@@ -47,7 +50,8 @@ struct ns_entry {
                                    and reads belong to it */
   char key[4096];               /* store key (raw, dir) or array path (views) */
   const struct znode *node;     /* views: the array (borrowed from engine);
-                                   CF views: the array's CF node (its cf) */
+                                   CF views: the array's CF node (its cf);
+                                   rows.csv: its CSV node (its csv) */
   uint64_t idx[ZMETA_MAX_DIMS]; /* chunk views: chunk coordinates */
   uint64_t raw_size;            /* raw files: stored size */
   int64_t mtime; /* nanoseconds since the epoch (stored entries: the
@@ -110,10 +114,11 @@ int ns_stats_dir_ours(struct engine *e);
 int ns_stored_file(struct engine *e, const char *dir, const char *name,
                    uint64_t *size, int64_t *mtime);
 /* Is name (a file name in array n's directory rel, "" or "x/") a view of
- * n: values.txt, values.cf.txt and info.txt in the array's own directory,
- * or K.txt or K.cf.txt for a chunk key K (whose coordinates go to idx)?
- * 1 for values.txt or info.txt, 2 for K.txt, 3 for values.cf.txt, 4 for
- * K.cf.txt (the CF views only when n has them), else 0. */
+ * n: values.txt, values.cf.txt, rows.csv and info.txt in the array's own
+ * directory, or K.txt or K.cf.txt for a chunk key K (whose coordinates go
+ * to idx)? 1 for values.txt or info.txt, 2 for K.txt, 3 for
+ * values.cf.txt, 4 for K.cf.txt (the CF views only when n has them), 5
+ * for rows.csv (only when n has it), else 0. */
 int ns_view_name(const struct znode *n, const char *rel, const char *name,
                  size_t len, uint64_t *idx);
 

@@ -76,10 +76,20 @@ static void znode_cf_free(struct znode *c) {
   free(c);
 }
 
+/* Free the rows.csv node of an array: all but its fill text is shared
+ * (its CF encoding is the CF node's). */
+static void znode_csv_free(struct znode *c) {
+  if (!c)
+    return;
+  free(c->form.fill);
+  free(c);
+}
+
 /* Free one node; NULL-safe. */
 static void znode_free(struct znode *n) {
   if (!n)
     return;
+  znode_csv_free((struct znode *)n->csv);
   znode_cf_free((struct znode *)n->cf);
   json_decref(n->attrs);
   chain_free(n->chain);
@@ -302,6 +312,45 @@ static int node_set_cf(struct node_table *t, struct znode *n, const char *key,
     return rc;
   }
   n->cf = v;
+  return 0;
+}
+
+/* Give an array of two or more dimensions the node of rows.csv: its own
+ * form (CSV fields, CF-decoded where the array has CF views) and fill
+ * text. A fill text that cannot be made is logged and gives no rows.csv.
+ * 0, or -ENOMEM with err set. */
+static int node_set_csv(struct node_table *t, struct znode *n, const char *key,
+                        struct zerr *err) {
+  if (n->meta->ndim < 2)
+    return 0;
+  struct znode *v = malloc(sizeof *v);
+  if (!v)
+    return zerr_set(err, ENOMEM, "out of memory");
+  *v = *n;
+  v->cf = NULL;
+  v->csv = NULL;
+  v->attrs = NULL;
+  v->cons = NULL;
+  v->next = NULL;
+  v->form.csv = 1;
+  v->form.row_len = n->meta->shape[n->meta->ndim - 1];
+  v->form.cf = n->cf ? n->cf->form.cf : NULL;
+  if (v->form.dt.kind == DT_STRING || v->form.dt.kind == DT_BYTES)
+    v->form.dt = dtype_of(DT_STRING); /* their fields: see csvtext_prep */
+  v->form.fill = NULL;
+  int rc =
+      textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, err);
+  if (rc < 0) {
+    free(v);
+    if (rc == -ENOMEM)
+      return rc;
+    char msg[ZERR_MSG_MAX + 32];
+    snprintf(msg, sizeof msg, "no rows.csv: %s", err->msg);
+    node_log(t, key, msg);
+    zerr_clear(err);
+    return 0;
+  }
+  n->csv = v;
   return 0;
 }
 
@@ -670,7 +719,7 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     node_set_error(t, n, key, err.code, err.msg);
     return n;
   }
-  if (node_set_cf(t, n, key, &err) < 0)
+  if (node_set_cf(t, n, key, &err) < 0 || node_set_csv(t, n, key, &err) < 0)
     node_set_error(t, n, key, err.code, err.msg);
   return n;
 }

@@ -79,6 +79,12 @@ struct znode {
                              It is this node with form.cf set and its own
                              fill text; being another address it has memo
                              keys of its own. NULL: no CF views */
+  const struct znode *csv; /* arrays of two or more dimensions: the node of
+                              rows.csv, owned by this one: this node with
+                              form.csv set (and form.cf borrowed from the
+                              CF node, if any), strings as their CSV
+                              fields, its own fill text and memo keys.
+                              NULL: no rows.csv */
   int transient;         /* broken only for now (a server failing, out of
                             memory): not kept in the node table, asked
                             again next time */

@@ -490,6 +490,14 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
     dir_add(d, NS_CF_VALUES_NAME, strlen(NS_CF_VALUES_NAME), NS_ARRAY_VIEW,
             attr, size, dir_meta_mtime(d));
   }
+  if (n && n->kind == ZNODE_ARRAY && n->csv && !strcmp(n->path, key) &&
+      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_ROWS_NAME)
+                         : dir_has_stored(d, NS_ROWS_NAME))) {
+    uint64_t size = 0;
+    int attr = view_size_cheap(e, n->csv, NULL, &size);
+    dir_add(d, NS_ROWS_NAME, strlen(NS_ROWS_NAME), NS_ARRAY_VIEW, attr, size,
+            dir_meta_mtime(d));
+  }
   if (n && n->path && !strcmp(n->path, key) &&
       !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
                          : dir_has_stored(d, NS_INFO_NAME)))
@@ -551,6 +559,8 @@ void ns_dir_attr(struct engine *e, const struct ns_dir *d,
   size_t nl = strlen(de->name);
   int cfv = d->vnode->cf && ns_has_suffix(de->name, nl, NS_CF_VIEW_SUFFIX);
   const struct znode *vn = cfv ? d->vnode->cf : d->vnode;
+  if (d->vnode->csv && !strcmp(de->name, NS_ROWS_NAME))
+    vn = d->vnode->csv;
   if (de->kind == NS_ARRAY_VIEW) {
     de->attr = view_size_cheap(e, vn, NULL, &size);
   } else if (de->kind == NS_CHUNK_VIEW) {

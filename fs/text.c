@@ -6,6 +6,7 @@
 
 #include "../src/util/zmath.h"
 #include "cftext.h"
+#include "csvtext.h"
 #include "render.h"
 
 /* How many elements a layout pass handles between looks at the stop flag. */
@@ -24,8 +25,10 @@ _Static_assert(CFTEXT_MAX <= RENDER_FIXED_MAX, "CF text fits a render buffer");
  * branch away, so values.txt costs what it did. */
 static inline size_t form_fixed(const struct text_form *form, const void *elem,
                                 char *buf) {
-  if (__builtin_expect(form->cf == NULL, 1))
+  if (__builtin_expect(form->cf == NULL && !form->csv, 1))
     return render_fixed(&form->dt, elem, buf);
+  if (form->csv)
+    return csvtext_fixed(form->cf, &form->dt, elem, buf);
   struct cf_value v;
   if (cf_decode(form->cf, elem, &v) < 0)
     return render_fixed(&form->dt, elem, buf);
@@ -141,6 +144,23 @@ static void it_next(struct inb_it *it, const struct chunk_text *ct) {
     it->j -= (ct->ext[d] - 1) * it->stride[d];
     it->c[d] = 0;
   }
+}
+
+/* The byte after an element of a CSV unit whose last coordinate in the
+ * unit's in-bounds box is c: '\n' when it ends its row, else ','. */
+static char csv_end(const struct chunk_text *ct, uint64_t c) {
+  int d = ct->form->ndim - 1;
+  uint64_t x =
+      zmeta_axis_start(ct->form->edge[d], ct->form->shape[d], ct->idx[d]) + c;
+  return x + 1 == ct->form->row_len ? '\n' : ',';
+}
+
+/* The byte after the element at walk it: a newline, or a CSV separator. */
+static inline char it_end(const struct chunk_text *ct,
+                          const struct inb_it *it) {
+  if (__builtin_expect(!ct->form->csv, 1))
+    return '\n';
+  return csv_end(ct, it->c[ct->form->ndim - 1]);
 }
 
 /* Text length (no newline) of element j of a unit with element data. */
@@ -293,6 +313,49 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
   return 1;
 }
 
+/* A CSV unit of variable-length elements, which arrive as their fields
+ * in memory (fs/csvtext.h): its text made whole here, fields and
+ * separators, so that reads copy and lines are found by csvtext_skip. */
+static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
+                             struct zerr *err) {
+  const struct abytes *ab = ct->ab;
+  const uint64_t *eo = ab->offsets;
+  if (!ab->data || !ab->data->mem)
+    return zerr_set(err, EIO, "view: element bytes missing");
+  uint64_t size = 0;
+  struct inb_it it;
+  it_init(&it, ct, 0);
+  for (uint64_t k = 0; k < ct->nin; k++, it_next(&it, ct))
+    size += eo[it.j + 1] - eo[it.j] + 1; /* <= data bytes + elements */
+  if (size > TEXT_MAX_SIZE)
+    return zerr_set(err, EFBIG, "text of a chunk exceeds 2^63 bytes");
+  char *t = malloc(size ? (size_t)size : 1);
+  if (!t)
+    return zerr_set(err, ENOMEM, "out of memory");
+  uint64_t pos = 0;
+  it_init(&it, ct, 0);
+  for (uint64_t k = 0; k < ct->nin; k++, it_next(&it, ct)) {
+    if (k % TEXT_BLOCK == 0) {
+      ct->blk[k / TEXT_BLOCK] = pos;
+      if (k % TEXT_STOP_EVERY == 0 && stop &&
+          atomic_load_explicit(stop, memory_order_relaxed)) {
+        free(t);
+        return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+      }
+    }
+    uint64_t l = eo[it.j + 1] - eo[it.j];
+    memcpy(t + pos, ab->data->mem + eo[it.j], (size_t)l);
+    t[pos + l] = it_end(ct, &it);
+    pos += l + 1;
+  }
+  ct->text = t;
+  ct->size = size;
+  ct->cost = unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)size;
+  abytes_free(ct->ab);
+  ct->ab = NULL;
+  return 0;
+}
+
 /* See text.h. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
@@ -310,6 +373,14 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     rc = zerr_set(err, EFBIG, "chunk has too many elements");
   if (rc == 0 && !(ct->blk = malloc((size_t)(nblk ? nblk : 1) * 8)))
     rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0 && form->csv && !ab->elsize) {
+    ct->nblk = nblk;
+    if ((rc = layout_csv_fields(ct, stop, err)) < 0)
+      zobj_put(&ct->obj);
+    else
+      *out = ct;
+    return rc;
+  }
   if (rc == 0) {
     ct->nblk = nblk;
     int done = layout_in_place(ct, render_max, stop, err);
@@ -348,7 +419,7 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
       if (d) {
         size_t l =
             form_fixed(form, ab->fixed->mem + it.j * ab->elsize, d);
-        d[l] = '\n';
+        d[l] = it_end(ct, &it);
         tb.len += l + 1;
         pos += l + 1;
         continue;
@@ -382,6 +453,8 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
 static uint64_t text_walk_lines(const struct chunk_text *ct, uint64_t pos,
                                 uint64_t lines) {
   const char *t = ct->text;
+  if (ct->form->csv) /* fields may hold newlines */
+    return csvtext_skip(t, ct->size, pos, lines);
   for (; lines && pos < ct->size; lines--) {
     const char *nl = memchr(t + pos, '\n', (size_t)(ct->size - pos));
     pos = nl ? (uint64_t)(nl - t) + 1 : ct->size;
@@ -443,16 +516,18 @@ static void read_fill(const struct chunk_text *ct, uint64_t off, uint64_t end,
                       char *dst) {
   const char *f = ct->form->fill;
   uint64_t flen = ct->form->fill_len, line = flen + 1;
-  uint64_t p = off % line;
+  uint64_t p = off % line, k = off / line;
+  int last = ct->form->ndim - 1;
   while (off < end) {
     uint64_t n = line - p < end - off ? line - p : end - off;
     uint64_t body = p < flen ? (flen - p < n ? flen - p : n) : 0;
     memcpy(dst, f + p, (size_t)body);
-    if (body < n)
-      dst[body] = '\n'; /* n - body is 1: the newline ends the piece */
+    if (body < n) /* n - body is 1: the newline ends the piece */
+      dst[body] = ct->form->csv ? csv_end(ct, k % ct->ext[last]) : '\n';
     dst += n;
     off += n;
     p = 0;
+    k++;
   }
 }
 
@@ -464,7 +539,7 @@ static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
   while (pos < end) {
     size_t n =
         form_fixed(ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
-    tmp[n] = '\n';
+    tmp[n] = it_end(ct, it);
     uint64_t a = off > pos ? off - pos : 0;
     uint64_t b = end - pos < n + 1 ? end - pos : n + 1;
     memcpy(dst + (pos + a - off), tmp + a, (size_t)(b - a));

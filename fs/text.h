@@ -41,6 +41,12 @@ struct text_form {
                           decoded as src/zarr/cf.h says and written by
                           fs/cftext.h (owned by the node); NULL: the text
                           contract's own rendering of dt */
+  int csv;          /* rows.csv's form: each element its CSV field
+                       (fs/csvtext.h), followed by ',' or, for the last
+                       element of a row, '\n'; variable-length elements
+                       arrive as their fields (textprep), of type string.
+                       0: one element per line */
+  uint64_t row_len; /* csv: the array's length along its last dimension */
 };
 
 /* A unit ready for text views (reference-counted; zobj_put). */

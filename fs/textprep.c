@@ -8,6 +8,7 @@
 
 #include "../src/util/buf.h"
 #include "../src/util/utf8.h"
+#include "csvtext.h"
 #include "render.h"
 #include "rstruct.h"
 
@@ -18,13 +19,21 @@ static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
 
 /* Conversions that turn decoded elements into the node's text type:
  * fixed-width strings to strings, optional strings and bytes to text,
- * records to their lines. */
-int textprep_to_text(const struct dtype *dt, struct abytes *ab,
+ * records to their lines; for a CSV form, variable-length elements on to
+ * their CSV fields. */
+int textprep_to_text(const struct dtype *dt, int csv, struct abytes *ab,
                      const struct codec_env *env, struct zerr *err) {
   if (dtype_is_fixed_string(dt))
-    return fixed_strings_to_text(dt, ab, env, err);
-  if (dt->kind == DT_STRUCT)
-    return rstruct_to_text(dt, ab, env, err);
+    ZTRY(fixed_strings_to_text(dt, ab, env, err));
+  else if (dt->kind == DT_STRUCT)
+    ZTRY(rstruct_to_text(dt, ab, env, err));
+  if (csv) /* bytes as node.c gives them their text type: hex */
+    return csvtext_prep(dt,
+                        dt->kind == DT_BYTES || (dtype_is_fixed_string(dt) &&
+                                                 dt->kind != DT_FIXED_UTF32)
+                            ? DT_BYTES
+                            : DT_STRING,
+                        ab, env, err);
   if (dt->kind == DT_OPTIONAL && !ab->elsize)
     return optional_var_to_text(dt, ab, env, err);
   return 0;
@@ -43,7 +52,7 @@ int textprep_fill_text(const struct codec_spec *uspec, const struct dtype *dt,
   struct abytes *ab;
   ZTRY(abytes_new_fill(&one, env, &ab, err));
   struct bytesrc *src = NULL;
-  int rc = textprep_to_text(dt, ab, env, err);
+  int rc = textprep_to_text(dt, form->csv, ab, env, err);
   if (rc == 0)
     rc = ab->elsize ? bytesrc_load(ab->fixed, env->max_decoded, &src, err)
                     : chain_load_data(ab, env, &src, err);
@@ -65,7 +74,9 @@ int textprep_fill_text(const struct codec_spec *uspec, const struct dtype *dt,
     len = render_var_len(&form->dt, nbytes);
     if (len > env->max_decoded)
       rc = zerr_set(err, EFBIG, "fill value text exceeds the decode limit");
-    else if ((text = malloc(len + 1)))
+    else if ((text = malloc(len + 1)) && form->csv) /* fields as they are */
+      memcpy(text, src->mem + ab->offsets[0], (size_t)len);
+    else if (text)
       render_var(&form->dt, src->mem + ab->offsets[0], 0, (size_t)len, text);
   }
   if (rc == 0 && !text)

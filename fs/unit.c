@@ -84,6 +84,9 @@ static int unit_ident(struct engine *e, const struct znode *n,
   free(doc);
   if (n->form.fill)
     h = htab_hash_bytes(n->form.fill, n->form.fill_len, h);
+  /* a CF or CSV view's units: text of their own from the same chunk */
+  if (n->form.cf || n->form.csv)
+    h = htab_hash_bytes(n->form.csv ? "csv" : "cf", n->form.csv ? 3 : 2, h);
   *id = (struct lxindex_id){e->store->location, key, size, mtime, h,
                             UNIT_TEXT_RULES};
   return 0;
@@ -223,8 +226,8 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   if (rc == 0 && !ab)
     rc = unit_new_fill(n, j->idx, &ct, err);
-  else if (rc == 0 &&
-           (rc = textprep_to_text(&n->meta->dtype, ab, &e->env, err)) == 0) {
+  else if (rc == 0 && (rc = textprep_to_text(&n->meta->dtype, n->form.csv, ab,
+                                             &e->env, err)) == 0) {
     int var_mem = !ab->elsize && ab->data && ab->data->mem;
     /* (no reference of ours to ab->data: text_layout may turn a buffer
      * that is the unit's alone into its text in place) */
@@ -384,7 +387,7 @@ static int unit_direct(const struct znode *n, const uint64_t *idx,
                        int *plain_data) {
   unsigned caps = n->shard ? 0 : chain_partial_caps(n->chain);
   *plain_data = (caps & CODEC_PARTIAL_PLAIN) != 0;
-  if (!(caps & CODEC_PARTIAL_OFFSETS))
+  if (!(caps & CODEC_PARTIAL_OFFSETS) || n->form.csv) /* CSV: quoted */
     return 0;
   if (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES)
     return 0;
@@ -627,7 +630,7 @@ int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
 
 /* See unit.h. */
 int unit_sizes_from_index(const struct znode *n) {
-  return n->kind == ZNODE_ARRAY && n->chain && !n->shard &&
+  return n->kind == ZNODE_ARRAY && n->chain && !n->shard && !n->form.csv &&
          (chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX);
 }
 

@@ -161,7 +161,7 @@ int view_chunk_size_known(struct engine *e, const struct znode *n,
   if (memo_value_peek(e->memo, &k, size))
     return 1;
   /* decoding the unit reads its index, not its data */
-  if (!(chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX))
+  if (!(chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX) || n->form.csv)
     return 0;
   ZTRY(unit_size(e, n, idx, size, err));
   return 1;

@@ -61,8 +61,9 @@ while IFS='|' read -r p shape chunks enc sep; do
 done <"$ZT_TMP/arrays"
 
 # The expected listing of every directory: stored entries, values.txt and
-# info.txt in arrays, info.txt in groups, KEY.txt beside every stored chunk
-# KEY. Lines "DIR<TAB>NAME".
+# info.txt in arrays (and rows.csv in those of two or more dimensions),
+# info.txt in groups, KEY.txt beside every stored chunk KEY. Lines
+# "DIR<TAB>NAME".
 : >"$ZT_TMP/entries"
 while IFS= read -r d; do
   rel=${d#"$SRC"}
@@ -73,8 +74,9 @@ while IFS= read -r d; do
     printf '%s\tinfo.txt\n' "$rel" >>"$ZT_TMP/entries"
   fi
 done < <(find "$SRC" -type d)
-while IFS='|' read -r p _; do
+while IFS='|' read -r p shape _; do
   printf '%s\tvalues.txt\n%s\tinfo.txt\n' "$p" "$p" >>"$ZT_TMP/entries"
+  case $shape in *,*) printf '%s\trows.csv\n' "$p" >>"$ZT_TMP/entries" ;; esac
 done <"$ZT_TMP/arrays"
 while read -r p key idx st; do
   [ "$st" = 1 ] || continue

@@ -42,8 +42,9 @@ foo
 info.txt
 zarr.json
 " ls "$MNT/a"
-    assert_output_eq "hierarchy.zarr: a/baz/ holds info.txt, values.txt, zarr.json" \
+    assert_output_eq "hierarchy.zarr: a/baz/ holds info.txt, rows.csv, values.txt, zarr.json" \
       "info.txt
+rows.csv
 values.txt
 zarr.json
 " ls "$MNT/a/baz"

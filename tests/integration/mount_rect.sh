@@ -43,13 +43,15 @@ for a in $ARRAYS; do
   done < <(cd "$E/$a" && find . -name '*.txt' | sed 's|^\./||' | sort)
 
   # listings: stored names, KEY.txt beside each stored chunk, values.txt
-  # and info.txt
+  # and info.txt (and rows.csv in an array of two or more dimensions)
   while IFS= read -r d; do
     rel=${d#"$S/"}
     want=$( (
       ls -A "$d"
       find "$d" -maxdepth 1 -type f ! -name zarr.json -printf '%f.txt\n'
       [ "$rel" = "$a" ] && printf '%s\n' values.txt info.txt
+      [ "$rel" = "$a" ] && tr -d ' \n' <"$d/zarr.json" | grep -q '"shape":\[[0-9]*,' &&
+        echo rows.csv
     ) | sort)
     assert_eq "ls $rel" "$want" "$(t ls -A "$MNT/$rel" | sort)"
   done < <(find "$S/$a" -type d | sort)

@@ -692,7 +692,7 @@ START_TEST(listing_and_collisions) {
   char names[1024] = "";
   struct zerr err = {0};
   ck_assert_int_eq(ns_list(e, "/s2", collect, names, &err), 0);
-  ck_assert_str_eq(names, "c/ zarr.json values.txt info.txt ");
+  ck_assert_str_eq(names, "c/ zarr.json values.txt rows.csv info.txt ");
   names[0] = '\0';
   ck_assert_int_eq(ns_list(e, "/s2/c/0", collect, names, &err), 0);
   ck_assert_str_eq(names, "0 1 1.txt 2 0.txt 2.txt ");

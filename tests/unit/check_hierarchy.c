@@ -479,7 +479,8 @@ START_TEST(scalar_and_empty_arrays) {
   expect_view(e, "/v2s/values.txt", "11\n");
   expect_list(e, "/v2s", ".zarray 0 0.txt info.txt values.txt");
   expect_view(e, "/v2z/values.txt", "");
-  expect_list(e, "/v2z", ".zarray info.txt values.txt");
+  expect_view(e, "/v2z/rows.csv", "");
+  expect_list(e, "/v2z", ".zarray info.txt rows.csv values.txt");
   engine_free(e);
   store_dir_rm();
 }
