@@ -66,7 +66,7 @@ static int rawchunk_fill(void *ctx, struct zobj **obj, size_t *cost,
                       &r->ab, err);
   bytesrc_unref(src);
   if (rc == 0)
-    rc = textprep_to_text(&n->meta->dtype, r->ab, &e->env, err);
+    rc = textprep_to_text(&n->meta->dtype, 0, r->ab, &e->env, err);
   if (rc == 0 && r->ab->elsize)
     rc = zerr_set(err, EIO, "elements are not of variable length");
   if (rc == 0)
