@@ -162,29 +162,59 @@ static int inb_linear(const struct chunk_text *ct) {
   return 1;
 }
 
+/* Variable-length units in a linear box: in-bounds element k is unit
+ * element k, and its line starts at text offset
+ * render_var_len(eo[k] - eo[0]) + k, known from the offsets alone. */
+static int var_linear(const struct chunk_text *ct) {
+  return ct->ab && !ct->ab->elsize && inb_linear(ct);
+}
+
+/* Text offset of the line of element j of a run of consecutive elements
+ * whose first, ja, starts at tpos. */
+static inline uint64_t run_line_off(const struct chunk_text *ct, uint64_t ja,
+                                    uint64_t tpos, uint64_t j) {
+  const uint64_t *eo = ct->ab->offsets;
+  return tpos + render_var_len(&ct->form->dt, eo[j] - eo[ja]) + (j - ja);
+}
+
+/* Elements that follow the walk's one in unit order without a gap: the
+ * rest of the unit in a linear box, else the rest of its row. */
+static uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
+                         int linear) {
+  int last = ct->form->ndim - 1;
+  if (linear || last < 0)
+    return ct->nin - it->k;
+  return ct->ext[last] - it->c[last];
+}
+
+/* Move the walk n elements on (to a run's end). */
+static void it_skip(struct inb_it *it, const struct chunk_text *ct,
+                    uint64_t n) {
+  if (it->k + n < ct->nin) {
+    it_init(it, ct, it->k + n);
+  } else {
+    it->j += n;
+    it->k += n;
+  }
+}
+
 /* Every line of a variable-length unit whose element bytes are all in
- * memory, rendered into dst (ct->size bytes): one pass, no search. */
-static void render_var_lines(const struct chunk_text *ct, const uint8_t *mem,
-                             char *dst) {
+ * memory, rendered into dst (ct->size bytes): run by run, no search. */
+static void render_var_lines(const struct chunk_text *ct,
+                             const struct bytesrc *data, char *dst) {
   const struct dtype *dt = &ct->form->dt;
   const uint64_t *eo = ct->ab->offsets;
+  int linear = inb_linear(ct);
   uint64_t pos = 0;
-  if (inb_linear(ct)) {
-    for (uint64_t k = 0; k < ct->nin; k++) {
-      uint64_t l = render_var_len(dt, eo[k + 1] - eo[k]);
-      render_var(dt, mem + eo[k], 0, (size_t)l, dst + pos);
-      dst[pos + l] = '\n';
-      pos += l + 1;
-    }
-    return;
-  }
   struct inb_it it;
   it_init(&it, ct, 0);
-  for (uint64_t k = 0; k < ct->nin; k++, it_next(&it, ct)) {
-    uint64_t l = render_var_len(dt, eo[it.j + 1] - eo[it.j]);
-    render_var(dt, mem + eo[it.j], 0, (size_t)l, dst + pos);
-    dst[pos + l] = '\n';
-    pos += l + 1;
+  while (it.k < ct->nin) {
+    uint64_t n = run_left(ct, &it, linear), ja = it.j;
+    uint64_t next = run_line_off(ct, ja, pos, ja + n);
+    render_var_run(dt, eo, ja, ja + n, pos, data->mem, 0, data->size, 0,
+                   ct->size, dst);
+    pos = next;
+    it_skip(&it, ct, n);
   }
 }
 
@@ -273,6 +303,11 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
     free(buf);
     return zerr_set(err, ENOMEM, "out of memory");
   }
+  /* Text is the bytes with newline bytes as spaces: turn them first, in
+   * one scan, and every element then moves as it is. */
+  for (char *p = t, *pe = t + eo[nin];
+       p < pe && (p = memchr(p, '\n', (size_t)(pe - p)));)
+    *p++ = ' ';
   for (uint64_t k = nin; k-- > 0;) {
     if (k % TEXT_STOP_EVERY == 0 && stop &&
         atomic_load_explicit(stop, memory_order_relaxed)) {
@@ -281,7 +316,7 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
     }
     uint64_t d = eo[k] + k, l = eo[k + 1] - eo[k];
     t[d + l] = '\n';
-    render_var(&ct->form->dt, (const uint8_t *)t + eo[k], 0, (size_t)l, t + d);
+    memmove(t + d, t + eo[k], (size_t)l);
     if (k % TEXT_BLOCK == 0)
       ct->blk[k / TEXT_BLOCK] = d;
   }
@@ -333,10 +368,16 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     tb.cap = guess < render_max ? guess : render_max;
     tb.p = malloc(tb.cap);
   }
-  uint64_t pos = 0;
+  uint64_t pos = 0, k0 = 0;
+  if (rc == 0 && var_linear(ct)) { /* sizes from the offsets alone */
+    for (uint64_t b = 0; b < nblk; b++)
+      ct->blk[b] = run_line_off(ct, 0, 0, b * TEXT_BLOCK);
+    pos = run_line_off(ct, 0, 0, ct->nin);
+    k0 = ct->nin;
+  }
   struct inb_it it;
   it_init(&it, ct, 0);
-  for (uint64_t k = 0; rc == 0 && k < ct->nin; k++, it_next(&it, ct)) {
+  for (uint64_t k = k0; rc == 0 && k < ct->nin; k++, it_next(&it, ct)) {
     if (k % TEXT_BLOCK == 0) {
       ct->blk[k / TEXT_BLOCK] = pos;
       if (k % TEXT_STOP_EVERY == 0 && stop &&
@@ -397,6 +438,8 @@ uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
     return text_walk_lines(ct, ct->blk[k / TEXT_BLOCK], k % TEXT_BLOCK);
   if (!ct->ab)
     return k * (ct->form->fill_len + 1);
+  if (var_linear(ct))
+    return run_line_off(ct, 0, 0, k);
   uint64_t b = k / TEXT_BLOCK, pos = ct->blk[b];
   struct inb_it it;
   it_init(&it, ct, b * TEXT_BLOCK);
@@ -408,6 +451,8 @@ uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
 /* Walk forward from a known element when the distance is under a block. */
 uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
                             uint64_t off0, uint64_t k) {
+  if (var_linear(ct))
+    return text_line_off(ct, k);
   if (!ct->ab || k >= ct->nin || k < k0 || k - k0 >= TEXT_BLOCK)
     return ct->text && k < ct->nin && k >= k0 && k - k0 < TEXT_BLOCK
                ? text_walk_lines(ct, off0, k - k0)
@@ -423,6 +468,19 @@ uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
  * at it and *start receives its line's offset. */
 static void text_find(const struct chunk_text *ct, uint64_t off,
                       struct inb_it *it, uint64_t *start) {
+  if (var_linear(ct)) { /* the last line starting at or before off */
+    uint64_t lo = 0, hi = ct->nin - 1;
+    while (lo < hi) {
+      uint64_t mid = hi - (hi - lo) / 2;
+      if (run_line_off(ct, 0, 0, mid) <= off)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    it_init(it, ct, lo);
+    *start = run_line_off(ct, 0, 0, lo);
+    return;
+  }
   uint64_t lo = zfloor_u64(ct->blk, ct->nblk, off); /* its block */
   uint64_t pos = ct->blk[lo];
   it_init(it, ct, lo * TEXT_BLOCK);
@@ -474,40 +532,46 @@ static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
 }
 
 /* Variable-length elements [it, ...) that are consecutive in the unit:
- * fetch the source bytes the request needs with one ranged read, render.
- * Advances it and *pos past the run. */
+ * find where the run leaves the range by a search over the offsets, fetch
+ * the source bytes the request needs with one ranged read, render the run
+ * (render_var_run). Advances it and *pos past the run's part in range. */
 static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
                         struct inb_it *it, uint64_t *pos, uint64_t off,
                         uint64_t end, char *dst, struct zerr *err) {
   const struct dtype *dt = &ct->form->dt;
   const uint64_t *eo = ct->ab->offsets;
-  struct inb_it run = *it;
-  uint64_t start = *pos, p = start, last_start = start, last_tl = 0, jb;
-  do { /* find the run's extent */
-    jb = it->j;
-    last_start = p;
-    last_tl = render_var_len(dt, eo[jb + 1] - eo[jb]);
-    p += last_tl + 1;
-    it_next(it, ct);
-  } while (p < end && it->k < ct->nin && it->j == jb + 1);
-  *pos = p;
+  uint64_t start = *pos, ja = it->j;
+  uint64_t lo = ja + 1, hi = ja + run_left(ct, it, inb_linear(ct));
+  while (lo < hi) { /* the first line starting at or past end, or hi */
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (run_line_off(ct, ja, start, mid) >= end)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  uint64_t jb = lo, jl = jb - 1;
+  uint64_t p = run_line_off(ct, ja, start, jb);
+  uint64_t last_start = run_line_off(ct, ja, start, jl);
+  uint64_t last_tl = render_var_len(dt, eo[jl + 1] - eo[jl]);
 
-  uint64_t ja = run.j;
   uint64_t first_tl = render_var_len(dt, eo[ja + 1] - eo[ja]);
   uint64_t a0 = off > start ? off - start : 0;
   uint64_t src_a = eo[ja] + (a0 < first_tl ? render_var_src_off(dt, a0)
                                            : eo[ja + 1] - eo[ja]);
-  uint64_t hi = end - last_start < last_tl ? end - last_start : last_tl;
-  uint64_t src_b = hi ? eo[jb] + render_var_src_off(dt, hi - 1) + 1 : eo[jb];
+  uint64_t hi_t = end - last_start < last_tl ? end - last_start : last_tl;
+  uint64_t src_b =
+      hi_t ? eo[jl] + render_var_src_off(dt, hi_t - 1) + 1 : eo[jl];
   if (src_b < src_a)
     src_b = src_a;
   const uint8_t *src;
+  uint64_t sbase = src_a, slen = src_b - src_a;
   uint8_t *buf = NULL;
   if (data->mem) {
     src = data->mem;
-    src_a = 0;
+    sbase = 0;
+    slen = data->size;
   } else {
-    size_t n = (size_t)(src_b - src_a);
+    size_t n = (size_t)slen;
     if (!(buf = malloc(n ? n : 1)))
       return zerr_set(err, ENOMEM, "out of memory");
     int rc = bytesrc_read_range(data, src_a, n, buf, err);
@@ -517,21 +581,10 @@ static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
     }
     src = buf;
   }
-  for (uint64_t q = start; q < p; it_next(&run, ct)) {
-    uint64_t j = run.j;
-    uint64_t tl = render_var_len(dt, eo[j + 1] - eo[j]);
-    uint64_t a = off > q ? off - q : 0;
-    uint64_t b = end - q < tl + 1 ? end - q : tl + 1;
-    uint64_t tb = b < tl ? b : tl;
-    if (a < tb) {
-      uint64_t s = eo[j] + render_var_src_off(dt, a) - src_a;
-      render_var(dt, src + s, a, (size_t)(tb - a), dst + (q + a - off));
-    }
-    if (b == tl + 1)
-      dst[q + tl - off] = '\n';
-    q += tl + 1;
-  }
+  render_var_run(dt, eo, ja, jb, start, src, sbase, slen, off, end, dst);
   free(buf);
+  it_skip(it, ct, jb - ja);
+  *pos = p;
   return 0;
 }
 
@@ -595,7 +648,7 @@ int text_render_all(struct chunk_text *ct, struct bytesrc *data,
     return zerr_set(err, ENOMEM, "out of memory");
   long got = (long)ct->size;
   if (data && data->mem && !ct->ab->elsize)
-    render_var_lines(ct, data->mem, t);
+    render_var_lines(ct, data, t);
   else
     got = text_read(ct, data, 0, (size_t)ct->size, t, err);
   if (got < 0) {
@@ -637,7 +690,7 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
      * just the source bytes of its slice, into a small buffer. */
     size_t slice = data && !data->mem ? TEXT_RENDER_SLICE : (size_t)ct->size;
     if (data && data->mem && ct->ab && !ct->ab->elsize) {
-      render_var_lines(ct, data->mem, t->text);
+      render_var_lines(ct, data, t->text);
       slice = 0; /* done */
     }
     for (uint64_t off = 0; rc == 0 && slice && off < ct->size; off += slice) {
