@@ -272,6 +272,37 @@ static char *tbuf_room(struct tbuf *b, size_t n) {
   return b->p + b->len;
 }
 
+/* Move n bytes that may overlap: up to 32 by loads made before any store
+ * (a library call's size dispatch costs more than a short element). */
+static inline void move_short(char *dst, const char *src, size_t n) {
+  if (n > 32) {
+    memmove(dst, src, n);
+  } else if (n >= 16) {
+    char a[16], b[16];
+    memcpy(a, src, 16);
+    memcpy(b, src + n - 16, 16);
+    memcpy(dst, a, 16);
+    memcpy(dst + n - 16, b, 16);
+  } else if (n >= 8) {
+    uint64_t a, b;
+    memcpy(&a, src, 8);
+    memcpy(&b, src + n - 8, 8);
+    memcpy(dst, &a, 8);
+    memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, src, 4);
+    memcpy(&b, src + n - 4, 4);
+    memcpy(dst, &a, 4);
+    memcpy(dst + n - 4, &b, 4);
+  } else if (n) {
+    char a = src[0], b = src[n / 2], c = src[n - 1];
+    dst[0] = a;
+    dst[n / 2] = b;
+    dst[n - 1] = c;
+  }
+}
+
 /* Strings whose bytes belong to this unit alone (a chunk decoded just for
  * it) become their text where they lie: the text of element k starts at
  * its byte offset plus k (one newline per element before it), never
@@ -316,7 +347,7 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
     }
     uint64_t d = eo[k] + k, l = eo[k + 1] - eo[k];
     t[d + l] = '\n';
-    memmove(t + d, t + eo[k], (size_t)l);
+    move_short(t + d, t + eo[k], (size_t)l);
     if (k % TEXT_BLOCK == 0)
       ct->blk[k / TEXT_BLOCK] = d;
   }
