@@ -681,8 +681,9 @@ static size_t random_elements(unsigned *seed, uint64_t n, uint64_t base,
   size_t used = 0;
   for (uint64_t j = 0; j < n; j++) {
     unsigned r = (unsigned)rand_r(seed);
-    size_t len = r % 4 == 0 ? 0 : r % 3 == 0 ? (size_t)(r >> 8) % 71
-                                             : (size_t)(r >> 8) % 17;
+    size_t len = r % 4 == 0   ? 0
+                 : r % 3 == 0 ? (size_t)(r >> 8) % 71
+                              : (size_t)(r >> 8) % 17;
     if (used + len > cap)
       len = cap - used;
     for (size_t i = 0; i < len; i++)

@@ -1162,7 +1162,8 @@ START_TEST(test_text_runs_same_as_elements) {
   for (int round = 0; round < 96; round++) {
     enum dtype_kind kind = round % 2 ? DT_BYTES : DT_STRING;
     int in_file = round / 2 % 2, whole = round / 4 % 2, shape_case = round / 8;
-    uint64_t R = 1 + (uint64_t)rand_r(&seed) % 5, C = 1 + (uint64_t)rand_r(&seed) % 6;
+    uint64_t R = 1 + (uint64_t)rand_r(&seed) % 5,
+             C = 1 + (uint64_t)rand_r(&seed) % 6;
     int ndim = shape_case % 3 == 0 ? 1 : 2;
     if (ndim == 1) {
       C = R * C;
@@ -1170,9 +1171,15 @@ START_TEST(test_text_runs_same_as_elements) {
     }
     uint64_t rows = R, cols = C;
     switch (shape_case % 4) {
-    case 1: cols = 1 + (uint64_t)rand_r(&seed) % C; break;
-    case 2: rows = 1 + (uint64_t)rand_r(&seed) % R; break;
-    case 3: cols = 1 + (uint64_t)rand_r(&seed) % C; break;
+    case 1:
+      cols = 1 + (uint64_t)rand_r(&seed) % C;
+      break;
+    case 2:
+      rows = 1 + (uint64_t)rand_r(&seed) % R;
+      break;
+    case 3:
+      cols = 1 + (uint64_t)rand_r(&seed) % C;
+      break;
     }
     if (ndim == 1) { /* one dimension: the unit is C long, cols of it in */
       rows = 1;
@@ -1252,7 +1259,8 @@ START_TEST(test_text_runs_same_as_elements) {
       ck_assert_uint_eq(text_line_off(ct, k), pos);
       if (k < ct->nin) {
         ck_assert_uint_eq(text_line_off_from(ct, 0, 0, k), pos);
-        pos = (uint64_t)((char *)memchr(want + pos, '\n', wlen - pos) - want) + 1;
+        pos =
+            (uint64_t)((char *)memchr(want + pos, '\n', wlen - pos) - want) + 1;
       }
     }
     char *got = malloc(wlen + 2);
@@ -1261,8 +1269,8 @@ START_TEST(test_text_runs_same_as_elements) {
         memset(got, '#', wlen + 2);
         long r = text_read(ct, src, off, (size_t)(end - off), got, &err);
         uint64_t e = end < wlen ? end : wlen;
-        if (r != (long)(e - off) || memcmp(got, want + off, (size_t)(e - off)) ||
-            got[e - off] != '#')
+        if (r != (long)(e - off) ||
+            memcmp(got, want + off, (size_t)(e - off)) || got[e - off] != '#')
           ck_abort_msg("round %d: [%llu, %llu) of %zu differs", round,
                        (unsigned long long)off, (unsigned long long)end, wlen);
       }
