@@ -187,10 +187,18 @@ static uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
   return ct->ext[last] - it->c[last];
 }
 
-/* Move the walk n elements on (to a run's end). */
+/* Move the walk n >= 1 elements on (to a run's end): inside a row by
+ * arithmetic and one odometer step, across rows (a linear box) from the
+ * coordinates again. */
 static void it_skip(struct inb_it *it, const struct chunk_text *ct,
                     uint64_t n) {
-  if (it->k + n < ct->nin) {
+  int last = ct->form->ndim - 1;
+  if (last >= 0 && it->c[last] + n <= ct->ext[last]) {
+    it->c[last] += n - 1;
+    it->j += (n - 1) * it->stride[last];
+    it->k += n - 1;
+    it_next(it, ct);
+  } else if (it->k + n < ct->nin) {
     it_init(it, ct, it->k + n);
   } else {
     it->j += n;
