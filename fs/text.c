@@ -312,30 +312,28 @@ static inline void move_short(char *dst, const char *src, size_t n) {
 }
 
 /* Strings whose bytes belong to this unit alone (a chunk decoded just for
- * it) become their text where they lie: the text of element k starts at
- * its byte offset plus k (one newline per element before it), never
+ * it) can become their text where they lie: the text of element k starts
+ * at its byte offset plus k (one newline per element before it), never
  * before its bytes, so moving the elements from the last to the first,
  * each back to front, overwrites only bytes already moved. This spares a
- * buffer as large as the text, which the kernel would have to zero.
- * 1 when done (ct->text set, the elements freed), 0 when it does not
- * apply (nothing changed), or a negative errno. Applies to text with a
- * byte per source byte (not hex), offsets from 0 and a linear in-bounds
- * box (in-bounds element k is element k). */
-static int layout_in_place(struct chunk_text *ct, size_t render_max,
-                           const atomic_int *stop, struct zerr *err) {
-  struct abytes *ab = ct->ab;
-  if (ab->elsize || !ab->data || !ab->data->mem || !render_max ||
-      ct->form->dt.kind == DT_BYTES || !ab->offsets || ab->offsets[0] ||
-      !inb_linear(ct))
-    return 0;
-  const uint64_t *eo = ab->offsets;
-  uint64_t nin = ct->nin, tsize = eo[nin] + nin;
-  if (tsize > render_max || tsize > TEXT_MAX_SIZE)
-    return 0;
-  size_t have;
-  char *buf = bytesrc_take_mem(ab->data, &have);
-  if (!buf)
-    return 0;
+ * buffer as large as the text, which the kernel would have to zero. It
+ * applies to text with a byte per source byte (not hex), offsets from 0
+ * and a linear in-bounds box (in-bounds element k is element k). */
+static int in_place_fits(const struct chunk_text *ct) {
+  const struct abytes *ab = ct->ab;
+  return ab && !ab->elsize && ct->form->dt.kind != DT_BYTES && ab->offsets &&
+         !ab->offsets[0] && inb_linear(ct);
+}
+
+/* Turn buf (malloc'd, the unit's element bytes from offset 0; taken, and
+ * freed on failure) into the unit's text in place (*out, tsize bytes),
+ * with the block offsets into blk. */
+static int expand_in_place(const struct chunk_text *ct, char *buf,
+                           uint64_t tsize, uint64_t *blk,
+                           const atomic_int *stop, char **out,
+                           struct zerr *err) {
+  const uint64_t *eo = ct->ab->offsets;
+  uint64_t nin = ct->nin;
   /* grows by the newlines (a remap), or drops bytes past element nin */
   char *t = realloc(buf, tsize ? (size_t)tsize : 1);
   if (!t) {
@@ -357,9 +355,30 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
     t[d + l] = '\n';
     move_short(t + d, t + eo[k], (size_t)l);
     if (k % TEXT_BLOCK == 0)
-      ct->blk[k / TEXT_BLOCK] = d;
+      blk[k / TEXT_BLOCK] = d;
   }
-  ct->text = t;
+  *out = t;
+  return 0;
+}
+
+/* A unit's strings turned into its text in place (see in_place_fits) when
+ * their buffer is the unit's alone: 1 when done (ct->text set, the
+ * elements freed), 0 when it does not apply (nothing changed), or a
+ * negative errno. */
+static int layout_in_place(struct chunk_text *ct, size_t render_max,
+                           const atomic_int *stop, struct zerr *err) {
+  struct abytes *ab = ct->ab;
+  if (!in_place_fits(ct) || !ab->data || !ab->data->mem || !render_max)
+    return 0;
+  const uint64_t *eo = ab->offsets;
+  uint64_t nin = ct->nin, tsize = eo[nin] + nin;
+  if (tsize > render_max || tsize > TEXT_MAX_SIZE)
+    return 0;
+  size_t have;
+  char *buf = bytesrc_take_mem(ab->data, &have);
+  if (!buf)
+    return 0;
+  ZTRY(expand_in_place(ct, buf, tsize, ct->blk, stop, &ct->text, err));
   ct->size = tsize;
   ct->cost = unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)tsize;
   abytes_free(ct->ab);
@@ -719,11 +738,19 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
     t->size = ct->size;
     t->nblk = ct->nblk;
     t->blk = malloc((size_t)(ct->nblk ? ct->nblk : 1) * sizeof *t->blk);
-    t->text = malloc(ct->size ? (size_t)ct->size : 1);
-    if (!t->blk || !t->text)
+    if (!t->blk)
       rc = zerr_set(err, ENOMEM, "out of memory");
   }
-  if (rc == 0) {
+  /* Decoded strings that are nobody else's become the text in place. */
+  char *buf = NULL;
+  size_t have;
+  if (rc == 0 && data && data->mem && in_place_fits(ct) &&
+      ct->size == ct->ab->offsets[ct->nin] + ct->nin &&
+      (buf = bytesrc_take_mem(data, &have)))
+    rc = expand_in_place(ct, buf, ct->size, t->blk, NULL, &t->text, err);
+  if (rc == 0 && !buf && !(t->text = malloc(ct->size ? (size_t)ct->size : 1)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0 && !buf) {
     memcpy(t->blk, ct->blk, (size_t)ct->nblk * sizeof *t->blk);
     /* Bytes not in memory are read a slice at a time: each read takes
      * just the source bytes of its slice, into a small buffer. */

@@ -1251,6 +1251,20 @@ START_TEST(test_text_runs_same_as_elements) {
     ck_assert_int_eq(text_layout(&form, ashape, idx, ab, MAXDEC,
                                  whole ? MAXDEC : 0, NULL, &ct, &err),
                      0);
+    if (whole && ct->ab && !in_file) { /* a decoded data section's copy */
+      uint8_t *sec = malloc(dsize + base + 1);
+      memset(sec, 'x', base);
+      memcpy(sec + base, data, dsize);
+      struct bytesrc *ds = bytesrc_from_mem(sec, dsize + base);
+      struct chunk_text *cp = NULL;
+      ck_assert_int_eq(text_render_copy(ct, ds, MAXDEC, &cp, &err), 0);
+      bytesrc_unref(ds);
+      ck_assert_uint_eq(cp->size, wlen);
+      ck_assert(!memcmp(cp->text, want, wlen));
+      for (uint64_t k = 0; k < cp->nin; k++)
+        ck_assert_uint_eq(text_line_off(cp, k), text_line_off(ct, k));
+      zobj_put(&cp->obj);
+    }
     if (whole && ct->ab) /* what the unit decoder does with strings */
       ck_assert_int_eq(text_render_all(ct, ct->ab->data, &err), 0);
     ck_assert(!whole || ct->text);
