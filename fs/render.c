@@ -600,3 +600,116 @@ void render_var(const struct dtype *dt, const uint8_t *src, uint64_t text_off,
   while (p < end && (p = memchr(p, '\n', (size_t)(end - p))))
     *p++ = ' ';
 }
+
+/* ---- runs of variable-length elements ---- */
+
+/* The element of [ja, jb) that holds source byte x (eo[ja] <= x <
+ * eo[jb]): the last j with eo[j] <= x, so empty elements are passed. */
+static uint64_t run_elem_of(const uint64_t *eo, uint64_t ja, uint64_t jb,
+                            uint64_t x) {
+  uint64_t lo = ja, hi = jb; /* eo[lo] <= x < eo[hi] */
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (eo[mid] <= x)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Hex lines of a run of byte elements, element by element (each byte
+ * becomes two characters, so there is no long piece to copy). */
+static void run_hex(const struct dtype *dt, const uint64_t *eo, uint64_t ja,
+                    uint64_t jb, uint64_t tpos, const uint8_t *src,
+                    uint64_t sbase, uint64_t off, uint64_t end, char *dst) {
+  uint64_t q = tpos;
+  for (uint64_t j = ja; j < jb && q < end; j++) {
+    uint64_t tl = render_var_len(dt, eo[j + 1] - eo[j]);
+    uint64_t a = off > q ? off - q : 0;
+    uint64_t b = end - q < tl + 1 ? end - q : tl + 1;
+    uint64_t tb = b < tl ? b : tl;
+    if (a < tb)
+      render_var(dt, src + (eo[j] + render_var_src_off(dt, a) - sbase), a,
+                 (size_t)(tb - a), dst + (q + a - off));
+    if (a <= tl && b == tl + 1)
+      dst[q + tl - off] = '\n';
+    q += tl + 1;
+  }
+}
+
+/* Lines of a run (see render.h). Strings: the lines wholly inside the
+ * range are copied 32 bytes at a time where both sides have room (the
+ * next line overwrites what lies past each one), the cut lines at either
+ * end byte-exact; then the newline bytes of the copied source become
+ * spaces, found with memchr (one pass, usually finding nothing). */
+void render_var_run(const struct dtype *dt, const uint64_t *eo, uint64_t ja,
+                    uint64_t jb, uint64_t tpos, const uint8_t *src,
+                    uint64_t sbase, uint64_t slen, uint64_t off, uint64_t end,
+                    char *dst) {
+  if (ja >= jb || tpos >= end)
+    return;
+  if (dt->kind == DT_BYTES) {
+    run_hex(dt, eo, ja, jb, tpos, src, sbase, off, end, dst);
+    return;
+  }
+  uint64_t tend = tpos + (eo[jb] - eo[ja]) + (jb - ja);
+  if (tend > end)
+    tend = end;
+  if (tend <= off)
+    return;
+  char *dlim = dst + (tend - off);
+  uint64_t q = tpos, j = ja;
+  /* lines that end before the range */
+  while (j < jb && q + (eo[j + 1] - eo[j]) + 1 <= off) {
+    q += eo[j + 1] - eo[j] + 1;
+    j++;
+  }
+  uint64_t s_first = eo[j] + (off > q ? off - q : 0); /* first source byte */
+  uint64_t s_last = s_first;                          /* past the last */
+  if (q < off) { /* the line the range starts inside */
+    uint64_t tl = eo[j + 1] - eo[j], a = off - q;
+    uint64_t b = tend - q < tl + 1 ? tend - q : tl + 1;
+    uint64_t tb = b < tl ? b : tl;
+    if (a < tb)
+      memcpy(dst, src + (eo[j] + a - sbase), (size_t)(tb - a));
+    if (b == tl + 1)
+      dst[tl - a] = '\n';
+    s_last = eo[j] + (a > tb ? a : tb);
+    q += tl + 1;
+    j++;
+  }
+  char *o = dst + (q > off ? q - off : 0);
+  if (j < jb && o < dlim) {
+    const uint8_t *s = src + (eo[j] - sbase), *send = src + slen;
+    for (; j < jb; j++) {
+      size_t n = (size_t)(eo[j + 1] - eo[j]);
+      if (n + 1 > (size_t)(dlim - o))
+        break;
+      if (n <= 32 && dlim - o >= 32 && send - s >= 32) {
+        memcpy(o, s, 16);
+        memcpy(o + 16, s + 16, 16);
+      } else {
+        memcpy(o, s, n);
+      }
+      o[n] = '\n';
+      o += n + 1;
+      s += n;
+    }
+    if (j < jb && o < dlim) { /* the line the range ends inside */
+      memcpy(o, s, (size_t)(dlim - o));
+      s += dlim - o;
+    }
+    s_last = (uint64_t)(s - src) + sbase;
+  }
+  /* newline bytes of the elements: spaces */
+  const uint8_t *p = src + (s_first - sbase), *pe = src + (s_last - sbase);
+  while (p < pe && (p = memchr(p, '\n', (size_t)(pe - p)))) {
+    uint64_t x = (uint64_t)(p - src) + sbase;
+    uint64_t e = run_elem_of(eo, ja, jb, x);
+    uint64_t t = tpos + (x - eo[ja]) + (e - ja);
+    if (t >= off && t < tend)
+      dst[t - off] = ' ';
+    p++;
+  }
+}

@@ -82,4 +82,19 @@ uint64_t render_var_src_off(const struct dtype *dt, uint64_t text_off);
 void render_var(const struct dtype *dt, const uint8_t *src, uint64_t text_off,
                 size_t len, char *dst);
 
+/* Render text positions [off, end) of the lines of variable-length
+ * elements [ja, jb) that lie one after another in their unit (eo: the
+ * unit's n+1 absolute byte offsets): each line is the element's text and
+ * '\n', the line of ja starting at text position tpos, so the line of j
+ * starts at tpos + render_var_len(dt, eo[j] - eo[ja]) + (j - ja). dst is
+ * text position off; only the positions the run covers inside [off, end)
+ * are written, byte for byte what render_var and a newline per element
+ * give. src[x - sbase] is source byte x for x in [sbase, sbase + slen),
+ * which holds every byte of the range. Strings are copied in long pieces
+ * and their newline bytes turned into spaces by one scan. */
+void render_var_run(const struct dtype *dt, const uint64_t *eo, uint64_t ja,
+                    uint64_t jb, uint64_t tpos, const uint8_t *src,
+                    uint64_t sbase, uint64_t slen, uint64_t off, uint64_t end,
+                    char *dst);
+
 #endif

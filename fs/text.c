@@ -182,29 +182,67 @@ static int inb_linear(const struct chunk_text *ct) {
   return 1;
 }
 
+/* Variable-length units in a linear box: in-bounds element k is unit
+ * element k, and its line starts at text offset
+ * render_var_len(eo[k] - eo[0]) + k, known from the offsets alone. */
+static int var_linear(const struct chunk_text *ct) {
+  return ct->ab && !ct->ab->elsize && inb_linear(ct);
+}
+
+/* Text offset of the line of element j of a run of consecutive elements
+ * whose first, ja, starts at tpos. */
+static inline uint64_t run_line_off(const struct chunk_text *ct, uint64_t ja,
+                                    uint64_t tpos, uint64_t j) {
+  const uint64_t *eo = ct->ab->offsets;
+  return tpos + render_var_len(&ct->form->dt, eo[j] - eo[ja]) + (j - ja);
+}
+
+/* Elements that follow the walk's one in unit order without a gap: the
+ * rest of the unit in a linear box, else the rest of its row. */
+static uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
+                         int linear) {
+  int last = ct->form->ndim - 1;
+  if (linear || last < 0)
+    return ct->nin - it->k;
+  return ct->ext[last] - it->c[last];
+}
+
+/* Move the walk n >= 1 elements on (to a run's end): inside a row by
+ * arithmetic and one odometer step, across rows (a linear box) from the
+ * coordinates again. */
+static void it_skip(struct inb_it *it, const struct chunk_text *ct,
+                    uint64_t n) {
+  int last = ct->form->ndim - 1;
+  if (last >= 0 && it->c[last] + n <= ct->ext[last]) {
+    it->c[last] += n - 1;
+    it->j += (n - 1) * it->stride[last];
+    it->k += n - 1;
+    it_next(it, ct);
+  } else if (it->k + n < ct->nin) {
+    it_init(it, ct, it->k + n);
+  } else {
+    it->j += n;
+    it->k += n;
+  }
+}
+
 /* Every line of a variable-length unit whose element bytes are all in
- * memory, rendered into dst (ct->size bytes): one pass, no search. */
-static void render_var_lines(const struct chunk_text *ct, const uint8_t *mem,
-                             char *dst) {
+ * memory, rendered into dst (ct->size bytes): run by run, no search. */
+static void render_var_lines(const struct chunk_text *ct,
+                             const struct bytesrc *data, char *dst) {
   const struct dtype *dt = &ct->form->dt;
   const uint64_t *eo = ct->ab->offsets;
+  int linear = inb_linear(ct);
   uint64_t pos = 0;
-  if (inb_linear(ct)) {
-    for (uint64_t k = 0; k < ct->nin; k++) {
-      uint64_t l = render_var_len(dt, eo[k + 1] - eo[k]);
-      render_var(dt, mem + eo[k], 0, (size_t)l, dst + pos);
-      dst[pos + l] = '\n';
-      pos += l + 1;
-    }
-    return;
-  }
   struct inb_it it;
   it_init(&it, ct, 0);
-  for (uint64_t k = 0; k < ct->nin; k++, it_next(&it, ct)) {
-    uint64_t l = render_var_len(dt, eo[it.j + 1] - eo[it.j]);
-    render_var(dt, mem + eo[it.j], 0, (size_t)l, dst + pos);
-    dst[pos + l] = '\n';
-    pos += l + 1;
+  while (it.k < ct->nin) {
+    uint64_t n = run_left(ct, &it, linear), ja = it.j;
+    uint64_t next = run_line_off(ct, ja, pos, ja + n);
+    render_var_run(dt, eo, ja, ja + n, pos, data->mem, 0, data->size, 0,
+                   ct->size, dst);
+    pos = next;
+    it_skip(&it, ct, n);
   }
 }
 
@@ -262,22 +300,95 @@ static char *tbuf_room(struct tbuf *b, size_t n) {
   return b->p + b->len;
 }
 
+/* Move n bytes that may overlap: up to 32 by loads made before any store
+ * (a library call's size dispatch costs more than a short element). */
+static inline void move_short(char *dst, const char *src, size_t n) {
+  if (n > 32) {
+    memmove(dst, src, n);
+  } else if (n >= 16) {
+    char a[16], b[16];
+    memcpy(a, src, 16);
+    memcpy(b, src + n - 16, 16);
+    memcpy(dst, a, 16);
+    memcpy(dst + n - 16, b, 16);
+  } else if (n >= 8) {
+    uint64_t a, b;
+    memcpy(&a, src, 8);
+    memcpy(&b, src + n - 8, 8);
+    memcpy(dst, &a, 8);
+    memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, src, 4);
+    memcpy(&b, src + n - 4, 4);
+    memcpy(dst, &a, 4);
+    memcpy(dst + n - 4, &b, 4);
+  } else if (n) {
+    char a = src[0], b = src[n / 2], c = src[n - 1];
+    dst[0] = a;
+    dst[n / 2] = b;
+    dst[n - 1] = c;
+  }
+}
+
 /* Strings whose bytes belong to this unit alone (a chunk decoded just for
- * it) become their text where they lie: the text of element k starts at
- * its byte offset plus k (one newline per element before it), never
+ * it) can become their text where they lie: the text of element k starts
+ * at its byte offset plus k (one newline per element before it), never
  * before its bytes, so moving the elements from the last to the first,
  * each back to front, overwrites only bytes already moved. This spares a
- * buffer as large as the text, which the kernel would have to zero.
- * 1 when done (ct->text set, the elements freed), 0 when it does not
- * apply (nothing changed), or a negative errno. Applies to text with a
- * byte per source byte (not hex), offsets from 0 and a linear in-bounds
- * box (in-bounds element k is element k). */
+ * buffer as large as the text, which the kernel would have to zero. It
+ * applies to text with a byte per source byte (not hex), offsets from 0
+ * and a linear in-bounds box (in-bounds element k is element k). */
+static int in_place_fits(const struct chunk_text *ct) {
+  const struct abytes *ab = ct->ab;
+  return ab && !ab->elsize && ct->form->dt.kind != DT_BYTES && ab->offsets &&
+         !ab->offsets[0] && inb_linear(ct);
+}
+
+/* Turn buf (malloc'd, the unit's element bytes from offset 0; taken, and
+ * freed on failure) into the unit's text in place (*out, tsize bytes),
+ * with the block offsets into blk. */
+static int expand_in_place(const struct chunk_text *ct, char *buf,
+                           uint64_t tsize, uint64_t *blk,
+                           const atomic_int *stop, char **out,
+                           struct zerr *err) {
+  const uint64_t *eo = ct->ab->offsets;
+  uint64_t nin = ct->nin;
+  /* grows by the newlines (a remap), or drops bytes past element nin */
+  char *t = realloc(buf, tsize ? (size_t)tsize : 1);
+  if (!t) {
+    free(buf);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  /* Text is the bytes with newline bytes as spaces: turn them first, in
+   * one scan, and every element then moves as it is. */
+  for (char *p = t, *pe = t + eo[nin];
+       p < pe && (p = memchr(p, '\n', (size_t)(pe - p)));)
+    *p++ = ' ';
+  for (uint64_t k = nin; k-- > 0;) {
+    if (k % TEXT_STOP_EVERY == 0 && stop &&
+        atomic_load_explicit(stop, memory_order_relaxed)) {
+      free(t);
+      return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+    }
+    uint64_t d = eo[k] + k, l = eo[k + 1] - eo[k];
+    t[d + l] = '\n';
+    move_short(t + d, t + eo[k], (size_t)l);
+    if (k % TEXT_BLOCK == 0)
+      blk[k / TEXT_BLOCK] = d;
+  }
+  *out = t;
+  return 0;
+}
+
+/* A unit's strings turned into its text in place (see in_place_fits) when
+ * their buffer is the unit's alone: 1 when done (ct->text set, the
+ * elements freed), 0 when it does not apply (nothing changed), or a
+ * negative errno. */
 static int layout_in_place(struct chunk_text *ct, size_t render_max,
                            const atomic_int *stop, struct zerr *err) {
   struct abytes *ab = ct->ab;
-  if (ab->elsize || !ab->data || !ab->data->mem || !render_max ||
-      ct->form->dt.kind == DT_BYTES || !ab->offsets || ab->offsets[0] ||
-      !inb_linear(ct))
+  if (!in_place_fits(ct) || !ab->data || !ab->data->mem || !render_max)
     return 0;
   const uint64_t *eo = ab->offsets;
   uint64_t nin = ct->nin, tsize = eo[nin] + nin;
@@ -287,25 +398,7 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
   char *buf = bytesrc_take_mem(ab->data, &have);
   if (!buf)
     return 0;
-  /* grows by the newlines (a remap), or drops bytes past element nin */
-  char *t = realloc(buf, tsize ? (size_t)tsize : 1);
-  if (!t) {
-    free(buf);
-    return zerr_set(err, ENOMEM, "out of memory");
-  }
-  for (uint64_t k = nin; k-- > 0;) {
-    if (k % TEXT_STOP_EVERY == 0 && stop &&
-        atomic_load_explicit(stop, memory_order_relaxed)) {
-      free(t);
-      return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
-    }
-    uint64_t d = eo[k] + k, l = eo[k + 1] - eo[k];
-    t[d + l] = '\n';
-    render_var(&ct->form->dt, (const uint8_t *)t + eo[k], 0, (size_t)l, t + d);
-    if (k % TEXT_BLOCK == 0)
-      ct->blk[k / TEXT_BLOCK] = d;
-  }
-  ct->text = t;
+  ZTRY(expand_in_place(ct, buf, tsize, ct->blk, stop, &ct->text, err));
   ct->size = tsize;
   ct->cost = unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)tsize;
   abytes_free(ct->ab);
@@ -404,10 +497,16 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     tb.cap = guess < render_max ? guess : render_max;
     tb.p = malloc(tb.cap);
   }
-  uint64_t pos = 0;
+  uint64_t pos = 0, k0 = 0;
+  if (rc == 0 && var_linear(ct)) { /* sizes from the offsets alone */
+    for (uint64_t b = 0; b < nblk; b++)
+      ct->blk[b] = run_line_off(ct, 0, 0, b * TEXT_BLOCK);
+    pos = run_line_off(ct, 0, 0, ct->nin);
+    k0 = ct->nin;
+  }
   struct inb_it it;
   it_init(&it, ct, 0);
-  for (uint64_t k = 0; rc == 0 && k < ct->nin; k++, it_next(&it, ct)) {
+  for (uint64_t k = k0; rc == 0 && k < ct->nin; k++, it_next(&it, ct)) {
     if (k % TEXT_BLOCK == 0) {
       ct->blk[k / TEXT_BLOCK] = pos;
       if (k % TEXT_STOP_EVERY == 0 && stop &&
@@ -470,6 +569,8 @@ uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
     return text_walk_lines(ct, ct->blk[k / TEXT_BLOCK], k % TEXT_BLOCK);
   if (!ct->ab)
     return k * (ct->form->fill_len + 1);
+  if (var_linear(ct))
+    return run_line_off(ct, 0, 0, k);
   uint64_t b = k / TEXT_BLOCK, pos = ct->blk[b];
   struct inb_it it;
   it_init(&it, ct, b * TEXT_BLOCK);
@@ -481,6 +582,8 @@ uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
 /* Walk forward from a known element when the distance is under a block. */
 uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
                             uint64_t off0, uint64_t k) {
+  if (var_linear(ct))
+    return text_line_off(ct, k);
   if (!ct->ab || k >= ct->nin || k < k0 || k - k0 >= TEXT_BLOCK)
     return ct->text && k < ct->nin && k >= k0 && k - k0 < TEXT_BLOCK
                ? text_walk_lines(ct, off0, k - k0)
@@ -496,6 +599,19 @@ uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
  * at it and *start receives its line's offset. */
 static void text_find(const struct chunk_text *ct, uint64_t off,
                       struct inb_it *it, uint64_t *start) {
+  if (var_linear(ct)) { /* the last line starting at or before off */
+    uint64_t lo = 0, hi = ct->nin - 1;
+    while (lo < hi) {
+      uint64_t mid = hi - (hi - lo) / 2;
+      if (run_line_off(ct, 0, 0, mid) <= off)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    it_init(it, ct, lo);
+    *start = run_line_off(ct, 0, 0, lo);
+    return;
+  }
   uint64_t lo = zfloor_u64(ct->blk, ct->nblk, off); /* its block */
   uint64_t pos = ct->blk[lo];
   it_init(it, ct, lo * TEXT_BLOCK);
@@ -549,40 +665,46 @@ static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
 }
 
 /* Variable-length elements [it, ...) that are consecutive in the unit:
- * fetch the source bytes the request needs with one ranged read, render.
- * Advances it and *pos past the run. */
+ * find where the run leaves the range by a search over the offsets, fetch
+ * the source bytes the request needs with one ranged read, render the run
+ * (render_var_run). Advances it and *pos past the run's part in range. */
 static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
                         struct inb_it *it, uint64_t *pos, uint64_t off,
                         uint64_t end, char *dst, struct zerr *err) {
   const struct dtype *dt = &ct->form->dt;
   const uint64_t *eo = ct->ab->offsets;
-  struct inb_it run = *it;
-  uint64_t start = *pos, p = start, last_start = start, last_tl = 0, jb;
-  do { /* find the run's extent */
-    jb = it->j;
-    last_start = p;
-    last_tl = render_var_len(dt, eo[jb + 1] - eo[jb]);
-    p += last_tl + 1;
-    it_next(it, ct);
-  } while (p < end && it->k < ct->nin && it->j == jb + 1);
-  *pos = p;
+  uint64_t start = *pos, ja = it->j;
+  uint64_t lo = ja + 1, hi = ja + run_left(ct, it, inb_linear(ct));
+  while (lo < hi) { /* the first line starting at or past end, or hi */
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (run_line_off(ct, ja, start, mid) >= end)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  uint64_t jb = lo, jl = jb - 1;
+  uint64_t p = run_line_off(ct, ja, start, jb);
+  uint64_t last_start = run_line_off(ct, ja, start, jl);
+  uint64_t last_tl = render_var_len(dt, eo[jl + 1] - eo[jl]);
 
-  uint64_t ja = run.j;
   uint64_t first_tl = render_var_len(dt, eo[ja + 1] - eo[ja]);
   uint64_t a0 = off > start ? off - start : 0;
   uint64_t src_a = eo[ja] + (a0 < first_tl ? render_var_src_off(dt, a0)
                                            : eo[ja + 1] - eo[ja]);
-  uint64_t hi = end - last_start < last_tl ? end - last_start : last_tl;
-  uint64_t src_b = hi ? eo[jb] + render_var_src_off(dt, hi - 1) + 1 : eo[jb];
+  uint64_t hi_t = end - last_start < last_tl ? end - last_start : last_tl;
+  uint64_t src_b =
+      hi_t ? eo[jl] + render_var_src_off(dt, hi_t - 1) + 1 : eo[jl];
   if (src_b < src_a)
     src_b = src_a;
   const uint8_t *src;
+  uint64_t sbase = src_a, slen = src_b - src_a;
   uint8_t *buf = NULL;
   if (data->mem) {
     src = data->mem;
-    src_a = 0;
+    sbase = 0;
+    slen = data->size;
   } else {
-    size_t n = (size_t)(src_b - src_a);
+    size_t n = (size_t)slen;
     if (!(buf = malloc(n ? n : 1)))
       return zerr_set(err, ENOMEM, "out of memory");
     int rc = bytesrc_read_range(data, src_a, n, buf, err);
@@ -592,21 +714,10 @@ static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
     }
     src = buf;
   }
-  for (uint64_t q = start; q < p; it_next(&run, ct)) {
-    uint64_t j = run.j;
-    uint64_t tl = render_var_len(dt, eo[j + 1] - eo[j]);
-    uint64_t a = off > q ? off - q : 0;
-    uint64_t b = end - q < tl + 1 ? end - q : tl + 1;
-    uint64_t tb = b < tl ? b : tl;
-    if (a < tb) {
-      uint64_t s = eo[j] + render_var_src_off(dt, a) - src_a;
-      render_var(dt, src + s, a, (size_t)(tb - a), dst + (q + a - off));
-    }
-    if (b == tl + 1)
-      dst[q + tl - off] = '\n';
-    q += tl + 1;
-  }
+  render_var_run(dt, eo, ja, jb, start, src, sbase, slen, off, end, dst);
   free(buf);
+  it_skip(it, ct, jb - ja);
+  *pos = p;
   return 0;
 }
 
@@ -670,7 +781,7 @@ int text_render_all(struct chunk_text *ct, struct bytesrc *data,
     return zerr_set(err, ENOMEM, "out of memory");
   long got = (long)ct->size;
   if (data && data->mem && !ct->ab->elsize)
-    render_var_lines(ct, data->mem, t);
+    render_var_lines(ct, data, t);
   else
     got = text_read(ct, data, 0, (size_t)ct->size, t, err);
   if (got < 0) {
@@ -702,17 +813,25 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
     t->size = ct->size;
     t->nblk = ct->nblk;
     t->blk = malloc((size_t)(ct->nblk ? ct->nblk : 1) * sizeof *t->blk);
-    t->text = malloc(ct->size ? (size_t)ct->size : 1);
-    if (!t->blk || !t->text)
+    if (!t->blk)
       rc = zerr_set(err, ENOMEM, "out of memory");
   }
-  if (rc == 0) {
+  /* Decoded strings that are nobody else's become the text in place. */
+  char *buf = NULL;
+  size_t have;
+  if (rc == 0 && data && data->mem && in_place_fits(ct) &&
+      ct->size == ct->ab->offsets[ct->nin] + ct->nin &&
+      (buf = bytesrc_take_mem(data, &have)))
+    rc = expand_in_place(ct, buf, ct->size, t->blk, NULL, &t->text, err);
+  if (rc == 0 && !buf && !(t->text = malloc(ct->size ? (size_t)ct->size : 1)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0 && !buf) {
     memcpy(t->blk, ct->blk, (size_t)ct->nblk * sizeof *t->blk);
     /* Bytes not in memory are read a slice at a time: each read takes
      * just the source bytes of its slice, into a small buffer. */
     size_t slice = data && !data->mem ? TEXT_RENDER_SLICE : (size_t)ct->size;
     if (data && data->mem && ct->ab && !ct->ab->elsize) {
-      render_var_lines(ct, data->mem, t->text);
+      render_var_lines(ct, data, t->text);
       slice = 0; /* done */
     }
     for (uint64_t off = 0; rc == 0 && slice && off < ct->size; off += slice) {

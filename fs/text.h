@@ -97,7 +97,9 @@ int text_render_all(struct chunk_text *ct, struct bytesrc *data,
 /* A copy of a laid-out unit with its text rendered whole (new reference
  * in *out), for a unit whose element bytes come apart from it (data: a
  * decoded data section, or bytes not in memory, read slice by slice;
- * max_bytes is unused). */
+ * max_bytes is unused). Strings in memory that are the caller's alone
+ * (bytesrc_take_mem) become the text where they lie: data is then left
+ * empty, still to be released by the caller. */
 int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
                      size_t max_bytes, struct chunk_text **out,
                      struct zerr *err);

@@ -1,7 +1,7 @@
 /* check_render.c - the text contract for every element type: exact
  * shortest floats (checked against the C library's own conversions),
  * integer extremes, strings and hex, and sub-ranges of variable-length
- * text at every offset. */
+ * text at every offset, element by element and by runs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -671,6 +671,93 @@ START_TEST(var_every_subrange) {
 }
 END_TEST
 
+/* Random variable-length elements: lengths 0-70 (across the 32-byte
+ * copies), bytes drawn so that newlines, invalid UTF-8 and empty elements
+ * are common. Fills eo[0..n] starting at base; returns the data size. */
+static size_t random_elements(unsigned *seed, uint64_t n, uint64_t base,
+                              uint64_t *eo, uint8_t *data, size_t cap) {
+  static const uint8_t pick[] = {'a', 'b', '\n', 0xff, 0xc3, 0x80, 0, ' '};
+  eo[0] = base;
+  size_t used = 0;
+  for (uint64_t j = 0; j < n; j++) {
+    unsigned r = (unsigned)rand_r(seed);
+    size_t len = r % 4 == 0   ? 0
+                 : r % 3 == 0 ? (size_t)(r >> 8) % 71
+                              : (size_t)(r >> 8) % 17;
+    if (used + len > cap)
+      len = cap - used;
+    for (size_t i = 0; i < len; i++)
+      data[used + i] = pick[(unsigned)rand_r(seed) % sizeof pick];
+    used += len;
+    eo[j + 1] = base + used;
+  }
+  return used;
+}
+
+START_TEST(var_run_same_as_elements) {
+  /* render_var_run over a run gives, for every range [off, end) (ends up
+   * to 80 bytes on, and the run's end), the bytes
+   * render_var and one newline per element give, writes nothing else, and
+   * reads only the source bytes it is handed. */
+  unsigned seed = 25;
+  static const enum dtype_kind kinds[] = {DT_STRING, DT_BYTES};
+  for (int round = 0; round < 200; round++) {
+    struct dtype dt = dtype_of(kinds[round % 2]);
+    uint64_t n = (uint64_t)rand_r(&seed) % 13, base = 7, eo[13];
+    uint8_t data[12 * 71];
+    size_t used = random_elements(&seed, n, base, eo, data, sizeof data);
+    uint64_t tpos = (uint64_t)rand_r(&seed) % 5;
+    char whole[2 * sizeof data + 16];
+    uint64_t t = tpos;
+    for (uint64_t j = 0; j < n; j++) {
+      uint64_t l = render_var_len(&dt, eo[j + 1] - eo[j]);
+      render_var(&dt, data + (eo[j] - base), 0, (size_t)l, whole + t);
+      whole[t + l] = '\n';
+      t += l + 1;
+    }
+    uint64_t tend = t;
+    for (uint64_t off = 0; off <= tend + 1; off++)
+      for (uint64_t end = off; end <= tend + 1;
+           end = end < off + 80 || end == tend + 1 ? end + 1 : tend + 1) {
+        /* exactly the source bytes of the range: ASan sees any overrun */
+        uint64_t sa = base + used, sb = base;
+        for (uint64_t j = 0, q = tpos; j < n; j++) {
+          uint64_t l = render_var_len(&dt, eo[j + 1] - eo[j]);
+          if (q < end && q + l + 1 > off && eo[j + 1] > eo[j]) {
+            uint64_t a = off > q ? off - q : 0;
+            uint64_t b = end - q < l ? end - q : l;
+            if (a < b) {
+              uint64_t x = eo[j] + render_var_src_off(&dt, a);
+              uint64_t y = eo[j] + render_var_src_off(&dt, b - 1) + 1;
+              sa = x < sa ? x : sa;
+              sb = y > sb ? y : sb;
+            }
+          }
+          q += l + 1;
+        }
+        if (sb < sa)
+          sa = sb = base;
+        uint8_t *copy = malloc(sb - sa ? sb - sa : 1);
+        memcpy(copy, data + (sa - base), sb - sa);
+        char out[sizeof whole + 2];
+        memset(out, '#', sizeof out);
+        render_var_run(&dt, eo, 0, n, tpos, copy, sa, sb - sa, off, end, out);
+        free(copy);
+        /* (ck_assert per byte would write its location each time) */
+        for (uint64_t i = off; i <= end; i++) {
+          char want = i >= tpos && i < tend && i < end ? whole[i] : '#';
+          if (out[i - off] != want)
+            ck_abort_msg("kind %d round %d [%llu, %llu) byte %llu: %02x, "
+                         "want %02x",
+                         dt.kind, round, (unsigned long long)off,
+                         (unsigned long long)end, (unsigned long long)i,
+                         (uint8_t)out[i - off], (uint8_t)want);
+        }
+      }
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("render");
   TCase *tc = tcase_create("text");
@@ -689,6 +776,7 @@ int main(void) {
   tcase_add_test(tc, integer_extremes);
   tcase_add_test(tc, strings_and_hex);
   tcase_add_test(tc, var_every_subrange);
+  tcase_add_test(tc, var_run_same_as_elements);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
