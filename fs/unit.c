@@ -218,6 +218,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     rc = unit_source(j, &ab, &logged, err);
   int decoded = rc == 0 && ab;
   if (rc < 0 || ab) { /* a decode (not a fill unit) */
+    engine_req_note_unit();
     stats_add(&e->stats.decodes, 1);
     stats_add(&e->stats.decode_ns, stats_now_ns() - t0);
   }
@@ -654,6 +655,7 @@ static int wdata_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (rc == 0 && (!ab || ab->elsize))
     rc = zerr_set(err, EIO, "not a variable-length chunk");
   if (rc == 0) {
+    engine_req_note_unit();
     stats_add(&e->stats.decodes, 1);
     free(ab->offsets);
     ab->offsets = NULL;
