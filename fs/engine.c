@@ -78,8 +78,8 @@ static void *watchdog_run(void *arg) {
                "%.1f s, %llu units decoded so far",
                (unsigned long long)r->len, (unsigned long long)r->off,
                (double)(now - r->start_ns) / 1e9,
-               (unsigned long long)atomic_load_explicit(
-                   &r->units, memory_order_relaxed));
+               (unsigned long long)atomic_load_explicit(&r->units,
+                                                        memory_order_relaxed));
       nl++;
     }
     pthread_mutex_unlock(&e->reqs_lock);

@@ -20,7 +20,8 @@
  * (the memo, the node table), each behind its own lock: the memo's (in
  * src/util/memo.c) and the node table's (in fs/node.c), both leaves. The
  * other fields are set by engine_new and read-only after it, except
- * `stopping` and `stats` (atomics, no lock).
+ * `stopping` and `stats` (atomics, no lock) and the table of requests in
+ * flight with its watchdog (reqs_lock, a leaf).
  *
  * Errors that come from the data (corrupt chunk, bad metadata, unsupported
  * codec) are logged by the modules that meet them, through engine_log, where

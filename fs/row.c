@@ -330,12 +330,11 @@ static long row_read_cold(const struct read_req *q, const struct region *r,
       break;
     uint64_t a = m.roff[i][R], b = m.roff[i][R + 1];
     uint64_t at = q->off + done - pos; /* inside the segment */
-    size_t want = q->len - done < b - a - at ? q->len - done
-                                             : (size_t)(b - a - at);
+    size_t want =
+        q->len - done < b - a - at ? q->len - done : (size_t)(b - a - at);
     struct cold_pin *p = &pin[i];
-    if (!p->ct &&
-        (rc = cold_unit(q, r, l, k, i, &p->ct, &p->data, &p->ref, &p->dref)) <
-            0)
+    if (!p->ct && (rc = cold_unit(q, r, l, k, i, &p->ct, &p->data, &p->ref,
+                                  &p->dref)) < 0)
       break;
     uint64_t wd = p->ct->ext[r->ndim - 1];
     long got = text_read_at(p->ct, p->data, R * wd, a, a + at, want,
@@ -374,8 +373,7 @@ static long row_read_cold(const struct read_req *q, const struct region *r,
 static int row_cold_fits(const struct engine *e, const struct znode *n,
                          const struct region *r, const struct region_layout *l,
                          uint64_t k) {
-  uint64_t text =
-      region_slab_off(n, r, l, k + 1) - region_slab_off(n, r, l, k);
+  uint64_t text = region_slab_off(n, r, l, k + 1) - region_slab_off(n, r, l, k);
   uint64_t unit = text / r->per_slab; /* about a unit's decoded cost */
   return text >= ROW_COLD_MIN && 2 * unit <= e->cache_size;
 }
