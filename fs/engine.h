@@ -166,7 +166,8 @@ struct engine {
                                 first request: after the daemon forked) */
   int watch_quit;
   pthread_t watchdog;
-  uint64_t slow_ns;          /* read-only: ENGINE_SLOW_REQUEST_NS */
+  uint64_t slow_ns;          /* ENGINE_SLOW_REQUEST_NS (reqs_lock: tests
+                                change it) */
   struct lxindex *lx;       /* owned: the persistent layout index
                                (src/store/lxindex.h), or NULL (none, or
                                a remote store); set by engine_set_index
