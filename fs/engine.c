@@ -73,10 +73,14 @@ static void *watchdog_run(void *arg) {
       r->logged = 1;
       snprintf(lines[nl].what, sizeof lines[nl].what, "%s",
                *r->what ? r->what : ".");
+      char op[96];
+      if (r->len == ENGINE_REQ_SIZE)
+        snprintf(op, sizeof op, "learning its size");
+      else
+        snprintf(op, sizeof op, "a read of %llu bytes at offset %llu",
+                 (unsigned long long)r->len, (unsigned long long)r->off);
       snprintf(lines[nl].msg, sizeof lines[nl].msg,
-               "a read of %llu bytes at offset %llu has been running for "
-               "%.1f s, %llu units decoded so far",
-               (unsigned long long)r->len, (unsigned long long)r->off,
+               "%s has been running for %.1f s, %llu units decoded so far", op,
                (double)(now - r->start_ns) / 1e9,
                (unsigned long long)atomic_load_explicit(&r->units,
                                                         memory_order_relaxed));

@@ -100,11 +100,15 @@ struct engine_req {
   struct engine_req *prev, *next; /* the table (engine.reqs_lock) */
   const char *what;               /* borrowed: the path or key read */
   uint64_t off;                   /* where the read starts */
-  uint64_t len;                   /* bytes asked for */
+  uint64_t len;                   /* bytes asked for, or ENGINE_REQ_SIZE */
   uint64_t start_ns;              /* CLOCK_MONOTONIC at begin */
   atomic_ullong units;            /* no lock: units decoded for it */
   int logged;                     /* the watchdog said so (reqs_lock) */
 };
+
+/* engine_req_begin's len for a request that learns a file's size (a
+ * lookup or a stat) rather than reading it. */
+#define ENGINE_REQ_SIZE UINT64_MAX
 
 /* A request running this long gets one info line (engine_req_begin). */
 #define ENGINE_SLOW_REQUEST_NS (5000000000ull)
@@ -193,7 +197,8 @@ int engine_sub(struct engine *e, const uint8_t id[12], struct engine **out,
 void engine_set_index(struct engine *e, struct lxindex *lx);
 
 /* Note that the calling thread serves request r (on its stack, alive
- * until engine_req_end) reading len bytes at off of what (borrowed):
+ * until engine_req_end) reading len bytes at off of what (borrowed), or
+ * learning its size (len ENGINE_REQ_SIZE):
  * when it runs longer than e->slow_ns, a watchdog thread (one per mount,
  * waking once a second) logs one info line naming it, how long, and how
  * many units it decoded so far. Requests to a sub-engine go to the

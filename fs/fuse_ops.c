@@ -147,8 +147,11 @@ static int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
   if (rc < 0 && rc != -ENOENT && rc != -ENOTDIR && rc != -ENAMETOOLONG)
     log_fs_error(c, key, &err);
   uint64_t size = 0;
+  struct engine_req rq; /* the watchdog says when sizing runs long */
+  engine_req_begin(c->engine, &rq, key, 0, ENGINE_REQ_SIZE);
   if (rc == 0)
     rc = ns_size(c->engine, ent, &size, &err);
+  engine_req_end(c->engine, &rq);
   if (rc == 0)
     fill_stat(c, ent->kind, size, ent->mtime, ino, st);
   free(ent);
