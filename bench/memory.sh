@@ -11,7 +11,8 @@
 #             zarrs.vlen chunks (uncompressed)
 #   unit48    cat values.txt of one chunk of 3,000,000 strings (about
 #             48 MB of text, three times the default CACHE), zarrs.vlen
-#             uncompressed and with zstd
+#             uncompressed and with zstd, and vlen-utf8 with zstd (an
+#             inner chunk of a shard: no index to read partially)
 #   wide      one 128 KiB read at offset 0 of a 100 x 80,000 float64
 #             array in 100 x 4,000 zstd chunks (a row of 20 chunks,
 #             about 105 MB of text), cold
@@ -58,6 +59,8 @@ make_store() {
 make_store strings bigstrings --count "$COUNT" --chunk 1000000 --strlen 15 --data none
 make_store unit48 bigstrings --count 3000000 --chunk 3000000 --strlen 15 --data none
 make_store unit48z bigstrings --count 3000000 --chunk 3000000 --strlen 15 --data zstd
+make_store unit48u8 bigstrings --count 3000000 --chunk 3000000 --strlen 15 \
+  --shard 3000000 --inner utf8 --data zstd
 make_store wide numeric --shape 100,80000 --chunk 100,4000 --dtype float64 --codec zstd
 
 FAILED=0
@@ -88,6 +91,7 @@ sys.stdout.buffer.write(os.pread(fd, 131072, 0))' "$1"
 measure "strings: cat ($COUNT strings)" strings cat
 measure "unit48: cat (zarrs.vlen, bytes)" unit48 cat
 measure "unit48: cat (zarrs.vlen, zstd)" unit48z cat
+measure "unit48: cat (vlen-utf8, zstd)" unit48u8 cat
 measure "unit48: tail -c 4096" unit48 tail -c 4096
 measure "wide: cold 128 KiB read" wide head128k
 measure "wide: cat" wide cat
