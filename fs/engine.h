@@ -20,7 +20,8 @@
  * (the memo, the node table), each behind its own lock: the memo's (in
  * src/util/memo.c) and the node table's (in fs/node.c), both leaves. The
  * other fields are set by engine_new and read-only after it, except
- * `stopping` and `stats` (atomics, no lock).
+ * `stopping` and `stats` (atomics, no lock) and the table of requests in
+ * flight with its watchdog (reqs_lock, a leaf).
  *
  * Errors that come from the data (corrupt chunk, bad metadata, unsupported
  * codec) are logged by the modules that meet them, through engine_log, where
@@ -100,6 +101,27 @@ enum engine_views {
 struct icechunk;
 struct engine_sub;
 
+/* One FUSE request in flight (engine_req_begin to engine_req_end), on the
+ * stack of the thread serving it and linked into its engine's table so
+ * the watchdog can say when it runs long. Fields other than units are
+ * written before it is linked and read under engine.reqs_lock. */
+struct engine_req {
+  struct engine_req *prev, *next; /* the table (engine.reqs_lock) */
+  const char *what;               /* borrowed: the path or key read */
+  uint64_t off;                   /* where the read starts */
+  uint64_t len;                   /* bytes asked for, or ENGINE_REQ_SIZE */
+  uint64_t start_ns;              /* CLOCK_MONOTONIC at begin */
+  atomic_ullong units;            /* no lock: units decoded for it */
+  int logged;                     /* the watchdog said so (reqs_lock) */
+};
+
+/* engine_req_begin's len for a request that learns a file's size (a
+ * lookup or a stat) rather than reading it. */
+#define ENGINE_REQ_SIZE UINT64_MAX
+
+/* A request running this long gets one info line (engine_req_begin). */
+#define ENGINE_SLOW_REQUEST_NS (5000000000ull)
+
 /* Sub-engines kept at once per mount (one per Icechunk snapshot shown
  * under /.zarrfs): each is a node table and a snapshot's node list, and
  * lives as long as the mount (open files borrow its nodes). */
@@ -148,6 +170,17 @@ struct engine {
                                 to look up and insert) */
   struct engine_sub *subs;   /* the sub-engines made so far, owned */
   size_t nsubs;
+  pthread_mutex_t reqs_lock; /* guards reqs, watch_started, watch_quit
+                                and each request's logged (a leaf: lines
+                                are written after it is dropped) */
+  pthread_cond_t reqs_cond;  /* wakes the watchdog to quit */
+  struct engine_req *reqs;   /* requests in flight (not owned) */
+  int watch_started;         /* the watchdog thread runs (started by the
+                                first request: after the daemon forked) */
+  int watch_quit;
+  pthread_t watchdog;
+  uint64_t slow_ns;          /* ENGINE_SLOW_REQUEST_NS (reqs_lock: tests
+                                change it) */
   struct lxindex *lx;       /* owned: the persistent layout index
                                (src/store/lxindex.h), or NULL (none, or
                                a remote store); set by engine_set_index
@@ -171,6 +204,21 @@ int engine_sub(struct engine *e, const uint8_t id[12], struct engine **out,
 /* Give the engine the persistent layout index lx (taken over; NULL:
  * none). Only before the engine serves anything. */
 void engine_set_index(struct engine *e, struct lxindex *lx);
+
+/* Note that the calling thread serves request r (on its stack, alive
+ * until engine_req_end) reading len bytes at off of what (borrowed), or
+ * learning its size (len ENGINE_REQ_SIZE):
+ * when it runs longer than e->slow_ns, a watchdog thread (one per mount,
+ * waking once a second) logs one info line naming it, how long, and how
+ * many units it decoded so far. Requests to a sub-engine go to the
+ * mount's table. */
+void engine_req_begin(struct engine *e, struct engine_req *r, const char *what,
+                      uint64_t off, uint64_t len);
+/* The request is answered: unlink it. */
+void engine_req_end(struct engine *e, struct engine_req *r);
+/* Count one unit decoded for the request the calling thread serves (none:
+ * nothing happens). No lock. */
+void engine_req_note_unit(void);
 
 /* Ask every long operation to stop (shutdown): loops and waits return
  * -EINTR soon after. Async-signal-safe (one atomic store). */

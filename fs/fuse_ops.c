@@ -147,8 +147,11 @@ static int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
   if (rc < 0 && rc != -ENOENT && rc != -ENOTDIR && rc != -ENAMETOOLONG)
     log_fs_error(c, key, &err);
   uint64_t size = 0;
+  struct engine_req rq; /* the watchdog says when sizing runs long */
+  engine_req_begin(c->engine, &rq, key, 0, ENGINE_REQ_SIZE);
   if (rc == 0)
     rc = ns_size(c->engine, ent, &size, &err);
+  engine_req_end(c->engine, &rq);
   if (rc == 0)
     fill_stat(c, ent->kind, size, ent->mtime, ino, st);
   free(ent);
@@ -428,7 +431,6 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
 /* read: raw bytes or rendered text. */
 static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info *fi) {
-  (void)ino;
   struct zfs_fuse_ctx *c = ctx_of(req);
   stats_request(&c->engine->stats, STATS_READ);
   struct zfs_file *f = (struct zfs_file *)(uintptr_t)fi->fh;
@@ -452,6 +454,10 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     return;
   }
   long n;
+  struct engine_req rq; /* the watchdog says when it runs long */
+  const struct zfs_inode *in = inodes_get(c->inodes, ino); /* open: held */
+  engine_req_begin(c->engine, &rq, in ? in->path : f->ent.key, (uint64_t)off,
+                   size);
   if (f->raw) {
     int rc = bytesrc_read_range(f->raw, (uint64_t)off, size, buf, &err);
     if (rc < 0)
@@ -461,6 +467,7 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     n = ns_read_view(c->engine, &f->ent, (uint64_t)off, size, buf, f->cur,
                      &err);
   }
+  engine_req_end(c->engine, &rq);
   if (n < 0) {
     reply_rc(req, (int)n);
   } else {

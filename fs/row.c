@@ -216,6 +216,168 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
   return 0;
 }
 
+/* Where each of its rows starts in the text of every unit of a slab,
+ * learned one unit at a time (a cold read's map of the slab). */
+struct row_map {
+  uint64_t **roff; /* per unit: rows+1 text offsets, or NULL: not yet */
+  uint64_t nunits;
+};
+
+/* Free a row map. */
+static void row_map_free(struct row_map *m) {
+  for (uint64_t i = 0; m->roff && i < m->nunits; i++)
+    free(m->roff[i]);
+  free(m->roff);
+}
+
+/* Unit i of slab k with what its text is read from (a pin on each, data a
+ * new reference or NULL): row_unit's look-up without a row. */
+static int cold_unit(const struct read_req *q, const struct region *r,
+                     const struct region_layout *l, uint64_t k, uint64_t i,
+                     struct chunk_text **ct, struct bytesrc **data,
+                     struct memo_ref **ref, struct memo_ref **dref) {
+  uint64_t rl = k * r->per_slab + i, idx[ZMETA_MAX_DIMS];
+  region_unit(r, rl, idx);
+  *ref = *dref = NULL;
+  *data = NULL;
+  if (!region_stored(l, rl))
+    return unit_new_fill(q->n, idx, ct, q->err);
+  ZTRY(unit_get(q->e, q->n, idx, ref, q->err));
+  const struct chunk_text *rct;
+  int rc = unit_src(q->e, q->n, unit_of_ref(*ref), &rct, data, dref, q->err);
+  if (rc < 0) {
+    memo_release(q->e->memo, *ref);
+    *ref = NULL;
+    return rc;
+  }
+  *ct = (struct chunk_text *)zobj_get((struct zobj *)&rct->obj);
+  return 0;
+}
+
+/* Let go of what cold_unit gave. */
+static void cold_put(struct engine *e, struct chunk_text *ct,
+                     struct bytesrc *data, struct memo_ref *ref,
+                     struct memo_ref *dref) {
+  if (ct)
+    zobj_put(&ct->obj);
+  bytesrc_unref(data);
+  memo_release(e->memo, dref);
+  memo_release(e->memo, ref);
+}
+
+/* The row starts of unit i of slab k into m (decoding it if it is not in
+ * the cache; nothing is kept pinned). */
+static int cold_rows(const struct read_req *q, const struct region *r,
+                     const struct region_layout *l, uint64_t k, uint64_t i,
+                     struct row_map *m) {
+  if (m->roff[i])
+    return 0;
+  struct chunk_text *ct;
+  struct bytesrc *data;
+  struct memo_ref *ref, *dref;
+  ZTRY(cold_unit(q, r, l, k, i, &ct, &data, &ref, &dref));
+  uint64_t wd = ct->ext[r->ndim - 1], rows = wd ? ct->nin / wd : 0;
+  uint64_t *o = malloc((size_t)(rows + 1) * sizeof *o);
+  if (o) {
+    o[0] = 0;
+    for (uint64_t R = 0; R < rows; R++)
+      o[R + 1] = text_line_off_from(ct, R * wd, o[R], (R + 1) * wd);
+  }
+  cold_put(q->e, ct, data, ref, dref);
+  if (!o)
+    return zerr_set(q->err, ENOMEM, "out of memory");
+  m->roff[i] = o;
+  return 0;
+}
+
+/* What a cold read holds of one unit of the slab while it reads. */
+struct cold_pin {
+  struct chunk_text *ct; /* NULL: not held */
+  struct bytesrc *data;
+  struct memo_ref *ref, *dref;
+};
+
+/* A read of slab k by a reader not going through it in sequence, with
+ * its row not built: the segments before the read are measured one unit
+ * at a time (none kept), and only the units the read shows are held, so a
+ * cold read of a wide slab decodes and holds the units of the rows it
+ * shows rather than every unit of the slab at once. */
+static long row_read_cold(const struct read_req *q, const struct region *r,
+                          const struct region_layout *l, uint64_t k) {
+  uint64_t nseg;
+  if (slab_nseg(q->n, r, k, &nseg) < 0 || nseg > ROW_MAX_SEGMENTS)
+    return zerr_set(q->err, EFBIG, "array view: too many row segments");
+  struct row_map m = {calloc((size_t)r->per_slab, sizeof(uint64_t *)),
+                      r->per_slab};
+  struct cold_pin *pin = calloc((size_t)r->per_slab, sizeof *pin);
+  int rc = m.roff && pin ? 0 : zerr_set(q->err, ENOMEM, "out of memory");
+  uint64_t pos = 0, s = 0, R = 0, i = 0, seglen = 0;
+  /* The segment holding q->off. */
+  for (; rc == 0 && s < nseg; s++, pos += seglen) {
+    i = segment_locate(q->n, r, k, s, &R);
+    if ((rc = cold_rows(q, r, l, k, i, &m)) < 0)
+      break;
+    seglen = m.roff[i][R + 1] - m.roff[i][R];
+    if (pos + seglen > q->off)
+      break;
+    if (s % 65536 == 65535 && (rc = engine_check_stop(q->e, q->err)) < 0)
+      break;
+  }
+  size_t done = 0;
+  while (rc == 0 && done < q->len && s < nseg) {
+    i = segment_locate(q->n, r, k, s, &R);
+    if ((rc = cold_rows(q, r, l, k, i, &m)) < 0)
+      break;
+    uint64_t a = m.roff[i][R], b = m.roff[i][R + 1];
+    uint64_t at = q->off + done - pos; /* inside the segment */
+    size_t want =
+        q->len - done < b - a - at ? q->len - done : (size_t)(b - a - at);
+    struct cold_pin *p = &pin[i];
+    if (!p->ct && (rc = cold_unit(q, r, l, k, i, &p->ct, &p->data, &p->ref,
+                                  &p->dref)) < 0)
+      break;
+    uint64_t wd = p->ct->ext[r->ndim - 1];
+    long got = text_read_at(p->ct, p->data, R * wd, a, a + at, want,
+                            q->dst + done, q->err);
+    if (got < 0) {
+      rc = (int)got;
+      break;
+    }
+    if ((size_t)got != want) {
+      rc = zerr_set(q->err, EIO, "view: chunk shorter than its size");
+      break;
+    }
+    done += want;
+    if (at + want == b - a) {
+      pos += b - a;
+      s++;
+    }
+  }
+  for (uint64_t u = 0; pin && u < r->per_slab; u++)
+    cold_put(q->e, pin[u].ct, pin[u].data, pin[u].ref, pin[u].dref);
+  free(pin);
+  row_map_free(&m);
+  return rc < 0 ? rc : (long)done;
+}
+
+/* Tag of the memo value saying slab k was read cold once already. */
+#define ROW_COLD_TAG 0x636f6c64u
+/* Slabs of less text than this are read through their row at once: a row
+ * that size is within the slack of the memory bound (cache + 64 MiB). */
+#define ROW_COLD_MIN (32u << 20)
+
+/* Is a cold read of slab k worth reading unit by unit: a slab whose row
+ * would hold a large share of the memory bound, of units small enough
+ * that the few a read shows stay in the cache, so a reader that goes on
+ * builds its row from them rather than decoding them again? */
+static int row_cold_fits(const struct engine *e, const struct znode *n,
+                         const struct region *r, const struct region_layout *l,
+                         uint64_t k) {
+  uint64_t text = region_slab_off(n, r, l, k + 1) - region_slab_off(n, r, l, k);
+  uint64_t unit = text / r->per_slab; /* about a unit's decoded cost */
+  return text >= ROW_COLD_MIN && 2 * unit <= e->cache_size;
+}
+
 /* Read through slab k's row: the segments of its units in turn. */
 long row_read(const struct read_req *q, const struct region *r,
               const struct region_layout *l, uint64_t k) {
@@ -223,6 +385,21 @@ long row_read(const struct read_req *q, const struct region *r,
   region_key(&key, ELEVEL_ROW, q->n, r, &k);
   struct row_job j = {q->e, q->n, r, l, k};
   struct memo_ref *ref;
+  /* The first read of a slab out of sequence reads just the units it
+   * shows; a reader that comes back (random readers, a reader turning
+   * sequential) has the row built, so its units are decoded once per
+   * pass rather than once per read. */
+  if (!q->seq && row_cold_fits(q->e, q->n, r, l, k)) {
+    struct memo_key ck = key;
+    uint64_t seen;
+    ck.v[ck.n++] = ROW_COLD_TAG;
+    if (memo_peek(q->e->memo, &key, &ref))
+      memo_release(q->e->memo, ref);
+    else if (!memo_value_peek(q->e->memo, &ck, &seen)) {
+      memo_value_put(q->e->memo, &ck, 1);
+      return row_read_cold(q, r, l, k);
+    }
+  }
   ZTRY(memo_get(q->e->memo, &key, row_fill, &j, &ref, q->err));
   const struct slab_row *w = (const struct slab_row *)memo_obj(ref);
   cursor_note_cost(q->c, w->unit_cost);

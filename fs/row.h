@@ -10,6 +10,9 @@
  * (ELEVEL_ROW), pinned by the cursor of each reader of that slab, so its
  * units are decoded once per pass over the slab whatever the budget; a
  * row larger than the decode limit (engine.window_cap) fails with EFBIG.
+ * The first read of a large slab out of sequence holds only the units it
+ * shows (the rows before it measured one unit at a time), so a cold read
+ * of a wide slab does not hold the whole row.
  * No lock of its own: the memo's and the pool's, never held across a
  * call out. */
 #ifndef ZARRFS_ROW_H

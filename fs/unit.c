@@ -221,6 +221,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     rc = unit_source(j, &ab, &logged, err);
   int decoded = rc == 0 && ab;
   if (rc < 0 || ab) { /* a decode (not a fill unit) */
+    engine_req_note_unit();
     stats_add(&e->stats.decodes, 1);
     stats_add(&e->stats.decode_ns, stats_now_ns() - t0);
   }
@@ -463,13 +464,12 @@ static int unit_size_direct(struct engine *e, const struct znode *n,
 /* Below this many candidates the search reads them all at once. */
 #define DIRECT_SCAN 4096
 
-/* See unit.h. */
-long unit_read_direct(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
-                      struct zerr *err) {
-  int plain;
-  if (!unit_direct(n, idx, &plain) || !plain)
-    return -ENOTSUP;
+/* Read text [off, off+len) of unit idx through its partial decoder,
+ * the element bytes from `bytes` when given (a decoded data section),
+ * else from the decoder's plain window. */
+static long direct_read(struct engine *e, const struct znode *n,
+                        const uint64_t *idx, uint64_t off, size_t len,
+                        char *dst, struct bytesrc *bytes, struct zerr *err) {
   uint64_t total;
   ZTRY(unit_size(e, n, idx, &total, err));
   if (off >= total || !len)
@@ -480,6 +480,11 @@ long unit_read_direct(struct engine *e, const struct znode *n,
   int rc = direct_open(e, n, idx, &d, err);
   if (rc <= 0)
     return rc == 0 ? -ENOTSUP : rc; /* a fill unit: the usual way */
+  struct bytesrc *data = bytes ? bytes : d.data;
+  if (!data) {
+    chain_partial_close(&d);
+    return -ENOTSUP;
+  }
   const struct dtype *dt = &n->form.dt;
   uint64_t nin = unit_nin(n, idx), o0;
   uint64_t *o = malloc((DIRECT_BATCH + 1) * sizeof *o);
@@ -546,6 +551,9 @@ long unit_read_direct(struct engine *e, const struct znode *n,
     if (b > nin - k)
       b = nin - k;
     rc = chain_partial_offsets(&d, k, b + 1, o, err);
+    if (rc == 0 && o[b] > data->size) /* checked for plain bytes only */
+      rc = zerr_set(err, EIO, "%s: offset %llu past the data section",
+                    d.impl->name, (unsigned long long)(k + b));
     if (rc < 0 || o[0] < o0)
       break;
     uint64_t kpos = text_var_len(dt, o[0] - o0) + k;
@@ -564,7 +572,7 @@ long unit_read_direct(struct engine *e, const struct znode *n,
     memcpy(offs, o, (size_t)(b + 1) * sizeof *offs);
     ab->n = b;
     ab->offsets = offs;
-    ab->data = bytesrc_ref(d.data);
+    ab->data = bytesrc_ref(data);
     ab->data_len = o[b];
     struct chunk_text *ct;
     uint64_t zero = 0;
@@ -573,7 +581,7 @@ long unit_read_direct(struct engine *e, const struct znode *n,
     if (rc < 0)
       break;
     uint64_t at = off + done; /* >= kpos */
-    long got = text_read(ct, d.data, at - kpos, len - done, dst + done, err);
+    long got = text_read(ct, data, at - kpos, len - done, dst + done, err);
     zobj_put(&ct->obj);
     if (got < 0) {
       rc = (int)got;
@@ -593,6 +601,100 @@ long unit_read_direct(struct engine *e, const struct znode *n,
     return rc;
   }
   return (long)done;
+}
+
+/* See unit.h. */
+long unit_read_direct(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
+                      struct zerr *err) {
+  int plain;
+  if (!unit_direct(n, idx, &plain) || !plain)
+    return -ENOTSUP;
+  return direct_read(e, n, idx, off, len, dst, NULL, err);
+}
+
+/* See unit.h. */
+int unit_windowed(const struct engine *e, const struct znode *n,
+                  const uint64_t *idx) {
+  int plain;
+  if (!unit_direct(n, idx, &plain))
+    return 0;
+  /* What a whole decode keeps besides the element bytes: 8 bytes of
+   * offset and 1/8 byte of layout per element. */
+  uint64_t held = unit_nin(n, idx) * 9;
+  return held >= UNIT_WINDOW_MIN && held > e->cache_size / 4;
+}
+
+/* A unit's element bytes decoded for reads in windows (memo object, at
+ * ELEVEL_DATA under its own tag): the bytes only, no offsets. */
+struct wdata_obj {
+  struct zobj obj;
+  struct bytesrc *src;
+};
+
+/* Release a windowed data section. */
+static void wdata_destroy(struct zobj *o) {
+  struct wdata_obj *w = (struct wdata_obj *)o;
+  bytesrc_unref(w->src);
+  free(w);
+}
+
+/* Fill: decode unit j->idx's chunk, let go of its offsets, then run its
+ * deferred data codecs: the offsets and the decoded bytes are never held
+ * together. */
+static int wdata_fill(void *ctx, struct zobj **obj, size_t *cost,
+                      struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct engine *e = j->e;
+  struct wdata_obj *w = calloc(1, sizeof *w);
+  if (!w)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&w->obj, wdata_destroy);
+  struct abytes *ab = NULL;
+  int logged = 0;
+  int rc = engine_check_stop(e, err);
+  if (rc == 0)
+    rc = unit_source(j, &ab, &logged, err);
+  if (rc == 0 && (!ab || ab->elsize))
+    rc = zerr_set(err, EIO, "not a variable-length chunk");
+  if (rc == 0) {
+    engine_req_note_unit();
+    stats_add(&e->stats.decodes, 1);
+    free(ab->offsets);
+    ab->offsets = NULL;
+    rc = chain_load_data(ab, &e->env, &w->src, err);
+  }
+  abytes_free(ab);
+  if (rc < 0) {
+    zobj_put(&w->obj);
+    if (!logged)
+      log_failure(e, j->key, err);
+    return zerr_prefix(err, "chunk %s: ", j->key);
+  }
+  *obj = &w->obj;
+  *cost = sizeof *w + (w->src->mem ? (size_t)w->src->size : 0);
+  return 0;
+}
+
+/* See unit.h. */
+long unit_read_window(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
+                      struct memo_ref **pin, struct zerr *err) {
+  int plain;
+  *pin = NULL;
+  if (!unit_direct(n, idx, &plain))
+    return -ENOTSUP;
+  if (plain)
+    return direct_read(e, n, idx, off, len, dst, NULL, err);
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  static const uint64_t tag = 0x77696e646f77ull; /* apart from data_obj */
+  struct memo_key k;
+  node_key(&k, ELEVEL_DATA, n, idx, &tag, 1);
+  struct unit_job j = {e, n, idx, key, NULL};
+  ZTRY(memo_get(e->memo, &k, wdata_fill, &j, pin, err));
+  const struct wdata_obj *w = (const struct wdata_obj *)memo_obj(*pin);
+  return direct_read(e, n, idx, off, len, dst, w->src, err);
 }
 
 /* Fill: a unit's text size: from the ends of an index read partially, from

@@ -60,6 +60,27 @@ long unit_read_direct(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t off, size_t len, char *dst,
                       struct zerr *err);
 
+/* Is unit idx read in windows rather than decoded whole: a string unit
+ * whose offsets the chain reads where they lie, so large that a whole
+ * decode's offsets and layout would take more than a quarter of the
+ * cache (and at least UNIT_WINDOW_MIN bytes)? Then every read, in
+ * sequence or not, goes through unit_read_window and memory follows the
+ * reader instead of the unit's size. */
+int unit_windowed(const struct engine *e, const struct znode *n,
+                  const uint64_t *idx);
+#define UNIT_WINDOW_MIN (1u << 20)
+
+/* Read text [off, off+len) of a unit that unit_windowed says is read in
+ * windows: offsets and (plain) element bytes read where they lie for just
+ * the range; element bytes behind whole-decode codecs (zstd, gzip) are
+ * decoded once without the offsets (memoised, ELEVEL_DATA) and *pin
+ * keeps them (NULL when nothing is pinned; the caller releases it, a
+ * reader's window keeps it). The text is never rendered whole. Returns
+ * the bytes read or a negative errno (-ENOTSUP: read it the usual way). */
+long unit_read_window(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
+                      struct memo_ref **pin, struct zerr *err);
+
 /* Text size of unit idx, learned once and remembered: from the ends of
  * its index read partially when its chain allows it, else by decoding the
  * unit. */

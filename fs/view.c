@@ -41,6 +41,17 @@ static long read_unit(const struct read_req *q, const uint64_t *idx,
     return got;
   }
   struct memo_ref *ref, *dref = NULL;
+  /* A unit too large to decode whole within the cache: read in windows
+   * that follow the reader (unit_windowed), nothing decoded ahead. */
+  long wgot = unit_windowed(e, n, idx)
+                  ? unit_read_window(e, n, idx, off, len, dst, &dref, err)
+                  : -ENOTSUP;
+  if (wgot != -ENOTSUP) {
+    cursor_note_cost(c, SIZE_MAX);
+    cursor_keep(e, c, dref, 0);
+    return wgot;
+  }
+  zerr_clear(err);
   if (!q->seq) {
     /* A reader that jumps (tail, a random read) of a unit not decoded
      * yet: through a partial decoder, read just what it shows. */

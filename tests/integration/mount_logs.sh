@@ -10,8 +10,12 @@
 #   3. no syslog (/dev/log missing or hidden in a private mount namespace)
 #      and no log_file: the error reaches the stderr of the shell that
 #      mounted, though the daemon detached from it;
-#   4. a log file that cannot be opened refuses the mount.
+#   4. a log file that cannot be opened refuses the mount;
+#   5. a read that runs longer than 5 s (a store behind faultsrv answering
+#      after 7 s) gets one info line naming the view, the read and how
+#      long, however long it runs; a fast read gets none.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/servers.sh"
 export LC_ALL=C
 
 S=$(zt_mkdir store)
@@ -134,5 +138,35 @@ if [ "$rc" = 1 ] && [[ $out == "zarrfs: $ZT_TMP/no/such/dir/x.log: cannot open t
 else
   fail "an unopenable log file: status $rc, '$out'"
   zt_is_mounted "$M" && fusermount3 -u "$M"
+fi
+
+# ---- 5. a slow request: one info line ----
+zt_require_mkstore
+WEB=$(zt_mkdir web)
+if t "$ZARRFS_MKSTORE" numeric "$WEB/one" --shape 100 --chunk 100 --dtype int32 \
+  --codec gzip --plain "$ZT_TMP/one.txt" >/dev/null; then
+  srv_fault_start "$WEB"
+  LOG5="$ZT_TMP/slow.log"
+  M=$(zt_mkdir m5)
+  if zmount "$FAULT_URL/one" "$M" -o "log_file=$LOG5"; then
+    stat "$M/values.txt" >/dev/null # metadata read at full speed
+    srv_fault_mode lat=7000
+    start=$(zt_now_ms)
+    assert_file_eq "slow store: values.txt exact" "$ZT_TMP/one.txt" "$M/values.txt"
+    ms=$(($(zt_now_ms) - start))
+    srv_fault_mode ok
+    cmp -s "$ZT_TMP/one.txt" "$M/values.txt" # again, fast: no line
+    zumount "$M"
+    lines=$(grep -c 'has been running' "$LOG5")
+    if [ "$ms" -ge 5000 ] && [ "$lines" = 1 ] &&
+      grep -Eq "${STAMP}info: .*/one: values\.txt: a read of [0-9]+ bytes at offset 0 has been running for [5-9]\.[0-9] s, [0-9]+ units decoded so far" "$LOG5"; then
+      pass "slow store: one info line for the read that ran ${ms} ms"
+    else
+      fail "slow store: read ran ${ms} ms, $lines 'has been running' lines:"
+      show "$LOG5"
+    fi
+  fi
+else
+  fail "zarrfs-mkstore numeric failed"
 fi
 finish
