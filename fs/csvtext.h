@@ -9,6 +9,9 @@
  *            a comma, a double quote, CR or LF, each double quote doubled
  *            and every other byte (newlines too) kept exactly
  *   bytes    lowercase hex, two characters per byte (never quoted)
+ *   record   one field per leaf field, a comma between two (made by
+ *            fs/rstruct.h before the text layer: one element that holds
+ *            several fields, counted by the form's elem_fields)
  * A field is followed by ',' or, for the last element of a row, '\n': the
  * text layer writes those (fs/text.c). Variable-length elements are turned
  * into their fields once, when their unit is decoded (csvtext_prep), so

@@ -14,6 +14,7 @@
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
 #include "../src/zarr/cf.h"
+#include "../src/zarr/dtype_struct.h"
 #include "textprep.h"
 
 /* Node table entries beyond this are not remembered when they are plain
@@ -334,6 +335,8 @@ static int node_set_csv(struct node_table *t, struct znode *n, const char *key,
   v->next = NULL;
   v->form.csv = 1;
   v->form.row_len = n->meta->shape[n->meta->ndim - 1];
+  if (n->meta->dtype.kind == DT_STRUCT && n->meta->dtype.st)
+    v->form.elem_fields = n->meta->dtype.st->nfields;
   v->form.cf = n->cf ? n->cf->form.cf : NULL;
   if (v->form.dt.kind == DT_STRING || v->form.dt.kind == DT_BYTES)
     v->form.dt = dtype_of(DT_STRING); /* their fields: see csvtext_prep */

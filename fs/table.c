@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../src/zarr/cf.h"
+#include "../src/zarr/dtype_struct.h"
 #include "csvfield.h"
 #include "tblock.h"
 
@@ -182,6 +183,32 @@ static void col_set(struct tcol *c, const struct member *mb) {
                    : float_kind(k);
 }
 
+/* Columns of a member: one per leaf field of a structured array. */
+static size_t member_cols(const struct member *mb) {
+  const struct dtype *dt = &mb->n->meta->dtype;
+  return dt->kind == DT_STRUCT && dt->st ? dt->st->nfields : 1;
+}
+
+/* Add the columns of structured member mb at c, named ARRAY.FIELD; the
+ * number added, or -ENOMEM with err set. */
+static int col_set_fields(struct tcol *c, const struct member *mb,
+                          struct zerr *err) {
+  const struct dtype_struct *st = mb->n->meta->dtype.st;
+  size_t nl = strlen(mb->name);
+  for (size_t k = 0; k < st->nfields; k++) {
+    const struct dtype_field *fd = &st->fields[k];
+    size_t fl = strlen(fd->name);
+    char *name = malloc(nl + fl + 2);
+    if (!name)
+      return zerr_set(err, ENOMEM, "out of memory");
+    memcpy(name, mb->name, nl);
+    name[nl] = '.';
+    memcpy(name + nl + 1, fd->name, fl + 1);
+    c[k] = (struct tcol){.name = name, .n = mb->n, .field = fd};
+  }
+  return (int)st->nfields;
+}
+
 /* The header row: the column names as fields. */
 static int header_make(struct table *t, struct zerr *err) {
   size_t len = 1;
@@ -224,11 +251,15 @@ static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (rc == 0 && first == SIZE_MAX)
     rc = zerr_set(err, ENOENT, "no such file");
   uint64_t nrows = 0;
+  size_t maxcols = 0;
+  for (size_t i = 0; rc == 0 && i < m.n; i++)
+    if (m.v[i].n && !strcmp(m.v[i].dim, j->dim))
+      maxcols += member_cols(&m.v[i]);
   if (rc == 0) {
     nrows = m.v[coord != SIZE_MAX ? coord : first].n->meta->shape[0];
     t = calloc(1, sizeof *t);
     if (t)
-      t->cols = calloc(m.n, sizeof *t->cols);
+      t->cols = calloc(maxcols, sizeof *t->cols);
     if (!t || !t->cols) {
       free(t);
       t = NULL;
@@ -243,6 +274,17 @@ static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
     if (i == SIZE_MAX || (p && i == coord) || !m.v[i].n ||
         strcmp(m.v[i].dim, j->dim) || m.v[i].n->meta->shape[0] != nrows)
       continue;
+    if (m.v[i].n->meta->dtype.kind == DT_STRUCT && m.v[i].n->meta->dtype.st) {
+      int k = col_set_fields(&t->cols[ncols], &m.v[i], err);
+      if (k < 0) {
+        for (size_t q = ncols; q < maxcols; q++)
+          free(t->cols[q].name); /* calloc'd: NULL past those made */
+        rc = k;
+        break;
+      }
+      t->ncols = ncols += (size_t)k;
+      continue;
+    }
     col_set(&t->cols[ncols], &m.v[i]);
     t->cols[ncols].name = m.v[i].name;
     m.v[i].name = NULL; /* taken */

@@ -10,7 +10,9 @@
  * the array has CF attributes (src/zarr/cf.h), else of values.txt, each
  * written as fs/csvfield.h says; strings are the bytes as stored
  * (newlines kept), bytes hex. A row of one empty field is written `""`,
- * so that readers that skip blank lines do not drop it.
+ * so that readers that skip blank lines do not drop it. A 1-D structured
+ * array gives one column per leaf field, named ARRAY.FIELD (fs/rstruct.h),
+ * at the array's place in the order.
  *
  * The text is rendered in blocks of TBLOCK_ROWS rows (fs/tblock.h), each a memo
  * object (ELEVEL_TABLE_BLOCK) made from its columns' units (fs/unit.h),

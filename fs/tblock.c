@@ -8,17 +8,20 @@
 #include "../codecs/chain.h"
 #include "../src/util/buf.h"
 #include "csvfield.h"
+#include "rstruct.h"
 #include "textprep.h"
 #include "unit.h"
 
 /* ---- string and bytes columns: chunks with their element bytes ---- */
 
 /* A chunk of a string or bytes array decoded for a table: the element
- * bytes as stored (the views' units show newlines as spaces). */
+ * bytes as stored (the views' units show newlines as spaces). For a
+ * structured array, its records as stored (fixed-size elements), the
+ * fill records when the chunk is not stored. */
 struct rawchunk {
   struct zobj obj;
   struct abytes *ab;    /* NULL: the chunk is not stored (the fill value) */
-  struct bytesrc *data; /* ab's element bytes */
+  struct bytesrc *data; /* ab's element bytes (records: in memory) */
 };
 
 /* Release a raw chunk. */
@@ -33,7 +36,8 @@ static void rawchunk_destroy(struct zobj *o) {
 struct rjob {
   struct engine *e;
   const struct znode *n;
-  uint64_t c; /* the chunk */
+  uint64_t c;  /* the chunk */
+  int records; /* a structured array: keep the records */
 };
 
 /* Fill: chunk c of a 1-D string or bytes array, decoded with its bytes.
@@ -54,23 +58,33 @@ static int rawchunk_fill(void *ctx, struct zobj **obj, size_t *cost,
   int rc = engine_check_stop(e, err);
   if (rc == 0)
     rc = store_get(e->store, key, &src, err);
-  if (rc == -ENOENT) {
+  struct codec_spec tmp;
+  if (rc == -ENOENT && !j->records) {
     zerr_clear(err);
     *obj = &r->obj;
     *cost = sizeof *r;
     return 0;
-  }
-  struct codec_spec tmp;
-  if (rc == 0)
+  } else if (rc == -ENOENT) {
+    zerr_clear(err);
+    rc = abytes_new_fill(node_chunk_spec(n, &j->c, &tmp), &e->env, &r->ab, err);
+  } else if (rc == 0) {
     rc = chain_decode(n->chain, node_chunk_spec(n, &j->c, &tmp), src, &e->env,
                       &r->ab, err);
+  }
   bytesrc_unref(src);
-  if (rc == 0)
+  if (rc == 0 && j->records) {
+    if (r->ab->elsize != n->meta->dtype.size)
+      rc = zerr_set(err, EIO, "records of %zu bytes, not %zu", r->ab->elsize,
+                    n->meta->dtype.size);
+    else
+      rc = bytesrc_load(r->ab->fixed, e->env.max_decoded, &r->data, err);
+  } else if (rc == 0) {
     rc = textprep_to_text(&n->meta->dtype, 0, r->ab, &e->env, err);
-  if (rc == 0 && r->ab->elsize)
-    rc = zerr_set(err, EIO, "elements are not of variable length");
-  if (rc == 0)
-    rc = chain_load_data(r->ab, &e->env, &r->data, err);
+    if (rc == 0 && r->ab->elsize)
+      rc = zerr_set(err, EIO, "elements are not of variable length");
+    if (rc == 0)
+      rc = chain_load_data(r->ab, &e->env, &r->data, err);
+  }
   if (rc < 0) {
     zobj_put(&r->obj);
     if (!zerr_is_transient(-rc))
@@ -184,7 +198,7 @@ static int fields_raw(struct engine *e, const struct tcol *c, uint64_t r0,
     uint64_t tag = 2;
     struct memo_key k;
     node_key(&k, ELEVEL_TABLE, n, &ci, &tag, 1);
-    struct rjob j = {e, n, ci};
+    struct rjob j = {e, n, ci, 0};
     struct memo_ref *ref;
     ZTRY(memo_get(e->memo, &k, rawchunk_fill, &j, &ref, err));
     const struct rawchunk *ch = (const struct rawchunk *)memo_obj(ref);
@@ -223,6 +237,53 @@ static int fields_raw(struct engine *e, const struct tcol *c, uint64_t r0,
   return 0;
 }
 
+/* Fields of rows [r0, r1) of a column that shows one field of a 1-D
+ * structured array, from its chunks' records (fields_text's contract). */
+static int fields_struct(struct engine *e, const struct tcol *c, uint64_t r0,
+                         uint64_t r1, struct zbuf *f, uint64_t *ends,
+                         struct zerr *err) {
+  const struct znode *n = c->n;
+  const struct zmeta *m = n->meta;
+  const struct dtype_field *fd = c->field;
+  enum rstruct_csv kind = rstruct_field_csv(fd);
+  struct zbuf tmp;
+  zbuf_init(&tmp, e->env.max_decoded);
+  size_t i = 0;
+  int rc = 0;
+  for (uint64_t r = r0; rc == 0 && r < r1;) {
+    uint64_t ci = zmeta_axis_of(m->edge[0], m->grid[0], m->chunk[0], r);
+    uint64_t cs = zmeta_chunk_start(m, 0, ci);
+    uint64_t hi = cs + zmeta_chunk_extent(m, 0, ci);
+    if (hi > r1)
+      hi = r1;
+    uint64_t tag = 3;
+    struct memo_key k;
+    node_key(&k, ELEVEL_TABLE, n, &ci, &tag, 1);
+    struct rjob j = {e, n, ci, 1};
+    struct memo_ref *ref;
+    if ((rc = memo_get(e->memo, &k, rawchunk_fill, &j, &ref, err)) < 0)
+      break;
+    const struct rawchunk *ch = (const struct rawchunk *)memo_obj(ref);
+    uint64_t ka = r - cs, kb = hi - cs;
+    if (kb > ch->ab->n)
+      rc = zerr_set(err, EIO, "%s: chunk shorter than its shape", n->path);
+    for (uint64_t k2 = ka; rc == 0 && k2 < kb; k2++) {
+      tmp.len = 0;
+      rc = rstruct_field_raw(fd, ch->data->mem + k2 * ch->ab->elsize, &tmp,
+                             err);
+      if (rc == 0)
+        rc = put_field(f, (const char *)tmp.data, tmp.len,
+                       kind == RSTRUCT_CSV_FLOAT || kind == RSTRUCT_CSV_NUMBER,
+                       kind == RSTRUCT_CSV_FLOAT, err);
+      ends[i++] = f->len;
+    }
+    memo_release(e->memo, ref);
+    r = hi;
+  }
+  zbuf_free(&tmp);
+  return rc;
+}
+
 /* See tblock.h. */
 int tblock_render(struct engine *e, const struct table *t, uint64_t b,
                   char **out, size_t *len, struct zerr *err) {
@@ -237,8 +298,9 @@ int tblock_render(struct engine *e, const struct table *t, uint64_t b,
     zbuf_init(&f[c], e->env.max_decoded);
   for (size_t c = 0; rc == 0 && c < nc && nr; c++) {
     const struct tcol *col = &t->cols[c];
-    rc = (col->raw ? fields_raw : fields_text)(e, col, r0, r1, &f[c],
-                                               ends + c * nr, err);
+    rc = (col->field ? fields_struct
+          : col->raw ? fields_raw
+                     : fields_text)(e, col, r0, r1, &f[c], ends + c * nr, err);
   }
   uint64_t total = b == 0 ? t->header_len : 0;
   for (size_t c = 0; rc == 0 && c < nc; c++)

@@ -3,7 +3,8 @@
  * values.txt or values.cf.txt, one line a row) or, for strings and bytes,
  * from its chunks decoded with their element bytes as stored (memo level
  * ELEVEL_TABLE, so newlines stay newlines), then the rows written field
- * by field as fs/csvfield.h says. Also the table's description that
+ * by field as fs/csvfield.h says. A structured array gives one column per
+ * leaf field, each read from its chunks' records (fs/rstruct.h). Also the table's description that
  * fs/table.c makes and this module reads. Holds no lock of its own (the
  * memo's); FUSE-free. */
 #ifndef ZARRFS_TBLOCK_H
@@ -14,6 +15,8 @@
 
 #include "engine.h"
 #include "node.h"
+
+struct dtype_field;
 
 /* Rows rendered together. */
 #define TBLOCK_ROWS 4096
@@ -28,6 +31,10 @@ struct tcol {
   int number;            /* fixed-size elements: `nan` and `NaT` are empty */
   int floating;          /* values are floats (as xarray decodes them):
                             integral ones get `.0` */
+  const struct dtype_field *field; /* a field of a 1-D structured array
+                                     (borrowed from n's metadata): the
+                                     column shows it, read from chunks'
+                                     records; NULL otherwise */
 };
 
 /* A table: its rows, its columns in order, its header row (a memo

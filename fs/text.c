@@ -552,8 +552,10 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
 static uint64_t text_walk_lines(const struct chunk_text *ct, uint64_t pos,
                                 uint64_t lines) {
   const char *t = ct->text;
-  if (ct->form->csv) /* fields may hold newlines */
-    return csvtext_skip(t, ct->size, pos, lines);
+  if (ct->form->csv) /* fields may hold newlines; a record is several */
+    return csvtext_skip(t, ct->size, pos,
+                        ct->form->elem_fields > 1 ? lines * ct->form->elem_fields
+                                                  : lines);
   for (; lines && pos < ct->size; lines--) {
     const char *nl = memchr(t + pos, '\n', (size_t)(ct->size - pos));
     pos = nl ? (uint64_t)(nl - t) + 1 : ct->size;

@@ -47,6 +47,8 @@ struct text_form {
                        arrive as their fields (textprep), of type string.
                        0: one element per line */
   uint64_t row_len; /* csv: the array's length along its last dimension */
+  size_t elem_fields; /* csv: CSV fields per element (a record's leaf
+                         fields); 0: one */
 };
 
 /* A unit ready for text views (reference-counted; zobj_put). */

@@ -20,9 +20,11 @@ static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
 /* Conversions that turn decoded elements into the node's text type:
  * fixed-width strings to strings, optional strings and bytes to text,
  * records to their lines; for a CSV form, variable-length elements on to
- * their CSV fields. */
+ * their CSV fields and records to theirs, one element per record. */
 int textprep_to_text(const struct dtype *dt, int csv, struct abytes *ab,
                      const struct codec_env *env, struct zerr *err) {
+  if (dt->kind == DT_STRUCT && csv) /* fields quoted one by one */
+    return ab->elsize ? rstruct_to_csv(dt, ab, env, err) : 0;
   if (dtype_is_fixed_string(dt))
     ZTRY(fixed_strings_to_text(dt, ab, env, err));
   else if (dt->kind == DT_STRUCT)

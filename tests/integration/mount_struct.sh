@@ -7,7 +7,12 @@
 # lines computed in Python from what zarr-python reads back (every field
 # by its own type's text rule, tab-separated; subarray values
 # space-separated); a missing chunk reads as the fill record; info.txt
-# lists the fields; a hostile list is refused with its reason.
+# lists the fields; a hostile list is refused with its reason. In CSV:
+# row.csv of a group holding a 1-D structured array along `row` has one
+# column per leaf field (`obs.pos.x`), and rows.csv of 2-D structured
+# arrays one field per leaf field per element; both are read back with
+# Python's csv module and pandas and compared field by field with the
+# fields computed from what zarr-python reads.
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3 # Debian's: its zarr is python3-zarr
@@ -92,6 +97,23 @@ def write(d):
     x["c"] = np.arange(12, dtype="u8").reshape(3, 4) * 2**60
     x["m"] = np.arange(48).reshape(3, 4, 2, 2) - 24
     gr[:] = x
+    r2 = g.create_dataset("rec2", shape=(2, 3), chunks=(1, 2), dtype=REC,
+                          fill_value=fill, compressor=None)
+    r2[0, :] = v[:3]  # row 1 stays the fill record
+    r2[1, 2] = v[3]
+    tab = g.create_group("tab")
+    row = tab.create_dataset("row", data=np.arange(7, dtype="i8"),
+                             fill_value=None)  # 0 would mask as xarray
+    row.attrs["_ARRAY_DIMENSIONS"] = ["row"]
+    obs = tab.create_dataset("obs", shape=(7,), chunks=(3,), dtype=REC,
+                             fill_value=fill, compressor=None)
+    o = v.copy()
+    o["name"] = ["h\u00e9", 'x,"y', "a\nb", ""]
+    obs[:4] = o
+    obs.attrs["_ARRAY_DIMENSIONS"] = ["row"]
+    temp = tab.create_dataset("temp", data=np.array(
+        [1.0, np.nan, 0.5, -0.0, 1e20, 2.0, 3.25]), fill_value=None)
+    temp.attrs["_ARRAY_DIMENSIONS"] = ["row"]
 
 
 def leaves(dt, prefix=""):
@@ -131,13 +153,78 @@ def value_text(v, dt):
     raise ValueError(dt)
 
 
-def field_text(rec, path, dt):
+def field_text(rec, path, dt, raw=False):
     v = rec
     for p in path:
         v = v[p]
     base = dt.subdtype[0] if dt.subdtype else dt
     vals = np.asarray(v, dtype=base).ravel() if dt.subdtype else [v]
+    if raw and base.kind == "U":  # CSV: the text as stored
+        return " ".join(str(x) for x in vals)
     return " ".join(value_text(x, base) for x in vals)
+
+
+def csv_field(rec, path, dt, table):
+    """A record field as D.csv (table) or rows.csv writes it."""
+    t = field_text(rec, path, dt, raw=True)
+    scalar = dt.subdtype is None
+    if scalar and dt.kind == "M" and t == "NaT":
+        return ""
+    if table and scalar and dt.kind == "f":
+        if t == "nan":
+            return ""
+        if t.lstrip("-").isdigit():
+            return t + ".0"
+    return t
+
+
+def compare(path, want, what):
+    import csv
+    with open(path, newline="", encoding="utf-8") as f:
+        got = list(csv.reader(f))
+    if got != want:
+        print("%s: %d rows read, %d expected" % (what, len(got), len(want)))
+        for i, (g, w) in enumerate(zip(got, want)):
+            if g != w:
+                print("row %d:\n  got  %r\n  want %r" % (i, g, w))
+                break
+        sys.exit(1)
+
+
+def table(d, path):
+    """row.csv of group tab, field by field, then as pandas reads it."""
+    import pandas as pd
+    g = zarr.open_group(d, mode="r")["tab"]
+    obs, rows, temp = g["obs"], g["row"][...], g["temp"][...]
+    ls = leaves(obs.dtype)
+    want = [["row"] + ["obs." + n for n, _, _ in ls] + ["temp"]]
+    for i, rec in enumerate(obs[...]):
+        t = float_text(float(temp[i]), np.dtype("f8"))
+        t = "" if t == "nan" else t + ".0" if t.lstrip("-").isdigit() else t
+        want.append([str(int(rows[i]))] +
+                    [csv_field(rec, p, dt, True) for _, p, dt in ls] + [t])
+    compare(path, want, "row.csv")
+    df = pd.read_csv(path, keep_default_na=True)
+    assert list(df.columns) == want[0], list(df.columns)
+    assert len(df) == 7
+    assert list(df["obs.id"]) == [int(x) for x in obs["id"]]
+    sc = obs["score"]
+    assert all((np.isnan(a) and np.isnan(b)) or a == b
+               for a, b in zip(df["obs.score"], sc)), list(df["obs.score"])
+    assert list(df["obs.pos.x"]) == [int(x) for x in obs["pos"]["x"]]
+    assert list(df["obs.name"].fillna("")) == list(obs["name"])
+    print("ok")
+
+
+def rows(d, name, path):
+    """rows.csv of a 2-D structured array, field by field."""
+    a = zarr.open_group(d, mode="r")[name]
+    ls = leaves(a.dtype)
+    x = a[...]
+    want = [[csv_field(rec, p, dt, False) for rec in x[i] for _, p, dt in ls]
+            for i in range(x.shape[0])]
+    compare(path, want, name + "/rows.csv")
+    print("ok")
 
 
 def expect(d, name):
@@ -152,7 +239,8 @@ def names(d, name):
     print("\n".join(l[0] for l in leaves(a.dtype)))
 
 
-{"write": write, "expect": expect, "names": names}[sys.argv[1]](*sys.argv[2:])
+{"write": write, "expect": expect, "names": names, "table": table,
+ "rows": rows}[sys.argv[1]](*sys.argv[2:])
 PYEOF
 t "$PY" "$ZT_TMP/st.py" write "$SRC" >"$ZT_TMP/write.log" 2>&1 ||
   zt_hard_error "zarr-python could not write the store: $(tail -3 "$ZT_TMP/write.log")"
@@ -194,5 +282,21 @@ assert_eq "twice/info.txt: the refusal names the field" \
   "error: invalid metadata: structured dtype: field name 'a' appears twice" \
   "$(grep '^error:' "$M/twice/info.txt")"
 assert_fails_with_eio "twice/values.txt: refused" "$M/twice/values.txt"
+assert_eq "tab/row.csv: one column per field of obs, after the coordinate" \
+  "row,obs.id,obs.score,obs.tag,obs.name,obs.vec,obs.pos.x,obs.pos.y,obs.ok,obs.when,obs.pts[0].a,obs.pts[1].a,obs.big,temp" \
+  "$(head -n 1 "$M/tab/row.csv")"
+assert_eq "tab/row.csv: a record's fields by their own rules" \
+  '2,2147483647,inf,,"a' "$(sed -n 4p "$M/tab/row.csv")"
+got=$(t "$PY" "$ZT_TMP/st.py" table "$SRC" "$M/tab/row.csv" 2>&1)
+assert_eq "tab/row.csv: csv and pandas read every field as numpy holds it" \
+  ok "$got"
+for name in rec2 grid; do
+  got=$(t "$PY" "$ZT_TMP/st.py" rows "$SRC" $name "$M/$name/rows.csv" 2>&1)
+  assert_eq "$name/rows.csv: each element's fields as numpy holds them" \
+    ok "$got"
+done
+assert_eq "rec2/rows.csv: the fill record's NaT is an empty field" \
+  "$(printf -- '-1,nan,7a7a,fill,0.5 1.5,3,4,true,,7,8,\xc3\xa9')" \
+  "$(tail -n 1 "$M/rec2/rows.csv" | cut -d, -f1-12)"
 zumount "$M"
 finish

@@ -6,7 +6,8 @@
  * arrays: integers with a missing chunk and edge chunks, strings with
  * commas, quotes, CR and LF, numpy S bytes, a CF-packed int16 with fill
  * values, datetime64 with NaT, a 3-D float64 array with a missing chunk,
- * an int32 array on a rectangular grid.
+ * an int32 array on a rectangular grid, a 2-D structured array (each
+ * record its fields, quoted one by one; a missing chunk of fill records).
  * Each rows.csv is read whole in pieces of 1 byte to 1 MiB, from its end
  * first (tail), and at every offset, and compared with its text; a 1-D
  * array has no rows.csv. */
@@ -275,6 +276,8 @@ static void put_rect(void) {
     }
 }
 
+static void put_records(void);
+
 /* The store. */
 static void setup(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/zarrfs-csvrows-XXXXXX");
@@ -327,6 +330,35 @@ static void setup(void) {
       }
   put_v2("one", "[3]", "[3]", "<i4", "0", "null", "{}");
   put_rect();
+  put_records();
+}
+
+/* One record of "rec": <i2, <U2 (ASCII here), <M8[s], <f4. */
+static void rec_put(uint8_t *p, int16_t i, const char *s, int64_t t, float f) {
+  uint32_t u[2] = {0, 0};
+  for (size_t k = 0; k < strlen(s) && k < 2; k++)
+    u[k] = (uint8_t)s[k];
+  memcpy(p, &i, 2);
+  memcpy(p + 2, u, 8);
+  memcpy(p + 10, &t, 8);
+  memcpy(p + 18, &f, 4);
+}
+
+/* "rec": shape (2, 3), chunks (2, 2), chunk (0, 1) not stored; the fill
+ * record is (9, "z", NaT, NaN). */
+static void put_records(void) {
+  put_text("rec/.zarray",
+           "{\"zarr_format\":2,\"shape\":[2,3],\"chunks\":[2,2],"
+           "\"dtype\":[[\"i\",\"<i2\"],[\"s\",\"<U2\"],[\"t\",\"<M8[s]\"],"
+           "[\"f\",\"<f4\"]],\"fill_value\":"
+           "\"CQB6AAAAAAAAAAAAAAAAAACAAADAfw==\",\"order\":\"C\","
+           "\"compressor\":null,\"filters\":null}");
+  uint8_t c[4 * 22];
+  rec_put(c, 1, "a,", 0, 1.5f);
+  rec_put(c + 22, 2, "\"", INT64_MIN, NAN);
+  rec_put(c + 44, -3, "x\n", 60, -0.0f);
+  rec_put(c + 66, 4, "", 3600, 1e20f);
+  put_file("rec/0.0", c, sizeof c);
 }
 
 /* Remove the temp store. */
@@ -461,6 +493,22 @@ START_TEST(three_dimensions) {
 }
 END_TEST
 
+START_TEST(structured_records) {
+  /* row 1 starts 2 records (8 fields) into chunk (0, 0) */
+  check_text("rec/rows.csv",
+             "1,\"a,\",1970-01-01T00:00:00,1.5,2,\"\"\"\",,nan,9,z,,nan\n"
+             "-3,\"x\n\",1970-01-01T00:01:00,-0,4,,1970-01-01T01:00:00,1e+20,"
+             "9,z,,nan\n");
+  /* values.txt keeps its own rule */
+  check_text("rec/values.txt", "1\ta,\t1970-01-01T00:00:00\t1.5\n"
+                               "2\t\"\tNaT\tnan\n"
+                               "9\tz\tNaT\tnan\n"
+                               "-3\tx \t1970-01-01T00:01:00\t-0\n"
+                               "4\t\t1970-01-01T01:00:00\t1e+20\n"
+                               "9\tz\tNaT\tnan\n");
+}
+END_TEST
+
 START_TEST(rectangular_grid) {
   char want[512];
   size_t at = 0;
@@ -521,6 +569,7 @@ static Suite *csvtext_suite(void) {
   tcase_add_test(tc, times_with_nat);
   tcase_add_test(tc, three_dimensions);
   tcase_add_test(tc, rectangular_grid);
+  tcase_add_test(tc, structured_records);
   tcase_add_test(tc, listed_in_nd_arrays_only);
   suite_add_tcase(s, tc);
   return s;

@@ -6,7 +6,9 @@
  * packed with scale_factor and _FillValue (CF-decoded, a missing chunk),
  * a string column with a comma, a quote, CR LF and an empty string, a
  * column of another length (left out), a 2-D array (no table), a second
- * dimension y, and a stored y.csv that wins over the table. Each table
+ * dimension y, and a stored y.csv that wins over the table; a group g
+ * with a 1-D structured array (one column per leaf field, a missing
+ * chunk of fill records). Each table
  * is read in pieces of 1 byte to 1 MiB and compared with the text
  * expected; a table of 10,000 rows crosses blocks of rows; a lazy-size
  * engine renders only the blocks a reader reaches, learns the size from
@@ -80,6 +82,8 @@ static void put_strings(const char *rel, const char *const *s, uint32_t n) {
   put_file(rel, buf, w);
 }
 
+static void put_records(void);
+
 /* The store (see the file comment). */
 static void setup(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/zarrfs-table-XXXXXX");
@@ -110,6 +114,38 @@ static void setup(void) {
   put_file("y/0", y, sizeof y);
   put_v2("zz", "[1]", "[1]", "<i4", "7", "null", "[\"z\"]", "");
   put_text("z.csv", "mine\n");
+  put_records();
+}
+
+/* Group g: rec along r, shape 3, chunks 2, chunk 1 not stored (the fill
+ * record: zeros); fields <i2, <f8, <U3, a nested record of |u1 and >i2,
+ * a <i2 subarray of 2, <M8[s]. */
+static void put_records(void) {
+  put_text("g/.zgroup", "{\"zarr_format\":2}");
+  put_text("g/rec/.zarray",
+           "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[2],\"dtype\":"
+           "[[\"id\",\"<i2\"],[\"v\",\"<f8\"],[\"name\",\"<U3\"],"
+           "[\"pos\",[[\"x\",\"|u1\"],[\"y\",\">i2\"]]],"
+           "[\"q\",\"<i2\",[2]],[\"t\",\"<M8[s]\"]],\"fill_value\":null,"
+           "\"order\":\"C\",\"compressor\":null,\"filters\":null}");
+  put_text("g/rec/.zattrs", "{\"_ARRAY_DIMENSIONS\":[\"r\"]}");
+  uint8_t c[2 * 37] = {0};
+  for (int k = 0; k < 2; k++) {
+    uint8_t *p = c + 37 * k;
+    int16_t id = k ? -5 : 1, q[2] = {k ? 0 : -1, k ? 0 : 3};
+    double v = k ? NAN : 2.0;
+    uint32_t name[3] = {k ? 0xe9 : 'a', k ? '\n' : ',', k ? 0 : 'b'};
+    int64_t t = k ? 86400 : INT64_MIN;
+    memcpy(p, &id, 2);
+    memcpy(p + 2, &v, 8);
+    memcpy(p + 10, name, 12);
+    p[22] = k ? 255 : 7;
+    p[23] = k ? 0xff : 1; /* big-endian y: 258, -2 */
+    p[24] = k ? 0xfe : 2;
+    memcpy(p + 25, q, 4);
+    memcpy(p + 29, &t, 8);
+  }
+  put_file("g/rec/0", c, sizeof c);
 }
 
 /* Remove the temp store. */
@@ -222,6 +258,16 @@ START_TEST(columns_and_values) {
   check_table("x.csv", want, sizeof want - 1);
   /* one column: a table of y alone (the 2-D m is no column) */
   check_table("y.csv", "y\ntrue\nfalse\n", 13);
+}
+END_TEST
+
+START_TEST(structured_fields) {
+  static const char want[] =
+      "rec.id,rec.v,rec.name,rec.pos.x,rec.pos.y,rec.q,rec.t\n"
+      "1,2.0,\"a,b\",7,258,-1 3,\n"
+      "-5,,\"\xc3\xa9\n\",255,-2,0 0,1970-01-02T00:00:00\n"
+      "0,0.0,,0,0,0 0,1970-01-01T00:00:00\n";
+  check_table("g/r.csv", want, sizeof want - 1);
 }
 END_TEST
 
@@ -390,6 +436,7 @@ static Suite *table_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, field_rules);
   tcase_add_test(tc, columns_and_values);
+  tcase_add_test(tc, structured_fields);
   tcase_add_test(tc, listed_resolved_and_shadowed);
   tcase_add_test(tc, blocks_of_rows);
   tcase_add_test(tc, lazy_size_learned);
