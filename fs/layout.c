@@ -2,6 +2,7 @@
 #include "layout.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "../src/store/presence.h"
 #include "../src/util/pool.h"
@@ -40,6 +41,7 @@ static void layout_destroy(struct zobj *o) {
   free(l->p_lin);
   free(l->p_cum);
   pthread_mutex_destroy(&l->grow);
+  pthread_cond_destroy(&l->grown);
   free(l);
 }
 
@@ -208,21 +210,50 @@ static void layout_finish(struct layout_job *j, struct region_layout *l,
   memo_value_put(j->e->memo, &sk, total);
 }
 
+/* Wait until no thread learns sizes of l, then take the turn: 1 (this
+ * thread learns: l->learning set), 0 when the first `target` sizes are
+ * known meanwhile, -EINTR when the engine stops. No lock is held while
+ * sizes are learned: waiters wait on l->grown, looking at the stop flag
+ * every 100 ms. */
+static int layout_turn(struct engine *e, struct region_layout *l,
+                       uint64_t target, struct zerr *err) {
+  int rc = 1;
+  pthread_mutex_lock(&l->grow);
+  while (rc == 1 && region_known(l) < target && l->learning) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100000000;
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&l->grown, &l->grow, &until);
+    if (engine_stopping(e))
+      rc = engine_check_stop(e, err);
+  }
+  if (rc == 1 && region_known(l) >= target)
+    rc = 0;
+  if (rc == 1)
+    l->learning = 1;
+  pthread_mutex_unlock(&l->grow);
+  return rc;
+}
+
 /* Learn the sizes of stored units from `known` up to `target` (at most
  * np), in C order, the workers learning those after the one this thread
- * waits for. One thread at a time (l->grow); the others wait and find
+ * waits for. One thread at a time (layout_turn); the others wait and find
  * the prefix grown. */
 static int layout_learn(struct layout_job *j, struct region_layout *l,
                         uint64_t target, struct zerr *err) {
   const struct znode *n = j->n;
   const struct region *r = j->r;
-  pthread_mutex_lock(&l->grow);
-  uint64_t i = region_known(l);
   if (target > l->np)
     target = l->np;
-  int rc = 0;
-  if (i >= target)
-    goto out;
+  int rc = layout_turn(j->e, l, target, err);
+  if (rc <= 0)
+    return rc;
+  rc = 0;
+  uint64_t i = region_known(l);
   __int128 cum = i ? l->p_cum[i - 1] : 0;
   uint64_t queued = i; /* units before this one went to the workers */
   struct cursor_fan *fan =
@@ -254,7 +285,9 @@ static int layout_learn(struct layout_job *j, struct region_layout *l,
   } else if (i > 0 && i < l->np) {
     atomic_store_explicit(&l->known, i, memory_order_release); /* kept */
   }
-out:
+  pthread_mutex_lock(&l->grow);
+  l->learning = 0;
+  pthread_cond_broadcast(&l->grown);
   pthread_mutex_unlock(&l->grow);
   return rc;
 }
@@ -270,6 +303,7 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
     return zerr_set(err, ENOMEM, "out of memory");
   zobj_init(&l->obj, layout_destroy);
   pthread_mutex_init(&l->grow, NULL);
+  pthread_cond_init(&l->grown, NULL);
   atomic_init(&l->known, 0);
   l->line = n->form.fill_len + 1;
   int rc = layout_stored_units(j, &l->p_lin, &l->np, err);

@@ -11,10 +11,10 @@
  * (cursor_ahead_sizes). The total is known once every size is. It costs
  * 16 bytes per stored unit and nothing per missing one. Layouts and sizes
  * are memo objects and values (levels ELEVEL_LAYOUT and
- * ELEVEL_REGION_SIZE), so concurrent readers share one, and one learns
- * while the others wait for it (region_layout.grow, held across the
- * decodes that learn sizes: it is taken by readers and size fills alone,
- * never under another lock, and the decodes never take it). */
+ * ELEVEL_REGION_SIZE), so concurrent readers share one; one of them
+ * learns sizes while the others wait for it on the layout's condition
+ * (region_layout.grow is a leaf lock, never held while sizes are learned,
+ * and waiters give up with -EINTR when the engine stops). */
 #ifndef ZARRFS_LAYOUT_H
 #define ZARRFS_LAYOUT_H
 

@@ -41,7 +41,8 @@ struct region {
  * knows a prefix of the stored units: p_cum[i] is set for i < known, and
  * is never changed once set. known only grows (release store after the
  * p_cum it covers, acquire load before reading them), so readers use the
- * prefix without a lock; `grow` lets one thread at a time extend it. */
+ * prefix without a lock; one thread at a time extends it (`learning`,
+ * under `grow`), the others wait on `grown`. */
 struct region_layout {
   struct zobj obj;
   uint64_t line;   /* bytes of a fill line (fill text + newline) */
@@ -51,7 +52,10 @@ struct region_layout {
   int64_t *p_cum;  /* sum of (size - fill size) of stored units 0..i */
   _Atomic uint64_t known; /* stored units whose p_cum is set */
   uint64_t total;  /* text size of the region, once known == np */
-  pthread_mutex_t grow; /* held by the thread extending known */
+  pthread_mutex_t grow;  /* guards learning (a leaf: never held while
+                            sizes are learned) */
+  pthread_cond_t grown;  /* broadcast when a thread stops learning */
+  int learning;          /* a thread is extending known */
 };
 
 /* Stored units whose sizes are known (acquire: their p_cum may be read). */
