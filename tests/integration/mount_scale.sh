@@ -110,7 +110,7 @@ smount_again() {
   PID=
   old=$(ulimit -S -n)
   [ -z "$ZS_NOFILE" ] || ulimit -S -n "$ZS_NOFILE" # the daemon inherits it
-  zmount "$ZS_SRC" "$MNT" "$@"
+  zmount "$ZS_SRC" "$MNT" "${ZS_OPTS[@]}"
   rc=$?
   ulimit -S -n "$old"
   [ "$rc" -eq 0 ] || return 1
