@@ -128,8 +128,7 @@ dense:
                "are too many to probe",
                (unsigned long long)r->nunits);
     char key[1024];
-    int named =
-        r->is_chunk && node_chunk_key(n, r->cidx, key, sizeof key) >= 0;
+    int named = r->is_chunk && node_chunk_key(n, r->cidx, key, sizeof key) >= 0;
     engine_log(j->e, named ? key : *n->path ? n->path : ".", err->msg);
     return -EFBIG;
   }
@@ -273,7 +272,8 @@ static int layout_learn(struct layout_job *j, struct region_layout *l,
     if (rc < 0)
       break;
     l->p_cum[i] = (int64_t)cum;
-    if (i + 1 < l->np && ((i + 1) % LAYOUT_PUBLISH_EVERY == 0 || i + 1 == target))
+    if (i + 1 < l->np &&
+        ((i + 1) % LAYOUT_PUBLISH_EVERY == 0 || i + 1 == target))
       atomic_store_explicit(&l->known, i + 1, memory_order_release);
   }
   cursor_fan_done(fan);
@@ -310,7 +310,8 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (rc == 0 && !(l->p_cum = malloc((size_t)(l->np ? l->np : 1) * 8)))
     rc = zerr_set(err, ENOMEM, "out of memory");
   uint64_t total = 0;
-  if (rc == 0 && l->np == 0 && (rc = layout_total(j->r, l, 0, &total, err)) == 0)
+  if (rc == 0 && l->np == 0 &&
+      (rc = layout_total(j->r, l, 0, &total, err)) == 0)
     layout_finish(j, l, total);
   if (rc < 0) {
     zobj_put(&l->obj);
@@ -332,8 +333,8 @@ int layout_get(struct engine *e, const struct znode *n, const struct region *r,
 
 /* See layout.h. */
 int layout_reach(struct engine *e, const struct znode *n,
-                 const struct region *r, struct region_layout *l,
-                 uint64_t pos, uint64_t *ended, struct zerr *err) {
+                 const struct region *r, struct region_layout *l, uint64_t pos,
+                 uint64_t *ended, struct zerr *err) {
   struct layout_job j = {e, n, r};
   for (;;) {
     uint64_t known = region_known(l);
@@ -349,7 +350,7 @@ int layout_reach(struct engine *e, const struct znode *n,
       return 0;
     }
     uint64_t step = known / 4;
-    step = step < LAYOUT_STEP_MIN ? LAYOUT_STEP_MIN
+    step = step < LAYOUT_STEP_MIN   ? LAYOUT_STEP_MIN
            : step > LAYOUT_STEP_MAX ? LAYOUT_STEP_MAX
                                     : step;
     ZTRY(layout_learn(&j, l, known + step, err));

@@ -32,16 +32,15 @@ int layout_get(struct engine *e, const struct znode *n, const struct region *r,
  * the slabs whose end is known (r->nslabs when all are: pos may then be
  * past l->total). */
 int layout_reach(struct engine *e, const struct znode *n,
-                 const struct region *r, struct region_layout *l,
-                 uint64_t pos, uint64_t *ended, struct zerr *err);
+                 const struct region *r, struct region_layout *l, uint64_t pos,
+                 uint64_t *ended, struct zerr *err);
 /* Learn every size of layout l: l->total is then set. */
 int layout_complete(struct engine *e, const struct znode *n,
                     const struct region *r, struct region_layout *l,
                     struct zerr *err);
 /* Stored units of region r (what its size would need learned). */
 int layout_stored_count(struct engine *e, const struct znode *n,
-                        const struct region *r, uint64_t *np,
-                        struct zerr *err);
+                        const struct region *r, uint64_t *np, struct zerr *err);
 /* Text size of region r, remembered among the learned sizes (it outlives
  * the layout). */
 int layout_size(struct engine *e, const struct znode *n, const struct region *r,

@@ -51,11 +51,11 @@ struct region_layout {
                       unit of the region is listed (p_lin[i] == i) */
   int64_t *p_cum;  /* sum of (size - fill size) of stored units 0..i */
   _Atomic uint64_t known; /* stored units whose p_cum is set */
-  uint64_t total;  /* text size of the region, once known == np */
-  pthread_mutex_t grow;  /* guards learning (a leaf: never held while
-                            sizes are learned) */
-  pthread_cond_t grown;  /* broadcast when a thread stops learning */
-  int learning;          /* a thread is extending known */
+  uint64_t total;         /* text size of the region, once known == np */
+  pthread_mutex_t grow;   /* guards learning (a leaf: never held while
+                             sizes are learned) */
+  pthread_cond_t grown;   /* broadcast when a thread stops learning */
+  int learning;           /* a thread is extending known */
 };
 
 /* Stored units whose sizes are known (acquire: their p_cum may be read). */
