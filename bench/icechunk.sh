@@ -7,12 +7,16 @@
 # manifests with contiguous extents and a history of 1,000 snapshots on
 # main, then measures, each on a fresh mount:
 #   mount        zarrfs -f REPO MNT until the mount point answers
-#   first byte   head -c 1 scale/values/values.txt (its exact size first,
-#                as the kernel asks for it), also with -o sizes=lazy
+#   first byte   head -c 1 scale/values/values.txt (its stat first, as the
+#                kernel asks for it: 10^6 stored chunks are more than stat
+#                sizes, so 0 until learned), also with -o sizes=lazy
 #   one chunk    head -c 1 scale/values/c/500000.txt (one manifest loaded)
 #   snapshots    ls .zarrfs/snapshots (1,000 names, no snapshot file read)
 #   enter one    ls .zarrfs/snapshots/ID/scale/values (that snapshot alone)
 #   RSS          the daemon's VmHWM after all of the above
+# The mounts' layout index (XDG_CACHE_HOME) is a directory of this run,
+# empty at its start, so that a run does not load what earlier ones
+# learned.
 # References, timed in the same run: mounting the small fixture
 # test-repo-v2, head -c 1 of its values.txt, ls of the repository's own
 # snapshots/ directory (1,000 local files) and the daemon's VmHWM on the
@@ -58,6 +62,9 @@ SMALL=$FIX/icechunk/test-repo-v2
 [ -d "$SMALL" ] || { echo "bench: no fixture $SMALL" >&2; exit 1; }
 
 # ---- the repository ----
+
+rm -rf "$WORK/cache"
+export XDG_CACHE_HOME=$WORK/cache
 
 REPO=$WORK/repo-$REFS-$SNAPS
 if [ ! -f "$REPO/repo" ]; then

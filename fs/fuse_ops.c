@@ -414,10 +414,15 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
   }
   inodes_handle_add(c->inodes, &f->h, 0);
   fi->fh = (uint64_t)(uintptr_t)f;
-  if (f->ent.kind == NS_STATS || (f->ent.kind != NS_RAW && e->lazy_sizes)) {
-    /* Lazy sizes: stat may have said 0 (and the kernel may still hold
-     * that), so every read comes to us and ends where the text does.
-     * The statistics: size 0, and new text on every read. */
+  struct zerr derr = {0};
+  if (f->ent.kind == NS_STATS || (f->ent.kind != NS_RAW && e->lazy_sizes) ||
+      (f->ent.kind == NS_ARRAY_VIEW &&
+       view_array_size_deferred(f->ent.eng ? f->ent.eng : e, f->ent.node,
+                                &derr) > 0)) {
+    /* Lazy sizes (or a values.txt whose size stat defers): stat may have
+     * said 0 (and the kernel may still hold that), so every read comes to
+     * us and ends where the text does. The statistics: size 0, and new
+     * text on every read. */
     fi->direct_io = 1;
   } else {
     fi->keep_cache = 1; /* immutable: page cache stays valid across opens */

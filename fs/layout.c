@@ -2,6 +2,7 @@
 #include "layout.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "../src/store/presence.h"
 #include "../src/util/pool.h"
@@ -18,6 +19,14 @@
  * 0.9-1.1 s, runs of 256 units took 1.2-1.7 s, a job a unit 2.2-2.5 s. */
 #define LAYOUT_RUN_TEXT (64u << 10)
 #define LAYOUT_RUN_MAX 256
+/* A reader that needs more of a layout has it learn a quarter of what is
+ * known more, at least LAYOUT_STEP_MIN units (the first byte of a view
+ * waits for that many) and at most LAYOUT_STEP_MAX (a sequential reader
+ * keeps the units whose sizes were learned ahead of it in the cache). */
+#define LAYOUT_STEP_MIN 256
+#define LAYOUT_STEP_MAX 4096
+/* Units learned between two publications of the known prefix. */
+#define LAYOUT_PUBLISH_EVERY 64
 
 /* What layout and size fills need. */
 struct layout_job {
@@ -31,6 +40,8 @@ static void layout_destroy(struct zobj *o) {
   struct region_layout *l = (struct region_layout *)o;
   free(l->p_lin);
   free(l->p_cum);
+  pthread_mutex_destroy(&l->grow);
+  pthread_cond_destroy(&l->grown);
   free(l);
 }
 
@@ -117,8 +128,7 @@ dense:
                "are too many to probe",
                (unsigned long long)r->nunits);
     char key[1024];
-    int named =
-        r->is_chunk && node_chunk_key(n, r->cidx, key, sizeof key) >= 0;
+    int named = r->is_chunk && node_chunk_key(n, r->cidx, key, sizeof key) >= 0;
     engine_log(j->e, named ? key : *n->path ? n->path : ".", err->msg);
     return -EFBIG;
   }
@@ -176,25 +186,80 @@ static void layout_fan_out(struct layout_job *j, const struct region_layout *l,
   }
 }
 
-/* Fill: a region's layout (needs every stored unit's size once). */
-static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
-                       struct zerr *err) {
-  struct layout_job *j = ctx;
+/* The text size once the sizes of every stored unit are known (cum:
+ * their differences from the fill); -EFBIG past 2^63. */
+static int layout_total(const struct region *r, const struct region_layout *l,
+                        __int128 cum, uint64_t *total, struct zerr *err) {
+  __int128 t = (__int128)l->line * r->total_elems + cum;
+  if (t < 0 || t > INT64_MAX)
+    return zerr_set(err, EFBIG, "view: text exceeds 2^63 bytes");
+  *total = (uint64_t)t;
+  return 0;
+}
+
+/* Every size is known: publish the total (before `known`, which readers
+ * load first) and remember it among the learned sizes, where it outlives
+ * the layout and answers lazy stats. */
+static void layout_finish(struct layout_job *j, struct region_layout *l,
+                          uint64_t total) {
+  l->total = total;
+  atomic_store_explicit(&l->known, l->np, memory_order_release);
+  struct memo_key sk;
+  region_key(&sk, ELEVEL_REGION_SIZE, j->n, j->r, NULL);
+  memo_value_put(j->e->memo, &sk, total);
+}
+
+/* Wait until no thread learns sizes of l, then take the turn: 1 (this
+ * thread learns: l->learning set), 0 when the first `target` sizes are
+ * known meanwhile, -EINTR when the engine stops. No lock is held while
+ * sizes are learned: waiters wait on l->grown, looking at the stop flag
+ * every 100 ms. */
+static int layout_turn(struct engine *e, struct region_layout *l,
+                       uint64_t target, struct zerr *err) {
+  int rc = 1;
+  pthread_mutex_lock(&l->grow);
+  while (rc == 1 && region_known(l) < target && l->learning) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 100000000;
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&l->grown, &l->grow, &until);
+    if (engine_stopping(e))
+      rc = engine_check_stop(e, err);
+  }
+  if (rc == 1 && region_known(l) >= target)
+    rc = 0;
+  if (rc == 1)
+    l->learning = 1;
+  pthread_mutex_unlock(&l->grow);
+  return rc;
+}
+
+/* Learn the sizes of stored units from `known` up to `target` (at most
+ * np), in C order, the workers learning those after the one this thread
+ * waits for. One thread at a time (layout_turn); the others wait and find
+ * the prefix grown. */
+static int layout_learn(struct layout_job *j, struct region_layout *l,
+                        uint64_t target, struct zerr *err) {
   const struct znode *n = j->n;
   const struct region *r = j->r;
-  struct region_layout *l = calloc(1, sizeof *l);
-  if (!l)
-    return zerr_set(err, ENOMEM, "out of memory");
-  zobj_init(&l->obj, layout_destroy);
-  l->line = n->form.fill_len + 1;
-  int rc = layout_stored_units(j, &l->p_lin, &l->np, err);
-  if (rc == 0 && !(l->p_cum = malloc((size_t)(l->np ? l->np : 1) * 8)))
-    rc = zerr_set(err, ENOMEM, "out of memory");
-  __int128 cum = 0;
-  uint64_t queued = 0; /* units before this one went to the workers */
-  struct cursor_fan *fan = j->e->ahead && l->np > 1 ? cursor_fan_new() : NULL;
-  for (uint64_t i = 0; rc == 0 && i < l->np; i++) {
-    if (i % LAYOUT_STOP_EVERY == 0 && (rc = engine_check_stop(j->e, err)) < 0)
+  if (target > l->np)
+    target = l->np;
+  int rc = layout_turn(j->e, l, target, err);
+  if (rc <= 0)
+    return rc;
+  rc = 0;
+  uint64_t i = region_known(l);
+  __int128 cum = i ? l->p_cum[i - 1] : 0;
+  uint64_t queued = i; /* units before this one went to the workers */
+  struct cursor_fan *fan =
+      j->e->ahead && target - i > 1 ? cursor_fan_new() : NULL;
+  for (uint64_t from = i; rc == 0 && i < target; i++) {
+    if ((i == from || i % LAYOUT_STOP_EVERY == 0) &&
+        (rc = engine_check_stop(j->e, err)) < 0)
       break;
     layout_fan_out(j, l, i, &queued, fan);
     uint64_t idx[ZMETA_MAX_DIMS], size;
@@ -204,22 +269,54 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
       cum += (__int128)size - (__int128)l->line * unit_nin(n, idx);
     if (rc == 0 && (cum > INT64_MAX || cum < -(__int128)INT64_MAX))
       rc = zerr_set(err, EFBIG, "view: text exceeds 2^63 bytes");
-    if (rc == 0)
-      l->p_cum[i] = (int64_t)cum;
+    if (rc < 0)
+      break;
+    l->p_cum[i] = (int64_t)cum;
+    if (i + 1 < l->np &&
+        ((i + 1) % LAYOUT_PUBLISH_EVERY == 0 || i + 1 == target))
+      atomic_store_explicit(&l->known, i + 1, memory_order_release);
   }
   cursor_fan_done(fan);
-  __int128 total = (__int128)l->line * r->total_elems + cum;
-  if (rc == 0 && (total < 0 || total > INT64_MAX))
-    rc = zerr_set(err, EFBIG, "view: text exceeds 2^63 bytes");
+  if (rc == 0 && i == l->np) {
+    uint64_t total = 0;
+    rc = layout_total(r, l, cum, &total, err);
+    if (rc == 0)
+      layout_finish(j, l, total);
+  } else if (i > 0 && i < l->np) {
+    atomic_store_explicit(&l->known, i, memory_order_release); /* kept */
+  }
+  pthread_mutex_lock(&l->grow);
+  l->learning = 0;
+  pthread_cond_broadcast(&l->grown);
+  pthread_mutex_unlock(&l->grow);
+  return rc;
+}
+
+/* Fill: a region's layout, knowing which units are stored and none of
+ * their sizes yet (a region without stored units is complete at once). */
+static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
+                       struct zerr *err) {
+  struct layout_job *j = ctx;
+  const struct znode *n = j->n;
+  struct region_layout *l = calloc(1, sizeof *l);
+  if (!l)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&l->obj, layout_destroy);
+  pthread_mutex_init(&l->grow, NULL);
+  pthread_cond_init(&l->grown, NULL);
+  atomic_init(&l->known, 0);
+  l->line = n->form.fill_len + 1;
+  int rc = layout_stored_units(j, &l->p_lin, &l->np, err);
+  if (rc == 0 && !(l->p_cum = malloc((size_t)(l->np ? l->np : 1) * 8)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  uint64_t total = 0;
+  if (rc == 0 && l->np == 0 &&
+      (rc = layout_total(j->r, l, 0, &total, err)) == 0)
+    layout_finish(j, l, total);
   if (rc < 0) {
     zobj_put(&l->obj);
     return rc;
   }
-  l->total = (uint64_t)total;
-  /* The size outlives the layout (and answers lazy stats). */
-  struct memo_key sk;
-  region_key(&sk, ELEVEL_REGION_SIZE, n, r, NULL);
-  memo_value_put(j->e->memo, &sk, l->total);
   *obj = &l->obj;
   *cost = sizeof *l + (size_t)l->np * (l->p_lin ? 16 : 8);
   return 0;
@@ -234,14 +331,53 @@ int layout_get(struct engine *e, const struct znode *n, const struct region *r,
   return memo_get(e->memo, &k, layout_fill, &j, out, err);
 }
 
-/* Fill: a region's text size, from its layout. */
+/* See layout.h. */
+int layout_reach(struct engine *e, const struct znode *n,
+                 const struct region *r, struct region_layout *l, uint64_t pos,
+                 uint64_t *ended, struct zerr *err) {
+  struct layout_job j = {e, n, r};
+  for (;;) {
+    uint64_t known = region_known(l);
+    if (known >= l->np) {
+      *ended = r->nslabs;
+      return 0;
+    }
+    /* Slab s-1's start is known, its end is not: the slabs before it
+     * are whole, and enough when it starts past pos. */
+    uint64_t s = region_starts_known(r, l, known);
+    if (region_slab_off(n, r, l, s - 1) > pos) {
+      *ended = s - 1;
+      return 0;
+    }
+    uint64_t step = known / 4;
+    step = step < LAYOUT_STEP_MIN   ? LAYOUT_STEP_MIN
+           : step > LAYOUT_STEP_MAX ? LAYOUT_STEP_MAX
+                                    : step;
+    ZTRY(layout_learn(&j, l, known + step, err));
+  }
+}
+
+/* See layout.h. */
+int layout_complete(struct engine *e, const struct znode *n,
+                    const struct region *r, struct region_layout *l,
+                    struct zerr *err) {
+  struct layout_job j = {e, n, r};
+  if (region_known(l) >= l->np)
+    return 0;
+  return layout_learn(&j, l, l->np, err);
+}
+
+/* Fill: a region's text size, from its layout with every size learned. */
 static int layout_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   struct layout_job *j = ctx;
   struct memo_ref *ref;
   ZTRY(layout_get(j->e, j->n, j->r, &ref, err));
-  *value = ((const struct region_layout *)memo_obj(ref))->total;
+  struct region_layout *l = (struct region_layout *)memo_obj(ref);
+  int rc = layout_complete(j->e, j->n, j->r, l, err);
+  if (rc == 0)
+    *value = l->total;
   memo_release(j->e->memo, ref);
-  return 0;
+  return rc;
 }
 
 /* Text size of a region, remembered among the learned sizes. */
@@ -251,4 +387,15 @@ int layout_size(struct engine *e, const struct znode *n, const struct region *r,
   region_key(&k, ELEVEL_REGION_SIZE, n, r, NULL);
   struct layout_job j = {e, n, r};
   return memo_value(e->memo, &k, layout_size_fill, &j, size, err);
+}
+
+/* See layout.h. */
+int layout_stored_count(struct engine *e, const struct znode *n,
+                        const struct region *r, uint64_t *np,
+                        struct zerr *err) {
+  struct memo_ref *ref;
+  ZTRY(layout_get(e, n, r, &ref, err));
+  *np = ((const struct region_layout *)memo_obj(ref))->np;
+  memo_release(e->memo, ref);
+  return 0;
 }

@@ -479,8 +479,9 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
       /* Each unit's size is in its index ends: fetch them all at once,
        * then the size is exact (and the layout made of it is kept). */
       ZTRY(unit_sizes_prefetch(e, ent->node, err));
+      return view_array_size(e, ent->node, size, err);
     }
-    return view_array_size(e, ent->node, size, err);
+    return view_array_size_stat(e, ent->node, size, err);
   case NS_INFO_VIEW: {
     char *text;
     size_t len;

@@ -9,6 +9,8 @@
 #ifndef ZARRFS_REGION_H
 #define ZARRFS_REGION_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,8 +35,14 @@ struct region {
 
 /* Where each slab's text starts, from the stored units' sizes: every unit
  * is first taken as the fill value (arithmetic), then corrected by the
- * difference each stored unit makes. Built by layout_get (fs/layout.h),
- * immutable once built. */
+ * difference each stored unit makes. Made by layout_get (fs/layout.h)
+ * knowing which units are stored and none of their sizes; the sizes are
+ * learned in C order as readers need them (layout_reach), so the layout
+ * knows a prefix of the stored units: p_cum[i] is set for i < known, and
+ * is never changed once set. known only grows (release store after the
+ * p_cum it covers, acquire load before reading them), so readers use the
+ * prefix without a lock; one thread at a time extends it (`learning`,
+ * under `grow`), the others wait on `grown`. */
 struct region_layout {
   struct zobj obj;
   uint64_t line;   /* bytes of a fill line (fill text + newline) */
@@ -42,8 +50,18 @@ struct region_layout {
   uint64_t *p_lin; /* their region-linear indices, sorted; NULL when every
                       unit of the region is listed (p_lin[i] == i) */
   int64_t *p_cum;  /* sum of (size - fill size) of stored units 0..i */
-  uint64_t total;  /* text size of the region */
+  _Atomic uint64_t known; /* stored units whose p_cum is set */
+  uint64_t total;         /* text size of the region, once known == np */
+  pthread_mutex_t grow;   /* guards learning (a leaf: never held while
+                             sizes are learned) */
+  pthread_cond_t grown;   /* broadcast when a thread stops learning */
+  int learning;           /* a thread is extending known */
 };
+
+/* Stored units whose sizes are known (acquire: their p_cum may be read). */
+static inline uint64_t region_known(const struct region_layout *l) {
+  return atomic_load_explicit(&l->known, memory_order_acquire);
+}
 
 /* One read of a view's text: who reads, and the bytes wanted. off is
  * relative to the text the callee reads (a unit's, a slab's, the view's). */
@@ -93,7 +111,20 @@ static inline int region_stored(const struct region_layout *l, uint64_t rl) {
   return r < l->np && (!l->p_lin || l->p_lin[r] == rl);
 }
 
-/* Text offset where slab k starts (k == nslabs: the end). */
+/* Slabs whose text start is known when the sizes of the first `known`
+ * stored units are: slab k's start is known for k < the result (it counts
+ * the end, slab nslabs, once every size is known). */
+static inline uint64_t region_starts_known(const struct region *r,
+                                           const struct region_layout *l,
+                                           uint64_t known) {
+  if (known >= l->np)
+    return r->nslabs + 1;
+  uint64_t next = l->p_lin ? l->p_lin[known] : known; /* first unknown */
+  return next / r->per_slab + 1;
+}
+
+/* Text offset where slab k starts (k == nslabs: the end); its start must
+ * be known (region_starts_known). */
 static inline uint64_t region_slab_off(const struct znode *n,
                                        const struct region *r,
                                        const struct region_layout *l,
@@ -108,12 +139,13 @@ static inline uint64_t region_slab_off(const struct znode *n,
   return (uint64_t)off;
 }
 
-/* The slab whose text holds offset pos (< total). */
+/* The slab among the first `ended` (slabs whose end is known) whose text
+ * holds offset pos (below the end of slab ended - 1). */
 static inline uint64_t region_slab_find(const struct znode *n,
                                         const struct region *r,
                                         const struct region_layout *l,
-                                        uint64_t pos) {
-  uint64_t lo = 0, hi = r->nslabs; /* answer in [lo, hi) */
+                                        uint64_t ended, uint64_t pos) {
+  uint64_t lo = 0, hi = ended; /* answer in [lo, hi) */
   while (hi - lo > 1) {
     uint64_t mid = lo + (hi - lo) / 2;
     if (region_slab_off(n, r, l, mid) <= pos)

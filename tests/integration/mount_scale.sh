@@ -18,7 +18,10 @@
 #   6. a never-written shape [10^7] chunk [1] array: stat at once;
 #   7. a chunk that is a symbolic link out of the store: 1,000 reads each
 #      of the raw key, its view and values.txt, at most two log lines
-#      naming it (one per key and reason).
+#      naming it (one per key and reason);
+#   8. a shard of 100,000 inner chunks: stat values.txt shows 0 until the
+#      size is learned (more stored units than stat sizes), head at once,
+#      tail and cat exact, stat exact afterwards.
 # Every command on a mount is time-bounded (lib.sh `t`, ZT_CMD_TIMEOUT; the
 # "at once" checks by ZT_QUICK_TIMEOUT): a hang is a failure, never a stuck
 # run. A FUSE request the daemon has taken but not answered leaves its
@@ -56,11 +59,11 @@ if [ "$ASAN" = yes ] && [ -z "$ZS_CMD_TIMEOUT_SET" ]; then ZT_CMD_TIMEOUT=90; fi
 # tiny is a smoke run of the script itself (sizes even a naive engine
 # serves: it proves the checks, not the fixes).
 I2_COLS=30000 F_ROWS=1000 F_COLS=1500 U8_N=75000000 FILL_N=2000 FILL_C=1000
-N7=10000000 N18=1000000000000000000
+N7=10000000 N18=1000000000000000000 N_UNITS=100000
 case $SCALE in
 full) ;;
 small) I2_COLS=8000 U8_N=20000000 FILL_N=600 FILL_C=300 ;;
-tiny) I2_COLS=2000 F_ROWS=300 F_COLS=400 U8_N=1000000 FILL_N=20 FILL_C=10 N7=10000 N18=1000000 ;;
+tiny) I2_COLS=2000 F_ROWS=300 F_COLS=400 U8_N=1000000 FILL_N=20 FILL_C=10 N7=10000 N18=1000000 N_UNITS=70000 ;;
 *) zt_hard_error "ZT_SCALE must be full, small or tiny, not '$SCALE'" ;;
 esac
 say "scale $SCALE (ASan daemon: $ASAN); command limit ${ZT_CMD_TIMEOUT}s, 'at once' limit ${QUICK}s"
@@ -107,7 +110,7 @@ smount_again() {
   PID=
   old=$(ulimit -S -n)
   [ -z "$ZS_NOFILE" ] || ulimit -S -n "$ZS_NOFILE" # the daemon inherits it
-  zmount "$ZS_SRC" "$MNT" "$@"
+  zmount "$ZS_SRC" "$MNT" "${ZS_OPTS[@]}"
   rc=$?
   ulimit -S -n "$old"
   [ "$rc" -eq 0 ] || return 1
@@ -384,6 +387,30 @@ fails_eio() {
     show "$out.err"
   fi
 }
+
+# ---- 8. a shard of 100,000 inner chunks: the first byte at once ----
+# More stored units than stat sizes (65,536): stat shows 0 until a read
+# has learned the size, reads learn sizes only as far as they reach. One
+# shard holds them: 100,000 files would test the disk.
+
+SRC=$ZT_TMP/manyunits
+mk bigstrings "$SRC" --count $N_UNITS --chunk $N_UNITS --shard 1 --plain "$ZT_TMP/u.txt"
+head -c 64 "$ZT_TMP/u.txt" >"$ZT_TMP/u.head"
+tail -c 64 "$ZT_TMP/u.txt" >"$ZT_TMP/u.tail"
+if smount "$SRC" -o attr_timeout=0; then
+  check_size "$N_UNITS units: stat values.txt 0 at once (size not learned)" \
+    "$MNT/values.txt" 0 "$QUICK"
+  check_out "$N_UNITS units: head -c 64 at once" "$ZT_TMP/u.head" "$QUICK" \
+    head -c 64 "$MNT/values.txt"
+  check_out "$N_UNITS units: tail -c 64" "$ZT_TMP/u.tail" "$ZT_CMD_TIMEOUT" \
+    tail -c 64 "$MNT/values.txt"
+  check_stream "$N_UNITS units: cat values.txt" "$MNT/values.txt" cat "$ZT_TMP/u.txt"
+  check_size "$N_UNITS units: stat values.txt exact once learned" \
+    "$MNT/values.txt" "$(wc -c <"$ZT_TMP/u.txt")" "$QUICK"
+  alive "$N_UNITS units"
+  sdone
+fi
+rm -rf "$SRC"
 
 # ---- 6. a never-written shape [10^7] chunk [1] array: stat at once ----
 

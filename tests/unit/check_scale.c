@@ -810,8 +810,9 @@ static void *stop_at_gate(void *p) {
   return NULL;
 }
 
-/* A layout over 20,000 stored chunks is interrupted by engine_stop: the
- * stop comes while the layout waits for its 100th chunk. */
+/* A layout over 20,000 stored chunks is interrupted by engine_stop (which
+ * comes while it waits for its 100th chunk); then, on a fresh engine, a
+ * read learns the sizes before it only: 0..19999, one a line, 108,890 B. */
 START_TEST(stop_interrupts_layout) {
   put_array_1d("m", "int16", 20000, 1, "0");
   for (int i = 0; i < 20000; i++) {
@@ -847,6 +848,18 @@ START_TEST(stop_interrupts_layout) {
                 "the layout ran to the end");
   /* After a stop every wait and long loop refuses at once. */
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), -EINTR);
+  engine_free(e);
+  e = engine_with(1u << 20, 64u << 20);
+  char buf[16];
+  ck_assert_int_eq(ns_resolve(e, "/m/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_read_view(e, &ent, 0, 8, buf, NULL, &err), 8);
+  ck_assert(!memcmp(buf, "0\n1\n2\n3\n", 8));
+  ck_assert_uint_le(engine_fills(e, ELEVEL_UNIT), 512);
+  ck_assert_int_eq(view_array_size_known(e, ent.node, &size, &err), 0);
+  ck_assert_int_eq(ns_read_view(e, &ent, 108884, 16, buf, NULL, &err), 6);
+  ck_assert(!memcmp(buf, "19999\n", 6));
+  ck_assert_int_eq(view_array_size_known(e, ent.node, &size, &err), 1);
+  ck_assert_uint_eq(size, 108890);
   engine_free(e);
 }
 END_TEST
