@@ -5,9 +5,8 @@
  * rstream.c, object versions in rversion.c, fetching ahead across
  * objects in rprefetch.c; the structs they share are in remote_int.h.
  *
- * Locks: remote.lock (the work queue; a leaf) and a parallel read's
- * part_set.lock (a leaf); rsrc.vlock is initialised here, taken in
- * rversion.c. */
+ * Locks: remote.lock (the work queue; a leaf); remote.flock and
+ * rsrc.vlock are initialised here, taken in rflight.c and rversion.c. */
 #define _GNU_SOURCE
 #include "remote.h"
 #include "remote_int.h"
@@ -24,7 +23,7 @@
 
 /* Read-ahead requests in flight per source at most. */
 #define RA_PER_SOURCE 4
-/* Reads of at least this many blocks bypass the blocks (direct_read). */
+/* Reads of at least this many blocks are large reads (large_read). */
 #define DIRECT_MIN_BLOCKS 8
 /* ... and are cut into at least this many parallel parts. */
 #define DIRECT_PARTS 4
@@ -87,14 +86,13 @@ int remote_same_object(const struct memo_key *a, const struct memo_key *b) {
 /* A cached block is one allocation. */
 void remote_rblock_destroy(struct zobj *o) { free(o); }
 
-/* One GET for blocks [block, block+n) of the object; the first is the fill's
- * result, the rest go into the memo as by-products. A run cut short by the
- * object's end yields fewer (shorter) blocks; a first block beyond the end
- * is -EIO. */
-static int fetch_run(struct remote *r, const struct http_req *req,
-                     const struct memo_key *okey, uint64_t block, uint32_t n,
-                     struct io_stats *stats, struct zobj **obj, size_t *cost,
-                     uint64_t *total, struct zerr *err) {
+/* One GET for blocks [block, block+n) of the object into blk[0..n) (new
+ * references; a run cut short by the object's end yields fewer, shorter
+ * blocks, the rest NULL). A first block beyond the end is -EIO. */
+static int fetch_blocks(struct remote *r, const struct http_req *req,
+                        uint64_t block, uint32_t n, struct io_stats *stats,
+                        struct rblock **blk, uint64_t *total,
+                        struct zerr *err) {
   size_t bs = r->cfg.block_size;
   size_t want = (size_t)n * bs;
   uint8_t *buf = malloc(want);
@@ -126,34 +124,89 @@ static int fetch_run(struct remote *r, const struct http_req *req,
                     "%s: nothing at offset %" PRIu64 " (the object is shorter)",
                     req->log_url, (uint64_t)(block * bs));
   }
-  struct rblock *first = NULL;
   for (uint32_t i = 0; i < n && (size_t)i * bs < got; i++) {
     size_t len = got - (size_t)i * bs < bs ? got - (size_t)i * bs : bs;
     struct rblock *b = malloc(sizeof *b + len);
     if (!b) {
-      if (!first) {
+      if (i == 0) {
         free(buf);
         return zerr_set(err, ENOMEM, "out of memory");
       }
-      break; /* by-products are optional */
+      break; /* the blocks after the first are by-products */
     }
     zobj_init(&b->obj, remote_rblock_destroy);
     b->len = len;
     b->vhash = vh;
     memcpy(b->cond, cond, sizeof cond);
     memcpy(b->data, buf + (size_t)i * bs, len);
-    if (i == 0) {
-      first = b;
-    } else {
-      struct memo_key k = *okey;
-      k.v[0] = block + i;
-      memo_put(r->memo, &k, &b->obj, sizeof *b + len);
-    }
+    blk[i] = b;
   }
   free(buf);
-  *obj = &first->obj;
-  *cost = sizeof *first + first->len;
   return 0;
+}
+
+/* Fetch the blocks of claimed flight f with request req, put them in the
+ * memo (all but block skip, which a memo fill returns itself: a new
+ * reference in *skipped when asked) and end f. total (may be NULL): the
+ * object's size the answer named. */
+static int flight_fetch(struct remote *r, const struct http_req *req,
+                        struct rflight *f, uint64_t skip,
+                        struct io_stats *stats, struct rblock **skipped,
+                        uint64_t *total, struct zerr *err) {
+  uint64_t tot = UINT64_MAX;
+  int rc = fetch_blocks(r, req, f->block, f->n, stats, f->blk, &tot, err);
+  if (total)
+    *total = tot;
+  for (uint32_t i = 0; rc == 0 && i < f->n; i++) {
+    struct rblock *b = f->blk[i];
+    if (!b)
+      continue;
+    zobj_get(&b->obj); /* the memo's or the caller's; f keeps its own */
+    if (f->block + i == skip && skipped) {
+      *skipped = b;
+      continue;
+    }
+    struct memo_key k = f->key;
+    k.v[0] = f->block + i;
+    memo_put(r->memo, &k, &b->obj, sizeof *b + b->len);
+  }
+  rflight_end(r, f, rc, err, tot);
+  return rc;
+}
+
+/* Block b of object okey for a memo fill (a new reference in *obj): taken
+ * from a transfer bringing it already, else fetched with the blocks after
+ * it up to last (at most n, none cached or in flight) in one request. total
+ * (may be NULL): the object's size the answer named. */
+static int block_via_flight(struct remote *r, const struct http_req *req,
+                            const struct memo_key *okey, uint64_t b,
+                            uint64_t last, uint32_t n, struct io_stats *stats,
+                            struct zobj **obj, size_t *cost, uint64_t *total,
+                            struct zerr *err) {
+  for (;;) {
+    struct rflight *fl;
+    struct rblock *blk = NULL;
+    int rc = rflight_claim(r, okey, b, last, n, 1, &fl);
+    if (rc < 0)
+      return zerr_set(err, ENOMEM, "out of memory");
+    if (rc == RFLIGHT_JOINED) {
+      rc = rflight_wait(r, fl, err);
+      if (total)
+        *total = fl->total;
+      if (rc == 0 && (blk = rflight_block(fl, b)))
+        zobj_get(&blk->obj);
+      rflight_put(r, fl);
+      if (rc < 0)
+        return rc;
+      if (!blk) /* it brought part of b only: fetch b */
+        continue;
+    } else {
+      ZTRY(flight_fetch(r, req, fl, b, stats, &blk, total, err));
+    }
+    *obj = &blk->obj;
+    *cost = sizeof *blk + blk->len;
+    return 0;
+  }
 }
 
 /* memo fill of a block (a run starting there). */
@@ -163,8 +216,9 @@ int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
   struct http_req q;
   char cond[RV_COND_MAX];
   rversion_request(f->s, &q, cond);
-  return fetch_run(f->s->r, &q, &f->s->key, f->block, f->n, f->stats, obj, cost,
-                   NULL, err);
+  return block_via_flight(f->s->r, &q, &f->s->key, f->block,
+                          f->block + f->n - 1, f->n, f->stats, obj, cost, NULL,
+                          err);
 }
 
 /* Is a block already there (ready)? */
@@ -196,9 +250,13 @@ uint32_t remote_missing_run(struct remote *r, const struct memo_key *okey,
 
 static void *ra_worker(void *arg);
 
-/* Queue a job (a hint: dropped when the queue is full or stopping). */
-static int job_submit(struct rsrc *s, uint64_t block, uint32_t n, uint8_t *dst,
-                      struct part_set *set) {
+/* Queue a job: a read-ahead run (fl NULL: a hint, dropped when the queue
+ * is full or stopping), or a run a large read claimed (fl, referenced by
+ * the job; its reader fetches it itself when the job is refused or not
+ * started by then). 0, or -1 when refused. */
+static int job_submit(struct rsrc *s, uint64_t block, uint32_t n,
+                      struct rflight *fl, uint8_t *dst, uint64_t o,
+                      uint64_t len) {
   struct remote *r = s->r;
   if (!r->threads)
     return -1;
@@ -215,13 +273,11 @@ static int job_submit(struct rsrc *s, uint64_t block, uint32_t n, uint8_t *dst,
     return -1;
   }
   struct job *j = &r->queue[(r->qhead + r->qlen) % RA_QUEUE];
-  j->src = bytesrc_ref(&s->base);
-  j->block = block;
-  j->n = n;
-  j->dst = dst;
-  j->set = set;
+  *j = (struct job){bytesrc_ref(&s->base), block, n, fl, dst, o, len};
+  if (fl)
+    rflight_ref(r, fl);
   r->qlen++;
-  if (!dst)
+  if (!fl)
     atomic_fetch_add(&s->ra_inflight, 1);
   pthread_cond_signal(&r->more);
   pthread_mutex_unlock(&r->lock);
@@ -230,22 +286,26 @@ static int job_submit(struct rsrc *s, uint64_t block, uint32_t n, uint8_t *dst,
 
 /* Queue read-ahead of a run (a hint: dropped when the queue is full). */
 static void ra_submit(struct rsrc *s, uint64_t block, uint32_t n) {
-  (void)job_submit(s, block, n, NULL, NULL);
+  (void)job_submit(s, block, n, NULL, NULL, 0, 0);
 }
 
 /* Fetch object bytes [o, o+n) straight into dst; the object must hold
- * them all. */
+ * them all. The version they are of in *vh and cond (RV_COND_MAX), the
+ * object's size the answer named in *total. */
 static int part_fetch(struct rsrc *s, uint64_t o, size_t n, uint8_t *dst,
-                      struct io_stats *stats, struct zerr *err) {
+                      struct io_stats *stats, uint64_t *vh, char *vcond,
+                      uint64_t *total, struct zerr *err) {
   size_t got;
   struct http_meta meta;
   struct http_req q;
-  char cond[RV_COND_MAX], vcond[RV_COND_MAX];
+  char cond[RV_COND_MAX];
   rversion_request(s, &q, cond);
   ZTRY(http_get_range(s->r->http, &q, o, n, dst, &got, &meta, err));
+  *total = meta.total;
   if (meta.whole && meta.total != UINT64_MAX && o + n < meta.total)
     rstream_host_mark_norange(s->r, q.url, q.log_url);
-  ZTRY(rversion_check(s, rversion_of(&meta, vcond), vcond, err));
+  *vh = rversion_of(&meta, vcond);
+  ZTRY(rversion_check(s, *vh, vcond, err));
   if (stats) {
     atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
     atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
@@ -258,20 +318,54 @@ static int part_fetch(struct rsrc *s, uint64_t o, size_t n, uint8_t *dst,
   return 0;
 }
 
-/* One part finished (rc, err) in set. */
-static void part_done(struct part_set *set, int rc, const struct zerr *err) {
-  pthread_mutex_lock(&set->lock);
-  if (rc < 0 && !set->rc) {
-    set->rc = rc;
-    set->err = *err;
+/* Fetch run f that a large read of object bytes [o, o+len) claimed, and
+ * end it: dst NULL, into the blocks (and the memo); else straight into
+ * the reader's buffer dst (object offset o), whole blocks made of those
+ * bytes only for readers that joined f meanwhile. */
+static void run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
+                        uint64_t o, uint64_t len, struct io_stats *stats) {
+  struct remote *r = s->r;
+  struct zerr e = {0};
+  if (!dst) {
+    struct http_req q;
+    char cond[RV_COND_MAX];
+    rversion_request(s, &q, cond);
+    (void)flight_fetch(r, &q, f, UINT64_MAX, stats, NULL, NULL, &e);
+    return;
   }
-  set->left--;
-  pthread_cond_broadcast(&set->done);
-  pthread_mutex_unlock(&set->lock);
+  size_t bs = r->cfg.block_size;
+  uint64_t a = f->block * bs > o ? f->block * bs : o;
+  uint64_t z = (f->block + f->n) * bs < o + len ? (f->block + f->n) * bs
+                                                : o + len;
+  uint64_t vh, total = UINT64_MAX;
+  char cond[RV_COND_MAX];
+  int rc = part_fetch(s, a, (size_t)(z - a), dst + (a - o), stats, &vh, cond,
+                      &total, &e);
+  f->delivered = 1;
+  if (rc == 0 && rflight_close(r, f)) {
+    for (uint32_t i = 0; i < f->n; i++) {
+      uint64_t bstart = (f->block + i) * bs, bend = bstart + bs;
+      if (total != UINT64_MAX && bend > total)
+        bend = total; /* the object's last block is short */
+      if (bstart < a || bend > z || bend <= bstart)
+        continue; /* not brought whole */
+      struct rblock *b = malloc(sizeof *b + (bend - bstart));
+      if (!b)
+        break; /* the joiners fetch it themselves */
+      zobj_init(&b->obj, remote_rblock_destroy);
+      b->len = bend - bstart;
+      b->vhash = vh;
+      memcpy(b->cond, cond, sizeof cond);
+      memcpy(b->data, dst + (bstart - o), b->len);
+      f->blk[i] = b;
+    }
+  }
+  rflight_end(r, f, rc, &e, total);
 }
 
 /* A worker: fetch queued runs into the cache (no stats: the counters may
- * belong to a store already gone). */
+ * belong to a store already gone), or a run a reader claimed (its reader
+ * waits for it, counters alive). */
 static void *ra_worker(void *arg) {
   struct remote *r = arg;
   for (;;) {
@@ -287,10 +381,10 @@ static void *ra_worker(void *arg) {
     r->qlen--;
     pthread_mutex_unlock(&r->lock);
     struct rsrc *s = (struct rsrc *)j.src;
-    if (j.dst) {
-      struct zerr e = {0};
-      int rc = part_fetch(s, j.block, j.n, j.dst, NULL, &e);
-      part_done(j.set, rc, &e);
+    if (j.fl) {
+      if (!atomic_exchange(&j.fl->started, 1))
+        run_claimed(s, j.fl, j.dst, j.o, j.len, s->stats);
+      rflight_put(r, j.fl);
       bytesrc_unref(j.src);
       continue;
     }
@@ -299,7 +393,10 @@ static void *ra_worker(void *arg) {
     struct fetch f = {s, j.block, j.n, NULL};
     struct memo_ref *ref;
     struct zerr e = {0};
+    uint64_t end;
+    /* A block in flight is someone's already: read-ahead never waits. */
     if (!remote_block_cached(r, &s->key, j.block) &&
+        !rflight_covered(r, &s->key, j.block, 0, &end) &&
         memo_get(r->memo, &k, remote_block_fill, &f, &ref, &e) == 0)
       memo_release(r->memo, ref);
     atomic_fetch_sub(&s->ra_inflight, 1);
@@ -338,58 +435,103 @@ static void ra_after(struct rsrc *s, uint64_t end) {
 
 /* ---- the byte source ---- */
 
-/* Read object bytes [o, o+len) into dst in parts of max_request, the
- * parts after the first on the workers. */
-static int direct_read(struct rsrc *s, uint64_t o, size_t len, void *dst,
-                       struct zerr *err) {
+/* One run of a large read: a flight it joined or claimed (own). */
+struct lrun {
+  struct rflight *f; /* a reference */
+  int own;
+};
+
+/* Read object bytes [o, o+len) (many blocks) into dst, each block from
+ * where it already is or is coming: the cache, or a transfer in flight
+ * (a prefetch run, another reader's) that the read joins and waits for.
+ * Only the runs nobody has are fetched, in parts of max_request (at least
+ * DIRECT_PARTS of them) in parallel: into the blocks when a reader hinted
+ * the object (its prefetch would fetch them again otherwise), else
+ * straight into dst, no copy and no eviction of what is cached. */
+static int large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
+                      struct zerr *err) {
   struct remote *r = s->r;
-  size_t part = r->cfg.max_request;
-  /* At least a few parts in parallel for mid-size reads. */
-  if (len / DIRECT_PARTS < part)
-    part = len / DIRECT_PARTS > r->cfg.block_size ? len / DIRECT_PARTS
-                                                  : r->cfg.block_size;
-  struct part_set set = {.left = 0};
-  pthread_mutex_init(&set.lock, NULL);
-  pthread_cond_init(&set.done, NULL);
-  uint8_t *out = dst;
+  size_t bs = r->cfg.block_size;
+  uint64_t end = o + len, first = o / bs, last = (end - 1) / bs;
+  uint64_t nb = last - first + 1;
+  uint32_t part = (uint32_t)(r->cfg.max_request / bs);
+  if (nb / DIRECT_PARTS < part)
+    part = nb / DIRECT_PARTS > 1 ? (uint32_t)(nb / DIRECT_PARTS) : 1;
+  uint8_t *to = rprefetch_hinted(r, &s->key) ? NULL : dst;
+  struct lrun *runs = malloc(nb * sizeof *runs);
+  if (!runs)
+    return zerr_set(err, ENOMEM, "out of memory");
+  size_t nr = 0, nown = 0;
   int rc = 0;
-  size_t first_n = len < part ? len : part;
-  for (size_t at = first_n; at < len; at += part) {
-    size_t n = len - at < part ? len - at : part;
-    pthread_mutex_lock(&set.lock);
-    set.left++;
-    pthread_mutex_unlock(&set.lock);
-    if (job_submit(s, o + at, (uint32_t)n, out + at, &set) < 0) {
-      pthread_mutex_lock(&set.lock);
-      set.left--;
-      pthread_mutex_unlock(&set.lock);
-      struct zerr e = {0};
-      int prc = part_fetch(s, o + at, n, out + at, s->stats, &e);
-      if (prc < 0 && !rc) {
-        rc = prc;
-        if (err)
-          *err = e;
-      }
+  for (uint64_t b = first; b <= last;) {
+    struct rflight *f;
+    int c = rflight_claim(r, &s->key, b, last, part, 0, &f);
+    if (c < 0) {
+      rc = zerr_set(err, ENOMEM, "out of memory");
+      break;
+    }
+    if (c == RFLIGHT_CACHED) {
+      b++;
+      continue;
+    }
+    if (c == RFLIGHT_CLAIMED) {
+      rflight_ref(r, f); /* ours, to read it after its end */
+      if (nown++ > 0)
+        (void)job_submit(s, 0, 0, f, to, o, len);
+    }
+    runs[nr++] = (struct lrun){f, c == RFLIGHT_CLAIMED};
+    b = f->block + f->n;
+  }
+  /* Our runs no worker has started: fetched here (a claimed run is never
+   * left waiting behind other work). */
+  for (size_t i = 0; i < nr; i++)
+    if (runs[i].own && !atomic_exchange(&runs[i].f->started, 1))
+      run_claimed(s, runs[i].f, to, o, len, s->stats);
+  for (size_t i = 0; i < nr; i++) {
+    struct zerr e = {0};
+    int frc = rflight_wait(r, runs[i].f, &e);
+    if (frc < 0 && !rc) {
+      rc = frc;
+      if (err)
+        *err = e;
     }
   }
-  struct zerr e = {0};
-  int frc = part_fetch(s, o, first_n, out, s->stats, &e);
-  if (frc < 0 && !rc) {
-    rc = frc;
-    if (err)
-      *err = e;
+  size_t ri = 0;
+  for (uint64_t b = first; rc == 0 && b <= last; b++) {
+    while (ri < nr && runs[ri].f->block + runs[ri].f->n <= b)
+      ri++;
+    struct rflight *f =
+        ri < nr && runs[ri].f->block <= b ? runs[ri].f : NULL;
+    if (f && runs[ri].own && to)
+      continue; /* already in dst, its version checked */
+    struct memo_key k = s->key;
+    k.v[0] = b;
+    struct memo_ref *ref = NULL;
+    const struct rblock *blk = f ? rflight_block(f, b) : NULL;
+    if (!blk) { /* evicted since, or brought in part: fetch it */
+      struct fetch ft = {s, b, remote_missing_run(r, &s->key, b, last),
+                         s->stats};
+      if (!memo_peek(r->memo, &k, &ref) &&
+          (rc = memo_get(r->memo, &k, remote_block_fill, &ft, &ref, err)) < 0)
+        break;
+      blk = (const struct rblock *)memo_obj(ref);
+    }
+    rc = rversion_check(s, blk->vhash, blk->cond, err);
+    uint64_t bstart = b * bs;
+    uint64_t a = o > bstart ? o : bstart;
+    uint64_t z = end < bstart + bs ? end : bstart + bs;
+    if (rc == 0 && z > bstart + blk->len)
+      rc = zerr_set(err, EIO,
+                    "%s: object ends at %" PRIu64 ", before the %zu bytes "
+                    "at %" PRIu64 " it was named with",
+                    s->url, bstart + blk->len, len, o);
+    if (rc == 0)
+      memcpy(dst + (a - o), blk->data + (a - bstart), (size_t)(z - a));
+    memo_release(r->memo, ref);
   }
-  pthread_mutex_lock(&set.lock);
-  while (set.left)
-    pthread_cond_wait(&set.done, &set.lock);
-  pthread_mutex_unlock(&set.lock);
-  if (!rc && set.rc) {
-    rc = set.rc;
-    if (err)
-      *err = set.err;
-  }
-  pthread_cond_destroy(&set.done);
-  pthread_mutex_destroy(&set.lock);
+  for (size_t i = 0; i < nr; i++)
+    rflight_put(r, runs[i].f);
+  free(runs);
   if (rc < 0 && err && !err->code)
     zerr_set(err, -rc, "remote read failed");
   return rc;
@@ -434,18 +576,16 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
   /* A host that ignores Range: blocks come from one stream of the object
    * (a ranged request would read it from its start every time). */
   int norange = rstream_host_ignores_range(r, s->req_url);
-  /* Blocks being fetched ahead right now: wait for them rather than
-   * asking for the same bytes again. */
-  rprefetch_wait(r, &s->key, first, last);
 
-  /* A large read of bytes not cached (a whole compressed chunk, a data
-   * section) goes straight into the caller's buffer, in parts fetched in
-   * parallel: no copy through blocks, no eviction of what is cached. The
-   * unit it feeds is cached above, so sharing it through blocks would buy
-   * nothing. */
-  if (!norange && last - first + 1 >= DIRECT_MIN_BLOCKS &&
-      !remote_block_cached(r, &s->key, first + 1))
-    return direct_read(s, o, len, dst, err);
+  /* A large read (a whole compressed chunk, a data section) takes what is
+   * cached or in flight and fetches the rest in parallel parts. */
+  if (!norange && last - first + 1 >= DIRECT_MIN_BLOCKS) {
+    int cached = remote_block_cached(r, &s->key, first + 1);
+    int rc = large_read(s, o, len, dst, err);
+    if (rc == 0 && sequential && cached)
+      ra_after(s, end);
+    return rc;
+  }
 
   /* Hand the later missing runs of a large read to the workers. */
   if (!norange && last > first && r->threads) {
@@ -565,7 +705,8 @@ static int size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   uint64_t total = UINT64_MAX;
   struct memo_key bk = *f->okey;
   bk.v[1] = TAG_BLOCK;
-  int rc = fetch_run(f->r, f->req, &bk, 0, 1, NULL, &obj, &cost, &total, err);
+  int rc = block_via_flight(f->r, f->req, &bk, 0, 0, 1, NULL, &obj, &cost,
+                            &total, err);
   if (rc == -EIO && !obj) {
     /* "nothing at offset 0": an empty object (a 416 for bytes=0-). */
     if (total == 0) {
@@ -679,6 +820,8 @@ int remote_new(const struct remote_config *cfg, struct s3_config *s3,
   pthread_cond_init(&r->more, NULL);
   pthread_mutex_init(&r->slock, NULL);
   pthread_cond_init(&r->sgone, NULL);
+  pthread_mutex_init(&r->flock, NULL);
+  pthread_cond_init(&r->fdone, NULL);
   int rc = 0;
   if (s3 && !s3_is_anonymous(s3)) {
     rc = s3_signing_new(s3, &r->sign, err);
@@ -726,13 +869,14 @@ void remote_free(struct remote *r) {
   rstream_stop_all(r);
   for (; r->qlen; r->qlen--, r->qhead = (r->qhead + 1) % RA_QUEUE) {
     struct job *j = &r->queue[r->qhead];
-    if (j->dst) { /* its reader is waiting: end it */
-      struct zerr e = {0};
-      part_done(j->set,
-                zerr_set(&e, EINTR,
-                         "interrupted: zarrfs is "
-                         "shutting down"),
-                &e);
+    if (j->fl) { /* its reader waits for it: end it unless it began */
+      if (!atomic_exchange(&j->fl->started, 1)) {
+        struct zerr e = {0};
+        rflight_end(r, j->fl,
+                    zerr_set(&e, EINTR, "interrupted: zarrfs is shutting down"),
+                    &e, UINT64_MAX);
+      }
+      rflight_put(r, j->fl);
     }
     bytesrc_unref(j->src);
   }
@@ -746,5 +890,7 @@ void remote_free(struct remote *r) {
   pthread_mutex_destroy(&r->lock);
   pthread_cond_destroy(&r->sgone);
   pthread_mutex_destroy(&r->slock);
+  pthread_cond_destroy(&r->fdone);
+  pthread_mutex_destroy(&r->flock);
   free(r);
 }
