@@ -136,6 +136,7 @@ static int fetch_blocks(struct remote *r, const struct http_req *req,
     }
     zobj_init(&b->obj, remote_rblock_destroy);
     b->len = len;
+    b->total = meta.total;
     b->vhash = vh;
     memcpy(b->cond, cond, sizeof cond);
     memcpy(b->data, buf + (size_t)i * bs, len);
@@ -337,29 +338,59 @@ static void run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
   uint64_t a = f->block * bs > o ? f->block * bs : o;
   uint64_t z = (f->block + f->n) * bs < o + len ? (f->block + f->n) * bs
                                                 : o + len;
+  /* A run that holds only part of its first or last block fetches them
+   * whole (through a buffer of its own) and caches them: the read next
+   * to this one needs the rest of those blocks. */
+  uint64_t fa = f->block * bs, fz = (f->block + f->n) * bs;
+  uint64_t wend = s->win + s->base.size;
+  if (fz > wend)
+    fz = wend > z ? wend : z;
+  int edges = fa < a || fz > z;
+  uint8_t *buf = edges ? malloc(fz - fa) : NULL;
+  if (!buf) {
+    edges = 0;
+    fa = a;
+    fz = z;
+  }
+  uint8_t *at = edges ? buf : dst + (a - o);
   uint64_t vh, total = UINT64_MAX;
   char cond[RV_COND_MAX];
-  int rc = part_fetch(s, a, (size_t)(z - a), dst + (a - o), stats, &vh, cond,
-                      &total, &e);
+  int rc = part_fetch(s, fa, (size_t)(fz - fa), at, stats, &vh, cond, &total,
+                      &e);
+  if (rc == 0 && edges)
+    memcpy(dst + (a - o), buf + (a - fa), z - a);
   f->delivered = 1;
-  if (rc == 0 && rflight_close(r, f)) {
-    for (uint32_t i = 0; i < f->n; i++) {
-      uint64_t bstart = (f->block + i) * bs, bend = bstart + bs;
-      if (total != UINT64_MAX && bend > total)
-        bend = total; /* the object's last block is short */
-      if (bstart < a || bend > z || bend <= bstart)
-        continue; /* not brought whole */
-      struct rblock *b = malloc(sizeof *b + (bend - bstart));
-      if (!b)
-        break; /* the joiners fetch it themselves */
-      zobj_init(&b->obj, remote_rblock_destroy);
-      b->len = bend - bstart;
-      b->vhash = vh;
-      memcpy(b->cond, cond, sizeof cond);
-      memcpy(b->data, dst + (bstart - o), b->len);
-      f->blk[i] = b;
+  if (rc == 0 && total != UINT64_MAX) { /* an open of it needs no request */
+    struct memo_key sk;
+    remote_url_key(s->req_url, TAG_SIZE, &sk);
+    memo_value_put(r->memo, &sk, total);
+  }
+  int joined = rc == 0 && rflight_close(r, f);
+  for (uint32_t i = 0; rc == 0 && i < f->n; i++) {
+    uint64_t bstart = (f->block + i) * bs, bend = bstart + bs;
+    if (total != UINT64_MAX && bend > total)
+      bend = total; /* the object's last block is short */
+    int edge = bstart < a || bend > z;
+    if (bstart < fa || bend > fz || bend <= bstart || (!joined && !edge))
+      continue; /* not brought whole, or nobody needs it as a block */
+    struct rblock *b = malloc(sizeof *b + (bend - bstart));
+    if (!b)
+      break; /* the joiners fetch it themselves */
+    zobj_init(&b->obj, remote_rblock_destroy);
+    b->len = bend - bstart;
+    b->total = total;
+    b->vhash = vh;
+    memcpy(b->cond, cond, sizeof cond);
+    memcpy(b->data, (edges ? buf - fa : dst - o) + bstart, b->len);
+    f->blk[i] = b;
+    if (edge) {
+      struct memo_key k = f->key;
+      k.v[0] = f->block + i;
+      zobj_get(&b->obj);
+      memo_put(r->memo, &k, &b->obj, sizeof *b + b->len);
     }
   }
+  free(buf);
   rflight_end(r, f, rc, &e, total);
 }
 
@@ -381,9 +412,9 @@ static void *ra_worker(void *arg) {
     r->qlen--;
     pthread_mutex_unlock(&r->lock);
     struct rsrc *s = (struct rsrc *)j.src;
-    if (j.fl) {
+    if (j.fl) { /* len 0: fetched ahead, nobody waits (no stats) */
       if (!atomic_exchange(&j.fl->started, 1))
-        run_claimed(s, j.fl, j.dst, j.o, j.len, s->stats);
+        run_claimed(s, j.fl, j.dst, j.o, j.len, j.len ? s->stats : NULL);
       rflight_put(r, j.fl);
       bytesrc_unref(j.src);
       continue;
@@ -435,6 +466,46 @@ static void ra_after(struct rsrc *s, uint64_t end) {
 
 /* ---- the byte source ---- */
 
+/* Fetch ahead, into the blocks, the window's bytes from block b on, as
+ * many as want (within readahead), in runs of part blocks: what is cached
+ * or in flight is left alone, the workers fetch, nobody waits. */
+static void look_ahead(struct rsrc *s, uint64_t b, uint64_t want,
+                       uint32_t part) {
+  struct remote *r = s->r;
+  size_t bs = r->cfg.block_size;
+  uint64_t wend = s->win + s->base.size;
+  if (want > r->cfg.readahead)
+    want = r->cfg.readahead;
+  if (b * bs >= wend)
+    return;
+  uint64_t last = (b * bs + want < wend ? b * bs + want : wend) - 1;
+  last /= bs;
+  while (b <= last) {
+    struct rflight *f;
+    uint64_t e;
+    if (rflight_covered(r, &s->key, b, 0, &e)) {
+      b = e;
+      continue;
+    }
+    int c = rflight_claim(r, &s->key, b, last, part, 0, &f);
+    if (c < 0)
+      return;
+    if (c == RFLIGHT_CACHED) {
+      b++;
+      continue;
+    }
+    b = f->block + f->n;
+    if (c == RFLIGHT_JOINED) {
+      rflight_put(r, f);
+      continue;
+    }
+    if (job_submit(s, 0, 0, f, NULL, 0, 0) < 0) {
+      rflight_end(r, f, 1, NULL, UINT64_MAX); /* joiners fetch it */
+      return;
+    }
+  }
+}
+
 /* One run of a large read: a flight it joined or claimed (own). */
 struct lrun {
   struct rflight *f; /* a reference */
@@ -482,6 +553,15 @@ static int large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
     runs[nr++] = (struct lrun){f, c == RFLIGHT_CLAIMED};
     b = f->block + f->n;
   }
+  /* The rest of the window after a large read of an object nobody
+   * hinted, when it is no larger than the read and a sixteenth of the
+   * cache, is asked for now, beside it: a unit decoded from an index
+   * reads the data after it next, one round trip later otherwise. */
+  uint64_t rest = s->win + s->base.size > (last + 1) * bs
+                      ? s->win + s->base.size - (last + 1) * bs
+                      : 0;
+  if (to && rc == 0 && rest && rest <= len && rest <= r->cfg.cache_size / 16)
+    look_ahead(s, last + 1, rest, part);
   /* Our runs no worker has started: fetched here (a claimed run is never
    * left waiting behind other work). */
   for (size_t i = 0; i < nr; i++)
@@ -705,6 +785,15 @@ static int size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   uint64_t total = UINT64_MAX;
   struct memo_key bk = *f->okey;
   bk.v[1] = TAG_BLOCK;
+  struct memo_ref *ref;
+  if (memo_peek(f->r->memo, &bk, &ref)) { /* a reader had it: its size */
+    total = ((const struct rblock *)memo_obj(ref))->total;
+    memo_release(f->r->memo, ref);
+    if (total != UINT64_MAX) {
+      *value = total;
+      return 0;
+    }
+  }
   int rc = block_via_flight(f->r, f->req, &bk, 0, 0, 1, NULL, &obj, &cost,
                             &total, err);
   if (rc == -EIO && !obj) {

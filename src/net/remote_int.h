@@ -112,6 +112,7 @@ struct remote {
 struct rblock {
   struct zobj obj;
   size_t len;
+  uint64_t total; /* the object's size its answer named, or UINT64_MAX */
   uint64_t vhash;
   char cond[RV_COND_MAX];
   uint8_t data[];
