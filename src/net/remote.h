@@ -8,7 +8,16 @@
  * fetched in parallel), concurrent readers of a block share one transfer
  * (single flight), and nearby ranges of one object fall in the same blocks
  * (block_size is the coalescing gap). Blocks are keyed by the object's URL,
- * so every source of one URL shares them.
+ * so every source of one URL shares them. Every request for a run of
+ * blocks claims them first; whoever needs one meanwhile (a reader, a
+ * prefetch worker) waits for that request and takes its bytes, so no
+ * range is fetched twice while in flight or cached.
+ *
+ * Large reads (8 blocks or more) take what is cached or in flight and
+ * fetch the missing runs in parallel parts: into the blocks when a reader
+ * hinted the object (remote_prefetch), else straight into the caller's
+ * buffer (edge blocks whole and cached); the rest of a small object after
+ * such a read is fetched beside it.
  *
  * Sequential reads of a source (each read starting where the last ended)
  * start read-ahead on a small worker pool: the window grows from one block

@@ -175,6 +175,14 @@ int remote_block_cached(struct remote *r, const struct memo_key *okey,
 uint32_t remote_missing_run(struct remote *r, const struct memo_key *okey,
                             uint64_t b, uint64_t last);
 
+/* Queue a job for the workers: a read-ahead run of s's object (fl NULL: a
+ * hint, dropped when the queue is full), or claimed run fl (referenced by
+ * the job; dst, o, len as for rflight_run_claimed, len 0: nobody waits).
+ * 0, or -1 when refused. */
+int remote_job_submit(struct rsrc *s, uint64_t block, uint32_t n,
+                      struct rflight *fl, uint8_t *dst, uint64_t o,
+                      uint64_t len);
+
 /* The request URL of url into *out (the caller frees it): itself for
  * http(s), the S3 endpoint URL of an s3:// one. */
 int remote_request_url(struct remote *r, const char *url, char **out,
@@ -264,6 +272,26 @@ void rflight_ref(struct remote *r, struct rflight *f);
 
 /* Drop a reference; the last frees f and its blocks. NULL-safe. */
 void rflight_put(struct remote *r, struct rflight *f);
+
+/* Block b of object okey for a memo fill (a new reference in *obj): from
+ * a transfer bringing it already, else fetched with request req and the
+ * blocks after it up to last (at most n, none cached or in flight) in one
+ * GET. total (may be NULL): the object's size the answer named. */
+int rflight_get_block(struct remote *r, const struct http_req *req,
+                      const struct memo_key *okey, uint64_t b, uint64_t last,
+                      uint32_t n, struct io_stats *stats, struct zobj **obj,
+                      size_t *cost, uint64_t *total, struct zerr *err);
+
+/* Fetch run f that a large read of object bytes [o, o+len) of s claimed,
+ * and end it: dst NULL, into the blocks; else into the reader's buffer
+ * dst (object offset o). */
+void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
+                         uint64_t o, uint64_t len, struct io_stats *stats);
+
+/* Read object bytes [o, o+len) of s (many blocks) into dst: blocks cached
+ * or in flight taken, the missing runs fetched in parallel parts. */
+int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
+                       struct zerr *err);
 
 /* Is block b of okey in flight? 1 and in *end the block after that
  * flight. delivered: also a block a reader's large read brought straight
