@@ -182,9 +182,9 @@ static void *ra_worker(void *arg) {
     r->qlen--;
     pthread_mutex_unlock(&r->lock);
     struct rsrc *s = (struct rsrc *)j.src;
-    if (j.fl) { /* len 0: fetched ahead, nobody waits (no stats) */
+    if (j.fl) {
       if (!atomic_exchange(&j.fl->started, 1))
-        rflight_run_claimed(s, j.fl, j.dst, j.o, j.len, j.len ? s->stats : NULL);
+        rflight_run_claimed(s, j.fl, j.dst, j.o, j.len, s->stats);
       rflight_put(r, j.fl);
       bytesrc_unref(j.src);
       continue;

@@ -177,8 +177,8 @@ uint32_t remote_missing_run(struct remote *r, const struct memo_key *okey,
 
 /* Queue a job for the workers: a read-ahead run of s's object (fl NULL: a
  * hint, dropped when the queue is full), or claimed run fl (referenced by
- * the job; dst, o, len as for rflight_run_claimed, len 0: nobody waits).
- * 0, or -1 when refused. */
+ * the job; dst, o, len as for rflight_run_claimed; its reader waits for
+ * it). 0, or -1 when refused. */
 int remote_job_submit(struct rsrc *s, uint64_t block, uint32_t n,
                       struct rflight *fl, uint8_t *dst, uint64_t o,
                       uint64_t len);

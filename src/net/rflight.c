@@ -428,8 +428,10 @@ void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
 }
 
 /* Fetch ahead, into the blocks, the window's bytes from block b on, as
- * many as want (within readahead), in runs of part blocks: what is cached
- * or in flight is left alone, the workers fetch, nobody waits. */
+ * many as want (within readahead), in runs of part blocks queued as
+ * read-ahead: a worker claims a run only when it starts it (so nobody
+ * waits for a run still queued), and leaves alone what is cached or in
+ * flight by then. */
 static void look_ahead(struct rsrc *s, uint64_t b, uint64_t want,
                        uint32_t part) {
   struct remote *r = s->r;
@@ -441,29 +443,10 @@ static void look_ahead(struct rsrc *s, uint64_t b, uint64_t want,
     return;
   uint64_t last = (b * bs + want < wend ? b * bs + want : wend) - 1;
   last /= bs;
-  while (b <= last) {
-    struct rflight *f;
-    uint64_t e;
-    if (rflight_covered(r, &s->key, b, 0, &e)) {
-      b = e;
-      continue;
-    }
-    int c = rflight_claim(r, &s->key, b, last, part, 0, &f);
-    if (c < 0)
+  for (; b <= last; b += part) {
+    uint32_t n = last - b + 1 < part ? (uint32_t)(last - b + 1) : part;
+    if (remote_job_submit(s, b, n, NULL, NULL, 0, 0) < 0)
       return;
-    if (c == RFLIGHT_CACHED) {
-      b++;
-      continue;
-    }
-    b = f->block + f->n;
-    if (c == RFLIGHT_JOINED) {
-      rflight_put(r, f);
-      continue;
-    }
-    if (remote_job_submit(s, 0, 0, f, NULL, 0, 0) < 0) {
-      rflight_end(r, f, 1, NULL, UINT64_MAX); /* joiners fetch it */
-      return;
-    }
   }
 }
 
