@@ -386,8 +386,8 @@ void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
     fz = z;
   }
   uint8_t *at = edges ? buf : dst + (a - o);
-  uint64_t vh, total = UINT64_MAX;
-  char cond[RV_COND_MAX];
+  uint64_t vh = 0, total = UINT64_MAX;
+  char cond[RV_COND_MAX] = "";
   int rc = part_fetch(s, fa, (size_t)(fz - fa), at, stats, &vh, cond, &total,
                       &e);
   if (rc == 0 && edges)
