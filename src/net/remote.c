@@ -522,6 +522,11 @@ int remote_new(const struct remote_config *cfg, struct s3_config *s3,
     r->cfg.block_size = 4096;
   if (r->cfg.max_request < r->cfg.block_size)
     r->cfg.max_request = r->cfg.block_size;
+  /* The quarter of -o connections that fetching ahead across objects
+   * leaves to readers is theirs: the parts of a large read and what is
+   * fetched beside it run at once. */
+  if (r->cfg.workers > 0 && r->cfg.workers < r->cfg.http.max_conns / 4)
+    r->cfg.workers = r->cfg.http.max_conns / 4;
   r->s3 = s3;
   r->cfg.http.stop = &r->stop;
   pthread_mutex_init(&r->lock, NULL);

@@ -65,7 +65,8 @@ struct remote_config {
   size_t block_size;  /* block and first-request size; default 64 KiB */
   size_t max_request; /* largest single GET; default 8 MiB */
   size_t readahead;   /* largest read-ahead window per source; 32 MiB */
-  int workers;        /* read-ahead threads; default 4 */
+  int workers;        /* read-ahead and large-read threads; default 4, at
+                         least a quarter of http.max_conns (0: none) */
 };
 
 /* Fill *c with the defaults above (and http_config_default). */
