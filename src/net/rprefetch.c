@@ -184,12 +184,17 @@ static void pf_run(struct remote *r, struct pf_job *j) {
      * block it was charged for. */
     uint64_t held = src->size < bs ? src->size : bs;
     pthread_mutex_lock(&pf->lock);
+    int dropped = h->dropped;
     if (!h->dropped && h->charged > held) {
       pf->owners[h->slot].held -= h->charged - held;
       pf->held -= h->charged - held;
       h->charged = held;
     }
     pthread_mutex_unlock(&pf->lock);
+    /* A size known already needed no request: the block itself may have
+     * left the cache since. */
+    if (!dropped && src->size)
+      pf_fetch_run((struct rsrc *)src, 0, 1);
   } else {
     pthread_mutex_lock(&pf->lock);
     int ok = h->charged >= nblocks * bs ||
@@ -197,9 +202,10 @@ static void pf_run(struct remote *r, struct pf_job *j) {
     pthread_mutex_unlock(&pf->lock);
     /* The runs of missing blocks, each a job: a block cached already
      * (the end of an index a layout read) splits a run, and the part
-     * after it must not wait for the part before. */
+     * after it must not wait for the part before. The first block too:
+     * a size known already needed no request for it. */
     struct rsrc *rs = (struct rsrc *)src;
-    for (uint64_t b = 1; ok && b < nblocks;) {
+    for (uint64_t b = 0; ok && b < nblocks;) {
       if (remote_block_cached(r, &rs->key, b)) {
         b++;
         continue;
