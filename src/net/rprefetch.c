@@ -154,6 +154,9 @@ static void pf_fetch_run(struct rsrc *s, uint64_t block, uint32_t n) {
     k.v[0] = b;
     struct fetch f = {s, b, remote_missing_run(r, &s->key, b, block + n - 1),
                       NULL};
+    for (uint32_t i = 1; i < f.n; i++) /* up to what a reader had lately */
+      if (rflight_covered(r, &s->key, b + i, 1, &end))
+        f.n = i;
     struct memo_ref *ref;
     struct zerr e = {0};
     if (memo_get(r->memo, &k, remote_block_fill, &f, &ref, &e) < 0)
