@@ -92,8 +92,8 @@ int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
   char cond[RV_COND_MAX];
   rversion_request(f->s, &q, cond);
   return rflight_get_block(f->s->r, &q, &f->s->key, f->block,
-                           f->block + f->n - 1, f->n, f->stats, obj, cost,
-                           NULL, err);
+                           f->block + f->n - 1, f->n, f->stats, obj, cost, NULL,
+                           err);
 }
 
 /* Is a block already there (ready)? */

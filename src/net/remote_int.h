@@ -1,7 +1,7 @@
 /* remote_int.h - what remote.c, rflight.c, rstream.c, rversion.c and
- * rprefetch.c share: the context, a remote source, a cached block, and the functions
- * one calls in another. Private to src/net: nothing outside includes it.
- * Include remote.h before it: remote.c and remote.h are one module, so
+ * rprefetch.c share: the context, a remote source, a cached block, and the
+ * functions one calls in another. Private to src/net: nothing outside includes
+ * it. Include remote.h before it: remote.c and remote.h are one module, so
  * including remote.h here would close a circle in the include graph. */
 #ifndef ZARRFS_REMOTE_INT_H
 #define ZARRFS_REMOTE_INT_H
@@ -53,9 +53,9 @@ struct rflight {
   int open;             /* in the table: may be joined */
   int done, rc;         /* finished, and how */
   struct zerr err;
-  uint64_t total;     /* the object's size the answer named, or UINT64_MAX */
-  atomic_int started; /* its fetch began (a worker or its reader) */
-  int delivered;      /* straight into a reader's buffer: remembered */
+  uint64_t total;       /* the object's size the answer named, or UINT64_MAX */
+  atomic_int started;   /* its fetch began (a worker or its reader) */
+  int delivered;        /* straight into a reader's buffer: remembered */
   struct rblock *blk[]; /* n entries once done (NULL: not brought whole) */
 };
 /* Runs brought straight into readers' buffers remembered (rflight.c). */

@@ -22,9 +22,8 @@
 #define DIRECT_PARTS 4
 
 /* The open flight of okey that holds block b (under r->flock), or NULL. */
-static struct rflight *covering_locked(struct remote *r,
-                                       const struct memo_key *okey,
-                                       uint64_t b) {
+static struct rflight *
+covering_locked(struct remote *r, const struct memo_key *okey, uint64_t b) {
   for (struct rflight *f = r->flights; f; f = f->next)
     if (f->block <= b && b < f->block + f->n &&
         remote_same_object(&f->key, okey))
@@ -184,8 +183,8 @@ int rflight_covered(struct remote *r, const struct memo_key *okey, uint64_t b,
   int found = f != NULL;
   if (f)
     *end = f->block + f->n;
-  uint64_t nd = r->ndelivered < RFLIGHT_DELIVERED ? r->ndelivered
-                                                  : RFLIGHT_DELIVERED;
+  uint64_t nd =
+      r->ndelivered < RFLIGHT_DELIVERED ? r->ndelivered : RFLIGHT_DELIVERED;
   for (uint64_t i = 0; delivered && !found && i < nd; i++) {
     const struct rdelivered *d = &r->delivered[i];
     if (d->block <= b && b < d->block + d->n &&
@@ -369,8 +368,8 @@ void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
   }
   size_t bs = r->cfg.block_size;
   uint64_t a = f->block * bs > o ? f->block * bs : o;
-  uint64_t z = (f->block + f->n) * bs < o + len ? (f->block + f->n) * bs
-                                                : o + len;
+  uint64_t z =
+      (f->block + f->n) * bs < o + len ? (f->block + f->n) * bs : o + len;
   /* A run that holds only part of its first or last block fetches them
    * whole (through a buffer of its own) and caches them: the read next
    * to this one needs the rest of those blocks. */
@@ -388,8 +387,8 @@ void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
   uint8_t *at = edges ? buf : dst + (a - o);
   uint64_t vh = 0, total = UINT64_MAX;
   char cond[RV_COND_MAX] = "";
-  int rc = part_fetch(s, fa, (size_t)(fz - fa), at, stats, &vh, cond, &total,
-                      &e);
+  int rc =
+      part_fetch(s, fa, (size_t)(fz - fa), at, stats, &vh, cond, &total, &e);
   if (rc == 0 && edges)
     memcpy(dst + (a - o), buf + (a - fa), z - a);
   f->delivered = 1;
@@ -524,8 +523,7 @@ int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
   for (uint64_t b = first; rc == 0 && b <= last; b++) {
     while (ri < nr && runs[ri].f->block + runs[ri].f->n <= b)
       ri++;
-    struct rflight *f =
-        ri < nr && runs[ri].f->block <= b ? runs[ri].f : NULL;
+    struct rflight *f = ri < nr && runs[ri].f->block <= b ? runs[ri].f : NULL;
     if (f && runs[ri].own && to)
       continue; /* already in dst, its version checked */
     struct memo_key k = s->key;

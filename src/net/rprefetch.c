@@ -50,9 +50,9 @@ struct remote_hint {
   int allow_link_local;
   int head_only; /* the first block alone */
   char *url;
-  int have_key;                     /* key names the object */
-  struct memo_key key;              /* its blocks' key (v[0] 0) */
-  struct remote_hint *prev, *next;  /* in remote_pf.live while listed */
+  int have_key;                    /* key names the object */
+  struct memo_key key;             /* its blocks' key (v[0] 0) */
+  struct remote_hint *prev, *next; /* in remote_pf.live while listed */
   int listed;
 };
 
