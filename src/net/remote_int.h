@@ -295,7 +295,7 @@ int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
 
 /* Is block b of okey in flight? 1 and in *end the block after that
  * flight. delivered: also a block a reader's large read brought straight
- * into its buffer lately. */
+ * into its buffer lately (2, and the end of that run). */
 int rflight_covered(struct remote *r, const struct memo_key *okey, uint64_t b,
                     int delivered, uint64_t *end);
 

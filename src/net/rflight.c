@@ -175,7 +175,8 @@ void rflight_put(struct remote *r, struct rflight *f) {
 /* Is block b of okey in flight? 1 and in *end the first block after that
  * flight. delivered: also a block that a reader's large read had brought
  * straight into its buffer lately (what it decoded is cached above: a
- * prefetch of it would fetch bytes nobody reads). */
+ * prefetch of it would fetch bytes nobody reads): 2 and the end of that
+ * run. */
 int rflight_covered(struct remote *r, const struct memo_key *okey, uint64_t b,
                     int delivered, uint64_t *end) {
   pthread_mutex_lock(&r->flock);
@@ -189,7 +190,7 @@ int rflight_covered(struct remote *r, const struct memo_key *okey, uint64_t b,
     const struct rdelivered *d = &r->delivered[i];
     if (d->block <= b && b < d->block + d->n &&
         remote_same_object(&d->key, okey)) {
-      found = 1;
+      found = 2;
       *end = d->block + d->n;
     }
   }

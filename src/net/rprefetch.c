@@ -137,16 +137,38 @@ static int pf_queue_locked(struct remote_pf *pf, struct remote_hint *h,
   return 0;
 }
 
-/* Fetch blocks [block, block+n) of src's object into the cache. */
-static void pf_fetch_run(struct rsrc *s, uint64_t block, uint32_t n) {
+/* Give back bytes charged to hint h that it will not hold. */
+static void pf_uncharge(struct remote_pf *pf, struct remote_hint *h,
+                        uint64_t bytes) {
+  pthread_mutex_lock(&pf->lock);
+  if (!h->dropped) {
+    if (bytes > h->charged)
+      bytes = h->charged;
+    h->charged -= bytes;
+    pf->owners[h->slot].held -= bytes;
+    pf->held -= bytes;
+  }
+  pthread_mutex_unlock(&pf->lock);
+}
+
+/* Fetch blocks [block, block+n) of src's object into the cache, for hint
+ * h. */
+static void pf_fetch_run(struct rsrc *s, struct remote_hint *h,
+                         uint64_t block, uint32_t n) {
   struct remote *r = s->r;
   for (uint64_t b = block; b < block + n; b++) {
     uint64_t end;
     if (remote_block_cached(r, &s->key, b))
       continue;
     /* Another transfer brings it (a reader's large read; a worker waiting
-     * for it would fetch nothing), or a reader had it lately. */
-    if (rflight_covered(r, &s->key, b, 1, &end)) {
+     * for it would fetch nothing), or a reader had it lately: then the
+     * hint holds none of those bytes, and its budget goes to the next. */
+    int c = rflight_covered(r, &s->key, b, 1, &end);
+    if (c) {
+      if (end > block + n)
+        end = block + n;
+      if (c == 2)
+        pf_uncharge(r->pf, h, (end - b) * r->cfg.block_size);
       b = end - 1;
       continue;
     }
@@ -172,7 +194,7 @@ static void pf_run(struct remote *r, struct pf_job *j) {
   struct remote_pf *pf = r->pf;
   struct remote_hint *h = j->h;
   if (j->src) {
-    pf_fetch_run((struct rsrc *)j->src, j->block, j->n);
+    pf_fetch_run((struct rsrc *)j->src, h, j->block, j->n);
     return;
   }
   struct bytesrc *src;
@@ -197,7 +219,7 @@ static void pf_run(struct remote *r, struct pf_job *j) {
     /* A size known already needed no request: the block itself may have
      * left the cache since. */
     if (!dropped && src->size)
-      pf_fetch_run((struct rsrc *)src, 0, 1);
+      pf_fetch_run((struct rsrc *)src, h, 0, 1);
   } else {
     pthread_mutex_lock(&pf->lock);
     int ok = h->charged >= nblocks * bs ||
@@ -218,7 +240,7 @@ static void pf_run(struct remote *r, struct pf_job *j) {
       int rc = h->dropped ? 0 : pf_queue_locked(pf, h, src, b, n);
       pthread_mutex_unlock(&pf->lock);
       if (rc < 0)
-        pf_fetch_run(rs, b, n);
+        pf_fetch_run(rs, h, b, n);
       b += n;
     }
   }
