@@ -126,6 +126,8 @@ void remote_s3_request(struct remote *r, const char *req_url,
  * hint until remote_hint_drop, the hint's bytes count against a budget
  * of three quarters of the cache, and one owner (a reader) holds at most an
  * equal share of it among the owners holding hints; hints beyond are refused.
+ * Blocks a reader's large read fetched straight into its buffer lately are
+ * skipped by the hint's jobs and given back from its charge.
  * Fairness: a free worker takes the oldest job of the owner with the
  * fewest jobs running. A hint is only a hint: failures are left for the
  * reader to meet. */
