@@ -14,7 +14,8 @@
 # strings each) behind 20 ms per request, zarrfs `cat values.txt` against
 # `curl --parallel --parallel-max 32` of the same 2,000 objects (target
 # <= 2x); the N-string store behind 50 ms per request against the same cat
-# with no delay through the same server (target <= 1.25x).
+# with no delay through the same server (target <= 1.25x), and the bytes
+# the server sent for the chunks per cat against their sizes.
 #
 # usage: bash bench/remote.sh [--count N] [--runs R] [--lat MS] [--latency-only]
 # env:   ZARRFS_BUILDDIR  the build tree (default build/); needs zarrfs,
@@ -79,7 +80,8 @@ http {
 EOF
 /usr/sbin/nginx -c "$W/ng/nginx.conf" -p "$W/ng" &
 PIDS+=($!)
-"$B/tests/integration/faultsrv" --root "$W/web" --port-file "$W/fault.port" &
+"$B/tests/integration/faultsrv" --root "$W/web" --port-file "$W/fault.port" \
+  --log "$W/fault.log" &
 PIDS+=($!)
 for i in $(seq 50); do [ -s "$W/fault.port" ] && curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 NG="http://127.0.0.1:$PORT"
@@ -127,6 +129,16 @@ par8() { # 8 readers of the chunk views at once
 }
 
 row() { printf '| %s | %s s | %s |\n' "$1" "$2" "$3"; }
+# Bytes the fault server sent for STORE's chunks since the log was
+# emptied, per run, against the chunks' sizes (each byte asked for once:
+# 1.000x).
+served() {
+  local sent size
+  sent=$(grep -F -- "/$1/c/" "$W/fault.log" | awk -v r="$RUNS" '{ s += $NF } END { printf "%d", s / r }')
+  size=$(cat "$W/web/$1"/c/* | wc -c)
+  printf '| bytes served per cat of %s, +50 ms | %s of %s | %s |\n' "$1" "$sent" "$size" \
+    "$(awk -v a="$sent" -v b="$size" 'BEGIN { printf "%.3fx", a / b }')"
+}
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2fx", a / b }'; }
 
 curl_par() { # every small chunk through 20 ms per request, 32 at once
@@ -156,12 +168,16 @@ latency_rows() {
   row "zarrfs, +20 ms, cat values.txt of the $NSMALL small chunks" "$t" "$(ratio "$t" "$ref") of D (target <= 2x)"
   ref=$(mount_time "$FAULT/zstd.zarr" 'cat "$M/values.txt"')
   row "zarrfs through the fault server, no delay, cat values.txt ($NCH chunks, zstd)" "$ref" "1.00x (reference E)"
+  : >"$W/fault.log"
   t=$(mount_time "$FAULT/_f/lat=50/zstd.zarr" 'cat "$M/values.txt"')
   row "zarrfs, +50 ms, cat values.txt ($NCH chunks, zstd)" "$t" "$(ratio "$t" "$ref") of E (target <= 1.25x)"
+  served zstd.zarr
   ref=$(mount_time "$FAULT/none.zarr" 'cat "$M/values.txt"')
   row "zarrfs through the fault server, no delay, cat values.txt ($NCH chunks, uncompressed)" "$ref" "1.00x (reference F)"
+  : >"$W/fault.log"
   t=$(mount_time "$FAULT/_f/lat=50/none.zarr" 'cat "$M/values.txt"')
   row "zarrfs, +50 ms, cat values.txt ($NCH chunks, uncompressed)" "$t" "$(ratio "$t" "$ref") of F (target <= 1.25x)"
+  served none.zarr
 }
 if [ "$ONLY_LAT" = 1 ]; then
   latency_rows

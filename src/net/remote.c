@@ -5,9 +5,8 @@
  * rstream.c, object versions in rversion.c, fetching ahead across
  * objects in rprefetch.c; the structs they share are in remote_int.h.
  *
- * Locks: remote.lock (the work queue; a leaf) and a parallel read's
- * part_set.lock (a leaf); rsrc.vlock is initialised here, taken in
- * rversion.c. */
+ * Locks: remote.lock (the work queue; a leaf); remote.flock and
+ * rsrc.vlock are initialised here, taken in rflight.c and rversion.c. */
 #define _GNU_SOURCE
 #include "remote.h"
 #include "remote_int.h"
@@ -24,10 +23,8 @@
 
 /* Read-ahead requests in flight per source at most. */
 #define RA_PER_SOURCE 4
-/* Reads of at least this many blocks bypass the blocks (direct_read). */
+/* Reads of at least this many blocks are large reads (rflight.c). */
 #define DIRECT_MIN_BLOCKS 8
-/* ... and are cut into at least this many parallel parts. */
-#define DIRECT_PARTS 4
 /* Sizes (and absences) of objects remembered. */
 #define REMOTE_MAX_SIZES (1u << 20)
 
@@ -91,75 +88,6 @@ int remote_same_object(const struct memo_key *a, const struct memo_key *b) {
 /* A cached block is one allocation. */
 void remote_rblock_destroy(struct zobj *o) { free(o); }
 
-/* One GET for blocks [block, block+n) of the object; the first is the fill's
- * result, the rest go into the memo as by-products. A run cut short by the
- * object's end yields fewer (shorter) blocks; a first block beyond the end
- * is -EIO. */
-static int fetch_run(struct remote *r, const struct http_req *req,
-                     const struct memo_key *okey, uint64_t block, uint32_t n,
-                     struct io_stats *stats, struct zobj **obj, size_t *cost,
-                     uint64_t *total, struct zerr *err) {
-  size_t bs = r->cfg.block_size;
-  size_t want = (size_t)n * bs;
-  uint8_t *buf = malloc(want);
-  if (!buf)
-    return zerr_set(err, ENOMEM, "out of memory");
-  size_t got;
-  struct http_meta meta;
-  int rc =
-      http_get_range(r->http, req, block * bs, want, buf, &got, &meta, err);
-  if (rc < 0) {
-    free(buf);
-    return rc;
-  }
-  if (total)
-    *total = meta.total;
-  /* A 200 to a range that ends inside the object: Range ignored (some
-   * servers answer 200 only when the range runs past the end). */
-  if (meta.whole && meta.total != UINT64_MAX && block * bs + want < meta.total)
-    rstream_host_mark_norange(r, req->url, req->log_url);
-  char cond[RV_COND_MAX];
-  uint64_t vh = rversion_of(&meta, req, cond);
-  if (stats) {
-    atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
-    atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
-  }
-  if (got == 0) {
-    free(buf);
-    return zerr_set(err, EIO,
-                    "%s: nothing at offset %" PRIu64 " (the object is shorter)",
-                    req->log_url, (uint64_t)(block * bs));
-  }
-  struct rblock *first = NULL;
-  for (uint32_t i = 0; i < n && (size_t)i * bs < got; i++) {
-    size_t len = got - (size_t)i * bs < bs ? got - (size_t)i * bs : bs;
-    struct rblock *b = malloc(sizeof *b + len);
-    if (!b) {
-      if (!first) {
-        free(buf);
-        return zerr_set(err, ENOMEM, "out of memory");
-      }
-      break; /* by-products are optional */
-    }
-    zobj_init(&b->obj, remote_rblock_destroy);
-    b->len = len;
-    b->vhash = vh;
-    memcpy(b->cond, cond, sizeof cond);
-    memcpy(b->data, buf + (size_t)i * bs, len);
-    if (i == 0) {
-      first = b;
-    } else {
-      struct memo_key k = *okey;
-      k.v[0] = block + i;
-      memo_put(r->memo, &k, &b->obj, sizeof *b + len);
-    }
-  }
-  free(buf);
-  *obj = &first->obj;
-  *cost = sizeof *first + first->len;
-  return 0;
-}
-
 /* memo fill of a block (a run starting there). */
 int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
                       struct zerr *err) {
@@ -167,8 +95,9 @@ int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
   struct http_req q;
   char cond[RV_COND_MAX];
   rversion_request(f->s, &q, cond);
-  return fetch_run(f->s->r, &q, &f->s->key, f->block, f->n, f->stats, obj, cost,
-                   NULL, err);
+  return rflight_get_block(f->s->r, &q, &f->s->key, f->block,
+                           f->block + f->n - 1, f->n, f->stats, obj, cost, NULL,
+                           err);
 }
 
 /* Is a block already there (ready)? */
@@ -200,9 +129,13 @@ uint32_t remote_missing_run(struct remote *r, const struct memo_key *okey,
 
 static void *ra_worker(void *arg);
 
-/* Queue a job (a hint: dropped when the queue is full or stopping). */
-static int job_submit(struct rsrc *s, uint64_t block, uint32_t n, uint8_t *dst,
-                      struct part_set *set) {
+/* Queue a job: a read-ahead run (fl NULL: a hint, dropped when the queue
+ * is full or stopping), or a run a large read claimed (fl, referenced by
+ * the job; its reader fetches it itself when the job is refused or not
+ * started by then). 0, or -1 when refused. */
+int remote_job_submit(struct rsrc *s, uint64_t block, uint32_t n,
+                      struct rflight *fl, uint8_t *dst, uint64_t o,
+                      uint64_t len) {
   struct remote *r = s->r;
   if (!r->threads)
     return -1;
@@ -219,13 +152,11 @@ static int job_submit(struct rsrc *s, uint64_t block, uint32_t n, uint8_t *dst,
     return -1;
   }
   struct job *j = &r->queue[(r->qhead + r->qlen) % RA_QUEUE];
-  j->src = bytesrc_ref(&s->base);
-  j->block = block;
-  j->n = n;
-  j->dst = dst;
-  j->set = set;
+  *j = (struct job){bytesrc_ref(&s->base), block, n, fl, dst, o, len};
+  if (fl)
+    rflight_ref(r, fl);
   r->qlen++;
-  if (!dst)
+  if (!fl)
     atomic_fetch_add(&s->ra_inflight, 1);
   pthread_cond_signal(&r->more);
   pthread_mutex_unlock(&r->lock);
@@ -234,48 +165,12 @@ static int job_submit(struct rsrc *s, uint64_t block, uint32_t n, uint8_t *dst,
 
 /* Queue read-ahead of a run (a hint: dropped when the queue is full). */
 static void ra_submit(struct rsrc *s, uint64_t block, uint32_t n) {
-  (void)job_submit(s, block, n, NULL, NULL);
-}
-
-/* Fetch object bytes [o, o+n) straight into dst; the object must hold
- * them all. */
-static int part_fetch(struct rsrc *s, uint64_t o, size_t n, uint8_t *dst,
-                      struct io_stats *stats, struct zerr *err) {
-  size_t got;
-  struct http_meta meta;
-  struct http_req q;
-  char cond[RV_COND_MAX], vcond[RV_COND_MAX];
-  rversion_request(s, &q, cond);
-  ZTRY(http_get_range(s->r->http, &q, o, n, dst, &got, &meta, err));
-  if (meta.whole && meta.total != UINT64_MAX && o + n < meta.total)
-    rstream_host_mark_norange(s->r, q.url, q.log_url);
-  ZTRY(rversion_check(s, rversion_of(&meta, &q, vcond), vcond, err));
-  if (stats) {
-    atomic_fetch_add_explicit(&stats->bytes_read, got, memory_order_relaxed);
-    atomic_fetch_add_explicit(&stats->reads, 1, memory_order_relaxed);
-  }
-  if (got != n)
-    return zerr_set(err, EIO,
-                    "%s: object ends at %" PRIu64 ", before the %zu bytes at "
-                    "%" PRIu64 " it was named with",
-                    s->url, o + got, n, o);
-  return 0;
-}
-
-/* One part finished (rc, err) in set. */
-static void part_done(struct part_set *set, int rc, const struct zerr *err) {
-  pthread_mutex_lock(&set->lock);
-  if (rc < 0 && !set->rc) {
-    set->rc = rc;
-    set->err = *err;
-  }
-  set->left--;
-  pthread_cond_broadcast(&set->done);
-  pthread_mutex_unlock(&set->lock);
+  (void)remote_job_submit(s, block, n, NULL, NULL, 0, 0);
 }
 
 /* A worker: fetch queued runs into the cache (no stats: the counters may
- * belong to a store already gone). */
+ * belong to a store already gone), or a run a reader claimed (its reader
+ * waits for it, counters alive). */
 static void *ra_worker(void *arg) {
   struct remote *r = arg;
   for (;;) {
@@ -291,10 +186,10 @@ static void *ra_worker(void *arg) {
     r->qlen--;
     pthread_mutex_unlock(&r->lock);
     struct rsrc *s = (struct rsrc *)j.src;
-    if (j.dst) {
-      struct zerr e = {0};
-      int rc = part_fetch(s, j.block, j.n, j.dst, NULL, &e);
-      part_done(j.set, rc, &e);
+    if (j.fl) {
+      if (!atomic_exchange(&j.fl->started, 1))
+        rflight_run_claimed(s, j.fl, j.dst, j.o, j.len, s->stats);
+      rflight_put(r, j.fl);
       bytesrc_unref(j.src);
       continue;
     }
@@ -303,7 +198,10 @@ static void *ra_worker(void *arg) {
     struct fetch f = {s, j.block, j.n, NULL};
     struct memo_ref *ref;
     struct zerr e = {0};
+    uint64_t end;
+    /* A block in flight is someone's already: read-ahead never waits. */
     if (!remote_block_cached(r, &s->key, j.block) &&
+        !rflight_covered(r, &s->key, j.block, 0, &end) &&
         memo_get(r->memo, &k, remote_block_fill, &f, &ref, &e) == 0)
       memo_release(r->memo, ref);
     atomic_fetch_sub(&s->ra_inflight, 1);
@@ -342,63 +240,6 @@ static void ra_after(struct rsrc *s, uint64_t end) {
 
 /* ---- the byte source ---- */
 
-/* Read object bytes [o, o+len) into dst in parts of max_request, the
- * parts after the first on the workers. */
-static int direct_read(struct rsrc *s, uint64_t o, size_t len, void *dst,
-                       struct zerr *err) {
-  struct remote *r = s->r;
-  size_t part = r->cfg.max_request;
-  /* At least a few parts in parallel for mid-size reads. */
-  if (len / DIRECT_PARTS < part)
-    part = len / DIRECT_PARTS > r->cfg.block_size ? len / DIRECT_PARTS
-                                                  : r->cfg.block_size;
-  struct part_set set = {.left = 0};
-  pthread_mutex_init(&set.lock, NULL);
-  pthread_cond_init(&set.done, NULL);
-  uint8_t *out = dst;
-  int rc = 0;
-  size_t first_n = len < part ? len : part;
-  for (size_t at = first_n; at < len; at += part) {
-    size_t n = len - at < part ? len - at : part;
-    pthread_mutex_lock(&set.lock);
-    set.left++;
-    pthread_mutex_unlock(&set.lock);
-    if (job_submit(s, o + at, (uint32_t)n, out + at, &set) < 0) {
-      pthread_mutex_lock(&set.lock);
-      set.left--;
-      pthread_mutex_unlock(&set.lock);
-      struct zerr e = {0};
-      int prc = part_fetch(s, o + at, n, out + at, s->stats, &e);
-      if (prc < 0 && !rc) {
-        rc = prc;
-        if (err)
-          *err = e;
-      }
-    }
-  }
-  struct zerr e = {0};
-  int frc = part_fetch(s, o, first_n, out, s->stats, &e);
-  if (frc < 0 && !rc) {
-    rc = frc;
-    if (err)
-      *err = e;
-  }
-  pthread_mutex_lock(&set.lock);
-  while (set.left)
-    pthread_cond_wait(&set.done, &set.lock);
-  pthread_mutex_unlock(&set.lock);
-  if (!rc && set.rc) {
-    rc = set.rc;
-    if (err)
-      *err = set.err;
-  }
-  pthread_cond_destroy(&set.done);
-  pthread_mutex_destroy(&set.lock);
-  if (rc < 0 && err && !err->code)
-    zerr_set(err, -rc, "remote read failed");
-  return rc;
-}
-
 /* Copy [off, off+len) of the window from blocks, fetching missing runs:
  * runs after the first go to the workers at once so that a large read
  * proceeds in parallel; the caller fetches the first, then waits on or
@@ -435,18 +276,16 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
   /* A host that ignores Range: blocks come from one stream of the object
    * (a ranged request would read it from its start every time). */
   int norange = rstream_host_ignores_range(r, s->req_url);
-  /* Blocks being fetched ahead right now: wait for them rather than
-   * asking for the same bytes again. */
-  rprefetch_wait(r, &s->key, first, last);
 
-  /* A large read of bytes not cached (a whole compressed chunk, a data
-   * section) goes straight into the caller's buffer, in parts fetched in
-   * parallel: no copy through blocks, no eviction of what is cached. The
-   * unit it feeds is cached above, so sharing it through blocks would buy
-   * nothing. */
-  if (!norange && last - first + 1 >= DIRECT_MIN_BLOCKS &&
-      !remote_block_cached(r, &s->key, first + 1))
-    return direct_read(s, o, len, dst, err);
+  /* A large read (a whole compressed chunk, a data section) takes what is
+   * cached or in flight and fetches the rest in parallel parts. */
+  if (!norange && last - first + 1 >= DIRECT_MIN_BLOCKS) {
+    int cached = remote_block_cached(r, &s->key, first + 1);
+    int rc = rflight_large_read(s, o, len, dst, err);
+    if (rc == 0 && sequential && cached)
+      ra_after(s, end);
+    return rc;
+  }
 
   /* Hand the later missing runs of a large read to the workers. */
   if (!norange && last > first && r->threads) {
@@ -566,7 +405,17 @@ static int size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   uint64_t total = UINT64_MAX;
   struct memo_key bk = *f->okey;
   bk.v[1] = TAG_BLOCK;
-  int rc = fetch_run(f->r, f->req, &bk, 0, 1, NULL, &obj, &cost, &total, err);
+  struct memo_ref *ref;
+  if (memo_peek(f->r->memo, &bk, &ref)) { /* a reader had it: its size */
+    total = ((const struct rblock *)memo_obj(ref))->total;
+    memo_release(f->r->memo, ref);
+    if (total != UINT64_MAX) {
+      *value = total;
+      return 0;
+    }
+  }
+  int rc = rflight_get_block(f->r, f->req, &bk, 0, 0, 1, NULL, &obj, &cost,
+                             &total, err);
   if (rc == -EIO && !obj) {
     /* "nothing at offset 0": an empty object (a 416 for bytes=0-). */
     if (total == 0) {
@@ -674,12 +523,19 @@ int remote_new(const struct remote_config *cfg, struct s3_config *s3,
     r->cfg.block_size = 4096;
   if (r->cfg.max_request < r->cfg.block_size)
     r->cfg.max_request = r->cfg.block_size;
+  /* The quarter of -o connections that fetching ahead across objects
+   * leaves to readers is theirs: the parts of a large read and what is
+   * fetched beside it run at once. */
+  if (r->cfg.workers > 0 && r->cfg.workers < r->cfg.http.max_conns / 4)
+    r->cfg.workers = r->cfg.http.max_conns / 4;
   r->s3 = s3;
   r->cfg.http.stop = &r->stop;
   pthread_mutex_init(&r->lock, NULL);
   pthread_cond_init(&r->more, NULL);
   pthread_mutex_init(&r->slock, NULL);
   pthread_cond_init(&r->sgone, NULL);
+  pthread_mutex_init(&r->flock, NULL);
+  pthread_cond_init(&r->fdone, NULL);
   int rc = 0;
   if (s3 && !s3_is_anonymous(s3)) {
     rc = s3_signing_new(s3, &r->sign, err);
@@ -727,13 +583,14 @@ void remote_free(struct remote *r) {
   rstream_stop_all(r);
   for (; r->qlen; r->qlen--, r->qhead = (r->qhead + 1) % RA_QUEUE) {
     struct job *j = &r->queue[r->qhead];
-    if (j->dst) { /* its reader is waiting: end it */
-      struct zerr e = {0};
-      part_done(j->set,
-                zerr_set(&e, EINTR,
-                         "interrupted: zarrfs is "
-                         "shutting down"),
-                &e);
+    if (j->fl) { /* its reader waits for it: end it unless it began */
+      if (!atomic_exchange(&j->fl->started, 1)) {
+        struct zerr e = {0};
+        rflight_end(r, j->fl,
+                    zerr_set(&e, EINTR, "interrupted: zarrfs is shutting down"),
+                    &e, UINT64_MAX);
+      }
+      rflight_put(r, j->fl);
     }
     bytesrc_unref(j->src);
   }
@@ -747,5 +604,7 @@ void remote_free(struct remote *r) {
   pthread_mutex_destroy(&r->lock);
   pthread_cond_destroy(&r->sgone);
   pthread_mutex_destroy(&r->slock);
+  pthread_cond_destroy(&r->fdone);
+  pthread_mutex_destroy(&r->flock);
   free(r);
 }

@@ -8,7 +8,16 @@
  * fetched in parallel), concurrent readers of a block share one transfer
  * (single flight), and nearby ranges of one object fall in the same blocks
  * (block_size is the coalescing gap). Blocks are keyed by the object's URL,
- * so every source of one URL shares them.
+ * so every source of one URL shares them. Every request for a run of
+ * blocks claims them first; whoever needs one meanwhile (a reader, a
+ * prefetch worker) waits for that request and takes its bytes, so no
+ * range is fetched twice while in flight or cached.
+ *
+ * Large reads (8 blocks or more) take what is cached or in flight and
+ * fetch the missing runs in parallel parts: into the blocks when a reader
+ * hinted the object (remote_prefetch), else straight into the caller's
+ * buffer (edge blocks whole and cached); the rest of a small object after
+ * such a read is fetched beside it.
  *
  * Sequential reads of a source (each read starting where the last ended)
  * start read-ahead on a small worker pool: the window grows from one block
@@ -56,7 +65,8 @@ struct remote_config {
   size_t block_size;  /* block and first-request size; default 64 KiB */
   size_t max_request; /* largest single GET; default 8 MiB */
   size_t readahead;   /* largest read-ahead window per source; 32 MiB */
-  int workers;        /* read-ahead threads; default 4 */
+  int workers;        /* read-ahead and large-read threads; default 4, at
+                         least a quarter of http.max_conns (0: none) */
 };
 
 /* Fill *c with the defaults above (and http_config_default). */
@@ -118,6 +128,8 @@ void remote_s3_request(struct remote *r, const char *req_url,
  * hint until remote_hint_drop, the hint's bytes count against a budget
  * of three quarters of the cache, and one owner (a reader) holds at most an
  * equal share of it among the owners holding hints; hints beyond are refused.
+ * Blocks a reader's large read fetched straight into its buffer lately are
+ * skipped by the hint's jobs and given back from its charge.
  * Fairness: a free worker takes the oldest job of the owner with the
  * fewest jobs running. A hint is only a hint: failures are left for the
  * reader to meet. */

@@ -1,7 +1,7 @@
-/* remote_int.h - what remote.c, rstream.c, rversion.c and rprefetch.c
- * share: the context, a remote source, a cached block, and the functions
- * one calls in another. Private to src/net: nothing outside includes it.
- * Include remote.h before it: remote.c and remote.h are one module, so
+/* remote_int.h - what remote.c, rflight.c, rstream.c, rversion.c and
+ * rprefetch.c share: the context, a remote source, a cached block, and the
+ * functions one calls in another. Private to src/net: nothing outside includes
+ * it. Include remote.h before it: remote.c and remote.h are one module, so
  * including remote.h here would close a circle in the include graph. */
 #ifndef ZARRFS_REMOTE_INT_H
 #define ZARRFS_REMOTE_INT_H
@@ -29,24 +29,45 @@
  * ranged requests, answered whole and cut). */
 #define STREAMS_MAX 4
 
-/* A part of a large read fetched straight into the reader's buffer; the
- * reader waits for all its parts (its buffer must outlive them). */
-struct part_set {
-  pthread_mutex_t lock;
-  pthread_cond_t done;
-  int left; /* parts not finished */
-  int rc;   /* first failure */
-  struct zerr err;
-};
-
-/* A job of the workers: a read-ahead run, or a part of a direct read. */
+/* A job of the workers: a read-ahead run, or a run a large read claimed
+ * (fl, a reference; dst: where its bytes go, NULL: into the blocks). */
 struct job {
   struct bytesrc *src; /* a reference, dropped when done */
-  uint64_t block;      /* read-ahead: first block; part: object offset */
-  uint32_t n;          /* read-ahead: blocks; part: bytes */
-  uint8_t *dst;        /* part: where the bytes go (NULL: read-ahead) */
-  struct part_set *set;
+  uint64_t block;      /* read-ahead: first block */
+  uint32_t n;          /* read-ahead: blocks */
+  struct rflight *fl;
+  uint8_t *dst;
+  uint64_t o, len; /* dst: the object bytes that go there */
 };
+
+/* A run of blocks one transfer is bringing (rflight.c). Those who need
+ * them join it and wait, then take the blocks from it. A flight that
+ * brings bytes straight into a reader's buffer makes its whole blocks
+ * for its joiners only when it has some. */
+struct rflight {
+  struct rflight *next; /* in remote.flights while open */
+  struct memo_key key;  /* the object (v[0] 0) */
+  uint64_t block;       /* first block */
+  uint32_t n;           /* blocks */
+  int refs, joiners;    /* under remote.flock */
+  int open;             /* in the table: may be joined */
+  int done, rc;         /* finished, and how */
+  struct zerr err;
+  uint64_t total;       /* the object's size the answer named, or UINT64_MAX */
+  atomic_int started;   /* its fetch began (a worker or its reader) */
+  int delivered;        /* straight into a reader's buffer: remembered */
+  struct rblock *blk[]; /* n entries once done (NULL: not brought whole) */
+};
+/* Runs brought straight into readers' buffers remembered (rflight.c). */
+#define RFLIGHT_DELIVERED 64
+struct rdelivered {
+  struct memo_key key; /* the object (v[0] 0) */
+  uint64_t block;
+  uint32_t n;
+};
+#define RFLIGHT_CLAIMED 0
+#define RFLIGHT_JOINED 1
+#define RFLIGHT_CACHED 2
 
 struct rstream;
 struct remote_pf;
@@ -75,6 +96,12 @@ struct remote {
   int n_hosts;
   struct rstream *streams[STREAMS_MAX];
   int n_streams; /* stream threads running */
+  /* blocks in flight (rflight.c) */
+  pthread_mutex_t flock; /* guards flights and every rflight's fields */
+  pthread_cond_t fdone;  /* a flight ended */
+  struct rflight *flights;
+  struct rdelivered delivered[RFLIGHT_DELIVERED]; /* a ring */
+  uint64_t ndelivered;                            /* ever recorded */
   /* fetching ahead of readers (rprefetch.c) */
   struct remote_pf *pf;
 };
@@ -85,6 +112,7 @@ struct remote {
 struct rblock {
   struct zobj obj;
   size_t len;
+  uint64_t total; /* the object's size its answer named, or UINT64_MAX */
   uint64_t vhash;
   char cond[RV_COND_MAX];
   uint8_t data[];
@@ -150,6 +178,14 @@ int remote_block_cached(struct remote *r, const struct memo_key *okey,
 uint32_t remote_missing_run(struct remote *r, const struct memo_key *okey,
                             uint64_t b, uint64_t last);
 
+/* Queue a job for the workers: a read-ahead run of s's object (fl NULL: a
+ * hint, dropped when the queue is full), or claimed run fl (referenced by
+ * the job; dst, o, len as for rflight_run_claimed; its reader waits for
+ * it). 0, or -1 when refused. */
+int remote_job_submit(struct rsrc *s, uint64_t block, uint32_t n,
+                      struct rflight *fl, uint8_t *dst, uint64_t o,
+                      uint64_t len);
+
 /* The request URL of url into *out (the caller frees it): itself for
  * http(s), the S3 endpoint URL of an s3:// one. */
 int remote_request_url(struct remote *r, const char *url, char **out,
@@ -208,9 +244,65 @@ int rprefetch_new(struct remote *r);
 /* Stop the prefetch workers and free their state; NULL-safe state. */
 void rprefetch_free(struct remote *r);
 
-/* Wait until no prefetch worker fetches blocks [first, last] of object
- * okey. */
-void rprefetch_wait(struct remote *r, const struct memo_key *okey,
-                    uint64_t first, uint64_t last);
+/* Has a reader hinted the whole object okey (a hint not dropped)? */
+int rprefetch_hinted(struct remote *r, const struct memo_key *okey);
+
+/* ---- rflight.c ---- */
+
+/* Claim blocks from b on (up to last, at most max of them) of object okey:
+ * RFLIGHT_JOINED with *out another transfer bringing b (a reference),
+ * RFLIGHT_CACHED when b is cached (unless ignore_cache), else
+ * RFLIGHT_CLAIMED with *out a new flight of the run of blocks that are
+ * neither cached nor in flight (its owner must rflight_end it), or -ENOMEM. */
+int rflight_claim(struct remote *r, const struct memo_key *okey, uint64_t b,
+                  uint64_t last, uint32_t max, int ignore_cache,
+                  struct rflight **out);
+
+/* Close f to newcomers; 1 when someone joined it. */
+int rflight_close(struct remote *r, struct rflight *f);
+
+/* The owner's end of f: rc (err when negative), the object size the
+ * answer named (UINT64_MAX: none), f->blk filled by the owner (the
+ * references are f's). Wakes the waiters; drops the owner's reference. */
+void rflight_end(struct remote *r, struct rflight *f, int rc,
+                 const struct zerr *err, uint64_t total);
+
+/* Wait until f is done; its result (err set when negative). */
+int rflight_wait(struct remote *r, struct rflight *f, struct zerr *err);
+
+/* Block b of a finished flight (borrowed while f is held), or NULL. */
+struct rblock *rflight_block(struct rflight *f, uint64_t b);
+
+/* Take an extra reference to f. */
+void rflight_ref(struct remote *r, struct rflight *f);
+
+/* Drop a reference; the last frees f and its blocks. NULL-safe. */
+void rflight_put(struct remote *r, struct rflight *f);
+
+/* Block b of object okey for a memo fill (a new reference in *obj): from
+ * a transfer bringing it already, else fetched with request req and the
+ * blocks after it up to last (at most n, none cached or in flight) in one
+ * GET. total (may be NULL): the object's size the answer named. */
+int rflight_get_block(struct remote *r, const struct http_req *req,
+                      const struct memo_key *okey, uint64_t b, uint64_t last,
+                      uint32_t n, struct io_stats *stats, struct zobj **obj,
+                      size_t *cost, uint64_t *total, struct zerr *err);
+
+/* Fetch run f that a large read of object bytes [o, o+len) of s claimed,
+ * and end it: dst NULL, into the blocks; else into the reader's buffer
+ * dst (object offset o). */
+void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
+                         uint64_t o, uint64_t len, struct io_stats *stats);
+
+/* Read object bytes [o, o+len) of s (many blocks) into dst: blocks cached
+ * or in flight taken, the missing runs fetched in parallel parts. */
+int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
+                       struct zerr *err);
+
+/* Is block b of okey in flight? 1 and in *end the block after that
+ * flight. delivered: also a block a reader's large read brought straight
+ * into its buffer lately (2, and the end of that run). */
+int rflight_covered(struct remote *r, const struct memo_key *okey, uint64_t b,
+                    int delivered, uint64_t *end);
 
 #endif

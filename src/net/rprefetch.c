@@ -2,7 +2,7 @@
  * from readers become jobs on workers of their own, within a share of the
  * cache per reader.
  *
- * Locks: remote_pf.lock (+ more, ran conds; a leaf: no request and no
+ * Locks: remote_pf.lock (+ the more cond; a leaf: no request and no
  * memo call runs under it). */
 #define _GNU_SOURCE
 #include "remote.h"
@@ -50,6 +50,10 @@ struct remote_hint {
   int allow_link_local;
   int head_only; /* the first block alone */
   char *url;
+  int have_key;                    /* key names the object */
+  struct memo_key key;             /* its blocks' key (v[0] 0) */
+  struct remote_hint *prev, *next; /* in remote_pf.live while listed */
+  int listed;
 };
 
 struct pf_job {
@@ -66,15 +70,7 @@ struct remote_pf {
   struct pf_job q[PF_QUEUE]; /* oldest first */
   int qlen;
   struct pf_owner owners[PF_OWNERS];
-  /* What each worker fetches now (a run's object and blocks; n 0: none),
-   * for readers that need those blocks (rprefetch_wait). */
-  struct pf_running {
-    const struct memo_key *key; /* the run's source's, alive meanwhile */
-    uint64_t block;
-    uint32_t n;
-  } running[PF_THREADS_MAX];
-  pthread_cond_t ran; /* a run ended */
-  int slots;          /* entries of running[] handed to workers */
+  struct remote_hint *live; /* hints of whole objects not dropped */
   pthread_t threads[PF_THREADS_MAX];
   int n_threads, want_threads, started, quit;
   uint64_t budget, held, peak_held;
@@ -88,7 +84,6 @@ int rprefetch_new(struct remote *r) {
     return -ENOMEM;
   pthread_mutex_init(&pf->lock, NULL);
   pthread_cond_init(&pf->more, NULL);
-  pthread_cond_init(&pf->ran, NULL);
   int conns = r->cfg.http.max_conns > 0 ? r->cfg.http.max_conns : 1;
   pf->want_threads = conns - conns / 4;
   if (pf->want_threads > PF_THREADS_MAX)
@@ -142,16 +137,48 @@ static int pf_queue_locked(struct remote_pf *pf, struct remote_hint *h,
   return 0;
 }
 
-/* Fetch blocks [block, block+n) of src's object into the cache. */
-static void pf_fetch_run(struct rsrc *s, uint64_t block, uint32_t n) {
+/* Give back bytes charged to hint h that it will not hold. */
+static void pf_uncharge(struct remote_pf *pf, struct remote_hint *h,
+                        uint64_t bytes) {
+  pthread_mutex_lock(&pf->lock);
+  if (!h->dropped) {
+    if (bytes > h->charged)
+      bytes = h->charged;
+    h->charged -= bytes;
+    pf->owners[h->slot].held -= bytes;
+    pf->held -= bytes;
+  }
+  pthread_mutex_unlock(&pf->lock);
+}
+
+/* Fetch blocks [block, block+n) of src's object into the cache, for hint
+ * h. */
+static void pf_fetch_run(struct rsrc *s, struct remote_hint *h,
+                         uint64_t block, uint32_t n) {
   struct remote *r = s->r;
   for (uint64_t b = block; b < block + n; b++) {
+    uint64_t end;
     if (remote_block_cached(r, &s->key, b))
       continue;
+    /* Another transfer brings it (a reader's large read; a worker waiting
+     * for it would fetch nothing), or a reader had it lately: then the
+     * hint holds none of those bytes, and its budget goes to the next. */
+    int c = rflight_covered(r, &s->key, b, 1, &end);
+    if (c) {
+      if (end > block + n)
+        end = block + n;
+      if (c == 2)
+        pf_uncharge(r->pf, h, (end - b) * r->cfg.block_size);
+      b = end - 1;
+      continue;
+    }
     struct memo_key k = s->key;
     k.v[0] = b;
     struct fetch f = {s, b, remote_missing_run(r, &s->key, b, block + n - 1),
                       NULL};
+    for (uint32_t i = 1; i < f.n; i++) /* up to what a reader had lately */
+      if (rflight_covered(r, &s->key, b + i, 1, &end))
+        f.n = i;
     struct memo_ref *ref;
     struct zerr e = {0};
     if (memo_get(r->memo, &k, remote_block_fill, &f, &ref, &e) < 0)
@@ -167,7 +194,7 @@ static void pf_run(struct remote *r, struct pf_job *j) {
   struct remote_pf *pf = r->pf;
   struct remote_hint *h = j->h;
   if (j->src) {
-    pf_fetch_run((struct rsrc *)j->src, j->block, j->n);
+    pf_fetch_run((struct rsrc *)j->src, h, j->block, j->n);
     return;
   }
   struct bytesrc *src;
@@ -182,12 +209,17 @@ static void pf_run(struct remote *r, struct pf_job *j) {
      * block it was charged for. */
     uint64_t held = src->size < bs ? src->size : bs;
     pthread_mutex_lock(&pf->lock);
+    int dropped = h->dropped;
     if (!h->dropped && h->charged > held) {
       pf->owners[h->slot].held -= h->charged - held;
       pf->held -= h->charged - held;
       h->charged = held;
     }
     pthread_mutex_unlock(&pf->lock);
+    /* A size known already needed no request: the block itself may have
+     * left the cache since. */
+    if (!dropped && src->size)
+      pf_fetch_run((struct rsrc *)src, h, 0, 1);
   } else {
     pthread_mutex_lock(&pf->lock);
     int ok = h->charged >= nblocks * bs ||
@@ -195,9 +227,10 @@ static void pf_run(struct remote *r, struct pf_job *j) {
     pthread_mutex_unlock(&pf->lock);
     /* The runs of missing blocks, each a job: a block cached already
      * (the end of an index a layout read) splits a run, and the part
-     * after it must not wait for the part before. */
+     * after it must not wait for the part before. The first block too:
+     * a size known already needed no request for it. */
     struct rsrc *rs = (struct rsrc *)src;
-    for (uint64_t b = 1; ok && b < nblocks;) {
+    for (uint64_t b = 0; ok && b < nblocks;) {
       if (remote_block_cached(r, &rs->key, b)) {
         b++;
         continue;
@@ -207,32 +240,37 @@ static void pf_run(struct remote *r, struct pf_job *j) {
       int rc = h->dropped ? 0 : pf_queue_locked(pf, h, src, b, n);
       pthread_mutex_unlock(&pf->lock);
       if (rc < 0)
-        pf_fetch_run(rs, b, n);
+        pf_fetch_run(rs, h, b, n);
       b += n;
     }
   }
   bytesrc_unref(src);
 }
 
-/* Wait until no worker fetches blocks [first, last] of object okey. */
-void rprefetch_wait(struct remote *r, const struct memo_key *okey,
-                    uint64_t first, uint64_t last) {
+/* Take h out of the live hints (under pf->lock). */
+static void unlist_locked(struct remote_pf *pf, struct remote_hint *h) {
+  if (!h->listed)
+    return;
+  if (h->prev)
+    h->prev->next = h->next;
+  else
+    pf->live = h->next;
+  if (h->next)
+    h->next->prev = h->prev;
+  h->listed = 0;
+}
+
+/* Has a reader hinted the whole object okey (a hint not dropped)? */
+int rprefetch_hinted(struct remote *r, const struct memo_key *okey) {
   struct remote_pf *pf = r->pf;
   if (!pf)
-    return;
+    return 0;
+  int found = 0;
   pthread_mutex_lock(&pf->lock);
-  for (;;) {
-    int busy = 0;
-    for (int i = 0; i < pf->slots && !busy; i++) {
-      const struct pf_running *w = &pf->running[i];
-      busy = w->n && w->block <= last && first < w->block + w->n &&
-             remote_same_object(w->key, okey);
-    }
-    if (!busy || pf->quit || atomic_load(&r->stop))
-      break;
-    pthread_cond_wait(&pf->ran, &pf->lock);
-  }
+  for (struct remote_hint *h = pf->live; h && !found; h = h->next)
+    found = remote_same_object(&h->key, okey);
   pthread_mutex_unlock(&pf->lock);
+  return found;
 }
 
 /* A worker: take the oldest job of the owner with the fewest jobs
@@ -241,7 +279,6 @@ static void *pf_worker(void *arg) {
   struct remote *r = arg;
   struct remote_pf *pf = r->pf;
   pthread_mutex_lock(&pf->lock);
-  int me = pf->slots++; /* this worker's entry in running[] */
   for (;;) {
     while (!pf->quit && !pf->qlen)
       pthread_cond_wait(&pf->more, &pf->lock);
@@ -265,14 +302,9 @@ static void *pf_worker(void *arg) {
       o->running++;
       if (++pf->inflight > pf->peak_inflight)
         pf->peak_inflight = pf->inflight;
-      if (j.src)
-        pf->running[me] =
-            (struct pf_running){&((struct rsrc *)j.src)->key, j.block, j.n};
       pthread_mutex_unlock(&pf->lock);
       pf_run(r, &j);
       pthread_mutex_lock(&pf->lock);
-      pf->running[me].n = 0;
-      pthread_cond_broadcast(&pf->ran);
       o->running--;
       pf->inflight--;
     }
@@ -313,6 +345,10 @@ int remote_prefetch(struct remote *r, const char *url, int allow_link_local,
     remote_url_key(req_url, TAG_SIZE, &sk);
     if (memo_value_peek(r->memo, &sk, &size) && size > charge)
       charge = (size + charge - 1) / charge * charge;
+    /* A reader's large reads of a hinted object go through the blocks,
+     * which the hint's jobs fetch and wait on. */
+    remote_url_key(req_url, TAG_BLOCK, &h->key);
+    h->have_key = 1;
     free(req_url);
   }
   pthread_mutex_lock(&pf->lock);
@@ -341,6 +377,13 @@ int remote_prefetch(struct remote *r, const char *url, int allow_link_local,
     if (pf_charge(pf, h, charge)) {
       pf->owners[slot].hints++;
       rc = pf_queue_locked(pf, h, NULL, 0, 0);
+      if (rc == 0 && h->have_key) {
+        h->next = pf->live;
+        if (pf->live)
+          pf->live->prev = h;
+        pf->live = h;
+        h->listed = 1;
+      }
       if (rc < 0) { /* cannot happen: the queue had room */
         pf->owners[slot].hints--;
         pf->owners[slot].held -= h->charged;
@@ -370,6 +413,7 @@ void remote_hint_drop(struct remote *r, struct remote_hint *h) {
   pthread_mutex_lock(&pf->lock);
   struct pf_owner *o = &pf->owners[h->slot];
   h->dropped = 1;
+  unlist_locked(pf, h);
   o->held -= h->charged;
   pf->held -= h->charged;
   h->charged = 0;
@@ -407,7 +451,6 @@ void rprefetch_free(struct remote *r) {
       hint_free(pf->q[i].h);
   }
   pthread_cond_destroy(&pf->more);
-  pthread_cond_destroy(&pf->ran);
   pthread_mutex_destroy(&pf->lock);
   free(pf);
   r->pf = NULL;

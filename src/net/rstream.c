@@ -132,6 +132,7 @@ static int stream_emit(struct rstream *st, uint64_t total) {
   if (b) {
     zobj_init(&b->obj, remote_rblock_destroy);
     b->len = st->fill;
+    b->total = total;
     b->vhash = st->vhash;
     memcpy(b->cond, st->cond, sizeof b->cond);
     memcpy(b->data, st->buf, st->fill);

@@ -7,7 +7,12 @@
 #     no timing; with decode_threads=0, so that no decoding ahead asks
 #     for it), and the text is exact;
 #  2. 8 readers of different arrays at once, 20 ms per request: every one
-#     reads its exact text (the transfers are shared, none starves).
+#     reads its exact text (the transfers are shared, none starves);
+#  3. `cat values.txt` of chunks large enough to be read in parallel parts
+#     (zstd, and uncompressed), 20 ms per request: each byte of each chunk
+#     is requested once over the mount's life (the bytes the server sent
+#     for the chunks equal their sizes: the decoding's reads take what the
+#     prefetch has cached or in flight), and the text is exact.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 zt_require_mkstore
@@ -20,6 +25,10 @@ printf '{"zarr_format":3,"node_type":"group","attributes":{}}\n' >"$WEB/zarr.jso
 for i in 0 1 2 3 4 5 6 7; do
   "$ZARRFS_MKSTORE" bigstrings "$WEB/a$i" --count $((20000 + 1000 * i)) \
     --chunk 2500 --strlen 15 --data zstd --plain "$PLAIN/a$i.txt" >/dev/null
+done
+for kind in zstd none; do
+  "$ZARRFS_MKSTORE" bigstrings "$WEB/once-$kind.zarr" --count 600000 \
+    --chunk 150000 --strlen 15 --data "$kind" --plain "$PLAIN/once.txt" >/dev/null
 done
 srv_fault_start "$WEB"
 
@@ -66,5 +75,22 @@ if zmount "$FAULT_URL/_f/lat=20" "$M"; then
   done
   zumount "$M"
 fi
+
+# ---- 3. each byte of each chunk requested once ----
+for kind in zstd none; do
+  M=$(zt_mkdir "m3$kind")
+  if zmount "$FAULT_URL/_f/lat=20/once-$kind.zarr" "$M"; then
+    OUT=$(zt_mkdir "out3$kind")
+    t cat "$M/values.txt" >"$OUT/values.txt"
+    assert_file_eq "once-$kind: values.txt exact" "$PLAIN/once.txt" "$OUT/values.txt"
+    zumount "$M"
+    size=$(cat "$WEB/once-$kind.zarr"/c/* | wc -c)
+    served=$(srv_log_lines "$FAULT_LOG" "once-$kind.zarr/c/" |
+      awk '{ s += $NF } END { print s + 0 }')
+    [ "$served" = "$size" ] ||
+      srv_log_lines "$FAULT_LOG" "once-$kind.zarr/c/" | sed 's/^/    | /' >&2
+    assert_eq "once-$kind: chunk bytes served once each (bytes served = sizes)" "$size" "$served"
+  fi
+done
 
 finish

@@ -832,6 +832,71 @@ START_TEST(test_prefetch_fair) {
 }
 END_TEST
 
+/* Read all of url (size bytes, named; object i of write_objs) in one read
+ * and check it. */
+static void read_whole(struct remote *r, const char *url, size_t size, int i) {
+  struct bytesrc *s;
+  uint8_t *buf = malloc(size);
+  ck_assert_ptr_nonnull(buf);
+  ck_assert_int_eq(remote_open(r, url, 0, size, 0, NULL, &s, NULL), 0);
+  ck_assert_int_eq(bytesrc_read_range(s, 0, size, buf, NULL), 0);
+  for (size_t k = 0; k < size; k++)
+    if (buf[k] != pattern(k + (uint64_t)i))
+      ck_abort_msg("%s: byte %zu differs", url, k);
+  bytesrc_unref(s);
+  free(buf);
+}
+
+START_TEST(test_large_read_joins_prefetch) {
+  /* A large read of an object a reader hinted takes the blocks the
+   * prefetch is bringing (its first block, its runs of max_request in
+   * flight or queued) and fetches only what nobody fetches: every byte of
+   * the object is served once. Three moments: the read starts while the
+   * prefetch asks for the first block; once some runs are in flight
+   * (3 workers, 4 runs); and before the hint (the prefetch then leaves
+   * alone the blocks the read just had). */
+  const size_t size = 4u << 20;
+  write_objs("lrj", 3, size);
+  struct remote_config c;
+  remote_config_default(&c);
+  c.block_size = 64u << 10;
+  c.max_request = 1u << 20;
+  c.http.max_conns = 4; /* 3 prefetch workers */
+  struct remote *r;
+  ck_assert_int_eq(remote_new(&c, NULL, &r, NULL), 0);
+  int owner;
+  char url[512];
+  struct remote_hint *h;
+  struct remote_pf_stats st;
+
+  snprintf(url, sizeof url, "%s/_f/lat=200/lrj0", base);
+  ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &owner, &h), 0);
+  read_whole(r, url, size, 0);
+  prefetch_idle(r, &st);
+  remote_hint_drop(r, h);
+  ck_assert_uint_eq(served_bytes("/lrj0"), size);
+
+  snprintf(url, sizeof url, "%s/_f/lat=200/lrj1", base);
+  uint64_t before = remote_requests(r);
+  ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &owner, &h), 0);
+  for (int i = 0; i < 500 && remote_requests(r) < before + 4; i++)
+    nanosleep(&(struct timespec){0, 2000000L}, NULL);
+  ck_assert_uint_ge(remote_requests(r), before + 4); /* head + 3 runs */
+  read_whole(r, url, size, 1);
+  prefetch_idle(r, &st);
+  remote_hint_drop(r, h);
+  ck_assert_uint_eq(served_bytes("/lrj1"), size);
+
+  snprintf(url, sizeof url, "%s/_f/lat=200/lrj2", base);
+  read_whole(r, url, size, 2);
+  ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &owner, &h), 0);
+  prefetch_idle(r, &st);
+  remote_hint_drop(r, h);
+  ck_assert_uint_eq(served_bytes("/lrj2"), size);
+  remote_free(r);
+}
+END_TEST
+
 int main(void) {
   if (server_start() < 0) {
     if (getenv("CI") && !strcmp(getenv("CI"), "true")) {
@@ -861,6 +926,7 @@ int main(void) {
   tcase_add_test(tc, test_prefetch_parallel);
   tcase_add_test(tc, test_prefetch_bounded);
   tcase_add_test(tc, test_prefetch_fair);
+  tcase_add_test(tc, test_large_read_joins_prefetch);
   suite_add_tcase(s, tc);
   int rc = testutil_run(s);
   server_stop();
