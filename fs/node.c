@@ -262,6 +262,20 @@ static int node_set_attrs(struct node_table *t, struct znode *n,
   return 0;
 }
 
+/* A hash of n's attributes as compact JSON with sorted keys (0: none, or
+ * no memory to dump them: the units are then keyed by the metadata only,
+ * as when there are no attributes). */
+static uint64_t attrs_hash_of(const struct znode *n) {
+  if (!n->attrs)
+    return 0;
+  char *doc = json_dumps(n->attrs, JSON_COMPACT | JSON_SORT_KEYS);
+  if (!doc)
+    return 0;
+  uint64_t h = htab_hash_bytes(doc, strlen(doc), 0x6174747273ull) | 1;
+  free(doc);
+  return h;
+}
+
 /* Give array n the node of its CF views when its attributes carry a CF
  * encoding, or when xarray wrote it (`_ARRAY_DIMENSIONS`: xarray keeps a
  * variable's _FillValue in the array's fill_value) and its fill_value
@@ -302,6 +316,7 @@ static int node_set_cf(struct node_table *t, struct znode *n, const char *key,
   *v = *n;
   v->cf = NULL;
   v->attrs = NULL;
+  v->attrs_hash = attrs_hash_of(n);
   v->cons = NULL;
   v->next = NULL;
   v->form.cf = c;
@@ -331,6 +346,7 @@ static int node_set_csv(struct node_table *t, struct znode *n, const char *key,
   v->cf = NULL;
   v->csv = NULL;
   v->attrs = NULL;
+  v->attrs_hash = attrs_hash_of(n);
   v->cons = NULL;
   v->next = NULL;
   v->form.csv = 1;

@@ -73,6 +73,10 @@ struct znode {
   json_t *attrs;         /* arrays: the attributes (V3
                             `attributes`, V2 .zattrs; owned reference), or
                             NULL */
+  uint64_t attrs_hash;   /* CF and CSV nodes: a hash of the attributes
+                            their text is drawn from (the persistent index
+                            keys their units by it; a V2 array's .zattrs
+                            are not in its .zarray); 0 otherwise */
   const struct znode *cf; /* arrays whose attributes carry a CF encoding
                              (src/zarr/cf.h): the node of the CF views
                              (values.cf.txt, K.cf.txt), owned by this one.

@@ -47,7 +47,7 @@ static int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
 /* The version of the text rules (how elements become text): a record of
  * the persistent index written under other rules is never used. Raise it
  * with any change to the bytes of a unit's text. */
-#define UNIT_TEXT_RULES 1u
+#define UNIT_TEXT_RULES 2u
 
 /* What the persistent index knows unit idx by, into *id (its key in key,
  * len bytes): 0, or -1 when that is not known cheaply (no index, a remote
@@ -84,9 +84,12 @@ static int unit_ident(struct engine *e, const struct znode *n,
   free(doc);
   if (n->form.fill)
     h = htab_hash_bytes(n->form.fill, n->form.fill_len, h);
-  /* a CF or CSV view's units: text of their own from the same chunk */
-  if (n->form.cf || n->form.csv)
+  /* a CF or CSV view's units: text of their own from the same chunk and
+   * the attributes */
+  if (n->form.cf || n->form.csv) {
     h = htab_hash_bytes(n->form.csv ? "csv" : "cf", n->form.csv ? 3 : 2, h);
+    h = htab_hash_bytes(&n->attrs_hash, sizeof n->attrs_hash, h);
+  }
   *id = (struct lxindex_id){e->store->location, key, size, mtime, h,
                             UNIT_TEXT_RULES};
   return 0;

@@ -9,7 +9,10 @@
 #   3. a chunk touched (same bytes, another mtime) is decoded again, only
 #      it; a chunk rewritten with other values (another size) gives the
 #      new exact size, never the stale record's;
-#   4. a corrupted index file gives misses, never a wrong size.
+#   4. a corrupted index file gives misses, never a wrong size;
+#   5. a V2 array's CF view: new .zattrs (another scale_factor, the chunks
+#      untouched) give the new exact size of values.cf.txt, never the
+#      size recorded under the old attributes.
 . "$(dirname "$0")/lib.sh"
 zt_require_mkstore
 
@@ -115,4 +118,26 @@ EOF
 done
 stat_read "index corrupted" -o index_cache="$IDX"
 assert_eq "index corrupted: the exact size all the same" "$new" "$SIZE"
+
+# ---- 5. a CF view under new attributes ----
+V2=$D/cf2.zarr
+mkdir -p "$V2/t"
+printf '{"zarr_format": 2}' >"$V2/.zgroup"
+printf '%s' '{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "<i2",
+  "compressor": null, "filters": null, "fill_value": null, "order": "C"}' \
+  >"$V2/t/.zarray"
+printf '\001\000\002\000\003\000\004\000' >"$V2/t/0"
+printf '{"scale_factor": 0.5}' >"$V2/t/.zattrs"
+cf_size() {
+  zmount "$V2" "$MNT" -o index_cache="$IDX" || return 1
+  CF_SIZE=$(t stat -c %s "$MNT/t/values.cf.txt")
+  CF_TEXT=$(t cat "$MNT/t/values.cf.txt" | tr '\n' ' ')
+  zumount "$MNT"
+}
+cf_size && assert_eq "CF view, scale_factor 0.5: values" "0.5 1 1.5 2 " "$CF_TEXT"
+printf '{"scale_factor": 0.125}' >"$V2/t/.zattrs"
+if cf_size; then
+  assert_eq "CF view, new scale_factor: new values" "0.125 0.25 0.375 0.5 " "$CF_TEXT"
+  assert_eq "... and their exact size (21 bytes), not the recorded one" 21 "$CF_SIZE"
+fi
 finish
