@@ -149,6 +149,10 @@ lim() { timeout -k 2 "$LIMIT" "$@"; }
 # Bytes the daemon has read so far (rchar: every read(2)/pread(2), its
 # store files and /dev/fuse alike); empty with no daemon.
 rchar() { if [ -n "$DAEMON" ]; then awk '$1 == "rchar:" { print $2 }' "/proc/$DAEMON/io"; fi; }
+# CPU the daemon has used so far, in clock ticks (user + system, all its
+# threads: fields 14 and 15 of /proc/PID/stat); empty with no daemon.
+TICK=$(getconf CLK_TCK)
+cputicks() { if [ -n "$DAEMON" ]; then awk '{ print $14 + $15 }' "/proc/$DAEMON/stat"; fi; }
 
 # The setups a run starts with: a fresh zarrfs mount of STORE (with ZOPTS)
 # on a dropped page cache; a fresh memfs of MEMFILE, the page cache dropped
@@ -161,28 +165,31 @@ no_mount() { unmount_store; drop_caches; }
 # runs SETUP CMD...: RUNS times SETUP, then CMD timed (output to /dev/null)
 # with the daemon's rchar before and after. MED: the median seconds
 # (">LIMIT" when a run hit the limit, which ends the runs); READ: the
-# median bytes read (empty without a daemon). CHECK, when set, runs after
+# median bytes read and CPU: the median CPU seconds the daemon used
+# meanwhile (both empty without a daemon). CHECK, when set, runs after
 # the first run on the same mount (a correctness check).
 runs() {
-  local setup=$1 t=() r=() a b i
+  local setup=$1 t=() r=() u=() a b ca cb i
   shift
-  MED="" READ=""
+  MED="" READ="" CPU=""
   for i in $(seq "$RUNS"); do
     $setup
-    a=$(rchar)
+    a=$(rchar) ca=$(cputicks)
     time_once /dev/null lim "$@"
     if [ "$TIMEOUT" = yes ]; then
       MED=">$LIMIT"
       unmount_store
       return
     fi
-    b=$(rchar)
+    b=$(rchar) cb=$(cputicks)
     t+=("$SECS")
     if [ -n "$a" ]; then r+=($((b - a))); fi
+    if [ -n "$ca" ]; then u+=("$(awk -v a="$ca" -v b="$cb" -v t="$TICK" 'BEGIN { printf "%.3f", (b - a) / t }')"); fi
     if [ "$i" = 1 ] && [ -n "${CHECK:-}" ]; then $CHECK; fi
   done
   MED=$(bench_median "${t[@]}")
   if [ ${#r[@]} -gt 0 ]; then READ=$(bench_median "${r[@]}"); fi
+  if [ ${#u[@]} -gt 0 ]; then CPU=$(bench_median "${u[@]}"); fi
 }
 
 # check_view: values.txt is the text (same mount: the kernel keeps the
@@ -306,6 +313,7 @@ measure() {
   size=$(store_size "$STORE")
   CHECK=check_view runs fresh_zarrfs cat "$MNT/values.txt"
   cat_s=$MED cat_read=$READ
+  local cat_cpu=$CPU
   local rd
   rd="$(bytes "$cat_read") ($(ratio "$cat_read" "$size") of $(bytes "$size") stored)"
   [ -n "$cat_read" ] || rd=""
@@ -317,6 +325,13 @@ measure() {
     [ "$name" = utf8 ] && tgt="≤ 0.7x zstd -dc: $(met 'a <= 0.7 * b' "$cat_s" "${ZSTD[$zkey]}")"
     out "$label: cat values.txt" "$(secs "$cat_s")" "" "zstd -dc (${ZSTD[$zkey]} s)" "$(ratio "$cat_s" "${ZSTD[$zkey]}")" "$tgt"
   fi
+  case $name in f64 | i32)
+    # rendering numbers is the daemon's work: the workers render the
+    # units after the one being read, so it should use both cores
+    out "$label: daemon CPU (user + system) during cat values.txt" "$(secs "$cat_cpu")" "" "cat values.txt ($cat_s s)" \
+      "$(ratio "$cat_cpu" "$cat_s")" "> 1.3x on 2 idle cores: $(met 'a > 1.3 * b' "$cat_cpu" "$cat_s")"
+    ;;
+  esac
   if [ "$name" = utf8 ] && [ -n "$PY_STR" ]; then
     out "$label: cat values.txt" "$(secs "$cat_s")" "" "zarr-python strings ($PY_STR s)" "$(ratio "$cat_s" "$PY_STR")" ""
   fi

@@ -270,9 +270,25 @@ static void ahead_hint_drop(struct ahead_job *j, uint32_t k) {
   }
 }
 
-/* Decode a unit (and its deferred data) into the memo; pins in *u, *d. */
+/* Units whose text the workers made whole (cursor_rendered). */
+static _Atomic uint64_t ahead_rendered;
+
+/* Is unit idx in the memo? With `text`: only when its text is whole. */
+static int unit_held(struct ahead_job *j, const uint64_t *idx, int text) {
+  struct memo_key k;
+  struct memo_ref *r;
+  node_key(&k, ELEVEL_UNIT, j->n, idx, NULL, 0);
+  if (!memo_peek(j->e->memo, &k, &r))
+    return 0;
+  int held = !text || unit_of_ref(r)->text != NULL;
+  memo_release(j->e->memo, r);
+  return held;
+}
+
+/* Decode a unit (and its deferred data) into the memo; pins in *u, *d.
+ * Units the job found undecoded and left rendered whole are counted. */
 static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
-                         struct memo_ref **d) {
+                        struct memo_ref **d) {
   struct zerr err = {0};
   uint64_t idx[ZMETA_MAX_DIMS], size;
   region_unit(&j->r, j->rl, idx);
@@ -285,11 +301,15 @@ static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
       }
       region_unit(&j->r, j->run[k], idx);
       zerr_clear(&err);
-      (void)unit_size(j->e, j->n, idx, &size, &err);
+      int had = unit_held(j, idx, 0);
+      if (unit_size(j->e, j->n, idx, &size, &err) == 0 && !had &&
+          unit_held(j, idx, 1))
+        atomic_fetch_add_explicit(&ahead_rendered, 1, memory_order_relaxed);
       ahead_hint_drop(j, k);
     }
     return;
   }
+  int had = unit_held(j, idx, 0);
   if (unit_get(j->e, j->n, idx, u, &err) < 0) {
     *u = NULL;
     return;
@@ -300,6 +320,8 @@ static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
   if (j->what == AHEAD_DATA &&
       unit_src(j->e, j->n, ct, &rct, &src, d, &err) == 0)
     bytesrc_unref(src);
+  if (!had && ct->text)
+    atomic_fetch_add_explicit(&ahead_rendered, 1, memory_order_relaxed);
 }
 
 /* A worker's job: decode, then hand the pins to the cursor's slot (or let
@@ -565,4 +587,9 @@ void cursor_note_cost(struct view_cursor *c, size_t cost) {
   pthread_mutex_lock(&c->lock);
   c->est = cost;
   pthread_mutex_unlock(&c->lock);
+}
+
+/* See cursor.h. */
+uint64_t cursor_rendered(void) {
+  return atomic_load_explicit(&ahead_rendered, memory_order_relaxed);
 }

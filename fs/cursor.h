@@ -75,6 +75,12 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
                        const struct region *r, const struct region_layout *l,
                        struct view_cursor *c, uint64_t k);
 
+/* How many units the workers have rendered whole in this process: units
+ * a job (decoding ahead of a reader, or learning sizes for a layout)
+ * found undecoded and left as their text in the memo. A reader going in
+ * sequence then copies text made on the other cores. */
+uint64_t cursor_rendered(void);
+
 /* A fill (a layout, a row) that has workers decode its units ahead of
  * it: how far it has come itself. A job for a unit the fill has passed
  * is stale (the fill decoded that unit) and does nothing: with a small

@@ -6,7 +6,8 @@
  * leaks nothing (ASan build); on a store that fetches ahead
  * (store_prefetch), a sequential reader names the chunks after the one it
  * reads, in a growing window within what the store accepts, and lets go
- * of them all on a seek and on close. */
+ * of them all on a seek and on close; a reader in sequence copies text
+ * the workers rendered (cursor_rendered). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../fs/cursor.h"
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
 #include "../../fs/view.h"
@@ -318,6 +320,42 @@ START_TEST(rows_read_with_workers) {
 }
 END_TEST
 
+START_TEST(workers_render_for_a_reader) {
+  /* 40 units of ~150 KB of text read in sequence: the workers render the
+   * units after the one being read (or while the size is learned), so the
+   * reader copies text made on the other cores (a fifth of the units at
+   * least, even on a loaded machine); with none it makes all. */
+  char *want = make_int_array(40, 20000);
+  size_t size = strlen(want);
+  for (int threads = 0; threads <= 2; threads += 2) {
+    struct engine *e = engine_threads(256u << 20, threads);
+    struct ns_entry ent;
+    struct zerr err = {0};
+    ck_assert_int_eq(ns_resolve(e, "/a/values.txt", &ent, &err), 0);
+    char *buf = malloc(size);
+    struct view_cursor *c = view_cursor_new();
+    uint64_t before = cursor_rendered();
+    for (uint64_t off = 0; off < size;) {
+      long n = ns_read_view(e, &ent, off, 128 << 10, buf + off, c, &err);
+      ck_assert_msg(n > 0, "at %llu: %s", (unsigned long long)off, err.msg);
+      off += (uint64_t)n;
+    }
+    ck_assert(memcmp(buf, want, size) == 0);
+    uint64_t made = cursor_rendered() - before;
+    if (threads)
+      ck_assert_msg(made >= 8, "workers rendered %llu of 40 units",
+                    (unsigned long long)made);
+    else
+      ck_assert_uint_eq(made, 0);
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 40);
+    view_cursor_free(e, c);
+    free(buf);
+    engine_free(e);
+  }
+  free(want);
+}
+END_TEST
+
 START_TEST(reader_leaves_with_jobs_in_flight) {
   char *want = make_int_array(64, 20000);
   struct engine *e = engine_threads(256u << 20, 2);
@@ -470,6 +508,7 @@ int main(void) {
   tcase_add_test(tc, beyond_the_budget_at_most_twice);
   tcase_add_test(tc, units_larger_than_the_cache_held_once);
   tcase_add_test(tc, rows_read_with_workers);
+  tcase_add_test(tc, workers_render_for_a_reader);
   tcase_add_test(tc, reader_leaves_with_jobs_in_flight);
   tcase_add_test(tc, chunks_named_ahead_of_a_reader);
   suite_add_tcase(s, tc);
