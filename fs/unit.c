@@ -258,19 +258,23 @@ static int decoded_fill(void *ctx, struct zobj **obj, size_t *cost,
 }
 
 /* unit_source for the unit fill of a view's node: the views of an array
- * with more than one (values.txt, values.cf.txt, rows.csv) share its
- * decoded bytes, so a chunk goes through the codec chain once. *out is
- * the unit's own abytes, whose buffers it shares by reference (text
- * preparation replaces a buffer rather than write into it, and a shared
- * buffer is never turned into text in place). Each unit's cost counts the
- * buffers it holds, so memory stays within the budget even while the
- * shared entry is charged for them too. *fresh: a decode ran here. */
+ * with CF views (values.txt, values.cf.txt and rows.csv, each read as
+ * the array's data is looked at both ways) share its decoded bytes, so a
+ * chunk goes through the codec chain once. *out is the unit's own
+ * abytes, sharing the entry's buffers by reference (text preparation
+ * replaces a buffer rather than write into it, and a shared buffer is
+ * never turned into text in place). A unit's cost counts the buffers it
+ * holds, shared or not, so memory stays within the budget whichever of
+ * the two entries is evicted first; the price is that the shared bytes
+ * take budget twice while both entries are cached, which is why arrays
+ * without CF views (whose rows.csv is seldom read beside values.txt)
+ * keep one entry per unit. *fresh: a decode ran here. */
 static int unit_decoded(struct unit_job *j, struct abytes **out, int *logged,
                         int *fresh, struct zerr *err) {
   const struct znode *base = j->n->base ? j->n->base : j->n;
   *out = NULL;
   *fresh = 1;
-  if (!base->cf && !base->csv) /* one view: nothing to share */
+  if (!base->cf) /* see above */
     return unit_source(j, out, logged, err);
   struct memo_key k;
   node_key(&k, ELEVEL_DECODED, base, j->idx, NULL, 0);
