@@ -50,7 +50,8 @@
  * the shard's index); a unit size decodes the unit; a layout
  * reads presence and unit sizes; a region size reads its layout; a row
  * decodes its units and their data; a table block reads its columns'
- * units (and its string chunks); a table layout renders its blocks. */
+ * units (and its string chunks); a table layout renders its blocks; a
+ * group's info.txt lists the store and reads metadata (levels 1, 2). */
 /* Level 1 (MEMO_LEVEL_SOURCE) is the byte sources' own, level 2
  * (MEMO_LEVEL_STORE) the stores'. */
 enum engine_level {
@@ -75,6 +76,7 @@ enum engine_level {
   ELEVEL_TABLE_LAYOUT = 14, /* where each block of a table starts; as
                                values, each block's size and the table's
                                (table.c) */
+  ELEVEL_INFO = 15,         /* a group's info.txt (info.c) */
 };
 
 struct engine_config {

@@ -267,6 +267,23 @@ START_TEST(views_share_decoded_chunks) {
 }
 END_TEST
 
+/* A group's info.txt is made once for stat and reads alike (its V2
+ * .zattrs read once): an edit while mounted does not show. */
+START_TEST(group_info_made_once) {
+  put_text(".zattrs", "{\"title\":\"one\"}");
+  struct engine *e = open_engine();
+  char *a = read_all(e, "info.txt", 7);
+  ck_assert_ptr_nonnull(strstr(a, "title: \"one\""));
+  put_text(".zattrs", "{\"title\":\"two, longer\"}");
+  char *b = read_all(e, "info.txt", 4096);
+  ck_assert_str_eq(a, b);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_INFO), 1);
+  free(a);
+  free(b);
+  engine_free(e);
+}
+END_TEST
+
 /* The suite. */
 static Suite *cfview_suite(void) {
   Suite *s = suite_create("cfview");
@@ -280,6 +297,7 @@ static Suite *cfview_suite(void) {
   tcase_add_test(tc, listed_only_where_cf_applies);
   tcase_add_test(tc, stored_key_wins);
   tcase_add_test(tc, views_share_decoded_chunks);
+  tcase_add_test(tc, group_info_made_once);
   suite_add_tcase(s, tc);
   return s;
 }
