@@ -46,31 +46,37 @@
 
 /* Memo levels of what the engine and the views cache. The wait rule of
  * memo.h holds because a fill of each level only asks for lower ones:
- * a unit reads its shard's index; a unit size decodes the unit; a layout
+ * a unit reads its shard's index, a unit its decoded bytes (which read
+ * the shard's index); a unit size decodes the unit; a layout
  * reads presence and unit sizes; a region size reads its layout; a row
  * decodes its units and their data; a table block reads its columns'
- * units (and its string chunks); a table layout renders its blocks. */
+ * units (and its string chunks); a table layout renders its blocks; a
+ * group's info.txt lists the store and reads metadata (levels 1, 2). */
 /* Level 1 (MEMO_LEVEL_SOURCE) is the byte sources' own, level 2
  * (MEMO_LEVEL_STORE) the stores'. */
 enum engine_level {
   ELEVEL_SHARD_INDEX = MEMO_LEVEL_STORE + 1, /* a shard's decoded index
                                                 (unit.c) */
-  ELEVEL_UNIT = 4,          /* a decoded unit with its text layout (unit.c) */
-  ELEVEL_DATA = 5,          /* a unit's deferred data section, decoded
+  ELEVEL_DECODED = 4,       /* a unit's bytes out of the codec chain,
+                               shared by the views of one array (keyed by
+                               the array's own node; unit.c) */
+  ELEVEL_UNIT = 5,          /* a decoded unit with its text layout (unit.c) */
+  ELEVEL_DATA = 6,          /* a unit's deferred data section, decoded
                                (unit.c) */
-  ELEVEL_UNIT_SIZE = 6,     /* value: a unit's text size (unit.c) */
-  ELEVEL_PRESENCE = 7,      /* which chunks of an array are stored (unit.c) */
-  ELEVEL_LAYOUT = 8,        /* a region's text layout (view.c) */
-  ELEVEL_REGION_SIZE = 9,   /* value: a region's text size (view.c) */
-  ELEVEL_ROW = 10,          /* a row of units of a region (view.c) */
-  ELEVEL_TABLE = 11,        /* a group's table D.csv: its columns
+  ELEVEL_UNIT_SIZE = 7,     /* value: a unit's text size (unit.c) */
+  ELEVEL_PRESENCE = 8,      /* which chunks of an array are stored (unit.c) */
+  ELEVEL_LAYOUT = 9,        /* a region's text layout (view.c) */
+  ELEVEL_REGION_SIZE = 10,   /* value: a region's text size (view.c) */
+  ELEVEL_ROW = 11,          /* a row of units of a region (view.c) */
+  ELEVEL_TABLE = 12,        /* a group's table D.csv: its columns
                                (table.c); a string column's chunk decoded
                                with its bytes as stored (tblock.c) */
-  ELEVEL_TABLE_BLOCK = 12,  /* a block of rows of a table, rendered
+  ELEVEL_TABLE_BLOCK = 13,  /* a block of rows of a table, rendered
                                (table.c, tblock.c) */
-  ELEVEL_TABLE_LAYOUT = 13, /* where each block of a table starts; as
+  ELEVEL_TABLE_LAYOUT = 14, /* where each block of a table starts; as
                                values, each block's size and the table's
                                (table.c) */
+  ELEVEL_INFO = 15,         /* a group's info.txt (info.c) */
 };
 
 struct engine_config {

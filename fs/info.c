@@ -419,9 +419,67 @@ static int gather_counts(struct engine *e, const struct znode *n,
   return 0;
 }
 
+/* A group's text, kept (memo object, ELEVEL_INFO). */
+struct info_obj {
+  struct zobj obj;
+  char *text;
+  size_t len;
+};
+
+/* Release a kept text. */
+static void info_obj_destroy(struct zobj *o) {
+  struct info_obj *t = (struct info_obj *)o;
+  free(t->text);
+  free(t);
+}
+
+/* What a group text fill needs. */
+struct info_job {
+  struct engine *e;
+  const struct znode *n;
+};
+
+/* Fill: a group's text, made once. */
+static int info_fill(void *ctx, struct zobj **obj, size_t *cost,
+                     struct zerr *err) {
+  struct info_job *j = ctx;
+  struct info_obj *t = calloc(1, sizeof *t);
+  if (!t)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&t->obj, info_obj_destroy);
+  FILE *f = open_memstream(&t->text, &t->len);
+  int rc = f ? info_write(f, j->e, j->n, NULL, &t->text, &t->len) : -ENOMEM;
+  if (rc < 0) {
+    zobj_put(&t->obj);
+    return zerr_set(err, -rc, "out of memory");
+  }
+  *obj = &t->obj;
+  *cost = sizeof *t + t->len;
+  return 0;
+}
+
 /* See info.h: the counts, then the text. */
 int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
               struct zerr *err) {
+  if (n->kind == ZNODE_GROUP) {
+    /* The store is taken as immutable while mounted (its metadata is read
+     * once into the node table): made once, not for every stat and read
+     * (a listing and, for V2, a .zattrs read: requests on a remote
+     * store). */
+    struct memo_key k;
+    node_key(&k, ELEVEL_INFO, n, NULL, NULL, 0);
+    struct info_job j = {e, n};
+    struct memo_ref *ref;
+    ZTRY(memo_get(e->memo, &k, info_fill, &j, &ref, err));
+    const struct info_obj *t = (const struct info_obj *)memo_obj(ref);
+    *out = malloc(t->len + 1);
+    if (*out) {
+      memcpy(*out, t->text, t->len + 1);
+      *len = t->len;
+    }
+    memo_release(e->memo, ref);
+    return *out ? 0 : zerr_set(err, ENOMEM, "out of memory");
+  }
   struct info_counts c = {0};
   char why[sizeof err->msg];
   if (n->kind == ZNODE_ARRAY && n->meta)

@@ -37,7 +37,10 @@ struct info_counts {
  * its members, whose metadata is read (once, into the node table); then
  * its dimensions with their sizes, each array member (data type,
  * dimensions, shape, chunks, codecs, fill value, attributes), its member
- * groups and its own attributes (V2: its .zattrs, read each time). 0, or
+ * groups and its own attributes (V2: its .zattrs). A group's text is made
+ * once and kept in the memo (ELEVEL_INFO), as the store is taken as
+ * immutable while mounted: a .zattrs edited or a member added while
+ * mounted shows after a remount (or once the text was evicted). 0, or
  * a transient failure (-EINTR, -ENOMEM, ...) with err set; any other
  * listing failure says "unknown" and why in the text. */
 int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,

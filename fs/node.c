@@ -315,6 +315,7 @@ static int node_set_cf(struct node_table *t, struct znode *n, const char *key,
   }
   *v = *n;
   v->cf = NULL;
+  v->base = n;
   v->attrs = NULL;
   v->attrs_hash = attrs_hash_of(n);
   v->cons = NULL;
@@ -345,6 +346,7 @@ static int node_set_csv(struct node_table *t, struct znode *n, const char *key,
   *v = *n;
   v->cf = NULL;
   v->csv = NULL;
+  v->base = n;
   v->attrs = NULL;
   v->attrs_hash = attrs_hash_of(n);
   v->cons = NULL;

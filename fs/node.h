@@ -83,6 +83,10 @@ struct znode {
                              It is this node with form.cf set and its own
                              fill text; being another address it has memo
                              keys of its own. NULL: no CF views */
+  const struct znode *base; /* the views' nodes (cf, csv): the array's
+                               node they were made from, whose memo keys
+                               their decoded bytes share (ELEVEL_DECODED);
+                               NULL for every other node */
   const struct znode *csv; /* arrays of two or more dimensions: the node of
                               rows.csv, owned by this one: this node with
                               form.csv set (and form.cf borrowed from the

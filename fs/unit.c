@@ -208,6 +208,105 @@ static int unit_source(struct unit_job *j, struct abytes **out, int *logged,
   return rc;
 }
 
+/* ---- decoded bytes shared by the views of one array ---- */
+
+/* A unit's bytes out of the codec chain (memo object, ELEVEL_DECODED),
+ * before any view's text preparation; NULL ab: the fill value. */
+struct decoded_obj {
+  struct zobj obj;
+  struct abytes *ab;
+};
+
+/* Release decoded bytes. */
+static void decoded_destroy(struct zobj *o) {
+  struct decoded_obj *d = (struct decoded_obj *)o;
+  abytes_free(d->ab);
+  free(d);
+}
+
+/* A decoded_fill's job: whether it ran tells the unit fill that a decode
+ * happened for it (the stats count decodes, not views). */
+struct decoded_job {
+  struct unit_job j; /* of the array's own node */
+  int filled;
+};
+
+/* Fill: decode a unit of the array's own node once for all its views,
+ * logging a failure here. */
+static int decoded_fill(void *ctx, struct zobj **obj, size_t *cost,
+                        struct zerr *err) {
+  struct decoded_job *dj = ctx;
+  struct unit_job *j = &dj->j;
+  struct decoded_obj *d = calloc(1, sizeof *d);
+  if (!d)
+    return zerr_set(err, ENOMEM, "out of memory");
+  zobj_init(&d->obj, decoded_destroy);
+  dj->filled = 1;
+  int logged = 0;
+  int rc = engine_check_stop(j->e, err);
+  if (rc == 0)
+    rc = unit_source(j, &d->ab, &logged, err);
+  if (rc < 0) {
+    if (!logged)
+      log_failure(j->e, j->key, err);
+    zobj_put(&d->obj);
+    return rc;
+  }
+  *obj = &d->obj;
+  *cost = sizeof *d + abytes_mem_cost(d->ab);
+  return 0;
+}
+
+/* unit_source for the unit fill of a view's node: the views of an array
+ * with CF views (values.txt, values.cf.txt and rows.csv, each read as
+ * the array's data is looked at both ways) share its decoded bytes, so a
+ * chunk goes through the codec chain once. *out is the unit's own
+ * abytes, sharing the entry's buffers by reference (text preparation
+ * replaces a buffer rather than write into it, and a shared buffer is
+ * never turned into text in place). A unit's cost counts the buffers it
+ * holds, shared or not, so memory stays within the budget whichever of
+ * the two entries is evicted first; the price is that the shared bytes
+ * take budget twice while both entries are cached, which is why arrays
+ * without CF views (whose rows.csv is seldom read beside values.txt)
+ * keep one entry per unit. *fresh: a decode ran here. */
+static int unit_decoded(struct unit_job *j, struct abytes **out, int *logged,
+                        int *fresh, struct zerr *err) {
+  const struct znode *base = j->n->base ? j->n->base : j->n;
+  *out = NULL;
+  *fresh = 1;
+  if (!base->cf) /* see above */
+    return unit_source(j, out, logged, err);
+  struct memo_key k;
+  node_key(&k, ELEVEL_DECODED, base, j->idx, NULL, 0);
+  struct decoded_job dj = {{j->e, base, j->idx, j->key, NULL}, 0};
+  struct memo_ref *ref;
+  int rc = memo_get(j->e->memo, &k, decoded_fill, &dj, &ref, err);
+  *fresh = dj.filled;
+  if (rc < 0) {
+    *logged = 1;
+    return rc;
+  }
+  const struct abytes *ab = ((const struct decoded_obj *)memo_obj(ref))->ab;
+  struct abytes *c = ab ? abytes_alloc() : NULL;
+  if (ab && c) {
+    *c = *ab;
+    c->fixed = bytesrc_ref(ab->fixed);
+    c->data = bytesrc_ref(ab->data);
+    c->data_enc = bytesrc_ref(ab->data_enc);
+    c->offsets = NULL;
+    size_t olen = (size_t)(ab->n + 1) * sizeof *c->offsets;
+    if (ab->offsets && (c->offsets = malloc(olen)))
+      memcpy(c->offsets, ab->offsets, olen);
+  }
+  memo_release(j->e->memo, ref);
+  if (ab && (!c || (ab->offsets && !c->offsets))) {
+    abytes_free(c);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  *out = c;
+  return 0;
+}
+
 /* Fill: decode unit idx and lay out its text; learn its size on the way.
  * A failure is logged here (naming the chunk's store key). */
 static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
@@ -220,10 +319,11 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   int logged = 0;
   uint64_t t0 = stats_now_ns();
   int rc = engine_check_stop(e, err);
+  int fresh = 1;
   if (rc == 0)
-    rc = unit_source(j, &ab, &logged, err);
+    rc = unit_decoded(j, &ab, &logged, &fresh, err);
   int decoded = rc == 0 && ab;
-  if (rc < 0 || ab) { /* a decode (not a fill unit) */
+  if (fresh && (rc < 0 || ab)) { /* a decode (not a fill unit) */
     engine_req_note_unit();
     stats_add(&e->stats.decodes, 1);
     stats_add(&e->stats.decode_ns, stats_now_ns() - t0);

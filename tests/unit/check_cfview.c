@@ -229,6 +229,61 @@ START_TEST(stored_key_wins) {
 }
 END_TEST
 
+/* A 2-D packed array of 4 chunks (one missing, masked in the CF view by
+ * the fill value it is read as): the views of one array
+ * share its decoded chunks, so values.txt, values.cf.txt and rows.csv
+ * read one after another decode each stored chunk once. */
+START_TEST(views_share_decoded_chunks) {
+  put_text("g/.zarray",
+           "{\"zarr_format\":2,\"shape\":[4,6],\"chunks\":[2,3],"
+           "\"dtype\":\"<i2\",\"fill_value\":0,\"order\":\"C\","
+           "\"compressor\":null,\"filters\":null}");
+  put_text("g/.zattrs", "{\"scale_factor\":0.5}");
+  int16_t c[6] = {1, 2, 3, 4, 5, 6};
+  put_file("g/0.0", c, sizeof c);
+  put_file("g/0.1", c, sizeof c);
+  put_file("g/1.0", c, sizeof c);
+  struct engine *e = open_engine();
+  static const char *const views[] = {"g/values.txt", "g/values.cf.txt",
+                                      "g/rows.csv", "g/values.txt"};
+  static const char *const want[] = {
+      "1\n2\n3\n1\n2\n3\n4\n5\n6\n4\n5\n6\n"
+      "1\n2\n3\n0\n0\n0\n4\n5\n6\n0\n0\n0\n",
+      "0.5\n1\n1.5\n0.5\n1\n1.5\n2\n2.5\n3\n2\n2.5\n3\n"
+      "0.5\n1\n1.5\nnan\nnan\nnan\n2\n2.5\n3\nnan\nnan\nnan\n",
+      NULL, NULL};
+  for (int i = 0; i < 4; i++) {
+    char *got = read_all(e, views[i], 5);
+    if (want[i])
+      ck_assert_str_eq(got, want[i]);
+    else if (i == 2)
+      ck_assert_ptr_nonnull(strstr(got, "0.5,1,1.5,0.5,1,1.5\n"));
+    free(got);
+    /* three chunks stored: three decodes, whichever views read them */
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_DECODED), 3);
+    ck_assert_uint_eq(atomic_load(&e->stats.decodes), 3);
+  }
+  engine_free(e);
+}
+END_TEST
+
+/* A group's info.txt is made once for stat and reads alike (its V2
+ * .zattrs read once): an edit while mounted does not show. */
+START_TEST(group_info_made_once) {
+  put_text(".zattrs", "{\"title\":\"one\"}");
+  struct engine *e = open_engine();
+  char *a = read_all(e, "info.txt", 7);
+  ck_assert_ptr_nonnull(strstr(a, "title: \"one\""));
+  put_text(".zattrs", "{\"title\":\"two, longer\"}");
+  char *b = read_all(e, "info.txt", 4096);
+  ck_assert_str_eq(a, b);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_INFO), 1);
+  free(a);
+  free(b);
+  engine_free(e);
+}
+END_TEST
+
 /* The suite. */
 static Suite *cfview_suite(void) {
   Suite *s = suite_create("cfview");
@@ -241,6 +296,8 @@ static Suite *cfview_suite(void) {
   tcase_add_test(tc, xarray_fill_value_masks);
   tcase_add_test(tc, listed_only_where_cf_applies);
   tcase_add_test(tc, stored_key_wins);
+  tcase_add_test(tc, views_share_decoded_chunks);
+  tcase_add_test(tc, group_info_made_once);
   suite_add_tcase(s, tc);
   return s;
 }
