@@ -519,7 +519,8 @@ START_TEST(test_vlen_interleaved_in_place_large) {
   unsigned seed = 777;
   for (uint64_t i = 0; i < N; i++) {
     seed = seed * 1103515245u + 12345u;
-    size_t l = (seed >> 16) % 11 == 0 ? 20 + (seed >> 4) % 27 : (seed >> 16) % 19;
+    size_t l =
+        (seed >> 16) % 11 == 0 ? 20 + (seed >> 4) % 27 : (seed >> 16) % 19;
     for (size_t c = 0; c < l; c++)
       pool[i][c] = (char)(c % 17 == 9 ? '\n' : 'a' + (c * 7 + i) % 26);
     pool[i][l] = 0;
@@ -532,8 +533,8 @@ START_TEST(test_vlen_interleaved_in_place_large) {
   gzip_into(&gz, enc, len);
   struct abytes *a, *b;
   struct zerr err = {0};
-  int rc = run("[\"vlen-utf8\",\"gzip\"]", N, gz.data, gz.len, MAXDEC, &a,
-               &err);
+  int rc =
+      run("[\"vlen-utf8\",\"gzip\"]", N, gz.data, gz.len, MAXDEC, &a, &err);
   ck_assert_msg(rc == 0, "%s", err.msg);
   rc = run("[\"vlen-utf8\"]", N, enc, len, MAXDEC, &b, &err);
   ck_assert_msg(rc == 0, "%s", err.msg);
