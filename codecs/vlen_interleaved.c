@@ -11,6 +11,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../src/util/buf.h"
 
@@ -61,6 +63,25 @@ static uint32_t vli_le32(const uint8_t *p) {
 static int vli_compact(const char *name, const uint8_t *p, size_t size,
                        uint8_t **ownp, uint64_t n, const struct codec_env *env,
                        struct abytes *a, struct zerr *err);
+
+/* In-place compaction leaves a gap between the compact data (below total,
+ * plus the 16 bytes a short move may write) and the next header (pos) that
+ * grows by 4 bytes an element: hand its whole pages back to the system, so
+ * the chunk, as it shrinks to its element bytes, is not resident beside
+ * the offsets being built at its full size (a later write to such a page
+ * finds it zeroed, which is all a write needs). */
+static void vli_release(uint8_t *buf, size_t total, size_t pos, size_t page,
+                        size_t *gone) {
+  uintptr_t b = (uintptr_t)buf;
+  uintptr_t lo = (b + total + 16 + page - 1) & ~(uintptr_t)(page - 1);
+  uintptr_t hi = (b + pos) & ~(uintptr_t)(page - 1);
+  if (lo < b + *gone)
+    lo = (b + *gone + page - 1) & ~(uintptr_t)(page - 1);
+  if (hi > lo && hi - lo >= 16 * page) {
+    madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    *gone = hi - b;
+  }
+}
 
 /* One pass: bounds-check each length and move its bytes to the compact
  * data, whose size cannot exceed the chunk's less its headers (the sum of
@@ -117,10 +138,13 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
       free(data);
     return zerr_set(err, ENOMEM, "%s: out of memory for %zu bytes", name, room);
   }
-  size_t pos = 4, total = 0;
+  size_t pos = 4, total = 0, page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t gone = 0; /* in place: pages below this were handed back */
   int doomed = 0;
   off[0] = 0;
   for (uint64_t i = 0; i < n; i++) {
+    if (own && !doomed && (i & 0xffff) == 0)
+      vli_release(own, total, pos, page, &gone);
     if (size - pos < 4) {
       free(off);
       if (data != own)
