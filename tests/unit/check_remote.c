@@ -917,8 +917,8 @@ START_TEST(test_prefetch_window_moves) {
   struct bytesrc *s;
   for (int i = 0; i < 4; i++) { /* sizes known: hints charged whole */
     snprintf(url[i], sizeof url[i], "%s/pfw%d", base, i);
-    ck_assert_int_eq(
-        remote_open(r, url[i], 0, UINT64_MAX, 0, NULL, &s, NULL), 0);
+    ck_assert_int_eq(remote_open(r, url[i], 0, UINT64_MAX, 0, NULL, &s, NULL),
+                     0);
     bytesrc_unref(s);
   }
   struct remote_hint *h[4] = {0};
@@ -930,8 +930,7 @@ START_TEST(test_prefetch_window_moves) {
   ck_assert_uint_le(st.held, st.budget);
   uint8_t *buf = malloc(size);
   ck_assert_ptr_nonnull(buf);
-  ck_assert_int_eq(remote_open(r, url[0], 0, UINT64_MAX, 0, NULL, &s, NULL),
-                   0);
+  ck_assert_int_eq(remote_open(r, url[0], 0, UINT64_MAX, 0, NULL, &s, NULL), 0);
   const size_t part = size / 4;
   for (size_t off = 0; off < size; off += part) {
     ck_assert_int_eq(bytesrc_read_range(s, off, part, buf + off, NULL), 0);
