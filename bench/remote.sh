@@ -20,8 +20,6 @@
 # usage: bash bench/remote.sh [--count N] [--runs R] [--lat MS] [--latency-only]
 # env:   ZARRFS_BUILDDIR  the build tree (default build/); needs zarrfs,
 #                         zarrfs-mkstore, tests/integration/faultsrv (make check builds it)
-#        ZARRFS_BENCH_OPTS  mount options for every zarrfs mount of the timed
-#                         rows (e.g. "-o remote_cache=160M"; default none)
 set -euo pipefail
 export LC_ALL=C
 COUNT=10000000 RUNS=3 LAT=20 ONLY_LAT=0
@@ -113,8 +111,7 @@ mount_time() {
   for i in $(seq "$RUNS"); do
     M="$W/m$i"
     mkdir -p "$M"
-    # shellcheck disable=SC2086 # options are words
-    "$B/zarrfs" ${ZARRFS_BENCH_OPTS:-} "$src" "$M"
+    "$B/zarrfs" "$src" "$M"
     secs "$2"
     echo
     fusermount3 -u "$M"

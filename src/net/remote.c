@@ -265,17 +265,6 @@ static int rsrc_read(struct bytesrc *bs_, uint64_t off, size_t len, void *dst,
   return rc;
 }
 
-/* Blocks a read of object bytes [o, end) of s has done with: those it
- * covers whole, the first too when the read goes on from the last one,
- * the last too when the read reaches the end of the window. */
-static void read_consumed(struct rsrc *s, uint64_t o, uint64_t end,
-                          int sequential) {
-  size_t bs = s->r->cfg.block_size;
-  uint64_t b = sequential ? o / bs : (o + bs - 1) / bs;
-  uint64_t e = end >= s->win + s->base.size ? (end + bs - 1) / bs : end / bs;
-  rprefetch_consumed(s->r, &s->key, b, e);
-}
-
 static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
                             void *dst, struct zerr *err) {
   struct rsrc *s = (struct rsrc *)bs_;
@@ -293,8 +282,6 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
   if (!norange && last - first + 1 >= DIRECT_MIN_BLOCKS) {
     int cached = remote_block_cached(r, &s->key, first + 1);
     int rc = rflight_large_read(s, o, len, dst, err);
-    if (rc == 0)
-      read_consumed(s, o, end, sequential);
     if (rc == 0 && sequential && cached)
       ra_after(s, end);
     return rc;
@@ -349,7 +336,6 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
     memcpy(out + (a - o), blk->data + (a - bstart), (size_t)(z - a));
     memo_release(r->memo, ref);
   }
-  read_consumed(s, o, end, sequential);
   if (sequential && !norange)
     ra_after(s, end);
   return 0;

@@ -247,12 +247,6 @@ void rprefetch_free(struct remote *r);
 /* Has a reader hinted the whole object okey (a hint not dropped)? */
 int rprefetch_hinted(struct remote *r, const struct memo_key *okey);
 
-/* A reader has read blocks [b, end) of object okey: every hint of it
- * gives back their charge, once, and its jobs leave them alone from then
- * on (fetched already). */
-void rprefetch_consumed(struct remote *r, const struct memo_key *okey,
-                        uint64_t b, uint64_t end);
-
 /* ---- rflight.c ---- */
 
 /* Claim blocks from b on (up to last, at most max of them) of object okey:

@@ -24,18 +24,12 @@
  * transfer free. Fairness: a worker takes the oldest job of the reader
  * with the fewest jobs running, and no reader holds more than its share
  * of the budget; memory: every hint's bytes are counted (against three
- * quarters of the cache) from the hint until a reader has read them (or its
- * reader drops the hint), so fetching ahead never pushes out of the cache
- * what it fetched for a reader still to come, and the window moves on
- * within a chunk as it is read rather than a chunk at a time. A block read
- * is released for good: the hint's jobs leave it alone after that, even
- * when it has left the cache since. */
+ * quarters of the cache) from the hint until its reader drops it, so fetching
+ * ahead never pushes out of the cache what it fetched for a reader still to
+ * come. */
 
 /* Jobs queued at most (beyond: refused, a hint). */
 #define PF_QUEUE 512
-/* Blocks of an object whose release is remembered at most (beyond: they
- * stay charged until the hint is dropped). */
-#define PF_REL_MAX (1u << 20)
 /* Workers at most, and readers fetching ahead at once at most. */
 #define PF_THREADS_MAX 64
 #define PF_OWNERS 64
@@ -60,9 +54,6 @@ struct remote_hint {
   struct memo_key key;             /* its blocks' key (v[0] 0) */
   struct remote_hint *prev, *next; /* in remote_pf.live while listed */
   int listed;
-  uint8_t *rel;   /* bit per block: read, its charge given back */
-  uint64_t nrel;  /* blocks rel covers */
-  uint64_t frees; /* blocks released */
 };
 
 struct pf_job {
@@ -111,7 +102,6 @@ static int hint_put_locked(struct remote_hint *h) { return --h->refs == 0; }
 static void hint_free(struct remote_hint *h) {
   if (h) {
     free(h->url);
-    free(h->rel);
     free(h);
   }
 }
@@ -147,80 +137,28 @@ static int pf_queue_locked(struct remote_pf *pf, struct remote_hint *h,
   return 0;
 }
 
-/* Has block b of hint h been released (under pf->lock)? */
-static int released_locked(const struct remote_hint *h, uint64_t b) {
-  return b < h->nrel && (h->rel[b / 8] >> (b % 8) & 1);
-}
-
-/* Release blocks [b, end) of hint h (under pf->lock): each once, its
- * block's bytes given back to the budget (no more than were charged). */
-static void release_locked(struct remote_pf *pf, struct remote_hint *h,
-                           uint64_t b, uint64_t end, size_t bs) {
-  if (h->dropped || b >= end)
-    return;
-  if (end > PF_REL_MAX)
-    end = PF_REL_MAX;
-  if (end > h->nrel) {
-    uint64_t n = (end + 63) / 64 * 64;
-    uint8_t *rel = realloc(h->rel, n / 8);
-    if (!rel)
-      return; /* stays charged: memory stays bounded */
-    memset(rel + h->nrel / 8, 0, (n - h->nrel) / 8);
-    h->rel = rel;
-    h->nrel = n;
+/* Give back bytes charged to hint h that it will not hold. */
+static void pf_uncharge(struct remote_pf *pf, struct remote_hint *h,
+                        uint64_t bytes) {
+  pthread_mutex_lock(&pf->lock);
+  if (!h->dropped) {
+    if (bytes > h->charged)
+      bytes = h->charged;
+    h->charged -= bytes;
+    pf->owners[h->slot].held -= bytes;
+    pf->held -= bytes;
   }
-  uint64_t bytes = 0;
-  for (; b < end; b++)
-    if (!released_locked(h, b)) {
-      h->rel[b / 8] |= (uint8_t)(1u << (b % 8));
-      h->frees++;
-      bytes += bs;
-    }
-  if (bytes > h->charged)
-    bytes = h->charged;
-  h->charged -= bytes;
-  pf->owners[h->slot].held -= bytes;
-  pf->held -= bytes;
-}
-
-/* Give back the charge of blocks [b, end) of hint h that it will not
- * hold. */
-static void pf_uncharge(struct remote_pf *pf, struct remote_hint *h, uint64_t b,
-                        uint64_t end, size_t bs) {
-  pthread_mutex_lock(&pf->lock);
-  release_locked(pf, h, b, end, bs);
-  pthread_mutex_unlock(&pf->lock);
-}
-
-/* Is block b of hint h released? */
-static int pf_released(struct remote_pf *pf, struct remote_hint *h,
-                       uint64_t b) {
-  pthread_mutex_lock(&pf->lock);
-  int rel = released_locked(h, b);
-  pthread_mutex_unlock(&pf->lock);
-  return rel;
-}
-
-void rprefetch_consumed(struct remote *r, const struct memo_key *okey,
-                        uint64_t b, uint64_t end) {
-  struct remote_pf *pf = r->pf;
-  if (!pf || b >= end)
-    return;
-  pthread_mutex_lock(&pf->lock);
-  for (struct remote_hint *h = pf->live; h; h = h->next)
-    if (remote_same_object(&h->key, okey))
-      release_locked(pf, h, b, end, r->cfg.block_size);
   pthread_mutex_unlock(&pf->lock);
 }
 
 /* Fetch blocks [block, block+n) of src's object into the cache, for hint
  * h. */
-static void pf_fetch_run(struct rsrc *s, struct remote_hint *h, uint64_t block,
-                         uint32_t n) {
+static void pf_fetch_run(struct rsrc *s, struct remote_hint *h,
+                         uint64_t block, uint32_t n) {
   struct remote *r = s->r;
   for (uint64_t b = block; b < block + n; b++) {
     uint64_t end;
-    if (remote_block_cached(r, &s->key, b) || pf_released(r->pf, h, b))
+    if (remote_block_cached(r, &s->key, b))
       continue;
     /* Another transfer brings it (a reader's large read; a worker waiting
      * for it would fetch nothing), or a reader had it lately: then the
@@ -230,7 +168,7 @@ static void pf_fetch_run(struct rsrc *s, struct remote_hint *h, uint64_t block,
       if (end > block + n)
         end = block + n;
       if (c == 2)
-        pf_uncharge(r->pf, h, b, end, r->cfg.block_size);
+        pf_uncharge(r->pf, h, (end - b) * r->cfg.block_size);
       b = end - 1;
       continue;
     }
@@ -239,8 +177,7 @@ static void pf_fetch_run(struct rsrc *s, struct remote_hint *h, uint64_t block,
     struct fetch f = {s, b, remote_missing_run(r, &s->key, b, block + n - 1),
                       NULL};
     for (uint32_t i = 1; i < f.n; i++) /* up to what a reader had lately */
-      if (rflight_covered(r, &s->key, b + i, 1, &end) ||
-          pf_released(r->pf, h, b + i))
+      if (rflight_covered(r, &s->key, b + i, 1, &end))
         f.n = i;
     struct memo_ref *ref;
     struct zerr e = {0};
@@ -284,10 +221,9 @@ static void pf_run(struct remote *r, struct pf_job *j) {
     if (!dropped && src->size)
       pf_fetch_run((struct rsrc *)src, h, 0, 1);
   } else {
-    /* Blocks a reader has read already are charged no more. */
     pthread_mutex_lock(&pf->lock);
-    uint64_t want = (nblocks - (h->frees < nblocks ? h->frees : nblocks)) * bs;
-    int ok = h->charged >= want || pf_charge(pf, h, want - h->charged);
+    int ok = h->charged >= nblocks * bs ||
+             pf_charge(pf, h, nblocks * bs - h->charged);
     pthread_mutex_unlock(&pf->lock);
     /* The runs of missing blocks, each a job: a block cached already
      * (the end of an index a layout read) splits a run, and the part
@@ -295,7 +231,7 @@ static void pf_run(struct remote *r, struct pf_job *j) {
      * a size known already needed no request for it. */
     struct rsrc *rs = (struct rsrc *)src;
     for (uint64_t b = 0; ok && b < nblocks;) {
-      if (remote_block_cached(r, &rs->key, b) || pf_released(pf, h, b)) {
+      if (remote_block_cached(r, &rs->key, b)) {
         b++;
         continue;
       }

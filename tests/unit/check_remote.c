@@ -911,63 +911,6 @@ START_TEST(test_large_read_joins_prefetch) {
 }
 END_TEST
 
-START_TEST(test_prefetch_window_moves) {
-  /* One reader, a budget that holds three objects: the fourth hint is
-   * refused while the reader is in the first, and taken as soon as the
-   * reader has read the first through, though it still holds that hint;
-   * the bytes charged never exceed the budget, and the blocks read are
-   * served once (the prefetch leaves alone what the reader had). */
-  const size_t size = 256u << 10;
-  write_objs("pfw", 4, size);
-  struct remote_config c;
-  remote_config_default(&c);
-  c.block_size = 4096;
-  c.max_request = 16u << 10;
-  c.cache_size = 1u << 20; /* budget 768 KiB: three objects */
-  struct remote *r;
-  ck_assert_int_eq(remote_new(&c, NULL, &r, NULL), 0);
-  int owner;
-  char url[4][512];
-  struct bytesrc *s;
-  for (int i = 0; i < 4; i++) { /* sizes known: hints charged whole */
-    snprintf(url[i], sizeof url[i], "%s/pfw%d", base, i);
-    ck_assert_int_eq(remote_open(r, url[i], 0, UINT64_MAX, 0, NULL, &s, NULL),
-                     0);
-    bytesrc_unref(s);
-  }
-  struct remote_hint *h[4] = {0};
-  for (int i = 0; i < 3; i++)
-    ck_assert_int_eq(remote_prefetch(r, url[i], 0, 0, &owner, &h[i]), 0);
-  ck_assert_int_eq(remote_prefetch(r, url[3], 0, 0, &owner, &h[3]), -EAGAIN);
-  struct remote_pf_stats st;
-  prefetch_idle(r, &st);
-  ck_assert_uint_le(st.held, st.budget);
-  uint8_t *buf = malloc(size);
-  ck_assert_ptr_nonnull(buf);
-  ck_assert_int_eq(remote_open(r, url[0], 0, UINT64_MAX, 0, NULL, &s, NULL), 0);
-  const size_t part = size / 4;
-  for (size_t off = 0; off < size; off += part) {
-    ck_assert_int_eq(bytesrc_read_range(s, off, part, buf + off, NULL), 0);
-    remote_prefetch_stats(r, &st);
-    ck_assert_uint_le(st.held, st.budget);
-  }
-  check_pattern(buf, 0, size);
-  ck_assert_int_eq(remote_prefetch(r, url[3], 0, 0, &owner, &h[3]), 0);
-  prefetch_idle(r, &st);
-  ck_assert_uint_le(st.peak_held, st.budget);
-  ck_assert_uint_eq(served_bytes("/pfw0"), size);
-  /* its first block may have left the cache since its open */
-  ck_assert_uint_le(served_bytes("/pfw3"), size + c.block_size);
-  bytesrc_unref(s);
-  free(buf);
-  for (int i = 0; i < 4; i++)
-    remote_hint_drop(r, h[i]);
-  remote_prefetch_stats(r, &st);
-  ck_assert_uint_eq(st.held, 0);
-  remote_free(r);
-}
-END_TEST
-
 int main(void) {
   if (server_start() < 0) {
     if (getenv("CI") && !strcmp(getenv("CI"), "true")) {
@@ -998,7 +941,6 @@ int main(void) {
   tcase_add_test(tc, test_prefetch_bounded);
   tcase_add_test(tc, test_prefetch_fair);
   tcase_add_test(tc, test_large_read_joins_prefetch);
-  tcase_add_test(tc, test_prefetch_window_moves);
   suite_add_tcase(s, tc);
   int rc = testutil_run(s);
   server_stop();
