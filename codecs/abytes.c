@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/util/buf.h"
 #include "../src/util/zmath.h"
 
 /* Zeroed abytes; the caller fills it in. */
@@ -143,5 +144,28 @@ int abytes_check_offsets(const uint64_t *off, uint64_t n, uint64_t data_size,
     return zerr_set(err, EIO,
                     "last offset %llu lies past the data (%llu bytes)",
                     (unsigned long long)off[n], (unsigned long long)data_size);
+  return 0;
+}
+
+int abytes_set_var(struct abytes *ab, uint64_t *off, struct zbuf *out,
+                   const char *what, struct zerr *err) {
+  struct bytesrc *data;
+  off[ab->n] = out->len;
+  int rc = codec_output_from_buf(out, what, &data, err);
+  if (rc < 0) {
+    free(off);
+    return rc;
+  }
+  bytesrc_unref(ab->fixed);
+  free(ab->offsets);
+  bytesrc_unref(ab->data);
+  bytesrc_unref(ab->data_enc);
+  ab->fixed = NULL;
+  ab->elsize = 0;
+  ab->offsets = off;
+  ab->data = data;
+  ab->data_enc = NULL;
+  ab->data_chain = NULL;
+  ab->data_len = 0;
   return 0;
 }

@@ -48,6 +48,12 @@ int abytes_new_fill(const struct codec_spec *spec, const struct codec_env *env,
                     struct abytes **out, struct zerr *err);
 /* Allocate an empty abytes (all fields zero) or NULL. */
 struct abytes *abytes_alloc(void);
+/* Make ab's elements variable-length: offsets off (n+1, malloc'd) into
+ * the bytes of out, replacing whatever ab held (fixed elements, offsets
+ * and data, a deferred data section). Takes off and out whatever the
+ * result; what names the conversion in errors. 0 or -ENOMEM. */
+int abytes_set_var(struct abytes *ab, uint64_t *off, struct zbuf *out,
+                   const char *what, struct zerr *err);
 /* Check offsets: non-decreasing and last <= data_size. */
 int abytes_check_offsets(const uint64_t *off, uint64_t n, uint64_t data_size,
                          struct zerr *err);

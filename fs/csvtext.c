@@ -117,25 +117,12 @@ int csvtext_prep(const struct dtype *dt, enum dtype_kind kind,
     }
   }
   bytesrc_unref(src);
-  if (rc == 0) {
-    off[ab->n] = out.len;
-    struct bytesrc *data;
-    rc = codec_output_from_buf(&out, "CSV text", &data, err);
-    if (rc == 0) {
-      free(ab->offsets);
-      bytesrc_unref(ab->data);
-      bytesrc_unref(ab->data_enc);
-      ab->offsets = off;
-      ab->data = data;
-      ab->data_enc = NULL;
-      ab->data_chain = NULL;
-      ab->data_len = 0;
-      return 0;
-    }
+  if (rc < 0) {
+    zbuf_free(&out);
+    free(off);
+    return rc;
   }
-  zbuf_free(&out);
-  free(off);
-  return rc;
+  return abytes_set_var(ab, off, &out, "CSV text", err);
 }
 
 /* Skip n fields: a quoted one ends at the quote that is not doubled, any

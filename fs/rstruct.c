@@ -191,23 +191,12 @@ static int records_to(const struct dtype *dt, int csv, struct abytes *ab,
   }
   zbuf_free(&tmp);
   bytesrc_unref(src);
-  struct bytesrc *data = NULL;
-  if (rc == 0) {
-    off[ab->n] = out.len;
-    rc = codec_output_from_buf(&out, "structured", &data, err);
-  } else {
-    zbuf_free(&out);
-  }
   if (rc < 0) {
+    zbuf_free(&out);
     free(off);
     return rc;
   }
-  bytesrc_unref(ab->fixed);
-  ab->fixed = NULL;
-  ab->elsize = 0;
-  ab->offsets = off;
-  ab->data = data;
-  return 0;
+  return abytes_set_var(ab, off, &out, "structured", err);
 }
 
 /* Records to lines. */

@@ -133,19 +133,7 @@ static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
     zbuf_free(&out);
     return rc;
   }
-  off[ab->n] = out.len;
-  struct bytesrc *data;
-  rc = codec_output_from_buf(&out, "fixed-width string", &data, err);
-  if (rc < 0) {
-    free(off);
-    return rc;
-  }
-  bytesrc_unref(ab->fixed);
-  ab->fixed = NULL;
-  ab->elsize = 0;
-  ab->offsets = off;
-  ab->data = data;
-  return 0;
+  return abytes_set_var(ab, off, &out, "fixed-width string", err);
 }
 
 /* Optional strings and bytes become their text, as string elements:
@@ -196,23 +184,10 @@ static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
     }
   }
   bytesrc_unref(src);
-  if (rc == 0) {
-    off[ab->n] = out.len;
-    struct bytesrc *data;
-    rc = codec_output_from_buf(&out, "optional text", &data, err);
-    if (rc == 0) {
-      free(ab->offsets);
-      bytesrc_unref(ab->data);
-      bytesrc_unref(ab->data_enc);
-      ab->offsets = off;
-      ab->data = data;
-      ab->data_enc = NULL;
-      ab->data_chain = NULL;
-      ab->data_len = 0;
-      return 0;
-    }
+  if (rc < 0) {
+    zbuf_free(&out);
+    free(off);
+    return rc;
   }
-  zbuf_free(&out);
-  free(off);
-  return rc;
+  return abytes_set_var(ab, off, &out, "optional text", err);
 }
