@@ -13,24 +13,14 @@
 
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
+#include "teststore.h"
 #include "testutil.h"
 
 static char tmpdir[64];
 
 /* Write a file under tmpdir, creating parent directories. */
 static void put_file(const char *rel, const void *data, size_t len) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
-  for (char *p = path + strlen(tmpdir) + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(path, 0755);
-      *p = '/';
-    }
-  FILE *f = fopen(path, "wb");
-  ck_assert_msg(f != NULL, "cannot write %s", path);
-  ck_assert_uint_eq(fwrite(data, 1, len, f), len);
-  fclose(f);
+  ts_put_file(tmpdir, rel, data, len);
 }
 
 /* Write text. */
