@@ -30,7 +30,7 @@
  * keeps up soon has many requests in flight, and one that stops costs
  * little. */
 #define CURSOR_PF_MAX 256
-#define CURSOR_PF_FIRST 4
+#define CURSOR_PF_FIRST 8
 
 /* ---- cursors ---- */
 
@@ -512,6 +512,26 @@ static void pf_plan(struct engine *e, const struct znode *n,
     }
     c->pf_next++;
   }
+}
+
+/* A read from the start of a view is how `cat` begins: the units of the
+ * slab it reads (k) are named to the store before the read is served, so
+ * that each comes whole in one round trip rather than as its head, its
+ * index and its first window one after another. The window of units after
+ * them opens once the reader proves sequential (cursor_ahead_plan). */
+void cursor_ahead_start(struct engine *e, const struct znode *n,
+                        const struct region *r, const struct region_layout *l,
+                        struct view_cursor *c, uint64_t k) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  if (!c->npf && !c->pf_win && !c->pf_next) {
+    c->pf_win = r->per_slab < CURSOR_PF_MAX ? (uint32_t)r->per_slab
+                                            : CURSOR_PF_MAX;
+    pf_plan(e, n, r, l, c, k * r->per_slab, 0);
+    c->pf_win = 0; /* the sequential window starts as always */
+  }
+  pthread_mutex_unlock(&c->lock);
 }
 
 /* After a read that reached slab k: queue the units after it when the

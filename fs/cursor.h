@@ -68,6 +68,11 @@ int cursor_note(struct view_cursor *c, uint64_t off, size_t len);
 /* Remember what a unit read lately costs in bytes (sizes the depth of
  * decoding ahead); NULL c: nothing. */
 void cursor_note_cost(struct view_cursor *c, size_t cost);
+/* Before a read from the start of region r is served: name the units of
+ * slab k (the first it reads) to a store with latency (NULL c: nothing). */
+void cursor_ahead_start(struct engine *e, const struct znode *n,
+                        const struct region *r, const struct region_layout *l,
+                        struct view_cursor *c, uint64_t k);
 /* After a read that reached slab k of region r (layout l): queue the
  * units after it when the reader goes in sequence, and let go of those
  * it has passed. */

@@ -116,6 +116,8 @@ static long region_read(const struct read_req *q, const struct region *r) {
     if (ended == r->nslabs && pos >= l->total)
       break; /* the end of the text */
     k = region_slab_find(n, r, l, ended, pos);
+    if (pos == 0)
+      cursor_ahead_start(e, n, r, l, q->c, k);
     uint64_t s0 = region_slab_off(n, r, l, k);
     uint64_t s1 = region_slab_off(n, r, l, k + 1);
     u.off = pos - s0;

@@ -863,7 +863,7 @@ void cli_usage(FILE *f, const char *prog) {
       "    -o timeout=SECS        bound of one request with its retries\n"
       "                           (default 60)\n"
       "    -o retries=N           retries after the first attempt (default 5)\n"
-      "    -o remote_cache=SIZE   cache of fetched blocks (default 64M)\n"
+      "    -o remote_cache=SIZE   cache of fetched blocks (default 256M)\n"
       "    -o block_size=SIZE     fetch granularity and coalescing gap\n"
       "                           (default 64K)\n"
       "    -o max_request=SIZE    largest single GET (default 8M)\n"

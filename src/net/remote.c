@@ -31,7 +31,7 @@
 void remote_config_default(struct remote_config *c) {
   memset(c, 0, sizeof *c);
   http_config_default(&c->http);
-  c->cache_size = 64u << 20;
+  c->cache_size = 256u << 20;
   c->block_size = 64u << 10;
   c->max_request = 8u << 20;
   c->readahead = 32u << 20;

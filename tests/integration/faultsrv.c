@@ -2,7 +2,7 @@
  * for the tests of remote reading (tests/unit/check_remote.c and the
  * integration tests). Not part of zarrfs.
  *
- *   faultsrv --root DIR --port-file FILE [--log FILE] [--bind ADDR]
+ *   faultsrv --root DIR --port-file FILE [--log FILE] [--bind ADDR] [--times]
  *
  * Binds ADDR (default 127.0.0.1) on an ephemeral port and writes the port
  * to FILE once listening. Serves the files under DIR for GET and HEAD with
@@ -38,7 +38,11 @@
  *             segment, a NUL byte
  * One log line per request (control requests excepted):
  *   METHOD PATH RANGE|- STATUS BODY_BYTES
- * GET /_control/count answers the number of requests logged. */
+ * and with --times, first the milliseconds (since the server started) at
+ * which the request arrived and at which its answer was sent:
+ *   ARRIVED_MS DONE_MS METHOD PATH RANGE|- STATUS BODY_BYTES
+ * (what a test of request order reads: which requests were in flight
+ * together).  * GET /_control/count answers the number of requests logged. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -63,6 +67,8 @@
 struct server {
   const char *root;
   FILE *log;
+  int times;  /* --times: log arrival and answer times */
+  double t0;  /* when the server started (ms) */
   pthread_mutex_t lock; /* guards everything below */
   char mode[256];       /* global mode */
   long count;
@@ -143,11 +149,23 @@ static int seen_before(const char *modes, const char *path) {
   return n;
 }
 
+/* When the request this thread serves arrived (--times). */
+static __thread double arrived_ms;
+
+/* Milliseconds on the monotonic clock. */
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static void log_req(const char *method, const char *path, const char *range,
                     int status, long long bytes) {
   pthread_mutex_lock(&S.lock);
   S.count++;
   if (S.log) {
+    if (S.times)
+      fprintf(S.log, "%.1f %.1f ", arrived_ms - S.t0, now_ms() - S.t0);
     fprintf(S.log, "%s %s %s %d %lld\n", method, path,
             range && *range ? range : "-", status, bytes);
     fflush(S.log);
@@ -555,6 +573,7 @@ static void *conn(void *arg) {
       have += (size_t)r;
     }
     *end = '\0';
+    arrived_ms = now_ms();
     char method[16] = "", path[4096] = "", range[128] = "", ifm[128] = "";
     if (sscanf(buf, "%15s %4095s", method, path) != 2)
       goto out;
@@ -585,19 +604,26 @@ out:
 
 int main(int argc, char **argv) {
   const char *portfile = NULL, *logpath = NULL, *bind_addr = "127.0.0.1";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--root"))
-      S.root = argv[i + 1];
+  S.t0 = now_ms();
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--times"))
+      S.times = 1;
+    else if (i + 1 == argc)
+      break;
+    else if (!strcmp(argv[i], "--root"))
+      S.root = argv[++i];
     else if (!strcmp(argv[i], "--port-file"))
-      portfile = argv[i + 1];
+      portfile = argv[++i];
     else if (!strcmp(argv[i], "--log"))
-      logpath = argv[i + 1];
+      logpath = argv[++i];
     else if (!strcmp(argv[i], "--bind"))
-      bind_addr = argv[i + 1];
+      bind_addr = argv[++i];
+    else
+      i++;
   }
   if (!S.root || !portfile) {
     fprintf(stderr, "usage: faultsrv --root DIR --port-file FILE [--log FILE] "
-                    "[--bind ADDR]\n");
+                    "[--bind ADDR] [--times]\n");
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);

@@ -12,7 +12,13 @@
 #     (zstd, and uncompressed), 20 ms per request: each byte of each chunk
 #     is requested once over the mount's life (the bytes the server sent
 #     for the chunks equal their sizes: the decoding's reads take what the
-#     prefetch has cached or in flight), and the text is exact.
+#     prefetch has cached or in flight), and the text is exact;
+#  4. a read from the start of values.txt has its first chunk fetched whole
+#     at once, 300 ms per request: every request for chunk 0 after its
+#     first block arrives at the server before any of them is answered
+#     (one round trip, not its index, its first window and its rest one
+#     after another; the server logs when each request arrived and was
+#     answered), and the text is exact.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 zt_require_mkstore
@@ -30,7 +36,9 @@ for kind in zstd none; do
   "$ZARRFS_MKSTORE" bigstrings "$WEB/once-$kind.zarr" --count 600000 \
     --chunk 150000 --strlen 15 --data "$kind" --plain "$PLAIN/once.txt" >/dev/null
 done
-srv_fault_start "$WEB"
+"$ZARRFS_MKSTORE" bigstrings "$WEB/first.zarr" --count 400000 --chunk 200000 \
+  --strlen 15 --data none --plain "$PLAIN/first.txt" >/dev/null
+srv_fault_start "$WEB" --times
 
 # ---- 1. chunks requested before the reader reaches them ----
 M=$(zt_mkdir m1)
@@ -92,5 +100,22 @@ for kind in zstd none; do
     assert_eq "once-$kind: chunk bytes served once each (bytes served = sizes)" "$size" "$served"
   fi
 done
+
+# ---- 4. the first chunk whole in one round trip ----
+M=$(zt_mkdir m4)
+if zmount "$FAULT_URL/_f/lat=300/first.zarr" "$M"; then
+  OUT=$(zt_mkdir out4)
+  t cat "$M/values.txt" >"$OUT/values.txt"
+  assert_file_eq "first.zarr: values.txt exact" "$PLAIN/first.txt" "$OUT/values.txt"
+  zumount "$M"
+  # ARRIVED DONE GET PATH RANGE STATUS BYTES; the first block (bytes=0-)
+  # is the size's request, made before the read
+  waves=$(srv_log_lines "$FAULT_LOG" "first.zarr/c/0 " |
+    awk '$5 !~ /^bytes=0-/ { n++; if ($1 > a) a = $1; if (d == "" || $2 < d) d = $2 }
+         END { print (n > 0 && a < d) ? "one" : "several", n + 0 }')
+  [ "${waves%% *}" = one ] ||
+    srv_log_lines "$FAULT_LOG" "first.zarr/c/0 " | sed 's/^/    | /' >&2
+  assert_eq "first.zarr: chunk 0 requested in one round trip" one "${waves%% *}"
+fi
 
 finish

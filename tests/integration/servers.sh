@@ -11,8 +11,9 @@
 #   srv_nginx_requests [PAT] requests logged (whose line holds PAT)
 #   srv_nginx_bytes [PAT]    body bytes sent (of those lines)
 #   srv_nginx_log_reset      forget the log so far
-#   srv_fault_start ROOT     tests/integration/faultsrv serving ROOT; sets FAULT_URL,
-#                            FAULT_LOG (METHOD PATH RANGE STATUS BYTES)
+#   srv_fault_start ROOT [--times]  tests/integration/faultsrv serving ROOT;
+#                            sets FAULT_URL, FAULT_LOG (METHOD PATH RANGE
+#                            STATUS BYTES; with --times after ARRIVED_MS DONE_MS)
 #   srv_fault_mode MODE      the fault server's global mode (ok clears)
 #   srv_fault_requests [PAT] requests logged (whose line holds PAT)
 #   srv_s3_start DATADIR     @20minutes/s3rver 5.0.0 on Node (verifies
@@ -123,7 +124,7 @@ srv_fault_start() {
   local root=$1 bin=${ZARRFS_BUILDDIR:-.}/tests/integration/faultsrv d port
   [ -x "$bin" ] || srv_need "tests/integration/faultsrv (make check builds it)"
   d=$(zt_mkdir fault)
-  "$bin" --root "$root" --port-file "$d/port" --log "$d/access.log" \
+  "$bin" --root "$root" --port-file "$d/port" --log "$d/access.log" "${@:2}" \
     >"$d/stdout" 2>&1 &
   srv_track $!
   port=$(srv_wait_port "$d/port") || {

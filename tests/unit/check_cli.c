@@ -100,7 +100,7 @@ START_TEST(defaults) {
   ck_assert_int_eq(c->remote.http.op_ms, 60000);
   ck_assert_int_eq(c->remote.http.max_attempts, 6); /* retries=5 */
   ck_assert_int_eq(c->remote.http.max_conns, 32);
-  ck_assert_uint_eq(c->remote.cache_size, 64u << 20);
+  ck_assert_uint_eq(c->remote.cache_size, 256u << 20);
   ck_assert_uint_eq(c->remote.block_size, 64u << 10);
   ck_assert_uint_eq(c->remote.max_request, 8u << 20);
   ck_assert_uint_eq(c->remote.readahead, 32u << 20);
