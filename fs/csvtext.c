@@ -8,6 +8,7 @@
 
 #include "../src/util/buf.h"
 #include "cftext.h"
+#include "csvfield.h"
 #include "render.h"
 
 _Static_assert(CSVTEXT_MAX <= RENDER_FIXED_MAX && CFTEXT_MAX <= CSVTEXT_MAX,
@@ -36,39 +37,6 @@ size_t csvtext_fixed(const struct cf *cf, const struct dtype *dt,
    * as values.cf.txt shows it */
   size_t n = render_fixed(dt, elem, buf);
   return fixed_missing(dt, buf, n) ? 0 : n;
-}
-
-/* Does a string need quotes: a comma, a double quote, CR or LF in it? */
-static int needs_quotes(const uint8_t *s, uint64_t n) {
-  for (uint64_t i = 0; i < n; i++)
-    if (s[i] == ',' || s[i] == '"' || s[i] == '\r' || s[i] == '\n')
-      return 1;
-  return 0;
-}
-
-/* Field length of a string: its bytes, or quoted with quotes doubled. */
-uint64_t csvtext_string_len(const uint8_t *s, uint64_t n) {
-  if (!needs_quotes(s, n))
-    return n;
-  uint64_t len = n + 2;
-  for (uint64_t i = 0; i < n; i++)
-    len += s[i] == '"';
-  return len;
-}
-
-/* Write a string's field. */
-void csvtext_string(const uint8_t *s, uint64_t n, char *dst) {
-  if (!needs_quotes(s, n)) {
-    memcpy(dst, s, (size_t)n);
-    return;
-  }
-  *dst++ = '"';
-  for (uint64_t i = 0; i < n; i++) {
-    if (s[i] == '"')
-      *dst++ = '"';
-    *dst++ = (char)s[i];
-  }
-  *dst = '"';
 }
 
 /* Variable-length elements to their fields. */
@@ -104,7 +72,7 @@ int csvtext_prep(const struct dtype *dt, enum dtype_kind kind,
       continue; /* missing, or an empty value: an empty field */
     const uint8_t *v = src->mem + a + depth;
     uint64_t vl = len - depth;
-    uint64_t tl = hex ? render_var_len(&bytes, vl) : csvtext_string_len(v, vl);
+    uint64_t tl = hex ? render_var_len(&bytes, vl) : csvfield_len((const char *)v, (size_t)vl);
     if (tl > env->max_decoded - out.len)
       rc = zerr_set(err, EFBIG, "CSV text exceeds the decode limit");
     else if ((rc = zbuf_reserve(&out, (size_t)tl, err)) == 0) {
@@ -112,7 +80,7 @@ int csvtext_prep(const struct dtype *dt, enum dtype_kind kind,
       if (hex)
         render_var(&bytes, v, 0, (size_t)tl, d);
       else
-        csvtext_string(v, vl, d);
+        csvfield_put((const char *)v, (size_t)vl, d);
       out.len += (size_t)tl;
     }
   }

@@ -41,12 +41,6 @@
 size_t csvtext_fixed(const struct cf *cf, const struct dtype *dt,
                      const void *elem, char *buf);
 
-/* Length of the field of string s[0, n). */
-uint64_t csvtext_string_len(const uint8_t *s, uint64_t n);
-
-/* Write the field of string s[0, n) into dst (csvtext_string_len bytes;
- * dst does not overlap s). */
-void csvtext_string(const uint8_t *s, uint64_t n, char *dst);
 
 /* Turn the variable-length elements of ab (decoded elements of an array of
  * data type dt, fixed-width strings already converted to strings or bytes
