@@ -105,11 +105,10 @@ int remote_block_cached(struct remote *r, const struct memo_key *okey,
                         uint64_t block) {
   struct memo_key k = *okey;
   k.v[0] = block;
-  struct memo_ref *ref;
-  if (!memo_peek(r->memo, &k, &ref))
-    return 0;
-  memo_release(r->memo, ref);
-  return 1;
+  /* A block whose fill is running counts: the fill's transfer may have
+   * ended (and left the flights) before the memo holds the block, and a
+   * claim in that moment would ask the server for it again. */
+  return memo_present(r->memo, &k);
 }
 
 /* Blocks from b on that are missing, up to last (inclusive) and one

@@ -169,7 +169,7 @@ void remote_rblock_destroy(struct zobj *o);
 int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
                       struct zerr *err);
 
-/* Is a block of object okey already there (ready)? */
+/* Is a block of object okey there, or being filled (someone brings it)? */
 int remote_block_cached(struct remote *r, const struct memo_key *okey,
                         uint64_t block);
 

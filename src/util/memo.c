@@ -446,6 +446,18 @@ int memo_peek(struct memo *m, const struct memo_key *k, struct memo_ref **out) {
   return found;
 }
 
+/* An object there or being filled (a failure remembered is not). */
+int memo_present(struct memo *m, const struct memo_key *k) {
+  if (k->n > MEMO_KEY_WORDS)
+    return 0;
+  uint64_t h = key_hash(k);
+  pthread_mutex_lock(&m->lock);
+  struct memo_entry *e = (struct memo_entry *)htab_find(&m->tab, h, key_eq, k);
+  int found = e && !e->is_value && (e->state == M_READY || e->state == M_PENDING);
+  pthread_mutex_unlock(&m->lock);
+  return found;
+}
+
 /* The object behind a pin. */
 struct zobj *memo_obj(const struct memo_ref *r) {
   return ((const struct memo_entry *)r)->obj;

@@ -116,6 +116,9 @@ int memo_get(struct memo *m, const struct memo_key *k, memo_fill_fn fill,
 /* Only if already there and ready: 1 and a pin in *out, else 0. Never
  * fills, never waits. */
 int memo_peek(struct memo *m, const struct memo_key *k, struct memo_ref **out);
+/* 1 when an object is there or a fill of it is running (a memo_get of it
+ * would wait rather than fill); never pins, never waits. */
+int memo_present(struct memo *m, const struct memo_key *k);
 /* The pinned object (borrowed: valid until the pin is released). */
 struct zobj *memo_obj(const struct memo_ref *r);
 /* Unpin; NULL-safe. */

@@ -329,6 +329,39 @@ START_TEST(single_flight) {
 }
 END_TEST
 
+/* memo_present: an object there or being filled counts (a fill's
+ * transfer may end before the memo holds it: the remote blocks' claims
+ * must see it); a remembered failure, a value and an absent key do not. */
+START_TEST(present_while_filling) {
+  struct memo *m = memo_make(1 << 20, 100, NULL);
+  atomic_int hold = 1;
+  struct job j = {.cost = 10, .hold = &hold};
+  struct getter g = {m, &j, key(2, 40), 0};
+  ck_assert_int_eq(memo_present(m, &g.k), 0);
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
+  for (int i = 0; i < 5000 && !__atomic_load_n(&j.calls, __ATOMIC_RELAXED); i++)
+    usleep(1000);
+  ck_assert_int_eq(j.calls, 1); /* the fill runs, held */
+  struct memo_ref *r;
+  ck_assert_int_eq(memo_peek(m, &g.k, &r), 0);
+  ck_assert_int_eq(memo_present(m, &g.k), 1);
+  atomic_store(&hold, 0);
+  pthread_join(t, NULL);
+  ck_assert_int_eq(g.rc, 0);
+  ck_assert_int_eq(memo_present(m, &g.k), 1);
+  struct job bad = {.fail = -EIO};
+  struct memo_key kb = key(2, 41);
+  struct zerr err = {0};
+  ck_assert_int_eq(memo_get(m, &kb, fill, &bad, &r, &err), -EIO);
+  ck_assert_int_eq(memo_present(m, &kb), 0);
+  struct memo_key kv = key(2, 42);
+  memo_value_put(m, &kv, 7);
+  ck_assert_int_eq(memo_present(m, &kv), 0);
+  memo_free(m);
+}
+END_TEST
+
 START_TEST(wait_rule_is_checked) {
   struct memo *m = memo_make(1 << 20, 100, NULL);
   struct zerr err = {0};
@@ -487,6 +520,7 @@ int main(void) {
   tcase_add_test(tc, budget_pins_and_big_entries);
   tcase_add_test(tc, remembered_and_transient_failures);
   tcase_add_test(tc, single_flight);
+  tcase_add_test(tc, present_while_filling);
   tcase_add_test(tc, wait_rule_is_checked);
   tcase_add_test(tc, stop_ends_waits);
   tcase_add_test(tc, values);
