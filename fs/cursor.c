@@ -31,6 +31,8 @@
  * little. */
 #define CURSOR_PF_MAX 256
 #define CURSOR_PF_FIRST 8
+/* Largest slab of text (bytes) named whole at a read from its start. */
+#define CURSOR_START_MAX ((uint64_t)64 << 20)
 
 /* ---- cursors ---- */
 
@@ -523,6 +525,11 @@ void cursor_ahead_start(struct engine *e, const struct znode *n,
                         const struct region *r, const struct region_layout *l,
                         struct view_cursor *c, uint64_t k) {
   if (!c)
+    return;
+  /* A slab of text larger than this is left to the sequential window: a
+   * `head` of its view would otherwise fetch all of it. */
+  if (region_slab_off(n, r, l, k + 1) - region_slab_off(n, r, l, k) >
+      CURSOR_START_MAX)
     return;
   pthread_mutex_lock(&c->lock);
   if (!c->npf && !c->pf_win && !c->pf_next) {
