@@ -74,11 +74,15 @@ int unit_windowed(const struct engine *e, const struct znode *n,
 
 /* Read text [off, off+len) of a unit that unit_windowed says is read in
  * windows: offsets and (plain) element bytes read where they lie for just
- * the range; element bytes behind whole-decode codecs (zstd, gzip) are
- * decoded once without the offsets (memoised, ELEVEL_DATA) and *pin
- * keeps them (NULL when nothing is pinned; the caller releases it, a
- * reader's window keeps it). The text is never rendered whole. Returns
- * the bytes read or a negative errno (-ENOTSUP: read it the usual way). */
+ * the range. Element bytes behind zstd or gzip are decoded as a stream
+ * in a sliding window (codecs/dstream.h; memoised at ELEVEL_DATA, charged
+ * its few MiB) that stays where the last read ended: a reader in order
+ * decodes each byte once, a read before the window restarts the stream.
+ * Behind other data codecs they are decoded whole once, without the
+ * offsets. *pin keeps what was decoded or the stream (NULL when nothing
+ * is pinned; the caller releases it, a reader's window keeps it). The
+ * text is never rendered whole. Returns the bytes read or a negative
+ * errno (-ENOTSUP: read it the usual way); a failure names the chunk. */
 long unit_read_window(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t off, size_t len, char *dst,
                       struct memo_ref **pin, struct zerr *err);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../codecs/dstream.h"
 #include "unit.h"
 
 /* ---- units read through a partial decoder ---- */
@@ -254,8 +255,12 @@ int unit_windowed(const struct engine *e, const struct znode *n,
   return held >= UNIT_WINDOW_MIN && held > e->cache_size / 4;
 }
 
-/* A unit's element bytes decoded for reads in windows (memo object, at
- * ELEVEL_DATA under its own tag): the bytes only, no offsets. */
+/* A unit's element bytes for reads in windows (memo object, at
+ * ELEVEL_DATA under its own tag): the bytes only, no offsets. Behind a
+ * codec that streams (zstd, gzip), a source decoding them in a sliding
+ * window that follows the reader (codecs/dstream.h), which the open file
+ * keeps pinned, positioned where its last read ended; behind any other,
+ * the bytes decoded whole. */
 struct wdata_obj {
   struct zobj obj;
   struct bytesrc *src;
@@ -268,9 +273,30 @@ static void wdata_destroy(struct zobj *o) {
   free(w);
 }
 
-/* Fill: decode unit j->idx's chunk, let go of its offsets, then run its
- * deferred data codecs: the offsets and the decoded bytes are never held
- * together. */
+/* Unit j->idx's element bytes as a stream (*out): 1, 0 when its data
+ * codecs do not stream (or the chunk is not stored), or negative. Only
+ * the chunk's framing and its last offset are read. */
+static int wdata_stream(struct unit_job *j, struct bytesrc **out,
+                        struct zerr *err) {
+  struct codec_partial d;
+  int rc = direct_open(j->e, j->n, j->idx, &d, err);
+  if (rc <= 0)
+    return rc;
+  uint64_t last;
+  rc = chain_partial_offsets(&d, d.n, 1, &last, err);
+  if (rc == 0)
+    rc = chain_partial_stream(&d, last, &j->e->env, out, err);
+  chain_partial_close(&d);
+  if (rc == -ENOTSUP) {
+    zerr_clear(err);
+    return 0;
+  }
+  return rc < 0 ? rc : 1;
+}
+
+/* Fill: the element bytes as a stream; else decode unit j->idx's chunk,
+ * let go of its offsets, then run its deferred data codecs: the offsets
+ * and the decoded bytes are never held together. */
 static int wdata_fill(void *ctx, struct zobj **obj, size_t *cost,
                       struct zerr *err) {
   struct unit_job *j = ctx;
@@ -283,15 +309,22 @@ static int wdata_fill(void *ctx, struct zobj **obj, size_t *cost,
   int logged = 0;
   int rc = engine_check_stop(e, err);
   if (rc == 0)
-    rc = unit_source(j, &ab, &logged, err);
-  if (rc == 0 && (!ab || ab->elsize))
-    rc = zerr_set(err, EIO, "not a variable-length chunk");
-  if (rc == 0) {
+    rc = wdata_stream(j, &w->src, err);
+  if (rc > 0) {
     engine_req_note_unit();
     stats_add(&e->stats.decodes, 1);
-    free(ab->offsets);
-    ab->offsets = NULL;
-    rc = chain_load_data(ab, &e->env, &w->src, err);
+    rc = 0;
+  } else if (rc == 0) {
+    rc = unit_source(j, &ab, &logged, err);
+    if (rc == 0 && (!ab || ab->elsize))
+      rc = zerr_set(err, EIO, "not a variable-length chunk");
+    if (rc == 0) {
+      engine_req_note_unit();
+      stats_add(&e->stats.decodes, 1);
+      free(ab->offsets);
+      ab->offsets = NULL;
+      rc = chain_load_data(ab, &e->env, &w->src, err);
+    }
   }
   abytes_free(ab);
   if (rc < 0) {
@@ -301,7 +334,9 @@ static int wdata_fill(void *ctx, struct zobj **obj, size_t *cost,
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
   *obj = &w->obj;
-  *cost = sizeof *w + (w->src->mem ? (size_t)w->src->size : 0);
+  *cost = sizeof *w + (w->src->mem          ? (size_t)w->src->size
+                       : dstream_is(w->src) ? dstream_cost(w->src)
+                                            : 0);
   return 0;
 }
 
@@ -323,5 +358,8 @@ long unit_read_window(struct engine *e, const struct znode *n,
   struct unit_job j = {e, n, idx, key, NULL};
   ZTRY(memo_get(e->memo, &k, wdata_fill, &j, pin, err));
   const struct wdata_obj *w = (const struct wdata_obj *)memo_obj(*pin);
-  return direct_read(e, n, idx, off, len, dst, w->src, err);
+  long got = direct_read(e, n, idx, off, len, dst, w->src, err);
+  if (got < 0 && got != -ENOTSUP)
+    zerr_prefix(err, "chunk %s: ", key);
+  return got;
 }
