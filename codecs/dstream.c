@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <zlib.h>
 /* ZSTD_estimateDStreamSize_fromFrame is in the experimental part of the
  * API (stable since 1.3; Debian's libzstd is 1.5). */
@@ -15,6 +16,59 @@
 #include <zstd.h>
 
 struct dstream;
+
+/* ---- memory ----
+ *
+ * The window, the input slice and zstd's buffers are mapped, not taken
+ * from malloc: a stream is made by one FUSE thread and freed by another,
+ * and malloc would keep its megabytes resident in the arena of whichever
+ * thread freed them (and raise its own threshold for mapping, so that
+ * later buffers of every thread stay in arenas too). Unmapped, they go
+ * back to the system as soon as the stream goes. */
+
+/* Allocations at least this large are mapped. */
+#define DS_MAP_MIN ((size_t)64 << 10)
+
+/* n bytes of fresh pages, or NULL. */
+static void *ds_map(size_t n) {
+  void *p =
+      mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+/* Give back what ds_map returned (NULL: nothing). */
+static void ds_unmap(void *p, size_t n) {
+  if (p)
+    munmap(p, n);
+}
+
+/* zstd's allocator: large blocks mapped, small ones from malloc, the
+ * size kept in a header (zstd's free does not pass it). */
+static void *ds_zalloc(void *opaque, size_t size) {
+  (void)opaque;
+  size_t n = size + 16;
+  if (n < size)
+    return NULL;
+  uint8_t *p = n >= DS_MAP_MIN ? ds_map(n) : malloc(n);
+  if (!p)
+    return NULL;
+  memcpy(p, &n, sizeof n);
+  return p + 16;
+}
+
+/* zstd's free. */
+static void ds_zfree(void *opaque, void *addr) {
+  (void)opaque;
+  if (!addr)
+    return;
+  uint8_t *p = (uint8_t *)addr - 16;
+  size_t n;
+  memcpy(&n, p, sizeof n);
+  if (n >= DS_MAP_MIN)
+    ds_unmap(p, n);
+  else
+    free(p);
+}
 
 struct dstream_kind {
   const char *name; /* the codec, for messages */
@@ -63,7 +117,8 @@ static size_t zst_cost(const uint8_t *head, size_t n) {
 
 /* A new context, or the old one reset. */
 static int zst_start(struct dstream *s, struct zerr *err) {
-  if (!s->dec && !(s->dec = ZSTD_createDCtx()))
+  static const ZSTD_customMem mem = {ds_zalloc, ds_zfree, NULL};
+  if (!s->dec && !(s->dec = ZSTD_createDCtx_advanced(mem)))
     return zerr_set(err, ENOMEM, "zstd: out of memory");
   size_t r = ZSTD_DCtx_reset(s->dec, ZSTD_reset_session_only);
   if (ZSTD_isError(r))
@@ -189,7 +244,7 @@ static int ds_restart(struct dstream *s, struct zerr *err) {
     s->in_len = (size_t)s->enc->size;
     s->enc_pos = s->enc->size;
   } else {
-    if (!s->inbuf && !(s->inbuf = malloc(DSTREAM_IN)))
+    if (!s->inbuf && !(s->inbuf = ds_map(DSTREAM_IN)))
       return zerr_set(err, ENOMEM, "%s: out of memory", s->kind->name);
     s->in = s->inbuf;
     s->in_len = 0;
@@ -197,7 +252,7 @@ static int ds_restart(struct dstream *s, struct zerr *err) {
   }
   if (!s->buf) {
     s->cap = DSTREAM_BACK + DSTREAM_AHEAD;
-    if (!(s->buf = malloc(s->cap)))
+    if (!(s->buf = ds_map(s->cap)))
       return zerr_set(err, ENOMEM, "%s: out of memory", s->kind->name);
   }
   return s->kind->start(s, err);
@@ -259,9 +314,11 @@ static int ds_room(struct dstream *s, uint64_t off, uint64_t end,
     return zerr_set(err, EFBIG,
                     "%s: a read of %llu bytes exceeds the decode limit",
                     s->kind->name, (unsigned long long)(end - off));
-  uint8_t *nb = realloc(s->buf, (size_t)need);
+  uint8_t *nb = ds_map((size_t)need);
   if (!nb)
     return zerr_set(err, ENOMEM, "%s: out of memory", s->kind->name);
+  memcpy(nb, s->buf, s->fill);
+  ds_unmap(s->buf, s->cap);
   s->buf = nb;
   s->cap = (size_t)need;
   return 0;
@@ -302,7 +359,7 @@ static int ds_read_locked(struct dstream *s, uint64_t off, size_t len,
                         s->kind->name, (unsigned long long)size);
     }
     s->kind->stop(s); /* the reader is through: its window is what stays */
-    free(s->inbuf);
+    ds_unmap(s->inbuf, DSTREAM_IN);
     s->inbuf = NULL;
   }
   return 0;
@@ -325,8 +382,8 @@ static void ds_destroy(struct bytesrc *b) {
   struct dstream *s = (struct dstream *)b;
   s->kind->stop(s);
   bytesrc_unref(s->enc);
-  free(s->inbuf);
-  free(s->buf);
+  ds_unmap(s->inbuf, DSTREAM_IN);
+  ds_unmap(s->buf, s->cap);
   pthread_mutex_destroy(&s->lock);
   free(s);
 }
