@@ -3,8 +3,9 @@
  * chunk of 200,000 strings whose offsets alone would take more than a
  * quarter of a 1 MiB cache is read exactly, in sequence and at random
  * offsets, without ever being decoded whole (no unit fill), with plain
- * element bytes and behind zstd (the element bytes decoded once per
- * reader); a request running longer than the engine's threshold is
+ * element bytes and behind zstd (the element bytes streamed once per
+ * reader; a stream cut short reads right up to the cut and then fails
+ * naming the chunk); a request running longer than the engine's threshold is
  * flagged once and counts the units decoded for it. */
 #include <check.h>
 #include <stdio.h>
@@ -198,6 +199,43 @@ START_TEST(zstd_bytes_decoded_once_per_reader) {
 }
 END_TEST
 
+START_TEST(zstd_cut_short_fails_naming_the_chunk) {
+  size_t wlen;
+  char *want = put_array("t", 1, &wlen);
+  /* Cut the compressed element bytes short (their last block). */
+  char path[128];
+  snprintf(path, sizeof path, "%s/t/c/0", tmpdir);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_eq(truncate(path, st.st_size - 8), 0);
+  struct engine *e = open_engine();
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/t/values.txt", &ent, &err), 0);
+  struct view_cursor *c = view_cursor_new();
+  char buf[65536];
+  /* The element bytes are streamed: what lies before the cut reads right. */
+  long n = ns_read_view(e, &ent, 0, sizeof buf, buf, c, &err);
+  ck_assert_msg(n == (long)sizeof buf, "%ld: %s", n, err.msg);
+  ck_assert(!memcmp(buf, want, sizeof buf));
+  /* The end fails, naming the chunk and the codec, and never reads
+   * bytes from elsewhere. */
+  for (int i = 0; i < 2; i++) {
+    zerr_clear(&err);
+    memset(buf, 0, sizeof buf);
+    n = ns_read_view(e, &ent, wlen - 4096, 4096, buf, i ? NULL : c, &err);
+    ck_assert_int_eq(n, -EIO);
+    ck_assert_msg(strstr(err.msg, "t/c/0") && strstr(err.msg, "zstd"), "%s",
+                  err.msg);
+  }
+  view_cursor_free(e, c);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
 START_TEST(slow_request_flagged_once) {
   struct engine *e = open_engine();
   pthread_mutex_lock(&e->reqs_lock); /* the watchdog reads it */
@@ -241,6 +279,7 @@ static Suite *window_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, plain_bytes_never_decoded_whole);
   tcase_add_test(tc, zstd_bytes_decoded_once_per_reader);
+  tcase_add_test(tc, zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, slow_request_flagged_once);
   suite_add_tcase(s, tc);
   return s;
