@@ -82,7 +82,9 @@ enum codec_kind { CODEC_A2A = 1, CODEC_A2B = 2, CODEC_B2B = 3 };
  * Who offers what: `zarrs.vlen` sizes from the index alone always; offsets
  * read where they lie when its index codecs open partially in turn (a
  * plain `bytes` index, swapped or not); its element bytes as a window when
- * its data codecs are plain `bytes`. `bytes` (fixed-size elements): an
+ * its data codecs are plain `bytes`, else their encoded section, which
+ * chain_partial_stream decodes as a stream when one zstd or gzip stage
+ * encodes it. `bytes` (fixed-size elements): an
  * element range is a byte range of the chunk, plain unless the stored
  * order must be swapped (then partial_elements swaps what it reads).
  * `sharding_indexed` offers the same kind of access one level up, in its

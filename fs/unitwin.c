@@ -334,9 +334,8 @@ static int wdata_fill(void *ctx, struct zobj **obj, size_t *cost,
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
   *obj = &w->obj;
-  *cost = sizeof *w + (w->src->mem          ? (size_t)w->src->size
-                       : dstream_is(w->src) ? dstream_cost(w->src)
-                                            : 0);
+  *cost =
+      sizeof *w + (w->src->mem ? (size_t)w->src->size : dstream_cost(w->src));
   return 0;
 }
 
