@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../src/util/zmath.h"
+#include "dstream.h"
 
 struct chain_stage {
   const struct codec_impl *impl;
@@ -346,10 +347,27 @@ int chain_partial_range(const struct codec_partial *p, uint64_t first,
 }
 
 /* See chain.h. */
+int chain_partial_stream(const struct codec_partial *p, uint64_t size,
+                         const struct codec_env *env, struct bytesrc **out,
+                         struct zerr *err) {
+  const struct chain *c = p->data_chain;
+  /* One stage that streams, over elements stored plain (`bytes` on
+   * uint8): its output is the element bytes. */
+  if (!p->data_enc || !c || c->n_a2a || c->n_b2b != 1 ||
+      !c->b2b[0].impl->stream || !c->a2b.impl->partial_caps ||
+      !(c->a2b.impl->partial_caps(c->a2b.state) & CODEC_PARTIAL_PLAIN))
+    return zerr_set(err, ENOTSUP, "element bytes cannot be streamed");
+  int rc =
+      dstream_open(c->b2b[0].impl->stream, p->data_enc, size, env, out, err);
+  return rc < 0 ? zerr_prefix(err, "zarrs.vlen data: ") : 0;
+}
+
+/* See chain.h. */
 void chain_partial_close(struct codec_partial *p) {
   if (p->impl && p->impl->partial_close)
     p->impl->partial_close(p);
   bytesrc_unref(p->data);
+  bytesrc_unref(p->data_enc);
   bytesrc_unref(p->src);
   memset(p, 0, sizeof *p);
 }

@@ -78,6 +78,17 @@ int chain_partial_range(const struct codec_partial *p, uint64_t first,
                         uint64_t count, uint64_t *off, uint64_t *len,
                         struct zerr *err);
 
+/* Variable-length, element bytes behind data codecs (p->data NULL): a
+ * byte source of the `size` decoded element bytes (the last offset, which
+ * the caller has read) that decodes them as a stream in a sliding window
+ * (codecs/dstream.h: a reader in order holds a few MiB, a read before the
+ * window restarts the stream). A new reference; errors are prefixed with
+ * "zarrs.vlen data: ". -ENOTSUP when the data codecs cannot stream
+ * (anything but plain bytes under one zstd or gzip stage). */
+int chain_partial_stream(const struct codec_partial *p, uint64_t size,
+                         const struct codec_env *env, struct bytesrc **out,
+                         struct zerr *err);
+
 /* Release an open (or failed, or zeroed) partial decoder. */
 void chain_partial_close(struct codec_partial *p);
 

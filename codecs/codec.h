@@ -61,7 +61,9 @@ static inline int codec_check_stop(const struct codec_env *env,
   return 0;
 }
 
-struct abytes; /* a decoded chunk: codecs/abytes.h */
+struct abytes;       /* a decoded chunk: codecs/abytes.h */
+struct chain;        /* a codec chain: codecs/chain.h */
+struct dstream_kind; /* a codec's stream decoder: codecs/dstream.h */
 
 enum codec_kind { CODEC_A2A = 1, CODEC_A2B = 2, CODEC_B2B = 3 };
 
@@ -80,7 +82,9 @@ enum codec_kind { CODEC_A2A = 1, CODEC_A2B = 2, CODEC_B2B = 3 };
  * Who offers what: `zarrs.vlen` sizes from the index alone always; offsets
  * read where they lie when its index codecs open partially in turn (a
  * plain `bytes` index, swapped or not); its element bytes as a window when
- * its data codecs are plain `bytes`. `bytes` (fixed-size elements): an
+ * its data codecs are plain `bytes`, else their encoded section, which
+ * chain_partial_stream decodes as a stream when one zstd or gzip stage
+ * encodes it. `bytes` (fixed-size elements): an
  * element range is a byte range of the chunk, plain unless the stored
  * order must be swapped (then partial_elements swaps what it reads).
  * `sharding_indexed` offers the same kind of access one level up, in its
@@ -113,6 +117,12 @@ struct codec_partial {
                            i is bytes [i*elsize, (i+1)*elsize); variable:
                            element i is bytes [off[i], off[i+1]) */
   uint64_t data_len;    /* bytes of the element section as stored */
+  /* Variable-length with element bytes behind data codecs (data NULL):
+   * the encoded element section (owned ref) and the chain that decodes
+   * it (borrowed: the codec state's), for chain_partial_stream; else
+   * NULL. */
+  struct bytesrc *data_enc;
+  const struct chain *data_chain;
   /* The codec's own. */
   const struct codec_impl *impl; /* the codec that opened it */
   const void *state;             /* borrowed: its state (outlives p) */
@@ -165,6 +175,9 @@ struct codec_impl {
   int (*partial_elements)(const struct codec_partial *p, uint64_t first,
                           uint64_t count, void *out, struct zerr *err);
   void (*partial_close)(struct codec_partial *p);
+  /* CODEC_B2B, optional: its output decoded as a stream in a sliding
+   * window (codecs/dstream.h); NULL: only whole. */
+  const struct dstream_kind *stream;
 };
 
 /* Find a codec by V3 name or alias; NULL if unknown. */

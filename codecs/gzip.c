@@ -7,6 +7,7 @@
 #include <zlib.h>
 
 #include "../src/util/buf.h"
+#include "dstream.h"
 
 /* Validate {"level": int}; decoding needs nothing from it. */
 static int gzip_create(json_t *config, const struct codec_spec *decoded,
@@ -136,4 +137,5 @@ const struct codec_impl codec_gzip = {
     .create = gzip_create,
     .destroy = gzip_destroy,
     .decode_bytes = gzip_decode,
+    .stream = &dstream_gzip,
 };

@@ -339,6 +339,11 @@ static int vlen_partial_open(const void *state, const struct codec_spec *spec,
                   ip->elsize);
   if (rc == 0 && chain_is_passthrough(st->data_chain))
     rc = bytesrc_sub(in, st->at_end ? 0 : 8 + L, p->data_len, &p->data, err);
+  else if (rc == 0) {
+    rc =
+        bytesrc_sub(in, st->at_end ? 0 : 8 + L, p->data_len, &p->data_enc, err);
+    p->data_chain = st->data_chain;
+  }
   return rc;
 }
 

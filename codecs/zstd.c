@@ -16,6 +16,7 @@
 #include <zstd.h>
 
 #include "../src/util/buf.h"
+#include "dstream.h"
 
 /* Validate {"level": int, "checksum": bool}; decoding needs neither. */
 static int zstd_create(json_t *config, const struct codec_spec *decoded,
@@ -208,4 +209,5 @@ const struct codec_impl codec_zstd = {
     .create = zstd_create,
     .destroy = zstd_destroy,
     .decode_bytes = zstd_decode,
+    .stream = &dstream_zstd,
 };

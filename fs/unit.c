@@ -34,9 +34,9 @@ static uint64_t unit_chunk(const struct znode *n, const uint64_t *idx,
   return inner;
 }
 
-/* The store key of unit idx's chunk (for log lines). */
-static int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
-                          size_t len, struct zerr *err) {
+/* See unit.h. */
+int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
+                   size_t len, struct zerr *err) {
   uint64_t cidx[ZMETA_MAX_DIMS];
   unit_chunk(n, idx, cidx);
   if (node_chunk_key(n, cidx, key, len) < 0)
@@ -95,9 +95,9 @@ static int unit_ident(struct engine *e, const struct znode *n,
   return 0;
 }
 
-/* Log a failure of key, unless it is the shutdown interrupting us. */
-static void log_failure(struct engine *e, const char *key,
-                        const struct zerr *err) {
+/* See unit.h. */
+void unit_log_failure(struct engine *e, const char *key,
+                      const struct zerr *err) {
   if (err->code != EINTR)
     engine_log(e, key, err->msg);
 }
@@ -118,15 +118,6 @@ static void shard_index_destroy(struct zobj *o) {
   free(si->index);
   free(si);
 }
-
-/* What a fill needs to know about its unit or chunk. */
-struct unit_job {
-  struct engine *e;
-  const struct znode *n;
-  const uint64_t *idx; /* unit coordinates (chunk coordinates for indexes) */
-  const char *key;     /* the chunk's store key */
-  const struct chunk_text *ct; /* data fills: the unit */
-};
 
 /* Fill: read and check a shard's index; a failure is logged here, once per
  * shard, not once per inner chunk. */
@@ -149,7 +140,7 @@ static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   bytesrc_unref(src);
   if (rc < 0) {
-    log_failure(j->e, j->key, err);
+    unit_log_failure(j->e, j->key, err);
     zobj_put(&si->obj);
     return rc;
   }
@@ -160,12 +151,9 @@ static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
 
 /* ---- units ---- */
 
-/* The encoded bytes of unit idx decoded: a whole chunk from the store, or
- * one inner chunk of its shard through the shard's index. *out is NULL
- * when the unit is the fill value (missing chunk, missing shard, empty
- * inner chunk). *logged is set when the failure was already logged. */
-static int unit_source(struct unit_job *j, struct abytes **out, int *logged,
-                       struct zerr *err) {
+/* See unit.h. */
+int unit_source(struct unit_job *j, struct abytes **out, int *logged,
+                struct zerr *err) {
   struct engine *e = j->e;
   const struct znode *n = j->n;
   struct bytesrc *src = NULL;
@@ -248,7 +236,7 @@ static int decoded_fill(void *ctx, struct zobj **obj, size_t *cost,
     rc = unit_source(j, &d->ab, &logged, err);
   if (rc < 0) {
     if (!logged)
-      log_failure(j->e, j->key, err);
+      unit_log_failure(j->e, j->key, err);
     zobj_put(&d->obj);
     return rc;
   }
@@ -350,7 +338,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   abytes_free(ab);
   if (rc < 0) {
     if (!logged)
-      log_failure(e, j->key, err);
+      unit_log_failure(e, j->key, err);
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
   struct memo_key sk;
@@ -439,7 +427,7 @@ static int data_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   if (rc < 0) {
     zobj_put(&d->obj);
-    log_failure(e, j->key, err);
+    unit_log_failure(e, j->key, err);
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
   *obj = &d->obj;
@@ -478,326 +466,6 @@ int unit_src(struct engine *e, const struct znode *n,
     *data = bytesrc_ref(d->src);
   *pin = ref;
   return 0;
-}
-
-/* ---- units read through a partial decoder ---- */
-
-/* Are the units of n chunks whose offsets the chain reads where they lie
- * (codec.h's partial decoding), whose text is linear in their offsets
- * (strings and bytes: a line is k bytes per element byte plus its
- * newline), with their in-bounds elements first (every dimension but the
- * first whole)? *plain_data: element bytes are stored plain too. */
-static int unit_direct(const struct znode *n, const uint64_t *idx,
-                       int *plain_data) {
-  unsigned caps = n->shard ? 0 : chain_partial_caps(n->chain);
-  *plain_data = (caps & CODEC_PARTIAL_PLAIN) != 0;
-  if (!(caps & CODEC_PARTIAL_OFFSETS) || n->form.csv) /* CSV: quoted */
-    return 0;
-  if (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES)
-    return 0;
-  for (int d = 1; d < n->meta->ndim; d++)
-    if (node_unit_ext(n, d, idx[d]) < node_unit_len(n, d, idx[d]))
-      return 0;
-  return 1;
-}
-
-/* See unit.h. */
-uint64_t unit_nin(const struct znode *n, const uint64_t *idx) {
-  uint64_t nin = 1;
-  for (int d = 0; d < n->meta->ndim; d++)
-    nin *= node_unit_ext(n, d, idx[d]);
-  return nin;
-}
-
-/* Open unit idx's partial decoder: 1 and *d (close it), 0 when the chunk
- * is not stored, or negative. */
-static int direct_open(struct engine *e, const struct znode *n,
-                       const uint64_t *idx, struct codec_partial *d,
-                       struct zerr *err) {
-  char key[4096];
-  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
-  struct bytesrc *src;
-  int rc = store_get(e->store, key, &src, err);
-  if (rc == -ENOENT) {
-    zerr_clear(err);
-    return 0;
-  }
-  if (rc < 0)
-    return rc;
-  struct codec_spec tmp; /* the unit's own: units may differ in shape */
-  rc = chain_partial_open(n->chain, node_chunk_spec(n, idx, &tmp), src, d, err);
-  bytesrc_unref(src);
-  return rc < 0 ? rc : 1;
-}
-
-/* A unit's text size from the first and the last in-bounds offsets: -1
- * when that cannot be done (then the unit is decoded). */
-static int unit_size_direct(struct engine *e, const struct znode *n,
-                            const uint64_t *idx, uint64_t *value) {
-  int plain;
-  if (!unit_direct(n, idx, &plain))
-    return -1;
-  struct zerr err = {0};
-  struct codec_partial d;
-  uint64_t nin = unit_nin(n, idx), o0, on;
-  int rc = direct_open(e, n, idx, &d, &err);
-  if (rc == 0) { /* not stored: the fill value */
-    *value = nin * (n->form.fill_len + 1);
-    return 0;
-  }
-  if (rc > 0) {
-    rc = chain_partial_offsets(&d, 0, 1, &o0, &err);
-    /* Element bytes stored plain, all of them in bounds: the last offset
-     * is the stored data's length (a whole decode refuses a chunk where
-     * it is not), so the far end of the index need not be read. */
-    if (rc == 0 && plain && nin == d.n)
-      on = d.data_len;
-    else if (rc == 0)
-      rc = chain_partial_offsets(&d, nin, 1, &on, &err);
-    chain_partial_close(&d);
-  }
-  if (rc < 0 || on < o0)
-    return -1; /* the decode says what is wrong, once */
-  *value = text_var_len(&n->form.dt, on - o0) + nin;
-  return 0;
-}
-
-/* Elements rendered per step of a direct read. */
-#define DIRECT_BATCH 65536
-/* Below this many candidates the search reads them all at once. */
-#define DIRECT_SCAN 4096
-
-/* Read text [off, off+len) of unit idx through its partial decoder,
- * the element bytes from `bytes` when given (a decoded data section),
- * else from the decoder's plain window. */
-static long direct_read(struct engine *e, const struct znode *n,
-                        const uint64_t *idx, uint64_t off, size_t len,
-                        char *dst, struct bytesrc *bytes, struct zerr *err) {
-  uint64_t total;
-  ZTRY(unit_size(e, n, idx, &total, err));
-  if (off >= total || !len)
-    return 0;
-  if (len > total - off)
-    len = (size_t)(total - off);
-  struct codec_partial d;
-  int rc = direct_open(e, n, idx, &d, err);
-  if (rc <= 0)
-    return rc == 0 ? -ENOTSUP : rc; /* a fill unit: the usual way */
-  struct bytesrc *data = bytes ? bytes : d.data;
-  if (!data) {
-    chain_partial_close(&d);
-    return -ENOTSUP;
-  }
-  const struct dtype *dt = &n->form.dt;
-  uint64_t nin = unit_nin(n, idx), o0;
-  uint64_t *o = malloc((DIRECT_BATCH + 1) * sizeof *o);
-  rc = o ? chain_partial_offsets(&d, 0, 1, &o0, err)
-         : zerr_set(err, ENOMEM, "out of memory");
-  /* The element whose line holds off: line k starts at
-   * text_var_len(o[k] - o[0]) + k, which grows with k. */
-  uint64_t lo = 0, hi = nin; /* line lo starts <= off; line hi > off */
-  /* First a window of DIRECT_SCAN lines around where the mean line length
-   * puts off: lines are much alike, so a read (`tail`) usually finds its
-   * line there, in the block or two of offsets it then reads anyway,
-   * rather than in a bisection's dozen blocks spread over the index. */
-  if (rc == 0 && hi - lo > DIRECT_SCAN) {
-    uint64_t g = (uint64_t)((unsigned __int128)off * nin / total);
-    uint64_t ws = g > DIRECT_SCAN / 2 ? g - DIRECT_SCAN / 2 : 0;
-    uint64_t we = ws + DIRECT_SCAN < nin ? ws + DIRECT_SCAN : nin;
-    uint64_t probe[2] = {ws, we};
-    for (int i = 0; i < 2 && rc == 0; i++) {
-      uint64_t at = probe[i], oa;
-      if (at <= lo || at >= hi)
-        continue;
-      rc = chain_partial_offsets(&d, at, 1, &oa, err);
-      if (rc == 0 && oa < o0)
-        rc = zerr_set(err, EIO, "%s: offset %llu is out of order", d.impl->name,
-                      (unsigned long long)at);
-      if (rc == 0 && text_var_len(dt, oa - o0) + at <= off)
-        lo = at;
-      else if (rc == 0)
-        hi = at;
-    }
-  }
-  while (rc == 0 && hi - lo > 1) {
-    if (hi - lo <= DIRECT_SCAN) {
-      uint64_t cnt = hi - lo;
-      rc = chain_partial_offsets(&d, lo, cnt, o, err);
-      uint64_t i = 1;
-      while (rc == 0 && i < cnt && o[i] >= o0 &&
-             text_var_len(dt, o[i] - o0) + lo + i <= off)
-        i++;
-      hi = (lo += i - 1) + 1;
-      break;
-    }
-    uint64_t mid = lo + (hi - lo) / 2, om;
-    rc = chain_partial_offsets(&d, mid, 1, &om, err);
-    if (rc == 0 && om < o0)
-      rc = zerr_set(err, EIO, "%s: offset %llu is out of order", d.impl->name,
-                    (unsigned long long)mid);
-    if (rc == 0 && text_var_len(dt, om - o0) + mid <= off)
-      lo = mid;
-    else
-      hi = mid;
-  }
-  /* Render from element lo on, a batch of elements at a time, through a
-   * small unit of just those elements. */
-  size_t done = 0;
-  uint64_t k = lo;
-  /* Batches sized by the bytes still wanted (at the unit's mean line
-   * length, plus a margin): a read takes about the offsets it shows. */
-  uint64_t mean = total / (nin ? nin : 1) + 1;
-  while (rc == 0 && done < len && k < nin) {
-    uint64_t b = (len - done) / mean + 16;
-    if (b > DIRECT_BATCH)
-      b = DIRECT_BATCH;
-    if (b > nin - k)
-      b = nin - k;
-    rc = chain_partial_offsets(&d, k, b + 1, o, err);
-    if (rc == 0 && o[b] > data->size) /* checked for plain bytes only */
-      rc = zerr_set(err, EIO, "%s: offset %llu past the data section",
-                    d.impl->name, (unsigned long long)(k + b));
-    if (rc < 0 || o[0] < o0)
-      break;
-    uint64_t kpos = text_var_len(dt, o[0] - o0) + k;
-    struct text_form f1 = n->form;
-    f1.ndim = 1;
-    f1.shape[0] = b;
-    f1.edge[0] = NULL;
-    struct abytes *ab = abytes_alloc();
-    uint64_t *offs = malloc((size_t)(b + 1) * sizeof *offs);
-    if (!ab || !offs) {
-      abytes_free(ab);
-      free(offs);
-      rc = zerr_set(err, ENOMEM, "out of memory");
-      break;
-    }
-    memcpy(offs, o, (size_t)(b + 1) * sizeof *offs);
-    ab->n = b;
-    ab->offsets = offs;
-    ab->data = bytesrc_ref(data);
-    ab->data_len = o[b];
-    struct chunk_text *ct;
-    uint64_t zero = 0;
-    rc = text_layout(&f1, &b, &zero, ab, e->env.max_decoded, 0, &e->stopping,
-                     &ct, err);
-    if (rc < 0)
-      break;
-    uint64_t at = off + done; /* >= kpos */
-    long got = text_read(ct, data, at - kpos, len - done, dst + done, err);
-    zobj_put(&ct->obj);
-    if (got < 0) {
-      rc = (int)got;
-      break;
-    }
-    done += (size_t)got;
-    k += b;
-  }
-  free(o);
-  if (rc == 0 && done != len)
-    rc = zerr_set(err, EIO, "%s: index and sizes disagree", d.impl->name);
-  chain_partial_close(&d);
-  if (rc < 0) {
-    char key[4096];
-    if (unit_store_key(n, idx, key, sizeof key, err) == 0)
-      log_failure(e, key, err);
-    return rc;
-  }
-  return (long)done;
-}
-
-/* See unit.h. */
-long unit_read_direct(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
-                      struct zerr *err) {
-  int plain;
-  if (!unit_direct(n, idx, &plain) || !plain)
-    return -ENOTSUP;
-  return direct_read(e, n, idx, off, len, dst, NULL, err);
-}
-
-/* See unit.h. */
-int unit_windowed(const struct engine *e, const struct znode *n,
-                  const uint64_t *idx) {
-  int plain;
-  if (!unit_direct(n, idx, &plain))
-    return 0;
-  /* What a whole decode keeps besides the element bytes: 8 bytes of
-   * offset and 1/8 byte of layout per element. */
-  uint64_t held = unit_nin(n, idx) * 9;
-  return held >= UNIT_WINDOW_MIN && held > e->cache_size / 4;
-}
-
-/* A unit's element bytes decoded for reads in windows (memo object, at
- * ELEVEL_DATA under its own tag): the bytes only, no offsets. */
-struct wdata_obj {
-  struct zobj obj;
-  struct bytesrc *src;
-};
-
-/* Release a windowed data section. */
-static void wdata_destroy(struct zobj *o) {
-  struct wdata_obj *w = (struct wdata_obj *)o;
-  bytesrc_unref(w->src);
-  free(w);
-}
-
-/* Fill: decode unit j->idx's chunk, let go of its offsets, then run its
- * deferred data codecs: the offsets and the decoded bytes are never held
- * together. */
-static int wdata_fill(void *ctx, struct zobj **obj, size_t *cost,
-                      struct zerr *err) {
-  struct unit_job *j = ctx;
-  struct engine *e = j->e;
-  struct wdata_obj *w = calloc(1, sizeof *w);
-  if (!w)
-    return zerr_set(err, ENOMEM, "out of memory");
-  zobj_init(&w->obj, wdata_destroy);
-  struct abytes *ab = NULL;
-  int logged = 0;
-  int rc = engine_check_stop(e, err);
-  if (rc == 0)
-    rc = unit_source(j, &ab, &logged, err);
-  if (rc == 0 && (!ab || ab->elsize))
-    rc = zerr_set(err, EIO, "not a variable-length chunk");
-  if (rc == 0) {
-    engine_req_note_unit();
-    stats_add(&e->stats.decodes, 1);
-    free(ab->offsets);
-    ab->offsets = NULL;
-    rc = chain_load_data(ab, &e->env, &w->src, err);
-  }
-  abytes_free(ab);
-  if (rc < 0) {
-    zobj_put(&w->obj);
-    if (!logged)
-      log_failure(e, j->key, err);
-    return zerr_prefix(err, "chunk %s: ", j->key);
-  }
-  *obj = &w->obj;
-  *cost = sizeof *w + (w->src->mem ? (size_t)w->src->size : 0);
-  return 0;
-}
-
-/* See unit.h. */
-long unit_read_window(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
-                      struct memo_ref **pin, struct zerr *err) {
-  int plain;
-  *pin = NULL;
-  if (!unit_direct(n, idx, &plain))
-    return -ENOTSUP;
-  if (plain)
-    return direct_read(e, n, idx, off, len, dst, NULL, err);
-  char key[4096];
-  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
-  static const uint64_t tag = 0x77696e646f77ull; /* apart from data_obj */
-  struct memo_key k;
-  node_key(&k, ELEVEL_DATA, n, idx, &tag, 1);
-  struct unit_job j = {e, n, idx, key, NULL};
-  ZTRY(memo_get(e->memo, &k, wdata_fill, &j, pin, err));
-  const struct wdata_obj *w = (const struct wdata_obj *)memo_obj(*pin);
-  return direct_read(e, n, idx, off, len, dst, w->src, err);
 }
 
 /* Fill: a unit's text size: from the ends of an index read partially, from
@@ -903,7 +571,7 @@ static int presence_fill(void *ctx, struct zobj **obj, size_t *cost,
                          j->e->env.max_decoded / sizeof(uint64_t),
                          &j->e->stopping, &p, err);
   if (rc < 0) {
-    log_failure(j->e, *j->n->path ? j->n->path : ".", err);
+    unit_log_failure(j->e, *j->n->path ? j->n->path : ".", err);
     return zerr_prefix(err, "listing chunks: ");
   }
   *obj = &p->obj;

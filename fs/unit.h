@@ -2,7 +2,8 @@
  * decode (a chunk from the store, or one inner chunk of a shard through its
  * memoised index), its text layout, its deferred data section, its text
  * size, direct reads through partial decoders, and which chunks are
- * stored (presence).
+ * stored (presence). unit.c decodes units whole; unitwin.c reads them
+ * through their partial decoder (direct reads, windows).
  *
  * Owns no state of its own and takes no lock: what it caches lives in the
  * engine's memo (levels ELEVEL_SHARD_INDEX, ELEVEL_UNIT, ELEVEL_DATA,
@@ -16,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../codecs/abytes.h"
 #include "../src/util/memo.h"
 #include "engine.h"
 #include "node.h"
@@ -72,11 +74,15 @@ int unit_windowed(const struct engine *e, const struct znode *n,
 
 /* Read text [off, off+len) of a unit that unit_windowed says is read in
  * windows: offsets and (plain) element bytes read where they lie for just
- * the range; element bytes behind whole-decode codecs (zstd, gzip) are
- * decoded once without the offsets (memoised, ELEVEL_DATA) and *pin
- * keeps them (NULL when nothing is pinned; the caller releases it, a
- * reader's window keeps it). The text is never rendered whole. Returns
- * the bytes read or a negative errno (-ENOTSUP: read it the usual way). */
+ * the range. Element bytes behind zstd or gzip are decoded as a stream
+ * in a sliding window (codecs/dstream.h; memoised at ELEVEL_DATA, charged
+ * its few MiB) that stays where the last read ended: a reader in order
+ * decodes each byte once, a read before the window restarts the stream.
+ * Behind other data codecs they are decoded whole once, without the
+ * offsets. *pin keeps what was decoded or the stream (NULL when nothing
+ * is pinned; the caller releases it, a reader's window keeps it). The
+ * text is never rendered whole. Returns the bytes read or a negative
+ * errno (-ENOTSUP: read it the usual way); a failure names the chunk. */
 long unit_read_window(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t off, size_t len, char *dst,
                       struct memo_ref **pin, struct zerr *err);
@@ -108,5 +114,39 @@ int unit_presence(struct engine *e, const struct znode *n,
 
 /* In-bounds elements of unit idx of n (edge units hold fewer). */
 uint64_t unit_nin(const struct znode *n, const uint64_t *idx);
+
+/* ---- shared by unit.c and unitwin.c (the partial-decoder side) ---- */
+
+/* What a fill needs to know about its unit or chunk. */
+struct unit_job {
+  struct engine *e;
+  const struct znode *n;
+  const uint64_t *idx; /* unit coordinates (chunk coordinates for indexes) */
+  const char *key;     /* the chunk's store key */
+  const struct chunk_text *ct; /* data fills: the unit */
+};
+
+/* The store key of unit idx's chunk (for log lines) into key (len
+ * bytes); -ENAMETOOLONG when it does not fit. */
+int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
+                   size_t len, struct zerr *err);
+
+/* Log a failure of key, unless it is the shutdown interrupting us. */
+void unit_log_failure(struct engine *e, const char *key,
+                      const struct zerr *err);
+
+/* The encoded bytes of unit j->idx decoded: a whole chunk from the store,
+ * or one inner chunk of its shard through the shard's index. *out (the
+ * caller's; abytes_free) is NULL when the unit is the fill value (missing
+ * chunk, missing shard, empty inner chunk). *logged is set when the
+ * failure was already logged. */
+int unit_source(struct unit_job *j, struct abytes **out, int *logged,
+                struct zerr *err);
+
+/* A unit's text size from the first and the last in-bounds offsets of
+ * its partial decoder: 0, or -1 when that cannot be done (then the unit
+ * is decoded, and that decode says what is wrong). */
+int unit_size_direct(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, uint64_t *value);
 
 #endif

@@ -7,14 +7,18 @@
 #      peak within 80 MiB (the unit is read in windows that follow the
 #      reader: its offsets are never loaded whole);
 #   2. the same strings with zstd data: exact, within the bound (the
-#      element bytes are decoded once, without the offsets, and the text
-#      is never rendered whole);
+#      element bytes are decoded as a stream in a window that follows the
+#      reader, without the offsets, and the text is never rendered whole);
 #   3. `tail -c` of the first on a fresh mount: exact, a few MB;
 #   4. a cold 128 KiB read of a 100 x 80,000 float64 array in 100 x 4,000
 #      chunks (a row of 20 chunks, about 105 MB of text) with the kernel's
 #      read-ahead off for the file: the bytes `zarrfs cat` reads through
 #      the whole row, within the bound (only the chunks the read shows
-#      are decoded and held).
+#      are decoded and held);
+#   5. 3,000,000 strings of 40 bytes in three zstd chunks of 1,000,000
+#      (about 40 MB of element bytes each, 120 MB of text): `cat` exact,
+#      within the bound (each chunk's bytes streamed through a window of
+#      a few MiB; the chunk passed is not held decoded beside the next).
 # A memory bound is a property of the code, not of the machine's speed,
 # so it is asserted; under AddressSanitizer (whose shadow memory and
 # quarantine are not zarrfs') the peaks are printed, not checked.
@@ -30,6 +34,9 @@ t "$ZARRFS_MKSTORE" bigstrings "$D/u48" --count 3000000 --chunk 3000000 \
   zt_hard_error "zarrfs-mkstore bigstrings failed"
 t "$ZARRFS_MKSTORE" bigstrings "$D/u48z" --count 3000000 --chunk 3000000 \
   --strlen 15 --data zstd >/dev/null || zt_hard_error "zarrfs-mkstore bigstrings (zstd) failed"
+t "$ZARRFS_MKSTORE" bigstrings "$D/s40z" --count 3000000 --chunk 1000000 \
+  --strlen 40 --data zstd --plain "$ZT_TMP/s40.txt" >/dev/null ||
+  zt_hard_error "zarrfs-mkstore bigstrings (40 B, zstd) failed"
 t "$ZARRFS_MKSTORE" numeric "$D/wide" --shape 100,80000 --chunk 100,4000 \
   --dtype float64 --codec zstd >/dev/null || zt_hard_error "zarrfs-mkstore numeric failed"
 
@@ -85,6 +92,14 @@ sys.stdout.buffer.write(os.pread(fd, 131072, 0))' "$M/values.txt" | md5sum)
   want=$(t "$ZARRFS_BIN" cat "$D/wide" values.txt | head -c 131072 | md5sum)
   assert_eq "wide row: cold 128 KiB read is the row's text" "$want" "$got"
   peak_ok "wide row of 20 chunks: cold 128 KiB read" "$ZT_PID"
+  zumount "$M"
+fi
+
+# ---- 5. 40 B strings in three 40 MB zstd chunks ----
+M=$(zt_mkdir m5)
+if zmount "$D/s40z" "$M" "${OPTS[@]}"; then
+  assert_file_eq "40 B strings, zstd: values.txt exact" "$ZT_TMP/s40.txt" "$M/values.txt"
+  peak_ok "40 B strings in 40 MB zarrs.vlen [bytes, zstd] chunks: cat" "$ZT_PID"
   zumount "$M"
 fi
 finish

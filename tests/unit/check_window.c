@@ -3,8 +3,9 @@
  * chunk of 200,000 strings whose offsets alone would take more than a
  * quarter of a 1 MiB cache is read exactly, in sequence and at random
  * offsets, without ever being decoded whole (no unit fill), with plain
- * element bytes and behind zstd (the element bytes decoded once per
- * reader); a request running longer than the engine's threshold is
+ * element bytes and behind zstd or gzip (the element bytes streamed once
+ * per reader; a stream cut short reads right up to the cut and then fails
+ * naming the chunk); a request running longer than the engine's threshold is
  * flagged once and counts the units decoded for it. */
 #include <check.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 #include <zstd.h>
 
 #include "../../fs/engine.h"
@@ -48,10 +50,10 @@ static void put_meta(const char *name, const char *data) {
   ts_put_file(tmpdir, rel, buf, strlen(buf));
 }
 
-/* Write array `name` (data plain, or zstd) and return its expected text
- * (caller frees) and length. Element i: 0 to 30 bytes, some with a
- * newline (shown as a space). */
-static char *put_array(const char *name, int zstd, size_t *tlen) {
+/* Write array `name` (codec 0: data plain, 1: zstd, 2: gzip) and return its
+ * expected text (caller frees) and length. Element i: 0 to 30 bytes, some with
+ * a newline (shown as a space). */
+static char *put_array(const char *name, int codec, size_t *tlen) {
   size_t L = 8 * ((size_t)WN + 1), cap = 8 + L + (size_t)WN * 31;
   uint8_t *chunk = malloc(cap);
   char *data = malloc((size_t)WN * 31), *text = malloc((size_t)WN * 32);
@@ -72,7 +74,13 @@ static char *put_array(const char *name, int zstd, size_t *tlen) {
   }
   le64(chunk + 8 + 8 * (size_t)WN, dl);
   size_t len = 8 + L;
-  if (zstd) {
+  if (codec == 2) { /* gzip (here a zlib stream, which gzip accepts) */
+    uLongf zl = (uLongf)(cap - len);
+    ck_assert_int_eq(compress2(chunk + len, &zl, (const Bytef *)data, dl, 6),
+                     Z_OK);
+    len += zl;
+    put_meta(name, "[{\"name\":\"bytes\"},{\"name\":\"gzip\"}]");
+  } else if (codec == 1) {
     size_t zl = ZSTD_compress(chunk + len, cap - len, data, dl, 3);
     ck_assert(!ZSTD_isError(zl));
     len += zl;
@@ -198,6 +206,59 @@ START_TEST(zstd_bytes_decoded_once_per_reader) {
 }
 END_TEST
 
+START_TEST(gzip_bytes_streamed) {
+  size_t wlen;
+  char *want = put_array("g", 2, &wlen);
+  struct engine *e = open_engine();
+  read_seq(e, "/g/values.txt", 131072, want, wlen);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 1);
+  read_seq(e, "/g/c/0.txt", 65536, want, wlen);
+  read_random(e, "/g/values.txt", want, wlen);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
+START_TEST(zstd_cut_short_fails_naming_the_chunk) {
+  size_t wlen;
+  char *want = put_array("t", 1, &wlen);
+  /* Cut the compressed element bytes short (their last block). */
+  char path[128];
+  snprintf(path, sizeof path, "%s/t/c/0", tmpdir);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_eq(truncate(path, st.st_size - 8), 0);
+  struct engine *e = open_engine();
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/t/values.txt", &ent, &err), 0);
+  struct view_cursor *c = view_cursor_new();
+  char buf[65536];
+  /* The element bytes are streamed: what lies before the cut reads right. */
+  long n = ns_read_view(e, &ent, 0, sizeof buf, buf, c, &err);
+  ck_assert_msg(n == (long)sizeof buf, "%ld: %s", n, err.msg);
+  ck_assert(!memcmp(buf, want, sizeof buf));
+  /* The end fails, naming the chunk and the codec, and never reads
+   * bytes from elsewhere. */
+  for (int i = 0; i < 2; i++) {
+    zerr_clear(&err);
+    memset(buf, 0, sizeof buf);
+    n = ns_read_view(e, &ent, wlen - 4096, 4096, buf, i ? NULL : c, &err);
+    ck_assert_int_eq(n, -EIO);
+    ck_assert_msg(strstr(err.msg, "t/c/0") && strstr(err.msg, "zstd"), "%s",
+                  err.msg);
+  }
+  view_cursor_free(e, c);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
 START_TEST(slow_request_flagged_once) {
   struct engine *e = open_engine();
   pthread_mutex_lock(&e->reqs_lock); /* the watchdog reads it */
@@ -241,6 +302,8 @@ static Suite *window_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, plain_bytes_never_decoded_whole);
   tcase_add_test(tc, zstd_bytes_decoded_once_per_reader);
+  tcase_add_test(tc, gzip_bytes_streamed);
+  tcase_add_test(tc, zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, slow_request_flagged_once);
   suite_add_tcase(s, tc);
   return s;
