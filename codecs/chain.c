@@ -363,6 +363,15 @@ int chain_partial_stream(const struct codec_partial *p, uint64_t size,
 }
 
 /* See chain.h. */
+const struct dstream_kind *chain_stream_kind(const struct chain *c,
+                                             const struct codec_impl **a2b) {
+  *a2b = c ? c->a2b.impl : NULL;
+  if (!c || c->n_a2a || c->n_b2b != 1)
+    return NULL;
+  return c->b2b[0].impl->stream;
+}
+
+/* See chain.h. */
 void chain_partial_close(struct codec_partial *p) {
   if (p->impl && p->impl->partial_close)
     p->impl->partial_close(p);

@@ -89,6 +89,13 @@ int chain_partial_stream(const struct codec_partial *p, uint64_t size,
                          const struct codec_env *env, struct bytesrc **out,
                          struct zerr *err);
 
+/* How chain c's whole encoded chunk decodes as a stream: the stream kind
+ * of its one bytes->bytes codec when c is an array->bytes codec (*a2b,
+ * borrowed) followed by exactly that codec, with no array->array stage;
+ * else NULL. */
+const struct dstream_kind *chain_stream_kind(const struct chain *c,
+                                             const struct codec_impl **a2b);
+
 /* Release an open (or failed, or zeroed) partial decoder. */
 void chain_partial_close(struct codec_partial *p);
 

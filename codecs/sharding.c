@@ -361,6 +361,11 @@ out:
 }
 
 /* See sharding.h. */
+const struct chain *shard_inner_chain(const struct shard_state *st) {
+  return st->inner_chain;
+}
+
+/* See sharding.h. */
 const struct shard_state *shard_of_chain(const struct chain *c) {
   return chain_sole_a2b(c, &codec_sharding);
 }

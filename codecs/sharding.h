@@ -18,6 +18,9 @@ struct shard_state;
  * Borrowed: lives as long as the chain. */
 const struct shard_state *shard_of_chain(const struct chain *c);
 
+/* The codec chain of the inner chunks (borrowed: lives as long as st). */
+const struct chain *shard_inner_chain(const struct shard_state *st);
+
 /* The inner chunk shape (ndim entries of the array) into inner. */
 void shard_inner_shape(const struct shard_state *st, uint64_t *inner);
 

@@ -196,6 +196,42 @@ int unit_source(struct unit_job *j, struct abytes **out, int *logged,
   return rc;
 }
 
+/* See unit.h. */
+int unit_encoded(struct unit_job *j, struct bytesrc **out,
+                 const struct chain **chain, struct zerr *err) {
+  struct engine *e = j->e;
+  const struct znode *n = j->n;
+  struct bytesrc *src = NULL;
+  *out = NULL;
+  *chain = n->shard ? shard_inner_chain(n->shard) : n->chain;
+  int rc = store_get(e->store, j->key, &src, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    return 0;
+  }
+  if (rc < 0 || !n->shard) {
+    *out = src;
+    return rc < 0 ? rc : 1;
+  }
+  uint64_t cidx[ZMETA_MAX_DIMS];
+  uint64_t inner = unit_chunk(n, j->idx, cidx);
+  struct memo_key k;
+  node_key(&k, ELEVEL_SHARD_INDEX, n, cidx, NULL, 0);
+  struct unit_job ij = {e, n, cidx, j->key, NULL};
+  struct memo_ref *ref;
+  rc = memo_get(e->memo, &k, shard_index_fill, &ij, &ref, err);
+  if (rc == 0) {
+    const struct shard_index_obj *si =
+        (const struct shard_index_obj *)memo_obj(ref);
+    if (si->index && !shard_inner_is_empty(si->index, inner))
+      rc = bytesrc_sub(src, si->index[2 * inner], si->index[2 * inner + 1],
+                       out, err);
+    memo_release(e->memo, ref);
+  }
+  bytesrc_unref(src);
+  return rc < 0 ? rc : *out != NULL;
+}
+
 /* ---- decoded bytes shared by the views of one array ---- */
 
 /* A unit's bytes out of the codec chain (memo object, ELEVEL_DECODED),

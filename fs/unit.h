@@ -143,6 +143,13 @@ void unit_log_failure(struct engine *e, const char *key,
 int unit_source(struct unit_job *j, struct abytes **out, int *logged,
                 struct zerr *err);
 
+/* The encoded bytes of unit j->idx as stored (*out, a new reference): the
+ * chunk, or the inner chunk's range of its shard; *chain (borrowed) is the
+ * chain that decodes them. 1, 0 when the unit is the fill value (nothing
+ * stored), or negative. */
+int unit_encoded(struct unit_job *j, struct bytesrc **out,
+                 const struct chain **chain, struct zerr *err);
+
 /* A unit's text size from the first and the last in-bounds offsets of
  * its partial decoder: 0, or -1 when that cannot be done (then the unit
  * is decoded, and that decode says what is wrong). */

@@ -259,6 +259,128 @@ START_TEST(zstd_cut_short_fails_naming_the_chunk) {
 }
 END_TEST
 
+/* Write array `name` of WN strings in vlen-utf8 behind zstd, as one
+ * chunk, or (shard) as the one inner chunk of a shard, with its
+ * compressed bytes cut short by `cut` bytes; return the expected text
+ * (caller frees) and its length. The strings are put_array's. */
+static char *put_utf8(const char *name, int shard, size_t cut, size_t *tlen) {
+  size_t cap = 4 + (size_t)WN * 35;
+  uint8_t *raw = malloc(cap), *z = malloc(ZSTD_compressBound(cap) + 16);
+  char *text = malloc((size_t)WN * 32);
+  ck_assert(raw && z && text);
+  size_t rl = 4, tl = 0;
+  raw[0] = (uint8_t)WN, raw[1] = (uint8_t)(WN >> 8), raw[2] = (uint8_t)(WN >> 16),
+  raw[3] = 0;
+  for (size_t i = 0; i < WN; i++) {
+    size_t l = (i * 7919) % 31;
+    for (int b = 0; b < 4; b++)
+      raw[rl + b] = (uint8_t)(l >> (8 * b));
+    rl += 4;
+    for (size_t c = 0; c < l; c++) {
+      char ch = (c + i) % 13 == 5 ? '\n' : (char)('a' + (c * 5 + i) % 26);
+      raw[rl++] = (uint8_t)ch;
+      text[tl++] = ch == '\n' ? ' ' : ch;
+    }
+    text[tl++] = '\n';
+  }
+  size_t zl = ZSTD_compress(z, ZSTD_compressBound(cap), raw, rl, 3);
+  ck_assert(!ZSTD_isError(zl) && zl > cut);
+  zl -= cut;
+  const char *inner = "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]";
+  char codecs[512], buf[1024], rel[64];
+  if (shard) { /* the index after the inner chunk: offset 0, zl bytes */
+    snprintf(codecs, sizeof codecs,
+             "[{\"name\":\"sharding_indexed\",\"configuration\":{"
+             "\"chunk_shape\":[%d],\"codecs\":%s,\"index_codecs\":[{\"name\":"
+             "\"bytes\",\"configuration\":{\"endian\":\"little\"}}],"
+             "\"index_location\":\"end\"}}]",
+             WN, inner);
+    le64(z + zl, 0);
+    le64(z + zl + 8, zl);
+  } else
+    snprintf(codecs, sizeof codecs, "%s", inner);
+  snprintf(buf, sizeof buf,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%d],"
+           "\"data_type\":\"string\",\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[%d]}},\"chunk_key_encoding\":"
+           "{\"name\":\"default\",\"configuration\":{\"separator\":\"/\"}},"
+           "\"fill_value\":\"\",\"codecs\":%s}",
+           WN, WN, codecs);
+  snprintf(rel, sizeof rel, "%s/zarr.json", name);
+  ts_put_file(tmpdir, rel, buf, strlen(buf));
+  snprintf(rel, sizeof rel, "%s/c/0", name);
+  ts_put_file(tmpdir, rel, z, zl + (shard ? 16 : 0));
+  free(raw);
+  free(z);
+  *tlen = tl;
+  return text;
+}
+
+/* Read view `path` from its end backwards in pieces of step bytes
+ * through one cursor and compare with want. */
+static void read_back(struct engine *e, const char *path, size_t step,
+                      const char *want, size_t wlen) {
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, path, &ent, &err), 0);
+  char *buf = malloc(step);
+  struct view_cursor *c = view_cursor_new();
+  for (uint64_t end = wlen; end > 0;) {
+    uint64_t off = end > step ? end - step : 0;
+    long n = ns_read_view(e, &ent, off, (size_t)(end - off), buf, c, &err);
+    ck_assert_msg(n == (long)(end - off), "%s at %llu: %s", path,
+                  (unsigned long long)off, err.msg);
+    ck_assert_msg(!memcmp(buf, want + off, (size_t)n), "%s at %llu differs",
+                  path, (unsigned long long)off);
+    end = off;
+  }
+  view_cursor_free(e, c);
+  free(buf);
+}
+
+START_TEST(utf8_zstd_streamed_in_order) {
+  for (int shard = 0; shard < 2; shard++) {
+    size_t wlen;
+    const char *name = shard ? "us" : "uc";
+    char *want = put_utf8(name, shard, 0, &wlen), path[64];
+    struct engine *e = open_engine();
+    snprintf(path, sizeof path, "/%s/values.txt", name);
+    read_seq(e, path, 131072, want, wlen);
+    /* Parsed as the stream advanced: never decoded whole. */
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 1);
+    read_seq(e, path, 4093, want, wlen);
+    read_random(e, path, want, wlen);
+    read_back(e, path, 65536, want, wlen);
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+    ck_assert_uint_eq(memo_pinned(e->memo), 0);
+    engine_free(e);
+    free(want);
+  }
+}
+END_TEST
+
+START_TEST(utf8_zstd_cut_short_fails_naming_the_chunk) {
+  size_t wlen;
+  char *want = put_utf8("ut", 1, 8, &wlen);
+  struct engine *e = open_engine();
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/ut/values.txt", &ent, &err), 0);
+  struct view_cursor *c = view_cursor_new();
+  char buf[4096];
+  /* The size pass reaches the cut: no exact size, no text. */
+  long n = ns_read_view(e, &ent, 0, sizeof buf, buf, c, &err);
+  ck_assert_int_eq(n, -EIO);
+  ck_assert_msg(strstr(err.msg, "ut/c/0") && strstr(err.msg, "zstd"), "%s",
+                err.msg);
+  view_cursor_free(e, c);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
 START_TEST(slow_request_flagged_once) {
   struct engine *e = open_engine();
   pthread_mutex_lock(&e->reqs_lock); /* the watchdog reads it */
@@ -304,6 +426,8 @@ static Suite *window_suite(void) {
   tcase_add_test(tc, zstd_bytes_decoded_once_per_reader);
   tcase_add_test(tc, gzip_bytes_streamed);
   tcase_add_test(tc, zstd_cut_short_fails_naming_the_chunk);
+  tcase_add_test(tc, utf8_zstd_streamed_in_order);
+  tcase_add_test(tc, utf8_zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, slow_request_flagged_once);
   suite_add_tcase(s, tc);
   return s;
