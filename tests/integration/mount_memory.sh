@@ -18,7 +18,10 @@
 #   5. 3,000,000 strings of 40 bytes in three zstd chunks of 1,000,000
 #      (about 40 MB of element bytes each, 120 MB of text): `cat` exact,
 #      within the bound (each chunk's bytes streamed through a window of
-#      a few MiB; the chunk passed is not held decoded beside the next).
+#      a few MiB; the chunk passed is not held decoded beside the next);
+#   6. the strings of 1. as vlen-utf8 behind zstd, the one inner chunk of a
+#      shard (no index: the elements are parsed as the stream advances):
+#      `stat` size and `cat` exact, within the bound; `tail -c` exact.
 # A memory bound is a property of the code, not of the machine's speed,
 # so it is asserted; under AddressSanitizer (whose shadow memory and
 # quarantine are not zarrfs') the peaks are printed, not checked.
@@ -37,6 +40,10 @@ t "$ZARRFS_MKSTORE" bigstrings "$D/u48z" --count 3000000 --chunk 3000000 \
 t "$ZARRFS_MKSTORE" bigstrings "$D/s40z" --count 3000000 --chunk 1000000 \
   --strlen 40 --data zstd --plain "$ZT_TMP/s40.txt" >/dev/null ||
   zt_hard_error "zarrfs-mkstore bigstrings (40 B, zstd) failed"
+t "$ZARRFS_MKSTORE" bigstrings "$D/u48u8" --count 3000000 --chunk 3000000 \
+  --strlen 15 --shard 3000000 --inner utf8 --data zstd \
+  --plain "$ZT_TMP/u48u8.txt" >/dev/null ||
+  zt_hard_error "zarrfs-mkstore bigstrings (vlen-utf8, zstd) failed"
 t "$ZARRFS_MKSTORE" numeric "$D/wide" --shape 100,80000 --chunk 100,4000 \
   --dtype float64 --codec zstd >/dev/null || zt_hard_error "zarrfs-mkstore numeric failed"
 
@@ -100,6 +107,19 @@ M=$(zt_mkdir m5)
 if zmount "$D/s40z" "$M" "${OPTS[@]}"; then
   assert_file_eq "40 B strings, zstd: values.txt exact" "$ZT_TMP/s40.txt" "$M/values.txt"
   peak_ok "40 B strings in 40 MB zarrs.vlen [bytes, zstd] chunks: cat" "$ZT_PID"
+  zumount "$M"
+fi
+
+# ---- 6. vlen-utf8 behind zstd, an inner chunk of a shard ----
+M=$(zt_mkdir m6)
+if zmount "$D/u48u8" "$M" "${OPTS[@]}"; then
+  assert_eq "48 MB vlen-utf8 unit: stat size exact" \
+    "$(stat -c %s "$ZT_TMP/u48u8.txt")" "$(stat -c %s "$M/values.txt")"
+  assert_file_eq "48 MB vlen-utf8 unit: values.txt exact" "$ZT_TMP/u48u8.txt" "$M/values.txt"
+  peak_ok "48 MB unit, vlen-utf8 [zstd] in a shard: cat" "$ZT_PID"
+  assert_eq "48 MB vlen-utf8 unit: tail -c 4096 exact" \
+    "$(tail -c 4096 "$ZT_TMP/u48u8.txt" | od -An -tx1 | md5sum)" \
+    "$(tail -c 4096 "$M/values.txt" | od -An -tx1 | md5sum)"
   zumount "$M"
 fi
 finish
