@@ -67,7 +67,9 @@ long unit_read_direct(struct engine *e, const struct znode *n,
  * decode's offsets and layout would take more than a quarter of the
  * cache (and at least UNIT_WINDOW_MIN bytes)? Then every read, in
  * sequence or not, goes through unit_read_window and memory follows the
- * reader instead of the unit's size. */
+ * reader instead of the unit's size. So is a string unit in vlen-utf8 (or
+ * vlen-bytes, zarrs.vlen_v2: no index) behind one zstd or gzip stage, by
+ * the same rule: it is parsed as a stream as the reader advances. */
 int unit_windowed(const struct engine *e, const struct znode *n,
                   const uint64_t *idx);
 #define UNIT_WINDOW_MIN (1u << 20)
@@ -82,14 +84,18 @@ int unit_windowed(const struct engine *e, const struct znode *n,
  * offsets. *pin keeps what was decoded or the stream (NULL when nothing
  * is pinned; the caller releases it, a reader's window keeps it). The
  * text is never rendered whole. Returns the bytes read or a negative
- * errno (-ENOTSUP: read it the usual way); a failure names the chunk. */
+ * errno (-ENOTSUP: read it the usual way); a failure names the chunk.
+ * A vlen-utf8 unit is decoded as a stream and its elements parsed in
+ * order (memoised at ELEVEL_DATA with the parse position and the first
+ * elements of recent reads); a read before those restarts the stream. */
 long unit_read_window(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t off, size_t len, char *dst,
                       struct memo_ref **pin, struct zerr *err);
 
 /* Text size of unit idx, learned once and remembered: from the ends of
  * its index read partially when its chain allows it, else by decoding the
- * unit. */
+ * unit. A vlen-utf8 unit read in windows: by one streaming pass over its
+ * element lengths. */
 int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
               uint64_t *size, struct zerr *err);
 

@@ -1,7 +1,9 @@
 /* unitwin.c - units of strings read through their partial decoder: reads
  * that take only the offsets and element bytes they show, and units too
  * large for the cache read in windows that follow the reader (see
- * unit.h: unit_read_direct, unit_windowed, unit_read_window). */
+ * unit.h: unit_read_direct, unit_windowed, unit_read_window); units of
+ * interleaved strings (vlen-utf8) too large for the cache parsed as a
+ * stream as the reader advances. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -569,8 +571,8 @@ static int ustream_fill(void *ctx, struct zobj **obj, size_t *cost,
 
 /* Render elements from c on (their lines cover text [c->tpos, ...)) into
  * dst for text [off, off+len), off >= c->tpos, at most USTREAM_BATCH of
- * them: *got bytes; c advances past the elements whose line ends within
- * the range, *last is where the element holding the range's end starts. */
+ * them: *got bytes; c advances past the elements whose lines end within
+ * the range, or to the element holding the range's end. */
 static int ustream_batch(struct engine *e, const struct znode *n, uint64_t nin,
                          struct bytesrc *ds, struct ucur *c, uint64_t off,
                          size_t len, char *dst, size_t *got, struct zerr *err) {

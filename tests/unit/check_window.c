@@ -5,8 +5,11 @@
  * offsets, without ever being decoded whole (no unit fill), with plain
  * element bytes and behind zstd or gzip (the element bytes streamed once
  * per reader; a stream cut short reads right up to the cut and then fails
- * naming the chunk); a request running longer than the engine's threshold is
- * flagged once and counts the units decoded for it. */
+ * naming the chunk); the same strings in vlen-utf8 behind zstd (no index),
+ * as a chunk and as the inner chunk of a shard, read exactly in order, at
+ * random and backwards without a whole decode, and failing with EIO
+ * naming the chunk when cut short; a request running longer than the
+ * engine's threshold is flagged once and counts the units decoded for it. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -269,8 +272,8 @@ static char *put_utf8(const char *name, int shard, size_t cut, size_t *tlen) {
   char *text = malloc((size_t)WN * 32);
   ck_assert(raw && z && text);
   size_t rl = 4, tl = 0;
-  raw[0] = (uint8_t)WN, raw[1] = (uint8_t)(WN >> 8), raw[2] = (uint8_t)(WN >> 16),
-  raw[3] = 0;
+  for (int b = 0; b < 4; b++)
+    raw[b] = (uint8_t)((uint32_t)WN >> (8 * b));
   for (size_t i = 0; i < WN; i++) {
     size_t l = (i * 7919) % 31;
     for (int b = 0; b < 4; b++)
