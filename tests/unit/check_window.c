@@ -6,7 +6,7 @@
  * element bytes and behind zstd or gzip (the element bytes streamed once
  * per reader; a stream cut short reads right up to the cut and then fails
  * naming the chunk); the same strings in vlen-utf8 behind zstd (no index),
- * as a chunk and as the inner chunk of a shard, read exactly in order, at
+ * as a chunk and as the inner chunk of a shard, and behind gzip, read exactly in order, at
  * random and backwards without a whole decode, and failing with EIO
  * naming the chunk when cut short; a request running longer than the
  * engine's threshold is flagged once and counts the units decoded for it. */
@@ -262,11 +262,12 @@ START_TEST(zstd_cut_short_fails_naming_the_chunk) {
 }
 END_TEST
 
-/* Write array `name` of WN strings in vlen-utf8 behind zstd, as one
- * chunk, or (shard) as the one inner chunk of a shard, with its
- * compressed bytes cut short by `cut` bytes; return the expected text
+/* Write array `name` of WN strings in vlen-utf8 behind zstd (gzip when
+ * gz), as one chunk, or (shard) as the one inner chunk of a shard, with
+ * its compressed bytes cut short by `cut` bytes; return the expected text
  * (caller frees) and its length. The strings are put_array's. */
-static char *put_utf8(const char *name, int shard, size_t cut, size_t *tlen) {
+static char *put_utf8(const char *name, int shard, int gz, size_t cut,
+                      size_t *tlen) {
   size_t cap = 4 + (size_t)WN * 35;
   uint8_t *raw = malloc(cap), *z = malloc(ZSTD_compressBound(cap) + 16);
   char *text = malloc((size_t)WN * 32);
@@ -286,10 +287,20 @@ static char *put_utf8(const char *name, int shard, size_t cut, size_t *tlen) {
     }
     text[tl++] = '\n';
   }
-  size_t zl = ZSTD_compress(z, ZSTD_compressBound(cap), raw, rl, 3);
-  ck_assert(!ZSTD_isError(zl) && zl > cut);
+  size_t zl;
+  if (gz) { /* a zlib stream, which gzip accepts */
+    uLongf gl = (uLongf)ZSTD_compressBound(cap);
+    ck_assert_int_eq(compress2(z, &gl, raw, rl, 6), Z_OK);
+    zl = gl;
+  } else {
+    zl = ZSTD_compress(z, ZSTD_compressBound(cap), raw, rl, 3);
+    ck_assert(!ZSTD_isError(zl));
+  }
+  ck_assert(zl > cut);
   zl -= cut;
-  const char *inner = "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]";
+  const char *inner =
+      gz ? "[{\"name\":\"vlen-utf8\"},{\"name\":\"gzip\"}]"
+         : "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]";
   char codecs[512], buf[1024], rel[64];
   if (shard) { /* the index after the inner chunk: offset 0, zl bytes */
     snprintf(codecs, sizeof codecs,
@@ -341,11 +352,12 @@ static void read_back(struct engine *e, const char *path, size_t step,
   free(buf);
 }
 
-START_TEST(utf8_zstd_streamed_in_order) {
-  for (int shard = 0; shard < 2; shard++) {
+START_TEST(utf8_streamed_in_order) {
+  /* zstd as a chunk, zstd in a shard, gzip as a chunk */
+  for (int v = 0; v < 3; v++) {
     size_t wlen;
-    const char *name = shard ? "us" : "uc";
-    char *want = put_utf8(name, shard, 0, &wlen), path[64];
+    const char *name = v == 0 ? "uc" : v == 1 ? "us" : "ug";
+    char *want = put_utf8(name, v == 1, v == 2, 0, &wlen), path[64];
     struct engine *e = open_engine();
     snprintf(path, sizeof path, "/%s/values.txt", name);
     read_seq(e, path, 131072, want, wlen);
@@ -365,7 +377,7 @@ END_TEST
 
 START_TEST(utf8_zstd_cut_short_fails_naming_the_chunk) {
   size_t wlen;
-  char *want = put_utf8("ut", 1, 8, &wlen);
+  char *want = put_utf8("ut", 1, 0, 8, &wlen);
   struct engine *e = open_engine();
   struct ns_entry ent;
   struct zerr err = {0};
@@ -429,7 +441,7 @@ static Suite *window_suite(void) {
   tcase_add_test(tc, zstd_bytes_decoded_once_per_reader);
   tcase_add_test(tc, gzip_bytes_streamed);
   tcase_add_test(tc, zstd_cut_short_fails_naming_the_chunk);
-  tcase_add_test(tc, utf8_zstd_streamed_in_order);
+  tcase_add_test(tc, utf8_streamed_in_order);
   tcase_add_test(tc, utf8_zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, slow_request_flagged_once);
   suite_add_tcase(s, tc);
