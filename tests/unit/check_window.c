@@ -5,10 +5,10 @@
  * offsets, without ever being decoded whole (no unit fill), with plain
  * element bytes and behind zstd or gzip (the element bytes streamed once
  * per reader; a stream cut short reads right up to the cut and then fails
- * naming the chunk); the same strings in vlen-utf8 behind zstd (no index),
- * as a chunk and as the inner chunk of a shard, and behind gzip, read exactly in order, at
- * random and backwards without a whole decode, and failing with EIO
- * naming the chunk when cut short; a request running longer than the
+ * naming the chunk); the same strings in vlen-utf8 (no index) behind zstd,
+ * as a chunk and as the inner chunk of a shard, and behind gzip, read
+ * exactly in order, at random and backwards without a whole decode, and
+ * failing with EIO naming the chunk when cut short; a request running longer than the
  * engine's threshold is flagged once and counts the units decoded for it. */
 #include <check.h>
 #include <stdio.h>
