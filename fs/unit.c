@@ -509,15 +509,25 @@ int unit_src(struct engine *e, const struct znode *n,
  * reads that follow, and stores its size in the persistent index). */
 static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   struct unit_job *j = ctx;
-  if (unit_size_direct(j->e, j->n, j->idx, value) == 0)
+  /* Index ends cost a read or two, before the persistent index is even
+   * loaded; a streamed unit's size costs a pass over the whole stream,
+   * after it. */
+  int streamed = unit_stream_windowed(j->e, j->n, j->idx);
+  if (!streamed && unit_size_direct(j->e, j->n, j->idx, value) == 0)
     return 0;
   char ikey[4096];
   struct lxindex_id id;
   struct lxindex_rec rec;
-  if (unit_ident(j->e, j->n, j->idx, ikey, sizeof ikey, &id) == 0 &&
-      lxindex_lookup(j->e->lx, &id, &rec) &&
+  int have_id = unit_ident(j->e, j->n, j->idx, ikey, sizeof ikey, &id) == 0;
+  if (have_id && lxindex_lookup(j->e->lx, &id, &rec) &&
       rec.lines == unit_nin(j->n, j->idx)) {
     *value = rec.text_size;
+    return 0;
+  }
+  if (streamed && unit_size_direct(j->e, j->n, j->idx, value) == 0) {
+    rec = (struct lxindex_rec){*value, unit_nin(j->n, j->idx)};
+    if (have_id)
+      lxindex_store(j->e->lx, &id, &rec); /* a failure: learned again */
     return 0;
   }
   struct memo_ref *ref;

@@ -156,6 +156,12 @@ int unit_source(struct unit_job *j, struct abytes **out, int *logged,
 int unit_encoded(struct unit_job *j, struct bytesrc **out,
                  const struct chain **chain, struct zerr *err);
 
+/* Is unit idx read by streaming its elements (a string chunk without an
+ * index, behind zstd or gzip, too large to decode whole)? Its size then
+ * costs a pass over the stream, which the persistent index saves. */
+int unit_stream_windowed(const struct engine *e, const struct znode *n,
+                         const uint64_t *idx);
+
 /* A unit's text size from the first and the last in-bounds offsets of
  * its partial decoder: 0, or -1 when that cannot be done (then the unit
  * is decoded, and that decode says what is wrong). */

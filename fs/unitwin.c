@@ -13,8 +13,6 @@
 #include "../codecs/sharding.h"
 #include "unit.h"
 
-static int unit_stream_windowed(const struct engine *e, const struct znode *n,
-                                const uint64_t *idx);
 static int ustream_size(struct engine *e, const struct znode *n,
                         const uint64_t *idx, uint64_t *value);
 static long ustream_read(struct engine *e, const struct znode *n,
@@ -487,7 +485,8 @@ static void ustream_step(const struct dtype *dt, struct ucur *c,
 
 /* Is unit idx streamed and too large to decode whole (unit_windowed's
  * rule: 9 bytes an element past a quarter of the cache)? */
-static int unit_stream_windowed(const struct engine *e, const struct znode *n,
+/* See unit.h. */
+int unit_stream_windowed(const struct engine *e, const struct znode *n,
                                 const uint64_t *idx) {
   uint64_t held = unit_nin(n, idx) * 9;
   return unit_streamed(n, idx) && held >= UNIT_WINDOW_MIN &&

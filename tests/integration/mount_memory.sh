@@ -21,7 +21,10 @@
 #      a few MiB; the chunk passed is not held decoded beside the next);
 #   6. the strings of 1. as vlen-utf8 behind zstd, the one inner chunk of a
 #      shard (no index: the elements are parsed as the stream advances):
-#      `stat` size and `cat` exact, within the bound; `tail -c` exact.
+#      `stat` size and `cat` exact, within the bound; `tail -c` exact;
+#   7. that unit's size kept in the persistent index (-o index_cache): a
+#      second mount's `stat` answers it without reading the chunk (the
+#      daemon reads under 1 MiB; the size pass streams all of it).
 # A memory bound is a property of the code, not of the machine's speed,
 # so it is asserted; under AddressSanitizer (whose shadow memory and
 # quarantine are not zarrfs') the peaks are printed, not checked.
@@ -121,5 +124,22 @@ if zmount "$D/u48u8" "$M" "${OPTS[@]}"; then
     "$(tail -c 4096 "$ZT_TMP/u48u8.txt" | od -An -tx1 | md5sum)" \
     "$(tail -c 4096 "$M/values.txt" | od -An -tx1 | md5sum)"
   zumount "$M"
+fi
+
+# ---- 7. the streamed unit's size from the persistent index ----
+IX=$(zt_mkdir ix)
+for pass in 1 2; do
+  M=$(zt_mkdir "m7$pass")
+  if zmount "$D/u48u8" "$M" -o "cache_size=${CACHE_MB}M,index_cache=$IX"; then
+    assert_eq "48 MB vlen-utf8 unit, mount $pass: stat size exact" \
+      "$(stat -c %s "$ZT_TMP/u48u8.txt")" "$(stat -c %s "$M/values.txt")"
+    read_kb=$(($(awk '$1 == "rchar:" { print $2 }' "/proc/$ZT_PID/io") / 1024))
+    zumount "$M"
+  fi
+done
+if [ "${read_kb:-}" ]; then
+  [ "$read_kb" -lt 1024 ] || say "  second mount read $read_kb KiB"
+  assert_eq "48 MB vlen-utf8 unit: a second mount's stat reads < 1 MiB" 1 \
+    "$([ "$read_kb" -lt 1024 ] && echo 1 || echo 0)"
 fi
 finish
