@@ -1,8 +1,9 @@
 /* check_dtoa.c - fs/dtoa.c against the exact big-integer search it
  * replaced (render_float_exact) and against the C library.
  *
- * For every float64/float32 value tried, four texts must agree: render's
- * (dtoa.c's digits), render_float_exact's (the exact free-format search),
+ * For every float64/float32 value tried, five texts must agree: render's
+ * (dtoa.c's digits), the line render_fixed_run writes for it (fs/rnum.c,
+ * the text views' loop), render_float_exact's (the exact free-format search),
  * dtoa.c's digits laid out by this file's own reading of the contract in
  * render.h, and, for expected values, the text written here. The text
  * must read back to the same bits with strtod/strtof. Values: edge cases
@@ -100,6 +101,21 @@ static void check_bits(const struct width *w, uint64_t bits, const char *want) {
   if (nf > RENDER_FIXED_MAX || fast[nf] != '#')
     ck_abort_msg("bits %#llx: wrote past the text", (unsigned long long)bits);
   fast[nf] = '\0';
+  /* the run path (fs/rnum.c, the text views' loop) gives the same line */
+  char line[3 * RENDER_RUN_ROOM];
+  size_t nl;
+  if (w->kind == DT_FLOAT64) {
+    uint64_t run[3] = {bits, bits, bits};
+    nl = render_fixed_run(&dt, run, 3, line);
+  } else {
+    uint32_t run[3] = {(uint32_t)bits, (uint32_t)bits, (uint32_t)bits};
+    nl = render_fixed_run(&dt, run, 3, line);
+  }
+  if (nl != 3 * (nf + 1) || memcmp(line, fast, nf) || line[nf] != '\n' ||
+      memcmp(line + nf + 1, fast, nf) || memcmp(line + 2 * nf + 2, fast, nf) ||
+      line[nl - 1] != '\n')
+    ck_abort_msg("bits %#llx: render_fixed_run '%.*s', render_fixed '%s'",
+                 (unsigned long long)bits, (int)nl, line, fast);
   size_t ne = render_float_exact(bits, w->mant_bits, w->exp_bits, exact);
   exact[ne] = '\0';
   if (nf != ne || memcmp(fast, exact, ne))
