@@ -23,17 +23,21 @@
  * copies from any digit position stay inside. */
 #define RNUM_DIGITS 48
 
-/* Decimal of v at p, 8 bytes stored per block (scratch past the digits);
- * returns the digit count. */
-static inline size_t rnum_u64(uint64_t v, char *p) {
+/* Decimal of v >= 10^8 at p: two blocks of 8 below 10^16 (scratch past
+ * the digits), else dtoa_u64; returns the digit count. Out of line: the
+ * hot loop keeps only the common case. */
+static __attribute__((noinline)) size_t rnum_u64_wide(uint64_t v, char *p) {
 #if DTOA_SWAR
-  if (__builtin_expect(v < 100000000, 1)) {
-    uint64_t x = dtoa_swar8((uint32_t)v);
-    /* leading zero digits; the last digit always counts */
-    unsigned z = (unsigned)__builtin_ctzll(x | (uint64_t)1 << 56) >> 3;
-    uint64_t w = (x + DTOA_ZEROS8) >> (8 * z);
-    memcpy(p, &w, 8);
-    return 8 - z;
+  if (v < 10000000000ull) { /* 9 or 10 digits: every large 32-bit value */
+    uint32_t hi = (uint32_t)(v / 100000000); /* 1..99 */
+    size_t nh = 1 + (hi >= 10);
+    /* one or two digits from the pair table: for hi < 10 the digit and
+     * the next pair's first character, which the block below overwrites */
+    memcpy(p, dtoa_pairs + 2 * hi + (hi < 10), 2);
+    uint64_t w = dtoa_swar8((uint32_t)(v - (uint64_t)hi * 100000000)) +
+                 DTOA_ZEROS8;
+    memcpy(p + nh, &w, 8);
+    return nh + 8;
   }
   if (v < 10000000000000000ull) {
     uint64_t hi = v / 100000000;
@@ -49,8 +53,26 @@ static inline size_t rnum_u64(uint64_t v, char *p) {
   return dtoa_u64(v, p);
 }
 
+/* Decimal of v at p, 8 bytes stored at once (scratch past the digits);
+ * returns the digit count. */
+static inline __attribute__((always_inline)) size_t rnum_u64(uint64_t v,
+                                                             char *p) {
+#if DTOA_SWAR
+  if (__builtin_expect(v < 100000000, 1)) {
+    uint64_t x = dtoa_swar8((uint32_t)v);
+    /* leading zero digits; the last digit always counts */
+    unsigned z = (unsigned)__builtin_ctzll(x | (uint64_t)1 << 56) >> 3;
+    uint64_t w = (x + DTOA_ZEROS8) >> (8 * z);
+    memcpy(p, &w, 8);
+    return 8 - z;
+  }
+#endif
+  return rnum_u64_wide(v, p);
+}
+
 /* Signed decimal: '-' always written, overwritten when v >= 0. */
-static inline size_t rnum_i64(int64_t v, char *p) {
+static inline __attribute__((always_inline)) size_t rnum_i64(int64_t v,
+                                                             char *p) {
   size_t neg = v < 0;
   uint64_t mag = neg ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
   p[0] = '-';
