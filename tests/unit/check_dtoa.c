@@ -337,8 +337,9 @@ START_TEST(f32_exhaustive) {
   const char *env = getenv("ZARRFS_DTOA_EXHAUSTIVE");
   if (!env || strcmp(env, "1"))
     return;
-  /* Only render against the exact search (the slow checks of check_bits
-   * gain nothing here: the exact search's texts read back). */
+  /* Only render and the run path against the exact search (the slow
+   * checks of check_bits gain nothing here: the exact search's texts read
+   * back). */
   struct dtype dt = dtype_of(DT_FLOAT32);
   for (uint64_t b = 0; b <= 0xffffffffu; b++) {
     uint32_t b32 = (uint32_t)b;
@@ -348,6 +349,11 @@ START_TEST(f32_exhaustive) {
     if (nf != ne || memcmp(fast, exact, ne))
       ck_abort_msg("float32 bits %#x: render '%.*s', exact search '%.*s'",
                    (unsigned)b32, (int)nf, fast, (int)ne, exact);
+    char line[RENDER_RUN_ROOM];
+    size_t nl = render_fixed_run(&dt, &b32, 1, line);
+    if (nl != nf + 1 || memcmp(line, fast, nf) || line[nf] != '\n')
+      ck_abort_msg("float32 bits %#x: render_fixed_run '%.*s', render '%.*s'",
+                   (unsigned)b32, (int)nl, line, (int)nf, fast);
     if ((b & 0xfffffff) == 0xfffffff)
       fprintf(stderr, "f32_exhaustive: %.0f%%\n",
               (double)(b + 1) / 0x1p32 * 100);
