@@ -231,19 +231,6 @@ static int dtoa_digits(uint64_t c, int q, int irregular, char *d, int *x10) {
   uint64_t full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
   uint32_t top = (uint32_t)(full / 100000000); /* first 9 digits */
   d[0] = (char)('0' + top / 100000000);
-#if DTOA_SWAR
-  /* Digits 2-9 and 10-17 as two registers of byte values; the trailing
-   * zeros (the padding and any of n's own) are the high zero bytes of the
-   * last register that has a non-zero one, counted with clz. */
-  uint64_t w1 = dtoa_swar8(top % 100000000);
-  uint64_t w2 = dtoa_swar8((uint32_t)(full - (uint64_t)top * 100000000));
-  uint64_t a1 = w1 + DTOA_ZEROS8, a2 = w2 + DTOA_ZEROS8;
-  memcpy(d + 1, &a1, 8);
-  memcpy(d + 9, &a2, 8);
-  int z1 = w1 ? __builtin_clzll(w1) >> 3 : 8;
-  int z2 = w2 ? __builtin_clzll(w2) >> 3 : 8;
-  return w2 ? DTOA_DIGITS_MAX - z2 : 9 - z1;
-#else
   dtoa_put8(top % 100000000, d + 1);
   dtoa_put8((uint32_t)(full - (uint64_t)top * 100000000), d + 9);
   /* A multiple of ten ends in at least one 0: dropped without a test
@@ -254,7 +241,6 @@ static int dtoa_digits(uint64_t c, int q, int irregular, char *d, int *x10) {
   while (d[len - 1] == '0') /* the first digit is never 0 */
     len--;
   return len;
-#endif
 }
 
 /* Shortest digits of a binary64 value. */
