@@ -78,7 +78,8 @@ static double bench_run(const struct dtype *dt, const void *in, uint64_t count,
     uint64_t total = 0;
     for (uint64_t j = 0; j < count; j += 64) {
       size_t i = (size_t)(j & (BENCH_N - 1));
-      total += render_fixed_run(dt, p + i * dt->size, 64, buf) + (uint8_t)buf[0];
+      total +=
+          render_fixed_run(dt, p + i * dt->size, 64, buf) + (uint8_t)buf[0];
     }
     double dt_s = now() - t0;
     *sink += total;

@@ -34,8 +34,8 @@ static __attribute__((noinline)) size_t rnum_u64_wide(uint64_t v, char *p) {
     /* one or two digits from the pair table: for hi < 10 the digit and
      * the next pair's first character, which the block below overwrites */
     memcpy(p, dtoa_pairs + 2 * hi + (hi < 10), 2);
-    uint64_t w = dtoa_swar8((uint32_t)(v - (uint64_t)hi * 100000000)) +
-                 DTOA_ZEROS8;
+    uint64_t w =
+        dtoa_swar8((uint32_t)(v - (uint64_t)hi * 100000000)) + DTOA_ZEROS8;
     memcpy(p + nh, &w, 8);
     return nh + 8;
   }

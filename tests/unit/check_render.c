@@ -556,9 +556,9 @@ static void check_run(const struct dtype *dt, const void *elems, size_t n) {
     char one[RENDER_FIXED_MAX];
     size_t l = render_fixed(dt, (const char *)elems + i * dt->size, one);
     if (o + l + 1 > len || memcmp(line + o, one, l) || line[o + l] != '\n')
-      ck_abort_msg("%s element %zu: run '%.*s', render_fixed '%.*s'",
-                   dt->name, i, (int)(len - o < l + 1 ? len - o : l + 1),
-                   line + o, (int)l, one);
+      ck_abort_msg("%s element %zu: run '%.*s', render_fixed '%.*s'", dt->name,
+                   i, (int)(len - o < l + 1 ? len - o : l + 1), line + o,
+                   (int)l, one);
     o += l + 1;
   }
   ck_assert_uint_eq(o, len);
@@ -591,8 +591,8 @@ START_TEST(fixed_run_same_as_elements) {
     v[n++] = z >> (z % 64); /* every magnitude */
   }
   static const enum dtype_kind kinds[] = {
-      DT_INT8,   DT_INT16,   DT_INT32,   DT_INT64,  DT_UINT8,
-      DT_UINT16, DT_UINT32,  DT_UINT64,  DT_FLOAT32, DT_FLOAT64,
+      DT_INT8,   DT_INT16,   DT_INT32,    DT_INT64,    DT_UINT8,
+      DT_UINT16, DT_UINT32,  DT_UINT64,   DT_FLOAT32,  DT_FLOAT64,
       DT_BOOL,   DT_FLOAT16, DT_BFLOAT16, DT_COMPLEX64};
   for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
     struct dtype dt = dtype_of(kinds[k]);
@@ -602,10 +602,22 @@ START_TEST(fixed_run_same_as_elements) {
       memcpy(elems + i * dt.size, &v[i], dt.size <= 8 ? dt.size : 8);
     check_run(&dt, elems, cnt);
   }
-  static const double f[] = {0.1,     -0.0,   1e16,  1e15,   123456789012345.6,
-                             1e-4,    1e-5,   5e-324, 1.7976931348623157e308,
-                             -1.5e-7, 0.0001234, 100,  -3,     2.5,
-                             1e21,    9007199254740993.0};
+  static const double f[] = {0.1,
+                             -0.0,
+                             1e16,
+                             1e15,
+                             123456789012345.6,
+                             1e-4,
+                             1e-5,
+                             5e-324,
+                             -1.5e-7,
+                             0.0001234,
+                             100,
+                             -3,
+                             2.5,
+                             1e21,
+                             1.7976931348623157e308,
+                             9007199254740993.0};
   struct dtype f64 = dtype_of(DT_FLOAT64);
   check_run(&f64, f, sizeof f / sizeof f[0]);
   int64_t dates[] = {0, -1, 19358, INT64_MIN};
