@@ -122,7 +122,7 @@ perf script -i "$DATA" -F tid,ip,sym,dso 2>/dev/null |
     if (is_own) {
       f = (sym in file) ? file[sym] : ""
       if (sym ~ /_(destroy|free|unref)$/) return "other"  # freeing memory, in any module
-      if (f ~ /^fs\/(render|text)\.c$/ || (f == "" && sym ~ /^(render_|fmt_|text_)/)) return "rendering"
+      if (f ~ /^fs\/(render|rnum|dtoa|text)\.c$/ || (f == "" && sym ~ /^(render_|rnum_|dtoa_|fmt_|text_)/)) return "rendering"
       if (f ~ /^src\/(bytesrc|fdpool|store[a-z_]*|http|remote|s3)\.c$/ || (f == "" && sym ~ /^(bytesrc_|fdpool_|store_|remote_|http_|s3_)/)) return "I/O"
       if (f ~ /^codecs\/(zstd|gzip|blosc|numcodecs)\.c$/ || (f == "" && sym ~ /^(zstd_|gzip_|blosc_)/)) return "decompression"
       if (f ~ /^fs\/fuse_ops\.c$/ || (f == "" && sym ~ /^zfs_/)) return "FUSE"
@@ -131,7 +131,7 @@ perf script -i "$DATA" -F tid,ip,sym,dso 2>/dev/null |
     if (dso ~ /lib(zstd|blosc2?|z|lz4|bz2)\.so/ || sym ~ /^(ZSTD_|HUF_|FSE_|inflate|blosc|LZ4_|BZ2_)/) return "decompression"
     if (dso ~ /libfuse/ || sym ~ /^fuse_/) return "FUSE"
     if (dso ~ /lib(curl|ssl|crypto|nghttp2)\.so/ || sym ~ /pread|^Curl_|^curl_/) return "I/O"
-    if (sym ~ /^(render_|fmt_|text_)/) return "rendering"
+    if (sym ~ /^(render_|rnum_|dtoa_|fmt_|text_)/) return "rendering"
     return ""
   }
   function frame(line,   dso, sym, is_own, s) {

@@ -53,4 +53,27 @@ extern const char dtoa_pairs[200];
  * NUL-terminated); returns their count. */
 size_t dtoa_u64(uint64_t v, char *buf);
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define DTOA_SWAR 1 /* dtoa_swar8 stores in digit order */
+#else
+#define DTOA_SWAR 0
+#endif
+
+/* Eight ASCII '0's, to add to dtoa_swar8's byte values. */
+#define DTOA_ZEROS8 0x3030303030303030ull
+
+/* The 8 decimal digits of r < 10^8 as byte values 0..9 in one register,
+ * the first digit in the lowest byte (the first in memory where
+ * DTOA_SWAR is 1, a little-endian host; add DTOA_ZEROS8 and store the 8
+ * bytes at once): split into two lanes of 4 digits, then 2, then 1,
+ * with y / 100 = y * 5243 >> 19 (y < 10^4) and z / 10 = z * 103 >> 10
+ * (z < 100), each lane too small to reach the next. */
+static inline uint64_t dtoa_swar8(uint32_t r) {
+  uint64_t x = (uint64_t)(r / 10000) | (uint64_t)(r % 10000) << 32;
+  uint64_t q = (x * 5243 >> 19) & 0x0000007f0000007full;
+  x = q | (x - q * 100) << 16;
+  q = (x * 103 >> 10) & 0x000f000f000f000full;
+  return q | (x - q * 10) << 8;
+}
+
 #endif

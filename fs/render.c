@@ -45,6 +45,9 @@
 #include <string.h>
 
 #include "dtoa.h"
+#include "rnum.h"
+
+_Static_assert(RNUM_ROOM <= RENDER_RUN_ROOM, "a number's line fits its room");
 
 /* ---- integers ---- */
 
@@ -532,6 +535,20 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
   default:
     return 0;
   }
+}
+
+/* Lines of a run: numbers by fs/rnum.c, other kinds element by element. */
+size_t render_fixed_run(const struct dtype *dt, const void *src, size_t n,
+                        char *dst) {
+  if (rnum_has(dt->kind))
+    return rnum_run(dt->kind, src, n, dst);
+  const unsigned char *s = src;
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    o += render_fixed(dt, s + i * dt->size, dst + o);
+    dst[o++] = '\n';
+  }
+  return o;
 }
 
 /* "null" inside `level` pairs of brackets. */

@@ -41,6 +41,17 @@
  * views convert to bytes first (fixed strings, raw bytes) returns 0. */
 size_t render_fixed(const struct dtype *dt, const void *elem, char *buf);
 
+/* Bytes of room render_fixed_run needs per element. */
+#define RENDER_RUN_ROOM (RENDER_FIXED_MAX + 1)
+
+/* Lines of n consecutive fixed-size elements at src (n * dt->size bytes in
+ * host byte order): each element's render_fixed text and '\n', into dst,
+ * which holds at least n * RENDER_RUN_ROOM bytes. Returns the bytes
+ * written; bytes of dst past them are undefined (numbers are written with
+ * scratch past each text, fs/rnum.c). */
+size_t render_fixed_run(const struct dtype *dt, const void *src, size_t n,
+                        char *dst);
+
 /* The text render_fixed gives the IEEE binary float with bit pattern
  * `bits` (mant_bits stored mantissa bits, exp_bits exponent bits, at most
  * 64 bits in all: 52/11 float64, 23/8 float32, 10/5 float16, 7/8

@@ -504,8 +504,30 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     pos = run_line_off(ct, 0, 0, ct->nin);
     k0 = ct->nin;
   }
+  /* Plain text of a box that is the unit's own order: a block of lines
+   * per call, while the room for the block stays inside render_max. */
+  if (rc == 0 && tb.p && !form->cf && !form->csv &&
+      ab->elsize == form->dt.size && inb_linear(ct)) {
+    for (; k0 < ct->nin && rc == 0; k0 += TEXT_BLOCK) {
+      size_t m =
+          ct->nin - k0 < TEXT_BLOCK ? (size_t)(ct->nin - k0) : TEXT_BLOCK;
+      if (tb.len + m * RENDER_RUN_ROOM > tb.max)
+        break;
+      char *d = tbuf_room(&tb, m * RENDER_RUN_ROOM);
+      if (!d)
+        break;
+      ct->blk[k0 / TEXT_BLOCK] = pos;
+      if (k0 % TEXT_STOP_EVERY == 0 && stop &&
+          atomic_load_explicit(stop, memory_order_relaxed))
+        rc = zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+      size_t l =
+          render_fixed_run(&form->dt, ab->fixed->mem + k0 * ab->elsize, m, d);
+      tb.len += l;
+      pos += l;
+    }
+  }
   struct inb_it it;
-  it_init(&it, ct, 0);
+  it_init(&it, ct, k0 < ct->nin ? k0 : 0);
   for (uint64_t k = k0; rc == 0 && k < ct->nin; k++, it_next(&it, ct)) {
     if (k % TEXT_BLOCK == 0) {
       ct->blk[k / TEXT_BLOCK] = pos;

@@ -1,8 +1,9 @@
 /* check_dtoa.c - fs/dtoa.c against the exact big-integer search it
  * replaced (render_float_exact) and against the C library.
  *
- * For every float64/float32 value tried, four texts must agree: render's
- * (dtoa.c's digits), render_float_exact's (the exact free-format search),
+ * For every float64/float32 value tried, five texts must agree: render's
+ * (dtoa.c's digits), the line render_fixed_run writes for it (fs/rnum.c,
+ * the text views' loop), render_float_exact's (the exact free-format search),
  * dtoa.c's digits laid out by this file's own reading of the contract in
  * render.h, and, for expected values, the text written here. The text
  * must read back to the same bits with strtod/strtof. Values: edge cases
@@ -100,6 +101,21 @@ static void check_bits(const struct width *w, uint64_t bits, const char *want) {
   if (nf > RENDER_FIXED_MAX || fast[nf] != '#')
     ck_abort_msg("bits %#llx: wrote past the text", (unsigned long long)bits);
   fast[nf] = '\0';
+  /* the run path (fs/rnum.c, the text views' loop) gives the same line */
+  char line[3 * RENDER_RUN_ROOM];
+  size_t nl;
+  if (w->kind == DT_FLOAT64) {
+    uint64_t run[3] = {bits, bits, bits};
+    nl = render_fixed_run(&dt, run, 3, line);
+  } else {
+    uint32_t run[3] = {(uint32_t)bits, (uint32_t)bits, (uint32_t)bits};
+    nl = render_fixed_run(&dt, run, 3, line);
+  }
+  if (nl != 3 * (nf + 1) || memcmp(line, fast, nf) || line[nf] != '\n' ||
+      memcmp(line + nf + 1, fast, nf) || memcmp(line + 2 * nf + 2, fast, nf) ||
+      line[nl - 1] != '\n')
+    ck_abort_msg("bits %#llx: render_fixed_run '%.*s', render_fixed '%s'",
+                 (unsigned long long)bits, (int)nl, line, fast);
   size_t ne = render_float_exact(bits, w->mant_bits, w->exp_bits, exact);
   exact[ne] = '\0';
   if (nf != ne || memcmp(fast, exact, ne))
@@ -321,8 +337,9 @@ START_TEST(f32_exhaustive) {
   const char *env = getenv("ZARRFS_DTOA_EXHAUSTIVE");
   if (!env || strcmp(env, "1"))
     return;
-  /* Only render against the exact search (the slow checks of check_bits
-   * gain nothing here: the exact search's texts read back). */
+  /* Only render and the run path against the exact search (the slow
+   * checks of check_bits gain nothing here: the exact search's texts read
+   * back). */
   struct dtype dt = dtype_of(DT_FLOAT32);
   for (uint64_t b = 0; b <= 0xffffffffu; b++) {
     uint32_t b32 = (uint32_t)b;
@@ -332,6 +349,11 @@ START_TEST(f32_exhaustive) {
     if (nf != ne || memcmp(fast, exact, ne))
       ck_abort_msg("float32 bits %#x: render '%.*s', exact search '%.*s'",
                    (unsigned)b32, (int)nf, fast, (int)ne, exact);
+    char line[RENDER_RUN_ROOM];
+    size_t nl = render_fixed_run(&dt, &b32, 1, line);
+    if (nl != nf + 1 || memcmp(line, fast, nf) || line[nf] != '\n')
+      ck_abort_msg("float32 bits %#x: render_fixed_run '%.*s', render '%.*s'",
+                   (unsigned)b32, (int)nl, line, (int)nf, fast);
     if ((b & 0xfffffff) == 0xfffffff)
       fprintf(stderr, "f32_exhaustive: %.0f%%\n",
               (double)(b + 1) / 0x1p32 * 100);

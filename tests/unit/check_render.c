@@ -545,6 +545,88 @@ START_TEST(integers_and_bools) {
 }
 END_TEST
 
+/* render_fixed_run of elems (n elements of dt, host order) is each
+ * element's render_fixed text and a newline. */
+static void check_run(const struct dtype *dt, const void *elems, size_t n) {
+  static char line[256 * RENDER_RUN_ROOM];
+  ck_assert_uint_le(n, 256);
+  memset(line, '#', sizeof line);
+  size_t len = render_fixed_run(dt, elems, n, line), o = 0;
+  for (size_t i = 0; i < n; i++) {
+    char one[RENDER_FIXED_MAX];
+    size_t l = render_fixed(dt, (const char *)elems + i * dt->size, one);
+    if (o + l + 1 > len || memcmp(line + o, one, l) || line[o + l] != '\n')
+      ck_abort_msg("%s element %zu: run '%.*s', render_fixed '%.*s'", dt->name,
+                   i, (int)(len - o < l + 1 ? len - o : l + 1), line + o,
+                   (int)l, one);
+    o += l + 1;
+  }
+  ck_assert_uint_eq(o, len);
+}
+
+START_TEST(fixed_run_same_as_elements) {
+  /* integers around every digit count, both signs, the extremes, and
+   * random values of every integer width; floats of render's own tests;
+   * kinds without a number loop (bool, dates) element by element */
+  uint64_t v[256];
+  size_t n = 0;
+  uint64_t p = 1;
+  for (int d = 0; d < 20; d++, p *= 10) {
+    v[n++] = p;
+    v[n++] = p - 1;
+    v[n++] = p + 1;
+    v[n++] = 0 - p;
+    v[n++] = 0 - (p - 1);
+  }
+  v[n++] = 0;
+  v[n++] = UINT64_MAX;
+  v[n++] = (uint64_t)INT64_MIN;
+  v[n++] = (uint64_t)INT64_MAX;
+  uint64_t seed = 0x72756e;
+  while (n < 256) {
+    uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    v[n++] = z >> (z % 64); /* every magnitude */
+  }
+  static const enum dtype_kind kinds[] = {
+      DT_INT8,   DT_INT16,   DT_INT32,    DT_INT64,    DT_UINT8,
+      DT_UINT16, DT_UINT32,  DT_UINT64,   DT_FLOAT32,  DT_FLOAT64,
+      DT_BOOL,   DT_FLOAT16, DT_BFLOAT16, DT_COMPLEX64};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    struct dtype dt = dtype_of(kinds[k]);
+    unsigned char elems[256 * 16];
+    size_t cnt = 256 * 8 / dt.size < 256 ? 256 * 8 / dt.size : 256;
+    for (size_t i = 0; i < cnt; i++) /* the low bytes of each value */
+      memcpy(elems + i * dt.size, &v[i], dt.size <= 8 ? dt.size : 8);
+    check_run(&dt, elems, cnt);
+  }
+  static const double f[] = {0.1,
+                             -0.0,
+                             1e16,
+                             1e15,
+                             123456789012345.6,
+                             1e-4,
+                             1e-5,
+                             5e-324,
+                             -1.5e-7,
+                             0.0001234,
+                             100,
+                             -3,
+                             2.5,
+                             1e21,
+                             1.7976931348623157e308,
+                             9007199254740993.0};
+  struct dtype f64 = dtype_of(DT_FLOAT64);
+  check_run(&f64, f, sizeof f / sizeof f[0]);
+  int64_t dates[] = {0, -1, 19358, INT64_MIN};
+  struct dtype day = dtype_of(DT_DATETIME64);
+  day.unit = DTU_D;
+  check_run(&day, dates, 4);
+}
+END_TEST
+
 START_TEST(integer_extremes) {
   static const struct {
     enum dtype_kind kind;
@@ -774,6 +856,7 @@ int main(void) {
   tcase_add_test(tc, optional_text);
   tcase_add_test(tc, integers_and_bools);
   tcase_add_test(tc, integer_extremes);
+  tcase_add_test(tc, fixed_run_same_as_elements);
   tcase_add_test(tc, strings_and_hex);
   tcase_add_test(tc, var_every_subrange);
   tcase_add_test(tc, var_run_same_as_elements);

@@ -1,0 +1,220 @@
+/* rnum.c - runs of numbers -> lines of text (see rnum.h).
+ *
+ * The text is render.c's (render.h's contract), made with fewer branches
+ * and no byte loops, because a run may leave scratch past each text:
+ *   - integers below 10^8 become 8 digit bytes in one 64-bit register
+ *     (dtoa_swar8: multiplications, no division), the leading zeros are
+ *     counted with ctz and shifted out, and the 8 bytes are stored at
+ *     once; wider values are two such blocks, or dtoa_u64 past 10^16;
+ *   - floats take Schubfach's digits (fs/dtoa.c, 17 of them, '0' padded
+ *     here to 48 bytes) and are laid out by fixed 16-byte copies: the
+ *     plain form copies the integer part and the fraction shifted by one
+ *     for the point, and the length alone says which digits count.
+ * Little-endian hosts only for the SWAR store; elsewhere the integers go
+ * through dtoa_u64. */
+#include "rnum.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "dtoa.h"
+
+/* Digit buffer of a float: 17 digits, then '0's so that fixed 16-byte
+ * copies from any digit position stay inside. */
+#define RNUM_DIGITS 48
+
+/* Decimal of v >= 10^8 at p: two blocks of 8 below 10^16 (scratch past
+ * the digits), else dtoa_u64; returns the digit count. Out of line: the
+ * hot loop keeps only the common case. */
+static __attribute__((noinline)) size_t rnum_u64_wide(uint64_t v, char *p) {
+#if DTOA_SWAR
+  if (v < 10000000000ull) { /* 9 or 10 digits: every large 32-bit value */
+    uint32_t hi = (uint32_t)(v / 100000000); /* 1..99 */
+    size_t nh = 1 + (hi >= 10);
+    /* one or two digits from the pair table: for hi < 10 the digit and
+     * the next pair's first character, which the block below overwrites */
+    memcpy(p, dtoa_pairs + 2 * hi + (hi < 10), 2);
+    uint64_t w =
+        dtoa_swar8((uint32_t)(v - (uint64_t)hi * 100000000)) + DTOA_ZEROS8;
+    memcpy(p + nh, &w, 8);
+    return nh + 8;
+  }
+  if (v < 10000000000000000ull) {
+    uint64_t hi = v / 100000000;
+    uint64_t x = dtoa_swar8((uint32_t)hi);
+    unsigned z = (unsigned)__builtin_ctzll(x) >> 3; /* hi > 0 */
+    uint64_t w = (x + DTOA_ZEROS8) >> (8 * z);
+    memcpy(p, &w, 8);
+    w = dtoa_swar8((uint32_t)(v - hi * 100000000)) + DTOA_ZEROS8;
+    memcpy(p + 8 - z, &w, 8);
+    return 16 - z;
+  }
+#endif
+  return dtoa_u64(v, p);
+}
+
+/* Decimal of v at p, 8 bytes stored at once (scratch past the digits);
+ * returns the digit count. */
+static inline __attribute__((always_inline)) size_t rnum_u64(uint64_t v,
+                                                             char *p) {
+#if DTOA_SWAR
+  if (__builtin_expect(v < 100000000, 1)) {
+    uint64_t x = dtoa_swar8((uint32_t)v);
+    /* leading zero digits; the last digit always counts */
+    unsigned z = (unsigned)__builtin_ctzll(x | (uint64_t)1 << 56) >> 3;
+    uint64_t w = (x + DTOA_ZEROS8) >> (8 * z);
+    memcpy(p, &w, 8);
+    return 8 - z;
+  }
+#endif
+  return rnum_u64_wide(v, p);
+}
+
+/* Signed decimal: '-' always written, overwritten when v >= 0. */
+static inline __attribute__((always_inline)) size_t rnum_i64(int64_t v,
+                                                             char *p) {
+  size_t neg = v < 0;
+  uint64_t mag = neg ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  p[0] = '-';
+  return neg + rnum_u64(mag, p + neg);
+}
+
+/* Lay out digits d (n of them, '0' padded to RNUM_DIGITS) whose first
+ * digit has exponent x at p + o (o: 1 after a sign, else 0): plain for x
+ * in [-4, 16), else d.ddde+XX. Returns the end of the text. */
+static inline size_t rnum_layout(const char *d, int n, int x, size_t o,
+                                 char *p) {
+  if (__builtin_expect((unsigned)x < 16, 1)) {
+    /* x + 1 integer digits (padding '0's included), then the point and
+     * the rest; an integral value ends before the point */
+    memcpy(p + o, d, 16);
+    memcpy(p + o + x + 2, d + x + 1, 16);
+    p[o + (size_t)x + 1] = '.';
+    return o + (size_t)(n > x + 1 ? n + 1 : x + 1);
+  }
+  if (x < 0 && x >= -4) { /* "0.", -x-1 zeros, the digits */
+    memcpy(p + o, "0.000000", 8);
+    memcpy(p + o + 1 - x, d, 16);
+    memcpy(p + o + 17 - x, d + 16, 16);
+    return o + (size_t)(1 - x + n);
+  }
+  p[o] = d[0];
+  p[o + 1] = '.';
+  memcpy(p + o + 2, d + 1, 16);
+  o += n > 1 ? (size_t)n + 1 : 1;
+  p[o] = 'e';
+  p[o + 1] = x < 0 ? '-' : '+';
+  unsigned ax = (unsigned)(x < 0 ? -x : x); /* at most 324 */
+  p[o + 2] = (char)('0' + ax / 100);
+  o += 2 + (ax >= 100);
+  memcpy(p + o, dtoa_pairs + 2 * (ax % 100), 2);
+  return o + 2;
+}
+
+/* Text of the IEEE float with bit pattern b, mb stored mantissa bits and
+ * eb exponent bits (float64 or float32: constants after inlining), at p;
+ * d is the digit buffer (RNUM_DIGITS bytes, '0' from index 17 on).
+ * Returns the length. */
+static inline __attribute__((always_inline)) size_t
+rnum_float(uint64_t b, int mb, int eb, char *p, char *d) {
+  size_t o = (size_t)(b >> (mb + eb)) & 1;
+  unsigned emax = (1u << eb) - 1;
+  unsigned ef = (unsigned)(b >> mb) & emax;
+  uint64_t m = b & (((uint64_t)1 << mb) - 1);
+  p[0] = '-'; /* overwritten when not negative */
+  if (__builtin_expect(ef == emax, 0)) {
+    if (m) {
+      memcpy(p, "nan", 3);
+      return 3;
+    }
+    memcpy(p + o, "inf", 3);
+    return o + 3;
+  }
+  if (ef == 0 && m == 0) {
+    p[o] = '0';
+    return o + 1;
+  }
+  /* integral values with a gap of at most 1 are their integer */
+  int e = (int)ef - (int)emax / 2 - mb;
+  uint64_t f = m | (uint64_t)1 << mb;
+  if (ef && e <= 0 && e > -64 && (f & (((uint64_t)1 << -e) - 1)) == 0)
+    return o + rnum_u64(f >> -e, p + o);
+  int x, n = mb == 52 ? dtoa_shortest_f64(b, d, &x)
+                      : dtoa_shortest_f32((uint32_t)b, d, &x);
+  return rnum_layout(d, n, x, o, p);
+}
+
+/* Whether rnum_run takes the kind. */
+int rnum_has(enum dtype_kind kind) {
+  switch (kind) {
+  case DT_INT8:
+  case DT_INT16:
+  case DT_INT32:
+  case DT_INT64:
+  case DT_UINT8:
+  case DT_UINT16:
+  case DT_UINT32:
+  case DT_UINT64:
+  case DT_FLOAT32:
+  case DT_FLOAT64:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* One loop per kind: element i of type T at src, rendered by EXPR of v,
+ * then the newline. */
+#define RNUM_LOOP(T, EXPR)                                                     \
+  do {                                                                         \
+    for (size_t i = 0; i < n; i++) {                                           \
+      T v;                                                                     \
+      memcpy(&v, s + i * sizeof(T), sizeof(T));                                \
+      o += (EXPR);                                                             \
+      dst[o++] = '\n';                                                         \
+    }                                                                          \
+  } while (0)
+
+/* Lines of a run (see rnum.h). */
+size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst) {
+  const unsigned char *s = src;
+  size_t o = 0;
+  char d[RNUM_DIGITS];
+  switch (kind) {
+  case DT_INT8:
+    RNUM_LOOP(int8_t, rnum_i64(v, dst + o));
+    break;
+  case DT_INT16:
+    RNUM_LOOP(int16_t, rnum_i64(v, dst + o));
+    break;
+  case DT_INT32:
+    RNUM_LOOP(int32_t, rnum_i64(v, dst + o));
+    break;
+  case DT_INT64:
+    RNUM_LOOP(int64_t, rnum_i64(v, dst + o));
+    break;
+  case DT_UINT8:
+    RNUM_LOOP(uint8_t, rnum_u64(v, dst + o));
+    break;
+  case DT_UINT16:
+    RNUM_LOOP(uint16_t, rnum_u64(v, dst + o));
+    break;
+  case DT_UINT32:
+    RNUM_LOOP(uint32_t, rnum_u64(v, dst + o));
+    break;
+  case DT_UINT64:
+    RNUM_LOOP(uint64_t, rnum_u64(v, dst + o));
+    break;
+  case DT_FLOAT32:
+    memset(d, '0', sizeof d);
+    RNUM_LOOP(uint32_t, rnum_float(v, 23, 8, dst + o, d));
+    break;
+  case DT_FLOAT64:
+    memset(d, '0', sizeof d);
+    RNUM_LOOP(uint64_t, rnum_float(v, 52, 11, dst + o, d));
+    break;
+  default:
+    break;
+  }
+  return o;
+}
