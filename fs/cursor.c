@@ -31,6 +31,11 @@
  * little. */
 #define CURSOR_PF_MAX 256
 #define CURSOR_PF_FIRST 4
+/* Bytes of view text one slice job renders (the kernel's largest read, so
+ * a reply is one slice), and most slices a reader may have ahead (fewer
+ * when the ahead budget holds fewer). */
+#define CURSOR_SLICE (1u << 20)
+#define CURSOR_SLICES 16
 
 /* ---- cursors ---- */
 
@@ -42,6 +47,16 @@ struct ahead_slot {
   struct memo_ref *data; /* its deferred data section, decoded */
 };
 #define AHEAD_FREE UINT64_MAX
+
+/* A slice of the view's text rendered ahead. */
+enum { SLICE_FREE, SLICE_QUEUED, SLICE_RUNNING, SLICE_READY, SLICE_GONE };
+struct cursor_slice {
+  uint64_t off; /* view offset, a multiple of CURSOR_SLICE */
+  uint64_t gen; /* the job it belongs to (a slice let go gets a new one) */
+  int state;    /* SLICE_*; GONE: taken by the reader, or failed */
+  size_t len;   /* READY: bytes in buf (short at the end of the text) */
+  char *buf;    /* READY: owned by the cursor */
+};
 
 struct view_cursor {
   pthread_mutex_t lock;                 /* guards what follows (cursor.h) */
@@ -62,6 +77,12 @@ struct view_cursor {
     uint64_t rl;
     void *hint; /* the store's */
   } pf[CURSOR_PF_MAX];
+  /* Slices of text rendered ahead; sl_cond: a job ended (a reader may be
+   * waiting for its slice). */
+  int renders; /* the last read rendered elements */
+  uint64_t sl_gen;
+  pthread_cond_t sl_cond;
+  struct cursor_slice sl[CURSOR_SLICES];
 };
 
 /* An empty cursor. */
@@ -70,6 +91,7 @@ struct view_cursor *cursor_new(void) {
   if (!c)
     return NULL;
   pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->sl_cond, NULL);
   atomic_init(&c->refs, 1);
   for (int i = 0; i < CURSOR_AHEAD_MAX; i++)
     c->slot[i].rl = AHEAD_FREE;
@@ -80,6 +102,7 @@ struct view_cursor *cursor_new(void) {
 static void cursor_unref(struct view_cursor *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1)
     return;
+  pthread_cond_destroy(&c->sl_cond);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }
@@ -106,7 +129,16 @@ void cursor_free(struct engine *e, struct view_cursor *c) {
   }
   uint32_t npf = c->npf;
   c->npf = 0;
+  char *sdrop[CURSOR_SLICES];
+  int ns = 0;
+  for (int i = 0; i < CURSOR_SLICES; i++) {
+    if (c->sl[i].state == SLICE_READY)
+      sdrop[ns++] = c->sl[i].buf;
+    c->sl[i] = (struct cursor_slice){.gen = ++c->sl_gen};
+  }
   pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < ns; i++)
+    free(sdrop[i]);
   for (int i = 0; i < nd; i++)
     memo_release(e->memo, drop[i]);
   /* No job touches pf[]: it is the file's alone now. */
@@ -514,14 +546,16 @@ static void pf_plan(struct engine *e, const struct znode *n,
   }
 }
 
-/* After a read that reached slab k: queue the units after it when the
- * reader goes in sequence. */
+/* After a read that reached slab k (or before one reads it): queue the
+ * units after it when the reader goes in sequence. */
 void cursor_ahead_plan(struct engine *e, const struct znode *n,
                        const struct region *r, const struct region_layout *l,
-                       struct view_cursor *c, uint64_t k) {
+                       struct view_cursor *c, uint64_t k, int reading) {
   if (!c)
     return;
   uint64_t first = (k + 1) * r->per_slab; /* first unit after slab k */
+  /* units before this one the reader has passed */
+  uint64_t passed = reading ? k * r->per_slab : first;
   struct memo_ref *drop[2 * CURSOR_AHEAD_MAX];
   void *pdrop[CURSOR_PF_MAX];
   int nd = 0;
@@ -530,19 +564,20 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
   /* Units the reader has reached are its own now (its windows). */
   for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
     struct ahead_slot *sl = &c->slot[i];
-    if (sl->rl != AHEAD_FREE && (sl->rl < first || !c->seq)) {
+    if (sl->rl != AHEAD_FREE && (sl->rl < passed || !c->seq)) {
       drop[nd++] = sl->unit;
       drop[nd++] = sl->data;
       *sl = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
     }
   }
   /* The unit being read stays named: a large one is still being read. */
-  uint32_t reached = pf_passed(c, k * r->per_slab, pdrop, &npd);
+  uint32_t reached = reading ? 0 : pf_passed(c, k * r->per_slab, pdrop, &npd);
   if (c->seq < CURSOR_AHEAD_AFTER) {
     pthread_mutex_unlock(&c->lock);
     goto out;
   }
-  pf_plan(e, n, r, l, c, k * r->per_slab, reached);
+  if (!reading)
+    pf_plan(e, n, r, l, c, k * r->per_slab, reached);
   if (!e->ahead) {
     pthread_mutex_unlock(&c->lock);
     goto out;
@@ -592,4 +627,171 @@ void cursor_note_cost(struct view_cursor *c, size_t cost) {
 /* See cursor.h. */
 uint64_t cursor_rendered(void) {
   return atomic_load_explicit(&ahead_rendered, memory_order_relaxed);
+}
+
+/* ---- slices of text rendered ahead ---- */
+
+/* Slices the workers rendered (cursor_sliced). */
+static _Atomic uint64_t slices_made;
+
+/* One slice to render. */
+struct slice_job {
+  struct view_cursor *c; /* holds a reference */
+  struct cursor_view v;
+  int i;        /* its slot */
+  uint64_t gen; /* the slot's generation when queued */
+  uint64_t off;
+};
+
+/* The slot still waiting for job j, or NULL. */
+static struct cursor_slice *slice_of(struct slice_job *j) {
+  struct cursor_slice *sl = &j->c->sl[j->i];
+  return !j->c->closed && sl->gen == j->gen ? sl : NULL;
+}
+
+/* A worker's job: render the slice unless the reader took it or moved
+ * on, then hand it to the cursor (a failure: the reader reads the bytes
+ * itself and sees it). */
+static void slice_run(void *arg, int cancelled) {
+  struct slice_job *j = arg;
+  struct view_cursor *c = j->c;
+  int go = 0;
+  pthread_mutex_lock(&c->lock);
+  struct cursor_slice *sl = slice_of(j);
+  if (sl && sl->state == SLICE_QUEUED) {
+    go = !cancelled && !engine_stopping(j->v.e);
+    sl->state = go ? SLICE_RUNNING : SLICE_GONE;
+  }
+  pthread_mutex_unlock(&c->lock);
+  char *buf = go ? malloc(CURSOR_SLICE) : NULL;
+  long got = -ENOMEM;
+  if (buf) {
+    struct zerr err = {0};
+    got = j->v.read(&j->v, j->off, CURSOR_SLICE, buf, &err);
+  }
+  if (go) {
+    pthread_mutex_lock(&c->lock);
+    if ((sl = slice_of(j)) && sl->state == SLICE_RUNNING) {
+      sl->state = got > 0 ? SLICE_READY : SLICE_GONE;
+      if (got > 0) {
+        sl->buf = buf;
+        sl->len = (size_t)got;
+        buf = NULL;
+        atomic_fetch_add_explicit(&slices_made, 1, memory_order_relaxed);
+      }
+    }
+    pthread_cond_broadcast(&c->sl_cond);
+    pthread_mutex_unlock(&c->lock);
+  }
+  free(buf);
+  cursor_unref(c);
+  free(j);
+}
+
+/* See cursor.h. */
+void cursor_note_renders(struct view_cursor *c, int renders) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->renders = renders;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* The slot whose slice holds view offset off, or NULL. */
+static struct cursor_slice *slice_find(struct view_cursor *c, uint64_t off) {
+  for (int i = 0; i < CURSOR_SLICES; i++) {
+    struct cursor_slice *sl = &c->sl[i];
+    if (sl->state != SLICE_FREE && sl->off <= off &&
+        off - sl->off < CURSOR_SLICE)
+      return sl;
+  }
+  return NULL;
+}
+
+/* See cursor.h. The copy is made under the lock: a slot is let go by
+ * whichever reader thread plans next. */
+size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
+                         char *dst) {
+  if (!c)
+    return 0;
+  size_t n = 0;
+  pthread_mutex_lock(&c->lock);
+  struct cursor_slice *sl;
+  while ((sl = slice_find(c, off)) && sl->state == SLICE_RUNNING)
+    pthread_cond_wait(&c->sl_cond, &c->lock);
+  if (sl && sl->state == SLICE_QUEUED) {
+    sl->state = SLICE_GONE; /* quicker rendered here than waited for */
+  } else if (sl && sl->state == SLICE_READY && off - sl->off < sl->len) {
+    n = sl->len - (size_t)(off - sl->off);
+    n = n < len ? n : len;
+    memcpy(dst, sl->buf + (off - sl->off), n);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return n;
+}
+
+/* See cursor.h. Slices start after the read's end (or a later read's,
+ * already under way), at slice boundaries, and are kept until the reader
+ * is CURSOR_SEQ_SLACK past them: the kernel has several reads in flight,
+ * which come out of order (a read 3 MiB on may come before its elders).
+ * All slots together stay within the ahead budget. */
+void cursor_slice_plan(struct engine *e, struct view_cursor *c,
+                       const struct cursor_view *v, uint64_t off,
+                       uint64_t end) {
+  if (!c || !e->ahead || e->store->ahead)
+    return; /* a store with latency: its chunks are named ahead instead */
+  uint64_t depth = e->ahead_budget / CURSOR_SLICE;
+  depth = depth < CURSOR_SLICES ? depth : CURSOR_SLICES;
+  char *drop[CURSOR_SLICES];
+  int nd = 0;
+  pthread_mutex_lock(&c->lock);
+  int on = c->renders && c->seq >= CURSOR_AHEAD_AFTER && depth >= 2 &&
+           !c->closed;
+  uint64_t lo = off > CURSOR_SEQ_SLACK ? off - CURSOR_SEQ_SLACK : 0;
+  uint64_t used = 0;
+  for (int i = 0; i < CURSOR_SLICES; i++) {
+    struct cursor_slice *sl = &c->sl[i];
+    if (sl->state == SLICE_FREE)
+      continue;
+    if (on && sl->off + CURSOR_SLICE > lo) {
+      used++;
+      continue;
+    }
+    if (sl->state == SLICE_READY)
+      drop[nd++] = sl->buf;
+    *sl = (struct cursor_slice){.gen = ++c->sl_gen}; /* its job: let go */
+  }
+  /* not below a read that has started (it renders its bytes itself) */
+  uint64_t from = c->next_off > end ? c->next_off : end;
+  uint64_t next = (from + CURSOR_SLICE - 1) / CURSOR_SLICE * CURSOR_SLICE;
+  for (uint64_t hi = end + depth * CURSOR_SLICE; on && next < hi && used < depth;
+       next += CURSOR_SLICE) {
+    if (slice_find(c, next))
+      continue; /* queued already */
+    int i = 0;
+    while (i < CURSOR_SLICES && c->sl[i].state != SLICE_FREE)
+      i++;
+    struct slice_job *j = i < CURSOR_SLICES ? malloc(sizeof *j) : NULL;
+    if (!j)
+      break;
+    struct cursor_slice *sl = &c->sl[i];
+    *j = (struct slice_job){c, *v, i, ++c->sl_gen, next};
+    *sl = (struct cursor_slice){next, j->gen, SLICE_QUEUED, 0, NULL};
+    atomic_fetch_add(&c->refs, 1);
+    if (pool_submit(e->ahead, slice_run, j) < 0) {
+      atomic_fetch_sub(&c->refs, 1);
+      *sl = (struct cursor_slice){.gen = ++c->sl_gen};
+      free(j);
+      break;
+    }
+    used++;
+  }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < nd; i++)
+    free(drop[i]);
+}
+
+/* See cursor.h. */
+uint64_t cursor_sliced(void) {
+  return atomic_load_explicit(&slices_made, memory_order_relaxed);
 }

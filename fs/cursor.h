@@ -25,6 +25,15 @@
  * does nothing. Jobs are hints: a full queue or a failure only means the
  * reader or the fill decodes itself (and sees the failure).
  *
+ * A reader in sequence whose text is rendered as it reads (elements not
+ * rendered whole in the memo: uncompressed strings read where they lie)
+ * also has the workers render the next slices of the view's text, each
+ * CURSOR_SLICE bytes, into buffers the cursor holds until the reader
+ * copies them: rendering runs on the other cores while the reader
+ * replies. A slice the reader reaches while a worker renders it is
+ * waited for; one still queued the reader renders itself. The slices'
+ * bytes (at most the ahead budget) are outside the memo.
+ *
  * Ownership: a cursor is reference counted (the open file's reference,
  * one per queued job); cursor_free drops the file's and releases every
  * pin, and jobs still running release what they make.
@@ -70,10 +79,39 @@ int cursor_note(struct view_cursor *c, uint64_t off, size_t len);
 void cursor_note_cost(struct view_cursor *c, size_t cost);
 /* After a read that reached slab k of region r (layout l): queue the
  * units after it when the reader goes in sequence, and let go of those
- * it has passed. */
+ * it has passed. With `reading`: before the reader decodes slab k, so the
+ * units after it decode meanwhile (slab k's stay held, no store hints). */
 void cursor_ahead_plan(struct engine *e, const struct znode *n,
                        const struct region *r, const struct region_layout *l,
-                       struct view_cursor *c, uint64_t k);
+                       struct view_cursor *c, uint64_t k, int reading);
+
+/* A view a slice job renders from (copied into the job): read() renders
+ * view bytes [off, off+len) into dst with no cursor, returning the bytes
+ * (short only at the end) or a negative errno. e and n outlive the jobs
+ * (the engine drains its pool before it frees nodes). */
+struct cursor_view {
+  long (*read)(const struct cursor_view *v, uint64_t off, size_t len,
+               char *dst, struct zerr *err);
+  struct engine *e;
+  const struct znode *n;
+  uint64_t idx[ZMETA_MAX_DIMS]; /* a chunk view's chunk */
+};
+
+/* Whether the reader's last read rendered elements (1) or copied text
+ * made whole already (0): slices pay only for the former. NULL c: nothing. */
+void cursor_note_renders(struct view_cursor *c, int renders);
+/* Copy view bytes from off on (at most len) out of a slice the workers
+ * rendered, waiting for one being rendered; the bytes copied, 0 when no
+ * slice holds off (the caller reads it itself). NULL c: 0. */
+size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
+                         char *dst);
+/* After a read of [off, end) in sequence: queue the slices after it (and
+ * let go of those the reader has passed). NULL c: nothing. */
+void cursor_slice_plan(struct engine *e, struct view_cursor *c,
+                       const struct cursor_view *v, uint64_t off,
+                       uint64_t end);
+/* How many slices the workers have rendered in this process. */
+uint64_t cursor_sliced(void);
 
 /* How many units the workers have rendered whole in this process: units
  * a job (decoding ahead of a reader, or learning sizes for a layout)

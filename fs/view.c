@@ -4,6 +4,8 @@
  * (fs/row.c). */
 #include "view.h"
 
+#include <string.h>
+
 #include "../codecs/chain.h"
 #include "cursor.h"
 #include "layout.h"
@@ -87,6 +89,8 @@ static long read_unit(const struct read_req *q, const uint64_t *idx,
   long got = unit_src(e, n, ct, &rct, &data, &dref, err);
   if (got == 0)
     got = text_read(rct, data, off, len, dst, err);
+  if (got > 0) /* elements rendered, not text copied: slices pay */
+    cursor_note_renders(c, !rct->text && rct->ab);
   if (got >= 0)
     cursor_note_cost(c, ct->cost + (rct != ct ? rct->cost : 0) +
                             (data && data->mem ? (size_t)data->size : 0));
@@ -105,7 +109,6 @@ static long region_read(const struct read_req *q, const struct region *r) {
   ZTRY(layout_get(e, n, r, &lref, q->err));
   struct region_layout *l = (struct region_layout *)memo_obj(lref);
   struct read_req u = *q; /* the part inside one slab */
-  u.seq = cursor_note(q->c, q->off, q->len);
   size_t done = 0;
   long rc = 0;
   uint64_t k = 0;
@@ -116,6 +119,8 @@ static long region_read(const struct read_req *q, const struct region *r) {
     if (ended == r->nslabs && pos >= l->total)
       break; /* the end of the text */
     k = region_slab_find(n, r, l, ended, pos);
+    if (!done && u.seq) /* its units after decode while this one does */
+      cursor_ahead_plan(e, n, r, l, q->c, k, 1);
     uint64_t s0 = region_slab_off(n, r, l, k);
     uint64_t s1 = region_slab_off(n, r, l, k + 1);
     u.off = pos - s0;
@@ -140,11 +145,39 @@ static long region_read(const struct read_req *q, const struct region *r) {
     done += (size_t)got;
   }
   if (rc == 0 && done)
-    cursor_ahead_plan(e, n, r, l, q->c, k);
+    cursor_ahead_plan(e, n, r, l, q->c, k, 0);
   cursor_keep(e, q->c, lref, 1);
   /* Never a short read on error: the kernel takes a short read as the end
    * of the file, and the reader would see truncated text and no error. */
   return rc < 0 ? rc : (long)done;
+}
+
+/* ---- reads through slices ---- */
+
+/* Read q->len bytes of a view at q->off: what the workers rendered ahead
+ * (cursor_slice_read) is copied, the rest read by `read`; then slices
+ * after it are queued for a reader in sequence. */
+static long read_sliced(struct read_req *q, const struct cursor_view *v,
+                        long (*read)(const struct read_req *q,
+                                     const struct cursor_view *v)) {
+  q->seq = cursor_note(q->c, q->off, q->len);
+  size_t done = 0, n;
+  while (done < q->len && (n = cursor_slice_read(q->c, q->off + done,
+                                                 q->len - done, q->dst + done)))
+    done += n;
+  long got = 0;
+  if (done < q->len) {
+    struct read_req rest = *q;
+    rest.off += done;
+    rest.len -= done;
+    rest.dst += done;
+    got = read(&rest, v);
+  }
+  if (got < 0)
+    return got;
+  if (q->seq)
+    cursor_slice_plan(q->e, q->c, v, q->off, q->off + done + (size_t)got);
+  return (long)done + got;
 }
 
 /* ---- the views ---- */
@@ -205,19 +238,32 @@ int view_array_size_known(struct engine *e, const struct znode *n,
   return memo_value_peek(e->memo, &k, size);
 }
 
+/* A chunk view's bytes, read with the caller's cursor. */
+static long chunk_read(const struct read_req *q, const struct cursor_view *v) {
+  if (!q->n->shard)
+    return read_unit(q, v->idx, 1);
+  struct region r;
+  ZTRY(region_of_chunk(q->n, v->idx, &r, q->err));
+  return region_read(q, &r);
+}
+
+/* A slice of a chunk view (cursor_view.read): read as in sequence (the
+ * unit decoded whole through the memo, not through a partial decoder). */
+static long chunk_slice(const struct cursor_view *v, uint64_t off, size_t len,
+                        char *dst, struct zerr *err) {
+  struct read_req q = {v->e, v->n, NULL, 1, off, len, dst, err};
+  return chunk_read(&q, v);
+}
+
 /* Read from chunk idx's view. */
 long view_chunk_read(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
                      struct view_cursor *c, struct zerr *err) {
   ZTRY(view_check(n, err));
   struct read_req q = {e, n, c, 0, off, len, dst, err};
-  if (!n->shard) {
-    q.seq = cursor_note(c, off, len);
-    return read_unit(&q, idx, 1);
-  }
-  struct region r;
-  ZTRY(region_of_chunk(n, idx, &r, err));
-  return region_read(&q, &r);
+  struct cursor_view v = {chunk_slice, e, n, {0}};
+  memcpy(v.idx, idx, (size_t)n->meta->ndim * sizeof *idx);
+  return read_sliced(&q, &v, chunk_read);
 }
 
 /* Whole-array view size. */
@@ -261,6 +307,22 @@ int view_array_size_stat(struct engine *e, const struct znode *n,
   return view_array_size(e, n, size, err);
 }
 
+/* The whole-array view's bytes, read with the caller's cursor. */
+static long array_read(const struct read_req *q, const struct cursor_view *v) {
+  (void)v;
+  struct region r;
+  ZTRY(region_of_array(q->n, &r, q->err));
+  return region_read(q, &r);
+}
+
+/* A slice of the whole-array view (cursor_view.read), read as in
+ * sequence. */
+static long array_slice(const struct cursor_view *v, uint64_t off, size_t len,
+                        char *dst, struct zerr *err) {
+  struct read_req q = {v->e, v->n, NULL, 1, off, len, dst, err};
+  return array_read(&q, v);
+}
+
 /* Read from the whole-array view. */
 long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
                      size_t len, char *dst, struct view_cursor *c,
@@ -268,8 +330,7 @@ long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
   ZTRY(view_check(n, err));
   if (n->meta->nelem == 0)
     return 0;
-  struct region r;
-  ZTRY(region_of_array(n, &r, err));
   struct read_req q = {e, n, c, 0, off, len, dst, err};
-  return region_read(&q, &r);
+  struct cursor_view v = {array_slice, e, n, {0}};
+  return read_sliced(&q, &v, array_read);
 }
