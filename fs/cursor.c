@@ -36,6 +36,10 @@
  * when the ahead budget holds fewer). */
 #define CURSOR_SLICE (1u << 20)
 #define CURSOR_SLICES 16
+/* Slice buffers a cursor keeps for its next slices once their bytes are
+ * served: fresh ones would cost the kernel a page fault and a zeroed
+ * page every 4 KiB. */
+#define CURSOR_SPARES 4
 
 /* ---- cursors ---- */
 
@@ -48,6 +52,13 @@ struct ahead_slot {
 };
 #define AHEAD_FREE UINT64_MAX
 
+/* A slice's bytes: one reference held by its slot, one by each reply
+ * that lends them (cursor_slice_lend). */
+struct slice_buf {
+  _Atomic int refs;
+  char data[];
+};
+
 /* A slice of the view's text rendered ahead. */
 enum { SLICE_FREE, SLICE_QUEUED, SLICE_RUNNING, SLICE_READY, SLICE_GONE };
 struct cursor_slice {
@@ -55,7 +66,7 @@ struct cursor_slice {
   uint64_t gen; /* the job it belongs to (a slice let go gets a new one) */
   int state;    /* SLICE_*; GONE: taken by the reader, or failed */
   size_t len;   /* READY: bytes in buf (short at the end of the text) */
-  char *buf;    /* READY: owned by the cursor */
+  struct slice_buf *buf; /* READY: the slot's reference */
 };
 
 struct view_cursor {
@@ -83,7 +94,11 @@ struct view_cursor {
   uint64_t sl_gen;
   pthread_cond_t sl_cond;
   struct cursor_slice sl[CURSOR_SLICES];
+  struct slice_buf *spare[CURSOR_SPARES];
+  int nspare;
 };
+
+static void slice_buf_put(struct view_cursor *c, struct slice_buf *b);
 
 /* An empty cursor. */
 struct view_cursor *cursor_new(void) {
@@ -129,16 +144,18 @@ void cursor_free(struct engine *e, struct view_cursor *c) {
   }
   uint32_t npf = c->npf;
   c->npf = 0;
-  char *sdrop[CURSOR_SLICES];
+  struct slice_buf *sdrop[CURSOR_SLICES + CURSOR_SPARES];
   int ns = 0;
   for (int i = 0; i < CURSOR_SLICES; i++) {
     if (c->sl[i].state == SLICE_READY)
       sdrop[ns++] = c->sl[i].buf;
     c->sl[i] = (struct cursor_slice){.gen = ++c->sl_gen};
   }
+  while (c->nspare)
+    sdrop[ns++] = c->spare[--c->nspare];
   pthread_mutex_unlock(&c->lock);
-  for (int i = 0; i < ns; i++)
-    free(sdrop[i]);
+  for (int i = 0; i < ns; i++) /* closed: none is kept */
+    slice_buf_put(c, sdrop[i]);
   for (int i = 0; i < nd; i++)
     memo_release(e->memo, drop[i]);
   /* No job touches pf[]: it is the file's alone now. */
@@ -662,12 +679,14 @@ static void slice_run(void *arg, int cancelled) {
     go = !cancelled && !engine_stopping(j->v.e);
     sl->state = go ? SLICE_RUNNING : SLICE_GONE;
   }
+  struct slice_buf *buf = go && c->nspare ? c->spare[--c->nspare] : NULL;
   pthread_mutex_unlock(&c->lock);
-  char *buf = go ? malloc(CURSOR_SLICE) : NULL;
+  if (go && !buf && (buf = malloc(sizeof *buf + CURSOR_SLICE)))
+    atomic_init(&buf->refs, 1);
   long got = -ENOMEM;
   if (buf) {
     struct zerr err = {0};
-    got = j->v.read(&j->v, j->off, CURSOR_SLICE, buf, &err);
+    got = j->v.read(&j->v, j->off, CURSOR_SLICE, buf->data, &err);
   }
   if (go) {
     pthread_mutex_lock(&c->lock);
@@ -683,9 +702,24 @@ static void slice_run(void *arg, int cancelled) {
     pthread_cond_broadcast(&c->sl_cond);
     pthread_mutex_unlock(&c->lock);
   }
-  free(buf);
+  slice_buf_put(c, buf);
   cursor_unref(c);
   free(j);
+}
+
+/* Drop a reference to b (NULL: nothing); the last one keeps it as a
+ * spare of an open cursor, or frees it. Not under c's lock. */
+static void slice_buf_put(struct view_cursor *c, struct slice_buf *b) {
+  if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
+    return;
+  pthread_mutex_lock(&c->lock);
+  if (!c->closed && c->nspare < CURSOR_SPARES) {
+    atomic_init(&b->refs, 1);
+    c->spare[c->nspare++] = b;
+    b = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  free(b);
 }
 
 /* See cursor.h. */
@@ -708,13 +742,12 @@ static struct cursor_slice *slice_find(struct view_cursor *c, uint64_t off) {
   return NULL;
 }
 
-/* See cursor.h. The copy is made under the lock: a slot is let go by
- * whichever reader thread plans next. */
-size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
-                         char *dst) {
-  if (!c)
-    return 0;
-  size_t n = 0;
+/* The slice holding view offset off, once rendered (waiting while a
+ * worker renders it; one still queued is the reader's now): a reference
+ * to its buffer and the bytes from off on in *n, or NULL. */
+static struct slice_buf *slice_at(struct view_cursor *c, uint64_t off,
+                                  size_t *n) {
+  struct slice_buf *b = NULL;
   pthread_mutex_lock(&c->lock);
   struct cursor_slice *sl;
   while ((sl = slice_find(c, off)) && sl->state == SLICE_RUNNING)
@@ -722,12 +755,48 @@ size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
   if (sl && sl->state == SLICE_QUEUED) {
     sl->state = SLICE_GONE; /* quicker rendered here than waited for */
   } else if (sl && sl->state == SLICE_READY && off - sl->off < sl->len) {
-    n = sl->len - (size_t)(off - sl->off);
-    n = n < len ? n : len;
-    memcpy(dst, sl->buf + (off - sl->off), n);
+    *n = sl->len - (size_t)(off - sl->off);
+    b = sl->buf;
+    atomic_fetch_add(&b->refs, 1);
   }
   pthread_mutex_unlock(&c->lock);
+  return b;
+}
+
+/* See cursor.h. */
+size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
+                         char *dst) {
+  size_t n = 0;
+  struct slice_buf *b = c ? slice_at(c, off, &n) : NULL;
+  if (!b)
+    return 0;
+  n = n < len ? n : len;
+  memcpy(dst, b->data + (off % CURSOR_SLICE), n);
+  slice_buf_put(c, b);
   return n;
+}
+
+/* See cursor.h. */
+const char *cursor_slice_lend(struct view_cursor *c, uint64_t off, size_t len,
+                              size_t *n, void **hold) {
+  size_t have = 0;
+  struct slice_buf *b = c ? slice_at(c, off, &have) : NULL;
+  if (!b)
+    return NULL;
+  /* all of the read, or all that is left of the text */
+  if (have < len && off % CURSOR_SLICE + have == CURSOR_SLICE) {
+    slice_buf_put(c, b);
+    return NULL;
+  }
+  *n = have < len ? have : len;
+  *hold = b;
+  return b->data + (off % CURSOR_SLICE);
+}
+
+/* See cursor.h. */
+void cursor_slice_return(struct view_cursor *c, void *hold) {
+  if (c)
+    slice_buf_put(c, hold);
 }
 
 /* See cursor.h. Slices start after the read's end (or a later read's,
@@ -742,7 +811,7 @@ void cursor_slice_plan(struct engine *e, struct view_cursor *c,
     return; /* a store with latency: its chunks are named ahead instead */
   uint64_t depth = e->ahead_budget / CURSOR_SLICE;
   depth = depth < CURSOR_SLICES ? depth : CURSOR_SLICES;
-  char *drop[CURSOR_SLICES];
+  struct slice_buf *drop[CURSOR_SLICES];
   int nd = 0;
   pthread_mutex_lock(&c->lock);
   int on = c->renders && c->seq >= CURSOR_AHEAD_AFTER && depth >= 2 &&
@@ -788,7 +857,7 @@ void cursor_slice_plan(struct engine *e, struct view_cursor *c,
   }
   pthread_mutex_unlock(&c->lock);
   for (int i = 0; i < nd; i++)
-    free(drop[i]);
+    slice_buf_put(c, drop[i]);
 }
 
 /* See cursor.h. */

@@ -105,6 +105,15 @@ void cursor_note_renders(struct view_cursor *c, int renders);
  * slice holds off (the caller reads it itself). NULL c: 0. */
 size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
                          char *dst);
+/* Lend view bytes from off on out of a slice (waiting as
+ * cursor_slice_read does) when it holds all len of them, or all that is
+ * left of the text: a pointer to them, their count in *n, and *hold to
+ * give back with cursor_slice_return once they are replied; NULL when no
+ * slice holds them. NULL c: NULL. */
+const char *cursor_slice_lend(struct view_cursor *c, uint64_t off, size_t len,
+                              size_t *n, void **hold);
+/* Give back what cursor_slice_lend lent (hold). */
+void cursor_slice_return(struct view_cursor *c, void *hold);
 /* After a read of [off, end) in sequence: queue the slices after it (and
  * let go of those the reader has passed). NULL c: nothing. */
 void cursor_slice_plan(struct engine *e, struct view_cursor *c,
