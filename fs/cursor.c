@@ -337,7 +337,7 @@ static int unit_held(struct ahead_job *j, const uint64_t *idx, int text) {
 /* Decode a unit (and its deferred data) into the memo; pins in *u, *d.
  * Units the job found undecoded and left rendered whole are counted. */
 static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
-                        struct memo_ref **d) {
+                         struct memo_ref **d) {
   struct zerr err = {0};
   uint64_t idx[ZMETA_MAX_DIMS], size;
   region_unit(&j->r, j->rl, idx);
@@ -814,8 +814,8 @@ void cursor_slice_plan(struct engine *e, struct view_cursor *c,
   struct slice_buf *drop[CURSOR_SLICES];
   int nd = 0;
   pthread_mutex_lock(&c->lock);
-  int on = c->renders && c->seq >= CURSOR_AHEAD_AFTER && depth >= 2 &&
-           !c->closed;
+  int on =
+      c->renders && c->seq >= CURSOR_AHEAD_AFTER && depth >= 2 && !c->closed;
   uint64_t lo = off > CURSOR_SEQ_SLACK ? off - CURSOR_SEQ_SLACK : 0;
   uint64_t used = 0;
   for (int i = 0; i < CURSOR_SLICES; i++) {
@@ -830,11 +830,12 @@ void cursor_slice_plan(struct engine *e, struct view_cursor *c,
       drop[nd++] = sl->buf;
     *sl = (struct cursor_slice){.gen = ++c->sl_gen}; /* its job: let go */
   }
+  used += (uint64_t)c->nspare; /* spares count against the budget too */
   /* not below a read that has started (it renders its bytes itself) */
   uint64_t from = c->next_off > end ? c->next_off : end;
   uint64_t next = (from + CURSOR_SLICE - 1) / CURSOR_SLICE * CURSOR_SLICE;
-  for (uint64_t hi = end + depth * CURSOR_SLICE; on && next < hi && used < depth;
-       next += CURSOR_SLICE) {
+  for (uint64_t hi = end + depth * CURSOR_SLICE;
+       on && next < hi && used < depth; next += CURSOR_SLICE) {
     if (slice_find(c, next))
       continue; /* queued already */
     int i = 0;

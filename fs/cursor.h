@@ -90,8 +90,8 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
  * (short only at the end) or a negative errno. e and n outlive the jobs
  * (the engine drains its pool before it frees nodes). */
 struct cursor_view {
-  long (*read)(const struct cursor_view *v, uint64_t off, size_t len,
-               char *dst, struct zerr *err);
+  long (*read)(const struct cursor_view *v, uint64_t off, size_t len, char *dst,
+               struct zerr *err);
   struct engine *e;
   const struct znode *n;
   uint64_t idx[ZMETA_MAX_DIMS]; /* a chunk view's chunk */
@@ -117,8 +117,7 @@ void cursor_slice_return(struct view_cursor *c, void *hold);
 /* After a read of [off, end) in sequence: queue the slices after it (and
  * let go of those the reader has passed). NULL c: nothing. */
 void cursor_slice_plan(struct engine *e, struct view_cursor *c,
-                       const struct cursor_view *v, uint64_t off,
-                       uint64_t end);
+                       const struct cursor_view *v, uint64_t off, uint64_t end);
 /* How many slices the workers have rendered in this process. */
 uint64_t cursor_sliced(void);
 

@@ -321,7 +321,8 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     long len = pos >= 2 ? join_path(in, de.name, path, sizeof path) : -1;
     if (!plus) {
       struct stat st = {0};
-      st.st_ino = len >= 0 ? inodes_stable_ino(path, (size_t)len) : INODES_UNKNOWN;
+      st.st_ino =
+          len >= 0 ? inodes_stable_ino(path, (size_t)len) : INODES_UNKNOWN;
       st.st_mode = de.kind == NS_DIR ? S_IFDIR : S_IFREG;
       w = fuse_add_direntry(req, p, room, de.name, &st, (off_t)pos + 1);
       if (w > room)
@@ -460,7 +461,7 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   }
   long n;
   struct view_lend lend = {0}; /* bytes a view lent rather than copied */
-  struct engine_req rq; /* the watchdog says when it runs long */
+  struct engine_req rq;        /* the watchdog says when it runs long */
   const struct zfs_inode *in = inodes_get(c->inodes, ino); /* open: held */
   engine_req_begin(c->engine, &rq, in ? in->path : f->ent.key, (uint64_t)off,
                    size);

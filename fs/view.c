@@ -34,8 +34,8 @@ void view_cursor_free(struct engine *e, struct view_cursor *c) {
 /* Read from the text of unit idx: a fill unit when it is known not to be
  * stored, else decoded through the memo (the cursor keeps what it used).
  * With lend: a read inside text rendered whole is lent, not copied. */
-static long read_unit(const struct read_req *q, const uint64_t *idx,
-                      int stored, struct view_lend *lend) {
+static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
+                      struct view_lend *lend) {
   struct engine *e = q->e;
   const struct znode *n = q->n;
   struct view_cursor *c = q->c;
@@ -178,8 +178,8 @@ static long read_sliced(struct read_req *q, const struct cursor_view *v,
                         view_read_fn read, struct view_lend *lend) {
   q->seq = cursor_note(q->c, q->off, q->len);
   size_t done = 0, n;
-  if (lend && (lend->bytes = cursor_slice_lend(q->c, q->off, q->len, &n,
-                                               &lend->slice))) {
+  if (lend && (lend->bytes =
+                   cursor_slice_lend(q->c, q->off, q->len, &n, &lend->slice))) {
     if (q->seq)
       cursor_slice_plan(q->e, q->c, v, q->off, q->off + n);
     return (long)n;
@@ -358,10 +358,9 @@ static long array_slice(const struct cursor_view *v, uint64_t off, size_t len,
 }
 
 /* See view.h. */
-long view_array_read_lend(struct engine *e, const struct znode *n,
-                          uint64_t off, size_t len, char *dst,
-                          struct view_cursor *c, struct view_lend *lend,
-                          struct zerr *err) {
+long view_array_read_lend(struct engine *e, const struct znode *n, uint64_t off,
+                          size_t len, char *dst, struct view_cursor *c,
+                          struct view_lend *lend, struct zerr *err) {
   if (lend)
     *lend = (struct view_lend){0};
   ZTRY(view_check(n, err));

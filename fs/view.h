@@ -91,10 +91,9 @@ long view_chunk_read_lend(struct engine *e, const struct znode *n,
                           const uint64_t *idx, uint64_t off, size_t len,
                           char *dst, struct view_cursor *c,
                           struct view_lend *lend, struct zerr *err);
-long view_array_read_lend(struct engine *e, const struct znode *n,
-                          uint64_t off, size_t len, char *dst,
-                          struct view_cursor *c, struct view_lend *lend,
-                          struct zerr *err);
+long view_array_read_lend(struct engine *e, const struct znode *n, uint64_t off,
+                          size_t len, char *dst, struct view_cursor *c,
+                          struct view_lend *lend, struct zerr *err);
 /* Give back what a read lent (NULL-safe; lend is cleared). */
 void view_lend_return(struct view_cursor *c, struct view_lend *lend);
 

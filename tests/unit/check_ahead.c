@@ -382,12 +382,11 @@ START_TEST(workers_render_slices_for_a_reader) {
         for (uint64_t off = 0; off < end;) {
           /* the second pass as the FUSE layer reads: lent where it can */
           struct view_lend lend;
-          long n = pass ? view_array_read_lend(e, ent.node, off, steps[s],
-                                               buf + off, c, &lend, &err)
-                        : ns_read_view(e, &ent, off, steps[s], buf + off, c,
-                                       &err);
-          ck_assert_msg(n > 0, "at %llu: %s", (unsigned long long)off,
-                        err.msg);
+          long n =
+              pass ? view_array_read_lend(e, ent.node, off, steps[s], buf + off,
+                                          c, &lend, &err)
+                   : ns_read_view(e, &ent, off, steps[s], buf + off, c, &err);
+          ck_assert_msg(n > 0, "at %llu: %s", (unsigned long long)off, err.msg);
           if (pass && lend.bytes) {
             memcpy(buf + off, lend.bytes, (size_t)n);
             lent++;
