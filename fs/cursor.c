@@ -90,7 +90,7 @@ struct view_cursor {
   } pf[CURSOR_PF_MAX];
   /* Slices of text rendered ahead; sl_cond: a job ended (a reader may be
    * waiting for its slice). */
-  int renders; /* the last read rendered elements */
+  int renders; /* the last read rendered elements of a large unit */
   uint64_t sl_gen;
   pthread_cond_t sl_cond;
   struct cursor_slice sl[CURSOR_SLICES];
@@ -723,11 +723,11 @@ static void slice_buf_put(struct view_cursor *c, struct slice_buf *b) {
 }
 
 /* See cursor.h. */
-void cursor_note_renders(struct view_cursor *c, int renders) {
+void cursor_note_renders(struct view_cursor *c, int renders, uint64_t size) {
   if (!c)
     return;
   pthread_mutex_lock(&c->lock);
-  c->renders = renders;
+  c->renders = renders && size >= 2 * (uint64_t)CURSOR_SLICE;
   pthread_mutex_unlock(&c->lock);
 }
 

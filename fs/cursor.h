@@ -97,9 +97,11 @@ struct cursor_view {
   uint64_t idx[ZMETA_MAX_DIMS]; /* a chunk view's chunk */
 };
 
-/* Whether the reader's last read rendered elements (1) or copied text
- * made whole already (0): slices pay only for the former. NULL c: nothing. */
-void cursor_note_renders(struct view_cursor *c, int renders);
+/* Whether the reader's last read rendered elements (1) of a unit of
+ * `size` bytes of text, or copied text made whole already (0): slices pay
+ * only for the former, in units of several slices (many small units are
+ * better decoded ahead unit by unit). NULL c: nothing. */
+void cursor_note_renders(struct view_cursor *c, int renders, uint64_t size);
 /* Copy view bytes from off on (at most len) out of a slice the workers
  * rendered, waiting for one being rendered; the bytes copied, 0 when no
  * slice holds off (the caller reads it itself). NULL c: 0. */

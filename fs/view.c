@@ -97,7 +97,7 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
     got = text_read(rct, data, off, len, dst, err);
   }
   if (got > 0) /* elements rendered, not text copied: slices pay */
-    cursor_note_renders(c, !rct->text && rct->ab);
+    cursor_note_renders(c, !rct->text && rct->ab, rct->size);
   if (got >= 0)
     cursor_note_cost(c, ct->cost + (rct != ct ? rct->cost : 0) +
                             (data && data->mem ? (size_t)data->size : 0));
