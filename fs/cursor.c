@@ -568,7 +568,9 @@ static void pf_plan(struct engine *e, const struct znode *n,
 void cursor_ahead_plan(struct engine *e, const struct znode *n,
                        const struct region *r, const struct region_layout *l,
                        struct view_cursor *c, uint64_t k, int reading) {
-  if (!c)
+  /* A store with latency has the chunks named to it after the read
+   * (pf_plan); a decode queued before would fetch them beside that. */
+  if (!c || (reading && e->store->ahead))
     return;
   uint64_t first = (k + 1) * r->per_slab; /* first unit after slab k */
   /* units before this one the reader has passed */

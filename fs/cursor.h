@@ -80,7 +80,8 @@ void cursor_note_cost(struct view_cursor *c, size_t cost);
 /* After a read that reached slab k of region r (layout l): queue the
  * units after it when the reader goes in sequence, and let go of those
  * it has passed. With `reading`: before the reader decodes slab k, so the
- * units after it decode meanwhile (slab k's stay held, no store hints). */
+ * units after it decode meanwhile (slab k's stay held; nothing on a store
+ * with latency, whose chunks are named to it after the read). */
 void cursor_ahead_plan(struct engine *e, const struct znode *n,
                        const struct region *r, const struct region_layout *l,
                        struct view_cursor *c, uint64_t k, int reading);

@@ -96,8 +96,15 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
   } else if (got == 0) {
     got = text_read(rct, data, off, len, dst, err);
   }
-  if (got > 0) /* elements rendered, not text copied: slices pay */
-    cursor_note_renders(c, !rct->text && rct->ab, rct->size);
+  /* Elements rendered at a cost beyond a copy (numbers, bytes as hex),
+   * not text copied: slices rendered by the workers pay. Strings read
+   * where they lie render at about the speed of the copy, and their
+   * slices cost more CPU than they spared on two cores. */
+  if (got > 0)
+    cursor_note_renders(c,
+                        !rct->text && rct->ab &&
+                            (rct->ab->elsize || rct->form->dt.kind == DT_BYTES),
+                        rct->size);
   if (got >= 0)
     cursor_note_cost(c, ct->cost + (rct != ct ? rct->cost : 0) +
                             (data && data->mem ? (size_t)data->size : 0));
