@@ -25,14 +25,16 @@
  * does nothing. Jobs are hints: a full queue or a failure only means the
  * reader or the fill decodes itself (and sees the failure).
  *
- * A reader in sequence whose text is rendered as it reads (elements not
- * rendered whole in the memo: uncompressed strings read where they lie)
- * also has the workers render the next slices of the view's text, each
- * CURSOR_SLICE bytes, into buffers the cursor holds until the reader
- * copies them: rendering runs on the other cores while the reader
- * replies. A slice the reader reaches while a worker renders it is
- * waited for; one still queued the reader renders itself. The slices'
- * bytes (at most the ahead budget) are outside the memo.
+ * A reader in sequence whose text is rendered as it reads, at a cost
+ * beyond a copy (numbers of units whose text is not kept whole, bytes as
+ * hex; the caller says so, cursor_note_renders), in units of several
+ * slices, also has the workers render the next slices of the view's
+ * text, each CURSOR_SLICE bytes, into buffers the cursor holds until the
+ * reader copies or lends them: rendering runs on the other cores while
+ * the reader replies. A slice the reader reaches while a worker renders
+ * it is waited for; one still queued the reader renders itself. The
+ * slices' bytes (with spares, at most the ahead budget, plus those lent
+ * to replies in flight) are outside the memo.
  *
  * Ownership: a cursor is reference counted (the open file's reference,
  * one per queued job); cursor_free drops the file's and releases every
@@ -44,7 +46,9 @@
  * chunks to the store (store_prefetch: the remote's prefetch lock); all
  * are leaves, and nothing takes a cursor lock while holding them. Pins are
  * released only after the cursor lock is dropped. A worker's job takes
- * its cursor's lock alone, before and after decoding, never during. */
+ * its cursor's lock alone, before and after decoding, never during. A
+ * reader waits for a slice being rendered on the cursor's condition
+ * variable (under its lock) holding nothing else: no pin, no fill. */
 #ifndef ZARRFS_CURSOR_H
 #define ZARRFS_CURSOR_H
 
