@@ -33,6 +33,15 @@
 #define CURSOR_PF_FIRST 8
 /* Largest slab of text (bytes) named whole at a read from its start. */
 #define CURSOR_START_MAX ((uint64_t)64 << 20)
+/* Bytes of view text one slice job renders (the kernel's largest read, so
+ * a reply is one slice), and most slices a reader may have ahead (fewer
+ * when the ahead budget holds fewer). */
+#define CURSOR_SLICE (1u << 20)
+#define CURSOR_SLICES 16
+/* Slice buffers a cursor keeps for its next slices once their bytes are
+ * served: fresh ones would cost the kernel a page fault and a zeroed
+ * page every 4 KiB. */
+#define CURSOR_SPARES 4
 
 /* ---- cursors ---- */
 
@@ -44,6 +53,23 @@ struct ahead_slot {
   struct memo_ref *data; /* its deferred data section, decoded */
 };
 #define AHEAD_FREE UINT64_MAX
+
+/* A slice's bytes: one reference held by its slot, one by each reply
+ * that lends them (cursor_slice_lend). */
+struct slice_buf {
+  _Atomic int refs;
+  char data[];
+};
+
+/* A slice of the view's text rendered ahead. */
+enum { SLICE_FREE, SLICE_QUEUED, SLICE_RUNNING, SLICE_READY, SLICE_GONE };
+struct cursor_slice {
+  uint64_t off; /* view offset, a multiple of CURSOR_SLICE */
+  uint64_t gen; /* the job it belongs to (a slice let go gets a new one) */
+  int state;    /* SLICE_*; GONE: taken by the reader, or failed */
+  size_t len;   /* READY: bytes in buf (short at the end of the text) */
+  struct slice_buf *buf; /* READY: the slot's reference */
+};
 
 struct view_cursor {
   pthread_mutex_t lock;                 /* guards what follows (cursor.h) */
@@ -64,7 +90,17 @@ struct view_cursor {
     uint64_t rl;
     void *hint; /* the store's */
   } pf[CURSOR_PF_MAX];
+  /* Slices of text rendered ahead; sl_cond: a job ended (a reader may be
+   * waiting for its slice). */
+  int renders; /* the last read rendered elements of a large unit */
+  uint64_t sl_gen;
+  pthread_cond_t sl_cond;
+  struct cursor_slice sl[CURSOR_SLICES];
+  struct slice_buf *spare[CURSOR_SPARES];
+  int nspare;
 };
+
+static void slice_buf_put(struct view_cursor *c, struct slice_buf *b);
 
 /* An empty cursor. */
 struct view_cursor *cursor_new(void) {
@@ -72,6 +108,7 @@ struct view_cursor *cursor_new(void) {
   if (!c)
     return NULL;
   pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->sl_cond, NULL);
   atomic_init(&c->refs, 1);
   for (int i = 0; i < CURSOR_AHEAD_MAX; i++)
     c->slot[i].rl = AHEAD_FREE;
@@ -82,6 +119,7 @@ struct view_cursor *cursor_new(void) {
 static void cursor_unref(struct view_cursor *c) {
   if (atomic_fetch_sub(&c->refs, 1) != 1)
     return;
+  pthread_cond_destroy(&c->sl_cond);
   pthread_mutex_destroy(&c->lock);
   free(c);
 }
@@ -108,7 +146,18 @@ void cursor_free(struct engine *e, struct view_cursor *c) {
   }
   uint32_t npf = c->npf;
   c->npf = 0;
+  struct slice_buf *sdrop[CURSOR_SLICES + CURSOR_SPARES];
+  int ns = 0;
+  for (int i = 0; i < CURSOR_SLICES; i++) {
+    if (c->sl[i].state == SLICE_READY)
+      sdrop[ns++] = c->sl[i].buf;
+    c->sl[i] = (struct cursor_slice){.gen = ++c->sl_gen};
+  }
+  while (c->nspare)
+    sdrop[ns++] = c->spare[--c->nspare];
   pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < ns; i++) /* closed: none is kept */
+    slice_buf_put(c, sdrop[i]);
   for (int i = 0; i < nd; i++)
     memo_release(e->memo, drop[i]);
   /* No job touches pf[]: it is the file's alone now. */
@@ -290,7 +339,7 @@ static int unit_held(struct ahead_job *j, const uint64_t *idx, int text) {
 /* Decode a unit (and its deferred data) into the memo; pins in *u, *d.
  * Units the job found undecoded and left rendered whole are counted. */
 static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
-                        struct memo_ref **d) {
+                         struct memo_ref **d) {
   struct zerr err = {0};
   uint64_t idx[ZMETA_MAX_DIMS], size;
   region_unit(&j->r, j->rl, idx);
@@ -541,14 +590,18 @@ void cursor_ahead_start(struct engine *e, const struct znode *n,
   pthread_mutex_unlock(&c->lock);
 }
 
-/* After a read that reached slab k: queue the units after it when the
- * reader goes in sequence. */
+/* After a read that reached slab k (or before one reads it): queue the
+ * units after it when the reader goes in sequence. */
 void cursor_ahead_plan(struct engine *e, const struct znode *n,
                        const struct region *r, const struct region_layout *l,
-                       struct view_cursor *c, uint64_t k) {
-  if (!c)
+                       struct view_cursor *c, uint64_t k, int reading) {
+  /* A store with latency has the chunks named to it after the read
+   * (pf_plan); a decode queued before would fetch them beside that. */
+  if (!c || (reading && e->store->ahead))
     return;
   uint64_t first = (k + 1) * r->per_slab; /* first unit after slab k */
+  /* units before this one the reader has passed */
+  uint64_t passed = reading ? k * r->per_slab : first;
   struct memo_ref *drop[2 * CURSOR_AHEAD_MAX];
   void *pdrop[CURSOR_PF_MAX];
   int nd = 0;
@@ -557,19 +610,20 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
   /* Units the reader has reached are its own now (its windows). */
   for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
     struct ahead_slot *sl = &c->slot[i];
-    if (sl->rl != AHEAD_FREE && (sl->rl < first || !c->seq)) {
+    if (sl->rl != AHEAD_FREE && (sl->rl < passed || !c->seq)) {
       drop[nd++] = sl->unit;
       drop[nd++] = sl->data;
       *sl = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
     }
   }
   /* The unit being read stays named: a large one is still being read. */
-  uint32_t reached = pf_passed(c, k * r->per_slab, pdrop, &npd);
+  uint32_t reached = reading ? 0 : pf_passed(c, k * r->per_slab, pdrop, &npd);
   if (c->seq < CURSOR_AHEAD_AFTER) {
     pthread_mutex_unlock(&c->lock);
     goto out;
   }
-  pf_plan(e, n, r, l, c, k * r->per_slab, reached);
+  if (!reading)
+    pf_plan(e, n, r, l, c, k * r->per_slab, reached);
   if (!e->ahead) {
     pthread_mutex_unlock(&c->lock);
     goto out;
@@ -619,4 +673,224 @@ void cursor_note_cost(struct view_cursor *c, size_t cost) {
 /* See cursor.h. */
 uint64_t cursor_rendered(void) {
   return atomic_load_explicit(&ahead_rendered, memory_order_relaxed);
+}
+
+/* ---- slices of text rendered ahead ---- */
+
+/* Slices the workers rendered (cursor_sliced). */
+static _Atomic uint64_t slices_made;
+
+/* One slice to render. */
+struct slice_job {
+  struct view_cursor *c; /* holds a reference */
+  struct cursor_view v;
+  int i;        /* its slot */
+  uint64_t gen; /* the slot's generation when queued */
+  uint64_t off;
+};
+
+/* The slot still waiting for job j, or NULL. */
+static struct cursor_slice *slice_of(struct slice_job *j) {
+  struct cursor_slice *sl = &j->c->sl[j->i];
+  return !j->c->closed && sl->gen == j->gen ? sl : NULL;
+}
+
+/* A worker's job: render the slice unless the reader took it or moved
+ * on, then hand it to the cursor (a failure: the reader reads the bytes
+ * itself and sees it). */
+static void slice_run(void *arg, int cancelled) {
+  struct slice_job *j = arg;
+  struct view_cursor *c = j->c;
+  int go = 0;
+  pthread_mutex_lock(&c->lock);
+  struct cursor_slice *sl = slice_of(j);
+  if (sl && sl->state == SLICE_QUEUED) {
+    go = !cancelled && !engine_stopping(j->v.e);
+    sl->state = go ? SLICE_RUNNING : SLICE_GONE;
+  }
+  struct slice_buf *buf = go && c->nspare ? c->spare[--c->nspare] : NULL;
+  pthread_mutex_unlock(&c->lock);
+  if (go && !buf && (buf = malloc(sizeof *buf + CURSOR_SLICE)))
+    atomic_init(&buf->refs, 1);
+  long got = -ENOMEM;
+  if (buf) {
+    struct zerr err = {0};
+    got = j->v.read(&j->v, j->off, CURSOR_SLICE, buf->data, &err);
+  }
+  if (go) {
+    pthread_mutex_lock(&c->lock);
+    if ((sl = slice_of(j)) && sl->state == SLICE_RUNNING) {
+      sl->state = got > 0 ? SLICE_READY : SLICE_GONE;
+      if (got > 0) {
+        sl->buf = buf;
+        sl->len = (size_t)got;
+        buf = NULL;
+        atomic_fetch_add_explicit(&slices_made, 1, memory_order_relaxed);
+      }
+    }
+    pthread_cond_broadcast(&c->sl_cond);
+    pthread_mutex_unlock(&c->lock);
+  }
+  slice_buf_put(c, buf);
+  cursor_unref(c);
+  free(j);
+}
+
+/* Drop a reference to b (NULL: nothing); the last one keeps it as a
+ * spare of an open cursor, or frees it. Not under c's lock. */
+static void slice_buf_put(struct view_cursor *c, struct slice_buf *b) {
+  if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
+    return;
+  pthread_mutex_lock(&c->lock);
+  if (!c->closed && c->nspare < CURSOR_SPARES) {
+    atomic_init(&b->refs, 1);
+    c->spare[c->nspare++] = b;
+    b = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  free(b);
+}
+
+/* See cursor.h. */
+void cursor_note_renders(struct view_cursor *c, int renders, uint64_t size) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->renders = renders && size >= 2 * (uint64_t)CURSOR_SLICE;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* The slot whose slice holds view offset off, or NULL. */
+static struct cursor_slice *slice_find(struct view_cursor *c, uint64_t off) {
+  for (int i = 0; i < CURSOR_SLICES; i++) {
+    struct cursor_slice *sl = &c->sl[i];
+    if (sl->state != SLICE_FREE && sl->off <= off &&
+        off - sl->off < CURSOR_SLICE)
+      return sl;
+  }
+  return NULL;
+}
+
+/* The slice holding view offset off, once rendered (waiting while a
+ * worker renders it; one still queued is the reader's now): a reference
+ * to its buffer and the bytes from off on in *n, or NULL. */
+static struct slice_buf *slice_at(struct view_cursor *c, uint64_t off,
+                                  size_t *n) {
+  struct slice_buf *b = NULL;
+  pthread_mutex_lock(&c->lock);
+  struct cursor_slice *sl;
+  while ((sl = slice_find(c, off)) && sl->state == SLICE_RUNNING)
+    pthread_cond_wait(&c->sl_cond, &c->lock);
+  if (sl && sl->state == SLICE_QUEUED) {
+    sl->state = SLICE_GONE; /* quicker rendered here than waited for */
+  } else if (sl && sl->state == SLICE_READY && off - sl->off < sl->len) {
+    *n = sl->len - (size_t)(off - sl->off);
+    b = sl->buf;
+    atomic_fetch_add(&b->refs, 1);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return b;
+}
+
+/* See cursor.h. */
+size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
+                         char *dst) {
+  size_t n = 0;
+  struct slice_buf *b = c ? slice_at(c, off, &n) : NULL;
+  if (!b)
+    return 0;
+  n = n < len ? n : len;
+  memcpy(dst, b->data + (off % CURSOR_SLICE), n);
+  slice_buf_put(c, b);
+  return n;
+}
+
+/* See cursor.h. */
+const char *cursor_slice_lend(struct view_cursor *c, uint64_t off, size_t len,
+                              size_t *n, void **hold) {
+  size_t have = 0;
+  struct slice_buf *b = c ? slice_at(c, off, &have) : NULL;
+  if (!b)
+    return NULL;
+  /* all of the read, or all that is left of the text */
+  if (have < len && off % CURSOR_SLICE + have == CURSOR_SLICE) {
+    slice_buf_put(c, b);
+    return NULL;
+  }
+  *n = have < len ? have : len;
+  *hold = b;
+  return b->data + (off % CURSOR_SLICE);
+}
+
+/* See cursor.h. */
+void cursor_slice_return(struct view_cursor *c, void *hold) {
+  if (c)
+    slice_buf_put(c, hold);
+}
+
+/* See cursor.h. Slices start after the read's end (or a later read's,
+ * already under way), at slice boundaries, and are kept until the reader
+ * is CURSOR_SEQ_SLACK past them: the kernel has several reads in flight,
+ * which come out of order (a read 3 MiB on may come before its elders).
+ * All slots together stay within the ahead budget. */
+void cursor_slice_plan(struct engine *e, struct view_cursor *c,
+                       const struct cursor_view *v, uint64_t off,
+                       uint64_t end) {
+  if (!c || !e->ahead || e->store->ahead)
+    return; /* a store with latency: its chunks are named ahead instead */
+  uint64_t depth = e->ahead_budget / CURSOR_SLICE;
+  depth = depth < CURSOR_SLICES ? depth : CURSOR_SLICES;
+  struct slice_buf *drop[CURSOR_SLICES];
+  int nd = 0;
+  pthread_mutex_lock(&c->lock);
+  int on =
+      c->renders && c->seq >= CURSOR_AHEAD_AFTER && depth >= 2 && !c->closed;
+  uint64_t lo = off > CURSOR_SEQ_SLACK ? off - CURSOR_SEQ_SLACK : 0;
+  uint64_t used = 0;
+  for (int i = 0; i < CURSOR_SLICES; i++) {
+    struct cursor_slice *sl = &c->sl[i];
+    if (sl->state == SLICE_FREE)
+      continue;
+    if (on && sl->off + CURSOR_SLICE > lo) {
+      used++;
+      continue;
+    }
+    if (sl->state == SLICE_READY)
+      drop[nd++] = sl->buf;
+    *sl = (struct cursor_slice){.gen = ++c->sl_gen}; /* its job: let go */
+  }
+  used += (uint64_t)c->nspare; /* spares count against the budget too */
+  /* not below a read that has started (it renders its bytes itself) */
+  uint64_t from = c->next_off > end ? c->next_off : end;
+  uint64_t next = (from + CURSOR_SLICE - 1) / CURSOR_SLICE * CURSOR_SLICE;
+  for (uint64_t hi = end + depth * CURSOR_SLICE;
+       on && next < hi && used < depth; next += CURSOR_SLICE) {
+    if (slice_find(c, next))
+      continue; /* queued already */
+    int i = 0;
+    while (i < CURSOR_SLICES && c->sl[i].state != SLICE_FREE)
+      i++;
+    struct slice_job *j = i < CURSOR_SLICES ? malloc(sizeof *j) : NULL;
+    if (!j)
+      break;
+    struct cursor_slice *sl = &c->sl[i];
+    *j = (struct slice_job){c, *v, i, ++c->sl_gen, next};
+    *sl = (struct cursor_slice){next, j->gen, SLICE_QUEUED, 0, NULL};
+    atomic_fetch_add(&c->refs, 1);
+    if (pool_submit(e->ahead, slice_run, j) < 0) {
+      atomic_fetch_sub(&c->refs, 1);
+      *sl = (struct cursor_slice){.gen = ++c->sl_gen};
+      free(j);
+      break;
+    }
+    used++;
+  }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < nd; i++)
+    slice_buf_put(c, drop[i]);
+}
+
+/* See cursor.h. */
+uint64_t cursor_sliced(void) {
+  return atomic_load_explicit(&slices_made, memory_order_relaxed);
 }

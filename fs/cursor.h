@@ -25,6 +25,17 @@
  * does nothing. Jobs are hints: a full queue or a failure only means the
  * reader or the fill decodes itself (and sees the failure).
  *
+ * A reader in sequence whose text is rendered as it reads, at a cost
+ * beyond a copy (numbers of units whose text is not kept whole, bytes as
+ * hex; the caller says so, cursor_note_renders), in units of several
+ * slices, also has the workers render the next slices of the view's
+ * text, each CURSOR_SLICE bytes, into buffers the cursor holds until the
+ * reader copies or lends them: rendering runs on the other cores while
+ * the reader replies. A slice the reader reaches while a worker renders
+ * it is waited for; one still queued the reader renders itself. The
+ * slices' bytes (with spares, at most the ahead budget, plus those lent
+ * to replies in flight) are outside the memo.
+ *
  * Ownership: a cursor is reference counted (the open file's reference,
  * one per queued job); cursor_free drops the file's and releases every
  * pin, and jobs still running release what they make.
@@ -35,7 +46,9 @@
  * chunks to the store (store_prefetch: the remote's prefetch lock); all
  * are leaves, and nothing takes a cursor lock while holding them. Pins are
  * released only after the cursor lock is dropped. A worker's job takes
- * its cursor's lock alone, before and after decoding, never during. */
+ * its cursor's lock alone, before and after decoding, never during. A
+ * reader waits for a slice being rendered on the cursor's condition
+ * variable (under its lock) holding nothing else: no pin, no fill. */
 #ifndef ZARRFS_CURSOR_H
 #define ZARRFS_CURSOR_H
 
@@ -75,10 +88,50 @@ void cursor_ahead_start(struct engine *e, const struct znode *n,
                         struct view_cursor *c, uint64_t k);
 /* After a read that reached slab k of region r (layout l): queue the
  * units after it when the reader goes in sequence, and let go of those
- * it has passed. */
+ * it has passed. With `reading`: before the reader decodes slab k, so the
+ * units after it decode meanwhile (slab k's stay held; nothing on a store
+ * with latency, whose chunks are named to it after the read). */
 void cursor_ahead_plan(struct engine *e, const struct znode *n,
                        const struct region *r, const struct region_layout *l,
-                       struct view_cursor *c, uint64_t k);
+                       struct view_cursor *c, uint64_t k, int reading);
+
+/* A view a slice job renders from (copied into the job): read() renders
+ * view bytes [off, off+len) into dst with no cursor, returning the bytes
+ * (short only at the end) or a negative errno. e and n outlive the jobs
+ * (the engine drains its pool before it frees nodes). */
+struct cursor_view {
+  long (*read)(const struct cursor_view *v, uint64_t off, size_t len, char *dst,
+               struct zerr *err);
+  struct engine *e;
+  const struct znode *n;
+  uint64_t idx[ZMETA_MAX_DIMS]; /* a chunk view's chunk */
+};
+
+/* Whether the reader's last read rendered elements (1) of a unit of
+ * `size` bytes of text, or copied text made whole already (0): slices pay
+ * only for the former, in units of several slices (many small units are
+ * better decoded ahead unit by unit). NULL c: nothing. */
+void cursor_note_renders(struct view_cursor *c, int renders, uint64_t size);
+/* Copy view bytes from off on (at most len) out of a slice the workers
+ * rendered, waiting for one being rendered; the bytes copied, 0 when no
+ * slice holds off (the caller reads it itself). NULL c: 0. */
+size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
+                         char *dst);
+/* Lend view bytes from off on out of a slice (waiting as
+ * cursor_slice_read does) when it holds all len of them, or all that is
+ * left of the text: a pointer to them, their count in *n, and *hold to
+ * give back with cursor_slice_return once they are replied; NULL when no
+ * slice holds them. NULL c: NULL. */
+const char *cursor_slice_lend(struct view_cursor *c, uint64_t off, size_t len,
+                              size_t *n, void **hold);
+/* Give back what cursor_slice_lend lent (hold). */
+void cursor_slice_return(struct view_cursor *c, void *hold);
+/* After a read of [off, end) in sequence: queue the slices after it (and
+ * let go of those the reader has passed). NULL c: nothing. */
+void cursor_slice_plan(struct engine *e, struct view_cursor *c,
+                       const struct cursor_view *v, uint64_t off, uint64_t end);
+/* How many slices the workers have rendered in this process. */
+uint64_t cursor_sliced(void);
 
 /* How many units the workers have rendered whole in this process: units
  * a job (decoding ahead of a reader, or learning sizes for a layout)

@@ -321,7 +321,8 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     long len = pos >= 2 ? join_path(in, de.name, path, sizeof path) : -1;
     if (!plus) {
       struct stat st = {0};
-      st.st_ino = len >= 0 ? inodes_stable_ino(path, (size_t)len) : INODES_UNKNOWN;
+      st.st_ino =
+          len >= 0 ? inodes_stable_ino(path, (size_t)len) : INODES_UNKNOWN;
       st.st_mode = de.kind == NS_DIR ? S_IFDIR : S_IFREG;
       w = fuse_add_direntry(req, p, room, de.name, &st, (off_t)pos + 1);
       if (w > room)
@@ -459,7 +460,8 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     return;
   }
   long n;
-  struct engine_req rq; /* the watchdog says when it runs long */
+  struct view_lend lend = {0}; /* bytes a view lent rather than copied */
+  struct engine_req rq;        /* the watchdog says when it runs long */
   const struct zfs_inode *in = inodes_get(c->inodes, ino); /* open: held */
   engine_req_begin(c->engine, &rq, in ? in->path : f->ent.key, (uint64_t)off,
                    size);
@@ -468,6 +470,15 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (rc < 0)
       log_fs_error(c, f->ent.key, &err);
     n = rc < 0 ? rc : (long)size;
+  } else if (f->ent.kind == NS_ARRAY_VIEW || f->ent.kind == NS_CHUNK_VIEW) {
+    /* ns_read_view's dispatch, for the two views whose text may be
+     * replied from where it lies (a unit's whole text, a slice) */
+    struct engine *ve = f->ent.eng ? f->ent.eng : c->engine;
+    n = f->ent.kind == NS_ARRAY_VIEW
+            ? view_array_read_lend(ve, f->ent.node, (uint64_t)off, size, buf,
+                                   f->cur, &lend, &err)
+            : view_chunk_read_lend(ve, f->ent.node, f->ent.idx, (uint64_t)off,
+                                   size, buf, f->cur, &lend, &err);
   } else {
     n = ns_read_view(c->engine, &f->ent, (uint64_t)off, size, buf, f->cur,
                      &err);
@@ -477,8 +488,9 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     reply_rc(req, (int)n);
   } else {
     stats_add(&c->engine->stats.bytes_served, (uint64_t)n);
-    fuse_reply_buf(req, buf, (size_t)n);
+    fuse_reply_buf(req, lend.bytes ? lend.bytes : buf, (size_t)n);
   }
+  view_lend_return(f->cur, &lend);
   free(buf);
 }
 

@@ -4,6 +4,8 @@
  * (fs/row.c). */
 #include "view.h"
 
+#include <string.h>
+
 #include "../codecs/chain.h"
 #include "cursor.h"
 #include "layout.h"
@@ -30,9 +32,10 @@ void view_cursor_free(struct engine *e, struct view_cursor *c) {
 /* ---- reads ---- */
 
 /* Read from the text of unit idx: a fill unit when it is known not to be
- * stored, else decoded through the memo (the cursor keeps what it used). */
-static long read_unit(const struct read_req *q, const uint64_t *idx,
-                      int stored) {
+ * stored, else decoded through the memo (the cursor keeps what it used).
+ * With lend: a read inside text rendered whole is lent, not copied. */
+static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
+                      struct view_lend *lend) {
   struct engine *e = q->e;
   const struct znode *n = q->n;
   struct view_cursor *c = q->c;
@@ -85,8 +88,23 @@ static long read_unit(const struct read_req *q, const uint64_t *idx,
     cursor_room(e, c, &dk); /* this unit is pinned by ref */
   }
   long got = unit_src(e, n, ct, &rct, &data, &dref, err);
-  if (got == 0)
+  if (got == 0 && lend && rct->text && off < rct->size &&
+      len <= rct->size - off) {
+    got = (long)len;
+    lend->bytes = rct->text + off;
+    lend->obj = zobj_get((struct zobj *)&rct->obj);
+  } else if (got == 0) {
     got = text_read(rct, data, off, len, dst, err);
+  }
+  /* Elements rendered at a cost beyond a copy (numbers, bytes as hex),
+   * not text copied: slices rendered by the workers pay. Strings read
+   * where they lie render at about the speed of the copy, and their
+   * slices cost more CPU than they spared on two cores. */
+  if (got > 0)
+    cursor_note_renders(c,
+                        !rct->text && rct->ab &&
+                            (rct->ab->elsize || rct->form->dt.kind == DT_BYTES),
+                        rct->size);
   if (got >= 0)
     cursor_note_cost(c, ct->cost + (rct != ct ? rct->cost : 0) +
                             (data && data->mem ? (size_t)data->size : 0));
@@ -97,15 +115,16 @@ static long read_unit(const struct read_req *q, const uint64_t *idx,
 }
 
 /* Read across the slabs of a region (q->off: in the region's text). The
- * layout learns sizes only up to the slabs the read reaches. */
-static long region_read(const struct read_req *q, const struct region *r) {
+ * layout learns sizes only up to the slabs the read reaches. With lend:
+ * a read inside one unit's text rendered whole is lent (read_unit). */
+static long region_read(const struct read_req *q, const struct region *r,
+                        struct view_lend *lend) {
   struct engine *e = q->e;
   const struct znode *n = q->n;
   struct memo_ref *lref;
   ZTRY(layout_get(e, n, r, &lref, q->err));
   struct region_layout *l = (struct region_layout *)memo_obj(lref);
   struct read_req u = *q; /* the part inside one slab */
-  u.seq = cursor_note(q->c, q->off, q->len);
   size_t done = 0;
   long rc = 0;
   uint64_t k = 0;
@@ -118,6 +137,8 @@ static long region_read(const struct read_req *q, const struct region *r) {
     k = region_slab_find(n, r, l, ended, pos);
     if (pos == 0)
       cursor_ahead_start(e, n, r, l, q->c, k);
+    if (!done && u.seq) /* its units after decode while this one does */
+      cursor_ahead_plan(e, n, r, l, q->c, k, 1);
     uint64_t s0 = region_slab_off(n, r, l, k);
     uint64_t s1 = region_slab_off(n, r, l, k + 1);
     u.off = pos - s0;
@@ -127,7 +148,9 @@ static long region_read(const struct read_req *q, const struct region *r) {
     if (r->per_slab == 1) {
       uint64_t idx[ZMETA_MAX_DIMS];
       region_unit(r, k, idx);
-      got = read_unit(&u, idx, region_stored(l, k));
+      /* lent only when this unit holds the whole read */
+      got = read_unit(&u, idx, region_stored(l, k),
+                      !done && u.len == q->len ? lend : NULL);
     } else {
       got = row_read(&u, r, l, k);
     }
@@ -142,11 +165,50 @@ static long region_read(const struct read_req *q, const struct region *r) {
     done += (size_t)got;
   }
   if (rc == 0 && done)
-    cursor_ahead_plan(e, n, r, l, q->c, k);
+    cursor_ahead_plan(e, n, r, l, q->c, k, 0);
   cursor_keep(e, q->c, lref, 1);
   /* Never a short read on error: the kernel takes a short read as the end
    * of the file, and the reader would see truncated text and no error. */
   return rc < 0 ? rc : (long)done;
+}
+
+/* ---- reads through slices ---- */
+
+/* A view's bytes read with the caller's cursor (lend: may be lent). */
+typedef long (*view_read_fn)(const struct read_req *q,
+                             const struct cursor_view *v,
+                             struct view_lend *lend);
+
+/* Read q->len bytes of a view at q->off: what the workers rendered ahead
+ * is lent (lend non-NULL and one slice holds it all) or copied, the rest
+ * read by `read`; then slices after it are queued for a reader in
+ * sequence. */
+static long read_sliced(struct read_req *q, const struct cursor_view *v,
+                        view_read_fn read, struct view_lend *lend) {
+  q->seq = cursor_note(q->c, q->off, q->len);
+  size_t done = 0, n;
+  if (lend && (lend->bytes =
+                   cursor_slice_lend(q->c, q->off, q->len, &n, &lend->slice))) {
+    if (q->seq)
+      cursor_slice_plan(q->e, q->c, v, q->off, q->off + n);
+    return (long)n;
+  }
+  while (done < q->len && (n = cursor_slice_read(q->c, q->off + done,
+                                                 q->len - done, q->dst + done)))
+    done += n;
+  long got = 0;
+  if (done < q->len) {
+    struct read_req rest = *q;
+    rest.off += done;
+    rest.len -= done;
+    rest.dst += done;
+    got = read(&rest, v, done ? NULL : lend);
+  }
+  if (got < 0)
+    return got;
+  if (q->seq)
+    cursor_slice_plan(q->e, q->c, v, q->off, q->off + done + (size_t)got);
+  return (long)done + got;
 }
 
 /* ---- the views ---- */
@@ -207,19 +269,43 @@ int view_array_size_known(struct engine *e, const struct znode *n,
   return memo_value_peek(e->memo, &k, size);
 }
 
+/* A chunk view's bytes (view_read_fn). */
+static long chunk_read(const struct read_req *q, const struct cursor_view *v,
+                       struct view_lend *lend) {
+  if (!q->n->shard)
+    return read_unit(q, v->idx, 1, lend);
+  struct region r;
+  ZTRY(region_of_chunk(q->n, v->idx, &r, q->err));
+  return region_read(q, &r, lend);
+}
+
+/* A slice of a chunk view (cursor_view.read): read as in sequence (the
+ * unit decoded whole through the memo, not through a partial decoder). */
+static long chunk_slice(const struct cursor_view *v, uint64_t off, size_t len,
+                        char *dst, struct zerr *err) {
+  struct read_req q = {v->e, v->n, NULL, 1, off, len, dst, err};
+  return chunk_read(&q, v, NULL);
+}
+
+/* See view.h. */
+long view_chunk_read_lend(struct engine *e, const struct znode *n,
+                          const uint64_t *idx, uint64_t off, size_t len,
+                          char *dst, struct view_cursor *c,
+                          struct view_lend *lend, struct zerr *err) {
+  if (lend)
+    *lend = (struct view_lend){0};
+  ZTRY(view_check(n, err));
+  struct read_req q = {e, n, c, 0, off, len, dst, err};
+  struct cursor_view v = {chunk_slice, e, n, {0}};
+  memcpy(v.idx, idx, (size_t)n->meta->ndim * sizeof *idx);
+  return read_sliced(&q, &v, chunk_read, lend);
+}
+
 /* Read from chunk idx's view. */
 long view_chunk_read(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t off, size_t len, char *dst,
                      struct view_cursor *c, struct zerr *err) {
-  ZTRY(view_check(n, err));
-  struct read_req q = {e, n, c, 0, off, len, dst, err};
-  if (!n->shard) {
-    q.seq = cursor_note(c, off, len);
-    return read_unit(&q, idx, 1);
-  }
-  struct region r;
-  ZTRY(region_of_chunk(n, idx, &r, err));
-  return region_read(&q, &r);
+  return view_chunk_read_lend(e, n, idx, off, len, dst, c, NULL, err);
 }
 
 /* Whole-array view size. */
@@ -263,15 +349,51 @@ int view_array_size_stat(struct engine *e, const struct znode *n,
   return view_array_size(e, n, size, err);
 }
 
+/* The whole-array view's bytes (view_read_fn). */
+static long array_read(const struct read_req *q, const struct cursor_view *v,
+                       struct view_lend *lend) {
+  (void)v;
+  struct region r;
+  ZTRY(region_of_array(q->n, &r, q->err));
+  return region_read(q, &r, lend);
+}
+
+/* A slice of the whole-array view (cursor_view.read), read as in
+ * sequence. */
+static long array_slice(const struct cursor_view *v, uint64_t off, size_t len,
+                        char *dst, struct zerr *err) {
+  struct read_req q = {v->e, v->n, NULL, 1, off, len, dst, err};
+  return array_read(&q, v, NULL);
+}
+
+/* See view.h. */
+long view_array_read_lend(struct engine *e, const struct znode *n, uint64_t off,
+                          size_t len, char *dst, struct view_cursor *c,
+                          struct view_lend *lend, struct zerr *err) {
+  if (lend)
+    *lend = (struct view_lend){0};
+  ZTRY(view_check(n, err));
+  if (n->meta->nelem == 0)
+    return 0;
+  struct read_req q = {e, n, c, 0, off, len, dst, err};
+  struct cursor_view v = {array_slice, e, n, {0}};
+  return read_sliced(&q, &v, array_read, lend);
+}
+
 /* Read from the whole-array view. */
 long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
                      size_t len, char *dst, struct view_cursor *c,
                      struct zerr *err) {
-  ZTRY(view_check(n, err));
-  if (n->meta->nelem == 0)
-    return 0;
-  struct region r;
-  ZTRY(region_of_array(n, &r, err));
-  struct read_req q = {e, n, c, 0, off, len, dst, err};
-  return region_read(&q, &r);
+  return view_array_read_lend(e, n, off, len, dst, c, NULL, err);
+}
+
+/* See view.h. */
+void view_lend_return(struct view_cursor *c, struct view_lend *lend) {
+  if (!lend)
+    return;
+  if (lend->obj)
+    zobj_put(lend->obj);
+  if (lend->slice)
+    cursor_slice_return(c, lend->slice);
+  *lend = (struct view_lend){0};
 }

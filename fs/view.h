@@ -76,4 +76,25 @@ long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
                      size_t len, char *dst, struct view_cursor *c,
                      struct zerr *err);
 
+/* Bytes a read lent rather than copied into dst: the text of a unit
+ * rendered whole, or a slice the cursor's workers rendered ahead. */
+struct view_lend {
+  const char *bytes; /* NULL: nothing lent (the bytes are in dst) */
+  struct zobj *obj;  /* a reference to the unit holding them, or NULL */
+  void *slice;       /* the cursor's slice holding them, or NULL */
+};
+
+/* view_chunk_read and view_array_read that may lend the bytes (lend
+ * non-NULL): lend->bytes then points at them, held until
+ * view_lend_return, which comes before the cursor is freed. */
+long view_chunk_read_lend(struct engine *e, const struct znode *n,
+                          const uint64_t *idx, uint64_t off, size_t len,
+                          char *dst, struct view_cursor *c,
+                          struct view_lend *lend, struct zerr *err);
+long view_array_read_lend(struct engine *e, const struct znode *n, uint64_t off,
+                          size_t len, char *dst, struct view_cursor *c,
+                          struct view_lend *lend, struct zerr *err);
+/* Give back what a read lent (NULL-safe; lend is cleared). */
+void view_lend_return(struct view_cursor *c, struct view_lend *lend);
+
 #endif

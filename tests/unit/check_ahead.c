@@ -7,7 +7,9 @@
  * (store_prefetch), a sequential reader names the chunks after the one it
  * reads, in a growing window within what the store accepts, and lets go
  * of them all on a seek and on close; a reader in sequence copies text
- * the workers rendered (cursor_rendered). */
+ * the workers rendered (cursor_rendered), and of units rendered as they
+ * are read, slices of text the workers rendered (cursor_sliced), also
+ * when it reads in pieces that straddle slices or jumps back. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -356,6 +358,61 @@ START_TEST(workers_render_for_a_reader) {
 }
 END_TEST
 
+START_TEST(workers_render_slices_for_a_reader) {
+  /* 10 units of ~2.5 MB of text: more than render_max (an eighth of the
+   * 16 MiB cache), so their text is rendered as it is read; the workers
+   * render the slices after the reader's, in reads of 1 MiB and of
+   * 300 KB (straddling slices), and after a jump back to the start; a
+   * read that one slice holds whole is lent, not copied. */
+  char *want = make_int_array(10, 300000);
+  size_t size = strlen(want);
+  static const size_t steps[] = {1 << 20, 300000};
+  for (int threads = 0; threads <= 2; threads += 2)
+    for (int s = 0; s < 2; s++) {
+      struct engine *e = engine_threads(16u << 20, threads);
+      struct ns_entry ent;
+      struct zerr err = {0};
+      ck_assert_int_eq(ns_resolve(e, "/a/values.txt", &ent, &err), 0);
+      char *buf = malloc(size);
+      struct view_cursor *c = view_cursor_new();
+      uint64_t before = cursor_sliced(), lent = 0;
+      for (int pass = 0; pass < 2; pass++) {
+        memset(buf, 0, size);
+        uint64_t end = pass ? size : size / 3; /* then back to 0 */
+        for (uint64_t off = 0; off < end;) {
+          /* the second pass as the FUSE layer reads: lent where it can */
+          struct view_lend lend;
+          long n =
+              pass ? view_array_read_lend(e, ent.node, off, steps[s], buf + off,
+                                          c, &lend, &err)
+                   : ns_read_view(e, &ent, off, steps[s], buf + off, c, &err);
+          ck_assert_msg(n > 0, "at %llu: %s", (unsigned long long)off, err.msg);
+          if (pass && lend.bytes) {
+            memcpy(buf + off, lend.bytes, (size_t)n);
+            lent++;
+          }
+          if (pass)
+            view_lend_return(c, &lend);
+          off += (uint64_t)n;
+        }
+        ck_assert(memcmp(buf, want, end) == 0);
+      }
+      uint64_t made = cursor_sliced() - before;
+      if (threads) {
+        ck_assert_msg(made >= 1, "workers rendered no slice");
+        if (s == 0) /* reads of a whole slice */
+          ck_assert_msg(lent >= 1, "no read lent");
+      } else {
+        ck_assert_uint_eq(made, 0);
+      }
+      view_cursor_free(e, c);
+      free(buf);
+      engine_free(e);
+    }
+  free(want);
+}
+END_TEST
+
 START_TEST(reader_leaves_with_jobs_in_flight) {
   char *want = make_int_array(64, 20000);
   struct engine *e = engine_threads(256u << 20, 2);
@@ -509,6 +566,7 @@ int main(void) {
   tcase_add_test(tc, units_larger_than_the_cache_held_once);
   tcase_add_test(tc, rows_read_with_workers);
   tcase_add_test(tc, workers_render_for_a_reader);
+  tcase_add_test(tc, workers_render_slices_for_a_reader);
   tcase_add_test(tc, reader_leaves_with_jobs_in_flight);
   tcase_add_test(tc, chunks_named_ahead_of_a_reader);
   suite_add_tcase(s, tc);
