@@ -240,7 +240,12 @@ START_TEST(beyond_the_budget_at_most_twice) {
   for (int threads = 0; threads <= 2; threads += 2) {
     struct engine *e = engine_threads(2u << 20, threads);
     stat_then_cat(e, "/a/values.txt", want, 128 << 10);
-    ck_assert_uint_le(engine_fills(e, ELEVEL_UNIT), 80);
+    /* Twice each (the size, then the read), plus a few: a worker that
+     * found its unit still wanted may be descheduled while the reader
+     * decodes that unit itself, reads it and lets the cache evict it, and
+     * then decode it a third time (seen once in hundreds of runs, at load
+     * 20). Decoding ahead that ignored the budget would be far above. */
+    ck_assert_uint_le(engine_fills(e, ELEVEL_UNIT), 80 + 4);
     /* once the workers are idle, nothing stays pinned */
     for (int w = 0; e->ahead && pool_busy(e->ahead) && w < 5000; w++)
       usleep(1000);
