@@ -360,8 +360,9 @@ static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
     }
     return;
   }
-  int had = unit_held(j, idx, 0);
-  if (unit_get(j->e, j->n, idx, u, &err) < 0) {
+  int had = unit_held(j, idx, 0); /* one read in windows: never whole */
+  if (unit_windowed(j->e, j->n, idx) ||
+      unit_get(j->e, j->n, idx, u, &err) < 0) {
     *u = NULL;
     return;
   }
