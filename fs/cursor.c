@@ -820,13 +820,16 @@ const char *cursor_slice_lend(struct view_cursor *c, uint64_t off, size_t len,
   }
   *n = have < len ? have : len;
   *hold = b;
+  atomic_fetch_add(&c->refs, 1); /* the reply may outlive the open file */
   return b->data + (off % CURSOR_SLICE);
 }
 
 /* See cursor.h. */
 void cursor_slice_return(struct view_cursor *c, void *hold) {
-  if (c)
+  if (c) {
     slice_buf_put(c, hold);
+    cursor_unref(c);
+  }
 }
 
 /* See cursor.h. Slices start after the read's end (or a later read's,

@@ -120,7 +120,8 @@ size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
 /* Lend view bytes from off on out of a slice (waiting as
  * cursor_slice_read does) when it holds all len of them, or all that is
  * left of the text: a pointer to them, their count in *n, and *hold to
- * give back with cursor_slice_return once they are replied; NULL when no
+ * give back with cursor_slice_return once they are replied (it holds a
+ * reference to c until then); NULL when no
  * slice holds them. NULL c: NULL. */
 const char *cursor_slice_lend(struct view_cursor *c, uint64_t off, size_t len,
                               size_t *n, void **hold);

@@ -484,13 +484,17 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      &err);
   }
   engine_req_end(c->engine, &rq);
+  /* Once replied, the file may be closed and freed by another thread
+   * before this one goes on: nothing of f is touched after the reply (a
+   * lent slice holds its cursor). */
+  struct view_cursor *cur = f->cur;
   if (n < 0) {
     reply_rc(req, (int)n);
   } else {
     stats_add(&c->engine->stats.bytes_served, (uint64_t)n);
     fuse_reply_buf(req, lend.bytes ? lend.bytes : buf, (size_t)n);
   }
-  view_lend_return(f->cur, &lend);
+  view_lend_return(cur, &lend);
   free(buf);
 }
 

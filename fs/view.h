@@ -86,7 +86,8 @@ struct view_lend {
 
 /* view_chunk_read and view_array_read that may lend the bytes (lend
  * non-NULL): lend->bytes then points at them, held until
- * view_lend_return, which comes before the cursor is freed. */
+ * view_lend_return (a lent slice holds a reference to its cursor, so the
+ * return may come after the file's cursor was freed). */
 long view_chunk_read_lend(struct engine *e, const struct znode *n,
                           const uint64_t *idx, uint64_t off, size_t len,
                           char *dst, struct view_cursor *c,
