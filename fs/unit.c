@@ -151,6 +151,19 @@ static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
 
 /* ---- units ---- */
 
+/* The index of the shard holding unit j->idx, pinned in *ref: the
+ * shard's chunk coordinates in cidx, the unit's place in it in *inner. */
+static int unit_shard_index(struct unit_job *j, uint64_t *cidx,
+                            uint64_t *inner, struct memo_ref **ref,
+                            struct zerr *err) {
+  *inner = unit_chunk(j->n, j->idx, cidx);
+  struct memo_key k;
+  node_key(&k, ELEVEL_SHARD_INDEX, j->n, cidx, NULL, 0);
+  struct unit_job ij = {j->e, j->n, cidx, j->key, NULL};
+  return memo_get(j->e->memo, &k, shard_index_fill, &ij, ref, err);
+}
+
+
 /* See unit.h. */
 int unit_source(struct unit_job *j, struct abytes **out, int *logged,
                 struct zerr *err) {
@@ -171,13 +184,9 @@ int unit_source(struct unit_job *j, struct abytes **out, int *logged,
     bytesrc_unref(src);
     return rc;
   }
-  uint64_t cidx[ZMETA_MAX_DIMS];
-  uint64_t inner = unit_chunk(n, j->idx, cidx);
-  struct memo_key k;
-  node_key(&k, ELEVEL_SHARD_INDEX, n, cidx, NULL, 0);
-  struct unit_job ij = {e, n, cidx, j->key, NULL};
+  uint64_t cidx[ZMETA_MAX_DIMS], inner;
   struct memo_ref *ref;
-  int rc = memo_get(e->memo, &k, shard_index_fill, &ij, &ref, err);
+  int rc = unit_shard_index(j, cidx, &inner, &ref, err);
   if (rc < 0) {
     *logged = 1;
     return rc;
@@ -213,13 +222,9 @@ int unit_encoded(struct unit_job *j, struct bytesrc **out,
     *out = src;
     return rc < 0 ? rc : 1;
   }
-  uint64_t cidx[ZMETA_MAX_DIMS];
-  uint64_t inner = unit_chunk(n, j->idx, cidx);
-  struct memo_key k;
-  node_key(&k, ELEVEL_SHARD_INDEX, n, cidx, NULL, 0);
-  struct unit_job ij = {e, n, cidx, j->key, NULL};
+  uint64_t cidx[ZMETA_MAX_DIMS], inner;
   struct memo_ref *ref;
-  rc = memo_get(e->memo, &k, shard_index_fill, &ij, &ref, err);
+  rc = unit_shard_index(j, cidx, &inner, &ref, err);
   if (rc == 0) {
     const struct shard_index_obj *si =
         (const struct shard_index_obj *)memo_obj(ref);

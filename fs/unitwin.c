@@ -21,23 +21,29 @@ static long ustream_read(struct engine *e, const struct znode *n,
 
 /* ---- units read through a partial decoder ---- */
 
-/* Are the units of n chunks whose offsets the chain reads where they lie
- * (codec.h's partial decoding), whose text is linear in their offsets
- * (strings and bytes: a line is k bytes per element byte plus its
- * newline), with their in-bounds elements first (every dimension but the
- * first whole)? *plain_data: element bytes are stored plain too. */
-static int unit_direct(const struct znode *n, const uint64_t *idx,
-                       int *plain_data) {
-  unsigned caps = n->shard ? 0 : chain_partial_caps(n->chain);
-  *plain_data = (caps & CODEC_PARTIAL_PLAIN) != 0;
-  if (!(caps & CODEC_PARTIAL_OFFSETS) || n->form.csv) /* CSV: quoted */
-    return 0;
-  if (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES)
+/* Is unit idx's text linear in its elements' byte lengths (strings and
+ * bytes, not CSV fields, which are quoted: a line is k bytes per element
+ * byte plus its newline), with its in-bounds elements first (every
+ * dimension but the first whole)? What reading a unit by its lengths,
+ * without decoding it whole, needs. */
+static int unit_linear_text(const struct znode *n, const uint64_t *idx) {
+  if (n->form.csv ||
+      (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES))
     return 0;
   for (int d = 1; d < n->meta->ndim; d++)
     if (node_unit_ext(n, d, idx[d]) < node_unit_len(n, d, idx[d]))
       return 0;
   return 1;
+}
+
+/* Are the units of n chunks whose offsets the chain reads where they lie
+ * (codec.h's partial decoding), with linear text? *plain_data: element
+ * bytes are stored plain too. */
+static int unit_direct(const struct znode *n, const uint64_t *idx,
+                       int *plain_data) {
+  unsigned caps = n->shard ? 0 : chain_partial_caps(n->chain);
+  *plain_data = (caps & CODEC_PARTIAL_PLAIN) != 0;
+  return (caps & CODEC_PARTIAL_OFFSETS) && unit_linear_text(n, idx);
 }
 
 /* See unit.h. */
@@ -416,19 +422,13 @@ static int ustream_codec(const struct codec_impl *a2b) {
   return 0;
 }
 
-/* Are n's units interleaved strings behind one streaming codec, their
- * text linear in their lengths and their in-bounds elements first? */
+/* Are n's units interleaved strings behind one streaming codec, with
+ * linear text? */
 static int unit_streamed(const struct znode *n, const uint64_t *idx) {
   const struct chain *c = n->shard ? shard_inner_chain(n->shard) : n->chain;
   const struct codec_impl *a2b;
-  if (!c || !chain_stream_kind(c, &a2b) || !ustream_codec(a2b) || n->form.csv)
-    return 0;
-  if (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES)
-    return 0;
-  for (int d = 1; d < n->meta->ndim; d++)
-    if (node_unit_ext(n, d, idx[d]) < node_unit_len(n, d, idx[d]))
-      return 0;
-  return 1;
+  return c && chain_stream_kind(c, &a2b) && ustream_codec(a2b) &&
+         unit_linear_text(n, idx);
 }
 
 /* Open unit j->idx's chunk as a stream (*out) and check its count: 1, 0
