@@ -18,7 +18,10 @@
 #     first block arrives at the server before any of them is answered
 #     (one round trip, not its index, its first window and its rest one
 #     after another; the server logs when each request arrived and was
-#     answered), and the text is exact.
+#     answered), and the text is exact;
+#  5. a first chunk whose text is over 64 MiB is not named whole at a read
+#     from the start: `head -c 1` of it costs the bytes it reads (under
+#     1 MiB served), not the 107 MB chunk.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 zt_require_mkstore
@@ -38,6 +41,8 @@ for kind in zstd none; do
 done
 "$ZARRFS_MKSTORE" bigstrings "$WEB/first.zarr" --count 400000 --chunk 200000 \
   --strlen 15 --data none --plain "$PLAIN/first.txt" >/dev/null
+"$ZARRFS_MKSTORE" bigstrings "$WEB/huge.zarr" --count 4500000 --chunk 4500000 \
+  --strlen 15 --data none >/dev/null
 srv_fault_start "$WEB" --times
 
 # ---- 1. chunks requested before the reader reaches them ----
@@ -116,6 +121,18 @@ if zmount "$FAULT_URL/_f/lat=300/first.zarr" "$M"; then
   [ "${waves%% *}" = one ] ||
     srv_log_lines "$FAULT_LOG" "first.zarr/c/0 " | sed 's/^/    | /' >&2
   assert_eq "first.zarr: chunk 0 requested in one round trip" one "${waves%% *}"
+fi
+
+# ---- 5. a first chunk over 64 MiB of text: not fetched whole by a head ----
+M=$(zt_mkdir m5)
+if zmount "$FAULT_URL/huge.zarr" "$M"; then
+  assert_eq "huge.zarr: head -c 1" "r" "$(head -c 1 "$M/values.txt")"
+  sleep 1 # a prefetch started would have sent bytes by now
+  zumount "$M"
+  served=$(srv_log_lines "$FAULT_LOG" "huge.zarr/c/" | awk '{ s += $NF } END { print s + 0 }')
+  [ "$served" -lt 1048576 ] || say "  served $served bytes of huge.zarr/c/0"
+  assert_eq "huge.zarr: head -c 1 serves under 1 MiB of the chunk" 1 \
+    "$([ "$served" -lt 1048576 ] && echo 1 || echo 0)"
 fi
 
 finish
