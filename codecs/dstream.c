@@ -283,13 +283,20 @@ static int ds_produce(struct dstream *s, uint8_t *out, size_t cap, size_t *made,
     }
     if (*made)
       return 0;
-    if (!boundary && s->in_pos == in_was && (ds_input_done(s) || !got))
+    if (!boundary && s->in_pos == in_was && (ds_input_done(s) || !got)) {
+      /* A stream opened without its decoded size (UINT64_MAX) says only
+       * where it stopped. */
+      unsigned long long at = s->base + s->fill + *made;
+      if (s->src.size == UINT64_MAX)
+        return zerr_set(err, EIO,
+                        "%s: corrupt or truncated stream (it stops after "
+                        "%llu decoded bytes)",
+                        s->kind->name, at);
       return zerr_set(err, EIO,
                       "%s: corrupt or truncated stream (it stops after %llu "
                       "of %llu bytes)",
-                      s->kind->name,
-                      (unsigned long long)(s->base + s->fill + *made),
-                      (unsigned long long)s->src.size);
+                      s->kind->name, at, (unsigned long long)s->src.size);
+    }
   }
 }
 

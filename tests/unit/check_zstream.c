@@ -198,6 +198,19 @@ START_TEST(bad_streams_fail) {
     expect(s, 0, 10);
     bytesrc_unref(s);
     bytesrc_unref(in);
+    /* truncated, its size unknown: the message says where it stopped and
+     * no size */
+    s = open_over(kinds[k], z, zl / 2, UINT64_MAX, &in);
+    {
+      uint8_t b[4096];
+      struct zerr err = {0};
+      ck_assert_int_eq(bytesrc_read_range(s, ZN - 4096, 4096, b, &err), -EIO);
+      ck_assert_msg(strstr(err.msg, "decoded bytes") != NULL &&
+                        strstr(err.msg, "18446744073709551615") == NULL,
+                    "message: %s", err.msg);
+    }
+    bytesrc_unref(s);
+    bytesrc_unref(in);
     /* shorter than its size says */
     s = open_over(kinds[k], z, zl, ZN + 1, &in);
     expect_fail(s, ZN - 100, 101, names[k]);
