@@ -529,11 +529,19 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
     *value = rec.text_size;
     return 0;
   }
-  if (streamed && unit_size_direct(j->e, j->n, j->idx, value) == 0) {
+  int rc = streamed ? unit_size_streamed(j->e, j->n, j->idx, value, err) : 1;
+  if (rc == 0) {
     rec = (struct lxindex_rec){*value, unit_nin(j->n, j->idx)};
     if (have_id)
       lxindex_store(j->e->lx, &id, &rec); /* a failure: learned again */
     return 0;
+  }
+  if (rc < 0) {
+    char key[4096];
+    if (unit_store_key(j->n, j->idx, key, sizeof key, &(struct zerr){0}) < 0)
+      return rc;
+    unit_log_failure(j->e, key, err);
+    return zerr_prefix(err, "chunk %s: ", key);
   }
   struct memo_ref *ref;
   ZTRY(unit_get(j->e, j->n, j->idx, &ref, err));

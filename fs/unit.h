@@ -168,4 +168,12 @@ int unit_stream_windowed(const struct engine *e, const struct znode *n,
 int unit_size_direct(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *value);
 
+/* A streamed unit's (unit_stream_windowed) text size, by one pass over
+ * the stream's element lengths: 0; 1 when the unit is not stored (the
+ * fill value: the usual decode knows its size); or a negative errno, a
+ * corrupt or truncated stream among them, which is the unit's error (a
+ * whole decode of it would hold up to max_decoded to say the same). */
+int unit_size_streamed(struct engine *e, const struct znode *n,
+                       const uint64_t *idx, uint64_t *value, struct zerr *err);
+
 #endif

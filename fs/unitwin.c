@@ -13,8 +13,6 @@
 #include "../codecs/sharding.h"
 #include "unit.h"
 
-static int ustream_size(struct engine *e, const struct znode *n,
-                        const uint64_t *idx, uint64_t *value);
 static long ustream_read(struct engine *e, const struct znode *n,
                          const uint64_t *idx, uint64_t off, size_t len,
                          char *dst, struct memo_ref **pin, struct zerr *err);
@@ -80,8 +78,7 @@ int unit_size_direct(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *value) {
   int plain;
   if (!unit_direct(n, idx, &plain))
-    return unit_stream_windowed(e, n, idx) ? ustream_size(e, n, idx, value)
-                                           : -1;
+    return -1;
   struct zerr err = {0};
   struct codec_partial d;
   uint64_t nin = unit_nin(n, idx), o0, on;
@@ -493,33 +490,32 @@ int unit_stream_windowed(const struct engine *e, const struct znode *n,
          held > e->cache_size / 4;
 }
 
-/* A streamed unit's text size, by one pass over its element lengths: 0,
- * or -1 when that cannot be done (the whole decode then says why). */
-static int ustream_size(struct engine *e, const struct znode *n,
-                        const uint64_t *idx, uint64_t *value) {
+/* See unit.h. */
+int unit_size_streamed(struct engine *e, const struct znode *n,
+                       const uint64_t *idx, uint64_t *value, struct zerr *err) {
   char key[4096];
-  struct zerr err = {0};
-  if (unit_store_key(n, idx, key, sizeof key, &err) < 0)
-    return -1;
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   struct unit_job j = {e, n, idx, key, NULL};
   struct bytesrc *ds;
-  int rc = ustream_open(&j, &ds, &err);
+  int rc = ustream_open(&j, &ds, err);
   if (rc <= 0)
-    return -1; /* a fill unit: the whole decode knows its size */
+    return rc < 0 ? rc : 1; /* a fill unit: the whole decode knows its size */
   uint64_t nin = unit_nin(n, idx);
   struct ucur c = {0, 4, 0};
   while (rc >= 0 && c.k < nin) {
     uint32_t len;
-    rc = ustream_len(ds, &c, &len, &err);
+    rc = ustream_len(ds, &c, &len, err);
     if (rc == 0)
       ustream_step(&n->form.dt, &c, len);
+    if (rc == 0 && (c.k & 0xffff) == 0)
+      rc = engine_check_stop(e, err);
   }
   /* the last element's bytes are there: the parse reads them */
   if (rc == 0 && c.pos > 4)
-    rc = bytesrc_read_range(ds, c.pos - 1, 1, (uint8_t[1]){0}, &err);
+    rc = bytesrc_read_range(ds, c.pos - 1, 1, (uint8_t[1]){0}, err);
   bytesrc_unref(ds);
   if (rc < 0)
-    return -1;
+    return rc;
   *value = c.tpos;
   return 0;
 }
