@@ -179,9 +179,9 @@ static inline uint64_t dtoa_round_odd(const uint64_t g[2], uint64_t cp) {
 
 /* Shortest digits of c * 2^q (c > 0): the search in the file comment.
  * `irregular` is set at a power of two whose gap below is half the gap
- * above. Writes the digits to d and the first digit's exponent to *x10;
- * returns the count. */
-static int dtoa_digits(uint64_t c, int q, int irregular, char *d, int *x10) {
+ * above. Fills *dec (all fields). */
+static void dtoa_digits(uint64_t c, int q, int irregular,
+                        struct dtoa_dec *dec) {
   /* The interval is closed when c is even (readers round ties to even),
    * open otherwise: `open` is added to a lower end and to a candidate
    * checked against the upper end to make the comparisons strict. */
@@ -223,49 +223,71 @@ static int dtoa_digits(uint64_t c, int q, int irregular, char *d, int *x10) {
   uint64_t n = s + take_t;
   n ^= (n ^ w10) & (0 - (uint64_t)w10_in);
   n ^= (n ^ u10) & (0 - (uint64_t)u10_in);
-  /* n * 10^k with n < 10^17 (v < 2^53 * 2^q and 2^q < 10^(k+1)). Scaled
-   * to exactly 17 digits, written in a fixed sequence, and the padding
-   * zeros are dropped with any trailing zeros of n. */
+  /* n * 10^k with n < 10^17 (v < 2^53 * 2^q and 2^q < 10^(k+1)), scaled
+   * to exactly 17 digits: the first, then two blocks of 8 in registers.
+   * The trailing zeros (the scaling's and n's own) are the zero bytes at
+   * the top of the blocks: counted, not searched for. */
   int len = dtoa_dec_len(n);
-  *x10 = k + len - 1;
+  dec->x10 = k + len - 1;
   uint64_t full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
-  uint32_t top = (uint32_t)(full / 100000000); /* first 9 digits */
-  d[0] = (char)('0' + top / 100000000);
-  dtoa_put8(top % 100000000, d + 1);
-  dtoa_put8((uint32_t)(full - (uint64_t)top * 100000000), d + 9);
-  /* A multiple of ten ends in at least one 0: dropped without a test
-   * (for real data whether it is one is a coin toss, so a loop that
-   * found it would mostly mispredict); the loop finds any further ones,
-   * which are rare unless the data are short decimals. */
-  len -= u10_in | w10_in;
-  while (d[len - 1] == '0') /* the first digit is never 0 */
-    len--;
-  return len;
+  uint64_t top = full / 100000000; /* first 9 digits */
+  uint32_t first = (uint32_t)top / 100000000;
+  uint64_t hi = dtoa_swar8((uint32_t)top - first * 100000000);
+  uint64_t lo = dtoa_swar8((uint32_t)(full - top * 100000000));
+  unsigned zhi = hi ? (unsigned)__builtin_clzll(hi) >> 3 : 8;
+  unsigned zlo = lo ? (unsigned)__builtin_clzll(lo) >> 3 : 8 + zhi;
+  dec->first = first;
+  dec->hi = hi;
+  dec->lo = lo;
+  dec->len = DTOA_DIGITS_MAX - (int)zlo;
 }
 
-/* Shortest digits of a binary64 value. */
-int dtoa_shortest_f64(uint64_t bits, char *d, int *x10) {
+/* Shortest digits of a binary64 value, in registers. */
+int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
   int ef = (int)(bits >> 52) & 0x7ff;
   uint64_t m = bits & (((uint64_t)1 << 52) - 1);
   if (ef == 0x7ff || (ef == 0 && m == 0))
     return 0;
   if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
-    return dtoa_digits(m, -1074, 0, d, x10);
-  /* At a power of two the gap below halves, except at the smallest
-   * normal, whose neighbour below is the largest subnormal. */
-  return dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, d,
-                     x10);
+    dtoa_digits(m, -1074, 0, dec);
+  else /* at a power of two the gap below halves, except at the smallest
+        * normal, whose neighbour below is the largest subnormal */
+    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, dec);
+  return dec->len;
 }
 
-/* Shortest digits of a binary32 value. */
-int dtoa_shortest_f32(uint32_t bits, char *d, int *x10) {
+/* Shortest digits of a binary32 value, in registers. */
+int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
   int ef = (int)(bits >> 23) & 0xff;
   uint32_t m = bits & ((1u << 23) - 1);
   if (ef == 0xff || (ef == 0 && m == 0))
     return 0;
   if (ef == 0)
-    return dtoa_digits(m, -149, 0, d, x10);
-  return dtoa_digits(m | 1u << 23, ef - 150, m == 0 && ef > 1, d, x10);
+    dtoa_digits(m, -149, 0, dec);
+  else
+    dtoa_digits(m | 1u << 23, ef - 150, m == 0 && ef > 1, dec);
+  return dec->len;
+}
+
+/* The 17 digit bytes of *dec as ASCII at d. */
+static int dtoa_dec_ascii(const struct dtoa_dec *dec, char *d, int *x10) {
+  d[0] = (char)('0' + dec->first);
+  dtoa_store8(d + 1, dec->hi + DTOA_ZEROS8);
+  dtoa_store8(d + 9, dec->lo + DTOA_ZEROS8);
+  *x10 = dec->x10;
+  return dec->len;
+}
+
+/* Shortest digits of a binary64 value. */
+int dtoa_shortest_f64(uint64_t bits, char *d, int *x10) {
+  struct dtoa_dec dec;
+  return dtoa_dec_f64(bits, &dec) ? dtoa_dec_ascii(&dec, d, x10) : 0;
+}
+
+/* Shortest digits of a binary32 value. */
+int dtoa_shortest_f32(uint32_t bits, char *d, int *x10) {
+  struct dtoa_dec dec;
+  return dtoa_dec_f32(bits, &dec) ? dtoa_dec_ascii(&dec, d, x10) : 0;
 }
 
 /* ---- the exact search: big integers ---- */

@@ -19,10 +19,6 @@
 
 #include "dtoa.h"
 
-/* Digit buffer of a float: 17 digits, then '0's so that fixed 16-byte
- * copies from any digit position stay inside. */
-#define RNUM_DIGITS 48
-
 /* Decimal of v >= 10^8 at p: two blocks of 8 below 10^16 (scratch past
  * the digits), else dtoa_u64; returns the digit count. Out of line: the
  * hot loop keeps only the common case. */
@@ -79,28 +75,48 @@ static inline __attribute__((always_inline)) size_t rnum_i64(int64_t v,
   return neg + rnum_u64(mag, p + neg);
 }
 
-/* Lay out digits d (n of them, '0' padded to RNUM_DIGITS) whose first
- * digit has exponent x at p + o (o: 1 after a sign, else 0): plain for x
- * in [-4, 16), else d.ddde+XX. Returns the end of the text. */
-static inline size_t rnum_layout(const char *d, int n, int x, size_t o,
+/* Lay out the digits of *dc at p + o (o: 1 after a sign, else 0): plain
+ * for an exponent x in [-4, 16), else d.ddde+XX. The digits go from
+ * registers straight to p with 8-byte stores (none is read back, so no
+ * store has to be forwarded to a wider load). Returns the end of the
+ * text. */
+static inline size_t rnum_layout(const struct dtoa_dec *dc, size_t o,
                                  char *p) {
+  uint64_t hi = dc->hi + DTOA_ZEROS8, lo = dc->lo + DTOA_ZEROS8;
+  char first = (char)('0' + dc->first);
+  int n = dc->len, x = dc->x10;
+  char *q = p + o;
   if (__builtin_expect((unsigned)x < 16, 1)) {
-    /* x + 1 integer digits (padding '0's included), then the point and
-     * the rest; an integral value ends before the point */
-    memcpy(p + o, d, 16);
-    memcpy(p + o + x + 2, d + x + 1, 16);
-    p[o + (size_t)x + 1] = '.';
+    /* all 17 digits (the integer part's padding '0's included), then the
+     * point after x + 1 of them and the digits from there, shifted out of
+     * the two blocks; an integral value ends before the point */
+    q[0] = first;
+    dtoa_store8(q + 1, hi);
+    dtoa_store8(q + 9, lo);
+#ifdef __SIZEOF_INT128__
+    unsigned __int128 frac = ((unsigned __int128)lo << 64 | hi) >> (8 * x);
+    q[x + 1] = '.';
+    dtoa_store8(q + x + 2, (uint64_t)frac);
+    dtoa_store8(q + x + 10, (uint64_t)(frac >> 64));
+#else
+    char d[17];
+    memcpy(d, q, 17);
+    q[x + 1] = '.';
+    memcpy(q + x + 2, d + x + 1, (size_t)(16 - x));
+#endif
     return o + (size_t)(n > x + 1 ? n + 1 : x + 1);
   }
   if (x < 0 && x >= -4) { /* "0.", -x-1 zeros, the digits */
-    memcpy(p + o, "0.000000", 8);
-    memcpy(p + o + 1 - x, d, 16);
-    memcpy(p + o + 17 - x, d + 16, 16);
+    memcpy(q, "0.000000", 8);
+    q[1 - x] = first;
+    dtoa_store8(q + 2 - x, hi);
+    dtoa_store8(q + 10 - x, lo);
     return o + (size_t)(1 - x + n);
   }
-  p[o] = d[0];
-  p[o + 1] = '.';
-  memcpy(p + o + 2, d + 1, 16);
+  q[0] = first;
+  q[1] = '.';
+  dtoa_store8(q + 2, hi);
+  dtoa_store8(q + 10, lo);
   o += n > 1 ? (size_t)n + 1 : 1;
   p[o] = 'e';
   p[o + 1] = x < 0 ? '-' : '+';
@@ -112,11 +128,10 @@ static inline size_t rnum_layout(const char *d, int n, int x, size_t o,
 }
 
 /* Text of the IEEE float with bit pattern b, mb stored mantissa bits and
- * eb exponent bits (float64 or float32: constants after inlining), at p;
- * d is the digit buffer (RNUM_DIGITS bytes, '0' from index 17 on).
+ * eb exponent bits (float64 or float32: constants after inlining), at p.
  * Returns the length. */
 static inline __attribute__((always_inline)) size_t
-rnum_float(uint64_t b, int mb, int eb, char *p, char *d) {
+rnum_float(uint64_t b, int mb, int eb, char *p) {
   size_t o = (size_t)(b >> (mb + eb)) & 1;
   unsigned emax = (1u << eb) - 1;
   unsigned ef = (unsigned)(b >> mb) & emax;
@@ -139,9 +154,12 @@ rnum_float(uint64_t b, int mb, int eb, char *p, char *d) {
   uint64_t f = m | (uint64_t)1 << mb;
   if (ef && e <= 0 && e > -64 && (f & (((uint64_t)1 << -e) - 1)) == 0)
     return o + rnum_u64(f >> -e, p + o);
-  int x, n = mb == 52 ? dtoa_shortest_f64(b, d, &x)
-                      : dtoa_shortest_f32((uint32_t)b, d, &x);
-  return rnum_layout(d, n, x, o, p);
+  struct dtoa_dec dc;
+  if (mb == 52)
+    dtoa_dec_f64(b, &dc);
+  else
+    dtoa_dec_f32((uint32_t)b, &dc);
+  return rnum_layout(&dc, o, p);
 }
 
 /* Whether rnum_run takes the kind. */
@@ -179,7 +197,6 @@ int rnum_has(enum dtype_kind kind) {
 size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst) {
   const unsigned char *s = src;
   size_t o = 0;
-  char d[RNUM_DIGITS];
   switch (kind) {
   case DT_INT8:
     RNUM_LOOP(int8_t, rnum_i64(v, dst + o));
@@ -206,12 +223,10 @@ size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst) {
     RNUM_LOOP(uint64_t, rnum_u64(v, dst + o));
     break;
   case DT_FLOAT32:
-    memset(d, '0', sizeof d);
-    RNUM_LOOP(uint32_t, rnum_float(v, 23, 8, dst + o, d));
+    RNUM_LOOP(uint32_t, rnum_float(v, 23, 8, dst + o));
     break;
   case DT_FLOAT64:
-    memset(d, '0', sizeof d);
-    RNUM_LOOP(uint64_t, rnum_float(v, 52, 11, dst + o, d));
+    RNUM_LOOP(uint64_t, rnum_float(v, 52, 11, dst + o));
     break;
   default:
     break;
