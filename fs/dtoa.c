@@ -179,9 +179,11 @@ static inline uint64_t dtoa_round_odd(const uint64_t g[2], uint64_t cp) {
 
 /* Shortest digits of c * 2^q (c > 0): the search in the file comment.
  * `irregular` is set at a power of two whose gap below is half the gap
- * above. Fills *dec (all fields). */
-static void dtoa_digits(uint64_t c, int q, int irregular,
-                        struct dtoa_dec *dec) {
+ * above. `normal64` says c is a binary64 normal's (2^52 <= c < 2^53),
+ * whose digits n are 16 or 17 (below). Fills *dec (all fields). */
+static inline __attribute__((always_inline)) void
+dtoa_digits(uint64_t c, int q, int irregular, int normal64,
+            struct dtoa_dec *dec) {
   /* The interval is closed when c is even (readers round ties to even),
    * open otherwise: `open` is added to a lower end and to a candidate
    * checked against the upper end to make the comparisons strict. */
@@ -225,21 +227,34 @@ static void dtoa_digits(uint64_t c, int q, int irregular,
   n ^= (n ^ u10) & (0 - (uint64_t)u10_in);
   /* n * 10^k with n < 10^17 (v < 2^53 * 2^q and 2^q < 10^(k+1)), scaled
    * to exactly 17 digits: the first, then two blocks of 8 in registers.
-   * The trailing zeros (the scaling's and n's own) are the zero bytes at
-   * the top of the blocks: counted, not searched for. */
-  int len = dtoa_dec_len(n);
-  dec->x10 = k + len - 1;
-  uint64_t full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
-  uint64_t top = full / 100000000; /* first 9 digits */
-  uint32_t first = (uint32_t)top / 100000000;
+   * For a binary64 normal, n >= 4 c / 3 * 2^q / 10^(k+1) > 10^15 (the
+   * interval's width 2^q or 3/4 2^q is below 10^(k+1)): 16 or 17 digits,
+   * so no length search. The trailing zeros (the scaling's and n's own)
+   * are the zero bytes at the top of the blocks: counted, not searched
+   * for. */
+  uint64_t full;
+  if (normal64) {
+    /* 16 or 17 is a coin toss for typical data: a multiply by 10 or 1,
+     * not a branch */
+    int short16 = n < 10000000000000000ull;
+    full = n * (1 + 9 * (uint64_t)short16);
+    dec->x10 = k + 16 - short16;
+  } else {
+    int len = dtoa_dec_len(n);
+    dec->x10 = k + len - 1;
+    full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
+  }
+  uint64_t top = full / 100000000;                        /* 9 digits */
+  uint32_t first = (uint32_t)(full / 10000000000000000ull); /* 1 digit */
   uint64_t hi = dtoa_swar8((uint32_t)top - first * 100000000);
   uint64_t lo = dtoa_swar8((uint32_t)(full - top * 100000000));
-  unsigned zhi = hi ? (unsigned)__builtin_clzll(hi) >> 3 : 8;
-  unsigned zlo = lo ? (unsigned)__builtin_clzll(lo) >> 3 : 8 + zhi;
+  /* zero digits at the end of each block (8 for a zero block) */
+  unsigned zhi = (unsigned)(__builtin_clzll(hi | 1) + (hi == 0)) >> 3;
+  unsigned zlo = (unsigned)(__builtin_clzll(lo | 1) + (lo == 0)) >> 3;
   dec->first = first;
   dec->hi = hi;
   dec->lo = lo;
-  dec->len = DTOA_DIGITS_MAX - (int)zlo;
+  dec->len = DTOA_DIGITS_MAX - (int)(zlo + (zhi & (0u - (lo == 0))));
 }
 
 /* Shortest digits of a binary64 value, in registers. */
@@ -249,10 +264,11 @@ int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
   if (ef == 0x7ff || (ef == 0 && m == 0))
     return 0;
   if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
-    dtoa_digits(m, -1074, 0, dec);
+    dtoa_digits(m, -1074, 0, 0, dec);
   else /* at a power of two the gap below halves, except at the smallest
         * normal, whose neighbour below is the largest subnormal */
-    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, dec);
+    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, 1,
+                dec);
   return dec->len;
 }
 
@@ -263,9 +279,9 @@ int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
   if (ef == 0xff || (ef == 0 && m == 0))
     return 0;
   if (ef == 0)
-    dtoa_digits(m, -149, 0, dec);
+    dtoa_digits(m, -149, 0, 0, dec);
   else
-    dtoa_digits(m | 1u << 23, ef - 150, m == 0 && ef > 1, dec);
+    dtoa_digits(m | 1u << 23, ef - 150, m == 0 && ef > 1, 0, dec);
   return dec->len;
 }
 

@@ -80,9 +80,13 @@ static inline __attribute__((always_inline)) size_t rnum_i64(int64_t v,
  * registers straight to p with 8-byte stores (none is read back, so no
  * store has to be forwarded to a wider load). Returns the end of the
  * text. */
-static inline size_t rnum_layout(const struct dtoa_dec *dc, size_t o,
-                                 char *p) {
+static inline __attribute__((always_inline)) size_t
+rnum_layout(const struct dtoa_dec *dc, size_t o, char *p) {
   uint64_t hi = dc->hi + DTOA_ZEROS8, lo = dc->lo + DTOA_ZEROS8;
+  /* in general registers: GCC would otherwise read both blocks with one
+   * 16-byte load, which cannot be forwarded from dtoa's two 8-byte
+   * stores and waits for them to reach the cache */
+  __asm__("" : "+r"(hi), "+r"(lo));
   char first = (char)('0' + dc->first);
   int n = dc->len, x = dc->x10;
   char *q = p + o;
