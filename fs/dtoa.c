@@ -276,15 +276,14 @@ dtoa_digits(uint64_t c, int q, int irregular, int normal64,
    * the first digit, never 0 */
   unsigned w = (nz & 0xffff) << 1 | 1;
   dec->len = 32 - __builtin_clz(w);
-  dec->hi = (uint64_t)_mm_cvtsi128_si64(vx);
-  dec->lo = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(vx, vx));
+  _mm_storeu_si128((__m128i *)(void *)dec->block, vx); /* read back whole */
 #else
   uint64_t hi = dtoa_swar8(r_hi), lo = dtoa_swar8(r_lo);
   /* zero digits at the end of each block (8 for a zero block) */
   unsigned zhi = (unsigned)(__builtin_clzll(hi | 1) + (hi == 0)) >> 3;
   unsigned zlo = (unsigned)(__builtin_clzll(lo | 1) + (lo == 0)) >> 3;
-  dec->hi = hi;
-  dec->lo = lo;
+  dec->block[0] = hi;
+  dec->block[1] = lo;
   dec->len = DTOA_DIGITS_MAX - (int)(zlo + (zhi & (0u - (lo == 0))));
 #endif
 }
@@ -320,8 +319,8 @@ int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
 /* The 17 digit bytes of *dec as ASCII at d. */
 static int dtoa_dec_ascii(const struct dtoa_dec *dec, char *d, int *x10) {
   d[0] = (char)('0' + dec->first);
-  dtoa_store8(d + 1, dec->hi + DTOA_ZEROS8);
-  dtoa_store8(d + 9, dec->lo + DTOA_ZEROS8);
+  dtoa_store8(d + 1, dec->block[0] + DTOA_ZEROS8);
+  dtoa_store8(d + 9, dec->block[1] + DTOA_ZEROS8);
   *x10 = dec->x10;
   return dec->len;
 }

@@ -39,11 +39,10 @@ int dtoa_shortest_f32(uint32_t bits, char *d, int *x10);
  * digit values, the first and two blocks of 8 in dtoa_swar8's order (the
  * earlier digit in the lower byte), padded with 0s. */
 struct dtoa_dec {
-  uint64_t hi;    /* digits 1..8 as byte values 0..9 */
-  uint64_t lo;    /* digits 9..16 */
-  unsigned first; /* digit 0, 1..9 */
-  int len;        /* significant digits, 1..17 (the last one not 0) */
-  int x10;        /* decimal exponent of digit 0 */
+  uint64_t block[2]; /* digits 1..8 and 9..16 as byte values 0..9 */
+  unsigned first;    /* digit 0, 1..9 */
+  int len;           /* significant digits, 1..17 (the last one not 0) */
+  int x10;           /* decimal exponent of digit 0 */
 };
 
 /* dtoa_shortest_f64 into *dec: returns the count of digits (dec->len),

@@ -82,11 +82,7 @@ static inline __attribute__((always_inline)) size_t rnum_i64(int64_t v,
  * text. */
 static inline __attribute__((always_inline)) size_t
 rnum_layout(const struct dtoa_dec *dc, size_t o, char *p) {
-  uint64_t hi = dc->hi + DTOA_ZEROS8, lo = dc->lo + DTOA_ZEROS8;
-  /* in general registers: GCC would otherwise read both blocks with one
-   * 16-byte load, which cannot be forwarded from dtoa's two 8-byte
-   * stores and waits for them to reach the cache */
-  __asm__("" : "+r"(hi), "+r"(lo));
+  uint64_t hi = dc->block[0] + DTOA_ZEROS8, lo = dc->block[1] + DTOA_ZEROS8;
   char first = (char)('0' + dc->first);
   int n = dc->len, x = dc->x10;
   char *q = p + o;
