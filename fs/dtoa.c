@@ -248,7 +248,7 @@ dtoa_digits(uint64_t c, int q, int irregular, int normal64,
     dec->x10 = k + len - 1;
     full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
   }
-  uint64_t top = full / 100000000;                        /* 9 digits */
+  uint64_t top = full / 100000000;                          /* 9 digits */
   uint32_t first = (uint32_t)(full / 10000000000000000ull); /* 1 digit */
   uint32_t r_hi = (uint32_t)top - first * 100000000;
   uint32_t r_lo = (uint32_t)(full - top * 100000000);
@@ -260,7 +260,8 @@ dtoa_digits(uint64_t c, int q, int irregular, int normal64,
    * (w / 10 = w * 6554 >> 16 for w < 100). The last non-zero digit is
    * the highest non-zero byte: one compare and a bit scan. */
   __m128i vx = _mm_set_epi64x((long long)r_lo, (long long)r_hi);
-  __m128i vq = _mm_srli_epi64(_mm_mul_epu32(vx, _mm_set1_epi64x(109951163)), 40);
+  __m128i vq =
+      _mm_srli_epi64(_mm_mul_epu32(vx, _mm_set1_epi64x(109951163)), 40);
   vx = _mm_sub_epi32(vx, _mm_mul_epu32(vq, _mm_set1_epi64x(10000)));
   vx = _mm_or_si128(vq, _mm_slli_epi64(vx, 32));
   vq = _mm_srli_epi16(
@@ -298,8 +299,7 @@ int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
     dtoa_digits(m, -1074, 0, 0, dec);
   else /* at a power of two the gap below halves, except at the smallest
         * normal, whose neighbour below is the largest subnormal */
-    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, 1,
-                dec);
+    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, 1, dec);
   return dec->len;
 }
 

@@ -127,39 +127,93 @@ rnum_layout(const struct dtoa_dec *dc, size_t o, char *p) {
   return o + 2;
 }
 
-/* Text of the IEEE float with bit pattern b, mb stored mantissa bits and
- * eb exponent bits (float64 or float32: constants after inlining), at p.
- * Returns the length. */
-static inline __attribute__((always_inline)) size_t
-rnum_float(uint64_t b, int mb, int eb, char *p) {
-  size_t o = (size_t)(b >> (mb + eb)) & 1;
+/* How the IEEE float with bit pattern b (mb stored mantissa bits, eb
+ * exponent bits) is written: RNUM_INT for an integral value with a gap of
+ * at most 1 (exactly its integer), RNUM_DIGITS for the shortest digits,
+ * else RNUM_SPECIAL (zero, infinities, NaNs). */
+enum { RNUM_SPECIAL, RNUM_INT, RNUM_DIGITS };
+static inline __attribute__((always_inline)) int
+rnum_float_form(uint64_t b, int mb, int eb) {
   unsigned emax = (1u << eb) - 1;
   unsigned ef = (unsigned)(b >> mb) & emax;
   uint64_t m = b & (((uint64_t)1 << mb) - 1);
-  p[0] = '-'; /* overwritten when not negative */
-  if (__builtin_expect(ef == emax, 0)) {
-    if (m) {
-      memcpy(p, "nan", 3);
-      return 3;
-    }
-    memcpy(p + o, "inf", 3);
-    return o + 3;
-  }
-  if (ef == 0 && m == 0) {
-    p[o] = '0';
-    return o + 1;
-  }
-  /* integral values with a gap of at most 1 are their integer */
+  if (__builtin_expect(ef == emax, 0) || (ef == 0 && m == 0))
+    return RNUM_SPECIAL;
   int e = (int)ef - (int)emax / 2 - mb;
   uint64_t f = m | (uint64_t)1 << mb;
   if (ef && e <= 0 && e > -64 && (f & (((uint64_t)1 << -e) - 1)) == 0)
+    return RNUM_INT;
+  return RNUM_DIGITS;
+}
+
+/* Text of the float with bit pattern b (as rnum_float_form) at p, with
+ * its digits in *dc when it has them. Returns the length. */
+static inline __attribute__((always_inline)) size_t
+rnum_float(uint64_t b, int mb, int eb, const struct dtoa_dec *dc, char *p) {
+  size_t o = (size_t)(b >> (mb + eb)) & 1;
+  p[0] = '-'; /* overwritten when not negative */
+  int form = rnum_float_form(b, mb, eb);
+  if (__builtin_expect(form == RNUM_DIGITS, 1))
+    return rnum_layout(dc, o, p);
+  if (form == RNUM_INT) {
+    int e =
+        (int)((b >> mb) & ((1u << eb) - 1)) - (int)((1u << eb) - 1) / 2 - mb;
+    uint64_t f = (b & (((uint64_t)1 << mb) - 1)) | (uint64_t)1 << mb;
     return o + rnum_u64(f >> -e, p + o);
-  struct dtoa_dec dc;
-  if (mb == 52)
-    dtoa_dec_f64(b, &dc);
-  else
-    dtoa_dec_f32((uint32_t)b, &dc);
-  return rnum_layout(&dc, o, p);
+  }
+  if ((b << (64 - mb - eb)) != (uint64_t)((1u << eb) - 1) << (64 - eb)) {
+    if (((b >> mb) & ((1u << eb) - 1)) == 0) { /* zero */
+      p[o] = '0';
+      return o + 1;
+    }
+    memcpy(p, "nan", 3);
+    return 3;
+  }
+  memcpy(p + o, "inf", 3);
+  return o + 3;
+}
+
+/* Elements to a block of floats: their digits are searched first, then
+ * the lines written. The searches do not depend on one another, so the
+ * processor overlaps several; a line's stores wait for the previous
+ * line's length, and between searches they leave fewer in flight. */
+#define RNUM_FBLOCK 64
+
+/* Lines of n floats (float64 when mb is 52, else float32) at s. */
+static inline __attribute__((always_inline)) size_t
+rnum_floats(const unsigned char *s, size_t n, int mb, int eb, char *dst) {
+  size_t w = (size_t)(mb + eb + 1) / 8, o = 0;
+  struct dtoa_dec dec[RNUM_FBLOCK];
+  for (size_t i0 = 0; i0 < n; i0 += RNUM_FBLOCK) {
+    size_t m = n - i0 < RNUM_FBLOCK ? n - i0 : RNUM_FBLOCK;
+    const unsigned char *sb = s + i0 * w;
+    for (size_t j = 0; j < m; j++) {
+      uint64_t b = 0;
+      if (mb == 52) {
+        memcpy(&b, sb + j * 8, 8);
+        if (rnum_float_form(b, 52, 11) == RNUM_DIGITS)
+          dtoa_dec_f64(b, &dec[j]);
+      } else {
+        uint32_t b32;
+        memcpy(&b32, sb + j * 4, 4);
+        if (rnum_float_form(b32, 23, 8) == RNUM_DIGITS)
+          dtoa_dec_f32(b32, &dec[j]);
+      }
+    }
+    for (size_t j = 0; j < m; j++) {
+      uint64_t b;
+      if (mb == 52) {
+        memcpy(&b, sb + j * 8, 8);
+      } else {
+        uint32_t b32;
+        memcpy(&b32, sb + j * 4, 4);
+        b = b32;
+      }
+      o += rnum_float(b, mb, eb, &dec[j], dst + o);
+      dst[o++] = '\n';
+    }
+  }
+  return o;
 }
 
 /* Whether rnum_run takes the kind. */
@@ -223,10 +277,10 @@ size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst) {
     RNUM_LOOP(uint64_t, rnum_u64(v, dst + o));
     break;
   case DT_FLOAT32:
-    RNUM_LOOP(uint32_t, rnum_float(v, 23, 8, dst + o));
+    o = rnum_floats(s, n, 23, 8, dst);
     break;
   case DT_FLOAT64:
-    RNUM_LOOP(uint64_t, rnum_float(v, 52, 11, dst + o));
+    o = rnum_floats(s, n, 52, 11, dst);
     break;
   default:
     break;

@@ -366,8 +366,7 @@ END_TEST
  * every finite and special pattern, typical data and values whose shortest
  * digits are few (where dtoa.c takes a multiple of ten). */
 static uint64_t many_f64(long i, uint64_t r) {
-  static const double p10[10] = {1,   10,   100,   1e3,   1e4,
-                                 1e5, 1e6,  1e7,   1e8,   1e9};
+  static const double p10[10] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
   double v;
   switch (i % 8) {
   case 0: /* any bit pattern */
