@@ -146,58 +146,60 @@ rnum_float_form(uint64_t b, int mb, int eb) {
   return RNUM_DIGITS;
 }
 
-/* Text of the float with bit pattern b (as rnum_float_form) at p, with
- * its digits in *dc when it has them. Returns the length. */
+/* Text at p of the float with bit pattern b that has no digits to lay
+ * out (RNUM_INT or RNUM_SPECIAL); o is 1 after the sign, else 0. Returns
+ * the length. */
 static inline __attribute__((always_inline)) size_t
-rnum_float(uint64_t b, int mb, int eb, const struct dtoa_dec *dc, char *p) {
-  size_t o = (size_t)(b >> (mb + eb)) & 1;
-  p[0] = '-'; /* overwritten when not negative */
-  int form = rnum_float_form(b, mb, eb);
-  if (__builtin_expect(form == RNUM_DIGITS, 1))
-    return rnum_layout(dc, o, p);
-  if (form == RNUM_INT) {
-    int e =
-        (int)((b >> mb) & ((1u << eb) - 1)) - (int)((1u << eb) - 1) / 2 - mb;
-    uint64_t f = (b & (((uint64_t)1 << mb) - 1)) | (uint64_t)1 << mb;
-    return o + rnum_u64(f >> -e, p + o);
-  }
-  if ((b << (64 - mb - eb)) != (uint64_t)((1u << eb) - 1) << (64 - eb)) {
-    if (((b >> mb) & ((1u << eb) - 1)) == 0) { /* zero */
-      p[o] = '0';
-      return o + 1;
+rnum_float_plain(uint64_t b, int mb, int eb, size_t o, char *p) {
+  unsigned emax = (1u << eb) - 1;
+  unsigned ef = (unsigned)(b >> mb) & emax;
+  uint64_t m = b & (((uint64_t)1 << mb) - 1);
+  if (ef == emax) {
+    if (m) {
+      memcpy(p, "nan", 3);
+      return 3;
     }
-    memcpy(p, "nan", 3);
-    return 3;
+    memcpy(p + o, "inf", 3);
+    return o + 3;
   }
-  memcpy(p + o, "inf", 3);
-  return o + 3;
+  if (ef == 0) { /* zero: a subnormal has digits */
+    p[o] = '0';
+    return o + 1;
+  }
+  int e = (int)ef - (int)emax / 2 - mb;
+  return o + rnum_u64((m | (uint64_t)1 << mb) >> -e, p + o);
 }
 
-/* Elements to a block of floats: their digits are searched first, then
- * the lines written. The searches do not depend on one another, so the
- * processor overlaps several; a line's stores wait for the previous
- * line's length, and between searches they leave fewer in flight. */
+/* Elements to a block of floats: the digits of those that need them are
+ * searched first, then the lines written. The searches do not depend on
+ * one another, so the processor overlaps several; between them, a line's
+ * stores (which wait for the previous line's length) would leave fewer
+ * in flight. */
 #define RNUM_FBLOCK 64
 
 /* Lines of n floats (float64 when mb is 52, else float32) at s. */
 static inline __attribute__((always_inline)) size_t
 rnum_floats(const unsigned char *s, size_t n, int mb, int eb, char *dst) {
   size_t w = (size_t)(mb + eb + 1) / 8, o = 0;
-  struct dtoa_dec dec[RNUM_FBLOCK];
+  struct dtoa_dec dec[RNUM_FBLOCK]; /* len 0: no digits (rnum_float_plain) */
   for (size_t i0 = 0; i0 < n; i0 += RNUM_FBLOCK) {
     size_t m = n - i0 < RNUM_FBLOCK ? n - i0 : RNUM_FBLOCK;
     const unsigned char *sb = s + i0 * w;
     for (size_t j = 0; j < m; j++) {
-      uint64_t b = 0;
       if (mb == 52) {
+        uint64_t b;
         memcpy(&b, sb + j * 8, 8);
         if (rnum_float_form(b, 52, 11) == RNUM_DIGITS)
           dtoa_dec_f64(b, &dec[j]);
+        else
+          dec[j].len = 0;
       } else {
-        uint32_t b32;
-        memcpy(&b32, sb + j * 4, 4);
-        if (rnum_float_form(b32, 23, 8) == RNUM_DIGITS)
-          dtoa_dec_f32(b32, &dec[j]);
+        uint32_t b;
+        memcpy(&b, sb + j * 4, 4);
+        if (rnum_float_form(b, 23, 8) == RNUM_DIGITS)
+          dtoa_dec_f32(b, &dec[j]);
+        else
+          dec[j].len = 0;
       }
     }
     for (size_t j = 0; j < m; j++) {
@@ -209,7 +211,13 @@ rnum_floats(const unsigned char *s, size_t n, int mb, int eb, char *dst) {
         memcpy(&b32, sb + j * 4, 4);
         b = b32;
       }
-      o += rnum_float(b, mb, eb, &dec[j], dst + o);
+      size_t sign = (size_t)(b >> (mb + eb)) & 1;
+      char *p = dst + o;
+      p[0] = '-'; /* overwritten when not negative */
+      if (__builtin_expect(dec[j].len != 0, 1))
+        o += rnum_layout(&dec[j], sign, p);
+      else
+        o += rnum_float_plain(b, mb, eb, sign, p);
       dst[o++] = '\n';
     }
   }
