@@ -34,8 +34,11 @@
  *
  * Integers: two digits at a time from a 200-byte table, back to front
  * from the end the length gives, in 32-bit arithmetic below 10^8. The
- * float significand is scaled to exactly 17 digits and written as fixed
- * blocks instead (its own buffer, so writing padding is fine).
+ * float significand is scaled to exactly 17 digits and kept in registers
+ * (struct dtoa_dec): the first digit, then the other 16 as two blocks of
+ * digit bytes, made by multiplications only (SSE2 lanes on x86-64, both
+ * blocks at once; dtoa_swar8 elsewhere). Its length is read off the
+ * blocks (the highest non-zero byte), not searched for digit by digit.
  *
  * The exact search (dtoa_shortest_exact): free-format digit generation in
  * the manner of Steele & White / Burger & Dybvig, in 64- or 128-bit
@@ -216,8 +219,9 @@ dtoa_digits(uint64_t c, int q, int irregular, int normal64,
    * real data each test is a coin toss, and a mispredicted branch costs
    * more than the few compares. */
   uint64_t u10 = s / 10 * 10, w10 = u10 + 10;
-  int u10_in = (vbl + open <= u10 << 2) & (s >= 10);
-  int w10_in = ((w10 << 2) + open <= vbr) & (s >= 10);
+  int s10 = normal64 || s >= 10; /* a normal's s has 16 or 17 digits */
+  int u10_in = (vbl + open <= u10 << 2) & s10;
+  int w10_in = ((w10 << 2) + open <= vbr) & s10;
   int u_in = vbl + open <= s << 2;
   int w_in = (t << 2) + open <= vbr;
   /* One of s, s + 1 is always in R; when both are, the closer, the even

@@ -6,10 +6,12 @@
  *     (dtoa_swar8: multiplications, no division), the leading zeros are
  *     counted with ctz and shifted out, and the 8 bytes are stored at
  *     once; wider values are two such blocks, or dtoa_u64 past 10^16;
- *   - floats take Schubfach's digits (fs/dtoa.c, 17 of them, '0' padded
- *     here to 48 bytes) and are laid out by fixed 16-byte copies: the
- *     plain form copies the integer part and the fraction shifted by one
- *     for the point, and the length alone says which digits count.
+ *   - floats take Schubfach's digits in registers (fs/dtoa.c's struct
+ *     dtoa_dec: 17 digits, '0' padded) and are laid out by fixed 8-byte
+ *     stores: the plain form writes all 17 digits, then the point and the
+ *     digits after it shifted by one, and the length alone says which
+ *     digits count. The digits of a block of elements are searched before
+ *     its lines are written (rnum_floats).
  * Little-endian hosts only for the SWAR store; elsewhere the integers go
  * through dtoa_u64. */
 #include "rnum.h"
