@@ -297,7 +297,9 @@ dtoa_digits(uint64_t c, int q, int irregular, int normal64,
 int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
   int ef = (int)(bits >> 52) & 0x7ff;
   uint64_t m = bits & (((uint64_t)1 << 52) - 1);
-  if (ef == 0x7ff || (ef == 0 && m == 0))
+  /* zero, infinities and NaNs in one compare: without the sign, 0 wraps
+   * to the top and the others have every exponent bit set */
+  if ((bits << 1) - 1 >= ((uint64_t)0x7ff << 53) - 1)
     return 0;
   if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
     dtoa_digits(m, -1074, 0, 0, dec);
