@@ -129,11 +129,13 @@ rnum_layout(const struct dtoa_dec *dc, size_t o, char *p) {
   return o + 2;
 }
 
-/* How the IEEE float with bit pattern b (mb stored mantissa bits, eb
- * exponent bits) is written: RNUM_INT for an integral value with a gap of
- * at most 1 (exactly its integer), RNUM_DIGITS for the shortest digits,
- * else RNUM_SPECIAL (zero, infinities, NaNs). */
+/* How a float is written: zero, infinities and NaNs as fixed words; an
+ * integral value with a gap of at most 1 as exactly its integer; any
+ * other by its shortest digits. */
 enum { RNUM_SPECIAL, RNUM_INT, RNUM_DIGITS };
+
+/* The form (above) of the IEEE float with bit pattern b, mb stored
+ * mantissa bits and eb exponent bits. */
 static inline __attribute__((always_inline)) int
 rnum_float_form(uint64_t b, int mb, int eb) {
   unsigned emax = (1u << eb) - 1;
