@@ -29,13 +29,16 @@
  * paper proves the 126-bit table is precise enough for every binary64
  * value. binary32 uses the same table and code; all 2^32 binary32
  * patterns have been compared with the exact search below (check_dtoa's
- * exhaustive mode), and check_dtoa compares
- * millions of binary64 values with it on every run.
+ * exhaustive mode), and check_dtoa compares millions of binary64 values
+ * with it on every run (10^8 in its opt-in mode).
  *
  * Integers: two digits at a time from a 200-byte table, back to front
  * from the end the length gives, in 32-bit arithmetic below 10^8. The
- * float significand is scaled to exactly 17 digits and written as fixed
- * blocks instead (its own buffer, so writing padding is fine).
+ * float significand is scaled to exactly 17 digits and kept in registers
+ * (struct dtoa_dec): the first digit, then the other 16 as two blocks of
+ * digit bytes, made by multiplications only (SSE2 lanes on x86-64, both
+ * blocks at once; dtoa_swar8 elsewhere). Its length is read off the
+ * blocks (the highest non-zero byte), not searched for digit by digit.
  *
  * The exact search (dtoa_shortest_exact): free-format digit generation in
  * the manner of Steele & White / Burger & Dybvig, in 64- or 128-bit
@@ -46,6 +49,10 @@
 #include "dtoa.h"
 
 #include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "dtoa_pow10.h"
 
@@ -179,9 +186,11 @@ static inline uint64_t dtoa_round_odd(const uint64_t g[2], uint64_t cp) {
 
 /* Shortest digits of c * 2^q (c > 0): the search in the file comment.
  * `irregular` is set at a power of two whose gap below is half the gap
- * above. Writes the digits to d and the first digit's exponent to *x10;
- * returns the count. */
-static int dtoa_digits(uint64_t c, int q, int irregular, char *d, int *x10) {
+ * above. `normal64` says c is a binary64 normal's (2^52 <= c < 2^53),
+ * whose digits n are 16 or 17 (below). Fills *dec (all fields). */
+static inline __attribute__((always_inline)) void
+dtoa_digits(uint64_t c, int q, int irregular, int normal64,
+            struct dtoa_dec *dec) {
   /* The interval is closed when c is even (readers round ties to even),
    * open otherwise: `open` is added to a lower end and to a candidate
    * checked against the upper end to make the comparisons strict. */
@@ -210,8 +219,9 @@ static int dtoa_digits(uint64_t c, int q, int irregular, char *d, int *x10) {
    * real data each test is a coin toss, and a mispredicted branch costs
    * more than the few compares. */
   uint64_t u10 = s / 10 * 10, w10 = u10 + 10;
-  int u10_in = (vbl + open <= u10 << 2) & (s >= 10);
-  int w10_in = ((w10 << 2) + open <= vbr) & (s >= 10);
+  int s10 = normal64 || s >= 10; /* a normal's s has 16 or 17 digits */
+  int u10_in = (vbl + open <= u10 << 2) & s10;
+  int w10_in = ((w10 << 2) + open <= vbr) & s10;
   int u_in = vbl + open <= s << 2;
   int w_in = (t << 2) + open <= vbr;
   /* One of s, s + 1 is always in R; when both are, the closer, the even
@@ -223,49 +233,117 @@ static int dtoa_digits(uint64_t c, int q, int irregular, char *d, int *x10) {
   uint64_t n = s + take_t;
   n ^= (n ^ w10) & (0 - (uint64_t)w10_in);
   n ^= (n ^ u10) & (0 - (uint64_t)u10_in);
-  /* n * 10^k with n < 10^17 (v < 2^53 * 2^q and 2^q < 10^(k+1)). Scaled
-   * to exactly 17 digits, written in a fixed sequence, and the padding
-   * zeros are dropped with any trailing zeros of n. */
-  int len = dtoa_dec_len(n);
-  *x10 = k + len - 1;
-  uint64_t full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
-  uint32_t top = (uint32_t)(full / 100000000); /* first 9 digits */
-  d[0] = (char)('0' + top / 100000000);
-  dtoa_put8(top % 100000000, d + 1);
-  dtoa_put8((uint32_t)(full - (uint64_t)top * 100000000), d + 9);
-  /* A multiple of ten ends in at least one 0: dropped without a test
-   * (for real data whether it is one is a coin toss, so a loop that
-   * found it would mostly mispredict); the loop finds any further ones,
-   * which are rare unless the data are short decimals. */
-  len -= u10_in | w10_in;
-  while (d[len - 1] == '0') /* the first digit is never 0 */
-    len--;
-  return len;
+  /* n * 10^k with n < 10^17 (v < 2^53 * 2^q and 2^q < 10^(k+1)), scaled
+   * to exactly 17 digits: the first, then two blocks of 8 in registers.
+   * For a binary64 normal, n >= 4 c / 3 * 2^q / 10^(k+1) > 10^15 (the
+   * interval's width 2^q or 3/4 2^q is below 10^(k+1)): 16 or 17 digits,
+   * so no length search. The trailing zeros (the scaling's and n's own)
+   * are the zero bytes at the top of the blocks: counted, not searched
+   * for. */
+  uint64_t full;
+  if (normal64) {
+    /* 16 or 17 is a coin toss for typical data: a multiply by 10 or 1,
+     * not a branch */
+    int short16 = n < 10000000000000000ull;
+    full = n * (1 + 9 * (uint64_t)short16);
+    dec->x10 = k + 16 - short16;
+  } else {
+    int len = dtoa_dec_len(n);
+    dec->x10 = k + len - 1;
+    full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
+  }
+  uint64_t top = full / 100000000;                          /* 9 digits */
+  uint32_t first = (uint32_t)(full / 10000000000000000ull); /* 1 digit */
+  uint32_t r_hi = (uint32_t)top - first * 100000000;
+  uint32_t r_lo = (uint32_t)(full - top * 100000000);
+  dec->first = first;
+#ifdef __SSE2__
+  /* Both blocks at once, lane by lane as dtoa_swar8 does: 32-bit lanes
+   * of 4 digits (y / 10^4 = y * 109951163 >> 40 for y < 10^8), 16-bit
+   * lanes of 2 (z / 100 = z * 20972 >> 21 for z < 10^4), bytes (for
+   * w < 100, w * 6554 = 2^16 (w / 10) + f with w % 10 = f * 10 >> 16).
+   * The last non-zero digit is the highest non-zero byte: one compare
+   * and a bit scan. The 100 goes through an empty asm: GCC would turn
+   * the multiply into five shifts and adds. */
+  __m128i c100 = _mm_set1_epi16(100), c6554 = _mm_set1_epi16(6554);
+  __asm__("" : "+x"(c100));
+  __m128i vx = _mm_set_epi64x((long long)r_lo, (long long)r_hi);
+  __m128i vq =
+      _mm_srli_epi64(_mm_mul_epu32(vx, _mm_set1_epi64x(109951163)), 40);
+  vx = _mm_sub_epi32(vx, _mm_mul_epu32(vq, _mm_set1_epi64x(10000)));
+  vx = _mm_or_si128(vq, _mm_slli_epi64(vx, 32));
+  vq = _mm_srli_epi16(_mm_mulhi_epu16(vx, _mm_set1_epi16(20972)), 5);
+  vx = _mm_sub_epi16(vx, _mm_mullo_epi16(vq, c100));
+  vx = _mm_or_si128(vq, _mm_slli_epi32(vx, 16));
+  vq = _mm_mulhi_epu16(vx, c6554);
+  vx = _mm_mulhi_epu16(_mm_mullo_epi16(vx, c6554), _mm_set1_epi16(10));
+  vx = _mm_or_si128(vq, _mm_slli_epi16(vx, 8));
+  unsigned nz =
+      ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(vx, _mm_setzero_si128()));
+  /* bit j + 1 of w is set for a non-zero digit j + 1; bit 0 stands for
+   * the first digit, never 0 */
+  unsigned w = (nz & 0xffff) << 1 | 1;
+  dec->len = 32 - __builtin_clz(w);
+  _mm_storeu_si128((__m128i *)(void *)dec->block, vx); /* read back whole */
+#else
+  uint64_t hi = dtoa_swar8(r_hi), lo = dtoa_swar8(r_lo);
+  /* zero digits at the end of each block (8 for a zero block) */
+  unsigned zhi = (unsigned)(__builtin_clzll(hi | 1) + (hi == 0)) >> 3;
+  unsigned zlo = (unsigned)(__builtin_clzll(lo | 1) + (lo == 0)) >> 3;
+  dec->block[0] = hi;
+  dec->block[1] = lo;
+  dec->len = DTOA_DIGITS_MAX - (int)(zlo + (zhi & (0u - (lo == 0))));
+#endif
 }
 
-/* Shortest digits of a binary64 value. */
-int dtoa_shortest_f64(uint64_t bits, char *d, int *x10) {
+/* Shortest digits of a binary64 value, in registers. */
+int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
   int ef = (int)(bits >> 52) & 0x7ff;
   uint64_t m = bits & (((uint64_t)1 << 52) - 1);
-  if (ef == 0x7ff || (ef == 0 && m == 0))
+  /* zero, infinities and NaNs in one compare: without the sign, 0 wraps
+   * to the top and the others have every exponent bit set */
+  if ((bits << 1) - 1 >= ((uint64_t)0x7ff << 53) - 1)
     return 0;
   if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
-    return dtoa_digits(m, -1074, 0, d, x10);
-  /* At a power of two the gap below halves, except at the smallest
-   * normal, whose neighbour below is the largest subnormal. */
-  return dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, d,
-                     x10);
+    dtoa_digits(m, -1074, 0, 0, dec);
+  else /* at a power of two the gap below halves, except at the smallest
+        * normal, whose neighbour below is the largest subnormal */
+    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, 1, dec);
+  return dec->len;
 }
 
-/* Shortest digits of a binary32 value. */
-int dtoa_shortest_f32(uint32_t bits, char *d, int *x10) {
+/* Shortest digits of a binary32 value, in registers. */
+int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
   int ef = (int)(bits >> 23) & 0xff;
   uint32_t m = bits & ((1u << 23) - 1);
   if (ef == 0xff || (ef == 0 && m == 0))
     return 0;
   if (ef == 0)
-    return dtoa_digits(m, -149, 0, d, x10);
-  return dtoa_digits(m | 1u << 23, ef - 150, m == 0 && ef > 1, d, x10);
+    dtoa_digits(m, -149, 0, 0, dec);
+  else
+    dtoa_digits(m | 1u << 23, ef - 150, m == 0 && ef > 1, 0, dec);
+  return dec->len;
+}
+
+/* The 17 digit bytes of *dec as ASCII at d. */
+static int dtoa_dec_ascii(const struct dtoa_dec *dec, char *d, int *x10) {
+  d[0] = (char)('0' + dec->first);
+  dtoa_store8(d + 1, dec->block[0] + DTOA_ZEROS8);
+  dtoa_store8(d + 9, dec->block[1] + DTOA_ZEROS8);
+  *x10 = dec->x10;
+  return dec->len;
+}
+
+/* Shortest digits of a binary64 value. */
+int dtoa_shortest_f64(uint64_t bits, char *d, int *x10) {
+  struct dtoa_dec dec;
+  return dtoa_dec_f64(bits, &dec) ? dtoa_dec_ascii(&dec, d, x10) : 0;
+}
+
+/* Shortest digits of a binary32 value. */
+int dtoa_shortest_f32(uint32_t bits, char *d, int *x10) {
+  struct dtoa_dec dec;
+  return dtoa_dec_f32(bits, &dec) ? dtoa_dec_ascii(&dec, d, x10) : 0;
 }
 
 /* ---- the exact search: big integers ---- */

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Most digits dtoa_shortest_f64/f32 write (17 for binary64, 9 for
  * binary32). */
@@ -32,6 +33,24 @@ int dtoa_shortest_f64(uint64_t bits, char *d, int *x10);
 /* The same for the binary32 value with bit pattern `bits`: shortest at
  * binary32 precision (at most 9 digits). */
 int dtoa_shortest_f32(uint32_t bits, char *d, int *x10);
+
+/* Shortest digits held in registers, for callers that lay text out with
+ * wide stores (fs/rnum.c): the digits of dtoa_shortest_f64/f32 as 17
+ * digit values, the first and two blocks of 8 in dtoa_swar8's order (the
+ * earlier digit in the lower byte), padded with 0s. */
+struct dtoa_dec {
+  uint64_t block[2]; /* digits 1..8 and 9..16 as byte values 0..9 */
+  unsigned first;    /* digit 0, 1..9 */
+  int len;           /* significant digits, 1..17 (the last one not 0) */
+  int x10;           /* decimal exponent of digit 0 */
+};
+
+/* dtoa_shortest_f64 into *dec: returns the count of digits (dec->len),
+ * or 0 (*dec untouched) for zero, infinities and NaNs. */
+int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec);
+
+/* The same at binary32 precision. */
+int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec);
 
 /* Bytes dtoa_shortest_exact may write to d (its digit loop stops one
  * digit past DTOA_DIGITS_MAX at most). */
@@ -67,13 +86,26 @@ size_t dtoa_u64(uint64_t v, char *buf);
  * DTOA_SWAR is 1, a little-endian host; add DTOA_ZEROS8 and store the 8
  * bytes at once): split into two lanes of 4 digits, then 2, then 1,
  * with y / 100 = y * 5243 >> 19 (y < 10^4) and z / 10 = z * 103 >> 10
- * (z < 100), each lane too small to reach the next. */
+ * (z < 100), each lane too small to reach the next. A lane's quotient q
+ * and remainder y - q * d become q | (y - q * d) << w in one multiply,
+ * as (y << w) - q * ((d << w) - 1): every lane's result is non-negative
+ * and fits its lane, so no borrow crosses lanes. */
 static inline uint64_t dtoa_swar8(uint32_t r) {
-  uint64_t x = (uint64_t)(r / 10000) | (uint64_t)(r % 10000) << 32;
-  uint64_t q = (x * 5243 >> 19) & 0x0000007f0000007full;
-  x = q | (x - q * 100) << 16;
+  uint64_t q = r / 10000;
+  uint64_t x = ((uint64_t)r << 32) - q * ((10000ull << 32) - 1);
+  q = (x * 5243 >> 19) & 0x0000007f0000007full;
+  x = (x << 16) - q * ((100ull << 16) - 1);
   q = (x * 103 >> 10) & 0x000f000f000f000full;
-  return q | (x - q * 10) << 8;
+  return (x << 8) - q * ((10ull << 8) - 1);
+}
+
+/* Store 8 digit bytes in dtoa_swar8's order at p (the first at p[0]), on
+ * any host. */
+static inline void dtoa_store8(char *p, uint64_t x) {
+#if !DTOA_SWAR
+  x = __builtin_bswap64(x);
+#endif
+  memcpy(p, &x, 8);
 }
 
 #endif

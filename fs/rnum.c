@@ -6,10 +6,12 @@
  *     (dtoa_swar8: multiplications, no division), the leading zeros are
  *     counted with ctz and shifted out, and the 8 bytes are stored at
  *     once; wider values are two such blocks, or dtoa_u64 past 10^16;
- *   - floats take Schubfach's digits (fs/dtoa.c, 17 of them, '0' padded
- *     here to 48 bytes) and are laid out by fixed 16-byte copies: the
- *     plain form copies the integer part and the fraction shifted by one
- *     for the point, and the length alone says which digits count.
+ *   - floats take Schubfach's digits in registers (fs/dtoa.c's struct
+ *     dtoa_dec: 17 digits, '0' padded) and are laid out by fixed 8-byte
+ *     stores: the plain form writes all 17 digits, then the point and the
+ *     digits after it shifted by one, and the length alone says which
+ *     digits count. The digits of a block of elements are searched before
+ *     its lines are written (rnum_floats).
  * Little-endian hosts only for the SWAR store; elsewhere the integers go
  * through dtoa_u64. */
 #include "rnum.h"
@@ -18,10 +20,6 @@
 #include <string.h>
 
 #include "dtoa.h"
-
-/* Digit buffer of a float: 17 digits, then '0's so that fixed 16-byte
- * copies from any digit position stay inside. */
-#define RNUM_DIGITS 48
 
 /* Decimal of v >= 10^8 at p: two blocks of 8 below 10^16 (scratch past
  * the digits), else dtoa_u64; returns the digit count. Out of line: the
@@ -79,28 +77,48 @@ static inline __attribute__((always_inline)) size_t rnum_i64(int64_t v,
   return neg + rnum_u64(mag, p + neg);
 }
 
-/* Lay out digits d (n of them, '0' padded to RNUM_DIGITS) whose first
- * digit has exponent x at p + o (o: 1 after a sign, else 0): plain for x
- * in [-4, 16), else d.ddde+XX. Returns the end of the text. */
-static inline size_t rnum_layout(const char *d, int n, int x, size_t o,
-                                 char *p) {
+/* Lay out the digits of *dc at p + o (o: 1 after a sign, else 0): plain
+ * for an exponent x in [-4, 16), else d.ddde+XX. The digits go from
+ * registers straight to p with 8-byte stores (none is read back, so no
+ * store has to be forwarded to a wider load). Returns the end of the
+ * text. */
+static inline __attribute__((always_inline)) size_t
+rnum_layout(const struct dtoa_dec *dc, size_t o, char *p) {
+  uint64_t hi = dc->block[0] + DTOA_ZEROS8, lo = dc->block[1] + DTOA_ZEROS8;
+  char first = (char)('0' + dc->first);
+  int n = dc->len, x = dc->x10;
+  char *q = p + o;
   if (__builtin_expect((unsigned)x < 16, 1)) {
-    /* x + 1 integer digits (padding '0's included), then the point and
-     * the rest; an integral value ends before the point */
-    memcpy(p + o, d, 16);
-    memcpy(p + o + x + 2, d + x + 1, 16);
-    p[o + (size_t)x + 1] = '.';
+    /* all 17 digits (the integer part's padding '0's included), then the
+     * point after x + 1 of them and the digits from there, shifted out of
+     * the two blocks; an integral value ends before the point */
+    q[0] = first;
+    dtoa_store8(q + 1, hi);
+    dtoa_store8(q + 9, lo);
+#ifdef __SIZEOF_INT128__
+    unsigned __int128 frac = ((unsigned __int128)lo << 64 | hi) >> (8 * x);
+    q[x + 1] = '.';
+    dtoa_store8(q + x + 2, (uint64_t)frac);
+    dtoa_store8(q + x + 10, (uint64_t)(frac >> 64));
+#else
+    char d[17];
+    memcpy(d, q, 17);
+    q[x + 1] = '.';
+    memcpy(q + x + 2, d + x + 1, (size_t)(16 - x));
+#endif
     return o + (size_t)(n > x + 1 ? n + 1 : x + 1);
   }
   if (x < 0 && x >= -4) { /* "0.", -x-1 zeros, the digits */
-    memcpy(p + o, "0.000000", 8);
-    memcpy(p + o + 1 - x, d, 16);
-    memcpy(p + o + 17 - x, d + 16, 16);
+    memcpy(q, "0.000000", 8);
+    q[1 - x] = first;
+    dtoa_store8(q + 2 - x, hi);
+    dtoa_store8(q + 10 - x, lo);
     return o + (size_t)(1 - x + n);
   }
-  p[o] = d[0];
-  p[o + 1] = '.';
-  memcpy(p + o + 2, d + 1, 16);
+  q[0] = first;
+  q[1] = '.';
+  dtoa_store8(q + 2, hi);
+  dtoa_store8(q + 10, lo);
   o += n > 1 ? (size_t)n + 1 : 1;
   p[o] = 'e';
   p[o + 1] = x < 0 ? '-' : '+';
@@ -111,18 +129,36 @@ static inline size_t rnum_layout(const char *d, int n, int x, size_t o,
   return o + 2;
 }
 
-/* Text of the IEEE float with bit pattern b, mb stored mantissa bits and
- * eb exponent bits (float64 or float32: constants after inlining), at p;
- * d is the digit buffer (RNUM_DIGITS bytes, '0' from index 17 on).
- * Returns the length. */
-static inline __attribute__((always_inline)) size_t
-rnum_float(uint64_t b, int mb, int eb, char *p, char *d) {
-  size_t o = (size_t)(b >> (mb + eb)) & 1;
+/* How a float is written: zero, infinities and NaNs as fixed words; an
+ * integral value with a gap of at most 1 as exactly its integer; any
+ * other by its shortest digits. */
+enum { RNUM_SPECIAL, RNUM_INT, RNUM_DIGITS };
+
+/* The form (above) of the IEEE float with bit pattern b, mb stored
+ * mantissa bits and eb exponent bits. */
+static inline __attribute__((always_inline)) int
+rnum_float_form(uint64_t b, int mb, int eb) {
   unsigned emax = (1u << eb) - 1;
   unsigned ef = (unsigned)(b >> mb) & emax;
   uint64_t m = b & (((uint64_t)1 << mb) - 1);
-  p[0] = '-'; /* overwritten when not negative */
-  if (__builtin_expect(ef == emax, 0)) {
+  if (__builtin_expect(ef == emax, 0) || (ef == 0 && m == 0))
+    return RNUM_SPECIAL;
+  int e = (int)ef - (int)emax / 2 - mb;
+  uint64_t f = m | (uint64_t)1 << mb;
+  if (ef && e <= 0 && e > -64 && (f & (((uint64_t)1 << -e) - 1)) == 0)
+    return RNUM_INT;
+  return RNUM_DIGITS;
+}
+
+/* Text at p of the float with bit pattern b that has no digits to lay
+ * out (RNUM_INT or RNUM_SPECIAL); o is 1 after the sign, else 0. Returns
+ * the length. */
+static inline __attribute__((always_inline)) size_t
+rnum_float_plain(uint64_t b, int mb, int eb, size_t o, char *p) {
+  unsigned emax = (1u << eb) - 1;
+  unsigned ef = (unsigned)(b >> mb) & emax;
+  uint64_t m = b & (((uint64_t)1 << mb) - 1);
+  if (ef == emax) {
     if (m) {
       memcpy(p, "nan", 3);
       return 3;
@@ -130,18 +166,66 @@ rnum_float(uint64_t b, int mb, int eb, char *p, char *d) {
     memcpy(p + o, "inf", 3);
     return o + 3;
   }
-  if (ef == 0 && m == 0) {
+  if (ef == 0) { /* zero: a subnormal has digits */
     p[o] = '0';
     return o + 1;
   }
-  /* integral values with a gap of at most 1 are their integer */
   int e = (int)ef - (int)emax / 2 - mb;
-  uint64_t f = m | (uint64_t)1 << mb;
-  if (ef && e <= 0 && e > -64 && (f & (((uint64_t)1 << -e) - 1)) == 0)
-    return o + rnum_u64(f >> -e, p + o);
-  int x, n = mb == 52 ? dtoa_shortest_f64(b, d, &x)
-                      : dtoa_shortest_f32((uint32_t)b, d, &x);
-  return rnum_layout(d, n, x, o, p);
+  return o + rnum_u64((m | (uint64_t)1 << mb) >> -e, p + o);
+}
+
+/* Elements to a block of floats: the digits of those that need them are
+ * searched first, then the lines written. The searches do not depend on
+ * one another, so the processor overlaps several; between them, a line's
+ * stores (which wait for the previous line's length) would leave fewer
+ * in flight. */
+#define RNUM_FBLOCK 64
+
+/* Lines of n floats (float64 when mb is 52, else float32) at s. */
+static inline __attribute__((always_inline)) size_t
+rnum_floats(const unsigned char *s, size_t n, int mb, int eb, char *dst) {
+  size_t w = (size_t)(mb + eb + 1) / 8, o = 0;
+  struct dtoa_dec dec[RNUM_FBLOCK]; /* len 0: no digits (rnum_float_plain) */
+  for (size_t i0 = 0; i0 < n; i0 += RNUM_FBLOCK) {
+    size_t m = n - i0 < RNUM_FBLOCK ? n - i0 : RNUM_FBLOCK;
+    const unsigned char *sb = s + i0 * w;
+    for (size_t j = 0; j < m; j++) {
+      if (mb == 52) {
+        uint64_t b;
+        memcpy(&b, sb + j * 8, 8);
+        if (rnum_float_form(b, 52, 11) == RNUM_DIGITS)
+          dtoa_dec_f64(b, &dec[j]);
+        else
+          dec[j].len = 0;
+      } else {
+        uint32_t b;
+        memcpy(&b, sb + j * 4, 4);
+        if (rnum_float_form(b, 23, 8) == RNUM_DIGITS)
+          dtoa_dec_f32(b, &dec[j]);
+        else
+          dec[j].len = 0;
+      }
+    }
+    for (size_t j = 0; j < m; j++) {
+      uint64_t b;
+      if (mb == 52) {
+        memcpy(&b, sb + j * 8, 8);
+      } else {
+        uint32_t b32;
+        memcpy(&b32, sb + j * 4, 4);
+        b = b32;
+      }
+      size_t sign = (size_t)(b >> (mb + eb)) & 1;
+      char *p = dst + o;
+      p[0] = '-'; /* overwritten when not negative */
+      if (__builtin_expect(dec[j].len != 0, 1))
+        o += rnum_layout(&dec[j], sign, p);
+      else
+        o += rnum_float_plain(b, mb, eb, sign, p);
+      dst[o++] = '\n';
+    }
+  }
+  return o;
 }
 
 /* Whether rnum_run takes the kind. */
@@ -179,7 +263,6 @@ int rnum_has(enum dtype_kind kind) {
 size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst) {
   const unsigned char *s = src;
   size_t o = 0;
-  char d[RNUM_DIGITS];
   switch (kind) {
   case DT_INT8:
     RNUM_LOOP(int8_t, rnum_i64(v, dst + o));
@@ -206,12 +289,10 @@ size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst) {
     RNUM_LOOP(uint64_t, rnum_u64(v, dst + o));
     break;
   case DT_FLOAT32:
-    memset(d, '0', sizeof d);
-    RNUM_LOOP(uint32_t, rnum_float(v, 23, 8, dst + o, d));
+    o = rnum_floats(s, n, 23, 8, dst);
     break;
   case DT_FLOAT64:
-    memset(d, '0', sizeof d);
-    RNUM_LOOP(uint64_t, rnum_float(v, 52, 11, dst + o, d));
+    o = rnum_floats(s, n, 52, 11, dst);
     break;
   default:
     break;

@@ -13,8 +13,9 @@
  * Environment: ZARRFS_DTOA_SAMPLES=N random values per width (default
  * 2,000,000, and 250,000 under sanitizers, where the exact search is
  * slow); ZARRFS_DTOA_EXHAUSTIVE=1 also compares every one of the 2^32
- * float32 bit patterns (tens of minutes; run with CK_FORK=no so no
- * timeout applies). */
+ * float32 bit patterns (tens of minutes), and ZARRFS_DTOA_F64=N compares N
+ * more float64 values (10^8: a few minutes) with the exact search: run
+ * these with CK_FORK=no so no timeout applies. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,72 @@ START_TEST(f32_exhaustive) {
 }
 END_TEST
 
+/* Value i of the opt-in float64 run, from one random word r: a mix of
+ * every finite and special pattern, typical data and values whose shortest
+ * digits are few (where dtoa.c takes a multiple of ten). */
+static uint64_t many_f64(long i, uint64_t r) {
+  static const double p10[10] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+  double v;
+  switch (i % 8) {
+  case 0: /* any bit pattern */
+  case 1:
+    return r;
+  case 2: /* uniform in [0, 1) */
+    v = (double)(r >> 11) * 0x1p-53;
+    break;
+  case 3: /* a short decimal: up to 9 digits, up to 9 after the point */
+    v = (double)(r % (uint64_t)p10[1 + (r >> 60) % 9]) / p10[(r >> 56) % 10];
+    break;
+  case 4: /* a random significand at exponents of measured data */
+    return (r & 0x800fffffffffffffull) | (uint64_t)(983 + (r >> 52) % 100)
+                                             << 52;
+  case 5: /* few significand bits: near powers of two */
+    return (r & 0x8000000000000fffull) | (r & 0x7ff0000000000000ull);
+  case 6: /* 17 significant digits written as a decimal */
+    if (i % 64 == 6) {
+      char t[40];
+      snprintf(t, sizeof t, "%llu.%016llue%d", (unsigned long long)(r % 10),
+               (unsigned long long)(r >> 8) % 10000000000000000ull,
+               (int)(r >> 56) % 40 - 20);
+      v = strtod(t, NULL);
+      break;
+    }
+    /* fall through */
+  default: /* an integer times a small power of ten */
+    v = (double)(int64_t)(r >> 24) * p10[(r >> 8) % 10] * 1e-9;
+    break;
+  }
+  uint64_t b;
+  memcpy(&b, &v, 8);
+  return b;
+}
+
+START_TEST(f64_many) {
+  /* ZARRFS_DTOA_F64 float64 values against the exact search, on request
+   * (see the file comment); render and the run path, as f32_exhaustive. */
+  const char *env = getenv("ZARRFS_DTOA_F64");
+  long n = env ? atol(env) : 0;
+  struct dtype dt = dtype_of(DT_FLOAT64);
+  uint64_t s = 0x5eed6464;
+  for (long i = 0; i < n; i++) {
+    uint64_t b = many_f64(i, next_rand(&s));
+    char fast[RENDER_FIXED_MAX], exact[RENDER_FIXED_MAX];
+    size_t nf = render_fixed(&dt, &b, fast);
+    size_t ne = render_float_exact(b, 52, 11, exact);
+    if (nf != ne || memcmp(fast, exact, ne))
+      ck_abort_msg("float64 bits %#llx: render '%.*s', exact search '%.*s'",
+                   (unsigned long long)b, (int)nf, fast, (int)ne, exact);
+    char line[RENDER_RUN_ROOM];
+    size_t nl = render_fixed_run(&dt, &b, 1, line);
+    if (nl != nf + 1 || memcmp(line, fast, nf) || line[nf] != '\n')
+      ck_abort_msg("float64 bits %#llx: render_fixed_run '%.*s', render '%.*s'",
+                   (unsigned long long)b, (int)nl, line, (int)nf, fast);
+    if ((i + 1) % 10000000 == 0)
+      fprintf(stderr, "f64_many: %ld of %ld\n", i + 1, n);
+  }
+}
+END_TEST
+
 /* dtoa_u64 of v equals printf's and writes nothing past it. */
 static void check_u64(uint64_t v) {
   char buf[DTOA_U64_MAX + 4], want[32];
@@ -410,6 +477,7 @@ int main(void) {
   tcase_add_test(tc, f64_random);
   tcase_add_test(tc, f32_random);
   tcase_add_test(tc, f32_exhaustive);
+  tcase_add_test(tc, f64_many);
   tcase_add_test(tc, u64_decimal);
   suite_add_tcase(s, tc);
   return testutil_run(s);
