@@ -166,9 +166,9 @@ static void grid2_write(const struct grid2 *g) { grid2_write_at(tmpdir, g); }
  * demand from the offsets where its rows of elements start (the wide
  * array's text is 250 MB: too much to hold in a test). */
 struct expect {
-  const char *text;      /* literal, or NULL */
-  const struct grid2 *g; /* generated */
-  uint64_t *row_off;     /* g->shape[0]+1 offsets */
+  const char *text;       /* literal, or NULL */
+  const struct grid2 *g;  /* generated */
+  uint64_t *row_off;      /* g->shape[0]+1 offsets */
   uint64_t len;
 };
 
@@ -241,8 +241,8 @@ static void read_cmp(struct engine *e, const struct ns_entry *ent,
   if (memo_pinned(e->memo) > pinned_peak)
     pinned_peak = memo_pinned(e->memo);
   expect_range(x, off, len, want);
-  ck_assert_msg(!memcmp(buf, want, len), "bytes differ in [%" PRIu64 ", +%zu)",
-                off, len);
+  ck_assert_msg(!memcmp(buf, want, len),
+                "bytes differ in [%" PRIu64 ", +%zu)", off, len);
   free(buf);
   free(want);
 }
@@ -314,8 +314,8 @@ static void read_random16(struct engine *e, const char *path,
 }
 
 static const struct grid2 WIDE = {"wide", NUM_I32, {1000, 30000}, {1000, 1000}};
-static const struct grid2 FLOATS = {
-    "floats", NUM_F64, {1000, 1500}, {128, 100}};
+static const struct grid2 FLOATS = {"floats", NUM_F64, {1000, 1500},
+                                   {128, 100}};
 
 /* Their expected texts (row offsets), computed once too. */
 static struct expect wide_x, floats_x;
@@ -455,8 +455,8 @@ START_TEST(wide_lazy_sizes) {
   read_cmp(e, &ent, c, 0, 4096, &wide_x);
   /* past the end: nothing (a direct-I/O reader stops there) */
   char b[16];
-  ck_assert_int_eq(ns_read_view(e, &ent, wide_x.len + 5, sizeof b, b, c, &err),
-                   0);
+  ck_assert_int_eq(ns_read_view(e, &ent, wide_x.len + 5, sizeof b, b, c,
+                                &err), 0);
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
   ck_assert_uint_eq(size, wide_x.len);
   view_cursor_free(e, c);
@@ -478,7 +478,9 @@ START_TEST(floats_sequential_1m) { grid2_check(&FLOATS, 1u << 20, 0, 2); }
 END_TEST
 START_TEST(floats_sequential_64k) { grid2_check(&FLOATS, 64u << 10, 0, 2); }
 END_TEST
-START_TEST(floats_random16_default) { grid2_check(&FLOATS, 256u << 20, 1, 1); }
+START_TEST(floats_random16_default) {
+  grid2_check(&FLOATS, 256u << 20, 1, 1);
+}
 END_TEST
 /* A row of the float grid (15 units) is larger than these caches, so
  * it is dropped as soon as no reader holds it, and 16 readers at random
