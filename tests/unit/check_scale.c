@@ -353,7 +353,7 @@ static uint64_t nchunks(const struct grid2 *g) {
          ((g->shape[1] + g->chunk[1] - 1) / g->chunk[1]);
 }
 
-/* Text of a band (fs/row.c: ROW_BAND_MAX) when the cache is smaller. */
+/* Text of a band when the cache is smaller (fs/rowband.h: ROWBAND_TEXT_MAX). */
 #define BAND_TEXT (20u << 20)
 
 /* One configuration of the 2-D checks: stat, then a read pattern, with
