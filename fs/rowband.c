@@ -201,7 +201,7 @@ static int band_unit_cached(const struct band_job *j, uint64_t rl) {
  * not visited) while this fill visits i: as many as the ahead budget holds
  * at the cost of the units visited so far, at most ROWBAND_AHEAD. */
 static void band_ahead(const struct band_job *j, const struct band_group *g,
-                       const unsigned char *seen, uint64_t i,
+                       unsigned char *seen, uint64_t i,
                        struct cursor_fan **fan) {
   const struct region *r = j->r;
   size_t cost = g->unit_cost;
@@ -222,7 +222,7 @@ static void band_ahead(const struct band_job *j, const struct band_group *g,
       continue; /* queued already, or there */
     if (cursor_ahead_unit(j->e, j->n, r, rl, *fan, u) < 0)
       return;
-    ((unsigned char *)seen)[u] = 2;
+    seen[u] = 2;
   }
 }
 
@@ -324,6 +324,9 @@ static int band_map_fill(void *ctx, struct zobj **obj, size_t *cost,
                          j->e->cache_size
                      ? ROWBAND_TEXT_MAX
                      : ROWBAND_TEXT_MAX / 4;
+  /* open files keep what they read only within the decode limit */
+  if (cut > j->e->window_cap / 4)
+    cut = j->e->window_cap / 4 ? j->e->window_cap / 4 : 1;
   for (uint64_t s = 0; rc == 0 && s < nseg; s++) {
     uint64_t len = m->seg_off[s];
     if (s == 0 || (inband && inband + len > cut)) {
