@@ -15,6 +15,7 @@
  *   - engine_stop ends a long layout with -EINTR. */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -223,8 +224,8 @@ static void view_open(struct engine *e, const char *path, struct ns_entry *ent,
 }
 
 /* The most bytes pinned after any read_cmp of this process (each test
- * runs in a process of its own). */
-static size_t pinned_peak;
+ * runs in a process of its own; readers run in threads). */
+static atomic_size_t pinned_peak;
 
 /* Read [off, off+len) through a cursor and compare with the expectation. */
 static void read_cmp(struct engine *e, const struct ns_entry *ent,
@@ -238,8 +239,10 @@ static void read_cmp(struct engine *e, const struct ns_entry *ent,
     ck_assert_msg(n > 0, "read at %" PRIu64 ": %s", off + done, err.msg);
     done += (size_t)n;
   }
-  if (memo_pinned(e->memo) > pinned_peak)
-    pinned_peak = memo_pinned(e->memo);
+  size_t pinned = memo_pinned(e->memo), peak = atomic_load(&pinned_peak);
+  while (pinned > peak &&
+         !atomic_compare_exchange_weak(&pinned_peak, &peak, pinned))
+    ;
   expect_range(x, off, len, want);
   ck_assert_msg(!memcmp(buf, want, len),
                 "bytes differ in [%" PRIu64 ", +%zu)", off, len);
@@ -364,6 +367,7 @@ static void grid2_check(const struct grid2 *g, size_t cache, int random16,
                         uint64_t factor) {
   const struct expect *x = big_expect(g);
   struct engine *e = engine_at(bigdir, cache, 1u << 30);
+  atomic_store(&pinned_peak, 0);
   char path[256];
   snprintf(path, sizeof path, "/%s/values.txt", g->name);
   if (random16)
@@ -383,7 +387,7 @@ static void grid2_check(const struct grid2 *g, size_t cache, int random16,
     if (!random16) { /* a pass: the map, then each band once */
       ck_assert_uint_le(engine_fills(e, ELEVEL_ROW),
                         2 + x->len / (BAND_TEXT - (1u << 20)));
-      ck_assert_uint_le(pinned_peak, BAND_TEXT + (8u << 20));
+      ck_assert_uint_le(atomic_load(&pinned_peak), BAND_TEXT + (8u << 20));
     }
   }
   ck_assert_msg(decodes <= bound,
@@ -912,16 +916,17 @@ static void *breader_run(void *p) {
 
 /* The banded slab: a cat keeps about one band pinned (not the row) and
  * decodes each unit once per band; reads at odd offsets across band and
- * slab edges, the tail, and two readers at once show the same bytes; a
- * chunk gone bad after its size was learned fails the reads with EIO. */
+ * slab edges, the tail, and two readers at once (with decode workers)
+ * show the same bytes; a chunk gone bad after its size was learned fails
+ * the reads with EIO. */
 START_TEST(band_reads) {
   grid2_write(&BANDED);
   struct expect x;
   expect_grid(&x, &BANDED);
   struct engine *e = engine_with(1u << 20, 1u << 30);
-  pinned_peak = 0;
+  atomic_store(&pinned_peak, 0);
   read_sequential(e, "/banded/values.txt", &x);
-  ck_assert_uint_le(pinned_peak, BAND_TEXT + (8u << 20));
+  ck_assert_uint_le(atomic_load(&pinned_peak), BAND_TEXT + (8u << 20));
   uint64_t bands = 1 + x.row_off[100] / (BAND_TEXT - (1u << 20));
   ck_assert_uint_ge(engine_fills(e, ELEVEL_ROW), 3); /* maps, bands */
   ck_assert_uint_le(engine_fills(e, ELEVEL_ROW), 2 + bands + 2);
@@ -945,8 +950,13 @@ START_TEST(band_reads) {
   view_cursor_free(e, c);
   ck_assert_uint_eq(memo_pinned(e->memo), 0);
   engine_free(e);
-  /* two readers at once */
-  e = engine_with(1u << 20, 1u << 30);
+  /* two readers at once, with workers decoding the next units of each
+   * band (a 16 MiB cache: each unit fits the ahead budget) */
+  struct store *st;
+  struct zerr serr = {0};
+  ck_assert_int_eq(store_open_local(tmpdir, &st, &serr), 0);
+  struct engine_config cfg = {16u << 20, 1u << 30, 1 << 20, 0, 0, 2, 0};
+  ck_assert_int_eq(engine_new(st, &cfg, &e, &serr), 0);
   pthread_t t[2];
   struct breader br = {e, &x};
   for (int i = 0; i < 2; i++)
