@@ -289,7 +289,8 @@ static int row_cold_fits(const struct engine *e, const struct znode *n,
   return text >= ROWBAND_SLACK && 2 * unit <= e->cache_size;
 }
 
-/* Read through slab k's row: the segments of its units in turn. */
+/* Read through slab k's row: the segments of its units in turn (or in
+ * bands, fs/rowband.h). */
 long row_read(const struct read_req *q, const struct region *r,
               const struct region_layout *l, uint64_t k) {
   struct memo_key key;
@@ -311,6 +312,7 @@ long row_read(const struct read_req *q, const struct region *r,
       return row_read_cold(q, r, l, k);
     }
   }
+  /* A row that would hold more than a row may: the slab in bands. */
   if (key.n + 2 <= MEMO_KEY_WORDS && rowband_wanted(q->e, q->n, r, l, k))
     return rowband_read(q, r, l, k);
   ZTRY(memo_get(q->e->memo, &key, row_fill, &j, &ref, q->err));
