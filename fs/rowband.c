@@ -3,6 +3,9 @@
 #include "rowband.h"
 
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +160,17 @@ static void band_text_destroy(struct zobj *o) {
   struct band_text *t = (struct band_text *)o;
   free(t->text);
   free(t);
+}
+
+/* After a pass over a slab's units: what their decodes freed sits in the
+ * malloc arenas of whichever threads decoded them (the readers' and the
+ * workers'), and would stay in the resident set beside the band being
+ * read (up to 36 MB more on the 20-chunk row of bench/memory.sh): hand it
+ * back, once per pass, a few milliseconds beside a pass's decodes. */
+static void rowband_trim(void) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 /* Free what band_group_make made. */
@@ -315,6 +329,7 @@ static int band_map_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (rc == 0)
     rc = band_visit(j, &g, err);
   band_group_free(&g);
+  rowband_trim();
   m->unit_cost = g.unit_cost;
   /* lengths to offsets; bands cut greedily at `cut` */
   uint64_t pos = 0, inband = 0, nband = 0, maxseg = 0;
@@ -417,6 +432,7 @@ static int band_text_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (rc == 0)
     rc = band_visit(j, &g, err);
   band_group_free(&g);
+  rowband_trim();
   if (rc < 0) {
     zobj_put(&t->obj);
     return rc;
@@ -439,12 +455,11 @@ static uint64_t band_find(const struct band_map *m, uint64_t pos) {
   return lo;
 }
 
-/* See rowband.h. Would slab k's row hold more than a row may: its units decoded
- * (guessed: the text when units keep their text whole or hold strings,
- * else their elements, edge units at their whole shape, and layouts)
- * beyond both the cache (a row the cache holds costs what the cache
- * would) and ROWBAND_SLACK (within the slack of the bound)? Then the slab
- * is read in bands. */
+/* See rowband.h. Would slab k's row hold more than a row may: its units
+ * decoded (guessed: the text when units keep their text whole or hold
+ * strings, else their elements, edge units at their whole shape, and
+ * layouts) beyond both the cache (a row the cache holds costs what the
+ * cache would) and ROWBAND_ROW_MAX? Then the slab is read in bands. */
 int rowband_wanted(const struct engine *e, const struct znode *n,
                    const struct region *r, const struct region_layout *l,
                    uint64_t k) {
@@ -458,8 +473,44 @@ int rowband_wanted(const struct engine *e, const struct znode *n,
     guess = !fits || zmul_u64(elems, n->form.dt.size, &guess) < 0
                 ? UINT64_MAX
                 : guess + elems / 8;
-  uint64_t hold = e->cache_size > ROWBAND_SLACK ? e->cache_size : ROWBAND_SLACK;
+  uint64_t hold =
+      e->cache_size > ROWBAND_ROW_MAX ? e->cache_size : ROWBAND_ROW_MAX;
   return guess > hold;
+}
+
+/* Read [pos, pos+len) of band j->b straight from its units, one segment
+ * at a time (each unit pinned only while its segment is read): for a
+ * read in sequence of a band its reader has left (the kernel's read-ahead
+ * delivers reads slightly out of order), so the band is not made again
+ * beside the next one. Returns the bytes read or a negative errno. */
+static long band_read_direct(const struct band_job *j, uint64_t pos, size_t len,
+                             char *dst, struct zerr *err) {
+  const struct band_map *m = j->m;
+  uint64_t s = zfloor_u64(m->seg_off, m->nseg, pos), R;
+  size_t done = 0;
+  while (done < len && s < m->nseg) {
+    uint64_t at = pos + done - m->seg_off[s];
+    uint64_t seglen = m->seg_off[s + 1] - m->seg_off[s];
+    size_t want = len - done < seglen - at ? len - done : (size_t)(seglen - at);
+    uint64_t i = rowband_locate(j->n, j->r, j->k, s, &R);
+    struct chunk_text *ct;
+    struct bytesrc *data;
+    struct memo_ref *ref, *dref;
+    ZTRY(rowband_unit_pin(j->e, j->n, j->r, j->l, j->k, i, &ct, &data, &ref,
+                          &dref, err));
+    uint64_t wd = ct->ext[j->r->ndim - 1], a = m->seg_uoff[s];
+    long got =
+        want ? text_read_at(ct, data, R * wd, a, a + at, want, dst + done, err)
+             : 0;
+    rowband_unit_unpin(j->e, ct, data, ref, dref);
+    if (got < 0)
+      return got;
+    if ((size_t)got != want)
+      return zerr_set(err, EIO, "view: chunk shorter than its size");
+    done += want;
+    s++;
+  }
+  return (long)done;
 }
 
 /* See rowband.h. Slab k in bands: its map (where each segment's text comes
@@ -473,6 +524,7 @@ long rowband_read(const struct read_req *q, const struct region *r,
   mk.v[mk.n++] = ROWBAND_MAP_TAG;
   struct band_job j = {q->e, q->n, r, l, k, NULL, 0};
   struct memo_ref *mref, *bref = NULL;
+  cursor_room(q->e, q->c, &mk); /* the rows and bands it passed go */
   ZTRY(memo_get(q->e->memo, &mk, band_map_fill, &j, &mref, q->err));
   j.m = (const struct band_map *)memo_obj(mref);
   cursor_note_cost(q->c, j.m->unit_cost);
@@ -486,6 +538,23 @@ long rowband_read(const struct read_req *q, const struct region *r,
     bk.v[bk.n - 1] = ROWBAND_TAG;
     bk.v[bk.n++] = j.b = band_find(j.m, pos);
     memo_release(q->e->memo, bref); /* a band the read has passed */
+    bref = NULL;
+    uint64_t start = j.m->seg_off[j.m->band_seg[j.b]];
+    uint64_t end = j.m->seg_off[j.m->band_seg[j.b + 1]];
+    size_t want =
+        q->len - done < end - pos ? q->len - done : (size_t)(end - pos);
+    struct memo_key nk = bk; /* the next band */
+    nk.v[nk.n - 1] = j.b + 1;
+    if (q->seq && j.b + 1 < j.m->nband && !memo_present(q->e->memo, &bk) &&
+        memo_present(q->e->memo, &nk)) {
+      long got = band_read_direct(&j, pos, want, q->dst + done, q->err);
+      if (got < 0) {
+        rc = got;
+        break;
+      }
+      done += (size_t)got;
+      continue;
+    }
     cursor_room(q->e, q->c, &bk);
     if ((rc = memo_get(q->e->memo, &bk, band_text_fill, &j, &bref, q->err)) <
         0) {
@@ -493,9 +562,6 @@ long rowband_read(const struct read_req *q, const struct region *r,
       break;
     }
     const struct band_text *t = (const struct band_text *)memo_obj(bref);
-    uint64_t start = j.m->seg_off[j.m->band_seg[j.b]];
-    uint64_t avail = start + t->size - pos;
-    size_t want = q->len - done < avail ? q->len - done : (size_t)avail;
     memcpy(q->dst + done, t->text + (pos - start), want);
     done += want;
   }

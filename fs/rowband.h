@@ -4,7 +4,7 @@
  *
  * A row holds every unit of its slab decoded at once. When that would
  * hold more than the cache (a row the cache holds costs what the cache
- * would) and more than ROWBAND_SLACK (a part of the slack of the memory
+ * would) and more than ROWBAND_ROW_MAX (within the slack of the memory
  * bound, cache_size + 64 MiB), the slab is read in bands instead: runs of
  * consecutive segments of at most ROWBAND_TEXT_MAX bytes of text. A
  * band's text is made by visiting the slab's units one at a time (those
@@ -29,10 +29,13 @@
 
 /* Largest segment table of one slab (entries). */
 #define ROWBAND_MAX_SEGMENTS (64u << 20)
-/* What a row may hold beyond the cache: half of the slack of the memory
- * bound (cache_size + 64 MiB). Slabs of less text than this are read
- * through their row at once. */
+/* Half of the slack of the memory bound (cache_size + 64 MiB): slabs of
+ * less text than this are read through their row at once, even cold. */
 #define ROWBAND_SLACK (32u << 20)
+/* The largest row held whole beyond the cache: below it bands spare
+ * little, since a reader may hold two at a band change (the one it reads
+ * and the next its kernel read-ahead already asks for), about 40 MiB. */
+#define ROWBAND_ROW_MAX (48u << 20)
 
 /* Text the bands a reader holds take at once, at most (more only when
  * one segment is longer): a third of the slack of the memory bound
@@ -41,7 +44,7 @@
  * reader's cursor before the next one is made (cursor_room), so a reader
  * holds one band and bands may be that large; else its cursor may hold
  * its last three and the one being made, so bands take a quarter. */
-#define ROWBAND_TEXT_MAX (20u << 20)
+#define ROWBAND_TEXT_MAX (18u << 20)
 
 /* Segments of slab k of region r (rows of elements of the slab times its
  * units along the last dimension) into *nseg; -EOVERFLOW. */

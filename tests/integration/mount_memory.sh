@@ -27,7 +27,7 @@
 #      daemon reads under 1 MiB; the size pass streams all of it);
 #   8. `cat` of the wide array of 4. (its row of 20 chunks would hold
 #      64 MB decoded): exact (the text `zarrfs cat` reads through the
-#      whole row), within the bound (read in bands of 20 MiB of text, one
+#      whole row), within the bound (read in bands of 18 MiB of text, one
 #      chunk decoded at a time); then, on fresh mounts, reads at odd
 #      offsets around every band's end and the tail with the kernel's
 #      read-ahead off, and two `cat`s at once, exact.
@@ -159,14 +159,14 @@ if zmount "$D/wide" "$M" "${OPTS[@]}"; then
   zumount "$M"
 fi
 # ranges_eq FILE: the reply of the first 128 KiB read at each odd offset
-# around the ends of the first six 20 MiB bands and at the tail, each
+# around the ends of the first five 18 MiB bands and at the tail, each
 # read once with the kernel's read-ahead off, against the reference.
 ranges_eq() {
   t python3 -c 'import os, sys
 want = open(sys.argv[2], "rb").read()
 fd = os.open(sys.argv[1], os.O_RDONLY)
 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-offs = [b * (20 << 20) + d for b in range(1, 6) for d in (-70001, -4097, 13)]
+offs = [b * (18 << 20) + d for b in range(1, 6) for d in (-70001, -4097, 13)]
 offs.append(len(want) - 100003)
 for off in offs:
     got = os.pread(fd, 131072, off)

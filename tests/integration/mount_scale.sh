@@ -674,10 +674,10 @@ for cache in default 64K; do
   sdone
   smount "$SRC" "${opts[@]}" || continue
   # With 64K its row of 30 chunks (120 MB decoded) is read in bands of
-  # 20 MiB of text: each chunk is decoded once per band, once for the
+  # 18 MiB of text: each chunk is decoded once per band, once for the
   # slab's map and once for its size (docs/performance.md).
   times=4
-  [ "$cache" = default ] || times=$((I2_SIZE / (20 << 20) + 4))
+  [ "$cache" = default ] || times=$((I2_SIZE / (18 << 20) + 4))
   RCHAR_TIMES=$times whole_read "$d" "$MNT/values.txt" "$I2_STORED" int2d_gen
   alive "$d"
   sdone

@@ -357,7 +357,7 @@ static uint64_t nchunks(const struct grid2 *g) {
 }
 
 /* Text of a band when the cache is smaller (fs/rowband.h: ROWBAND_TEXT_MAX). */
-#define BAND_TEXT (20u << 20)
+#define BAND_TEXT (18u << 20)
 
 /* One configuration of the 2-D checks: stat, then a read pattern, with
  * the number of unit decodes bounded by `factor` times the chunks;
@@ -470,7 +470,7 @@ END_TEST
 
 /* Each unit decoded once per pass with the default budget (its row fits
  * the cache). With 64 KiB the row of 30 units (120 MB of elements) does
- * not fit: read in bands of 20 MiB of text, each unit decoded once to
+ * not fit: read in bands of 18 MiB of text, each unit decoded once to
  * learn sizes, once for the map of the slab and once per band. */
 START_TEST(wide_sequential_default) { grid2_check(&WIDE, 256u << 20, 0, 1); }
 END_TEST
@@ -894,12 +894,12 @@ START_TEST(stop_interrupts_layout) {
 }
 END_TEST
 
-/* Two slabs of 20 units whose rows would hold 40 MB of elements each
+/* Two slabs of 20 units whose rows would hold 56 MB of elements each
  * (the second's chunks hold 10 rows inside the array, 100 as stored),
- * beyond both a 1 MiB cache and the slack of the memory bound: 74 MB of
- * text, then 7 MB. */
+ * beyond both a 1 MiB cache and what a row may hold: 104 MB of text,
+ * then 10 MB. */
 static const struct grid2 BANDED = {
-    "banded", NUM_I32, {110, 100000}, {100, 5000}};
+    "banded", NUM_I32, {110, 140000}, {100, 7000}};
 
 /* Two readers at once, each in sequence with its own cursor. */
 struct breader {
