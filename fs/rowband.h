@@ -34,13 +34,13 @@
 #define ROWBAND_SLACK (32u << 20)
 /* The largest row held whole beyond the cache: below it bands spare
  * little, since a reader may hold two at a band change (the one it reads
- * and the next its kernel read-ahead already asks for), about 40 MiB. */
+ * and the next its kernel read-ahead already asks for), 36 MiB. */
 #define ROWBAND_ROW_MAX (48u << 20)
 
 /* Text the bands a reader holds take at once, at most (more only when
- * one segment is longer): a third of the slack of the memory bound
- * (cache_size + 64 MiB), leaving the rest to the unit being visited and
- * the decoding around it. A band larger than the cache is let go by its
+ * one segment is longer): under a third of the slack of the memory bound
+ * (cache_size + 64 MiB), leaving the rest to the unit being visited, the
+ * decoding around it and reads the kernel delivers late. A band larger than the cache is let go by its
  * reader's cursor before the next one is made (cursor_room), so a reader
  * holds one band and bands may be that large; else its cursor may hold
  * its last three and the one being made, so bands take a quarter. */
