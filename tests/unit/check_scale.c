@@ -948,6 +948,17 @@ START_TEST(band_reads) {
   read_cmp(e, &ent, c, x.row_off[100] - 5003, 10007, &x); /* the slab edge */
   read_cmp(e, &ent, NULL, size - 4097, 4097, &x);         /* the tail */
   view_cursor_free(e, c);
+  /* A reader in sequence into the second band lets the first go; a late
+   * read of the first (as the kernel's read-ahead delivers them) is read
+   * from its units, without making the band again. */
+  c = view_cursor_new();
+  for (uint64_t off = BAND_TEXT - (1u << 20); off < BAND_TEXT + (1u << 20);
+       off += 131072)
+    read_cmp(e, &ent, c, off, 131072, &x);
+  uint64_t made = engine_fills(e, ELEVEL_ROW);
+  read_cmp(e, &ent, c, BAND_TEXT - (3u << 20) + 5, 131072, &x);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_ROW), made);
+  view_cursor_free(e, c);
   ck_assert_uint_eq(memo_pinned(e->memo), 0);
   engine_free(e);
   /* two readers at once, with workers decoding the next units of each
