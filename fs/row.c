@@ -6,9 +6,7 @@
 
 #include "../src/util/zmath.h"
 #include "cursor.h"
-
-/* Largest segment table of one row of units (entries). */
-#define ROW_MAX_SEGMENTS (64u << 20)
+#include "rowband.h"
 
 /* What a row fill needs. */
 struct row_job {
@@ -44,57 +42,6 @@ static void row_destroy(struct zobj *o) {
   free(w->seg_off);
   free(w->seg_uoff);
   free(w);
-}
-
-/* Rows of elements of the region inside slab k along dimension 0. */
-static uint64_t slab_rows0(const struct znode *n, const struct region *r,
-                           uint64_t k) {
-  uint64_t u = r->lo[0] + k, start = node_unit_start(n, 0, u);
-  uint64_t ext = node_unit_ext(n, 0, u);
-  return r->ehi[0] - start < ext ? r->ehi[0] - start : ext;
-}
-
-/* Segments of slab k: rows of elements times units along the last
- * dimension. */
-static int slab_nseg(const struct znode *n, const struct region *r, uint64_t k,
-                     uint64_t *nseg) {
-  uint64_t rows = slab_rows0(n, r, k);
-  for (int d = 1; d < r->ndim - 1; d++)
-    if (zmul_u64(rows, r->ehi[d] - r->elo[d], &rows) < 0)
-      return -EOVERFLOW;
-  return zmul_u64(rows, r->hi[r->ndim - 1] - r->lo[r->ndim - 1], nseg);
-}
-
-/* Segment s of slab k: the unit (its index in the slab) and the in-bounds
- * row R of that unit it comes from. */
-static uint64_t segment_locate(const struct znode *n, const struct region *r,
-                               uint64_t k, uint64_t s, uint64_t *row) {
-  int nd = r->ndim;
-  uint64_t glast = r->hi[nd - 1] - r->lo[nd - 1];
-  uint64_t rr = s / glast;
-  uint64_t idx[ZMETA_MAX_DIMS];
-  idx[nd - 1] = r->lo[nd - 1] + s % glast;
-  /* Region row rr of the slab -> element coordinates a[0..nd-2]. */
-  uint64_t a[ZMETA_MAX_DIMS];
-  for (int d = nd - 2; d >= 0; d--) {
-    uint64_t extent = d == 0 ? slab_rows0(n, r, k) : r->ehi[d] - r->elo[d];
-    a[d] = rr % extent;
-    rr /= extent;
-  }
-  a[0] += node_unit_start(n, 0, r->lo[0] + k);
-  for (int d = 1; d <= nd - 2; d++)
-    a[d] += r->elo[d];
-  uint64_t R = 0;
-  for (int d = 0; d <= nd - 2; d++) {
-    idx[d] = node_unit_of(n, d, a[d]);
-    R = R * node_unit_ext(n, d, idx[d]) +
-        (a[d] - node_unit_start(n, d, idx[d]));
-  }
-  *row = R;
-  uint64_t i = 0; /* index in the slab: C order over dimensions 1.. */
-  for (int d = 1; d < nd; d++)
-    i = i * (r->hi[d] - r->lo[d]) + (idx[d] - r->lo[d]);
-  return i;
 }
 
 /* Unit i of slab k: stored ones decoded through the memo (the row keeps
@@ -147,7 +94,7 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
   const struct znode *n = j->n;
   const struct region *r = j->r;
   uint64_t nseg;
-  if (slab_nseg(n, r, j->k, &nseg) < 0 || nseg > ROW_MAX_SEGMENTS)
+  if (rowband_nseg(n, r, j->k, &nseg) < 0 || nseg > ROWBAND_MAX_SEGMENTS)
     return zerr_set(err, EFBIG, "array view: too many row segments");
   struct slab_row *w = calloc(1, sizeof *w);
   if (!w)
@@ -191,7 +138,7 @@ static int row_fill(void *ctx, struct zobj **obj, size_t *cost,
   /* A unit's rows come in increasing order, so each segment's end is
    * found from its start by walking at most one row (or one block). */
   for (uint64_t s = 0; rc == 0 && s < nseg; s++) {
-    uint64_t R, i = segment_locate(n, r, j->k, s, &R);
+    uint64_t R, i = rowband_locate(n, r, j->k, s, &R);
     const struct chunk_text *ct = w->units[i];
     uint64_t wd = ct->ext[r->ndim - 1];
     uint64_t a = text_line_off_from(ct, next_k[i], next_off[i], R * wd);
@@ -230,41 +177,6 @@ static void row_map_free(struct row_map *m) {
   free(m->roff);
 }
 
-/* Unit i of slab k with what its text is read from (a pin on each, data a
- * new reference or NULL): row_unit's look-up without a row. */
-static int cold_unit(const struct read_req *q, const struct region *r,
-                     const struct region_layout *l, uint64_t k, uint64_t i,
-                     struct chunk_text **ct, struct bytesrc **data,
-                     struct memo_ref **ref, struct memo_ref **dref) {
-  uint64_t rl = k * r->per_slab + i, idx[ZMETA_MAX_DIMS];
-  region_unit(r, rl, idx);
-  *ref = *dref = NULL;
-  *data = NULL;
-  if (!region_stored(l, rl))
-    return unit_new_fill(q->n, idx, ct, q->err);
-  ZTRY(unit_get(q->e, q->n, idx, ref, q->err));
-  const struct chunk_text *rct;
-  int rc = unit_src(q->e, q->n, unit_of_ref(*ref), &rct, data, dref, q->err);
-  if (rc < 0) {
-    memo_release(q->e->memo, *ref);
-    *ref = NULL;
-    return rc;
-  }
-  *ct = (struct chunk_text *)zobj_get((struct zobj *)&rct->obj);
-  return 0;
-}
-
-/* Let go of what cold_unit gave. */
-static void cold_put(struct engine *e, struct chunk_text *ct,
-                     struct bytesrc *data, struct memo_ref *ref,
-                     struct memo_ref *dref) {
-  if (ct)
-    zobj_put(&ct->obj);
-  bytesrc_unref(data);
-  memo_release(e->memo, dref);
-  memo_release(e->memo, ref);
-}
-
 /* The row starts of unit i of slab k into m (decoding it if it is not in
  * the cache; nothing is kept pinned). */
 static int cold_rows(const struct read_req *q, const struct region *r,
@@ -275,7 +187,8 @@ static int cold_rows(const struct read_req *q, const struct region *r,
   struct chunk_text *ct;
   struct bytesrc *data;
   struct memo_ref *ref, *dref;
-  ZTRY(cold_unit(q, r, l, k, i, &ct, &data, &ref, &dref));
+  ZTRY(rowband_unit_pin(q->e, q->n, r, l, k, i, &ct, &data, &ref, &dref,
+                        q->err));
   uint64_t wd = ct->ext[r->ndim - 1], rows = wd ? ct->nin / wd : 0;
   uint64_t *o = malloc((size_t)(rows + 1) * sizeof *o);
   if (o) {
@@ -283,7 +196,7 @@ static int cold_rows(const struct read_req *q, const struct region *r,
     for (uint64_t R = 0; R < rows; R++)
       o[R + 1] = text_line_off_from(ct, R * wd, o[R], (R + 1) * wd);
   }
-  cold_put(q->e, ct, data, ref, dref);
+  rowband_unit_unpin(q->e, ct, data, ref, dref);
   if (!o)
     return zerr_set(q->err, ENOMEM, "out of memory");
   m->roff[i] = o;
@@ -305,7 +218,7 @@ struct cold_pin {
 static long row_read_cold(const struct read_req *q, const struct region *r,
                           const struct region_layout *l, uint64_t k) {
   uint64_t nseg;
-  if (slab_nseg(q->n, r, k, &nseg) < 0 || nseg > ROW_MAX_SEGMENTS)
+  if (rowband_nseg(q->n, r, k, &nseg) < 0 || nseg > ROWBAND_MAX_SEGMENTS)
     return zerr_set(q->err, EFBIG, "array view: too many row segments");
   struct row_map m = {calloc((size_t)r->per_slab, sizeof(uint64_t *)),
                       r->per_slab};
@@ -314,7 +227,7 @@ static long row_read_cold(const struct read_req *q, const struct region *r,
   uint64_t pos = 0, s = 0, R = 0, i = 0, seglen = 0;
   /* The segment holding q->off. */
   for (; rc == 0 && s < nseg; s++, pos += seglen) {
-    i = segment_locate(q->n, r, k, s, &R);
+    i = rowband_locate(q->n, r, k, s, &R);
     if ((rc = cold_rows(q, r, l, k, i, &m)) < 0)
       break;
     seglen = m.roff[i][R + 1] - m.roff[i][R];
@@ -325,7 +238,7 @@ static long row_read_cold(const struct read_req *q, const struct region *r,
   }
   size_t done = 0;
   while (rc == 0 && done < q->len && s < nseg) {
-    i = segment_locate(q->n, r, k, s, &R);
+    i = rowband_locate(q->n, r, k, s, &R);
     if ((rc = cold_rows(q, r, l, k, i, &m)) < 0)
       break;
     uint64_t a = m.roff[i][R], b = m.roff[i][R + 1];
@@ -333,8 +246,9 @@ static long row_read_cold(const struct read_req *q, const struct region *r,
     size_t want =
         q->len - done < b - a - at ? q->len - done : (size_t)(b - a - at);
     struct cold_pin *p = &pin[i];
-    if (!p->ct && (rc = cold_unit(q, r, l, k, i, &p->ct, &p->data, &p->ref,
-                                  &p->dref)) < 0)
+    if (!p->ct &&
+        (rc = rowband_unit_pin(q->e, q->n, r, l, k, i, &p->ct, &p->data,
+                               &p->ref, &p->dref, q->err)) < 0)
       break;
     uint64_t wd = p->ct->ext[r->ndim - 1];
     long got = text_read_at(p->ct, p->data, R * wd, a, a + at, want,
@@ -354,7 +268,7 @@ static long row_read_cold(const struct read_req *q, const struct region *r,
     }
   }
   for (uint64_t u = 0; pin && u < r->per_slab; u++)
-    cold_put(q->e, pin[u].ct, pin[u].data, pin[u].ref, pin[u].dref);
+    rowband_unit_unpin(q->e, pin[u].ct, pin[u].data, pin[u].ref, pin[u].dref);
   free(pin);
   row_map_free(&m);
   return rc < 0 ? rc : (long)done;
@@ -362,9 +276,6 @@ static long row_read_cold(const struct read_req *q, const struct region *r,
 
 /* Tag of the memo value saying slab k was read cold once already. */
 #define ROW_COLD_TAG 0x636f6c64u
-/* Slabs of less text than this are read through their row at once: a row
- * that size is within the slack of the memory bound (cache + 64 MiB). */
-#define ROW_COLD_MIN (32u << 20)
 
 /* Is a cold read of slab k worth reading unit by unit: a slab whose row
  * would hold a large share of the memory bound, of units small enough
@@ -375,10 +286,11 @@ static int row_cold_fits(const struct engine *e, const struct znode *n,
                          uint64_t k) {
   uint64_t text = region_slab_off(n, r, l, k + 1) - region_slab_off(n, r, l, k);
   uint64_t unit = text / r->per_slab; /* about a unit's decoded cost */
-  return text >= ROW_COLD_MIN && 2 * unit <= e->cache_size;
+  return text >= ROWBAND_SLACK && 2 * unit <= e->cache_size;
 }
 
-/* Read through slab k's row: the segments of its units in turn. */
+/* Read through slab k's row: the segments of its units in turn (or in
+ * bands, fs/rowband.h). */
 long row_read(const struct read_req *q, const struct region *r,
               const struct region_layout *l, uint64_t k) {
   struct memo_key key;
@@ -400,6 +312,9 @@ long row_read(const struct read_req *q, const struct region *r,
       return row_read_cold(q, r, l, k);
     }
   }
+  /* A row that would hold more than a row may: the slab in bands. */
+  if (key.n + 2 <= MEMO_KEY_WORDS && rowband_wanted(q->e, q->n, r, l, k))
+    return rowband_read(q, r, l, k);
   ZTRY(memo_get(q->e->memo, &key, row_fill, &j, &ref, q->err));
   const struct slab_row *w = (const struct slab_row *)memo_obj(ref);
   cursor_note_cost(q->c, w->unit_cost);
@@ -408,7 +323,7 @@ long row_read(const struct read_req *q, const struct region *r,
   uint64_t s = zfloor_u64(w->seg_off, w->nseg, q->off);
   while (done < q->len && s < w->nseg) {
     uint64_t pos = q->off + done, R;
-    uint64_t i = segment_locate(q->n, r, k, s, &R);
+    uint64_t i = rowband_locate(q->n, r, k, s, &R);
     const struct chunk_text *ct = w->units[i];
     uint64_t wd = ct->ext[r->ndim - 1];
     uint64_t avail = w->seg_off[s + 1] - pos;

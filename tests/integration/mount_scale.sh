@@ -8,7 +8,8 @@
 #      readers at random offsets and 16 readers covering the view once,
 #      with the default cache, -o cache_size=64K (and 1M for the floats);
 #      the daemon's rchar for a whole read stays within a small constant of
-#      the store size (about one decode per chunk);
+#      the store size (about one decode per chunk, or per chunk and band
+#      where a row of chunks is read in bands);
 #   2. file descriptors: the daemon under `ulimit -n 64` over a
 #      10,000-chunk string store;
 #   3. a chunk key that is a FIFO: EIO at once, logged once, the rest served;
@@ -220,22 +221,23 @@ check_size() {
 
 # check_rchar DESC R0 R1 STORED: a whole read made the daemon read at most
 # 4 x the store plus 4 MiB (about one decode per chunk: re-decoding per
-# 128 KiB request costs orders of magnitude more), and at least half the
+# 128 KiB request costs orders of magnitude more; RCHAR_TIMES instead of 4
+# where a pass decodes each chunk several times), and at least half the
 # store (else the counter is blind and the bound proves nothing).
 check_rchar() {
-  local desc=$1 r0=$2 r1=$3 stored=$4 d
+  local desc=$1 r0=$2 r1=$3 stored=$4 times=${RCHAR_TIMES:-4} d
   if [ -z "$r0" ] || [ -z "$r1" ]; then
     fail "$desc: cannot read /proc/PID/io"
     return
   fi
   d=$((r1 - r0))
   say "$desc: daemon rchar +$d bytes for a $stored-byte store ($(awk -v a="$d" -v b="$stored" 'BEGIN { printf "%.2f", b ? a / b : 0 }')x)"
-  if [ "$d" -gt $((4 * stored + 4194304)) ]; then
-    fail "$desc: the daemon read $d bytes for a $stored-byte store (limit 4x + 4 MiB): chunks decoded again and again"
+  if [ "$d" -gt $((times * stored + 4194304)) ]; then
+    fail "$desc: the daemon read $d bytes for a $stored-byte store (limit ${times}x + 4 MiB): chunks decoded again and again"
   elif [ "$d" -lt $((stored / 2)) ]; then
     fail "$desc: rchar rose by only $d for a $stored-byte store: the measurement is blind"
   else
-    pass "$desc: rchar within 4x the store"
+    pass "$desc: rchar within ${times}x the store"
   fi
 }
 
@@ -671,7 +673,12 @@ for cache in default 64K; do
   readers "$d: 16 concurrent 128 KiB readers" "$MNT/values.txt" "$I2_SIZE" 9 int2d_gen
   sdone
   smount "$SRC" "${opts[@]}" || continue
-  whole_read "$d" "$MNT/values.txt" "$I2_STORED" int2d_gen
+  # With 64K its row of 30 chunks (120 MB decoded) is read in bands of
+  # 18 MiB of text: each chunk is decoded once per band, once for the
+  # slab's map and once for its size (docs/performance.md).
+  times=4
+  [ "$cache" = default ] || times=$((I2_SIZE / (18 << 20) + 4))
+  RCHAR_TIMES=$times whole_read "$d" "$MNT/values.txt" "$I2_STORED" int2d_gen
   alive "$d"
   sdone
 done
