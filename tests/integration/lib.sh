@@ -593,6 +593,9 @@ zt_status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/
 # Is the daemon built with AddressSanitizer? (It is slower and uses more
 # memory: tests may shrink their largest cases, never skip them.)
 zt_daemon_is_asan() { grep -aq '__asan_init' "$ZARRFS_BIN" 2>/dev/null; }
+# zt_daemon_is_sanitized: built with AddressSanitizer or ThreadSanitizer,
+# whose shadow memory makes the resident set no measure of what zarrfs holds.
+zt_daemon_is_sanitized() { grep -aqE '__(asan|tsan)_init' "$ZARRFS_BIN" 2>/dev/null; }
 
 # zt_bg OUT CMD...: start CMD in the background (stdout to OUT, stderr to
 # OUT.err); its pid is in ZT_BG_PID. For commands that may block in the
