@@ -73,21 +73,25 @@ peak_ok() {
 
 OPTS=(-o "cache_size=${CACHE_MB}M,index_cache=none")
 
+# cat_within NAME STORE REF DESC PEAK_DESC: on a fresh mount of STORE,
+# values.txt is REF byte for byte and the daemon's peak within the bound.
+cat_within() {
+  local m
+  m=$(zt_mkdir "$1")
+  if zmount "$2" "$m" "${OPTS[@]}"; then
+    assert_file_eq "$4" "$3" "$m/values.txt"
+    peak_ok "$5" "$ZT_PID"
+    zumount "$m"
+  fi
+}
+
 # ---- 1. a 48 MB unit, plain element bytes ----
-M=$(zt_mkdir m1)
-if zmount "$D/u48" "$M" "${OPTS[@]}"; then
-  assert_file_eq "48 MB unit: values.txt exact" "$ZT_TMP/u48.txt" "$M/values.txt"
-  peak_ok "48 MB unit, zarrs.vlen [bytes]: cat" "$ZT_PID"
-  zumount "$M"
-fi
+cat_within m1 "$D/u48" "$ZT_TMP/u48.txt" "48 MB unit: values.txt exact" \
+  "48 MB unit, zarrs.vlen [bytes]: cat"
 
 # ---- 2. the same strings behind zstd ----
-M=$(zt_mkdir m2)
-if zmount "$D/u48z" "$M" "${OPTS[@]}"; then
-  assert_file_eq "48 MB unit, zstd: values.txt exact" "$ZT_TMP/u48.txt" "$M/values.txt"
-  peak_ok "48 MB unit, zarrs.vlen [bytes, zstd]: cat" "$ZT_PID"
-  zumount "$M"
-fi
+cat_within m2 "$D/u48z" "$ZT_TMP/u48.txt" "48 MB unit, zstd: values.txt exact" \
+  "48 MB unit, zarrs.vlen [bytes, zstd]: cat"
 
 # ---- 3. tail of the 48 MB unit on a fresh mount ----
 M=$(zt_mkdir m3)
@@ -113,12 +117,8 @@ sys.stdout.buffer.write(os.pread(fd, 131072, 0))' "$M/values.txt" | md5sum)
 fi
 
 # ---- 5. 40 B strings in three 40 MB zstd chunks ----
-M=$(zt_mkdir m5)
-if zmount "$D/s40z" "$M" "${OPTS[@]}"; then
-  assert_file_eq "40 B strings, zstd: values.txt exact" "$ZT_TMP/s40.txt" "$M/values.txt"
-  peak_ok "40 B strings in 40 MB zarrs.vlen [bytes, zstd] chunks: cat" "$ZT_PID"
-  zumount "$M"
-fi
+cat_within m5 "$D/s40z" "$ZT_TMP/s40.txt" "40 B strings, zstd: values.txt exact" \
+  "40 B strings in 40 MB zarrs.vlen [bytes, zstd] chunks: cat"
 
 # ---- 6. vlen-utf8 behind zstd, an inner chunk of a shard ----
 M=$(zt_mkdir m6)
@@ -153,12 +153,8 @@ fi
 WIDE_TXT=$ZT_TMP/wide.txt
 t "$ZARRFS_BIN" cat "$D/wide" values.txt >"$WIDE_TXT" ||
   zt_hard_error "zarrfs cat of the wide array failed"
-M=$(zt_mkdir m8)
-if zmount "$D/wide" "$M" "${OPTS[@]}"; then
-  assert_file_eq "wide row: cat exact" "$WIDE_TXT" "$M/values.txt"
-  peak_ok "wide row of 20 chunks: cat" "$ZT_PID"
-  zumount "$M"
-fi
+cat_within m8 "$D/wide" "$WIDE_TXT" "wide row: cat exact" \
+  "wide row of 20 chunks: cat"
 # ranges_eq FILE: the reply of the first 128 KiB read at each odd offset
 # around the ends of the first five 18 MiB bands and at the tail, each
 # read once with the kernel's read-ahead off, against the reference.
