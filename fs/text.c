@@ -8,6 +8,7 @@
 #include "cftext.h"
 #include "csvtext.h"
 #include "render.h"
+#include "rsplit.h"
 
 /* How many elements a layout pass handles between looks at the stop flag. */
 #define TEXT_STOP_EVERY 65536
@@ -276,30 +277,6 @@ static int layout_check(struct chunk_text *ct, size_t max_bytes,
   return 0;
 }
 
-/* A growing text buffer for a layout that renders as it measures. */
-struct tbuf {
-  char *p;
-  size_t len, cap, max; /* max: give up beyond it (p freed, NULL) */
-};
-
-/* Room for n more bytes, or drop the buffer when over its limit. */
-static char *tbuf_room(struct tbuf *b, size_t n) {
-  if (!b->p)
-    return NULL;
-  if (b->len + n > b->cap) {
-    size_t cap = b->cap * 2 > b->len + n ? b->cap * 2 : b->len + n;
-    char *p = cap <= b->max ? realloc(b->p, cap) : NULL;
-    if (!p) { /* over the limit, or no memory: stay lazy */
-      free(b->p);
-      b->p = NULL;
-      return NULL;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  return b->p + b->len;
-}
-
 /* Move n bytes that may overlap: up to 32 by loads made before any store
  * (a library call's size dispatch costs more than a short element). */
 static inline void move_short(char *dst, const char *src, size_t n) {
@@ -452,8 +429,9 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
 /* See text.h. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
-                size_t render_max, const atomic_int *stop,
-                struct chunk_text **out, struct zerr *err) {
+                size_t render_max, struct pool *helpers,
+                const atomic_int *stop, struct chunk_text **out,
+                struct zerr *err) {
   struct chunk_text *ct = unit_new(form, shape, idx);
   if (!ct) {
     abytes_free(ab);
@@ -505,12 +483,16 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     k0 = ct->nin;
   }
   /* Plain text of a box that is the unit's own order: a block of lines
-   * per call, while the room for the block stays inside render_max. */
+   * per call, while the room for the block stays inside render_max; a
+   * long run's tail in parts on the idle helpers. */
+  uint64_t kend = ct->nin;
+  struct rsplit *rs = NULL;
   if (rc == 0 && tb.p && !form->cf && !form->csv &&
       ab->elsize == form->dt.size && inb_linear(ct)) {
-    for (; k0 < ct->nin && rc == 0; k0 += TEXT_BLOCK) {
-      size_t m =
-          ct->nin - k0 < TEXT_BLOCK ? (size_t)(ct->nin - k0) : TEXT_BLOCK;
+    rs = rsplit_start(helpers, &form->dt, ab->fixed->mem, ab->elsize, k0,
+                      ct->nin, TEXT_BLOCK, ct->blk, &kend);
+    for (; k0 < kend && rc == 0; k0 += TEXT_BLOCK) {
+      size_t m = kend - k0 < TEXT_BLOCK ? (size_t)(kend - k0) : TEXT_BLOCK;
       if (tb.len + m * RENDER_RUN_ROOM > tb.max)
         break;
       char *d = tbuf_room(&tb, m * RENDER_RUN_ROOM);
@@ -528,7 +510,7 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
   }
   struct inb_it it;
   it_init(&it, ct, k0 < ct->nin ? k0 : 0);
-  for (uint64_t k = k0; rc == 0 && k < ct->nin; k++, it_next(&it, ct)) {
+  for (uint64_t k = k0; rc == 0 && k < kend; k++, it_next(&it, ct)) {
     if (k % TEXT_BLOCK == 0) {
       ct->blk[k / TEXT_BLOCK] = pos;
       if (k % TEXT_STOP_EVERY == 0 && stop &&
@@ -548,6 +530,8 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     }
     pos += elem_len(ct, it.j) + 1;
   }
+  if (rs)
+    rsplit_end(rs, &tb, ct->blk, &pos);
   if (rc == 0 && pos > TEXT_MAX_SIZE)
     rc = zerr_set(err, EFBIG, "text of a chunk exceeds 2^63 bytes");
   if (rc < 0) {

@@ -19,7 +19,8 @@
 #include "../codecs/chain.h"
 #include "../src/util/memo.h"
 
-struct cf; /* src/zarr/cf.h */
+struct cf;   /* src/zarr/cf.h */
+struct pool; /* src/util/pool.h */
 
 /* In-bounds elements per stored layout offset. */
 #define TEXT_BLOCK 64
@@ -81,12 +82,14 @@ int text_fill_unit(const struct text_form *form, const uint64_t *shape,
  * in-bounds extents, text size, block offsets. Fixed-size elements are
  * loaded into memory (capped by max_bytes); their text, rendered to be
  * measured, is kept whole when it fits in render_max bytes (0: never),
- * and the elements are then dropped. stop (may be NULL) makes a long
- * layout give up with -EINTR. New reference in *out. */
+ * and the elements are then dropped; idle workers of helpers (may be
+ * NULL) render parts of a long run (fs/rsplit.h). stop (may be NULL)
+ * makes a long layout give up with -EINTR. New reference in *out. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
-                size_t render_max, const atomic_int *stop,
-                struct chunk_text **out, struct zerr *err);
+                size_t render_max, struct pool *helpers,
+                const atomic_int *stop, struct chunk_text **out,
+                struct zerr *err);
 
 /* Render the whole text of a laid-out unit into memory once, and drop its
  * decoded elements: reads then copy bytes. data is the unit's element

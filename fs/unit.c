@@ -153,16 +153,14 @@ static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
 
 /* The index of the shard holding unit j->idx, pinned in *ref: the
  * shard's chunk coordinates in cidx, the unit's place in it in *inner. */
-static int unit_shard_index(struct unit_job *j, uint64_t *cidx,
-                            uint64_t *inner, struct memo_ref **ref,
-                            struct zerr *err) {
+static int unit_shard_index(struct unit_job *j, uint64_t *cidx, uint64_t *inner,
+                            struct memo_ref **ref, struct zerr *err) {
   *inner = unit_chunk(j->n, j->idx, cidx);
   struct memo_key k;
   node_key(&k, ELEVEL_SHARD_INDEX, j->n, cidx, NULL, 0);
   struct unit_job ij = {j->e, j->n, cidx, j->key, NULL};
   return memo_get(j->e->memo, &k, shard_index_fill, &ij, ref, err);
 }
-
 
 /* See unit.h. */
 int unit_source(struct unit_job *j, struct abytes **out, int *logged,
@@ -229,8 +227,8 @@ int unit_encoded(struct unit_job *j, struct bytesrc **out,
     const struct shard_index_obj *si =
         (const struct shard_index_obj *)memo_obj(ref);
     if (si->index && !shard_inner_is_empty(si->index, inner))
-      rc = bytesrc_sub(src, si->index[2 * inner], si->index[2 * inner + 1],
-                       out, err);
+      rc = bytesrc_sub(src, si->index[2 * inner], si->index[2 * inner + 1], out,
+                       err);
     memo_release(e->memo, ref);
   }
   bytesrc_unref(src);
@@ -365,7 +363,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     /* (no reference of ours to ab->data: text_layout may turn a buffer
      * that is the unit's alone into its text in place) */
     rc = text_layout(&n->form, n->meta->shape, j->idx, ab, e->env.max_decoded,
-                     e->render_max, &e->stopping, &ct, err);
+                     e->render_max, e->ahead, &e->stopping, &ct, err);
     ab = NULL; /* taken by text_layout */
     /* Strings decoded into memory: their text is about their size, so
      * keep the text instead (reads become copies); text_layout has done

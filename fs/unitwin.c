@@ -221,8 +221,8 @@ static long direct_read(struct engine *e, const struct znode *n,
     ab->data_len = o[b];
     struct chunk_text *ct;
     uint64_t zero = 0;
-    rc = text_layout(&f1, &b, &zero, ab, e->env.max_decoded, 0, &e->stopping,
-                     &ct, err);
+    rc = text_layout(&f1, &b, &zero, ab, e->env.max_decoded, 0, NULL,
+                     &e->stopping, &ct, err);
     if (rc < 0)
       break;
     uint64_t at = off + done; /* >= kpos */
@@ -449,8 +449,8 @@ static int ustream_open(struct unit_job *j, struct bytesrc **out,
   struct codec_spec tmp;
   uint64_t want = node_chunk_spec(j->n, j->idx, &tmp)->nelem;
   rc = bytesrc_read_range(*out, 0, 4, h, err);
-  uint32_t count = (uint32_t)h[0] | (uint32_t)h[1] << 8 |
-                   (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
+  uint32_t count = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+                   (uint32_t)h[3] << 24;
   if (rc == 0 && count != want)
     rc = zerr_set(err, EIO, "%s: header says %u elements, chunk has %llu",
                   a2b->name, count, (unsigned long long)want);
@@ -473,8 +473,7 @@ static int ustream_len(struct bytesrc *ds, const struct ucur *c, uint32_t *len,
 }
 
 /* Step c past its element of len bytes. */
-static void ustream_step(const struct dtype *dt, struct ucur *c,
-                         uint32_t len) {
+static void ustream_step(const struct dtype *dt, struct ucur *c, uint32_t len) {
   c->pos += 4 + (uint64_t)len;
   c->tpos += text_var_len(dt, len) + 1;
   c->k++;
@@ -484,7 +483,7 @@ static void ustream_step(const struct dtype *dt, struct ucur *c,
  * rule: 9 bytes an element past a quarter of the cache)? */
 /* See unit.h. */
 int unit_stream_windowed(const struct engine *e, const struct znode *n,
-                                const uint64_t *idx) {
+                         const uint64_t *idx) {
   uint64_t held = unit_nin(n, idx) * 9;
   return unit_streamed(n, idx) && held >= UNIT_WINDOW_MIN &&
          held > e->cache_size / 4;
@@ -629,13 +628,13 @@ static int ustream_batch(struct engine *e, const struct znode *n, uint64_t nin,
     ab->data_len = used;
     struct chunk_text *ct;
     uint64_t zero = 0;
-    rc = text_layout(&f1, &b, &zero, ab, e->env.max_decoded, 0, &e->stopping,
-                     &ct, err);
+    rc = text_layout(&f1, &b, &zero, ab, e->env.max_decoded, 0, NULL,
+                     &e->stopping, &ct, err);
     ab = NULL; /* the layout owns it now */
     if (rc == 0) {
       uint64_t want = (q.tpos < end ? q.tpos : end) - off;
-      long r = text_read(ct, ct->ab->data, off - s.tpos, (size_t)want, dst,
-                         err);
+      long r =
+          text_read(ct, ct->ab->data, off - s.tpos, (size_t)want, dst, err);
       zobj_put(&ct->obj);
       if (r < 0)
         rc = (int)r;
@@ -685,8 +684,8 @@ static long ustream_read_locked(struct engine *e, const struct znode *n,
   size_t done = 0;
   while (done < len && c.k < nin) {
     size_t got;
-    ZTRY(ustream_batch(e, n, nin, u->ds, &c, off + done, len - done,
-                       dst + done, &got, err));
+    ZTRY(ustream_batch(e, n, nin, u->ds, &c, off + done, len - done, dst + done,
+                       &got, err));
     done += got;
   }
   u->cur = c;

@@ -88,7 +88,8 @@ void pool_free(struct pool *p) {
   free(p);
 }
 
-int pool_submit(struct pool *p, pool_fn fn, void *arg) {
+/* Queue fn(arg) at the tail, or at the head when first. */
+static int pool_queue(struct pool *p, pool_fn fn, void *arg, int first) {
   pthread_mutex_lock(&p->lock);
   if (!p->started) {
     p->started = 1;
@@ -96,14 +97,27 @@ int pool_submit(struct pool *p, pool_fn fn, void *arg) {
            pthread_create(&p->threads[p->nthreads], NULL, pool_worker, p) == 0)
       p->nthreads++;
   }
-  int rc = p->quit ? -ESHUTDOWN : !p->nthreads || p->len == p->cap ? -EAGAIN : 0;
+  int rc = p->quit                            ? -ESHUTDOWN
+           : !p->nthreads || p->len == p->cap ? -EAGAIN
+                                              : 0;
   if (rc == 0) {
-    p->queue[(p->head + p->len) % p->cap] = (struct pool_job){fn, arg};
+    if (first)
+      p->head = (p->head + p->cap - 1) % p->cap;
+    p->queue[first ? p->head : (p->head + p->len) % p->cap] =
+        (struct pool_job){fn, arg};
     p->len++;
     pthread_cond_signal(&p->more);
   }
   pthread_mutex_unlock(&p->lock);
   return rc;
+}
+
+int pool_submit(struct pool *p, pool_fn fn, void *arg) {
+  return pool_queue(p, fn, arg, 0);
+}
+
+int pool_submit_first(struct pool *p, pool_fn fn, void *arg) {
+  return pool_queue(p, fn, arg, 1);
 }
 
 int pool_threads(const struct pool *p) { return p->want; }

@@ -28,6 +28,9 @@ void pool_free(struct pool *p);
  * started) and -ESHUTDOWN (being freed), in which case fn is not called and
  * arg stays the caller's. */
 int pool_submit(struct pool *p, pool_fn fn, void *arg);
+/* pool_submit, but the job is taken before every job already queued: the
+ * part of a job in progress that an idle worker may help with. */
+int pool_submit_first(struct pool *p, pool_fn fn, void *arg);
 /* Workers (the configured number). */
 int pool_threads(const struct pool *p);
 /* Jobs queued or running now (a snapshot, for pacing and tests). */

@@ -1290,7 +1290,7 @@ START_TEST(test_text_runs_same_as_elements) {
       bytesrc_ref(src);
     struct chunk_text *ct = NULL;
     ck_assert_int_eq(text_layout(&form, ashape, idx, ab, MAXDEC,
-                                 whole ? MAXDEC : 0, NULL, &ct, &err),
+                                 whole ? MAXDEC : 0, NULL, NULL, &ct, &err),
                      0);
     if (whole && ct->ab && !in_file) { /* a decoded data section's copy */
       uint8_t *sec = malloc(dsize + base + 1);
