@@ -171,7 +171,7 @@ END_TEST
 /* Record the order jobs run in. */
 struct order {
   atomic_int n;
-  int seen[4];
+  atomic_int seen[4];
 };
 struct order_arg {
   struct order *o;
@@ -180,7 +180,7 @@ struct order_arg {
 static void order_job(void *arg, int cancelled) {
   struct order_arg *a = arg;
   if (!cancelled)
-    a->o->seen[atomic_fetch_add(&a->o->n, 1)] = a->id;
+    atomic_store(&a->o->seen[atomic_fetch_add(&a->o->n, 1)], a->id);
 }
 
 START_TEST(first_jobs_run_before_queued_ones) {
@@ -197,9 +197,9 @@ START_TEST(first_jobs_run_before_queued_ones) {
     usleep(1000);
   ck_assert_int_eq(atomic_load(&o.n), 3);
   /* the gate job may not have started when the first one was queued */
-  ck_assert_int_eq(o.seen[0], 3);
-  ck_assert_int_eq(o.seen[1], 1);
-  ck_assert_int_eq(o.seen[2], 2);
+  ck_assert_int_eq(atomic_load(&o.seen[0]), 3);
+  ck_assert_int_eq(atomic_load(&o.seen[1]), 1);
+  ck_assert_int_eq(atomic_load(&o.seen[2]), 2);
   pool_free(p);
 }
 END_TEST
