@@ -98,7 +98,7 @@ static void part_job(void *arg, int cancelled) {
 }
 
 /* See rsplit.h. */
-struct rsplit *rsplit_start(struct pool *pool, const struct dtype *dt,
+struct rsplit *rsplit_start(struct pool *pool, int ways, const struct dtype *dt,
                             const unsigned char *src, size_t elsize,
                             uint64_t k0, uint64_t n, uint64_t block,
                             uint64_t *blk, uint64_t *kend) {
@@ -106,11 +106,10 @@ struct rsplit *rsplit_start(struct pool *pool, const struct dtype *dt,
   if (!pool || !block || k0 >= n || k0 % block)
     return NULL;
   uint64_t parts = (n - k0) / RSPLIT_MIN_PART;
-  uint64_t most = (uint64_t)pool_threads(pool) + 1;
-  if (most > RSPLIT_MAX_PARTS)
-    most = RSPLIT_MAX_PARTS;
-  if (parts > most)
-    parts = most;
+  if (ways > RSPLIT_MAX_PARTS)
+    ways = RSPLIT_MAX_PARTS;
+  if (parts > (uint64_t)(ways > 0 ? ways : 1))
+    parts = (uint64_t)(ways > 0 ? ways : 1);
   if (parts < 2)
     return NULL;
   struct rsplit *rs = calloc(1, sizeof *rs);
@@ -145,6 +144,14 @@ struct rsplit *rsplit_start(struct pool *pool, const struct dtype *dt,
   }
   *kend = rs->part[0].k0;
   return rs;
+}
+
+/* See rsplit.h. */
+int rsplit_ways(struct pool *pool) {
+  if (!pool)
+    return 1;
+  int idle = pool_threads(pool) - pool_busy(pool);
+  return idle > 0 ? idle + 1 : 1;
 }
 
 /* See rsplit.h. */

@@ -3,6 +3,10 @@
  * pool the others, each into a buffer of its own, and the caller appends
  * their texts in order (fs/text.c, when a unit is rendered whole).
  *
+ * A run is split only as many ways as the pool has idle workers, plus
+ * the caller: in a pipeline that keeps every worker busy (a `cat` decoding
+ * ahead) nothing is split, and the parts' copies are not paid for.
+ *
  * A part is a job on the pool, queued before its decode-ahead hints. No
  * thread ever waits for a part nobody has started: the caller renders
  * any part still queued when it gets to it. So a busy pool costs nothing
@@ -39,14 +43,19 @@ char *tbuf_room(struct tbuf *b, size_t n);
 
 struct rsplit;
 
+/* Ways to split a run on pool now: its idle workers and the caller (1:
+ * do not split; pool may be NULL). */
+int rsplit_ways(struct pool *pool);
+
 /* Hand the tail of the run of elements [k0, n) (element size elsize at
- * src, rendered as dt's lines) to pool in parts that start at multiples
- * of `block` elements; *kend receives where the parts start (the caller
- * renders [k0, *kend) itself). Returns NULL with *kend = n when the run
- * is too short, pool is NULL or takes no job, or memory is short: the
- * caller then renders it all. A part records, at blk[b] for each block b
- * it renders, its text offset relative to the part's start. */
-struct rsplit *rsplit_start(struct pool *pool, const struct dtype *dt,
+ * src, rendered as dt's lines) to pool in at most ways - 1 parts (at
+ * most 3) that start at multiples of `block` elements; *kend receives
+ * where the parts start (the caller renders [k0, *kend) itself). Returns
+ * NULL with *kend = n when the run is too short to split that way, pool
+ * is NULL, or memory is short: the caller then renders it all. A part
+ * records, at blk[b] for each block b it renders, its text offset
+ * relative to the part's start. */
+struct rsplit *rsplit_start(struct pool *pool, int ways, const struct dtype *dt,
                             const unsigned char *src, size_t elsize,
                             uint64_t k0, uint64_t n, uint64_t block,
                             uint64_t *blk, uint64_t *kend);

@@ -429,9 +429,8 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
 /* See text.h. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
-                size_t render_max, struct pool *helpers,
-                const atomic_int *stop, struct chunk_text **out,
-                struct zerr *err) {
+                size_t render_max, struct pool *helpers, const atomic_int *stop,
+                struct chunk_text **out, struct zerr *err) {
   struct chunk_text *ct = unit_new(form, shape, idx);
   if (!ct) {
     abytes_free(ab);
@@ -489,8 +488,8 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
   struct rsplit *rs = NULL;
   if (rc == 0 && tb.p && !form->cf && !form->csv &&
       ab->elsize == form->dt.size && inb_linear(ct)) {
-    rs = rsplit_start(helpers, &form->dt, ab->fixed->mem, ab->elsize, k0,
-                      ct->nin, TEXT_BLOCK, ct->blk, &kend);
+    rs = rsplit_start(helpers, rsplit_ways(helpers), &form->dt, ab->fixed->mem,
+                      ab->elsize, k0, ct->nin, TEXT_BLOCK, ct->blk, &kend);
     for (; k0 < kend && rc == 0; k0 += TEXT_BLOCK) {
       size_t m = kend - k0 < TEXT_BLOCK ? (size_t)(kend - k0) : TEXT_BLOCK;
       if (tb.len + m * RENDER_RUN_ROOM > tb.max)
@@ -520,8 +519,7 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     if (tb.p) {
       char *d = tbuf_room(&tb, RENDER_FIXED_MAX + 1);
       if (d) {
-        size_t l =
-            form_fixed(form, ab->fixed->mem + it.j * ab->elsize, d);
+        size_t l = form_fixed(form, ab->fixed->mem + it.j * ab->elsize, d);
         d[l] = it_end(ct, &it);
         tb.len += l + 1;
         pos += l + 1;
@@ -559,9 +557,9 @@ static uint64_t text_walk_lines(const struct chunk_text *ct, uint64_t pos,
                                 uint64_t lines) {
   const char *t = ct->text;
   if (ct->form->csv) /* fields may hold newlines; a record is several */
-    return csvtext_skip(t, ct->size, pos,
-                        ct->form->elem_fields > 1 ? lines * ct->form->elem_fields
-                                                  : lines);
+    return csvtext_skip(
+        t, ct->size, pos,
+        ct->form->elem_fields > 1 ? lines * ct->form->elem_fields : lines);
   for (; lines && pos < ct->size; lines--) {
     const char *nl = memchr(t + pos, '\n', (size_t)(ct->size - pos));
     pos = nl ? (uint64_t)(nl - t) + 1 : ct->size;
@@ -661,8 +659,7 @@ static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
   const struct abytes *ab = ct->ab;
   char tmp[RENDER_FIXED_MAX + 1];
   while (pos < end) {
-    size_t n =
-        form_fixed(ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
+    size_t n = form_fixed(ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
     tmp[n] = it_end(ct, it);
     uint64_t a = off > pos ? off - pos : 0;
     uint64_t b = end - pos < n + 1 ? end - pos : n + 1;

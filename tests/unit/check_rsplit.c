@@ -3,7 +3,8 @@
  * whoever renders the parts (a worker, or the caller when the pool is
  * busy, full, absent or shut down); a buffer with no room left is dropped
  * while the offsets stay exact; queued parts go before queued jobs
- * (pool_submit_first); many runs split at once from several threads. */
+ * (pool_submit_first); a run is split as many ways as the pool has idle
+ * workers, plus the caller; many runs split at once from several threads. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -56,12 +57,12 @@ static char *reference(const struct dtype *dt, const unsigned char *src,
 /* What fs/text.c does: the caller's share by blocks into tb, then the
  * parts; returns the text length (pos) and leaves tb as the parts made it.
  * wait_helped: hold the caller's share back until a worker has a part. */
-static uint64_t split_render(struct pool *p, const struct dtype *dt,
+static uint64_t split_render(struct pool *p, int ways, const struct dtype *dt,
                              const unsigned char *src, size_t n, uint64_t *blk,
                              struct tbuf *tb, int wait_helped, int *split) {
   uint64_t kend, pos = 0, before = rsplit_helped();
   struct rsplit *rs =
-      rsplit_start(p, dt, src, dt->size, 0, n, BLOCK, blk, &kend);
+      rsplit_start(p, ways, dt, src, dt->size, 0, n, BLOCK, blk, &kend);
   *split = rs != NULL;
   if (!rs)
     ck_assert_uint_eq(kend, n);
@@ -84,8 +85,9 @@ static uint64_t split_render(struct pool *p, const struct dtype *dt,
 }
 
 /* Split and reference agree: text (when kept) and every block offset. */
-static void check_same(struct pool *p, enum dtype_kind kind, size_t size,
-                       size_t n, size_t max, int wait_helped, int want_split) {
+static void check_same(struct pool *p, int ways, enum dtype_kind kind,
+                       size_t size, size_t n, size_t max, int wait_helped,
+                       int want_split) {
   struct dtype dt = {.kind = kind, .size = size};
   unsigned char *src = make_elems(kind, size, n, n + size);
   size_t nb = (n + BLOCK - 1) / BLOCK, rlen;
@@ -93,8 +95,10 @@ static void check_same(struct pool *p, enum dtype_kind kind, size_t size,
   char *ref = reference(&dt, src, n, rblk, &rlen);
   struct tbuf tb = {malloc(1024), 0, 1024, max};
   int split;
-  uint64_t pos = split_render(p, &dt, src, n, blk, &tb, wait_helped, &split);
-  ck_assert_int_eq(split, want_split);
+  uint64_t pos =
+      split_render(p, ways, &dt, src, n, blk, &tb, wait_helped, &split);
+  if (want_split >= 0) /* -1: either */
+    ck_assert_int_eq(split, want_split);
   ck_assert_uint_eq(pos, rlen);
   ck_assert(memcmp(blk, rblk, nb * 8) == 0);
   if (rlen + RENDER_RUN_ROOM <= max) {
@@ -116,14 +120,14 @@ START_TEST(parts_make_the_same_text) {
   static const size_t ns[] = {2 * RSPLIT_MIN_PART, 2 * RSPLIT_MIN_PART + 1,
                               3 * RSPLIT_MIN_PART + 17, 1000003};
   for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
-    check_same(p, DT_FLOAT64, 8, ns[i], SIZE_MAX, 0, 1);
-    check_same(p, DT_INT32, 4, ns[i], SIZE_MAX, 0, 1);
-    check_same(p, DT_INT8, 1, ns[i], SIZE_MAX, 0, 1);
-    check_same(p, DT_UINT64, 8, ns[i], SIZE_MAX, 0, 1);
+    check_same(p, 3, DT_FLOAT64, 8, ns[i], SIZE_MAX, 0, 1);
+    check_same(p, 3, DT_INT32, 4, ns[i], SIZE_MAX, 0, 1);
+    check_same(p, 3, DT_INT8, 1, ns[i], SIZE_MAX, 0, 1);
+    check_same(p, 3, DT_UINT64, 8, ns[i], SIZE_MAX, 0, 1);
   }
   /* a worker surely renders a part: the caller waits for it to start */
   uint64_t before = rsplit_helped();
-  check_same(p, DT_FLOAT64, 8, 600000, SIZE_MAX, 1, 1);
+  check_same(p, 3, DT_FLOAT64, 8, 600000, SIZE_MAX, 1, 1);
   ck_assert_uint_gt(rsplit_helped(), before);
   pool_free(p);
 }
@@ -131,8 +135,8 @@ END_TEST
 
 START_TEST(short_runs_and_no_pool_not_split) {
   struct pool *p = pool_new(2, 64);
-  check_same(p, DT_INT32, 4, 2 * RSPLIT_MIN_PART - 1, SIZE_MAX, 0, 0);
-  check_same(NULL, DT_INT32, 4, 1000000, SIZE_MAX, 0, 0);
+  check_same(p, 3, DT_INT32, 4, 2 * RSPLIT_MIN_PART - 1, SIZE_MAX, 0, 0);
+  check_same(NULL, 3, DT_INT32, 4, 1000000, SIZE_MAX, 0, 0);
   pool_free(p);
 }
 END_TEST
@@ -140,8 +144,8 @@ END_TEST
 START_TEST(no_room_drops_the_text_keeps_offsets) {
   /* room for about half the text: the buffer goes, the layout stays */
   struct pool *p = pool_new(2, 64);
-  check_same(p, DT_FLOAT64, 8, 400000, 4u << 20, 0, 1);
-  check_same(p, DT_INT32, 4, 400000, 1u << 20, 0, 1);
+  check_same(p, 3, DT_FLOAT64, 8, 400000, 4u << 20, 0, 1);
+  check_same(p, 3, DT_INT32, 4, 400000, 1u << 20, 0, 1);
   pool_free(p);
 }
 END_TEST
@@ -161,7 +165,7 @@ START_TEST(busy_or_full_pool_caller_renders) {
   atomic_int gate = 0;
   ck_assert_int_eq(pool_submit(p, gate_job, &gate), 0);
   uint64_t before = rsplit_helped();
-  check_same(p, DT_INT32, 4, 1000000, SIZE_MAX, 0, 1);
+  check_same(p, 3, DT_INT32, 4, 1000000, SIZE_MAX, 0, 1);
   ck_assert_uint_eq(rsplit_helped(), before);
   atomic_store(&gate, 1);
   pool_free(p);
@@ -182,6 +186,24 @@ static void order_job(void *arg, int cancelled) {
   if (!cancelled)
     atomic_store(&a->o->seen[atomic_fetch_add(&a->o->n, 1)], a->id);
 }
+
+START_TEST(ways_are_idle_workers_and_the_caller) {
+  struct pool *p = pool_new(2, 8);
+  ck_assert_int_eq(rsplit_ways(NULL), 1);
+  ck_assert_int_eq(rsplit_ways(p), 3);
+  atomic_int gate = 0;
+  ck_assert_int_eq(pool_submit(p, gate_job, &gate), 0);
+  ck_assert_int_eq(rsplit_ways(p), 2);
+  ck_assert_int_eq(pool_submit(p, gate_job, &gate), 0);
+  ck_assert_int_eq(rsplit_ways(p), 1);
+  ck_assert_int_eq(pool_submit(p, gate_job, &gate), 0); /* queued too */
+  ck_assert_int_eq(rsplit_ways(p), 1);
+  /* a busy pool is not split */
+  check_same(p, rsplit_ways(p), DT_INT32, 4, 1000000, SIZE_MAX, 0, 0);
+  atomic_store(&gate, 1);
+  pool_free(p);
+}
+END_TEST
 
 START_TEST(first_jobs_run_before_queued_ones) {
   struct pool *p = pool_new(1, 8);
@@ -208,8 +230,9 @@ END_TEST
 static void *split_thread(void *arg) {
   struct pool *p = arg;
   for (int i = 0; i < 3; i++)
-    check_same(p, i % 2 ? DT_INT32 : DT_FLOAT64, i % 2 ? 4 : 8, 300000 + 64 * i,
-               SIZE_MAX, 0, 1);
+    check_same(p, rsplit_ways(p), i % 2 ? DT_INT32 : DT_FLOAT64, i % 2 ? 4 : 8,
+               300000 + 64 * i, SIZE_MAX, 0,
+               -1); /* split while a worker is idle */
   return NULL;
 }
 
@@ -235,7 +258,7 @@ START_TEST(parts_queued_at_shutdown) {
   unsigned char *src = make_elems(DT_INT32, 4, n, 7);
   uint64_t *rblk = calloc(nb, 8), *blk = calloc(nb, 8), kend, pos = 0;
   char *ref = reference(&dt, src, n, rblk, &rlen);
-  struct rsplit *rs = rsplit_start(p, &dt, src, 4, 0, n, BLOCK, blk, &kend);
+  struct rsplit *rs = rsplit_start(p, 3, &dt, src, 4, 0, n, BLOCK, blk, &kend);
   ck_assert_ptr_nonnull(rs);
   atomic_store(&gate, 1);
   pool_free(p); /* the gate job finishes; queued parts may be cancelled */
@@ -268,6 +291,7 @@ int main(void) {
   tcase_add_test(tc, short_runs_and_no_pool_not_split);
   tcase_add_test(tc, no_room_drops_the_text_keeps_offsets);
   tcase_add_test(tc, busy_or_full_pool_caller_renders);
+  tcase_add_test(tc, ways_are_idle_workers_and_the_caller);
   tcase_add_test(tc, first_jobs_run_before_queued_ones);
   tcase_add_test(tc, concurrent_splits);
   tcase_add_test(tc, parts_queued_at_shutdown);
