@@ -5,7 +5,8 @@
  *   - integers below 10^8 become 8 digit bytes in one 64-bit register
  *     (dtoa_swar8: multiplications, no division), the leading zeros are
  *     counted with ctz and shifted out, and the 8 bytes are stored at
- *     once; wider values are two such blocks, or dtoa_u64 past 10^16;
+ *     once; with SSE2, two such values at a time in one register; wider
+ *     values are two such blocks, or dtoa_u64 past 10^16;
  *   - floats take Schubfach's digits in registers (fs/dtoa.c's struct
  *     dtoa_dec: 17 digits, '0' padded) and are laid out by fixed 8-byte
  *     stores: the plain form writes all 17 digits, then the point and the
@@ -20,6 +21,13 @@
 #include <string.h>
 
 #include "dtoa.h"
+
+#if defined(__SSE2__) && DTOA_SWAR
+#include <emmintrin.h>
+#define RNUM_PAIRS 1
+#else
+#define RNUM_PAIRS 0
+#endif
 
 /* Decimal of v >= 10^8 at p: two blocks of 8 below 10^16 (scratch past
  * the digits), else dtoa_u64; returns the digit count. Out of line: the
@@ -68,14 +76,102 @@ static inline __attribute__((always_inline)) size_t rnum_u64(uint64_t v,
   return rnum_u64_wide(v, p);
 }
 
-/* Signed decimal: '-' always written, overwritten when v >= 0. */
-static inline __attribute__((always_inline)) size_t rnum_i64(int64_t v,
-                                                             char *p) {
-  size_t neg = v < 0;
-  uint64_t mag = neg ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  p[0] = '-';
-  return neg + rnum_u64(mag, p + neg);
+/* Whether v is negative (a function: in the loops below the test is made
+ * on unsigned types too, for which an inline comparison would warn). */
+static inline int rnum_neg(int64_t v) { return v < 0; }
+
+#if RNUM_PAIRS
+/* The digits of two values below 10^8 at once, one in each 64-bit half
+ * of an SSE2 register, as fs/dtoa.c makes a float's two blocks (4-digit
+ * lanes, then 2, then 1); each half is dtoa_swar8's register with its
+ * leading zero digits shifted out (the last digit always counts). Writes
+ * the ASCII registers to w[0..1] and their lengths to len[0..1]. */
+static inline __attribute__((always_inline)) void
+rnum_pair8(uint32_t a, uint32_t b, uint64_t w[2], unsigned len[2]) {
+  __m128i c100 = _mm_set1_epi16(100), c6554 = _mm_set1_epi16(6554);
+  __asm__("" : "+x"(c100)); /* a multiply, not five shifts and adds */
+  __m128i vx = _mm_set_epi64x((long long)b, (long long)a);
+  __m128i vq =
+      _mm_srli_epi64(_mm_mul_epu32(vx, _mm_set1_epi64x(109951163)), 40);
+  vx = _mm_sub_epi32(vx, _mm_mul_epu32(vq, _mm_set1_epi64x(10000)));
+  vx = _mm_or_si128(vq, _mm_slli_epi64(vx, 32));
+  vq = _mm_srli_epi16(_mm_mulhi_epu16(vx, _mm_set1_epi16(20972)), 5);
+  vx = _mm_sub_epi16(vx, _mm_mullo_epi16(vq, c100));
+  vx = _mm_or_si128(vq, _mm_slli_epi32(vx, 16));
+  vq = _mm_mulhi_epu16(vx, c6554);
+  vx = _mm_mulhi_epu16(_mm_mullo_epi16(vx, c6554), _mm_set1_epi16(10));
+  vx = _mm_or_si128(vq, _mm_slli_epi16(vx, 8));
+  /* leading zero digits: the low bytes of each half that are 0 */
+  unsigned zero =
+      (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(vx, _mm_setzero_si128()));
+  unsigned za = (unsigned)__builtin_ctz(~zero | 0x80);
+  unsigned zb = (unsigned)__builtin_ctz(~(zero >> 8) | 0x80);
+  vx = _mm_add_epi8(vx, _mm_set1_epi8('0'));
+  uint64_t lo = (uint64_t)_mm_cvtsi128_si64(vx);
+  uint64_t hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(vx, vx));
+  w[0] = lo >> (8 * za);
+  w[1] = hi >> (8 * zb);
+  len[0] = 8 - za;
+  len[1] = 8 - zb;
 }
+#endif
+
+/* An integer's line at dst + o: the sign when neg, the digits of mag;
+ * returns the end. */
+static inline __attribute__((always_inline)) size_t
+rnum_int_line(char *dst, size_t o, int neg, uint64_t mag) {
+  dst[o] = '-'; /* overwritten when not negative */
+  o += (size_t)neg;
+  o += rnum_u64(mag, dst + o);
+  dst[o++] = '\n';
+  return o;
+}
+
+/* Lines of n integers of type T at s (SIGNED: two's complement), two at
+ * a time where both magnitudes are below 10^8 (rnum_pair8), else one by
+ * one; o advances past them. */
+#define RNUM_INTS(T, SIGNED)                                                   \
+  do {                                                                         \
+    size_t i = 0;                                                              \
+    RNUM_INT_PAIRS(T, SIGNED);                                                 \
+    for (; i < n; i++) {                                                       \
+      T v;                                                                     \
+      memcpy(&v, s + i * sizeof(T), sizeof(T));                                \
+      int ng = (SIGNED) && rnum_neg((int64_t)v);                               \
+      o = rnum_int_line(                                                       \
+          dst, o, ng, ng ? (uint64_t)0 - (uint64_t)(int64_t)v : (uint64_t)v);  \
+    }                                                                          \
+  } while (0)
+
+#if RNUM_PAIRS
+/* The pairs of RNUM_INTS: one rnum_pair8 for two values below 10^8. */
+#define RNUM_INT_PAIRS(T, SIGNED)                                              \
+  for (; i + 1 < n; i += 2) {                                                  \
+    T v0, v1;                                                                  \
+    memcpy(&v0, s + i * sizeof(T), sizeof(T));                                 \
+    memcpy(&v1, s + (i + 1) * sizeof(T), sizeof(T));                           \
+    int n0 = (SIGNED) && rnum_neg((int64_t)v0);                                \
+    int n1 = (SIGNED) && rnum_neg((int64_t)v1);                                \
+    uint64_t a0 = n0 ? (uint64_t)0 - (uint64_t)(int64_t)v0 : (uint64_t)v0;     \
+    uint64_t a1 = n1 ? (uint64_t)0 - (uint64_t)(int64_t)v1 : (uint64_t)v1;     \
+    if (__builtin_expect((a0 | a1) >= 100000000, 0)) {                         \
+      o = rnum_int_line(dst, rnum_int_line(dst, o, n0, a0), n1, a1);           \
+      continue;                                                                \
+    }                                                                          \
+    uint64_t w[2];                                                             \
+    unsigned len[2];                                                           \
+    rnum_pair8((uint32_t)a0, (uint32_t)a1, w, len);                            \
+    for (int h = 0; h < 2; h++) {                                              \
+      dst[o] = '-';                                                            \
+      o += (size_t)(h ? n1 : n0);                                              \
+      memcpy(dst + o, &w[h], 8);                                               \
+      o += len[h];                                                             \
+      dst[o++] = '\n';                                                         \
+    }                                                                          \
+  }
+#else
+#define RNUM_INT_PAIRS(T, SIGNED) (void)0
+#endif
 
 /* Lay out the digits of *dc at p + o (o: 1 after a sign, else 0): plain
  * for an exponent x in [-4, 16), else d.ddde+XX. The digits go from
@@ -247,46 +343,34 @@ int rnum_has(enum dtype_kind kind) {
   }
 }
 
-/* One loop per kind: element i of type T at src, rendered by EXPR of v,
- * then the newline. */
-#define RNUM_LOOP(T, EXPR)                                                     \
-  do {                                                                         \
-    for (size_t i = 0; i < n; i++) {                                           \
-      T v;                                                                     \
-      memcpy(&v, s + i * sizeof(T), sizeof(T));                                \
-      o += (EXPR);                                                             \
-      dst[o++] = '\n';                                                         \
-    }                                                                          \
-  } while (0)
-
 /* Lines of a run (see rnum.h). */
 size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst) {
   const unsigned char *s = src;
   size_t o = 0;
   switch (kind) {
   case DT_INT8:
-    RNUM_LOOP(int8_t, rnum_i64(v, dst + o));
+    RNUM_INTS(int8_t, 1);
     break;
   case DT_INT16:
-    RNUM_LOOP(int16_t, rnum_i64(v, dst + o));
+    RNUM_INTS(int16_t, 1);
     break;
   case DT_INT32:
-    RNUM_LOOP(int32_t, rnum_i64(v, dst + o));
+    RNUM_INTS(int32_t, 1);
     break;
   case DT_INT64:
-    RNUM_LOOP(int64_t, rnum_i64(v, dst + o));
+    RNUM_INTS(int64_t, 1);
     break;
   case DT_UINT8:
-    RNUM_LOOP(uint8_t, rnum_u64(v, dst + o));
+    RNUM_INTS(uint8_t, 0);
     break;
   case DT_UINT16:
-    RNUM_LOOP(uint16_t, rnum_u64(v, dst + o));
+    RNUM_INTS(uint16_t, 0);
     break;
   case DT_UINT32:
-    RNUM_LOOP(uint32_t, rnum_u64(v, dst + o));
+    RNUM_INTS(uint32_t, 0);
     break;
   case DT_UINT64:
-    RNUM_LOOP(uint64_t, rnum_u64(v, dst + o));
+    RNUM_INTS(uint64_t, 0);
     break;
   case DT_FLOAT32:
     o = rnum_floats(s, n, 23, 8, dst);

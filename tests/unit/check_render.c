@@ -1,6 +1,7 @@
 /* check_render.c - the text contract for every element type: exact
  * shortest floats (checked against the C library's own conversions),
- * integer extremes, strings and hex, and sub-ranges of variable-length
+ * integer extremes, integer runs made two at a time, strings and hex,
+ * and sub-ranges of variable-length
  * text at every offset, element by element and by runs. */
 #include <math.h>
 #include <stdio.h>
@@ -627,6 +628,48 @@ START_TEST(fixed_run_same_as_elements) {
 }
 END_TEST
 
+START_TEST(integer_runs_in_pairs) {
+  /* runs of integers take two values at a time (fs/rnum.c): every int32
+   * in [-2^20, 2^20], then every digit count next to every other, each
+   * also in runs of odd length and at odd starts, and wide values
+   * (>= 10^8) beside small ones, every integer width */
+  struct dtype i32 = dtype_of(DT_INT32);
+  static int32_t v[255];
+  for (int64_t x = -(1 << 20); x <= 1 << 20; x += 255) {
+    for (int i = 0; i < 255; i++)
+      v[i] = (int32_t)(x + i);
+    check_run(&i32, v, 255);
+    check_run(&i32, v + 1, 254);
+  }
+  static const int64_t mags[] = {0,        7,         42,        999,
+                                 1000,     54321,     999999,    1234567,
+                                 99999999, 100000000, 123456789, 2147483647};
+  size_t nm = sizeof mags / sizeof mags[0], n = 0;
+  int64_t w[4 * 12 * 12];
+  for (size_t a = 0; a < nm; a++)
+    for (size_t b = 0; b < nm; b++) {
+      w[n++] = mags[a];
+      w[n++] = -mags[b];
+      w[n++] = -mags[a];
+      w[n++] = mags[b];
+    }
+  static const enum dtype_kind kinds[] = {DT_INT8,   DT_INT16, DT_INT32,
+                                          DT_INT64,  DT_UINT8, DT_UINT16,
+                                          DT_UINT32, DT_UINT64};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    struct dtype dt = dtype_of(kinds[k]);
+    static unsigned char elems[4 * 12 * 12 * 8];
+    for (size_t i = 0; i < n; i++) /* the low bytes of each value */
+      memcpy(elems + i * dt.size, &w[i], dt.size);
+    for (size_t at = 0; at + 1 < n; at += 250) {
+      size_t m = n - at < 255 ? n - at : 255;
+      check_run(&dt, elems + at * dt.size, m);
+      check_run(&dt, elems + (at + 1) * dt.size, m - 1);
+    }
+  }
+}
+END_TEST
+
 START_TEST(integer_extremes) {
   static const struct {
     enum dtype_kind kind;
@@ -857,6 +900,7 @@ int main(void) {
   tcase_add_test(tc, integers_and_bools);
   tcase_add_test(tc, integer_extremes);
   tcase_add_test(tc, fixed_run_same_as_elements);
+  tcase_add_test(tc, integer_runs_in_pairs);
   tcase_add_test(tc, strings_and_hex);
   tcase_add_test(tc, var_every_subrange);
   tcase_add_test(tc, var_run_same_as_elements);
