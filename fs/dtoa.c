@@ -184,6 +184,80 @@ static inline uint64_t dtoa_round_odd(const uint64_t g[2], uint64_t cp) {
   return (z_hi << 1 | z_lo >> 63) | sticky;
 }
 
+/* dec->first, block and len for the 17-digit number full + add (add
+ * < 10, no carry out of the last digit). */
+static inline __attribute__((always_inline)) void
+dtoa_blocks(uint64_t full, uint32_t add, struct dtoa_dec *dec) {
+  uint64_t top = full / 100000000;                          /* 9 digits */
+  uint32_t first = (uint32_t)(full / 10000000000000000ull); /* 1 digit */
+  uint32_t r_hi = (uint32_t)top - first * 100000000;
+  uint32_t r_lo = (uint32_t)(full - top * 100000000) + add;
+  dec->first = first;
+#ifdef __SSE2__
+  /* Both blocks at once, lane by lane as dtoa_swar8 does: 32-bit lanes
+   * of 4 digits (y / 10^4 = y * 109951163 >> 40 for y < 10^8), 16-bit
+   * lanes of 2 (z / 100 = z * 20972 >> 21 for z < 10^4), bytes (for
+   * w < 100, w * 6554 = 2^16 (w / 10) + f with w % 10 = f * 10 >> 16).
+   * The last non-zero digit is the highest non-zero byte: one compare
+   * and a bit scan. The 100 goes through an empty asm: GCC would turn
+   * the multiply into five shifts and adds. */
+  __m128i c100 = _mm_set1_epi16(100), c6554 = _mm_set1_epi16(6554);
+  __asm__("" : "+x"(c100));
+  __m128i vx = _mm_set_epi64x((long long)r_lo, (long long)r_hi);
+  __m128i vq =
+      _mm_srli_epi64(_mm_mul_epu32(vx, _mm_set1_epi64x(109951163)), 40);
+  vx = _mm_sub_epi32(vx, _mm_mul_epu32(vq, _mm_set1_epi64x(10000)));
+  vx = _mm_or_si128(vq, _mm_slli_epi64(vx, 32));
+  vq = _mm_srli_epi16(_mm_mulhi_epu16(vx, _mm_set1_epi16(20972)), 5);
+  vx = _mm_sub_epi16(vx, _mm_mullo_epi16(vq, c100));
+  vx = _mm_or_si128(vq, _mm_slli_epi32(vx, 16));
+  vq = _mm_mulhi_epu16(vx, c6554);
+  vx = _mm_mulhi_epu16(_mm_mullo_epi16(vx, c6554), _mm_set1_epi16(10));
+  vx = _mm_or_si128(vq, _mm_slli_epi16(vx, 8));
+  unsigned nz =
+      ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(vx, _mm_setzero_si128()));
+  /* bit j + 1 of w is set for a non-zero digit j + 1; bit 0 stands for
+   * the first digit, never 0 */
+  unsigned w = (nz & 0xffff) << 1 | 1;
+  dec->len = 32 - __builtin_clz(w);
+  _mm_storeu_si128((__m128i *)(void *)dec->block, vx); /* read back whole */
+#else
+  uint64_t hi = dtoa_swar8(r_hi), lo = dtoa_swar8(r_lo);
+  /* zero digits at the end of each block (8 for a zero block) */
+  unsigned zhi = (unsigned)(__builtin_clzll(hi | 1) + (hi == 0)) >> 3;
+  unsigned zlo = (unsigned)(__builtin_clzll(lo | 1) + (lo == 0)) >> 3;
+  dec->block[0] = hi;
+  dec->block[1] = lo;
+  dec->len = DTOA_DIGITS_MAX - (int)(zlo + (zhi & (0u - (lo == 0))));
+#endif
+}
+
+/* *dec (all fields) for the digits n * 10^k, n < 10^17 (v < 2^53 * 2^q
+ * and 2^q < 10^(k+1)). `normal64` says they are a binary64 normal's,
+ * whose n has 16 or 17 digits (below). */
+static inline __attribute__((always_inline)) void
+dtoa_fill(uint64_t n, int k, int normal64, struct dtoa_dec *dec) {
+  /* Scaled to exactly 17 digits: the first, then two blocks of 8 in registers.
+   * For a binary64 normal, n >= 4 c / 3 * 2^q / 10^(k+1) > 10^15 (the
+   * interval's width 2^q or 3/4 2^q is below 10^(k+1)): 16 or 17 digits,
+   * so no length search. The trailing zeros (the scaling's and n's own)
+   * are the zero bytes at the top of the blocks: counted, not searched
+   * for. */
+  uint64_t full;
+  if (normal64) {
+    /* 16 or 17 is a coin toss for typical data: a multiply by 10 or 1,
+     * not a branch */
+    int short16 = n < 10000000000000000ull;
+    full = n * (1 + 9 * (uint64_t)short16);
+    dec->x10 = k + 16 - short16;
+  } else {
+    int len = dtoa_dec_len(n);
+    dec->x10 = k + len - 1;
+    full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
+  }
+  dtoa_blocks(full, 0, dec);
+}
+
 /* Shortest digits of c * 2^q (c > 0): the search in the file comment.
  * `irregular` is set at a power of two whose gap below is half the gap
  * above. `normal64` says c is a binary64 normal's (2^52 <= c < 2^53),
@@ -233,67 +307,105 @@ dtoa_digits(uint64_t c, int q, int irregular, int normal64,
   uint64_t n = s + take_t;
   n ^= (n ^ w10) & (0 - (uint64_t)w10_in);
   n ^= (n ^ u10) & (0 - (uint64_t)u10_in);
-  /* n * 10^k with n < 10^17 (v < 2^53 * 2^q and 2^q < 10^(k+1)), scaled
-   * to exactly 17 digits: the first, then two blocks of 8 in registers.
-   * For a binary64 normal, n >= 4 c / 3 * 2^q / 10^(k+1) > 10^15 (the
-   * interval's width 2^q or 3/4 2^q is below 10^(k+1)): 16 or 17 digits,
-   * so no length search. The trailing zeros (the scaling's and n's own)
-   * are the zero bytes at the top of the blocks: counted, not searched
-   * for. */
-  uint64_t full;
-  if (normal64) {
-    /* 16 or 17 is a coin toss for typical data: a multiply by 10 or 1,
-     * not a branch */
-    int short16 = n < 10000000000000000ull;
-    full = n * (1 + 9 * (uint64_t)short16);
-    dec->x10 = k + 16 - short16;
-  } else {
-    int len = dtoa_dec_len(n);
-    dec->x10 = k + len - 1;
-    full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
+  dtoa_fill(n, k, normal64, dec);
+}
+
+/* Whether the scaled high end z = (2c + 1) 2^(q-1) 10^k0 of a binary64
+ * normal is an integer: z = (2c + 1) 5^k0 2^(q-1+k0) with 2c + 1 odd.
+ * Asked only when the product says z is within 2^-62 of one. */
+static __attribute__((noinline, cold)) int dtoa_z_integer(uint64_t c, int q,
+                                                          int k0) {
+  if (q - 1 + k0 < 0)
+    return 0;
+  if (k0 >= 0)
+    return 1;
+  if (k0 < -23) /* 5^24 > 2^54 > 2c + 1 */
+    return 0;
+  uint64_t p5 = 1;
+  for (int i = 0; i < -k0; i++)
+    p5 *= 5;
+  return (2 * c + 1) % p5 == 0;
+}
+
+/* Shortest digits of the binary64 normal c * 2^q (2^52 < c < 2^53: not
+ * a power of two) into *dec: the Dragonbox-style search of the file
+ * comment. Returns 0 (*dec untouched) where it cannot decide, for
+ * dtoa_digits to search instead. */
+static inline __attribute__((always_inline)) int
+dtoa_dragon(uint64_t c, int q, struct dtoa_dec *dec) {
+  /* 10^k0 with k0 = 2 - k scales the interval's width 2^q to delta in
+   * [100, 1000). G = the table's 10^k0 shifted to 128 bits (above the
+   * exact value by at most 4) and beta in [6, 9] make the top 128 bits
+   * of (2c + 1) 2^beta G the high end z = (c + 1/2) 2^q 10^k0 with 64
+   * fraction bits, above the exact value by less than 2^-63: its
+   * integer part zi is floor(z) unless the fraction f is below 4 units,
+   * where z may be an integer or just below one. */
+  int k = dtoa_flog10_pow2(q), k0 = 2 - k;
+  int beta = q + dtoa_flog2_pow10(k0);
+  const uint64_t *g = dtoa_pow10_g[k - 2 - DTOA_K_MIN];
+  uint64_t gh = g[0] << 2 | g[1] >> 62, gl = g[1] << 2;
+  uint64_t cp = (2 * c + 1) << beta, lo, unused;
+  uint64_t zi = dtoa_mul64(cp, gh, &lo);
+  uint64_t f = lo + dtoa_mul64(cp, gl, &unused);
+  zi += f < lo;
+  /* floor(delta) and floor(delta / 2): exact for every q, as the table's
+   * error is far below delta's distance to the next integer (checked by
+   * enumeration over q) */
+  uint32_t deltai = (uint32_t)(gh >> (63 - beta));
+  uint64_t zint = 0; /* z is an integer */
+  if (__builtin_expect(f < 4, 0)) {
+    if (!dtoa_z_integer(c, q, k0))
+      return 0;
+    zint = 1;
   }
-  uint64_t top = full / 100000000;                          /* 9 digits */
-  uint32_t first = (uint32_t)(full / 10000000000000000ull); /* 1 digit */
-  uint32_t r_hi = (uint32_t)top - first * 100000000;
-  uint32_t r_lo = (uint32_t)(full - top * 100000000);
-  dec->first = first;
-#ifdef __SSE2__
-  /* Both blocks at once, lane by lane as dtoa_swar8 does: 32-bit lanes
-   * of 4 digits (y / 10^4 = y * 109951163 >> 40 for y < 10^8), 16-bit
-   * lanes of 2 (z / 100 = z * 20972 >> 21 for z < 10^4), bytes (for
-   * w < 100, w * 6554 = 2^16 (w / 10) + f with w % 10 = f * 10 >> 16).
-   * The last non-zero digit is the highest non-zero byte: one compare
-   * and a bit scan. The 100 goes through an empty asm: GCC would turn
-   * the multiply into five shifts and adds. */
-  __m128i c100 = _mm_set1_epi16(100), c6554 = _mm_set1_epi16(6554);
-  __asm__("" : "+x"(c100));
-  __m128i vx = _mm_set_epi64x((long long)r_lo, (long long)r_hi);
-  __m128i vq =
-      _mm_srli_epi64(_mm_mul_epu32(vx, _mm_set1_epi64x(109951163)), 40);
-  vx = _mm_sub_epi32(vx, _mm_mul_epu32(vq, _mm_set1_epi64x(10000)));
-  vx = _mm_or_si128(vq, _mm_slli_epi64(vx, 32));
-  vq = _mm_srli_epi16(_mm_mulhi_epu16(vx, _mm_set1_epi16(20972)), 5);
-  vx = _mm_sub_epi16(vx, _mm_mullo_epi16(vq, c100));
-  vx = _mm_or_si128(vq, _mm_slli_epi32(vx, 16));
-  vq = _mm_mulhi_epu16(vx, c6554);
-  vx = _mm_mulhi_epu16(_mm_mullo_epi16(vx, c6554), _mm_set1_epi16(10));
-  vx = _mm_or_si128(vq, _mm_slli_epi16(vx, 8));
-  unsigned nz =
-      ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(vx, _mm_setzero_si128()));
-  /* bit j + 1 of w is set for a non-zero digit j + 1; bit 0 stands for
-   * the first digit, never 0 */
-  unsigned w = (nz & 0xffff) << 1 | 1;
-  dec->len = 32 - __builtin_clz(w);
-  _mm_storeu_si128((__m128i *)(void *)dec->block, vx); /* read back whole */
-#else
-  uint64_t hi = dtoa_swar8(r_hi), lo = dtoa_swar8(r_lo);
-  /* zero digits at the end of each block (8 for a zero block) */
-  unsigned zhi = (unsigned)(__builtin_clzll(hi | 1) + (hi == 0)) >> 3;
-  unsigned zlo = (unsigned)(__builtin_clzll(lo | 1) + (lo == 0)) >> 3;
-  dec->block[0] = hi;
-  dec->block[1] = lo;
-  dec->len = DTOA_DIGITS_MAX - (int)(zlo + (zhi & (0u - (lo == 0))));
-#endif
+  /* The multiple of 1000 at or below z, m = 1000 s = zi - r, is in the
+   * interval when z - m = r + frac(z) < delta: so when r < deltai, not
+   * when r > deltai, and r == deltai needs frac(delta) against frac(z),
+   * left to dtoa_digits (one value in about a thousand), as is the high
+   * end itself when c is odd (the interval is open). It is the
+   * shortest. */
+  uint64_t s = zi / 1000;
+  uint32_t r = (uint32_t)(zi - s * 1000);
+  if (__builtin_expect(r == deltai || (r == 0 && (zint & c)), 0))
+    return 0;
+  int in2 = r < deltai;
+  /* Otherwise the value y = z - delta / 2 rounded to a multiple of 100
+   * (always in the interval, whose half-width is at least 50): y - m is
+   * W - 50 with W = r + 50 - delta / 2 in (0, 1000), so n = 10 s + j
+   * with j = floor(W / 100) but at a tie; W = wi + (frac(z) -
+   * frac(delta / 2)) with the integer wi, so only when wi is a multiple
+   * of 100 does the sign of that difference matter: below 0 takes one
+   * off, 0 is a tie. The fraction h of delta / 2 comes from G as deltai
+   * did; f and h carry errors of a few units, so a difference of 4 units
+   * or less (ties among them) is left to dtoa_digits. */
+  uint32_t wi = r + 50 - (deltai >> 1);
+  uint32_t j = wi * 656 >> 16; /* wi / 100 for wi <= 1024 */
+  if (__builtin_expect(wi == j * 100, 0) && !in2) {
+    uint64_t h = gh << beta | gl >> (64 - beta);
+    if (f - h + 4 <= 8)
+      return 0;
+    j -= f < h;
+  }
+  /* in2 is a coin toss for typical data: a mask, not a branch */
+  j &= (uint32_t)in2 - 1;
+  /* n = 10 s + j has 16 or 17 digits (see dtoa_fill), 17 when s has 16.
+   * The digits are made from s, available well before j, with j added
+   * to the last block: 10 s or 100 s, plus j or 10 j. */
+  int short16 = s < 1000000000000000ull;
+  uint64_t sc = 10 + 90 * (uint64_t)short16;
+  dec->x10 = k + 16 - short16;
+  dtoa_blocks(s * sc, j * ((uint32_t)sc / 10), dec);
+  return 1;
+}
+
+/* Shortest digits of a binary64 value, with dtoa_digits, out of line. */
+static __attribute__((noinline)) void dtoa_f64_schubfach(int ef, uint64_t m,
+                                                          struct dtoa_dec *dec) {
+  if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
+    dtoa_digits(m, -1074, 0, 0, dec);
+  else /* at a power of two the gap below halves, except at the smallest
+        * normal, whose neighbour below is the largest subnormal */
+    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, 1, dec);
 }
 
 /* Shortest digits of a binary64 value, in registers. */
@@ -304,11 +416,12 @@ int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
    * to the top and the others have every exponent bit set */
   if ((bits << 1) - 1 >= ((uint64_t)0x7ff << 53) - 1)
     return 0;
-  if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
-    dtoa_digits(m, -1074, 0, 0, dec);
-  else /* at a power of two the gap below halves, except at the smallest
-        * normal, whose neighbour below is the largest subnormal */
-    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, 1, dec);
+  /* Dragonbox for normals but powers of two (the shorter interval) and
+   * the few smallest exponents (whose 10^k0 is past the table) */
+  if (__builtin_expect((m != 0) & (ef > 5), 1) &&
+      __builtin_expect(dtoa_dragon(m | (uint64_t)1 << 52, ef - 1075, dec), 1))
+    return dec->len;
+  dtoa_f64_schubfach(ef, m, dec);
   return dec->len;
 }
 
