@@ -310,29 +310,33 @@ dtoa_digits(uint64_t c, int q, int irregular, int normal64,
   dtoa_fill(n, k, normal64, dec);
 }
 
-/* Whether the scaled high end z = (2c + 1) 2^(q-1) 10^k0 of a binary64
- * normal is an integer: z = (2c + 1) 5^k0 2^(q-1+k0) with 2c + 1 odd.
- * Asked only when the product says z is within 2^-62 of one. */
-static __attribute__((noinline, cold)) int dtoa_z_integer(uint64_t c, int q,
-                                                          int k0) {
-  if (q - 1 + k0 < 0)
+/* Whether c * 2^e2 * 10^e10 (c > 0) is an integer: c 5^e10 2^(e2+e10).
+ * Asked only where a product lands within a few units of 2^-64 of an
+ * integer (or of another fraction), to tell an exact tie from a near
+ * one. */
+static __attribute__((noinline, cold)) int dtoa_is_int(uint64_t c, int e2,
+                                                       int e10) {
+  if (__builtin_ctzll(c) + e2 + e10 < 0)
     return 0;
-  if (k0 >= 0)
+  if (e10 >= 0)
     return 1;
-  if (k0 < -23) /* 5^24 > 2^54 > 2c + 1 */
+  if (e10 < -27) /* 5^28 > 2^64 > c */
     return 0;
   uint64_t p5 = 1;
-  for (int i = 0; i < -k0; i++)
+  for (int i = 0; i < -e10; i++)
     p5 *= 5;
-  return (2 * c + 1) % p5 == 0;
+  return c % p5 == 0;
 }
 
 /* Shortest digits of the binary64 normal c * 2^q (2^52 < c < 2^53: not
  * a power of two) into *dec: the Dragonbox-style search of the file
  * comment. Returns 0 (*dec untouched) where it cannot decide, for
- * dtoa_digits to search instead. */
+ * dtoa_digits to search instead. Unless `careful`, it also returns 0 at
+ * the first sign of a rare case (z within reach of an integer, r ==
+ * deltai, a possible tie), so that the common path keeps few values
+ * live; the careful call then settles them. */
 static inline __attribute__((always_inline)) int
-dtoa_dragon(uint64_t c, int q, struct dtoa_dec *dec) {
+dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
   /* 10^k0 with k0 = 2 - k scales the interval's width 2^q to delta in
    * [100, 1000). G = the table's 10^k0 shifted to 128 bits (above the
    * exact value by at most 4) and beta in [6, 9] make the top 128 bits
@@ -354,37 +358,61 @@ dtoa_dragon(uint64_t c, int q, struct dtoa_dec *dec) {
   uint32_t deltai = (uint32_t)(gh >> (63 - beta));
   uint64_t zint = 0; /* z is an integer */
   if (__builtin_expect(f < 4, 0)) {
-    if (!dtoa_z_integer(c, q, k0))
+    if (!careful || !dtoa_is_int(2 * c + 1, q - 1, k0))
       return 0;
     zint = 1;
   }
   /* The multiple of 1000 at or below z, m = 1000 s = zi - r, is in the
-   * interval when z - m = r + frac(z) < delta: so when r < deltai, not
-   * when r > deltai, and r == deltai needs frac(delta) against frac(z),
-   * left to dtoa_digits (one value in about a thousand), as is the high
-   * end itself when c is odd (the interval is open). It is the
-   * shortest. */
+   * interval when z - m = r + frac(z) < delta (<= delta when c is even,
+   * the interval closed): so when r < deltai, not when r > deltai. It is
+   * the shortest. */
   uint64_t s = zi / 1000;
   uint32_t r = (uint32_t)(zi - s * 1000);
-  if (__builtin_expect(r == deltai || (r == 0 && (zint & c)), 0))
-    return 0;
   int in2 = r < deltai;
+  if (__builtin_expect(r == deltai || (r == 0 && (zint & c)), 0)) {
+    if (!careful)
+      return 0;
+    if (r == 0) {
+      /* m is z itself, out of the open interval; the multiple below is
+       * out too, so the next step starts from it */
+      s--;
+      r = 1000;
+      in2 = 0;
+    } else {
+      /* m against the low end x = z - delta: frac(delta) (from G, as
+       * deltai) against frac(z); when they are within the errors' reach,
+       * x is m exactly (an integer) or the order is left to dtoa_digits */
+      uint64_t fd = gh << (beta + 1) | gl >> (63 - beta);
+      if (f - fd + 4 <= 8) {
+        if (!dtoa_is_int(2 * c - 1, q - 1, k0))
+          return 0;
+        in2 = (int)(~c & 1);
+      } else {
+        in2 = fd > f;
+      }
+    }
+  }
   /* Otherwise the value y = z - delta / 2 rounded to a multiple of 100
    * (always in the interval, whose half-width is at least 50): y - m is
-   * W - 50 with W = r + 50 - delta / 2 in (0, 1000), so n = 10 s + j
+   * W - 50 with W = r + 50 - delta / 2 in (0, 1000], so n = 10 s + j
    * with j = floor(W / 100) but at a tie; W = wi + (frac(z) -
    * frac(delta / 2)) with the integer wi, so only when wi is a multiple
    * of 100 does the sign of that difference matter: below 0 takes one
-   * off, 0 is a tie. The fraction h of delta / 2 comes from G as deltai
-   * did; f and h carry errors of a few units, so a difference of 4 units
-   * or less (ties among them) is left to dtoa_digits. */
+   * off, 0 is a tie (y is an integer), where n is the even one. The
+   * fraction h of delta / 2 comes from G as deltai did. */
   uint32_t wi = r + 50 - (deltai >> 1);
   uint32_t j = wi * 656 >> 16; /* wi / 100 for wi <= 1024 */
   if (__builtin_expect(wi == j * 100, 0) && !in2) {
-    uint64_t h = gh << beta | gl >> (64 - beta);
-    if (f - h + 4 <= 8)
+    if (!careful)
       return 0;
-    j -= f < h;
+    uint64_t h = gh << beta | gl >> (64 - beta);
+    if (f - h + 4 <= 8) {
+      if (!dtoa_is_int(c, q, k0))
+        return 0;
+      j -= j & 1;
+    } else {
+      j -= f < h;
+    }
   }
   /* in2 is a coin toss for typical data: a mask, not a branch */
   j &= (uint32_t)in2 - 1;
@@ -398,9 +426,12 @@ dtoa_dragon(uint64_t c, int q, struct dtoa_dec *dec) {
   return 1;
 }
 
-/* Shortest digits of a binary64 value, with dtoa_digits, out of line. */
-static __attribute__((noinline)) void dtoa_f64_schubfach(int ef, uint64_t m,
-                                                          struct dtoa_dec *dec) {
+/* Shortest digits of a binary64 value, out of line: the careful
+ * dtoa_dragon, or dtoa_digits where it does not apply or decide. */
+static __attribute__((noinline)) void dtoa_f64_slow(int ef, uint64_t m,
+                                                    struct dtoa_dec *dec) {
+  if (m != 0 && ef > 5 && dtoa_dragon(m | (uint64_t)1 << 52, ef - 1075, 1, dec))
+    return;
   if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
     dtoa_digits(m, -1074, 0, 0, dec);
   else /* at a power of two the gap below halves, except at the smallest
@@ -419,9 +450,10 @@ int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
   /* Dragonbox for normals but powers of two (the shorter interval) and
    * the few smallest exponents (whose 10^k0 is past the table) */
   if (__builtin_expect((m != 0) & (ef > 5), 1) &&
-      __builtin_expect(dtoa_dragon(m | (uint64_t)1 << 52, ef - 1075, dec), 1))
+      __builtin_expect(
+          dtoa_dragon(m | (uint64_t)1 << 52, ef - 1075, 0, dec), 1))
     return dec->len;
-  dtoa_f64_schubfach(ef, m, dec);
+  dtoa_f64_slow(ef, m, dec);
   return dec->len;
 }
 
