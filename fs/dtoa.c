@@ -151,6 +151,13 @@ static inline int dtoa_flog2_pow10(int e) {
   return (int)(((int64_t)e * 913124641741) >> 38);
 }
 
+/* floor(log10(2^q)) and floor(log2(10^e)) in 32-bit arithmetic, for
+ * |q| <= 2620 and |e| <= 1233 (Dragonbox's constants; the binary64
+ * search needs |q| <= 1075, |e| <= 326): one instruction shorter each,
+ * which counts on the binary64 path. */
+static inline int dtoa_flog10_pow2_short(int q) { return (q * 315653) >> 20; }
+static inline int dtoa_flog2_pow10_short(int e) { return (e * 1741647) >> 19; }
+
 /* High 64 bits of a * b; the low 64 bits in *lo. */
 static inline uint64_t dtoa_mul64(uint64_t a, uint64_t b, uint64_t *lo) {
 #ifdef __SIZEOF_INT128__
@@ -184,14 +191,11 @@ static inline uint64_t dtoa_round_odd(const uint64_t g[2], uint64_t cp) {
   return (z_hi << 1 | z_lo >> 63) | sticky;
 }
 
-/* dec->first, block and len for the 17-digit number full + add (add
- * < 10, no carry out of the last digit). */
+/* dec->first, block and len for 17 digits: the first, then the two
+ * blocks r_hi, r_lo < 10^8. */
 static inline __attribute__((always_inline)) void
-dtoa_blocks(uint64_t full, uint32_t add, struct dtoa_dec *dec) {
-  uint64_t top = full / 100000000;                          /* 9 digits */
-  uint32_t first = (uint32_t)(full / 10000000000000000ull); /* 1 digit */
-  uint32_t r_hi = (uint32_t)top - first * 100000000;
-  uint32_t r_lo = (uint32_t)(full - top * 100000000) + add;
+dtoa_blocks(uint32_t first, uint32_t r_hi, uint32_t r_lo,
+            struct dtoa_dec *dec) {
   dec->first = first;
 #ifdef __SSE2__
   /* Both blocks at once, lane by lane as dtoa_swar8 does: 32-bit lanes
@@ -255,7 +259,10 @@ dtoa_fill(uint64_t n, int k, int normal64, struct dtoa_dec *dec) {
     dec->x10 = k + len - 1;
     full = n * dtoa_pow10_u64[DTOA_DIGITS_MAX - len];
   }
-  dtoa_blocks(full, 0, dec);
+  uint64_t top = full / 100000000;                          /* 9 digits */
+  uint32_t first = (uint32_t)(full / 10000000000000000ull); /* 1 digit */
+  dtoa_blocks(first, (uint32_t)top - first * 100000000,
+              (uint32_t)(full - top * 100000000), dec);
 }
 
 /* Shortest digits of c * 2^q (c > 0): the search in the file comment.
@@ -344,8 +351,8 @@ dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
    * fraction bits, above the exact value by less than 2^-63: its
    * integer part zi is floor(z) unless the fraction f is below 4 units,
    * where z may be an integer or just below one. */
-  int k = dtoa_flog10_pow2(q), k0 = 2 - k;
-  int beta = q + dtoa_flog2_pow10(k0);
+  int k = dtoa_flog10_pow2_short(q), k0 = 2 - k;
+  int beta = q + dtoa_flog2_pow10_short(k0);
   const uint64_t *g = dtoa_pow10_g[k - 2 - DTOA_K_MIN];
   uint64_t gh = g[0] << 2 | g[1] >> 62, gl = g[1] << 2;
   uint64_t cp = (2 * c + 1) << beta, lo, unused;
@@ -376,6 +383,7 @@ dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
       /* m is z itself, out of the open interval; the multiple below is
        * out too, so the next step starts from it */
       s--;
+      zi -= 1000;
       r = 1000;
       in2 = 0;
     } else {
@@ -416,13 +424,19 @@ dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
   }
   /* in2 is a coin toss for typical data: a mask, not a branch */
   j &= (uint32_t)in2 - 1;
-  /* n = 10 s + j has 16 or 17 digits (see dtoa_fill), 17 when s has 16.
-   * The digits are made from s, available well before j, with j added
-   * to the last block: 10 s or 100 s, plus j or 10 j. */
-  int short16 = s < 1000000000000000ull;
-  uint64_t sc = 10 + 90 * (uint64_t)short16;
+  /* n = 10 s + j has 16 or 17 digits (see dtoa_fill), 17 when s has 16,
+   * that is when zi >= 10^18. Its 17-digit form full (10 n when n has
+   * 16) is 10 s + j times jm = 1 or 10, and its first digit and first
+   * 9 digits are those of zn = zi jm, in [10^18, 10^19): divisions of
+   * zn by constants, made while s and j are still under way. */
+  int short16 = zi < 1000000000000000000ull;
+  uint32_t jm = 1 + 9 * (uint32_t)short16;
+  uint64_t zn = zi * jm;
+  uint32_t first = (uint32_t)(zn / 1000000000000000000ull);
+  uint64_t top = zn / 10000000000ull;
   dec->x10 = k + 16 - short16;
-  dtoa_blocks(s * sc, j * ((uint32_t)sc / 10), dec);
+  dtoa_blocks(first, (uint32_t)top - first * 100000000,
+              (uint32_t)((s * 10 + j) * jm - top * 100000000), dec);
   return 1;
 }
 
