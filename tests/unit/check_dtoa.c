@@ -294,6 +294,49 @@ START_TEST(integers_and_short_decimals) {
 }
 END_TEST
 
+/* The values of fs/dtoa.c's binary64 search whose interval ends or
+ * value land exactly on what its rounding has to tell apart: with
+ * v = c 2^q, scaled by 10^k0 so the gap lies in [100, 1000), the high
+ * end (2c + 1) 2^(q-1) 10^k0, the low end (2c - 1) 2^(q-1) 10^k0 or the
+ * value itself an integer (a multiple of 1000 among them: an end on a
+ * short candidate; or 50 past a multiple of 100: a tie). Where
+ * k0 = 2 - floor(q log10 2) < 0 that takes c, 2c + 1 or 2c - 1 divisible
+ * by 5^-k0 (c below 2^53 allows -k0 <= 23): runs of consecutive such
+ * significands, at the low end, the middle and the top of [2^52, 2^53),
+ * for every exponent where it can happen. Also every significand form
+ * near the smallest normals, where the search hands over to another. */
+START_TEST(f64_exact_ends) {
+  const uint64_t lo = (uint64_t)1 << 52, hi = (uint64_t)1 << 53;
+  for (int q = -3; q <= 90; q++) {
+    int k0 = 2 - (int)floor(q * log10(2.0));
+    uint64_t p5 = 1;
+    for (int i = 0; i < -k0 && p5 < hi; i++)
+      p5 *= 5;
+    if (p5 >= hi)
+      break;
+    /* c = 0, (p5 - 1) / 2, (p5 + 1) / 2 mod p5: c, 2c + 1, 2c - 1 */
+    uint64_t res[3] = {0, (p5 - 1) / 2, (p5 + 1) / 2 % p5};
+    for (int f = 0; f < 3; f++) {
+      uint64_t first = (lo - res[f] + p5 - 1) / p5, last = (hi - 1 - res[f]) / p5;
+      uint64_t starts[3] = {first, first + (last - first) / 2,
+                            last > 700 ? last - 700 : 0};
+      for (int st = 0; st < 3; st++)
+        for (uint64_t t = starts[st]; t < starts[st] + 700 && t <= last; t++) {
+          uint64_t c = res[f] + t * p5;
+          if (c <= lo || c >= hi)
+            continue;
+          uint64_t ef = (uint64_t)(q + 1075);
+          check_bits(&W64, ef << 52 | (c - lo), NULL);
+        }
+    }
+  }
+  uint64_t s = 0x5eedef;
+  for (uint64_t ef = 1; ef <= 12; ef++)
+    for (int i = 0; i < 20000; i++)
+      check_bits(&W64, ef << 52 | (next_rand(&s) >> 12), NULL);
+}
+END_TEST
+
 START_TEST(f64_random) {
   /* Half random bit patterns (every exponent), half values in [0, 1)
    * and random 17-significant-digit decimals (typical data). */
@@ -474,6 +517,7 @@ int main(void) {
   tcase_add_test(tc, f64_edges);
   tcase_add_test(tc, f32_edges);
   tcase_add_test(tc, integers_and_short_decimals);
+  tcase_add_test(tc, f64_exact_ends);
   tcase_add_test(tc, f64_random);
   tcase_add_test(tc, f32_random);
   tcase_add_test(tc, f32_exhaustive);
