@@ -317,7 +317,8 @@ START_TEST(f64_exact_ends) {
     /* c = 0, (p5 - 1) / 2, (p5 + 1) / 2 mod p5: c, 2c + 1, 2c - 1 */
     uint64_t res[3] = {0, (p5 - 1) / 2, (p5 + 1) / 2 % p5};
     for (int f = 0; f < 3; f++) {
-      uint64_t first = (lo - res[f] + p5 - 1) / p5, last = (hi - 1 - res[f]) / p5;
+      uint64_t first = (lo - res[f] + p5 - 1) / p5,
+               last = (hi - 1 - res[f]) / p5;
       uint64_t starts[3] = {first, first + (last - first) / 2,
                             last > 700 ? last - 700 : 0};
       for (int st = 0; st < 3; st++)
