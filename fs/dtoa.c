@@ -171,7 +171,8 @@ static inline int dtoa_flog2_pow10(int e) {
 
 /* floor(log10(2^q)) and floor(log2(10^e)) in 32-bit arithmetic, for
  * |q| <= 2620 and |e| <= 1233 (Dragonbox's constants; the binary64
- * search needs |q| <= 1075, |e| <= 326): one instruction shorter each,
+ * search needs |q| <= 1075, |e| <= 326, and check_dtoa's f64_scaling
+ * checks them there): an instruction shorter each than the 64-bit ones,
  * which counts on the binary64 path. */
 static inline int dtoa_flog10_pow2_short(int q) { return (q * 315653) >> 20; }
 static inline int dtoa_flog2_pow10_short(int e) { return (e * 1741647) >> 19; }
@@ -378,8 +379,8 @@ dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
   uint64_t f = lo + dtoa_mul64(cp, gl, &unused);
   zi += f < lo;
   /* floor(delta) and floor(delta / 2): exact for every q, as the table's
-   * error is far below delta's distance to the next integer (checked by
-   * enumeration over q) */
+   * error is far below delta's distance to the next integer (check_dtoa's
+   * f64_scaling checks this, beta's range and G's error for every q) */
   uint32_t deltai = (uint32_t)(gh >> (63 - beta));
   uint64_t zint = 0; /* z is an integer */
   if (__builtin_expect(f < 4, 0)) {
