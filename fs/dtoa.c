@@ -428,8 +428,10 @@ dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
    * off, 0 is a tie (y is an integer), where n is the even one. The
    * fraction h of delta / 2 comes from G as deltai did. */
   uint32_t wi = r + 50 - (deltai >> 1);
-  uint32_t j = wi * 656 >> 16; /* wi / 100 for wi <= 1024 */
-  if (__builtin_expect(wi == j * 100, 0) && !in2) {
+  /* wi / 100 for wi <= 1024, and wi a multiple of 100 when the
+   * multiply's low 16 bits (64 j + 656 (wi mod 100)) are below 656 */
+  uint32_t j = wi * 656 >> 16;
+  if (__builtin_expect((wi * 656 & 0xffff) < 656, 0) && !in2) {
     if (!careful)
       return 0;
     uint64_t h = gh << beta | gl >> (64 - beta);
@@ -451,43 +453,46 @@ dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
   int short16 = zi < 1000000000000000000ull;
   uint32_t jm = 1 + 9 * (uint32_t)short16;
   uint64_t zn = zi * jm;
-  uint32_t first = (uint32_t)(zn / 1000000000000000000ull);
   uint64_t top = zn / 10000000000ull;
+  uint32_t first = (uint32_t)top / 100000000; /* 32-bit: cheaper */
   dec->x10 = k + 16 - short16;
   dtoa_blocks(first, (uint32_t)top - first * 100000000,
               (uint32_t)((s * 10 + j) * jm - top * 100000000), dec);
   return 1;
 }
 
-/* Shortest digits of a binary64 value, out of line: the careful
+/* dtoa_dec_f64 out of line: zero, infinities and NaNs, then the careful
  * dtoa_dragon, or dtoa_digits where it does not apply or decide. */
-static __attribute__((noinline)) void dtoa_f64_slow(int ef, uint64_t m,
-                                                    struct dtoa_dec *dec) {
-  if (m != 0 && ef > 5 && dtoa_dragon(m | (uint64_t)1 << 52, ef - 1075, 1, dec))
-    return;
-  if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
-    dtoa_digits(m, -1074, 0, 0, dec);
-  else /* at a power of two the gap below halves, except at the smallest
-        * normal, whose neighbour below is the largest subnormal */
-    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, 1, dec);
-}
-
-/* Shortest digits of a binary64 value, in registers. */
-int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
+static __attribute__((noinline)) int dtoa_f64_slow(uint64_t bits,
+                                                   struct dtoa_dec *dec) {
   int ef = (int)(bits >> 52) & 0x7ff;
   uint64_t m = bits & (((uint64_t)1 << 52) - 1);
   /* zero, infinities and NaNs in one compare: without the sign, 0 wraps
    * to the top and the others have every exponent bit set */
   if ((bits << 1) - 1 >= ((uint64_t)0x7ff << 53) - 1)
     return 0;
-  /* Dragonbox for normals but powers of two (the shorter interval) and
-   * the few smallest exponents (whose 10^k0 is past the table) */
-  if (__builtin_expect((m != 0) & (ef > 5), 1) &&
-      __builtin_expect(dtoa_dragon(m | (uint64_t)1 << 52, ef - 1075, 0, dec),
-                       1))
+  if (m != 0 && ef > 5 && dtoa_dragon(m | (uint64_t)1 << 52, ef - 1075, 1, dec))
     return dec->len;
-  dtoa_f64_slow(ef, m, dec);
+  if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
+    dtoa_digits(m, -1074, 0, 0, dec);
+  else /* at a power of two the gap below halves, except at the smallest
+        * normal, whose neighbour below is the largest subnormal */
+    dtoa_digits(m | (uint64_t)1 << 52, ef - 1075, m == 0 && ef > 1, 1, dec);
   return dec->len;
+}
+
+/* Shortest digits of a binary64 value, in registers. */
+int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
+  unsigned ef = (unsigned)(bits >> 52) & 0x7ff;
+  uint64_t m = bits & (((uint64_t)1 << 52) - 1);
+  /* Dragonbox for normals but powers of two (the shorter interval) and
+   * the few smallest exponents (whose 10^k0 is past the table): ef in
+   * [6, 2046], which leaves zero, infinities and NaNs out too */
+  if (__builtin_expect((ef - 6 < 2041) & (m != 0), 1) &&
+      __builtin_expect(
+          dtoa_dragon(m | (uint64_t)1 << 52, (int)ef - 1075, 0, dec), 1))
+    return dec->len;
+  return dtoa_f64_slow(bits, dec);
 }
 
 /* Shortest digits of a binary32 value, in registers. */
