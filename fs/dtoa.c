@@ -27,8 +27,8 @@
  * even integer (4s, 4(s+1), 2(2s+1), ...) gives the exact answer. The
  * paper proves the 126-bit table is precise enough for every binary64
  * value. binary32 uses the same table and code; all 2^32 binary32
- * patterns have been compared with the exact search below (check_dtoa's
- * exhaustive mode).
+ * patterns have been compared with the exact search (fs/dtoa_exact.c;
+ * check_dtoa's exhaustive mode).
  *
  * Binary64 normals (but powers of two and the few smallest exponents)
  * take a shorter route with the same answer, in the manner of Dragonbox
@@ -260,12 +260,12 @@ dtoa_blocks(uint32_t first, uint32_t r_hi, uint32_t r_lo,
  * whose n has 16 or 17 digits (below). */
 static inline __attribute__((always_inline)) void
 dtoa_fill(uint64_t n, int k, int normal64, struct dtoa_dec *dec) {
-  /* Scaled to exactly 17 digits: the first, then two blocks of 8 in registers.
-   * For a binary64 normal, n >= 4 c / 3 * 2^q / 10^(k+1) > 10^15 (the
-   * interval's width 2^q or 3/4 2^q is below 10^(k+1)): 16 or 17 digits,
-   * so no length search. The trailing zeros (the scaling's and n's own)
-   * are the zero bytes at the top of the blocks: counted, not searched
-   * for. */
+  /* Scaled to exactly 17 digits: the first, then two blocks of 8 in
+   * registers. For a binary64 normal, n >= 4 c / 3 * 2^q / 10^(k+1) >
+   * 10^15 (the interval's width 2^q or 3/4 2^q is below 10^(k+1)): 16 or
+   * 17 digits, so no length search. The trailing zeros (the scaling's and
+   * n's own) are the zero bytes at the top of the blocks: counted, not
+   * searched for. */
   uint64_t full;
   if (normal64) {
     /* 16 or 17 is a coin toss for typical data: a multiply by 10 or 1,
