@@ -440,6 +440,7 @@ END_TEST
  * near the smallest normals, where the search hands over to another. */
 START_TEST(f64_exact_ends) {
   const uint64_t lo = (uint64_t)1 << 52, hi = (uint64_t)1 << 53;
+  const uint64_t run = DTOA_SANITIZED ? 200 : 700; /* significands a run */
   for (int q = -3; q <= 90; q++) {
     int k0 = 2 - (int)floor(q * log10(2.0));
     uint64_t p5 = 1;
@@ -453,9 +454,9 @@ START_TEST(f64_exact_ends) {
       uint64_t first = (lo - res[f] + p5 - 1) / p5,
                last = (hi - 1 - res[f]) / p5;
       uint64_t starts[3] = {first, first + (last - first) / 2,
-                            last > 700 ? last - 700 : 0};
+                            last > run ? last - run : 0};
       for (int st = 0; st < 3; st++)
-        for (uint64_t t = starts[st]; t < starts[st] + 700 && t <= last; t++) {
+        for (uint64_t t = starts[st]; t < starts[st] + run && t <= last; t++) {
           uint64_t c = res[f] + t * p5;
           if (c <= lo || c >= hi)
             continue;
@@ -466,7 +467,7 @@ START_TEST(f64_exact_ends) {
   }
   uint64_t s = 0x5eedef;
   for (uint64_t ef = 1; ef <= 12; ef++)
-    for (int i = 0; i < 20000; i++)
+    for (uint64_t i = 0; i < 30 * run; i++)
       check_bits(&W64, ef << 52 | (next_rand(&s) >> 12), NULL);
 }
 END_TEST
