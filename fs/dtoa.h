@@ -1,6 +1,7 @@
 /* dtoa.h - numbers -> decimal digits: shortest round-trip digits of
- * binary64 and binary32 values (Schubfach, fast), of any IEEE binary
- * float up to 64 bits (an exact search, slower), and unsigned integers.
+ * binary64 and binary32 values (Dragonbox and Schubfach, fast), of any
+ * IEEE binary float up to 64 bits (an exact search, slower), and unsigned
+ * integers.
  *
  * This module owns digit generation only; fs/render.c owns the text
  * layout (sign, point, exponent, nan/inf). Pure functions on const tables:

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../../fs/dtoa.h"
+#include "../../fs/dtoa_pow10.h"
 #include "../../fs/render.h"
 #include "testutil.h"
 
@@ -294,6 +295,183 @@ START_TEST(integers_and_short_decimals) {
 }
 END_TEST
 
+/* Unsigned integers of up to 1536 bits for f64_scaling, little-endian
+ * 32-bit words (all of them compared and added: no length kept). */
+struct tbig {
+  uint32_t w[48];
+};
+
+/* x = 5^a * 2^b (a, b >= 0). */
+static void tbig_pow(struct tbig *x, int a, int b) {
+  memset(x, 0, sizeof *x);
+  x->w[b / 32] = 1u << (b % 32);
+  for (int i = 0; i < a; i++) {
+    uint64_t carry = 0;
+    for (int j = 0; j < 48; j++) {
+      uint64_t t = (uint64_t)x->w[j] * 5 + carry;
+      x->w[j] = (uint32_t)t;
+      carry = t >> 32;
+    }
+  }
+}
+
+/* x = y * m * 2^(32 sh) + add (add may be NULL); nothing reaches the top
+ * words for the operands here. */
+static void tbig_muladd(struct tbig *x, const struct tbig *y, uint64_t m,
+                        int sh, const struct tbig *add) {
+  struct tbig r;
+  memset(&r, 0, sizeof r);
+  for (int h = 0; h < 2; h++) {
+    uint64_t carry = 0;
+    for (int j = 0; j + h + sh < 48; j++) {
+      uint64_t t = (uint64_t)y->w[j] * (uint32_t)(m >> (32 * h)) +
+                   r.w[j + h + sh] + carry;
+      r.w[j + h + sh] = (uint32_t)t;
+      carry = t >> 32;
+    }
+  }
+  if (add) {
+    uint64_t carry = 0;
+    for (int j = 0; j < 48; j++) {
+      uint64_t t = (uint64_t)r.w[j] + add->w[j] + carry;
+      r.w[j] = (uint32_t)t;
+      carry = t >> 32;
+    }
+  }
+  *x = r;
+}
+
+/* x = y - z (y >= z). */
+static void tbig_sub(struct tbig *x, const struct tbig *y,
+                     const struct tbig *z) {
+  uint64_t borrow = 0;
+  for (int j = 0; j < 48; j++) {
+    uint64_t t = (uint64_t)y->w[j] - z->w[j] - borrow;
+    x->w[j] = (uint32_t)t;
+    borrow = t >> 63;
+  }
+}
+
+/* -1, 0, 1 as a <, ==, > b. */
+static int tbig_cmp(const struct tbig *a, const struct tbig *b) {
+  for (int i = 47; i >= 0; i--)
+    if (a->w[i] != b->w[i])
+      return a->w[i] < b->w[i] ? -1 : 1;
+  return 0;
+}
+
+/* Whether lo <= a * 2^(32 sh) / b < hi. */
+static int tbig_within(const struct tbig *a, const struct tbig *b, uint64_t lo,
+                       uint64_t hi, int sh) {
+  struct tbig as, blo, bhi;
+  tbig_muladd(&as, a, 1, sh, NULL);
+  tbig_muladd(&blo, b, lo, 0, NULL);
+  tbig_muladd(&bhi, b, hi, 0, NULL);
+  return tbig_cmp(&blo, &as) <= 0 && tbig_cmp(&as, &bhi) < 0;
+}
+
+START_TEST(f64_scaling) {
+  /* What fs/dtoa.c's binary64 search takes from the power-of-ten table,
+   * for every binary exponent q of a normal it searches (ef > 5): with
+   * k = floor(q log10 2) and k0 = 2 - k, delta = 2^q 10^k0 lies in
+   * [2^beta, 2^(beta+1)) within [100, 1000); the table's 10^k0 scaled to
+   * 128 bits, G, exceeds the exact value by at most 4; the integer part
+   * of delta read from G is floor(delta), and the 64 bits below it, and
+   * those below floor(delta / 2), are frac(delta) and frac(delta / 2)
+   * within one unit. Exact integer arithmetic, with delta = A / B. */
+  for (int ef = 6; ef <= 2046; ef++) {
+    int q = ef - 1075, k = (q * 315653) >> 20, k0 = 2 - k;
+    int beta = q + ((k0 * 1741647) >> 19), e2 = q + k0;
+    int a5 = k0 > 0 ? k0 : 0, a2 = e2 > 0 ? e2 : 0;
+    struct tbig a, b, a127, gb, gb4, t, fr, fr2;
+    tbig_pow(&a, a5, a2);
+    tbig_pow(&b, k0 < 0 ? -k0 : 0, e2 < 0 ? -e2 : 0);
+    ck_assert_msg(
+        beta >= 6 && beta <= 9 && tbig_within(&a, &b, 100, 1000, 0) &&
+            tbig_within(&a, &b, (uint64_t)1 << beta, (uint64_t)2 << beta, 0),
+        "q %d: delta not in [2^%d, 2^%d) within [100, 1000)", q, beta,
+        beta + 1);
+    /* (G - 4) B <= A 2^(127 - beta) < G B: G is 10^k0 2^(127 - beta + q)
+     * rounded up by at most 4 (its low two bits are 0, so gl >= 4) */
+    const uint64_t *g = dtoa_pow10_g[k - 2 - DTOA_K_MIN];
+    uint64_t gh = g[0] << 2 | g[1] >> 62, gl = g[1] << 2;
+    tbig_pow(&a127, a5, a2 + 127 - beta);
+    tbig_muladd(&t, &b, gl, 0, NULL);
+    tbig_muladd(&gb, &b, gh, 2, &t);
+    tbig_muladd(&t, &b, gl - 4, 0, NULL);
+    tbig_muladd(&gb4, &b, gh, 2, &t);
+    ck_assert_msg(gl >= 4 && tbig_cmp(&gb4, &a127) <= 0 &&
+                      tbig_cmp(&a127, &gb) < 0,
+                  "q %d: table entry not within 4 above 10^%d", q, k0);
+    /* floor(delta): deltai B <= A < (deltai + 1) B */
+    uint64_t deltai = gh >> (63 - beta);
+    ck_assert_msg(tbig_within(&a, &b, deltai, deltai + 1, 0),
+                  "q %d: floor(delta) is not %llu", q,
+                  (unsigned long long)deltai);
+    /* frac(delta) = (A - deltai B) / B, and frac(delta / 2) =
+     * (A - (deltai & ~1) B) / 2B */
+    uint64_t fd = gh << (beta + 1) | gl >> (63 - beta);
+    uint64_t h = gh << beta | gl >> (64 - beta);
+    tbig_muladd(&t, &b, deltai, 0, NULL);
+    tbig_sub(&fr, &a, &t);
+    tbig_muladd(&t, &b, deltai & ~(uint64_t)1, 0, NULL);
+    tbig_sub(&fr2, &a, &t);
+    tbig_muladd(&t, &b, 2, 0, NULL);
+    ck_assert_msg(tbig_within(&fr, &b, fd ? fd - 1 : 0,
+                              fd == UINT64_MAX ? fd : fd + 1, 2),
+                  "q %d: frac(delta) is not %#llx", q, (unsigned long long)fd);
+    ck_assert_msg(
+        tbig_within(&fr2, &t, h ? h - 1 : 0, h == UINT64_MAX ? h : h + 1, 2),
+        "q %d: frac(delta / 2) is not %#llx", q, (unsigned long long)h);
+  }
+}
+END_TEST
+
+/* The values of fs/dtoa.c's binary64 search whose interval ends or
+ * value land exactly on what its rounding has to tell apart: with
+ * v = c 2^q, scaled by 10^k0 so the gap lies in [100, 1000), the high
+ * end (2c + 1) 2^(q-1) 10^k0, the low end (2c - 1) 2^(q-1) 10^k0 or the
+ * value itself an integer (a multiple of 1000 among them: an end on a
+ * short candidate; or 50 past a multiple of 100: a tie). Where
+ * k0 = 2 - floor(q log10 2) < 0 that takes c, 2c + 1 or 2c - 1 divisible
+ * by 5^-k0 (c below 2^53 allows -k0 <= 23): runs of consecutive such
+ * significands, at the low end, the middle and the top of [2^52, 2^53),
+ * for every exponent where it can happen. Also every significand form
+ * near the smallest normals, where the search hands over to another. */
+START_TEST(f64_exact_ends) {
+  const uint64_t lo = (uint64_t)1 << 52, hi = (uint64_t)1 << 53;
+  const uint64_t run = DTOA_SANITIZED ? 200 : 700; /* significands a run */
+  for (int q = -3; q <= 90; q++) {
+    int k0 = 2 - (int)floor(q * log10(2.0));
+    uint64_t p5 = 1;
+    for (int i = 0; i < -k0 && p5 < hi; i++)
+      p5 *= 5;
+    if (p5 >= hi)
+      break;
+    /* c = 0, (p5 - 1) / 2, (p5 + 1) / 2 mod p5: c, 2c + 1, 2c - 1 */
+    uint64_t res[3] = {0, (p5 - 1) / 2, (p5 + 1) / 2 % p5};
+    for (int f = 0; f < 3; f++) {
+      uint64_t first = (lo - res[f] + p5 - 1) / p5,
+               last = (hi - 1 - res[f]) / p5;
+      uint64_t starts[3] = {first, first + (last - first) / 2,
+                            last > run ? last - run : 0};
+      for (int st = 0; st < 3; st++)
+        for (uint64_t t = starts[st]; t < starts[st] + run && t <= last; t++) {
+          uint64_t c = res[f] + t * p5;
+          if (c <= lo || c >= hi)
+            continue;
+          uint64_t ef = (uint64_t)(q + 1075);
+          check_bits(&W64, ef << 52 | (c - lo), NULL);
+        }
+    }
+  }
+  uint64_t s = 0x5eedef;
+  for (uint64_t ef = 1; ef <= 12; ef++)
+    for (uint64_t i = 0; i < 30 * run; i++)
+      check_bits(&W64, ef << 52 | (next_rand(&s) >> 12), NULL);
+}
+END_TEST
+
 START_TEST(f64_random) {
   /* Half random bit patterns (every exponent), half values in [0, 1)
    * and random 17-significant-digit decimals (typical data). */
@@ -474,6 +652,8 @@ int main(void) {
   tcase_add_test(tc, f64_edges);
   tcase_add_test(tc, f32_edges);
   tcase_add_test(tc, integers_and_short_decimals);
+  tcase_add_test(tc, f64_scaling);
+  tcase_add_test(tc, f64_exact_ends);
   tcase_add_test(tc, f64_random);
   tcase_add_test(tc, f32_random);
   tcase_add_test(tc, f32_exhaustive);
