@@ -68,10 +68,6 @@
 
 #include <string.h>
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
 #include "dtoa_pow10.h"
 
 /* ---- integers ---- */
@@ -217,26 +213,9 @@ dtoa_blocks(uint32_t first, uint32_t r_hi, uint32_t r_lo,
             struct dtoa_dec *dec) {
   dec->first = first;
 #ifdef __SSE2__
-  /* Both blocks at once, lane by lane as dtoa_swar8 does: 32-bit lanes
-   * of 4 digits (y / 10^4 = y * 109951163 >> 40 for y < 10^8), 16-bit
-   * lanes of 2 (z / 100 = z * 20972 >> 21 for z < 10^4), bytes (for
-   * w < 100, w * 6554 = 2^16 (w / 10) + f with w % 10 = f * 10 >> 16).
-   * The last non-zero digit is the highest non-zero byte: one compare
-   * and a bit scan. The 100 goes through an empty asm: GCC would turn
-   * the multiply into five shifts and adds. */
-  __m128i c100 = _mm_set1_epi16(100), c6554 = _mm_set1_epi16(6554);
-  __asm__("" : "+x"(c100));
-  __m128i vx = _mm_set_epi64x((long long)r_lo, (long long)r_hi);
-  __m128i vq =
-      _mm_srli_epi64(_mm_mul_epu32(vx, _mm_set1_epi64x(109951163)), 40);
-  vx = _mm_sub_epi32(vx, _mm_mul_epu32(vq, _mm_set1_epi64x(10000)));
-  vx = _mm_or_si128(vq, _mm_slli_epi64(vx, 32));
-  vq = _mm_srli_epi16(_mm_mulhi_epu16(vx, _mm_set1_epi16(20972)), 5);
-  vx = _mm_sub_epi16(vx, _mm_mullo_epi16(vq, c100));
-  vx = _mm_or_si128(vq, _mm_slli_epi32(vx, 16));
-  vq = _mm_mulhi_epu16(vx, c6554);
-  vx = _mm_mulhi_epu16(_mm_mullo_epi16(vx, c6554), _mm_set1_epi16(10));
-  vx = _mm_or_si128(vq, _mm_slli_epi16(vx, 8));
+  /* Both blocks at once (dtoa_swar8x2). The last non-zero digit is the
+   * highest non-zero byte: one compare and a bit scan. */
+  __m128i vx = dtoa_swar8x2(r_hi, r_lo);
   unsigned nz =
       ~(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(vx, _mm_setzero_si128()));
   /* bit j + 1 of w is set for a non-zero digit j + 1; bit 0 stands for

@@ -13,6 +13,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 /* Most digits dtoa_shortest_f64/f32 write (17 for binary64, 9 for
  * binary32). */
 #define DTOA_DIGITS_MAX 17
@@ -99,6 +103,30 @@ static inline uint64_t dtoa_swar8(uint32_t r) {
   q = (x * 103 >> 10) & 0x000f000f000f000full;
   return (x << 8) - q * ((10ull << 8) - 1);
 }
+
+#ifdef __SSE2__
+/* dtoa_swar8 of a (the low 8 bytes) and of b (the high 8) at once, lane
+ * by lane: 32-bit lanes of 4 digits (y / 10^4 = y * 109951163 >> 40 for
+ * y < 10^8), 16-bit lanes of 2 (z / 100 = z * 20972 >> 21 for z < 10^4),
+ * bytes (for w < 100, w * 6554 = 2^16 (w / 10) + f with w % 10 =
+ * f * 10 >> 16). The 100 goes through an empty asm: GCC would turn the
+ * multiply into five shifts and adds. */
+static inline __m128i dtoa_swar8x2(uint32_t a, uint32_t b) {
+  __m128i c100 = _mm_set1_epi16(100), c6554 = _mm_set1_epi16(6554);
+  __asm__("" : "+x"(c100));
+  __m128i vx = _mm_set_epi64x((long long)b, (long long)a);
+  __m128i vq =
+      _mm_srli_epi64(_mm_mul_epu32(vx, _mm_set1_epi64x(109951163)), 40);
+  vx = _mm_sub_epi32(vx, _mm_mul_epu32(vq, _mm_set1_epi64x(10000)));
+  vx = _mm_or_si128(vq, _mm_slli_epi64(vx, 32));
+  vq = _mm_srli_epi16(_mm_mulhi_epu16(vx, _mm_set1_epi16(20972)), 5);
+  vx = _mm_sub_epi16(vx, _mm_mullo_epi16(vq, c100));
+  vx = _mm_or_si128(vq, _mm_slli_epi32(vx, 16));
+  vq = _mm_mulhi_epu16(vx, c6554);
+  vx = _mm_mulhi_epu16(_mm_mullo_epi16(vx, c6554), _mm_set1_epi16(10));
+  return _mm_or_si128(vq, _mm_slli_epi16(vx, 8));
+}
+#endif
 
 /* Store 8 digit bytes in dtoa_swar8's order at p (the first at p[0]), on
  * any host. */

@@ -23,7 +23,6 @@
 #include "dtoa.h"
 
 #if defined(__SSE2__) && DTOA_SWAR
-#include <emmintrin.h>
 #define RNUM_PAIRS 1
 #else
 #define RNUM_PAIRS 0
@@ -82,25 +81,13 @@ static inline int rnum_neg(int64_t v) { return v < 0; }
 
 #if RNUM_PAIRS
 /* The digits of two values below 10^8 at once, one in each 64-bit half
- * of an SSE2 register, as fs/dtoa.c makes a float's two blocks (4-digit
- * lanes, then 2, then 1); each half is dtoa_swar8's register with its
- * leading zero digits shifted out (the last digit always counts). Writes
+ * of an SSE2 register (dtoa_swar8x2, as a float's two blocks are made);
+ * each half is dtoa_swar8's register with its leading zero digits shifted
+ * out (the last digit always counts). Writes
  * the ASCII registers to w[0..1] and their lengths to len[0..1]. */
 static inline __attribute__((always_inline)) void
 rnum_pair8(uint32_t a, uint32_t b, uint64_t w[2], unsigned len[2]) {
-  __m128i c100 = _mm_set1_epi16(100), c6554 = _mm_set1_epi16(6554);
-  __asm__("" : "+x"(c100)); /* a multiply, not five shifts and adds */
-  __m128i vx = _mm_set_epi64x((long long)b, (long long)a);
-  __m128i vq =
-      _mm_srli_epi64(_mm_mul_epu32(vx, _mm_set1_epi64x(109951163)), 40);
-  vx = _mm_sub_epi32(vx, _mm_mul_epu32(vq, _mm_set1_epi64x(10000)));
-  vx = _mm_or_si128(vq, _mm_slli_epi64(vx, 32));
-  vq = _mm_srli_epi16(_mm_mulhi_epu16(vx, _mm_set1_epi16(20972)), 5);
-  vx = _mm_sub_epi16(vx, _mm_mullo_epi16(vq, c100));
-  vx = _mm_or_si128(vq, _mm_slli_epi32(vx, 16));
-  vq = _mm_mulhi_epu16(vx, c6554);
-  vx = _mm_mulhi_epu16(_mm_mullo_epi16(vx, c6554), _mm_set1_epi16(10));
-  vx = _mm_or_si128(vq, _mm_slli_epi16(vx, 8));
+  __m128i vx = dtoa_swar8x2(a, b);
   /* leading zero digits: the low bytes of each half that are 0 */
   unsigned zero =
       (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(vx, _mm_setzero_si128()));
