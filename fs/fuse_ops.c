@@ -276,12 +276,24 @@ static void zfs_opendir(fuse_req_t req, fuse_ino_t ino,
   }
 }
 
+/* Decoded bytes one readdirplus reply may decode to learn chunk views'
+ * sizes (ns_dir_attr_learn): a reply stays short, and what is past it is
+ * learned by the LOOKUPs of its names, as before. */
+#define DIR_LEARN_BUDGET ((uint64_t)64 << 20)
+
 /* Names from position off on, each with the next position as its offset,
  * as many as fit in size bytes. With plus, directories, stored files whose
  * size the listing gave and views whose size is learned carry their
  * attributes and an inode (the kernel then needs no LOOKUP for them);
  * others go without (ino 0: the kernel looks them up when asked). A
- * listing reads no chunk and decodes nothing. */
+ * listing reads no chunk and decodes nothing.
+ *
+ * A readdirplus past the first reply learns chunk views' sizes (within
+ * DIR_LEARN_BUDGET): the kernel (readdirplus auto, libfuse's default)
+ * sends one there only when names of the directory were stat'ed since its
+ * last reply, so the caller stats every name (ls -l, du) and would have
+ * the same chunks decoded by a LOOKUP each, a round trip a name. The
+ * first reply learns nothing: plain ls reads it too. */
 static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info *fi, int plus) {
   struct zfs_fuse_ctx *c = ctx_of(req);
@@ -311,6 +323,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   }
   size_t used = 0;
   uint64_t n = ns_dir_count(d->list) + 2;
+  uint64_t budget = plus && off > 0 ? DIR_LEARN_BUDGET : 0;
   char path[4096];
   for (uint64_t pos = off < 0 ? 0 : (uint64_t)off; pos < n; pos++) {
     struct ns_dirent de = {pos ? ".." : ".", NS_DIR, 0, 0, STORE_MTIME_UNKNOWN};
@@ -334,8 +347,14 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     memset(&e, 0, sizeof e);
     if (fuse_add_direntry_plus(req, NULL, 0, de.name, NULL, 0) > room)
       break; /* full: no inode is taken for a name not sent */
-    if (pos >= 2)
+    if (pos >= 2 && !de.attr && budget && len >= 0) {
+      struct engine_req rq; /* the watchdog says when sizing runs long */
+      engine_req_begin(c->engine, &rq, path, 0, ENGINE_REQ_SIZE);
+      ns_dir_attr_learn(d->list, &de, &budget);
+      engine_req_end(c->engine, &rq);
+    } else if (pos >= 2) {
       ns_dir_attr(c->engine, d->list, &de);
+    }
     if (pos >= 2 && de.attr && len >= 0 &&
         (e.ino = inodes_ref(c->inodes, path, (size_t)len))) {
       fill_stat(c, de.kind, de.size, de.mtime, e.ino, &e.attr);

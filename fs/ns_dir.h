@@ -51,6 +51,14 @@ void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out);
  * readdirplus spares the kernel a LOOKUP a name. */
 void ns_dir_attr(struct engine *e, const struct ns_dir *d,
                  struct ns_dirent *de);
+/* ns_dir_attr, and for a chunk view still without attributes, its size
+ * learned as stat learns it (decoding the chunk, or reading its index),
+ * when the chunk's decoded bytes fit in *budget (taken from it). For a
+ * caller about to stat every name (ls -l): one readdirplus then does the
+ * work a LOOKUP a name would. A failure leaves the name without
+ * attributes (its stat says why). */
+void ns_dir_attr_learn(const struct ns_dir *d, struct ns_dirent *de,
+                       uint64_t *budget);
 /* Free; NULL-safe. */
 void ns_dir_free(struct ns_dir *d);
 
