@@ -12,7 +12,10 @@
 struct zfs_inodes {
   pthread_mutex_t lock; /* guards both tables, next and every nlookup
                            (a leaf lock: nothing else is taken under it) */
-  struct htab by_ino, by_path;
+  struct htab by_ino, by_path; /* by number; by path, hashed by the path's
+                                  stable number (inodes_stable_ino) */
+  size_t moved;                /* live inodes whose number is not their
+                                  path's stable one (a hash collision) */
   struct zfs_inode *root;
   pthread_mutex_t open_lock; /* guards the open list (a leaf lock) */
   struct zfs_handle open;    /* the list's head: open handles */
@@ -53,10 +56,9 @@ static int path_eq(const struct htab_node *n, const void *key) {
   return !strcmp(inode_of_path(n)->path, key);
 }
 
-/* Hash of an inode number. */
-static uint64_t ino_hash(uint64_t ino) {
-  return htab_hash_bytes(&ino, sizeof ino, 0x5a);
-}
+/* Hash of an inode number in by_ino: the number itself, a hash of its
+ * path already (inodes_stable_ino). */
+static uint64_t ino_hash(uint64_t ino) { return ino; }
 
 /* A new inode for path (len bytes), not in any table yet. */
 static struct zfs_inode *inode_alloc(const char *path, size_t len) {
@@ -142,31 +144,59 @@ static int ino_free(struct zfs_inodes *t, uint64_t ino) {
          !htab_find(&t->by_ino, ino_hash(ino), ino_eq, &ino);
 }
 
+/* A path looked up in by_path; alone is cleared by every other path of
+ * the same hash met on the way. */
+struct path_probe {
+  const char *path;
+  int alone;
+};
+
+/* by_path equality for a path_probe. */
+static int probe_eq(const struct htab_node *n, const void *key) {
+  struct path_probe *p = (struct path_probe *)key;
+  if (path_eq(n, p->path))
+    return 1;
+  p->alone = 0;
+  return 0;
+}
+
+/* The live inode of path (h: its stable number, the hash by_path keeps),
+ * or NULL; *alone set when no other live path hashes to h, so that the
+ * number h is free (a path numbered otherwise is counted in t->moved).
+ * Under t->lock. */
+static struct zfs_inode *path_find(struct zfs_inodes *t, uint64_t h,
+                                   const char *path, int *alone) {
+  struct path_probe p = {path, t->moved == 0};
+  struct htab_node *n = htab_find(&t->by_path, h, probe_eq, &p);
+  *alone = p.alone;
+  return n ? inode_of_path(n) : NULL;
+}
+
 /* One more lookup of path: its inode (made on the first), or 0 without
  * memory. */
-uint64_t inodes_ref(struct zfs_inodes *t, const char *path,
-                            size_t len) {
+uint64_t inodes_ref(struct zfs_inodes *t, const char *path, size_t len) {
   if (!len)
     return INODES_ROOT;
-  uint64_t h = htab_hash_bytes(path, len, 0);
+  uint64_t h = inodes_stable_ino(path, len);
+  int alone;
   pthread_mutex_lock(&t->lock);
-  struct htab_node *n = htab_find(&t->by_path, h, path_eq, path);
-  struct zfs_inode *in = n ? inode_of_path(n) : NULL;
+  struct zfs_inode *in = path_find(t, h, path, &alone);
   if (!in) {
     pthread_mutex_unlock(&t->lock); /* allocate outside the lock */
     struct zfs_inode *fresh = inode_alloc(path, len);
     if (!fresh)
       return 0;
     pthread_mutex_lock(&t->lock);
-    n = htab_find(&t->by_path, h, path_eq, path); /* made meanwhile? */
-    if (n) {
+    in = path_find(t, h, path, &alone); /* made meanwhile? */
+    if (in) {
       free(fresh);
-      in = inode_of_path(n);
     } else {
       in = fresh;
-      in->ino = inodes_stable_ino(path, len);
-      while (!ino_free(t, in->ino)) /* a hash collision: the next free */
-        in->ino = (in->ino + 1) & (UINT64_MAX >> 1);
+      in->ino = h;
+      if (!alone)
+        while (!ino_free(t, in->ino)) /* a hash collision: the next free */
+          in->ino = (in->ino + 1) & (UINT64_MAX >> 1);
+      t->moved += in->ino != h;
       in->by_path.hash = h;
       in->by_ino.hash = ino_hash(in->ino);
       htab_insert(&t->by_path, &in->by_path);
@@ -189,6 +219,7 @@ void inodes_forget(struct zfs_inodes *t, uint64_t ino, uint64_t n) {
   if (in)
     in->nlookup = n < in->nlookup ? in->nlookup - n : 0;
   if (in && !in->nlookup) {
+    t->moved -= in->ino != in->by_path.hash;
     htab_remove(&t->by_ino, &in->by_ino);
     htab_remove(&t->by_path, &in->by_path);
   } else {
