@@ -569,16 +569,13 @@ static uint64_t learn_cost(const struct znode *n) {
 }
 
 /* The size stat says for chunk view idx of vn, learned as ns_size learns
- * it (decoding the unit, or with lazy sizes reading its index), when its
- * cost fits in *budget (taken from it); 1 and *size, else 0 (a failure:
- * stat says why). */
+ * it (decoding the unit, or with lazy sizes reading its index), its cost
+ * (which fits) taken from *budget: 1 and *size, else 0 (a failure: stat
+ * says why). */
 static int view_size_learn(struct engine *e, const struct znode *vn,
                            const uint64_t *idx, uint64_t *budget,
                            uint64_t *size) {
-  uint64_t cost = learn_cost(vn);
-  if (cost > *budget)
-    return 0;
-  *budget -= cost;
+  *budget -= learn_cost(vn);
   struct zerr err = {0};
   if (!e->lazy_sizes)
     return view_chunk_size(e, vn, idx, size, &err) == 0;
@@ -613,9 +610,10 @@ static void dir_attr(const struct ns_dir *d, struct ns_dirent *de,
     key[rl + nl - sl] = '\0';
     if (zmeta_parse_chunk_key(d->vnode->meta, key, idx) != 0)
       return;
-    de->attr = view_size_cheap(e, vn, idx, &size);
-    if (!de->attr && budget)
-      de->attr = view_size_learn(e, vn, idx, budget, &size);
+    /* learning looks the size up first: no separate look-up before */
+    int learn = budget && learn_cost(vn) <= *budget;
+    de->attr = learn ? view_size_learn(e, vn, idx, budget, &size)
+                     : view_size_cheap(e, vn, idx, &size);
   }
   if (de->attr)
     de->size = size;

@@ -322,42 +322,63 @@ static int ent_newer(const void *a, const void *b) {
   return sa < sb ? 1 : sa > sb ? -1 : 0;
 }
 
-/* Replace the file (locked exclusively by the caller) by its newest
- * records filling at most half the cap, those pending among them (the
- * newest, and at most half the cap): written to a temp file, then renamed
- * over it. 1 when it was replaced. */
+/* Bytes of records a compaction writes at once. */
+#define LX_COMPACT_BUF (256u << 10)
+
+/* Replace the file (locked exclusively by the caller through x->fd) by
+ * its newest records filling at most half the cap, those pending among
+ * them (the newest, and at most half the cap): written to a temp file,
+ * then renamed over it. Then the index holds the new file (x->fd, which
+ * the lock went with) and the table its records only. 1 when it was
+ * replaced, 0 when nothing changed. */
 static int compact(struct lxindex *x) {
   load_more(x);
   size_t n = x->tab.count, k = 0;
   struct lx_ent **v = malloc((n ? n : 1) * sizeof *v);
+  unsigned char *out = malloc(LX_COMPACT_BUF + LX_MAX);
   char *tmp = NULL;
-  if (!v || asprintf(&tmp, "%s.%ld.tmp", x->path, (long)getpid()) < 0) {
+  if (!v || !out ||
+      asprintf(&tmp, "%s.%ld.tmp", x->path, (long)getpid()) < 0) {
     free(v);
+    free(out);
     return 0;
   }
   for (size_t b = 0; b < x->tab.nbuckets; b++)
     for (struct htab_node *h = x->tab.buckets[b]; h; h = h->next)
       v[k++] = (struct lx_ent *)h;
   qsort(v, k, sizeof *v, ent_newer);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  unsigned char *out = malloc(LX_MAX);
-  int ok = fd >= 0 && out;
+  int fd = open(tmp, O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int ok = fd >= 0;
   /* the newest that fit, written oldest first (the order a later load
    * and compaction take as their age) */
   uint64_t total = 0;
-  size_t keep = 0;
+  size_t keep = 0, used = 0;
   while (keep < k &&
          total + LX_HEAD + LX_VALS + v[keep]->idlen <= x->cap / 2)
     total += LX_HEAD + LX_VALS + v[keep++]->idlen;
   for (size_t i = keep; ok && i-- > 0;) {
-    size_t len = rec_build(out, v[i]->id, v[i]->idlen, &v[i]->rec);
-    ok = write_all(fd, out, len) == 0;
+    used += rec_build(out + used, v[i]->id, v[i]->idlen, &v[i]->rec);
+    if (used >= LX_COMPACT_BUF || i == 0) {
+      ok = write_all(fd, out, used) == 0;
+      used = 0;
+    }
   }
-  if (fd >= 0 && close(fd) < 0)
+  struct stat st;
+  if (ok && (fstat(fd, &st) < 0 || rename(tmp, x->path) < 0))
     ok = 0;
-  if (!ok || rename(tmp, x->path) < 0) {
+  if (!ok) {
     unlink(tmp);
-    ok = 0;
+    if (fd >= 0)
+      close(fd);
+  } else { /* the old file's lock goes with its descriptor */
+    close(x->fd);
+    x->fd = fd;
+    x->ino = st.st_ino;
+    x->parsed = total;
+    for (size_t i = keep; i < k; i++) {
+      htab_remove(&x->tab, &v[i]->hn);
+      free(v[i]);
+    }
   }
   free(out);
   free(tmp);
@@ -389,10 +410,10 @@ static void pend_flush(struct lxindex *x) {
           pst.st_ino == x->ino && fstat(x->fd, &st) == 0 &&
           (uint64_t)st.st_size + len > x->cap)
         compacted = compact(x);
-      flock(x->fd, LOCK_UN);
-      follow_rename(x);
       if (compacted)
         break; /* the records pending are in the new file */
+      flock(x->fd, LOCK_UN);
+      follow_rename(x);
       continue;
     }
     uint64_t at = (uint64_t)st.st_size;
