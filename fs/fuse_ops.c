@@ -299,12 +299,12 @@ static void dir_put(struct engine *e, struct zfs_dir *d) {
     handle_free(e, &d->h);
 }
 
-/* de (entry path, len bytes) without attributes: learn them within
- * *budget (budget 0: memo look-ups only), said to the watchdog as a
- * stat's sizing. */
+/* de (name i of the listing; its path, len bytes) without attributes:
+ * learn them within *budget (budget 0: memo look-ups only), said to the
+ * watchdog as a stat's sizing. */
 static void dir_attr(struct zfs_fuse_ctx *c, const struct zfs_dir *d,
-                     const char *path, long len, struct ns_dirent *de,
-                     uint64_t *budget) {
+                     size_t i, const char *path, long len,
+                     struct ns_dirent *de, uint64_t *budget) {
   if (de->attr)
     return;
   if (!*budget || len < 0) {
@@ -313,7 +313,7 @@ static void dir_attr(struct zfs_fuse_ctx *c, const struct zfs_dir *d,
   }
   struct engine_req rq; /* the watchdog says when sizing runs long */
   engine_req_begin(c->engine, &rq, path, 0, ENGINE_REQ_SIZE);
-  ns_dir_attr_learn(d->list, de, budget);
+  ns_dir_attr_learn(d->list, i, de, budget);
   engine_req_end(c->engine, &rq);
 }
 
@@ -333,8 +333,8 @@ static void dir_learn_ahead(struct zfs_fuse_ctx *c, struct zfs_dir *d,
     ns_dir_get(d->list, i, &de);
     if (de.attr || de.kind != NS_CHUNK_VIEW)
       continue;
-    dir_attr(c, d, path, join_names(dir, dl, de.name, path, sizeof path), &de,
-             &budget);
+    dir_attr(c, d, i, path, join_names(dir, dl, de.name, path, sizeof path),
+             &de, &budget);
   }
   dir_put(c->engine, d);
 }
@@ -407,7 +407,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (fuse_add_direntry_plus(req, NULL, 0, de.name, NULL, 0) > room)
       break; /* full: no inode is taken for a name not sent */
     if (pos >= 2)
-      dir_attr(c, d, path, len, &de, budget ? &budget : &none);
+      dir_attr(c, d, pos - 2, path, len, &de, budget ? &budget : &none);
     if (pos >= 2 && de.attr && len >= 0 &&
         (e.ino = inodes_ref(c->inodes, path, (size_t)len))) {
       fill_stat(c, de.kind, de.size, de.mtime, e.ino, &e.attr);

@@ -22,9 +22,12 @@
  * reads the table by position (readdir offsets), so a listing of n names
  * costs O(n log n) once per open directory, never once per reply. */
 
-/* One name: 16 bytes; the names live in one arena. */
+/* One name: 24 bytes; the names live in one arena. A chunk view's size
+ * learned after the listing was made (ns_dir_attr_learn) is kept here:
+ * size, then attr, stored atomically (attr last, with release), while
+ * other threads read the listing. */
 struct ns_item {
-  uint64_t size; /* NS_RAW with attr: the stored size */
+  uint64_t size; /* with attr: what ns_size says */
   int64_t mtime; /* with attr: see struct ns_entry */
   uint32_t name; /* offset of the NUL-terminated name in names */
   uint8_t kind;  /* enum ns_kind */
@@ -548,8 +551,8 @@ void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out) {
   const struct ns_item *it = &d->items[i];
   out->name = d->names + it->name;
   out->kind = (enum ns_kind)it->kind;
-  out->attr = it->attr;
-  out->size = it->size;
+  out->attr = __atomic_load_n(&it->attr, __ATOMIC_ACQUIRE);
+  out->size = __atomic_load_n(&it->size, __ATOMIC_RELAXED);
   out->mtime = it->mtime;
 }
 
@@ -630,9 +633,14 @@ void ns_dir_attr(struct engine *e, const struct ns_dir *d,
 }
 
 /* See ns_dir.h. */
-void ns_dir_attr_learn(const struct ns_dir *d, struct ns_dirent *de,
+void ns_dir_attr_learn(struct ns_dir *d, size_t i, struct ns_dirent *de,
                        uint64_t *budget) {
   dir_attr(d, de, budget);
+  struct ns_item *it = &d->items[i];
+  if (de->attr && de->kind == NS_CHUNK_VIEW && !it->attr) {
+    __atomic_store_n(&it->size, de->size, __ATOMIC_RELAXED);
+    __atomic_store_n(&it->attr, 1, __ATOMIC_RELEASE);
+  }
 }
 
 void ns_dir_free(struct ns_dir *d) {
