@@ -315,10 +315,17 @@ static size_t rec_build(unsigned char *out, const unsigned char *id,
   return len;
 }
 
+/* A record of a compaction's sort: its age beside it, so that sorting
+ * reads no record. */
+struct lx_aged {
+  uint64_t seq;
+  struct lx_ent *e;
+};
+
 /* Newer first. */
 static int ent_newer(const void *a, const void *b) {
-  uint64_t sa = (*(struct lx_ent *const *)a)->seq;
-  uint64_t sb = (*(struct lx_ent *const *)b)->seq;
+  uint64_t sa = ((const struct lx_aged *)a)->seq;
+  uint64_t sb = ((const struct lx_aged *)b)->seq;
   return sa < sb ? 1 : sa > sb ? -1 : 0;
 }
 
@@ -334,7 +341,7 @@ static int ent_newer(const void *a, const void *b) {
 static int compact(struct lxindex *x) {
   load_more(x);
   size_t n = x->tab.count, k = 0;
-  struct lx_ent **v = malloc((n ? n : 1) * sizeof *v);
+  struct lx_aged *v = malloc((n ? n : 1) * sizeof *v);
   unsigned char *out = malloc(LX_COMPACT_BUF + LX_MAX);
   char *tmp = NULL;
   if (!v || !out ||
@@ -344,8 +351,10 @@ static int compact(struct lxindex *x) {
     return 0;
   }
   for (size_t b = 0; b < x->tab.nbuckets; b++)
-    for (struct htab_node *h = x->tab.buckets[b]; h; h = h->next)
-      v[k++] = (struct lx_ent *)h;
+    for (struct htab_node *h = x->tab.buckets[b]; h; h = h->next) {
+      struct lx_ent *e = (struct lx_ent *)h;
+      v[k++] = (struct lx_aged){e->seq, e};
+    }
   qsort(v, k, sizeof *v, ent_newer);
   int fd = open(tmp, O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   int ok = fd >= 0;
@@ -354,10 +363,11 @@ static int compact(struct lxindex *x) {
   uint64_t total = 0;
   size_t keep = 0, used = 0;
   while (keep < k &&
-         total + LX_HEAD + LX_VALS + v[keep]->idlen <= x->cap / 2)
-    total += LX_HEAD + LX_VALS + v[keep++]->idlen;
+         total + LX_HEAD + LX_VALS + v[keep].e->idlen <= x->cap / 2)
+    total += LX_HEAD + LX_VALS + v[keep++].e->idlen;
   for (size_t i = keep; ok && i-- > 0;) {
-    used += rec_build(out + used, v[i]->id, v[i]->idlen, &v[i]->rec);
+    const struct lx_ent *e = v[i].e;
+    used += rec_build(out + used, e->id, e->idlen, &e->rec);
     if (used >= LX_COMPACT_BUF || i == 0) {
       ok = write_all(fd, out, used) == 0;
       used = 0;
@@ -376,8 +386,8 @@ static int compact(struct lxindex *x) {
     x->ino = st.st_ino;
     x->parsed = total;
     for (size_t i = keep; i < k; i++) {
-      htab_remove(&x->tab, &v[i]->hn);
-      free(v[i]);
+      htab_remove(&x->tab, &v[i].e->hn);
+      free(v[i].e);
     }
   }
   free(out);
