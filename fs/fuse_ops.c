@@ -319,14 +319,18 @@ static void dir_attr(struct zfs_fuse_ctx *c, const struct zfs_dir *d,
 
 /* After a reply that learned sizes up to position pos: learn those of
  * the next count names (the next reply's, about) while the kernel and
- * the caller take this one, so that the two work at once. Holds a
- * reference to d, dropped here; dir (dl bytes) is the directory's path. */
+ * the caller take this one, so that the two work at once. From the last
+ * name back: the next reply learns from its first name on what is not
+ * learned yet, so the two meet in the middle rather than queue on the
+ * same chunks. Holds a reference to d, dropped here; dir (dl bytes) is
+ * the directory's path. */
 static void dir_learn_ahead(struct zfs_fuse_ctx *c, struct zfs_dir *d,
                             const char *dir, size_t dl, uint64_t pos,
                             uint64_t count) {
   uint64_t budget = DIR_LEARN_BUDGET, n = ns_dir_count(d->list);
+  uint64_t end = pos - 2 + count < n ? pos - 2 + count : n;
   char path[4096];
-  for (uint64_t i = pos - 2; i < n && i < pos - 2 + count && budget; i++) {
+  for (uint64_t i = end; i-- > pos - 2 && budget;) {
     if (engine_stopping(c->engine))
       break;
     struct ns_dirent de;
