@@ -637,7 +637,8 @@ void ns_dir_attr_learn(struct ns_dir *d, size_t i, struct ns_dirent *de,
                        uint64_t *budget) {
   dir_attr(d, de, budget);
   struct ns_item *it = &d->items[i];
-  if (de->attr && de->kind == NS_CHUNK_VIEW && !it->attr) {
+  if (de->attr && de->kind == NS_CHUNK_VIEW &&
+      !__atomic_load_n(&it->attr, __ATOMIC_ACQUIRE)) {
     __atomic_store_n(&it->size, de->size, __ATOMIC_RELAXED);
     __atomic_store_n(&it->attr, 1, __ATOMIC_RELEASE);
   }

@@ -32,7 +32,8 @@ struct ns_dirent {
                         chunk views whose chains read sizes from an index
                         (codec.h's partial decoding), whose size is learned
                         by reading the chunk's index. Never set where knowing
-                        would take a read or a decode. */
+                        would take a read or a decode, but by
+                        ns_dir_attr_learn. */
   uint64_t size;     /* NS_RAW with attr: what ns_size would say */
   int64_t mtime;     /* with attr: what ns_resolve would say */
 };
