@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fts.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,11 +46,13 @@ struct zfs_file {
  * position after. No lock: the kernel sends one readdir at a time per open
  * directory (getdents holds the file's position lock until the reply is
  * in), and releasedir only after the last one. Nothing touches it after a
- * reply: that may be the moment it is released (so replies are built in
- * buffers of their own). */
+ * reply unless it holds a reference (learning ahead, which only reads the
+ * listing): the reply may be the moment it is released (so replies are
+ * built in buffers of their own). */
 struct zfs_dir {
   struct zfs_handle h; /* first: the open list */
   struct ns_dir *list;
+  atomic_int refs; /* the open directory's, and each learning ahead's */
 };
 
 /* Free an open file or directory (unlinked already). */
@@ -158,21 +161,28 @@ static int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
   return rc;
 }
 
-/* parent's path joined with name into buf; its length, or -ENAMETOOLONG. */
-static long join_path(const struct zfs_inode *parent, const char *name,
-                      char *buf, size_t cap) {
+/* Directory path dir (dl bytes) joined with name into buf; its length, or
+ * -ENAMETOOLONG. */
+static long join_names(const char *dir, size_t dl, const char *name, char *buf,
+                       size_t cap) {
   size_t nl = strlen(name);
-  size_t need = parent->len + (parent->len ? 1 : 0) + nl;
+  size_t need = dl + (dl ? 1 : 0) + nl;
   if (need >= cap)
     return -ENAMETOOLONG;
   size_t o = 0;
-  if (parent->len) {
-    memcpy(buf, parent->path, parent->len);
-    buf[parent->len] = '/';
-    o = parent->len + 1;
+  if (dl) {
+    memcpy(buf, dir, dl);
+    buf[dl] = '/';
+    o = dl + 1;
   }
   memcpy(buf + o, name, nl + 1);
   return (long)need;
+}
+
+/* parent's path joined with name into buf; its length, or -ENAMETOOLONG. */
+static long join_path(const struct zfs_inode *parent, const char *name,
+                      char *buf, size_t cap) {
+  return join_names(parent->path, parent->len, name, buf, cap);
 }
 
 /* ---- operations ---- */
@@ -267,6 +277,7 @@ static void zfs_opendir(fuse_req_t req, fuse_ino_t ino,
     reply_err(req, ENOMEM);
     return;
   }
+  atomic_init(&d->refs, 1);
   struct zfs_inodes *t = ctx_of(req)->inodes;
   inodes_handle_add(t, &d->h, 1);
   fi->fh = (uint64_t)(uintptr_t)d;
@@ -276,12 +287,76 @@ static void zfs_opendir(fuse_req_t req, fuse_ino_t ino,
   }
 }
 
+/* Decoded bytes one readdirplus reply may decode to learn chunk views'
+ * sizes (ns_dir_attr_learn), and as many again after it for the next
+ * one: a reply stays short, and what is past it is learned by the
+ * LOOKUPs of its names, as before. */
+#define DIR_LEARN_BUDGET ((uint64_t)64 << 20)
+
+/* Drop a reference to an open directory; the last frees it. */
+static void dir_put(struct engine *e, struct zfs_dir *d) {
+  if (atomic_fetch_sub(&d->refs, 1) == 1)
+    handle_free(e, &d->h);
+}
+
+/* de (name i of the listing; its path, len bytes) without attributes:
+ * learn them within *budget (budget 0: memo look-ups only), said to the
+ * watchdog as a stat's sizing. */
+static void dir_attr(struct zfs_fuse_ctx *c, const struct zfs_dir *d,
+                     size_t i, const char *path, long len,
+                     struct ns_dirent *de, uint64_t *budget) {
+  if (de->attr)
+    return;
+  if (!*budget || len < 0) {
+    ns_dir_attr(c->engine, d->list, de);
+    return;
+  }
+  struct engine_req rq; /* the watchdog says when sizing runs long */
+  engine_req_begin(c->engine, &rq, path, 0, ENGINE_REQ_SIZE);
+  ns_dir_attr_learn(d->list, i, de, budget);
+  engine_req_end(c->engine, &rq);
+}
+
+/* After a reply that learned sizes up to position pos: learn those of
+ * the next count names (the next reply's, about) while the kernel and
+ * the caller take this one, so that the two work at once. From the last
+ * name back: the next reply learns from its first name on what is not
+ * learned yet, so the two meet in the middle rather than queue on the
+ * same chunks. Holds a reference to d, dropped here; dir (dl bytes) is
+ * the directory's path. */
+static void dir_learn_ahead(struct zfs_fuse_ctx *c, struct zfs_dir *d,
+                            const char *dir, size_t dl, uint64_t pos,
+                            uint64_t count) {
+  uint64_t budget = DIR_LEARN_BUDGET, n = ns_dir_count(d->list);
+  uint64_t end = pos - 2 + count < n ? pos - 2 + count : n;
+  char path[4096];
+  for (uint64_t i = end; i-- > pos - 2 && budget;) {
+    if (engine_stopping(c->engine))
+      break;
+    struct ns_dirent de;
+    ns_dir_get(d->list, i, &de);
+    if (de.attr || de.kind != NS_CHUNK_VIEW)
+      continue;
+    dir_attr(c, d, i, path, join_names(dir, dl, de.name, path, sizeof path),
+             &de, &budget);
+  }
+  dir_put(c->engine, d);
+}
+
 /* Names from position off on, each with the next position as its offset,
  * as many as fit in size bytes. With plus, directories, stored files whose
  * size the listing gave and views whose size is learned carry their
  * attributes and an inode (the kernel then needs no LOOKUP for them);
  * others go without (ino 0: the kernel looks them up when asked). A
- * listing reads no chunk and decodes nothing. */
+ * listing reads no chunk and decodes nothing.
+ *
+ * A readdirplus past the first reply learns chunk views' sizes (within
+ * DIR_LEARN_BUDGET), then those of the next reply's names: the kernel
+ * (readdirplus auto, libfuse's default) sends one there only when names
+ * of the directory were stat'ed since its last reply, so the caller stats
+ * every name (ls -l, du) and would have the same chunks decoded by a
+ * LOOKUP each, a round trip a name. The first reply learns nothing: plain
+ * ls reads it too. */
 static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info *fi, int plus) {
   struct zfs_fuse_ctx *c = ctx_of(req);
@@ -310,9 +385,10 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     return;
   }
   size_t used = 0;
-  uint64_t n = ns_dir_count(d->list) + 2;
+  uint64_t n = ns_dir_count(d->list) + 2, pos;
+  uint64_t budget = plus && off > 0 ? DIR_LEARN_BUDGET : 0, none = 0;
   char path[4096];
-  for (uint64_t pos = off < 0 ? 0 : (uint64_t)off; pos < n; pos++) {
+  for (pos = off < 0 ? 0 : (uint64_t)off; pos < n; pos++) {
     struct ns_dirent de = {pos ? ".." : ".", NS_DIR, 0, 0, STORE_MTIME_UNKNOWN};
     if (pos >= 2)
       ns_dir_get(d->list, pos - 2, &de);
@@ -335,7 +411,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     if (fuse_add_direntry_plus(req, NULL, 0, de.name, NULL, 0) > room)
       break; /* full: no inode is taken for a name not sent */
     if (pos >= 2)
-      ns_dir_attr(c->engine, d->list, &de);
+      dir_attr(c, d, pos - 2, path, len, &de, budget ? &budget : &none);
     if (pos >= 2 && de.attr && len >= 0 &&
         (e.ino = inodes_ref(c->inodes, path, (size_t)len))) {
       fill_stat(c, de.kind, de.size, de.mtime, e.ino, &e.attr);
@@ -349,10 +425,21 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     }
     used += fuse_add_direntry_plus(req, p, room, de.name, &e, (off_t)pos + 1);
   }
+  /* Learning ahead holds d and its own copy of the directory's path (the
+   * kernel may forget the directory once it is released). */
+  uint64_t from = off < 0 ? 0 : (uint64_t)off;
+  int ahead = budget && pos < n && pos > from && in->len < sizeof path;
+  size_t dl = in->len;
+  if (ahead) {
+    memcpy(path, in->path, dl + 1);
+    atomic_fetch_add(&d->refs, 1);
+  }
   /* A reply that cannot be sent (interrupted) leaves inodes the kernel
    * never saw: they stay until unmount, as in libfuse. */
   fuse_reply_buf(req, buf, used);
   free(buf);
+  if (ahead)
+    dir_learn_ahead(c, d, path, dl, pos, pos - from);
 }
 
 /* readdir and readdirplus. */
@@ -372,7 +459,7 @@ static void zfs_releasedir(fuse_req_t req, fuse_ino_t ino,
   struct zfs_dir *d = (struct zfs_dir *)(uintptr_t)fi->fh;
   if (d) {
     inodes_handle_del(ctx_of(req)->inodes, &d->h);
-    handle_free(ctx_of(req)->engine, &d->h);
+    dir_put(ctx_of(req)->engine, d);
   }
   fuse_reply_err(req, 0);
 }

@@ -10,7 +10,7 @@
  * inode numbers, so fs/fuse_ops.c uses the table directly and the unit
  * tests can drive it.
  *
- * Locks: the table's lock guards both hash tables and every lookup count;
+ * Locks: the table's lock guards its hash tables and every lookup count;
  * the open lock guards the open list. Both are leaves; neither is held
  * while a caller resolves a path or replies. */
 #ifndef ZARRFS_INODES_H
@@ -29,8 +29,10 @@
 /* A path the kernel holds. Lives until the kernel forgets every lookup of
  * it (the root: as long as the table). */
 struct zfs_inode {
-  struct htab_node by_ino;  /* in zfs_inodes.by_ino */
-  struct htab_node by_path; /* in zfs_inodes.by_path */
+  struct htab_node by_ino;  /* in zfs_inodes.moved, when ino is not the
+                               path's stable number */
+  struct htab_node by_path; /* in zfs_inodes.by_path (hash: the path's
+                               stable number) */
   uint64_t ino;
   uint64_t nlookup; /* lookups the kernel has not forgotten */
   size_t len;       /* of path */

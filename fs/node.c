@@ -276,6 +276,19 @@ static uint64_t attrs_hash_of(const struct znode *n) {
   return h;
 }
 
+/* A hash of the metadata document as compact JSON with sorted keys, made
+ * once per array rather than once per unit the persistent index looks up
+ * (0: no memory to dump it). */
+static uint64_t meta_hash_of(const struct zmeta *m) {
+  char *doc = m->root ? json_dumps(m->root, JSON_COMPACT | JSON_SORT_KEYS)
+                      : NULL;
+  if (!doc)
+    return 0;
+  uint64_t h = htab_hash_bytes(doc, strlen(doc), 0x6c78696e646578ull);
+  free(doc);
+  return h;
+}
+
 /* Give array n the node of its CF views when its attributes carry a CF
  * encoding, or when xarray wrote it (`_ARRAY_DIMENSIONS`: xarray keeps a
  * variable's _FillValue in the array's fill_value) and its fill_value
@@ -710,6 +723,7 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     return n;
   }
   struct zmeta *m = n->meta;
+  n->meta_hash = meta_hash_of(m);
   n->spec.ndim = m->ndim;
   memcpy(n->spec.shape, m->chunk, sizeof m->chunk);
   n->spec.nelem = m->chunk_nelem;

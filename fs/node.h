@@ -73,6 +73,9 @@ struct znode {
   json_t *attrs;         /* arrays: the attributes (V3
                             `attributes`, V2 .zattrs; owned reference), or
                             NULL */
+  uint64_t meta_hash;    /* arrays: a hash of the metadata document (what
+                            the persistent index keys units by), or 0 when
+                            it could not be made */
   uint64_t attrs_hash;   /* CF and CSV nodes: a hash of the attributes
                             their text is drawn from (the persistent index
                             keys their units by it; a V2 array's .zattrs

@@ -22,9 +22,12 @@
  * reads the table by position (readdir offsets), so a listing of n names
  * costs O(n log n) once per open directory, never once per reply. */
 
-/* One name: 16 bytes; the names live in one arena. */
+/* One name: 24 bytes; the names live in one arena. A chunk view's size
+ * learned after the listing was made (ns_dir_attr_learn) is kept here:
+ * size, then attr, stored atomically (attr last, with release), while
+ * other threads read the listing. */
 struct ns_item {
-  uint64_t size; /* NS_RAW with attr: the stored size */
+  uint64_t size; /* with attr: what ns_size says */
   int64_t mtime; /* with attr: see struct ns_entry */
   uint32_t name; /* offset of the NUL-terminated name in names */
   uint8_t kind;  /* enum ns_kind */
@@ -41,6 +44,8 @@ struct ns_dir {
   int rc;              /* first failure while adding (-ENOMEM, -EFBIG) */
   const struct znode *vnode; /* the array whose views are listed, or NULL
                                 (nodes live as long as the engine) */
+  struct engine *veng;       /* the engine vnode belongs to (a history
+                                tree's sub-engine, or the mount's) */
   char *vrel;                /* the directory below it ("" or "x/"), or NULL */
 };
 
@@ -252,8 +257,10 @@ static void dir_add_views(struct engine *e, struct ns_dir *d,
     relkey[rl++] = '/';
   relkey[rl] = '\0';
   /* For ns_dir_attr: without it, a view just has no late attributes. */
-  if ((d->vrel = strdup(relkey)))
+  if ((d->vrel = strdup(relkey))) {
     d->vnode = n;
+    d->veng = e;
+  }
   const size_t sl = strlen(NS_VIEW_SUFFIX), csl = strlen(NS_CF_VIEW_SUFFIX);
   uint64_t idx[ZMETA_MAX_DIMS];
   for (size_t i = 0; i < d->nstored && !d->rc; i++) {
@@ -544,17 +551,49 @@ void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out) {
   const struct ns_item *it = &d->items[i];
   out->name = d->names + it->name;
   out->kind = (enum ns_kind)it->kind;
-  out->attr = it->attr;
-  out->size = it->size;
+  out->attr = __atomic_load_n(&it->attr, __ATOMIC_ACQUIRE);
+  out->size = __atomic_load_n(&it->size, __ATOMIC_RELAXED);
   out->mtime = it->mtime;
 }
 
-/* A view listed without attributes: its size may have been learned since
- * (values.txt was stat'ed): only memo look-ups, never a decode. */
-void ns_dir_attr(struct engine *e, const struct ns_dir *d,
-                 struct ns_dirent *de) {
+/* Decoded bytes reckoned per unit learned beside its data: the read, the
+ * decoder's and the memo's work on a unit of a few elements. */
+#define NS_DIR_LEARN_UNIT 4096u
+
+/* What learning the size of a unit of n costs against a budget: its
+ * decoded bytes (variable-length elements reckoned at 16 bytes) and a
+ * unit's own work. */
+static uint64_t learn_cost(const struct znode *n) {
+  uint64_t item = n->meta->dtype.size ? n->meta->dtype.size : 16;
+  uint64_t nelem = n->meta->chunk_nelem;
+  if (nelem > (UINT64_MAX - NS_DIR_LEARN_UNIT) / item)
+    return UINT64_MAX;
+  return nelem * item + NS_DIR_LEARN_UNIT;
+}
+
+/* The size stat says for chunk view idx of vn, learned as ns_size learns
+ * it (decoding the unit, or with lazy sizes reading its index), its cost
+ * (which fits) taken from *budget: 1 and *size, else 0 (a failure: stat
+ * says why). */
+static int view_size_learn(struct engine *e, const struct znode *vn,
+                           const uint64_t *idx, uint64_t *budget,
+                           uint64_t *size) {
+  *budget -= learn_cost(vn);
+  struct zerr err = {0};
+  if (!e->lazy_sizes)
+    return view_chunk_size(e, vn, idx, size, &err) == 0;
+  int k = view_chunk_size_known(e, vn, idx, size, &err);
+  if (k == 0)
+    *size = 0; /* unknown: read with direct I/O */
+  return k >= 0;
+}
+
+/* ns_dir_attr, and with budget non-NULL ns_dir_attr_learn. */
+static void dir_attr(const struct ns_dir *d, struct ns_dirent *de,
+                     uint64_t *budget) {
   if (de->attr || !d->vnode)
     return;
+  struct engine *e = d->veng;
   uint64_t idx[ZMETA_MAX_DIMS], size = 0;
   size_t nl = strlen(de->name);
   int cfv = d->vnode->cf && ns_has_suffix(de->name, nl, NS_CF_VIEW_SUFFIX);
@@ -574,10 +613,35 @@ void ns_dir_attr(struct engine *e, const struct ns_dir *d,
     key[rl + nl - sl] = '\0';
     if (zmeta_parse_chunk_key(d->vnode->meta, key, idx) != 0)
       return;
-    de->attr = view_size_cheap(e, vn, idx, &size);
+    /* learning looks the size up first: no separate look-up before */
+    int learn = budget && learn_cost(vn) <= *budget;
+    de->attr = learn ? view_size_learn(e, vn, idx, budget, &size)
+                     : view_size_cheap(e, vn, idx, &size);
   }
   if (de->attr)
     de->size = size;
+}
+
+/* A view listed without attributes: its size may have been learned since
+ * (values.txt was stat'ed): only memo look-ups, never a decode. The
+ * listing's engine serves its views (e is the mount's: a history tree's
+ * views are its sub-engine's). */
+void ns_dir_attr(struct engine *e, const struct ns_dir *d,
+                 struct ns_dirent *de) {
+  (void)e;
+  dir_attr(d, de, NULL);
+}
+
+/* See ns_dir.h. */
+void ns_dir_attr_learn(struct ns_dir *d, size_t i, struct ns_dirent *de,
+                       uint64_t *budget) {
+  dir_attr(d, de, budget);
+  struct ns_item *it = &d->items[i];
+  if (de->attr && de->kind == NS_CHUNK_VIEW &&
+      !__atomic_load_n(&it->attr, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(&it->size, de->size, __ATOMIC_RELAXED);
+    __atomic_store_n(&it->attr, 1, __ATOMIC_RELEASE);
+  }
 }
 
 void ns_dir_free(struct ns_dir *d) {

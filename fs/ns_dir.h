@@ -15,8 +15,9 @@
  * readdir offsets): the store's children (sorted by name, each name once),
  * the child nodes only consolidated metadata names, values.txt, then the
  * K.txt views. Listing reads no chunk and decodes nothing (it lists the
- * store and looks up learned sizes). Immutable once made; about 16 bytes
- * plus the name per entry. */
+ * store and looks up learned sizes). Immutable once made but for the
+ * chunk views' sizes ns_dir_attr_learn keeps in it; 24 bytes plus the name
+ * per entry. */
 struct ns_dir;
 
 /* One name of a listing, and what is known of it without any I/O. */
@@ -31,7 +32,8 @@ struct ns_dirent {
                         chunk views whose chains read sizes from an index
                         (codec.h's partial decoding), whose size is learned
                         by reading the chunk's index. Never set where knowing
-                        would take a read or a decode. */
+                        would take a read or a decode, but by
+                        ns_dir_attr_learn. */
   uint64_t size;     /* NS_RAW with attr: what ns_size would say */
   int64_t mtime;     /* with attr: what ns_resolve would say */
 };
@@ -51,6 +53,16 @@ void ns_dir_get(const struct ns_dir *d, size_t i, struct ns_dirent *out);
  * readdirplus spares the kernel a LOOKUP a name. */
 void ns_dir_attr(struct engine *e, const struct ns_dir *d,
                  struct ns_dirent *de);
+/* ns_dir_attr for name i (de from ns_dir_get), and for a chunk view still
+ * without attributes, its size learned as stat learns it (decoding the
+ * chunk, or reading its index), when the chunk's decoded bytes fit in
+ * *budget (taken from it); what is learned is kept in the listing (the
+ * next ns_dir_get of i has it). For a caller about to stat every name (ls
+ * -l): one readdirplus then does the work a LOOKUP a name would. A
+ * failure leaves the name without attributes (its stat says why). Safe
+ * while other threads read the listing or learn its names. */
+void ns_dir_attr_learn(struct ns_dir *d, size_t i, struct ns_dirent *de,
+                       uint64_t *budget);
 /* Free; NULL-safe. */
 void ns_dir_free(struct ns_dir *d);
 

@@ -77,11 +77,9 @@ static int unit_ident(struct engine *e, const struct znode *n,
   }
   /* What makes the text: the whole metadata document (codecs, data type,
    * fill value, shape) and the fill text drawn from it. */
-  char *doc = json_dumps(n->meta->root, JSON_COMPACT | JSON_SORT_KEYS);
-  if (!doc)
+  uint64_t h = n->meta_hash;
+  if (!h)
     return -1;
-  uint64_t h = htab_hash_bytes(doc, strlen(doc), 0x6c78696e646578ull);
-  free(doc);
   if (n->form.fill)
     h = htab_hash_bytes(n->form.fill, n->form.fill_len, h);
   /* a CF or CSV view's units: text of their own from the same chunk and

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -28,6 +29,16 @@ static const char lx_magic[4] = {'L', 'X', 'r', '1'};
 #define LX_IDFIX 32
 #define LX_MIN (LX_HEAD + LX_VALS + LX_IDFIX)
 #define LX_MAX (LX_MIN + 2 * 65535)
+
+/* Records learned are kept in memory and appended together, at most this
+ * many bytes at once (and a quarter of the cap): a mount learning a
+ * million small units writes a few thousand times, not a million. Those
+ * not written yet when the daemon dies are learned again next time. */
+#define LX_PEND_MAX (64u << 10)
+
+/* A look-up that misses reads what other mounts appended at most this
+ * often (ns): a miss is one fstat, not a system call a unit learned. */
+#define LX_RELOAD_NS 50000000ull
 
 /* A known record: its identity bytes (as on disk) and values. */
 struct lx_ent {
@@ -48,8 +59,21 @@ struct lxindex {
   ino_t ino;       /* fd's inode */
   uint64_t parsed; /* bytes of fd read into the table */
   uint64_t seq;
-  struct htab tab; /* struct lx_ent by location and key */
+  struct htab tab;     /* struct lx_ent by location and key (and those
+                          pending) */
+  unsigned char *pend; /* records of the loaded location not written yet
+                          (LX_PEND_MAX bytes), NULL without memory */
+  size_t pend_len;
+  unsigned char *scratch; /* one record being built (LX_MAX bytes) */
+  uint64_t loaded_ns;     /* when the file was last read (CLOCK_MONOTONIC) */
 };
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* Where location and key sit in identity bytes. */
 static void id_names(const unsigned char *id, const unsigned char **names,
@@ -153,26 +177,11 @@ static long rec_check(const unsigned char *p, size_t avail) {
   return (long)len;
 }
 
-/* Read the records of the file from x->parsed on into the table. A
- * record at the end that is not complete yet is left for the next call;
+/* Put the records of buf (got bytes) into the table: the bytes taken. A
+ * record at the end that is not complete yet is left (for the next call);
  * anything that is not a record is skipped. */
-static void load_more(struct lxindex *x) {
-  struct stat st;
-  if (x->fd < 0 || fstat(x->fd, &st) < 0 || (uint64_t)st.st_size <= x->parsed)
-    return;
-  size_t n = (size_t)((uint64_t)st.st_size - x->parsed);
-  unsigned char *buf = malloc(n ? n : 1);
-  if (!buf)
-    return;
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = pread(x->fd, buf + got, n - got, (off_t)(x->parsed + got));
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      break;
-    got += (size_t)r;
-  }
+static size_t parse_records(struct lxindex *x, const unsigned char *buf,
+                            size_t got) {
   size_t p = 0;
   while (p < got) {
     long len = rec_check(buf + p, got - p);
@@ -191,7 +200,31 @@ static void load_more(struct lxindex *x) {
     const unsigned char *m = memmem(buf + p + 1, got - p - 1, lx_magic, 4);
     p = m ? (size_t)(m - buf) : got;
   }
-  x->parsed += p;
+  return p;
+}
+
+/* Read the records of the file from x->parsed on into the table. A
+ * record at the end that is not complete yet is left for the next call;
+ * anything that is not a record is skipped. */
+static void load_more(struct lxindex *x) {
+  struct stat st;
+  x->loaded_ns = now_ns();
+  if (x->fd < 0 || fstat(x->fd, &st) < 0 || (uint64_t)st.st_size <= x->parsed)
+    return;
+  size_t n = (size_t)((uint64_t)st.st_size - x->parsed);
+  unsigned char *buf = malloc(n ? n : 1);
+  if (!buf)
+    return;
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(x->fd, buf + got, n - got, (off_t)(x->parsed + got));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+  }
+  x->parsed += parse_records(x, buf, got);
   free(buf);
 }
 
@@ -204,7 +237,8 @@ static void file_drop(struct lxindex *x) {
   tab_clear(x);
 }
 
-/* (Re)open the file at x->path (creating it if create) and read it. */
+/* (Re)open the file at x->path (creating it if create) and read it; the
+ * records pending stay in the table. */
 static void file_open(struct lxindex *x, int create) {
   file_drop(x);
   x->fd = open(x->path, O_RDWR | O_APPEND | O_CLOEXEC | (create ? O_CREAT : 0),
@@ -213,7 +247,10 @@ static void file_open(struct lxindex *x, int create) {
   if (x->fd >= 0 && fstat(x->fd, &st) == 0)
     x->ino = st.st_ino;
   load_more(x);
+  parse_records(x, x->pend, x->pend_len);
 }
+
+static void pend_flush(struct lxindex *x);
 
 /* Make location's file the loaded one (created if create: a look-up
  * makes no file). 0, or -1 when it cannot be (or is not there). */
@@ -223,6 +260,7 @@ static int use_location(struct lxindex *x, const char *location, int create) {
       file_open(x, create);
     return x->fd >= 0 ? 0 : -1;
   }
+  pend_flush(x); /* the records pending are the old location's */
   free(x->loc);
   free(x->path);
   x->path = NULL;
@@ -277,50 +315,127 @@ static size_t rec_build(unsigned char *out, const unsigned char *id,
   return len;
 }
 
+/* A record of a compaction's sort: its age beside it, so that sorting
+ * reads no record. */
+struct lx_aged {
+  uint64_t seq;
+  struct lx_ent *e;
+};
+
 /* Newer first. */
 static int ent_newer(const void *a, const void *b) {
-  uint64_t sa = (*(struct lx_ent *const *)a)->seq;
-  uint64_t sb = (*(struct lx_ent *const *)b)->seq;
+  uint64_t sa = ((const struct lx_aged *)a)->seq;
+  uint64_t sb = ((const struct lx_aged *)b)->seq;
   return sa < sb ? 1 : sa > sb ? -1 : 0;
 }
 
-/* Replace the file (locked exclusively by the caller) by its newest
- * records filling at most half the cap: written to a temp file, then
- * renamed over it. */
-static void compact(struct lxindex *x) {
+/* Bytes of records a compaction writes at once. */
+#define LX_COMPACT_BUF (256u << 10)
+
+/* Replace the file (locked exclusively by the caller through x->fd) by
+ * its newest records filling at most half the cap, those pending among
+ * them (the newest, and at most half the cap): written to a temp file,
+ * then renamed over it. Then the index holds the new file (x->fd, which
+ * the lock went with) and the table its records only. 1 when it was
+ * replaced, 0 when nothing changed. */
+static int compact(struct lxindex *x) {
   load_more(x);
   size_t n = x->tab.count, k = 0;
-  struct lx_ent **v = malloc((n ? n : 1) * sizeof *v);
+  struct lx_aged *v = malloc((n ? n : 1) * sizeof *v);
+  unsigned char *out = malloc(LX_COMPACT_BUF + LX_MAX);
   char *tmp = NULL;
-  if (!v || asprintf(&tmp, "%s.%ld.tmp", x->path, (long)getpid()) < 0) {
+  if (!v || !out ||
+      asprintf(&tmp, "%s.%ld.tmp", x->path, (long)getpid()) < 0) {
     free(v);
-    return;
+    free(out);
+    return 0;
   }
   for (size_t b = 0; b < x->tab.nbuckets; b++)
-    for (struct htab_node *h = x->tab.buckets[b]; h; h = h->next)
-      v[k++] = (struct lx_ent *)h;
+    for (struct htab_node *h = x->tab.buckets[b]; h; h = h->next) {
+      struct lx_ent *e = (struct lx_ent *)h;
+      v[k++] = (struct lx_aged){e->seq, e};
+    }
   qsort(v, k, sizeof *v, ent_newer);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  unsigned char *out = malloc(LX_MAX);
-  int ok = fd >= 0 && out;
+  int fd = open(tmp, O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int ok = fd >= 0;
   /* the newest that fit, written oldest first (the order a later load
    * and compaction take as their age) */
   uint64_t total = 0;
-  size_t keep = 0;
+  size_t keep = 0, used = 0;
   while (keep < k &&
-         total + LX_HEAD + LX_VALS + v[keep]->idlen <= x->cap / 2)
-    total += LX_HEAD + LX_VALS + v[keep++]->idlen;
+         total + LX_HEAD + LX_VALS + v[keep].e->idlen <= x->cap / 2)
+    total += LX_HEAD + LX_VALS + v[keep++].e->idlen;
   for (size_t i = keep; ok && i-- > 0;) {
-    size_t len = rec_build(out, v[i]->id, v[i]->idlen, &v[i]->rec);
-    ok = write_all(fd, out, len) == 0;
+    const struct lx_ent *e = v[i].e;
+    used += rec_build(out + used, e->id, e->idlen, &e->rec);
+    if (used >= LX_COMPACT_BUF || i == 0) {
+      ok = write_all(fd, out, used) == 0;
+      used = 0;
+    }
   }
-  if (fd >= 0 && close(fd) < 0)
+  struct stat st;
+  if (ok && (fstat(fd, &st) < 0 || rename(tmp, x->path) < 0))
     ok = 0;
-  if (!ok || rename(tmp, x->path) < 0)
+  if (!ok) {
     unlink(tmp);
+    if (fd >= 0)
+      close(fd);
+  } else { /* the old file's lock goes with its descriptor */
+    close(x->fd);
+    x->fd = fd;
+    x->ino = st.st_ino;
+    x->parsed = total;
+    for (size_t i = keep; i < k; i++) {
+      htab_remove(&x->tab, &v[i].e->hn);
+      free(v[i].e);
+    }
+  }
   free(out);
   free(tmp);
   free(v);
+  return ok;
+}
+
+/* Append the records pending as one write (whole appends do not
+ * interleave), compacting the file first when they would take it past
+ * the cap. Under x->lock. They stay in the table whatever happens: a
+ * failure only leaves them to be learned again by the next mount. */
+static void pend_flush(struct lxindex *x) {
+  size_t len = x->pend_len;
+  for (int tries = 0; len && x->fd >= 0 && tries < 3; tries++) {
+    if (flock(x->fd, LOCK_SH) < 0)
+      break;
+    struct stat st, pst;
+    if (stat(x->path, &pst) < 0 || pst.st_ino != x->ino) {
+      flock(x->fd, LOCK_UN); /* replaced: append to the new file */
+      file_open(x, 1);
+      continue;
+    }
+    if (fstat(x->fd, &st) == 0 && (uint64_t)st.st_size + len > x->cap) {
+      /* the shared lock becomes exclusive: not atomically, so whoever
+       * got in between may have compacted already (looked at again) */
+      int compacted = 0;
+      flock(x->fd, LOCK_UN);
+      if (flock(x->fd, LOCK_EX) == 0 && stat(x->path, &pst) == 0 &&
+          pst.st_ino == x->ino && fstat(x->fd, &st) == 0 &&
+          (uint64_t)st.st_size + len > x->cap)
+        compacted = compact(x);
+      if (compacted)
+        break; /* the records pending are in the new file */
+      flock(x->fd, LOCK_UN);
+      follow_rename(x);
+      continue;
+    }
+    uint64_t at = (uint64_t)st.st_size;
+    int ok = write_all(x->fd, x->pend, len) == 0;
+    /* nobody appended meanwhile: no need to read these records back */
+    if (ok && x->parsed == at && fstat(x->fd, &st) == 0 &&
+        (uint64_t)st.st_size == at + len)
+      x->parsed = at + len;
+    flock(x->fd, LOCK_UN);
+    break;
+  }
+  x->pend_len = 0;
 }
 
 /* Remove the least recently written index files of dir (and temp files
@@ -406,9 +521,13 @@ int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
   if (rc < 0)
     return zerr_set(err, -rc, "index cache %s: %s", dir, strerror(-rc));
   struct lxindex *x = calloc(1, sizeof *x);
-  if (!x || !(x->dir = strdup(dir)) || htab_init(&x->tab, 64) < 0) {
-    if (x)
+  if (!x || !(x->dir = strdup(dir)) || !(x->pend = malloc(LX_PEND_MAX)) ||
+      !(x->scratch = malloc(LX_MAX)) || htab_init(&x->tab, 64) < 0) {
+    if (x) {
       free(x->dir);
+      free(x->pend);
+      free(x->scratch);
+    }
     free(x);
     return zerr_set(err, ENOMEM, "out of memory");
   }
@@ -423,16 +542,14 @@ int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
 /* See lxindex.h. */
 int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
                    struct lxindex_rec *out) {
-  unsigned char *ib = malloc(LX_MAX);
-  size_t il = ib ? id_bytes(id, ib) : 0;
   int hit = 0;
-  if (!il) {
-    free(ib);
-    return 0;
-  }
   pthread_mutex_lock(&x->lock);
-  if (use_location(x, id->location, 0) == 0) {
+  unsigned char *ib = x->scratch;
+  size_t il = id_bytes(id, ib);
+  if (il && use_location(x, id->location, 0) == 0) {
     for (int pass = 0; pass < 2 && !hit; pass++) {
+      if (pass && now_ns() - x->loaded_ns < LX_RELOAD_NS)
+        break;
       if (pass) /* a miss: what other mounts added since */
         load_more(x);
       const struct lx_ent *e =
@@ -444,24 +561,20 @@ int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
     }
   }
   pthread_mutex_unlock(&x->lock);
-  free(ib);
   return hit;
 }
 
 /* See lxindex.h. */
 int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
                   const struct lxindex_rec *rec) {
-  unsigned char *buf = malloc(LX_MAX);
-  if (!buf)
-    return -ENOMEM;
-  unsigned char *ib = buf + LX_HEAD + LX_VALS;
-  size_t il = id_bytes(id, ib);
-  if (!il) {
-    free(buf);
-    return -ENAMETOOLONG;
-  }
   int rc = 0;
   pthread_mutex_lock(&x->lock);
+  unsigned char *buf = x->scratch, *ib = buf + LX_HEAD + LX_VALS;
+  size_t il = id_bytes(id, ib);
+  if (!il) {
+    rc = -ENAMETOOLONG;
+    goto out;
+  }
   if (use_location(x, id->location, 1) < 0) {
     rc = -EIO;
     goto out;
@@ -476,47 +589,26 @@ int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
     rc = -EFBIG;
     goto out;
   }
-  for (int tries = 0; tries < 3; tries++) {
-    if (flock(x->fd, LOCK_SH) < 0) {
-      rc = -errno;
-      goto out;
-    }
-    struct stat st, pst;
-    if (stat(x->path, &pst) < 0 || pst.st_ino != x->ino) {
-      flock(x->fd, LOCK_UN); /* replaced: append to the new file */
-      file_open(x, 1);
-      if (x->fd < 0) {
-        rc = -EIO;
-        goto out;
-      }
-      continue;
-    }
-    if (fstat(x->fd, &st) == 0 && (uint64_t)st.st_size + len > x->cap) {
-      /* the shared lock becomes exclusive: not atomically, so whoever
-       * got in between may have compacted already (looked at again) */
-      flock(x->fd, LOCK_UN);
-      if (flock(x->fd, LOCK_EX) == 0 && stat(x->path, &pst) == 0 &&
-          pst.st_ino == x->ino && fstat(x->fd, &st) == 0 &&
-          (uint64_t)st.st_size + len > x->cap)
-        compact(x);
-      flock(x->fd, LOCK_UN);
-      follow_rename(x);
-      if (x->fd < 0) {
-        rc = -EIO;
-        goto out;
-      }
-      continue;
-    }
-    rc = write_all(x->fd, buf, len) == 0 ? 0 : -EIO;
-    flock(x->fd, LOCK_UN);
-    if (rc == 0)
-      tab_put(x, ib, il, rec);
-    goto out;
+  /* a batch stays under a quarter of the cap, so that a compaction keeps
+   * it whole (a record larger than that is a batch of its own) */
+  size_t batch = x->cap / 4 < LX_PEND_MAX ? (size_t)(x->cap / 4) : LX_PEND_MAX;
+  if (x->pend_len && x->pend_len + len > batch)
+    pend_flush(x);
+  tab_put(x, ib, il, rec); /* before a flush: a compaction keeps it */
+  if (len > LX_PEND_MAX - x->pend_len) { /* larger than any batch */
+    unsigned char *p = x->pend;
+    x->pend = buf;
+    x->pend_len = len;
+    pend_flush(x);
+    x->pend = p;
+  } else {
+    memcpy(x->pend + x->pend_len, buf, len);
+    x->pend_len += len;
   }
-  rc = -EAGAIN;
+  if (x->pend_len >= batch)
+    pend_flush(x);
 out:
   pthread_mutex_unlock(&x->lock);
-  free(buf);
   return rc;
 }
 
@@ -524,11 +616,16 @@ out:
 void lxindex_close(struct lxindex *x) {
   if (!x)
     return;
+  pthread_mutex_lock(&x->lock);
+  pend_flush(x);
+  pthread_mutex_unlock(&x->lock);
   file_drop(x);
   htab_fini(&x->tab);
   pthread_mutex_destroy(&x->lock);
   free(x->loc);
   free(x->path);
   free(x->dir);
+  free(x->pend);
+  free(x->scratch);
   free(x);
 }

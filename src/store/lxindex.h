@@ -11,8 +11,13 @@
  * is replaced by the next store.
  *
  * On disk: one file per store location in the index directory,
- * lx-<hash of the location>.idx, a sequence of records, each written by
- * one O_APPEND write and carrying its length and a CRC-32. A record that
+ * lx-<hash of the location>.idx, a sequence of records, each carrying its
+ * length and a CRC-32, appended in batches (up to 64 KiB, a quarter of
+ * the cap) by one O_APPEND write each: records learned are kept in memory
+ * (and found by lookups) until their batch is full or the index closes,
+ * so a daemon that dies loses at most a batch (learned again next time);
+ * a lookup that misses reads what other mounts appended at most every
+ * 50 ms. A record that
  * is torn (a crash, a full disk), corrupt or interleaved fails its check
  * and is skipped (the reader resynchronises on the next record marker):
  * a damaged file gives misses, never a wrong record. Several mounts may
