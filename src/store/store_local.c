@@ -194,6 +194,26 @@ static int local_stat(struct store *s, const char *key,
   return 0;
 }
 
+/* Size and version of a key from its stat: those of the source store_get
+ * would make (bytesrc_version_of_stat), without a descriptor kept. */
+static int local_version(struct store *s, const char *key, uint64_t *size,
+                         uint64_t *version, struct zerr *err) {
+  struct store_local *l = (struct store_local *)s;
+  int fd;
+  ZTRY(open_path_retry(l, key, O_PATH, &fd, err));
+  struct stat st;
+  int rc = fstat(fd, &st);
+  int e = errno;
+  close(fd);
+  if (rc < 0)
+    return zerr_set(err, zerr_is_transient(e) ? e : EIO, "%s", strerror(e));
+  if (!S_ISREG(st.st_mode))
+    return zerr_set(err, EIO, "not a regular file");
+  *size = (uint64_t)st.st_size;
+  *version = bytesrc_version_of_stat(&st);
+  return 0;
+}
+
 /* Read the directory. What exists but cannot be served (a FIFO, socket or
  * device, a symbolic link that leaves the store or loops) is listed as
  * STORE_OTHER, so that callers never take it for an absent key; a
@@ -323,6 +343,7 @@ int store_open_local(const char *root, struct store **out, struct zerr *err) {
     return rc;
   }
   l->base.ops = &local_ops;
+  l->base.version = local_version;
   l->base.location = loc;
   l->rt = r;
   *out = &l->base;

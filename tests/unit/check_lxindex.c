@@ -29,7 +29,7 @@ static const char *index_file(const char *dir) {
   struct dirent *de;
   const char *found = NULL;
   while (d && (de = readdir(d)))
-    if (!strncmp(de->d_name, "lx-", 3)) {
+    if (!strncmp(de->d_name, "lx2-", 4)) {
       snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
       found = p;
     }
@@ -41,8 +41,12 @@ static const char *index_file(const char *dir) {
 /* Identity number i of location loc (key built in kb). */
 static struct lxindex_id ident(const char *loc, char *kb, size_t kl, int i) {
   snprintf(kb, kl, "arr/c/%d/0", i);
-  return (struct lxindex_id){loc, kb, 1000 + (uint64_t)i, 1700000000123456789,
-                             0xfeedull * (uint64_t)(i + 1), 1};
+  return (struct lxindex_id){loc,
+                             kb,
+                             1000 + (uint64_t)i,
+                             1700000000123456789,
+                             0xfeedull * (uint64_t)(i + 1),
+                             1};
 }
 
 /* The record every test stores for identity i. */
@@ -109,10 +113,18 @@ START_TEST(identity_mismatch) {
     struct lxindex_id o = id;
     char kb2[80];
     switch (f) {
-    case 0: o.obj_size++; break;
-    case 1: o.mtime++; break;
-    case 2: o.chain_hash ^= 1; break;
-    case 3: o.rules++; break;
+    case 0:
+      o.obj_size++;
+      break;
+    case 1:
+      o.version++;
+      break;
+    case 2:
+      o.chain_hash ^= 1;
+      break;
+    case 3:
+      o.rules++;
+      break;
     case 4:
       snprintf(kb2, sizeof kb2, "%s.", kb);
       o.key = kb2;
@@ -122,7 +134,7 @@ START_TEST(identity_mismatch) {
   }
   /* a stale record is replaced by the new identity's */
   struct lxindex_id n = id;
-  n.mtime += 1000;
+  n.version += 1000;
   struct lxindex_rec r2 = {12345, 2};
   ck_assert_int_eq(lxindex_store(x, &n, &r2), 0);
   ck_assert(!lxindex_lookup(x, &id, &got));
@@ -197,7 +209,8 @@ static void garbage(const char *path, off_t size) {
   for (off_t at = 0; at < size / 2; at += (off_t)sizeof junk)
     ck_assert_int_gt(pwrite(fd, junk, sizeof junk, at), 0);
   char tail[20];
-  ck_assert_int_eq(pread(fd, tail, sizeof tail, size - 90), (ssize_t)sizeof tail);
+  ck_assert_int_eq(pread(fd, tail, sizeof tail, size - 90),
+                   (ssize_t)sizeof tail);
   ck_assert_int_eq(pwrite(fd, tail, sizeof tail, size), (ssize_t)sizeof tail);
   close(fd);
 }
