@@ -357,6 +357,64 @@ static uint64_t layout_unit_size(const struct znode *n,
   return (uint64_t)((__int128)l->line * unit_nin(n, idx) + d);
 }
 
+/* Is stored unit i's size in l a claim? */
+static int layout_claimed(const struct region_layout *l, uint64_t i) {
+  return (atomic_load_explicit(&l->claimed[i / 8], memory_order_relaxed) >>
+          (i % 8)) &
+         1;
+}
+
+/* A unit a worker decodes so that a check finds it decoded (the memo
+ * keeps it for the read that follows). */
+struct check_job {
+  struct engine *e;
+  const struct znode *n;
+  uint64_t idx[ZMETA_MAX_DIMS];
+};
+
+/* Worker: decode the unit (its fill checks the claim). */
+static void check_run(void *arg, int cancelled) {
+  struct check_job *j = arg;
+  struct memo_ref *ref;
+  struct zerr err = {0};
+  if (!cancelled && !engine_stopping(j->e) &&
+      unit_get(j->e, j->n, j->idx, &ref, &err) == 0)
+    memo_release(j->e->memo, ref);
+  free(j);
+}
+
+/* Have the workers decode the claimed units after i (*queued: those
+ * handed out so far), as many as they are, so that checking a long run of
+ * claims (a `tail` of a second mount) uses every core. */
+static void check_fan_out(struct engine *e, const struct znode *n,
+                          const struct region *r, struct region_layout *l,
+                          uint64_t i, uint64_t upto, uint64_t *queued) {
+  if (!e->ahead)
+    return;
+  uint64_t left = (uint64_t)pool_threads(e->ahead) + 1;
+  if (*queued <= i)
+    *queued = i + 1;
+  for (; *queued < upto && left; ++*queued) {
+    if (!layout_claimed(l, *queued))
+      continue;
+    struct check_job *j = malloc(sizeof *j);
+    if (!j)
+      return;
+    j->e = e;
+    j->n = n;
+    region_unit(r, l->p_lin ? l->p_lin[*queued] : *queued, j->idx);
+    if (unit_windowed(e, n, j->idx)) { /* checked by a pass, not here */
+      free(j);
+      continue;
+    }
+    if (pool_submit(e->ahead, check_run, j) < 0) {
+      free(j);
+      return;
+    }
+    left--;
+  }
+}
+
 /* See layout.h. */
 int layout_check(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t upto,
@@ -367,12 +425,13 @@ int layout_check(struct engine *e, const struct znode *n,
   uint64_t first = atomic_load_explicit(&l->first_claim, memory_order_relaxed);
   if (i < first)
     i = first;
+  uint64_t queued = i;
   for (uint64_t from = i; i < upto; i++) {
-    if (!(atomic_load_explicit(&l->claimed[i / 8], memory_order_relaxed) &
-          (1u << (i % 8))))
+    if (!layout_claimed(l, i))
       continue;
     if ((i - from) % LAYOUT_STOP_EVERY == 0)
       ZTRY(engine_check_stop(e, err));
+    check_fan_out(e, n, r, l, i, upto, &queued);
     uint64_t idx[ZMETA_MAX_DIMS];
     region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
     int rc = unit_size_verify(e, n, idx, layout_unit_size(n, l, i, idx), err);

@@ -617,41 +617,40 @@ static int mkdirs(const char *dir) {
   return 0;
 }
 
-/* Is every directory above real (a resolved path) safe, as ssh and gpg
- * ask of theirs: owned by the user or root, and writable by nobody else
- * unless sticky (/tmp), so that nobody else can put another directory
- * in the index's place? NULL, or why not (in buf). Group-writable
- * directories above are let be: many systems give each user a group of
- * their own. */
-static const char *parents_unsafe(const char *real, uid_t uid, char *buf,
+/* Is every directory above real (a resolved path, cut up in place) safe,
+ * as ssh and gpg ask of theirs: owned by the user or root, and writable
+ * by nobody else unless sticky (/tmp), so that nobody else can put
+ * another directory in the index's place? NULL, or why not (in buf).
+ * Group-writable directories above are let be: many systems give each
+ * user a group of their own. */
+static const char *parents_unsafe(char *real, uid_t uid, char *buf,
                                   size_t len) {
-  char *p = strdup(real);
-  if (!p)
-    return "out of memory";
-  const char *why = NULL;
-  for (char *s = strrchr(p, '/'); s && !why; s = strrchr(p, '/')) {
-    s[s == p] = 0; /* the parent ("/" for a child of the root) */
+  for (char *s = strrchr(real, '/'); s; s = strrchr(real, '/')) {
+    s[s == real] = 0; /* the parent ("/" for a child of the root) */
     struct stat st;
-    if (stat(p, &st) < 0)
-      snprintf(buf, len, "%s: %s", p, strerror(errno)), why = buf;
-    else if (st.st_uid != uid && st.st_uid != 0)
-      snprintf(buf, len, "%s above it is owned by uid %lu", p,
-               (unsigned long)st.st_uid),
-          why = buf;
-    else if ((st.st_mode & 002) && !(st.st_mode & S_ISVTX))
-      snprintf(buf, len, "%s above it is writable by others (mode %04o)", p,
-               (unsigned)(st.st_mode & 07777)),
-          why = buf;
-    if (s == p)
+    if (stat(real, &st) < 0) {
+      snprintf(buf, len, "%s: %s", real, strerror(errno));
+      return buf;
+    }
+    if (st.st_uid != uid && st.st_uid != 0) {
+      snprintf(buf, len, "%s above it is owned by uid %lu", real,
+               (unsigned long)st.st_uid);
+      return buf;
+    }
+    if ((st.st_mode & 002) && !(st.st_mode & S_ISVTX)) {
+      snprintf(buf, len, "%s above it is writable by others (mode %04o)",
+               real, (unsigned)(st.st_mode & 07777));
+      return buf;
+    }
+    if (s == real)
       break;
   }
-  free(p);
-  return why;
+  return NULL;
 }
 
 /* Make and open the index directory dir, refusing one that is not safe
- * (see lxindex.h): its descriptor in *fd, or a negative errno with err
- * naming dir and the reason. */
+ * (see lxindex.h): its descriptor in *fd, or a negative errno (-EPERM
+ * for a refusal) with err naming dir and the reason. */
 static int dir_open(const char *dir, uid_t uid, int *fd, struct zerr *err) {
   int rc = mkdirs(dir);
   if (rc < 0)
@@ -661,22 +660,26 @@ static int dir_open(const char *dir, uid_t uid, int *fd, struct zerr *err) {
     return zerr_set(err, errno, "index cache %s: %s", dir, strerror(errno));
   struct stat st, rst;
   char buf[512], *real = realpath(dir, NULL);
+  int e = errno;
   const char *why = NULL;
-  if (fstat(*fd, &st) < 0)
+  if (!real)
+    rc = zerr_set(err, e, "index cache %s: %s", dir, strerror(e));
+  else if (fstat(*fd, &st) < 0)
     why = strerror(errno);
   else if (!(why = unsafe_reason(&st, uid, 1, buf, sizeof buf)) &&
-           (!real || stat(real, &rst) < 0 || rst.st_dev != st.st_dev ||
+           (stat(real, &rst) < 0 || rst.st_dev != st.st_dev ||
             rst.st_ino != st.st_ino))
     why = "replaced while being checked";
   else if (!why)
     why = parents_unsafe(real, uid, buf, sizeof buf);
+  if (why)
+    rc = zerr_set(err, EPERM, "index cache %s: %s: not used", dir, why);
   free(real);
-  if (why) {
+  if (rc < 0) {
     close(*fd);
     *fd = -1;
-    return zerr_set(err, EPERM, "index cache %s: %s: not used", dir, why);
   }
-  return 0;
+  return rc;
 }
 
 /* See lxindex.h. */

@@ -1,9 +1,12 @@
 /* check_lxindex.c - the persistent layout index: round trip across opens,
  * no record for an identity that differs in any field, misses (never a
  * wrong record, never a crash) from corrupted, truncated and concurrently
- * written files, and the size cap. */
+ * written files, the size cap, and nothing planted in the directory (a
+ * symbolic link, a FIFO, a file others may write, a directory that is not
+ * safe) is ever written through. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -29,7 +32,8 @@ static const char *index_file(const char *dir) {
   struct dirent *de;
   const char *found = NULL;
   while (d && (de = readdir(d)))
-    if (!strncmp(de->d_name, "lx2-", 4)) {
+    if (!strncmp(de->d_name, "lx", 2) && strstr(de->d_name, ".idx") &&
+        !strstr(de->d_name, ".tmp")) {
       snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
       found = p;
     }
@@ -367,6 +371,196 @@ START_TEST(unusable_directory) {
 }
 END_TEST
 
+/* A file of `len` bytes of 'v' at path. */
+static void put_victim(const char *path, size_t len) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  for (size_t i = 0; i < len; i++)
+    fputc('v', f);
+  fclose(f);
+}
+
+/* Is the file at path still `len` bytes of 'v'? */
+static int victim_intact(const char *path, size_t len) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = 0;
+  int c, ok = 1;
+  while ((c = fgetc(f)) != EOF) {
+    ok &= c == 'v';
+    n++;
+  }
+  fclose(f);
+  return ok && n == len;
+}
+
+/* Store records 0..n-1 of location loc in a fresh index of d (cap). */
+static void store_n(const char *d, uint64_t cap, const char *loc, int from,
+                    int n) {
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(d, cap, &x, &err), 0);
+  char kb[64];
+  for (int i = from; i < from + n; i++) {
+    struct lxindex_id id = ident(loc, kb, sizeof kb, i);
+    struct lxindex_rec r = rec_of(i);
+    lxindex_store(x, &id, &r);
+  }
+  lxindex_close(x);
+}
+
+START_TEST(planted_link_not_followed) {
+  const char *d = tmpdir();
+  store_n(d, 0, "/s", 0, 10);
+  char file[512], victim[512];
+  snprintf(file, sizeof file, "%s", index_file(d));
+  snprintf(victim, sizeof victim, "%s.victim", d);
+  put_victim(victim, 100);
+  ck_assert_int_eq(unlink(file), 0);
+  ck_assert_int_eq(symlink(victim, file), 0);
+  /* look-ups miss, stores are no-ops: the link is never written through */
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  for (int i = 0; i < 10; i++)
+    ck_assert(!check_i(x, "/s", i));
+  char kb[64];
+  for (int i = 10; i < 400; i++) {
+    struct lxindex_id id = ident("/s", kb, sizeof kb, i);
+    struct lxindex_rec r = rec_of(i);
+    lxindex_store(x, &id, &r);
+  }
+  lxindex_close(x);
+  ck_assert(victim_intact(victim, 100));
+  struct stat st;
+  ck_assert_int_eq(lstat(file, &st), 0);
+  ck_assert(S_ISLNK(st.st_mode)); /* left alone */
+}
+END_TEST
+
+START_TEST(planted_files_refused) {
+  /* a FIFO (never blocks), a file others may write, one with another
+   * link: none is read or written */
+  for (int kind = 0; kind < 3; kind++) {
+    const char *d = tmpdir();
+    store_n(d, 0, "/s", 0, 10);
+    char file[512], other[512];
+    snprintf(file, sizeof file, "%s", index_file(d));
+    snprintf(other, sizeof other, "%s.other", d);
+    if (kind == 0) {
+      ck_assert_int_eq(unlink(file), 0);
+      ck_assert_int_eq(mkfifo(file, 0600), 0);
+    } else if (kind == 1) {
+      ck_assert_int_eq(chmod(file, 0666), 0);
+    } else {
+      ck_assert_int_eq(link(file, other), 0);
+    }
+    struct stat st0, st1;
+    ck_assert_int_eq(lstat(file, &st0), 0);
+    struct zerr err = {0};
+    struct lxindex *x;
+    ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+    for (int i = 0; i < 10; i++)
+      ck_assert_msg(!check_i(x, "/s", i), "kind %d record %d", kind, i);
+    char kb[64];
+    struct lxindex_id id = ident("/s", kb, sizeof kb, 77);
+    struct lxindex_rec r = rec_of(77);
+    lxindex_store(x, &id, &r);
+    lxindex_close(x);
+    ck_assert_int_eq(lstat(file, &st1), 0);
+    ck_assert_int_eq(st0.st_size, st1.st_size);
+    ck_assert_int_eq(st0.st_ino, st1.st_ino);
+  }
+}
+END_TEST
+
+START_TEST(compaction_temp_not_followed) {
+  /* links where a compaction's temp file could be looked for: the names
+   * of format 1 and 2 with this process's pid */
+  const char *d = tmpdir();
+  store_n(d, 16384, "/s", 0, 5);
+  char name[300], link_path[700], victim[512];
+  snprintf(name, sizeof name, "%s", strrchr(index_file(d), '/') + 1);
+  const char *hash = strchr(name, '-') + 1;
+  snprintf(victim, sizeof victim, "%s.victim", d);
+  put_victim(victim, 100);
+  const char *prefixes[] = {"lx-", "lx2-"};
+  for (int p = 0; p < 2; p++) {
+    snprintf(link_path, sizeof link_path, "%s/%s%s.%ld.tmp", d, prefixes[p],
+             hash, (long)getpid());
+    ck_assert_int_eq(symlink(victim, link_path), 0);
+  }
+  store_n(d, 16384, "/s", 5, 2000); /* compacts many times */
+  ck_assert(victim_intact(victim, 100));
+  ck_assert_uint_le(lxindex_dir_bytes(d), 16384);
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(d, 16384, &x, &err), 0);
+  ck_assert(check_i(x, "/s", 2004)); /* the newest kept */
+  lxindex_close(x);
+}
+END_TEST
+
+/* lxindex_open(dir) refuses: -EPERM, the message names dir and `why`. */
+static void refused(const char *dir, const char *why) {
+  struct zerr err = {0};
+  struct lxindex *x = NULL;
+  ck_assert_int_eq(lxindex_open(dir, 0, &x, &err), -EPERM);
+  ck_assert_ptr_null(x);
+  ck_assert_msg(strstr(err.msg, dir) && strstr(err.msg, why), "%s", err.msg);
+}
+
+START_TEST(unsafe_directories) {
+  char dir[600], sub[700];
+  /* writable by group or others */
+  snprintf(dir, sizeof dir, "%s", tmpdir());
+  ck_assert_int_eq(chmod(dir, 0770), 0);
+  refused(dir, "writable by group or others");
+  ck_assert_int_eq(chmod(dir, 0777), 0);
+  refused(dir, "writable by group or others");
+  /* a directory above writable by others (not sticky) */
+  snprintf(sub, sizeof sub, "%s/idx", dir);
+  ck_assert_int_eq(mkdir(sub, 0700), 0);
+  refused(sub, "writable by others");
+  /* ... but sticky, as /tmp is: used */
+  ck_assert_int_eq(chmod(dir, 01777), 0);
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(sub, 0, &x, &err), 0);
+  lxindex_close(x);
+  /* made by the index: mode 0700 */
+  snprintf(sub, sizeof sub, "%s/a/b", dir);
+  ck_assert_int_eq(lxindex_open(sub, 0, &x, &err), 0);
+  lxindex_close(x);
+  struct stat st;
+  ck_assert_int_eq(stat(sub, &st), 0);
+  ck_assert_uint_eq(st.st_mode & 0777, 0700);
+  /* another user's (only root can make one) */
+  if (geteuid() == 0) {
+    snprintf(dir, sizeof dir, "%s", tmpdir());
+    ck_assert_int_eq(chown(dir, 54321, 54321), 0);
+    refused(dir, "owned by uid 54321");
+  }
+  /* nothing of the refused directories was written */
+  ck_assert_uint_eq(lxindex_dir_bytes(dir), 0);
+}
+END_TEST
+
+START_TEST(old_format_removed) {
+  const char *d = tmpdir();
+  char p[600];
+  snprintf(p, sizeof p, "%s/lx-0123456789abcdef.idx", d);
+  put_victim(p, 4096);
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  lxindex_close(x);
+  struct stat st;
+  ck_assert_int_ne(stat(p, &st), 0); /* a file of format 1: gone */
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lxindex");
   TCase *tc = tcase_create("core");
@@ -378,6 +572,11 @@ int main(void) {
   tcase_add_test(tc, concurrent_threads_and_compaction);
   tcase_add_test(tc, cap_holds);
   tcase_add_test(tc, unusable_directory);
+  tcase_add_test(tc, planted_link_not_followed);
+  tcase_add_test(tc, planted_files_refused);
+  tcase_add_test(tc, compaction_temp_not_followed);
+  tcase_add_test(tc, unsafe_directories);
+  tcase_add_test(tc, old_format_removed);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
