@@ -13,8 +13,12 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "../../fs/engine.h"
+#include "../../fs/namespace.h"
 #include "../../src/store/lxindex.h"
+#include "../../src/store/store.h"
 #include "testutil.h"
 
 /* A fresh directory for one test (static storage). */
@@ -561,6 +565,197 @@ START_TEST(old_format_removed) {
 }
 END_TEST
 
+/* ---- records that lie, through the engine ---- */
+
+#define LIE_CHUNKS 64
+/* Value j of chunk c: texts of many lengths. */
+static int32_t lie_value(int c, int j) {
+  static const int32_t mod[] = {10, 1000, 7, 100000, 1000000000, 97, 3, 50000};
+  int32_t v = (int32_t)(((uint32_t)c * 7919u + (uint32_t)j * 104729u) %
+                        (uint32_t)mod[c % 8]);
+  return (c + j) % 3 ? v : -v;
+}
+
+/* A V2 int32 array t of LIE_CHUNKS chunks of 4 in dir; its text into
+ * *text (malloc'd), its length returned. */
+static size_t lie_store(const char *dir, char **text) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/t", dir);
+  ck_assert_int_eq(mkdir(p, 0700), 0);
+  snprintf(p, sizeof p, "%s/.zgroup", dir);
+  FILE *f = fopen(p, "w");
+  fputs("{\"zarr_format\": 2}", f);
+  fclose(f);
+  snprintf(p, sizeof p, "%s/t/.zarray", dir);
+  f = fopen(p, "w");
+  fprintf(f,
+          "{\"zarr_format\": 2, \"shape\": [%d], \"chunks\": [4], "
+          "\"dtype\": \"<i4\", \"compressor\": null, \"filters\": null, "
+          "\"fill_value\": 0, \"order\": \"C\"}",
+          LIE_CHUNKS * 4);
+  fclose(f);
+  char *t = malloc(LIE_CHUNKS * 4 * 13 + 1);
+  size_t len = 0;
+  for (int c = 0; c < LIE_CHUNKS; c++) {
+    snprintf(p, sizeof p, "%s/t/%d", dir, c);
+    f = fopen(p, "wb");
+    for (int j = 0; j < 4; j++) {
+      int32_t v = lie_value(c, j); /* little-endian hosts only, as zarrfs */
+      fwrite(&v, 4, 1, f);
+      len += (size_t)sprintf(t + len, "%d\n", (int)v);
+    }
+    fclose(f);
+  }
+  *text = t;
+  return len;
+}
+
+/* An engine over dir with the index in idx (4 decode-ahead workers). */
+static struct engine *lie_engine(const char *dir, const char *idx) {
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(dir, &s, &err), 0);
+  struct engine_config cfg = {.cache_size = 64 << 20,
+                              .max_decoded = 1u << 30,
+                              .size_table_max = 100000,
+                              .decode_threads = 4};
+  struct engine *e;
+  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(idx, 0, &x, &err), 0);
+  engine_set_index(e, x);
+  return e;
+}
+
+/* Add delta to the text size of key's records in the index file path
+ * (their CRC made good); how many. */
+static int lie(const char *path, const char *key, int64_t delta) {
+  FILE *f = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(f);
+  static unsigned char b[1 << 20];
+  size_t n = fread(b, 1, sizeof b, f), kl = strlen(key);
+  int count = 0;
+  for (size_t i = 0; i + 60 <= n;) {
+    uint32_t len;
+    uint16_t ll, k;
+    memcpy(&len, b + i + 4, 4);
+    if (memcmp(b + i, "LXr", 3) || len < 60 || i + len > n) {
+      i++;
+      continue;
+    }
+    memcpy(&ll, b + i + 32, 2);
+    memcpy(&k, b + i + 34, 2);
+    if (k == kl && !memcmp(b + i + 60 + ll, key, kl)) {
+      uint64_t ts;
+      memcpy(&ts, b + i + 12, 8);
+      ts += (uint64_t)delta;
+      memcpy(b + i + 12, &ts, 8);
+      uint32_t crc = (uint32_t)crc32(0L, b + i + 12, len - 12);
+      memcpy(b + i + 8, &crc, 4);
+      count++;
+    }
+    i += len;
+  }
+  rewind(f);
+  ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+  fclose(f);
+  return count;
+}
+
+/* What the lying-record readers share. */
+struct lie_reader {
+  struct engine *e;
+  const char *text;
+  size_t len;
+  int random; /* 0: reads it all in order; else random offsets */
+  unsigned seed;
+};
+
+/* One reader: every byte it gets is the text's at that offset; a reader
+ * in order gets the whole text, no more. */
+static void *lie_read(void *arg) {
+  struct lie_reader *r = arg;
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(r->e, "t/values.txt", &ent, &err), 0);
+  char buf[700];
+  if (!r->random) {
+    uint64_t off = 0;
+    long got;
+    while ((got = ns_read_view(r->e, &ent, off, 333, buf, NULL, &err)) > 0) {
+      ck_assert_uint_le(off + (uint64_t)got, r->len);
+      ck_assert(!memcmp(buf, r->text + off, (size_t)got));
+      off += (uint64_t)got;
+    }
+    ck_assert_msg(got == 0, "%s", err.msg);
+    ck_assert_uint_eq(off, r->len);
+    return NULL;
+  }
+  for (int k = 0; k < 300; k++) {
+    r->seed = r->seed * 1103515245u + 12345u;
+    uint64_t off = (r->seed >> 4) % r->len;
+    size_t want = 1 + (r->seed >> 20) % sizeof buf;
+    long got = ns_read_view(r->e, &ent, off, want, buf, NULL, &err);
+    size_t exp = want < r->len - off ? want : r->len - off;
+    ck_assert_msg(got == (long)exp, "at %llu: %ld of %zu (%s)",
+                  (unsigned long long)off, got, exp, err.msg);
+    ck_assert(!memcmp(buf, r->text + off, exp));
+  }
+  return NULL;
+}
+
+START_TEST(lying_records_never_cut_nor_pad) {
+  const char *d = tmpdir();
+  char store[600], idx[600], *text;
+  snprintf(store, sizeof store, "%s/s", d);
+  snprintf(idx, sizeof idx, "%s/idx", d);
+  ck_assert_int_eq(mkdir(store, 0700), 0);
+  size_t len = lie_store(store, &text);
+  /* a first engine learns every size */
+  struct engine *e = lie_engine(store, idx);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size;
+  ck_assert_int_eq(ns_resolve(e, "t/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, len);
+  engine_free(e);
+  /* records of four chunks lie, longer and shorter */
+  const char *keys[] = {"t/5", "t/20", "t/21", "t/63"};
+  const int64_t delta[] = {-3, 4, -1, 11};
+  int64_t sum = 0;
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_ge(lie(index_file(idx), keys[k], delta[k]), 1);
+    sum += delta[k];
+  }
+  /* the next engine says the claimed size, then serves only the truth to
+   * readers in order and at random offsets at once */
+  e = lie_engine(store, idx);
+  ck_assert_int_eq(ns_resolve(e, "t/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, (uint64_t)((int64_t)len + sum));
+  pthread_t th[4];
+  struct lie_reader rd[4];
+  for (int t = 0; t < 4; t++) {
+    rd[t] = (struct lie_reader){e, text, len, t >= 2, 77u + (unsigned)t};
+    ck_assert_int_eq(pthread_create(&th[t], NULL, lie_read, &rd[t]), 0);
+  }
+  for (int t = 0; t < 4; t++)
+    pthread_join(th[t], NULL);
+  ck_assert_int_eq(ns_resolve(e, "t/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, len); /* then the truth */
+  engine_free(e);
+  /* and the records were replaced by the truth */
+  e = lie_engine(store, idx);
+  ck_assert_int_eq(ns_resolve(e, "t/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, len);
+  engine_free(e);
+  free(text);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lxindex");
   TCase *tc = tcase_create("core");
@@ -577,6 +772,7 @@ int main(void) {
   tcase_add_test(tc, compaction_temp_not_followed);
   tcase_add_test(tc, unsafe_directories);
   tcase_add_test(tc, old_format_removed);
+  tcase_add_test(tc, lying_records_never_cut_nor_pad);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
