@@ -27,6 +27,9 @@
 #define LAYOUT_STEP_MAX 4096
 /* Units learned between two publications of the known prefix. */
 #define LAYOUT_PUBLISH_EVERY 64
+/* Claims a check makes alone; a run longer than this goes to the workers
+ * too (layout_check). */
+#define LAYOUT_CHECK_ALONE 4
 
 /* What layout and size fills need. */
 struct layout_job {
@@ -384,17 +387,18 @@ static void check_run(void *arg, int cancelled) {
 }
 
 /* Have the workers decode the claimed units after i (*queued: those
- * handed out so far), as many as they are, so that checking a long run of
- * claims (a `tail` of a second mount) uses every core. */
+ * handed out so far), up to as many stored units ahead as there are
+ * workers, so that checking a long run of claims (a `tail` of a second
+ * mount) uses every core. */
 static void check_fan_out(struct engine *e, const struct znode *n,
                           const struct region *r, struct region_layout *l,
                           uint64_t i, uint64_t upto, uint64_t *queued) {
   if (!e->ahead)
     return;
-  uint64_t left = (uint64_t)pool_threads(e->ahead) + 1;
+  uint64_t win = (uint64_t)pool_threads(e->ahead) + 1;
   if (*queued <= i)
     *queued = i + 1;
-  for (; *queued < upto && left; ++*queued) {
+  for (; *queued < upto && *queued <= i + win; ++*queued) {
     if (!layout_claimed(l, *queued))
       continue;
     struct check_job *j = malloc(sizeof *j);
@@ -411,7 +415,6 @@ static void check_fan_out(struct engine *e, const struct znode *n,
       free(j);
       return;
     }
-    left--;
   }
 }
 
@@ -425,7 +428,9 @@ int layout_check(struct engine *e, const struct znode *n,
   uint64_t first = atomic_load_explicit(&l->first_claim, memory_order_relaxed);
   if (i < first)
     i = first;
-  uint64_t queued = i;
+  /* a reader in order checks a unit or two at a time, decoded ahead by
+   * its cursor; one that jumped has a run of them: the workers help */
+  uint64_t queued = upto - i > LAYOUT_CHECK_ALONE ? i : upto;
   for (uint64_t from = i; i < upto; i++) {
     if (!layout_claimed(l, i))
       continue;

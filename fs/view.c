@@ -171,17 +171,18 @@ static long region_read(const struct read_req *q, const struct region *r,
       break;
     }
     k = region_slab_find(n, r, l, ended, pos);
-    /* no byte placed by a size not checked */
+    if (pos == 0)
+      cursor_ahead_start(e, n, r, l, q->c, k);
+    if (!done && u.seq) /* its units after decode while this one does */
+      cursor_ahead_plan(e, n, r, l, q->c, k, 1);
+    /* no byte placed by a size not checked (a reader in order checks the
+     * units it is about to decode anyway) */
     rc =
         layout_check(e, n, r, l, region_rank(l, (k + 1) * r->per_slab), q->err);
     if (rc < 0)
       break;
     if ((stale = (int)rc) != 0)
       continue;
-    if (pos == 0)
-      cursor_ahead_start(e, n, r, l, q->c, k);
-    if (!done && u.seq) /* its units after decode while this one does */
-      cursor_ahead_plan(e, n, r, l, q->c, k, 1);
     uint64_t s0 = region_slab_off(n, r, l, k);
     uint64_t s1 = region_slab_off(n, r, l, k + 1);
     u.off = pos - s0;
