@@ -201,6 +201,13 @@ function fixture(out) {
   const zrows = [[null, 0, 0, b64(bytesOf('<i2', [-7]))]]
   expected.z = [-7]
 
+  // bad: a chunk outside the allowed roots, a negative offset, a range
+  // past the end of its target, and one good chunk (a's chunk 0).
+  meta['bad/.zarray'] = zarray([16], [4], '<i4', 0)
+  meta['delta/.zarray'] = zarray([4], [4], '<i4', 0)
+  const badrows = [['/etc/hostname', 0, 4, null], ['data.bin', -5, 16, null],
+    ['data.bin', 480, 16, null], ['data.bin', 0, 16, null]]
+
   fs.writeFileSync(path.join(out, 'data.bin'), Buffer.concat(data))
   writeStore(out, {
     record_size: 4,
@@ -222,6 +229,10 @@ function fixture(out) {
         ],
       },
       c: { rows: crows, records: [{ writer: 'wasm', codec: 'SNAPPY', dict: true, version: 1, columns: ['path', 'offset', 'size'] }] },
+      bad: { rows: badrows, records: [{ writer: 'wasm', codec: 'ZSTD', dict: false, version: 1 }] },
+      // arrow-rs writes strings of v2 pages without a dictionary in
+      // DELTA_BYTE_ARRAY, which the reader refuses by name.
+      delta: { rows: [['data.bin', 0, 16, null]], records: [{ writer: 'wasm', codec: 'ZSTD', dict: false, version: 2 }] },
       z: { rows: zrows, records: [{ writer: 'hyparquet', codec: 'UNCOMPRESSED', columns: ['raw'] }] },
     },
   })
