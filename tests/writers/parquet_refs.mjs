@@ -19,7 +19,9 @@
 // number), "records": [{"writer": "wasm"|"hyparquet", "codec": "ZSTD",
 // "dict": true|false, "version": 1|2, "columns": [...], "absent": true,
 // "int32": true}, ...] (one per record file; the last repeats)}}}.
-// .zmetadata is written as Python's json.dumps writes it, as fsspec does.
+// .zmetadata is written as Python's json.dumps writes it, as fsspec does
+// (a spec without "metadata" leaves .zmetadata to its author: JavaScript
+// numbers cannot carry every 64-bit integer, such as NC_FILL_INT64).
 import fs from 'node:fs'
 import path from 'node:path'
 
@@ -101,7 +103,9 @@ function writeHyparquet(cols, rec) {
 export function writeStore(out, spec) {
   fs.mkdirSync(out, { recursive: true })
   const R = spec.record_size
-  fs.writeFileSync(path.join(out, '.zmetadata'), pyjson({ metadata: spec.metadata, record_size: R }))
+  if (spec.metadata) { // else the spec's author wrote .zmetadata
+    fs.writeFileSync(path.join(out, '.zmetadata'), pyjson({ metadata: spec.metadata, record_size: R }))
+  }
   for (const [field, v] of Object.entries(spec.vars)) {
     const nrec = Math.ceil(v.rows.length / R)
     fs.mkdirSync(path.join(out, field), { recursive: true })
