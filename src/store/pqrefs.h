@@ -99,4 +99,8 @@ int store_wrap_pqrefs(struct store *inner, const struct confine *c,
                       size_t budget, size_t max_file, struct store **out,
                       struct zerr *err);
 
+/* Record files loaded so far by a store of store_wrap_pqrefs (fills of
+ * its memo, failed ones and absent files included): for tests and logs. */
+uint64_t store_pqrefs_loads(const struct store *s);
+
 #endif

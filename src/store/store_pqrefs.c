@@ -290,6 +290,11 @@ static void pq_destroy(struct store *st) {
 
 static const struct store_ops pq_ops = {pq_get, pq_stat, pq_list, pq_destroy};
 
+uint64_t store_pqrefs_loads(const struct store *st) {
+  const struct store_pqrefs *s = (const struct store_pqrefs *)st;
+  return memo_fills(s->memo, MEMO_LEVEL_STORE);
+}
+
 /* The base of relative targets: the real path of a local root, or the
  * URL without its trailing '/'. */
 static char *root_of(const struct store *inner) {

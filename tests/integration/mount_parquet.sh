@@ -114,6 +114,12 @@ done
 srv_nginx_start "$PQ"
 M=$(zt_mkdir http)
 if zmount "$NGINX_URL/store" "$M"; then
+  srv_nginx_log_reset
+  t cat "$M/a/0.txt" >/dev/null
+  assert_eq "http: a/0 read one record file (requests for a/refs.0.parq)" 1 \
+    "$(srv_nginx_requests 'a/refs.0.parq')"
+  assert_eq "http: ... and no other (requests for other record files)" 0 \
+    "$(srv_log_lines "$NGINX_LOG" .parq | grep -vc 'a/refs.0.parq')"
   check_values http "$M"
   assert_output_eq "http: a's chunks" "$(printf '%s\n' 0 1 3 8 9)"$'\n' \
     sh -c "ls '$M/a' | grep -E '^[0-9]+\$'"

@@ -16,6 +16,9 @@
 #include "../../src/parquet/pqmeta.h"
 #include "../../src/parquet/pqpage.h"
 #include "../../src/parquet/thrift.h"
+#include "../../src/store/confine.h"
+#include "../../src/store/pqrefs.h"
+#include "../../src/store/store.h"
 #include "../../src/util/file.h"
 #include "testutil.h"
 
@@ -724,6 +727,154 @@ START_TEST(every_prefix_and_corruption) {
 }
 END_TEST
 
+/* ---- the store over tests/data/parquet-refs ---- */
+
+/* The fixture store, wrapped, with a budget for record tables. */
+static struct store *open_store(size_t budget, struct confine **c) {
+  const char *src = getenv("ZARRFS_SRCDIR");
+  char root[4096];
+  snprintf(root, sizeof root, "%s/tests/data/parquet-refs/store",
+           src ? src : ".");
+  struct zerr err = {0};
+  struct store *local, *s;
+  ck_assert_int_eq(confine_new(c, &err), 0);
+  ck_assert_msg(confine_add_root(*c, root, &err) == 0, "%s", err.msg);
+  ck_assert_msg(store_open_local(root, &local, &err) == 0, "%s", err.msg);
+  ck_assert_msg(store_wrap_pqrefs(local, *c, budget, 1 << 20, &s, &err) == 1,
+                "%s", err.msg);
+  return s;
+}
+
+/* The first bytes of key as a little-endian int32, or the failure. */
+static int first_i32(struct store *s, const char *key, int32_t *v,
+                     struct zerr *err) {
+  struct bytesrc *b;
+  ZTRY(store_get(s, key, &b, err));
+  uint8_t x[4];
+  int rc = bytesrc_read_range(b, 0, 4, x, err);
+  bytesrc_unref(b);
+  *v = (int32_t)((uint32_t)x[0] | (uint32_t)x[1] << 8 | (uint32_t)x[2] << 16 |
+                 (uint32_t)x[3] << 24);
+  return rc;
+}
+
+/* Names listed, space-separated. */
+static int names_cb(void *ud, const char *name, enum store_entry_type t,
+                    uint64_t size, int64_t mtime) {
+  (void)t, (void)size, (void)mtime;
+  char *out = ud;
+  size_t o = strlen(out);
+  snprintf(out + o, 512 - o, "%s ", name);
+  return 0;
+}
+
+START_TEST(store_lazy_and_budget) {
+  struct confine *c;
+  struct store *s = open_store(1 << 20, &c);
+  struct zerr err = {0};
+  int32_t v;
+  ck_assert_uint_eq(store_pqrefs_loads(s), 0); /* nothing read at open */
+  ck_assert_msg(first_i32(s, "a/0", &v, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(v, -50);
+  ck_assert_msg(first_i32(s, "a/1", &v, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(v, -38);
+  ck_assert_uint_eq(store_pqrefs_loads(s), 1); /* one record file */
+  ck_assert_msg(first_i32(s, "a/3", &v, &err) == 0, "%s", err.msg); /* raw */
+  ck_assert_int_eq(v, -14);
+  ck_assert_msg(first_i32(s, "a/8", &v, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(v, 46); /* whole.bin */
+  ck_assert_uint_eq(store_pqrefs_loads(s), 2);
+  ck_assert_int_eq(first_i32(s, "a/2", &v, &err), -ENOENT);  /* null path */
+  ck_assert_int_eq(first_i32(s, "a/5", &v, &err), -ENOENT);  /* no file */
+  ck_assert_int_eq(first_i32(s, "a/10", &v, &err), -ENOENT); /* grid */
+  ck_assert_int_eq(first_i32(s, "a/01", &v, &err), -ENOENT);
+  ck_assert_int_eq(first_i32(s, "a/refs.0.parq", &v, &err), -ENOENT);
+  ck_assert_int_eq(first_i32(s, ".zmetadata", &v, &err), -ENOENT);
+  ck_assert_int_eq(first_i32(s, "bad/1", &v, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "negative offset"));
+  ck_assert_int_eq(first_i32(s, "delta/0", &v, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "DELTA_BYTE_ARRAY"));
+  ck_assert_msg(first_i32(s, "g/b/2.1", &v, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(v, (int32_t)(404LL * 1000000007LL)); /* low word */
+  enum store_entry_type t;
+  uint64_t size;
+  ck_assert_int_eq(store_stat(s, "a/8", &t, &size, &err), 0);
+  ck_assert(t == STORE_FILE && size == 16);
+  ck_assert_int_eq(store_stat(s, "g", &t, &size, &err), 0);
+  ck_assert(t == STORE_DIR);
+  char names[512] = "";
+  ck_assert_int_eq(store_list(s, "a", names_cb, names, &err), 0);
+  ck_assert_str_eq(names, ".zarray .zattrs 0 1 3 8 9 ");
+  names[0] = '\0';
+  ck_assert_int_eq(store_list(s, "g", names_cb, names, &err), 0);
+  ck_assert_str_eq(names, ".zgroup b ");
+  names[0] = '\0';
+  ck_assert_int_eq(store_list(s, "delta", names_cb, names, &err),
+                   STORE_LIST_PARTIAL);
+  ck_assert_str_eq(names, ".zarray ");
+  store_free(s);
+  confine_free(c);
+  /* No budget: a table is dropped once unpinned, and read again. */
+  s = open_store(0, &c);
+  ck_assert_int_eq(first_i32(s, "a/0", &v, &err), 0);
+  ck_assert_int_eq(first_i32(s, "a/0", &v, &err), 0);
+  ck_assert_uint_eq(store_pqrefs_loads(s), 2);
+  store_free(s);
+  confine_free(c);
+}
+END_TEST
+
+START_TEST(zmetadata_and_keys) {
+  static const char good[] =
+      "{\"metadata\": {\".zgroup\": {\"zarr_format\": 2}, \"v/.zarray\": "
+      "{\"shape\": [10, 3], \"chunks\": [4, 2], \"dtype\": \"<i4\"}, "
+      "\"w/.zarray\": {\"shape\": [5], \"chunks\": [5], "
+      "\"dimension_separator\": \"/\"}}, \"record_size\": 100}";
+  ck_assert(pqrefs_is_zmetadata(good, sizeof good - 1));
+  ck_assert(!pqrefs_is_zmetadata("{\"metadata\": {}}", 16));
+  ck_assert(!pqrefs_is_zmetadata("{\"zarr_consolidated_format\": 1}", 31));
+  struct pqrefs_meta *m;
+  struct zerr err = {0};
+  ck_assert_msg(pqrefs_meta_parse(good, sizeof good - 1, &m, &err) == 0, "%s",
+                err.msg);
+  ck_assert_uint_eq(m->record_size, 100);
+  ck_assert_uint_eq(m->nfields, 2);
+  ck_assert_uint_eq(m->fields[0].nchunks, 6); /* 3 x 2 */
+  size_t f;
+  uint64_t n;
+  ck_assert_int_eq(pqrefs_chunk(m, "v/2.1", &f, &n, &err), 1);
+  ck_assert_uint_eq(n, 5);
+  char name[64];
+  pqrefs_chunk_name(&m->fields[0], 5, name, sizeof name);
+  ck_assert_str_eq(name, "2.1");
+  ck_assert_int_eq(pqrefs_chunk(m, "v/3.0", &f, &n, &err), -ENOENT);
+  ck_assert_int_eq(pqrefs_chunk(m, "v/0", &f, &n, &err), -ENOENT);
+  ck_assert_int_eq(pqrefs_chunk(m, "v/0.0.0", &f, &n, &err), -ENOENT);
+  ck_assert_int_eq(pqrefs_chunk(m, "v/.zarray", &f, &n, &err), 0);
+  ck_assert_int_eq(pqrefs_chunk(m, "vv/0.0", &f, &n, &err), 0);
+  ck_assert_int_eq(pqrefs_chunk(m, "w/0", &f, &n, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "dimension_separator"));
+  struct manifest_entry en;
+  ck_assert_int_eq(manifest_lookup(m->docs, "v/.zarray", &en), 0);
+  ck_assert_int_eq(strncmp((const char *)en.data, "{\"shape\": [10, 3]", 17),
+                   0);
+  pqrefs_meta_free(m);
+  static const char *const bad[] = {
+      "{\"metadata\": {}, \"record_size\": 0}",
+      "{\"metadata\": {}, \"record_size\": -1}",
+      "{\"metadata\": {}, \"record_size\": 1.5}",
+      "{\"metadata\": {}, \"record_size\": 99999999999}",
+      "{\"metadata\": [], \"record_size\": 10}",
+      "{\"record_size\": 10}",
+      "{\"metadata\": {\"a\": {}}, \"record_size\": 10",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    ck_assert_msg(pqrefs_meta_parse(bad[i], strlen(bad[i]), &m, &err) == -EIO,
+                  "accepted %s", bad[i]);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("parquet");
   TCase *tc = tcase_create("core");
@@ -737,6 +888,8 @@ int main(void) {
   tcase_add_test(tc, not_parquet);
   tcase_add_test(tc, real_files);
   tcase_add_test(tc, every_prefix_and_corruption);
+  tcase_add_test(tc, store_lazy_and_budget);
+  tcase_add_test(tc, zmetadata_and_keys);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
