@@ -556,6 +556,9 @@ int parquet_read(const struct parquet_file *f, int col,
                   l->top.p, g);
   }
   c->bytes = zbuf_steal(&rd.bytes, &c->nbytes);
+  if (rc == 0 && !c->bytes && l->type == PQ_BYTE_ARRAY &&
+      !(c->bytes = malloc(1))) /* never NULL: callers add offsets to it */
+    rc = zerr_set(err, ENOMEM, "out of memory");
   if (rc < 0) {
     parquet_col_free(c);
     return rc;

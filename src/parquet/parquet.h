@@ -69,7 +69,7 @@ struct parquet_col {
   uint8_t *isnull;
   int64_t *ints;  /* INT32, INT64 */
   uint64_t *off;  /* BYTE_ARRAY: n + 1 offsets */
-  uint8_t *bytes; /* BYTE_ARRAY values (may be NULL when all are empty) */
+  uint8_t *bytes; /* BYTE_ARRAY values (never NULL) */
   size_t nbytes;
 };
 
