@@ -1,6 +1,7 @@
 /* pqmeta.c - FileMetaData and PageHeader from Thrift (see pqmeta.h). */
 #include "pqmeta.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,90 +309,63 @@ void pqmeta_footer_free(struct pq_footer *f) {
   free(f);
 }
 
-/* A DataPageHeader (v1). */
-static int read_dph(struct thrift_r *r, struct pq_page *pg) {
-  struct thrift_st st;
-  int rc, seen = 0;
-  ZTRY(thrift_enter(r, &st));
-  FIELDS(r, &st, id, type, rc) {
-    if (id == 1)
-      rc = nonneg32(r, type, "num_values", &pg->num_values), seen |= 1;
-    else if (id == 2)
-      rc = thrift_i32(r, type, &pg->encoding), seen |= 2;
-    else if (id == 3)
-      rc = thrift_i32(r, type, &pg->def_encoding), seen |= 4;
-    else
-      rc = thrift_skip(r, type);
-    if (rc < 0)
-      return rc;
-  }
-  thrift_leave(r);
-  if (rc == 0 && seen != 7)
-    return thrift_fail(r, "DataPageHeader lacks a required field");
-  return rc;
-}
+/* A field of a page header's sub-struct: id, how it is read ('n' an i32
+ * that must not be negative, 'i' any i32, 'b' a bool), where it goes in
+ * struct pq_page, and whether it is required. */
+struct pg_field {
+  int16_t id;
+  char kind;
+  size_t off;
+  int required;
+};
 
-/* A DictionaryPageHeader. */
-static int read_dict(struct thrift_r *r, struct pq_page *pg) {
-  struct thrift_st st;
-  int rc, seen = 0;
-  ZTRY(thrift_enter(r, &st));
-  FIELDS(r, &st, id, type, rc) {
-    if (id == 1)
-      rc = nonneg32(r, type, "num_values", &pg->num_values), seen |= 1;
-    else if (id == 2)
-      rc = thrift_i32(r, type, &pg->encoding), seen |= 2;
-    else
-      rc = thrift_skip(r, type);
-    if (rc < 0)
-      return rc;
-  }
-  thrift_leave(r);
-  if (rc == 0 && seen != 3)
-    return thrift_fail(r, "DictionaryPageHeader lacks a required field");
-  return rc;
-}
+#define PGF(id, kind, member, req)                                             \
+  { id, kind, offsetof(struct pq_page, member), req }
 
-/* A DataPageHeaderV2. */
-static int read_dph2(struct thrift_r *r, struct pq_page *pg) {
+/* DataPageHeader (v1), DictionaryPageHeader and DataPageHeaderV2. */
+static const struct pg_field dph_fields[] = {PGF(1, 'n', num_values, 1),
+                                             PGF(2, 'i', encoding, 1),
+                                             PGF(3, 'i', def_encoding, 1)};
+static const struct pg_field dict_fields[] = {PGF(1, 'n', num_values, 1),
+                                              PGF(2, 'i', encoding, 1)};
+static const struct pg_field dph2_fields[] = {
+    PGF(1, 'n', num_values, 1),   PGF(2, 'n', num_nulls, 1),
+    PGF(3, 'n', num_rows, 1),     PGF(4, 'i', encoding, 1),
+    PGF(5, 'n', def_len, 1),      PGF(6, 'n', rep_len, 1),
+    PGF(7, 'b', is_compressed, 0)};
+
+/* A page header's sub-struct named what, by its table of fields. */
+static int read_pg_struct(struct thrift_r *r, struct pq_page *pg,
+                          const struct pg_field *fs, size_t nf,
+                          const char *what) {
   struct thrift_st st;
-  int rc, seen = 0;
-  int32_t rows;
+  int rc;
+  unsigned seen = 0, want = 0;
+  for (size_t i = 0; i < nf; i++)
+    want |= fs[i].required ? 1u << i : 0;
   ZTRY(thrift_enter(r, &st));
   FIELDS(r, &st, id, type, rc) {
-    switch (id) {
-    case 1:
-      rc = nonneg32(r, type, "num_values", &pg->num_values), seen |= 1;
-      break;
-    case 2:
-      rc = nonneg32(r, type, "num_nulls", &pg->num_nulls), seen |= 2;
-      break;
-    case 3:
-      rc = nonneg32(r, type, "num_rows", &rows), seen |= 4;
-      break;
-    case 4:
-      rc = thrift_i32(r, type, &pg->encoding), seen |= 8;
-      break;
-    case 5:
-      rc = nonneg32(r, type, "definition_levels_byte_length", &pg->def_len);
-      seen |= 16;
-      break;
-    case 6:
-      rc = nonneg32(r, type, "repetition_levels_byte_length", &pg->rep_len);
-      seen |= 32;
-      break;
-    case 7:
-      rc = thrift_bool(r, type, 0, &pg->is_compressed);
-      break;
-    default:
+    size_t i = 0;
+    while (i < nf && fs[i].id != id)
+      i++;
+    if (i == nf) {
       rc = thrift_skip(r, type);
+    } else {
+      int32_t *v = (int32_t *)((char *)pg + fs[i].off);
+      int b;
+      rc = fs[i].kind == 'n'   ? nonneg32(r, type, what, v)
+           : fs[i].kind == 'i' ? thrift_i32(r, type, v)
+                               : thrift_bool(r, type, 0, &b);
+      if (fs[i].kind == 'b' && rc == 0)
+        *(int *)((char *)pg + fs[i].off) = b;
+      seen |= 1u << i;
     }
     if (rc < 0)
       return rc;
   }
   thrift_leave(r);
-  if (rc == 0 && seen != 63)
-    return thrift_fail(r, "DataPageHeaderV2 lacks a required field");
+  if (rc == 0 && (seen & want) != want)
+    return thrift_fail(r, "%s lacks a required field", what);
   return rc;
 }
 
@@ -427,9 +401,11 @@ int pqmeta_page(const uint8_t *data, size_t len, struct pq_page *pg,
         rc = thrift_fail(&r, "page header with two kinds of page");
       } else {
         sub = id;
-        rc = id == 5   ? read_dph(&r, pg)
-             : id == 7 ? read_dict(&r, pg)
-                       : read_dph2(&r, pg);
+        rc =
+            id == 5 ? read_pg_struct(&r, pg, dph_fields, 3, "DataPageHeader")
+            : id == 7
+                ? read_pg_struct(&r, pg, dict_fields, 2, "DictionaryPageHeader")
+                : read_pg_struct(&r, pg, dph2_fields, 7, "DataPageHeaderV2");
       }
       break;
     default:

@@ -134,6 +134,7 @@ struct pq_page {
   int32_t encoding;     /* of the values */
   int32_t def_encoding; /* v1 data pages: definition levels' encoding */
   int32_t num_nulls;    /* v2 */
+  int32_t num_rows;     /* v2 */
   int32_t def_len;      /* v2: bytes of definition levels */
   int32_t rep_len;      /* v2: bytes of repetition levels */
   int is_compressed;    /* v2 (default 1) */

@@ -134,20 +134,29 @@ static int chunk_entry(struct store_pqrefs *s, size_t field, uint64_t n,
   return rc;
 }
 
+/* What key is: 1 a chunk key (*field, *n), 0 a metadata document (*en),
+ * or the failure (-ENOENT: neither). */
+static int pq_key(const struct store_pqrefs *s, const char *key, size_t *field,
+                  uint64_t *n, struct manifest_entry *en, struct zerr *err) {
+  int c = pqrefs_chunk(s->meta, key, field, n, err);
+  if (c != 0)
+    return c;
+  if (manifest_lookup(s->meta->docs, key, en) < 0)
+    return zerr_set(err, ENOENT, "no such key");
+  return 0;
+}
+
 static int pq_get(struct store *st, const char *key, struct bytesrc **out,
                   struct zerr *err) {
   struct store_pqrefs *s = (struct store_pqrefs *)st;
   size_t field;
   uint64_t n;
   struct manifest_entry en;
-  int c = pqrefs_chunk(s->meta, key, &field, &n, err);
+  int c = pq_key(s, key, &field, &n, &en, err);
   if (c < 0)
     return c;
-  if (c == 0) {
-    if (manifest_lookup(s->meta->docs, key, &en) < 0)
-      return zerr_set(err, ENOENT, "no such key");
+  if (c == 0)
     return manifest_open(s->meta->docs, &en, s->c, &st->stats, out, err);
-  }
   struct memo_ref *pin;
   ZTRY(chunk_entry(s, field, n, &en, &pin, err));
   int rc;
@@ -192,9 +201,7 @@ static int pq_stat(struct store *st, const char *key,
   uint64_t n;
   struct manifest_entry en;
   *mtime = STORE_MTIME_UNKNOWN;
-  int c = pqrefs_chunk(s->meta, key, &field, &n, err);
-  if (c < 0)
-    return c;
+  int c = pq_key(s, key, &field, &n, &en, err);
   if (c == 1) {
     struct memo_ref *pin;
     ZTRY(chunk_entry(s, field, n, &en, &pin, err));
@@ -203,17 +210,16 @@ static int pq_stat(struct store *st, const char *key,
     memo_release(s->memo, pin);
     return rc;
   }
-  if (manifest_lookup(s->meta->docs, key, &en) == 0) {
-    *type = STORE_FILE;
-    *size = en.length;
-    return 0;
-  }
-  if (manifest_is_dir(s->meta->docs, key)) {
+  if (c == -ENOENT && manifest_is_dir(s->meta->docs, key)) {
     *type = STORE_DIR;
     *size = 0;
     return 0;
   }
-  return zerr_set(err, ENOENT, "no such key");
+  if (c < 0)
+    return c;
+  *type = STORE_FILE;
+  *size = en.length;
+  return 0;
 }
 
 /* The chunk keys of array field, record by record; 0, or
