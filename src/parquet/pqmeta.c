@@ -63,9 +63,7 @@ static int read_schema_el(struct thrift_r *r, struct pq_schema_el *el) {
     if (rc < 0)
       return rc;
   }
-  thrift_leave(r);
-  if (rc < 0)
-    return rc;
+  ZTRY(thrift_leave_rc(r, rc));
   if (!have_name)
     return thrift_fail(r, "SchemaElement without a name");
   return 0;
@@ -127,9 +125,7 @@ static int read_colmeta(struct thrift_r *r, struct pq_chunk *c) {
     if (rc < 0)
       return rc;
   }
-  thrift_leave(r);
-  if (rc < 0)
-    return rc;
+  ZTRY(thrift_leave_rc(r, rc));
   if (seen != (CM_TYPE | CM_CODEC | CM_NUM | CM_SIZE | CM_DATA) || !c->npath)
     return thrift_fail(r, "ColumnMetaData lacks a required field");
   return 0;
@@ -158,9 +154,7 @@ static int read_colchunk(struct thrift_r *r, struct pq_chunk *c) {
     if (rc < 0)
       return rc;
   }
-  thrift_leave(r);
-  if (rc < 0)
-    return rc;
+  ZTRY(thrift_leave_rc(r, rc));
   if (!have_meta)
     return thrift_fail(r, "ColumnChunk without meta_data (encrypted?)");
   return 0;
@@ -198,26 +192,32 @@ static int read_rowgroup(struct thrift_r *r, struct pq_footer *f,
     if (rc < 0)
       return rc;
   }
-  thrift_leave(r);
-  if (rc < 0)
-    return rc;
+  ZTRY(thrift_leave_rc(r, rc));
   if (!have_cols || !have_rows)
     return thrift_fail(r, "RowGroup lacks columns or num_rows");
   return 0;
 }
 
+/* The header of a list of lo..hi structs named name, given once (given:
+ * what an earlier one filled, else NULL). */
+static int struct_list(struct thrift_r *r, int type, const char *name,
+                       uint32_t lo, uint32_t hi, const void *given,
+                       uint32_t *n) {
+  int et;
+  ZTRY(thrift_list(r, type, &et, n));
+  if (et != THRIFT_STRUCT)
+    return thrift_fail(r, "%s is not a list of structs", name);
+  if (*n < lo || *n > hi)
+    return thrift_fail(r, "%s of %u elements (%u to %u)", name, *n, lo, hi);
+  if (given)
+    return thrift_fail(r, "%s given twice", name);
+  return 0;
+}
+
 /* FileMetaData.schema. */
 static int read_schema(struct thrift_r *r, int type, struct pq_footer *f) {
-  int et;
   uint32_t n;
-  ZTRY(thrift_list(r, type, &et, &n));
-  if (et != THRIFT_STRUCT)
-    return thrift_fail(r, "schema is not a list of structs");
-  if (n == 0 || n > PQMETA_MAX_SCHEMA)
-    return thrift_fail(r, "schema of %u elements (1 to %d)", n,
-                       PQMETA_MAX_SCHEMA);
-  if (f->schema)
-    return thrift_fail(r, "schema given twice");
+  ZTRY(struct_list(r, type, "schema", 1, PQMETA_MAX_SCHEMA, f->schema, &n));
   if (!(f->schema = calloc(n, sizeof *f->schema)))
     return zerr_set(r->err, ENOMEM, "out of memory");
   for (uint32_t i = 0; i < n; i++) {
@@ -229,16 +229,9 @@ static int read_schema(struct thrift_r *r, int type, struct pq_footer *f) {
 
 /* FileMetaData.row_groups. */
 static int read_rowgroups(struct thrift_r *r, int type, struct pq_footer *f) {
-  int et;
   uint32_t n;
-  ZTRY(thrift_list(r, type, &et, &n));
-  if (et != THRIFT_STRUCT)
-    return thrift_fail(r, "row_groups is not a list of structs");
-  if (n > PQMETA_MAX_ROW_GROUPS)
-    return thrift_fail(r, "%u row groups (at most %d)", n,
-                       PQMETA_MAX_ROW_GROUPS);
-  if (f->rgs)
-    return thrift_fail(r, "row_groups given twice");
+  ZTRY(
+      struct_list(r, type, "row_groups", 0, PQMETA_MAX_ROW_GROUPS, f->rgs, &n));
   if (n && !(f->rgs = calloc(n, sizeof *f->rgs)))
     return zerr_set(r->err, ENOMEM, "out of memory");
   for (uint32_t i = 0; i < n; i++) {
@@ -275,9 +268,7 @@ static int read_footer(struct thrift_r *r, struct pq_footer *f) {
     if (rc < 0)
       return rc;
   }
-  thrift_leave(r);
-  if (rc < 0)
-    return rc;
+  ZTRY(thrift_leave_rc(r, rc));
   if (!f->schema || !have_rows || !have_rgs)
     return thrift_fail(r, "FileMetaData lacks schema, num_rows or row_groups");
   return 0;
@@ -363,8 +354,8 @@ static int read_pg_struct(struct thrift_r *r, struct pq_page *pg,
     if (rc < 0)
       return rc;
   }
-  thrift_leave(r);
-  if (rc == 0 && (seen & want) != want)
+  ZTRY(thrift_leave_rc(r, rc));
+  if ((seen & want) != want)
     return thrift_fail(r, "%s lacks a required field", what);
   return rc;
 }

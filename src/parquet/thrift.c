@@ -81,6 +81,11 @@ void thrift_leave(struct thrift_r *r) {
     r->depth--;
 }
 
+int thrift_leave_rc(struct thrift_r *r, int rc) {
+  thrift_leave(r);
+  return rc;
+}
+
 int thrift_field(struct thrift_r *r, struct thrift_st *st, int16_t *id,
                  int *type) {
   if (r->p >= r->end)

@@ -67,6 +67,9 @@ size_t thrift_pos(const struct thrift_r *r);
  * thrift_leave after its stop field. */
 int thrift_enter(struct thrift_r *r, struct thrift_st *st);
 void thrift_leave(struct thrift_r *r);
+/* thrift_leave, then rc (the last thrift_field's result): for the loops
+ * that read a struct. */
+int thrift_leave_rc(struct thrift_r *r, int rc);
 /* The next field of the struct st: 1 and its id and type, 0 at the stop
  * field, or -EIO. */
 int thrift_field(struct thrift_r *r, struct thrift_st *st, int16_t *id,
