@@ -380,8 +380,10 @@ int pqrefs_record(const uint8_t *data, size_t len, const char *name,
   }
   manifest_builder_free(b);
   if (rc < 0) {
-    if (rc == -EIO || rc == -EINVAL)
-      err->code = EIO, rc = -EIO;
+    if (rc == -EINVAL) /* a fact about the file, as every other refusal */
+      rc = -EIO;
+    if (err && rc == -EIO)
+      err->code = EIO;
     zerr_prefix(err, "%s: ", name);
     return rc;
   }

@@ -78,8 +78,9 @@ static int rec_fill_fn(void *ctx, struct zobj **obj, size_t *cost,
     rc = 0; /* a record file that does not exist: every chunk missing */
   } else {
     zerr_prefix(err, "%s: ", key);
-    if (rc == -EFBIG)
-      rc = (err->code = EIO, -EIO);
+    if (rc == -EFBIG) /* larger than max_decode: a fact about the file */
+      rc =
+          zerr_set(err, EIO, "%s: larger than %zu bytes", key, rf->s->max_file);
   }
   if (rc < 0) {
     zobj_put(&r->o);
