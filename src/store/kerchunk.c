@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/base64.h"
-#include "../util/buf.h"
-#include "../util/file.h"
-#include "../util/zmath.h"
 #include "../json/jdup.h"
 #include "../json/jlex.h"
 #include "../json/zjson.h"
+#include "../util/base64.h"
+#include "../util/buf.h"
+#include "../util/file.h"
 #include "../util/log.h"
+#include "../util/zmath.h"
 #include "../zarr/meta.h"
 
 /* gen expands at most this many keys in all (a typo must not hang us),

@@ -1,7 +1,7 @@
 /* check_manifest.c - the chunk-reference table (src/store/manifest.c), kerchunk
- * reference files (src/store/kerchunk.c, src/store/store_refs.c) and confinement
- * (src/store/confine.c): lookups, listings, templates and gen expressions, and
- * bad input, each failing only its own key. */
+ * reference files (src/store/kerchunk.c, src/store/store_refs.c) and
+ * confinement (src/store/confine.c): lookups, listings, templates and gen
+ * expressions, and bad input, each failing only its own key. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -12,12 +12,12 @@
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
 #include "../../fs/ns_dir.h"
-#include "../../src/store/confine.h"
 #include "../../src/json/jdup.h"
+#include "../../src/store/confine.h"
 #include "../../src/store/kerchunk.h"
-#include "../../src/util/log.h"
 #include "../../src/store/manifest.h"
 #include "../../src/store/store.h"
+#include "../../src/util/log.h"
 #include "testutil.h"
 
 /* A listing collected as "name/" for directories and "name=size". */
@@ -534,8 +534,9 @@ START_TEST(gen_total_first) {
   ck_assert_msg(strstr(err.msg, "1000000001 keys in all"), "%s", err.msg);
   size_t cap = 200 * 96 + 64, n = 0;
   char *text = malloc(cap);
-  n += (size_t)snprintf(text + n, cap - n, "{\"version\": 1, \"refs\": {}, "
-                                           "\"gen\": [");
+  n += (size_t)snprintf(text + n, cap - n,
+                        "{\"version\": 1, \"refs\": {}, "
+                        "\"gen\": [");
   for (int k = 0; k < 200; k++)
     n += (size_t)snprintf(text + n, cap - n,
                           "%s{\"key\": \"a%d/{{i}}\", \"url\": \"x.bin\", "
@@ -546,14 +547,13 @@ START_TEST(gen_total_first) {
   ck_assert_msg(strstr(err.msg, "200000000 keys in all"), "%s", err.msg);
   free(text);
   /* at the limit, products of several dimensions and lists count too */
-  ck_assert_int_eq(
-      load_text(base,
-                "{\"version\": 1, \"refs\": {}, \"gen\": ["
-                "{\"key\": \"a/{{i}}/{{j}}\", \"url\": \"x.bin\","
-                "\"dimensions\": {\"i\": {\"stop\": 50000001}, "
-                "\"j\": [0, 1]}}]}",
-                &m, &err),
-      -EINVAL);
+  ck_assert_int_eq(load_text(base,
+                             "{\"version\": 1, \"refs\": {}, \"gen\": ["
+                             "{\"key\": \"a/{{i}}/{{j}}\", \"url\": \"x.bin\","
+                             "\"dimensions\": {\"i\": {\"stop\": 50000001}, "
+                             "\"j\": [0, 1]}}]}",
+                             &m, &err),
+                   -EINVAL);
   ck_assert_msg(strstr(err.msg, "100000002 keys in all"), "%s", err.msg);
   char cmd[4200];
   snprintf(cmd, sizeof cmd, "rm -rf %s", base);
