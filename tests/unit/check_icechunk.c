@@ -1123,6 +1123,17 @@ static void put_ref(const char *dir, const char *rel, const char *text) {
   fclose(f);
 }
 
+/* A writable copy of fixture repository name in a new directory dir (a
+ * mkdtemp template). */
+static void copy_fixture(const char *name, char *dir) {
+  char cmd[8400];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cmd, sizeof cmd,
+           "cp -r '%s/icechunk/%s/.' '%s' && chmod -R u+w '%s'",
+           testutil_fixtures(), name, dir, dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+
 /* Is there a note in r's skipped list containing both a and b? */
 static int skipped_has(const struct icefmt_repo *r, const char *a,
                        const char *b) {
@@ -1138,12 +1149,7 @@ static int skipped_has(const struct icefmt_repo *r, const char *a,
  * itself broken leaves the repository open on its other refs. */
 START_TEST(bad_refs_spec1) {
   char dir[] = "/tmp/zarrfs-badrefs-XXXXXX", cmd[4300];
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  snprintf(cmd, sizeof cmd,
-           "cp -r '%s/icechunk/test-repo-v1/.' '%s' && "
-           "chmod -R u+w '%s'",
-           testutil_fixtures(), dir, dir);
-  ck_assert_int_eq(system(cmd), 0);
+  copy_fixture("test-repo-v1", dir);
   const char *good = "{\"snapshot\":\"1CECHNKREP0F1RSTCMT0\"}";
   put_ref(dir, "refs/tag.empty/ref.json", "");
   put_ref(dir, "refs/tag.garbage/ref.json", "garbage{");
@@ -1195,12 +1201,7 @@ END_TEST
  * parent that is not there ends a history early. */
 START_TEST(missing_snapshots) {
   char dir[] = "/tmp/zarrfs-missing-XXXXXX", cmd[4300];
-  ck_assert_ptr_nonnull(mkdtemp(dir));
-  snprintf(cmd, sizeof cmd,
-           "cp -r '%s/icechunk/test-repo-v1/.' '%s' && "
-           "chmod -R u+w '%s'",
-           testutil_fixtures(), dir, dir);
-  ck_assert_int_eq(system(cmd), 0);
+  copy_fixture("test-repo-v1", dir);
   put_ref(dir, "refs/tag.missing/ref.json",
           "{\"snapshot\":\"00000000000000000000\"}");
   struct store *s;
