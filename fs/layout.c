@@ -367,61 +367,78 @@ static int layout_claimed(const struct region_layout *l, uint64_t i) {
          1;
 }
 
-/* A unit a worker decodes so that a check finds it decoded (the memo
- * keeps it for the read that follows). */
+/* A run of stored units a worker decodes so that a check finds them
+ * decoded (the memo keeps them for the read that follows). */
 struct check_job {
   struct engine *e;
   const struct znode *n;
-  uint64_t idx[ZMETA_MAX_DIMS];
+  struct region r;
+  struct region_layout *l; /* a reference */
+  uint64_t from, to;       /* stored units [from, to) */
 };
 
-/* Worker: decode the unit (its fill checks the claim). */
+/* Worker: decode the run's claimed units (each fill checks its claim). */
 static void check_run(void *arg, int cancelled) {
   struct check_job *j = arg;
-  struct memo_ref *ref;
-  struct zerr err = {0};
-  if (!cancelled && !engine_stopping(j->e) &&
-      unit_get(j->e, j->n, j->idx, &ref, &err) == 0)
-    memo_release(j->e->memo, ref);
+  for (uint64_t i = j->from; !cancelled && i < j->to && !engine_stopping(j->e);
+       i++) {
+    uint64_t idx[ZMETA_MAX_DIMS];
+    struct memo_ref *ref;
+    struct zerr err = {0};
+    if (!layout_claimed(j->l, i))
+      continue;
+    region_unit(&j->r, j->l->p_lin ? j->l->p_lin[i] : i, idx);
+    if (!unit_windowed(j->e, j->n, idx) && /* (checked by a pass) */
+        unit_get(j->e, j->n, idx, &ref, &err) == 0)
+      memo_release(j->e->memo, ref);
+  }
+  zobj_put(&j->l->obj);
   free(j);
 }
 
-/* Have the workers decode the claimed units after i (*queued: those
- * handed out so far), up to as many stored units ahead as there are
- * workers, so that checking a long run of claims (a `tail` of a second
- * mount) uses every core. */
+/* Have the workers decode the claims after stored unit i (*queued: the
+ * units handed out so far) in runs, as layout_fan_out has them learn
+ * sizes: a run's text about LAYOUT_RUN_TEXT (judged by unit i's), a job
+ * per worker and two more ahead, nothing for units too small to be worth
+ * a job. So checking a long run of claims (a `tail` of a second mount)
+ * uses every core. */
 static void check_fan_out(struct engine *e, const struct znode *n,
                           const struct region *r, struct region_layout *l,
                           uint64_t i, uint64_t upto, uint64_t *queued) {
   if (!e->ahead)
     return;
-  uint64_t win = (uint64_t)pool_threads(e->ahead) + 1;
+  uint64_t idx[ZMETA_MAX_DIMS];
+  region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
+  uint64_t size = layout_unit_size(n, l, i, idx), run = 1;
+  if (size < LAYOUT_RUN_TEXT / LAYOUT_RUN_MAX)
+    return; /* cheaper here than handed over */
+  if (size < LAYOUT_RUN_TEXT / 2)
+    run = LAYOUT_RUN_TEXT / size;
+  uint64_t win = (2 * (uint64_t)pool_threads(e->ahead) + 2) * run;
+  if (e->ahead_budget / size < win)
+    win = e->ahead_budget / size;
   if (*queued <= i)
-    *queued = i + 1;
-  for (; *queued < upto && *queued <= i + win; ++*queued) {
-    if (!layout_claimed(l, *queued))
-      continue;
+    *queued = i + 1; /* unit i is the caller's own */
+  while (*queued < upto && *queued <= i + win) {
     struct check_job *j = malloc(sizeof *j);
     if (!j)
       return;
-    j->e = e;
-    j->n = n;
-    region_unit(r, l->p_lin ? l->p_lin[*queued] : *queued, j->idx);
-    if (unit_windowed(e, n, j->idx)) { /* checked by a pass, not here */
-      free(j);
-      continue;
-    }
-    if (pool_submit(e->ahead, check_run, j) < 0) {
+    uint64_t to = upto - *queued < run ? upto : *queued + run;
+    *j = (struct check_job){e, n, *r, l, *queued, to};
+    zobj_get(&l->obj);
+    if (pool_submit(e->ahead, check_run, j) < 0) { /* j is the worker's */
+      zobj_put(&l->obj);
       free(j);
       return;
     }
+    *queued = to;
   }
 }
 
 /* See layout.h. */
 int layout_check(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t upto,
-                 struct zerr *err) {
+                 int jumped, struct zerr *err) {
   if (upto > region_known(l))
     upto = region_known(l); /* (the caller's are known) */
   uint64_t i = atomic_load_explicit(&l->checked, memory_order_acquire);
@@ -429,8 +446,9 @@ int layout_check(struct engine *e, const struct znode *n,
   if (i < first)
     i = first;
   /* a reader in order checks a unit or two at a time, decoded ahead by
-   * its cursor; one that jumped has a run of them: the workers help */
-  uint64_t queued = upto - i > LAYOUT_CHECK_ALONE ? i : upto;
+   * its cursor (and its slices render behind those decodes); one that
+   * jumped has a run of them: the workers help */
+  uint64_t queued = jumped && upto - i > LAYOUT_CHECK_ALONE ? i : upto;
   for (uint64_t from = i; i < upto; i++) {
     if (!layout_claimed(l, i))
       continue;

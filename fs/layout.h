@@ -50,10 +50,12 @@ int layout_reach(struct engine *e, const struct znode *n,
  * holds was wrong: said and corrected; or the node's sizes changed
  * meanwhile): take a new layout (layout_get) and look again; or a
  * negative errno. A byte is never placed by a size not checked: whoever
- * reads text at an offset calls this for the units up to it first. */
+ * reads text at an offset calls this for the units up to it first. With
+ * jumped (a reader not going in order), the workers decode a run of
+ * claims beside it. */
 int layout_check(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t upto,
-                 struct zerr *err);
+                 int jumped, struct zerr *err);
 /* Learn every size of layout l: l->total is then set. */
 int layout_complete(struct engine *e, const struct znode *n,
                     const struct region *r, struct region_layout *l,

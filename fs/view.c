@@ -164,7 +164,7 @@ static long region_read(const struct read_req *q, const struct region *r,
       break;
     if (ended == r->nslabs && pos >= l->total) {
       /* the end of the text, once no claimed size before it is wrong */
-      if ((rc = layout_check(e, n, r, l, l->np, q->err)) < 0)
+      if ((rc = layout_check(e, n, r, l, l->np, !q->seq, q->err)) < 0)
         break;
       if ((stale = (int)rc) != 0)
         continue;
@@ -178,7 +178,8 @@ static long region_read(const struct read_req *q, const struct region *r,
     /* no byte placed by a size not checked (a reader in order checks the
      * units it is about to decode anyway) */
     rc =
-        layout_check(e, n, r, l, region_rank(l, (k + 1) * r->per_slab), q->err);
+        layout_check(e, n, r, l, region_rank(l, (k + 1) * r->per_slab),
+                     !q->seq, q->err);
     if (rc < 0)
       break;
     if ((stale = (int)rc) != 0)
