@@ -438,7 +438,7 @@ static void check_fan_out(struct engine *e, const struct znode *n,
 /* See layout.h. */
 int layout_check(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t upto,
-                 int jumped, struct zerr *err) {
+                 enum layout_check_mode mode, struct zerr *err) {
   if (upto > region_known(l))
     upto = region_known(l); /* (the caller's are known) */
   uint64_t i = atomic_load_explicit(&l->checked, memory_order_acquire);
@@ -448,7 +448,8 @@ int layout_check(struct engine *e, const struct znode *n,
   /* a reader in order checks a unit or two at a time, decoded ahead by
    * its cursor (and its slices render behind those decodes); one that
    * jumped has a run of them: the workers help */
-  uint64_t queued = jumped && upto - i > LAYOUT_CHECK_ALONE ? i : upto;
+  uint64_t queued =
+      mode == LAYOUT_CHECK_JUMP && upto - i > LAYOUT_CHECK_ALONE ? i : upto;
   for (uint64_t from = i; i < upto; i++) {
     if (!layout_claimed(l, i))
       continue;

@@ -49,13 +49,17 @@ int layout_reach(struct engine *e, const struct znode *n,
  * size before upto is the truth; 1 when l is out of date (a size it
  * holds was wrong: said and corrected; or the node's sizes changed
  * meanwhile): take a new layout (layout_get) and look again; or a
- * negative errno. A byte is never placed by a size not checked: whoever
- * reads text at an offset calls this for the units up to it first. With
- * jumped (a reader not going in order), the workers decode a run of
- * claims beside it. */
+ * negative errno. No byte placed by a size not checked goes out: whoever
+ * reads text at an offset calls this for the units that placed it before
+ * it hands it on, as mode says. */
+enum layout_check_mode {
+  LAYOUT_CHECK_ORDER, /* a reader in order: a claim or two at a time */
+  LAYOUT_CHECK_JUMP,  /* a reader that jumped: the workers decode a run of
+                         claims beside it */
+};
 int layout_check(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t upto,
-                 int jumped, struct zerr *err);
+                 enum layout_check_mode mode, struct zerr *err);
 /* Learn every size of layout l: l->total is then set. */
 int layout_complete(struct engine *e, const struct znode *n,
                     const struct region *r, struct region_layout *l,
