@@ -46,12 +46,16 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
  * container's. *out owned by the caller. A malformed endpoint is
  * -EINVAL. */
 int s3_config_derive(const struct s3_config *base, const char *endpoint,
-                     const char *region, int anonymous,
-                     struct s3_config **out, struct zerr *err);
+                     const char *region, int anonymous, struct s3_config **out,
+                     struct zerr *err);
 /* Free, wiping the secrets; NULL-safe. */
 void s3_config_free(struct s3_config *c);
 /* Are requests sent unsigned (no credentials found, or no_sign_request)? */
 int s3_is_anonymous(const struct s3_config *c);
+/* The endpoint the user configured (option, environment or profile; no
+ * trailing '/'), or NULL for AWS; borrowed. *option: 1 when it was given
+ * as -o endpoint (it then wins over every container's). */
+const char *s3_endpoint(const struct s3_config *c, int *option);
 
 /* "s3://bucket/some/prefix" -> bucket, key ("" allowed); malloc'd. */
 int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err);

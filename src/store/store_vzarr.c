@@ -9,8 +9,10 @@
  * absolute, or file:// URLs, read only under the allowed roots; so is
  * manifest.json itself (zarr.json may name any path). The manifest and its
  * targets may be http(s):// or s3:// URLs (read through the confine's
- * remote context); over a remote store, relative paths are URLs too and no
- * local file may be named.
+ * remote context, with its rules: -o remote_targets=no, link-local
+ * addresses, redirects); a manifest named by a URL resolves relative paths
+ * against its URL and names no local file, and over a remote store
+ * relative paths are URLs too and no local file may be named.
  *
  * In such an array the chunk key space ("c", "c/...", "c.i.j"; v2 keys:
  * names starting with a digit) is the manifest's alone: a stray chunk file
@@ -409,6 +411,15 @@ static int vz_load(const struct vz_array *a, const struct confine *c,
         snprintf(why, sizeof why,
                  "manifest %s: entry '%s': offset and length must be "
                  "non-negative integers",
+                 a->manifest, mkey);
+        rc = manifest_add_bad(b, key, why, err);
+      } else if (remote_is_url(a->manifest) &&
+                 (json_string_value(path)[0] == '/' ||
+                  !strncmp(json_string_value(path), "file://", 7))) {
+        /* as a reference file fetched from a URL: no local file */
+        snprintf(why, sizeof why,
+                 "manifest %s: entry '%s': a manifest named by a URL may "
+                 "read no local file",
                  a->manifest, mkey);
         rc = manifest_add_bad(b, key, why, err);
       } else {
