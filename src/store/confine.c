@@ -311,17 +311,23 @@ void confine_set_remote(struct confine *c, struct remote *r) { c->remote = r; }
 void confine_forbid_remote(struct confine *c) { c->no_remote = 1; }
 void confine_set_remote_reference(struct confine *c) { c->remote_ref = 1; }
 
+/* Append a copy of s to the list (*list, *n). */
+static int push_copy(char ***list, size_t *n, const char *s, struct zerr *err) {
+  char **p = realloc(*list, (*n + 1) * sizeof *p);
+  if (!p)
+    return zerr_set(err, ENOMEM, "out of memory");
+  *list = p;
+  if (!(p[*n] = strdup(s)))
+    return zerr_set(err, ENOMEM, "out of memory");
+  (*n)++;
+  return 0;
+}
+
 int confine_add_url_prefix(struct confine *c, const char *prefix,
                            struct zerr *err) {
   if (!remote_is_url(prefix))
     return zerr_set(err, EINVAL, "%s: not an http(s):// or s3:// URL", prefix);
-  char **p = realloc(c->url_prefixes, (c->n_url + 1) * sizeof *p);
-  if (!p)
-    return zerr_set(err, ENOMEM, "out of memory");
-  c->url_prefixes = p;
-  if (!(p[c->n_url] = strdup(prefix)))
-    return zerr_set(err, ENOMEM, "out of memory");
-  c->n_url++;
+  ZTRY(push_copy(&c->url_prefixes, &c->n_url, prefix, err));
   struct url_scope *sc;
   ZTRY(confine_scope(c, 0, NULL, &sc, err));
   url_scope_unref(c->scope);
@@ -343,14 +349,7 @@ int confine_allow_endpoint(struct confine *c, const char *url,
     return zerr_set(err, EINVAL,
                     "container_endpoint %s: not an http:// or https:// URL",
                     url);
-  char **p = realloc(c->endpoints, (c->n_ep + 1) * sizeof *p);
-  if (!p)
-    return zerr_set(err, ENOMEM, "out of memory");
-  c->endpoints = p;
-  if (!(p[c->n_ep] = strdup(url)))
-    return zerr_set(err, ENOMEM, "out of memory");
-  c->n_ep++;
-  return 0;
+  return push_copy(&c->endpoints, &c->n_ep, url, err);
 }
 
 /* Is url one of the endpoints allowed above? */

@@ -60,29 +60,12 @@ logged() {
 refs() { mkdir -p "$1" && printf '%s\n' "$2" >"$1/refs.json"; }
 
 # vrepo OUT CONTAINERS CHUNKS: a spec 2 Icechunk repository with array v
-# of int32 chunks, one per virtual reference (tests/writers).
+# of int32 chunks, one per virtual reference (tests/writers: virtual).
 HAVE_WRITER=1
 /usr/bin/python3 -c 'import flatbuffers' 2>/dev/null || HAVE_WRITER=0
 vrepo() {
-  /usr/bin/python3 - "$2" "$3" >"$ZT_TMP/vdesc.json" <<'EOF'
-import json, sys
-containers, chunks = json.loads(sys.argv[1]), json.loads(sys.argv[2])
-arr = {"shape": [len(chunks)], "data_type": "int32",
-       "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
-       "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-       "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-       "attributes": {}, "zarr_format": 3, "node_type": "array"}
-grp = {"attributes": {}, "zarr_format": 3, "node_type": "group"}
-json.dump({"spec": 2, "snapshots": [{"id": "s1", "parent": None, "message": "v",
-    "nodes": [{"path": "/", "type": "group", "zarr": grp},
-              {"path": "/v", "type": "array", "zarr": arr,
-               "chunks": [{"index": [i], "virtual": v} for i, v in enumerate(chunks)]}]}],
-    "branches": {"main": "s1"}, "tags": {}, "deleted_tags": {},
-    "config": {"virtual_chunk_containers": {k: {"name": None, "url_prefix": k, "store": v}
-                                             for k, v in containers.items()}}}, sys.stdout)
-EOF
-  /usr/bin/python3 "$ZARRFS_SRCDIR/tests/writers/icechunk_writer.py" write "$1" \
-    "$ZT_TMP/vdesc.json" --spec 2 >/dev/null
+  /usr/bin/python3 "$ZARRFS_SRCDIR/tests/writers/icechunk_writer.py" virtual "$1" \
+    "$2" "$3" --spec 2 >/dev/null
 }
 
 mkdir -p "$WEB/testbucket"

@@ -309,36 +309,8 @@ fi
 # objects: location, length, etag or last_modified), under the virtual
 # chunk containers CONTAINERS (a JSON object url_prefix -> store config).
 vrepo() {
-  /usr/bin/python3 - "$@" >"$ZT_TMP/vdesc.json" <<'EOF'
-import json, sys
-out, spec, containers, chunks = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
-arr = {"shape": [len(chunks)], "data_type": "int32",
-       "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
-       "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-       "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-       "attributes": {}, "zarr_format": 3, "node_type": "array"}
-grp = {"attributes": {}, "zarr_format": 3, "node_type": "group"}
-refs = [{"index": [i], "virtual": v} for i, v in enumerate(chunks)]
-desc = {"spec": spec, "snapshots": [{"id": "s1", "parent": None, "message": "virtual",
-        "nodes": [{"path": "/", "type": "group", "zarr": grp},
-                  {"path": "/v", "type": "array", "zarr": arr, "chunks": refs}]}],
-        "branches": {"main": "s1"}, "tags": {}, "deleted_tags": {}}
-if spec == 2:
-    desc["config"] = {"virtual_chunk_containers": {
-        k: {"name": None, "url_prefix": k, "store": v} for k, v in containers.items()}}
-else:
-    y = "virtual_chunk_containers:\n"
-    for i, (k, v) in enumerate(containers.items()):
-        y += "  c%d:\n    name: c%d\n    url_prefix: %s\n" % (i, i, k)
-        kind, conf = next(iter(v.items()))
-        y += "    store: !%s\n" % kind
-        for ck, cv in conf.items():
-            y += "      %s: %s\n" % (ck, json.dumps(cv))
-    desc["config_yaml"] = y
-json.dump(desc, sys.stdout)
-EOF
-  /usr/bin/python3 "$ZARRFS_SRCDIR/tests/writers/icechunk_writer.py" write "$1" \
-    "$ZT_TMP/vdesc.json" --spec "$2" >/dev/null
+  /usr/bin/python3 "$ZARRFS_SRCDIR/tests/writers/icechunk_writer.py" virtual "$1" \
+    "$3" "$4" --spec "$2" >/dev/null
 }
 
 # i32 N: the 4 bytes of N as a little-endian int32.
