@@ -418,6 +418,22 @@ START_TEST(long_walk) {
 }
 END_TEST
 
+/* A column whose fields are all empty (a float array never written, its
+ * fill NaN) has no bytes at all in a block: rendering it copied zero
+ * bytes from a NULL buffer (UBSan, issue 32 item 15). */
+START_TEST(empty_column) {
+  put_text("e/.zgroup", "{\"zarr_format\":2}");
+  put_v2("e/x", "[2]", "[2]", "<i4", "null", "null", "[\"x\"]", "");
+  int32_t x[2] = {1, 2};
+  put_file("e/x/0", x, sizeof x);
+  put_v2("e/nan", "[2]", "[2]", "<f8", "\"NaN\"", "null", "[\"x\"]", "");
+  check_table("e/x.csv", "x,nan\n1,\n2,\n", 12);
+  /* one column, all empty: each row is written "" */
+  put_v2("e/only", "[2]", "[1]", "<f8", "\"NaN\"", "null", "[\"o\"]", "");
+  check_table("e/o.csv", "only\n\"\"\n\"\"\n", 11);
+}
+END_TEST
+
 /* The suite. */
 static Suite *table_suite(void) {
   Suite *s = suite_create("table");
@@ -431,6 +447,7 @@ static Suite *table_suite(void) {
   tcase_add_test(tc, blocks_of_rows);
   tcase_add_test(tc, lazy_size_learned);
   tcase_add_test(tc, long_walk);
+  tcase_add_test(tc, empty_column);
   suite_add_tcase(s, tc);
   return s;
 }
