@@ -328,6 +328,13 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   size_t klen = strlen(key);
   if (klen >= sizeof ent->key)
     return zerr_set(err, ENAMETOOLONG, "path too long");
+  for (const char *c = key; *c;) { /* names listings leave out */
+    size_t cl = strcspn(c, "/");
+    if (cl > NS_NAME_MAX)
+      return zerr_set(err, ENAMETOOLONG, "a name longer than %d bytes",
+                      NS_NAME_MAX);
+    c += cl + (c[cl] == '/');
+  }
   memset(ent, 0, offsetof(struct ns_entry, key));
   memcpy(ent->key, key, klen + 1);
   ent->eng = e;

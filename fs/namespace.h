@@ -29,6 +29,10 @@
 #define NS_STATS_NAME "stats"  /* in it */
 #define NS_TEXT_DIR ".text"    /* -o views=tree: the root of the text tree */
 #define NS_VIEW_SUFFIX ".txt"
+/* The longest name the mount shows (NAME_MAX, what statfs says): a
+ * longer one is left out of listings (one log line a directory) and does
+ * not resolve (-ENAMETOOLONG), whatever the store holds. */
+#define NS_NAME_MAX 255
 
 enum ns_kind {
   NS_DIR = 1,
@@ -60,7 +64,7 @@ struct ns_entry {
 };
 
 /* Resolve a path ("/a/c/0.txt" or "a/c/0.txt"); -ENOENT when nothing is
- * there. */
+ * there, -ENAMETOOLONG for a name longer than NS_NAME_MAX in it. */
 int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
                struct zerr *err);
 
