@@ -75,6 +75,13 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
 int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
             struct zerr *err);
 
+/* 1 when a file must be read without trusting the size stat gives (the
+ * kernel reads past it only with direct I/O): with lazy sizes every view,
+ * /.zarrfs/stats, a values.txt or D.csv whose size stat defers; 0 else;
+ * or a negative errno (-EINTR: abandoned). */
+int ns_read_direct(struct engine *e, const struct ns_entry *ent,
+                   struct zerr *err);
+
 struct view_cursor;
 /* Read from a view entry (not raw: raw reads go through a byte source the
  * caller keeps open). c is the open file's cursor (fs/view.h), or NULL.
@@ -82,6 +89,16 @@ struct view_cursor;
 long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
                   size_t len, char *dst, struct view_cursor *c,
                   struct zerr *err);
+
+/* Directory path dir (dl bytes, "" the root) joined with name into buf
+ * (cap bytes): the child's path and its length, or -ENAMETOOLONG. */
+long ns_join(const char *dir, size_t dl, const char *name, char *buf,
+             size_t cap);
+
+/* What statfs shows of the store: the bytes and files under a local
+ * store's directory (one bounded walk); -1 when unknown (not a directory,
+ * a walk that fails, a tree of more than 200,000 entries). */
+int ns_store_usage(struct engine *e, uint64_t *bytes, uint64_t *files);
 
 /* Called once per directory entry; return non-zero to stop. */
 typedef int (*ns_fill_cb)(void *ud, const char *name, int is_dir);
