@@ -17,7 +17,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../util/cancel.h"
 
@@ -153,14 +152,7 @@ int rflight_wait(struct remote *r, struct rflight *f, int may_leave,
       pthread_mutex_unlock(&r->flock);
       return cancel_check(NULL, err);
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&r->fdone, &r->flock, &ts);
+    cancel_sleep(&r->fdone, &r->flock, CLOCK_REALTIME, 50000000L);
   }
   int rc = f->rc;
   if (rc < 0 && err)

@@ -52,3 +52,16 @@ int cancel_check(const atomic_int *stop, struct zerr *err) {
     return zerr_set(err, EINTR, "interrupted: its reader gave up");
   return 0;
 }
+
+/* A timed wait to now + ns on clock. */
+void cancel_sleep(pthread_cond_t *cond, pthread_mutex_t *lock, clockid_t clock,
+                  long ns) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  ts.tv_nsec += ns;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(cond, lock, &ts);
+}

@@ -23,7 +23,9 @@
 #ifndef ZARRFS_CANCEL_H
 #define ZARRFS_CANCEL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "err.h"
 
@@ -53,5 +55,11 @@ int cancel_stopped(const atomic_int *stop);
 /* -EINTR with the reason (shutdown, or the request abandoned) when
  * cancel_stopped(stop), else 0. */
 int cancel_check(const atomic_int *stop, struct zerr *err);
+
+/* Sleep on cond (lock held, clock the cond's clock) for at most ns
+ * nanoseconds (< 1 s): the slice between two looks at a stop flag and the
+ * token, in waits that must end when either is raised. */
+void cancel_sleep(pthread_cond_t *cond, pthread_mutex_t *lock, clockid_t clock,
+                  long ns);
 
 #endif

@@ -263,14 +263,7 @@ static int wait_filled(struct memo *m, struct memo_entry *e) {
   while (e->state == M_PENDING) {
     if (cancel_stopped(m->stop))
       return -EINTR;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += MEMO_WAIT_SLICE_NS;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+    cancel_sleep(&m->cond, &m->lock, CLOCK_MONOTONIC, MEMO_WAIT_SLICE_NS);
   }
   return 0;
 }
