@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../util/cancel.h"
+
 /* Redirects followed per request. */
 #define HTTP_MAX_REDIRS 5
 /* Bytes of an error body kept for the message (an S3 <Error> document). */
@@ -53,8 +55,10 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Shutting down, or the calling thread's request abandoned (its reader
+ * gave up: src/util/cancel.h). */
 static int stopped(const struct http_client *c) {
-  return c->cfg.stop && atomic_load_explicit(c->cfg.stop, memory_order_relaxed);
+  return cancel_stopped(c->cfg.stop);
 }
 
 /* Sleep ms, in slices, giving up with -EINTR when the stop flag rises. */
@@ -476,18 +480,14 @@ enum verdict { V_OK, V_RETRY, V_FAIL };
 
 /* Forget what an earlier answer (an attempt, a redirect) said. */
 static void reset_answer(struct xfer *x) {
-  x->status = 0;
-  x->got = 0;
-  x->body = 0;
-  x->done = x->bad = x->too_big = x->refused = x->stalled = 0;
-  x->sink_rc = 0;
-  x->meta.etag[0] = x->meta.modified[0] = '\0';
-  x->have_crange = 0;
-  x->clen = UINT64_MAX;
+  x->status = x->got = x->errlen = 0;
   x->retry_after_s = -1;
-  x->errlen = 0;
+  x->body = 0;
+  x->done = x->bad = x->too_big = x->refused = x->stalled = x->sink_rc = 0;
+  x->have_crange = x->location_long = 0;
+  x->clen = UINT64_MAX;
+  x->meta.etag[0] = x->meta.modified[0] = '\0';
   x->location[0] = x->encoding[0] = x->curl_err[0] = '\0';
-  x->location_long = 0;
 }
 
 /* The headers of one request: identity bodies only, the shared headers
