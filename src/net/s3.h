@@ -40,6 +40,16 @@ struct s3_config;
  * (s3_config_free). A malformed endpoint is -EINVAL. */
 int s3_config_load(const struct s3_options *o, struct s3_config **out,
                    struct zerr *err);
+/* Cloud Storage's default endpoint (its XML API). */
+#define S3_GCS_ENDPOINT "https://storage.googleapis.com"
+/* The settings of Cloud Storage (gs:// URLs) through its S3-compatible XML
+ * API: HMAC keys from GS_ACCESS_KEY_ID + GS_SECRET_ACCESS_KEY (GDAL's
+ * names; none, or no_sign_request: anonymous), signed with SigV4 in region
+ * "auto"; the endpoint o->endpoint, else CPL_GS_ENDPOINT, else
+ * S3_GCS_ENDPOINT, addressed path-style (ENDPOINT/BUCKET/KEY). region,
+ * profile and requester_pays are not used. *out owned by the caller. */
+int s3_config_load_gcs(const struct s3_options *o, struct s3_config **out,
+                       struct zerr *err);
 /* The settings of a virtual chunk container: a copy of base with its own
  * endpoint and region (NULL: base's), unsigned when anonymous. An
  * endpoint or a region the user gave as an option wins over the
@@ -53,7 +63,8 @@ void s3_config_free(struct s3_config *c);
 /* Are requests sent unsigned (no credentials found, or no_sign_request)? */
 int s3_is_anonymous(const struct s3_config *c);
 
-/* "s3://bucket/some/prefix" -> bucket, key ("" allowed); malloc'd. */
+/* "s3://bucket/some/prefix" (or "gs://...") -> bucket, key ("" allowed);
+ * malloc'd. */
 int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err);
 /* The request URL of an object (malloc'd). */
 int s3_object_url(const struct s3_config *c, const char *bucket,
@@ -63,6 +74,11 @@ int s3_object_url(const struct s3_config *c, const char *bucket,
 int s3_list_url(const struct s3_config *c, const char *bucket,
                 const char *prefix, const char *delimiter, const char *token,
                 int max_keys, char **url, struct zerr *err);
+
+/* Append the percent-encoding of s to o (unreserved characters kept, and
+ * '/' when keep_slash; uppercase hex; NUL-terminated; room checked by the
+ * caller: 3 bytes per input byte); returns the end. */
+char *s3_pct_encode(char *o, const char *s, int keep_slash);
 
 /* What every request carries: headers (x-amz-content-sha256 when signing,
  * x-amz-security-token, x-amz-request-payer), CURLOPT_AWS_SIGV4 and
