@@ -207,7 +207,8 @@ srv_azurite_start() {
   d=$(zt_mkdir azurite)
   # Port 0: Azurite picks a free one and says which.
   node "$dir/dist/src/blob/main.js" --blobHost 127.0.0.1 --blobPort 0 \
-    --location "$d/data" --loose --skipApiVersionCheck --disableTelemetry \
+    --inMemoryPersistence --loose --skipApiVersionCheck \
+    --disableTelemetry \
     >"$d/stdout" 2>&1 &
   srv_track $!
   local i=0
