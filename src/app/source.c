@@ -21,6 +21,7 @@
 #include "../json/jlex.h"
 #include "../util/buf.h"
 #include "../store/confine.h"
+#include "../store/manifest.h"
 #include "../store/icechunk.h"
 #include "../zarr/meta.h"
 #include "../net/azure.h"
@@ -531,16 +532,71 @@ static int source_open_at(const struct cli_config *cfg, const char *src,
   return 0;
 }
 
-/* Open the store the source names (see source.h). */
+/* A URL whose last segment is manifest.json (a VirtualiZarr manifest):
+ * its directory (malloc'd), else NULL. */
+static char *manifest_dir(const char *url) {
+  size_t n = strcspn(url, "?#");
+  if (n < 14 || strncmp(url + n - 14, "/manifest.json", 14))
+    return NULL;
+  return strndup(url, n - 14);
+}
+
+/* Does dir/zarr.json (an array) name the manifest at url? 1 yes, 0 no (a
+ * line on stderr saying what to do). */
+static int manifest_named(struct remote *remote, const char *dir,
+                          const char *url) {
+  char *zj = NULL, *named = NULL;
+  uint8_t *text = NULL;
+  size_t len;
+  struct zerr err = {0};
+  int ok = 0;
+  if (asprintf(&zj, "%s/zarr.json", dir) >= 0 &&
+      remote_read_all(remote, zj, ROOT_META_MAX, &text, &len, &err) == 0) {
+    json_t *j = zjson_loadb((const char *)text, len, &err);
+    json_t *t, *st = json_object_get(j, "storage_transformers");
+    size_t i;
+    json_array_foreach(st, i, t) {
+      const char *m = json_string_value(json_object_get(
+          json_object_get(t, "configuration"), "manifest"));
+      if (!m || strcmp(json_string_value(json_object_get(t, "name")) ?: "",
+                       "chunk-manifest-json"))
+        continue;
+      named = remote_is_url(m) ? strdup(m) : manifest_url_join(dir, m);
+      break;
+    }
+    json_decref(j);
+  }
+  size_t n = strcspn(url, "?#");
+  ok = named && strlen(named) == n && !strncmp(named, url, n);
+  if (!ok)
+    fprintf(stderr,
+            "zarrfs: %s: a VirtualiZarr manifest that no zarr.json beside it "
+            "names (%s): mount the array or the store whose zarr.json names "
+            "it\n",
+            url, text ? "its zarr.json names another" : "no zarr.json there");
+  free(named);
+  free(text);
+  free(zj);
+  return ok;
+}
+
+/* Open the store the source names (see source.h). A manifest.json URL
+ * mounts the array whose zarr.json, beside it, names it. */
 int source_open(const struct cli_config *cfg, struct remote *remote,
                 struct confine **confine, struct store **out) {
   char *src = source_url(cfg->source);
+  *out = NULL;
   if (!src) {
-    *out = NULL;
     fprintf(stderr, "zarrfs: out of memory\n");
     return -1;
   }
-  int rc = source_open_at(cfg, src, remote, confine, out);
+  char *dir = remote_is_url(src) ? manifest_dir(src) : NULL;
+  int rc = -1;
+  if (!dir)
+    rc = source_open_at(cfg, src, remote, confine, out);
+  else if (manifest_named(remote, dir, src))
+    rc = source_open_at(cfg, dir, remote, confine, out);
+  free(dir);
   free(src);
   return rc;
 }

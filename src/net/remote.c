@@ -45,7 +45,7 @@ int remote_is_url(const char *s) {
 }
 
 const char *remote_url_schemes(void) {
-  return "http://, https://, s3://, gs:// and az://";
+  return "http://, https://, s3://, gs:// or az://";
 }
 
 int remote_set_clouds(struct remote *r, struct s3_config *gs,

@@ -110,6 +110,9 @@ int store_wrap_vzarr(struct store *inner, const struct confine *c,
  * the mount's life (src/store/store_remote.c). */
 int store_open_remote(struct remote *r, const char *url, struct store **out,
                       struct zerr *err);
+/* Count the reads of a store of store_open_remote into to (the stats of a
+ * store wrapping it, which must outlive it); other stores: no effect. */
+void store_remote_count_into(struct store *st, struct io_stats *to);
 
 /* Open the Icechunk repository whose files inner holds (a local or
  * remote store; taken over, freed with the store or at once on failure)

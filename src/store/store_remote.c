@@ -68,6 +68,8 @@ struct store_remote {
   struct memo *lists;
   atomic_int stop_never; /* the memo's stop flag (remote stops transfers) */
   atomic_int root_v3;    /* HTTP: 0 unknown, 1 a V3 root, 2 not */
+  struct io_stats *count; /* where reads count: base.stats, or the
+                             store wrapping this one */
 };
 
 /* A cached listing of one directory, sorted by name. */
@@ -454,7 +456,7 @@ static int remote_get(struct store *st, const char *key, struct bytesrc **out,
     return zerr_set(err, ENOMEM, "out of memory");
   /* The user named this store: its own address is allowed even when it
    * is link-local (only targets named by references are refused). */
-  int rc = remote_open(s->r, url, 0, UINT64_MAX, 1, &st->stats, out, err);
+  int rc = remote_open(s->r, url, 0, UINT64_MAX, 1, s->count, out, err);
   free(url);
   if (rc == -EACCES && s->s3 &&
       (s->az ? azure_is_anonymous(remote_azure(s->r))
@@ -624,6 +626,11 @@ static const struct store_ops remote_ops = {remote_get, remote_stat,
 static const struct store_ahead_ops remote_ahead_ops = {remote_prefetch_key,
                                                         remote_prefetch_drop};
 
+void store_remote_count_into(struct store *st, struct io_stats *to) {
+  if (st->ops == &remote_ops)
+    ((struct store_remote *)st)->count = to;
+}
+
 int store_open_remote(struct remote *r, const char *url, struct store **out,
                       struct zerr *err) {
   if (!remote_is_url(url))
@@ -635,6 +642,7 @@ int store_open_remote(struct remote *r, const char *url, struct store **out,
   s->base.ops = &remote_ops;
   s->base.remote = 1;
   s->base.ahead = &remote_ahead_ops;
+  s->count = &s->base.stats;
   s->r = r;
   int rc = 0;
   size_t n = strlen(url);
