@@ -14,7 +14,9 @@
 #     SignatureDoesNotMatch, the settings to check), the secret never
 #     shown;
 #  4. kerchunk: a local reference file whose targets are gs:// URLs equals
-#     the local mount of the original.
+#     the local mount of the original;
+#  5. a SOURCE of a scheme zarrfs does not read (file://, ftp://) is
+#     refused naming the scheme and what is read.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 command -v jq >/dev/null 2>&1 || srv_need jq
@@ -96,5 +98,15 @@ else
   zt_skip_part "kerchunk fixtures not found at $K: part 4"
 fi
 zumount "$L"
+
+# ---- 5. schemes zarrfs does not read ----
+t "$ZARRFS_BIN" ls file:///tmp/x.zarr >"$ZT_TMP/file.out" 2>&1
+assert_eq "file:// SOURCE: exit 1" 1 "$?"
+assert_eq "... naming the scheme and the path to give" 1 \
+  "$(grep -c 'file:///tmp/x.zarr: the file:// scheme is not supported: give the path itself (/tmp/x.zarr)' "$ZT_TMP/file.out")"
+t "$ZARRFS_BIN" ls ftp://127.0.0.1/x.zarr >"$ZT_TMP/ftp.out" 2>&1
+assert_eq "ftp:// SOURCE: exit 1" 1 "$?"
+assert_eq "... naming the scheme and the schemes read" 1 \
+  "$(grep -c 'the ftp:// scheme is not supported .*http://, https://, s3://, gs:// or az:// URL' "$ZT_TMP/ftp.out")"
 
 finish
