@@ -16,16 +16,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../util/file.h"
-#include "../json/zjson.h"
 #include "../json/jlex.h"
-#include "../util/buf.h"
-#include "../store/confine.h"
-#include "../store/manifest.h"
-#include "../store/icechunk.h"
-#include "../zarr/meta.h"
+#include "../json/zjson.h"
 #include "../net/azure.h"
 #include "../net/s3.h"
+#include "../store/confine.h"
+#include "../store/icechunk.h"
+#include "../store/manifest.h"
+#include "../util/buf.h"
+#include "../util/file.h"
+#include "../zarr/meta.h"
 
 /* Root metadata larger than this is not metadata. */
 #define ROOT_META_MAX (64 << 20)
@@ -292,7 +292,6 @@ static int url_is_json(const char *url) {
   return n > 5 && !strncasecmp(url + n - 5, ".json", 5);
 }
 
-
 /* Does a remote store hold Zarr metadata at its root? 1 yes, 0 no, -1
  * when the server could not say (a line saying what it answered). A
  * store with none is refused at once, as a local one (check_paths),
@@ -370,7 +369,6 @@ static char *source_url(const char *src) {
   return u;
 }
 
-
 /* The allowed roots of manifest and reference targets: the reference
  * file's directory (or the store root) and every -o target_root. */
 static int source_confine(const struct cli_config *cfg, struct remote *remote,
@@ -435,8 +433,7 @@ static int source_icechunk(const struct cli_config *cfg, struct confine *c,
     fprintf(stderr, "zarrfs: %s: %s%s\n", cfg->source, err.msg,
             rc == -EACCES ? access_hint((*s)->location) : "");
   } else if (store_open_icechunk(*s, cfg->ref, cfg->snapshot, cfg->max_decode,
-                                 source_manifest_budget(cfg), c, s,
-                                 &err) < 0) {
+                                 source_manifest_budget(cfg), c, s, &err) < 0) {
     *s = NULL;
     fprintf(stderr, "zarrfs: %s: cannot open the Icechunk repository: %s\n",
             cfg->source, err.msg);
@@ -556,8 +553,8 @@ static int manifest_named(struct remote *remote, const char *dir,
     json_t *t, *st = json_object_get(j, "storage_transformers");
     size_t i;
     json_array_foreach(st, i, t) {
-      const char *m = json_string_value(json_object_get(
-          json_object_get(t, "configuration"), "manifest"));
+      const char *m = json_string_value(
+          json_object_get(json_object_get(t, "configuration"), "manifest"));
       if (!m || strcmp(json_string_value(json_object_get(t, "name")) ?: "",
                        "chunk-manifest-json"))
         continue;

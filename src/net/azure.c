@@ -30,11 +30,11 @@
 #define AZ_ACCOUNT_MAX 64
 
 struct azure_config {
-  char *account;             /* "" when unknown */
-  uint8_t *key;              /* the decoded account key, or NULL */
+  char *account; /* "" when unknown */
+  uint8_t *key;  /* the decoded account key, or NULL */
   size_t klen;
-  char *sas;                 /* a SAS token (no leading '?'), or NULL */
-  char *endpoint;            /* no trailing '/' */
+  char *sas;                  /* a SAS token (no leading '?'), or NULL */
+  char *endpoint;             /* no trailing '/' */
   struct curl_slist *headers; /* x-ms-version */
   struct http_signer signer;
 };
@@ -59,8 +59,8 @@ struct conn {
 };
 
 static void conn_free(struct conn *k) {
-  char **f[] = {&k->account, &k->key, &k->endpoint, &k->sas, &k->proto,
-                &k->suffix};
+  char **f[] = {&k->account, &k->key,   &k->endpoint,
+                &k->sas,     &k->proto, &k->suffix};
   for (size_t i = 0; i < sizeof f / sizeof *f; i++)
     if (*f[i])
       wipe_free(*f[i], strlen(*f[i]));
@@ -81,8 +81,10 @@ static int conn_parse(const char *cs, struct conn *k, struct zerr *err) {
     if (n) {
       size_t nl = (size_t)(eq - p);
       char **dst = NULL;
-      static const char *const names[] = {"AccountName", "AccountKey",
-                                          "BlobEndpoint", "SharedAccessSignature",
+      static const char *const names[] = {"AccountName",
+                                          "AccountKey",
+                                          "BlobEndpoint",
+                                          "SharedAccessSignature",
                                           "DefaultEndpointsProtocol",
                                           "EndpointSuffix"};
       char **slots[] = {&k->account, &k->key,   &k->endpoint,
@@ -127,8 +129,8 @@ static int az_sign(const void *ud, const char *url, const char *range,
                    const char *cond, struct curl_slist **hdrs,
                    struct zerr *err);
 
-int azure_config_load(const struct azure_options *o,
-                      struct azure_config **out, struct zerr *err) {
+int azure_config_load(const struct azure_options *o, struct azure_config **out,
+                      struct zerr *err) {
   struct azure_config *c = calloc(1, sizeof *c);
   struct conn k = {0};
   if (!c)
@@ -137,14 +139,16 @@ int azure_config_load(const struct azure_options *o,
   const char *cs = env("AZURE_STORAGE_CONNECTION_STRING");
   if (cs)
     rc = conn_parse(cs, &k, err);
-  const char *acct = k.dev ? AZ_DEV_ACCOUNT
+  const char *acct = k.dev       ? AZ_DEV_ACCOUNT
                      : k.account ? k.account
                                  : env("AZURE_STORAGE_ACCOUNT");
-  const char *key = k.dev ? AZ_DEV_KEY : k.key ? k.key : env("AZURE_STORAGE_KEY");
+  const char *key = k.dev   ? AZ_DEV_KEY
+                    : k.key ? k.key
+                            : env("AZURE_STORAGE_KEY");
   const char *sas = k.sas ? k.sas : env("AZURE_STORAGE_SAS_TOKEN");
   const char *ep = o->endpoint && *o->endpoint ? o->endpoint
-                   : k.dev                    ? AZ_DEV_ENDPOINT
-                                              : k.endpoint;
+                   : k.dev                     ? AZ_DEV_ENDPOINT
+                                               : k.endpoint;
   char *made = NULL, *from_ep = NULL;
   /* A SOURCE naming another account than the environment's: that
    * account, at its own endpoint, without the environment's secrets. */
@@ -265,8 +269,8 @@ int azure_url_account(const char *url, char *acct, size_t n,
   size_t hl = strcspn(h, "/?#");
   size_t sl = strlen(AZ_HOST_SUFFIX);
   const char *dot = memchr(h, '.', hl);
-  if (!dot || dot == h || (size_t)(dot - h) >= n || hl - (size_t)(dot - h) != sl ||
-      strncasecmp(dot, AZ_HOST_SUFFIX, sl))
+  if (!dot || dot == h || (size_t)(dot - h) >= n ||
+      hl - (size_t)(dot - h) != sl || strncasecmp(dot, AZ_HOST_SUFFIX, sl))
     return 0;
   memcpy(acct, h, (size_t)(dot - h));
   acct[dot - h] = '\0';
@@ -274,8 +278,7 @@ int azure_url_account(const char *url, char *acct, size_t n,
   return 1;
 }
 
-int azure_url_to_az(const struct azure_config *c, const char *url,
-                    char **az) {
+int azure_url_to_az(const struct azure_config *c, const char *url, char **az) {
   char acct[AZ_ACCOUNT_MAX];
   const char *rest;
   if (!c->endpoint || !azure_url_account(url, acct, sizeof acct, &rest))
@@ -389,9 +392,8 @@ static int qcmp(const void *a, const void *b) {
 }
 
 int azure_string_to_sign(const char *account, const char *url,
-                         const char *range, const char *cond,
-                         const char *date, const char *version, char **out,
-                         struct zerr *err) {
+                         const char *range, const char *cond, const char *date,
+                         const char *version, char **out, struct zerr *err) {
   const char *h = strstr(url, "://");
   h = h ? h + 3 : url;
   const char *path = h + strcspn(h, "/?");
@@ -498,9 +500,9 @@ static int az_sign(const void *ud, const char *url, const char *range,
   if (rc < 0)
     return zerr_set(err, EIO, "Shared Key signing failed");
   char *auth = NULL, *dh = NULL;
-  int ok = asprintf(&auth, "Authorization: SharedKey %s:%s", c->account,
-                    sig) >= 0 &&
-           asprintf(&dh, "x-ms-date: %s", date) >= 0;
+  int ok =
+      asprintf(&auth, "Authorization: SharedKey %s:%s", c->account, sig) >= 0 &&
+      asprintf(&dh, "x-ms-date: %s", date) >= 0;
   struct curl_slist *t = ok ? curl_slist_append(*hdrs, dh) : NULL;
   if (t) {
     *hdrs = t;
@@ -515,10 +517,9 @@ static int az_sign(const void *ud, const char *url, const char *range,
 
 /* ---- List Blobs ---- */
 
-int azure_list_parse(const char *xml, size_t len,
-                     const struct s3_list_cbs *cb, void *ud,
-                     char **next_marker, struct zerr *err) {
+int azure_list_parse(const char *xml, size_t len, const struct s3_list_cbs *cb,
+                     void *ud, char **next_marker, struct zerr *err) {
   int truncated;
-  return xlist_parse(XLIST_AZURE, "Azure listing", xml, len, cb, ud,
-                     &truncated, next_marker, err);
+  return xlist_parse(XLIST_AZURE, "Azure listing", xml, len, cb, ud, &truncated,
+                     next_marker, err);
 }

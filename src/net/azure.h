@@ -37,7 +37,7 @@
 /* The REST API version every request names (x-ms-version). */
 #define AZURE_API_VERSION "2021-08-06"
 
-struct azure_options { /* all may be NULL/0 */
+struct azure_options {  /* all may be NULL/0 */
   const char *endpoint; /* -o endpoint= */
   const char *account;  /* the account a https://ACCOUNT.blob.core.windows.net
                            SOURCE names: when the environment configures
@@ -51,8 +51,8 @@ struct azure_config;
 /* Load the settings (see above). *out is owned by the caller
  * (azure_config_free). A malformed connection string, key or endpoint is
  * -EINVAL naming the variable (never its value). */
-int azure_config_load(const struct azure_options *o,
-                      struct azure_config **out, struct zerr *err);
+int azure_config_load(const struct azure_options *o, struct azure_config **out,
+                      struct zerr *err);
 /* Free, wiping the secrets; NULL-safe. */
 void azure_config_free(struct azure_config *c);
 /* Are requests neither signed nor carrying a SAS token? */
@@ -66,12 +66,10 @@ int azure_parse_url(const char *url, char **container, char **blob,
 /* The account of a https://ACCOUNT.blob.core.windows.net/... URL into
  * acct (n bytes), with the rest ("CONTAINER/BLOB...", no query) in
  * *rest; 1 when url is one, else 0. */
-int azure_url_account(const char *url, char *acct, size_t n,
-                      const char **rest);
+int azure_url_account(const char *url, char *acct, size_t n, const char **rest);
 /* If url is https://ACCOUNT.blob.core.windows.net/C/B and that is c's
  * endpoint, the az://C/B URL it names (malloc'd) in *az: 1; else 0. */
-int azure_url_to_az(const struct azure_config *c, const char *url,
-                    char **az);
+int azure_url_to_az(const struct azure_config *c, const char *url, char **az);
 
 /* The request URL of a blob (endpoint/container/blob, the SAS appended);
  * malloc'd. */
@@ -93,9 +91,8 @@ const struct http_signer *azure_signer(const struct azure_config *c);
  * account, with the request's Range value (or NULL), precondition line
  * (or NULL), x-ms-date and x-ms-version. malloc'd into *out. */
 int azure_string_to_sign(const char *account, const char *url,
-                         const char *range, const char *cond,
-                         const char *date, const char *version, char **out,
-                         struct zerr *err);
+                         const char *range, const char *cond, const char *date,
+                         const char *version, char **out, struct zerr *err);
 /* base64(HMAC-SHA256(key, msg)) into out (45 bytes with the NUL). */
 int azure_hmac_b64(const uint8_t *key, size_t klen, const char *msg,
                    char out[45]);
@@ -104,8 +101,7 @@ int azure_hmac_b64(const uint8_t *key, size_t klen, const char *msg,
  * prefix per BlobPrefix, names decoded when Encoded="true"; *next_marker
  * (malloc'd, NULL at the end) from NextMarker. An <Error> document or
  * malformed XML is -EIO with the reason. */
-int azure_list_parse(const char *xml, size_t len,
-                     const struct s3_list_cbs *cb, void *ud,
-                     char **next_marker, struct zerr *err);
+int azure_list_parse(const char *xml, size_t len, const struct s3_list_cbs *cb,
+                     void *ud, char **next_marker, struct zerr *err);
 
 #endif

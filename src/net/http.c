@@ -539,9 +539,9 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     if (ok && r->signer) {
       char rv[80];
       snprintf(rv, sizeof rv, "bytes=%s", range);
-      src = r->signer->sign(r->signer->ud, r->url,
-                            x->mode == X_RANGE ? rv : NULL, r->cond, &hdrs,
-                            &se);
+      src =
+          r->signer->sign(r->signer->ud, r->url, x->mode == X_RANGE ? rv : NULL,
+                          r->cond, &hdrs, &se);
     }
     if (!ok || src < 0) {
       curl_slist_free_all(hdrs);

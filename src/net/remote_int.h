@@ -83,7 +83,7 @@ struct remote {
   struct s3_signing gs_sign;
   int have_gs_sign;
   struct azure_config *az; /* Azure (az://): owned, may be NULL */
-  struct memo *memo; /* blocks (objects) and sizes (values) */
+  struct memo *memo;       /* blocks (objects) and sizes (values) */
   atomic_int stop;
   /* read-ahead workers */
   pthread_mutex_t lock; /* guards the queue and quit (a leaf) */

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "../util/err.h"
+#include "xlist.h"
 
 struct curl_slist;
 
@@ -56,8 +57,8 @@ int s3_config_load_gcs(const struct s3_options *o, struct s3_config **out,
  * container's. *out owned by the caller. A malformed endpoint is
  * -EINVAL. */
 int s3_config_derive(const struct s3_config *base, const char *endpoint,
-                     const char *region, int anonymous,
-                     struct s3_config **out, struct zerr *err);
+                     const char *region, int anonymous, struct s3_config **out,
+                     struct zerr *err);
 /* Free, wiping the secrets; NULL-safe. */
 void s3_config_free(struct s3_config *c);
 /* Are requests sent unsigned (no credentials found, or no_sign_request)? */
@@ -91,18 +92,6 @@ struct s3_signing {
 int s3_signing_new(const struct s3_config *c, struct s3_signing *out,
                    struct zerr *err);
 void s3_signing_free(struct s3_signing *s);
-
-/* What a ListObjectsV2 page delivers. key is decoded (the request asks for
- * encoding-type=url; a server that does not apply it sends keys as they
- * are), raw is the key as it came, printable for messages when encoded;
- * both borrowed for the call. A non-zero return stops the page and is
- * returned. skip (may be NULL) gets keys that cannot be decoded (a NUL
- * byte, a bad escape). */
-struct s3_list_cbs {
-  int (*obj)(void *ud, const char *key, const char *raw, uint64_t size);
-  int (*prefix)(void *ud, const char *prefix, const char *raw);
-  int (*skip)(void *ud, const char *raw, const char *why);
-};
 
 /* A ListObjectsV2 response (expat): obj per <Contents> (Key, Size), prefix
  * per <CommonPrefixes>, in the page's order. *truncated from

@@ -41,7 +41,7 @@ struct lp {
   char *text; /* character data of the current element */
   size_t tlen, tcap;
   int text_nul;
-  char *key, *cp; /* the entry's name, the prefix entry's name */
+  char *key, *cp;                /* the entry's name, the prefix entry's name */
   int key_enc, cp_enc, name_enc; /* Azure: Encoded="true" */
   uint64_t size;
   int truncated, url_encoded;

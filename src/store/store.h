@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "../io/bytesrc.h"
-#include "../zarr/zkey.h"
 #include "../util/err.h"
+#include "../zarr/zkey.h"
 
 struct store;
 
@@ -98,8 +98,8 @@ int store_open_refs_url(struct remote *r, const char *url, struct confine *c,
                         struct store **out, struct zerr *err);
 /* Wrap a local store so that arrays with the `chunk-manifest-json` storage
  * transformer serve their chunk keys from their manifest.json
- * (src/store/store_vzarr.c). Takes ownership of inner (returned as it is when no
- * array has a manifest; freed at once on failure); confine is borrowed and
+ * (src/store/store_vzarr.c). Takes ownership of inner (returned as it is when
+ * no array has a manifest; freed at once on failure); confine is borrowed and
  * must outlive the store. */
 int store_wrap_vzarr(struct store *inner, const struct confine *c,
                      struct store **out, struct zerr *err);

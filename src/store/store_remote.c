@@ -60,14 +60,14 @@ struct store_remote {
   struct store base;
   struct remote *r; /* borrowed */
   char *base_url;   /* no trailing '/' ("s3://b/p" or "http://h/p") */
-  int s3;                /* a bucket store with listings: s3, gs or az */
-  int az;                /* Azure: List Blobs rather than ListObjectsV2 */
+  int s3;           /* a bucket store with listings: s3, gs or az */
+  int az;           /* Azure: List Blobs rather than ListObjectsV2 */
   const struct s3_config *s3c; /* S3 or Cloud Storage settings (s3, !az) */
-  char *bucket, *prefix; /* bucket or container; prefix "" or ending in
-                            '/' */
+  char *bucket, *prefix;       /* bucket or container; prefix "" or ending in
+                                  '/' */
   struct memo *lists;
-  atomic_int stop_never; /* the memo's stop flag (remote stops transfers) */
-  atomic_int root_v3;    /* HTTP: 0 unknown, 1 a V3 root, 2 not */
+  atomic_int stop_never;  /* the memo's stop flag (remote stops transfers) */
+  atomic_int root_v3;     /* HTTP: 0 unknown, 1 a V3 root, 2 not */
   struct io_stats *count; /* where reads count: base.stats, or the
                              store wrapping this one */
 };
@@ -247,8 +247,8 @@ static int list_page_url(const struct store_remote *s, const char *pfx,
   if (s->az)
     return azure_list_url(remote_azure(s->r), s->bucket, pfx, "/", token,
                           STORE_REMOTE_LIST_KEYS, url, err);
-  return s3_list_url(s->s3c, s->bucket, pfx, "/", token,
-                     STORE_REMOTE_LIST_KEYS, url, err);
+  return s3_list_url(s->s3c, s->bucket, pfx, "/", token, STORE_REMOTE_LIST_KEYS,
+                     url, err);
 }
 
 /* One listing page into b: *truncated when more follow, *token the next
@@ -657,7 +657,9 @@ int store_open_remote(struct remote *r, const char *url, struct store **out,
     s->s3c = gs ? remote_gcs(r) : remote_s3(r);
     if (s->az ? !remote_azure(r) : !s->s3c)
       rc = zerr_set(err, EINVAL, "%s: %s settings missing", url,
-                    s->az ? "Azure" : gs ? "Cloud Storage" : "S3");
+                    s->az ? "Azure"
+                    : gs  ? "Cloud Storage"
+                          : "S3");
     char *key = NULL;
     if (rc == 0)
       rc = s->az ? azure_parse_url(s->base_url, &s->bucket, &key, err)

@@ -45,13 +45,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/base64.h"
 #include "../json/jdup.h"
 #include "../json/zjson.h"
-#include "../util/log.h"
-#include "manifest.h"
-#include "../zarr/meta.h"
 #include "../net/remote.h"
+#include "../util/base64.h"
+#include "../util/log.h"
+#include "../zarr/meta.h"
+#include "manifest.h"
 #include "store.h"
 
 #define VZ_MAX_DEPTH 32
@@ -75,9 +75,9 @@ struct store_vzarr {
   struct store base;
   struct store *inner; /* owned */
   const struct confine *c;
-  char *root;  /* absolute path or URL of the store root */
-  int lazy;    /* inner cannot list: arrays learned as their zarr.json is
-                  read */
+  char *root; /* absolute path or URL of the store root */
+  int lazy;   /* inner cannot list: arrays learned as their zarr.json is
+                 read */
   pthread_rwlock_t alock; /* guards arrays, n, cap (not the arrays) */
   struct vz_array **arrays;
   size_t n, cap;
@@ -144,8 +144,8 @@ static char *vz_manifest_at(const struct store_vzarr *v, const char *prefix,
     free(dir);
     return out;
   }
-  if (asprintf(&out, "%s%s%s/%s", v->root, *prefix ? "/" : "", prefix,
-               mpath) < 0)
+  if (asprintf(&out, "%s%s%s/%s", v->root, *prefix ? "/" : "", prefix, mpath) <
+      0)
     return NULL;
   return out;
 }
@@ -280,8 +280,8 @@ static void vz_learn(struct store_vzarr *v, const char *key) {
   size_t len;
   struct zerr e = {0};
   int is_array;
-  if (!known && store_read_all(v->inner, key, VZ_MAX_META, &text, &len, &e) ==
-                    0) {
+  if (!known &&
+      store_read_all(v->inner, key, VZ_MAX_META, &text, &len, &e) == 0) {
     if (vz_parse_array(v, dir, (const char *)text, len, &is_array, &e) < 0)
       zlog(ZLOG_WARN, "%s: %s", key, e.msg);
     free(text);

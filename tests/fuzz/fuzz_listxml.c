@@ -34,8 +34,7 @@ FUZZ_TARGET(listxml) {
                     &err) == 0)
     free(next);
   next = NULL;
-  if (azure_list_parse((const char *)data, size, &cbs, &seen, &next, &err) ==
-      0)
+  if (azure_list_parse((const char *)data, size, &cbs, &seen, &next, &err) == 0)
     free(next);
   return 0;
 }

@@ -107,11 +107,10 @@ START_TEST(test_string_to_sign) {
   free(s);
   /* If-Unmodified-Since has its own line; parameters out of order are
    * sorted. */
-  ck_assert_int_eq(
-      azure_string_to_sign("a", "https://a.blob.core.windows.net/c/k?z=1&B=2",
-                           NULL, "If-Unmodified-Since: " DATE, DATE, "v", &s,
-                           &e),
-      0);
+  ck_assert_int_eq(azure_string_to_sign(
+                       "a", "https://a.blob.core.windows.net/c/k?z=1&B=2", NULL,
+                       "If-Unmodified-Since: " DATE, DATE, "v", &s, &e),
+                   0);
   ck_assert_str_eq(s, "GET\n\n\n\n\n\n\n\n\n\n" DATE "\n\nx-ms-date:" DATE
                       "\nx-ms-version:v\n/a/c/k\nb:2\nz:1");
   free(s);
@@ -217,7 +216,8 @@ START_TEST(test_connection_string) {
          1);
   c = load(&none, &e);
   ck_assert_int_eq(azure_object_url(c, "c", "k", &u, &e), 0);
-  ck_assert_str_eq(u, "https://acct2.blob.core.chinacloudapi.cn/c/k?sv=1&sig=x");
+  ck_assert_str_eq(u,
+                   "https://acct2.blob.core.chinacloudapi.cn/c/k?sv=1&sig=x");
   free(u);
   azure_config_free(c);
   /* Azurite's shorthand. */
@@ -342,8 +342,8 @@ START_TEST(test_list_parse) {
       "<Blob><Name Encoded=\"true\">p/bad%zz</Name><Properties>"
       "<Content-Length>1</Content-Length></Properties></Blob>"
       "</Blobs><NextMarker>2!48!MDAwMDA</NextMarker></EnumerationResults>";
-  ck_assert_int_eq(
-      azure_list_parse(page, strlen(page), &cbs, &s, &next, &e), 0);
+  ck_assert_int_eq(azure_list_parse(page, strlen(page), &cbs, &s, &next, &e),
+                   0);
   ck_assert_int_eq(s.n, 3);
   ck_assert_str_eq(s.names[0], "p/a.bin");
   ck_assert_uint_eq(s.sizes[0], 1234);
@@ -357,15 +357,14 @@ START_TEST(test_list_parse) {
   /* The last page: an empty NextMarker. */
   const char *last = "<EnumerationResults><Blobs/><NextMarker/>"
                      "</EnumerationResults>";
-  ck_assert_int_eq(
-      azure_list_parse(last, strlen(last), &cbs, &s, &next, &e), 0);
+  ck_assert_int_eq(azure_list_parse(last, strlen(last), &cbs, &s, &next, &e),
+                   0);
   ck_assert_ptr_null(next);
   /* An error document and broken XML are EIO with the reason. */
   const char *er = "<?xml version=\"1.0\"?><Error><Code>AuthenticationFailed"
                    "</Code><Message>Server failed to authenticate</Message>"
                    "</Error>";
-  ck_assert_int_eq(azure_list_parse(er, strlen(er), &cbs, &s, &next, &e),
-                   -EIO);
+  ck_assert_int_eq(azure_list_parse(er, strlen(er), &cbs, &s, &next, &e), -EIO);
   ck_assert_ptr_nonnull(strstr(e.msg, "AuthenticationFailed"));
   ck_assert_int_eq(azure_list_parse("<Enum", 5, &cbs, &s, &next, &e), -EIO);
   ck_assert_ptr_nonnull(strstr(e.msg, "malformed XML"));
