@@ -247,18 +247,7 @@ int azure_parse_url(const char *url, char **container, char **blob,
                     struct zerr *err) {
   if (strncmp(url, "az://", 5))
     return zerr_set(err, EINVAL, "%s: not an az:// URL", url);
-  const char *b = url + 5, *slash = strchr(b, '/');
-  size_t bl = slash ? (size_t)(slash - b) : strlen(b);
-  if (!bl)
-    return zerr_set(err, EINVAL, "%s: no container named", url);
-  *container = strndup(b, bl);
-  *blob = strdup(slash ? slash + 1 : "");
-  if (!*container || !*blob) {
-    free(*container);
-    free(*blob);
-    return zerr_set(err, ENOMEM, "out of memory");
-  }
-  return 0;
+  return s3_split_url(url, "container", container, blob, err);
 }
 
 int azure_url_account(const char *url, char *acct, size_t n,

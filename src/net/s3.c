@@ -291,10 +291,15 @@ int s3_is_anonymous(const struct s3_config *c) { return !c->akid; }
 int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err) {
   if (strncmp(url, "s3://", 5) && strncmp(url, "gs://", 5))
     return zerr_set(err, EINVAL, "%s: not an s3:// or gs:// URL", url);
+  return s3_split_url(url, "bucket", bucket, key, err);
+}
+
+int s3_split_url(const char *url, const char *noun, char **bucket, char **key,
+                 struct zerr *err) {
   const char *b = url + 5, *slash = strchr(b, '/');
   size_t bl = slash ? (size_t)(slash - b) : strlen(b);
   if (!bl)
-    return zerr_set(err, EINVAL, "%s: no bucket named", url);
+    return zerr_set(err, EINVAL, "%s: no %s named", url, noun);
   *bucket = strndup(b, bl);
   *key = strdup(slash ? slash + 1 : "");
   if (!*bucket || !*key) {

@@ -67,6 +67,11 @@ int s3_is_anonymous(const struct s3_config *c);
 /* "s3://bucket/some/prefix" (or "gs://...") -> bucket, key ("" allowed);
  * malloc'd. */
 int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err);
+/* The same for any URL of a five-character scheme ("az://container/blob"):
+ * its first segment (noun names it in the refusal of an empty one) and
+ * the rest; malloc'd. */
+int s3_split_url(const char *url, const char *noun, char **bucket, char **key,
+                 struct zerr *err);
 /* The request URL of an object (malloc'd). */
 int s3_object_url(const struct s3_config *c, const char *bucket,
                   const char *key, char **url, struct zerr *err);

@@ -18,7 +18,9 @@
 #  6. a wrong key is refused at mount (exit 1, 403, the settings to check)
 #     and the key appears nowhere in what zarrfs says;
 #  7. a blob rewritten while mounted: its next range read fails with EIO
-#     (ETag, If-Match), never bytes of two versions.
+#     (ETag, If-Match), never bytes of two versions;
+#  8. a kerchunk reference file read from Azure whose targets are az://
+#     URLs equals the local mount of the original.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 
@@ -152,6 +154,31 @@ if zmount "az://priv/chg" "$M" "${EP[@]}" -o readahead=0; then
   assert_eq "... with one log line saying so" 1 \
     "$(grep -c 'object changed while mounted' "$ZT_LOG")"
   zumount "$M"
+fi
+
+# ---- 8. kerchunk: references read from Azure, targets az:// ----
+FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
+K="$FIX/kerchunk/refs"
+if [ -f "$K/refs_v1.json" ] && command -v jq >/dev/null 2>&1; then
+  KUP=$(zt_mkdir kup)
+  cp "$K"/* "$KUP/"
+  # Targets rewritten: "blob.bin" -> "az://kerchunk/blob.bin".
+  jq '.refs |= with_entries(if (.value | type) == "array" and
+        (.value[0] | test("^[^/:{}]+$")) then .value[0] |= "az://kerchunk/" + .
+        else . end)' "$K/refs_v1.json" >"$KUP/refs_az.json"
+  srv_az_container kerchunk
+  srv_az_put_tree kerchunk "$KUP"
+  RL=$(zt_mkdir rl)
+  R=$(zt_mkdir rr)
+  if zmount "$K/refs_v1.json" "$RL"; then
+    if zmount "az://kerchunk/refs_az.json" "$R" "${EP[@]}"; then
+      same_tree "kerchunk from Azure, az:// targets" "$RL" "$R"
+      zumount "$R"
+    fi
+    zumount "$RL"
+  fi
+else
+  zt_skip_part "kerchunk fixtures or jq missing: part 8"
 fi
 
 finish
