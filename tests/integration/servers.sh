@@ -213,7 +213,7 @@ srv_azurite_start() {
   srv_track $!
   local i=0
   while [ "$i" -lt 300 ]; do
-    port=$(sed -n 's|.*listens on http://127.0.0.1:\([0-9]*\).*|\1|p' "$d/stdout")
+    port=$(sed -n 's|.*listens on http://127.0.0.1:\([0-9]*\).*|\1|p' "$d/stdout" 2>/dev/null)
     [ -n "$port" ] && break
     sleep 0.1
     i=$((i + 1))
