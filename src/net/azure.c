@@ -327,14 +327,10 @@ int azure_list_url(const struct azure_config *c, const char *container,
   *o++ = '/';
   o = s3_pct_encode(o, container, 0);
   o = stpcpy(o, "?comp=list");
-  if (delimiter) {
-    o = stpcpy(o, "&delimiter=");
-    o = s3_pct_encode(o, delimiter, 0);
-  }
-  if (marker) {
-    o = stpcpy(o, "&marker=");
-    o = s3_pct_encode(o, marker, 0);
-  }
+  if (delimiter)
+    o = s3_query_add(o, "&delimiter=", delimiter);
+  if (marker)
+    o = s3_query_add(o, "&marker=", marker);
   o += sprintf(o, "&maxresults=%d&prefix=", max_results);
   o = s3_pct_encode(o, prefix, 0);
   o = stpcpy(o, "&restype=container");

@@ -51,6 +51,10 @@ char *s3_pct_encode(char *o, const char *s, int keep_slash) {
   return o;
 }
 
+char *s3_query_add(char *o, const char *name_eq, const char *value) {
+  return s3_pct_encode(stpcpy(o, name_eq), value, 0);
+}
+
 /* ---- INI files (~/.aws/credentials, ~/.aws/config) ---- */
 
 struct profile {
@@ -364,16 +368,10 @@ int s3_list_url(const struct s3_config *c, const char *bucket,
    * encoding-type=url: keys come percent-encoded, so a key holding a
    * character XML 1.0 cannot carry does not break the page. */
   *o++ = '?';
-  if (token) {
-    o = stpcpy(o, "continuation-token=");
-    o = s3_pct_encode(o, token, 0);
-    *o++ = '&';
-  }
-  if (delimiter) {
-    o = stpcpy(o, "delimiter=");
-    o = s3_pct_encode(o, delimiter, 0);
-    *o++ = '&';
-  }
+  if (token)
+    o = stpcpy(s3_query_add(o, "continuation-token=", token), "&");
+  if (delimiter)
+    o = stpcpy(s3_query_add(o, "delimiter=", delimiter), "&");
   o +=
       sprintf(o, "encoding-type=url&list-type=2&max-keys=%d&prefix=", max_keys);
   s3_pct_encode(o, prefix, 0);

@@ -85,6 +85,9 @@ int s3_list_url(const struct s3_config *c, const char *bucket,
  * '/' when keep_slash; uppercase hex; NUL-terminated; room checked by the
  * caller: 3 bytes per input byte); returns the end. */
 char *s3_pct_encode(char *o, const char *s, int keep_slash);
+/* Append name_eq ("marker=", "&prefix=") and the percent-encoding of value
+ * to o (room checked by the caller); returns the end. */
+char *s3_query_add(char *o, const char *name_eq, const char *value);
 
 /* What every request carries: headers (x-amz-content-sha256 when signing,
  * x-amz-security-token, x-amz-request-payer), CURLOPT_AWS_SIGV4 and
