@@ -348,6 +348,8 @@ static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
     if (store_stat(v->inner, key, &ty, &sz, &e2) == 0)
       return 0; /* a V2 array: nothing below is a node */
   }
+  if (v->lazy) /* no listing: arrays are learned as they are read */
+    return 0;
   struct walk w = {v, dir, depth, err, 0};
   if (store_list(v->inner, dir, vz_walk_child, &w, &e2) == -ENOMEM && !w.rc)
     return zerr_set(err, ENOMEM, "%s: %s", dir, e2.msg);
