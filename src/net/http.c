@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include "hparse.h"
 #include "http.h"
 #include "url.h"
 
@@ -247,30 +248,6 @@ struct xfer {
   char curl_err[CURL_ERROR_SIZE]; /* libcurl's own words for a failure */
 };
 
-/* Parse "bytes a-b/T" or "bytes * /T" (no space). */
-static void parse_content_range(struct xfer *x, const char *v) {
-  while (*v == ' ')
-    v++;
-  if (strncasecmp(v, "bytes ", 6))
-    return;
-  v += 6;
-  unsigned long long a, b, t;
-  if (v[0] == '*') {
-    if (sscanf(v, "*/%llu", &t) == 1) {
-      x->have_crange = 2; /* unsatisfied: only the total */
-      x->cr_total = t;
-    }
-    return;
-  }
-  int n = 0;
-  if (sscanf(v, "%llu-%llu/%n", &a, &b, &n) == 2 && n > 0) {
-    x->cr_start = a;
-    x->cr_end = b;
-    x->cr_total = v[n] == '*' ? UINT64_MAX : strtoull(v + n, NULL, 10);
-    x->have_crange = 1;
-  }
-}
-
 /* Header lines: a status line starts a new response (redirects, 100). */
 static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
   struct xfer *x = ud;
@@ -313,7 +290,9 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
   while (*v == ' ' || *v == '\t')
     v++;
   if (!strcasecmp(line, "Content-Range"))
-    parse_content_range(x, v);
+    x->have_crange =
+        hparse_content_range(v, &x->cr_start, &x->cr_end, &x->cr_total)
+            ?: x->have_crange;
   else if (!strcasecmp(line, "Content-Length"))
     x->clen = strtoull(v, NULL, 10);
   else if (!strcasecmp(line, "Retry-After"))
@@ -461,20 +440,6 @@ static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip,
   return CURL_PREREQFUNC_OK;
 }
 
-/* The S3 error code in a body, for messages ("AccessDenied"). */
-static void error_code(const struct xfer *x, char *out, size_t n) {
-  out[0] = '\0';
-  const char *b = x->errbody;
-  const char *s = x->errlen ? strstr(b, "<Code>") : NULL;
-  if (!s)
-    return;
-  s += 6;
-  const char *e = strstr(s, "</Code>");
-  if (!e || (size_t)(e - s) >= n - 3)
-    return;
-  snprintf(out, n, " (%.*s)", (int)(e - s), s);
-}
-
 /* The outcome of one attempt. */
 enum verdict { V_OK, V_RETRY, V_FAIL };
 
@@ -490,10 +455,12 @@ static void reset_answer(struct xfer *x) {
   x->location[0] = x->encoding[0] = x->curl_err[0] = '\0';
 }
 
-/* The headers of one request: identity bodies only, the shared headers
- * (credentials among them: only at the origin asked for) and the
- * precondition. NULL when out of memory. */
-static struct curl_slist *hop_headers(const struct http_req *r, int creds) {
+/* The headers of one request to url into *out: identity bodies only,
+ * the shared headers and the signature (credentials: only at the origin
+ * asked for) and the precondition. 0, or a negative errno (err). */
+static int hop_headers(const struct http_req *r, const struct xfer *x,
+                       const char *url, int creds, struct curl_slist **out,
+                       struct zerr *err) {
   struct curl_slist *hdrs =
       curl_slist_append(NULL, "Accept-Encoding: identity");
   for (const struct curl_slist *l = creds ? r->headers : NULL; hdrs && l;
@@ -509,7 +476,20 @@ static struct curl_slist *hop_headers(const struct http_req *r, int creds) {
       curl_slist_free_all(hdrs);
     hdrs = t;
   }
-  return hdrs;
+  if (!hdrs)
+    return zerr_set(err, ENOMEM, "out of memory");
+  int rc = 0;
+  if (creds && r->signer) {
+    char rv[80];
+    snprintf(rv, sizeof rv, "bytes=%" PRIu64 "-%" PRIu64, x->off,
+             x->off + x->len - 1);
+    rc = r->signer->sign(r->signer->ud, url, x->mode == X_RANGE ? rv : NULL,
+                         r->cond, &hdrs, err);
+  }
+  if (rc < 0)
+    curl_slist_free_all(hdrs);
+  *out = rc < 0 ? NULL : hdrs;
+  return rc;
 }
 
 /* The options of one request to url on h (reset first: a redirect's
@@ -613,11 +593,12 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
   CURLcode cc = CURLE_OK;
   for (int hop = 0;; hop++) {
     reset_answer(x);
-    struct curl_slist *hdrs = hop_headers(r, creds);
-    if (!hdrs) {
+    struct curl_slist *hdrs;
+    struct zerr se = {0};
+    if ((*rc = hop_headers(r, x, url, creds, &hdrs, &se)) < 0) {
       handle_give(c, h);
       free(owned);
-      *rc = zerr_set(err, ENOMEM, "GET %s: out of memory", lu);
+      zerr_set(err, -*rc, "GET %s: %s", lu, se.msg);
       return V_FAIL;
     }
     int64_t left = deadline - now_ms();
@@ -723,7 +704,7 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     return V_FAIL;
   }
   if (st == 401 || st == 403) {
-    error_code(x, code, sizeof code);
+    hparse_error_code(x->errbody, x->errlen, code, sizeof code);
     *rc = zerr_set(err, EACCES, "GET %s: HTTP %ld%s", lu, st, code);
     return V_FAIL;
   }
@@ -732,7 +713,7 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     return V_FAIL;
   }
   if (st == 408 || st == 429 || st >= 500) {
-    error_code(x, code, sizeof code);
+    hparse_error_code(x->errbody, x->errlen, code, sizeof code);
     *rc = zerr_set(err, ETIMEDOUT, "GET %s: HTTP %ld%s", lu, st, code);
     return V_RETRY;
   }

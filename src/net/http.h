@@ -23,9 +23,10 @@
  * Redirects are followed here, not by libcurl (at most 5), each target
  * checked before it is asked: http may lead to https, https only to
  * https; the request's own check (http_req.redirect) decides whether the
- * target lies where the request may go. Credentials (SigV4, the S3
- * headers) go only to the origin of the URL asked for: a redirect to
- * another host, port or scheme is followed without them. Connections to
+ * target lies where the request may go. Credentials (SigV4, the shared
+ * headers, the signer's) go only to the origin of the URL asked for: a
+ * redirect to another host, port or scheme is followed without them; a
+ * redirect within it is signed for its own URL. Connections to
  * link-local addresses (169.254.0.0/16, fe80::/10, where cloud metadata
  * services live) are refused unless the request allows them
  * (http_req.allow_link_local for its URL, the redirect check for a
@@ -62,6 +63,18 @@ struct http_config {
 /* Fill *c with the defaults above. */
 void http_config_default(struct http_config *c);
 
+/* Signs each attempt of a request whose signature covers headers that
+ * vary per attempt (Azure Shared Key: the date, the Range, the
+ * precondition). sign appends the headers to send (x-ms-date,
+ * Authorization, ...) to *hdrs, given the request URL, its Range value
+ * ("bytes=A-B", NULL for a plain GET) and its precondition line (or
+ * NULL); 0, or a negative errno with err set. ud is borrowed. */
+struct http_signer {
+  int (*sign)(const void *ud, const char *url, const char *range,
+              const char *cond, struct curl_slist **hdrs, struct zerr *err);
+  const void *ud;
+};
+
 /* What one request needs besides its range. All borrowed for the call. */
 struct http_req {
   const char *url;            /* absolute; path and query already encoded */
@@ -74,6 +87,7 @@ struct http_req {
   int allow_link_local;       /* 1: the user named this address explicitly */
   const char *cond;           /* a precondition header line ("If-Match: ..."
                                  or "If-Unmodified-Since: ..."), or NULL */
+  const struct http_signer *signer; /* per-attempt signing, or NULL */
   /* May a redirect lead to url (absolute, normalised)? 0 and in
    * *allow_link_local whether its address may be link-local, or a
    * negative errno with the reason (the request fails with it). NULL:

@@ -117,9 +117,9 @@ int confine_add_root(struct confine *c, const char *dir, struct zerr *err) {
                       given);
   } else if (strstr(dir, "://")) {
     return zerr_set(err, EINVAL,
-                    "allowed root %s: a directory, or an http://, https:// "
-                    "or s3:// URL prefix, is expected",
-                    given);
+                    "allowed root %s: a directory, or an %s URL prefix, is "
+                    "expected",
+                    given, remote_url_schemes());
   }
   char *abs = realpath(dir, NULL);
   if (!abs) {
@@ -326,7 +326,8 @@ static int push_copy(char ***list, size_t *n, const char *s, struct zerr *err) {
 int confine_add_url_prefix(struct confine *c, const char *prefix,
                            struct zerr *err) {
   if (!remote_is_url(prefix))
-    return zerr_set(err, EINVAL, "%s: not an http(s):// or s3:// URL", prefix);
+    return zerr_set(err, EINVAL, "%s: not an %s URL", prefix,
+                    remote_url_schemes());
   ZTRY(push_copy(&c->url_prefixes, &c->n_url, prefix, err));
   struct url_scope *sc;
   ZTRY(confine_scope(c, 0, NULL, &sc, err));

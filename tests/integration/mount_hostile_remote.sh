@@ -257,7 +257,7 @@ if zmount "$MS" "$MNT"; then
   assert_output_eq "a manifest named by an http:// URL: its relative target reads" \
     "EFGH" cat "$MNT/m/c/0"
   assert_fails_with_eio "... it names no local file" "$MNT/m/c/1"
-  logged "... the log says why" "a manifest named by a URL may read no local file"
+  logged "... the log says why" "a remote reference cannot read local files"
   zumount "$MNT"
 fi
 if zmount "$MS" "$MNT" -o remote_targets=no; then
