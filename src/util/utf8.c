@@ -1,6 +1,8 @@
 /* utf8.c - UTF-8 and hex digits (see utf8.h). */
 #include "utf8.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -121,6 +123,65 @@ size_t utf8_fix(uint8_t *s, size_t n) {
     }
   }
   return bad;
+}
+
+/* A code point no line of text should hold raw: controls, separators. */
+static int shown_escaped(uint32_t c) {
+  return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029;
+}
+
+/* See utf8.h. */
+int utf8_needs_quotes(const char *s, int name) {
+  const uint8_t *p = (const uint8_t *)s, *end = p + strlen(s);
+  if (*p == '"' || (name && (p == end || *p == ' ' || end[-1] == ' ')))
+    return 1;
+  while (p < end) {
+    size_t n = utf8_valid(p, end);
+    if (!n)
+      return 1;
+    const uint8_t *q = p;
+    if (shown_escaped(utf8_next(&q, end)) ||
+        (name && n == 1 && strchr("\"\\:,()=", *p)))
+      return 1;
+    p += n;
+  }
+  return 0;
+}
+
+/* See utf8.h. */
+char *utf8_quote(const char *s) {
+  size_t len = strlen(s);
+  char *out = malloc(6 * len + 3); /* \u00XX at most per byte */
+  if (!out)
+    return NULL;
+  const uint8_t *p = (const uint8_t *)s, *end = p + len;
+  size_t o = 0;
+  out[o++] = '"';
+  while (p < end) {
+    const uint8_t *q = p;
+    uint32_t c = utf8_valid(p, end) ? utf8_next(&q, end) : 0xfffd;
+    const char *e = c == '"'    ? "\\\""
+                    : c == '\\' ? "\\\\"
+                    : c == '\b' ? "\\b"
+                    : c == '\f' ? "\\f"
+                    : c == '\n' ? "\\n"
+                    : c == '\r' ? "\\r"
+                    : c == '\t' ? "\\t"
+                                : NULL;
+    if (e) {
+      memcpy(out + o, e, 2);
+      o += 2;
+    } else if (shown_escaped(c) || c == 0xfffd) {
+      o += (size_t)snprintf(out + o, 7, "\\u%04x", (unsigned)c);
+    } else {
+      memcpy(out + o, p, (size_t)(q - p));
+      o += (size_t)(q - p);
+    }
+    p = q > p ? q : p + 1; /* a byte that is not UTF-8: one \ufffd */
+  }
+  out[o++] = '"';
+  out[o] = '\0';
+  return out;
 }
 
 uint32_t utf8_next(const uint8_t **p, const uint8_t *end) {

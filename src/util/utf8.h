@@ -54,6 +54,22 @@ const uint8_t *utf8_seq_start(const uint8_t *lo, const uint8_t *hi,
  * checked as a whole. */
 size_t utf8_fix(uint8_t *s, size_t n);
 
+/* Must s (NUL-terminated) be quoted (utf8_quote) to be shown on one line
+ * of text that tools split, such as info.txt's `NAME: VALUE` lines? Yes
+ * when it holds a control character (C0, DEL, C1), a line or paragraph
+ * separator (U+2028, U+2029), bytes that are not UTF-8, or starts with a
+ * double quote (which says "quoted"). A name (name != 0) is also quoted
+ * when it is empty, starts or ends with a space, or holds a double quote,
+ * a backslash or one of : , ( ) = (the marks of the lines it sits in:
+ * `NAME: VALUE`, `VAR(DIM, DIM)`, `DIM = SIZE`). Returns 1 or 0. */
+int utf8_needs_quotes(const char *s, int name);
+
+/* s as a JSON string, quotes included: \" \\ \b \f \n \r \t, \u00XX
+ * for other control characters, \u0080-\u009f and \u2028, \u2029 as
+ * such escapes, each byte that is not UTF-8 as \ufffd; other characters
+ * as they are. New malloc'd string (caller frees), NULL without memory. */
+char *utf8_quote(const char *s);
+
 /* The code point at *p (p < end), *p moved past it; an ill-formed sequence
  * gives U+FFFD and moves past its first byte or the bytes that began a
  * sequence, never past end. */

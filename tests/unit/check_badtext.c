@@ -1,6 +1,6 @@
 /* check_badtext.c - what the text views show where the data is not what
  * text can hold, driven through the engine without a mount, and the one
- * log line per chunk that says so (issue 32, items 7 and 17):
+ * log line per chunk that says so (issue 32, items 7, 14 and 17):
  *   - string chunks holding bytes that are not UTF-8 (a `zarrs.vlen`
  *     array whose sizes come from the index alone and whose reads fetch
  *     ranges, a 2-D one for rows.csv, a V2 vlen-utf8 one decoded whole,
@@ -11,14 +11,21 @@
  *     (none for the chunks that are valid);
  *   - CF times: `nanoseconds since` decoded as xarray decodes it, a time
  *     beyond what xarray represents shown as the stored number with one
- *     line naming the chunk. */
+ *     line naming the chunk;
+ *   - names from the store in info.txt, `zarrfs info` and the
+ *     user.zarr.* attributes: an attribute, dimension, member or field
+ *     name (or a data type, a path) that could break its line is written
+ *     as a JSON string, so `evil\nnode_type: group` makes no line of its
+ *     own. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../fs/engine.h"
+#include "../../fs/info.h"
 #include "../../fs/namespace.h"
+#include "../../fs/node.h"
 #include "../../src/util/logonce.h"
 #include "../../src/util/utf8.h"
 #include "teststore.h"
@@ -186,7 +193,8 @@ static struct engine *open_engine(struct cap *c) {
   struct store *s;
   struct zerr err = {0};
   ck_assert_int_eq(store_open_local(tmpdir, &s, &err), 0);
-  struct engine_config cfg = {64u << 20, 1u << 30, 1000};
+  struct engine_config cfg = {
+      .cache_size = 64u << 20, .max_decoded = 1u << 30, .size_table_max = 1000};
   struct engine *e;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
   c->len = 0;
@@ -301,6 +309,94 @@ START_TEST(cf_nanoseconds_since) {
 }
 END_TEST
 
+/* ---- names in info.txt ---- */
+
+#define EVIL "evil\\nnode_type: group"
+
+/* A store whose names try to inject lines. */
+static void setup_names(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/zarrfs-badname-XXXXXX");
+  ck_assert(mkdtemp(tmpdir) != NULL);
+  put_text("zarr.json", "{\"zarr_format\":3,\"node_type\":\"group\","
+                        "\"attributes\":{\"" EVIL "\":1}}");
+  put_text("a/zarr.json",
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],"
+           "\"data_type\":\"int8\",\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[2]}},\"chunk_key_encoding\":"
+           "{\"name\":\"default\"},\"fill_value\":0,\"codecs\":[{\"name\":"
+           "\"bytes\"}],\"dimension_names\":[\"x\\nnode_type: group\"],"
+           "\"attributes\":{\"" EVIL "\":1,\"tab\\there\":2,"
+           "\"plain name\":3,\"k: v\":4,\"\\u2028\":5,\"caf\u00e9\":6}}");
+  put_text("m\nnode_type: group/zarr.json",
+           "{\"zarr_format\":3,\"node_type\":\"group\"}");
+  put_text("b/zarr.json",
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[2],"
+           "\"data_type\":\"int8\\nnode_type: group\",\"chunk_grid\":{"
+           "\"name\":\"regular\",\"configuration\":{\"chunk_shape\":[2]}},"
+           "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":0,"
+           "\"codecs\":[{\"name\":\"bytes\"}]}");
+}
+
+/* Lines of text that start with prefix. */
+static int lines_starting(const char *text, const char *prefix) {
+  int k = 0;
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p)
+    k += !strncmp(p, prefix, strlen(prefix));
+  return k;
+}
+
+/* info.txt of node path, NUL-terminated. */
+static char *info_of(struct engine *e, const char *path) {
+  char *out = NULL;
+  size_t len;
+  struct zerr err = {0};
+  const struct znode *n = node_get(e->nodes, path);
+  ck_assert_msg(info_text(e, n, &out, &len, &err) == 0, "%s: %s", path,
+                err.msg);
+  ck_assert_uint_eq(strlen(out), len);
+  return out;
+}
+
+START_TEST(names_cannot_make_lines) {
+  struct cap log;
+  struct engine *e = open_engine(&log);
+  char *a = info_of(e, "a");
+  ck_assert_msg(lines_starting(a, "node_type:") == 1, "%s", a);
+  ck_assert_msg(strstr(a, "\n  \"evil\\nnode_type: group\": 1\n"), "%s", a);
+  ck_assert_msg(strstr(a, "\n  \"tab\\there\": 2\n"), "%s", a);
+  ck_assert_msg(strstr(a, "\n  plain name: 3\n"), "%s", a);
+  ck_assert_msg(strstr(a, "\n  \"k: v\": 4\n"), "%s", a);
+  ck_assert_msg(strstr(a, "\n  \"\\u2028\": 5\n"), "%s", a);
+  ck_assert_msg(strstr(a, "\n  caf\xc3\xa9: 6\n"), "%s", a);
+  ck_assert_msg(strstr(a, "\npath: /a\n") || !strncmp(a, "path: /a\n", 9), "%s",
+                a);
+  free(a);
+  char *g = info_of(e, "");
+  ck_assert_msg(lines_starting(g, "node_type:") == 1, "%s", g);
+  ck_assert_msg(strstr(g, "\n  \"x\\nnode_type: group\" = 2\n"), "%s", g);
+  ck_assert_msg(strstr(g, "\n  a(\"x\\nnode_type: group\")\n"), "%s", g);
+  ck_assert_msg(strstr(g, "\n  \"m\\nnode_type: group\"\n"), "%s", g);
+  ck_assert_msg(strstr(g, "\n  \"evil\\nnode_type: group\": 1\n"), "%s", g);
+  free(g);
+  char *m = info_of(e, "m\nnode_type: group");
+  ck_assert_msg(!strncmp(m, "path: \"/m\\nnode_type: group\"\n", 29), "%s", m);
+  ck_assert_msg(lines_starting(m, "node_type:") == 1, "%s", m);
+  free(m);
+  /* an unknown data type named by the store: the broken node's reason */
+  char *b = info_of(e, "b");
+  ck_assert_msg(lines_starting(b, "node_type:") == 1, "%s", b);
+  free(b);
+  /* the extended attribute shows a data type as info.txt does */
+  char *v = NULL;
+  size_t vl;
+  const struct znode *n = node_get(e->nodes, "a");
+  ck_assert_int_eq(info_xattr(n, "user.zarr.attributes", &v, &vl), 0);
+  ck_assert_ptr_null(memchr(v, '\n', vl));
+  free(v);
+  engine_free(e);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("badtext");
   TCase *tc = tcase_create("views");
@@ -313,5 +409,9 @@ int main(void) {
   tcase_add_test(tc, cf_nanoseconds_since);
   tcase_set_timeout(tc, 60);
   suite_add_tcase(s, tc);
+  TCase *tn = tcase_create("names");
+  tcase_add_checked_fixture(tn, setup_names, teardown);
+  tcase_add_test(tn, names_cannot_make_lines);
+  suite_add_tcase(s, tn);
   return testutil_run(s);
 }
