@@ -232,8 +232,8 @@ static void node_note(const struct text_note *note, const uint64_t *idx,
                        : idx[d];
   char key[4096];
   if (node_chunk_key(n, cidx, key, sizeof key) >= 0)
-    logonce_log(t->log, ZLOG_WARN, t->store->location, key,
-                text_note_msg(what));
+    logonce_note(t->log, ZLOG_WARN, t->store->location, key,
+                 text_note_msg(what));
 }
 
 /* How units become text: type, unit shape, fill text, the note. */
