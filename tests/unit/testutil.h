@@ -109,6 +109,14 @@ static inline size_t testutil_utf8_len(const uint8_t *p, size_t n) {
   return 0;
 }
 
+/* Is s[0, n) well-formed UTF-8 (by testutil_utf8_len)? */
+static inline int testutil_utf8_ok(const uint8_t *s, size_t n) {
+  for (size_t i = 0, k; i < n; i += k)
+    if (!(k = testutil_utf8_len(s + i, n - i)))
+      return 0;
+  return 1;
+}
+
 /* One string's bytes s[0, n) as the text contract shows them: each byte
  * that is not part of a well-formed sequence (read from the start) '?'. */
 static inline void testutil_utf8_fix(uint8_t *s, size_t n) {
