@@ -189,41 +189,20 @@ static void teardown(void) {
 
 /* Engine over tmpdir, logging into c. */
 static struct engine *open_engine(struct cap *c) {
-  struct store *s;
-  struct zerr err = {0};
-  ck_assert_int_eq(store_open_local(tmpdir, &s, &err), 0);
-  struct engine_config cfg = {
-      .cache_size = 64u << 20, .max_decoded = 1u << 30, .size_table_max = 1000};
-  struct engine *e;
-  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
+  struct engine *e = ts_open_engine(tmpdir);
   c->len = 0;
   c->text[0] = '\0';
   logonce_set_sink(e->log, cap_sink, c);
   return e;
 }
 
-/* Read a whole view in pieces of `step` bytes; its size (stat) must be
+/* Read a whole view in pieces of `step` bytes: its size (stat) must be
  * exactly what the reads give. */
 static char *read_all(struct engine *e, const char *path, size_t step) {
-  struct ns_entry ent;
   struct zerr err = {0};
-  uint64_t size;
-  ck_assert_msg(ns_resolve(e, path, &ent, &err) == 0, "%s: %s", path, err.msg);
-  ck_assert_msg(ns_size(e, &ent, &size, &err) == 0, "%s: %s", path, err.msg);
-  char *buf = malloc(size + 1);
-  uint64_t off = 0;
-  while (off < size) {
-    size_t want = step < size - off ? step : (size_t)(size - off);
-    long n = ns_read_view(e, &ent, off, want, buf + off, NULL, &err);
-    ck_assert_msg(n > 0, "%s at %llu: %s", path, (unsigned long long)off,
-                  err.msg);
-    off += (uint64_t)n;
-  }
-  char extra[8];
-  ck_assert_int_eq(ns_read_view(e, &ent, size, sizeof extra, extra, NULL, &err),
-                   0);
-  buf[size] = '\0';
-  return buf;
+  char *text = ts_view_text(e, path, step, &err);
+  ck_assert_msg(text != NULL, "%s: %s", path, err.msg);
+  return text;
 }
 
 /* Every piece size gives want, valid UTF-8, with a fresh engine each and
