@@ -76,7 +76,8 @@ enum engine_level {
   ELEVEL_TABLE_LAYOUT = 14, /* where each block of a table starts; as
                                values, each block's size and the table's
                                (table.c) */
-  ELEVEL_INFO = 15,         /* a group's info.txt (info.c) */
+  ELEVEL_INFO = 15,         /* a group's info.txt (info.c); an Icechunk
+                               ref's log text (history.c) */
 };
 
 struct engine_config {

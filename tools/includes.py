@@ -19,12 +19,14 @@ LAYERS = [
     ("src/zarr", ["src/util", "src/json"]),
     ("src/io", ["src/util"]),
     ("src/net", ["src/util", "src/io"]),
+    ("src/parquet", ["src/util"]),
     ("codecs", ["src/util", "src/json", "src/zarr", "src/io"]),
-    ("src/store", ["src/util", "src/json", "src/zarr", "src/io", "src/net"]),
+    ("src/store", ["src/util", "src/json", "src/zarr", "src/io", "src/net",
+                   "src/parquet"]),
     ("src/app", ["src/util", "src/json", "src/zarr", "src/io", "src/net",
-                 "src/store"]),
+                 "src/parquet", "src/store"]),
     ("fs", ["src/util", "src/json", "src/zarr", "src/io", "src/net",
-            "src/store", "src/app", "codecs"]),
+            "src/parquet", "src/store", "src/app", "codecs"]),
 ]
 ALLOWED = dict(LAYERS)
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -13,14 +13,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../util/file.h"
-#include "../json/zjson.h"
 #include "../json/jlex.h"
-#include "../util/buf.h"
+#include "../json/zjson.h"
+#include "../net/s3.h"
 #include "../store/confine.h"
 #include "../store/icechunk.h"
+#include "../store/pqrefs.h"
+#include "../util/buf.h"
+#include "../util/file.h"
 #include "../zarr/meta.h"
-#include "../net/s3.h"
 
 /* Root metadata larger than this is not metadata. */
 #define ROOT_META_MAX (64 << 20)
@@ -145,6 +146,79 @@ static int refs_kind(const char *text, size_t len) {
   return more < 0 ? -1 : 0;
 }
 
+/* Is dir the folder of kerchunk Parquet references (a .zmetadata with
+ * record_size)? */
+static int dir_is_pqrefs(const char *dir) {
+  char p[4096];
+  if (snprintf(p, sizeof p, "%s/.zmetadata", dir) >= (int)sizeof p)
+    return 0;
+  char *text = NULL;
+  size_t len = 0;
+  struct zerr err = {0};
+  if (zread_file(p, ROOT_META_MAX, &text, &len, &err) < 0)
+    return 0;
+  int yes = pqrefs_is_zmetadata(text ? text : "", len);
+  free(text);
+  return yes;
+}
+
+/* The folder of Parquet references holding path (a record file or an
+ * array's folder of them): a walk up, bounded. 1 and the folder in out. */
+static int pqrefs_dir_for(const char *path, char *out, size_t outlen) {
+  char *real = realpath(path, NULL);
+  int found = 0;
+  for (int up = 0; real && up < 64 && !found; up++) {
+    char *slash = strrchr(real, '/');
+    if (!slash || slash == real)
+      break;
+    *slash = '\0';
+    if (dir_is_pqrefs(real)) {
+      snprintf(out, outlen, "%s", real);
+      found = 1;
+    }
+  }
+  free(real);
+  return found;
+}
+
+/* Does directory dir hold Parquet record files (refs.N.parq)? */
+static int dir_has_parq(const char *dir) {
+  char p[4096];
+  struct stat st;
+  if (snprintf(p, sizeof p, "%s/refs.0.parq", dir) >= (int)sizeof p)
+    return 0;
+  return stat(p, &st) == 0;
+}
+
+/* A SOURCE that is part of kerchunk Parquet references but not their
+ * folder (a refs.N.parq file, or the folder of one array's record files):
+ * say so, naming the folder to mount. 1 when said. */
+static int pqrefs_misnamed(const char *source, int is_file) {
+  if (is_file) {
+    FILE *fp = fopen(source, "rb");
+    char magic[4] = {0};
+    int par1 = fp && fread(magic, 1, 4, fp) == 4 && !memcmp(magic, "PAR1", 4);
+    if (fp)
+      fclose(fp);
+    if (!par1)
+      return 0;
+  } else if (!dir_has_parq(source)) {
+    return 0;
+  }
+  char dir[4096];
+  if (pqrefs_dir_for(source, dir, sizeof dir))
+    fprintf(stderr,
+            "zarrfs: %s: %s of kerchunk Parquet references: mount their "
+            "folder %s (the one with .zmetadata) instead\n",
+            source, is_file ? "a Parquet record file" : "record files", dir);
+  else
+    fprintf(stderr,
+            "zarrfs: %s: %s, but no folder above it has a .zmetadata with "
+            "record_size: not kerchunk Parquet references\n",
+            source, is_file ? "a Parquet file" : "Parquet record files");
+  return 1;
+}
+
 /* A regular file as SOURCE must be kerchunk references: a metadata file,
  * a file that is not JSON, or JSON that is not references (a `.zarray`
  * renamed, any other document) is refused, naming the directory to mount
@@ -154,6 +228,8 @@ static int refs_file_check(const char *source) {
   const char *base = strrchr(source, '/');
   base = base ? base + 1 : source;
   char dir[4096];
+  if (pqrefs_misnamed(source, 1))
+    return -1;
   if (is_meta_name(base, strlen(base))) {
     int found = store_dir_for(source, dir, sizeof dir);
     fprintf(stderr,
@@ -227,6 +303,10 @@ int source_check(const char *source) {
     snprintf(meta, sizeof meta, "%s/%s", source, roots[i]);
     found = stat(meta, &st) == 0 && S_ISREG(st.st_mode);
   }
+  if (!found && dir_is_pqrefs(source))
+    return 0; /* kerchunk Parquet references, checked when they open */
+  if (!found && pqrefs_misnamed(source, 0))
+    return -1;
   if (!found) {
     fprintf(stderr,
             "zarrfs: %s: no zarr.json (or .zgroup/.zarray): not a "
@@ -348,8 +428,7 @@ static int source_icechunk(const struct cli_config *cfg, struct confine *c,
   } else if (rc < 0) {
     fprintf(stderr, "zarrfs: %s: %s\n", cfg->source, err.msg);
   } else if (store_open_icechunk(*s, cfg->ref, cfg->snapshot, cfg->max_decode,
-                                 source_manifest_budget(cfg), c, s,
-                                 &err) < 0) {
+                                 source_manifest_budget(cfg), c, s, &err) < 0) {
     *s = NULL;
     fprintf(stderr, "zarrfs: %s: cannot open the Icechunk repository: %s\n",
             cfg->source, err.msg);
@@ -360,6 +439,25 @@ static int source_icechunk(const struct cli_config *cfg, struct confine *c,
   store_free(*s);
   *s = NULL;
   return -1;
+}
+
+/* Replace *s (a local or remote store) by the store of the kerchunk
+ * Parquet references it holds, when its .zmetadata has record_size: 1
+ * done, 0 not Parquet references, -1 refused (said on stderr; *s freed
+ * and NULL). Record tables share the budget of Icechunk manifests. */
+static int source_pqrefs(const struct cli_config *cfg, struct confine *c,
+                         struct store **s) {
+  struct zerr err = {0};
+  int rc = store_wrap_pqrefs(*s, c, source_manifest_budget(cfg),
+                             cfg->max_decode, s, &err);
+  if (rc < 0) {
+    *s = NULL;
+    fprintf(stderr,
+            "zarrfs: %s: cannot open the kerchunk Parquet references: %s\n",
+            cfg->source, err.msg);
+    return -1;
+  }
+  return rc;
 }
 
 /* Open the store the source names, by its kind. */
@@ -391,6 +489,11 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
     /* Zarr metadata at the root first: a Zarr store costs no request for
      * Icechunk's files; -o ref / -o snapshot name a repository. */
     int zarr = cfg->ref || cfg->snapshot ? 0 : remote_root_check(*out, src);
+    if (zarr == 0 && !cfg->ref && !cfg->snapshot) {
+      int pq = source_pqrefs(cfg, c, out);
+      if (pq != 0)
+        return pq < 0 ? -1 : 0;
+    }
     if (zarr == 0) {
       int ice = source_icechunk(cfg, c, out);
       if (ice != 0)
@@ -423,6 +526,9 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     return -1;
   } else {
+    int pq = cfg->ref || cfg->snapshot ? 0 : source_pqrefs(cfg, c, out);
+    if (pq != 0)
+      return pq < 0 ? -1 : 0;
     int ice = source_icechunk(cfg, c, out);
     if (ice != 0)
       return ice < 0 ? -1 : 0;
