@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../util/memo.h"
+#include "azure.h"
 #include "s3.h"
 
 /* Read-ahead jobs queued at most (beyond: dropped, it is only a hint). */
@@ -44,6 +45,8 @@ struct job {
  * them join it and wait, then take the blocks from it. A flight that
  * brings bytes straight into a reader's buffer makes its whole blocks
  * for its joiners only when it has some. */
+struct cancel; /* src/util/cancel.h */
+
 struct rflight {
   struct rflight *next; /* in remote.flights while open */
   struct memo_key key;  /* the object (v[0] 0) */
@@ -53,6 +56,9 @@ struct rflight {
   int open;             /* in the table: may be joined */
   int done, rc;         /* finished, and how */
   struct zerr err;
+  /* A large read's run: its reader's token (that reader waits for the
+   * run), which whoever runs it enters (src/util/cancel.h); else NULL. */
+  struct cancel *cancel;
   uint64_t total;       /* the object's size the answer named, or UINT64_MAX */
   atomic_int started;   /* its fetch began (a worker or its reader) */
   int delivered;        /* straight into a reader's buffer: remembered */
@@ -78,7 +84,11 @@ struct remote {
   struct s3_config *s3; /* owned, may be NULL */
   struct s3_signing sign;
   int have_sign;
-  struct memo *memo; /* blocks (objects) and sizes (values) */
+  struct s3_config *gs; /* Cloud Storage (gs://): owned, may be NULL */
+  struct s3_signing gs_sign;
+  int have_gs_sign;
+  struct azure_config *az; /* Azure (az://): owned, may be NULL */
+  struct memo *memo;       /* blocks (objects) and sizes (values) */
   atomic_int stop;
   /* read-ahead workers */
   pthread_mutex_t lock; /* guards the queue and quit (a leaf) */
@@ -267,8 +277,11 @@ int rflight_close(struct remote *r, struct rflight *f);
 void rflight_end(struct remote *r, struct rflight *f, int rc,
                  const struct zerr *err, uint64_t total);
 
-/* Wait until f is done; its result (err set when negative). */
-int rflight_wait(struct remote *r, struct rflight *f, struct zerr *err);
+/* Wait until f is done; its result (err set when negative). may_leave:
+ * -EINTR as soon as the calling thread's request is abandoned (then f
+ * must not be read: drop the reference). */
+int rflight_wait(struct remote *r, struct rflight *f, int may_leave,
+                 struct zerr *err);
 
 /* Block b of a finished flight (borrowed while f is held), or NULL. */
 struct rblock *rflight_block(struct rflight *f, uint64_t b);
