@@ -255,9 +255,10 @@ static int engine_open(const struct cli_config *cfg, struct remote **remote,
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     return -1;
   }
-  /* The persistent layout index, for stores whose objects have a
-   * modification time to know them by; one that cannot be opened only
-   * means sizes are learned again. */
+  /* The persistent layout index, for local stores (records are keyed by
+   * the version of a chunk's bytes, src/store/store.h store_version); one
+   * that cannot be opened or is refused (a directory others may write)
+   * only means sizes are learned again. */
   struct lxindex *lx = NULL;
   if (cfg->index_cache && !(*e)->store->remote) {
     if (lxindex_open(cfg->index_cache, cfg->index_cache_size, &lx, &err) < 0)

@@ -638,8 +638,8 @@ static const char *parents_unsafe(char *real, uid_t uid, char *buf,
       return buf;
     }
     if ((st.st_mode & 002) && !(st.st_mode & S_ISVTX)) {
-      snprintf(buf, len, "%s above it is writable by others (mode %04o)",
-               real, (unsigned)(st.st_mode & 07777));
+      snprintf(buf, len, "%s above it is writable by others (mode %04o)", real,
+               (unsigned)(st.st_mode & 07777));
       return buf;
     }
     if (s == real)
