@@ -149,4 +149,12 @@ int dtype_int_bits(const struct dtype *dt, unsigned *bits, int *is_signed);
 int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
                      size_t *out_len, struct zerr *err);
 
+/* dtype_parse_fill for the fill_value of V2 metadata (not null): the same,
+ * except a numpy S type, read as zarr-python 2 reads it: base64 when the
+ * text decodes as Python's b64decode decodes it, else the text's own
+ * bytes (kerchunk writes " " for netCDF char arrays: NULs); integers and
+ * booleans as their Python text; cut to the width. */
+int dtype_parse_fill_v2(const struct dtype *dt, json_t *fill, uint8_t **out,
+                        size_t *out_len, struct zerr *err);
+
 #endif
