@@ -13,6 +13,7 @@
 #include "engine.h"
 #include "node.h"
 #include "rstruct.h"
+#include "table.h"
 #include "unit.h"
 
 #define XATTR_PREFIX "user.zarr."
@@ -233,8 +234,7 @@ struct dim {
 
 /* The group's own attributes: V3 `attributes`, V2 its .zattrs (new
  * reference, or NULL). */
-static json_t *group_attrs(struct engine *e, const struct znode *n,
-                           int *oom) {
+static json_t *group_attrs(struct engine *e, const struct znode *n, int *oom) {
   json_t *a = json_object_get(root_of(n), "attributes");
   if (a)
     return json_incref(a);
@@ -300,6 +300,90 @@ static void put_variable(FILE *f, const char *name, const struct znode *a,
   put_attrs(f, a->attrs, "    ", oom);
 }
 
+/* Names listed on a line of a dimension at most (then "and N more"). */
+#define DIM_LIST_MAX 20
+
+/* A dimension's list line, "    HEAD: a (20), b (no views)": members
+ * with a reason each, at most DIM_LIST_MAX of them. */
+struct dim_list {
+  FILE *f;
+  const char *head;
+  size_t shown, more;
+};
+
+/* Add member name with its reason to the list line. */
+static void dim_list_add(struct dim_list *l, const char *name,
+                         const char *reason) {
+  if (l->shown == DIM_LIST_MAX) {
+    l->more++;
+    return;
+  }
+  fprintf(l->f, "%s%s (%s)", l->shown ? ", " : l->head, name, reason);
+  l->shown++;
+}
+
+/* End the list line, if it has begun. */
+static void dim_list_end(struct dim_list *l) {
+  if (l->more)
+    fprintf(l->f, ", and %zu more", l->more);
+  if (l->shown)
+    fputc('\n', l->f);
+}
+
+/* One dimension of a group: "  NAME = SIZE", SIZE being the rows of its
+ * table NAME.csv when the group has one (the coordinate's length, or the
+ * first 1-D array's along it: fs/table.h), else the first array's that
+ * names it; then the arrays that give it another length, and the 1-D
+ * arrays along it that NAME.csv leaves out, with why. */
+static void put_dim(FILE *f, struct engine *e, const struct znode *g,
+                    struct dim *dm, const struct kids *k,
+                    const struct znode **kn, int *oom) {
+  uint64_t rows;
+  struct zerr err = {0};
+  int has_table = table_rows(e, g, dm->name, &rows, &err);
+  if (has_table < 0)
+    *oom = 1; /* transient: the text would change without saying why */
+  if (has_table > 0)
+    dm->size = rows;
+  fprintf(f, "  %s = %llu\n", dm->name, (unsigned long long)dm->size);
+  char why[64];
+  struct dim_list other = {f, "    other lengths: ", 0, 0};
+  for (size_t i = 0; kn && i < k->n; i++) {
+    json_t *dn = kn[i] && kn[i]->kind == ZNODE_ARRAY ? dims_of(kn[i]) : NULL;
+    for (int d = 0; dn && d < kn[i]->meta->ndim; d++) {
+      const char *name = json_string_value(json_array_get(dn, (size_t)d));
+      if (name && !strcmp(name, dm->name) &&
+          kn[i]->meta->shape[d] != dm->size) {
+        snprintf(why, sizeof why, "%llu",
+                 (unsigned long long)kn[i]->meta->shape[d]);
+        dim_list_add(&other, k->v[i], why);
+        break;
+      }
+    }
+  }
+  dim_list_end(&other);
+  if (has_table <= 0)
+    return;
+  char head[TABLE_NAME_MAX + 64];
+  snprintf(head, sizeof head, "    left out of %s%s: ", dm->name, TABLE_SUFFIX);
+  struct dim_list out = {f, head, 0, 0};
+  for (size_t i = 0; kn && i < k->n; i++) {
+    const struct znode *c = kn[i];
+    json_t *dn = c && c->kind == ZNODE_ARRAY ? dims_of(c) : NULL;
+    const char *name = json_string_value(json_array_get(dn, 0));
+    if (!name || c->meta->ndim != 1 || strcmp(name, dm->name) ||
+        table_takes(c, dm->name, dm->size))
+      continue;
+    if (c->meta->shape[0] != dm->size)
+      snprintf(why, sizeof why, "length %llu",
+               (unsigned long long)c->meta->shape[0]);
+    else
+      snprintf(why, sizeof why, "no views");
+    dim_list_add(&out, k->v[i], why);
+  }
+  dim_list_end(&out);
+}
+
 /* A group summarised as ncdump -h does: its dimensions with their sizes
  * (from the dimension names of its arrays), each variable, its member
  * groups, then its own attributes. Members are what the store lists and
@@ -359,7 +443,7 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
   }
   fprintf(f, "dimensions: %zu\n", ndims);
   for (size_t j = 0; j < ndims; j++)
-    fprintf(f, "  %s = %llu\n", dims[j].name, (unsigned long long)dims[j].size);
+    put_dim(f, e, n, &dims[j], &k, kn, oom);
   fprintf(f, "variables: %zu\n", nvars);
   for (size_t i = 0; kn && i < k.n; i++)
     if (kn[i] && kn[i]->kind == ZNODE_ARRAY)
@@ -487,8 +571,7 @@ int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
   *out = NULL;
   *len = 0;
   FILE *f = open_memstream(out, len);
-  int rc = f ? info_write(f, e, n, n->kind == ZNODE_ARRAY ? &c : NULL, out,
-                          len)
+  int rc = f ? info_write(f, e, n, n->kind == ZNODE_ARRAY ? &c : NULL, out, len)
              : -ENOMEM;
   return rc < 0 ? zerr_set(err, -rc, "out of memory") : 0;
 }

@@ -82,6 +82,11 @@ static const char *dim_of(const struct znode *n) {
   return s;
 }
 
+int table_takes(const struct znode *n, const char *dim, uint64_t nrows) {
+  const char *d = dim_of(n);
+  return d && !strcmp(d, dim) && n->meta->shape[0] == nrows;
+}
+
 /* The members of group g, in name order, each once, with their nodes. 0,
  * or a transient failure (a member broken for now, out of memory). */
 static int members_load(struct engine *e, const struct znode *g,
@@ -272,7 +277,7 @@ static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
   for (size_t p = 0; rc == 0 && p <= m.n; p++) {
     size_t i = p == 0 ? coord : p - 1; /* the coordinate, then the rest */
     if (i == SIZE_MAX || (p && i == coord) || !m.v[i].n ||
-        strcmp(m.v[i].dim, j->dim) || m.v[i].n->meta->shape[0] != nrows)
+        !table_takes(m.v[i].n, j->dim, nrows))
       continue;
     if (m.v[i].n->meta->dtype.kind == DT_STRUCT && m.v[i].n->meta->dtype.st) {
       int k = col_set_fields(&t->cols[ncols], &m.v[i], err);
@@ -502,6 +507,25 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
   free(d.v);
   members_free(&m);
   return rc;
+}
+
+int table_rows(struct engine *e, const struct znode *g, const char *dim,
+               uint64_t *nrows, struct zerr *err) {
+  char file[TABLE_NAME_MAX + sizeof TABLE_SUFFIX];
+  if (!*dim || strlen(dim) > TABLE_NAME_MAX || strchr(dim, '/'))
+    return 0;
+  snprintf(file, sizeof file, "%s%s", dim, TABLE_SUFFIX);
+  struct memo_ref *ref;
+  int rc = table_get(e, g, file, &ref, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  *nrows = ((const struct table *)memo_obj(ref))->nrows;
+  memo_release(e->memo, ref);
+  return 1;
 }
 
 int table_exists(struct engine *e, const struct znode *g, const char *file,
