@@ -3,6 +3,7 @@
  * quoted as RFC 4180 asks. */
 #include "csvtext.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,7 +30,8 @@ size_t csvtext_fixed(const struct cf *cf, const struct dtype *dt,
                      const void *elem, char *buf) {
   struct cf_value v;
   if (cf && cf_decode(cf, elem, &v) == 0) {
-    if (v.kind == CF_MISSING || v.kind == CF_NAT)
+    if (v.kind == CF_MISSING || v.kind == CF_NAT ||
+        (v.kind == CF_COMPLEX && isnan(v.num.d) && isnan(v.im)))
       return 0;
     return cftext_render(&v, buf);
   }
@@ -72,7 +74,8 @@ int csvtext_prep(const struct dtype *dt, enum dtype_kind kind,
       continue; /* missing, or an empty value: an empty field */
     const uint8_t *v = src->mem + a + depth;
     uint64_t vl = len - depth;
-    uint64_t tl = hex ? render_var_len(&bytes, vl) : csvfield_len((const char *)v, (size_t)vl);
+    uint64_t tl = hex ? render_var_len(&bytes, vl)
+                      : csvfield_len((const char *)v, (size_t)vl);
     if (tl > env->max_decoded - out.len)
       rc = zerr_set(err, EFBIG, "CSV text exceeds the decode limit");
     else if ((rc = zbuf_reserve(&out, (size_t)tl, err)) == 0) {

@@ -72,9 +72,12 @@ static void members_free(struct members *m) {
 
 /* The dimension name of n when it is a readable 1-D array with one that
  * may name a file (V3 `dimension_names`, else V2 `_ARRAY_DIMENSIONS`),
- * else NULL. */
+ * or a 2-D character array whose characters xarray joins into strings
+ * (struct znode.join: a column of those strings, along its first
+ * dimension), else NULL. */
 static const char *dim_of(const struct znode *n) {
-  if (n->kind != ZNODE_ARRAY || !n->meta || !n->chain || n->meta->ndim != 1)
+  if (n->kind != ZNODE_ARRAY || !n->meta || !n->chain ||
+      (n->meta->ndim != 1 && !(n->meta->ndim == 2 && n->cf && n->cf->join)))
     return NULL;
   json_t *d = json_object_get(n->meta->root, "dimension_names");
   if (!d && n->attrs)
@@ -182,7 +185,8 @@ static void col_set(struct tcol *c, const struct member *mb) {
   const struct cf *cf = n->form.cf;
   enum dtype_kind k = n->form.dt.kind;
   c->n = n;
-  c->raw = k == DT_STRING || k == DT_BYTES;
+  /* strings from their chunks' bytes; joined characters from their text */
+  c->raw = (k == DT_STRING || k == DT_BYTES) && !n->join;
   c->number = !c->raw && n->form.dt.size > 0;
   /* CF: unpacked or masked values are floats in xarray (cf.h) */
   c->floating = cf ? !cf->is_time && !cf->is_bool &&

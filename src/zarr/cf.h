@@ -26,6 +26,12 @@
  *     cftime for a whole array from its extremes; here the choice is made
  *     per value, which differs only below the microsecond;
  *   - `dtype: "bool"`: nonzero (NaN included) is true, as numpy's astype.
+ *   - a bool array (and a complex one) masked by _FillValue or
+ *     missing_value: xarray promotes it to objects (complex: stays
+ *     complex), so a masked value is NaN (nan+nanj) and the others stay
+ *     True and False (their complex values); complex arrays are masked
+ *     only (a fill [re, im] is one value), scale_factor, add_offset or
+ *     time units on them are refused.
  *   - `_Unsigned: "true"` reads a signed integer type as the unsigned
  *     one of its size ("false" the reverse), its _FillValue cast with it.
  *   - timedeltas: `units` exactly one of xarray's TIME_UNITS (days,
@@ -73,7 +79,9 @@ enum cf_kind {
   CF_TIME,       /* time below */
   CF_NAT,        /* a missing time */
   CF_BOOL,       /* b below */
-  CF_TIMEDELTA   /* td below */
+  CF_TIMEDELTA,  /* td below */
+  CF_COMPLEX     /* num.d and im, of width F32 or F64; both NaN: masked
+                    (xarray's nan+nanj) */
 };
 
 /* A calendar date and time: year (no year zero in the standard and
@@ -97,7 +105,11 @@ struct cf_value {
   struct cf_time time; /* CF_TIME */
   int b;               /* CF_BOOL: 0 or 1 */
   int64_t td;          /* CF_TIMEDELTA: nanoseconds (never INT64_MIN) */
+  double im;           /* CF_COMPLEX: the imaginary part */
 };
+
+/* Longest string fill value compared (a longer one is refused). */
+#define CF_MAX_BFILL 64
 
 struct cf {
   enum dtype_kind kind; /* the stored type */
@@ -121,6 +133,15 @@ struct cf {
   /* Timedeltas, when is_timedelta: unit_ns above is the unit. */
   int is_timedelta;
   int td_digits; /* decimals a float count's fraction is rounded to */
+  double fill_im[CF_MAX_FILL]; /* complex kinds: each fill's imaginary
+                                  part (fill[] its real part) */
+  /* Strings (numpy S arrays, character arrays joined: cf_parse_bytes):
+   * a value equal to one of these, trailing NULs aside as numpy
+   * compares, is masked. */
+  int is_bytes;
+  int nbfill;
+  size_t bfill_len[CF_MAX_FILL];
+  uint8_t bfill[CF_MAX_FILL][CF_MAX_BFILL];
 };
 
 /* Parse the CF encoding of an array of type dt from its attributes (a JSON
@@ -129,12 +150,30 @@ struct cf {
  * it as _FillValue when the attributes have none, so pass it to decode as
  * xarray does, NULL to decode the attributes alone. *out is NULL when
  * nothing applies (no CF attribute, or a type CF does not decode: only
- * bool, integers and floats are); else a new object owned by the caller
- * (cf_free). A malformed encoding (scale_factor a string, a bad reference
+ * bool, integers, floats and complex are); else a new object owned by the
+ * caller (cf_free). Strings: cf_parse_bytes. A malformed encoding (scale_factor
+ * a string, a bad reference
  * date, an unknown calendar, too many fill values) is -EIO with the
  * reason: the values cannot be decoded as xarray would. */
 int cf_parse(json_t *attrs, json_t *fill_value, const struct dtype *dt,
              struct cf **out, struct zerr *err);
+
+/* The CF encoding of a numpy S array (dt fixed bytes), or of a character
+ * array whose characters xarray joins (src/zarr/cfvars.h), as xarray
+ * decodes it: strings equal to a _FillValue or missing_value (strings of
+ * the attributes; else, when xarray_fill, the array's own fill bytes
+ * `fill`, as xarray's Zarr backend reads it) are masked; `_Encoding`
+ * decodes the bytes as text, which changes nothing in what the views
+ * show. *out is NULL when nothing applies (no attribute above, no fill
+ * to mask with, and not joined); else the caller's (cf_free). A fill
+ * longer than CF_MAX_BFILL bytes or too many of them is -EIO. */
+int cf_parse_bytes(json_t *attrs, const uint8_t *fill, size_t fill_len,
+                   int xarray_fill, int joined, struct cf **out,
+                   struct zerr *err);
+
+/* Is string s (n bytes, trailing NULs dropped) masked by c (made by
+ * cf_parse_bytes)? */
+int cf_bytes_masked(const struct cf *c, const uint8_t *s, size_t n);
 
 /* Free; NULL-safe. */
 void cf_free(struct cf *c);

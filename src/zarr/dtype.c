@@ -421,6 +421,15 @@ static int is_digit_string(const char *s) {
   return !*s;
 }
 
+/* See dtype.h: strtod rounds correctly, as Python's int -> float does. */
+int dtype_int_literal(const char *s, double *out) {
+  if (!is_digit_string(s))
+    return -1;
+  errno = 0;
+  *out = strtod(s, NULL);
+  return errno == ERANGE && isinf(*out) ? -1 : 0;
+}
+
 /* One float in fill form: number, "NaN", "Infinity", "-Infinity",
  * "0x<bits>" with exactly 2 * size hex digits (the only way to write other
  * NaNs), or a string of decimal digits (an integer literal too long for
@@ -447,10 +456,7 @@ static int float_fill_bits(enum fill_float ff, json_t *v, uint64_t *bits) {
     } else if (!strcmp(s, "-Infinity")) {
       d = -INFINITY;
     } else if (is_digit_string(s)) {
-      /* an integer literal zjson_loadb carried as digits: float(int) */
-      errno = 0;
-      d = strtod(s, NULL); /* correctly rounded, as Python's int -> float */
-      if (errno == ERANGE && isinf(d))
+      if (dtype_int_literal(s, &d) < 0)
         return -1; /* OverflowError: int too large to convert to float */
     } else if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') &&
                strlen(s + 2) == size[ff] * 2) {

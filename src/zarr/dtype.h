@@ -138,6 +138,13 @@ struct dtype dtype_optional_inner(const struct dtype *dt);
  * uint64), *is_signed set; 0 for every other kind. */
 int dtype_int_bits(const struct dtype *dt, unsigned *bits, int *is_signed);
 
+/* An integer literal too long for int64, which zjson_loadb hands over as
+ * a string of digits (an optional '-' then decimal digits; JavaScript
+ * writes 1e20 as 100000002004087730000), as Python's float() reads the
+ * int: *out correctly rounded. 0, or -1 when s is no such literal or
+ * overflows a double (Python: OverflowError). */
+int dtype_int_literal(const char *s, double *out);
+
 /* Parse a V3 fill_value for dt into freshly malloc'd bytes (*out, *out_len,
  * owned by the caller): for fixed-size kinds dt->size bytes in host order;
  * for string the UTF-8 bytes; for bytes the decoded bytes (base64 string or

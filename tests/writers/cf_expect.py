@@ -293,4 +293,5 @@ def main():
                 c_str(exp)))
 
 
-main()
+if __name__ == "__main__":
+    main()
