@@ -9,6 +9,7 @@
 #include "../src/util/buf.h"
 #include "../src/util/utf8.h"
 #include "../src/zarr/cf.h"
+#include "../src/zarr/cfmask.h"
 #include "csvtext.h"
 #include "render.h"
 #include "rstruct.h"
@@ -118,7 +119,7 @@ static int fixed_strings_to_text(const struct dtype *dt, const struct cf *cf,
     if (dt->kind != DT_FIXED_UTF32) { /* S drops NULs, raw bytes keep all */
       while (dt->kind == DT_FIXED_BYTES && len && !e[len - 1])
         len--;
-      if (cf && cf_bytes_masked(cf, e, len))
+      if (cf && cfmask_bytes_masked(cf, e, len))
         continue;
       rc = zbuf_append(&out, e, len, err);
       continue;

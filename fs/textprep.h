@@ -21,7 +21,7 @@
 /* Convert decoded elements of an array of data type dt, in place, into
  * their text type for a node of form `form` (see struct znode.form):
  * fixed-width strings to strings or bytes (a CF form's masked strings
- * empty: src/zarr/cf.h, cf_parse_bytes), optional strings and bytes and
+ * empty: src/zarr/cfmask.h), optional strings and bytes and
  * records to text; other types are left as they are. A CSV form
  * (struct text_form.csv): variable-length elements become their CSV
  * fields instead (fs/csvtext.h). ab stays owned by the caller. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../src/zarr/cf.h"
+#include "../src/zarr/cfmask.h"
 #include "../src/zarr/cfvars.h"
 #include "../src/zarr/dtype_struct.h"
 #include "textprep.h"
@@ -252,8 +253,8 @@ static int parse_cf(struct node_table *t, const struct znode *n, json_t *attrs,
   int xr = json_object_get(n->attrs, "_ARRAY_DIMENSIONS") != NULL;
   int rc;
   if (n->meta->dtype.kind == DT_FIXED_BYTES) {
-    rc = cf_parse_bytes(attrs, n->meta->fill, n->meta->fill_len,
-                        xr && fill && !json_is_null(fill), joined, c, err);
+    rc = cfmask_parse_bytes(attrs, n->meta->fill, n->meta->fill_len,
+                            xr && fill && !json_is_null(fill), joined, c, err);
   } else {
     rc = cf_parse(attrs, xr ? fill : NULL, &n->meta->dtype, c, err);
     if (rc == 0 && *c && !xr) {

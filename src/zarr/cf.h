@@ -135,7 +135,7 @@ struct cf {
   int td_digits; /* decimals a float count's fraction is rounded to */
   double fill_im[CF_MAX_FILL]; /* complex kinds: each fill's imaginary
                                   part (fill[] its real part) */
-  /* Strings (numpy S arrays, character arrays joined: cf_parse_bytes):
+  /* Strings (numpy S arrays, character arrays joined: cfmask.h):
    * a value equal to one of these, trailing NULs aside as numpy
    * compares, is masked. */
   int is_bytes;
@@ -151,29 +151,18 @@ struct cf {
  * xarray does, NULL to decode the attributes alone. *out is NULL when
  * nothing applies (no CF attribute, or a type CF does not decode: only
  * bool, integers, floats and complex are); else a new object owned by the
- * caller (cf_free). Strings: cf_parse_bytes. A malformed encoding (scale_factor
- * a string, a bad reference
- * date, an unknown calendar, too many fill values) is -EIO with the
- * reason: the values cannot be decoded as xarray would. */
+ * caller (cf_free). Strings: src/zarr/cfmask.h. A malformed encoding
+ * (scale_factor a string, a bad reference date, an unknown calendar, too many
+ * fill values) is -EIO with the reason: the values cannot be decoded as xarray
+ * would. */
 int cf_parse(json_t *attrs, json_t *fill_value, const struct dtype *dt,
              struct cf **out, struct zerr *err);
 
-/* The CF encoding of a numpy S array (dt fixed bytes), or of a character
- * array whose characters xarray joins (src/zarr/cfvars.h), as xarray
- * decodes it: strings equal to a _FillValue or missing_value (strings of
- * the attributes; else, when xarray_fill, the array's own fill bytes
- * `fill`, as xarray's Zarr backend reads it) are masked; `_Encoding`
- * decodes the bytes as text, which changes nothing in what the views
- * show. *out is NULL when nothing applies (no attribute above, no fill
- * to mask with, and not joined); else the caller's (cf_free). A fill
- * longer than CF_MAX_BFILL bytes or too many of them is -EIO. */
-int cf_parse_bytes(json_t *attrs, const uint8_t *fill, size_t fill_len,
-                   int xarray_fill, int joined, struct cf **out,
-                   struct zerr *err);
-
-/* Is string s (n bytes, trailing NULs dropped) masked by c (made by
- * cf_parse_bytes)? */
-int cf_bytes_masked(const struct cf *c, const uint8_t *s, size_t n);
+/* A number of a CF attribute: a JSON number, "NaN", "Infinity",
+ * "-Infinity" (what Zarr writes for non-finite floats), or an integer
+ * literal beyond int64 that zjson carried as digits; booleans are 0 and 1.
+ * 0, or -1 when j is none of these. */
+int cf_json_num(json_t *j, double *out);
 
 /* Free; NULL-safe. */
 void cf_free(struct cf *c);
