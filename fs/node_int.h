@@ -6,10 +6,19 @@
 #ifndef ZARRFS_NODE_INT_H
 #define ZARRFS_NODE_INT_H
 
+#include <jansson.h>
 #include <pthread.h>
+#include <stddef.h>
 
+#include "../src/util/err.h"
 #include "../src/util/htab.h"
-#include "node.h"
+#include "../src/zarr/consolidated.h"
+
+struct codec_env;
+struct logonce;
+struct store;
+struct zmeta;
+struct znode;
 
 /* Largest metadata document read. */
 #define NODE_MAX_META (64u << 20)

@@ -3,6 +3,7 @@
  * variable among the other variables of its group (src/zarr/cfvars.h:
  * time bounds take their time's units and calendar, character arrays are
  * joined into strings), and the node of its rows.csv. */
+#include "node.h"
 #include "node_int.h"
 
 #include <stdatomic.h>

@@ -282,36 +282,11 @@ int cf_parse_units(const char *units, enum cf_calendar cal, int64_t *unit_ns,
 
 /* ---- attributes ---- */
 
-/* A JSON number, the strings Zarr writes for non-finite floats, or an
- * integer literal beyond int64 that zjson carried as digits. */
-int cf_json_num(json_t *j, double *out) {
-  if (json_is_integer(j)) {
-    *out = (double)json_integer_value(j);
-  } else if (json_is_real(j)) {
-    *out = json_real_value(j);
-  } else if (json_is_boolean(j)) {
-    *out = json_is_true(j);
-  } else if (json_is_string(j)) {
-    const char *s = json_string_value(j);
-    if (!strcmp(s, "NaN"))
-      *out = NAN;
-    else if (!strcmp(s, "Infinity"))
-      *out = INFINITY;
-    else if (!strcmp(s, "-Infinity"))
-      *out = -INFINITY;
-    else if (dtype_int_literal(s, out) < 0) /* digits zjson carried */
-      return -1;
-  } else {
-    return -1;
-  }
-  return 0;
-}
-
 /* A number or a list of one number (xarray takes .item() of an array). */
 static int json_scalar(json_t *j, double *out) {
   if (json_is_array(j) && json_array_size(j) == 1)
     j = json_array_get(j, 0);
-  return cf_json_num(j, out);
+  return cfmask_json_num(j, out);
 }
 
 /* Add the fill values of attribute j (a number or a list), NaN left out. */
@@ -322,7 +297,7 @@ static int add_fills(struct cf *c, json_t *j, const char *name,
   size_t n = json_is_array(j) ? json_array_size(j) : 1;
   for (size_t i = 0; i < n; i++) {
     double v;
-    if (cf_json_num(json_is_array(j) ? json_array_get(j, i) : j, &v) < 0)
+    if (cfmask_json_num(json_is_array(j) ? json_array_get(j, i) : j, &v) < 0)
       return zerr_set(err, EIO, "CF %s is not a number or a list of numbers",
                       name);
     if (isnan(v))
@@ -510,10 +485,11 @@ static int parse_into(struct cf *c, json_t *attrs, json_t *fill_value,
     any = 1;
   double v;
   if ((j = json_object_get(attrs, "valid_range")) && json_is_array(j) &&
-      json_array_size(j) == 2 && cf_json_num(json_array_get(j, 0), &v) == 0) {
+      json_array_size(j) == 2 &&
+      cfmask_json_num(json_array_get(j, 0), &v) == 0) {
     c->valid_min = v;
     c->has_valid_min = 1;
-    if (cf_json_num(json_array_get(j, 1), &v) == 0) {
+    if (cfmask_json_num(json_array_get(j, 1), &v) == 0) {
       c->valid_max = v;
       c->has_valid_max = 1;
     }

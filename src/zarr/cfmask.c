@@ -2,9 +2,36 @@
  * complex numbers, bools and strings (see cfmask.h). */
 #include "cfmask.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "dtype.h"
+
+/* See cfmask.h. */
+int cfmask_json_num(json_t *j, double *out) {
+  if (json_is_integer(j)) {
+    *out = (double)json_integer_value(j);
+  } else if (json_is_real(j)) {
+    *out = json_real_value(j);
+  } else if (json_is_boolean(j)) {
+    *out = json_is_true(j);
+  } else if (json_is_string(j)) {
+    const char *s = json_string_value(j);
+    if (!strcmp(s, "NaN"))
+      *out = NAN;
+    else if (!strcmp(s, "Infinity"))
+      *out = INFINITY;
+    else if (!strcmp(s, "-Infinity"))
+      *out = -INFINITY;
+    else if (dtype_int_literal(s, out) < 0) /* digits zjson carried */
+      return -1;
+  } else {
+    return -1;
+  }
+  return 0;
+}
 
 /* Are a value and a fill equal in the value's width (a complex64's parts
  * compared as float32, as numpy compares them)? */
@@ -27,9 +54,9 @@ static int add_cfills(struct cf *c, json_t *j, const char *name,
     json_t *e = json_is_array(j) && !pair ? json_array_get(j, i) : j;
     double re, im = 0;
     int ok = json_is_array(e) && json_array_size(e) == 2
-                 ? cf_json_num(json_array_get(e, 0), &re) == 0 &&
-                       cf_json_num(json_array_get(e, 1), &im) == 0
-                 : cf_json_num(e, &re) == 0;
+                 ? cfmask_json_num(json_array_get(e, 0), &re) == 0 &&
+                       cfmask_json_num(json_array_get(e, 1), &im) == 0
+                 : cfmask_json_num(e, &re) == 0;
     if (!ok)
       return zerr_set(err, EIO,
                       "CF %s is not a complex number or a list "

@@ -15,7 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cf.h"
+#include "../util/err.h"
+#include "cftype.h"
+
+/* A number of a CF attribute: a JSON number, "NaN", "Infinity",
+ * "-Infinity" (what Zarr writes for non-finite floats), or an integer
+ * literal beyond int64 that zjson carried as digits
+ * (dtype_int_literal); booleans are 0 and 1. 0, or -1 when j is none of
+ * these. */
+int cfmask_json_num(json_t *j, double *out);
 
 /* The encoding of a complex array into c (cf_parse's): its fill values
  * from _FillValue (else fill_value) and missing_value. 1 when any
@@ -35,7 +43,8 @@ int cfmask_decode(const struct cf *c, struct cf_value *v);
  * xarray_fill, the array's own fill bytes `fill`, as xarray's Zarr
  * backend reads it) are masked; `_Encoding` decodes the bytes as text,
  * which changes nothing in what the views show. *out is NULL when nothing
- * applies (none of these, not joined); else the caller's (cf_free). A
+ * applies (none of these, not joined); else the caller's (cf_free,
+ * src/zarr/cf.h). A
  * fill longer than CF_MAX_BFILL bytes, or too many, is -EIO. */
 int cfmask_parse_bytes(json_t *attrs, const uint8_t *fill, size_t fill_len,
                        int xarray_fill, int joined, struct cf **out,
