@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/util/log.h"
+#include "../src/util/logonce.h"
 #include "../src/zarr/cf.h"
 #include "../src/zarr/cfmask.h"
 #include "../src/zarr/cfvars.h"
@@ -238,9 +240,9 @@ static int joinable(struct node_table *t, const struct znode *n,
     return 0;
   if (m->chunk[last] == m->shape[last] && !n->shard && !m->irregular)
     return 1;
-  node_log(t, key,
-           "character array not joined into strings: its last dimension "
-           "is split across chunks");
+  logonce_log(t->log, ZLOG_WARN, t->store->location, key,
+              "character array not joined into strings: its last dimension "
+              "is split across chunks");
   return 0;
 }
 
