@@ -25,16 +25,20 @@ static int fixed_missing(const struct dtype *dt, const char *t, size_t n) {
          ((n == 4 && !memcmp(t, "null", 4)) || (n && t[0] == '['));
 }
 
+/* A decoded element's field: masked values and NaT empty. */
+size_t csvtext_cf(const struct cf_value *v, char *buf) {
+  if (v->kind == CF_MISSING || v->kind == CF_NAT ||
+      (v->kind == CF_COMPLEX && isnan(v->num.d) && isnan(v->im)))
+    return 0;
+  return cftext_render(v, buf);
+}
+
 /* One fixed-size element's field. */
 size_t csvtext_fixed(const struct cf *cf, const struct dtype *dt,
                      const void *elem, char *buf) {
   struct cf_value v;
-  if (cf && cf_decode(cf, elem, &v) == 0) {
-    if (v.kind == CF_MISSING || v.kind == CF_NAT ||
-        (v.kind == CF_COMPLEX && isnan(v.num.d) && isnan(v.im)))
-      return 0;
-    return cftext_render(&v, buf);
-  }
+  if (cf && cf_decode(cf, elem, &v) == 0)
+    return csvtext_cf(&v, buf);
   /* no CF encoding, or a time beyond what xarray holds: the stored value,
    * as values.cf.txt shows it */
   size_t n = render_fixed(dt, elem, buf);

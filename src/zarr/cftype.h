@@ -79,7 +79,7 @@ struct cf {
   int is_time;
   enum cf_calendar calendar;
   int64_t unit_ns; /* nanoseconds in one unit */
-  int pandas_unit; /* the unit is one pandas reads (not "hrs") */
+  int readers;     /* CF_READ_* bits: who reads the unit in the calendar */
   int64_t ref_day; /* the reference date's day number in calendar */
   int64_t ref_ns;  /* and its nanoseconds since midnight (UTC) */
   /* Timedeltas, when is_timedelta: unit_ns above is the unit. */

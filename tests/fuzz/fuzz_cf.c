@@ -1,10 +1,10 @@
-/* fuzz_cf.c - CF decoding as xarray does it, from attributes: a group's
- * variables (src/zarr/cfvars.c: time bounds, stackable character
- * dimensions), each variable's encoding (src/zarr/cf.c cf_parse, and
- * cfmask.c for complex, bool and strings) and its elements decoded and
- * written (fs/cftext.c). Input: a JSON object of variables, each
- * {"dtype": numpy dtype, "dims": [...], "attrs": {...}, "fill": JSON},
- * then a NUL, then element bytes that every variable decodes in turn. */
+/* fuzz_cf.c - CF encodings from attributes (src/zarr/cf.c): cf_parse of
+ * the attributes for every stored type CF decodes, with and without a
+ * fill value, then each 8-byte value of the input decoded (cf_decode) and
+ * written (fs/cftext.c, fs/csvtext.c); and cf_parse_units of the `units`
+ * in every calendar. Input: ATTRIBUTES NUL VALUES (a JSON object, then
+ * raw element bytes). A decoded time must be a real date of its calendar
+ * (month 1-12, day 1-31, nanoseconds within the day). */
 #include "fuzz.h"
 
 #include <jansson.h>
@@ -12,89 +12,64 @@
 #include <string.h>
 
 #include "../../fs/cftext.h"
-#include "../../src/json/zjson.h"
+#include "../../fs/csvtext.h"
 #include "../../src/zarr/cf.h"
-#include "../../src/zarr/cfmask.h"
-#include "../../src/zarr/cfvars.h"
 
-/* Variables decoded at most per input. */
-#define FUZZ_CF_VARS 64
-
-/* Decode the bytes as elements of one variable's type. */
-static void decode_all(const struct dtype *dt, json_t *attrs, json_t *fill,
-                       const uint8_t *b, size_t n) {
-  struct cf *c = NULL;
-  struct zerr err = {0};
-  if (dt->kind == DT_FIXED_BYTES) {
-    uint8_t *f = NULL;
-    size_t fl = 0;
-    if (fill && dtype_parse_fill_v2(dt, fill, &f, &fl, &err) < 0)
-      f = NULL;
-    if (cfmask_parse_bytes(attrs, f, fl, fill != NULL, 1, &c, &err) == 0 && c) {
-      for (size_t i = 0; dt->size && i + dt->size <= n; i += dt->size)
-        cfmask_bytes_masked(c, b + i, dt->size);
-    }
-    free(f);
-  } else if (dt->size && dt->size <= 16 &&
-             cf_parse(attrs, fill, dt, &c, &err) == 0 && c) {
-    for (size_t i = 0; i + dt->size <= n; i += dt->size) {
-      uint8_t elem[16];
-      struct cf_value v;
-      char buf[CFTEXT_MAX];
-      memcpy(elem, b + i, dt->size);
-      if (cf_decode(c, elem, &v) == 0)
-        cftext_render(&v, buf);
-    }
+/* Decode and write each value of vals through c. */
+static void decode_all(const struct cf *c, const struct dtype *dt,
+                       const uint8_t *vals, size_t nvals) {
+  for (size_t at = 0; at + 8 <= nvals && at < 64 * 8; at += 8) {
+    uint8_t elem[16] = {0};
+    memcpy(elem, vals + at, 8);
+    struct cf_value v;
+    if (cf_decode(c, elem, &v) < 0)
+      continue;
+    if (v.kind == CF_TIME &&
+        (v.time.month < 1 || v.time.month > 12 || v.time.day < 1 ||
+         v.time.day > 31 || v.time.ns < 0 || v.time.ns >= 86400000000000ll))
+      abort();
+    char buf[CFTEXT_MAX + 1];
+    if (cftext_render(&v, buf) > CFTEXT_MAX)
+      abort();
+    if (csvtext_fixed(c, dt, elem, buf) > CSVTEXT_MAX)
+      abort();
   }
-  cf_free(c);
 }
 
-/* One group and its element bytes. */
+/* Every type, with and without a fill value; the units in every calendar. */
 FUZZ_TARGET(cf) {
-  const uint8_t *nul = memchr(data, 0, size);
-  size_t jl = nul ? (size_t)(nul - data) : size;
-  const uint8_t *elems = nul ? nul + 1 : data + size;
-  size_t nel = (size_t)(data + size - elems);
-  struct zerr err = {0};
-  json_t *doc = zjson_loadb((const char *)data, jl, &err);
-  if (!json_is_object(doc)) {
-    json_decref(doc);
+  const uint8_t *nul = memchr(data, '\0', size);
+  size_t alen = nul ? (size_t)(nul - data) : size;
+  const uint8_t *vals = nul ? nul + 1 : data + size;
+  size_t nvals = nul ? size - alen - 1 : 0;
+  json_t *attrs = json_loadb((const char *)data, alen, 0, NULL);
+  if (!attrs)
     return 0;
-  }
-  struct cfvar_in in[FUZZ_CF_VARS];
-  struct dtype dts[FUZZ_CF_VARS];
-  size_t n = 0;
-  const char *name;
-  json_t *v;
-  json_object_foreach(doc, name, v) {
-    if (n == FUZZ_CF_VARS)
-      break;
-    const char *dts_s = json_string_value(json_object_get(v, "dtype"));
-    char endian;
-    dtype_parse_numpy(dts_s ? dts_s : "", &dts[n], &endian);
-    json_t *attrs = json_object_get(v, "attrs");
-    in[n] = (struct cfvar_in){name, json_object_get(v, "dims"),
-                              dts[n].kind == DT_FIXED_BYTES,
-                              json_is_object(attrs) ? attrs : NULL};
-    n++;
-  }
-  struct cfvars *cv = NULL;
-  if (cfvars_new(in, n, &cv, &err) == 0) {
-    for (size_t i = 0; i < n; i++) {
-      json_t *eff = NULL;
-      if (cfvars_attrs(cv, in[i].name, in[i].attrs, &eff, &err) < 0)
-        continue;
-      json_t *dims = in[i].dims;
-      const char *last =
-          json_string_value(json_array_get(dims, json_array_size(dims) - 1));
-      if (last)
-        cfvars_stackable(cv, last);
-      json_t *fill = json_object_get(json_object_get(doc, in[i].name), "fill");
-      decode_all(&dts[i], eff ? eff : in[i].attrs, fill, elems, nel);
-      json_decref(eff);
+  static const enum dtype_kind kinds[] = {
+      DT_BOOL,    DT_INT8,    DT_INT16,  DT_INT32,  DT_INT64,
+      DT_UINT8,   DT_UINT16,  DT_UINT32, DT_UINT64, DT_FLOAT16,
+      DT_FLOAT32, DT_FLOAT64, DT_STRING};
+  json_t *fill = json_integer(-1);
+  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+    struct dtype dt = dtype_of(kinds[k]);
+    for (int f = 0; f < 2; f++) {
+      struct cf *c = NULL;
+      struct zerr err = {0};
+      if (cf_parse(attrs, f ? fill : NULL, &dt, &c, &err) == 0 && c)
+        decode_all(c, &dt, vals, nvals);
+      cf_free(c);
     }
   }
-  cfvars_free(cv);
-  json_decref(doc);
+  json_decref(fill);
+  const char *units = json_string_value(json_object_get(attrs, "units"));
+  for (int cal = CF_CAL_STANDARD; units && cal <= CF_CAL_JULIAN; cal++) {
+    int64_t unit, day, ns;
+    int readers;
+    if (cf_parse_units(units, (enum cf_calendar)cal, &unit, &readers, &day,
+                       &ns) == 0 &&
+        (unit <= 0 || !readers || ns < 0 || ns >= 86400000000000ll))
+      abort();
+  }
+  json_decref(attrs);
   return 0;
 }
