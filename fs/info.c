@@ -234,45 +234,6 @@ int info_format(const struct znode *n, const struct info_counts *counts,
 
 /* ---- a group like ncdump -h ---- */
 
-/* The names of a group's members. */
-struct kids {
-  char **v;
-  size_t n, cap;
-  int oom;
-};
-
-/* Add a member name; non-zero (stop) when out of memory. */
-static int kid_add(struct kids *k, const char *name) {
-  if (k->n == k->cap) {
-    size_t nc = k->cap ? 2 * k->cap : 16;
-    char **p = realloc(k->v, nc * sizeof *p);
-    if (!p)
-      return k->oom = 1;
-    k->v = p;
-    k->cap = nc;
-  }
-  if (!(k->v[k->n] = strdup(name)))
-    return k->oom = 1;
-  k->n++;
-  return 0;
-}
-
-/* store_list callback: directories may be members. */
-static int kid_stored(void *ud, const char *name, enum store_entry_type type,
-                      uint64_t size, int64_t mtime) {
-  (void)size;
-  (void)mtime;
-  return type == STORE_DIR ? kid_add(ud, name) : 0;
-}
-
-/* node_cons_children callback: members consolidated metadata names. */
-static int kid_cons(void *ud, const char *name) { return kid_add(ud, name); }
-
-/* qsort: names in strcmp order. */
-static int kid_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A dimension: its name and size (the first array naming it gives it). */
 struct dim {
   const char *name; /* borrowed from an array's metadata */
@@ -402,7 +363,7 @@ static void dim_list_end(struct dim_list *l) {
  * names it; then the arrays that give it another length, and the 1-D
  * arrays along it that NAME.csv leaves out, with why. */
 static void put_dim(FILE *f, struct engine *e, const struct znode *g,
-                    struct dim *dm, const struct kids *k,
+                    struct dim *dm, const struct node_members *k,
                     const struct znode **kn, int *oom) {
   uint64_t rows;
   struct zerr err = {0};
@@ -458,27 +419,12 @@ static void put_dim(FILE *f, struct engine *e, const struct znode *g,
  * consolidated metadata names. */
 static void group_summary(FILE *f, struct engine *e, const struct znode *n,
                           int *oom) {
-  struct kids k = {0};
+  struct node_members k = {0};
   const char *path = n->path ? n->path : "";
   struct zerr err = {0};
   /* what the store cannot list, consolidated metadata may */
-  int rc = store_list(e->store, path, kid_stored, &k, &err);
-  if (rc < 0 && zerr_is_transient(-rc))
+  if (node_members_load(e->nodes, path, &k, &err) < 0)
     k.oom = 1;
-  zerr_clear(&err);
-  if (node_cons_children(e->nodes, path, kid_cons, &k, &err) < 0)
-    k.oom = 1;
-  if (k.n)
-    qsort(k.v, k.n, sizeof *k.v, kid_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < k.n; i++) {
-    if (w && !strcmp(k.v[w - 1], k.v[i])) {
-      free(k.v[i]);
-      continue;
-    }
-    k.v[w++] = k.v[i];
-  }
-  k.n = w;
   const struct znode **kn = calloc(k.n ? k.n : 1, sizeof *kn);
   struct dim *dims = calloc(k.n * ZMETA_MAX_DIMS + 1, sizeof *dims);
   size_t ndims = 0, nvars = 0, ngroups = 0;
@@ -531,9 +477,7 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
   json_decref(ga);
   if (k.oom)
     *oom = 1;
-  for (size_t i = 0; i < k.n; i++)
-    free(k.v[i]);
-  free(k.v);
+  node_members_free(&k);
   free(kn);
   free(dims);
 }

@@ -511,6 +511,77 @@ int node_cons_children(struct node_table *t, const char *path,
   return rc;
 }
 
+/* ---- a group's members ---- */
+
+/* Add a member name; non-zero (stop) when out of memory. */
+static int members_add(struct node_members *m, const char *name) {
+  if (m->n == m->cap) {
+    size_t nc = m->cap ? 2 * m->cap : 16;
+    char **p = realloc(m->v, nc * sizeof *p);
+    if (!p)
+      return m->oom = 1;
+    m->v = p;
+    m->cap = nc;
+  }
+  if (!(m->v[m->n] = strdup(name)))
+    return m->oom = 1;
+  m->n++;
+  return 0;
+}
+
+/* store_list callback: directories may be members. */
+static int members_stored(void *ud, const char *name,
+                          enum store_entry_type type, uint64_t size,
+                          int64_t mtime) {
+  (void)size;
+  (void)mtime;
+  return type == STORE_DIR ? members_add(ud, name) : 0;
+}
+
+/* node_cons_children callback: members consolidated metadata names. */
+static int members_cons(void *ud, const char *name) {
+  return members_add(ud, name);
+}
+
+/* qsort: names in strcmp order. */
+static int members_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* See node.h. */
+int node_members_load(struct node_table *t, const char *path,
+                      struct node_members *m, struct zerr *err) {
+  int rc = store_list(t->store, path, members_stored, m, err);
+  if (rc < 0 && zerr_is_transient(-rc))
+    return rc;
+  zerr_clear(err); /* what the store cannot list, metadata may name */
+  if (node_cons_children(t, path, members_cons, m, err) < 0 || m->oom)
+    return zerr_set(err, ENOMEM, "out of memory listing a group");
+  if (m->n)
+    qsort(m->v, m->n, sizeof *m->v, members_cmp);
+  size_t w = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    if (w && !strcmp(m->v[w - 1], m->v[i])) {
+      free(m->v[i]);
+      continue;
+    }
+    m->v[w++] = m->v[i];
+  }
+  m->n = w;
+  return 0;
+}
+
+/* See node.h. */
+void node_members_free(struct node_members *m) {
+  if (!m)
+    return;
+  for (size_t i = 0; i < m->n; i++)
+    free(m->v[i]);
+  free(m->v);
+  m->v = NULL;
+  m->n = m->cap = 0;
+}
+
 /* ---- the table ---- */
 
 /* Which metadata names node_load reads at path: [*first, *last) of

@@ -188,6 +188,25 @@ int node_cons_is_dir(struct node_table *t, const char *path);
 int node_cons_children(struct node_table *t, const char *path,
                        zcons_child_cb cb, void *ud, struct zerr *err);
 
+/* The member names of a group: what the store lists (directories) and
+ * consolidated metadata names. */
+struct node_members {
+  char **v; /* names (owned), sorted in strcmp order, each once */
+  size_t n, cap;
+  int oom; /* a name could not be kept */
+};
+
+/* The members of the group at path ("" = root) into *m (zeroed by the
+ * caller; node_members_free, also after a failure). 0, or a transient
+ * failure with err set (a listing failing for now, out of memory); a
+ * listing failing otherwise leaves the names consolidated metadata
+ * gives. */
+int node_members_load(struct node_table *t, const char *path,
+                      struct node_members *m, struct zerr *err);
+
+/* Free the names of m; NULL-safe. */
+void node_members_free(struct node_members *m);
+
 /* Store key of chunk idx of node n (prefix included) into buf. */
 int node_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
                    size_t len);

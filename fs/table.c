@@ -24,44 +24,8 @@ struct member {
 
 struct members {
   struct member *v;
-  size_t n, cap;
-  int oom;
+  size_t n;
 };
-
-/* Add a member name; non-zero (stop) when out of memory. */
-static int mem_add(struct members *m, const char *name) {
-  if (m->n == m->cap) {
-    size_t nc = m->cap ? 2 * m->cap : 16;
-    struct member *p = realloc(m->v, nc * sizeof *p);
-    if (!p)
-      return m->oom = 1;
-    m->v = p;
-    m->cap = nc;
-  }
-  if (!(m->v[m->n].name = strdup(name)))
-    return m->oom = 1;
-  m->v[m->n].n = NULL;
-  m->v[m->n].dim = NULL;
-  m->n++;
-  return 0;
-}
-
-/* store_list callback: directories may be members. */
-static int mem_stored(void *ud, const char *name, enum store_entry_type type,
-                      uint64_t size, int64_t mtime) {
-  (void)size;
-  (void)mtime;
-  return type == STORE_DIR ? mem_add(ud, name) : 0;
-}
-
-/* node_cons_children callback: members consolidated metadata names. */
-static int mem_cons(void *ud, const char *name) { return mem_add(ud, name); }
-
-/* qsort: members in strcmp order of their names. */
-static int mem_cmp(const void *a, const void *b) {
-  return strcmp(((const struct member *)a)->name,
-                ((const struct member *)b)->name);
-}
 
 /* Free the names. */
 static void members_free(struct members *m) {
@@ -98,23 +62,17 @@ int table_takes(const struct znode *n, const char *dim, uint64_t nrows) {
 static int members_load(struct engine *e, const struct znode *g,
                         struct members *m, struct zerr *err) {
   const char *path = g->path ? g->path : "";
-  int rc = store_list(e->store, path, mem_stored, m, err);
-  if (rc < 0 && zerr_is_transient(-rc))
+  struct node_members names = {0};
+  int rc = node_members_load(e->nodes, path, &names, err);
+  if (rc == 0 && !(m->v = calloc(names.n ? names.n : 1, sizeof *m->v)))
+    rc = zerr_set(err, ENOMEM, "out of memory listing a group");
+  if (rc < 0) {
+    node_members_free(&names);
     return rc;
-  zerr_clear(err); /* what the store cannot list, metadata may name */
-  if (node_cons_children(e->nodes, path, mem_cons, m, err) < 0 || m->oom)
-    return zerr_set(err, ENOMEM, "out of memory listing a group");
-  if (m->n)
-    qsort(m->v, m->n, sizeof *m->v, mem_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < m->n; i++) {
-    if (w && !strcmp(m->v[w - 1].name, m->v[i].name)) {
-      free(m->v[i].name);
-      continue;
-    }
-    m->v[w++] = m->v[i];
   }
-  m->n = w;
+  for (size_t i = 0; i < names.n; i++) /* the names change hands */
+    m->v[m->n++].name = names.v[i];
+  free(names.v);
   for (size_t i = 0; i < m->n; i++) {
     char child[4096];
     int cl = snprintf(child, sizeof child, "%s%s%s", path, *path ? "/" : "",
@@ -580,37 +538,36 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
   return rc;
 }
 
+/* Table `file` of g: 1 and its rows in *nrows (may be NULL), 0 when g
+ * has no such table, or a transient failure. */
+static int table_find(struct engine *e, const struct znode *g, const char *file,
+                      uint64_t *nrows, struct zerr *err) {
+  struct memo_ref *ref;
+  int rc = table_get(e, g, file, &ref, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  if (nrows)
+    *nrows = ((const struct table *)memo_obj(ref))->nrows;
+  memo_release(e->memo, ref);
+  return 1;
+}
+
 int table_rows(struct engine *e, const struct znode *g, const char *dim,
                uint64_t *nrows, struct zerr *err) {
   char file[TABLE_NAME_MAX + sizeof TABLE_SUFFIX];
   if (!*dim || strlen(dim) > TABLE_NAME_MAX || strchr(dim, '/'))
     return 0;
   snprintf(file, sizeof file, "%s%s", dim, TABLE_SUFFIX);
-  struct memo_ref *ref;
-  int rc = table_get(e, g, file, &ref, err);
-  if (rc == -ENOENT) {
-    zerr_clear(err);
-    return 0;
-  }
-  if (rc < 0)
-    return rc;
-  *nrows = ((const struct table *)memo_obj(ref))->nrows;
-  memo_release(e->memo, ref);
-  return 1;
+  return table_find(e, g, file, nrows, err);
 }
 
 int table_exists(struct engine *e, const struct znode *g, const char *file,
                  struct zerr *err) {
-  struct memo_ref *ref;
-  int rc = table_get(e, g, file, &ref, err);
-  if (rc == -ENOENT) {
-    zerr_clear(err);
-    return 0;
-  }
-  if (rc < 0)
-    return rc;
-  memo_release(e->memo, ref);
-  return 1;
+  return table_find(e, g, file, NULL, err);
 }
 
 /* The table of file, and its arithmetic size (0: not arithmetic): a pin

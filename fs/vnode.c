@@ -39,76 +39,12 @@ static uint64_t attrs_hash_of(json_t *attrs) {
 
 /* ---- the variables of a group ---- */
 
-/* Member names of a group, gathered from its listing and consolidated
- * metadata. */
-struct vmembers {
-  char **v;
-  size_t n, cap;
-  int oom;
-};
-
-/* Add a member name; non-zero (stop) when out of memory. */
-static int vm_add(struct vmembers *m, const char *name) {
-  if (m->n == m->cap) {
-    size_t nc = m->cap ? 2 * m->cap : 16;
-    char **p = realloc(m->v, nc * sizeof *p);
-    if (!p)
-      return m->oom = 1;
-    m->v = p;
-    m->cap = nc;
-  }
-  if (!(m->v[m->n] = strdup(name)))
-    return m->oom = 1;
-  m->n++;
-  return 0;
-}
-
-/* store_list callback: directories may be members. */
-static int vm_stored(void *ud, const char *name, enum store_entry_type type,
-                     uint64_t size, int64_t mtime) {
-  (void)size;
-  (void)mtime;
-  return type == STORE_DIR ? vm_add(ud, name) : 0;
-}
-
-/* node_cons_children callback: members consolidated metadata names. */
-static int vm_cons(void *ud, const char *name) { return vm_add(ud, name); }
-
-/* qsort: names in strcmp order. */
-static int vm_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The names of group path's members, sorted, each once. 0, or a
- * transient failure. */
-static int vm_load(struct node_table *t, const char *path, struct vmembers *m,
-                   struct zerr *err) {
-  int rc = store_list(t->store, path, vm_stored, m, err);
-  if (rc < 0 && zerr_is_transient(-rc))
-    return rc;
-  zerr_clear(err); /* what the store cannot list, metadata may name */
-  if (node_cons_children(t, path, vm_cons, m, err) < 0 || m->oom)
-    return zerr_set(err, ENOMEM, "out of memory listing a group");
-  if (m->n)
-    qsort(m->v, m->n, sizeof *m->v, vm_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < m->n; i++) {
-    if (w && !strcmp(m->v[w - 1], m->v[i])) {
-      free(m->v[i]);
-      continue;
-    }
-    m->v[w++] = m->v[i];
-  }
-  m->n = w;
-  return 0;
-}
-
 /* The arrays of group path as cfvars_new takes them: *in (n of them,
  * names borrowed from m, attributes owned: in_free), their metadata read
  * without making their nodes (node_peek: a member's own load would ask
  * for the group's variables again). */
 static int vm_peek(struct node_table *t, const char *path,
-                   const struct vmembers *m, struct cfvar_in **in,
+                   const struct node_members *m, struct cfvar_in **in,
                    struct zerr *err) {
   *in = calloc(m->n ? m->n : 1, sizeof **in);
   if (!*in)
@@ -157,17 +93,15 @@ static int group_vars(struct node_table *t, const char *path,
     *out = cv;
     return 0;
   }
-  struct vmembers m = {0};
+  struct node_members m = {0};
   struct cfvar_in *in = NULL;
-  int rc = vm_load(t, path, &m, err);
+  int rc = node_members_load(t, path, &m, err);
   if (rc == 0)
     rc = vm_peek(t, path, &m, &in, err);
   if (rc == 0)
     rc = cfvars_new(in, m.n, &cv, err);
   in_free(in, m.n);
-  for (size_t i = 0; i < m.n; i++)
-    free(m.v[i]);
-  free(m.v);
+  node_members_free(&m);
   if (rc < 0)
     return rc;
   struct cfvars *none = NULL; /* two arrays may build them: the first wins */
