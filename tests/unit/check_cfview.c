@@ -28,21 +28,6 @@ static void put_text(const char *rel, const char *text) {
   put_file(rel, text, strlen(text));
 }
 
-/* A V2 1-D array without compressor: .zarray and .zattrs. */
-static void put_v2(const char *name, int n, int chunk, const char *dtype,
-                   const char *fill, const char *attrs) {
-  char buf[1024], rel[128];
-  snprintf(buf, sizeof buf,
-           "{\"zarr_format\":2,\"shape\":[%d],\"chunks\":[%d],\"dtype\":\"%s\","
-           "\"fill_value\":%s,\"order\":\"C\",\"compressor\":null,"
-           "\"filters\":null}",
-           n, chunk, dtype, fill);
-  snprintf(rel, sizeof rel, "%s/.zarray", name);
-  put_text(rel, buf);
-  snprintf(rel, sizeof rel, "%s/.zattrs", name);
-  put_text(rel, attrs);
-}
-
 /* A V2 array of any shape, without compressor: .zarray and .zattrs. */
 static void put_nd(const char *name, const char *shape, const char *chunks,
                    const char *dtype, const char *fill, const char *attrs) {
@@ -56,6 +41,15 @@ static void put_nd(const char *name, const char *shape, const char *chunks,
   put_text(rel, buf);
   snprintf(rel, sizeof rel, "%s/.zattrs", name);
   put_text(rel, attrs);
+}
+
+/* A V2 1-D array without compressor: .zarray and .zattrs. */
+static void put_v2(const char *name, int n, int chunk, const char *dtype,
+                   const char *fill, const char *attrs) {
+  char shape[32], chunks[32];
+  snprintf(shape, sizeof shape, "[%d]", n);
+  snprintf(chunks, sizeof chunks, "[%d]", chunk);
+  put_nd(name, shape, chunks, dtype, fill, attrs);
 }
 
 /* Group nc as kerchunk shows a netCDF file: a noleap time and its bounds
