@@ -20,8 +20,10 @@
 # (tests/writers/cf_expect.py: times ISO 8601, floats shortest, masked
 # numbers nan, masked strings empty), and each table D.csv must hold
 # xarray's values of its columns (missing empty, integral floats with
-# .0). info.txt's dimension sizes must be the tables' row counts, and it
-# must name what phony_dim_0.csv leaves out. A vlen string variable
+# .0); in cf.nc every dimension of a 1-D variable has its table, whose
+# columns are xarray's variables along it (joined character arrays among
+# them). info.txt's dimension sizes must be the tables' row counts, and
+# it must name what phony_dim_0.csv leaves out. A vlen string variable
 # referenced by byte range (not inlined) is EIO with a log line saying it
 # must be inlined; inlined, it reads as xarray reads it. A float32 whose
 # fill_value JavaScript wrote as 100000002004087730000 mounts, and its
@@ -156,6 +158,8 @@ done
 
 cat >"$ZT_TMP/compare.py" <<'EOF'
 import csv
+import glob
+import os
 import sys
 import warnings
 
@@ -215,7 +219,10 @@ def expected(var, csvfield=False):
     return out
 
 
-def check(name, path, engine, **kw):
+def check(name, path, engine, columns, **kw):
+    """Each view of mount name against xarray (columns: and each table's
+    columns are xarray's variables along its dimension, joined character
+    arrays among them)."""
     ds = xr.open_dataset(path, engine=engine, **kw)
     bad = 0
     for v in ds.variables:
@@ -232,9 +239,15 @@ def check(name, path, engine, **kw):
             print(f"FAIL {name}: {v}: mount {lines[:-1][:12]!r}, "
                   f"xarray {want[:12]!r}")
             bad += 1
-    for path in sorted(__import__("glob").glob(f"{tmp}/{name}/*.csv")):
+    for path in sorted(glob.glob(f"{tmp}/{name}/*.csv")):
         rows = list(csv.reader(open(path, newline="", encoding="utf-8")))
         head, body = rows[0], rows[1:]
+        dim = path.split("/")[-1][:-4]
+        along = sorted(v for v in ds.variables if ds[v].dims == (dim,))
+        if columns and sorted(head) != along:
+            print(f"FAIL {name}: {dim}.csv has the columns {head!r}, "
+                  f"xarray the variables {along!r}")
+            bad += 1
         for j, col in enumerate(head):
             var = ds[col]
             want = expected(var, csvfield=True)
@@ -243,12 +256,17 @@ def check(name, path, engine, **kw):
                 print(f"FAIL {name}: {path.split('/')[-1]} column {col}: "
                       f"{got[:8]!r}, xarray {want[:8]!r}")
                 bad += 1
+    for dim in ds.dims if columns else ():
+        if (any(ds[v].dims == (dim,) for v in ds.variables)
+                and not os.path.exists(f"{tmp}/{name}/{dim}.csv")):
+            print(f"FAIL {name}: no table {dim}.csv")
+            bad += 1
     if not bad:
         print(f"PASS {name}: every variable and table equals xarray's")
 
 
-check("cf", f"{tmp}/cf.nc", "netcdf4")
-check("h5", f"{tmp}/h5.h5", "h5netcdf", phony_dims="access")
+check("cf", f"{tmp}/cf.nc", "netcdf4", True)
+check("h5", f"{tmp}/h5.h5", "h5netcdf", False, phony_dims="access")
 EOF
 out=$("$PY" "$ZT_TMP/compare.py" "$W" "$ZT_TMP" 2>&1)
 while IFS= read -r line; do
