@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../fs/render.h"
+#include "../fs/text/render.h"
 
 #define BENCH_N (1u << 20)
 

@@ -9,13 +9,13 @@
 
 #include "../src/io/bytesrc.h"
 #include "../src/store/store.h"
-#include "engine.h"
-#include "info.h"
-#include "namespace.h"
-#include "node.h"
-#include "ns_dir.h"
-#include "view.h"
-#include "zfs_errno.h"
+#include "engine/engine.h"
+#include "views/info.h"
+#include "namespace/namespace.h"
+#include "engine/node.h"
+#include "namespace/ns_dir.h"
+#include "views/view.h"
+#include "namespace/zfs_errno.h"
 
 /* Bytes per read: the size of the mount's FUSE requests. */
 #define CMD_PIECE (1u << 20)

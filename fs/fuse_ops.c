@@ -22,14 +22,14 @@
 #include <unistd.h>
 
 #include "../src/util/log.h"
-#include "engine.h"
-#include "info.h"
-#include "inodes.h"
-#include "namespace.h"
-#include "ns_dir.h"
-#include "stats.h"
-#include "view.h"
-#include "zfs_errno.h"
+#include "engine/engine.h"
+#include "views/info.h"
+#include "namespace/inodes.h"
+#include "namespace/namespace.h"
+#include "namespace/ns_dir.h"
+#include "engine/stats.h"
+#include "views/view.h"
+#include "namespace/zfs_errno.h"
 
 /* ---- helpers ---- */
 

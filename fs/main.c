@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "fuse_ops.h"
 #include "../src/app/cli.h"
 #include "../src/store/confine.h"

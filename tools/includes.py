@@ -12,6 +12,9 @@ are the layers; LAYERS says which folders each may include. Tests, bench
 and examples sit above everything and are not drawn."""
 import os, re, sys
 
+# Everything below fs/: what each folder of fs/ may include besides fs/.
+BELOW_FS = ["src/util", "src/json", "src/zarr", "src/io", "src/net",
+            "src/store", "src/store/icechunk", "src/app", "codecs"]
 # folder -> folders it may include (besides itself), lowest layer first.
 LAYERS = [
     ("src/util", []),
@@ -21,10 +24,15 @@ LAYERS = [
     ("src/net", ["src/util", "src/io"]),
     ("codecs", ["src/util", "src/json", "src/zarr", "src/io"]),
     ("src/store", ["src/util", "src/json", "src/zarr", "src/io", "src/net"]),
+    ("src/store/icechunk", ["src/util", "src/json", "src/zarr", "src/io",
+                            "src/net", "src/store"]),
     ("src/app", ["src/util", "src/json", "src/zarr", "src/io", "src/net",
-                 "src/store"]),
-    ("fs", ["src/util", "src/json", "src/zarr", "src/io", "src/net",
-            "src/store", "src/app", "codecs"]),
+                 "src/store", "src/store/icechunk"]),
+    ("fs/text", BELOW_FS),
+    ("fs/engine", BELOW_FS + ["fs/text"]),
+    ("fs/views", BELOW_FS + ["fs/text", "fs/engine"]),
+    ("fs/namespace", BELOW_FS + ["fs/text", "fs/engine", "fs/views"]),
+    ("fs", BELOW_FS + ["fs/text", "fs/engine", "fs/views", "fs/namespace"]),
 ]
 ALLOWED = dict(LAYERS)
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -80,10 +88,12 @@ def cycles(graph):
 def draw(graph):
     out = ["Folders (an arrow is \"includes\"; each may include only what",
            "its row names):", ""]
+    width = max(len(f) for f, _ in LAYERS)
     for folder, allowed in LAYERS:
         used = sorted({folder_of(d) for m, ds in graph.items()
                        if folder_of(m) == folder for d in ds} - {folder})
-        out.append("%-10s -> %s" % (folder, ", ".join(used) or "(nothing)"))
+        out.append("%-*s -> %s" % (width, folder,
+                                   ", ".join(used) or "(nothing)"))
     out += ["", "Modules (a module is a .c/.h pair; includes across folders",
             "and within its own):", ""]
     for m in sorted(graph):

@@ -18,7 +18,7 @@
 #include "../json/jlex.h"
 #include "../util/buf.h"
 #include "../store/confine.h"
-#include "../store/icechunk.h"
+#include "../store/icechunk/icechunk.h"
 #include "../zarr/meta.h"
 #include "../net/s3.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/store/icechunk_fmt.h"
+#include "../../src/store/icechunk/icechunk_fmt.h"
 
 /* A visited reference: look it up by its own coordinates. */
 struct walk {

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/ns_dir.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/namespace/ns_dir.h"
 #include "../../src/store/store.h"
 
 #define I32(v) v, 0, 0, 0

@@ -18,10 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fs/cursor.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/view.h"
+#include "../../fs/engine/cursor.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/view.h"
 #include "../../src/util/pool.h"
 #include "teststore.h"
 

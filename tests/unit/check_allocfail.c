@@ -20,10 +20,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/ns_dir.h"
-#include "../../fs/view.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/namespace/ns_dir.h"
+#include "../../fs/views/view.h"
 #include "../../src/store/confine.h"
 #include "../../src/json/jdup.h"
 #include "../../src/util/log.h"

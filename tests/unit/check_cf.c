@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/cftext.h"
+#include "../../fs/text/cftext.h"
 #include "../../src/zarr/cf.h"
 #include "testutil.h"
 

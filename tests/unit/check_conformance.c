@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "../../src/json/zjson.h"
 #include "../../src/store/confine.h"
 #include "../../src/util/log.h"

@@ -20,8 +20,8 @@
 
 #include <zfp.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "../../src/util/log.h"
 #include "testutil.h"
 

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/dtoa.h"
-#include "../../fs/dtoa_pow10.h"
-#include "../../fs/render.h"
+#include "../../fs/text/dtoa.h"
+#include "../../fs/text/dtoa_pow10.h"
+#include "../../fs/text/render.h"
 #include "testutil.h"
 
 #if defined(__SANITIZE_ADDRESS__)

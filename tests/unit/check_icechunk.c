@@ -11,8 +11,8 @@
 #include "../../src/net/remote.h"
 #include "../../src/net/rversion.h"
 #include "../../src/net/s3.h"
-#include "../../src/store/icechunk.h"
-#include "../../src/store/icechunk_fmt.h"
+#include "../../src/store/icechunk/icechunk.h"
+#include "../../src/store/icechunk/icechunk_fmt.h"
 #include "../../src/store/store.h"
 #include "testutil.h"
 

@@ -17,8 +17,8 @@
 
 #include "../../codecs/chain.h"
 #include "../../codecs/codec.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "../../src/util/log.h"
 #include "testcodec.h"
 #include "teststore.h"

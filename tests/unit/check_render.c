@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/render.h"
+#include "../../fs/text/render.h"
 #include "testutil.h"
 
 /* Render a double (float64) and compare. */

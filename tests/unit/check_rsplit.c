@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fs/render.h"
-#include "../../fs/rsplit.h"
+#include "../../fs/text/render.h"
+#include "../../fs/text/rsplit.h"
 #include "../../src/util/pool.h"
 
 #define BLOCK 64

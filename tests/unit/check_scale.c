@@ -23,9 +23,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/view.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/view.h"
 #include "teststore.h"
 #include "testutil.h"
 

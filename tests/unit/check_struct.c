@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/rstruct.h"
+#include "../../fs/text/rstruct.h"
 #include "../../src/zarr/dtype_struct.h"
 #include "../../src/zarr/meta.h"
 #include "testutil.h"

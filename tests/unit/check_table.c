@@ -19,10 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fs/csvfield.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/table.h"
+#include "../../fs/text/csvfield.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/table.h"
 #include "teststore.h"
 #include "testutil.h"
 

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "../../src/store/confine.h"
 #include "../../src/util/log.h"
 #include "../../src/store/store.h"

@@ -18,8 +18,8 @@
 #include <zfp.h>
 
 #include "../../codecs/chain.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "../../src/util/log.h"
 #include "testcodec.h"
 #include "teststore.h"

@@ -1,0 +1,37 @@
+/* textprep.h - text preparation: decoded elements turned into the element
+ * type a node's text is rendered from, and the fill value's text.
+ *
+ * Fixed-width strings (numpy U and S) and raw bytes become variable-length
+ * strings or bytes (UTF-32 converted to UTF-8), optional strings and bytes
+ * become their text, structured records their lines (fs/rstruct.h); a
+ * node's fill text is one fill element through those same conversions
+ * and the renderers (fs/render.h), so a missing chunk reads exactly like
+ * a stored chunk full of fill values.
+ *
+ * Owns no state and takes no lock: pure functions over the caller's
+ * decoded elements, FUSE-free, thread-safe. Sits beside the text layouts
+ * (fs/text.h), below the node table (fs/node.c, fill text) and the unit
+ * decoder (fs/unit.c, every decoded unit). */
+#ifndef ZARRFS_TEXTPREP_H
+#define ZARRFS_TEXTPREP_H
+
+#include "../../codecs/chain.h"
+#include "text.h"
+
+/* Convert decoded elements of an array of data type dt, in place, into
+ * their text type (see struct znode.form): fixed-width strings to strings
+ * or bytes, optional strings and bytes and records to text; other types
+ * are left as they are. csv (a CSV form, struct text_form.csv):
+ * variable-length elements become their CSV fields instead
+ * (fs/csvtext.h). ab stays owned by the caller. */
+int textprep_to_text(const struct dtype *dt, int csv, struct abytes *ab,
+                     const struct codec_env *env, struct zerr *err);
+
+/* Set form->fill and form->fill_len (owned by the form's node, free()) to
+ * the text of one fill element of units described by uspec, of an array
+ * of data type dt; form->dt must be set already. */
+int textprep_fill_text(const struct codec_spec *uspec, const struct dtype *dt,
+                       const struct codec_env *env, struct text_form *form,
+                       struct zerr *err);
+
+#endif
