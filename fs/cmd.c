@@ -272,7 +272,7 @@ static void cmd_stat(struct cmd *c, const char *path, struct ns_entry *ent) {
           path);
 }
 
-/* info: the node's metadata, one field a line (fs/info.c). */
+/* info: the node's metadata, one field a line (fs/views/info.c). */
 static void cmd_info(struct cmd *c, const char *path, struct ns_entry *ent) {
   struct zerr err = {0};
   int rc = resolve(c, path, ent, &err);

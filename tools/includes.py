@@ -7,7 +7,7 @@
                                       may not), or on a docs/architecture.md
                                       whose generated graph is not this one
 
-A module is a .c/.h pair (fs/view.c and fs/view.h are one node). Folders
+A module is a .c/.h pair (fs/views/view.c and fs/views/view.h are one node). Folders
 are the layers; LAYERS says which folders each may include. Tests, bench
 and examples sit above everything and are not drawn."""
 import os, re, sys

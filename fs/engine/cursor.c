@@ -289,7 +289,7 @@ void cursor_fan_done(struct cursor_fan *f) {
  * and on every core. The cursor keeps those units pinned until the reader
  * passes them; how many is bounded by the engine's ahead budget (a part of
  * the cache) divided by the cost of the units read lately. A row of
- * units is likewise decoded by the workers together (fs/row.c). Jobs are
+ * units is likewise decoded by the workers together (fs/views/row.c). Jobs are
  * hints: a full queue or a failure only means the reader decodes itself
  * (and sees the failure, logged once by the engine). */
 

@@ -4,12 +4,14 @@
  *
  * The engine is a composition: engine_new and engine_free build and tear
  * down its parts, and the jobs live in modules of their own:
- *   fs/node.c      the node table (metadata, consolidated metadata, keys):
- *                  an object of its own, below the engine, which holds one
- *   fs/unit.c      decoded units through the memo (shard indexes, data
- *                  sections, direct reads through partial decoders,
- *                  sizes, presence), taking the engine as its context
- *   fs/textprep.c  decoded elements to their text type, fill text
+ *   fs/engine/node.c    the node table (metadata, consolidated metadata,
+ *                       keys): an object of its own, below the engine,
+ *                       which holds one
+ *   fs/engine/unit.c    decoded units through the memo (shard indexes,
+ *                       data sections, direct reads through partial
+ *                       decoders, sizes, presence), taking the engine as
+ *                       its context
+ *   fs/text/textprep.c  decoded elements to their text type, fill text
  * Only the node table's header is included here (by engine.c); the others
  * include this one, so the include graph has no circle. The few helpers
  * they need from the context (engine_log, engine_stopping,
@@ -18,7 +20,7 @@
  * Everything here is FUSE-free so tests and a future command-line front end
  * drive the same code. The engine owns every piece of shared mutable state
  * (the memo, the node table), each behind its own lock: the memo's (in
- * src/util/memo.c) and the node table's (in fs/node.c), both leaves. The
+ * src/util/memo.c) and the node table's (in fs/engine/node.c), both leaves. The
  * other fields are set by engine_new and read-only after it, except
  * `stopping` and `stats` (atomics, no lock) and the table of requests in
  * flight with its watchdog (reqs_lock, a leaf).
@@ -96,7 +98,7 @@ struct engine_config {
                             engine_views) */
 };
 
-/* Where the text views are (fs/namespace.c). */
+/* Where the text views are (fs/namespace/namespace.c). */
 enum engine_views {
   ENGINE_VIEWS_BESIDE = 0, /* K.txt beside chunk K, values.txt in arrays */
   ENGINE_VIEWS_TREE,       /* the store untouched; the views in a tree of
@@ -146,13 +148,13 @@ struct engine {
                                pinned */
   size_t render_max;        /* read-only: largest unit text kept rendered
                                whole */
-  struct pool *ahead;       /* owned: decode-ahead workers (fs/view.c), or
+  struct pool *ahead;       /* owned: decode-ahead workers (fs/views/view.c), or
                                NULL; guarded by the pool's own lock */
   size_t ahead_budget;      /* read-only: bytes a reader may have decoded
                                ahead */
   size_t cache_size;        /* read-only: the memo's budget */
-  struct node_table *nodes; /* owned: the node table (fs/node.h), guarded
-                               by the table's own lock (fs/node.c) */
+  struct node_table *nodes; /* owned: the node table (fs/engine/node.h), guarded
+                               by the table's own lock (fs/engine/node.c) */
   int no_consolidated;      /* read-only, from engine_config */
   int lazy_sizes;           /* read-only, from engine_config */
   int views;                /* read-only, from engine_config (enum
@@ -163,7 +165,7 @@ struct engine {
   atomic_int stopping;      /* no lock: set by engine_stop (signal-safe);
                                long loops and waits check it and give up
                                with -EINTR */
-  struct zfs_stats stats;   /* no lock: live counters (fs/stats.h),
+  struct zfs_stats stats;   /* no lock: live counters (fs/engine/stats.h),
                                relaxed atomics */
   struct engine_config cfg; /* read-only: what engine_new was given */
   struct icechunk *ic;      /* read-only: the Icechunk repository the

@@ -17,7 +17,7 @@
  * its own lock, a leaf: loading a node (store reads, ancestors' nodes,
  * logging) runs without it. Nodes are immutable once made. Also the names
  * derived from a node: chunk keys and memo keys. Needs nothing of the
- * engine (fs/engine.h), which sits above it. FUSE-free. */
+ * engine (fs/engine/engine.h), which sits above it. FUSE-free. */
 #ifndef ZARRFS_NODE_H
 #define ZARRFS_NODE_H
 
@@ -172,7 +172,7 @@ int node_cons_children(struct node_table *t, const char *path,
 int node_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
                    size_t len);
 
-/* Memo key of kind `level` (a memo level: fs/engine.h's enum
+/* Memo key of kind `level` (a memo level: fs/engine/engine.h's enum
  * engine_level) about node n for coordinates idx (ndim words; none when
  * idx is NULL) plus `extra` words (tags, indexes). */
 void node_key(struct memo_key *k, unsigned level, const struct znode *n,

@@ -1,7 +1,7 @@
 /* region.h - regions of units: the box of units a view reads, in C order
  * of its elements, and the lookups in a region's layout (which units are
  * stored, where each slab's text starts). The layout itself is built by
- * fs/layout.c; a read of a region is described by struct read_req.
+ * fs/views/layout.c; a read of a region is described by struct read_req.
  *
  * Slab k of a region holds the units whose first coordinate is lo[0]+k.
  * Pure functions on what the caller passes: no allocation, no lock. The
@@ -35,7 +35,7 @@ struct region {
 
 /* Where each slab's text starts, from the stored units' sizes: every unit
  * is first taken as the fill value (arithmetic), then corrected by the
- * difference each stored unit makes. Made by layout_get (fs/layout.h)
+ * difference each stored unit makes. Made by layout_get (fs/views/layout.h)
  * knowing which units are stored and none of their sizes; the sizes are
  * learned in C order as readers need them (layout_reach), so the layout
  * knows a prefix of the stored units: p_cum[i] is set for i < known, and
@@ -68,7 +68,7 @@ static inline uint64_t region_known(const struct region_layout *l) {
 struct read_req {
   struct engine *e;
   const struct znode *n;
-  struct view_cursor *c; /* the reader's cursor (fs/cursor.h), or NULL */
+  struct view_cursor *c; /* the reader's cursor (fs/engine/cursor.h), or NULL */
   int seq;               /* the reader goes through the view in sequence */
   uint64_t off;          /* where the read starts */
   size_t len;            /* bytes wanted */

@@ -7,7 +7,7 @@
  *
  * Owns no state of its own and takes no lock: what it caches lives in the
  * engine's memo (levels ELEVEL_SHARD_INDEX, ELEVEL_UNIT, ELEVEL_DATA,
- * ELEVEL_UNIT_SIZE, ELEVEL_PRESENCE of fs/engine.h), whose lock is taken
+ * ELEVEL_UNIT_SIZE, ELEVEL_PRESENCE of fs/engine/engine.h), whose lock is taken
  * inside memo.c only. Each fill asks only for lower levels (memo.h's wait
  * rule). A data error is logged here, once, naming the chunk's store key.
  * FUSE-free. */

@@ -1,5 +1,5 @@
 /* history.h - the history of an Icechunk mount as files, below the
- * control directory /.zarrfs (fs/namespace.c routes there):
+ * control directory /.zarrfs (fs/namespace/namespace.c routes there):
  *   branches/NAME/, tags/NAME/  the tree at that ref (as loaded at mount)
  *   snapshots/ID/               the tree at any snapshot the repository
  *                               lists (spec 2: its list; spec 1: every

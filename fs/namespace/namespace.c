@@ -288,7 +288,7 @@ static int resolve_made_up(struct engine *e, const char *key,
   return 0;
 }
 
-/* ---- the history tree below /.zarrfs (fs/history.h) ----
+/* ---- the history tree below /.zarrfs (fs/namespace/history.h) ----
  *
  * Paths below /.zarrfs of a mount that shows a history: the tree's own
  * directories and logs are entries of the mount's engine; a path inside a

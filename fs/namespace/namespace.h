@@ -5,13 +5,14 @@
  * attributes carry a CF encoding, struct znode.cf), an array's rows as
  * CSV (rows.csv beside values.txt in arrays of two or more dimensions,
  * struct znode.csv), an array's
- * description (info.txt beside values.txt, fs/info.h), or the mount's live
- * counters (/.zarrfs/stats, fs/stats.h: every layout, never listed), and
- * in a group a table D.csv per dimension of its 1-D arrays (fs/table.h). A
- * stored key always wins over a view name that collides with it. Entries the
- * store holds but cannot serve (STORE_OTHER: FIFOs, sockets, devices, links
- * leaving the store) are left out of listings; named directly, they and
- * their views resolve, and reading them fails with EIO. FUSE-free. */
+ * description (info.txt beside values.txt, fs/views/info.h), or the mount's
+ * live counters (/.zarrfs/stats, fs/engine/stats.h: every layout, never
+ * listed), and in a group a table D.csv per dimension of its 1-D arrays
+ * (fs/views/table.h). A stored key always wins over a view name that collides
+ * with it. Entries the store holds but cannot serve (STORE_OTHER: FIFOs,
+ * sockets, devices, links leaving the store) are left out of listings; named
+ * directly, they and their views resolve, and reading them fails with EIO.
+ * FUSE-free. */
 #ifndef ZARRFS_NAMESPACE_H
 #define ZARRFS_NAMESPACE_H
 
@@ -38,16 +39,17 @@ enum ns_kind {
   NS_INFO_VIEW, /* info.txt: node is the array (or broken node) */
   NS_STATS,     /* /.zarrfs/stats: new text on every read, size 0 (read
                    it without trusting its size: direct I/O) */
-  NS_HISTORY,   /* /.zarrfs/log/...: a ref's history (fs/history.h) */
-  NS_TABLE,     /* D.csv in a group: node is the group (fs/table.h) */
+  NS_HISTORY,   /* /.zarrfs/log/...: a ref's history (fs/namespace/history.h) */
+  NS_TABLE,     /* D.csv in a group: node is the group (fs/views/table.h) */
 };
 
 struct ns_entry {
   enum ns_kind kind;
   struct engine *eng;           /* the engine that serves it (borrowed): the one
                                    resolved with, or a sub-engine of it for a path
-                                   inside a history tree (fs/history.h); key, node
-                                   and reads belong to it */
+                                   inside a history tree
+                                   (fs/namespace/history.h); key, node and
+                                   reads belong to it */
   char key[4096];               /* store key (raw, dir) or array path (views) */
   const struct znode *node;     /* views: the array (borrowed from engine);
                                    CF views: the array's CF node (its cf);
@@ -73,7 +75,7 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
 
 struct view_cursor;
 /* Read from a view entry (not raw: raw reads go through a byte source the
- * caller keeps open). c is the open file's cursor (fs/view.h), or NULL.
+ * caller keeps open). c is the open file's cursor (fs/views/view.h), or NULL.
  * Returns bytes read or a negative errno. */
 long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
                   size_t len, char *dst, struct view_cursor *c,
@@ -92,8 +94,8 @@ int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
  * the views without the stored files. */
 enum ns_layout { NS_L_BESIDE, NS_L_PLAIN, NS_L_TEXT };
 
-/* The rules a listing shares with resolving (fs/ns_dir.c lists exactly
- * the names ns_resolve resolves): */
+/* The rules a listing shares with resolving (fs/namespace/ns_dir.c lists
+ * exactly the names ns_resolve resolves): */
 /* Does key end with suffix? */
 int ns_ends_with(const char *s, const char *suffix);
 /* Does name (len bytes) end with suffix? */

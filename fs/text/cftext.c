@@ -1,5 +1,5 @@
 /* cftext.c - CF-decoded elements as text: numbers through the text
- * contract's renderer (fs/render.c), times in ISO 8601. */
+ * contract's renderer (fs/text/render.c), times in ISO 8601. */
 #include "cftext.h"
 
 #include <math.h>

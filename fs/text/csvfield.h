@@ -1,4 +1,5 @@
-/* csvfield.h - one value as a field of an RFC 4180 table (D.csv, fs/table.h):
+/* csvfield.h - one value as a field of an RFC 4180 table (D.csv,
+ * fs/views/table.h):
  *   text     written as it is, inside double quotes when it holds a comma,
  *            a double quote, CR or LF (each quote then doubled; newlines
  *            kept exactly, so a field may span lines)

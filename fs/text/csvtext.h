@@ -1,8 +1,8 @@
 /* csvtext.h - the fields of rows.csv (RFC 4180, UTF-8): one element of an
  * array as one CSV field.
- *   numbers, bool, times  as the text contract writes them (fs/render.h),
+ *   numbers, bool, times  as the text contract writes them (fs/text/render.h),
  *            or, for an array with a CF encoding, as values.cf.txt does
- *            (fs/cftext.h)
+ *            (fs/text/cftext.h)
  *   missing  an empty field: a value CF masks (fill value, _FillValue,
  *            missing_value), NaT, a zarrs.optional null at any layer
  *   string   its UTF-8 bytes as they are; in double quotes when they hold
@@ -10,17 +10,17 @@
  *            and every other byte (newlines too) kept exactly
  *   bytes    lowercase hex, two characters per byte (never quoted)
  *   record   one field per leaf field, a comma between two (made by
- *            fs/rstruct.h before the text layer: one element that holds
+ *            fs/text/rstruct.h before the text layer: one element that holds
  *            several fields, counted by the form's elem_fields)
  * A field is followed by ',' or, for the last element of a row, '\n': the
- * text layer writes those (fs/text.c). Variable-length elements are turned
+ * text layer writes those (fs/text/text.c). Variable-length elements are turned
  * into their fields once, when their unit is decoded (csvtext_prep), so
  * the text layer copies them as they are.
  *
  * Owns no state and takes no lock: functions over the caller's data (only
  * csvtext_prep allocates, the fields it hands to the caller's ab),
- * FUSE-free, thread-safe. Sits beside fs/cftext.h, below the text layouts
- * (fs/text.c) and the text preparation (fs/textprep.c). */
+ * FUSE-free, thread-safe. Sits beside fs/text/cftext.h, below the text layouts
+ * (fs/text/text.c) and the text preparation (fs/text/textprep.c). */
 #ifndef ZARRFS_CSVTEXT_H
 #define ZARRFS_CSVTEXT_H
 
@@ -31,7 +31,7 @@
 #include "../../src/zarr/cf.h"
 
 /* Longest field of one fixed-size element (it fits a render buffer,
- * RENDER_FIXED_MAX of fs/render.h). */
+ * RENDER_FIXED_MAX of fs/text/render.h). */
 #define CSVTEXT_MAX 64
 
 /* Write the field of one fixed-size element of data type dt (dt->size

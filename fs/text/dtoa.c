@@ -22,12 +22,12 @@
  *
  * All of this needs v/10^k and the ends of R scaled by 10^-k, compared
  * exactly with integers. Each is computed as 4x (two fraction bits) from
- * one 126-bit approximation of 10^-k (fs/dtoa_pow10.h, rounded up) and
+ * one 126-bit approximation of 10^-k (fs/text/dtoa_pow10.h, rounded up) and
  * rounded to odd: the lowest bit records "inexact", so comparing with an
  * even integer (4s, 4(s+1), 2(2s+1), ...) gives the exact answer. The
  * paper proves the 126-bit table is precise enough for every binary64
  * value. binary32 uses the same table and code; all 2^32 binary32
- * patterns have been compared with the exact search (fs/dtoa_exact.c;
+ * patterns have been compared with the exact search (fs/text/dtoa_exact.c;
  * check_dtoa's exhaustive mode).
  *
  * Binary64 normals (but powers of two and the few smallest exponents)
@@ -63,7 +63,7 @@
  * blocks (the highest non-zero byte), not searched for digit by digit.
  *
  * The exact search dtoa_shortest_exact, which the float search above is
- * checked against, is in fs/dtoa_exact.c. */
+ * checked against, is in fs/text/dtoa_exact.c. */
 #include "dtoa.h"
 
 #include <string.h>

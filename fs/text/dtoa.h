@@ -3,7 +3,7 @@
  * IEEE binary float up to 64 bits (an exact search, slower), and unsigned
  * integers.
  *
- * This module owns digit generation only; fs/render.c owns the text
+ * This module owns digit generation only; fs/text/render.c owns the text
  * layout (sign, point, exponent, nan/inf). Pure functions on const tables:
  * no allocation, no locale, no global mutable state, thread-safe. */
 #ifndef ZARRFS_DTOA_H
@@ -40,7 +40,7 @@ int dtoa_shortest_f64(uint64_t bits, char *d, int *x10);
 int dtoa_shortest_f32(uint32_t bits, char *d, int *x10);
 
 /* Shortest digits held in registers, for callers that lay text out with
- * wide stores (fs/rnum.c): the digits of dtoa_shortest_f64/f32 as 17
+ * wide stores (fs/text/rnum.c): the digits of dtoa_shortest_f64/f32 as 17
  * digit values, the first and two blocks of 8 in dtoa_swar8's order (the
  * earlier digit in the lower byte), padded with 0s. */
 struct dtoa_dec {

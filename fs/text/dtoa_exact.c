@@ -4,9 +4,9 @@
  * Free-format digit generation in the manner of Steele & White / Burger &
  * Dybvig, in 64- or 128-bit integers when the operands fit and in small
  * fixed-size big integers otherwise. float16 and bfloat16 use it: their
- * values are few and small, and the precision arguments of fs/dtoa.c's
+ * values are few and small, and the precision arguments of fs/text/dtoa.c's
  * searches are made for binary32/64 (a float16 is exactly a float32, but
- * its shortest digits are shorter). check_dtoa holds fs/dtoa.c's digits
+ * its shortest digits are shorter). check_dtoa holds fs/text/dtoa.c's digits
  * against it. */
 #include "dtoa.h"
 

@@ -2,7 +2,7 @@
  *
  * This is the hot path of `cat` on numeric arrays, so the numeric path
  * calls nothing that allocates or looks at the locale (no printf, no
- * strtod): integers and every float's digits come from fs/dtoa.c
+ * strtod): integers and every float's digits come from fs/text/dtoa.c
  * (Schubfach for float64/float32, its exact search for float16 and
  * bfloat16 and for render_float_exact, the reference check_dtoa compares
  * Schubfach with); this file lays the digits out as text.
@@ -34,7 +34,7 @@
  * in nested optional types a value missing inside k present layers is
  * "null" in k pairs of brackets ("[null]" for Some(None), zarrs' JSON form).
  * Optional strings and bytes are converted to text before rendering
- * (fs/textprep.c), with render_optional_null for the missing ones. No
+ * (fs/text/textprep.c), with render_optional_null for the missing ones. No
  * present value may read as a missing one: numbers, bools, dates and hex
  * never do; a string that would, or that starts with the backslash used to
  * mark it, gets a backslash in front (render_optional_escaped), so a line
@@ -537,7 +537,7 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
   }
 }
 
-/* Lines of a run: numbers by fs/rnum.c, other kinds element by element. */
+/* Lines of a run: numbers by fs/text/rnum.c, other kinds element by element. */
 size_t render_fixed_run(const struct dtype *dt, const void *src, size_t n,
                         char *dst) {
   if (rnum_has(dt->kind))

@@ -1,7 +1,7 @@
 /* render.h - element -> text for the text views (the text contract).
  *
- * One element per line; the newline is added by the caller (fs/text.c), never
- * by these functions.
+ * One element per line; the newline is added by the caller
+ * (fs/text/text.c), never by these functions.
  *   bool     true / false
  *   integers decimal
  *   floats   shortest text that reads back to the same value at the
@@ -48,7 +48,7 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf);
  * host byte order): each element's render_fixed text and '\n', into dst,
  * which holds at least n * RENDER_RUN_ROOM bytes. Returns the bytes
  * written; bytes of dst past them are undefined (numbers are written with
- * scratch past each text, fs/rnum.c). */
+ * scratch past each text, fs/text/rnum.c). */
 size_t render_fixed_run(const struct dtype *dt, const void *src, size_t n,
                         char *dst);
 

@@ -7,7 +7,7 @@
  *     counted with ctz and shifted out, and the 8 bytes are stored at
  *     once; with SSE2, two such values at a time in one register; wider
  *     values are two such blocks, or dtoa_u64 past 10^16;
- *   - floats take Schubfach's digits in registers (fs/dtoa.c's struct
+ *   - floats take Schubfach's digits in registers (fs/text/dtoa.c's struct
  *     dtoa_dec: 17 digits, '0' padded) and are laid out by fixed 8-byte
  *     stores: the plain form writes all 17 digits, then the point and the
  *     digits after it shifted by one, and the length alone says which

@@ -1,5 +1,5 @@
 /* rnum.h - runs of numbers -> lines of text, for the text views' hot
- * loop (fs/text.c renders a unit's elements a block at a time).
+ * loop (fs/text/text.c renders a unit's elements a block at a time).
  *
  * Each element's text is the one render_fixed gives (render.h's text
  * contract), followed by '\n'. Unlike render_fixed, a run may write

@@ -1,7 +1,7 @@
 /* rsplit.h - the lines of a long run of fixed-size elements rendered by
  * several threads: the caller renders the first part, idle workers of a
  * pool the others, each into a buffer of its own, and the caller appends
- * their texts in order (fs/text.c, when a unit is rendered whole).
+ * their texts in order (fs/text/text.c, when a unit is rendered whole).
  *
  * A run is split only as many ways as the pool has idle workers, plus
  * the caller: in a pipeline that keeps every worker busy (a `cat` decoding

@@ -146,7 +146,7 @@ int rstruct_element(const struct dtype *dt, const uint8_t *elem,
 
 /* The CSV fields of the record at elem, a comma between two: each field
  * as rstruct_field_raw writes it, a scalar NaT empty, quoted as RFC 4180
- * asks (fs/csvfield.h); tmp is scratch. */
+ * asks (fs/text/csvfield.h); tmp is scratch. */
 int rstruct_csv_element(const struct dtype *dt, const uint8_t *elem,
                         struct zbuf *tmp, struct zbuf *out, struct zerr *err) {
   const struct dtype_struct *st = dt->st;
@@ -169,7 +169,7 @@ int rstruct_csv_element(const struct dtype *dt, const uint8_t *elem,
 }
 
 /* Records to text elements, as the fixed-width strings become strings in
- * fs/textprep.c: the element bytes are replaced by offsets and text (each
+ * fs/text/textprep.c: the element bytes are replaced by offsets and text (each
  * record's line, or with csv its CSV fields). */
 static int records_to(const struct dtype *dt, int csv, struct abytes *ab,
                       const struct codec_env *env, struct zerr *err) {

@@ -2,7 +2,7 @@
  *
  * One element is one line: its leaf fields (src/zarr/dtype_struct.h) in
  * field order, separated by a tab. A field is written by the text
- * contract of its own type (fs/render.h), read in its own byte order;
+ * contract of its own type (fs/text/render.h), read in its own byte order;
  * numpy S and V fields as lowercase hex like bytes (S without its
  * trailing NULs), U fields as UTF-8 without their trailing NULs, with a
  * tab or newline in them shown as a space so that a line keeps its
@@ -10,9 +10,9 @@
  * space. No newline is written.
  *
  * Pure functions over the caller's bytes, FUSE-free, thread-safe. Called
- * by the text preparation (fs/textprep.c), which turns a structured unit
+ * by the text preparation (fs/text/textprep.c), which turns a structured unit
  * into string elements, one per record (its line, or for rows.csv its CSV
- * fields), and by the tables (fs/tblock.c), one column per field. */
+ * fields), and by the tables (fs/views/tblock.c), one column per field. */
 #ifndef ZARRFS_RSTRUCT_H
 #define ZARRFS_RSTRUCT_H
 
@@ -45,9 +45,9 @@ enum rstruct_csv {
 enum rstruct_csv rstruct_field_csv(const struct dtype_field *f);
 
 /* Append the fields of the record at elem as CSV fields of rows.csv
- * (fs/csvtext.h), a comma between two and none after the last: each as
+ * (fs/text/csvtext.h), a comma between two and none after the last: each as
  * rstruct_field_raw writes it, a scalar `NaT` as an empty field, text in
- * double quotes when it holds a comma, a quote, CR or LF (fs/csvfield.h).
+ * double quotes when it holds a comma, a quote, CR or LF (fs/text/csvfield.h).
  * tmp is the caller's scratch buffer. */
 int rstruct_csv_element(const struct dtype *dt, const uint8_t *elem,
                         struct zbuf *tmp, struct zbuf *out, struct zerr *err);

@@ -384,7 +384,7 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
 }
 
 /* A CSV unit of variable-length elements, which arrive as their fields
- * in memory (fs/csvtext.h): its text made whole here, fields and
+ * in memory (fs/text/csvtext.h): its text made whole here, fields and
  * separators, so that reads copy and lines are found by csvtext_skip. */
 static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
                              struct zerr *err) {

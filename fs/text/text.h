@@ -40,13 +40,13 @@ struct text_form {
   uint64_t fill_len; /* bytes of fill, without the newline */
   const struct cf *cf; /* the CF views' form (values.cf.txt): elements
                           decoded as src/zarr/cf.h says and written by
-                          fs/cftext.h (owned by the node); NULL: the text
+                          fs/text/cftext.h (owned by the node); NULL: the text
                           contract's own rendering of dt */
   int csv;          /* rows.csv's form: each element its CSV field
-                       (fs/csvtext.h), followed by ',' or, for the last
-                       element of a row, '\n'; variable-length elements
-                       arrive as their fields (textprep), of type string.
-                       0: one element per line */
+                       (fs/text/csvtext.h), followed by ',' or, for the
+                       last element of a row, '\n'; variable-length
+                       elements arrive as their fields (textprep), of type
+                       string. 0: one element per line */
   uint64_t row_len; /* csv: the array's length along its last dimension */
   size_t elem_fields; /* csv: CSV fields per element (a record's leaf
                          fields); 0: one */
@@ -83,7 +83,7 @@ int text_fill_unit(const struct text_form *form, const uint64_t *shape,
  * loaded into memory (capped by max_bytes); their text, rendered to be
  * measured, is kept whole when it fits in render_max bytes (0: never),
  * and the elements are then dropped; idle workers of helpers (may be
- * NULL) render parts of a long run (fs/rsplit.h). stop (may be NULL)
+ * NULL) render parts of a long run (fs/text/rsplit.h). stop (may be NULL)
  * makes a long layout give up with -EINTR. New reference in *out. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
@@ -110,7 +110,7 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
                      struct zerr *err);
 
 /* Write the text of one fixed-size element (form->dt.size bytes in host
- * order) into buf (RENDER_FIXED_MAX bytes, fs/render.h); returns its
+ * order) into buf (RENDER_FIXED_MAX bytes, fs/text/render.h); returns its
  * length. CF forms decode it first; a time beyond what xarray can hold
  * (cf_decode's -ERANGE) is written as the stored number. */
 size_t text_render_fixed(const struct text_form *form, const void *elem,

@@ -3,15 +3,15 @@
  *
  * Fixed-width strings (numpy U and S) and raw bytes become variable-length
  * strings or bytes (UTF-32 converted to UTF-8), optional strings and bytes
- * become their text, structured records their lines (fs/rstruct.h); a
+ * become their text, structured records their lines (fs/text/rstruct.h); a
  * node's fill text is one fill element through those same conversions
- * and the renderers (fs/render.h), so a missing chunk reads exactly like
+ * and the renderers (fs/text/render.h), so a missing chunk reads exactly like
  * a stored chunk full of fill values.
  *
  * Owns no state and takes no lock: pure functions over the caller's
  * decoded elements, FUSE-free, thread-safe. Sits beside the text layouts
- * (fs/text.h), below the node table (fs/node.c, fill text) and the unit
- * decoder (fs/unit.c, every decoded unit). */
+ * (fs/text/text.h), below the node table (fs/engine/node.c, fill text) and the
+ * unit decoder (fs/engine/unit.c, every decoded unit). */
 #ifndef ZARRFS_TEXTPREP_H
 #define ZARRFS_TEXTPREP_H
 
@@ -23,7 +23,7 @@
  * or bytes, optional strings and bytes and records to text; other types
  * are left as they are. csv (a CSV form, struct text_form.csv):
  * variable-length elements become their CSV fields instead
- * (fs/csvtext.h). ab stays owned by the caller. */
+ * (fs/text/csvtext.h). ab stays owned by the caller. */
 int textprep_to_text(const struct dtype *dt, int csv, struct abytes *ab,
                      const struct codec_env *env, struct zerr *err);
 

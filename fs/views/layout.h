@@ -1,4 +1,4 @@
-/* layout.h - the layout of a region (struct region_layout, fs/region.h):
+/* layout.h - the layout of a region (struct region_layout, fs/engine/region.h):
  * where each slab's text starts, from the sizes of the units the store
  * holds, and so the region's text size.
  *

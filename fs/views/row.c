@@ -290,7 +290,7 @@ static int row_cold_fits(const struct engine *e, const struct znode *n,
 }
 
 /* Read through slab k's row: the segments of its units in turn (or in
- * bands, fs/rowband.h). */
+ * bands, fs/views/rowband.h). */
 long row_read(const struct read_req *q, const struct region *r,
               const struct region_layout *l, uint64_t k) {
   struct memo_key key;

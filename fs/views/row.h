@@ -13,7 +13,7 @@
  * The first read of a large slab out of sequence holds only the units it
  * shows (the rows before it measured one unit at a time), so a cold read
  * of a wide slab does not hold the whole row. A slab whose row would hold
- * more than a row may is read in bands (fs/rowband.h) instead.
+ * more than a row may is read in bands (fs/views/rowband.h) instead.
  * No lock of its own: the memo's and the pool's, never held across a
  * call out. */
 #ifndef ZARRFS_ROW_H

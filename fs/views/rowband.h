@@ -1,5 +1,5 @@
 /* rowband.h - reading a slab of several units in *bands*, and what rows
- * (fs/row.h) and bands share: the segments of a slab (one row of elements
+ * (fs/views/row.h) and bands share: the segments of a slab (one row of elements
  * of one unit each) and its units pinned one at a time.
  *
  * A row holds every unit of its slab decoded at once. When that would

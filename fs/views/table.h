@@ -8,17 +8,17 @@
  * order); 1-D arrays along D of another length, and arrays whose views
  * cannot be read, are left out. Values are those of values.cf.txt where
  * the array has CF attributes (src/zarr/cf.h), else of values.txt, each
- * written as fs/csvfield.h says; strings are the bytes as stored
+ * written as fs/text/csvfield.h says; strings are the bytes as stored
  * (newlines kept), bytes hex. A row of one empty field is written `""`,
  * so that readers that skip blank lines do not drop it. A 1-D structured
- * array gives one column per leaf field, named ARRAY.FIELD (fs/rstruct.h),
+ * array gives one column per leaf field, named ARRAY.FIELD (fs/text/rstruct.h),
  * at the array's place in the order.
  *
- * The text is rendered in blocks of TBLOCK_ROWS rows (fs/tblock.h), each a memo
- * object (ELEVEL_TABLE_BLOCK) made from its columns' units (fs/unit.h),
- * whose size is learned as a value when it is rendered. The layout (where
- * every block starts, ELEVEL_TABLE_LAYOUT) renders each block not learned
- * yet and keeps only their sizes, so memory stays within the memo's
+ * The text is rendered in blocks of TBLOCK_ROWS rows (fs/views/tblock.h), each
+ * a memo object (ELEVEL_TABLE_BLOCK) made from its columns' units
+ * (fs/engine/unit.h), whose size is learned as a value when it is rendered. The
+ * layout (where every block starts, ELEVEL_TABLE_LAYOUT) renders each block not
+ * learned yet and keeps only their sizes, so memory stays within the memo's
  * budget whatever the table's length. A read uses the layout when there
  * is one, else walks the learned block sizes from the start, rendering
  * only the blocks it reaches (lazy sizes: `head` costs the first blocks).

@@ -1,12 +1,12 @@
-/* tblock.h - one block of rows of a table D.csv (fs/table.h) rendered:
- * each column's fields read from its units (fs/unit.h: the text of
+/* tblock.h - one block of rows of a table D.csv (fs/views/table.h) rendered:
+ * each column's fields read from its units (fs/engine/unit.h: the text of
  * values.txt or values.cf.txt, one line a row) or, for strings and bytes,
  * from its chunks decoded with their element bytes as stored (memo level
  * ELEVEL_TABLE, so newlines stay newlines), then the rows written field
- * by field as fs/csvfield.h says. A structured array gives one column per
- * leaf field, each read from its chunks' records (fs/rstruct.h). Also the table's description that
- * fs/table.c makes and this module reads. Holds no lock of its own (the
- * memo's); FUSE-free. */
+ * by field as fs/text/csvfield.h says. A structured array gives one column per
+ * leaf field, each read from its chunks' records (fs/text/rstruct.h). Also the
+ * table's description that fs/views/table.c makes and this module reads. Holds
+ * no lock of its own (the memo's); FUSE-free. */
 #ifndef ZARRFS_TBLOCK_H
 #define ZARRFS_TBLOCK_H
 

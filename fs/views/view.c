@@ -1,7 +1,7 @@
 /* view.c - sizes and ranged reads of chunk views and array views (see
  * view.h for the model): a read finds the slabs of its region in the
  * layout and reads each through its unit (a slab of one unit) or its row
- * (fs/row.c). */
+ * (fs/views/row.c). */
 #include "view.h"
 
 #include <string.h>

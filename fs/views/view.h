@@ -1,11 +1,11 @@
 /* view.h - the text views: a chunk's view (K.txt) and an array's view
  * (values.txt). Sizes and reads, FUSE-free.
  *
- * Both views walk a *region* (fs/region.h): a box of units read in C
+ * Both views walk a *region* (fs/engine/region.h): a box of units read in C
  * order of their elements (the array view: every unit; a chunk view: the
  * chunk's one unit, or the inner chunks of a shard). Slab k of a region
  * holds the units whose first coordinate is lo[0]+k. A region's layout
- * (fs/layout.h) knows where each slab's text starts from the stored
+ * (fs/views/layout.h) knows where each slab's text starts from the stored
  * units' sizes alone; units the store does not hold are the fill value,
  * and their text is arithmetic, so a sparse or never-written array costs
  * nothing per missing chunk.
@@ -13,12 +13,12 @@
  * A slab of one unit (1-D arrays, and N-D arrays whose units span the
  * trailing dimensions) is read from that unit's text. A slab of several
  * units interleaves them row by row, so it is read through a *row*
- * (fs/row.h): every unit of the slab decoded once, so that each unit is
+ * (fs/views/row.h): every unit of the slab decoded once, so that each unit is
  * decoded once per pass over the slab and never once per row of elements.
  *
  * Reads go through the memo (src/util/memo.h). A reader may pass a cursor
- * (one per open file, fs/cursor.h): it keeps what that reader used pinned
- * and has the units after it decoded ahead. This module holds no lock of
+ * (one per open file, fs/engine/cursor.h): it keeps what that reader used
+ * pinned and has the units after it decoded ahead. This module holds no lock of
  * its own. */
 #ifndef ZARRFS_VIEW_H
 #define ZARRFS_VIEW_H

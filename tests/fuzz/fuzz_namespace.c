@@ -1,5 +1,5 @@
-/* fuzz_namespace.c - the path namespace (fs/namespace.c): which path is a
- * directory, a stored key, a chunk view (K.txt) or an array view
+/* fuzz_namespace.c - the path namespace (fs/namespace/namespace.c): which path
+ * is a directory, a stored key, a chunk view (K.txt) or an array view
  * (values.txt), with the chunk key parsing behind it; then what stat,
  * readdir and read do with the entry. Input: a path (up to its first NUL).
  * The store is a small fixed tree (V3 group, numeric and string arrays, a

@@ -2,7 +2,7 @@
  * leaf fields (offsets, item size, byte orders, subarrays, nested and
  * repeated records, numpy's names for padding), a table of hostile or
  * malformed lists that must be refused with a message naming the
- * problem, and the line a record renders to (fs/rstruct.h). */
+ * problem, and the line a record renders to (fs/text/rstruct.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* icechunk.h - an open Icechunk repository, and stores presenting one of
- * its snapshots as a Zarr V3 key space (src/store/store_icechunk.c).
+ * its snapshots as a Zarr V3 key space (src/store/icechunk/store_icechunk.c).
  *
  * A repository (struct icechunk) holds the store of its files (a local
  * directory, or a remote store: http(s):// and s3:// read the same way),

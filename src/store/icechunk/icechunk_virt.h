@@ -1,5 +1,5 @@
 /* icechunk_virt.h - the virtual chunks of an Icechunk repository
- * (src/store/icechunk_virt.c), for store_icechunk.c alone.
+ * (src/store/icechunk/icechunk_virt.c), for store_icechunk.c alone.
  *
  * A virtual chunk is read only when its URL lies under one of the
  * repository's virtual chunk containers (the one with the longest
