@@ -10,12 +10,12 @@
 #include "../src/io/bytesrc.h"
 #include "../src/store/store.h"
 #include "engine/engine.h"
-#include "views/info.h"
-#include "namespace/namespace.h"
 #include "engine/node.h"
+#include "namespace/namespace.h"
 #include "namespace/ns_dir.h"
-#include "views/view.h"
 #include "namespace/zfs_errno.h"
+#include "views/info.h"
+#include "views/view.h"
 
 /* Bytes per read: the size of the mount's FUSE requests. */
 #define CMD_PIECE (1u << 20)

@@ -24,13 +24,13 @@
 
 #include "../src/util/log.h"
 #include "engine/engine.h"
-#include "views/info.h"
+#include "engine/stats.h"
 #include "namespace/inodes.h"
 #include "namespace/namespace.h"
 #include "namespace/ns_dir.h"
-#include "engine/stats.h"
-#include "views/view.h"
 #include "namespace/zfs_errno.h"
+#include "views/info.h"
+#include "views/view.h"
 
 /* ---- helpers ---- */
 

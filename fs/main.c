@@ -18,16 +18,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/app/cli.h"
+#include "../src/app/mountpoint.h"
+#include "../src/app/source.h"
+#include "../src/net/remote.h"
+#include "../src/store/confine.h"
+#include "../src/store/store.h"
+#include "../src/util/log.h"
 #include "cmd.h"
 #include "engine/engine.h"
 #include "fuse_ops.h"
-#include "../src/app/cli.h"
-#include "../src/store/confine.h"
-#include "../src/util/log.h"
-#include "../src/app/mountpoint.h"
-#include "../src/net/remote.h"
-#include "../src/app/source.h"
-#include "../src/store/store.h"
 #include <fuse_lowlevel.h>
 
 /* ---- shutdown on SIGTERM, SIGINT, SIGHUP ---- */

@@ -19,9 +19,9 @@
 
 #include "../../codecs/abytes.h"
 #include "../../src/util/memo.h"
+#include "../text/text.h"
 #include "engine.h"
 #include "node.h"
-#include "../text/text.h"
 
 /* Decoded unit `idx` of array node n, read from the store (a missing chunk
  * or an empty inner chunk gives a fill unit). Returns a pin on the memo

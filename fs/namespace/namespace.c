@@ -7,12 +7,12 @@
 
 #include "../../codecs/chain.h"
 #include "../../codecs/codec.h"
-#include "history.h"
-#include "../views/info.h"
 #include "../engine/node.h"
 #include "../engine/stats.h"
+#include "../views/info.h"
 #include "../views/table.h"
 #include "../views/view.h"
+#include "history.h"
 
 /* Drop leading slashes: FUSE paths are absolute, store keys are not. */
 const char *ns_path_key(const char *path) {

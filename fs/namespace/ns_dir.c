@@ -7,12 +7,12 @@
 
 #include "../../codecs/chain.h"
 #include "../../codecs/codec.h"
-#include "history.h"
-#include "../views/info.h"
 #include "../engine/node.h"
 #include "../engine/stats.h"
+#include "../views/info.h"
 #include "../views/table.h"
 #include "../views/view.h"
+#include "history.h"
 
 /* ---- listings ----
  *

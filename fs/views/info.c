@@ -12,8 +12,8 @@
 #include "../../src/store/presence.h"
 #include "../engine/engine.h"
 #include "../engine/node.h"
-#include "../text/rstruct.h"
 #include "../engine/unit.h"
+#include "../text/rstruct.h"
 
 #define XATTR_PREFIX "user.zarr."
 

@@ -7,10 +7,10 @@
 #include "../../codecs/abytes.h"
 #include "../../codecs/chain.h"
 #include "../../src/util/buf.h"
+#include "../engine/unit.h"
 #include "../text/csvfield.h"
 #include "../text/rstruct.h"
 #include "../text/textprep.h"
-#include "../engine/unit.h"
 
 /* ---- string and bytes columns: chunks with their element bytes ---- */
 

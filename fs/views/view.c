@@ -8,8 +8,8 @@
 
 #include "../../codecs/chain.h"
 #include "../engine/cursor.h"
-#include "layout.h"
 #include "../engine/region.h"
+#include "layout.h"
 #include "row.h"
 
 /* See view.h. */

@@ -13,14 +13,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../util/file.h"
-#include "../json/zjson.h"
 #include "../json/jlex.h"
-#include "../util/buf.h"
+#include "../json/zjson.h"
+#include "../net/s3.h"
 #include "../store/confine.h"
 #include "../store/icechunk/icechunk.h"
+#include "../util/buf.h"
+#include "../util/file.h"
 #include "../zarr/meta.h"
-#include "../net/s3.h"
 
 /* Root metadata larger than this is not metadata. */
 #define ROOT_META_MAX (64 << 20)

@@ -24,10 +24,10 @@
 #include "../../fs/namespace/namespace.h"
 #include "../../fs/namespace/ns_dir.h"
 #include "../../fs/views/view.h"
-#include "../../src/store/confine.h"
 #include "../../src/json/jdup.h"
-#include "../../src/util/log.h"
+#include "../../src/store/confine.h"
 #include "../../src/store/store.h"
+#include "../../src/util/log.h"
 #include "allocfail.h"
 #include "testutil.h"
 

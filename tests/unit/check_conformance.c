@@ -12,8 +12,8 @@
 #include "../../fs/namespace/namespace.h"
 #include "../../src/json/zjson.h"
 #include "../../src/store/confine.h"
-#include "../../src/util/log.h"
 #include "../../src/store/store.h"
+#include "../../src/util/log.h"
 #include "testutil.h"
 
 /* Float width of a data type name or numpy dtype string (0: not float). */

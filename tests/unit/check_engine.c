@@ -11,8 +11,8 @@
 #include <zstd.h>
 
 #include "../../fs/engine/engine.h"
-#include "../../fs/views/info.h"
 #include "../../fs/namespace/namespace.h"
+#include "../../fs/views/info.h"
 #include "../../fs/views/view.h"
 #include "../../src/util/log.h"
 #include "testutil.h"

@@ -12,12 +12,12 @@
 #include "../../fs/engine/engine.h"
 #include "../../fs/namespace/namespace.h"
 #include "../../fs/namespace/ns_dir.h"
-#include "../../src/store/confine.h"
 #include "../../src/json/jdup.h"
+#include "../../src/store/confine.h"
 #include "../../src/store/kerchunk.h"
-#include "../../src/util/log.h"
 #include "../../src/store/manifest.h"
 #include "../../src/store/store.h"
+#include "../../src/util/log.h"
 #include "testutil.h"
 
 /* A listing collected as "name/" for directories and "name=size". */

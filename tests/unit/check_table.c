@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fs/text/csvfield.h"
 #include "../../fs/engine/engine.h"
 #include "../../fs/namespace/namespace.h"
+#include "../../fs/text/csvfield.h"
 #include "../../fs/views/table.h"
 #include "teststore.h"
 #include "testutil.h"

@@ -22,8 +22,8 @@
 #include "../../fs/engine/engine.h"
 #include "../../fs/namespace/namespace.h"
 #include "../../src/store/confine.h"
-#include "../../src/util/log.h"
 #include "../../src/store/store.h"
+#include "../../src/util/log.h"
 #include "teststore.h"
 #include "testutil.h"
 

@@ -35,8 +35,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "icechunk_fmt.h"
 #include "../store.h"
+#include "icechunk_fmt.h"
 
 struct icechunk;
 struct confine;

@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "../../json/flatbuf.h"
-#include "icechunk_common.h"
 #include "../store.h"
+#include "icechunk_common.h"
 
 /* Largest ref.json and config.yaml read. */
 #define ICEFMT_SMALL_MAX (1u << 20)
