@@ -449,6 +449,8 @@ int main(int argc, char **argv) {
   } else if (cfg->action == CLI_VERSION) {
     printf("zarrfs %s\n", PACKAGE_VERSION);
     printf("FUSE library version %s\n", fuse_pkgversion());
+    if (*ZFS_WITHOUT) /* configure --without-LIB: their codecs are refused */
+      printf("built without: %s\n", ZFS_WITHOUT);
   } else if (cfg->action == CLI_TOOL) {
     status = tool_run(cfg);
   } else {
