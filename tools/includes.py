@@ -14,7 +14,8 @@ import os, re, sys
 
 # Everything below fs/: what each folder of fs/ may include besides fs/.
 BELOW_FS = ["src/util", "src/json", "src/zarr", "src/io", "src/net",
-            "src/store", "src/store/icechunk", "src/app", "codecs"]
+            "src/parquet", "src/store", "src/store/icechunk", "src/app",
+            "codecs"]
 # folder -> folders it may include (besides itself), lowest layer first.
 LAYERS = [
     ("src/util", []),
@@ -22,12 +23,14 @@ LAYERS = [
     ("src/zarr", ["src/util", "src/json"]),
     ("src/io", ["src/util"]),
     ("src/net", ["src/util", "src/io"]),
+    ("src/parquet", ["src/util"]),
     ("codecs", ["src/util", "src/json", "src/zarr", "src/io"]),
-    ("src/store", ["src/util", "src/json", "src/zarr", "src/io", "src/net"]),
+    ("src/store", ["src/util", "src/json", "src/zarr", "src/io", "src/net",
+                   "src/parquet"]),
     ("src/store/icechunk", ["src/util", "src/json", "src/zarr", "src/io",
                             "src/net", "src/store"]),
     ("src/app", ["src/util", "src/json", "src/zarr", "src/io", "src/net",
-                 "src/store", "src/store/icechunk"]),
+                 "src/parquet", "src/store", "src/store/icechunk"]),
     ("fs/text", BELOW_FS),
     ("fs/engine", BELOW_FS + ["fs/text"]),
     ("fs/views", BELOW_FS + ["fs/text", "fs/engine"]),

@@ -1,9 +1,12 @@
 /* source.c - SOURCE: refuse a local one that cannot be a Zarr store before
  * anything starts, then open the store it names (a local directory, a
- * kerchunk reference file, or the same over http(s):// or s3://) with its
- * remote context and the roots its references may read. FUSE-free. */
+ * kerchunk reference file, or the same over http(s)://, s3://, gs:// or
+ * az://) with its remote context and the roots its references may read.
+ * FUSE-free. */
+#define _GNU_SOURCE /* asprintf */
 #include "source.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -15,9 +18,12 @@
 
 #include "../json/jlex.h"
 #include "../json/zjson.h"
+#include "../net/azure.h"
 #include "../net/s3.h"
 #include "../store/confine.h"
 #include "../store/icechunk/icechunk.h"
+#include "../store/manifest.h"
+#include "../store/pqrefs.h"
 #include "../util/buf.h"
 #include "../util/file.h"
 #include "../zarr/meta.h"
@@ -145,6 +151,79 @@ static int refs_kind(const char *text, size_t len) {
   return more < 0 ? -1 : 0;
 }
 
+/* Is dir the folder of kerchunk Parquet references (a .zmetadata with
+ * record_size)? */
+static int dir_is_pqrefs(const char *dir) {
+  char p[4096];
+  if (snprintf(p, sizeof p, "%s/.zmetadata", dir) >= (int)sizeof p)
+    return 0;
+  char *text = NULL;
+  size_t len = 0;
+  struct zerr err = {0};
+  if (zread_file(p, ROOT_META_MAX, &text, &len, &err) < 0)
+    return 0;
+  int yes = pqrefs_is_zmetadata(text ? text : "", len);
+  free(text);
+  return yes;
+}
+
+/* The folder of Parquet references holding path (a record file or an
+ * array's folder of them): a walk up, bounded. 1 and the folder in out. */
+static int pqrefs_dir_for(const char *path, char *out, size_t outlen) {
+  char *real = realpath(path, NULL);
+  int found = 0;
+  for (int up = 0; real && up < 64 && !found; up++) {
+    char *slash = strrchr(real, '/');
+    if (!slash || slash == real)
+      break;
+    *slash = '\0';
+    if (dir_is_pqrefs(real)) {
+      snprintf(out, outlen, "%s", real);
+      found = 1;
+    }
+  }
+  free(real);
+  return found;
+}
+
+/* Does directory dir hold Parquet record files (refs.N.parq)? */
+static int dir_has_parq(const char *dir) {
+  char p[4096];
+  struct stat st;
+  if (snprintf(p, sizeof p, "%s/refs.0.parq", dir) >= (int)sizeof p)
+    return 0;
+  return stat(p, &st) == 0;
+}
+
+/* A SOURCE that is part of kerchunk Parquet references but not their
+ * folder (a refs.N.parq file, or the folder of one array's record files):
+ * say so, naming the folder to mount. 1 when said. */
+static int pqrefs_misnamed(const char *source, int is_file) {
+  if (is_file) {
+    FILE *fp = fopen(source, "rb");
+    char magic[4] = {0};
+    int par1 = fp && fread(magic, 1, 4, fp) == 4 && !memcmp(magic, "PAR1", 4);
+    if (fp)
+      fclose(fp);
+    if (!par1)
+      return 0;
+  } else if (!dir_has_parq(source)) {
+    return 0;
+  }
+  char dir[4096];
+  if (pqrefs_dir_for(source, dir, sizeof dir))
+    fprintf(stderr,
+            "zarrfs: %s: %s of kerchunk Parquet references: mount their "
+            "folder %s (the one with .zmetadata) instead\n",
+            source, is_file ? "a Parquet record file" : "record files", dir);
+  else
+    fprintf(stderr,
+            "zarrfs: %s: %s, but no folder above it has a .zmetadata with "
+            "record_size: not kerchunk Parquet references\n",
+            source, is_file ? "a Parquet file" : "Parquet record files");
+  return 1;
+}
+
 /* A regular file as SOURCE must be kerchunk references: a metadata file,
  * a file that is not JSON, or JSON that is not references (a `.zarray`
  * renamed, any other document) is refused, naming the directory to mount
@@ -154,6 +233,8 @@ static int refs_file_check(const char *source) {
   const char *base = strrchr(source, '/');
   base = base ? base + 1 : source;
   char dir[4096];
+  if (pqrefs_misnamed(source, 1))
+    return -1;
   if (is_meta_name(base, strlen(base))) {
     int found = store_dir_for(source, dir, sizeof dir);
     fprintf(stderr,
@@ -185,12 +266,36 @@ static int refs_file_check(const char *source) {
   return -1;
 }
 
+/* A SOURCE naming a scheme zarrfs does not read (file://, ftp://, ...):
+ * refused with the scheme and what is supported. 1 when refused. */
+static int scheme_check(const char *source) {
+  const char *p = source;
+  while (isalnum((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.')
+    p++;
+  if (p == source || strncmp(p, "://", 3) || !isalpha((unsigned char)*source))
+    return 0;
+  int n = (int)(p - source);
+  if (n == 4 && !strncasecmp(source, "file", 4))
+    fprintf(stderr,
+            "zarrfs: %s: the file:// scheme is not supported: give the path "
+            "itself (%s)\n",
+            source, p + 3);
+  else
+    fprintf(stderr,
+            "zarrfs: %s: the %.*s:// scheme is not supported (SOURCE is a "
+            "directory, a reference file, or an %s URL)\n",
+            source, n, source, remote_url_schemes());
+  return 1;
+}
+
 /* Refuse a local SOURCE that is missing, unreadable, or a directory
  * without Zarr root metadata, or with root metadata that does not parse. */
 int source_check(const char *source) {
   struct stat st;
   if (remote_is_url(source))
     return 0; /* checked when the store opens */
+  if (scheme_check(source))
+    return -1;
   if (stat(source, &st) < 0) {
     fprintf(stderr, "zarrfs: %s: %s\n", source, strerror(errno));
     return -1;
@@ -227,6 +332,10 @@ int source_check(const char *source) {
     snprintf(meta, sizeof meta, "%s/%s", source, roots[i]);
     found = stat(meta, &st) == 0 && S_ISREG(st.st_mode);
   }
+  if (!found && dir_is_pqrefs(source))
+    return 0; /* kerchunk Parquet references, checked when they open */
+  if (!found && pqrefs_misnamed(source, 0))
+    return -1;
   if (!found) {
     fprintf(stderr,
             "zarrfs: %s: no zarr.json (or .zgroup/.zarray): not a "
@@ -239,6 +348,22 @@ int source_check(const char *source) {
     return -1;
   }
   return root_meta_check(meta);
+}
+
+/* A hint for a refusal of a cloud SOURCE (403): the settings that give
+ * access, "" when none applies. */
+static const char *access_hint(const char *src) {
+  if (!strncmp(src, "az://", 5))
+    return " (check the Azure credentials: AZURE_STORAGE_KEY, "
+           "AZURE_STORAGE_SAS_TOKEN or AZURE_STORAGE_CONNECTION_STRING; "
+           "-o no_sign_request for a public container)";
+  if (!strncmp(src, "gs://", 5))
+    return " (check the HMAC keys GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY; "
+           "-o no_sign_request for a public bucket)";
+  if (!strncmp(src, "s3://", 5))
+    return " (check the AWS credentials; -o no_sign_request for a public "
+           "bucket)";
+  return "";
 }
 
 /* A URL naming a JSON file (a kerchunk reference file), not a store. */
@@ -262,7 +387,8 @@ static int remote_root_check(struct store *s, const char *src) {
     if (rc == 0 && t == STORE_FILE)
       return 1;
     if (rc < 0 && rc != -ENOENT) {
-      fprintf(stderr, "zarrfs: %s: %s\n", src, err.msg);
+      fprintf(stderr, "zarrfs: %s: %s%s\n", src, err.msg,
+              rc == -EACCES ? access_hint(s->location) : "");
       return -1;
     }
   }
@@ -270,19 +396,57 @@ static int remote_root_check(struct store *s, const char *src) {
 }
 
 /* The remote context from the options (S3 settings from the options, the
- * environment and ~/.aws). */
+ * environment and ~/.aws; Cloud Storage's and Azure's from the
+ * environment). -o endpoint names the endpoint of the SOURCE's service
+ * (s3://, gs://, az://); with any other SOURCE, S3's. */
 int source_remote_new(const struct cli_config *cfg, struct remote **out) {
   const struct cli_s3 *o = &cfg->s3;
-  struct s3_options so = {o->region, o->endpoint, o->profile,
+  const char *src = cfg->source;
+  char acct[128];
+  const char *rest = NULL;
+  int az_https = azure_url_account(src, acct, sizeof acct, &rest);
+  int gs = !strncmp(src, "gs://", 5), az = !strncmp(src, "az://", 5);
+  const char *ep = o->endpoint;
+  struct s3_options so = {o->region, gs || az ? NULL : ep, o->profile,
                           o->no_sign_request, o->requester_pays};
-  struct s3_config *s3;
+  struct s3_options go = {NULL, gs ? ep : NULL, NULL, o->no_sign_request, 0};
+  const char *q = az_https ? strchr(rest, '?') : NULL;
+  struct azure_options ao = {az ? ep : NULL, az_https ? acct : NULL,
+                             q ? q + 1 : NULL, o->no_sign_request};
+  struct s3_config *s3 = NULL, *gcs = NULL;
+  struct azure_config *azc = NULL;
   struct zerr err = {0};
   if (s3_config_load(&so, &s3, &err) < 0 ||
       remote_new(&cfg->remote, s3, out, &err) < 0) {
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     return -1;
   }
+  int rc = s3_config_load_gcs(&go, &gcs, &err);
+  if (rc == 0 && (rc = azure_config_load(&ao, &azc, &err)) < 0)
+    s3_config_free(gcs);
+  if (rc == 0) /* takes both over */
+    rc = remote_set_clouds(*out, gcs, azc, &err);
+  if (rc < 0) {
+    fprintf(stderr, "zarrfs: %s\n", err.msg);
+    remote_free(*out);
+    *out = NULL;
+    return -1;
+  }
   return 0;
+}
+
+/* The store URL of a SOURCE: az://CONTAINER/PATH for a
+ * https://ACCOUNT.blob.core.windows.net one (its SAS query dropped: the
+ * Azure settings carry it), else the SOURCE itself. malloc'd or NULL. */
+static char *source_url(const char *src) {
+  char acct[128];
+  const char *rest;
+  char *u = NULL;
+  if (!azure_url_account(src, acct, sizeof acct, &rest))
+    return strdup(src);
+  if (asprintf(&u, "az://%.*s", (int)strcspn(rest, "?#"), rest) < 0)
+    return NULL;
+  return u;
 }
 
 /* The allowed roots of manifest and reference targets: the reference
@@ -320,6 +484,11 @@ static int source_confine(const struct cli_config *cfg, struct remote *remote,
       return -1;
     }
   }
+  for (size_t i = 0; i < cfg->n_endpoints; i++)
+    if (confine_allow_endpoint(c, cfg->endpoints[i], &err) < 0) {
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      return -1;
+    }
   return 0;
 }
 
@@ -346,10 +515,10 @@ static int source_icechunk(const struct cli_config *cfg, struct confine *c,
             "repositories only\n",
             cfg->source);
   } else if (rc < 0) {
-    fprintf(stderr, "zarrfs: %s: %s\n", cfg->source, err.msg);
+    fprintf(stderr, "zarrfs: %s: %s%s\n", cfg->source, err.msg,
+            rc == -EACCES ? access_hint((*s)->location) : "");
   } else if (store_open_icechunk(*s, cfg->ref, cfg->snapshot, cfg->max_decode,
-                                 source_manifest_budget(cfg), c, s,
-                                 &err) < 0) {
+                                 source_manifest_budget(cfg), c, s, &err) < 0) {
     *s = NULL;
     fprintf(stderr, "zarrfs: %s: cannot open the Icechunk repository: %s\n",
             cfg->source, err.msg);
@@ -362,10 +531,30 @@ static int source_icechunk(const struct cli_config *cfg, struct confine *c,
   return -1;
 }
 
-/* Open the store the source names, by its kind. */
-int source_open(const struct cli_config *cfg, struct remote *remote,
-                struct confine **confine, struct store **out) {
-  const char *src = cfg->source;
+/* Replace *s (a local or remote store) by the store of the kerchunk
+ * Parquet references it holds, when its .zmetadata has record_size: 1
+ * done, 0 not Parquet references, -1 refused (said on stderr; *s freed
+ * and NULL). Record tables share the budget of Icechunk manifests. */
+static int source_pqrefs(const struct cli_config *cfg, struct confine *c,
+                         struct store **s) {
+  struct zerr err = {0};
+  int rc = store_wrap_pqrefs(*s, c, source_manifest_budget(cfg),
+                             cfg->max_decode, s, &err);
+  if (rc < 0) {
+    *s = NULL;
+    fprintf(stderr,
+            "zarrfs: %s: cannot open the kerchunk Parquet references: %s\n",
+            cfg->source, err.msg);
+    return -1;
+  }
+  return rc;
+}
+
+/* Open the store at src (cfg->source, or the az:// URL it names), by its
+ * kind. */
+static int source_open_at(const struct cli_config *cfg, const char *src,
+                          struct remote *remote, struct confine **confine,
+                          struct store **out) {
   struct zerr err = {0};
   struct stat sst;
   int is_url = remote_is_url(src);
@@ -391,6 +580,11 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
     /* Zarr metadata at the root first: a Zarr store costs no request for
      * Icechunk's files; -o ref / -o snapshot name a repository. */
     int zarr = cfg->ref || cfg->snapshot ? 0 : remote_root_check(*out, src);
+    if (zarr == 0 && !cfg->ref && !cfg->snapshot) {
+      int pq = source_pqrefs(cfg, c, out);
+      if (pq != 0)
+        return pq < 0 ? -1 : 0;
+    }
     if (zarr == 0) {
       int ice = source_icechunk(cfg, c, out);
       if (ice != 0)
@@ -423,6 +617,9 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     return -1;
   } else {
+    int pq = cfg->ref || cfg->snapshot ? 0 : source_pqrefs(cfg, c, out);
+    if (pq != 0)
+      return pq < 0 ? -1 : 0;
     int ice = source_icechunk(cfg, c, out);
     if (ice != 0)
       return ice < 0 ? -1 : 0;
@@ -442,4 +639,73 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
     return -1;
   }
   return 0;
+}
+
+/* A URL whose last segment is manifest.json (a VirtualiZarr manifest):
+ * its directory (malloc'd), else NULL. */
+static char *manifest_dir(const char *url) {
+  size_t n = strcspn(url, "?#");
+  if (n < 14 || strncmp(url + n - 14, "/manifest.json", 14))
+    return NULL;
+  return strndup(url, n - 14);
+}
+
+/* Does dir/zarr.json (an array) name the manifest at url? 1 yes, 0 no (a
+ * line on stderr saying what to do). */
+static int manifest_named(struct remote *remote, const char *dir,
+                          const char *url) {
+  char *zj = NULL, *named = NULL;
+  uint8_t *text = NULL;
+  size_t len;
+  struct zerr err = {0};
+  int ok = 0;
+  if (asprintf(&zj, "%s/zarr.json", dir) >= 0 &&
+      remote_read_all(remote, zj, ROOT_META_MAX, &text, &len, &err) == 0) {
+    json_t *j = zjson_loadb((const char *)text, len, &err);
+    json_t *t, *st = json_object_get(j, "storage_transformers");
+    size_t i;
+    json_array_foreach(st, i, t) {
+      const char *m = json_string_value(
+          json_object_get(json_object_get(t, "configuration"), "manifest"));
+      if (!m || strcmp(json_string_value(json_object_get(t, "name")) ?: "",
+                       "chunk-manifest-json"))
+        continue;
+      named = remote_is_url(m) ? strdup(m) : manifest_url_join(dir, m);
+      break;
+    }
+    json_decref(j);
+  }
+  size_t n = strcspn(url, "?#");
+  ok = named && strlen(named) == n && !strncmp(named, url, n);
+  if (!ok)
+    fprintf(stderr,
+            "zarrfs: %s: a VirtualiZarr manifest that no zarr.json beside it "
+            "names (%s): mount the array or the store whose zarr.json names "
+            "it\n",
+            url, text ? "its zarr.json names another" : "no zarr.json there");
+  free(named);
+  free(text);
+  free(zj);
+  return ok;
+}
+
+/* Open the store the source names (see source.h). A manifest.json URL
+ * mounts the array whose zarr.json, beside it, names it. */
+int source_open(const struct cli_config *cfg, struct remote *remote,
+                struct confine **confine, struct store **out) {
+  char *src = source_url(cfg->source);
+  *out = NULL;
+  if (!src) {
+    fprintf(stderr, "zarrfs: out of memory\n");
+    return -1;
+  }
+  char *dir = remote_is_url(src) ? manifest_dir(src) : NULL;
+  int rc = -1;
+  if (!dir)
+    rc = source_open_at(cfg, src, remote, confine, out);
+  else if (manifest_named(remote, dir, src))
+    rc = source_open_at(cfg, dir, remote, confine, out);
+  free(dir);
+  free(src);
+  return rc;
 }
