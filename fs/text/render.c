@@ -44,7 +44,7 @@
 #include <stdio.h> /* snprintf for datetime fields */
 #include <string.h>
 
-#include "../src/util/utf8.h"
+#include "../../src/util/utf8.h"
 #include "dtoa.h"
 #include "rnum.h"
 
