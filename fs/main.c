@@ -28,6 +28,8 @@
 #include "cmd.h"
 #include "engine/engine.h"
 #include "fuse_ops.h"
+#include "namespace/inodes.h"
+#include "namespace/namespace.h"
 #include <fuse_lowlevel.h>
 
 /* ---- shutdown on SIGTERM, SIGINT, SIGHUP ---- */
@@ -160,6 +162,26 @@ struct daemon {
   struct shutdown shut;
 };
 
+/* Have the kernel ask again for the attributes of path, when it holds
+ * it. Attributes only: dropping cached pages could wait for the very read
+ * that found the size wrong (their pages hold the truth: every byte
+ * served was placed by checked sizes, fs/layout.h). */
+static void daemon_inval_path(void *ud, const char *path) {
+  struct daemon *d = ud;
+  uint64_t ino = inodes_find(d->inodes, path);
+  if (ino)
+    fuse_lowlevel_notify_inval_inode(d->se, ino, -1, 0);
+}
+
+/* engine.size_grew: a unit's text is longer than the size the kernel may
+ * hold for the views of n that show it, and a reader would stop at their
+ * old end: the kernel asks for their size again before reading past it. */
+static void daemon_size_grew(void *ud, const struct znode *n,
+                             const uint64_t *idx) {
+  struct daemon *d = ud;
+  ns_unit_view_paths(d->engine, n, idx, daemon_inval_path, d);
+}
+
 /* Is there a syslog to send lines to? Without /dev/log (containers,
  * minimal systems) syslog(3) drops every line. */
 static int syslog_works(void) {
@@ -233,9 +255,10 @@ static int engine_open(const struct cli_config *cfg, struct remote **remote,
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     return -1;
   }
-  /* The persistent layout index, for stores whose objects have a
-   * modification time to know them by; one that cannot be opened only
-   * means sizes are learned again. */
+  /* The persistent layout index, for local stores (records are keyed by
+   * the version of a chunk's bytes, src/store/store.h store_version); one
+   * that cannot be opened or is refused (a directory others may write)
+   * only means sizes are learned again. */
   struct lxindex *lx = NULL;
   if (cfg->index_cache && !(*e)->store->remote) {
     if (lxindex_open(cfg->index_cache, cfg->index_cache_size, &lx, &err) < 0)
@@ -315,6 +338,8 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
       .inodes = d->inodes};
   d->se = fuse_session_new(&d->args, zfs_operations(),
                            sizeof(struct fuse_lowlevel_ops), &d->fctx);
+  d->engine->size_grew = daemon_size_grew;
+  d->engine->size_grew_ud = d;
   return d->se ? 0 : -1;
 }
 

@@ -857,6 +857,13 @@ void node_key(struct memo_key *k, unsigned level, const struct znode *n,
     memcpy(k->v + nd, extra, (size_t)nextra * sizeof *extra);
 }
 
+/* See node.h. Nodes are shared read-only but for this counter, which is
+ * atomic. */
+void node_sizes_changed(const struct znode *n) {
+  atomic_fetch_add_explicit(&((struct znode *)n)->sizes_gen, 1,
+                            memory_order_acq_rel);
+}
+
 /* Can views of n be read at all? */
 int node_check(const struct znode *n, struct zerr *err) {
   if (n->kind == ZNODE_ARRAY && n->chain)

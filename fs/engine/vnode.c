@@ -260,6 +260,7 @@ int vnode_set_cf(struct node_table *t, struct znode *n, const char *key,
     v->attrs_hash = attrs_hash_of(attrs) ^ (joined ? VNODE_JOIN_SALT : 0);
     v->cons = NULL;
     v->next = NULL;
+    atomic_init(&v->sizes_gen, 0);
     v->form.cf = c;
     v->form.fill = NULL;
     if (c->is_bytes) /* their text, not hex */
@@ -303,6 +304,7 @@ int vnode_set_csv(struct node_table *t, struct znode *n, const char *key,
   v->attrs_hash = attrs_hash_of(n->attrs);
   v->cons = NULL;
   v->next = NULL;
+  atomic_init(&v->sizes_gen, 0);
   v->form.csv = 1;
   v->form.row_len = n->meta->shape[n->meta->ndim - 1];
   if (n->meta->dtype.kind == DT_STRUCT && n->meta->dtype.st)

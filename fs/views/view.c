@@ -52,10 +52,19 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
   }
   struct memo_ref *ref, *dref = NULL;
   /* A unit too large to decode whole within the cache: read in windows
-   * that follow the reader (unit_windowed), nothing decoded ahead. */
-  long wgot = unit_windowed(e, n, idx)
-                  ? unit_read_window(e, n, idx, off, len, dst, &dref, err)
-                  : -ENOTSUP;
+   * that follow the reader (unit_windowed), nothing decoded ahead. Its
+   * text ends where its size says: a size the persistent index claimed
+   * is checked first (a decode checks the others). */
+  long wgot = -ENOTSUP;
+  if (unit_windowed(e, n, idx)) {
+    uint64_t size;
+    int claim;
+    ZTRY(unit_size_claim(e, n, idx, &size, &claim, err));
+    int vr = claim ? unit_size_verify(e, n, idx, size, err) : 0;
+    if (vr < 0)
+      return vr;
+    wgot = unit_read_window(e, n, idx, off, len, dst, &dref, err);
+  }
   if (wgot != -ENOTSUP) {
     cursor_note_cost(c, SIZE_MAX);
     cursor_keep(e, c, dref, 0);
@@ -114,9 +123,76 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
   return got;
 }
 
+/* How a read checks the sizes claimed before its text (layout_check): a
+ * reader that jumped has the workers help; the others (in order, a slice
+ * rendered ahead) go through a claim or two. */
+static enum layout_check_mode check_mode(const struct read_req *q) {
+  return q->seq ? LAYOUT_CHECK_ORDER : LAYOUT_CHECK_JUMP;
+}
+
+/* Layouts a read may find out of date (a size claimed by the persistent
+ * index, then contradicted) before it gives up: each one corrects a
+ * unit's size, and a store that keeps changing is not read forever. */
+#define VIEW_LAYOUT_RETRIES 64
+
+/* One pass of region_read over layout l: the bytes read (or a negative
+ * errno), the last slab in *k, and in *upto the stored units whose sizes
+ * placed them (every one when it met the end of the text). */
+static long region_pass(const struct read_req *q, const struct region *r,
+                        struct region_layout *l, struct view_lend *lend,
+                        uint64_t *k, uint64_t *upto) {
+  struct engine *e = q->e;
+  const struct znode *n = q->n;
+  struct read_req u = *q; /* the part inside one slab */
+  size_t done = 0;
+  *upto = 0;
+  while (done < q->len) {
+    uint64_t pos = q->off + done, ended;
+    ZTRY(layout_reach(e, n, r, l, pos, &ended, q->err));
+    if (ended == r->nslabs && pos >= l->total) {
+      *upto = l->np; /* the end of the text: every size says where */
+      break;
+    }
+    *k = region_slab_find(n, r, l, ended, pos);
+    *upto = region_rank(l, (*k + 1) * r->per_slab);
+    if (pos == 0)
+      cursor_ahead_start(e, n, r, l, q->c, *k);
+    if (!done && u.seq) /* its units after decode while this one does */
+      cursor_ahead_plan(e, n, r, l, q->c, *k, 1);
+    uint64_t s0 = region_slab_off(n, r, l, *k);
+    uint64_t s1 = region_slab_off(n, r, l, *k + 1);
+    u.off = pos - s0;
+    u.len = q->len - done < s1 - pos ? q->len - done : (size_t)(s1 - pos);
+    u.dst = q->dst + done;
+    long got;
+    if (r->per_slab == 1) {
+      uint64_t idx[ZMETA_MAX_DIMS];
+      region_unit(r, *k, idx);
+      /* lent only when this unit holds the whole read */
+      got = read_unit(&u, idx, region_stored(l, *k),
+                      !done && u.len == q->len ? lend : NULL);
+    } else {
+      got = row_read(&u, r, l, *k);
+    }
+    if (got < 0)
+      return got;
+    if (got == 0)
+      return zerr_set(q->err, EIO, "view: chunk shorter than its size");
+    done += (size_t)got;
+  }
+  return (long)done;
+}
+
 /* Read across the slabs of a region (q->off: in the region's text). The
- * layout learns sizes only up to the slabs the read reaches. With lend:
- * a read inside one unit's text rendered whole is lent (read_unit). */
+ * layout learns sizes only up to the slabs the read reaches. Before the
+ * text goes out, the sizes the persistent index claimed for the units
+ * that placed it are checked (layout_check; the read's own units were
+ * checked by their decode): when one is wrong (or the node's sizes
+ * changed meanwhile), the read is made again on a new layout, whose text
+ * before that unit is the same. Checking after the read, not before it,
+ * lets readers of the same text (the kernel's read-ahead, the slices)
+ * decode their units at once and wait only for the check. With lend: a
+ * read inside one unit's text rendered whole is lent (read_unit). */
 static long region_read(const struct read_req *q, const struct region *r,
                         struct view_lend *lend) {
   struct engine *e = q->e;
@@ -124,52 +200,38 @@ static long region_read(const struct read_req *q, const struct region *r,
   struct memo_ref *lref;
   ZTRY(layout_get(e, n, r, &lref, q->err));
   struct region_layout *l = (struct region_layout *)memo_obj(lref);
-  struct read_req u = *q; /* the part inside one slab */
-  size_t done = 0;
-  long rc = 0;
-  uint64_t k = 0;
-  while (done < q->len) {
-    uint64_t pos = q->off + done, ended;
-    if ((rc = layout_reach(e, n, r, l, pos, &ended, q->err)) < 0)
-      break;
-    if (ended == r->nslabs && pos >= l->total)
-      break; /* the end of the text */
-    k = region_slab_find(n, r, l, ended, pos);
-    if (pos == 0)
-      cursor_ahead_start(e, n, r, l, q->c, k);
-    if (!done && u.seq) /* its units after decode while this one does */
-      cursor_ahead_plan(e, n, r, l, q->c, k, 1);
-    uint64_t s0 = region_slab_off(n, r, l, k);
-    uint64_t s1 = region_slab_off(n, r, l, k + 1);
-    u.off = pos - s0;
-    u.len = q->len - done < s1 - pos ? q->len - done : (size_t)(s1 - pos);
-    u.dst = q->dst + done;
-    long got;
-    if (r->per_slab == 1) {
-      uint64_t idx[ZMETA_MAX_DIMS];
-      region_unit(r, k, idx);
-      /* lent only when this unit holds the whole read */
-      got = read_unit(&u, idx, region_stored(l, k),
-                      !done && u.len == q->len ? lend : NULL);
-    } else {
-      got = row_read(&u, r, l, k);
+  long rc;
+  uint64_t k = 0, upto;
+  for (int tries = 0;; tries++) {
+    rc = region_pass(q, r, l, lend, &k, &upto);
+    int stale = node_sizes_gen(n) != l->gen;
+    if (!stale && (rc >= 0 || !zerr_is_transient((int)-rc))) {
+      int c = layout_check(e, n, r, l, upto, check_mode(q), q->err);
+      if (c < 0) {
+        rc = c;
+        break;
+      }
+      stale = c;
     }
-    if (got < 0) {
-      rc = got;
+    if (!stale)
       break;
+    if (lend && lend->obj) { /* placed by a wrong size: not lent */
+      zobj_put(lend->obj);
+      *lend = (struct view_lend){0};
     }
-    if (got == 0) {
-      rc = zerr_set(q->err, EIO, "view: chunk shorter than its size");
-      break;
-    }
-    done += (size_t)got;
+    zerr_clear(q->err);
+    memo_release(e->memo, lref);
+    if (tries == VIEW_LAYOUT_RETRIES)
+      return zerr_set(q->err, EIO, "view: chunk sizes keep changing");
+    ZTRY(layout_get(e, n, r, &lref, q->err));
+    l = (struct region_layout *)memo_obj(lref);
   }
-  if (rc == 0 && done)
+  if (rc > 0)
     cursor_ahead_plan(e, n, r, l, q->c, k, 0);
   cursor_keep(e, q->c, lref, 1);
   /* Never a short read on error: the kernel takes a short read as the end
    * of the file, and the reader would see truncated text and no error. */
-  return rc < 0 ? rc : (long)done;
+  return rc;
 }
 
 /* ---- reads through slices ---- */
@@ -245,8 +307,10 @@ int view_chunk_size_known(struct engine *e, const struct znode *n,
     return memo_value_peek(e->memo, &k, size);
   }
   node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
-  if (memo_value_peek(e->memo, &k, size))
+  if (memo_value_peek(e->memo, &k, size)) {
+    *size &= ~UNIT_SIZE_CLAIM;
     return 1;
+  }
   /* decoding the unit reads its index, not its data */
   if (!(chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX) || n->form.csv)
     return 0;
