@@ -98,6 +98,9 @@ struct view_cursor {
   struct cursor_slice sl[CURSOR_SLICES];
   struct slice_buf *spare[CURSOR_SPARES];
   int nspare;
+  /* A reader's own state for another kind of view (cursor_ext_put). */
+  void *ext;
+  void (*ext_free)(struct engine *e, void *p);
 };
 
 static void slice_buf_put(struct view_cursor *c, struct slice_buf *b);
@@ -155,7 +158,12 @@ void cursor_free(struct engine *e, struct view_cursor *c) {
   }
   while (c->nspare)
     sdrop[ns++] = c->spare[--c->nspare];
+  void *ext = c->ext;
+  void (*ext_free)(struct engine *, void *) = c->ext_free;
+  c->ext = NULL;
   pthread_mutex_unlock(&c->lock);
+  if (ext)
+    ext_free(e, ext);
   for (int i = 0; i < ns; i++) /* closed: none is kept */
     slice_buf_put(c, sdrop[i]);
   for (int i = 0; i < nd; i++)
@@ -164,6 +172,38 @@ void cursor_free(struct engine *e, struct view_cursor *c) {
   for (uint32_t i = 0; i < npf; i++)
     store_prefetch_drop(e->store, c->pf[i].hint);
   cursor_unref(c);
+}
+
+/* See cursor.h. */
+void *cursor_ext_take(struct view_cursor *c) {
+  if (!c)
+    return NULL;
+  pthread_mutex_lock(&c->lock);
+  void *p = c->ext;
+  c->ext = NULL;
+  pthread_mutex_unlock(&c->lock);
+  return p;
+}
+
+/* See cursor.h. */
+void cursor_ext_put(struct engine *e, struct view_cursor *c, void *p,
+                    void (*free_fn)(struct engine *e, void *p)) {
+  if (!p)
+    return;
+  void *old = p;
+  void (*old_free)(struct engine *, void *) = free_fn;
+  if (c) {
+    pthread_mutex_lock(&c->lock);
+    if (!c->closed) {
+      old = c->ext;
+      old_free = c->ext_free;
+      c->ext = p;
+      c->ext_free = free_fn;
+    }
+    pthread_mutex_unlock(&c->lock);
+  }
+  if (old)
+    old_free(e, old);
 }
 
 /* Drop a cursor's windows beyond the first `keep`. */
@@ -583,8 +623,8 @@ void cursor_ahead_start(struct engine *e, const struct znode *n,
     return;
   pthread_mutex_lock(&c->lock);
   if (!c->npf && !c->pf_win && !c->pf_next) {
-    c->pf_win = r->per_slab < CURSOR_PF_MAX ? (uint32_t)r->per_slab
-                                            : CURSOR_PF_MAX;
+    c->pf_win =
+        r->per_slab < CURSOR_PF_MAX ? (uint32_t)r->per_slab : CURSOR_PF_MAX;
     pf_plan(e, n, r, l, c, k * r->per_slab, 0);
     c->pf_win = 0; /* the sequential window starts as always */
   }

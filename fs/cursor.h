@@ -71,6 +71,17 @@ void cursor_free(struct engine *e, struct view_cursor *c);
  * kept as its layout (is_layout) or as its newest window. */
 void cursor_keep(struct engine *e, struct view_cursor *c, struct memo_ref *r,
                  int is_layout);
+/* What a reader of a view the cursor does not know keeps between reads
+ * (a table's pins and position, fs/table.c), owned by the cursor while
+ * it is there. take: moved out for the length of one read (NULL when
+ * there is none, or another read of the file has it; NULL c: NULL).
+ * put: moved back; it replaces (frees) what another read put meanwhile,
+ * and is freed at once when c is NULL or closed. cursor_free frees what
+ * is there, with free_fn, after its lock is dropped. */
+void *cursor_ext_take(struct view_cursor *c);
+void cursor_ext_put(struct engine *e, struct view_cursor *c, void *p,
+                    void (*free_fn)(struct engine *e, void *p));
+
 /* About to decode what key names: make room in the cache by dropping c's
  * windows when the pins exceed it (NULL c: nothing). */
 void cursor_room(struct engine *e, struct view_cursor *c,
