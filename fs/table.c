@@ -12,117 +12,7 @@
 #include "layout.h"
 #include "region.h"
 #include "tblock.h"
-
-/* ---- the group's members ---- */
-
-/* A member of the group: its name, and its node when it is a readable
- * 1-D array with a dimension name (else n is NULL). */
-struct member {
-  char *name;
-  const struct znode *n;
-  const char *dim; /* borrowed from n's metadata */
-};
-
-struct members {
-  struct member *v;
-  size_t n, cap;
-  int oom;
-};
-
-/* Add a member name; non-zero (stop) when out of memory. */
-static int mem_add(struct members *m, const char *name) {
-  if (m->n == m->cap) {
-    size_t nc = m->cap ? 2 * m->cap : 16;
-    struct member *p = realloc(m->v, nc * sizeof *p);
-    if (!p)
-      return m->oom = 1;
-    m->v = p;
-    m->cap = nc;
-  }
-  if (!(m->v[m->n].name = strdup(name)))
-    return m->oom = 1;
-  m->v[m->n].n = NULL;
-  m->v[m->n].dim = NULL;
-  m->n++;
-  return 0;
-}
-
-/* store_list callback: directories may be members. */
-static int mem_stored(void *ud, const char *name, enum store_entry_type type,
-                      uint64_t size, int64_t mtime) {
-  (void)size;
-  (void)mtime;
-  return type == STORE_DIR ? mem_add(ud, name) : 0;
-}
-
-/* node_cons_children callback: members consolidated metadata names. */
-static int mem_cons(void *ud, const char *name) { return mem_add(ud, name); }
-
-/* qsort: members in strcmp order of their names. */
-static int mem_cmp(const void *a, const void *b) {
-  return strcmp(((const struct member *)a)->name,
-                ((const struct member *)b)->name);
-}
-
-/* Free the names. */
-static void members_free(struct members *m) {
-  for (size_t i = 0; i < m->n; i++)
-    free(m->v[i].name);
-  free(m->v);
-}
-
-/* The dimension name of n when it is a readable 1-D array with one that
- * may name a file (V3 `dimension_names`, else V2 `_ARRAY_DIMENSIONS`),
- * else NULL. */
-static const char *dim_of(const struct znode *n) {
-  if (n->kind != ZNODE_ARRAY || !n->meta || !n->chain || n->meta->ndim != 1)
-    return NULL;
-  json_t *d = json_object_get(n->meta->root, "dimension_names");
-  if (!d && n->attrs)
-    d = json_object_get(n->attrs, "_ARRAY_DIMENSIONS");
-  const char *s = json_string_value(json_array_get(d, 0));
-  if (!s || !*s || strlen(s) > TABLE_NAME_MAX || strchr(s, '/'))
-    return NULL;
-  return s;
-}
-
-/* The members of group g, in name order, each once, with their nodes. 0,
- * or a transient failure (a member broken for now, out of memory). */
-static int members_load(struct engine *e, const struct znode *g,
-                        struct members *m, struct zerr *err) {
-  const char *path = g->path ? g->path : "";
-  int rc = store_list(e->store, path, mem_stored, m, err);
-  if (rc < 0 && zerr_is_transient(-rc))
-    return rc;
-  zerr_clear(err); /* what the store cannot list, metadata may name */
-  if (node_cons_children(e->nodes, path, mem_cons, m, err) < 0 || m->oom)
-    return zerr_set(err, ENOMEM, "out of memory listing a group");
-  if (m->n)
-    qsort(m->v, m->n, sizeof *m->v, mem_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < m->n; i++) {
-    if (w && !strcmp(m->v[w - 1].name, m->v[i].name)) {
-      free(m->v[i].name);
-      continue;
-    }
-    m->v[w++] = m->v[i];
-  }
-  m->n = w;
-  for (size_t i = 0; i < m->n; i++) {
-    char child[4096];
-    int cl = snprintf(child, sizeof child, "%s%s%s", path, *path ? "/" : "",
-                      m->v[i].name);
-    if (cl < 0 || (size_t)cl >= sizeof child)
-      continue;
-    const struct znode *c = node_get(e->nodes, child);
-    if (c->transient) /* a column missing for now: no table without it */
-      return zerr_set(err, c->errcode ? c->errcode : EIO, "%s: %s", child,
-                      c->view_error ? c->view_error : "metadata not loaded");
-    if ((m->v[i].dim = dim_of(c)))
-      m->v[i].n = c;
-  }
-  return 0;
-}
+#include "tmember.h"
 
 /* ---- the table: its columns ---- */
 
@@ -173,7 +63,7 @@ static int float_kind(enum dtype_kind k) {
 }
 
 /* Add column c of member mb. */
-static void col_set(struct tcol *c, const struct member *mb) {
+static void col_set(struct tcol *c, const struct tmember *mb) {
   const struct znode *n = mb->n->cf ? mb->n->cf : mb->n;
   const struct cf *cf = n->form.cf;
   enum dtype_kind k = n->form.dt.kind;
@@ -188,14 +78,14 @@ static void col_set(struct tcol *c, const struct member *mb) {
 }
 
 /* Columns of a member: one per leaf field of a structured array. */
-static size_t member_cols(const struct member *mb) {
+static size_t member_cols(const struct tmember *mb) {
   const struct dtype *dt = &mb->n->meta->dtype;
   return dt->kind == DT_STRUCT && dt->st ? dt->st->nfields : 1;
 }
 
 /* Add the columns of structured member mb at c, named ARRAY.FIELD; the
  * number added, or -ENOMEM with err set. */
-static int col_set_fields(struct tcol *c, const struct member *mb,
+static int col_set_fields(struct tcol *c, const struct tmember *mb,
                           struct zerr *err) {
   const struct dtype_struct *st = mb->n->meta->dtype.st;
   size_t nl = strlen(mb->name);
@@ -240,9 +130,9 @@ static int header_make(struct table *t, struct zerr *err) {
 static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
                       struct zerr *err) {
   struct tjob *j = ctx;
-  struct members m = {0};
+  struct tmembers m = {0};
   struct table *t = NULL;
-  int rc = members_load(j->e, j->g, &m, err);
+  int rc = tmember_load(j->e, j->g, &m, err);
   size_t coord = SIZE_MAX, first = SIZE_MAX, ncols = 0;
   for (size_t i = 0; rc == 0 && i < m.n; i++) {
     if (!m.v[i].n || strcmp(m.v[i].dim, j->dim))
@@ -296,7 +186,7 @@ static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   if (rc == 0)
     rc = header_make(t, err);
-  members_free(&m);
+  tmember_free(&m);
   if (rc < 0) {
     if (t)
       zobj_put(&t->obj);
@@ -572,8 +462,8 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
                void *ud, struct zerr *err) {
   if (g->kind != ZNODE_GROUP)
     return 0;
-  struct members m = {0};
-  int rc = members_load(e, g, &m, err);
+  struct tmembers m = {0};
+  int rc = tmember_load(e, g, &m, err);
   struct dims d = {calloc(m.n + 1, sizeof *d.v), 0};
   if (rc == 0 && !d.v)
     rc = zerr_set(err, ENOMEM, "out of memory");
@@ -591,7 +481,7 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
       break;
   }
   free(d.v);
-  members_free(&m);
+  tmember_free(&m);
   return rc;
 }
 
