@@ -10,12 +10,42 @@
 
 #include "../src/json/zjson.h"
 #include "../src/store/presence.h"
+#include "../src/util/utf8.h"
 #include "engine.h"
 #include "node.h"
 #include "rstruct.h"
+#include "table.h"
 #include "unit.h"
 
 #define XATTR_PREFIX "user.zarr."
+
+/* s written on a line as a name (name != 0: an attribute, a member, a
+ * dimension) or as text (a data type, a path, a reason): as it is, or as
+ * a JSON string when it could break or bend its line
+ * (utf8_needs_quotes): a name from the store never makes a line of its
+ * own nor reads as another field. */
+static void put_shown(FILE *f, const char *s, int name, int *oom) {
+  if (!utf8_needs_quotes(s, name)) {
+    fputs(s, f);
+    return;
+  }
+  char *q = utf8_quote(s);
+  if (q)
+    fputs(q, f);
+  else
+    *oom = 1;
+  free(q);
+}
+
+/* A name on a line (see put_shown). */
+static void put_name(FILE *f, const char *s, int *oom) {
+  put_shown(f, s, 1, oom);
+}
+
+/* Text on a line (see put_shown). */
+static void put_text(FILE *f, const char *s, int *oom) {
+  put_shown(f, s, 0, oom);
+}
 
 /* "[a, b, c]" (sep ", ") or "[a,b,c]" (sep ",") for n numbers. */
 static void put_dims(FILE *f, const uint64_t *v, int n, const char *sep) {
@@ -69,10 +99,13 @@ static void put_attrs(FILE *f, json_t *attrs, const char *indent, int *oom) {
     if (is_dims_attr(name))
       continue;
     char *js = zjson_dump(v);
-    if (js)
-      fprintf(f, "%s  %s: %s\n", indent, name, js);
-    else
+    if (js) {
+      fprintf(f, "%s  ", indent);
+      put_name(f, name, oom);
+      fprintf(f, ": %s\n", js);
+    } else {
       *oom = 1;
+    }
     free(js);
   }
 }
@@ -123,10 +156,17 @@ static int info_write(FILE *f, struct engine *e, const struct znode *n,
                       const struct info_counts *counts, char **out,
                       size_t *len) {
   int oom = 0;
-  fprintf(f, "path: /%s\n", n->path ? n->path : "");
+  char *path = NULL;
+  if (asprintf(&path, "/%s", n->path ? n->path : "") < 0)
+    path = NULL, oom = 1;
+  fputs("path: ", f);
+  put_text(f, path ? path : "/", &oom);
+  fputc('\n', f);
+  free(path);
   if (n->kind == ZNODE_BROKEN) {
-    fprintf(f, "node_type: broken\nerror: %s\n",
-            n->view_error ? n->view_error : "unusable metadata");
+    fputs("node_type: broken\nerror: ", f);
+    put_text(f, n->view_error ? n->view_error : "unusable metadata", &oom);
+    fputc('\n', f);
     return stream_done(f, out, len, oom);
   }
   const struct zmeta *m = n->meta;
@@ -136,14 +176,19 @@ static int info_write(FILE *f, struct engine *e, const struct znode *n,
   if (n->kind == ZNODE_ARRAY && m) {
     fputs("shape: ", f);
     put_dims(f, m->shape, m->ndim, ", ");
-    fprintf(f, "\ndata_type: %s\n", m->dtype.name);
-    if (m->dtype.kind == DT_STRUCT)
-      rstruct_describe(f, &m->dtype);
+    fputs("\ndata_type: ", f);
+    put_text(f, m->dtype.name, &oom);
+    fputc('\n', f);
+    if (m->dtype.kind == DT_STRUCT && rstruct_describe(f, &m->dtype) < 0)
+      oom = 1;
     fputs("chunk_shape: ", f);
     put_dims(f, m->chunk, m->ndim, ", ");
     fputc('\n', f);
-    if (m->irregular) /* chunk_shape above is then the largest */
-      fprintf(f, "chunk_grid: %s (chunk_shape: the largest)\n", m->grid_name);
+    if (m->irregular) { /* chunk_shape above is then the largest */
+      fputs("chunk_grid: ", f);
+      put_text(f, m->grid_name, &oom);
+      fputs(" (chunk_shape: the largest)\n", f);
+    }
     if (n->shard) {
       fputs("inner_chunk_shape: ", f);
       put_dims(f, n->uspec.shape, m->ndim, ", ");
@@ -159,10 +204,13 @@ static int info_write(FILE *f, struct engine *e, const struct znode *n,
     put_json(f, "codecs", m->codecs, &oom);
     put_json(f, "dimension_names", dims_of(n), &oom);
     put_counts(f, m, counts);
-    if (n->view_error)
-      fprintf(f, "views: no (%s)\n", n->view_error);
-    else
+    if (n->view_error) {
+      fputs("views: no (", f);
+      put_text(f, n->view_error, &oom);
+      fputs(")\n", f);
+    } else {
       fprintf(f, "views: yes\n");
+    }
   }
   if (n->kind == ZNODE_ARRAY)
     put_attrs(f, n->attrs, "", &oom);
@@ -186,45 +234,6 @@ int info_format(const struct znode *n, const struct info_counts *counts,
 
 /* ---- a group like ncdump -h ---- */
 
-/* The names of a group's members. */
-struct kids {
-  char **v;
-  size_t n, cap;
-  int oom;
-};
-
-/* Add a member name; non-zero (stop) when out of memory. */
-static int kid_add(struct kids *k, const char *name) {
-  if (k->n == k->cap) {
-    size_t nc = k->cap ? 2 * k->cap : 16;
-    char **p = realloc(k->v, nc * sizeof *p);
-    if (!p)
-      return k->oom = 1;
-    k->v = p;
-    k->cap = nc;
-  }
-  if (!(k->v[k->n] = strdup(name)))
-    return k->oom = 1;
-  k->n++;
-  return 0;
-}
-
-/* store_list callback: directories may be members. */
-static int kid_stored(void *ud, const char *name, enum store_entry_type type,
-                      uint64_t size, int64_t mtime) {
-  (void)size;
-  (void)mtime;
-  return type == STORE_DIR ? kid_add(ud, name) : 0;
-}
-
-/* node_cons_children callback: members consolidated metadata names. */
-static int kid_cons(void *ud, const char *name) { return kid_add(ud, name); }
-
-/* qsort: names in strcmp order. */
-static int kid_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A dimension: its name and size (the first array naming it gives it). */
 struct dim {
   const char *name; /* borrowed from an array's metadata */
@@ -233,8 +242,7 @@ struct dim {
 
 /* The group's own attributes: V3 `attributes`, V2 its .zattrs (new
  * reference, or NULL). */
-static json_t *group_attrs(struct engine *e, const struct znode *n,
-                           int *oom) {
+static json_t *group_attrs(struct engine *e, const struct znode *n, int *oom) {
   json_t *a = json_object_get(root_of(n), "attributes");
   if (a)
     return json_incref(a);
@@ -270,16 +278,23 @@ static void put_variable(FILE *f, const char *name, const struct znode *a,
                          int *oom) {
   const struct zmeta *m = a->meta;
   json_t *dims = dims_of(a);
-  fprintf(f, "  %s", name);
+  fputs("  ", f);
+  put_name(f, name, oom);
   if (dims && json_array_size(dims) == (size_t)m->ndim && m->ndim) {
     fputc('(', f);
     for (int d = 0; d < m->ndim; d++) {
       const char *dn = json_string_value(json_array_get(dims, (size_t)d));
-      fprintf(f, "%s%s", d ? ", " : "", dn ? dn : "?");
+      fputs(d ? ", " : "", f);
+      if (dn)
+        put_name(f, dn, oom);
+      else
+        fputc('?', f);
     }
     fputc(')', f);
   }
-  fprintf(f, "\n    data_type: %s\n    shape: ", m->dtype.name);
+  fputs("\n    data_type: ", f);
+  put_text(f, m->dtype.name, oom);
+  fputs("\n    shape: ", f);
   put_dims(f, m->shape, m->ndim, ", ");
   fputs("\n    chunk_shape: ", f);
   put_dims(f, m->chunk, m->ndim, ", ");
@@ -300,33 +315,116 @@ static void put_variable(FILE *f, const char *name, const struct znode *a,
   put_attrs(f, a->attrs, "    ", oom);
 }
 
+/* Names listed on a line of a dimension at most (then "and N more"). */
+#define DIM_LIST_MAX 20
+
+/* A dimension's list line, "    HEAD: a (20), b (no views)" (HEAD: head,
+ * then file when not NULL): members with a reason each, at most
+ * DIM_LIST_MAX of them; names as put_name writes them. */
+struct dim_list {
+  FILE *f;
+  const char *head, *file;
+  size_t shown, more;
+  int *oom;
+};
+
+/* Add member name with its reason to the list line. */
+static void dim_list_add(struct dim_list *l, const char *name,
+                         const char *reason) {
+  if (l->shown == DIM_LIST_MAX) {
+    l->more++;
+    return;
+  }
+  if (l->shown) {
+    fputs(", ", l->f);
+  } else {
+    fputs(l->head, l->f);
+    if (l->file) {
+      put_name(l->f, l->file, l->oom);
+      fputs(": ", l->f);
+    }
+  }
+  put_name(l->f, name, l->oom);
+  fprintf(l->f, " (%s)", reason);
+  l->shown++;
+}
+
+/* End the list line, if it has begun. */
+static void dim_list_end(struct dim_list *l) {
+  if (l->more)
+    fprintf(l->f, ", and %zu more", l->more);
+  if (l->shown)
+    fputc('\n', l->f);
+}
+
+/* One dimension of a group: "  NAME = SIZE", SIZE being the rows of its
+ * table NAME.csv when the group has one (the coordinate's length, or the
+ * first 1-D array's along it: fs/table.h), else the first array's that
+ * names it; then the arrays that give it another length, and the 1-D
+ * arrays along it that NAME.csv leaves out, with why. */
+static void put_dim(FILE *f, struct engine *e, const struct znode *g,
+                    struct dim *dm, const struct node_members *k,
+                    const struct znode **kn, int *oom) {
+  uint64_t rows;
+  struct zerr err = {0};
+  int has_table = table_rows(e, g, dm->name, &rows, &err);
+  if (has_table < 0)
+    *oom = 1; /* transient: the text would change without saying why */
+  if (has_table > 0)
+    dm->size = rows;
+  fputs("  ", f);
+  put_name(f, dm->name, oom);
+  fprintf(f, " = %llu\n", (unsigned long long)dm->size);
+  char why[64];
+  struct dim_list other = {f, "    other lengths: ", NULL, 0, 0, oom};
+  for (size_t i = 0; kn && i < k->n; i++) {
+    json_t *dn = kn[i] && kn[i]->kind == ZNODE_ARRAY ? dims_of(kn[i]) : NULL;
+    for (int d = 0; dn && d < kn[i]->meta->ndim; d++) {
+      const char *name = json_string_value(json_array_get(dn, (size_t)d));
+      if (name && !strcmp(name, dm->name) &&
+          kn[i]->meta->shape[d] != dm->size) {
+        snprintf(why, sizeof why, "%llu",
+                 (unsigned long long)kn[i]->meta->shape[d]);
+        dim_list_add(&other, k->v[i], why);
+        break;
+      }
+    }
+  }
+  dim_list_end(&other);
+  if (has_table <= 0)
+    return;
+  char file[TABLE_NAME_MAX + sizeof TABLE_SUFFIX];
+  snprintf(file, sizeof file, "%s%s", dm->name, TABLE_SUFFIX);
+  struct dim_list out = {f, "    left out of ", file, 0, 0, oom};
+  for (size_t i = 0; kn && i < k->n; i++) {
+    const struct znode *c = kn[i];
+    json_t *dn = c && c->kind == ZNODE_ARRAY ? dims_of(c) : NULL;
+    const char *name = json_string_value(json_array_get(dn, 0));
+    if (!name || c->meta->ndim != 1 || strcmp(name, dm->name) ||
+        table_takes(c, dm->name, dm->size))
+      continue;
+    if (c->meta->shape[0] != dm->size)
+      snprintf(why, sizeof why, "length %llu",
+               (unsigned long long)c->meta->shape[0]);
+    else
+      snprintf(why, sizeof why, "no views");
+    dim_list_add(&out, k->v[i], why);
+  }
+  dim_list_end(&out);
+}
+
 /* A group summarised as ncdump -h does: its dimensions with their sizes
  * (from the dimension names of its arrays), each variable, its member
  * groups, then its own attributes. Members are what the store lists and
  * consolidated metadata names. */
 static void group_summary(FILE *f, struct engine *e, const struct znode *n,
                           int *oom) {
-  struct kids k = {0};
+  struct node_members k = {0};
   const char *path = n->path ? n->path : "";
   struct zerr err = {0};
   /* what the store cannot list, consolidated metadata may */
-  int rc = store_list(e->store, path, kid_stored, &k, &err);
-  if (rc < 0 && zerr_is_transient(-rc))
+  if (node_members_load(e->nodes, path, &k, &err) < 0)
     k.oom = 1;
-  zerr_clear(&err);
-  if (node_cons_children(e->nodes, path, kid_cons, &k, &err) < 0)
-    k.oom = 1;
-  if (k.n)
-    qsort(k.v, k.n, sizeof *k.v, kid_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < k.n; i++) {
-    if (w && !strcmp(k.v[w - 1], k.v[i])) {
-      free(k.v[i]);
-      continue;
-    }
-    k.v[w++] = k.v[i];
-  }
-  k.n = w;
   const struct znode **kn = calloc(k.n ? k.n : 1, sizeof *kn);
   struct dim *dims = calloc(k.n * ZMETA_MAX_DIMS + 1, sizeof *dims);
   size_t ndims = 0, nvars = 0, ngroups = 0;
@@ -359,15 +457,18 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
   }
   fprintf(f, "dimensions: %zu\n", ndims);
   for (size_t j = 0; j < ndims; j++)
-    fprintf(f, "  %s = %llu\n", dims[j].name, (unsigned long long)dims[j].size);
+    put_dim(f, e, n, &dims[j], &k, kn, oom);
   fprintf(f, "variables: %zu\n", nvars);
   for (size_t i = 0; kn && i < k.n; i++)
     if (kn[i] && kn[i]->kind == ZNODE_ARRAY)
       put_variable(f, k.v[i], kn[i], oom);
   fprintf(f, "groups: %zu\n", ngroups);
   for (size_t i = 0; kn && i < k.n; i++)
-    if (kn[i] && kn[i]->kind == ZNODE_GROUP)
-      fprintf(f, "  %s\n", k.v[i]);
+    if (kn[i] && kn[i]->kind == ZNODE_GROUP) {
+      fputs("  ", f);
+      put_name(f, k.v[i], oom);
+      fputc('\n', f);
+    }
   json_t *ga = group_attrs(e, n, oom);
   if (ga)
     put_attrs(f, ga, "", oom);
@@ -376,9 +477,7 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
   json_decref(ga);
   if (k.oom)
     *oom = 1;
-  for (size_t i = 0; i < k.n; i++)
-    free(k.v[i]);
-  free(k.v);
+  node_members_free(&k);
   free(kn);
   free(dims);
 }
@@ -487,8 +586,7 @@ int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
   *out = NULL;
   *len = 0;
   FILE *f = open_memstream(out, len);
-  int rc = f ? info_write(f, e, n, n->kind == ZNODE_ARRAY ? &c : NULL, out,
-                          len)
+  int rc = f ? info_write(f, e, n, n->kind == ZNODE_ARRAY ? &c : NULL, out, len)
              : -ENOMEM;
   return rc < 0 ? zerr_set(err, -rc, "out of memory") : 0;
 }
@@ -541,7 +639,7 @@ static int put_value(FILE *f, const struct znode *n, const char *a) {
   const struct zmeta *m = n->meta;
   json_t *root = root_of(n);
   char *s = NULL;
-  int json = 1;
+  int json = 1, oom = 0;
   if (!strcmp(a, "node_type"))
     json = 0, fputs(n->kind == ZNODE_ARRAY ? "array" : "group", f);
   else if (!strcmp(a, "shape"))
@@ -550,8 +648,8 @@ static int put_value(FILE *f, const struct znode *n, const char *a) {
     s = zjson_dump(json_object_get(root, "chunk_grid"));
   else if (!strcmp(a, "chunks"))
     json = 0, put_dims(f, m->chunk, m->ndim, ",");
-  else if (!strcmp(a, "data_type"))
-    json = 0, fputs(m->dtype.name, f);
+  else if (!strcmp(a, "data_type")) /* as info.txt shows it */
+    json = 0, put_text(f, m->dtype.name, &oom);
   else if (!strcmp(a, "codecs"))
     s = zjson_dump(m->codecs);
   else if (!strcmp(a, "metadata"))
@@ -565,7 +663,7 @@ static int put_value(FILE *f, const struct znode *n, const char *a) {
   if (s)
     fputs(s, f);
   free(s);
-  return json && !s; /* listed, so present: only memory was missing */
+  return (json && !s) || oom; /* listed, so present: only memory lacked */
 }
 
 int info_xattr(const struct znode *n, const char *name, char **out,

@@ -14,6 +14,11 @@
 #include "tblock.h"
 #include "tmember.h"
 
+int table_takes(const struct znode *n, const char *dim, uint64_t nrows) {
+  const char *d = tmember_dim(n);
+  return d && !strcmp(d, dim) && n->meta->shape[0] == nrows;
+}
+
 /* ---- the table: its columns ---- */
 
 /* Release a table. */
@@ -68,7 +73,8 @@ static void col_set(struct tcol *c, const struct tmember *mb) {
   const struct cf *cf = n->form.cf;
   enum dtype_kind k = n->form.dt.kind;
   c->n = n;
-  c->raw = k == DT_STRING || k == DT_BYTES;
+  /* strings from their chunks' bytes; joined characters from their text */
+  c->raw = (k == DT_STRING || k == DT_BYTES) && !n->join;
   c->number = !c->raw && n->form.dt.size > 0;
   /* CF: unpacked or masked values are floats in xarray (cf.h) */
   c->floating = cf ? !cf->is_time && !cf->is_bool &&
@@ -166,7 +172,7 @@ static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
   for (size_t p = 0; rc == 0 && p <= m.n; p++) {
     size_t i = p == 0 ? coord : p - 1; /* the coordinate, then the rest */
     if (i == SIZE_MAX || (p && i == coord) || !m.v[i].n ||
-        strcmp(m.v[i].dim, j->dim) || m.v[i].n->meta->shape[0] != nrows)
+        !table_takes(m.v[i].n, j->dim, nrows))
       continue;
     if (m.v[i].n->meta->dtype.kind == DT_STRUCT && m.v[i].n->meta->dtype.st) {
       int k = col_set_fields(&t->cols[ncols], &m.v[i], err);
@@ -485,8 +491,10 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
   return rc;
 }
 
-int table_exists(struct engine *e, const struct znode *g, const char *file,
-                 struct zerr *err) {
+/* Table `file` of g: 1 and its rows in *nrows (may be NULL), 0 when g
+ * has no such table, or a transient failure. */
+static int table_find(struct engine *e, const struct znode *g, const char *file,
+                      uint64_t *nrows, struct zerr *err) {
   struct memo_ref *ref;
   int rc = table_get(e, g, file, &ref, err);
   if (rc == -ENOENT) {
@@ -495,8 +503,24 @@ int table_exists(struct engine *e, const struct znode *g, const char *file,
   }
   if (rc < 0)
     return rc;
+  if (nrows)
+    *nrows = ((const struct table *)memo_obj(ref))->nrows;
   memo_release(e->memo, ref);
   return 1;
+}
+
+int table_rows(struct engine *e, const struct znode *g, const char *dim,
+               uint64_t *nrows, struct zerr *err) {
+  char file[TABLE_NAME_MAX + sizeof TABLE_SUFFIX];
+  if (!*dim || strlen(dim) > TABLE_NAME_MAX || strchr(dim, '/'))
+    return 0;
+  snprintf(file, sizeof file, "%s%s", dim, TABLE_SUFFIX);
+  return table_find(e, g, file, nrows, err);
+}
+
+int table_exists(struct engine *e, const struct znode *g, const char *file,
+                 struct zerr *err) {
+  return table_find(e, g, file, NULL, err);
 }
 
 /* The table of file, and its arithmetic size (0: not arithmetic): a pin

@@ -49,12 +49,13 @@
 
 #include "engine.h"
 #include "node.h"
+#include "tmember.h"
 
 struct view_cursor;
 
 #define TABLE_SUFFIX ".csv"
 /* Longest dimension name with a table (its bytes go into memo keys). */
-#define TABLE_NAME_MAX 255
+#define TABLE_NAME_MAX TMEMBER_DIM_MAX
 
 /* Called once per table file name ("D.csv"); non-zero stops. */
 typedef int (*table_name_cb)(void *ud, const char *file);
@@ -67,6 +68,17 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
 /* Is `file` ("D.csv") a table of group g? 1, 0, or a transient failure. */
 int table_exists(struct engine *e, const struct znode *g, const char *file,
                  struct zerr *err);
+
+/* The rows of D.csv for dimension dim of group g: 1 and *nrows when g
+ * has that table, 0 when it has none, or a transient failure. What
+ * info.txt says a dimension's size is, so that the two agree where
+ * arrays give a name several lengths (kerchunk's phony_dim_N). */
+int table_rows(struct engine *e, const struct znode *g, const char *dim,
+               uint64_t *nrows, struct zerr *err);
+
+/* Is array n (a member of the group) a column of the table of dim with
+ * nrows rows: 1-D along dim, views readable, that long? */
+int table_takes(const struct znode *n, const char *dim, uint64_t nrows);
 
 /* Exact size of table `file` of g: arithmetic when every row is the same
  * (no column has a stored chunk), else by rendering every block once. */

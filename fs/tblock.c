@@ -11,6 +11,7 @@
 #include "../codecs/abytes.h"
 #include "../codecs/chain.h"
 #include "../src/util/buf.h"
+#include "../src/util/utf8.h"
 #include "../src/zarr/cf.h"
 #include "csvfield.h"
 #include "render.h"
@@ -187,7 +188,7 @@ static int rawchunk_fill(void *ctx, struct zobj **obj, size_t *cost,
     else
       rc = bytesrc_load(r->ab->fixed, e->env.max_decoded, &r->data, err);
   } else if (rc == 0) {
-    rc = textprep_to_text(&n->meta->dtype, 0, r->ab, &e->env, err);
+    rc = textprep_to_text(&n->meta->dtype, &n->form, r->ab, &e->env, err);
     if (rc == 0 && r->ab->elsize)
       rc = zerr_set(err, EIO, "elements are not of variable length");
     if (rc == 0)
@@ -256,7 +257,7 @@ static int numunit_fill(void *ctx, struct zobj **obj, size_t *cost,
       note_decode(e);
   }
   if (rc == 0 && ab)
-    rc = textprep_to_text(&n->meta->dtype, 0, ab, &e->env, err);
+    rc = textprep_to_text(&n->meta->dtype, &n->form, ab, &e->env, err);
   if (rc == 0 && ab && ab->elsize != n->form.dt.size)
     rc = zerr_set(err, EIO, "elements of %zu bytes, not %zu", ab->elsize,
                   n->form.dt.size);
@@ -482,7 +483,8 @@ static int fields_text(struct engine *e, const struct tcol *c, uint64_t r0,
     if (pin->at != u + 1) {
       pin_drop(e, pin);
       struct memo_ref *ref;
-      if ((rc = unit_get(e, n, &u, &ref, err)) == 0) {
+      uint64_t idx[ZMETA_MAX_DIMS] = {u}; /* a joined column: [u, 0] */
+      if ((rc = unit_get(e, n, idx, &ref, err)) == 0) {
         pin->at = u + 1;
         pin->ref = ref;
       }
@@ -573,11 +575,19 @@ static int fields_raw(struct engine *e, const struct tcol *c, uint64_t r0,
         rc = zerr_set(err, ENOMEM, "out of memory");
       else if (tmp)
         rc = bytesrc_read_range(ch->data, a, (size_t)(b - a), tmp, err);
+      size_t bad = 0;
       for (uint64_t k2 = ka; rc == 0 && k2 < kb; k2++) {
+        size_t at = f->len;
         rc = put_raw(f, p + (off[k2] - a), (size_t)(off[k2 + 1] - off[k2]), hex,
                      err);
+        if (rc == 0 && !hex) /* bytes that are not UTF-8: '?', as views */
+          bad += utf8_fix(f->data + at, f->len - at);
         ends[i++] = f->len;
       }
+      uint64_t u0, u1; /* said of the chunk, as its views say it */
+      node_chunk_units(n, 0, ci, &u0, &u1);
+      if (bad && n->form.note)
+        n->form.note->fn(n->form.note, &u0, TEXT_NOTE_UTF8);
     }
     free(tmp);
     if (rc < 0)
@@ -643,7 +653,8 @@ static fields_fn fields_of(const struct tcol *c) {
     return fields_struct;
   if (c->raw)
     return fields_raw;
-  return c->number ? fields_number : fields_text;
+  /* a joined column's elements are characters: its text */
+  return c->number && !c->n->join ? fields_number : fields_text;
 }
 
 /* The rows [r0, r0+nr) of the block from the columns' fields in t (with

@@ -171,6 +171,41 @@ CASES = [
      [-9999, 90061]),
     ("timedelta with dtype attribute", "int64",
      '{"units": "seconds", "dtype": "timedelta64[s]"}', None, [3661, 0, -59]),
+    # issue 32: units as xarray 2023.01 reads them (pandas, then cftime)
+    ("nanoseconds since", "int64", '{"units": "nanoseconds since 2000-01-01"}',
+     None, [0, 1, -1, 86400000000123, 4611686018427387904]),
+    ("nanoseconds since float", "float64",
+     '{"units": "nanoseconds since 2000-01-01"}', None, [1.7, -1.2, 1e15]),
+    ("nanosecond proleptic", "int64",
+     '{"units": "NANOSECOND since 1970-01-01", "calendar": "proleptic_gregorian"}',
+     None, [5, -5]),
+    ("cftime abbreviation d", "int32", '{"units": "d since 2000-01-01"}', None,
+     [0, 1, -1, 366]),
+    ("cftime abbreviation D noleap", "int32",
+     '{"units": "D since 2000-01-01", "calendar": "noleap"}', None, [59, 365]),
+    ("cftime abbreviation h", "int32", '{"units": "h since 2000-01-01"}', None,
+     [1, 25]),
+    ("cftime abbreviation hr", "float64", '{"units": "hr since 2000-01-01"}',
+     None, [0.5, -1.25]),
+    ("cftime abbreviation min", "int64", '{"units": "min since 2000-01-01"}',
+     None, [1, 1441]),
+    ("cftime abbreviation ms", "int64", '{"units": "ms since 2000-01-01"}', None,
+     [1, 1500, -1]),
+    ("cftime abbreviation s", "float32", '{"units": "s since 2000-01-01"}', None,
+     [1.5, 0.1]),
+    ("cftime abbreviation sec", "int32",
+     '{"units": "sec since 2000-01-01", "calendar": "julian"}', None, [61]),
+    ("cftime abbreviation secs", "int32", '{"units": "secs since 1990-06-30"}',
+     None, [86401]),
+    ("months in 360_day", "float64",
+     '{"units": "months since 2000-01-01", "calendar": "360_day"}', None,
+     [1, 13, 1.5, -1, 0.25]),
+    ("common_years in noleap", "int32",
+     '{"units": "common_years since 2000-01-01", "calendar": "noleap"}', None,
+     [1, 2, -3]),
+    ("common_years in 365_day", "float64",
+     '{"units": "Common_Years since 2000-03-01", "calendar": "365_day"}', None,
+     [0.5]),
     ("capitalised unit is no timedelta", "int32",
      '{"units": "Hours", "scale_factor": 2}', None, [3]),
     ("singular unit is no timedelta", "int32",
@@ -293,4 +328,5 @@ def main():
                 c_str(exp)))
 
 
-main()
+if __name__ == "__main__":
+    main()
