@@ -1,5 +1,5 @@
-/* check_tstream.c - a group's table D.csv streamed (fs/table.h,
- * fs/tblock.h): a pass over a table decodes each stored chunk once
+/* check_tstream.c - a group's table D.csv streamed (fs/views/table.h,
+ * fs/views/tblock.h): a pass over a table decodes each stored chunk once
  * whatever the cache's size, and a stat of a large table does bounded
  * work; driven through the engine without a mount.
  *
@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/view.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/view.h"
 #include "teststore.h"
 #include "testutil.h"
 
