@@ -111,6 +111,10 @@ timed() {
   shift 2
   f=$OUT/$(echo "$row" | tr -c 'A-Za-z0-9' _).$(binid "$bin")
   time_once "$f.out" timeout -s KILL "$LIMIT" "$@"
+  # A reader stopped at the limit leaves the daemon at work on its
+  # request (one that ignores interrupts), and the next read of the mount
+  # (its stats) would wait for it: the daemon is killed, the row is over.
+  if [ "$TIMEOUT" = yes ] && [ -n "$DAEMON" ]; then kill -KILL "$DAEMON" 2>/dev/null || true; fi
   if [ "$TIMEOUT" = yes ]; then put "$row" "$bin" ">$LIMIT s"; else put "$row" "$bin" "$SECS s"; fi
   md5sum <"$f.out" | cut -c1-12 >"$f.sum"
 }

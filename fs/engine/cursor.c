@@ -98,6 +98,8 @@ struct view_cursor {
   struct cursor_slice sl[CURSOR_SLICES];
   struct slice_buf *spare[CURSOR_SPARES];
   int nspare;
+  void *ext; /* a table reader's state (cursor_ext_swap) */
+  void (*ext_free)(struct engine *e, void *p);
 };
 
 static void slice_buf_put(struct view_cursor *c, struct slice_buf *b);
@@ -155,7 +157,11 @@ void cursor_free(struct engine *e, struct view_cursor *c) {
   }
   while (c->nspare)
     sdrop[ns++] = c->spare[--c->nspare];
+  void *ext = c->ext; /* no swap keeps one once closed */
+  c->ext = NULL;
   pthread_mutex_unlock(&c->lock);
+  if (ext)
+    c->ext_free(e, ext);
   for (int i = 0; i < ns; i++) /* closed: none is kept */
     slice_buf_put(c, sdrop[i]);
   for (int i = 0; i < nd; i++)
@@ -164,6 +170,21 @@ void cursor_free(struct engine *e, struct view_cursor *c) {
   for (uint32_t i = 0; i < npf; i++)
     store_prefetch_drop(e->store, c->pf[i].hint);
   cursor_unref(c);
+}
+
+/* See cursor.h. */
+void *cursor_ext_swap(struct view_cursor *c, void *p,
+                      void (*free_fn)(struct engine *e, void *p)) {
+  if (!c)
+    return p;
+  pthread_mutex_lock(&c->lock);
+  void *old = c->closed && p ? p : c->ext; /* closed: p is not kept */
+  if (old != p) {
+    c->ext = p;
+    c->ext_free = free_fn;
+  }
+  pthread_mutex_unlock(&c->lock);
+  return old;
 }
 
 /* Drop a cursor's windows beyond the first `keep`. */
@@ -254,31 +275,6 @@ void cursor_room(struct engine *e, struct view_cursor *c,
 #else
   (void)before;
 #endif
-}
-
-/* ---- fans: fills that have workers decode ahead of them ---- */
-
-/* A new progress record (NULL: fan out nothing). */
-struct cursor_fan *cursor_fan_new(void) {
-  struct cursor_fan *f = malloc(sizeof *f);
-  if (f) {
-    atomic_init(&f->refs, 1);
-    atomic_init(&f->pos, 0);
-  }
-  return f;
-}
-
-/* Drop a reference; NULL-safe. */
-static void fan_unref(struct cursor_fan *f) {
-  if (f && atomic_fetch_sub(&f->refs, 1) == 1)
-    free(f);
-}
-
-/* The fill is done: every job of it is stale now. */
-void cursor_fan_done(struct cursor_fan *f) {
-  if (f)
-    atomic_store(&f->pos, UINT64_MAX);
-  fan_unref(f);
 }
 
 /* ---- decoding ahead ----
@@ -394,7 +390,7 @@ static void ahead_run(void *arg, int cancelled) {
   }
   if (wanted)
     ahead_decode(j, &u, &d);
-  fan_unref(j->fan);
+  cursor_fan_unref(j->fan);
   for (uint32_t k = 0; j->hints && k < j->nrun; k++)
     ahead_hint_drop(j, k);
   if (c) {
@@ -583,8 +579,8 @@ void cursor_ahead_start(struct engine *e, const struct znode *n,
     return;
   pthread_mutex_lock(&c->lock);
   if (!c->npf && !c->pf_win && !c->pf_next) {
-    c->pf_win = r->per_slab < CURSOR_PF_MAX ? (uint32_t)r->per_slab
-                                            : CURSOR_PF_MAX;
+    c->pf_win =
+        r->per_slab < CURSOR_PF_MAX ? (uint32_t)r->per_slab : CURSOR_PF_MAX;
     pf_plan(e, n, r, l, c, k * r->per_slab, 0);
     c->pf_win = 0; /* the sequential window starts as always */
   }

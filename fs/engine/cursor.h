@@ -71,6 +71,16 @@ void cursor_free(struct engine *e, struct view_cursor *c);
  * kept as its layout (is_layout) or as its newest window. */
 void cursor_keep(struct engine *e, struct view_cursor *c, struct memo_ref *r,
                  int is_layout);
+/* What a reader of a view the cursor does not know keeps between reads
+ * (a table's pins and position, fs/views/table.c), owned by the cursor
+ * while it is there (cursor_free frees it with free_fn). Swapped in and
+ * out: returns what the caller owns now. A take (p NULL) returns the
+ * state, or NULL when there is none or another read of the file has it;
+ * a put returns what another read put meanwhile, or p itself when c is
+ * NULL or closed (the caller frees either with its free_fn). */
+void *cursor_ext_swap(struct view_cursor *c, void *p,
+                      void (*free_fn)(struct engine *e, void *p));
+
 /* About to decode what key names: make room in the cache by dropping c's
  * windows when the pins exceed it (NULL c: nothing). */
 void cursor_room(struct engine *e, struct view_cursor *c,
@@ -159,6 +169,8 @@ static inline void cursor_fan_at(struct cursor_fan *f, uint64_t at) {
 /* The fill is done: every job of it is stale now; drops the fill's
  * reference. NULL-safe. */
 void cursor_fan_done(struct cursor_fan *f);
+/* Drop a reference (a job's); NULL-safe. */
+void cursor_fan_unref(struct cursor_fan *f);
 /* Queue decoding unit rl of region r and its data, place `at` of fill
  * fan's list; 0, or negative when the pool refused (a hint). */
 int cursor_ahead_unit(struct engine *e, const struct znode *n,

@@ -176,6 +176,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   pthread_mutex_init(&e->reqs_lock, NULL);
   pthread_cond_init(&e->reqs_cond, NULL);
   e->slow_ns = ENGINE_SLOW_REQUEST_NS;
+  e->table_learn_ns = ENGINE_TABLE_LEARN_NS;
   e->cfg = *cfg;
   e->ic = icechunk_of_store(store);
   if (e->ic)
@@ -284,6 +285,7 @@ static int sub_new(struct engine *p, struct store *store, struct engine **out,
   e->render_max = p->render_max;
   e->ahead_budget = p->ahead_budget;
   e->cache_size = p->cache_size;
+  e->table_learn_ns = p->table_learn_ns;
   e->no_consolidated = p->no_consolidated;
   e->lazy_sizes = p->lazy_sizes;
   e->views = p->views;

@@ -130,6 +130,11 @@ struct engine_req {
  * lookup or a stat) rather than reading it. */
 #define ENGINE_REQ_SIZE UINT64_MAX
 
+/* How long a stat may spend learning the size of a large table before it
+ * shows 0 (fs/table.h): with the block a fresh `head` then reads, well
+ * under a second. */
+#define ENGINE_TABLE_LEARN_NS (300000000ull)
+
 /* A request running this long gets one info line (engine_req_begin). */
 #define ENGINE_SLOW_REQUEST_NS (5000000000ull)
 
@@ -205,6 +210,10 @@ struct engine {
    * read-only after. */
   void (*size_grew)(void *ud, const struct znode *n, const uint64_t *idx);
   void *size_grew_ud;
+
+  /* read-only: how long a stat may learn a deferred table's size
+   * (fs/table.h); tests change it before the first request */
+  uint64_t table_learn_ns;
 };
 
 /* Create an engine over store (takes ownership of store, also on failure). */

@@ -561,7 +561,7 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
   if (ent->kind == NS_TABLE) {
     const char *file = strrchr(ent->key, '/');
     return table_read(e, ent->node, file ? file + 1 : ent->key, off, len, dst,
-                      err);
+                      c, err);
   }
   if (ent->kind == NS_INFO_VIEW || ent->kind == NS_STATS ||
       ent->kind == NS_HISTORY)

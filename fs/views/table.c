@@ -7,86 +7,16 @@
 #include "../../src/util/zmath.h"
 #include "../../src/zarr/cf.h"
 #include "../../src/zarr/dtype_struct.h"
+#include "../engine/cursor.h"
 #include "../engine/region.h"
 #include "../text/csvfield.h"
 #include "layout.h"
 #include "tblock.h"
-
-/* ---- the group's members ---- */
-
-/* A member of the group: its name, and its node when it is a readable
- * 1-D array with a dimension name (else n is NULL). */
-struct member {
-  char *name;
-  const struct znode *n;
-  const char *dim; /* borrowed from n's metadata */
-};
-
-struct members {
-  struct member *v;
-  size_t n;
-};
-
-/* Free the names. */
-static void members_free(struct members *m) {
-  for (size_t i = 0; i < m->n; i++)
-    free(m->v[i].name);
-  free(m->v);
-}
-
-/* The dimension name of n when it is a readable 1-D array with one that
- * may name a file (V3 `dimension_names`, else V2 `_ARRAY_DIMENSIONS`),
- * or a 2-D character array whose characters xarray joins into strings
- * (struct znode.join: a column of those strings, along its first
- * dimension), else NULL. */
-static const char *dim_of(const struct znode *n) {
-  if (n->kind != ZNODE_ARRAY || !n->meta || !n->chain ||
-      (n->meta->ndim != 1 && !(n->meta->ndim == 2 && n->cf && n->cf->join)))
-    return NULL;
-  json_t *d = json_object_get(n->meta->root, "dimension_names");
-  if (!d && n->attrs)
-    d = json_object_get(n->attrs, "_ARRAY_DIMENSIONS");
-  const char *s = json_string_value(json_array_get(d, 0));
-  if (!s || !*s || strlen(s) > TABLE_NAME_MAX || strchr(s, '/'))
-    return NULL;
-  return s;
-}
+#include "tmember.h"
 
 int table_takes(const struct znode *n, const char *dim, uint64_t nrows) {
-  const char *d = dim_of(n);
+  const char *d = tmember_dim(n);
   return d && !strcmp(d, dim) && n->meta->shape[0] == nrows;
-}
-
-/* The members of group g, in name order, each once, with their nodes. 0,
- * or a transient failure (a member broken for now, out of memory). */
-static int members_load(struct engine *e, const struct znode *g,
-                        struct members *m, struct zerr *err) {
-  const char *path = g->path ? g->path : "";
-  struct node_members names = {0};
-  int rc = node_members_load(e->nodes, path, &names, err);
-  if (rc == 0 && !(m->v = calloc(names.n ? names.n : 1, sizeof *m->v)))
-    rc = zerr_set(err, ENOMEM, "out of memory listing a group");
-  if (rc < 0) {
-    node_members_free(&names);
-    return rc;
-  }
-  for (size_t i = 0; i < names.n; i++) /* the names change hands */
-    m->v[m->n++].name = names.v[i];
-  free(names.v);
-  for (size_t i = 0; i < m->n; i++) {
-    char child[4096];
-    int cl = snprintf(child, sizeof child, "%s%s%s", path, *path ? "/" : "",
-                      m->v[i].name);
-    if (cl < 0 || (size_t)cl >= sizeof child)
-      continue;
-    const struct znode *c = node_get(e->nodes, child);
-    if (c->transient) /* a column missing for now: no table without it */
-      return zerr_set(err, c->errcode ? c->errcode : EIO, "%s: %s", child,
-                      c->view_error ? c->view_error : "metadata not loaded");
-    if ((m->v[i].dim = dim_of(c)))
-      m->v[i].n = c;
-  }
-  return 0;
 }
 
 /* ---- the table: its columns ---- */
@@ -138,7 +68,7 @@ static int float_kind(enum dtype_kind k) {
 }
 
 /* Add column c of member mb. */
-static void col_set(struct tcol *c, const struct member *mb) {
+static void col_set(struct tcol *c, const struct tmember *mb) {
   const struct znode *n = mb->n->cf ? mb->n->cf : mb->n;
   const struct cf *cf = n->form.cf;
   enum dtype_kind k = n->form.dt.kind;
@@ -154,14 +84,14 @@ static void col_set(struct tcol *c, const struct member *mb) {
 }
 
 /* Columns of a member: one per leaf field of a structured array. */
-static size_t member_cols(const struct member *mb) {
+static size_t member_cols(const struct tmember *mb) {
   const struct dtype *dt = &mb->n->meta->dtype;
   return dt->kind == DT_STRUCT && dt->st ? dt->st->nfields : 1;
 }
 
 /* Add the columns of structured member mb at c, named ARRAY.FIELD; the
  * number added, or -ENOMEM with err set. */
-static int col_set_fields(struct tcol *c, const struct member *mb,
+static int col_set_fields(struct tcol *c, const struct tmember *mb,
                           struct zerr *err) {
   const struct dtype_struct *st = mb->n->meta->dtype.st;
   size_t nl = strlen(mb->name);
@@ -206,9 +136,9 @@ static int header_make(struct table *t, struct zerr *err) {
 static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
                       struct zerr *err) {
   struct tjob *j = ctx;
-  struct members m = {0};
+  struct tmembers m = {0};
   struct table *t = NULL;
-  int rc = members_load(j->e, j->g, &m, err);
+  int rc = tmember_load(j->e, j->g, &m, err);
   size_t coord = SIZE_MAX, first = SIZE_MAX, ncols = 0;
   for (size_t i = 0; rc == 0 && i < m.n; i++) {
     if (!m.v[i].n || strcmp(m.v[i].dim, j->dim))
@@ -262,7 +192,7 @@ static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   if (rc == 0)
     rc = header_make(t, err);
-  members_free(&m);
+  tmember_free(&m);
   if (rc < 0) {
     if (t)
       zobj_put(&t->obj);
@@ -309,6 +239,7 @@ struct bjob {
   const char *dim;
   const struct table *t;
   uint64_t b;
+  struct tpins *pins; /* the reader's (may be NULL) */
 };
 
 /* Tag of the value keys of block sizes (word0 = TAG + block): above the
@@ -323,6 +254,17 @@ static int bsize_peek(struct engine *e, const struct znode *g, const char *dim,
   return memo_value_peek(e->memo, &k, size);
 }
 
+/* The size of table dim of g is known: kept as a value (tag 2), which
+ * outlives the table's blocks and layout in the memo. The one place a
+ * table's size is learned, by a layout, a reader reaching the end, or a
+ * stat's bounded learning. */
+static void table_size_learned(struct engine *e, const struct znode *g,
+                               const char *dim, uint64_t size) {
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
+  memo_value_put(e->memo, &k, size);
+}
+
 /* Fill: block j->b rendered; its size is learned on the way (a value that
  * outlives the block in the memo). */
 static int block_fill(void *ctx, struct zobj **obj, size_t *cost,
@@ -334,7 +276,7 @@ static int block_fill(void *ctx, struct zobj **obj, size_t *cost,
   zobj_init(&b->obj, block_destroy);
   int rc = engine_check_stop(j->e, err);
   if (rc == 0)
-    rc = tblock_render(j->e, j->t, j->b, &b->text, &b->len, err);
+    rc = tblock_render(j->e, j->t, j->b, j->pins, &b->text, &b->len, err);
   if (rc < 0) {
     zobj_put(&b->obj);
     return rc;
@@ -347,14 +289,30 @@ static int block_fill(void *ctx, struct zobj **obj, size_t *cost,
   return 0;
 }
 
-/* Block b of table t (dim of g): a pin whose object is a struct block_text. */
+/* Block b of table t (dim of g), rendered with the reader's pins (may be
+ * NULL) when it is not in the memo: a pin whose object is a struct
+ * block_text. */
 static int block_get(struct engine *e, const struct znode *g, const char *dim,
-                     const struct table *t, uint64_t b, struct memo_ref **out,
-                     struct zerr *err) {
+                     const struct table *t, uint64_t b, struct tpins *pins,
+                     struct memo_ref **out, struct zerr *err) {
   struct memo_key k;
   table_key(&k, ELEVEL_TABLE_BLOCK, g, dim, b);
-  struct bjob j = {e, g, dim, t, b};
+  struct bjob j = {e, g, dim, t, b, pins};
   return memo_get(e->memo, &k, block_fill, &j, out, err);
+}
+
+/* Block b's size: learned, else by rendering it (with pins). */
+static int block_size(struct engine *e, const struct znode *g, const char *dim,
+                      const struct table *t, uint64_t b, struct tpins *pins,
+                      uint64_t *size, struct zerr *err) {
+  if (bsize_peek(e, g, dim, b, size))
+    return 0;
+  struct memo_ref *ref;
+  ZTRY(engine_check_stop(e, err));
+  ZTRY(block_get(e, g, dim, t, b, pins, &ref, err));
+  *size = ((const struct block_text *)memo_obj(ref))->len;
+  memo_release(e->memo, ref);
+  return 0;
 }
 
 /* ---- the layout ---- */
@@ -382,8 +340,10 @@ static uint64_t table_nblk(const struct table *t) {
   return t->nrows ? (t->nrows - 1) / TBLOCK_ROWS + 1 : 1;
 }
 
-/* Fill: render every block once, keep where each starts; the size is
- * also kept as a value, which outlives the layout in the memo. */
+/* Fill: render every block not learned yet once (in order, keeping each
+ * column's unit pinned from one block to the next), keep where each
+ * starts; the size is also kept as a value, which outlives the layout in
+ * the memo. */
 static int tlayout_fill(void *ctx, struct zobj **obj, size_t *cost,
                         struct zerr *err) {
   struct ljob *j = ctx;
@@ -394,26 +354,19 @@ static int tlayout_fill(void *ctx, struct zobj **obj, size_t *cost,
   zobj_init(&l->obj, tlayout_destroy);
   l->nblk = nb;
   l->off[0] = 0;
-  for (uint64_t b = 0; b < nb; b++) {
+  struct tpins *pins = tpins_new(j->t);
+  int rc = 0;
+  for (uint64_t b = 0; rc == 0 && b < nb; b++) {
     uint64_t bs;
-    if (bsize_peek(j->e, j->g, j->dim, b, &bs)) { /* learned by a reader */
-      l->off[b + 1] = l->off[b] + bs;
-      continue;
-    }
-    struct memo_ref *ref;
-    int rc = engine_check_stop(j->e, err);
-    if (rc == 0)
-      rc = block_get(j->e, j->g, j->dim, j->t, b, &ref, err);
-    if (rc < 0) {
-      zobj_put(&l->obj);
-      return rc;
-    }
-    l->off[b + 1] = l->off[b] + ((const struct block_text *)memo_obj(ref))->len;
-    memo_release(j->e->memo, ref);
+    rc = block_size(j->e, j->g, j->dim, j->t, b, pins, &bs, err);
+    l->off[b + 1] = l->off[b] + bs;
   }
-  struct memo_key sk;
-  table_key(&sk, ELEVEL_TABLE_LAYOUT, j->g, j->dim, 2);
-  memo_value_put(j->e->memo, &sk, l->off[nb]);
+  tpins_free(j->e, pins);
+  if (rc < 0) {
+    zobj_put(&l->obj);
+    return rc;
+  }
+  table_size_learned(j->e, j->g, j->dim, l->off[nb]);
   *obj = &l->obj;
   *cost = sizeof *l + (size_t)(nb + 1) * sizeof *l->off;
   return 0;
@@ -451,7 +404,7 @@ static int rowlen_fill(void *ctx, uint64_t *value, struct zerr *err) {
   struct memo_ref *ref;
   if (!rows)
     return 0;
-  ZTRY(block_get(j->e, j->g, j->dim, t, 0, &ref, err));
+  ZTRY(block_get(j->e, j->g, j->dim, t, 0, NULL, &ref, err));
   uint64_t body = ((const struct block_text *)memo_obj(ref))->len;
   memo_release(j->e->memo, ref);
   body -= t->header_len;
@@ -515,8 +468,8 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
                void *ud, struct zerr *err) {
   if (g->kind != ZNODE_GROUP)
     return 0;
-  struct members m = {0};
-  int rc = members_load(e, g, &m, err);
+  struct tmembers m = {0};
+  int rc = tmember_load(e, g, &m, err);
   struct dims d = {calloc(m.n + 1, sizeof *d.v), 0};
   if (rc == 0 && !d.v)
     rc = zerr_set(err, ENOMEM, "out of memory");
@@ -534,7 +487,7 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
       break;
   }
   free(d.v);
-  members_free(&m);
+  tmember_free(&m);
   return rc;
 }
 
@@ -619,6 +572,9 @@ int table_size_deferred(struct engine *e, const struct znode *g,
   return !usize && big;
 }
 
+static int table_learn(struct engine *e, const struct znode *g, const char *dim,
+                       const struct table *t, uint64_t *size, struct zerr *err);
+
 int table_size_stat(struct engine *e, const struct znode *g, const char *file,
                     uint64_t *size, struct zerr *err) {
   int k = table_size_known(e, g, file, size, err);
@@ -626,11 +582,19 @@ int table_size_stat(struct engine *e, const struct znode *g, const char *file,
     return k < 0 ? k : 0;
   if ((k = table_size_deferred(e, g, file, err)) < 0)
     return k;
-  if (k) {
-    *size = 0; /* unknown: the file is read with direct I/O */
-    return 0;
-  }
-  return table_size(e, g, file, size, err);
+  if (!k)
+    return table_size(e, g, file, size, err);
+  /* deferred: what a bounded time learns, else 0 (unknown; the file is
+   * read with direct I/O) */
+  char dim[TABLE_NAME_MAX + 1];
+  struct memo_ref *tref;
+  ZTRY(table_get(e, g, file, &tref, err));
+  dim_of_file(file, dim);
+  k = table_learn(e, g, dim, (const struct table *)memo_obj(tref), size, err);
+  memo_release(e->memo, tref);
+  if (k == 0)
+    *size = 0;
+  return k < 0 ? k : 0;
 }
 
 int table_size_known(struct engine *e, const struct znode *g, const char *file,
@@ -657,18 +621,51 @@ int table_size_known(struct engine *e, const struct znode *g, const char *file,
   return *size != 0;
 }
 
+/* ---- reads ---- */
+
+/* What an open table file keeps in its cursor between reads
+ * (cursor_ext_swap): its columns' pins, and the last block it read and
+ * where that starts, so a reader in order finds its next block from
+ * there rather than from the nearest remembered start. */
+struct treader {
+  struct tpins *pins;
+  struct memo_ref *blk; /* block b, pinned: the next read most often
+                           starts in it (NULL: none) */
+  uint64_t b, start;    /* block b starts at start; b == UINT64_MAX: none */
+};
+
+/* Free a reader's state (cursor_ext_swap's free_fn). */
+static void treader_free(struct engine *e, void *p) {
+  struct treader *r = p;
+  memo_release(e->memo, r->blk);
+  tpins_free(e, r->pins);
+  free(r);
+}
+
 /* Copy from block b on, which starts at `start`, into dst: up to len
- * bytes at off (>= start). The bytes copied; when the copy runs past the
- * last block, the table's size is learned. */
+ * bytes at off (>= start), rendering blocks with pins; first (taken
+ * over, or NULL) is block b pinned already. The bytes copied; *last
+ * (the caller's) pins the last block read, *lb and *ls say which and
+ * where it starts. When the copy runs past the last block, the table's
+ * size is learned. */
 static long read_blocks(struct engine *e, const struct znode *g,
-                        const char *dim, const struct table *t, uint64_t b,
-                        uint64_t start, uint64_t off, size_t len, char *dst,
-                        struct zerr *err) {
+                        const char *dim, const struct table *t,
+                        struct tpins *pins, uint64_t b, uint64_t start,
+                        struct memo_ref *first, uint64_t off, size_t len,
+                        char *dst, struct memo_ref **last, uint64_t *lb,
+                        uint64_t *ls, struct zerr *err) {
   uint64_t nb = table_nblk(t);
   size_t done = 0;
+  *last = NULL;
   for (; b < nb && done < len; b++) {
-    struct memo_ref *bref;
-    ZTRY(block_get(e, g, dim, t, b, &bref, err));
+    struct memo_ref *bref = first;
+    first = NULL;
+    int rc = bref ? 0 : block_get(e, g, dim, t, b, pins, &bref, err);
+    if (rc < 0) {
+      memo_release(e->memo, *last);
+      *last = NULL;
+      return rc;
+    }
     const struct block_text *bl = (const struct block_text *)memo_obj(bref);
     if (off + done < start + bl->len) {
       size_t in = (size_t)(off + done - start), n = bl->len - in;
@@ -677,14 +674,15 @@ static long read_blocks(struct engine *e, const struct znode *g,
       memcpy(dst + done, bl->text + in, n);
       done += n;
     }
+    memo_release(e->memo, *last);
+    *last = bref;
+    *lb = b;
+    *ls = start;
     start += bl->len;
-    memo_release(e->memo, bref);
   }
-  if (b == nb && done < len) { /* the end: the size is known now */
-    struct memo_key sk;
-    table_key(&sk, ELEVEL_TABLE_LAYOUT, g, dim, 2);
-    memo_value_put(e->memo, &sk, start);
-  }
+  memo_release(e->memo, first);
+  if (b == nb && done < len) /* the end: the size is known now */
+    table_size_learned(e, g, dim, start);
   return (long)done;
 }
 
@@ -693,59 +691,93 @@ static long read_blocks(struct engine *e, const struct znode *g,
 /* Tag of the value keys of remembered block starts (word0 = TAG | block). */
 #define START_TAG (UINT64_C(1) << 63)
 
-/* Where the block holding off starts, by block sizes learned so far
- * (blocks not learned yet are rendered): for readers that come before
- * any layout (lazy sizes), so `head` renders the first blocks only. The
- * start of every WALK_STRIDE-th block is remembered on the way, so a
- * reader going through a long table walks from the nearest one, not from
- * the first block. *b is the block count when off lies past the end. */
-static int walk_blocks(struct engine *e, const struct znode *g, const char *dim,
-                       const struct table *t, uint64_t off, uint64_t *b,
-                       uint64_t *start, struct zerr *err) {
-  uint64_t nb = table_nblk(t), pos = 0, k = 0, cs;
+/* From block *k starting at *pos (both known), leap over the remembered
+ * starts of later blocks that lie at or before off. */
+static void walk_leap(struct engine *e, const struct znode *g, const char *dim,
+                      const struct table *t, uint64_t off, uint64_t *k,
+                      uint64_t *pos) {
+  uint64_t nb = table_nblk(t), cs;
   struct memo_key ck;
-  for (;;) { /* leap over remembered starts */
-    table_key(&ck, ELEVEL_TABLE_LAYOUT, g, dim, START_TAG | (k + WALK_STRIDE));
-    if (k + WALK_STRIDE >= nb || !memo_value_peek(e->memo, &ck, &cs) ||
-        cs > off)
+  for (uint64_t q = (*k / WALK_STRIDE + 1) * WALK_STRIDE; q < nb;
+       q += WALK_STRIDE) {
+    table_key(&ck, ELEVEL_TABLE_LAYOUT, g, dim, START_TAG | q);
+    if (!memo_value_peek(e->memo, &ck, &cs) || cs > off)
       break;
-    k += WALK_STRIDE;
-    pos = cs;
+    *k = q;
+    *pos = cs;
   }
+}
+
+/* Where the block holding off starts, by block sizes learned so far
+ * (blocks not learned yet are rendered, with pins): for readers that
+ * come before any layout, so `head` renders the first blocks only. The
+ * walk starts at block k, which starts at pos, then leaps over
+ * remembered starts: the start of every WALK_STRIDE-th block is
+ * remembered on the way, so a reader going through a long table walks
+ * from the nearest one, not from the first block. *b is the block count
+ * when off lies past the end (the table's size is then learned). With a
+ * deadline (stats_now_ns; 0: none) the walk stops once past it: 1, with
+ * *b and *start the block it reached; else 0. *held (the caller's, may
+ * be NULL) pins block *b when the walk rendered it. */
+static int walk_blocks(struct engine *e, const struct znode *g, const char *dim,
+                       const struct table *t, struct tpins *pins, uint64_t k,
+                       uint64_t pos, uint64_t off, uint64_t deadline,
+                       uint64_t *b, uint64_t *start, struct memo_ref **held,
+                       struct zerr *err) {
+  uint64_t nb = table_nblk(t);
+  int late = 0;
+  *held = NULL;
+  walk_leap(e, g, dim, t, off, &k, &pos);
   for (; k < nb; k++) {
     uint64_t bs;
     if (k && k % WALK_STRIDE == 0) {
+      struct memo_key ck;
       table_key(&ck, ELEVEL_TABLE_LAYOUT, g, dim, START_TAG | k);
       memo_value_put(e->memo, &ck, pos);
     }
-    if (!bsize_peek(e, g, dim, k, &bs)) {
-      struct memo_ref *ref;
-      ZTRY(engine_check_stop(e, err));
-      ZTRY(block_get(e, g, dim, t, k, &ref, err));
-      bs = ((const struct block_text *)memo_obj(ref))->len;
-      memo_release(e->memo, ref);
-    }
-    if (off < pos + bs)
+    if (deadline && stats_now_ns() > deadline) {
+      late = 1;
       break;
+    }
+    struct memo_ref *ref = NULL;
+    if (!bsize_peek(e, g, dim, k, &bs)) {
+      ZTRY(engine_check_stop(e, err));
+      ZTRY(block_get(e, g, dim, t, k, pins, &ref, err));
+      bs = ((const struct block_text *)memo_obj(ref))->len;
+    }
+    if (off < pos + bs) { /* the reader's block: kept for its read */
+      *held = ref;
+      break;
+    }
+    memo_release(e->memo, ref);
     pos += bs;
   }
-  if (k == nb) {
-    struct memo_key sk;
-    table_key(&sk, ELEVEL_TABLE_LAYOUT, g, dim, 2);
-    memo_value_put(e->memo, &sk, pos);
-  }
+  if (k == nb)
+    table_size_learned(e, g, dim, pos);
   *b = k;
   *start = pos;
-  return 0;
+  return late;
 }
 
 long table_read(struct engine *e, const struct znode *g, const char *file,
-                uint64_t off, size_t len, char *dst, struct zerr *err) {
+                uint64_t off, size_t len, char *dst, struct view_cursor *c,
+                struct zerr *err) {
   char dim[TABLE_NAME_MAX + 1];
   struct memo_ref *tref, *lref = NULL;
   ZTRY(table_get(e, g, file, &tref, err));
   dim_of_file(file, dim);
   const struct table *t = (const struct table *)memo_obj(tref);
+  struct treader *rd = cursor_ext_swap(c, NULL, NULL);
+  struct memo_ref *first = NULL;
+  if (!rd && (rd = malloc(sizeof *rd))) { /* NULL: read without pins */
+    rd->blk = NULL;
+    rd->b = UINT64_MAX;
+    rd->start = 0;
+    if (!(rd->pins = tpins_new(t))) {
+      free(rd);
+      rd = NULL;
+    }
+  }
   struct memo_key k;
   table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 1);
   uint64_t b = 0, start = 0, rl;
@@ -774,10 +806,73 @@ long table_read(struct engine *e, const struct znode *g, const char *file,
     start = l->off[b < l->nblk ? b : l->nblk];
     memo_release(e->memo, lref);
   } else if (rc == 0) {
-    rc = walk_blocks(e, g, dim, t, off, &b, &start, err);
+    uint64_t k0 = 0, p0 = 0; /* from the reader's last block when before */
+    if (rd && rd->b != UINT64_MAX && rd->start <= off) {
+      k0 = rd->b;
+      p0 = rd->start;
+    }
+    rc = walk_blocks(e, g, dim, t, rd ? rd->pins : NULL, k0, p0, off, 0, &b,
+                     &start, &first, err);
   }
-  long n =
-      rc < 0 ? rc : read_blocks(e, g, dim, t, b, start, off, len, dst, err);
+  if (!first && rd && rd->blk && rd->b == b) { /* the block it read last */
+    first = rd->blk;
+    rd->blk = NULL;
+  }
+  uint64_t lb = UINT64_MAX, ls = 0;
+  struct memo_ref *last = NULL;
+  long n = rc < 0 ? rc
+                  : read_blocks(e, g, dim, t, rd ? rd->pins : NULL, b, start,
+                                first, off, len, dst, &last, &lb, &ls, err);
+  if (rc < 0)
+    memo_release(e->memo, first);
+  if (rd && last) {
+    memo_release(e->memo, rd->blk);
+    rd->blk = last;
+    rd->b = lb;
+    rd->start = ls;
+  } else {
+    memo_release(e->memo, last);
+  }
+  struct treader *old = cursor_ext_swap(c, rd, treader_free);
+  if (old)
+    treader_free(e, old);
   memo_release(e->memo, tref);
   return n;
+}
+
+/* Bytes the decoded columns and the text of t take, about (8 and 16 a
+ * field): whether a stat's learning leaves them in the cache for the
+ * reader that follows. */
+static uint64_t table_bytes_guess(const struct table *t) {
+  uint64_t fields;
+  if (zmul_u64(t->nrows, t->ncols ? t->ncols : 1, &fields) < 0 ||
+      fields > UINT64_MAX / 24)
+    return UINT64_MAX;
+  return fields * 24;
+}
+
+/* A stat's bounded learning of deferred table t's size: blocks walked in
+ * order (each column's unit pinned from one block to the next) for at
+ * most e->table_learn_ns, from where an earlier stat or reader stopped
+ * (remembered block starts and sizes), when its columns and text fit
+ * half the cache, so the reader that follows finds what was decoded
+ * rather than decode it again. 1 with *size when the walk reached the
+ * end, 0 when it stopped before (or did not start), or a negative errno. */
+static int table_learn(struct engine *e, const struct znode *g, const char *dim,
+                       const struct table *t, uint64_t *size,
+                       struct zerr *err) {
+  if (!e->table_learn_ns || table_bytes_guess(t) > e->cache_size / 2)
+    return 0;
+  struct tpins *pins = tpins_new(t);
+  uint64_t b, start;
+  struct memo_ref *held;
+  int rc =
+      walk_blocks(e, g, dim, t, pins, 0, 0, UINT64_MAX,
+                  stats_now_ns() + e->table_learn_ns, &b, &start, &held, err);
+  memo_release(e->memo, held);
+  tpins_free(e, pins);
+  if (rc != 0)
+    return rc < 0 ? rc : 0;
+  *size = start;
+  return 1;
 }

@@ -15,19 +15,26 @@
  * at the array's place in the order.
  *
  * The text is rendered in blocks of TBLOCK_ROWS rows (fs/views/tblock.h), each
- * a memo object (ELEVEL_TABLE_BLOCK) made from its columns' units
- * (fs/engine/unit.h), whose size is learned as a value when it is rendered. The
+ * a memo object (ELEVEL_TABLE_BLOCK) made from its columns' units, whose size
+ * is learned as a value when it is rendered. Blocks are rendered in order by
+ * one reader at a time with its pins (struct tpins: each column's unit kept
+ * from one block to the next; an open file keeps them in its cursor between
+ * reads, with the block it read last), so a pass over the table decodes each
+ * chunk once whatever the cache's size, and holds one unit per column. The
  * layout (where every block starts, ELEVEL_TABLE_LAYOUT) renders each block not
  * learned yet and keeps only their sizes, so memory stays within the memo's
- * budget whatever the table's length. A read uses the layout when there
- * is one, else walks the learned block sizes from the start, rendering
- * only the blocks it reaches (lazy sizes: `head` costs the first blocks).
- * The exact size needs every block rendered once, unless no column has a
- * stored chunk: then every row is the same (each column's fill value) and
- * the size and where each block starts are arithmetic, learned from
- * block 0 (a never-written array of 2^40 elements costs one block). With
- * lazy sizes it is shown once known; with exact sizes too, for a table
- * that is not arithmetic and larger than TABLE_EXACT_FIELDS.
+ * budget whatever the table's length. A read uses the layout when there is one,
+ * else walks the learned block sizes from its reader's last block or the
+ * nearest remembered start, rendering only the blocks it reaches (`head` costs
+ * the first block). The exact size needs every block rendered once,
+ * unless no column has a stored chunk: then every row is the same (each
+ * column's fill value) and the size and where each block starts are
+ * arithmetic, learned from block 0 (a never-written array of 2^40
+ * elements costs one block). With lazy sizes it is shown once known.
+ * With exact sizes, a table that is not arithmetic and has more than
+ * TABLE_EXACT_FIELDS fields is deferred: read with direct I/O, and its
+ * stat shows the size once known, else what a bounded learning finds
+ * (table_size_stat), else 0, so no stat waits long on a table.
  *
  * Members are what the store lists and consolidated metadata names; each
  * member's metadata is read once (the node table). Dimension names longer
@@ -41,10 +48,13 @@
 
 #include "../engine/engine.h"
 #include "../engine/node.h"
+#include "tmember.h"
+
+struct view_cursor;
 
 #define TABLE_SUFFIX ".csv"
 /* Longest dimension name with a table (its bytes go into memo keys). */
-#define TABLE_NAME_MAX 255
+#define TABLE_NAME_MAX TMEMBER_DIM_MAX
 
 /* Called once per table file name ("D.csv"); non-zero stops. */
 typedef int (*table_name_cb)(void *ud, const char *file);
@@ -75,20 +85,23 @@ int table_size(struct engine *e, const struct znode *g, const char *file,
                uint64_t *size, struct zerr *err);
 
 /* Fields (rows x columns) of the largest table whose exact size stat
- * renders (table_size_deferred). */
-#define TABLE_EXACT_FIELDS ((uint64_t)1 << 26)
+ * renders whatever it takes (table_size_deferred): a few hundred
+ * milliseconds on a loaded core. */
+#define TABLE_EXACT_FIELDS ((uint64_t)1 << 18)
 
-/* With exact sizes: 1 when stat shows the table's size only once a reader
- * has learned it (0 until then, and the table is read with direct I/O, as
- * with lazy sizes), because its size is not arithmetic and rendering the
- * whole table would take more than TABLE_EXACT_FIELDS fields: the work a
- * lookup may do is bounded. 0 when stat computes it; or a negative
- * errno. */
+/* With exact sizes: 1 when the table is read with direct I/O (as with
+ * lazy sizes) and stat shows its size only once known, because its size
+ * is not arithmetic and rendering the whole table would take more than
+ * TABLE_EXACT_FIELDS fields: the work a lookup may do is bounded. 0 when
+ * stat computes it; or a negative errno. */
 int table_size_deferred(struct engine *e, const struct znode *g,
                         const char *file, struct zerr *err);
 
-/* The size stat shows with exact sizes: the exact size, or 0 for a
- * deferred table whose size is not learned yet. */
+/* The size stat shows with exact sizes: the exact size, or for a deferred
+ * table the size once known, else what a bounded learning finds: blocks
+ * rendered in order for at most engine.table_learn_ns (resuming where
+ * the last one stopped), when the table's columns and text fit half the
+ * cache (so a reader after it finds them decoded); else 0. */
 int table_size_stat(struct engine *e, const struct znode *g, const char *file,
                     uint64_t *size, struct zerr *err);
 
@@ -99,8 +112,11 @@ int table_size_known(struct engine *e, const struct znode *g, const char *file,
                      uint64_t *size, struct zerr *err);
 
 /* Read up to len bytes at off of table `file` of g into dst; returns the
- * bytes read (short only at the end) or a negative errno. */
+ * bytes read (short only at the end) or a negative errno. c (may be
+ * NULL) is the open file's cursor: it keeps the reader's pins and
+ * position between reads (cursor_ext_swap). */
 long table_read(struct engine *e, const struct znode *g, const char *file,
-                uint64_t off, size_t len, char *dst, struct zerr *err);
+                uint64_t off, size_t len, char *dst, struct view_cursor *c,
+                struct zerr *err);
 
 #endif
