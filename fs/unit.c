@@ -392,6 +392,11 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     struct lxindex_rec rec = {ct->size, ct->nin};
     lxindex_store(e->lx, &id, &rec); /* a failure: learned again next time */
   }
+  if (fresh)
+    engine_debug(e, ENGINE_DEBUG_DECODE,
+                 "decode %s: %llu bytes of text in %.1f ms", j->key,
+                 (unsigned long long)ct->size,
+                 (double)(stats_now_ns() - t0) / 1e6);
   *obj = &ct->obj;
   *cost = ct->cost;
   return 0;
@@ -416,6 +421,10 @@ int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
   struct unit_job j = {e, n, idx, key, NULL};
+  if (engine_debugging()) /* the cache's decision, as it is about to be */
+    engine_debug(e, ENGINE_DEBUG_CACHE, "cache: %s: %s", key,
+                 memo_present(e->memo, &k) ? "in the cache"
+                                           : "not in the cache, decoding");
   return memo_get(e->memo, &k, unit_fill, &j, out, err);
 }
 
