@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../src/json/zjson.h"
+#include "../src/store/icechunk.h"
 #include "../src/store/presence.h"
 #include "engine.h"
 #include "node.h"
@@ -117,6 +118,32 @@ static void put_counts(FILE *f, const struct zmeta *m,
 static void group_summary(FILE *f, struct engine *e, const struct znode *n,
                           int *oom);
 
+/* At the root of an Icechunk snapshot: which one the mount (or the tree
+ * below /.zarrfs) shows, by the ref the mount named (a tree's path names
+ * its own) and by its id, with its commit time and message (one line, as
+ * the ref logs show it). */
+static void put_icechunk(FILE *f, const struct engine *e, int *oom) {
+  const char *ref = NULL;
+  const struct icefmt_snapshot *sn = icechunk_store_shown(e->store, &ref);
+  if (!sn)
+    return;
+  char *line =
+      icefmt_log_line(sn->id, sn->flushed_at, sn->message ? sn->message : "");
+  char *when = line ? strchr(line, '\t') : NULL;
+  char *msg = when ? strchr(when + 1, '\t') : NULL;
+  if (!msg) {
+    *oom = 1;
+    free(line);
+    return;
+  }
+  *when++ = *msg++ = '\0';
+  if (ref || !e->parent) /* a tree below /.zarrfs: its path names it */
+    fprintf(f, "icechunk_ref: %s\n", ref ? ref : "none (-o snapshot)");
+  fprintf(f, "icechunk_snapshot: %s\n", line);
+  fprintf(f, "icechunk_committed: %s\nicechunk_message: %s", when, msg);
+  free(line);
+}
+
 /* The text of n into f (closed here): info_format's, and with e a group's
  * summary. */
 static int info_write(FILE *f, struct engine *e, const struct znode *n,
@@ -132,7 +159,13 @@ static int info_write(FILE *f, struct engine *e, const struct znode *n,
   const struct zmeta *m = n->meta;
   json_t *root = root_of(n);
   fprintf(f, "node_type: %s\n", n->kind == ZNODE_ARRAY ? "array" : "group");
-  put_json(f, "zarr_format", json_object_get(root, "zarr_format"), &oom);
+  json_t *zf = json_object_get(root, "zarr_format");
+  if (zf) /* as written */
+    put_json(f, "zarr_format", zf, &oom);
+  else if (n->zarr_format) /* a V2 group keeps no document of its own */
+    fprintf(f, "zarr_format: %d\n", n->zarr_format);
+  if (e && (!n->path || !*n->path))
+    put_icechunk(f, e, &oom);
   if (n->kind == ZNODE_ARRAY && m) {
     fputs("shape: ", f);
     put_dims(f, m->shape, m->ndim, ", ");
@@ -233,8 +266,7 @@ struct dim {
 
 /* The group's own attributes: V3 `attributes`, V2 its .zattrs (new
  * reference, or NULL). */
-static json_t *group_attrs(struct engine *e, const struct znode *n,
-                           int *oom) {
+static json_t *group_attrs(struct engine *e, const struct znode *n, int *oom) {
   json_t *a = json_object_get(root_of(n), "attributes");
   if (a)
     return json_incref(a);
@@ -487,8 +519,7 @@ int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
   *out = NULL;
   *len = 0;
   FILE *f = open_memstream(out, len);
-  int rc = f ? info_write(f, e, n, n->kind == ZNODE_ARRAY ? &c : NULL, out,
-                          len)
+  int rc = f ? info_write(f, e, n, n->kind == ZNODE_ARRAY ? &c : NULL, out, len)
              : -ENOMEM;
   return rc < 0 ? zerr_set(err, -rc, "out of memory") : 0;
 }
@@ -499,7 +530,7 @@ static void names_of(const struct znode *n, const char **names) {
   json_t *root = root_of(n);
   if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_GROUP) {
     names[k++] = "node_type";
-    if (json_object_get(root, "zarr_format"))
+    if (json_object_get(root, "zarr_format") || n->zarr_format)
       names[k++] = "zarr_format";
   }
   if (n->kind == ZNODE_ARRAY && n->meta) {
@@ -560,6 +591,8 @@ static int put_value(FILE *f, const struct znode *n, const char *a) {
     s = zjson_dump(dims_of(n));
   else if (!strcmp(a, "attributes"))
     s = zjson_dump(n->attrs);
+  else if (!strcmp(a, "zarr_format") && !json_object_get(root, a))
+    json = 0, fprintf(f, "%d", n->zarr_format); /* a V2 group */
   else /* zarr_format, fill_value, dimension_names: as written */
     s = zjson_dump(json_object_get(root, a));
   if (s)
