@@ -690,8 +690,19 @@ static int cli_run(struct cli_parser *p, int argc, char *const *argv) {
     c->lazy_sizes = remote_is_url(c->source);
     return cli_validate(p);
   }
+  if (!c->mountpoint && cli_maybe_command(c->source))
+    return zerr_set(p->err, EINVAL,
+                    "missing MOUNTPOINT, or '%s' is not a command (the "
+                    "commands: " CLI_TOOLS_TEXT "; try --help)",
+                    c->source);
   if (!c->mountpoint)
     return zerr_set(p->err, EINVAL, "missing MOUNTPOINT (try --help)");
+  if (p->extra && cli_maybe_command(c->source))
+    return zerr_set(p->err, EINVAL,
+                    "unexpected argument '%s' after SOURCE and MOUNTPOINT, "
+                    "or '%s' is not a command (the commands: " CLI_TOOLS_TEXT
+                    "; try --help)",
+                    p->extra, c->source);
   if (p->extra)
     return zerr_set(p->err, EINVAL,
                     "unexpected argument '%s' after SOURCE and MOUNTPOINT "
@@ -719,6 +730,11 @@ int cli_parse(int argc, char *const *argv, struct cli_config **out,
   }
   *out = p.c;
   return 0;
+}
+
+/* A plain word: no '/', no scheme (its ':' would be a URL's). */
+int cli_maybe_command(const char *arg) {
+  return *arg && !strchr(arg, '/') && !strchr(arg, ':');
 }
 
 const char *cli_tool_name(enum cli_tool t) {

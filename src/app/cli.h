@@ -134,6 +134,17 @@ void cli_config_free(struct cli_config *c);
 /* The name of a command ("ls", ...). */
 const char *cli_tool_name(enum cli_tool t);
 
+/* The commands, as a refusal of a mistyped one lists them. */
+#define CLI_TOOLS_TEXT "ls, cat, stat, info"
+
+/* Could arg, taken as SOURCE because it names no command, be a mistyped
+ * command: a plain word (not empty, no '/', no "scheme:")? The first
+ * non-option is a command only when it names one, else it is SOURCE
+ * (`zarrfs SOURCE MOUNTPOINT` keeps working with any SOURCE); a refusal
+ * of such a SOURCE (it names nothing that exists, or MOUNTPOINT is
+ * missing) then says that it is not a command either. */
+int cli_maybe_command(const char *arg);
+
 /* Print the usage text (zarrfs's own options; libfuse's follow it) to f. */
 void cli_usage(FILE *f, const char *prog);
 
