@@ -732,9 +732,12 @@ int cli_parse(int argc, char *const *argv, struct cli_config **out,
   return 0;
 }
 
-/* A plain word: no '/', no scheme (its ':' would be a URL's). */
+/* A plain word: letters, digits, '-' and '_' (a '/', a '.' or a ':'
+ * makes it a path, a file name or a URL). */
 int cli_maybe_command(const char *arg) {
-  return *arg && !strchr(arg, '/') && !strchr(arg, ':');
+  return *arg && strspn(arg, "abcdefghijklmnopqrstuvwxyz"
+                             "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") ==
+                     strlen(arg);
 }
 
 const char *cli_tool_name(enum cli_tool t) {

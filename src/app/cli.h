@@ -138,7 +138,8 @@ const char *cli_tool_name(enum cli_tool t);
 #define CLI_TOOLS_TEXT "ls, cat, stat, info"
 
 /* Could arg, taken as SOURCE because it names no command, be a mistyped
- * command: a plain word (not empty, no '/', no "scheme:")? The first
+ * command: a plain word (letters, digits, '-' and '_' only: no path, no
+ * file name with a dot, no URL)? The first
  * non-option is a command only when it names one, else it is SOURCE
  * (`zarrfs SOURCE MOUNTPOINT` keeps working with any SOURCE); a refusal
  * of such a SOURCE (it names nothing that exists, or MOUNTPOINT is
