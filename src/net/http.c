@@ -518,23 +518,40 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
   /* No transparent decompression: the bytes must be the object's. */
   curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, NULL);
   curl_easy_setopt(h, CURLOPT_USERAGENT, "zarrfs/" PACKAGE_VERSION);
+  if (x->mode == X_RANGE) {
+    snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, x->off,
+             x->off + x->len - 1);
+    curl_easy_setopt(h, CURLOPT_RANGE, range);
+  }
   struct curl_slist *hdrs = NULL;
-  if (r->cond) {
-    /* The shared headers and this request's precondition, in a list of
-     * its own. */
-    for (const struct curl_slist *l = r->headers; l; l = l->next) {
+  if (r->cond || r->signer) {
+    /* The shared headers, this request's precondition and its signature,
+     * in a list of its own. */
+    int ok = 1;
+    for (const struct curl_slist *l = r->headers; l && ok; l = l->next) {
       struct curl_slist *t = curl_slist_append(hdrs, l->data);
-      if (!t)
-        break;
-      hdrs = t;
+      ok = t != NULL;
+      hdrs = t ? t : hdrs;
     }
-    struct curl_slist *t = curl_slist_append(hdrs, r->cond);
-    if (t)
-      hdrs = t;
-    if (!t || !hdrs) {
+    if (ok && r->cond) {
+      struct curl_slist *t = curl_slist_append(hdrs, r->cond);
+      ok = t != NULL;
+      hdrs = t ? t : hdrs;
+    }
+    int src = 0;
+    struct zerr se = {0};
+    if (ok && r->signer) {
+      char rv[80];
+      snprintf(rv, sizeof rv, "bytes=%s", range);
+      src =
+          r->signer->sign(r->signer->ud, r->url, x->mode == X_RANGE ? rv : NULL,
+                          r->cond, &hdrs, &se);
+    }
+    if (!ok || src < 0) {
       curl_slist_free_all(hdrs);
       handle_give(c, h);
-      *rc = zerr_set(err, ENOMEM, "GET %s: out of memory", lu);
+      *rc = ok ? zerr_set(err, -src, "GET %s: %s", lu, se.msg)
+               : zerr_set(err, ENOMEM, "GET %s: out of memory", lu);
       return V_FAIL;
     }
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
@@ -544,11 +561,6 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
   if (r->aws_sigv4 && r->userpwd) {
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->aws_sigv4);
     curl_easy_setopt(h, CURLOPT_USERPWD, r->userpwd);
-  }
-  if (x->mode == X_RANGE) {
-    snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, x->off,
-             x->off + x->len - 1);
-    curl_easy_setopt(h, CURLOPT_RANGE, range);
   }
   atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
   CURLcode cc = curl_easy_perform(h);

@@ -52,6 +52,18 @@ struct http_config {
 /* Fill *c with the defaults above. */
 void http_config_default(struct http_config *c);
 
+/* Signs each attempt of a request whose signature covers headers that
+ * vary per attempt (Azure Shared Key: the date, the Range, the
+ * precondition). sign appends the headers to send (x-ms-date,
+ * Authorization, ...) to *hdrs, given the request URL, its Range value
+ * ("bytes=A-B", NULL for a plain GET) and its precondition line (or
+ * NULL); 0, or a negative errno with err set. ud is borrowed. */
+struct http_signer {
+  int (*sign)(const void *ud, const char *url, const char *range,
+              const char *cond, struct curl_slist **hdrs, struct zerr *err);
+  const void *ud;
+};
+
 /* What one request needs besides its range. All borrowed for the call. */
 struct http_req {
   const char *url;            /* absolute; path and query already encoded */
@@ -64,6 +76,7 @@ struct http_req {
   int allow_link_local;       /* 1: the user named this address explicitly */
   const char *cond;           /* a precondition header line ("If-Match: ..."
                                  or "If-Unmodified-Since: ..."), or NULL */
+  const struct http_signer *signer; /* per-attempt signing, or NULL */
 };
 
 /* What a response said about the object, besides its bytes. */

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../util/memo.h"
+#include "azure.h"
 #include "s3.h"
 
 /* Read-ahead jobs queued at most (beyond: dropped, it is only a hint). */
@@ -83,7 +84,11 @@ struct remote {
   struct s3_config *s3; /* owned, may be NULL */
   struct s3_signing sign;
   int have_sign;
-  struct memo *memo; /* blocks (objects) and sizes (values) */
+  struct s3_config *gs; /* Cloud Storage (gs://): owned, may be NULL */
+  struct s3_signing gs_sign;
+  int have_gs_sign;
+  struct azure_config *az; /* Azure (az://): owned, may be NULL */
+  struct memo *memo;       /* blocks (objects) and sizes (values) */
   atomic_int stop;
   /* read-ahead workers */
   pthread_mutex_t lock; /* guards the queue and quit (a leaf) */

@@ -291,7 +291,8 @@ void confine_set_remote_reference(struct confine *c) { c->remote_ref = 1; }
 int confine_add_url_prefix(struct confine *c, const char *prefix,
                            struct zerr *err) {
   if (!remote_is_url(prefix))
-    return zerr_set(err, EINVAL, "%s: not an http(s):// or s3:// URL", prefix);
+    return zerr_set(err, EINVAL, "%s: not an %s URL", prefix,
+                    remote_url_schemes());
   char **p = realloc(c->url_prefixes, (c->n_url + 1) * sizeof *p);
   if (!p)
     return zerr_set(err, ENOMEM, "out of memory");
