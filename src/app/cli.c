@@ -690,24 +690,16 @@ static int cli_run(struct cli_parser *p, int argc, char *const *argv) {
     c->lazy_sizes = remote_is_url(c->source);
     return cli_validate(p);
   }
-  if (!c->mountpoint && cli_maybe_command(c->source))
-    return zerr_set(p->err, EINVAL,
-                    "missing MOUNTPOINT, or '%s' is not a command (the "
-                    "commands: " CLI_TOOLS_TEXT "; try --help)",
-                    c->source);
-  if (!c->mountpoint)
-    return zerr_set(p->err, EINVAL, "missing MOUNTPOINT (try --help)");
-  if (p->extra && cli_maybe_command(c->source))
-    return zerr_set(p->err, EINVAL,
-                    "unexpected argument '%s' after SOURCE and MOUNTPOINT, "
-                    "or '%s' is not a command (the commands: " CLI_TOOLS_TEXT
-                    "; try --help)",
-                    p->extra, c->source);
-  if (p->extra)
-    return zerr_set(p->err, EINVAL,
-                    "unexpected argument '%s' after SOURCE and MOUNTPOINT "
-                    "(try --help)",
-                    p->extra);
+  char alt[160] = " ("; /* SOURCE may be a mistyped command (cli.h) */
+  if (cli_maybe_command(c->source))
+    snprintf(alt, sizeof alt,
+             ", or '%.64s' is not a command (the commands: %s; ", c->source,
+             CLI_TOOLS_TEXT);
+  if (!c->mountpoint || p->extra)
+    return zerr_set(p->err, EINVAL, "%s%s%s%stry --help)",
+                    p->extra ? "unexpected argument '" : "missing MOUNTPOINT",
+                    p->extra ? p->extra : "",
+                    p->extra ? "' after SOURCE and MOUNTPOINT" : "", alt);
   c->lazy_sizes = remote_is_url(c->source); /* remote: never fetch for stat */
   return cli_validate(p);
 }
@@ -732,26 +724,9 @@ int cli_parse(int argc, char *const *argv, struct cli_config **out,
   return 0;
 }
 
-/* A plain word: letters, digits, '-' and '_' (a '/', a '.' or a ':'
- * makes it a path, a file name or a URL). */
-int cli_maybe_command(const char *arg) {
-  return *arg && strspn(arg, "abcdefghijklmnopqrstuvwxyz"
-                             "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") ==
-                     strlen(arg);
-}
-
 const char *cli_tool_name(enum cli_tool t) {
-  switch (t) {
-  case CLI_TOOL_LS:
-    return "ls";
-  case CLI_TOOL_CAT:
-    return "cat";
-  case CLI_TOOL_STAT:
-    return "stat";
-  case CLI_TOOL_INFO:
-    return "info";
-  }
-  return "?";
+  static const char *const names[] = {"?", "ls", "cat", "stat", "info"};
+  return t >= CLI_TOOL_LS && t <= CLI_TOOL_INFO ? names[t] : "?";
 }
 
 void cli_config_free(struct cli_config *c) {

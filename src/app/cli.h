@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../net/remote.h"
 #include "../util/err.h"
@@ -144,7 +145,11 @@ const char *cli_tool_name(enum cli_tool t);
  * (`zarrfs SOURCE MOUNTPOINT` keeps working with any SOURCE); a refusal
  * of such a SOURCE (it names nothing that exists, or MOUNTPOINT is
  * missing) then says that it is not a command either. */
-int cli_maybe_command(const char *arg);
+static inline int cli_maybe_command(const char *arg) {
+  return *arg &&
+         strspn(arg, "abcdefghijklmnopqrstuvwxyz"
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == strlen(arg);
+}
 
 /* Print the usage text (zarrfs's own options; libfuse's follow it) to f. */
 void cli_usage(FILE *f, const char *prog);
