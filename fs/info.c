@@ -169,10 +169,16 @@ static void put_icechunk(FILE *f, const struct engine *e, int *oom) {
     return;
   }
   *when++ = *msg++ = '\0';
-  if (ref || !e->parent) /* a tree below /.zarrfs: its path names it */
-    fprintf(f, "icechunk_ref: %s\n", ref ? ref : "none (-o snapshot)");
+  msg[strcspn(msg, "\n")] = '\0';
+  if (ref || !e->parent) { /* a tree below /.zarrfs: its path names it */
+    fputs("icechunk_ref: ", f);
+    put_text(f, ref ? ref : "none (-o snapshot)", oom);
+    fputc('\n', f);
+  }
   fprintf(f, "icechunk_snapshot: %s\n", line);
-  fprintf(f, "icechunk_committed: %s\nicechunk_message: %s", when, msg);
+  fprintf(f, "icechunk_committed: %s\nicechunk_message: ", when);
+  put_text(f, msg, oom);
+  fputc('\n', f);
   free(line);
 }
 
