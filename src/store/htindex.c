@@ -72,8 +72,11 @@ static size_t unescape(const char *v, size_t n, char *out, size_t cap) {
   static const struct {
     const char *name;
     char c;
-  } named[] = {{"amp;", '&'}, {"lt;", '<'},   {"gt;", '>'},
-               {"quot;", '"'}, {"apos;", '\''}};
+  } named[] = {{"amp;", '&'},
+               {"lt;", '<'},
+               {"gt;", '>'},
+               {"quot;", '"'},
+               {"apos;", '\''}};
   size_t o = 0;
   for (size_t i = 0; i < n;) {
     char tmp[4];
@@ -86,8 +89,8 @@ static size_t unescape(const char *v, size_t n, char *out, size_t cap) {
       uint32_t cp = 0;
       size_t digits = 0;
       for (; j < n && digits < 8; j++, digits++) {
-        int d = hex ? hexval(v[j]) : (v[j] >= '0' && v[j] <= '9' ? v[j] - '0'
-                                                                 : -1);
+        int d =
+            hex ? hexval(v[j]) : (v[j] >= '0' && v[j] <= '9' ? v[j] - '0' : -1);
         if (d < 0)
           break;
         cp = cp * (hex ? 16 : 10) + (uint32_t)d;

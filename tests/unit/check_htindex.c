@@ -21,7 +21,8 @@ static int collect(void *ud, const char *name, size_t len, int is_dir) {
   struct got *g = ud;
   ck_assert_uint_eq(strlen(name), len);
   size_t at = strlen(g->text);
-  snprintf(g->text + at, sizeof g->text - at, "%s%s\n", name, is_dir ? "/" : "");
+  snprintf(g->text + at, sizeof g->text - at, "%s%s\n", name,
+           is_dir ? "/" : "");
   g->n++;
   return 0;
 }
@@ -156,7 +157,8 @@ START_TEST(markup) {
       "<a>no href</a><a name=x>anchor</a><a href=yes3>unquoted</a>"
       "<a = href=\"yes4\">stray</a><a/href=\"yes5\">slash</a>"
       "<a href=\"unterminated";
-  ck_assert_str_eq(parse(page, "http://h/d/"), "yes1\nyes2\nyes3\nyes4\nyes5\n");
+  ck_assert_str_eq(parse(page, "http://h/d/"),
+                   "yes1\nyes2\nyes3\nyes4\nyes5\n");
   /* every prefix of it parses without reading past its end */
   size_t len = strlen(page);
   for (size_t i = 0; i <= len; i++) {
@@ -206,9 +208,9 @@ START_TEST(limits) {
   for (size_t i = 0; i <= HTINDEX_MAX_ENTRIES; i++)
     memcpy(big + i * ol, one, ol);
   int count = 0;
-  ck_assert_int_eq(htindex_parse(big, total, "http://h/d/", stop_at_two, &count,
-                                 &err),
-                   7); /* stopped by the callback first */
+  ck_assert_int_eq(
+      htindex_parse(big, total, "http://h/d/", stop_at_two, &count, &err),
+      7); /* stopped by the callback first */
   zerr_clear(&err);
   size_t seen = 0;
   ck_assert_int_eq(
