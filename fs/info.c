@@ -405,6 +405,11 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
   int rc = store_list(e->store, path, kid_stored, &k, &err);
   if (rc < 0 && zerr_is_transient(-rc))
     k.oom = 1;
+  char *unlisted = NULL; /* why the store did not list the group */
+  if (rc < 0 && e->store->unlistable && !n->cons &&
+      !(*path && node_cons_is_dir(e->nodes, path)) &&
+      !(unlisted = strdup(err.msg)))
+    k.oom = 1;
   zerr_clear(&err);
   if (node_cons_children(e->nodes, path, kid_cons, &k, &err) < 0)
     k.oom = 1;
@@ -466,6 +471,15 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
       put_name(f, k.v[i], oom);
       fputc('\n', f);
     }
+  if (unlisted) { /* the members above may not be all of them */
+    fputs("listing: none (", f);
+    put_text(f, unlisted, oom);
+    fputs("): members are those metadata names; directory index pages or "
+          "consolidated metadata (zarr.consolidate_metadata) would list "
+          "every one\n",
+          f);
+    free(unlisted);
+  }
   json_t *ga = group_attrs(e, n, oom);
   if (ga)
     put_attrs(f, ga, "", oom);

@@ -441,6 +441,25 @@ static int table_fill_one(void *ud, const char *file) {
                  STORE_MTIME_UNKNOWN);
 }
 
+/* A directory of a group the store cannot list (why: the store's reason)
+ * and no consolidated metadata names the members of: said once, with how
+ * to have it listed. Inside an array nothing would list more. */
+static void note_unlisted(struct engine *e, const char *key, const char *why) {
+  const char *rel;
+  const struct znode *n = node_get(e->nodes, key);
+  if (n->cons || n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN ||
+      (*key && node_cons_is_dir(e->nodes, key)) ||
+      node_array_of(e->nodes, key, &rel))
+    return;
+  char msg[LOGONCE_LINE_MAX];
+  snprintf(msg, sizeof msg,
+           "not listed (%s): only what metadata names is shown; serve "
+           "directory index pages, or consolidate the store's metadata "
+           "(zarr.consolidate_metadata) to list every node",
+           why);
+  logonce_note(e->log, ZLOG_WARN, e->store->location, key, msg);
+}
+
 int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
                 struct zerr *err) {
   const char *key = ns_path_key(path);
@@ -480,6 +499,8 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
        node_get(e->nodes, key)->cons)) {
     /* The store cannot list it; consolidated metadata may (an unlistable
      * store shows what metadata names, and views). */
+    if (e->store->unlistable)
+      note_unlisted(e, key, err->msg);
     d->n = 0;
     d->names_len = 0;
     d->rc = 0;
