@@ -136,7 +136,8 @@ if [ "$have_ice" = 1 ]; then
   fi
   # a virtual chunk whose endpoint answers nothing (the repository's own
   # container, http://localhost:4200, and nothing listens there)
-  t "$ZARRFS_BIN" cat -o target_root=s3://testbucket/ "$ICE" \
+  t "$ZARRFS_BIN" cat -o target_root=s3://testbucket/ \
+    -o container_endpoint=http://localhost:4200 "$ICE" \
     group1/big_chunks/c/0/0.txt >/dev/null 2>"$ZT_TMP/err"
   if grep -qF "GET s3://testbucket/can_read_old/chunk-1 (http://localhost:4200): " "$ZT_TMP/err" &&
     ! grep -qE "(zstd|gzip|blosc|bytes): GET" "$ZT_TMP/err"; then
