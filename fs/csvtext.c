@@ -3,6 +3,7 @@
  * quoted as RFC 4180 asks. */
 #include "csvtext.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,7 +29,8 @@ static int fixed_missing(const struct dtype *dt, const char *t, size_t n) {
  * xarray decodes it: masked or scaled integers are floats) by the number
  * rule of fs/csvfield.h. */
 size_t csvtext_cf(const struct cf_value *v, char *buf) {
-  if (v->kind == CF_MISSING || v->kind == CF_NAT)
+  if (v->kind == CF_MISSING || v->kind == CF_NAT ||
+      (v->kind == CF_COMPLEX && isnan(v->num.d) && isnan(v->im)))
     return 0;
   size_t n = cftext_render(v, buf);
   if (v->kind != CF_NUMBER)
