@@ -23,7 +23,7 @@
  * Plain HTTP has no listing protocol: the store is marked unlistable, a
  * key is a file when a GET finds it, and a directory when it holds Zarr
  * metadata (zarr.json, .zgroup, .zarray); chunk directories are implied
- * by the array's key encoding (fs/namespace.c). A directory is listed
+ * by the array's key encoding (fs/namespace/namespace.c). A directory is listed
  * from the server's index page of it (DIR/: nginx autoindex, Apache,
  * python -m http.server), read as rclone's http backend reads it
  * (src/store/htindex.h), one GET cached as S3 listings are. A server
