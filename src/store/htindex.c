@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../util/utf8.h"
+
 /* ASCII lower case. */
 static char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c; }
 
@@ -39,29 +41,10 @@ static int hexval(char c) {
 
 /* Code point cp as UTF-8 into out (room for 4): its length, 0 when it is
  * not one (a surrogate, past U+10FFFF, NUL). */
-static size_t utf8_put(uint32_t cp, char *out) {
+static size_t put_cp(uint32_t cp, char *out) {
   if (!cp || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
     return 0;
-  if (cp < 0x80) {
-    out[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = (char)(0xC0 | cp >> 6);
-    out[1] = (char)(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = (char)(0xE0 | cp >> 12);
-    out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = (char)(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = (char)(0xF0 | cp >> 18);
-  out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = (char)(0x80 | (cp & 0x3F));
-  return 4;
+  return utf8_put((uint8_t *)out, cp);
 }
 
 /* An attribute value v[0, n) with its character references decoded (the
@@ -95,7 +78,7 @@ static size_t unescape(const char *v, size_t n, char *out, size_t cap) {
           break;
         cp = cp * (hex ? 16 : 10) + (uint32_t)d;
       }
-      size_t ul = digits && j < n && v[j] == ';' ? utf8_put(cp, tmp) : 0;
+      size_t ul = digits && j < n && v[j] == ';' ? put_cp(cp, tmp) : 0;
       if (ul) {
         tl = ul;
         used = j + 1 - i;
