@@ -208,8 +208,9 @@ int codec_entry_parse(json_t *j, const char **name, json_t **config,
 struct zbuf;
 
 /* Helpers for bytes->bytes codecs. */
-/* All of `in` in memory (capped by env->max_decoded); errors are prefixed
- * with "codec: ". *out is a new reference. */
+/* All of `in` in memory (capped by env->max_decoded); a size above the
+ * cap and running out of memory are prefixed with "codec: ", a failure
+ * to read `in` is left as its source said it. *out is a new reference. */
 int codec_load_input(struct bytesrc *in, const struct codec_env *env,
                      const char *codec, struct bytesrc **out, struct zerr *err);
 /* A memory source taking over the storage of a filled buffer (b is reset;

@@ -213,7 +213,10 @@ int codec_load_input(struct bytesrc *in, const struct codec_env *env,
                      const char *codec, struct bytesrc **out,
                      struct zerr *err) {
   int rc = bytesrc_load(in, env->max_decoded, out, err);
-  if (rc < 0)
+  /* The codec's own limit names it; a failure to read what it was given
+   * is the source's, already named by where it read (the file, or the
+   * endpoint asked), not the codec's. */
+  if (rc == -EFBIG || rc == -ENOMEM)
     zerr_prefix(err, "%s: ", codec);
   return rc;
 }

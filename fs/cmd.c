@@ -113,11 +113,17 @@ static void cmd_progress_end(struct cmd *c, struct cmd_progress *p) {
   }
 }
 
-/* Report that path failed with rc (a negative errno), and why. */
+/* Report that path failed with rc (a negative errno), and why. A name
+ * that is not there says where it was looked for (the reason would only
+ * repeat the errno's words). */
 static void fail(struct cmd *c, const char *path, int rc,
                  const struct zerr *err) {
   int code = -zfs_errno(rc);
-  if (err && err->code && err->msg[0])
+  if (rc == -ENOENT &&
+      (!err || !err->code || !strcmp(err->msg, "no such file")))
+    fprintf(c->err, "zarrfs: %s: %s in %s (zarrfs ls lists what is there)\n",
+            path, strerror(code), c->e->store->location);
+  else if (err && err->code && err->msg[0])
     fprintf(c->err, "zarrfs: %s: %s (%s)\n", path, strerror(code), err->msg);
   else
     fprintf(c->err, "zarrfs: %s: %s\n", path, strerror(code));
@@ -207,6 +213,17 @@ static void cmd_cat(struct cmd *c, const char *path, struct ns_entry *ent,
     rc = -EISDIR;
   if (rc < 0) {
     fail(c, path, rc, &err);
+    return;
+  }
+  if (ns_text_whole(ent)) { /* one snapshot, as an open of the mount */
+    char *text;
+    size_t tl;
+    rc = ns_text(c->e, ent, &text, &tl, &err);
+    if (rc < 0)
+      fail(c, path, rc, &err);
+    else
+      put(c, text, tl);
+    free(text);
     return;
   }
   struct bytesrc *raw = NULL;

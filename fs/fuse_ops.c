@@ -35,12 +35,16 @@
 /* ---- helpers ---- */
 
 /* An open file: its entry, and for raw files the open byte source, for
- * views the reader's cursor (what it read last stays decoded). */
+ * views the reader's cursor (what it read last stays decoded), for a text
+ * made whole (ns_text_whole: info.txt, /.zarrfs/stats, the ref logs) the
+ * text made at open, which every read of this open serves. */
 struct zfs_file {
   struct zfs_handle h; /* first: the open list */
   struct ns_entry ent;
   struct bytesrc *raw;     /* owned reference; NULL for views */
   struct view_cursor *cur; /* owned; views only (may be NULL) */
+  char *text;              /* owned; a text made whole, else NULL */
+  size_t text_len;
 };
 
 /* An open directory: its listing, made by the first readdir and read by
@@ -66,6 +70,7 @@ static void handle_free(struct engine *e, struct zfs_handle *h) {
     struct zfs_file *f = (struct zfs_file *)h;
     bytesrc_unref(f->raw);
     view_cursor_free(e, f->cur);
+    free(f->text);
     free(f);
   }
 }
@@ -136,6 +141,15 @@ static void log_fs_error(struct zfs_fuse_ctx *c, const char *key,
                          const struct zerr *err) {
   if (err->code != EINTR)
     engine_log(c->engine, key, err->msg);
+}
+
+/* For a debug line: "N bytes" (rc >= 0, the size or count n), else
+ * what the error is. */
+static const char *dbg_result(long rc, long long n, char *buf, size_t cap) {
+  if (rc < 0)
+    return strerror((int)-rc);
+  snprintf(buf, cap, "%lld bytes", n);
+  return buf;
 }
 
 /* ---- abandoning a request (INTERRUPT) ----
@@ -235,6 +249,10 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     rc = len < 0 ? (int)len : stat_key(c, path, 0, &e.attr);
   while (work_again(c, &tok, rc, &tries));
   work_end(req);
+  char db[32];
+  engine_debug(c->engine, ENGINE_DEBUG_REQUEST, "lookup /%s: %s",
+               len < 0 ? name : path,
+               dbg_result(rc, (long long)e.attr.st_size, db, sizeof db));
   if (rc == -ENOENT) { /* a negative entry: the kernel remembers it */
     stats_error(&c->engine->stats, ENOENT);
     e.ino = 0;
@@ -273,10 +291,11 @@ static void zfs_forget_multi(fuse_req_t req, size_t count,
   fuse_reply_none(req);
 }
 
-/* stat: resolve, then size. */
+/* stat: resolve, then size. Asked of an open text made whole (the kernel
+ * sends its handle, e.g. to seek to its end): that open's text's size,
+ * not kept (another open has another text). */
 static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
                         struct fuse_file_info *fi) {
-  (void)fi;
   struct zfs_fuse_ctx *c = ctx_of(req);
   stats_request(&c->engine->stats, STATS_GETATTR);
   struct zfs_inode *in = inodes_get(c->inodes, ino);
@@ -285,6 +304,13 @@ static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
     return;
   }
   struct stat st;
+  const struct zfs_file *f =
+      fi ? (const struct zfs_file *)(uintptr_t)fi->fh : NULL;
+  if (f && !f->h.is_dir && f->text) {
+    fill_stat(c, f->ent.kind, f->text_len, f->ent.mtime, ino, &st);
+    fuse_reply_attr(req, &st, 0);
+    return;
+  }
   struct cancel tok;
   int rc, tries = 0;
   work_begin(req, &tok);
@@ -292,6 +318,10 @@ static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
     rc = stat_key(c, in->path, ino, &st);
   while (work_again(c, &tok, rc, &tries));
   work_end(req);
+  char db[32];
+  engine_debug(
+      c->engine, ENGINE_DEBUG_REQUEST, "stat /%s: %s", in->path,
+      dbg_result(rc, rc < 0 ? 0 : (long long)st.st_size, db, sizeof db));
   if (rc < 0)
     reply_rc(req, rc);
   else
@@ -476,6 +506,9 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   /* A reply that cannot be sent (interrupted) leaves inodes the kernel
    * never saw: they stay until unmount, as in libfuse. */
   work_end(req);
+  engine_debug(c->engine, ENGINE_DEBUG_REQUEST,
+               "readdir /%s from %lld: %llu names", in->path, (long long)off,
+               (unsigned long long)(pos - (off < 0 ? 0 : (uint64_t)off)));
   fuse_reply_buf(req, buf, used);
   free(buf);
   if (ahead)
@@ -517,6 +550,11 @@ static int open_file(struct zfs_fuse_ctx *c, const char *path,
     if (rc < 0 && rc != -ENOENT)
       log_fs_error(c, path, &err);
   }
+  if (rc == 0 && ns_text_whole(&f->ent)) { /* one snapshot per open */
+    rc = ns_text(c->engine, &f->ent, &f->text, &f->text_len, &err);
+    if (rc < 0 && rc != -EINTR)
+      log_fs_error(c, path, &err);
+  }
   if (rc < 0)
     return rc;
   struct zerr derr = {0};
@@ -524,6 +562,8 @@ static int open_file(struct zfs_fuse_ctx *c, const char *path,
   if (*direct == -EINTR) { /* abandoned: no answer, or another try */
     bytesrc_unref(f->raw);
     f->raw = NULL;
+    free(f->text);
+    f->text = NULL;
     return -EINTR;
   }
   return 0;
@@ -556,6 +596,10 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     rc = open_file(c, in->path, f, &direct);
   while (work_again(c, &tok, rc, &tries));
   work_end(req);
+  engine_debug(c->engine, ENGINE_DEBUG_REQUEST, "open /%s: %s", in->path,
+               rc < 0       ? strerror(-rc)
+               : direct > 0 ? "direct I/O"
+                            : "cached");
   if (rc == 0 && f->ent.kind != NS_RAW)
     f->cur = view_cursor_new(); /* NULL only costs re-decoding */
   if (rc < 0) {
@@ -569,7 +613,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     /* Lazy sizes (or a values.txt or D.csv whose size stat defers): stat
      * may have said 0 (and the kernel may still hold that), so every read
      * comes to us and ends where the text does. The statistics: size 0,
-     * and new text on every read. */
+     * and each open its own text. */
     fi->direct_io = 1;
   } else {
     fi->keep_cache = 1; /* immutable: page cache stays valid across opens */
@@ -591,6 +635,8 @@ static long read_file(struct zfs_fuse_ctx *c, struct zfs_file *f, uint64_t off,
       log_fs_error(c, f->ent.key, err);
     return rc < 0 ? rc : (long)size;
   }
+  if (f->text)
+    return (long)ns_text_read(f->text, f->text_len, off, size, buf);
   if (f->ent.kind == NS_ARRAY_VIEW || f->ent.kind == NS_CHUNK_VIEW) {
     /* ns_read_view's dispatch, for the two views whose text may be
      * replied from where it lies (a unit's whole text, a slice) */
@@ -643,6 +689,10 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   } while (work_again(c, &tok, n, &tries));
   engine_req_end(c->engine, &rq);
   work_end(req);
+  char db[32];
+  engine_debug(c->engine, ENGINE_DEBUG_REQUEST, "read /%s: %zu at %lld: %s",
+               in ? in->path : f->ent.key, size, (long long)off,
+               dbg_result(n, n, db, sizeof db));
   /* Once replied, the file may be closed and freed by another thread
    * before this one goes on: nothing of f is touched after the reply (a
    * lent slice holds its cursor). */

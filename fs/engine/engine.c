@@ -3,6 +3,7 @@
 #include "engine.h"
 
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,7 @@ static void *watchdog_run(void *arg) {
     for (int i = 0; i < nl; i++)
       logonce_log(e->log, ZLOG_INFO, e->store->location, lines[i].what,
                   lines[i].msg);
+    lograte_flush(e->debug); /* debug lines left out: said once a second */
     pthread_mutex_lock(&e->reqs_lock);
   }
   pthread_mutex_unlock(&e->reqs_lock);
@@ -190,11 +192,15 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   int rc = memo_new(&mc, &e->memo, err);
   if (rc == 0)
     rc = logonce_new(LOGONCE_DEFAULT_KEYS, LOGONCE_DEFAULT_SECS, &e->log, err);
+  static const char *const kinds[] = {"request", "cache", "decode", NULL};
+  if (rc == 0)
+    rc = lograte_new(ENGINE_DEBUG_PER_SEC, kinds, &e->debug, err);
   if (rc == 0)
     rc = node_table_new(store, e->log, &e->env, cfg->no_consolidated, &e->nodes,
                         err);
   if (rc < 0) {
     node_table_free(e->nodes);
+    lograte_free(e->debug);
     logonce_free(e->log);
     memo_free(e->memo);
     icechunk_unref(e->ic);
@@ -255,11 +261,23 @@ void engine_free(struct engine *e) {
   store_free(e->store);
   icechunk_unref(e->ic);
   lxindex_close(e->lx);
-  logonce_free(e->log); /* prints the repeats not summarised yet */
+  lograte_free(e->debug); /* says what was left out */
+  logonce_free(e->log);   /* prints the repeats not summarised yet */
   pthread_mutex_destroy(&e->subs_lock);
   pthread_mutex_destroy(&e->reqs_lock);
   pthread_cond_destroy(&e->reqs_cond);
   free(e);
+}
+
+/* Format, then count or show (lograte). */
+void engine_debug(struct engine *e, enum engine_debug_kind k, const char *fmt,
+                  ...) {
+  if (!engine_debugging())
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  lograte_vlog(e->debug, ZLOG_DEBUG, (unsigned)k, fmt, ap);
+  va_end(ap);
 }
 
 /* A sub-engine over store (taken): the parent's memo, log, workers and
@@ -280,6 +298,7 @@ static int sub_new(struct engine *p, struct store *store, struct engine **out,
   e->memo = p->memo;
   e->env = p->env;
   e->log = p->log;
+  e->debug = p->debug;
   e->ahead = p->ahead;
   e->window_cap = p->window_cap;
   e->render_max = p->render_max;
@@ -289,8 +308,8 @@ static int sub_new(struct engine *p, struct store *store, struct engine **out,
   e->no_consolidated = p->no_consolidated;
   e->lazy_sizes = p->lazy_sizes;
   e->views = p->views;
-  int rc = node_table_new(store, e->log, &e->env, e->no_consolidated,
-                          &e->nodes, err);
+  int rc = node_table_new(store, e->log, &e->env, e->no_consolidated, &e->nodes,
+                          err);
   if (rc < 0) {
     e->nodes = NULL;
     sub_free(e);

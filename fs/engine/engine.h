@@ -41,6 +41,7 @@
 #include "../../src/store/store.h"
 #include "../../src/util/cancel.h"
 #include "../../src/util/log.h"
+#include "../../src/util/lograte.h"
 #include "../../src/util/logonce.h"
 #include "../../src/util/memo.h"
 #include "../../src/util/pool.h"
@@ -170,6 +171,10 @@ struct engine {
   struct logonce *log;      /* owned: every line goes through it, once per
                                key and reason, repeats summarised; guarded
                                by its own lock (src/util/logonce.c) */
+  struct lograte *debug;    /* owned: debug lines, at most
+                               ENGINE_DEBUG_PER_SEC a second (the rest
+                               summarised); its own lock
+                               (src/util/lograte.c) */
   atomic_int stopping;      /* no lock: set by engine_stop (signal-safe);
                                long loops and waits check it and give up
                                with -EINTR */
@@ -272,6 +277,21 @@ static inline int engine_check_stop(struct engine *e, struct zerr *err) {
  * count work with it. */
 uint64_t engine_fills(const struct engine *e, enum engine_level level);
 
+/* What a debug line tells of (counted apart when lines are left out). */
+enum engine_debug_kind {
+  ENGINE_DEBUG_REQUEST, /* a request served: what, where, how much */
+  ENGINE_DEBUG_CACHE,   /* a unit found in the cache, or not */
+  ENGINE_DEBUG_DECODE,  /* a unit decoded: its key, bytes, time */
+};
+/* Debug lines shown a second at most (-o log_level=debug): enough to
+ * follow what a reader does, few enough to read. */
+#define ENGINE_DEBUG_PER_SEC 20
+/* Is the debug level on? (Then build what engine_debug says.) */
+static inline int engine_debugging(void) { return zlog_enabled(ZLOG_DEBUG); }
+/* One debug line of kind k, within the mount's rate (its summary says
+ * what was left out); nothing when the level is not debug. */
+void engine_debug(struct engine *e, enum engine_debug_kind k, const char *fmt,
+                  ...) __attribute__((format(printf, 3, 4)));
 /* Log one line about key (store location prepended), once per key and
  * reason: repeats are counted and summarised at most once a minute. */
 static inline void engine_log(struct engine *e, const char *key,

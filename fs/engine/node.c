@@ -554,6 +554,8 @@ int node_members_load(struct node_table *t, const char *path,
   int rc = store_list(t->store, path, members_stored, m, err);
   if (rc < 0 && zerr_is_transient(-rc))
     return rc;
+  if (rc < 0 && t->store->unlistable && !(m->unlisted = strdup(err->msg)))
+    m->oom = 1;
   zerr_clear(err); /* what the store cannot list, metadata may name */
   if (node_cons_children(t, path, members_cons, m, err) < 0 || m->oom)
     return zerr_set(err, ENOMEM, "out of memory listing a group");
@@ -578,6 +580,8 @@ void node_members_free(struct node_members *m) {
   for (size_t i = 0; i < m->n; i++)
     free(m->v[i]);
   free(m->v);
+  free(m->unlisted);
+  m->unlisted = NULL;
   m->v = NULL;
   m->n = m->cap = 0;
 }

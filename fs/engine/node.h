@@ -199,7 +199,9 @@ int node_cons_children(struct node_table *t, const char *path,
 struct node_members {
   char **v; /* names (owned), sorted in strcmp order, each once */
   size_t n, cap;
-  int oom; /* a name could not be kept */
+  int oom;        /* a name could not be kept */
+  char *unlisted; /* why a store that cannot list (plain HTTP) did not
+                     list the group (owned), or NULL */
 };
 
 /* The members of the group at path ("" = root) into *m (zeroed by the

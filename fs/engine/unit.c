@@ -47,7 +47,7 @@ int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
 /* The version of the text rules (how elements become text): a record of
  * the persistent index written under other rules is never used. Raise it
  * with any change to the bytes of a unit's text. */
-#define UNIT_TEXT_RULES 2u
+#define UNIT_TEXT_RULES 3u /* 3: rows.csv numbers as D.csv writes them */
 
 /* What the persistent index knows unit idx by, into *id (its key in key,
  * len bytes): the store's location, the chunk's key (and the inner
@@ -455,6 +455,11 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     struct lxindex_rec rec = {ct->size, ct->nin};
     lxindex_store(e->lx, &id, &rec); /* a failure: learned again next time */
   }
+  if (fresh)
+    engine_debug(e, ENGINE_DEBUG_DECODE,
+                 "decode %s: %llu bytes of text in %.1f ms", j->key,
+                 (unsigned long long)ct->size,
+                 (double)(stats_now_ns() - t0) / 1e6);
   *obj = &ct->obj;
   *cost = ct->cost;
   return 0;
@@ -479,6 +484,10 @@ int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
   struct unit_job j = {e, n, idx, key, NULL, 0, 0};
+  if (engine_debugging()) /* the cache's decision, as it is about to be */
+    engine_debug(e, ENGINE_DEBUG_CACHE, "cache: %s: %s", key,
+                 memo_present(e->memo, &k) ? "in the cache"
+                                           : "not in the cache, decoding");
   return memo_get(e->memo, &k, unit_fill, &j, out, err);
 }
 

@@ -60,12 +60,9 @@ static int tree_id(struct engine *e, const char *dir, const char *name,
     int rc = icechunk_ref_id(e->ic, name, dir[0] == 't', id, err);
     return rc == -ENOENT ? zerr_set(err, ENOENT, "no such file") : rc;
   }
-  if (icefmt_id_decode(name, id) < 0 || strlen(name) != ICEFMT_ID_CHARS)
-    return zerr_set(err, ENOENT, "no such file");
-  /* The canonical spelling only: one directory per snapshot. */
-  char sid[ICEFMT_ID_CHARS + 1];
-  icefmt_id_encode(id, 12, sid);
-  if (strcmp(sid, name))
+  /* Any spelling Crockford base 32 reads (lower case too), as -o
+   * snapshot= takes it: listed in upper case, found in any. */
+  if (icefmt_id_decode(name, id) < 0)
     return zerr_set(err, ENOENT, "no such file");
   const struct icefmt_repo *r = icechunk_refs(e->ic);
   if (r->spec == 2) { /* the repository's list, no file read */
@@ -129,6 +126,22 @@ int history_resolve(struct engine *e, const char *rel, struct engine **sub,
   return HISTORY_TREE;
 }
 
+/* A commit time of Icechunk's (microseconds since the epoch) as a
+ * file's time (nanoseconds). */
+static int64_t commit_mtime(uint64_t at) {
+  return at > (uint64_t)INT64_MAX / 1000 ? INT64_MAX : (int64_t)at * 1000;
+}
+
+/* The commit time of snapshot id when the repository's list has it
+ * (spec 2: no file read), else STORE_MTIME_UNKNOWN. */
+static int64_t listed_mtime(struct engine *e, const uint8_t id[12]) {
+  const struct icefmt_repo *r = icechunk_refs(e->ic);
+  for (size_t i = 0; i < r->nsnaps; i++)
+    if (!memcmp(r->snaps[i].id, id, 12))
+      return commit_mtime(r->snaps[i].flushed_at);
+  return STORE_MTIME_UNKNOWN;
+}
+
 /* Collects snapshot ids for history_list. */
 struct ids_fill {
   history_name_cb cb;
@@ -138,11 +151,11 @@ struct ids_fill {
 /* icechunk_snapshots callback: one directory per snapshot. */
 static int ids_one(void *ud, const uint8_t id[12], uint64_t at,
                    const char *msg) {
-  (void)at, (void)msg;
+  (void)msg;
   struct ids_fill *f = ud;
   char sid[ICEFMT_ID_CHARS + 1];
   icefmt_id_encode(id, 12, sid);
-  return f->cb(f->ud, sid, 1);
+  return f->cb(f->ud, sid, 1, commit_mtime(at));
 }
 
 /* Names from the refs loaded at open (spec 1 over a store that cannot
@@ -153,7 +166,7 @@ int history_list(struct engine *e, const char *rel, history_name_cb cb,
   if (!*rel) {
     static const char *const dirs[] = {"branches", "log", "snapshots", "tags"};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
-      if (cb(ud, dirs[i], 1))
+      if (cb(ud, dirs[i], 1, STORE_MTIME_UNKNOWN))
         break;
     return 0;
   }
@@ -162,7 +175,7 @@ int history_list(struct engine *e, const char *rel, history_name_cb cb,
     const struct icefmt_ref *refs = tag ? r->tags : r->branches;
     size_t nrefs = tag ? r->ntags : r->nbranches;
     for (size_t i = 0; i < nrefs; i++)
-      if (cb(ud, refs[i].name, 1))
+      if (cb(ud, refs[i].name, 1, listed_mtime(e, refs[i].snap)))
         break;
     return 0;
   }
@@ -174,7 +187,8 @@ int history_list(struct engine *e, const char *rel, history_name_cb cb,
         char name[4096];
         int w = snprintf(name, sizeof name, "%s.%s" HISTORY_LOG_SUFFIX,
                          tag ? "tag" : "branch", refs[i].name);
-        if (w > 0 && (size_t)w < sizeof name && cb(ud, name, 0))
+        if (w > 0 && (size_t)w < sizeof name &&
+            cb(ud, name, 0, STORE_MTIME_UNKNOWN))
           return 0;
       }
     }

@@ -36,8 +36,13 @@ int history_shown(const struct engine *e);
 int history_resolve(struct engine *e, const char *rel, struct engine **sub,
                     const char **rest, struct zerr *err);
 
-/* Called once per name of a history directory; non-zero stops. */
-typedef int (*history_name_cb)(void *ud, const char *name, int is_dir);
+/* Called once per name of a history directory, with the commit time
+ * of the snapshot a tree directory shows (nanoseconds since the epoch),
+ * or STORE_MTIME_UNKNOWN when the listing does not know it without
+ * reading a snapshot file (the directory's own stat then does); non-zero
+ * stops. */
+typedef int (*history_name_cb)(void *ud, const char *name, int is_dir,
+                               int64_t mtime);
 /* The names of history directory rel (HISTORY_DIR): for "" the four
  * directories, for the others the refs, the snapshot ids or the logs. */
 int history_list(struct engine *e, const char *rel, history_name_cb cb,

@@ -491,10 +491,11 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
       return view_array_size(e, ent->node, size, err);
     }
     return view_array_size_stat(e, ent->node, size, err);
-  case NS_INFO_VIEW: {
+  case NS_INFO_VIEW:
+  case NS_HISTORY: {
     char *text;
     size_t len;
-    ZTRY(info_text(e, ent->node, &text, &len, err));
+    ZTRY(ns_text(e, ent, &text, &len, err));
     free(text);
     *size = len;
     return 0;
@@ -511,39 +512,58 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
     return table_size_stat(e, ent->node, file, size, err);
   }
   case NS_STATS:
-    *size = 0; /* it changes with every request: read with direct I/O */
+    *size = 0; /* it changes with every request: read with direct I/O, each
+                  open its own text (ns_text) */
     return 0;
-  case NS_HISTORY: {
-    char *text;
-    size_t len;
-    ZTRY(history_log_text(e, ent->key + strlen(NS_STATS_DIR) + 1, &text, &len,
-                          err));
-    free(text);
-    *size = len;
-    return 0;
-  }
   }
   return zerr_set(err, EIO, "bad entry");
 }
 
-/* Bytes [off, off+len) of a text made whole for this read (info.txt and
- * stats are small), into dst. */
-static long read_text(struct engine *e, const struct ns_entry *ent,
-                      uint64_t off, size_t len, char *dst, struct zerr *err) {
-  char *text = NULL;
-  size_t tl = 0;
+/* Is ent a text made whole (info.txt and the files under /.zarrfs are
+ * small): what an open keeps, so that its reads are one snapshot. */
+int ns_text_whole(const struct ns_entry *ent) {
+  return ent->kind == NS_INFO_VIEW || ent->kind == NS_STATS ||
+         ent->kind == NS_HISTORY;
+}
+
+/* The whole text of an entry ns_text_whole says is one. */
+int ns_text(struct engine *e, const struct ns_entry *ent, char **text,
+            size_t *len, struct zerr *err) {
+  if (ent->eng)
+    e = ent->eng;
+  *text = NULL;
+  *len = 0;
   if (ent->kind == NS_INFO_VIEW)
-    ZTRY(info_text(e, ent->node, &text, &tl, err));
-  else if (ent->kind == NS_HISTORY)
-    ZTRY(history_log_text(e, ent->key + strlen(NS_STATS_DIR) + 1, &text, &tl,
-                          err));
-  else if (stats_text(&e->stats, &e->store->stats, e->memo, &text, &tl) < 0)
+    return info_text(e, ent->node, text, len, err);
+  if (ent->kind == NS_HISTORY)
+    return history_log_text(e, ent->key + strlen(NS_STATS_DIR) + 1, text, len,
+                            err);
+  if (ent->kind != NS_STATS)
+    return zerr_set(err, EIO, "not a text");
+  if (stats_text(&e->stats, &e->store->stats, e->memo, text, len) < 0)
     return zerr_set(err, ENOMEM, "out of memory");
+  return 0;
+}
+
+/* Bytes [off, off+len) of text (tl bytes) into dst: how many. */
+size_t ns_text_read(const char *text, size_t tl, uint64_t off, size_t len,
+                    char *dst) {
   size_t n = off < tl ? tl - (size_t)off : 0;
   if (n > len)
     n = len;
   if (n)
     memcpy(dst, text + off, n);
+  return n;
+}
+
+/* Bytes [off, off+len) of a text made whole for this read (a reader
+ * without an open handle; an open keeps its own, fs/fuse_ops.c). */
+static long read_text(struct engine *e, const struct ns_entry *ent,
+                      uint64_t off, size_t len, char *dst, struct zerr *err) {
+  char *text = NULL;
+  size_t tl = 0;
+  ZTRY(ns_text(e, ent, &text, &tl, err));
+  size_t n = ns_text_read(text, tl, off, len, dst);
   free(text);
   return (long)n;
 }
@@ -563,8 +583,7 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
     return table_read(e, ent->node, file ? file + 1 : ent->key, off, len, dst,
                       c, err);
   }
-  if (ent->kind == NS_INFO_VIEW || ent->kind == NS_STATS ||
-      ent->kind == NS_HISTORY)
+  if (ns_text_whole(ent))
     return read_text(e, ent, off, len, dst, err);
   return zerr_set(err, EIO, "not a view");
 }

@@ -41,8 +41,8 @@ enum ns_kind {
   NS_CHUNK_VIEW,
   NS_ARRAY_VIEW,
   NS_INFO_VIEW, /* info.txt: node is the array (or broken node) */
-  NS_STATS,     /* /.zarrfs/stats: new text on every read, size 0 (read
-                   it without trusting its size: direct I/O) */
+  NS_STATS,     /* /.zarrfs/stats: new text on every open (ns_text), size
+                   0 (read it without trusting its size: direct I/O) */
   NS_HISTORY,   /* /.zarrfs/log/...: a ref's history (fs/namespace/history.h) */
   NS_TABLE,     /* D.csv in a group: node is the group (fs/views/table.h) */
 };
@@ -83,6 +83,22 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
  * or a negative errno (-EINTR: abandoned). */
 int ns_read_direct(struct engine *e, const struct ns_entry *ent,
                    struct zerr *err);
+
+/* 1 when ent's text is made whole (info.txt, /.zarrfs/stats, the ref
+ * logs): an open makes it once (ns_text) and serves every read of that
+ * open from it, so a reader sees one snapshot, not pieces of texts made
+ * at different moments (the statistics change with every request). */
+int ns_text_whole(const struct ns_entry *ent);
+
+/* The whole text of such an entry into *text (malloc'd, the caller's;
+ * *len bytes). 0 or a negative errno. */
+int ns_text(struct engine *e, const struct ns_entry *ent, char **text,
+            size_t *len, struct zerr *err);
+
+/* Copy bytes [off, off+len) of text (tl bytes) into dst: how many (0 at
+ * or past its end). */
+size_t ns_text_read(const char *text, size_t tl, uint64_t off, size_t len,
+                    char *dst);
 
 struct view_cursor;
 /* Read from a view entry (not raw: raw reads go through a byte source the

@@ -360,11 +360,23 @@ static void dir_drop_made_up(struct ns_dir *d, const struct znode *n,
   d->nstored -= dropped;
 }
 
-/* One name of a history directory, as a stored one (sorted after). */
-static int history_dir_add(void *ud, const char *name, int is_dir) {
-  struct ns_dir *d = ud;
-  return dir_add(d, name, strlen(name), is_dir ? NS_DIR : NS_HISTORY, is_dir, 0,
-                 STORE_MTIME_UNKNOWN) != 0;
+/* What history_dir_add adds to: the listing, and whether its
+ * directories are trees (a ref's or a snapshot's). */
+struct history_fill {
+  struct ns_dir *d;
+  int trees;
+};
+
+/* One name of a history directory, as a stored one (sorted after). A
+ * tree whose commit time the listing does not know goes without
+ * attributes: its stat (a LOOKUP) reads the snapshot and says its time,
+ * not the mount's. */
+static int history_dir_add(void *ud, const char *name, int is_dir,
+                           int64_t mtime) {
+  const struct history_fill *f = ud;
+  int attr = is_dir && (!f->trees || mtime != STORE_MTIME_UNKNOWN);
+  return dir_add(f->d, name, strlen(name), is_dir ? NS_DIR : NS_HISTORY, attr,
+                 0, mtime) != 0;
 }
 
 /* 1 when key is not a history name (go on), else as ns_dir_open. */
@@ -388,7 +400,8 @@ static int dir_open_history(struct engine *e, const char *key,
   if (!*rel) /* a failure is kept in d->rc */
     dir_add(d, NS_STATS_NAME, strlen(NS_STATS_NAME), NS_STATS, 1, 0,
             STORE_MTIME_UNKNOWN);
-  int rc = history_list(e, rel, history_dir_add, d, err);
+  struct history_fill f = {d, *rel != '\0'};
+  int rc = history_list(e, rel, history_dir_add, &f, err);
   if (rc == 0 && d->rc)
     rc = d->rc == -EFBIG
              ? zerr_set(err, EFBIG, "directory listing too large")
@@ -426,6 +439,25 @@ static int table_fill_one(void *ud, const char *file) {
     return 0;
   return dir_add(tf->d, file, strlen(file), NS_TABLE, 0, 0,
                  STORE_MTIME_UNKNOWN);
+}
+
+/* A directory of a group the store cannot list (why: the store's reason)
+ * and no consolidated metadata names the members of: said once, with how
+ * to have it listed. Inside an array nothing would list more. */
+static void note_unlisted(struct engine *e, const char *key, const char *why) {
+  const char *rel;
+  const struct znode *n = node_get(e->nodes, key);
+  if (n->cons || n->kind == ZNODE_ARRAY || n->kind == ZNODE_BROKEN ||
+      (*key && node_cons_is_dir(e->nodes, key)) ||
+      node_array_of(e->nodes, key, &rel))
+    return;
+  char msg[LOGONCE_LINE_MAX];
+  snprintf(msg, sizeof msg,
+           "not listed (%s): only what metadata names is shown; serve "
+           "directory index pages, or consolidate the store's metadata "
+           "(zarr.consolidate_metadata) to list every node",
+           why);
+  logonce_note(e->log, ZLOG_WARN, e->store->location, key, msg);
 }
 
 int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
@@ -467,6 +499,8 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
        node_get(e->nodes, key)->cons)) {
     /* The store cannot list it; consolidated metadata may (an unlistable
      * store shows what metadata names, and views). */
+    if (e->store->unlistable)
+      note_unlisted(e, key, err->msg);
     d->n = 0;
     d->names_len = 0;
     d->rc = 0;

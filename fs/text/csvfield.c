@@ -55,6 +55,16 @@ int csvfield_float_integral(const char *s, size_t n) {
   return 1;
 }
 
+size_t csvfield_number(char *s, size_t n, int floating) {
+  if (csvfield_is_missing(s, n))
+    return 0;
+  if (floating && csvfield_float_integral(s, n)) {
+    memcpy(s + n, ".0", 2);
+    n += 2;
+  }
+  return n;
+}
+
 size_t csvfield_hex(const uint8_t *b, size_t n, char *dst) {
   static const char hex[] = "0123456789abcdef";
   for (size_t i = 0; i < n; i++) {

@@ -25,12 +25,18 @@ static int fixed_missing(const struct dtype *dt, const char *t, size_t n) {
          ((n == 4 && !memcmp(t, "null", 4)) || (n && t[0] == '['));
 }
 
-/* A decoded element's field: masked values and NaT empty. */
+/* A decoded element's field: masked values and NaT empty, a float (as
+ * xarray decodes it: masked or scaled integers are floats) by the number
+ * rule of fs/csvfield.h. */
 size_t csvtext_cf(const struct cf_value *v, char *buf) {
   if (v->kind == CF_MISSING || v->kind == CF_NAT ||
       (v->kind == CF_COMPLEX && isnan(v->num.d) && isnan(v->im)))
     return 0;
-  return cftext_render(v, buf);
+  size_t n = cftext_render(v, buf);
+  if (v->kind != CF_NUMBER)
+    return n;
+  return csvfield_number(buf, n,
+                         v->width != CF_NUM_INT && v->width != CF_NUM_UINT);
 }
 
 /* One fixed-size element's field. */
@@ -42,7 +48,9 @@ size_t csvtext_fixed(const struct cf *cf, const struct dtype *dt,
   /* no CF encoding, or a time beyond what xarray holds: the stored value,
    * as values.cf.txt shows it */
   size_t n = render_fixed(dt, elem, buf);
-  return fixed_missing(dt, buf, n) ? 0 : n;
+  if (fixed_missing(dt, buf, n))
+    return 0;
+  return csvfield_number(buf, n, dtype_kind_is_float(dt->kind));
 }
 
 /* Variable-length elements to their fields. */

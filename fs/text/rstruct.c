@@ -158,9 +158,15 @@ int rstruct_csv_element(const struct dtype *dt, const uint8_t *elem,
     ZTRY(field_values(f, elem, 1, tmp, err));
     const char *s = (const char *)tmp->data;
     size_t n = tmp->len;
-    if (rstruct_field_csv(f) != RSTRUCT_CSV_TEXT && n == 3 &&
-        !memcmp(s, "NaT", 3))
-      continue;
+    enum rstruct_csv kind = rstruct_field_csv(f);
+    if (kind == RSTRUCT_CSV_FLOAT || (kind == RSTRUCT_CSV_NUMBER && n <= 3)) {
+      /* the number rule of every CSV view (fs/csvfield.h) */
+      ZTRY(zbuf_reserve(tmp, tmp->len + 2, err));
+      s = (const char *)tmp->data;
+      n = csvfield_number((char *)tmp->data, n, kind == RSTRUCT_CSV_FLOAT);
+      if (!n)
+        continue;
+    }
     size_t fl = csvfield_len(s, n);
     ZTRY(zbuf_reserve(out, fl, err));
     out->len += csvfield_put(s, n, (char *)out->data + out->len);

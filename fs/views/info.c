@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../src/json/zjson.h"
+#include "../../src/store/icechunk/icechunk.h"
 #include "../../src/store/presence.h"
 #include "../../src/util/utf8.h"
 #include "../engine/engine.h"
@@ -150,6 +151,38 @@ static void put_counts(FILE *f, const struct zmeta *m,
 static void group_summary(FILE *f, struct engine *e, const struct znode *n,
                           int *oom);
 
+/* At the root of an Icechunk snapshot: which one the mount (or the tree
+ * below /.zarrfs) shows, by the ref the mount named (a tree's path names
+ * its own) and by its id, with its commit time and message (one line, as
+ * the ref logs show it). */
+static void put_icechunk(FILE *f, const struct engine *e, int *oom) {
+  const char *ref = NULL;
+  const struct icefmt_snapshot *sn = icechunk_store_shown(e->store, &ref);
+  if (!sn)
+    return;
+  char *line =
+      icefmt_log_line(sn->id, sn->flushed_at, sn->message ? sn->message : "");
+  char *when = line ? strchr(line, '\t') : NULL;
+  char *msg = when ? strchr(when + 1, '\t') : NULL;
+  if (!msg) {
+    *oom = 1;
+    free(line);
+    return;
+  }
+  *when++ = *msg++ = '\0';
+  msg[strcspn(msg, "\n")] = '\0';
+  if (ref || !e->parent) { /* a tree below /.zarrfs: its path names it */
+    fputs("icechunk_ref: ", f);
+    put_text(f, ref ? ref : "none (-o snapshot)", oom);
+    fputc('\n', f);
+  }
+  fprintf(f, "icechunk_snapshot: %s\n", line);
+  fprintf(f, "icechunk_committed: %s\nicechunk_message: ", when);
+  put_text(f, msg, oom);
+  fputc('\n', f);
+  free(line);
+}
+
 /* The text of n into f (closed here): info_format's, and with e a group's
  * summary. */
 static int info_write(FILE *f, struct engine *e, const struct znode *n,
@@ -172,7 +205,13 @@ static int info_write(FILE *f, struct engine *e, const struct znode *n,
   const struct zmeta *m = n->meta;
   json_t *root = root_of(n);
   fprintf(f, "node_type: %s\n", n->kind == ZNODE_ARRAY ? "array" : "group");
-  put_json(f, "zarr_format", json_object_get(root, "zarr_format"), &oom);
+  json_t *zf = json_object_get(root, "zarr_format");
+  if (zf) /* as written */
+    put_json(f, "zarr_format", zf, &oom);
+  else if (n->zarr_format) /* a V2 group keeps no document of its own */
+    fprintf(f, "zarr_format: %d\n", n->zarr_format);
+  if (e && (!n->path || !*n->path))
+    put_icechunk(f, e, &oom);
   if (n->kind == ZNODE_ARRAY && m) {
     fputs("shape: ", f);
     put_dims(f, m->shape, m->ndim, ", ");
@@ -425,6 +464,12 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
   /* what the store cannot list, consolidated metadata may */
   if (node_members_load(e->nodes, path, &k, &err) < 0)
     k.oom = 1;
+  /* why the store did not list the group, where no consolidated metadata
+   * names its members */
+  const char *unlisted =
+      k.unlisted && !n->cons && !(*path && node_cons_is_dir(e->nodes, path))
+          ? k.unlisted
+          : NULL;
   const struct znode **kn = calloc(k.n ? k.n : 1, sizeof *kn);
   struct dim *dims = calloc(k.n * ZMETA_MAX_DIMS + 1, sizeof *dims);
   size_t ndims = 0, nvars = 0, ngroups = 0;
@@ -469,6 +514,14 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
       put_name(f, k.v[i], oom);
       fputc('\n', f);
     }
+  if (unlisted) { /* the members above may not be all of them */
+    fputs("listing: none (", f);
+    put_text(f, unlisted, oom);
+    fputs("): members are those metadata names; directory index pages or "
+          "consolidated metadata (zarr.consolidate_metadata) would list "
+          "every one\n",
+          f);
+  }
   json_t *ga = group_attrs(e, n, oom);
   if (ga)
     put_attrs(f, ga, "", oom);
@@ -597,7 +650,7 @@ static void names_of(const struct znode *n, const char **names) {
   json_t *root = root_of(n);
   if (n->kind == ZNODE_ARRAY || n->kind == ZNODE_GROUP) {
     names[k++] = "node_type";
-    if (json_object_get(root, "zarr_format"))
+    if (json_object_get(root, "zarr_format") || n->zarr_format)
       names[k++] = "zarr_format";
   }
   if (n->kind == ZNODE_ARRAY && n->meta) {
@@ -658,6 +711,8 @@ static int put_value(FILE *f, const struct znode *n, const char *a) {
     s = zjson_dump(dims_of(n));
   else if (!strcmp(a, "attributes"))
     s = zjson_dump(n->attrs);
+  else if (!strcmp(a, "zarr_format") && !json_object_get(root, a))
+    json = 0, fprintf(f, "%d", n->zarr_format); /* a V2 group */
   else /* zarr_format, fill_value, dimension_names: as written */
     s = zjson_dump(json_object_get(root, a));
   if (s)

@@ -61,12 +61,6 @@ struct tjob {
   const char *dim;
 };
 
-/* Is k a binary float? */
-static int float_kind(enum dtype_kind k) {
-  return k == DT_FLOAT16 || k == DT_FLOAT32 || k == DT_FLOAT64 ||
-         k == DT_BFLOAT16;
-}
-
 /* Add column c of member mb. */
 static void col_set(struct tcol *c, const struct tmember *mb) {
   const struct znode *n = mb->n->cf ? mb->n->cf : mb->n;
@@ -78,9 +72,9 @@ static void col_set(struct tcol *c, const struct tmember *mb) {
   c->number = !c->raw && n->form.dt.size > 0;
   /* CF: unpacked or masked values are floats in xarray (cf.h) */
   c->floating = cf ? !cf->is_time && !cf->is_bool &&
-                         (float_kind(cf->kind) || cf->has_scale ||
+                         (dtype_kind_is_float(cf->kind) || cf->has_scale ||
                           cf->has_offset || cf->nfill > 0)
-                   : float_kind(k);
+                   : dtype_kind_is_float(k);
 }
 
 /* Columns of a member: one per leaf field of a structured array. */

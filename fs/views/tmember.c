@@ -42,6 +42,7 @@ int tmember_load(struct engine *e, const struct znode *g, struct tmembers *m,
   for (size_t i = 0; i < names.n; i++) /* the names change hands */
     m->v[m->n++].name = names.v[i];
   free(names.v);
+  free(names.unlisted);
   for (size_t i = 0; i < m->n; i++) {
     char child[4096];
     int cl = snprintf(child, sizeof child, "%s%s%s", path, *path ? "/" : "",

@@ -694,13 +694,16 @@ static int cli_run(struct cli_parser *p, int argc, char *const *argv) {
     c->lazy_sizes = remote_is_url(c->source);
     return cli_validate(p);
   }
-  if (!c->mountpoint)
-    return zerr_set(p->err, EINVAL, "missing MOUNTPOINT (try --help)");
-  if (p->extra)
-    return zerr_set(p->err, EINVAL,
-                    "unexpected argument '%s' after SOURCE and MOUNTPOINT "
-                    "(try --help)",
-                    p->extra);
+  char alt[160] = " ("; /* SOURCE may be a mistyped command (cli.h) */
+  if (cli_maybe_command(c->source))
+    snprintf(alt, sizeof alt,
+             ", or '%.64s' is not a command (the commands: %s; ", c->source,
+             CLI_TOOLS_TEXT);
+  if (!c->mountpoint || p->extra)
+    return zerr_set(p->err, EINVAL, "%s%s%s%stry --help)",
+                    p->extra ? "unexpected argument '" : "missing MOUNTPOINT",
+                    p->extra ? p->extra : "",
+                    p->extra ? "' after SOURCE and MOUNTPOINT" : "", alt);
   c->lazy_sizes = remote_is_url(c->source); /* remote: never fetch for stat */
   return cli_validate(p);
 }
@@ -726,17 +729,8 @@ int cli_parse(int argc, char *const *argv, struct cli_config **out,
 }
 
 const char *cli_tool_name(enum cli_tool t) {
-  switch (t) {
-  case CLI_TOOL_LS:
-    return "ls";
-  case CLI_TOOL_CAT:
-    return "cat";
-  case CLI_TOOL_STAT:
-    return "stat";
-  case CLI_TOOL_INFO:
-    return "info";
-  }
-  return "?";
+  static const char *const names[] = {"?", "ls", "cat", "stat", "info"};
+  return t >= CLI_TOOL_LS && t <= CLI_TOOL_INFO ? names[t] : "?";
 }
 
 void cli_config_free(struct cli_config *c) {

@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "../net/remote.h"
 #include "../util/err.h"
@@ -136,6 +137,22 @@ void cli_config_free(struct cli_config *c);
 
 /* The name of a command ("ls", ...). */
 const char *cli_tool_name(enum cli_tool t);
+
+/* The commands, as a refusal of a mistyped one lists them. */
+#define CLI_TOOLS_TEXT "ls, cat, stat, info"
+
+/* Could arg, taken as SOURCE because it names no command, be a mistyped
+ * command: a plain word (letters, digits, '-' and '_' only: no path, no
+ * file name with a dot, no URL)? The first
+ * non-option is a command only when it names one, else it is SOURCE
+ * (`zarrfs SOURCE MOUNTPOINT` keeps working with any SOURCE); a refusal
+ * of such a SOURCE (it names nothing that exists, or MOUNTPOINT is
+ * missing) then says that it is not a command either. */
+static inline int cli_maybe_command(const char *arg) {
+  return *arg &&
+         strspn(arg, "abcdefghijklmnopqrstuvwxyz"
+                     "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == strlen(arg);
+}
 
 /* Print the usage text (zarrfs's own options; libfuse's follow it) to f. */
 void cli_usage(FILE *f, const char *prog);

@@ -167,9 +167,10 @@ static int dir_is_pqrefs(const char *dir) {
   return yes;
 }
 
-/* The folder of Parquet references holding path (a record file or an
- * array's folder of them): a walk up, bounded. 1 and the folder in out. */
-static int pqrefs_dir_for(const char *path, char *out, size_t outlen) {
+/* The nearest folder above path (a file or folder inside it) that is
+ * one of what is_one says: a walk up, bounded. 1 and the folder in out. */
+static int dir_above(const char *path, int (*is_one)(const char *), char *out,
+                     size_t outlen) {
   char *real = realpath(path, NULL);
   int found = 0;
   for (int up = 0; real && up < 64 && !found; up++) {
@@ -177,13 +178,46 @@ static int pqrefs_dir_for(const char *path, char *out, size_t outlen) {
     if (!slash || slash == real)
       break;
     *slash = '\0';
-    if (dir_is_pqrefs(real)) {
+    if (is_one(real)) {
       snprintf(out, outlen, "%s", real);
       found = 1;
     }
   }
   free(real);
   return found;
+}
+
+/* The folder of Parquet references holding path (a record file or an
+ * array's folder of them). */
+static int pqrefs_dir_for(const char *path, char *out, size_t outlen) {
+  return dir_above(path, dir_is_pqrefs, out, outlen);
+}
+
+/* Is dir an Icechunk repository: a `repo` file (spec 2) or
+ * refs/branch.main/ref.json (spec 1)? */
+static int dir_is_icechunk(const char *dir) {
+  static const char *const ice[] = {"repo", "refs/branch.main/ref.json"};
+  for (int i = 0; i < 2; i++) {
+    char p[4096];
+    struct stat st;
+    if (snprintf(p, sizeof p, "%s/%s", dir, ice[i]) < (int)sizeof p &&
+        stat(p, &st) == 0 && S_ISREG(st.st_mode))
+      return 1;
+  }
+  return 0;
+}
+
+/* A SOURCE inside an Icechunk repository (its `repo` file, a snapshot,
+ * refs/...): say so, naming the folder to mount. 1 when said. */
+static int icechunk_misnamed(const char *source) {
+  char dir[4096];
+  if (!dir_above(source, dir_is_icechunk, dir, sizeof dir))
+    return 0;
+  fprintf(stderr,
+          "zarrfs: %s: inside an Icechunk repository: give the "
+          "repository's folder, %s, instead\n",
+          source, dir);
+  return 1;
 }
 
 /* Does directory dir hold Parquet record files (refs.N.parq)? */
@@ -233,7 +267,7 @@ static int refs_file_check(const char *source) {
   const char *base = strrchr(source, '/');
   base = base ? base + 1 : source;
   char dir[4096];
-  if (pqrefs_misnamed(source, 1))
+  if (pqrefs_misnamed(source, 1) || icechunk_misnamed(source))
     return -1;
   if (is_meta_name(base, strlen(base))) {
     int found = store_dir_for(source, dir, sizeof dir);
@@ -296,6 +330,13 @@ int source_check(const char *source) {
     return 0; /* checked when the store opens */
   if (scheme_check(source))
     return -1;
+  if (stat(source, &st) < 0 && errno == ENOENT && cli_maybe_command(source)) {
+    fprintf(stderr,
+            "zarrfs: %s: not a command (the commands: " CLI_TOOLS_TEXT
+            "), and no file or directory of that name (try --help)\n",
+            source);
+    return -1;
+  }
   if (stat(source, &st) < 0) {
     fprintf(stderr, "zarrfs: %s: %s\n", source, strerror(errno));
     return -1;
@@ -317,13 +358,8 @@ int source_check(const char *source) {
   }
   /* An Icechunk repository: `repo` (spec 2) or refs/branch.main (spec
    * 1); its files are checked when it opens. */
-  static const char *const ice[] = {"repo", "refs/branch.main/ref.json"};
-  for (int i = 0; i < 2; i++) {
-    char p[4096];
-    snprintf(p, sizeof p, "%s/%s", source, ice[i]);
-    if (stat(p, &st) == 0 && S_ISREG(st.st_mode))
-      return 0;
-  }
+  if (dir_is_icechunk(source))
+    return 0;
   /* A V3 root (zarr.json) or a V2 one (.zgroup or .zarray). */
   static const char *const roots[] = {"zarr.json", ".zgroup", ".zarray"};
   char meta[4096];
@@ -334,7 +370,7 @@ int source_check(const char *source) {
   }
   if (!found && dir_is_pqrefs(source))
     return 0; /* kerchunk Parquet references, checked when they open */
-  if (!found && pqrefs_misnamed(source, 0))
+  if (!found && (pqrefs_misnamed(source, 0) || icechunk_misnamed(source)))
     return -1;
   if (!found) {
     fprintf(stderr,

@@ -516,6 +516,24 @@ static int size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   return 0;
 }
 
+/* url for messages, with the endpoint req_url asks when it is another
+ * (s3://B/K at a custom endpoint: "s3://B/K (http://127.0.0.1:9000)"):
+ * its scheme, host and port only, no credentials, no query. malloc'd. */
+static char *named_at(const char *url, const char *req_url) {
+  const char *h = strstr(req_url, "://");
+  if (!h || !strncmp(url, req_url, (size_t)(h - req_url) + 3))
+    return strdup(url); /* the URL itself is asked (http, https) */
+  h += 3;
+  size_t n = strcspn(h, "/?#");
+  const char *at = memchr(h, '@', n); /* user info never goes in a line */
+  size_t skip = at ? (size_t)(at + 1 - h) : 0;
+  char *out = NULL;
+  if (asprintf(&out, "%s (%.*s%.*s)", url, (int)(h - req_url), req_url,
+               (int)(n - skip), h + skip) < 0)
+    return NULL;
+  return out;
+}
+
 int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
                 int allow_link_local, struct io_stats *stats,
                 struct bytesrc **out, struct zerr *err) {
@@ -536,10 +554,15 @@ int remote_open_scoped(struct remote *r, const char *url, uint64_t off,
   }
   pthread_mutex_init(&s->vlock, NULL);
   int rc = remote_request_url(r, url, &s->req_url, err);
+  char *named = rc == 0 ? named_at(url, s->req_url) : NULL;
+  if (rc == 0 && !named)
+    rc = zerr_set(err, ENOMEM, "out of memory");
   if (rc < 0) {
     rsrc_destroy(&s->base);
     return rc;
   }
+  free(s->url);
+  s->url = named;
   s->r = r;
   s->stats = stats;
   request_init(r, url, s->req_url, s->url, allow_link_local, &s->req);

@@ -20,10 +20,18 @@
  * be a file name (a control character, "." or "..", an empty segment, a segment
  * over 255 bytes, a NUL byte) is skipped with one log line; the rest is listed.
  *
- * Plain HTTP has no listing: the store is marked unlistable, a key is a
- * file when a GET finds it, and a directory when it holds Zarr metadata
- * (zarr.json, .zgroup, .zarray); chunk directories are implied by the
- * array's key encoding (fs/namespace/namespace.c).
+ * Plain HTTP has no listing protocol: the store is marked unlistable, a
+ * key is a file when a GET finds it, and a directory when it holds Zarr
+ * metadata (zarr.json, .zgroup, .zarray); chunk directories are implied
+ * by the array's key encoding (fs/namespace/namespace.c). A directory is listed
+ * from the server's index page of it (DIR/: nginx autoindex, Apache,
+ * python -m http.server), read as rclone's http backend reads it
+ * (src/store/htindex.h), one GET cached as S3 listings are. A server
+ * may leave names out of such a page (nginx hides dot files), so the
+ * store stays unlistable: a listing adds names, its silence proves no key
+ * absent. A directory without an index page (404, 403, a root page
+ * listing nothing, one too large) is remembered as such: store_list says
+ * -ENOTSUP with the reason, and the namespace shows what metadata names.
  *
  * With anonymous S3 access a missing key answers 403 when the bucket
  * does not allow listing: for metadata probes (zarr.json, .zattrs, ...)
@@ -43,6 +51,7 @@
 #include "../util/htab.h"
 #include "../util/log.h"
 #include "../util/memo.h"
+#include "htindex.h"
 #include "store.h"
 
 /* Listing cache budget (bytes of names). */
@@ -83,6 +92,8 @@ struct store_remote {
 /* A cached listing of one directory, sorted by name. */
 struct rlisting {
   struct zobj obj;
+  char *none; /* HTTP: why the directory has no index page (owned), or
+                 NULL: listed */
   size_t n;
   struct rentry {
     char *name; /* into arena */
@@ -140,6 +151,7 @@ static void rlisting_destroy(struct zobj *o) {
   struct rlisting *l = (struct rlisting *)o;
   free(l->e);
   free(l->arena);
+  free(l->none);
   free(l);
 }
 
@@ -297,11 +309,117 @@ static int64_t list_now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The listing b built (taken over and freed here) as a memo object, or
+ * rc when it failed; none: why the directory has no index page (taken
+ * over), b then empty. */
+static int lb_finish(struct lbuild *b, int rc, char *none, struct zobj **obj,
+                     size_t *cost, struct zerr *err) {
+  struct rlisting *l = rc < 0 ? NULL : calloc(1, sizeof *l);
+  if (!l) {
+    free(b->e);
+    zbuf_free(&b->names);
+    free(none);
+    return rc < 0 ? rc : zerr_set(err, ENOMEM, "out of memory");
+  }
+  zobj_init(&l->obj, rlisting_destroy);
+  l->none = none;
+  l->n = b->n;
+  l->e = b->e;
+  l->arena = (char *)b->names.data;
+  for (size_t i = 0; i < l->n; i++)
+    l->e[i].name = l->arena + (uintptr_t)l->e[i].name;
+  if (l->n)
+    qsort(l->e, l->n, sizeof *l->e, rentry_cmp);
+  /* A name both an object and a prefix ("a" and "a/..."), or an index
+   * page's link and its icon: one entry, the directory winning, as on a
+   * file system that cannot hold both. */
+  size_t w = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    if (w && !strcmp(l->e[w - 1].name, l->e[i].name)) {
+      if (l->e[i].type == STORE_DIR)
+        l->e[w - 1] = l->e[i];
+      continue;
+    }
+    l->e[w++] = l->e[i];
+  }
+  l->n = w;
+  *obj = &l->obj;
+  *cost = b->names.len + l->n * sizeof *l->e + sizeof *l +
+          (none ? strlen(none) + 1 : 0);
+  return 0;
+}
+
+/* htindex callback: an entry of an index page ("NAME/" a directory; a
+ * file's size is not read from the page). */
+static int idx_entry(void *ud, const char *name, size_t len, int is_dir) {
+  (void)len;
+  return lb_add(ud, name, name, is_dir ? STORE_DIR : STORE_FILE,
+                is_dir ? 0 : STORE_SIZE_UNKNOWN);
+}
+
+/* A plain-HTTP directory's listing: its index page (the URL of dir with a
+ * trailing '/'), parsed by htindex. No page (404, 403), one too large, or
+ * one naming no entry is remembered as the directory having no index
+ * (rlisting.none); any other failure is not remembered. Below the root
+ * an empty page is an empty listing (nginx leaves dot files out: a V2
+ * array without chunks lists nothing). */
+static int index_fill(struct store_remote *s, const char *dir,
+                      struct zobj **obj, size_t *cost, struct zerr *err) {
+  char *enc = pct_key(dir), *url = NULL, *log_url = NULL;
+  if (!enc || asprintf(&url, "%s/%s%s", s->base_url, enc, *dir ? "/" : "") < 0)
+    url = NULL;
+  free(enc);
+  if (!url || asprintf(&log_url, "%s (index)", url) < 0) {
+    free(url);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  struct lbuild b = {.pfx = "", .where = url};
+  zbuf_init(&b.names, SIZE_MAX);
+  struct http_req q;
+  remote_store_request(s->r, s->base_url, url, log_url, &q);
+  q.allow_link_local = 1; /* the store the user named */
+  uint8_t *body = NULL;
+  size_t blen = 0;
+  struct zerr e = {0};
+  int rc = http_get_all(remote_http(s->r), &q, LIST_PAGE_MAX, &body, &blen, &e);
+  char *none = NULL;
+  if (rc == -ENOENT || rc == -EACCES || rc == -EFBIG) {
+    if (asprintf(&none, "no directory index (%s)", e.msg) < 0)
+      none = NULL, rc = zerr_set(err, ENOMEM, "out of memory");
+    else
+      rc = 0;
+  } else if (rc < 0) {
+    rc = zerr_set(err, -rc, "%s", e.msg);
+  } else {
+    rc = htindex_parse((const char *)body, blen, url, idx_entry, &b, &e);
+    const char *why = rc == -EFBIG || b.full     ? "too many entries"
+                      : rc == 0 && !b.n && !*dir ? "the page names no entry"
+                                                 : NULL;
+    if (why) {
+      b.n = 0; /* none: the entries read are dropped */
+      if (asprintf(&none, "no directory index (%s: %s)", url, why) < 0)
+        none = NULL, rc = zerr_set(err, ENOMEM, "out of memory");
+      else
+        rc = 0;
+    } else if (rc > 0 || b.oom) {
+      rc = zerr_set(err, ENOMEM, "out of memory");
+    } else if (rc < 0) {
+      rc = zerr_set(err, -rc, "%s", e.msg);
+    }
+  }
+  free(body);
+  free(url);
+  free(log_url);
+  return lb_finish(&b, rc, none, obj, cost, err);
+}
+
 /* memo fill: every page of a directory's listing. */
 static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
                      struct zerr *err) {
   struct list_fill *f = ctx;
   struct store_remote *s = f->s;
+  if (!s->s3)
+    return index_fill(s, f->dir, obj, cost, err);
   char *pfx = NULL;
   if (asprintf(&pfx, "%s%s%s", s->prefix, f->dir, *f->dir ? "/" : "") < 0)
     return zerr_set(err, ENOMEM, "out of memory");
@@ -405,40 +523,7 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
   free(where);
   free(token);
   free(pfx);
-  if (rc < 0) {
-    free(b.e);
-    zbuf_free(&b.names);
-    return rc;
-  }
-  struct rlisting *l = calloc(1, sizeof *l);
-  if (!l) {
-    free(b.e);
-    zbuf_free(&b.names);
-    return zerr_set(err, ENOMEM, "out of memory");
-  }
-  zobj_init(&l->obj, rlisting_destroy);
-  l->n = b.n;
-  l->e = b.e;
-  l->arena = (char *)b.names.data;
-  for (size_t i = 0; i < l->n; i++)
-    l->e[i].name = l->arena + (uintptr_t)l->e[i].name;
-  if (l->n)
-    qsort(l->e, l->n, sizeof *l->e, rentry_cmp);
-  /* A name both an object and a prefix ("a" and "a/..."): the directory
-   * wins, as on a file system that cannot hold both. */
-  size_t w = 0;
-  for (size_t i = 0; i < l->n; i++) {
-    if (w && !strcmp(l->e[w - 1].name, l->e[i].name)) {
-      if (l->e[i].type == STORE_DIR)
-        l->e[w - 1] = l->e[i];
-      continue;
-    }
-    l->e[w++] = l->e[i];
-  }
-  l->n = w;
-  *obj = &l->obj;
-  *cost = b.names.len + l->n * sizeof *l->e + sizeof *l;
-  return 0;
+  return lb_finish(&b, rc, NULL, obj, cost, err);
 }
 
 /* The memo key of a directory's listing. */
@@ -547,6 +632,38 @@ static int remote_is_dir(struct store_remote *s, const char *dir,
   return 0;
 }
 
+/* key's type and size from its parent's listing when that is cached
+ * (after a readdir): 0, -ENOENT, or 1 when the listing cannot tell. Over
+ * plain HTTP it tells only that a name is a directory (a GET of it would
+ * find its index page, a file): the rest is asked. */
+static int listed_stat(struct store_remote *s, const char *key,
+                       enum store_entry_type *type, uint64_t *size,
+                       struct zerr *err) {
+  char parent[4096];
+  const char *slash = strrchr(key, '/');
+  size_t pl = slash ? (size_t)(slash - key) : 0;
+  if (pl >= sizeof parent)
+    return zerr_set(err, ENAMETOOLONG, "key too long");
+  memcpy(parent, key, pl);
+  parent[pl] = '\0';
+  struct memo_key k;
+  list_key(parent, &k);
+  struct memo_ref *ref;
+  if (!memo_peek(s->lists, &k, &ref))
+    return 1;
+  const struct rentry *en = listing_find((const struct rlisting *)memo_obj(ref),
+                                         slash ? slash + 1 : key);
+  int known = s->s3 || (en && en->type == STORE_DIR);
+  if (en) {
+    *type = en->type;
+    *size = en->size;
+  }
+  memo_release(s->lists, ref);
+  if (!known)
+    return 1;
+  return en ? 0 : zerr_set(err, ENOENT, "no such key");
+}
+
 static int remote_stat(struct store *st, const char *key,
                        enum store_entry_type *type, uint64_t *size,
                        int64_t *mtime, struct zerr *err) {
@@ -557,30 +674,9 @@ static int remote_stat(struct store *st, const char *key,
     *type = STORE_DIR;
     return 0;
   }
-  if (s->s3) {
-    /* The parent's listing answers when it is cached (after a readdir). */
-    char parent[4096];
-    const char *slash = strrchr(key, '/');
-    size_t pl = slash ? (size_t)(slash - key) : 0;
-    if (pl >= sizeof parent)
-      return zerr_set(err, ENAMETOOLONG, "key too long");
-    memcpy(parent, key, pl);
-    parent[pl] = '\0';
-    struct memo_key k;
-    list_key(parent, &k);
-    struct memo_ref *ref;
-    if (memo_peek(s->lists, &k, &ref)) {
-      const struct rentry *en = listing_find(
-          (const struct rlisting *)memo_obj(ref), slash ? slash + 1 : key);
-      int found = en != NULL;
-      if (en) {
-        *type = en->type;
-        *size = en->size;
-      }
-      memo_release(s->lists, ref);
-      return found ? 0 : zerr_set(err, ENOENT, "no such key");
-    }
-  }
+  int lrc = listed_stat(s, key, type, size, err);
+  if (lrc <= 0)
+    return lrc;
   struct bytesrc *b;
   struct zerr e = {0};
   int rc = remote_get(st, key, &b, &e);
@@ -613,14 +709,14 @@ static int remote_stat(struct store *st, const char *key,
 static int remote_list(struct store *st, const char *prefix, store_list_cb cb,
                        void *ud, struct zerr *err) {
   struct store_remote *s = (struct store_remote *)st;
-  if (!s->s3)
-    return zerr_set(err, ENOTSUP, "HTTP stores cannot be listed");
   struct memo_ref *ref;
   ZTRY(listing_get(s, prefix, &ref, err));
   const struct rlisting *l = (const struct rlisting *)memo_obj(ref);
-  if (*prefix && !l->n) {
+  if (l->none || (*prefix && !l->n && s->s3)) {
+    int rc = l->none ? zerr_set(err, ENOTSUP, "%s", l->none)
+                     : zerr_set(err, ENOENT, "no such directory");
     memo_release(s->lists, ref);
-    return zerr_set(err, ENOENT, "no such directory");
+    return rc;
   }
   for (size_t i = 0; i < l->n; i++)
     if (cb(ud, l->e[i].name, l->e[i].type, l->e[i].size, STORE_MTIME_UNKNOWN))

@@ -54,6 +54,9 @@ void zlog_setup(int use_syslog, enum zlog_level max_level) {
     openlog("zarrfs", LOG_PID, LOG_DAEMON);
 }
 
+/* Compare with the level set at startup. */
+int zlog_enabled(enum zlog_level level) { return level <= log_max; }
+
 /* Format into one buffer and write it with one call. */
 void zlog(enum zlog_level level, const char *fmt, ...) {
   if (level > log_max)

@@ -17,6 +17,9 @@ void zlog_setup(int use_syslog, enum zlog_level max_level);
  * millisecond. max_level as for zlog_setup. Call before any thread
  * starts. */
 void zlog_setup_fd(int fd, enum zlog_level max_level);
+/* Would a line of this level be written? (So that debug lines cost
+ * nothing when they are not.) */
+int zlog_enabled(enum zlog_level level);
 /* Log one line ("zarrfs: " is prepended). */
 void zlog(enum zlog_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -202,6 +202,12 @@ int dtype_is_variable(const struct dtype *dt) {
   return dt->kind == DT_STRING || dt->kind == DT_BYTES;
 }
 
+/* float16, float32, float64, bfloat16. */
+int dtype_kind_is_float(enum dtype_kind k) {
+  return k == DT_FLOAT16 || k == DT_FLOAT32 || k == DT_FLOAT64 ||
+         k == DT_BFLOAT16;
+}
+
 /* string, bytes and optional of them. */
 int dtype_has_var_elements(const struct dtype *dt) {
   return dtype_is_variable(dt) ||

@@ -112,6 +112,9 @@ struct dtype dtype_of(enum dtype_kind kind);
 /* True for string/bytes. */
 int dtype_is_variable(const struct dtype *dt);
 
+/* True for the binary float kinds (float16/32/64, bfloat16). */
+int dtype_kind_is_float(enum dtype_kind k);
+
 /* True when decoded elements are variable-length: string, bytes, and
  * zarrs.optional of them (the codecs for string/bytes check
  * dtype_is_variable instead, so they refuse optional types). */

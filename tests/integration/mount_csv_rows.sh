@@ -10,7 +10,9 @@
 # a 3-D int32 array with chunks never written. Each rows.csv must be the
 # exact CSV the rules give (an independent formatter here), have one line
 # per index of the leading dimensions, `stat` its exact size, `tail -c` and
-# dd at odd offsets its bytes; `awk -F,` sums a column of the int32 array;
+# dd at odd offsets its bytes; pandas reads every column of a float array
+# as floats (integral values keep `.0`, D.csv's rule) and of an integer
+# array as integers; `awk -F,` sums a column of the int32 array;
 # 1-D arrays have none; -o views=tree puts rows.csv under .text/ and
 # views=none nowhere. Then every array of two or more dimensions of the
 # shared fixtures (skipped when absent): its rows.csv is its values.txt as
@@ -107,8 +109,9 @@ def field(v):
     if isinstance(v, (np.floating, float)):
         if np.isnan(v):
             return ""  # every NaN here is a masked value
-        s = str(v) if isinstance(v, np.float32) else repr(float(v))
-        return s[:-2] if s.endswith(".0") else s
+        # an integral float keeps its ".0" (D.csv's rule): pandas reads
+        # the column back as floats
+        return str(v) if isinstance(v, np.float32) else repr(float(v))
     return str(v)
 
 
@@ -159,6 +162,15 @@ def check(d, mnt):
         rows = a.reshape(-1, a.shape[-1])
         text = a.dtype.kind in "OSM"
         got = read_rows(os.path.join(mnt, name, "rows.csv"), text)
+        if HAVE_PANDAS and not text:
+            # the dtypes round-trip: floats read back as floats, integers
+            # as integers, every column
+            kinds = set(pd.read_csv(os.path.join(mnt, name, "rows.csv"),
+                                    header=None).dtypes.map(lambda t: t.kind))
+            if kinds != {a.dtype.kind}:
+                print("%s: pandas reads columns of kinds %s, want %s"
+                      % (name, sorted(kinds), a.dtype.kind))
+                bad += 1
         if got.shape != rows.shape:
             print("%s: %s fields, want %s" % (name, got.shape, rows.shape))
             bad += 1
@@ -309,6 +321,13 @@ for dirpath, dirs, files in os.walk(ROOT):
     cfrc, cf = cat(dirpath, "values.cf.txt")
     if cfrc == 0:
         vals = cf
+    # floats (as stored, or as CF decodes them: masked or scaled numbers)
+    # write missing values empty and integral values with ".0"
+    isf = dt in ("float16", "float32", "float64", "bfloat16") or dt[1:2] == "f"
+    cfnum = ("scale_factor", "add_offset", "_FillValue", "missing_value")
+    floating = isf or (cfrc == 0 and " since " not in str(attrs.get("units", ""))
+                       and dt not in ("bool", "|b1")
+                       and any(k in attrs for k in cfnum))
     lines = vals.decode("utf-8", "surrogateescape").split("\n")[:-1]
     text = rows.decode("utf-8", "surrogateescape")
     table = list(csv.reader(io.StringIO(text, newline="")))
@@ -329,6 +348,10 @@ for dirpath, dirs, files in os.walk(ROOT):
             want = ""
         elif optional and stringy and l.startswith("\\"):
             want = l[1:]
+        elif floating and l == "nan":
+            want = ""
+        elif floating and re.fullmatch(r"-?[0-9]+", l):
+            want = l + ".0"
         else:
             want = l
         got = f.replace("\n", " ") if stringy else f

@@ -9,6 +9,7 @@
 # make no request for values.txt, info.txt, K.txt, .zarrfs or anything
 # below them, no V2 probe of a V3 node (nor the reverse), and no request
 # for a path that is not a file of the store (a V2 array's absent .zattrs
+# and the index page DIR/ of a directory of the store, its listing,
 # aside); and what they show is right.
 #  4. sizes from index ends: on a fresh mount of a zarrs.vlen array of 2M
 #     strings in 10 chunks (index at the start, data plain), stat of
@@ -42,6 +43,7 @@ not_keys() {
   local p
   paths "$1" | sort -u | while IFS= read -r p; do
     [ -f "$WEB/$1/$p" ] && continue
+    case $p in '' | */) [ -d "$WEB/$1/$p" ] && continue ;; esac
     [ -n "${2:-}" ] && printf '%s\n' "$p" | grep -Eq "$2" && continue
     printf '%s\n' "$p"
   done

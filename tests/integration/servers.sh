@@ -5,8 +5,9 @@
 #   srv_need NAME            a server or tool is missing: fail under
 #                            CI=true, else skip the rest of the script
 #                            (zt_skip_or_fail), with one line
-#   srv_nginx_start ROOT     nginx (Debian) serving ROOT, ranges on; sets
-#                            NGINX_URL, NGINX_LOG ($request $status
+#   srv_nginx_start ROOT [autoindex]  nginx (Debian) serving ROOT, ranges
+#                            on, directory index pages only with autoindex;
+#                            sets NGINX_URL, NGINX_LOG ($request $status
 #                            $body_bytes_sent "$http_range")
 #   srv_nginx_requests [PAT] requests logged (whose line holds PAT)
 #   srv_nginx_bytes [PAT]    body bytes sent (of those lines)
@@ -76,7 +77,8 @@ srv_free_port() {
 }
 
 srv_nginx_start() {
-  local root=$1 d bin=/usr/sbin/nginx port i
+  local root=$1 d bin=/usr/sbin/nginx port i index=off
+  [ "${2:-}" = autoindex ] && index=on
   [ -x "$bin" ] || bin=$(command -v nginx) || srv_need nginx
   d=$(zt_mkdir nginx)
   mkdir -p "$d/tmp"
@@ -99,7 +101,7 @@ http {
   server {
     listen 127.0.0.1:$port;
     root $root;
-    autoindex off;
+    autoindex $index;
   }
 }
 EOF

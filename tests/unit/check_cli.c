@@ -647,18 +647,27 @@ START_TEST(missing_and_extra_arguments) {
   parse_refused((const char *[]){NULL}, "missing SOURCE (try --help)");
   parse_refused((const char *[]){"-f", "-o", "allow_other", NULL},
                 "missing SOURCE (try --help)");
-  parse_refused((const char *[]){"src", NULL},
+  parse_refused((const char *[]){"./src", NULL},
                 "missing MOUNTPOINT (try --help)");
+  parse_refused((const char *[]){"-o", "cache_size=lots", "/data/src", NULL},
+                "missing MOUNTPOINT (try --help)");
+  parse_refused((const char *[]){"s3://bucket/src", NULL},
+                "missing MOUNTPOINT (try --help)");
+  /* a plain word may be a mistyped command: said so, and the commands */
+  parse_refused((const char *[]){"frobnicate", NULL},
+                "missing MOUNTPOINT, or 'frobnicate' is not a command (the "
+                "commands: ls, cat, stat, info; try --help)");
   parse_refused((const char *[]){"-o", "cache_size=lots", "src", NULL},
-                "missing MOUNTPOINT (try --help)");
-  parse_refused((const char *[]){"a", "b", "c", NULL},
+                "missing MOUNTPOINT, or 'src' is not a command (the "
+                "commands: ls, cat, stat, info; try --help)");
+  parse_refused((const char *[]){"./a", "b", "c", NULL},
                 "unexpected argument 'c' after SOURCE and MOUNTPOINT (try "
                 "--help)");
   parse_refused(
       (const char *[]){"a", "b", "c", "d", "-o", "cache_size=lots", NULL},
-      "unexpected argument 'c' after SOURCE and MOUNTPOINT (try "
-      "--help)");
-  /* an empty argument is an argument */
+      "unexpected argument 'c' after SOURCE and MOUNTPOINT, or 'a' is not a "
+      "command (the commands: ls, cat, stat, info; try --help)");
+  /* an empty argument is an argument (and no word) */
   parse_refused((const char *[]){"", NULL}, "missing MOUNTPOINT (try --help)");
 }
 END_TEST
@@ -751,7 +760,7 @@ START_TEST(double_dash) {
   c = parse_ok((const char *[]){"src", "mnt", "--", NULL});
   assert_fuse_argv(c, (const char *[]){"zarrfs", "mnt", NULL});
   cli_config_free(c);
-  parse_refused((const char *[]){"src", "--", "mnt", "--help", NULL},
+  parse_refused((const char *[]){"./src", "--", "mnt", "--help", NULL},
                 "unexpected argument '--help' after SOURCE and MOUNTPOINT "
                 "(try --help)");
 }

@@ -118,11 +118,15 @@ START_TEST(fixed_fields) {
   struct dtype i32 = dtype_of(DT_INT32), f64 = dtype_of(DT_FLOAT64),
                b = dtype_of(DT_BOOL);
   int32_t iv = -42;
-  double dv = 0.1, nan = NAN;
+  double dv = 0.1, nan = NAN, seven = 7, mzero = -0.0;
   uint8_t bv = 1;
   ck_assert_str_eq(fixed(NULL, &i32, &iv), "-42");
   ck_assert_str_eq(fixed(NULL, &f64, &dv), "0.1");
-  ck_assert_str_eq(fixed(NULL, &f64, &nan), "nan"); /* a value, not missing */
+  /* D.csv's rule (fs/csvfield.h): a float's NaN is an empty field, an
+   * integral float keeps its .0 (pandas reads the column as floats) */
+  ck_assert_str_eq(fixed(NULL, &f64, &nan), "");
+  ck_assert_str_eq(fixed(NULL, &f64, &seven), "7.0");
+  ck_assert_str_eq(fixed(NULL, &f64, &mzero), "-0.0");
   ck_assert_str_eq(fixed(NULL, &b, &bv), "true");
   /* NaT is missing */
   struct dtype dt64 = dtype_of(DT_DATETIME64);
@@ -132,7 +136,7 @@ START_TEST(fixed_fields) {
   ck_assert_str_eq(fixed(NULL, &dt64, &t), "1970-01-02T00:00:00");
   ck_assert_str_eq(fixed(NULL, &dt64, &nat), "");
   /* zarrs.optional: a null at any layer is missing, a present value is
-   * its inner text (a present NaN stays nan) */
+   * its inner text (a present NaN is empty too, as in D.csv) */
   struct dtype o8 = {.kind = DT_OPTIONAL, .size = 2, .inner = DT_UINT8};
   uint8_t some[2] = {7, 1}, none[2] = {7, 0};
   ck_assert_str_eq(fixed(NULL, &o8, some), "7");
@@ -141,7 +145,7 @@ START_TEST(fixed_fields) {
   uint8_t fnan[9];
   memcpy(fnan, &nan, 8);
   fnan[8] = 1;
-  ck_assert_str_eq(fixed(NULL, &of, fnan), "nan");
+  ck_assert_str_eq(fixed(NULL, &of, fnan), "");
   struct dtype oo = {
       .kind = DT_OPTIONAL, .size = 3, .depth = 2, .inner = DT_UINT8};
   uint8_t inner_null[3] = {0, 0, 1}; /* Some(None): "[null]" in values.txt */
@@ -158,8 +162,9 @@ START_TEST(cf_fields) {
   struct cf *cf = NULL;
   ck_assert_int_eq(cf_parse(attrs, NULL, &i16, &cf, &err), 0);
   ck_assert_ptr_nonnull(cf);
-  int16_t v = 3, fill = -32768;
+  int16_t v = 3, fill = -32768, even = 4;
   ck_assert_str_eq(fixed(cf, &i16, &v), "11.5");
+  ck_assert_str_eq(fixed(cf, &i16, &even), "12.0"); /* unpacked: a float */
   ck_assert_str_eq(fixed(cf, &i16, &fill), "");
   cf_free(cf);
   json_decref(attrs);
@@ -460,7 +465,7 @@ START_TEST(bytes_as_hex) {
 END_TEST
 
 START_TEST(cf_packed_with_fill) {
-  check_text("cf/rows.csv", "10,11.5,\n,10.5,0\n");
+  check_text("cf/rows.csv", "10.0,11.5,\n,10.5,0.0\n");
   check_text("cf/values.cf.txt", "10\n11.5\nnan\nnan\n10.5\n0\n");
 }
 END_TEST
@@ -477,8 +482,12 @@ START_TEST(three_dimensions) {
   for (int i = 0; i < 2; i++)
     for (int j = 0; j < 3; j++)
       for (int k = 0; k < 4; k++)
-        at += (size_t)snprintf(want + at, sizeof want - at, "%.17g%c",
-                               cube_at(i, j, k), k == 3 ? '\n' : ',');
+        at += (size_t)snprintf(want + at, sizeof want - at, "%.17g%s%c",
+                               cube_at(i, j, k),
+                               cube_at(i, j, k) == (int)cube_at(i, j, k)
+                                   ? ".0"
+                                   : "",
+                               k == 3 ? '\n' : ',');
   check_view("cube/rows.csv", want, at);
 }
 END_TEST
@@ -486,9 +495,9 @@ END_TEST
 START_TEST(structured_records) {
   /* row 1 starts 2 records (8 fields) into chunk (0, 0) */
   check_text("rec/rows.csv",
-             "1,\"a,\",1970-01-01T00:00:00,1.5,2,\"\"\"\",,nan,9,z,,nan\n"
-             "-3,\"x\n\",1970-01-01T00:01:00,-0,4,,1970-01-01T01:00:00,1e+20,"
-             "9,z,,nan\n");
+             "1,\"a,\",1970-01-01T00:00:00,1.5,2,\"\"\"\",,,9,z,,\n"
+             "-3,\"x\n\",1970-01-01T00:01:00,-0.0,4,,1970-01-01T01:00:00,1e+20,"
+             "9,z,,\n");
   /* values.txt keeps its own rule */
   check_text("rec/values.txt", "1\ta,\t1970-01-01T00:00:00\t1.5\n"
                                "2\t\"\tNaT\tnan\n"

@@ -57,8 +57,10 @@ int icechunk_open(struct store *s, size_t max_decode, size_t budget,
                   struct zerr *err);
 /* The refs loaded at open (borrowed). */
 const struct icefmt_repo *icechunk_refs(const struct icechunk *ic);
-/* The snapshot to show: snapshot (a 20-character id) when given, else
- * ref (a branch, else a tag of that name), else branch main. */
+/* The snapshot to show: snapshot (a 20-character id, read as Crockford
+ * base 32 reads it: any case, O as 0, I and L as 1; -ENOENT when it names
+ * no snapshot) when given, else ref (a branch, else a tag of that name),
+ * else branch main. */
 int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
                      uint8_t id[12], struct zerr *err);
 /* The snapshot of branch (tag 0) or tag (tag 1) name: -ENOENT when there
@@ -104,6 +106,13 @@ void icechunk_unref(struct icechunk *ic);
 /* The repository s shows a snapshot of (borrowed: s holds a reference),
  * or NULL when s is not an Icechunk snapshot store. */
 struct icechunk *icechunk_of_store(const struct store *s);
+
+/* What snapshot store s shows, for people (info.txt): its snapshot
+ * (borrowed from s), and in *ref the ref the mount named, "branch NAME"
+ * or "tag NAME" (borrowed; NULL when opened by its id, as the trees
+ * below /.zarrfs are). NULL when s is no snapshot store. */
+const struct icefmt_snapshot *icechunk_store_shown(const struct store *s,
+                                                   const char **ref);
 
 /* A store of snapshot id of ic (reads snapshots/ID now; takes its own
  * reference to ic). *out owned by the caller (store_free). */

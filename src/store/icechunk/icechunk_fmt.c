@@ -190,9 +190,10 @@ int icefmt_id_decode(const char *s, uint8_t id[12]) {
       bits -= 8;
     }
   }
-  /* 100 bits carry 96: the 4 padding bits must be zero (one name per id). */
+  /* 100 bits carry 96: the 4 padding bits must be zero. Set, the text is
+   * well formed but no id is spelled so: it names nothing (-ENOENT). */
   if (acc & ((1u << bits) - 1))
-    return -EINVAL;
+    return -ENOENT;
   return 0;
 }
 

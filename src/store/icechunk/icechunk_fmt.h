@@ -63,7 +63,9 @@ int icefmt_decode(const uint8_t *p, size_t len, enum icefmt_type want,
  * characters), upper case, no padding. */
 void icefmt_id_encode(const uint8_t *id, size_t n, char *out);
 /* The 12 bytes of a 20-character id (case-insensitive, Crockford's
- * aliases O = 0, I and L = 1). -EINVAL when it is not one. */
+ * aliases O = 0, I and L = 1). -EINVAL when it is not 20 characters of
+ * Crockford base 32; -ENOENT when it is, but spells no 12 bytes (its last
+ * 4 bits set): no snapshot can have that id. */
 int icefmt_id_decode(const char *s, uint8_t id[12]);
 
 /* A commit time (microseconds since the epoch) as ISO 8601 UTC,

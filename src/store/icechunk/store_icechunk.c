@@ -52,6 +52,8 @@ struct store_icechunk {
   struct icechunk *ic; /* one reference */
   struct icefmt_snapshot *sn;
   int64_t mtime; /* the snapshot's commit time, for every key */
+  char *ref;     /* "branch NAME" or "tag NAME" it was opened by (owned),
+                    NULL when by its id */
 };
 
 /* A repo file with the magic, or the spec 1 main branch's ref file. */
@@ -130,11 +132,20 @@ const struct icefmt_repo *icechunk_refs(const struct icechunk *ic) {
   return ic->refs;
 }
 
-/* snapshot, else ref (a branch, then a tag), else main. */
-int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
-                     uint8_t id[12], struct zerr *err) {
+/* icechunk_resolve, saying in *kind what named the snapshot: 0 its id,
+ * 1 a branch, 2 a tag. An id is read as Crockford base 32 reads it (any
+ * case; O as 0, I and L as 1): 20 such characters that name no snapshot
+ * (their last 4 bits set, or none of the repository's) do not exist. */
+static int resolve_kind(struct icechunk *ic, const char *ref,
+                        const char *snapshot, uint8_t id[12], int *kind,
+                        struct zerr *err) {
+  *kind = 0;
   if (snapshot) {
-    if (icefmt_id_decode(snapshot, id) < 0)
+    int rc = icefmt_id_decode(snapshot, id);
+    if (rc == -ENOENT)
+      return zerr_set(err, ENOENT, "no snapshot %s in the repository",
+                      snapshot);
+    if (rc < 0)
       return zerr_set(err, EINVAL,
                       "snapshot '%s' is not an id (20 "
                       "characters of Crockford base 32)",
@@ -143,12 +154,22 @@ int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
   }
   if (!ref)
     ref = "main";
+  *kind = 1;
   int rc = icefmt_repo_ref(ic->refs, ic->files, ref, 0, id, err);
-  if (rc == -ENOENT)
+  if (rc == -ENOENT) {
+    *kind = 2;
     rc = icefmt_repo_ref(ic->refs, ic->files, ref, 1, id, err);
+  }
   if (rc == -ENOENT)
     return zerr_set(err, ENOENT, "no branch or tag named '%s'", ref);
   return rc;
+}
+
+/* snapshot, else ref (a branch, then a tag), else main. */
+int icechunk_resolve(struct icechunk *ic, const char *ref, const char *snapshot,
+                     uint8_t id[12], struct zerr *err) {
+  int kind;
+  return resolve_kind(ic, ref, snapshot, id, &kind, err);
 }
 
 /* A branch or a tag by name, as loaded at open (spec 1 refs not listed
@@ -765,6 +786,7 @@ static void ic_destroy(struct store *s) {
   struct store_icechunk *st = (struct store_icechunk *)s;
   icefmt_snapshot_free(st->sn);
   icechunk_unref(st->ic);
+  free(st->ref);
   free(s->location);
   free(st);
 }
@@ -805,6 +827,16 @@ struct icechunk *icechunk_of_store(const struct store *s) {
   return s && s->ops == &ic_ops ? ((const struct store_icechunk *)s)->ic : NULL;
 }
 
+/* What snapshot store s shows: its ref and snapshot (borrowed). */
+const struct icefmt_snapshot *icechunk_store_shown(const struct store *s,
+                                                   const char **ref) {
+  if (!icechunk_of_store(s))
+    return NULL;
+  const struct store_icechunk *st = (const struct store_icechunk *)s;
+  *ref = st->ref;
+  return st->sn;
+}
+
 /* Repository, ref, snapshot store: the mount's one call. */
 int store_open_icechunk(struct store *inner, const char *ref,
                         const char *snapshot, size_t max_decode, size_t budget,
@@ -813,9 +845,20 @@ int store_open_icechunk(struct store *inner, const char *ref,
   struct icechunk *ic;
   ZTRY(icechunk_open(inner, max_decode, budget, c, &ic, err));
   uint8_t id[12];
-  int rc = icechunk_resolve(ic, ref, snapshot, id, err);
+  int kind;
+  int rc = resolve_kind(ic, ref, snapshot, id, &kind, err);
   if (rc == 0)
     rc = icechunk_open_snapshot(ic, id, out, err);
   icechunk_unref(ic);
-  return rc;
+  if (rc < 0 || !kind)
+    return rc;
+  struct store_icechunk *st = (struct store_icechunk *)*out;
+  if (asprintf(&st->ref, "%s %s", kind == 1 ? "branch" : "tag",
+               ref ? ref : "main") < 0) {
+    st->ref = NULL;
+    store_free(*out);
+    *out = NULL;
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  return 0;
 }
