@@ -190,8 +190,15 @@ static int parse_cf(struct node_table *t, const struct znode *n, json_t *attrs,
   int xr = json_object_get(n->attrs, "_ARRAY_DIMENSIONS") != NULL;
   int rc;
   if (n->meta->dtype.kind == DT_FIXED_BYTES) {
+    /* A variable xarray reads (V2 _ARRAY_DIMENSIONS, V3 dimension_names)
+     * shows its strings as text even with nothing to mask, as xarray
+     * does: else the same strings would be hex in a V3 manifest and text
+     * in a V2 store whose fill_value happens to mask. */
+    int var =
+        xr || json_is_array(json_object_get(n->meta->root, "dimension_names"));
     rc = cfmask_parse_bytes(attrs, n->meta->fill, n->meta->fill_len,
-                            xr && fill && !json_is_null(fill), joined, c, err);
+                            xr && fill && !json_is_null(fill), joined || var, c,
+                            err);
   } else {
     rc = cf_parse(attrs, xr ? fill : NULL, &n->meta->dtype, c, err);
     if (rc == 0 && *c && !xr) {

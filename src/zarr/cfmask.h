@@ -43,7 +43,9 @@ int cfmask_decode(const struct cf *c, struct cf_value *v);
  * xarray_fill, the array's own fill bytes `fill`, as xarray's Zarr
  * backend reads it) are masked; `_Encoding` decodes the bytes as text,
  * which changes nothing in what the views show. *out is NULL when nothing
- * applies (none of these, not joined); else the caller's (cf_free,
+ * applies (none of these, and not joined: the caller passes joined for a
+ * character array xarray joins and for any variable xarray reads, whose
+ * strings it shows as text); else the caller's (cf_free,
  * src/zarr/cf.h). A
  * fill longer than CF_MAX_BFILL bytes, or too many, is -EIO. */
 int cfmask_parse_bytes(json_t *attrs, const uint8_t *fill, size_t fill_len,

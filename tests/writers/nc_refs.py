@@ -158,7 +158,11 @@ def main(out):
     # metadata (NC_FILL_INT64) would not survive JavaScript's numbers
     with open(os.path.join(out, ".zmetadata"), "w") as f:
         f.write(json.dumps({"metadata": meta, "record_size": RECORD_SIZE}))
-    spec = {"record_size": RECORD_SIZE, "vars": vars_}
+    write_parquet({"record_size": RECORD_SIZE, "vars": vars_}, out)
+
+
+def write_parquet(spec, out):
+    """The record files a spec describes, by parquet_refs.mjs."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
     try:
@@ -232,11 +236,10 @@ def vlen_chunk(values):
     return b"".join(out)
 
 
-def json_refs(nc, out, vlen_range=False):
-    """kerchunk JSON references of every group and dataset of nc."""
+def file_refs(nc, target, vlen_range=False):
+    """kerchunk's references (key -> JSON text, "base64:..." or [target,
+    offset, size]) of every group and dataset of nc, naming it target."""
     raw = open(nc, "rb").read()
-    target = os.path.relpath(os.path.abspath(nc),
-                             os.path.dirname(os.path.abspath(out)))
     refs = {}
 
     def put(key, doc):
@@ -310,15 +313,172 @@ def json_refs(nc, out, vlen_range=False):
 
     with h5py.File(nc, "r") as h5:
         visit(h5, "")
+    return refs
+
+
+def json_refs(nc, out, vlen_range=False):
+    """kerchunk JSON references of every group and dataset of nc."""
+    target = os.path.relpath(os.path.abspath(nc),
+                             os.path.dirname(os.path.abspath(out)))
+    refs = file_refs(nc, target, vlen_range)
     with open(out, "w") as f:
         json.dump({"version": 1, "refs": refs}, f, indent=0)
+
+
+def arrays_of(refs):
+    """(prefix, .zarray, chunk grid) of every array of refs."""
+    for key in sorted(refs):
+        if key == ".zarray" or key.endswith("/.zarray"):
+            za = json.loads(refs[key])
+            grid = [-(-s // c) for s, c in zip(za["shape"], za["chunks"])]
+            yield key[:-len(".zarray")], za, grid
+
+
+def chunk_key(idx):
+    """A V2 chunk key: dot-joined indices, "0" for a 0-d array."""
+    return ".".join(str(i) for i in idx) if idx else "0"
+
+
+def parquet_refs(nc, out):
+    """The same references in fsspec's LazyReferenceMapper layout: OUT/
+    .zmetadata and OUT/FIELD/refs.N.parq, nc copied into OUT (targets name
+    it relative to OUT), written by parquet_refs.mjs in turn with each
+    writer and codec of RECORDS; a record of missing chunks only is not
+    written, as fsspec leaves it out."""
+    os.makedirs(out, exist_ok=True)
+    name = os.path.basename(nc)
+    with open(nc, "rb") as src, open(os.path.join(out, name), "wb") as dst:
+        dst.write(src.read())
+    refs = file_refs(os.path.join(out, name), name)
+    meta = {k: json.loads(v) for k, v in refs.items()
+            if k.split("/")[-1] in (".zgroup", ".zattrs", ".zarray")}
+    vars_ = {}
+    for prefix, za, grid in arrays_of(refs):
+        rows = []
+        for idx in np.ndindex(*grid):
+            r = refs.get(prefix + chunk_key(idx))
+            if r is None:
+                rows.append([None, 0, 0, None])
+            elif isinstance(r, list):
+                rows.append([r[0], r[1], r[2], None])
+            else:
+                b = base64.b64decode(r[7:]) if r.startswith("base64:") \
+                    else r.encode()
+                rows.append([None, 0, 0, base64.b64encode(b).decode()])
+        records = []
+        for n in range(-(-len(rows) // RECORD_SIZE)):
+            part = rows[n * RECORD_SIZE:(n + 1) * RECORD_SIZE]
+            absent = all(r[0] is None and r[3] is None for r in part)
+            records.append({"absent": True} if absent
+                           else RECORDS[n % len(RECORDS)])
+        vars_[prefix.rstrip("/")] = {"rows": rows, "records": records}
+    with open(os.path.join(out, ".zmetadata"), "w") as f:
+        f.write(json.dumps({"metadata": meta, "record_size": RECORD_SIZE}))
+    write_parquet({"record_size": RECORD_SIZE, "vars": vars_}, out)
+
+
+def v3_data_type(dtype):
+    """The V3 data type of a V2 dtype (zarr-python 3's names)."""
+    if dtype == "|O":
+        return "string"
+    dt = np.dtype(dtype)
+    if dt.kind == "S":
+        return {"name": "null_terminated_bytes",
+                "configuration": {"length_bytes": dt.itemsize}}
+    return dt.name
+
+
+def v3_fill(d):
+    """HDF5's fill value of dataset d (what VirtualiZarr's HDF parser
+    takes) as V3 JSON."""
+    if d.dtype.kind == "O":
+        return ""
+    f = d.fillvalue
+    if d.dtype.kind == "S":
+        return base64.b64encode(bytes(f).ljust(d.dtype.itemsize,
+                                               b"\0")).decode()
+    f = f.item() if hasattr(f, "item") else f
+    if isinstance(f, complex):
+        return [attr_value(f.real), attr_value(f.imag)]
+    return attr_value(f)
+
+
+def manifest_refs(nc, out):
+    """The same references as a VirtualiZarr manifest store (its V3
+    writer, v1.1 to v1.3): OUT/zarr.json per group, OUT/VAR/zarr.json with
+    the chunk-manifest-json storage transformer and OUT/VAR/manifest.json
+    ({"i.j": {path, offset, length}}, dot-joined keys, absolute file://
+    paths, missing chunks left out; chunks kerchunk inlines are inlined as
+    base64 "data"); codecs bytes then numcodecs.<id> filters and
+    compressor; data_type and fill_value as zarr-python 3 names them,
+    fill_value HDF5's own; attributes the .zattrs but _ARRAY_DIMENSIONS,
+    which is dimension_names."""
+    url = "file://" + os.path.abspath(nc)
+    refs = file_refs(nc, url)
+
+    def dump(path, doc):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(doc, f, indent=4, sort_keys=True)
+
+    for key in refs:
+        if key == ".zgroup" or key.endswith("/.zgroup"):
+            g = key[:-len(".zgroup")]
+            dump(os.path.join(out, g, "zarr.json"), {
+                "zarr_format": 3, "node_type": "group",
+                "attributes": json.loads(refs.get(g + ".zattrs", "{}"))})
+    with h5py.File(nc, "r") as h5:
+        for prefix, za, grid in arrays_of(refs):
+            attrs = json.loads(refs.get(prefix + ".zattrs", "{}"))
+            dims = attrs.pop("_ARRAY_DIMENSIONS", None)
+            codecs = [{"name": "vlen-utf8"}] if za["dtype"] == "|O" else \
+                [{"name": "bytes", "configuration": {
+                    "endian": "big" if za["dtype"][0] == ">" else "little"}}]
+            for c in (za["filters"] or []) + [za["compressor"]]:
+                if c and c["id"] != "vlen-utf8":
+                    c = dict(c)
+                    codecs.append({"name": "numcodecs." + c.pop("id"),
+                                   "configuration": c})
+            dump(os.path.join(out, prefix, "zarr.json"), {
+                "zarr_format": 3, "node_type": "array",
+                "shape": za["shape"],
+                "data_type": v3_data_type(za["dtype"]),
+                "chunk_grid": {"name": "regular", "configuration": {
+                    "chunk_shape": za["chunks"]}},
+                "chunk_key_encoding": {"name": "default",
+                                       "configuration": {"separator": "/"}},
+                "fill_value": v3_fill(h5[prefix.rstrip("/") or "/"]),
+                "codecs": codecs,
+                "storage_transformers": [{
+                    "name": "chunk-manifest-json",
+                    "configuration": {"manifest": "./manifest.json"}}],
+                "dimension_names": dims, "attributes": attrs})
+            man = {}
+            for idx in np.ndindex(*grid):
+                r = refs.get(prefix + chunk_key(idx))
+                k = ".".join(str(i) for i in idx)
+                if isinstance(r, list):
+                    man[k] = {"path": r[0], "offset": r[1], "length": r[2]}
+                elif r is not None:
+                    b = base64.b64decode(r[7:]) if r.startswith("base64:") \
+                        else r.encode()
+                    man[k] = {"path": "__inlined__", "offset": 0,
+                              "length": len(b),
+                              "data": base64.b64encode(b).decode()}
+            dump(os.path.join(out, prefix, "manifest.json"), man)
+
+
 
 
 if __name__ == "__main__":
     if len(sys.argv) >= 4 and sys.argv[1] == "json":
         json_refs(sys.argv[2], sys.argv[3], "--vlen-range" in sys.argv[4:])
+    elif len(sys.argv) == 4 and sys.argv[1] == "parquet":
+        parquet_refs(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "manifest":
+        manifest_refs(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 2:
         main(sys.argv[1])
     else:
         sys.exit("usage: nc_refs.py OUTDIR | nc_refs.py json FILE.nc OUT.json"
-                 " [--vlen-range]")
+                 " [--vlen-range] | nc_refs.py parquet|manifest FILE.nc OUTDIR")
