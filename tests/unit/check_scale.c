@@ -926,39 +926,10 @@ struct breader {
   const struct expect *x;
 };
 
-/* Under ThreadSanitizer (each byte read costs ten times as much, and
- * band_reads ran past its timeout in CI)? */
-#if defined(__SANITIZE_THREAD__)
-#define SCALE_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define SCALE_TSAN 1
-#endif
-#endif
-#ifndef SCALE_TSAN
-#define SCALE_TSAN 0
-#endif
-
-/* Read the banded view from start to end; under ThreadSanitizer only
- * where readers meet: the first two band changes, and the last MiB of the
- * first slab to the end (its edge and the second slab). */
+/* Read the banded view from start to end. */
 static void *breader_run(void *p) {
   struct breader *b = p;
-  if (!SCALE_TSAN) {
-    read_sequential(b->e, "/banded/values.txt", b->x);
-    return NULL;
-  }
-  struct ns_entry ent;
-  uint64_t size;
-  view_open(b->e, "/banded/values.txt", &ent, &size);
-  uint64_t span[2][2] = {{0, 2 * BAND_TEXT + (1u << 20)},
-                         {b->x->row_off[100] - (1u << 20), size}};
-  struct view_cursor *c = view_cursor_new();
-  for (int k = 0; k < 2; k++)
-    for (uint64_t off = span[k][0]; off < span[k][1]; off += 131072)
-      read_cmp(b->e, &ent, c, off,
-               (size_t)(size - off < 131072 ? size - off : 131072), b->x);
-  view_cursor_free(b->e, c);
+  read_sequential(b->e, "/banded/values.txt", b->x);
   return NULL;
 }
 
@@ -1015,9 +986,8 @@ END_TEST
 
 /* The banded slab, two readers at once, with workers decoding the next
  * units of each band (a 16 MiB cache: each unit fits the ahead budget),
- * show the same bytes (under ThreadSanitizer, where they meet:
- * breader_run); a chunk gone bad after its size was learned fails the
- * reads with EIO. */
+ * show the same bytes; a chunk gone bad after its size was learned fails
+ * the reads with EIO. */
 START_TEST(band_two_readers) {
   grid2_write(&BANDED);
   struct expect x;
