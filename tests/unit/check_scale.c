@@ -1060,8 +1060,14 @@ int main(void) {
   tcase_add_test(mem, stop_interrupts_layout);
   tcase_add_test(mem, fifo_chunk_fails_fast);
   tcase_add_test(mem, small_random16_64k);
-  tcase_add_test(mem, band_two_readers);
   suite_add_tcase(s, mem);
+  /* 3.5 s of CPU, some 35 s under ThreadSanitizer: 600 s leaves room for
+   * a loaded machine (CI runs two TSan tests on two cores). */
+  TCase *two = tcase_create("bands, two readers");
+  tcase_add_checked_fixture(two, setup, teardown);
+  tcase_set_timeout(two, 600);
+  tcase_add_test(two, band_two_readers);
+  suite_add_tcase(s, two);
   TCase *bands = tcase_create("bands at real size");
   tcase_set_tags(bands, "big");
   tcase_add_checked_fixture(bands, setup, teardown);
