@@ -1062,7 +1062,7 @@ int main(void) {
   tcase_add_test(mem, fifo_chunk_fails_fast);
   tcase_add_test(mem, small_random16_64k);
   suite_add_tcase(s, mem);
-  /* 3.5 s of CPU, some 35 s under ThreadSanitizer: 600 s leaves room for
+  /* 3.5 s of CPU, some 60 s under ThreadSanitizer: 600 s leaves room for
    * a loaded machine (CI runs two TSan tests on two cores). */
   TCase *two = tcase_create("bands, two readers");
   tcase_add_checked_fixture(two, setup, teardown);
