@@ -152,6 +152,9 @@ struct engine {
                                NULL; guarded by the pool's own lock */
   size_t ahead_budget;      /* read-only: bytes a reader may have decoded
                                ahead */
+  int ahead_settle;         /* tests only, set before the first read: a
+                               reader waits for the workers after queuing
+                               (engine_ahead_settle) */
   size_t cache_size;        /* read-only: the memo's budget */
   struct node_table *nodes; /* owned: the node table (fs/node.h), guarded
                                by the table's own lock (fs/node.c) */
@@ -251,6 +254,14 @@ static inline int engine_check_stop(struct engine *e, struct zerr *err) {
 /* Fills run for memo level `level` (decodes, layouts, rows...): tests
  * count work with it. */
 uint64_t engine_fills(const struct engine *e, enum engine_level level);
+
+/* Tests only (e->ahead_settle): wait until the workers finished what the
+ * reader just queued, so that a test asserts what they did with no race
+ * against the reader (no timing, no retries). The caller holds no lock. */
+static inline void engine_ahead_settle(struct engine *e) {
+  if (e->ahead && e->ahead_settle)
+    pool_wait_idle(e->ahead);
+}
 
 /* Log one line about key (store location prepended), once per key and
  * reason: repeats are counted and summarised at most once a minute. */
