@@ -4,7 +4,8 @@
 #
 # Runs test-driver with the same arguments. Then, for a test that skipped
 # whole (exit 77) or in parts (an integration script's closing line
-# "NAME.sh: N passed, M failed, K skipped" with K > 0), it writes the
+# "NAME.sh: N passed, M failed, K skipped" with K > 0; a Check suite ends
+# the same way, tests/unit/testutil.h), it writes the
 # reason, one line, to BASE.skip beside BASE.log (tests/skips.sh gathers
 # them into the last line of make check). Under CI=true a whole skip
 # becomes a FAIL in BASE.trs, so CI fails if any suite skips (the parts
@@ -47,7 +48,7 @@ if grep -q '^:test-result: SKIP' "$trs"; then
     echo "driver.sh: FAIL: CI=true and the test skipped" >>"$log"
   fi
 else
-  parts=$(sed -n 's/^[^ ]*\.sh: [0-9]* passed, [0-9]* failed, \([0-9]*\) skipped$/\1/p' "$log" |
+  parts=$(sed -n 's/^[^ ]*: [0-9]* passed, [0-9]* failed, \([0-9]*\) skipped$/\1/p' "$log" |
     tail -n 1)
   if [ -n "$parts" ] && [ "$parts" -gt 0 ]; then
     echo "$parts part(s): $(reason)" >"$skip"
