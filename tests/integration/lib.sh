@@ -279,6 +279,21 @@ zt_forget() {
     mv "$ZT_TMP/mounts.new" "$ZT_TMP/mounts"
 }
 
+# zt_icechunk_standins DIR: stand-ins of Icechunk's test-repo-v1/-v2 (the
+# shared fixtures a fresh clone lacks) in DIR/own-v1 (spec 1) and
+# DIR/own-v2 (spec 2), written by tests/writers/icechunk_writer.py from
+# tests/writers/icechunk_standin.py with Debian's python3; 1 when they
+# cannot be (DIR/log says why).
+zt_icechunk_standins() {
+  local dir=$1 py=/usr/bin/python3 w="$ZARRFS_SRCDIR/tests/writers" spec
+  mkdir -p "$dir"
+  "$py" "$w/icechunk_standin.py" >"$dir/desc.json" 2>"$dir/log" || return 1
+  for spec in 1 2; do
+    "$py" "$w/icechunk_writer.py" write "$dir/own-v$spec" "$dir/desc.json" \
+      --spec "$spec" >>"$dir/log" 2>&1 || return 1
+  done
+}
+
 # zt_rchar PID: bytes process PID has read so far (/proc/PID/io), 0 when
 # it is gone: a poll's sign that a daemon is at work.
 zt_rchar() { awk '$1 == "rchar:" { print $2; f = 1 } END { if (!f) print 0 }' "/proc/$1/io" 2>/dev/null || echo 0; }

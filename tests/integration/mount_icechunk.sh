@@ -44,55 +44,9 @@ REPOS="test-repo-v1 test-repo-v2 test-repo-v2-migrated"
 RAW01=19 # bytes of big_chunks' stored chunk c/0/1
 OWN=
 if [ ! -d "$IC" ]; then
-  /usr/bin/python3 -c 'import flatbuffers.flexbuffers, numpy' 2>/dev/null ||
-    zt_skip_or_fail "fixtures not found at $IC, and no python3-flatbuffers for the stand-ins"
+  zt_icechunk_standins "$ZT_TMP/own" ||
+    zt_skip_or_fail "fixtures not found at $IC, and no stand-ins: $(tail -1 "$ZT_TMP/own/log")"
   OWN=1 IC="$ZT_TMP/own" REPOS="own-v1 own-v2" RAW01=100
-  mkdir -p "$IC"
-  # The stand-ins of test-repo-v1/-v2: main (group1: small_chunks, 5
-  # inline chunks of 84, fill 8; big_chunks, 10x10 in 5x5 chunks of 42,
-  # c/0/0 virtual), my-branch and the two tags (small_chunks' last chunk
-  # deleted; group2/group3/group4/group5/inner, no chunk, NaN).
-  /usr/bin/python3 - >"$ZT_TMP/own.json" <<'EOF'
-import json
-def arr(shape, chunks, dt, fill, attrs):
-    return {"zarr_format": 3, "node_type": "array", "shape": shape, "data_type": dt,
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-            "fill_value": fill, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-            "attributes": attrs}
-grp = lambda attrs: {"zarr_format": 3, "node_type": "group", "attributes": attrs}
-small = [{"index": [i], "inline": "54000000"} for i in range(5)]
-big = [{"index": [i, j], "native": "2a000000" * 25, "file": "big"}
-       for i in range(2) for j in range(2) if (i, j) != (0, 0)]
-big.append({"index": [0, 0], "virtual": {
-    "location": "s3://testbucket/can_read_old/chunk-1", "offset": 0, "length": 100}})
-main = [{"path": "/", "type": "group", "zarr": grp({})},
-        {"path": "/group1", "type": "group", "zarr": grp({"description": "is a nice group"})},
-        {"path": "/group1/big_chunks", "type": "array",
-         "zarr": arr([10, 10], [5, 5], "int32", 0, {}), "chunks": big},
-        {"path": "/group1/small_chunks", "type": "array",
-         "zarr": arr([5], [1], "int32", 8, {}), "chunks": small}]
-branch = main[:3] + [dict(main[3], chunks=small[:4])]
-for g in ("/group2", "/group2/group3", "/group2/group3/group4", "/group2/group3/group4/group5"):
-    branch.append({"path": g, "type": "group", "zarr": grp({})})
-branch.append({"path": "/group2/group3/group4/group5/inner", "type": "array", "chunks": [],
-               "zarr": arr([100], [10], "float64", "NaN", {"description": "is a nice array"})})
-print(json.dumps({"snapshots": [
-    {"id": "init", "parent": None, "message": "Repository initialized", "nodes": [main[0]]},
-    {"id": "main", "parent": "init", "message": "main", "nodes": main},
-    {"id": "branch", "parent": "main", "message": "on my-branch", "nodes": branch}],
-    "branches": {"main": "main", "my-branch": "branch"},
-    "tags": {"it works!": "branch", "it also works!": "branch"}, "deleted_tags": {},
-    # spec 2: the virtual chunk is under a container, which the mount has
-    # not been told to trust (spec 1 has none: not authorized either)
-    "config": {"virtual_chunk_containers": {"s3://testbucket/": {
-        "name": None, "url_prefix": "s3://testbucket/", "store": {"s3": {"region": "us-east-1"}}}}}}))
-EOF
-  for spec in 1 2; do
-    /usr/bin/python3 "$ZARRFS_SRCDIR/tests/writers/icechunk_writer.py" write \
-      "$IC/own-v$spec" "$ZT_TMP/own.json" --spec "$spec" >"$ZT_TMP/own.log" 2>&1 ||
-      zt_hard_error "icechunk_writer.py write (spec $spec) failed: $(tail -1 "$ZT_TMP/own.log")"
-  done
 fi
 MNT=$(zt_mkdir mnt)
 
