@@ -52,6 +52,18 @@ static size_t render_number(const struct cf_value *v, char *buf) {
   }
 }
 
+/* A complex number as values.txt writes one of its width (render.c). */
+static size_t render_complex(const struct cf_value *v, char *buf) {
+  if (v->width == CF_NUM_F32) {
+    struct dtype dt = dtype_of(DT_COMPLEX64);
+    float p[2] = {(float)v->num.d, (float)v->im};
+    return render_fixed(&dt, p, buf);
+  }
+  struct dtype dt = dtype_of(DT_COMPLEX128);
+  double p[2] = {v->num.d, v->im};
+  return render_fixed(&dt, p, buf);
+}
+
 /* A time: date, time of day, and the fraction in its fewest digits. */
 static size_t render_time(const struct cf_time *t, char *buf) {
   int64_t s = t->ns / 1000000000, frac = t->ns % 1000000000;
@@ -97,6 +109,8 @@ size_t cftext_render(const struct cf_value *v, char *buf) {
     dt.scale = 1;
     return render_fixed(&dt, &v->td, buf);
   }
+  case CF_COMPLEX:
+    return render_complex(v, buf);
   case CF_BOOL:
     if (v->b) {
       memcpy(buf, "true", 4);

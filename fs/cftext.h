@@ -12,6 +12,7 @@
  *            ISO 8601 duration, `P1DT2H`, `-PT1.5S`, `PT0S`
  *   NaT      `NaT` (a missing time or duration)
  *   bool     `true` / `false`
+ *   complex  as values.txt writes it (`1.5-2j`); masked `nan+nanj`
  * Pure functions, no allocation, thread-safe. */
 #ifndef ZARRFS_CFTEXT_H
 #define ZARRFS_CFTEXT_H

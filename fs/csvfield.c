@@ -41,7 +41,8 @@ size_t csvfield_put(const char *s, size_t n, char *dst) {
 }
 
 int csvfield_is_missing(const char *s, size_t n) {
-  return (n == 3 && !memcmp(s, "nan", 3)) || (n == 3 && !memcmp(s, "NaT", 3));
+  return (n == 3 && !memcmp(s, "nan", 3)) || (n == 3 && !memcmp(s, "NaT", 3)) ||
+         (n == 8 && !memcmp(s, "nan+nanj", 8));
 }
 
 int csvfield_float_integral(const char *s, size_t n) {

@@ -26,8 +26,8 @@ size_t csvfield_len(const char *s, size_t n);
 size_t csvfield_put(const char *s, size_t n, char *dst);
 
 /* Is the text a value views show for a missing number or time (`nan`,
- * `NaT`), written as an empty field? Only for the text of a number, a
- * time or a bool: a string "nan" is a string. */
+ * `NaT`, a complex `nan+nanj`), written as an empty field? Only for the text of
+ * a number, a time or a bool: a string "nan" is a string. */
 int csvfield_is_missing(const char *s, size_t n);
 
 /* Is s[0, n) a float's text written without a point or an exponent (an

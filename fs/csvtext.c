@@ -3,6 +3,7 @@
  * quoted as RFC 4180 asks. */
 #include "csvtext.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,8 @@ static int fixed_missing(const struct dtype *dt, const char *t, size_t n) {
 
 /* A decoded element's field: masked values and NaT empty. */
 size_t csvtext_cf(const struct cf_value *v, char *buf) {
-  if (v->kind == CF_MISSING || v->kind == CF_NAT)
+  if (v->kind == CF_MISSING || v->kind == CF_NAT ||
+      (v->kind == CF_COMPLEX && isnan(v->num.d) && isnan(v->im)))
     return 0;
   return cftext_render(v, buf);
 }

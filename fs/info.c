@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "node.h"
 #include "rstruct.h"
+#include "table.h"
 #include "unit.h"
 
 #define XATTR_PREFIX "user.zarr."
@@ -233,45 +234,6 @@ int info_format(const struct znode *n, const struct info_counts *counts,
 
 /* ---- a group like ncdump -h ---- */
 
-/* The names of a group's members. */
-struct kids {
-  char **v;
-  size_t n, cap;
-  int oom;
-};
-
-/* Add a member name; non-zero (stop) when out of memory. */
-static int kid_add(struct kids *k, const char *name) {
-  if (k->n == k->cap) {
-    size_t nc = k->cap ? 2 * k->cap : 16;
-    char **p = realloc(k->v, nc * sizeof *p);
-    if (!p)
-      return k->oom = 1;
-    k->v = p;
-    k->cap = nc;
-  }
-  if (!(k->v[k->n] = strdup(name)))
-    return k->oom = 1;
-  k->n++;
-  return 0;
-}
-
-/* store_list callback: directories may be members. */
-static int kid_stored(void *ud, const char *name, enum store_entry_type type,
-                      uint64_t size, int64_t mtime) {
-  (void)size;
-  (void)mtime;
-  return type == STORE_DIR ? kid_add(ud, name) : 0;
-}
-
-/* node_cons_children callback: members consolidated metadata names. */
-static int kid_cons(void *ud, const char *name) { return kid_add(ud, name); }
-
-/* qsort: names in strcmp order. */
-static int kid_cmp(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* A dimension: its name and size (the first array naming it gives it). */
 struct dim {
   const char *name; /* borrowed from an array's metadata */
@@ -353,33 +315,116 @@ static void put_variable(FILE *f, const char *name, const struct znode *a,
   put_attrs(f, a->attrs, "    ", oom);
 }
 
+/* Names listed on a line of a dimension at most (then "and N more"). */
+#define DIM_LIST_MAX 20
+
+/* A dimension's list line, "    HEAD: a (20), b (no views)" (HEAD: head,
+ * then file when not NULL): members with a reason each, at most
+ * DIM_LIST_MAX of them; names as put_name writes them. */
+struct dim_list {
+  FILE *f;
+  const char *head, *file;
+  size_t shown, more;
+  int *oom;
+};
+
+/* Add member name with its reason to the list line. */
+static void dim_list_add(struct dim_list *l, const char *name,
+                         const char *reason) {
+  if (l->shown == DIM_LIST_MAX) {
+    l->more++;
+    return;
+  }
+  if (l->shown) {
+    fputs(", ", l->f);
+  } else {
+    fputs(l->head, l->f);
+    if (l->file) {
+      put_name(l->f, l->file, l->oom);
+      fputs(": ", l->f);
+    }
+  }
+  put_name(l->f, name, l->oom);
+  fprintf(l->f, " (%s)", reason);
+  l->shown++;
+}
+
+/* End the list line, if it has begun. */
+static void dim_list_end(struct dim_list *l) {
+  if (l->more)
+    fprintf(l->f, ", and %zu more", l->more);
+  if (l->shown)
+    fputc('\n', l->f);
+}
+
+/* One dimension of a group: "  NAME = SIZE", SIZE being the rows of its
+ * table NAME.csv when the group has one (the coordinate's length, or the
+ * first 1-D array's along it: fs/table.h), else the first array's that
+ * names it; then the arrays that give it another length, and the 1-D
+ * arrays along it that NAME.csv leaves out, with why. */
+static void put_dim(FILE *f, struct engine *e, const struct znode *g,
+                    struct dim *dm, const struct node_members *k,
+                    const struct znode **kn, int *oom) {
+  uint64_t rows;
+  struct zerr err = {0};
+  int has_table = table_rows(e, g, dm->name, &rows, &err);
+  if (has_table < 0)
+    *oom = 1; /* transient: the text would change without saying why */
+  if (has_table > 0)
+    dm->size = rows;
+  fputs("  ", f);
+  put_name(f, dm->name, oom);
+  fprintf(f, " = %llu\n", (unsigned long long)dm->size);
+  char why[64];
+  struct dim_list other = {f, "    other lengths: ", NULL, 0, 0, oom};
+  for (size_t i = 0; kn && i < k->n; i++) {
+    json_t *dn = kn[i] && kn[i]->kind == ZNODE_ARRAY ? dims_of(kn[i]) : NULL;
+    for (int d = 0; dn && d < kn[i]->meta->ndim; d++) {
+      const char *name = json_string_value(json_array_get(dn, (size_t)d));
+      if (name && !strcmp(name, dm->name) &&
+          kn[i]->meta->shape[d] != dm->size) {
+        snprintf(why, sizeof why, "%llu",
+                 (unsigned long long)kn[i]->meta->shape[d]);
+        dim_list_add(&other, k->v[i], why);
+        break;
+      }
+    }
+  }
+  dim_list_end(&other);
+  if (has_table <= 0)
+    return;
+  char file[TABLE_NAME_MAX + sizeof TABLE_SUFFIX];
+  snprintf(file, sizeof file, "%s%s", dm->name, TABLE_SUFFIX);
+  struct dim_list out = {f, "    left out of ", file, 0, 0, oom};
+  for (size_t i = 0; kn && i < k->n; i++) {
+    const struct znode *c = kn[i];
+    json_t *dn = c && c->kind == ZNODE_ARRAY ? dims_of(c) : NULL;
+    const char *name = json_string_value(json_array_get(dn, 0));
+    if (!name || c->meta->ndim != 1 || strcmp(name, dm->name) ||
+        table_takes(c, dm->name, dm->size))
+      continue;
+    if (c->meta->shape[0] != dm->size)
+      snprintf(why, sizeof why, "length %llu",
+               (unsigned long long)c->meta->shape[0]);
+    else
+      snprintf(why, sizeof why, "no views");
+    dim_list_add(&out, k->v[i], why);
+  }
+  dim_list_end(&out);
+}
+
 /* A group summarised as ncdump -h does: its dimensions with their sizes
  * (from the dimension names of its arrays), each variable, its member
  * groups, then its own attributes. Members are what the store lists and
  * consolidated metadata names. */
 static void group_summary(FILE *f, struct engine *e, const struct znode *n,
                           int *oom) {
-  struct kids k = {0};
+  struct node_members k = {0};
   const char *path = n->path ? n->path : "";
   struct zerr err = {0};
   /* what the store cannot list, consolidated metadata may */
-  int rc = store_list(e->store, path, kid_stored, &k, &err);
-  if (rc < 0 && zerr_is_transient(-rc))
+  if (node_members_load(e->nodes, path, &k, &err) < 0)
     k.oom = 1;
-  zerr_clear(&err);
-  if (node_cons_children(e->nodes, path, kid_cons, &k, &err) < 0)
-    k.oom = 1;
-  if (k.n)
-    qsort(k.v, k.n, sizeof *k.v, kid_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < k.n; i++) {
-    if (w && !strcmp(k.v[w - 1], k.v[i])) {
-      free(k.v[i]);
-      continue;
-    }
-    k.v[w++] = k.v[i];
-  }
-  k.n = w;
   const struct znode **kn = calloc(k.n ? k.n : 1, sizeof *kn);
   struct dim *dims = calloc(k.n * ZMETA_MAX_DIMS + 1, sizeof *dims);
   size_t ndims = 0, nvars = 0, ngroups = 0;
@@ -411,11 +456,8 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
     }
   }
   fprintf(f, "dimensions: %zu\n", ndims);
-  for (size_t j = 0; j < ndims; j++) {
-    fputs("  ", f);
-    put_name(f, dims[j].name, oom);
-    fprintf(f, " = %llu\n", (unsigned long long)dims[j].size);
-  }
+  for (size_t j = 0; j < ndims; j++)
+    put_dim(f, e, n, &dims[j], &k, kn, oom);
   fprintf(f, "variables: %zu\n", nvars);
   for (size_t i = 0; kn && i < k.n; i++)
     if (kn[i] && kn[i]->kind == ZNODE_ARRAY)
@@ -435,9 +477,7 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
   json_decref(ga);
   if (k.oom)
     *oom = 1;
-  for (size_t i = 0; i < k.n; i++)
-    free(k.v[i]);
-  free(k.v);
+  node_members_free(&k);
   free(kn);
   free(dims);
 }

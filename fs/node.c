@@ -2,6 +2,7 @@
  * kept for the table's life, with the hierarchy's consolidated metadata
  * (see node.h). */
 #include "node.h"
+#include "node_int.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -11,38 +12,18 @@
 
 #include "../codecs/sharding.h"
 #include "../src/json/zjson.h"
-#include "../src/util/htab.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
-#include "../src/zarr/cf.h"
-#include "../src/zarr/dtype_struct.h"
 #include "textprep.h"
 
 /* Node table entries beyond this are not remembered when they are plain
  * directories (chunk directories of huge grids must not grow the table). */
 #define NODE_MAX_NODES 1000000
-#define NODE_MAX_META (64u << 20)
 
 /* A node table entry, keyed by the node's path. */
 struct node_slot {
   struct htab_node hn;
   struct znode *node;
-};
-
-/* The node table (see node.h). Lock order: lock is a leaf; loading a
- * node (store reads, ancestors' nodes, logging) runs without it. */
-struct node_table {
-  struct store *store;         /* borrowed: where metadata is read */
-  struct logonce *log;         /* borrowed: where failures are said */
-  const struct codec_env *env; /* borrowed: decode settings (fill text) */
-  int no_consolidated;         /* ignore consolidated metadata */
-  pthread_mutex_t lock;        /* guards nodes and transient */
-  struct htab nodes;           /* path -> struct node_slot (guarded by
-                                  lock); nodes live as long as the table */
-  struct znode *transient;     /* nodes not remembered (transient failures,
-                                  a full table, no memory for a slot),
-                                  guarded by lock; freed with the table,
-                                  since callers borrow nodes for its life */
 };
 
 /* See node.h. */
@@ -64,35 +45,15 @@ int node_table_new(struct store *store, struct logonce *log,
 }
 
 /* Log one line about key (store location prepended), once per reason. */
-static void node_log(struct node_table *t, const char *key, const char *msg) {
+void node_log(struct node_table *t, const char *key, const char *msg) {
   logonce_log(t->log, ZLOG_ERR, t->store->location, key, msg);
-}
-
-/* Free the CF views' node of an array: it shares all but its form's CF
- * encoding and fill text with the array's node. */
-static void znode_cf_free(struct znode *c) {
-  if (!c)
-    return;
-  cf_free((struct cf *)c->form.cf);
-  free(c->form.fill);
-  free(c);
-}
-
-/* Free the rows.csv node of an array: all but its fill text is shared
- * (its CF encoding is the CF node's). */
-static void znode_csv_free(struct znode *c) {
-  if (!c)
-    return;
-  free(c->form.fill);
-  free(c);
 }
 
 /* Free one node; NULL-safe. */
 static void znode_free(struct znode *n) {
   if (!n)
     return;
-  znode_csv_free((struct znode *)n->csv);
-  znode_cf_free((struct znode *)n->cf);
+  vnode_free(n);
   json_decref(n->attrs);
   chain_free(n->chain);
   zmeta_free(n->meta);
@@ -125,8 +86,7 @@ void node_table_free(struct node_table *t) {
 }
 
 /* Join a prefix and a name into a store key. */
-static int key_join(char *buf, size_t len, const char *prefix,
-                    const char *name) {
+int node_key_join(char *buf, size_t len, const char *prefix, const char *name) {
   int n = *prefix ? snprintf(buf, len, "%s/%s", prefix, name)
                   : snprintf(buf, len, "%s", name);
   return (n < 0 || (size_t)n >= len) ? -ENAMETOOLONG : n;
@@ -246,19 +206,14 @@ static int node_set_form(const struct node_table *t, struct znode *n,
   return textprep_fill_text(&n->uspec, &n->meta->dtype, t->env, &n->form, err);
 }
 
-/* The attributes of array n: V3 `attributes` of its zarr.json, V2 its
- * .zattrs (none when absent; a malformed one is logged and left out).
- * 0, or a transient failure (out of memory, a server failing) that breaks
- * the node for now, with err set. */
-static int node_set_attrs(struct node_table *t, struct znode *n,
-                          struct zerr *err) {
-  if (n->zarr_format == 3) {
-    json_t *a = n->meta ? json_object_get(n->meta->root, "attributes") : NULL;
-    n->attrs = json_is_object(a) ? json_incref(a) : NULL;
-    return 0;
-  }
+/* The attributes of the V2 array at path: its .zattrs (NULL when absent;
+ * a malformed one is logged, when log, and left out). 0, or a transient
+ * failure (out of memory, a server failing), with err set. */
+static int node_read_zattrs(struct node_table *t, const char *path, int log,
+                            json_t **out, struct zerr *err) {
+  *out = NULL;
   char akey[4096];
-  if (key_join(akey, sizeof akey, n->path, ".zattrs") < 0)
+  if (node_key_join(akey, sizeof akey, path, ".zattrs") < 0)
     return 0;
   uint8_t *text = NULL;
   size_t len;
@@ -275,137 +230,88 @@ static int node_set_attrs(struct node_table *t, struct znode *n,
   zerr_clear(err);
   if (!json_is_object(a)) {
     json_decref(a);
-    node_log(t, akey, "attributes ignored: not a JSON object");
+    if (log)
+      node_log(t, akey, "attributes ignored: not a JSON object");
     return 0;
   }
-  n->attrs = a;
+  *out = a;
   return 0;
 }
 
-/* A hash of n's attributes as compact JSON with sorted keys (0: none, or
- * no memory to dump them: the units are then keyed by the metadata only,
- * as when there are no attributes). */
-static uint64_t attrs_hash_of(const struct znode *n) {
-  if (!n->attrs)
+/* The attributes of array n: V3 `attributes` of its zarr.json, V2 its
+ * .zattrs (none when absent; a malformed one is logged and left out).
+ * 0, or a transient failure (out of memory, a server failing) that breaks
+ * the node for now, with err set. */
+static int node_set_attrs(struct node_table *t, struct znode *n,
+                          struct zerr *err) {
+  if (n->zarr_format == 3) {
+    json_t *a = n->meta ? json_object_get(n->meta->root, "attributes") : NULL;
+    n->attrs = json_is_object(a) ? json_incref(a) : NULL;
     return 0;
-  char *doc = json_dumps(n->attrs, JSON_COMPACT | JSON_SORT_KEYS);
-  if (!doc)
-    return 0;
-  uint64_t h = htab_hash_bytes(doc, strlen(doc), 0x6174747273ull) | 1;
-  free(doc);
-  return h;
+  }
+  return node_read_zattrs(t, n->path, 1, &n->attrs, err);
+}
+
+/* See node_int.h: the metadata of an array without making its node (no
+ * log, no chain), from consolidated metadata or the store. */
+int node_peek(struct node_table *t, const char *path, struct zmeta **meta,
+              json_t **attrs, struct zerr *err) {
+  static const char *const names[] = {"zarr.json", ".zarray"};
+  *meta = NULL;
+  *attrs = NULL;
+  size_t len;
+  enum zcons_kind ck;
+  char ckey[4096], key[4096];
+  const char *ctext = node_cons_doc(t, path, &len, &ck, ckey, sizeof ckey);
+  int rc = -ENOENT, v3 = 1;
+  if (ctext && (ck == ZCONS_V3 || ck == ZCONS_V2_ARRAY)) {
+    v3 = ck == ZCONS_V3;
+    rc = v3 ? zmeta_parse(ctext, len, meta, err)
+            : zmeta_parse_v2(ctext, len, meta, err);
+  }
+  for (int which = 0; rc == -ENOENT && which < 2; which++) {
+    uint8_t *text = NULL;
+    if (node_key_join(key, sizeof key, path, names[which]) < 0)
+      return 0;
+    rc = store_read_all(t->store, key, NODE_MAX_META, &text, &len, err);
+    if (rc == 0) {
+      v3 = which == 0;
+      rc = v3 ? zmeta_parse((const char *)text, len, meta, err)
+              : zmeta_parse_v2((const char *)text, len, meta, err);
+    } else if (rc != -ENOENT && rc != -ENOTDIR && rc != -EINVAL) {
+      break;
+    }
+    free(text);
+  }
+  if (rc == 0 && (*meta)->node != ZMETA_ARRAY)
+    rc = -ENOENT;
+  if (rc == 0 && v3) {
+    json_t *a = json_object_get((*meta)->root, "attributes");
+    *attrs = json_is_object(a) ? json_incref(a) : NULL;
+  } else if (rc == 0) {
+    rc = node_read_zattrs(t, path, 0, attrs, err);
+  }
+  if (rc < 0) {
+    zmeta_free(*meta);
+    *meta = NULL;
+    if (zerr_is_transient(-rc))
+      return rc;
+    zerr_clear(err); /* not an array that can be read: not a variable */
+  }
+  return 0;
 }
 
 /* A hash of the metadata document as compact JSON with sorted keys, made
  * once per array rather than once per unit the persistent index looks up
  * (0: no memory to dump it). */
 static uint64_t meta_hash_of(const struct zmeta *m) {
-  char *doc = m->root ? json_dumps(m->root, JSON_COMPACT | JSON_SORT_KEYS)
-                      : NULL;
+  char *doc =
+      m->root ? json_dumps(m->root, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
   if (!doc)
     return 0;
   uint64_t h = htab_hash_bytes(doc, strlen(doc), 0x6c78696e646578ull);
   free(doc);
   return h;
-}
-
-/* Give array n the node of its CF views when its attributes carry a CF
- * encoding, or when xarray wrote it (`_ARRAY_DIMENSIONS`: xarray keeps a
- * variable's _FillValue in the array's fill_value) and its fill_value
- * masks; a fill_value alone in any other array would give every array CF
- * views. The values are decoded with the array's own fill_value, as
- * xarray's Zarr backend reads it (as _FillValue when the attributes have
- * none). A malformed encoding is logged and gives no CF views. 0, or
- * -ENOMEM with err set. */
-static int node_set_cf(struct node_table *t, struct znode *n, const char *key,
-                       struct zerr *err) {
-  json_t *fill = json_object_get(n->meta->root, "fill_value");
-  struct cf *c = NULL;
-  if (!n->attrs)
-    return 0;
-  int xr = json_object_get(n->attrs, "_ARRAY_DIMENSIONS") != NULL;
-  int rc = cf_parse(n->attrs, xr ? fill : NULL, &n->meta->dtype, &c, err);
-  if (rc == 0 && c && !xr) {
-    cf_free(c);
-    c = NULL;
-    rc = cf_parse(n->attrs, fill, &n->meta->dtype, &c, err);
-  }
-  if (rc == -ENOMEM)
-    return rc;
-  if (rc < 0) {
-    char msg[ZERR_MSG_MAX + 32];
-    snprintf(msg, sizeof msg, "no CF views: %s", err->msg);
-    node_log(t, key, msg);
-    zerr_clear(err);
-    return 0;
-  }
-  if (!c)
-    return 0;
-  struct znode *v = malloc(sizeof *v);
-  if (!v) {
-    cf_free(c);
-    return zerr_set(err, ENOMEM, "out of memory");
-  }
-  *v = *n;
-  v->cf = NULL;
-  v->base = n;
-  v->attrs = NULL;
-  v->attrs_hash = attrs_hash_of(n);
-  v->cons = NULL;
-  v->next = NULL;
-  v->form.cf = c;
-  v->form.fill = NULL;
-  rc = textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, err);
-  if (rc < 0) {
-    cf_free(c);
-    free(v);
-    return rc;
-  }
-  n->cf = v;
-  return 0;
-}
-
-/* Give an array of two or more dimensions the node of rows.csv: its own
- * form (CSV fields, CF-decoded where the array has CF views) and fill
- * text. A fill text that cannot be made is logged and gives no rows.csv.
- * 0, or -ENOMEM with err set. */
-static int node_set_csv(struct node_table *t, struct znode *n, const char *key,
-                        struct zerr *err) {
-  if (n->meta->ndim < 2)
-    return 0;
-  struct znode *v = malloc(sizeof *v);
-  if (!v)
-    return zerr_set(err, ENOMEM, "out of memory");
-  *v = *n;
-  v->cf = NULL;
-  v->csv = NULL;
-  v->base = n;
-  v->attrs = NULL;
-  v->attrs_hash = attrs_hash_of(n);
-  v->cons = NULL;
-  v->next = NULL;
-  v->form.csv = 1;
-  v->form.row_len = n->meta->shape[n->meta->ndim - 1];
-  if (n->meta->dtype.kind == DT_STRUCT && n->meta->dtype.st)
-    v->form.elem_fields = n->meta->dtype.st->nfields;
-  v->form.cf = n->cf ? n->cf->form.cf : NULL;
-  if (v->form.dt.kind == DT_STRING || v->form.dt.kind == DT_BYTES)
-    v->form.dt = dtype_of(DT_STRING); /* their fields: see csvtext_prep */
-  v->form.fill = NULL;
-  int rc =
-      textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, err);
-  if (rc < 0) {
-    free(v);
-    if (rc == -ENOMEM)
-      return rc;
-    char msg[ZERR_MSG_MAX + 32];
-    snprintf(msg, sizeof msg, "no rows.csv: %s", err->msg);
-    node_log(t, key, msg);
-    zerr_clear(err);
-    return 0;
-  }
-  n->csv = v;
-  return 0;
 }
 
 /* ---- hierarchies through consolidated metadata ---- */
@@ -446,7 +352,7 @@ static int hier_walk(struct node_table *t, const char *path, int self,
   }
 }
 
-/* What hier_node_doc looks for and finds. */
+/* What node_cons_doc looks for and finds. */
 struct doc_find {
   const char *text;
   size_t len;
@@ -468,9 +374,9 @@ static void doc_visit(void *ud, const struct znode *g, const char *rel) {
  * the table), length and kind; the store key of the document that
  * consolidated it ("zarr.json", "g/.zmetadata") goes to src_key. NULL when
  * no table lists path. */
-static const char *hier_node_doc(struct node_table *t, const char *path,
-                                 size_t *len, enum zcons_kind *kind,
-                                 char *src_key, size_t src_cap) {
+const char *node_cons_doc(struct node_table *t, const char *path, size_t *len,
+                          enum zcons_kind *kind, char *src_key,
+                          size_t src_cap) {
   if (!*path)
     return NULL;
   struct doc_find f = {0};
@@ -605,6 +511,77 @@ int node_cons_children(struct node_table *t, const char *path,
   return rc;
 }
 
+/* ---- a group's members ---- */
+
+/* Add a member name; non-zero (stop) when out of memory. */
+static int members_add(struct node_members *m, const char *name) {
+  if (m->n == m->cap) {
+    size_t nc = m->cap ? 2 * m->cap : 16;
+    char **p = realloc(m->v, nc * sizeof *p);
+    if (!p)
+      return m->oom = 1;
+    m->v = p;
+    m->cap = nc;
+  }
+  if (!(m->v[m->n] = strdup(name)))
+    return m->oom = 1;
+  m->n++;
+  return 0;
+}
+
+/* store_list callback: directories may be members. */
+static int members_stored(void *ud, const char *name,
+                          enum store_entry_type type, uint64_t size,
+                          int64_t mtime) {
+  (void)size;
+  (void)mtime;
+  return type == STORE_DIR ? members_add(ud, name) : 0;
+}
+
+/* node_cons_children callback: members consolidated metadata names. */
+static int members_cons(void *ud, const char *name) {
+  return members_add(ud, name);
+}
+
+/* qsort: names in strcmp order. */
+static int members_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* See node.h. */
+int node_members_load(struct node_table *t, const char *path,
+                      struct node_members *m, struct zerr *err) {
+  int rc = store_list(t->store, path, members_stored, m, err);
+  if (rc < 0 && zerr_is_transient(-rc))
+    return rc;
+  zerr_clear(err); /* what the store cannot list, metadata may name */
+  if (node_cons_children(t, path, members_cons, m, err) < 0 || m->oom)
+    return zerr_set(err, ENOMEM, "out of memory listing a group");
+  if (m->n)
+    qsort(m->v, m->n, sizeof *m->v, members_cmp);
+  size_t w = 0;
+  for (size_t i = 0; i < m->n; i++) {
+    if (w && !strcmp(m->v[w - 1], m->v[i])) {
+      free(m->v[i]);
+      continue;
+    }
+    m->v[w++] = m->v[i];
+  }
+  m->n = w;
+  return 0;
+}
+
+/* See node.h. */
+void node_members_free(struct node_members *m) {
+  if (!m)
+    return;
+  for (size_t i = 0; i < m->n; i++)
+    free(m->v[i]);
+  free(m->v);
+  m->v = NULL;
+  m->n = m->cap = 0;
+}
+
 /* ---- the table ---- */
 
 /* Which metadata names node_load reads at path: [*first, *last) of
@@ -654,15 +631,15 @@ static struct znode *node_load(struct node_table *t, const char *path) {
   struct zerr err = {0};
   int rc = -ENOENT, which = 0, from_cons = 0;
   /* An ancestor group's consolidated metadata, when it lists this node
-   * (hier_node_doc); an entry that does not parse falls back to the
+   * (node_cons_doc); an entry that does not parse falls back to the
    * node's own files. */
   enum zcons_kind ck;
   char ckey[4096];
-  const char *ctext = hier_node_doc(t, path, &len, &ck, ckey, sizeof ckey);
+  const char *ctext = node_cons_doc(t, path, &len, &ck, ckey, sizeof ckey);
   if (ctext) {
     which = ck == ZCONS_V3 ? 0 : ck == ZCONS_V2_ARRAY ? 1 : 2;
     n->zarr_format = which == 0 ? 3 : 2;
-    if (key_join(key, sizeof key, path, names[which]) < 0)
+    if (node_key_join(key, sizeof key, path, names[which]) < 0)
       return n;
     if (which == 2) {
       n->kind = ZNODE_GROUP;
@@ -686,7 +663,7 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     int first = 0, last = 3;
     node_formats(t, path, &first, &last);
     for (which = first; which < last; which++) {
-      if (key_join(key, sizeof key, path, names[which]) < 0)
+      if (node_key_join(key, sizeof key, path, names[which]) < 0)
         return n; /* ZNODE_NONE */
       rc = store_read_all(t->store, key, NODE_MAX_META, &text, &len, &err);
       if (rc != -ENOENT && rc != -ENOTDIR && rc != -EINVAL)
@@ -774,7 +751,7 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     node_set_error(t, n, key, err.code, err.msg);
     return n;
   }
-  if (node_set_cf(t, n, key, &err) < 0 || node_set_csv(t, n, key, &err) < 0)
+  if (vnode_set_cf(t, n, key, &err) < 0 || vnode_set_csv(t, n, key, &err) < 0)
     node_set_error(t, n, key, err.code, err.msg);
   return n;
 }
@@ -862,7 +839,7 @@ int node_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
   int r = zmeta_chunk_key(n->meta, idx, rel, sizeof rel);
   if (r < 0)
     return r;
-  return key_join(buf, len, n->path, rel);
+  return node_key_join(buf, len, n->path, rel);
 }
 
 /* ---- memo keys ---- */

@@ -39,6 +39,7 @@ enum znode_kind {
 };
 
 struct shard_state;
+struct cfvars; /* src/zarr/cfvars.h */
 
 /* A node, immutable once created; lives as long as its table.
  *
@@ -64,48 +65,63 @@ struct znode {
   struct codec_spec uspec;         /* decoded representation of one unit */
   uint64_t ugrid[ZMETA_MAX_DIMS];  /* units per dimension */
   uint64_t per[ZMETA_MAX_DIMS];    /* units per chunk per dimension */
-  struct text_form form; /* how units become text: the text data type (the
-                            data type, or string (numpy U) / bytes (numpy
-                            S) for the fixed-width kinds, converted after
-                            decoding), the unit shape, the fill text */
-  struct text_note note; /* arrays: told what a unit's text shows in place
-                            of its data (fs/text.h), logged naming the
-                            chunk; form.note of this node and of its
-                            views' nodes points here */
-  struct zcons *cons;    /* groups: their consolidated metadata (owned), or
-                            NULL */
-  json_t *attrs;         /* arrays: the attributes (V3
-                            `attributes`, V2 .zattrs; owned reference), or
-                            NULL */
-  uint64_t meta_hash;    /* arrays: a hash of the metadata document (what
-                            the persistent index keys units by), or 0 when
-                            it could not be made */
-  uint64_t attrs_hash;   /* CF and CSV nodes: a hash of the attributes
-                            their text is drawn from (the persistent index
-                            keys their units by it; a V2 array's .zattrs
-                            are not in its .zarray); 0 otherwise */
-  const struct znode *cf; /* arrays whose attributes carry a CF encoding
-                             (src/zarr/cf.h): the node of the CF views
-                             (values.cf.txt, K.cf.txt), owned by this one.
-                             It is this node with form.cf set and its own
-                             fill text; being another address it has memo
-                             keys of its own. NULL: no CF views */
+  struct text_form form;    /* how units become text: the text data type (the
+                               data type, or string (numpy U) / bytes (numpy
+                               S) for the fixed-width kinds, converted after
+                               decoding), the unit shape, the fill text */
+  struct text_note note;    /* arrays: told what a unit's text shows in place
+                               of its data (fs/text.h), logged naming the
+                               chunk; form.note of this node and of its
+                               views' nodes points here */
+  struct zcons *cons;       /* groups: their consolidated metadata (owned), or
+                               NULL */
+  json_t *attrs;            /* arrays: the attributes (V3
+                               `attributes`, V2 .zattrs; owned reference), or
+                               NULL */
+  uint64_t meta_hash;       /* arrays: a hash of the metadata document (what
+                               the persistent index keys units by), or 0 when
+                               it could not be made */
+  uint64_t attrs_hash;      /* CF and CSV nodes: a hash of the attributes
+                               their text is drawn from (the persistent index
+                               keys their units by it; a V2 array's .zattrs
+                               are not in its .zarray); 0 otherwise */
+  const struct znode *cf;   /* arrays whose attributes carry a CF encoding
+                               (src/zarr/cf.h): the node of the CF views
+                               (values.cf.txt, K.cf.txt), owned by this one.
+                               It is this node with form.cf set and its own
+                               fill text; being another address it has memo
+                               keys of its own. NULL: no CF views */
   const struct znode *base; /* the views' nodes (cf, csv): the array's
                                node they were made from, whose memo keys
                                their decoded bytes share (ELEVEL_DECODED);
                                NULL for every other node */
+  uint64_t join;            /* the CF node of a character array (numpy S1
+                               whose last dimension xarray stacks:
+                               src/zarr/cfvars.h): the length of the
+                               strings its characters are joined into. The
+                               node is the array seen with that dimension
+                               of length 1 and elements |S<join> (its own
+                               meta, spec and fill, owned; the chunk grid,
+                               keys and units are the array's, one chunk
+                               along the last dimension); 0 otherwise */
+  _Atomic(struct cfvars *) vars; /* groups: their variables as xarray's
+                             decode_cf_variables sees them, made when an
+                             array of the group first needs them
+                             (fs/vnode.c) and published once: the one
+                             field set after a node is made; NULL until
+                             then */
   const struct znode *csv; /* arrays of two or more dimensions: the node of
                               rows.csv, owned by this one: this node with
                               form.csv set (and form.cf borrowed from the
                               CF node, if any), strings as their CSV
                               fields, its own fill text and memo keys.
                               NULL: no rows.csv */
-  int transient;         /* broken only for now (a server failing, out of
-                            memory): not kept in the node table, asked
-                            again next time */
-  int errcode;           /* transient: the positive errno its views fail
-                            with (ENOMEM, ETIMEDOUT, ...); 0: EIO */
-  struct znode *next;    /* transient nodes: the table's list */
+  int transient;           /* broken only for now (a server failing, out of
+                              memory): not kept in the node table, asked
+                              again next time */
+  int errcode;             /* transient: the positive errno its views fail
+                              with (ENOMEM, ETIMEDOUT, ...); 0: EIO */
+  struct znode *next;      /* transient nodes: the table's list */
 };
 
 /* Unit u along dimension d of array node n: where it starts, its decoded
@@ -171,6 +187,25 @@ int node_cons_is_dir(struct node_table *t, const char *path);
  * -ENOMEM. */
 int node_cons_children(struct node_table *t, const char *path,
                        zcons_child_cb cb, void *ud, struct zerr *err);
+
+/* The member names of a group: what the store lists (directories) and
+ * consolidated metadata names. */
+struct node_members {
+  char **v; /* names (owned), sorted in strcmp order, each once */
+  size_t n, cap;
+  int oom; /* a name could not be kept */
+};
+
+/* The members of the group at path ("" = root) into *m (zeroed by the
+ * caller; node_members_free, also after a failure). 0, or a transient
+ * failure with err set (a listing failing for now, out of memory); a
+ * listing failing otherwise leaves the names consolidated metadata
+ * gives. */
+int node_members_load(struct node_table *t, const char *path,
+                      struct node_members *m, struct zerr *err);
+
+/* Free the names of m; NULL-safe. */
+void node_members_free(struct node_members *m);
 
 /* Store key of chunk idx of node n (prefix included) into buf. */
 int node_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,

@@ -24,44 +24,8 @@ struct member {
 
 struct members {
   struct member *v;
-  size_t n, cap;
-  int oom;
+  size_t n;
 };
-
-/* Add a member name; non-zero (stop) when out of memory. */
-static int mem_add(struct members *m, const char *name) {
-  if (m->n == m->cap) {
-    size_t nc = m->cap ? 2 * m->cap : 16;
-    struct member *p = realloc(m->v, nc * sizeof *p);
-    if (!p)
-      return m->oom = 1;
-    m->v = p;
-    m->cap = nc;
-  }
-  if (!(m->v[m->n].name = strdup(name)))
-    return m->oom = 1;
-  m->v[m->n].n = NULL;
-  m->v[m->n].dim = NULL;
-  m->n++;
-  return 0;
-}
-
-/* store_list callback: directories may be members. */
-static int mem_stored(void *ud, const char *name, enum store_entry_type type,
-                      uint64_t size, int64_t mtime) {
-  (void)size;
-  (void)mtime;
-  return type == STORE_DIR ? mem_add(ud, name) : 0;
-}
-
-/* node_cons_children callback: members consolidated metadata names. */
-static int mem_cons(void *ud, const char *name) { return mem_add(ud, name); }
-
-/* qsort: members in strcmp order of their names. */
-static int mem_cmp(const void *a, const void *b) {
-  return strcmp(((const struct member *)a)->name,
-                ((const struct member *)b)->name);
-}
 
 /* Free the names. */
 static void members_free(struct members *m) {
@@ -72,9 +36,12 @@ static void members_free(struct members *m) {
 
 /* The dimension name of n when it is a readable 1-D array with one that
  * may name a file (V3 `dimension_names`, else V2 `_ARRAY_DIMENSIONS`),
- * else NULL. */
+ * or a 2-D character array whose characters xarray joins into strings
+ * (struct znode.join: a column of those strings, along its first
+ * dimension), else NULL. */
 static const char *dim_of(const struct znode *n) {
-  if (n->kind != ZNODE_ARRAY || !n->meta || !n->chain || n->meta->ndim != 1)
+  if (n->kind != ZNODE_ARRAY || !n->meta || !n->chain ||
+      (n->meta->ndim != 1 && !(n->meta->ndim == 2 && n->cf && n->cf->join)))
     return NULL;
   json_t *d = json_object_get(n->meta->root, "dimension_names");
   if (!d && n->attrs)
@@ -85,28 +52,27 @@ static const char *dim_of(const struct znode *n) {
   return s;
 }
 
+int table_takes(const struct znode *n, const char *dim, uint64_t nrows) {
+  const char *d = dim_of(n);
+  return d && !strcmp(d, dim) && n->meta->shape[0] == nrows;
+}
+
 /* The members of group g, in name order, each once, with their nodes. 0,
  * or a transient failure (a member broken for now, out of memory). */
 static int members_load(struct engine *e, const struct znode *g,
                         struct members *m, struct zerr *err) {
   const char *path = g->path ? g->path : "";
-  int rc = store_list(e->store, path, mem_stored, m, err);
-  if (rc < 0 && zerr_is_transient(-rc))
+  struct node_members names = {0};
+  int rc = node_members_load(e->nodes, path, &names, err);
+  if (rc == 0 && !(m->v = calloc(names.n ? names.n : 1, sizeof *m->v)))
+    rc = zerr_set(err, ENOMEM, "out of memory listing a group");
+  if (rc < 0) {
+    node_members_free(&names);
     return rc;
-  zerr_clear(err); /* what the store cannot list, metadata may name */
-  if (node_cons_children(e->nodes, path, mem_cons, m, err) < 0 || m->oom)
-    return zerr_set(err, ENOMEM, "out of memory listing a group");
-  if (m->n)
-    qsort(m->v, m->n, sizeof *m->v, mem_cmp);
-  size_t w = 0;
-  for (size_t i = 0; i < m->n; i++) {
-    if (w && !strcmp(m->v[w - 1].name, m->v[i].name)) {
-      free(m->v[i].name);
-      continue;
-    }
-    m->v[w++] = m->v[i];
   }
-  m->n = w;
+  for (size_t i = 0; i < names.n; i++) /* the names change hands */
+    m->v[m->n++].name = names.v[i];
+  free(names.v);
   for (size_t i = 0; i < m->n; i++) {
     char child[4096];
     int cl = snprintf(child, sizeof child, "%s%s%s", path, *path ? "/" : "",
@@ -177,7 +143,8 @@ static void col_set(struct tcol *c, const struct member *mb) {
   const struct cf *cf = n->form.cf;
   enum dtype_kind k = n->form.dt.kind;
   c->n = n;
-  c->raw = k == DT_STRING || k == DT_BYTES;
+  /* strings from their chunks' bytes; joined characters from their text */
+  c->raw = (k == DT_STRING || k == DT_BYTES) && !n->join;
   c->number = !c->raw && n->form.dt.size > 0;
   /* CF: unpacked or masked values are floats in xarray (cf.h) */
   c->floating = cf ? !cf->is_time && !cf->is_bool &&
@@ -275,7 +242,7 @@ static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
   for (size_t p = 0; rc == 0 && p <= m.n; p++) {
     size_t i = p == 0 ? coord : p - 1; /* the coordinate, then the rest */
     if (i == SIZE_MAX || (p && i == coord) || !m.v[i].n ||
-        strcmp(m.v[i].dim, j->dim) || m.v[i].n->meta->shape[0] != nrows)
+        !table_takes(m.v[i].n, j->dim, nrows))
       continue;
     if (m.v[i].n->meta->dtype.kind == DT_STRUCT && m.v[i].n->meta->dtype.st) {
       int k = col_set_fields(&t->cols[ncols], &m.v[i], err);
@@ -571,8 +538,10 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
   return rc;
 }
 
-int table_exists(struct engine *e, const struct znode *g, const char *file,
-                 struct zerr *err) {
+/* Table `file` of g: 1 and its rows in *nrows (may be NULL), 0 when g
+ * has no such table, or a transient failure. */
+static int table_find(struct engine *e, const struct znode *g, const char *file,
+                      uint64_t *nrows, struct zerr *err) {
   struct memo_ref *ref;
   int rc = table_get(e, g, file, &ref, err);
   if (rc == -ENOENT) {
@@ -581,8 +550,24 @@ int table_exists(struct engine *e, const struct znode *g, const char *file,
   }
   if (rc < 0)
     return rc;
+  if (nrows)
+    *nrows = ((const struct table *)memo_obj(ref))->nrows;
   memo_release(e->memo, ref);
   return 1;
+}
+
+int table_rows(struct engine *e, const struct znode *g, const char *dim,
+               uint64_t *nrows, struct zerr *err) {
+  char file[TABLE_NAME_MAX + sizeof TABLE_SUFFIX];
+  if (!*dim || strlen(dim) > TABLE_NAME_MAX || strchr(dim, '/'))
+    return 0;
+  snprintf(file, sizeof file, "%s%s", dim, TABLE_SUFFIX);
+  return table_find(e, g, file, nrows, err);
+}
+
+int table_exists(struct engine *e, const struct znode *g, const char *file,
+                 struct zerr *err) {
+  return table_find(e, g, file, NULL, err);
 }
 
 /* The table of file, and its arithmetic size (0: not arithmetic): a pin

@@ -58,6 +58,17 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
 int table_exists(struct engine *e, const struct znode *g, const char *file,
                  struct zerr *err);
 
+/* The rows of D.csv for dimension dim of group g: 1 and *nrows when g
+ * has that table, 0 when it has none, or a transient failure. What
+ * info.txt says a dimension's size is, so that the two agree where
+ * arrays give a name several lengths (kerchunk's phony_dim_N). */
+int table_rows(struct engine *e, const struct znode *g, const char *dim,
+               uint64_t *nrows, struct zerr *err);
+
+/* Is array n (a member of the group) a column of the table of dim with
+ * nrows rows: 1-D along dim, views readable, that long? */
+int table_takes(const struct znode *n, const char *dim, uint64_t nrows);
+
 /* Exact size of table `file` of g: arithmetic when every row is the same
  * (no column has a stored chunk), else by rendering every block once. */
 int table_size(struct engine *e, const struct znode *g, const char *file,

@@ -80,7 +80,7 @@ static int rawchunk_fill(void *ctx, struct zobj **obj, size_t *cost,
     else
       rc = bytesrc_load(r->ab->fixed, e->env.max_decoded, &r->data, err);
   } else if (rc == 0) {
-    rc = textprep_to_text(&n->meta->dtype, 0, r->ab, &e->env, err);
+    rc = textprep_to_text(&n->meta->dtype, &n->form, r->ab, &e->env, err);
     if (rc == 0 && r->ab->elsize)
       rc = zerr_set(err, EIO, "elements are not of variable length");
     if (rc == 0)
@@ -145,7 +145,8 @@ static int fields_text(struct engine *e, const struct tcol *c, uint64_t r0,
     const struct chunk_text *rct = NULL;
     struct bytesrc *data = NULL;
     char *tmp = NULL;
-    int rc = unit_get(e, n, &u, &ref, err);
+    uint64_t idx[ZMETA_MAX_DIMS] = {u}; /* a joined column: [u, 0] */
+    int rc = unit_get(e, n, idx, &ref, err);
     if (rc == 0)
       rc = unit_src(e, n, unit_of_ref(ref), &rct, &data, &pin, err);
     if (rc == 0) {

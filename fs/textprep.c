@@ -8,12 +8,15 @@
 
 #include "../src/util/buf.h"
 #include "../src/util/utf8.h"
+#include "../src/zarr/cf.h"
+#include "../src/zarr/cfmask.h"
 #include "csvtext.h"
 #include "render.h"
 #include "rstruct.h"
 
-static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
-                                 const struct codec_env *env, struct zerr *err);
+static int fixed_strings_to_text(const struct dtype *dt, const struct cf *cf,
+                                 struct abytes *ab, const struct codec_env *env,
+                                 struct zerr *err);
 static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
                                 const struct codec_env *env, struct zerr *err);
 
@@ -21,12 +24,15 @@ static int optional_var_to_text(const struct dtype *dt, struct abytes *ab,
  * fixed-width strings to strings, optional strings and bytes to text,
  * records to their lines; for a CSV form, variable-length elements on to
  * their CSV fields and records to theirs, one element per record. */
-int textprep_to_text(const struct dtype *dt, int csv, struct abytes *ab,
-                     const struct codec_env *env, struct zerr *err) {
+int textprep_to_text(const struct dtype *dt, const struct text_form *form,
+                     struct abytes *ab, const struct codec_env *env,
+                     struct zerr *err) {
+  int csv = form->csv;
   if (dt->kind == DT_STRUCT && csv) /* fields quoted one by one */
     return ab->elsize ? rstruct_to_csv(dt, ab, env, err) : 0;
   if (dtype_is_fixed_string(dt))
-    ZTRY(fixed_strings_to_text(dt, ab, env, err));
+    ZTRY(fixed_strings_to_text(
+        dt, form->cf && form->cf->is_bytes ? form->cf : NULL, ab, env, err));
   else if (dt->kind == DT_STRUCT)
     ZTRY(rstruct_to_text(dt, ab, env, err));
   if (csv) /* bytes as node.c gives them their text type: hex */
@@ -54,7 +60,7 @@ int textprep_fill_text(const struct codec_spec *uspec, const struct dtype *dt,
   struct abytes *ab;
   ZTRY(abytes_new_fill(&one, env, &ab, err));
   struct bytesrc *src = NULL;
-  int rc = textprep_to_text(dt, form->csv, ab, env, err);
+  int rc = textprep_to_text(dt, form, ab, env, err);
   if (rc == 0)
     rc = ab->elsize ? bytesrc_load(ab->fixed, env->max_decoded, &src, err)
                     : chain_load_data(ab, env, &src, err);
@@ -96,9 +102,10 @@ int textprep_fill_text(const struct codec_spec *uspec, const struct dtype *dt,
 
 /* Fixed-width strings (numpy U and S) and raw bytes become variable-length
  * elements: NUL padding dropped (not for raw bytes), UTF-32 code units
- * converted to UTF-8 (invalid ones as U+FFFD). */
-static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
-                                 const struct codec_env *env,
+ * converted to UTF-8 (invalid ones as U+FFFD); S strings that cf (may be
+ * NULL) masks become empty, as xarray's NaN shows in a string's text. */
+static int fixed_strings_to_text(const struct dtype *dt, const struct cf *cf,
+                                 struct abytes *ab, const struct codec_env *env,
                                  struct zerr *err) {
   struct bytesrc *src;
   ZTRY(bytesrc_load(ab->fixed, env->max_decoded, &src, err));
@@ -114,6 +121,8 @@ static int fixed_strings_to_text(const struct dtype *dt, struct abytes *ab,
     if (dt->kind != DT_FIXED_UTF32) { /* S drops NULs, raw bytes keep all */
       while (dt->kind == DT_FIXED_BYTES && len && !e[len - 1])
         len--;
+      if (cf && cfmask_bytes_masked(cf, e, len))
+        continue;
       rc = zbuf_append(&out, e, len, err);
       continue;
     }

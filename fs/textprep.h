@@ -19,13 +19,15 @@
 #include "text.h"
 
 /* Convert decoded elements of an array of data type dt, in place, into
- * their text type (see struct znode.form): fixed-width strings to strings
- * or bytes, optional strings and bytes and records to text; other types
- * are left as they are. csv (a CSV form, struct text_form.csv):
- * variable-length elements become their CSV fields instead
- * (fs/csvtext.h). ab stays owned by the caller. */
-int textprep_to_text(const struct dtype *dt, int csv, struct abytes *ab,
-                     const struct codec_env *env, struct zerr *err);
+ * their text type for a node of form `form` (see struct znode.form):
+ * fixed-width strings to strings or bytes (a CF form's masked strings
+ * empty: src/zarr/cfmask.h), optional strings and bytes and
+ * records to text; other types are left as they are. A CSV form
+ * (struct text_form.csv): variable-length elements become their CSV
+ * fields instead (fs/csvtext.h). ab stays owned by the caller. */
+int textprep_to_text(const struct dtype *dt, const struct text_form *form,
+                     struct abytes *ab, const struct codec_env *env,
+                     struct zerr *err);
 
 /* Set form->fill and form->fill_len (owned by the form's node, free()) to
  * the text of one fill element of units described by uspec, of an array

@@ -332,6 +332,20 @@ static int unit_decoded(struct unit_job *j, struct abytes **out, int *logged,
   return 0;
 }
 
+/* The decoded characters of a unit of a character array seen by its
+ * joined node n (struct znode.join): each run along the last dimension
+ * becomes one |S<join> element, the bytes as they lie. */
+static int unit_join(const struct znode *n, struct abytes *ab,
+                     struct zerr *err) {
+  if (ab->elsize != 1 || !ab->fixed || ab->n != n->uspec.nelem * n->join)
+    return zerr_set(err, EIO, "a character chunk of %llu elements, not %llu",
+                    (unsigned long long)ab->n,
+                    (unsigned long long)(n->uspec.nelem * n->join));
+  ab->elsize = (size_t)n->join;
+  ab->n = n->uspec.nelem;
+  return 0;
+}
+
 /* Fill: decode unit idx and lay out its text; learn its size on the way.
  * A failure is logged here (naming the chunk's store key). */
 static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
@@ -355,8 +369,9 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   if (rc == 0 && !ab)
     rc = unit_new_fill(n, j->idx, &ct, err);
-  else if (rc == 0 && (rc = textprep_to_text(&n->meta->dtype, n->form.csv, ab,
-                                             &e->env, err)) == 0) {
+  else if (rc == 0 && (!n->join || (rc = unit_join(n, ab, err)) == 0) &&
+           (rc = textprep_to_text(&n->meta->dtype, &n->form, ab, &e->env,
+                                  err)) == 0) {
     int var_mem = !ab->elsize && ab->data && ab->data->mem;
     /* (no reference of ours to ab->data: text_layout may turn a buffer
      * that is the unit's alone into its text in place) */

@@ -240,6 +240,10 @@ static int cli_option(struct cli_parser *p, const char *opt, int in_group) {
     return cli_push(&p->c->allow_roots, &p->c->n_allow_roots, root) < 0
                ? cli_nomem(p)
                : 0;
+  if (!strncmp(opt, "container_endpoint=", 19))
+    return cli_push(&p->c->endpoints, &p->c->n_endpoints, opt + 19) < 0
+               ? cli_nomem(p)
+               : 0;
   for (int i = 0; i < CLI_OPT_COUNT; i++) {
     size_t n = strlen(cli_opt_names[i]);
     if (!strncmp(opt, cli_opt_names[i], n) && opt[n] == '=') {
@@ -750,6 +754,9 @@ void cli_config_free(struct cli_config *c) {
   for (size_t i = 0; i < c->n_allow_roots; i++)
     free(c->allow_roots[i]);
   free(c->allow_roots);
+  for (size_t i = 0; i < c->n_endpoints; i++)
+    free(c->endpoints[i]);
+  free(c->endpoints);
   free(c->s3.region);
   free(c->s3.endpoint);
   free(c->s3.profile);
@@ -855,6 +862,10 @@ void cli_usage(FILE *f, const char *prog) {
       "    virtual chunks are read only under a prefix allowed with\n"
       "    -o target_root=PREFIX (and a virtual chunk container of the\n"
       "    repository)\n"
+      "    -o container_endpoint=URL  let containers send S3 requests (with\n"
+      "                           your credentials) to their endpoint_url\n"
+      "                           URL (repeatable; default: only to the\n"
+      "                           endpoint you configured)\n"
       "    the history, as files: /.zarrfs/branches/NAME/, "
       "/.zarrfs/tags/NAME/\n"
       "    and /.zarrfs/snapshots/ID/ (trees), /.zarrfs/log/branch.NAME.txt\n"

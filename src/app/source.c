@@ -484,6 +484,11 @@ static int source_confine(const struct cli_config *cfg, struct remote *remote,
       return -1;
     }
   }
+  for (size_t i = 0; i < cfg->n_endpoints; i++)
+    if (confine_allow_endpoint(c, cfg->endpoints[i], &err) < 0) {
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      return -1;
+    }
   return 0;
 }
 

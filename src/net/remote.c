@@ -20,6 +20,7 @@
 
 #include "../util/htab.h"
 #include "s3.h"
+#include "url.h"
 
 /* Read-ahead requests in flight per source at most. */
 #define RA_PER_SOURCE 4
@@ -274,7 +275,13 @@ static int rsrc_read(struct bytesrc *bs_, uint64_t off, size_t len, void *dst,
   struct rsrc *s = (struct rsrc *)bs_;
   if (rversion_is_changed(s))
     return rversion_changed(s, err);
-  int rc = rsrc_read_blocks(bs_, off, len, dst, err);
+  int rc = rversion_needs_whole(s) ? RV_WHOLE
+                                   : rsrc_read_blocks(bs_, off, len, dst, err);
+  if (rc == RV_WHOLE) { /* never bytes of two answers: one of them all */
+    atomic_store(&s->whole, 1);
+    zerr_clear(err);
+    rc = rversion_read_whole(s, off, len, dst, err);
+  }
   if (rc == -ESTALE)
     rc = rversion_changed(s, err);
   if (rc == -EACCES || rc == -ENOENT) {
@@ -364,6 +371,7 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
 static void rsrc_destroy(struct bytesrc *b) {
   struct rsrc *s = (struct rsrc *)b;
   pthread_mutex_destroy(&s->vlock);
+  url_scope_unref(s->scope);
   free(s->url);
   free(s->req_url);
   free(s);
@@ -511,6 +519,14 @@ static int size_fill(void *ctx, uint64_t *value, struct zerr *err) {
 int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
                 int allow_link_local, struct io_stats *stats,
                 struct bytesrc **out, struct zerr *err) {
+  return remote_open_scoped(r, url, off, len, allow_link_local, NULL, stats,
+                            out, err);
+}
+
+int remote_open_scoped(struct remote *r, const char *url, uint64_t off,
+                       uint64_t len, int allow_link_local,
+                       struct url_scope *scope, struct io_stats *stats,
+                       struct bytesrc **out, struct zerr *err) {
   if (!remote_is_url(url))
     return zerr_set(err, EIO, "%s: not an %s URL", url, remote_url_schemes());
   struct rsrc *s = calloc(1, sizeof *s);
@@ -527,6 +543,11 @@ int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
   s->r = r;
   s->stats = stats;
   request_init(r, url, s->req_url, s->url, allow_link_local, &s->req);
+  if (scope) {
+    s->scope = url_scope_ref(scope);
+    s->req.redirect = url_scope_check;
+    s->req.redirect_ud = scope;
+  }
   remote_url_key(s->req_url, TAG_BLOCK, &s->key);
   if (len == UINT64_MAX) {
     struct memo_key sk;

@@ -111,6 +111,15 @@ int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
                 int allow_link_local, struct io_stats *stats,
                 struct bytesrc **out, struct zerr *err);
 
+/* remote_open whose redirects are checked against scope (a reference
+ * taken; NULL: anywhere, as remote_open): kerchunk and manifest targets,
+ * Icechunk virtual chunks (url.h). */
+struct url_scope;
+int remote_open_scoped(struct remote *r, const char *url, uint64_t off,
+                       uint64_t len, int allow_link_local,
+                       struct url_scope *scope, struct io_stats *stats,
+                       struct bytesrc **out, struct zerr *err);
+
 /* A whole small object (metadata, a manifest, a reference file) into
  * malloc'd memory (NUL-terminated, not counted in *len), refusing objects
  * above max with -EFBIG. Same errors as remote_open. */

@@ -290,6 +290,12 @@ void s3_config_free(struct s3_config *c) {
 
 int s3_is_anonymous(const struct s3_config *c) { return !c->akid; }
 
+/* The configured endpoint, and whether an option named it. */
+const char *s3_endpoint(const struct s3_config *c, int *option) {
+  *option = c->named_endpoint;
+  return c->endpoint;
+}
+
 /* ---- URLs ---- */
 
 int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err) {

@@ -63,6 +63,10 @@ int s3_config_derive(const struct s3_config *base, const char *endpoint,
 void s3_config_free(struct s3_config *c);
 /* Are requests sent unsigned (no credentials found, or no_sign_request)? */
 int s3_is_anonymous(const struct s3_config *c);
+/* The endpoint the user configured (option, environment or profile; no
+ * trailing '/'), or NULL for AWS; borrowed. *option: 1 when it was given
+ * as -o endpoint (it then wins over every container's). */
+const char *s3_endpoint(const struct s3_config *c, int *option);
 
 /* "s3://bucket/some/prefix" (or "gs://...") -> bucket, key ("" allowed);
  * malloc'd. */

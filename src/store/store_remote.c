@@ -13,11 +13,12 @@
  * per request, NextMarker); a listing is
  * cached (a memo of the store's own, by byte budget) and answers later
  * stats of its children without a request, so `ls -l` of a chunk
- * directory costs the listing only. A listing cannot run forever: a
- * continuation token the server gave before, or more than 10,000 pages,
- * fails it with -EIO. A key that cannot be a file name (a control
- * character, "." or "..", an empty segment, a segment over 255 bytes, a
- * NUL byte) is skipped with one log line; the rest is listed.
+ * directory costs the listing only. A listing cannot run forever nor
+ * grow without bound: a continuation token the server gave before, more
+ * than 10,000 pages, more than 2,000,000 entries or 64 MiB of them, or
+ * more than ten times -o timeout in all, fails it with -EIO. A key that cannot
+ * be a file name (a control character, "." or "..", an empty segment, a segment
+ * over 255 bytes, a NUL byte) is skipped with one log line; the rest is listed.
  *
  * Plain HTTP has no listing: the store is marked unlistable, a key is a
  * file when a GET finds it, and a directory when it holds Zarr metadata
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../net/azure.h"
 #include "../net/remote.h"
@@ -52,6 +54,12 @@
 /* Pages of one directory's listing at most (10 million entries): beyond,
  * the listing fails rather than running on. */
 #define STORE_REMOTE_LIST_PAGES 10000
+/* Entries of one directory's listing at most, and the bytes they take
+ * (names and table, what the listing cache could hold at most). */
+#define STORE_REMOTE_LIST_ENTRIES 2000000
+#define STORE_REMOTE_LIST_BYTES LIST_BUDGET
+/* A listing takes at most this many times -o timeout (a request's bound). */
+#define STORE_REMOTE_LIST_TIME_FACTOR 10
 /* Longest name a listed key may give (NAME_MAX of Linux file systems). */
 #define STORE_REMOTE_NAME_MAX 255
 #define TAG_LIST 0x4c4953u
@@ -144,6 +152,7 @@ struct lbuild {
   size_t strip;      /* its bytes */
   const char *where; /* "s3://BUCKET/PREFIX" (gs://, az://) for log lines */
   int oom;
+  int full; /* more entries, or bytes, than a listing may hold */
 };
 
 /* Why name (one path segment, n bytes) cannot be a file name, or NULL. */
@@ -199,6 +208,12 @@ static int lb_add(struct lbuild *b, const char *full, const char *raw,
   if (why) {
     lb_skip(b, raw, why);
     return 0;
+  }
+  if (b->n >= STORE_REMOTE_LIST_ENTRIES ||
+      (b->n + 1) * sizeof *b->e + b->names.len + n + 1 >
+          STORE_REMOTE_LIST_BYTES) {
+    b->full = 1; /* a server that lists forever: stop the page here */
+    return 1;
   }
   if (b->n == b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 256;
@@ -275,6 +290,13 @@ struct list_fill {
   const char *dir; /* key of the directory ("" = root) */
 };
 
+/* Monotonic milliseconds: the bound of a listing. */
+static int64_t list_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* memo fill: every page of a directory's listing. */
 static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
                      struct zerr *err) {
@@ -297,7 +319,17 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
   char *mark = NULL;
   unsigned long power = 1, lam = 0, pages = 0;
   int rc = 0;
+  int64_t limit_ms = (int64_t)remote_config_of(s->r)->http.op_ms *
+                     STORE_REMOTE_LIST_TIME_FACTOR;
+  int64_t start_ms = list_now_ms();
   do {
+    if (pages && list_now_ms() - start_ms > limit_ms) {
+      rc = zerr_set(err, EIO,
+                    "%s: listing: still truncated after %.1f s (%lu pages; "
+                    "at most ten times -o timeout): refusing to list further",
+                    where, (double)(list_now_ms() - start_ms) / 1000.0, pages);
+      break;
+    }
     if (++pages > STORE_REMOTE_LIST_PAGES) {
       rc = zerr_set(err, EIO,
                     "%s: listing: still truncated after %d pages (%d keys "
@@ -339,6 +371,14 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
     token = NULL;
     rc = list_page_parse(s, body, blen, &b, &truncated, &token, err);
     free(body);
+    if (b.full) {
+      rc = zerr_set(err, EIO,
+                    "%s: listing: more than %d entries or %u MiB of them "
+                    "(after %lu pages): refusing to list further",
+                    where, STORE_REMOTE_LIST_ENTRIES,
+                    STORE_REMOTE_LIST_BYTES >> 20, pages);
+      break;
+    }
     if (rc > 0 || b.oom) {
       rc = zerr_set(err, ENOMEM, "out of memory");
       break;

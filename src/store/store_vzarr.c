@@ -10,8 +10,9 @@
  * manifest.json itself (zarr.json may name any path). The manifest and its
  * targets may be http(s)://, s3://, gs:// or az:// URLs (read through the
  * confine's remote context, under its rules for remote targets: those of
- * kerchunk references); over a remote store, relative paths are URLs too,
- * resolved against the array's URL and the manifest's (dot segments
+ * kerchunk references, redirects included); a manifest named by a URL
+ * names no local file, and over a remote store, relative paths are URLs
+ * too, resolved against the array's URL and the manifest's (dot segments
  * removed, never above the host's root), and no local file may be named.
  *
  * In such an array the chunk key space ("c", "c/...", "c.i.j"; v2 keys:
@@ -538,6 +539,15 @@ static int vz_load(const struct vz_array *a, const struct confine *c,
         snprintf(why, sizeof why,
                  "manifest %s: entry '%s': offset and length must be "
                  "non-negative integers",
+                 a->manifest, mkey);
+        rc = manifest_add_bad(b, key, why, err);
+      } else if (remote_is_url(a->manifest) &&
+                 (json_string_value(path)[0] == '/' ||
+                  !strncmp(json_string_value(path), "file://", 7))) {
+        /* as a reference file fetched from a URL: no local file */
+        snprintf(why, sizeof why,
+                 "manifest %s: entry '%s': a remote reference cannot read "
+                 "local files",
                  a->manifest, mkey);
         rc = manifest_add_bad(b, key, why, err);
       } else {
