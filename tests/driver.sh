@@ -26,15 +26,16 @@ for a in "$@"; do
 done
 skip=${log%.log}.skip
 rm -f "$skip"
-$SHELL "$driver" "$@"
+sh "$driver" "$@"
 st=$?
 [ -n "$log" ] && [ -n "$trs" ] && [ -f "$trs" ] || exit $st
 
-# The reason a test gives: its last line saying SKIP or skipping.
+# The reasons a test gives: its lines saying SKIP or skipping, joined.
 reason() {
   grep -E 'SKIP|[Ss]kipp' "$log" | grep -v '^SKIP ' |
     grep -Ev '[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' |
-    tail -n 1 | sed 's/^[^:]*: *//; s/^SKIP:* *//; s/^part: *//'
+    sed 's/^[^:]*: *//; s/^SKIP:* *//; s/^part: *//' | awk '
+    { r = r (NR > 1 ? " + " : "") $0 } END { print r }'
 }
 
 if grep -q '^:test-result: SKIP' "$trs"; then

@@ -98,33 +98,33 @@ static inline void testutil_leave_out(TCase *tc, const char *prog,
   testutil_drop_tcase(tc);
 }
 
-/* Add tc, whose tests read the shared fixtures, to s when the fixtures are
- * there; else leave it out (testutil_leave_out): the other tests still
+/* Add tc to s when its data is there (`have`), else leave it out
+ * (testutil_leave_out, `what` says what is missing): the other tests still
  * run. The one skip convention of the Check suites. */
-static inline void testutil_add_fixture_tcase(Suite *s, TCase *tc,
-                                              const char *prog) {
+static inline void testutil_add_tcase_if(Suite *s, TCase *tc, const char *prog,
+                                         int have, const char *what) {
   testutil_state.prog = prog;
-  if (testutil_fixtures()) {
+  if (have)
     suite_add_tcase(s, tc);
-    return;
-  }
-  testutil_leave_out(tc, prog,
-                     "fixtures not found (set ZARRFS_FIXTURES or put them at "
-                     "../shared/fixtures): the fixture tests");
+  else
+    testutil_leave_out(tc, prog, what);
 }
 
-/* Add tc, whose tests read the fixtures the tests make themselves, to s
- * when they were made; else leave it out (no python3-zarr?). */
+/* Add tc, whose tests read the shared fixtures, when they are there. */
+static inline void testutil_add_fixture_tcase(Suite *s, TCase *tc,
+                                              const char *prog) {
+  testutil_add_tcase_if(s, tc, prog, testutil_fixtures() != NULL,
+                        "fixtures not found (set ZARRFS_FIXTURES or put them "
+                        "at ../shared/fixtures): the fixture tests");
+}
+
+/* Add tc, whose tests read the fixtures the tests make themselves, when
+ * they were made (not without python3-zarr). */
 static inline void testutil_add_own_tcase(Suite *s, TCase *tc,
                                           const char *prog) {
-  testutil_state.prog = prog;
-  if (testutil_own_fixtures()) {
-    suite_add_tcase(s, tc);
-    return;
-  }
-  testutil_leave_out(tc, prog,
-                     "own fixtures not made (tests/writers/own_fixtures.py "
-                     "needs python3-zarr): the own-fixture tests");
+  testutil_add_tcase_if(s, tc, prog, testutil_own_fixtures() != NULL,
+                        "own fixtures not made (tests/writers/own_fixtures.py "
+                        "needs python3-zarr): the own-fixture tests");
 }
 
 /* The length of the well-formed UTF-8 sequence at p[0, n) by the table of
