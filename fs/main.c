@@ -26,7 +26,7 @@
 #include "../src/store/store.h"
 #include "../src/util/log.h"
 #include "cmd.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "fuse_ops.h"
 #include <fuse_lowlevel.h>
 
@@ -454,6 +454,8 @@ int main(int argc, char **argv) {
   } else if (cfg->action == CLI_VERSION) {
     printf("zarrfs %s\n", PACKAGE_VERSION);
     printf("FUSE library version %s\n", fuse_pkgversion());
+    if (*ZFS_WITHOUT) /* configure --without-LIB: their codecs are refused */
+      printf("built without: %s\n", ZFS_WITHOUT);
   } else if (cfg->action == CLI_TOOL) {
     status = tool_run(cfg);
   } else {

@@ -2,7 +2,7 @@
  * variables (src/zarr/cfvars.c: time bounds, stackable character
  * dimensions), each variable's encoding (src/zarr/cf.c cf_parse, and
  * cfmask.c for complex, bool and strings) and its elements decoded and
- * written (fs/cftext.c). Input: a JSON object of variables, each
+ * written (fs/text/cftext.c). Input: a JSON object of variables, each
  * {"dtype": numpy dtype, "dims": [...], "attrs": {...}, "fill": JSON},
  * then a NUL, then element bytes that every variable decodes in turn. */
 #include "fuzz.h"
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/cftext.h"
+#include "../../fs/text/cftext.h"
 #include "../../src/json/zjson.h"
 #include "../../src/zarr/cf.h"
 #include "../../src/zarr/cfmask.h"

@@ -1,4 +1,4 @@
-/* check_cf.c - src/zarr/cf.c and fs/cftext.c against xarray: a table of
+/* check_cf.c - src/zarr/cf.c and fs/text/cftext.c against xarray: a table of
  * CF cases (packed integers, fill and missing values, booleans, times in
  * every calendar, durations) whose expected text xarray's decode_cf
  * computed once (tests/writers/cf_expect.py -> check_cf_table.h), so this
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/cftext.h"
+#include "../../fs/text/cftext.h"
 #include "../../src/zarr/cf.h"
 #include "../../src/zarr/cfmask.h"
 #include "../../src/zarr/cfvars.h"

@@ -1,5 +1,5 @@
-/* check_table.c - the tables D.csv of a group (fs/table.h) and their
- * fields (fs/csvfield.h), driven through the engine without a mount.
+/* check_table.c - the tables D.csv of a group (fs/views/table.h) and their
+ * fields (fs/text/csvfield.h), driven through the engine without a mount.
  *
  * The field rules one by one; then a V2 group as xarray writes it: a
  * coordinate x, a float64 column with NaN and integral values, an int16
@@ -19,11 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fs/csvfield.h"
-#include "../../fs/engine.h"
-#include "../../fs/info.h"
-#include "../../fs/namespace.h"
-#include "../../fs/table.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/text/csvfield.h"
+#include "../../fs/views/info.h"
+#include "../../fs/views/table.h"
 #include "teststore.h"
 #include "testutil.h"
 

@@ -14,8 +14,8 @@
 
 #include "codecs/chain.h"
 #include "codecs/codec.h"
-#include "fs/render.h"
-#include "fs/text.h"
+#include "fs/text/render.h"
+#include "fs/text/text.h"
 #include "src/util/buf.h"
 #include "testcodec.h"
 #include "testutil.h"

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config.h" /* ZFS_WITH_X, ZFS_WITHOUT: configure --without-X */
+
 /* Fixture bookkeeping of this test program, decided in main() while the
  * suite is assembled (Check runs each test in a child process, so a test
  * body cannot report back). */
@@ -16,15 +18,17 @@ struct testutil_state {
   int fixtures_skipped; /* fixture test cases left out (exit 77 when no
                            other test ran) */
   int fixtures_missing; /* ... under CI=true: a failure */
+  int without;          /* tests of a library the build lacks left out */
   const char *prog;     /* the test program, for the closing line */
 };
 static struct testutil_state testutil_state;
 
 /* Run one suite, return the process exit status: 1 when a test failed or
- * the fixtures are missing under CI=true; when fixture test cases were
- * left out, a closing line as the integration scripts end with ("PROG: N
- * passed, 0 failed, K skipped", which tests/driver.sh reads) and 77
- * (automake's SKIP) only when no other test ran; else 0. */
+ * the fixtures are missing under CI=true; when fixture test cases, or
+ * tests of a library the build was configured without, were left out, a
+ * closing line as the integration scripts end with ("PROG: N passed, 0
+ * failed, K skipped", which tests/driver.sh reads) and 77 (automake's
+ * SKIP) only when no other test ran; else 0. */
 static inline int testutil_run(Suite *s) {
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
@@ -33,11 +37,31 @@ static inline int testutil_run(Suite *s) {
   srunner_free(sr);
   if (failed || testutil_state.fixtures_missing)
     return EXIT_FAILURE;
-  if (!testutil_state.fixtures_skipped)
+  int skipped = testutil_state.fixtures_skipped + testutil_state.without;
+  if (!skipped)
     return EXIT_SUCCESS;
   printf("%s: %d passed, 0 failed, %d skipped\n", testutil_state.prog, ran,
-         testutil_state.fixtures_skipped);
+         skipped);
   return ran ? EXIT_SUCCESS : 77;
+}
+
+/* Say in one line that prog leaves out what needs lib, which this build
+ * was configured without (configure --without-LIB): a skipped part of
+ * testutil_run's closing line. Called where the tests that need it would
+ * be added (#if !ZFS_WITH_LIB). */
+static inline void testutil_skip_without(const char *prog, const char *lib,
+                                         const char *what) {
+  printf("%s: zarrfs was built without %s: skipping %s\n", prog, lib, what);
+  testutil_state.prog = prog;
+  testutil_state.without++;
+}
+
+/* Is msg a codec's refusal by a build configured without its library
+ * (chain_build: "zarrfs was built without LIB")? Tests over many stores
+ * count those as refused, and call testutil_skip_without for each lib of
+ * ZFS_WITHOUT. */
+static inline int testutil_is_without(const char *msg) {
+  return *ZFS_WITHOUT && strstr(msg, "zarrfs was built without ") != NULL;
 }
 
 /* Directory of the shared conformance fixtures: $ZARRFS_FIXTURES, else
