@@ -350,6 +350,15 @@ touch -d '2001-01-01 00:00:00 UTC' "$VD/obj/good" "$VD/obj/stale" "$VD/obj/lm"
 STALE_MD5=$(md5etag "$VD/obj/stale")
 GOOD_MD5=$(md5etag "$VD/obj/good")
 
+# On the stand-ins, part 5 (which starts s3rver) was skipped: start it here.
+S3RVER_JS=${ZARRFS_S3RVER_DIR:-/opt/zarrfs-test/node_modules/@20minutes/s3rver}/lib/s3rver.js
+if [ -z "${S3_ENDPOINT:-}" ] && [ -n "$OWN" ] && command -v node >/dev/null 2>&1 &&
+  command -v jq >/dev/null 2>&1 && [ -f "$S3RVER_JS" ]; then
+  srv_s3_start "$ZT_TMP/s3data"
+  export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER HOME="$ZT_TMP"
+  unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL AWS_REGION
+fi
+
 if [ -n "${S3_ENDPOINT:-}" ]; then
   srv_s3_put_tree vbkt "$VD/obj"
   i32 9 >"$VD/s3stale"
