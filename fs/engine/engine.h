@@ -161,6 +161,9 @@ struct engine {
                                NULL; guarded by the pool's own lock */
   size_t ahead_budget;      /* read-only: bytes a reader may have decoded
                                ahead */
+  int ahead_settle;         /* tests only, set before the first read: a
+                               reader waits for the workers after queuing
+                               (engine_ahead_settle) */
   size_t cache_size;        /* read-only: the memo's budget */
   struct node_table *nodes; /* owned: the node table (fs/engine/node.h), guarded
                                by the table's own lock (fs/engine/node.c) */
@@ -292,6 +295,15 @@ static inline int engine_debugging(void) { return zlog_enabled(ZLOG_DEBUG); }
  * what was left out); nothing when the level is not debug. */
 void engine_debug(struct engine *e, enum engine_debug_kind k, const char *fmt,
                   ...) __attribute__((format(printf, 3, 4)));
+
+/* Tests only (e->ahead_settle): wait until the workers finished what the
+ * reader just queued, so that a test asserts what they did with no race
+ * against the reader (no timing, no retries). The caller holds no lock. */
+static inline void engine_ahead_settle(struct engine *e) {
+  if (e->ahead && e->ahead_settle)
+    pool_wait_idle(e->ahead);
+}
+
 /* Log one line about key (store location prepended), once per key and
  * reason: repeats are counted and summarised at most once a minute. */
 static inline void engine_log(struct engine *e, const char *key,

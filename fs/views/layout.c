@@ -190,6 +190,7 @@ static void layout_fan_out(struct layout_job *j, const struct region_layout *l,
       break;
     *queued += nrun;
   }
+  engine_ahead_settle(e);
 }
 
 /* The text size once the sizes of every stored unit are known (cum:

@@ -159,6 +159,7 @@ static long region_pass(const struct read_req *q, const struct region *r,
       cursor_ahead_start(e, n, r, l, q->c, *k);
     if (!done && u.seq) /* its units after decode while this one does */
       cursor_ahead_plan(e, n, r, l, q->c, *k, 1);
+    engine_ahead_settle(e);
     uint64_t s0 = region_slab_off(n, r, l, *k);
     uint64_t s1 = region_slab_off(n, r, l, *k + 1);
     u.off = pos - s0;
@@ -228,6 +229,7 @@ static long region_read(const struct read_req *q, const struct region *r,
   }
   if (rc > 0)
     cursor_ahead_plan(e, n, r, l, q->c, k, 0);
+  engine_ahead_settle(e);
   cursor_keep(e, q->c, lref, 1);
   /* Never a short read on error: the kernel takes a short read as the end
    * of the file, and the reader would see truncated text and no error. */
@@ -253,6 +255,7 @@ static long read_sliced(struct read_req *q, const struct cursor_view *v,
                    cursor_slice_lend(q->c, q->off, q->len, &n, &lend->slice))) {
     if (q->seq)
       cursor_slice_plan(q->e, q->c, v, q->off, q->off + n);
+    engine_ahead_settle(q->e);
     return (long)n;
   }
   while (done < q->len && (n = cursor_slice_read(q->c, q->off + done,
@@ -270,6 +273,7 @@ static long read_sliced(struct read_req *q, const struct cursor_view *v,
     return got;
   if (q->seq)
     cursor_slice_plan(q->e, q->c, v, q->off, q->off + done + (size_t)got);
+  engine_ahead_settle(q->e);
   return (long)done + got;
 }
 

@@ -13,6 +13,7 @@ struct pool_job {
 struct pool {
   pthread_mutex_t lock; /* guards everything below (leaf lock) */
   pthread_cond_t more;  /* a job was queued, or quit was set */
+  pthread_cond_t idle;  /* the queue is empty and no job runs */
   struct pool_job *queue;
   int cap, head, len;
   int running; /* jobs taken by a worker and not finished */
@@ -44,6 +45,7 @@ struct pool *pool_new(int threads, int queue) {
   p->want = threads;
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->more, NULL);
+  pthread_cond_init(&p->idle, NULL);
   return p;
 }
 
@@ -63,7 +65,8 @@ static void *pool_worker(void *arg) {
     pthread_mutex_unlock(&p->lock);
     j.fn(j.arg, 0);
     pthread_mutex_lock(&p->lock);
-    p->running--;
+    if (!--p->running && !p->len)
+      pthread_cond_broadcast(&p->idle);
   }
   pthread_mutex_unlock(&p->lock);
   return NULL;
@@ -82,6 +85,7 @@ void pool_free(struct pool *p) {
   for (; p->len; p->len--, p->head = (p->head + 1) % p->cap)
     p->queue[p->head].fn(p->queue[p->head].arg, 1);
   pthread_cond_destroy(&p->more);
+  pthread_cond_destroy(&p->idle);
   pthread_mutex_destroy(&p->lock);
   free(p->queue);
   free(p->threads);
@@ -127,4 +131,17 @@ int pool_busy(struct pool *p) {
   int n = p->len + p->running;
   pthread_mutex_unlock(&p->lock);
   return n;
+}
+
+/* Tests only: the queue drained and every job finished (jobs a job queues
+ * included), so a test asserts what the workers did without timing. A
+ * job that waits would wait for itself: from a worker it returns at once. */
+void pool_wait_idle(struct pool *p) {
+  pthread_mutex_lock(&p->lock);
+  int worker = 0;
+  for (int i = 0; i < p->nthreads; i++)
+    worker |= pthread_equal(p->threads[i], pthread_self());
+  while (!worker && ((p->len && p->nthreads) || p->running))
+    pthread_cond_wait(&p->idle, &p->lock);
+  pthread_mutex_unlock(&p->lock);
 }

@@ -35,5 +35,9 @@ int pool_submit_first(struct pool *p, pool_fn fn, void *arg);
 int pool_threads(const struct pool *p);
 /* Jobs queued or running now (a snapshot, for pacing and tests). */
 int pool_busy(struct pool *p);
+/* Wait until no job is queued or running (jobs queued by jobs included).
+ * For tests: a deterministic point to assert what the workers did. Called
+ * from a job (which would wait for itself), it returns at once. */
+void pool_wait_idle(struct pool *p);
 
 #endif

@@ -213,7 +213,11 @@ zt_teardown_all() {
     fi
     if kill -0 "$pid" 2>/dev/null; then
       kill -TERM "$pid" 2>/dev/null
-      sleep 0.5
+      # (the watchdog runs this too: defined before zt_wait_exit)
+      for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+      done
       kill -KILL "$pid" 2>/dev/null
     fi
   done <"$ZT_TMP/mounts"
@@ -307,6 +311,38 @@ zmount() {
 zt_forget() {
   awk -v p="$1" '$1 != p' "$ZT_TMP/mounts" >"$ZT_TMP/mounts.new" &&
     mv "$ZT_TMP/mounts.new" "$ZT_TMP/mounts"
+}
+
+# zt_icechunk_standins DIR: stand-ins of Icechunk's test-repo-v1/-v2 (the
+# shared fixtures a fresh clone lacks) in DIR/own-v1 (spec 1) and
+# DIR/own-v2 (spec 2), written by tests/writers/icechunk_writer.py from
+# tests/writers/icechunk_standin.py with Debian's python3; 1 when they
+# cannot be (DIR/log says why).
+zt_icechunk_standins() {
+  local dir=$1 py=/usr/bin/python3 w="$ZARRFS_SRCDIR/tests/writers" spec
+  mkdir -p "$dir"
+  "$py" "$w/icechunk_standin.py" >"$dir/desc.json" 2>"$dir/log" || return 1
+  for spec in 1 2; do
+    "$py" "$w/icechunk_writer.py" write "$dir/own-v$spec" "$dir/desc.json" \
+      --spec "$spec" >>"$dir/log" 2>&1 || return 1
+  done
+}
+
+# zt_rchar PID: bytes process PID has read so far (/proc/PID/io), 0 when
+# it is gone: a poll's sign that a daemon is at work.
+zt_rchar() { awk '$1 == "rchar:" { print $2; f = 1 } END { if (!f) print 0 }' "/proc/$1/io" 2>/dev/null || echo 0; }
+
+# zt_poll SECS CMD...: run CMD every 0.1 s until it succeeds (0) or SECS
+# seconds pass (1): the bounded wait for a condition, never a fixed sleep.
+zt_poll() {
+  local secs=$1 i=0
+  shift
+  until "$@"; do
+    [ "$i" -ge $((secs * 10)) ] && return 1
+    sleep 0.1
+    i=$((i + 1))
+  done
+  return 0
 }
 
 # Wait (bounded, seconds) for a pid to exit; 0 if it did.

@@ -91,8 +91,11 @@ done
 M=$(zt_mkdir mterm)
 if zmount "$FAULT_URL/ex.zarr" "$M" -o stall_timeout=60 -o timeout=120; then
   srv_fault_mode stallhdr
+  held0=$(grep -c ' 0 0$' "$FAULT_LOG")
   (cat "$M/flags/values.txt" >/dev/null 2>&1 &)
-  sleep 1
+  # until the server holds the request (it logs it, status 0, on arrival)
+  held() { [ "$(grep -c ' 0 0$' "$FAULT_LOG")" -gt "$held0" ]; }
+  zt_poll 10 held || say "note: no request held within 10 s"
   start=$(zt_now_ms)
   kill -TERM "$ZT_PID"
   if zt_wait_exit "$ZT_PID" 10; then

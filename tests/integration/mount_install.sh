@@ -104,9 +104,10 @@ fi
 for m in "$M1" "$M2"; do
   if zt_is_mounted "$m"; then fail "$m is mounted outside the namespace"; fi
 done
-sleep 0.5
-if pgrep -f "zarrfs $SRC" >/dev/null; then
-  fail "a zarrfs daemon still runs after the namespace's unmounts"
+# they exit on their own after the unmount: wait for that, bounded
+no_daemon() { ! pgrep -f "zarrfs $SRC" >/dev/null; }
+if ! zt_poll 10 no_daemon; then
+  fail "a zarrfs daemon still runs 10 s after the namespace's unmounts"
   pkill -f "zarrfs $SRC"
 else
   pass "the daemons exited after unmounting"

@@ -112,7 +112,7 @@ if [ -e /dev/log ]; then mount --bind /dev/null /dev/log || exit 3; fi
 "$bin" "$src" "$mnt" 2>"$err" || exit 4
 for i in $(seq 50); do grep -q " $mnt " /proc/self/mounts && break; sleep 0.1; done
 cat "$mnt/a/0.txt" >/dev/null 2>&1
-sleep 0.2
+for i in $(seq 50); do grep -q 'a/0' "$err" && break; sleep 0.1; done
 fusermount3 -u "$mnt"
 EOF
 if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then

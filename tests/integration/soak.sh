@@ -270,11 +270,14 @@ fi
 
 # ---- 4. signals under load ----
 sig_under_load() {
-  local sig=$1 pid=$2 mnt=$3 log=$4
+  local sig=$1 pid=$2 mnt=$3 log=$4 r0
+  r0=$(zt_rchar "$pid")
   timeout -k 5 60 "$SOAKREAD" --threads 16 --seconds 30 --seed "$SEED" \
     "$SPEC" >"$ZT_TMP/sig.out" 2>"$ZT_TMP/sig.err" &
   local r=$!
-  sleep 2
+  # under load: until the daemon has read 4 MiB for the readers, bounded
+  loaded() { ! kill -0 "$r" 2>/dev/null || [ $(($(zt_rchar "$pid") - r0)) -ge 4194304 ]; }
+  zt_poll 20 loaded
   local t0 t1
   t0=$(zt_now_ms)
   kill "-$sig" "$pid"

@@ -272,9 +272,30 @@ START_TEST(other_implementations) {
 }
 END_TEST
 
+START_TEST(own_fixtures) {
+  /* The same checks on the V2 store and kerchunk references the tests
+   * make themselves (tests/writers/own_fixtures.py, zarr-python 2): a
+   * fresh clone without ../shared/fixtures runs these. */
+  const char *fx = testutil_own_fixtures();
+  ck_assert_ptr_nonnull(fx);
+  int arrays = 0;
+  int failures = check_set(fx, "zarr-python-v2/v2_python.zarr",
+                           "zarr-python-v2/expected_v2.json", &arrays);
+  failures += check_refs(fx, &arrays);
+  printf("check_conformance: own fixtures: %d arrays, %d failed\n", arrays,
+         failures);
+  ck_assert_int_ge(arrays, 50);
+  ck_assert_int_eq(failures, 0);
+}
+END_TEST
+
 int main(void) {
   zlog_setup(0, ZLOG_ERR);
   Suite *s = suite_create("conformance");
+  TCase *own = tcase_create("own");
+  tcase_set_timeout(own, 300);
+  tcase_add_test(own, own_fixtures);
+  testutil_add_own_tcase(s, own, "check_conformance");
   TCase *tc = tcase_create("fixtures");
   tcase_set_timeout(tc, 300);
   tcase_add_test(tc, other_implementations);

@@ -15,36 +15,45 @@
  * suite is assembled (Check runs each test in a child process, so a test
  * body cannot report back). */
 struct testutil_state {
-  int fixtures_skipped; /* fixture tests were left out: exit 77 */
+  int fixtures_skipped; /* fixture test cases left out (exit 77 when no
+                           other test ran) */
   int fixtures_missing; /* ... under CI=true: a failure */
-  int without;          /* tests of a library the build lacks: exit 77 */
+  int without;          /* tests of a library the build lacks left out */
+  const char *prog;     /* the test program, for the closing line */
 };
 static struct testutil_state testutil_state;
 
 /* Run one suite, return the process exit status: 1 when a test failed or
- * the fixtures are missing under CI=true, 77 (automake's SKIP) when every
- * test that ran passed but fixture tests, or tests of a library the build
- * was configured without, were left out, else 0. */
+ * the fixtures are missing under CI=true; when fixture test cases, or
+ * tests of a library the build was configured without, were left out, a
+ * closing line as the integration scripts end with ("PROG: N passed, 0
+ * failed, K skipped", which tests/driver.sh reads) and 77 (automake's
+ * SKIP) only when no other test ran; else 0. */
 static inline int testutil_run(Suite *s) {
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
   int failed = srunner_ntests_failed(sr);
+  int ran = srunner_ntests_run(sr);
   srunner_free(sr);
   if (failed || testutil_state.fixtures_missing)
     return EXIT_FAILURE;
-  return testutil_state.fixtures_skipped || testutil_state.without
-             ? 77
-             : EXIT_SUCCESS;
+  int skipped = testutil_state.fixtures_skipped + testutil_state.without;
+  if (!skipped)
+    return EXIT_SUCCESS;
+  printf("%s: %d passed, 0 failed, %d skipped\n", testutil_state.prog, ran,
+         skipped);
+  return ran ? EXIT_SUCCESS : 77;
 }
 
 /* Say in one line that prog leaves out what needs lib, which this build
- * was configured without (configure --without-LIB), and make
- * testutil_run exit 77 after the other tests ran. Called where the tests
- * that need it would be added (#if !ZFS_WITH_LIB). */
+ * was configured without (configure --without-LIB): a skipped part of
+ * testutil_run's closing line. Called where the tests that need it would
+ * be added (#if !ZFS_WITH_LIB). */
 static inline void testutil_skip_without(const char *prog, const char *lib,
                                          const char *what) {
   printf("%s: zarrfs was built without %s: skipping %s\n", prog, lib, what);
-  testutil_state.without = 1;
+  testutil_state.prog = prog;
+  testutil_state.without++;
 }
 
 /* Is msg a codec's refusal by a build configured without its library
@@ -74,34 +83,72 @@ static inline const char *testutil_fixtures(void) {
   return buf;
 }
 
-/* Add tc, whose tests read the shared fixtures, to s when the fixtures are
- * there. Otherwise say in one line that prog's fixture tests are skipped
- * and make testutil_run exit 77 after the other tests ran; under CI=true
- * (where the fixtures must be present) make it fail instead. The one skip
- * convention of the Check suites. */
-static inline void testutil_add_fixture_tcase(Suite *s, TCase *tc,
-                                              const char *prog) {
-  if (testutil_fixtures()) {
-    suite_add_tcase(s, tc);
-    return;
-  }
-  const char *ci = getenv("CI");
-  if (ci && !strcmp(ci, "true")) {
-    printf("%s: FAIL: fixtures not found (set ZARRFS_FIXTURES or put them "
-           "at ../shared/fixtures), required under CI=true\n",
-           prog);
-    testutil_state.fixtures_missing = 1;
-  } else {
-    printf("%s: fixtures not found (../shared/fixtures): skipping the "
-           "fixture tests\n",
-           prog);
-    testutil_state.fixtures_skipped = 1;
-  }
+/* The fixtures the tests make themselves ($ZARRFS_OWN_FIXTURES, written
+ * by tests/writers/own_fixtures.py before make check runs the unit tests):
+ * the directory when it holds them (own_fixtures.py's last file), else
+ * NULL. */
+static inline const char *testutil_own_fixtures(void) {
+  const char *d = getenv("ZARRFS_OWN_FIXTURES");
+  char probe[4096];
+  struct stat st;
+  if (!d || !*d)
+    return NULL;
+  snprintf(probe, sizeof probe, "%s/kerchunk/expected_refs.json", d);
+  return stat(probe, &st) == 0 ? d : NULL;
+}
+
+/* Throw away a TCase that was left out. */
+static inline void testutil_drop_tcase(TCase *tc) {
   /* Check has no tcase_free: an unused TCase goes into a throwaway suite. */
   Suite *unused = suite_create("unused");
   suite_add_tcase(unused, tc);
   SRunner *sr = srunner_create(unused);
   srunner_free(sr);
+}
+
+/* Leave out tc (its data is missing: `what`): one line saying so, and
+ * testutil_run counts it skipped; under CI=true, a failure. */
+static inline void testutil_leave_out(TCase *tc, const char *prog,
+                                      const char *what) {
+  const char *ci = getenv("CI");
+  testutil_state.prog = prog;
+  if (ci && !strcmp(ci, "true")) {
+    printf("%s: FAIL: %s, required under CI=true\n", prog, what);
+    testutil_state.fixtures_missing = 1;
+  } else {
+    printf("%s: SKIP part: %s\n", prog, what);
+    testutil_state.fixtures_skipped++;
+  }
+  testutil_drop_tcase(tc);
+}
+
+/* Add tc to s when its data is there (`have`), else leave it out
+ * (testutil_leave_out, `what` says what is missing): the other tests still
+ * run. The one skip convention of the Check suites. */
+static inline void testutil_add_tcase_if(Suite *s, TCase *tc, const char *prog,
+                                         int have, const char *what) {
+  testutil_state.prog = prog;
+  if (have)
+    suite_add_tcase(s, tc);
+  else
+    testutil_leave_out(tc, prog, what);
+}
+
+/* Add tc, whose tests read the shared fixtures, when they are there. */
+static inline void testutil_add_fixture_tcase(Suite *s, TCase *tc,
+                                              const char *prog) {
+  testutil_add_tcase_if(s, tc, prog, testutil_fixtures() != NULL,
+                        "fixtures not found (set ZARRFS_FIXTURES or put them "
+                        "at ../shared/fixtures): the fixture tests");
+}
+
+/* Add tc, whose tests read the fixtures the tests make themselves, when
+ * they were made (not without python3-zarr). */
+static inline void testutil_add_own_tcase(Suite *s, TCase *tc,
+                                          const char *prog) {
+  testutil_add_tcase_if(s, tc, prog, testutil_own_fixtures() != NULL,
+                        "own fixtures not made (tests/writers/own_fixtures.py "
+                        "needs python3-zarr): the own-fixture tests");
 }
 
 /* The length of the well-formed UTF-8 sequence at p[0, n) by the table of
