@@ -247,7 +247,7 @@ static int numunit_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (!nu)
     return zerr_set(err, ENOMEM, "out of memory");
   zobj_init(&nu->obj, numunit_destroy);
-  struct unit_job uj = {e, n->base ? n->base : n, &j->u, key, NULL};
+  struct unit_job uj = {e, n->base ? n->base : n, &j->u, key, NULL, 0, 0};
   struct abytes *ab = NULL;
   int logged = 0;
   int rc = engine_check_stop(e, err);
