@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "../src/io/bytesrc.h"
+#include "../src/util/cancel.h"
 #include "../src/util/err.h"
 #include "../src/zarr/dtype.h"
 #include "../src/zarr/meta.h"
@@ -52,13 +53,12 @@ struct codec_env {
                              daemon is shutting down); may be NULL */
 };
 
-/* -EINTR with a reason once the stop flag is up, else 0: long decode loops
- * call it between steps. */
+/* -EINTR with a reason once the stop flag is up or the calling thread's
+ * request is abandoned (src/util/cancel.h), else 0: long decode loops call
+ * it between steps. */
 static inline int codec_check_stop(const struct codec_env *env,
                                    struct zerr *err) {
-  if (env->stop && atomic_load_explicit(env->stop, memory_order_relaxed))
-    return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
-  return 0;
+  return cancel_check(env->stop, err);
 }
 
 struct abytes;       /* a decoded chunk: codecs/abytes.h */

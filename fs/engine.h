@@ -37,6 +37,7 @@
 #include "../codecs/chain.h"
 #include "../src/store/lxindex.h"
 #include "../src/store/store.h"
+#include "../src/util/cancel.h"
 #include "../src/util/log.h"
 #include "../src/util/logonce.h"
 #include "../src/util/memo.h"
@@ -76,7 +77,8 @@ enum engine_level {
   ELEVEL_TABLE_LAYOUT = 14, /* where each block of a table starts; as
                                values, each block's size and the table's
                                (table.c) */
-  ELEVEL_INFO = 15,         /* a group's info.txt (info.c) */
+  ELEVEL_INFO = 15,         /* a group's info.txt (info.c); an Icechunk
+                               ref's log text (history.c) */
 };
 
 struct engine_config {
@@ -229,17 +231,21 @@ void engine_req_note_unit(void);
 /* Ask every long operation to stop (shutdown): loops and waits return
  * -EINTR soon after. Async-signal-safe (one atomic store). */
 void engine_stop(struct engine *e);
-/* Has engine_stop been called? Checked by long loops. */
+/* Has engine_stop been called, or was the request the calling thread
+ * serves abandoned (its reader gave up: src/util/cancel.h)? Checked by
+ * long loops and waits. */
 static inline int engine_stopping(const struct engine *e) {
   return atomic_load_explicit(&e->stopping, memory_order_relaxed) ||
          (e->parent &&
-          atomic_load_explicit(&e->parent->stopping, memory_order_relaxed));
+          atomic_load_explicit(&e->parent->stopping, memory_order_relaxed)) ||
+         cancel_requested();
 }
 /* -EINTR with a reason once stopping, else 0: for long loops. */
 static inline int engine_check_stop(struct engine *e, struct zerr *err) {
-  return engine_stopping(e)
-             ? zerr_set(err, EINTR, "interrupted: zarrfs is shutting down")
-             : 0;
+  if (!engine_stopping(e))
+    return 0;
+  int rc = cancel_check(NULL, err); /* the request, else the shutdown */
+  return rc ? rc : zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
 }
 
 /* Fills run for memo level `level` (decodes, layouts, rows...): tests

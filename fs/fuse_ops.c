@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fts.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "../src/util/cancel.h"
 #include "../src/util/log.h"
 #include "engine.h"
 #include "info.h"
@@ -137,6 +137,47 @@ static void log_fs_error(struct zfs_fuse_ctx *c, const char *key,
     engine_log(c->engine, key, err->msg);
 }
 
+/* ---- abandoning a request (INTERRUPT) ----
+ * The kernel waits for an answer it has sent even after SIGKILL, only
+ * sending INTERRUPT: a request that may run long holds a token
+ * (src/util/cancel.h) from work_begin to work_end, which the interrupt
+ * raises; the engine's loops, waits, transfers and decodes then give up
+ * with -EINTR. libfuse reads INTERRUPT on a free worker (not with -s). */
+
+/* libfuse's interrupt callback, on another thread: the reader gave up. */
+static void on_interrupt(fuse_req_t req, void *tok) {
+  (void)req;
+  cancel_raise(tok);
+}
+
+/* From here to work_end, req's work is abandoned when req is interrupted
+ * (also when it was before this: libfuse calls back at once). */
+static void work_begin(fuse_req_t req, struct cancel *tok) {
+  cancel_init(tok);
+  cancel_enter(tok);
+  fuse_req_interrupt_func(req, on_interrupt, tok);
+}
+
+/* Before the reply: no callback is running or will run after this (libfuse
+ * holds the request's lock while it calls back), so tok may go. */
+static void work_end(fuse_req_t req) {
+  fuse_req_interrupt_func(req, NULL, NULL);
+  cancel_leave(NULL);
+}
+
+/* Times a request's work is done again after another request's
+ * abandonment reached it (work_again). */
+#define WORK_RETRIES 8
+
+/* Did rc (-EINTR) come from another request's abandonment (a fill it
+ * waited for, given up by its reader), not tok's or the shutdown? Then do
+ * the work again: what was abandoned is transient, and forgotten. */
+static int work_again(const struct zfs_fuse_ctx *c, const struct cancel *tok,
+                      long rc, int *tries) {
+  return rc == -EINTR && !cancel_raised(tok) && !engine_stopping(c->engine) &&
+         (*tries)++ < WORK_RETRIES;
+}
+
 /* Resolve a store key and size it: the attributes stat shows. "No such
  * file" is an answer; a failure to find out (a server failing) is said in
  * the log (sizes log their failures where they decode). */
@@ -161,30 +202,6 @@ static int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
   return rc;
 }
 
-/* Directory path dir (dl bytes) joined with name into buf; its length, or
- * -ENAMETOOLONG. */
-static long join_names(const char *dir, size_t dl, const char *name, char *buf,
-                       size_t cap) {
-  size_t nl = strlen(name);
-  size_t need = dl + (dl ? 1 : 0) + nl;
-  if (need >= cap)
-    return -ENAMETOOLONG;
-  size_t o = 0;
-  if (dl) {
-    memcpy(buf, dir, dl);
-    buf[dl] = '/';
-    o = dl + 1;
-  }
-  memcpy(buf + o, name, nl + 1);
-  return (long)need;
-}
-
-/* parent's path joined with name into buf; its length, or -ENAMETOOLONG. */
-static long join_path(const struct zfs_inode *parent, const char *name,
-                      char *buf, size_t cap) {
-  return join_names(parent->path, parent->len, name, buf, cap);
-}
-
 /* ---- operations ---- */
 
 /* The handshake: libfuse already asks for readdirplus (auto),
@@ -207,10 +224,16 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     return;
   }
   char path[4096];
-  long len = join_path(p, name, path, sizeof path);
+  long len = ns_join(p->path, p->len, name, path, sizeof path);
   struct fuse_entry_param e;
   memset(&e, 0, sizeof e);
-  int rc = len < 0 ? (int)len : stat_key(c, path, 0, &e.attr);
+  struct cancel tok;
+  int rc = (int)len, tries = 0;
+  work_begin(req, &tok);
+  do
+    rc = len < 0 ? (int)len : stat_key(c, path, 0, &e.attr);
+  while (work_again(c, &tok, rc, &tries));
+  work_end(req);
   if (rc == -ENOENT) { /* a negative entry: the kernel remembers it */
     stats_error(&c->engine->stats, ENOENT);
     e.ino = 0;
@@ -261,7 +284,13 @@ static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
     return;
   }
   struct stat st;
-  int rc = stat_key(c, in->path, ino, &st);
+  struct cancel tok;
+  int rc, tries = 0;
+  work_begin(req, &tok);
+  do
+    rc = stat_key(c, in->path, ino, &st);
+  while (work_again(c, &tok, rc, &tries));
+  work_end(req);
   if (rc < 0)
     reply_rc(req, rc);
   else
@@ -302,9 +331,9 @@ static void dir_put(struct engine *e, struct zfs_dir *d) {
 /* de (name i of the listing; its path, len bytes) without attributes:
  * learn them within *budget (budget 0: memo look-ups only), said to the
  * watchdog as a stat's sizing. */
-static void dir_attr(struct zfs_fuse_ctx *c, const struct zfs_dir *d,
-                     size_t i, const char *path, long len,
-                     struct ns_dirent *de, uint64_t *budget) {
+static void dir_attr(struct zfs_fuse_ctx *c, const struct zfs_dir *d, size_t i,
+                     const char *path, long len, struct ns_dirent *de,
+                     uint64_t *budget) {
   if (de->attr)
     return;
   if (!*budget || len < 0) {
@@ -337,8 +366,8 @@ static void dir_learn_ahead(struct zfs_fuse_ctx *c, struct zfs_dir *d,
     ns_dir_get(d->list, i, &de);
     if (de.attr || de.kind != NS_CHUNK_VIEW)
       continue;
-    dir_attr(c, d, i, path, join_names(dir, dl, de.name, path, sizeof path),
-             &de, &budget);
+    dir_attr(c, d, i, path, ns_join(dir, dl, de.name, path, sizeof path), &de,
+             &budget);
   }
   dir_put(c->engine, d);
 }
@@ -367,12 +396,17 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     reply_err(req, ESTALE);
     return;
   }
-  int rc = 0;
-  if (!d->list) {
+  int rc = 0, tries = 0;
+  struct cancel tok;
+  work_begin(req, &tok);
+  while (!d->list) {
     struct zerr err = {0};
     rc = ns_dir_open(c->engine, in->path, &d->list, &err);
-    if (rc < 0 && rc != -ENOENT)
-      log_fs_error(c, in->path, &err);
+    if (rc == 0 || !work_again(c, &tok, rc, &tries)) {
+      if (rc < 0 && rc != -ENOENT)
+        log_fs_error(c, in->path, &err);
+      break;
+    }
   }
   /* The reply's buffer is this call's own: once the kernel has the
    * reply, the directory may be released (and d freed) by another thread
@@ -381,6 +415,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   if (rc == 0 && !buf)
     rc = -ENOMEM;
   if (rc < 0) {
+    work_end(req);
     reply_rc(req, rc);
     return;
   }
@@ -394,7 +429,8 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       ns_dir_get(d->list, pos - 2, &de);
     char *p = buf + used;
     size_t room = size - used, w;
-    long len = pos >= 2 ? join_path(in, de.name, path, sizeof path) : -1;
+    long len =
+        pos >= 2 ? ns_join(in->path, in->len, de.name, path, sizeof path) : -1;
     if (!plus) {
       struct stat st = {0};
       st.st_ino =
@@ -410,6 +446,8 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     memset(&e, 0, sizeof e);
     if (fuse_add_direntry_plus(req, NULL, 0, de.name, NULL, 0) > room)
       break; /* full: no inode is taken for a name not sent */
+    if (budget && cancel_raised(&tok))
+      budget = 0; /* abandoned: the names go without what is not known */
     if (pos >= 2)
       dir_attr(c, d, pos - 2, path, len, &de, budget ? &budget : &none);
     if (pos >= 2 && de.attr && len >= 0 &&
@@ -436,6 +474,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   }
   /* A reply that cannot be sent (interrupted) leaves inodes the kernel
    * never saw: they stay until unmount, as in libfuse. */
+  work_end(req);
   fuse_reply_buf(req, buf, used);
   free(buf);
   if (ahead)
@@ -464,6 +503,31 @@ static void zfs_releasedir(fuse_req_t req, fuse_ino_t ino,
   fuse_reply_err(req, 0);
 }
 
+/* What an open of path needs (f is zeroed): the entry, a raw file's byte
+ * source; *direct when stat may not give its size (ns_read_direct). */
+static int open_file(struct zfs_fuse_ctx *c, const char *path,
+                     struct zfs_file *f, int *direct) {
+  struct zerr err = {0};
+  int rc = ns_resolve(c->engine, path, &f->ent, &err);
+  if (rc == 0 && f->ent.kind == NS_DIR)
+    rc = -EISDIR;
+  if (rc == 0 && f->ent.kind == NS_RAW) {
+    rc = store_get(f->ent.eng->store, f->ent.key, &f->raw, &err);
+    if (rc < 0 && rc != -ENOENT)
+      log_fs_error(c, path, &err);
+  }
+  if (rc < 0)
+    return rc;
+  struct zerr derr = {0};
+  *direct = ns_read_direct(c->engine, &f->ent, &derr);
+  if (*direct == -EINTR) { /* abandoned: no answer, or another try */
+    bytesrc_unref(f->raw);
+    f->raw = NULL;
+    return -EINTR;
+  }
+  return 0;
+}
+
 /* open: read-only; raw files keep their byte source open. */
 static void zfs_open(fuse_req_t req, fuse_ino_t ino,
                      struct fuse_file_info *fi) {
@@ -484,15 +548,13 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     reply_err(req, ENOMEM);
     return;
   }
-  struct zerr err = {0};
-  int rc = ns_resolve(e, in->path, &f->ent, &err);
-  if (rc == 0 && f->ent.kind == NS_DIR)
-    rc = -EISDIR;
-  if (rc == 0 && f->ent.kind == NS_RAW) {
-    rc = store_get(f->ent.eng->store, f->ent.key, &f->raw, &err);
-    if (rc < 0 && rc != -ENOENT)
-      log_fs_error(c, in->path, &err);
-  }
+  struct cancel tok;
+  int rc, direct = 0, tries = 0;
+  work_begin(req, &tok);
+  do
+    rc = open_file(c, in->path, f, &direct);
+  while (work_again(c, &tok, rc, &tries));
+  work_end(req);
   if (rc == 0 && f->ent.kind != NS_RAW)
     f->cur = view_cursor_new(); /* NULL only costs re-decoding */
   if (rc < 0) {
@@ -502,15 +564,11 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
   }
   inodes_handle_add(c->inodes, &f->h, 0);
   fi->fh = (uint64_t)(uintptr_t)f;
-  struct zerr derr = {0};
-  if (f->ent.kind == NS_STATS || (f->ent.kind != NS_RAW && e->lazy_sizes) ||
-      (f->ent.kind == NS_ARRAY_VIEW &&
-       view_array_size_deferred(f->ent.eng ? f->ent.eng : e, f->ent.node,
-                                &derr) > 0)) {
-    /* Lazy sizes (or a values.txt whose size stat defers): stat may have
-     * said 0 (and the kernel may still hold that), so every read comes to
-     * us and ends where the text does. The statistics: size 0, and new
-     * text on every read. */
+  if (direct > 0) {
+    /* Lazy sizes (or a values.txt or D.csv whose size stat defers): stat
+     * may have said 0 (and the kernel may still hold that), so every read
+     * comes to us and ends where the text does. The statistics: size 0,
+     * and new text on every read. */
     fi->direct_io = 1;
   } else {
     fi->keep_cache = 1; /* immutable: page cache stays valid across opens */
@@ -519,6 +577,30 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     inodes_handle_del(c->inodes, &f->h);
     handle_free(e, &f->h);
   }
+}
+
+/* Read size bytes at off of open file f into buf (or lend them): the
+ * bytes read, or a negative errno. */
+static long read_file(struct zfs_fuse_ctx *c, struct zfs_file *f, uint64_t off,
+                      size_t size, char *buf, struct view_lend *lend,
+                      struct zerr *err) {
+  if (f->raw) {
+    int rc = bytesrc_read_range(f->raw, off, size, buf, err);
+    if (rc < 0)
+      log_fs_error(c, f->ent.key, err);
+    return rc < 0 ? rc : (long)size;
+  }
+  if (f->ent.kind == NS_ARRAY_VIEW || f->ent.kind == NS_CHUNK_VIEW) {
+    /* ns_read_view's dispatch, for the two views whose text may be
+     * replied from where it lies (a unit's whole text, a slice) */
+    struct engine *ve = f->ent.eng ? f->ent.eng : c->engine;
+    return f->ent.kind == NS_ARRAY_VIEW
+               ? view_array_read_lend(ve, f->ent.node, off, size, buf, f->cur,
+                                      lend, err)
+               : view_chunk_read_lend(ve, f->ent.node, f->ent.idx, off, size,
+                                      buf, f->cur, lend, err);
+  }
+  return ns_read_view(c->engine, &f->ent, off, size, buf, f->cur, err);
 }
 
 /* read: raw bytes or rendered text. */
@@ -550,27 +632,16 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   struct view_lend lend = {0}; /* bytes a view lent rather than copied */
   struct engine_req rq;        /* the watchdog says when it runs long */
   const struct zfs_inode *in = inodes_get(c->inodes, ino); /* open: held */
+  struct cancel tok;
+  int tries = 0;
+  work_begin(req, &tok);
   engine_req_begin(c->engine, &rq, in ? in->path : f->ent.key, (uint64_t)off,
                    size);
-  if (f->raw) {
-    int rc = bytesrc_read_range(f->raw, (uint64_t)off, size, buf, &err);
-    if (rc < 0)
-      log_fs_error(c, f->ent.key, &err);
-    n = rc < 0 ? rc : (long)size;
-  } else if (f->ent.kind == NS_ARRAY_VIEW || f->ent.kind == NS_CHUNK_VIEW) {
-    /* ns_read_view's dispatch, for the two views whose text may be
-     * replied from where it lies (a unit's whole text, a slice) */
-    struct engine *ve = f->ent.eng ? f->ent.eng : c->engine;
-    n = f->ent.kind == NS_ARRAY_VIEW
-            ? view_array_read_lend(ve, f->ent.node, (uint64_t)off, size, buf,
-                                   f->cur, &lend, &err)
-            : view_chunk_read_lend(ve, f->ent.node, f->ent.idx, (uint64_t)off,
-                                   size, buf, f->cur, &lend, &err);
-  } else {
-    n = ns_read_view(c->engine, &f->ent, (uint64_t)off, size, buf, f->cur,
-                     &err);
-  }
+  do {
+    n = read_file(c, f, (uint64_t)off, size, buf, &lend, &err);
+  } while (work_again(c, &tok, n, &tries));
   engine_req_end(c->engine, &rq);
+  work_end(req);
   /* Once replied, the file may be closed and freed by another thread
    * before this one goes on: nothing of f is touched after the reply (a
    * lent slice holds its cursor). */
@@ -597,43 +668,6 @@ static void zfs_release(fuse_req_t req, fuse_ino_t ino,
   fuse_reply_err(req, 0);
 }
 
-/* A store walked for statfs has at most this many entries: beyond, its
- * size is left unknown (0) rather than making df wait on a huge tree. */
-#define USAGE_MAX_ENTRIES 200000
-
-/* The bytes and files under a local store's directory, by one physical
- * walk (symbolic links not followed); -1 when it is not a directory, a
- * walk fails, or the tree is larger than USAGE_MAX_ENTRIES. Remote stores
- * and reference files are unknown: their listing or targets would cost
- * requests. */
-static int usage_walk(const char *dir, uint64_t *bytes, uint64_t *files) {
-  struct stat st;
-  if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-    return -1;
-  char *paths[] = {(char *)dir, NULL};
-  FTS *fts = fts_open(paths, FTS_PHYSICAL | FTS_NOCHDIR, NULL);
-  if (!fts)
-    return -1;
-  uint64_t n = 0, b = 0, f = 0;
-  int rc = 0;
-  FTSENT *e;
-  while ((e = fts_read(fts))) {
-    if (++n > USAGE_MAX_ENTRIES || e->fts_info == FTS_ERR ||
-        e->fts_info == FTS_DNR) {
-      rc = -1;
-      break;
-    }
-    if (e->fts_info == FTS_F) {
-      b += (uint64_t)e->fts_statp->st_size;
-      f++;
-    }
-  }
-  fts_close(fts);
-  *bytes = b;
-  *files = f;
-  return rc;
-}
-
 /* Read-only file system statistics: the blocks the store's files hold
  * where a bounded walk knows them (a local store), else 0. */
 static void zfs_statfs(fuse_req_t req, fuse_ino_t ino) {
@@ -644,7 +678,7 @@ static void zfs_statfs(fuse_req_t req, fuse_ino_t ino) {
                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     /* this request walks; one that comes meanwhile shows 0 */
     uint64_t b = 0, f = 0;
-    int known = usage_walk(c->engine->store->location, &b, &f) == 0;
+    int known = ns_store_usage(c->engine, &b, &f) == 0;
     c->usage_bytes = b;
     c->usage_files = f;
     state = known ? 1 : 2;
@@ -679,7 +713,13 @@ static void zfs_access(fuse_req_t req, fuse_ino_t ino, int mask) {
     reply_err(req, ENOMEM);
     return;
   }
-  int rc = ns_resolve(c->engine, in->path, ent, NULL);
+  struct cancel tok;
+  int rc, tries = 0;
+  work_begin(req, &tok);
+  do
+    rc = ns_resolve(c->engine, in->path, ent, NULL);
+  while (work_again(c, &tok, rc, &tries));
+  work_end(req);
   free(ent);
   reply_err(req, rc < 0 ? -zfs_errno(rc) : 0);
 }
@@ -742,7 +782,10 @@ static void xattr_request(fuse_req_t req, fuse_ino_t ino, const char *name,
     return;
   }
   int rc;
+  struct cancel tok;
+  work_begin(req, &tok);
   const struct znode *n = xattr_node(req, ino, &rc);
+  work_end(req);
   char *v = NULL;
   size_t len = 0;
   if (n)
@@ -764,56 +807,45 @@ static void zfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 /* Everything that would write. */
 static void ro_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
                        int to_set, struct fuse_file_info *fi) {
-  (void)ino, (void)attr, (void)to_set, (void)fi;
   reply_err(req, EROFS);
 }
 static void ro_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode, dev_t rdev) {
-  (void)parent, (void)name, (void)mode, (void)rdev;
   reply_err(req, EROFS);
 }
 static void ro_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode) {
-  (void)parent, (void)name, (void)mode;
   reply_err(req, EROFS);
 }
 static void ro_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
-  (void)parent, (void)name;
   reply_err(req, EROFS);
 }
 static void ro_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
                        const char *name) {
-  (void)link, (void)parent, (void)name;
   reply_err(req, EROFS);
 }
 static void ro_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
-  (void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
   reply_err(req, EROFS);
 }
 static void ro_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                     const char *newname) {
-  (void)ino, (void)newparent, (void)newname;
   reply_err(req, EROFS);
 }
 static void ro_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
                      size_t size, off_t off, struct fuse_file_info *fi) {
-  (void)ino, (void)buf, (void)size, (void)off, (void)fi;
   reply_err(req, EROFS);
 }
 static void ro_create(fuse_req_t req, fuse_ino_t parent, const char *name,
                       mode_t mode, struct fuse_file_info *fi) {
-  (void)parent, (void)name, (void)mode, (void)fi;
   reply_err(req, EROFS);
 }
 static void ro_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                         const char *value, size_t size, int flags) {
-  (void)ino, (void)name, (void)value, (void)size, (void)flags;
   reply_err(req, EROFS);
 }
 static void ro_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name) {
-  (void)ino, (void)name;
   reply_err(req, EROFS);
 }
 

@@ -9,6 +9,9 @@
 
 #define HISTORY_LOG_DIR "log"
 #define HISTORY_LOG_SUFFIX ".txt"
+/* Log lines name history paths below the control directory (fs/namespace.h's
+ * NS_STATS_DIR, which includes this module). */
+#define HISTORY_KEY_DIR ".zarrfs/"
 
 /* Only a mount's own engine: a tree shown below /.zarrfs has no history
  * of its own (no endless nesting). */
@@ -112,6 +115,12 @@ int history_resolve(struct engine *e, const char *rel, struct engine **sub,
   uint8_t id[12];
   ZTRY(tree_id(e, dir, name, id, err));
   int rc = engine_sub(e, id, sub, err);
+  if (rc == -ENOENT && dir[0] != 's') { /* a ref naming no snapshot */
+    zerr_prefix(err, "the %s names a snapshot that cannot be read: ",
+                dir[0] == 'b' ? "branch" : "tag");
+    err->code = EIO;
+    return -EIO;
+  }
   if (rc == -ENOENT)
     return zerr_set(err, ENOENT, "no such file");
   if (rc < 0)
@@ -173,28 +182,43 @@ int history_list(struct engine *e, const char *rel, history_name_cb cb,
   }
   if (!strcmp(rel, "snapshots")) {
     struct ids_fill f = {cb, ud};
-    return icechunk_snapshots(e->ic, ids_one, &f, err);
+    int rc = icechunk_snapshots(e->ic, ids_one, &f, err);
+    if (rc == ICECHUNK_PARTIAL) /* the rest is listed */
+      engine_log(e, HISTORY_KEY_DIR "snapshots", err->msg);
+    return rc < 0 ? rc : 0;
   }
   return zerr_set(err, ENOTDIR, "not a directory");
 }
 
-/* The text being made by history_log_text. */
+/* The text being made by log_fill. */
 struct log_text {
+  struct engine *e;
   char *buf;
   size_t len, cap;
-  int oom;
+  size_t lines;
+  int oom, cut, stopped;
 };
 
-/* icechunk_history callback: append one line. */
+/* icechunk_history callback: append one line, while the text stays
+ * within HISTORY_LOG_MAX. */
 static int log_one(void *ud, const uint8_t id[12], uint64_t at,
                    const char *msg) {
   struct log_text *t = ud;
+  if (engine_stopping(t->e)) {
+    t->stopped = 1;
+    return 1;
+  }
   char *line = icefmt_log_line(id, at, msg ? msg : "");
   if (!line) {
     t->oom = 1;
     return 1;
   }
   size_t ll = strlen(line);
+  if (t->len + ll > HISTORY_LOG_MAX) {
+    free(line);
+    t->cut = 1;
+    return 1;
+  }
   if (t->len + ll + 1 > t->cap) {
     size_t nc = t->cap ? t->cap : 1024;
     while (nc < t->len + ll + 1)
@@ -210,11 +234,77 @@ static int log_one(void *ud, const uint8_t id[12], uint64_t at,
   }
   memcpy(t->buf + t->len, line, ll + 1);
   t->len += ll;
+  t->lines++;
   free(line);
   return 0;
 }
 
-/* The ref's ancestry, made whole: a few lines per snapshot. */
+/* A log's text, kept (memo object, ELEVEL_INFO: it depends on the
+ * snapshot alone, so refs at one snapshot share it). */
+struct log_obj {
+  struct zobj obj;
+  char *text;
+  size_t len;
+};
+
+/* Release a kept text. */
+static void log_obj_destroy(struct zobj *o) {
+  struct log_obj *t = (struct log_obj *)o;
+  free(t->text);
+  free(t);
+}
+
+/* What log_fill makes: the ancestry of id, named key in log lines. */
+struct log_job {
+  struct engine *e;
+  const uint8_t *id;
+  const char *key;
+};
+
+/* Walk the ancestry once; a walk or a text ended early is said once
+ * (the text made so far stands), a ref naming no snapshot is EIO. */
+static int log_fill(void *ctx, struct zobj **obj, size_t *cost,
+                    struct zerr *err) {
+  const struct log_job *j = ctx;
+  struct log_text t = {.e = j->e};
+  int rc = icechunk_history(j->e->ic, j->id, log_one, &t, err);
+  if (rc == 0 && t.stopped)
+    rc = engine_check_stop(j->e, err);
+  if (rc == 0 && t.oom)
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc == -ENOENT || (rc < 0 && !zerr_is_transient(-rc))) {
+    err->code = EIO; /* the ref names it: the repository is wrong */
+    rc = -EIO;
+    engine_log(j->e, j->key, err->msg); /* as sizes do: said where met */
+  }
+  if (rc < 0) {
+    free(t.buf);
+    return rc;
+  }
+  if (rc == ICECHUNK_PARTIAL)
+    engine_log(j->e, j->key, err->msg);
+  if (t.cut) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "the log is cut at %zu snapshots: the next line would take it "
+             "past %d MiB",
+             t.lines, HISTORY_LOG_MAX >> 20);
+    engine_log(j->e, j->key, msg);
+  }
+  struct log_obj *o = malloc(sizeof *o);
+  if (!o) {
+    free(t.buf);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  zobj_init(&o->obj, log_obj_destroy);
+  o->text = t.buf;
+  o->len = t.len;
+  *obj = &o->obj;
+  *cost = sizeof *o + t.cap;
+  return 0;
+}
+
+/* The ref's ancestry, made once and kept in the memo: a copy. */
 int history_log_text(struct engine *e, const char *rel, char **text,
                      size_t *len, struct zerr *err) {
   const char *file = strchr(rel, '/');
@@ -225,17 +315,29 @@ int history_log_text(struct engine *e, const char *rel, char **text,
     return zerr_set(err, ENOENT, "no such file");
   ZTRY(log_name(file + 1, name, sizeof name, &tag, err));
   ZTRY(icechunk_ref_id(e->ic, name, tag, id, err));
-  struct log_text t = {NULL, 0, 0, 0};
-  int rc = icechunk_history(e->ic, id, log_one, &t, err);
-  if (rc == 0 && t.oom)
-    rc = zerr_set(err, ENOMEM, "out of memory");
-  if (rc < 0) {
-    free(t.buf);
-    return rc;
+  char key[4200];
+  snprintf(key, sizeof key, HISTORY_KEY_DIR "%s", rel);
+  struct memo_key k;
+  memset(&k, 0, sizeof k);
+  k.level = ELEVEL_INFO;
+  k.owner = e->ic;
+  k.n = 3;
+  k.v[0] = 0x4c4f47; /* "LOG": apart from any other key of the repository */
+  memcpy(&k.v[1], id, 8);
+  uint32_t tail;
+  memcpy(&tail, id + 8, 4);
+  k.v[2] = tail;
+  struct log_job j = {e, id, key};
+  struct memo_ref *ref;
+  ZTRY(memo_get(e->memo, &k, log_fill, &j, &ref, err));
+  const struct log_obj *o = (const struct log_obj *)memo_obj(ref);
+  *text = malloc(o->len + 1);
+  if (*text) {
+    if (o->len)
+      memcpy(*text, o->text, o->len);
+    (*text)[o->len] = '\0';
+    *len = o->len;
   }
-  *text = t.buf ? t.buf : calloc(1, 1);
-  if (!*text)
-    return zerr_set(err, ENOMEM, "out of memory");
-  *len = t.len;
-  return 0;
+  memo_release(e->memo, ref);
+  return *text ? 0 : zerr_set(err, ENOMEM, "out of memory");
 }

@@ -43,8 +43,15 @@ typedef int (*history_name_cb)(void *ud, const char *name, int is_dir);
 int history_list(struct engine *e, const char *rel, history_name_cb cb,
                  void *ud, struct zerr *err);
 
+/* Largest log text (bytes): a longer history shows its newest lines that
+ * fit, and says once in the mount's log where it was cut. */
+#define HISTORY_LOG_MAX (16 << 20)
+
 /* The text of log file rel (HISTORY_LOG): *text owned by the caller
- * (free). */
+ * (free). Made once per snapshot and kept in the engine's memo. At most
+ * ICECHUNK_HISTORY_MAX lines, HISTORY_LOG_MAX bytes, each message cut at
+ * ICEFMT_LOG_MESSAGE_MAX; a history that loops stops before the first
+ * snapshot met again. Each early end is one line in the mount's log. */
 int history_log_text(struct engine *e, const char *rel, char **text,
                      size_t *len, struct zerr *err);
 

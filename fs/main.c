@@ -1,7 +1,7 @@
 /* main.c - the composition root: parse the command line (src/app/cli.c), check
- * SOURCE and MOUNTPOINT (src/app/source.c, src/app/mountpoint.c), build the store
- * and the engine, hand over to FUSE, and shut down within a bounded time on
- * SIGTERM, SIGINT and SIGHUP. The only file in src/ that sees libfuse. */
+ * SOURCE and MOUNTPOINT (src/app/source.c, src/app/mountpoint.c), build the
+ * store and the engine, hand over to FUSE, and shut down within a bounded time
+ * on SIGTERM, SIGINT and SIGHUP. The only file in src/ that sees libfuse. */
 #include "config.h"
 
 #include <errno.h>
@@ -18,16 +18,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../src/app/cli.h"
+#include "../src/app/mountpoint.h"
+#include "../src/app/source.h"
+#include "../src/net/remote.h"
+#include "../src/store/confine.h"
+#include "../src/store/store.h"
+#include "../src/util/log.h"
 #include "cmd.h"
 #include "engine.h"
 #include "fuse_ops.h"
-#include "../src/app/cli.h"
-#include "../src/store/confine.h"
-#include "../src/util/log.h"
-#include "../src/app/mountpoint.h"
-#include "../src/net/remote.h"
-#include "../src/app/source.h"
-#include "../src/store/store.h"
 #include <fuse_lowlevel.h>
 
 /* ---- shutdown on SIGTERM, SIGINT, SIGHUP ---- */
@@ -281,6 +281,11 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
                d->opts.debug ? ZLOG_DEBUG : ZLOG_INFO) < 0)
     return -1;
 
+  if (cfg->default_permissions == 2)
+    zlog(ZLOG_INFO, "allow_other with uid, gid, umask, fmask or dmask: "
+                    "default_permissions added, so other users are held to "
+                    "the modes they are shown (-o no_default_permissions "
+                    "lets everyone read)");
   struct store *store;
   if (engine_open(cfg, &d->remote, &d->confine, &d->engine) < 0)
     return -1;

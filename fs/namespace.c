@@ -2,8 +2,10 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "namespace.h"
 
+#include <fts.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../codecs/chain.h"
 #include "../codecs/codec.h"
@@ -328,6 +330,13 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   size_t klen = strlen(key);
   if (klen >= sizeof ent->key)
     return zerr_set(err, ENAMETOOLONG, "path too long");
+  for (const char *c = key; *c;) { /* names listings leave out */
+    size_t cl = strcspn(c, "/");
+    if (cl > NS_NAME_MAX)
+      return zerr_set(err, ENAMETOOLONG, "a name longer than %d bytes",
+                      NS_NAME_MAX);
+    c += cl + (c[cl] == '/');
+  }
   memset(ent, 0, offsetof(struct ns_entry, key));
   memcpy(ent->key, key, klen + 1);
   ent->eng = e;
@@ -499,7 +508,7 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
         *size = 0; /* unknown: the file is read with direct I/O */
       return k < 0 ? k : 0;
     }
-    return table_size(e, ent->node, file, size, err);
+    return table_size_stat(e, ent->node, file, size, err);
   }
   case NS_STATS:
     *size = 0; /* it changes with every request: read with direct I/O */
@@ -558,4 +567,76 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
       ent->kind == NS_HISTORY)
     return read_text(e, ent, off, len, dst, err);
   return zerr_set(err, EIO, "not a view");
+}
+
+/* Which sizes stat may not give: lazy sizes, the statistics, deferred
+ * array views and tables. */
+int ns_read_direct(struct engine *e, const struct ns_entry *ent,
+                   struct zerr *err) {
+  if (ent->kind == NS_STATS)
+    return 1;
+  if (ent->kind == NS_RAW || ent->kind == NS_DIR)
+    return 0;
+  if (e->lazy_sizes)
+    return 1;
+  struct engine *ve = ent->eng ? ent->eng : e;
+  if (ent->kind == NS_ARRAY_VIEW)
+    return view_array_size_deferred(ve, ent->node, err);
+  if (ent->kind != NS_TABLE)
+    return 0;
+  const char *file = strrchr(ent->key, '/');
+  return table_size_deferred(ve, ent->node, file ? file + 1 : ent->key, err);
+}
+
+/* Directory path dir (dl bytes) joined with name into buf. */
+long ns_join(const char *dir, size_t dl, const char *name, char *buf,
+             size_t cap) {
+  size_t nl = strlen(name);
+  size_t need = dl + (dl ? 1 : 0) + nl;
+  if (need >= cap)
+    return -ENAMETOOLONG;
+  size_t o = 0;
+  if (dl) {
+    memcpy(buf, dir, dl);
+    buf[dl] = '/';
+    o = dl + 1;
+  }
+  memcpy(buf + o, name, nl + 1);
+  return (long)need;
+}
+
+/* A store walked for statfs has at most this many entries: beyond, its
+ * size is left unknown (0) rather than making df wait on a huge tree. */
+#define USAGE_MAX_ENTRIES 200000
+
+/* One physical walk (symbolic links not followed) of the store's
+ * location, when it is a directory: remote stores and reference files are
+ * unknown, their listing or targets would cost requests. */
+int ns_store_usage(struct engine *e, uint64_t *bytes, uint64_t *files) {
+  const char *dir = e->store->location;
+  struct stat st;
+  if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+    return -1;
+  char *paths[] = {(char *)dir, NULL};
+  FTS *fts = fts_open(paths, FTS_PHYSICAL | FTS_NOCHDIR, NULL);
+  if (!fts)
+    return -1;
+  uint64_t n = 0, b = 0, f = 0;
+  int rc = 0;
+  FTSENT *en;
+  while ((en = fts_read(fts))) {
+    if (++n > USAGE_MAX_ENTRIES || en->fts_info == FTS_ERR ||
+        en->fts_info == FTS_DNR) {
+      rc = -1;
+      break;
+    }
+    if (en->fts_info == FTS_F) {
+      b += (uint64_t)en->fts_statp->st_size;
+      f++;
+    }
+  }
+  fts_close(fts);
+  *bytes = b;
+  *files = f;
+  return rc;
 }

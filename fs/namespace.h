@@ -29,6 +29,10 @@
 #define NS_STATS_NAME "stats"  /* in it */
 #define NS_TEXT_DIR ".text"    /* -o views=tree: the root of the text tree */
 #define NS_VIEW_SUFFIX ".txt"
+/* The longest name the mount shows (NAME_MAX, what statfs says): a
+ * longer one is left out of listings (one log line a directory) and does
+ * not resolve (-ENAMETOOLONG), whatever the store holds. */
+#define NS_NAME_MAX 255
 
 enum ns_kind {
   NS_DIR = 1,
@@ -60,7 +64,7 @@ struct ns_entry {
 };
 
 /* Resolve a path ("/a/c/0.txt" or "a/c/0.txt"); -ENOENT when nothing is
- * there. */
+ * there, -ENAMETOOLONG for a name longer than NS_NAME_MAX in it. */
 int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
                struct zerr *err);
 
@@ -71,6 +75,13 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
 int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
             struct zerr *err);
 
+/* 1 when a file must be read without trusting the size stat gives (the
+ * kernel reads past it only with direct I/O): with lazy sizes every view,
+ * /.zarrfs/stats, a values.txt or D.csv whose size stat defers; 0 else;
+ * or a negative errno (-EINTR: abandoned). */
+int ns_read_direct(struct engine *e, const struct ns_entry *ent,
+                   struct zerr *err);
+
 struct view_cursor;
 /* Read from a view entry (not raw: raw reads go through a byte source the
  * caller keeps open). c is the open file's cursor (fs/view.h), or NULL.
@@ -78,6 +89,16 @@ struct view_cursor;
 long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
                   size_t len, char *dst, struct view_cursor *c,
                   struct zerr *err);
+
+/* Directory path dir (dl bytes, "" the root) joined with name into buf
+ * (cap bytes): the child's path and its length, or -ENAMETOOLONG. */
+long ns_join(const char *dir, size_t dl, const char *name, char *buf,
+             size_t cap);
+
+/* What statfs shows of the store: the bytes and files under a local
+ * store's directory (one bounded walk); -1 when unknown (not a directory,
+ * a walk that fails, a tree of more than 200,000 entries). */
+int ns_store_usage(struct engine *e, uint64_t *bytes, uint64_t *files);
 
 /* Called once per directory entry; return non-zero to stop. */
 typedef int (*ns_fill_cb)(void *ud, const char *name, int is_dir);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "ns_dir.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +48,9 @@ struct ns_dir {
   struct engine *veng;       /* the engine vnode belongs to (a history
                                 tree's sub-engine, or the mount's) */
   char *vrel;                /* the directory below it ("" or "x/"), or NULL */
+  size_t nlong;              /* names left out: longer than NS_NAME_MAX */
+  size_t long_len;           /* the first one's length */
+  char long_head[40];        /* its first bytes, printable (for the log) */
 };
 
 /* Names of one listing, in bytes (offsets are 32-bit). */
@@ -57,11 +61,44 @@ static const char *item_name(const struct ns_dir *d, size_t i) {
   return d->names + d->items[i].name;
 }
 
-/* Append a name (len bytes); sets d->rc and returns it on failure. */
+/* Note a name too long for any file system (NAME_MAX, 255 bytes): the
+ * kernel fails a whole readdir reply over one such name (EIO past 1,024
+ * or 4,095 bytes, as kernels differ), and no tool could name it. */
+static void dir_skip_long(struct ns_dir *d, const char *name, size_t len) {
+  if (d->nlong++)
+    return;
+  d->long_len = len;
+  size_t k = 0;
+  for (; k < sizeof d->long_head - 1; k++) /* the log stays one line */
+    d->long_head[k] = name[k] >= 0x20 && name[k] < 0x7f ? name[k] : '?';
+  d->long_head[k] = '\0';
+}
+
+/* Say once (per directory, through the engine's log) what a listing left
+ * out. */
+static void dir_log_skipped(struct engine *e, const char *key,
+                            const struct ns_dir *d) {
+  if (!d->nlong)
+    return;
+  char msg[256];
+  snprintf(msg, sizeof msg,
+           "%zu name%s longer than %d bytes left out of the listing (no "
+           "file system can name %s); the first: '%s...' (%zu bytes)",
+           d->nlong, d->nlong > 1 ? "s" : "", NS_NAME_MAX,
+           d->nlong > 1 ? "them" : "it", d->long_head, d->long_len);
+  engine_log(e, *key ? key : "/", msg);
+}
+
+/* Append a name (len bytes); sets d->rc and returns it on failure. A name
+ * longer than NS_NAME_MAX is left out (dir_skip_long). */
 static int dir_add(struct ns_dir *d, const char *name, size_t len,
                    enum ns_kind kind, int attr, uint64_t size, int64_t mtime) {
   if (d->rc)
     return d->rc;
+  if (len > NS_NAME_MAX) {
+    dir_skip_long(d, name, len);
+    return 0;
+  }
   if (d->names_len + len + 1 > d->names_cap) {
     if (d->names_len + len + 1 > NS_DIR_MAX_NAMES)
       return d->rc = -EFBIG;
@@ -361,6 +398,7 @@ static int dir_open_history(struct engine *e, const char *key,
     return rc;
   }
   dir_sort_stored(d);
+  dir_log_skipped(e, key, d);
   *out = d;
   return 0;
 }
@@ -534,6 +572,7 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
     ns_dir_free(d);
     return rc;
   }
+  dir_log_skipped(e, key, d);
   if (d->n && d->n < d->cap) { /* it may be kept open for long: fit */
     struct ns_item *p = realloc(d->items, d->n * sizeof *p);
     if (p) {

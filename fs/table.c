@@ -4,9 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/util/zmath.h"
 #include "../src/zarr/cf.h"
 #include "../src/zarr/dtype_struct.h"
 #include "csvfield.h"
+#include "layout.h"
+#include "region.h"
 #include "tblock.h"
 
 /* ---- the group's members ---- */
@@ -449,6 +452,70 @@ static int tlayout_fill(void *ctx, struct zobj **obj, size_t *cost,
   return 0;
 }
 
+/* ---- tables whose every row is the same ---- */
+
+/* Tag of the value key of a table's row length (word0): 0 when rows
+ * differ, else the length of every row + 1. */
+#define ROWLEN_TAG 3
+
+/* Fill: when no column has a stored chunk (each shows its fill value on
+ * every row: a never-written array of 2^40 elements), every row is the
+ * same, so the table's size and where each block starts are arithmetic,
+ * learned from block 0 alone. A structured column is left out of this
+ * (its fill records are rendered chunk by chunk), as is one whose
+ * presence cannot be listed. */
+static int rowlen_fill(void *ctx, uint64_t *value, struct zerr *err) {
+  const struct ljob *j = ctx;
+  const struct table *t = j->t;
+  *value = 0;
+  for (size_t c = 0; c < t->ncols; c++) {
+    struct region r;
+    uint64_t np = 1;
+    int rc = t->cols[c].field ? 0 : region_of_array(t->cols[c].n, &r, err);
+    if (rc == 0 && !t->cols[c].field)
+      rc = layout_stored_count(j->e, t->cols[c].n, &r, &np, err);
+    if (rc < 0 && zerr_is_transient(-rc))
+      return rc;
+    zerr_clear(err); /* rendered rows will say what fails */
+    if (rc < 0 || np)
+      return 0;
+  }
+  uint64_t rows = t->nrows < TBLOCK_ROWS ? t->nrows : TBLOCK_ROWS;
+  struct memo_ref *ref;
+  if (!rows)
+    return 0;
+  ZTRY(block_get(j->e, j->g, j->dim, t, 0, &ref, err));
+  uint64_t body = ((const struct block_text *)memo_obj(ref))->len;
+  memo_release(j->e->memo, ref);
+  body -= t->header_len;
+  if (body % rows == 0)
+    *value = body / rows + 1;
+  return 0;
+}
+
+/* The length of every row of t (dim of g) when they are all the same,
+ * else 0. */
+static int table_row_len(struct engine *e, const struct znode *g,
+                         const char *dim, const struct table *t, uint64_t *len,
+                         struct zerr *err) {
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, ROWLEN_TAG);
+  struct ljob j = {e, g, dim, t};
+  uint64_t v;
+  ZTRY(memo_value(e->memo, &k, rowlen_fill, &j, &v, err));
+  *len = v ? v - 1 : 0;
+  return 0;
+}
+
+/* Size of t whose rows are each rl bytes; 0 when it does not fit 64 bits
+ * (nothing that long can be shown: the size is then learned as others'). */
+static uint64_t uniform_size(const struct table *t, uint64_t rl) {
+  uint64_t body;
+  if (zmul_u64(t->nrows, rl, &body) < 0 || body > UINT64_MAX - t->header_len)
+    return 0;
+  return t->header_len + body;
+}
+
 /* The table and its layout: two pins (release both). */
 static int table_open(struct engine *e, const struct znode *g, const char *file,
                       char *dim, struct memo_ref **tref, struct memo_ref **lref,
@@ -518,16 +585,67 @@ int table_exists(struct engine *e, const struct znode *g, const char *file,
   return 1;
 }
 
+/* The table of file, and its arithmetic size (0: not arithmetic): a pin
+ * in *tref (release it). */
+static int table_uniform(struct engine *e, const struct znode *g,
+                         const char *file, char *dim, struct memo_ref **tref,
+                         uint64_t *usize, struct zerr *err) {
+  ZTRY(table_get(e, g, file, tref, err));
+  dim_of_file(file, dim);
+  const struct table *t = (const struct table *)memo_obj(*tref);
+  uint64_t rl;
+  int rc = table_row_len(e, g, dim, t, &rl, err);
+  if (rc < 0)
+    memo_release(e->memo, *tref);
+  else
+    *usize = rl ? uniform_size(t, rl) : 0;
+  return rc;
+}
+
 int table_size(struct engine *e, const struct znode *g, const char *file,
                uint64_t *size, struct zerr *err) {
   char dim[TABLE_NAME_MAX + 1];
   struct memo_ref *tref, *lref;
+  uint64_t usize;
+  ZTRY(table_uniform(e, g, file, dim, &tref, &usize, err));
+  memo_release(e->memo, tref);
+  if (usize) {
+    *size = usize;
+    return 0;
+  }
   ZTRY(table_open(e, g, file, dim, &tref, &lref, err));
   const struct tlayout *l = (const struct tlayout *)memo_obj(lref);
   *size = l->off[l->nblk];
   memo_release(e->memo, lref);
   memo_release(e->memo, tref);
   return 0;
+}
+
+int table_size_deferred(struct engine *e, const struct znode *g,
+                        const char *file, struct zerr *err) {
+  char dim[TABLE_NAME_MAX + 1];
+  struct memo_ref *tref;
+  uint64_t usize, fields;
+  ZTRY(table_uniform(e, g, file, dim, &tref, &usize, err));
+  const struct table *t = (const struct table *)memo_obj(tref);
+  int big = zmul_u64(t->nrows, t->ncols ? t->ncols : 1, &fields) < 0 ||
+            fields > TABLE_EXACT_FIELDS;
+  memo_release(e->memo, tref);
+  return !usize && big;
+}
+
+int table_size_stat(struct engine *e, const struct znode *g, const char *file,
+                    uint64_t *size, struct zerr *err) {
+  int k = table_size_known(e, g, file, size, err);
+  if (k != 0)
+    return k < 0 ? k : 0;
+  if ((k = table_size_deferred(e, g, file, err)) < 0)
+    return k;
+  if (k) {
+    *size = 0; /* unknown: the file is read with direct I/O */
+    return 0;
+  }
+  return table_size(e, g, file, size, err);
 }
 
 int table_size_known(struct engine *e, const struct znode *g, const char *file,
@@ -538,7 +656,20 @@ int table_size_known(struct engine *e, const struct znode *g, const char *file,
     return 0;
   struct memo_key k;
   table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
-  return memo_value_peek(e->memo, &k, size);
+  if (memo_value_peek(e->memo, &k, size))
+    return 1;
+  /* every row the same, found out already: arithmetic */
+  struct memo_ref *tref;
+  uint64_t rl;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, ROWLEN_TAG);
+  if (!memo_value_peek(e->memo, &k, &rl) || rl <= 1)
+    return 0;
+  table_key(&k, ELEVEL_TABLE, g, dim, 1);
+  if (!memo_peek(e->memo, &k, &tref))
+    return 0;
+  *size = uniform_size((const struct table *)memo_obj(tref), rl - 1);
+  memo_release(e->memo, tref);
+  return *size != 0;
 }
 
 /* Copy from block b on, which starts at `start`, into dst: up to len
@@ -632,9 +763,18 @@ long table_read(struct engine *e, const struct znode *g, const char *file,
   const struct table *t = (const struct table *)memo_obj(tref);
   struct memo_key k;
   table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 1);
-  uint64_t b = 0, start = 0;
-  int rc = 0;
-  if (memo_peek(e->memo, &k, &lref)) {
+  uint64_t b = 0, start = 0, rl;
+  int rc = table_row_len(e, g, dim, t, &rl, err);
+  uint64_t usize = rc == 0 && rl ? uniform_size(t, rl) : 0;
+  if (rc == 0 && usize) { /* block b > 0 starts after b * TBLOCK_ROWS rows */
+    uint64_t bl = TBLOCK_ROWS * rl;
+    b = off < t->header_len + bl ? 0 : (off - t->header_len) / bl;
+    start = b ? t->header_len + b * bl : 0;
+    if (off >= usize) {
+      b = table_nblk(t);
+      start = usize;
+    }
+  } else if (rc == 0 && memo_peek(e->memo, &k, &lref)) {
     /* the last block starting at or before off */
     const struct tlayout *l = (const struct tlayout *)memo_obj(lref);
     uint64_t lo = 0, hi = l->nblk;
@@ -648,7 +788,7 @@ long table_read(struct engine *e, const struct znode *g, const char *file,
     b = off < l->off[l->nblk] ? lo : l->nblk;
     start = l->off[b < l->nblk ? b : l->nblk];
     memo_release(e->memo, lref);
-  } else {
+  } else if (rc == 0) {
     rc = walk_blocks(e, g, dim, t, off, &b, &start, err);
   }
   long n =

@@ -22,8 +22,12 @@
  * budget whatever the table's length. A read uses the layout when there
  * is one, else walks the learned block sizes from the start, rendering
  * only the blocks it reaches (lazy sizes: `head` costs the first blocks).
- * The exact size needs every block rendered once; with lazy sizes it is
- * shown once known.
+ * The exact size needs every block rendered once, unless no column has a
+ * stored chunk: then every row is the same (each column's fill value) and
+ * the size and where each block starts are arithmetic, learned from
+ * block 0 (a never-written array of 2^40 elements costs one block). With
+ * lazy sizes it is shown once known; with exact sizes too, for a table
+ * that is not arithmetic and larger than TABLE_EXACT_FIELDS.
  *
  * Members are what the store lists and consolidated metadata names; each
  * member's metadata is read once (the node table). Dimension names longer
@@ -54,12 +58,32 @@ int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
 int table_exists(struct engine *e, const struct znode *g, const char *file,
                  struct zerr *err);
 
-/* Exact size of table `file` of g (renders every block once). */
+/* Exact size of table `file` of g: arithmetic when every row is the same
+ * (no column has a stored chunk), else by rendering every block once. */
 int table_size(struct engine *e, const struct znode *g, const char *file,
                uint64_t *size, struct zerr *err);
 
-/* Lazy sizes: 1 and *size when the size is known already, 0 when it is
- * not (nothing rendered), or a negative errno. */
+/* Fields (rows x columns) of the largest table whose exact size stat
+ * renders (table_size_deferred). */
+#define TABLE_EXACT_FIELDS ((uint64_t)1 << 26)
+
+/* With exact sizes: 1 when stat shows the table's size only once a reader
+ * has learned it (0 until then, and the table is read with direct I/O, as
+ * with lazy sizes), because its size is not arithmetic and rendering the
+ * whole table would take more than TABLE_EXACT_FIELDS fields: the work a
+ * lookup may do is bounded. 0 when stat computes it; or a negative
+ * errno. */
+int table_size_deferred(struct engine *e, const struct znode *g,
+                        const char *file, struct zerr *err);
+
+/* The size stat shows with exact sizes: the exact size, or 0 for a
+ * deferred table whose size is not learned yet. */
+int table_size_stat(struct engine *e, const struct znode *g, const char *file,
+                    uint64_t *size, struct zerr *err);
+
+/* Lazy sizes: 1 and *size when the size is known already (learned, or
+ * arithmetic and found so), 0 when it is not (nothing rendered), or a
+ * negative errno. */
 int table_size_known(struct engine *e, const struct znode *g, const char *file,
                      uint64_t *size, struct zerr *err);
 

@@ -269,8 +269,8 @@ static int fields_struct(struct engine *e, const struct tcol *c, uint64_t r0,
       rc = zerr_set(err, EIO, "%s: chunk shorter than its shape", n->path);
     for (uint64_t k2 = ka; rc == 0 && k2 < kb; k2++) {
       tmp.len = 0;
-      rc = rstruct_field_raw(fd, ch->data->mem + k2 * ch->ab->elsize, &tmp,
-                             err);
+      rc =
+          rstruct_field_raw(fd, ch->data->mem + k2 * ch->ab->elsize, &tmp, err);
       if (rc == 0)
         rc = put_field(f, (const char *)tmp.data, tmp.len,
                        kind == RSTRUCT_CSV_FLOAT || kind == RSTRUCT_CSV_NUMBER,
@@ -326,7 +326,8 @@ int tblock_render(struct engine *e, const struct table *t, uint64_t b,
         memcpy(text + w, "\"\"", 2);
         w += 2;
       }
-      memcpy(text + w, f[c].data + s, (size_t)(z - s));
+      if (z > s) /* a column of empty fields has no bytes at all */
+        memcpy(text + w, f[c].data + s, (size_t)(z - s));
       w += (size_t)(z - s);
     }
     text[w++] = '\n';

@@ -70,6 +70,9 @@ struct cli_parser {
   char *extra;         /* a third non-option (owned), refused after --help */
   struct zerr unknown; /* the first unknown option, refused after --help */
   int first_nonopt_seen; /* the command word can only be the first */
+  int allow_other;       /* -o allow_other was given (kept for libfuse) */
+  int defperm;           /* -o default_permissions was given (kept) */
+  int no_defperm;        /* -o no_default_permissions (ours) */
   size_t argv_cap;       /* slots allocated in c->fuse_argv */
   struct zerr *err;
 };
@@ -145,56 +148,27 @@ static int cli_push(char ***list, size_t *n, const char *s) {
  * here with zarrfs's own message: libfuse would print "fuse: unknown
  * option" or, worse, accept an option of its high-level API that does
  * nothing here. */
-static const char *const cli_fuse_opts[] = {"ro",
-                                            "rw",
-                                            "dev",
-                                            "nodev",
-                                            "suid",
-                                            "nosuid",
-                                            "exec",
-                                            "noexec",
-                                            "atime",
-                                            "noatime",
-                                            "diratime",
-                                            "nodiratime",
-                                            "relatime",
-                                            "norelatime",
-                                            "strictatime",
-                                            "nostrictatime",
-                                            "lazytime",
-                                            "nolazytime",
-                                            "sync",
-                                            "async",
-                                            "dirsync",
-                                            "symfollow",
-                                            "nosymfollow",
-                                            "allow_other",
-                                            "allow_root",
-                                            "auto_unmount",
-                                            "default_permissions",
-                                            "blkdev",
-                                            "fsname=",
-                                            "subtype=",
-                                            "max_read=",
-                                            "blksize=",
-                                            "context=",
-                                            "fscontext=",
-                                            "defcontext=",
-                                            "rootcontext=",
-                                            "debug",
-                                            "clone_fd",
-                                            "max_threads=",
-                                            "max_idle_threads=",
-                                            NULL};
+static const char cli_fuse_opts[] =
+    " ro rw dev nodev suid nosuid exec noexec atime noatime diratime"
+    " nodiratime relatime norelatime strictatime nostrictatime lazytime"
+    " nolazytime sync async dirsync symfollow nosymfollow allow_other"
+    " allow_root auto_unmount default_permissions blkdev fsname="
+    " subtype= max_read= blksize= context= fscontext= defcontext="
+    " rootcontext= debug clone_fd max_threads= max_idle_threads= ";
 
-/* Is opt (from a -o group) one of cli_fuse_opts? */
+/* Is opt (from a -o group) one of cli_fuse_opts? " NAME " or, with a
+ * value, " NAME= " must be in it. */
 static int cli_fuse_opt_known(const char *opt) {
-  for (const char *const *k = cli_fuse_opts; *k; k++) {
-    size_t n = strlen(*k);
-    if ((*k)[n - 1] == '=' ? !strncmp(opt, *k, n) : !strcmp(opt, *k))
-      return 1;
-  }
-  return 0;
+  char key[64];
+  size_t n = strcspn(opt, "=");
+  if (n + 4 > sizeof key)
+    return 0;
+  key[0] = ' ';
+  memcpy(key + 1, opt, n);
+  if (opt[n] == '=')
+    key[++n] = '=';
+  memcpy(key + n + 1, " ", 2);
+  return strstr(cli_fuse_opts, key) != NULL;
 }
 
 /* Keep an option for libfuse; one zarrfs does not know is recorded (the
@@ -249,6 +223,14 @@ static int cli_option(struct cli_parser *p, const char *opt, int in_group) {
     p->c->xattrs = 1;
     return 0;
   }
+  if (!strcmp(opt, "no_default_permissions")) {
+    p->no_defperm = 1;
+    return 0;
+  }
+  if (in_group && !strcmp(opt, "allow_other"))
+    p->allow_other = 1; /* and kept for libfuse, below */
+  if (in_group && !strcmp(opt, "default_permissions"))
+    p->defperm = 1;
   /* target_root=DIR; allow_root=DIR is an alias (plain allow_root,
    * without a value, is libfuse's and passes through) */
   const char *root = !strncmp(opt, "target_root=", 12)  ? opt + 12
@@ -336,6 +318,23 @@ static int cli_nonoption(struct cli_parser *p, const char *arg) {
   return slot == &p->c->mountpoint ? cli_keep_arg(p, arg) : 0;
 }
 
+/* Modes other users are shown are modes they are held to: with
+ * allow_other, any of uid=, gid=, umask=, fmask=, dmask= adds
+ * default_permissions for libfuse (the kernel then checks the modes and
+ * owners stat shows; without it every user reads every file whatever it
+ * shows), unless no_default_permissions opts out. As s3fs and rclone
+ * users expect. */
+static int cli_implied_permissions(struct cli_parser *p) {
+  int owner = 0;
+  for (int o = CLI_OPT_UID; o <= CLI_OPT_DMASK; o++)
+    owner |= p->value[o] != NULL;
+  p->c->default_permissions = p->defperm ? 1 : 0;
+  if (!p->allow_other || !owner || p->defperm || p->no_defperm)
+    return 0;
+  p->c->default_permissions = 2;
+  return cli_keep_opt(p, "default_permissions");
+}
+
 /* Walk argv as fuse_opt_parse does. */
 static int cli_tokenize(struct cli_parser *p, int argc, char *const *argv) {
   ZTRY(cli_keep_arg(p, argc > 0 && argv[0] ? argv[0] : "zarrfs"));
@@ -354,6 +353,7 @@ static int cli_tokenize(struct cli_parser *p, int argc, char *const *argv) {
       ZTRY(cli_option(p, a, 0));
     }
   }
+  ZTRY(cli_implied_permissions(p));
   if (p->kept_opts) {
     ZTRY(cli_insert_arg(p, 1, "-o"));
     ZTRY(cli_insert_arg(p, 2, p->kept_opts));
@@ -503,6 +503,10 @@ static int cli_mask(const struct cli_parser *p, enum cli_opt o, int *dst) {
 static int cli_owner(struct cli_parser *p) {
   struct cli_config *c = p->c;
   int um = 0;
+  if (p->defperm && p->no_defperm)
+    return zerr_set(p->err, EINVAL,
+                    "default_permissions and no_default_permissions "
+                    "exclude each other");
   ZTRY(cli_id(p, CLI_OPT_UID, &c->uid));
   ZTRY(cli_id(p, CLI_OPT_GID, &c->gid));
   ZTRY(cli_mask(p, CLI_OPT_UMASK, &um));
@@ -823,6 +827,12 @@ void cli_usage(FILE *f, const char *prog) {
       "                           by the kernel with -o default_permissions\n"
       "    -o fmask=OCT, -o dmask=OCT  the same for files only or\n"
       "                           directories only (over umask)\n"
+      "                           with -o allow_other, any of uid, gid,\n"
+      "                           umask, fmask, dmask adds\n"
+      "                           -o default_permissions: other users are\n"
+      "                           held to the modes they are shown\n"
+      "    -o no_default_permissions  do not add it (every user may read\n"
+      "                           every file, whatever its mode shows)\n"
       "    -o nonempty            mount over a directory that is not empty\n"
       "                           (refused by default: its files would be\n"
       "                           hidden)\n"
@@ -845,7 +855,8 @@ void cli_usage(FILE *f, const char *prog) {
       "    virtual chunks are read only under a prefix allowed with\n"
       "    -o target_root=PREFIX (and a virtual chunk container of the\n"
       "    repository)\n"
-      "    the history, as files: /.zarrfs/branches/NAME/, /.zarrfs/tags/NAME/\n"
+      "    the history, as files: /.zarrfs/branches/NAME/, "
+      "/.zarrfs/tags/NAME/\n"
       "    and /.zarrfs/snapshots/ID/ (trees), /.zarrfs/log/branch.NAME.txt\n"
       "    and /.zarrfs/log/tag.NAME.txt (ID, time, message; newest first);\n"
       "    remount to see commits made after the mount\n\n"

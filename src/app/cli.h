@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../util/err.h"
 #include "../net/remote.h"
+#include "../util/err.h"
 
 /* What the command line asks for. */
 enum cli_action {
@@ -96,6 +96,12 @@ struct cli_config {
   int fmask, dmask;          /* -o umask= (both), fmask=, dmask=: permission
                                 bits taken from files (0444) and
                                 directories (0555); default 0 */
+  int default_permissions;   /* libfuse gets -o default_permissions (the
+                                kernel enforces the modes and owners stat
+                                shows): 0 no, 1 given, 2 implied by
+                                allow_other with any of uid, gid, umask,
+                                fmask, dmask (-o no_default_permissions
+                                opts out) */
   char *ref;                 /* -o ref=NAME: an Icechunk branch or tag,
                                 or NULL (branch main) */
   char *snapshot;            /* -o snapshot=ID: an Icechunk snapshot id

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../util/cancel.h"
+
 /* Redirects followed per request. */
 #define HTTP_MAX_REDIRS 5
 /* Bytes of an error body kept for the message (an S3 <Error> document). */
@@ -50,8 +52,10 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Shutting down, or the calling thread's request abandoned (its reader
+ * gave up: src/util/cancel.h). */
 static int stopped(const struct http_client *c) {
-  return c->cfg.stop && atomic_load_explicit(c->cfg.stop, memory_order_relaxed);
+  return cancel_stopped(c->cfg.stop);
 }
 
 /* Sleep ms, in slices, giving up with -EINTR when the stop flag rises. */

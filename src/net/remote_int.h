@@ -44,6 +44,8 @@ struct job {
  * them join it and wait, then take the blocks from it. A flight that
  * brings bytes straight into a reader's buffer makes its whole blocks
  * for its joiners only when it has some. */
+struct cancel; /* src/util/cancel.h */
+
 struct rflight {
   struct rflight *next; /* in remote.flights while open */
   struct memo_key key;  /* the object (v[0] 0) */
@@ -53,6 +55,9 @@ struct rflight {
   int open;             /* in the table: may be joined */
   int done, rc;         /* finished, and how */
   struct zerr err;
+  /* A large read's run: its reader's token (that reader waits for the
+   * run), which whoever runs it enters (src/util/cancel.h); else NULL. */
+  struct cancel *cancel;
   uint64_t total;       /* the object's size the answer named, or UINT64_MAX */
   atomic_int started;   /* its fetch began (a worker or its reader) */
   int delivered;        /* straight into a reader's buffer: remembered */
@@ -267,8 +272,11 @@ int rflight_close(struct remote *r, struct rflight *f);
 void rflight_end(struct remote *r, struct rflight *f, int rc,
                  const struct zerr *err, uint64_t total);
 
-/* Wait until f is done; its result (err set when negative). */
-int rflight_wait(struct remote *r, struct rflight *f, struct zerr *err);
+/* Wait until f is done; its result (err set when negative). may_leave:
+ * -EINTR as soon as the calling thread's request is abandoned (then f
+ * must not be read: drop the reference). */
+int rflight_wait(struct remote *r, struct rflight *f, int may_leave,
+                 struct zerr *err);
 
 /* Block b of a finished flight (borrowed while f is held), or NULL. */
 struct rblock *rflight_block(struct rflight *f, uint64_t b);

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/cancel.h"
+
 /* Large reads are cut into at least this many parallel parts. */
 #define DIRECT_PARTS 4
 
@@ -134,11 +136,24 @@ void rflight_end(struct remote *r, struct rflight *f, int rc,
 }
 
 /* Wait until f is done; its result (err set when negative). The owner
- * always ends its flights (a transfer gives up with -EINTR on stop). */
-int rflight_wait(struct remote *r, struct rflight *f, struct zerr *err) {
+ * always ends its flights (a transfer gives up with -EINTR on stop). With
+ * may_leave, the wait also ends (-EINTR, f untouched after) once the
+ * calling thread's request is abandoned (src/util/cancel.h), looking every
+ * 50 ms: f goes on for whoever else waits for it. */
+int rflight_wait(struct remote *r, struct rflight *f, int may_leave,
+                 struct zerr *err) {
   pthread_mutex_lock(&r->flock);
-  while (!f->done)
-    pthread_cond_wait(&r->fdone, &r->flock);
+  while (!f->done) {
+    if (!may_leave) {
+      pthread_cond_wait(&r->fdone, &r->flock);
+      continue;
+    }
+    if (cancel_requested()) {
+      pthread_mutex_unlock(&r->flock);
+      return cancel_check(NULL, err);
+    }
+    cancel_sleep(&r->fdone, &r->flock, CLOCK_REALTIME, 50000000L);
+  }
   int rc = f->rc;
   if (rc < 0 && err)
     *err = f->err;
@@ -304,7 +319,11 @@ int rflight_get_block(struct remote *r, const struct http_req *req,
     if (rc < 0)
       return zerr_set(err, ENOMEM, "out of memory");
     if (rc == RFLIGHT_JOINED) {
-      rc = rflight_wait(r, fl, err);
+      rc = rflight_wait(r, fl, 1, err);
+      if (rc == -EINTR && cancel_requested()) { /* left: fl may still run */
+        rflight_put(r, fl);
+        return rc;
+      }
       if (total)
         *total = fl->total;
       if (rc == 0 && (blk = rflight_block(fl, b)))
@@ -356,8 +375,8 @@ static int part_fetch(struct rsrc *s, uint64_t o, size_t n, uint8_t *dst,
  * end it: dst NULL, into the blocks (and the memo); else straight into
  * the reader's buffer dst (object offset o), whole blocks made of those
  * bytes only for readers that joined f meanwhile. */
-void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
-                         uint64_t o, uint64_t len, struct io_stats *stats) {
+static void run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
+                        uint64_t o, uint64_t len, struct io_stats *stats) {
   struct remote *r = s->r;
   struct zerr e = {0};
   if (!dst) {
@@ -427,6 +446,17 @@ void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
   rflight_end(r, f, rc, &e, total);
 }
 
+/* run_claimed, under the token of the reader waiting for f (a large
+ * read's run, f->cancel): a worker gives up when that reader does. */
+void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
+                         uint64_t o, uint64_t len, struct io_stats *stats) {
+  struct cancel *tok = f->cancel; /* f may be gone after its end */
+  struct cancel *prev = tok ? cancel_enter(tok) : NULL;
+  run_claimed(s, f, dst, o, len, stats);
+  if (tok)
+    cancel_leave(prev);
+}
+
 /* Fetch ahead, into the blocks, the window's bytes from block b on, as
  * many as want (within readahead), in runs of part blocks queued as
  * read-ahead: a worker claims a run only when it starts it (so nobody
@@ -490,7 +520,8 @@ int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
       continue;
     }
     if (c == RFLIGHT_CLAIMED) {
-      rflight_ref(r, f); /* ours, to read it after its end */
+      f->cancel = cancel_current(); /* whoever runs it gives up with us */
+      rflight_ref(r, f);            /* ours, to read it after its end */
       if (nown++ > 0)
         (void)remote_job_submit(s, 0, 0, f, to, o, len);
     }
@@ -513,7 +544,7 @@ int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
       rflight_run_claimed(s, runs[i].f, to, o, len, s->stats);
   for (size_t i = 0; i < nr; i++) {
     struct zerr e = {0};
-    int frc = rflight_wait(r, runs[i].f, &e);
+    int frc = rflight_wait(r, runs[i].f, 0, &e); /* they may fill dst */
     if (frc < 0 && !rc) {
       rc = frc;
       if (err)

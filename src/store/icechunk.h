@@ -70,17 +70,27 @@ int icechunk_ref_id(struct icechunk *ic, const char *name, int tag,
  * to stop. */
 typedef int (*icechunk_log_cb)(void *ud, const uint8_t id[12],
                                uint64_t flushed_at, const char *message);
+/* Most snapshots one history (or the list of every snapshot) gives: a
+ * history is walked again for each reader, so its work is bounded. */
+#define ICECHUNK_HISTORY_MAX 100000
+#define ICECHUNK_HISTORY_MAX_TEXT "100,000"
+/* What a walk returns when it gave part of what it was asked for, and
+ * what it gave stands: err says why, for one log line. */
+#define ICECHUNK_PARTIAL 1
 /* The ancestry of snapshot id, newest first, id itself included: from the
  * repo file's snapshot list (spec 2: no file read), else by reading each
- * snapshot for its parent (spec 1). A history longer than the
- * repository's snapshot count (spec 2) or than 1,000,000 (spec 1) is a
- * loop: -EIO. */
+ * snapshot for its parent (spec 1). ICECHUNK_PARTIAL when it ends early:
+ * at the first snapshot met again (the parents loop), after
+ * ICECHUNK_HISTORY_MAX snapshots, or (spec 1) at a parent that cannot be
+ * read. A negative errno when id itself cannot be read. */
 int icechunk_history(struct icechunk *ic, const uint8_t id[12],
                      icechunk_log_cb cb, void *ud, struct zerr *err);
 /* Every snapshot the repository offers, each once, in no particular
  * order: spec 2 the repo file's list (no file read), spec 1 every
  * snapshot reachable from a branch or a tag (not a deleted one), read
- * from the snapshot files. cb gets what icechunk_history gives it. */
+ * from the snapshot files. cb gets what icechunk_history gives it.
+ * ICECHUNK_PARTIAL past ICECHUNK_HISTORY_MAX snapshots, or when a ref's
+ * ancestry cannot be read whole (spec 1: the rest is given). */
 int icechunk_snapshots(struct icechunk *ic, icechunk_log_cb cb, void *ud,
                        struct zerr *err);
 /* Manifest loads so far (fills of the repository's memo, failed ones

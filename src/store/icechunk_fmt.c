@@ -211,14 +211,23 @@ void icefmt_time_iso(uint64_t us, char *out) {
   snprintf(out, 32, "%.31s", b);
 }
 
-/* Id, time and message, the message flattened to one field. */
+/* Id, time and message, the message flattened to one field and cut at
+ * ICEFMT_LOG_MESSAGE_MAX bytes (a character boundary). */
 char *icefmt_log_line(const uint8_t id[12], uint64_t flushed_at,
                       const char *message) {
   char sid[ICEFMT_ID_CHARS + 1], when[32];
   icefmt_id_encode(id, 12, sid);
   icefmt_time_iso(flushed_at, when);
+  size_t n = strnlen(message, ICEFMT_LOG_MESSAGE_MAX + 1);
+  const char *more = "";
+  if (n > ICEFMT_LOG_MESSAGE_MAX) {
+    n = ICEFMT_LOG_MESSAGE_MAX;
+    while (n > 0 && ((unsigned char)message[n] & 0xC0) == 0x80)
+      n--;
+    more = "...";
+  }
   char *line;
-  if (asprintf(&line, "%s\t%s\t%s\n", sid, when, message) < 0)
+  if (asprintf(&line, "%s\t%s\t%.*s%s\n", sid, when, (int)n, message, more) < 0)
     return NULL;
   /* the message: one line, one field */
   for (char *p = line + strlen(sid) + strlen(when) + 2; p[1]; p++)

@@ -69,12 +69,31 @@ int icefmt_id_decode(const char *s, uint8_t id[12]);
 /* A commit time (microseconds since the epoch) as ISO 8601 UTC,
  * "2025-02-19T21:11:56.017780Z", into out (at least 32 bytes). */
 void icefmt_time_iso(uint64_t us, char *out);
+/* Longest commit message a history line shows (bytes): a longer one is
+ * cut at a UTF-8 character boundary below it and ends with "...". */
+#define ICEFMT_LOG_MESSAGE_MAX 65536
 /* One line of a ref's history, "ID<TAB>TIME<TAB>MESSAGE\n" (TIME as
  * icefmt_time_iso; newlines, tabs and other control characters of the
- * message shown as spaces), into a malloc'd string (caller frees); NULL
- * without memory. */
+ * message shown as spaces, the message cut at ICEFMT_LOG_MESSAGE_MAX),
+ * into a malloc'd string (caller frees); NULL without memory. */
 char *icefmt_log_line(const uint8_t id[12], uint64_t flushed_at,
                       const char *message);
+
+/* A set of 12-byte ids: what a walk of a history met (loops, ancestries
+ * already given). Zeroed is empty; the walk that owns it frees it
+ * (icefmt_idset_free). Hashed with a seed of its own, so ids a repository
+ * chose cannot pile up in one place. Not shared between threads. */
+struct icefmt_idset {
+  uint8_t (*ids)[12]; /* in the order added */
+  size_t n, idcap;
+  uint32_t *slots; /* open addressing: 1 + an index into ids, 0 empty */
+  size_t nslots;   /* a power of two, or 0 */
+  uint64_t seed;
+};
+/* Add id: 1 when it is new, 0 when it was there, -ENOMEM. */
+int icefmt_idset_add(struct icefmt_idset *s, const uint8_t id[12]);
+/* Free what s holds and empty it; NULL-safe. */
+void icefmt_idset_free(struct icefmt_idset *s);
 
 /* ---- repo info (spec 2) and refs (spec 1) ---- */
 
@@ -133,9 +152,20 @@ struct icefmt_repo {
                                    configuration) */
   int containers_known;         /* 0: spec 1 without config.yaml (any prefix the
                                    user allows) */
+  char **skipped;  /* why each ref left out was (one line each, the name
+                      escaped): a name no file system can hold, a name
+                      listed twice, a ref that cannot be read or names
+                      no snapshot; at most ICEFMT_SKIPPED_MAX kept */
+  size_t nskipped; /* refs left out (more than kept past the cap) */
 };
 
-/* Parse a spec 2 repo info flatbuffer. *out owned by the caller. */
+/* Reasons kept in icefmt_repo.skipped. */
+#define ICEFMT_SKIPPED_MAX 64
+
+/* Parse a spec 2 repo info flatbuffer. *out owned by the caller. A ref
+ * whose name no file system can hold (empty, ".", "..", a '/' or a NUL
+ * inside), that names no snapshot of the list or whose name was listed
+ * before is left out and noted in skipped. */
 int icefmt_repo_parse(const uint8_t *fb, size_t len, struct icefmt_repo **out,
                       struct zerr *err);
 /* Parse a spec 1 `ref.json` ({"snapshot": "ID"}). */
@@ -155,7 +185,10 @@ long icefmt_container_of(const struct icefmt_repo *r, const char *url);
 void icefmt_containers_free(struct icefmt_repo *r);
 /* Load a repository's refs through store s: `repo` (spec 2) if present,
  * else `refs/` (spec 1; `refs/branch.main/ref.json` must exist). -ENOENT
- * when s holds neither. *out owned by the caller. */
+ * when s holds neither. A ref that cannot be used (see
+ * icefmt_repo_parse; spec 1 also a ref.json that cannot be read or
+ * parsed, main's included) is left out and noted in skipped; a transient
+ * failure to read one fails the load. *out owned by the caller. */
 int icefmt_repo_load(struct store *s, size_t max_decode,
                      struct icefmt_repo **out, struct zerr *err);
 /* The snapshot of branch (tag 0) or tag (tag 1) name: 0, -ENOENT when

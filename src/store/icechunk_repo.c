@@ -25,9 +25,11 @@
 /* Largest ref.json and config.yaml read. */
 #define ICEFMT_SMALL_MAX (1u << 20)
 
-/* Is name usable as a ref name (non-empty, no NUL, no '/')? */
+/* Is name usable as a ref name: one a file system can hold as a file
+ * name (non-empty, not "." or "..", no NUL, no '/')? */
 static int ref_name_ok(const char *s, size_t n) {
-  return n > 0 && !memchr(s, '\0', n) && !memchr(s, '/', n);
+  return n > 0 && !memchr(s, '\0', n) && !memchr(s, '/', n) &&
+         !(n == 1 && s[0] == '.') && !(n == 2 && s[0] == '.' && s[1] == '.');
 }
 
 /* Refs by name (byte order, as Icechunk sorts them). */
@@ -41,15 +43,75 @@ static int str_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Sort refs by name; a duplicate name is an error. */
-static int sort_refs(struct icefmt_ref *r, size_t n, const char *what,
-                     struct zerr *err) {
-  if (n > 1)
-    qsort(r, n, sizeof *r, ref_cmp);
-  for (size_t i = 1; i < n; i++)
-    if (!strcmp(r[i - 1].name, r[i].name))
-      return zerr_set(err, EIO, "%s '%s' listed twice", what, r[i].name);
+/* Note a ref left out, "skipped KIND 'NAME': WHY" (the name's first 64
+ * bytes, escaped), among the first ICEFMT_SKIPPED_MAX; every one counts. */
+static int note_skip(struct icefmt_repo *r, const char *kind, const char *name,
+                     size_t n, const char *why, struct zerr *err) {
+  if (++r->nskipped > ICEFMT_SKIPPED_MAX)
+    return 0;
+  char shown[4 * 64 + 4], *o = shown;
+  for (size_t i = 0; i < n && i < 64; i++) {
+    unsigned char c = (unsigned char)name[i];
+    if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'')
+      o += sprintf(o, "\\x%02x", c);
+    else
+      *o++ = (char)c;
+  }
+  strcpy(o, n > 64 ? "..." : "");
+  char **nv = realloc(r->skipped, r->nskipped * sizeof *nv);
+  if (!nv) {
+    r->nskipped--;
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  r->skipped = nv;
+  if (asprintf(&nv[r->nskipped - 1], "skipped %s '%s': %s", kind, shown, why) <
+      0) {
+    r->nskipped--;
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
   return 0;
+}
+
+/* A ref and where it was listed, for a stable sort. */
+struct listed_ref {
+  struct icefmt_ref ref;
+  size_t pos;
+};
+
+/* By name, then by place in the list. */
+static int listed_cmp(const void *a, const void *b) {
+  const struct listed_ref *x = a, *y = b;
+  int c = ref_cmp(&x->ref, &y->ref);
+  return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Sort v[0..*n) by name; of a name listed twice the first listed is kept
+ * and the others are left out (noted in r). */
+static int sort_refs(struct icefmt_repo *r, struct icefmt_ref *v, size_t *n,
+                     const char *what, struct zerr *err) {
+  if (*n < 2)
+    return 0;
+  struct listed_ref *t = malloc(*n * sizeof *t);
+  if (!t)
+    return zerr_set(err, ENOMEM, "out of memory");
+  for (size_t i = 0; i < *n; i++)
+    t[i] = (struct listed_ref){v[i], i};
+  qsort(t, *n, sizeof *t, listed_cmp);
+  size_t k = 0;
+  int rc = 0;
+  for (size_t i = 0; i < *n; i++) {
+    if (k && !strcmp(v[k - 1].name, t[i].ref.name)) {
+      if (rc == 0)
+        rc = note_skip(r, what, t[i].ref.name, strlen(t[i].ref.name),
+                       "listed twice (the first one listed is kept)", err);
+      free(t[i].ref.name);
+      continue;
+    }
+    v[k++] = t[i].ref;
+  }
+  *n = k;
+  free(t);
+  return rc;
 }
 
 /* Is name among the sorted strings v[0..n)? */
@@ -57,11 +119,11 @@ static int in_sorted(char *const *v, size_t n, const char *name) {
   return n && bsearch(&name, v, n, sizeof *v, str_cmp) != NULL;
 }
 
-/* Refs vector field id of the repo table into *out (snapshot indexes
- * checked against nsnaps). */
+/* Refs vector field id of the repo table into *out; a ref no file
+ * system can name, or naming no snapshot of the list, is left out. */
 static int parse_refs(const struct fb_table *t, unsigned id,
-                      const struct icefmt_repo *r, struct icefmt_ref **out,
-                      size_t *n, const char *what, struct zerr *err) {
+                      struct icefmt_repo *r, struct icefmt_ref **out, size_t *n,
+                      const char *what, struct zerr *err) {
   struct fb_vec v;
   int rc = fb_vector(t, id, 4, 4, &v, err);
   if (rc < 0)
@@ -78,18 +140,25 @@ static int parse_refs(const struct fb_table *t, unsigned id,
     uint64_t idx;
     ZTRY(fb_vec_table(&v, i, &e, err));
     ZTRY(fb_string(&e, 0, &s, &sn, err));
-    if (!s || !ref_name_ok(s, sn))
-      return zerr_set(err, EIO, "%s %u has no usable name", what, i);
     ZTRY(fb_scalar(&e, 1, 4, 0, &idx, err));
-    if (idx >= r->nsnaps)
-      return zerr_set(err, EIO, "%s '%.*s' names snapshot %llu of %zu", what,
-                      (int)sn, s, (unsigned long long)idx, r->nsnaps);
-    if (!((*out)[i].name = strndup(s, sn)))
+    if (!s || !ref_name_ok(s, sn)) {
+      ZTRY(note_skip(r, what, s ? s : "", s ? sn : 0,
+                     "no file system can name it", err));
+      continue;
+    }
+    if (idx >= r->nsnaps) {
+      char why[96];
+      snprintf(why, sizeof why, "names snapshot %llu of %zu",
+               (unsigned long long)idx, r->nsnaps);
+      ZTRY(note_skip(r, what, s, sn, why, err));
+      continue;
+    }
+    if (!((*out)[*n].name = strndup(s, sn)))
       return zerr_set(err, ENOMEM, "out of memory");
-    memcpy((*out)[i].snap, r->snaps[idx].id, 12);
-    *n = i + 1;
+    memcpy((*out)[*n].snap, r->snaps[idx].id, 12);
+    (*n)++;
   }
-  return sort_refs(*out, *n, what, err);
+  return sort_refs(r, *out, n, what, err);
 }
 
 /* The body of icefmt_repo_parse, filling r. */
@@ -118,7 +187,8 @@ static int repo_fill(const uint8_t *fb, size_t len, struct icefmt_repo *r,
     memcpy(si->id, id, 12);
     ZTRY(fb_scalar(&e, 1, 4, 0, &x, err));
     int32_t parent = (int32_t)(uint32_t)x;
-    if (parent < -1 || parent >= (int64_t)v.n || parent == (int64_t)i)
+    /* its own parent is a loop, as any other: walks stop there */
+    if (parent < -1 || parent >= (int64_t)v.n)
       return zerr_set(err, EIO, "snapshot %u has parent %d of %u", i, parent,
                       v.n);
     si->parent = parent;
@@ -305,59 +375,110 @@ static int collect_name(void *ud, const char *name, enum store_entry_type type,
   return 0;
 }
 
+/* A deleted tag's name, kept. */
+static int push_deleted(struct icefmt_repo *r, const char *name,
+                        struct zerr *err) {
+  char **nv = realloc(r->deleted_tags, (r->ndeleted + 1) * sizeof *nv);
+  if (!nv)
+    return zerr_set(err, ENOMEM, "out of memory");
+  r->deleted_tags = nv;
+  if (!(nv[r->ndeleted] = strdup(name)))
+    return zerr_set(err, ENOMEM, "out of memory");
+  r->ndeleted++;
+  return 0;
+}
+
+/* Does the snapshot a spec 1 ref names exist? Asked of a local store
+ * only (a stat); over the network it would cost a request per ref at
+ * open, so there a missing one is found when the ref is used. 0, or a
+ * negative errno (err says it). */
+static int snapshot_there(struct store *s, const uint8_t id[12],
+                          struct zerr *err) {
+  if (s->remote)
+    return 0;
+  char key[16 + ICEFMT_ID_CHARS];
+  memcpy(key, "snapshots/", 10);
+  icefmt_id_encode(id, 12, key + 10);
+  enum store_entry_type ty;
+  uint64_t size;
+  int rc = store_stat(s, key, &ty, &size, err);
+  if (rc == 0 && ty != STORE_FILE)
+    rc = zerr_set(err, ENOENT, "not a file");
+  if (rc < 0 && !zerr_is_transient(-rc))
+    zerr_set(err, -rc, "names snapshot %s, which is not there (%s)", key + 10,
+             rc == -ENOENT ? "no such file" : "cannot be read");
+  return rc;
+}
+
+/* One listed spec 1 ref directory's name (branch.NAME, tag.NAME) into r:
+ * a ref, a deleted tag, nothing (no ref.json: a deleted branch), or left
+ * out and noted when it cannot be named or read. Main was read already
+ * (main: its id, or NULL when it was left out). */
+static int repo1_ref(struct store *s, struct icefmt_repo *r, const char *nm,
+                     const uint8_t *main, struct zerr *err) {
+  int tag = !strncmp(nm, "tag.", 4);
+  if (!tag && strncmp(nm, "branch.", 7))
+    return 0;
+  const char *kind = tag ? "tag" : "branch", *name = nm + (tag ? 4 : 7);
+  if (!ref_name_ok(name, strlen(name)))
+    return note_skip(r, kind, name, strlen(name), "no file system can name it",
+                     err);
+  if (!tag && !strcmp(name, "main"))
+    return main ? push_ref(&r->branches, &r->nbranches, name, main, err) : 0;
+  uint8_t id[12];
+  struct zerr e2 = {0};
+  int rc = read_ref1(s, kind, name, strlen(name), id, &e2);
+  if (rc == REF_DELETED)
+    return push_deleted(r, name, err);
+  if (rc == -ENOENT)
+    return 0;
+  if (rc == 0)
+    rc = snapshot_there(s, id, &e2);
+  if (rc == 0)
+    return push_ref(tag ? &r->tags : &r->branches,
+                    tag ? &r->ntags : &r->nbranches, name, id, err);
+  if (zerr_is_transient(-rc))
+    return zerr_set(err, -rc, "%s", e2.msg);
+  return note_skip(r, kind, name, strlen(name), e2.msg, err);
+}
+
 /* Spec 1: refs from refs/ and config.yaml. */
 static int repo1_fill(struct store *s, struct icefmt_repo *r,
                       struct zerr *err) {
-  uint8_t id[12];
-  int rc = read_ref1(s, "branch", "main", 4, id, err);
-  if (rc < 0)
-    return rc == -ENOENT
-               ? zerr_set(err, ENOENT,
-                          "neither repo nor "
-                          "refs/branch.main/ref.json: not an Icechunk "
-                          "repository")
-               : rc;
-  struct names ns = {0};
+  uint8_t main[12];
   struct zerr e2 = {0};
+  int rc = read_ref1(s, "branch", "main", 4, main, &e2);
+  if (rc == 0 && (rc = snapshot_there(s, main, &e2)) == -ENOENT)
+    rc = -EIO; /* a repository all the same: main is what is wrong */
+  if (rc == -ENOENT)
+    return zerr_set(err, ENOENT,
+                    "neither repo nor "
+                    "refs/branch.main/ref.json: not an Icechunk "
+                    "repository");
+  if (rc < 0 && zerr_is_transient(-rc))
+    return zerr_set(err, -rc, "%s", e2.msg);
+  if (rc < 0) /* the other refs may still be read */
+    ZTRY(note_skip(r, "branch", "main", 4, e2.msg, err));
+  int main_ok = rc == 0;
+  struct names ns = {0};
   rc = s->unlistable ? -ENOTSUP : store_list(s, "refs", collect_name, &ns, &e2);
   if (ns.oom)
     rc = zerr_set(err, ENOMEM, "out of memory");
   else if (rc == 0) {
     r->refs_listed = 1;
-    for (size_t i = 0; i < ns.n && rc == 0; i++) {
-      const char *nm = ns.v[i];
-      int tag = !strncmp(nm, "tag.", 4);
-      if (!tag && strncmp(nm, "branch.", 7))
-        continue;
-      const char *name = nm + (tag ? 4 : 7);
-      rc = read_ref1(s, tag ? "tag" : "branch", name, strlen(name), id, err);
-      if (rc == REF_DELETED) {
-        rc = 0;
-        char **nv = realloc(r->deleted_tags, (r->ndeleted + 1) * sizeof *nv);
-        if (!nv || !(nv[r->ndeleted] = strdup(name)))
-          rc = zerr_set(err, ENOMEM, "out of memory");
-        if (nv)
-          r->deleted_tags = nv;
-        if (rc == 0)
-          r->ndeleted++;
-      } else if (rc == -ENOENT) {
-        rc = 0; /* a directory without ref.json: a deleted branch */
-      } else if (rc == 0) {
-        rc = tag ? push_ref(&r->tags, &r->ntags, name, id, err)
-                 : push_ref(&r->branches, &r->nbranches, name, id, err);
-      }
-    }
+    for (size_t i = 0; i < ns.n && rc == 0; i++)
+      rc = repo1_ref(s, r, ns.v[i], main_ok ? main : NULL, err);
   } else if (zerr_is_transient(-rc)) {
     rc = zerr_set(err, -rc, "refs: %s", e2.msg);
   } else {
-    rc = push_ref(&r->branches, &r->nbranches, "main", id, err);
+    rc = main_ok ? push_ref(&r->branches, &r->nbranches, "main", main, err) : 0;
   }
   for (size_t i = 0; i < ns.n; i++)
     free(ns.v[i]);
   free(ns.v);
   ZTRY(rc);
-  ZTRY(sort_refs(r->branches, r->nbranches, "branch", err));
-  ZTRY(sort_refs(r->tags, r->ntags, "tag", err));
+  ZTRY(sort_refs(r, r->branches, &r->nbranches, "branch", err));
+  ZTRY(sort_refs(r, r->tags, &r->ntags, "tag", err));
   if (r->ndeleted > 1)
     qsort(r->deleted_tags, r->ndeleted, sizeof *r->deleted_tags, str_cmp);
   char *text;
@@ -433,6 +554,9 @@ void icefmt_repo_free(struct icefmt_repo *r) {
     free(r->deleted_tags[i]);
   for (size_t i = 0; i < r->nsnaps; i++)
     free(r->snaps[i].message);
+  for (size_t i = 0; i < r->nskipped && i < ICEFMT_SKIPPED_MAX; i++)
+    free(r->skipped[i]);
+  free(r->skipped);
   icefmt_containers_free(r);
   free(r->branches);
   free(r->tags);

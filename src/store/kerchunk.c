@@ -10,17 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/base64.h"
-#include "../util/buf.h"
-#include "../util/file.h"
-#include "../util/zmath.h"
 #include "../json/jdup.h"
 #include "../json/jlex.h"
 #include "../json/zjson.h"
+#include "../util/base64.h"
+#include "../util/buf.h"
+#include "../util/file.h"
 #include "../util/log.h"
+#include "../util/zmath.h"
 #include "../zarr/meta.h"
 
-/* gen expands at most this many keys in all (a typo must not hang us). */
+/* gen expands at most this many keys in all (a typo must not hang us),
+ * counted before any is made (gen_total). */
 #define GEN_MAX 50000000ull
 
 /* ---- integer expressions ---- */
@@ -473,6 +474,49 @@ static int add_gen(struct manifest_builder *b, const char *path, json_t *g,
   return rc;
 }
 
+/* How many values dimension d has, without making them: 0 for a shape
+ * dim_values refuses (it says why when the entry is expanded). */
+static uint64_t dim_count(json_t *d) {
+  if (json_is_array(d))
+    return json_array_size(d);
+  json_t *jstart = json_object_get(d, "start"),
+         *jstop = json_object_get(d, "stop"),
+         *jstep = json_object_get(d, "step");
+  if (!json_is_integer(jstop) || (jstart && !json_is_integer(jstart)) ||
+      (jstep && !json_is_integer(jstep)))
+    return 0;
+  int64_t start = jstart ? json_integer_value(jstart) : 0,
+          stop = json_integer_value(jstop),
+          step = jstep ? json_integer_value(jstep) : 1;
+  if (step <= 0 || stop <= start)
+    return 0;
+  return ((uint64_t)(stop - start) + (uint64_t)step - 1) / (uint64_t)step;
+}
+
+/* Every gen entry's keys counted before any is made: a file asking for
+ * more than GEN_MAX in all is refused at once, in bounded work and
+ * memory (its dimensions are sizes here, not lists of values). */
+static int gen_total(json_t *gen, struct zerr *err) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < json_array_size(gen); i++) {
+    json_t *dims = json_object_get(json_array_get(gen, i), "dimensions");
+    const char *name;
+    json_t *dv;
+    uint64_t prod = json_is_object(dims) && json_object_size(dims) ? 1 : 0;
+    json_object_foreach(dims, name, dv) {
+      if (zmul_u64(prod, dim_count(dv), &prod) < 0)
+        prod = UINT64_MAX;
+    }
+    total = prod > UINT64_MAX - total ? UINT64_MAX : total + prod;
+  }
+  if (total > GEN_MAX)
+    return zerr_set(err, EINVAL,
+                    "gen expands to %llu keys in all, more than %llu: "
+                    "nothing expanded",
+                    (unsigned long long)total, (unsigned long long)GEN_MAX);
+  return 0;
+}
+
 /* The directory of path, absolute. */
 static char *dir_of(const char *path) {
   char *abs = realpath(path, NULL);
@@ -654,7 +698,7 @@ static int build(struct scan *s, const char *path, const char *base,
   struct manifest_builder *b = NULL;
   ZTRY(manifest_builder_new(base, &b, err));
   uint64_t total = 0;
-  int rc = 0;
+  int rc = gen ? gen_total(gen, err) : 0;
   for (size_t i = 0; rc == 0 && gen && i < json_array_size(gen); i++) {
     rc = add_gen(b, path, json_array_get(gen, i), templates, &total, err);
     if (rc)

@@ -6,7 +6,9 @@
  * is inline text (the UTF-8 bytes of the string, NULs allowed),
  * "base64:DATA", [url] (a whole file) or [url, offset, length]; urls may
  * use {{name}} templates; `gen` entries expand {{expr}} integer
- * expressions over their dimensions. Relative urls are relative to the
+ * expressions over their dimensions, at most 50,000,000 keys in all:
+ * every entry's count is summed before any key is made, so a file asking
+ * for more is refused in work and memory bounded by its own size. Relative urls are relative to the
  * reference file's directory. A malformed value makes only its key fail
  * (MF_BAD: EIO with the reason on read), so does a url with a NUL byte
  * inside, also one a template brings ("target path contains a NUL byte");

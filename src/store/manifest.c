@@ -454,20 +454,27 @@ int manifest_list(const struct manifest *m, const char *prefix, int64_t mtime,
       continue;
     }
     size_t cl = (size_t)(slash - rest);
-    if ((size_t)pl + cl + 2 > sizeof name)
-      return zerr_set(err, ENAMETOOLONG, "key too long");
-    memcpy(name, rest, cl);
-    name[cl] = '\0';
-    if (cb(ud, name, STORE_DIR, 0, mtime))
-      return 0;
+    /* A name too long for the buffer is still listed (the listing's
+     * user leaves out what no file system can name, and says so): the
+     * rest of the directory must not fail with it. */
+    char *up =
+        (size_t)pl + cl + 2 > sizeof name ? malloc((size_t)pl + cl + 2) : name;
+    if (!up)
+      return zerr_set(err, ENOMEM, "out of memory");
+    memcpy(up, rest, cl);
+    up[cl] = '\0';
+    int stop = cb(ud, up, STORE_DIR, 0, mtime);
     /* Jump past the subtree: every key under p+name+"/" sorts before
      * p+name+"0" ('0' follows '/'). */
-    char up[4096];
     memcpy(up, p, (size_t)pl);
     memcpy(up + pl, rest, cl);
     up[(size_t)pl + cl] = '0';
     up[(size_t)pl + cl + 1] = '\0';
-    uint64_t j = lower_bound(m, up);
+    uint64_t j = stop ? i : lower_bound(m, up);
+    if (up != name)
+      free(up);
+    if (stop)
+      return 0;
     i = j > i ? j : i + 1;
   }
   return 0;

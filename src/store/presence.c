@@ -2,6 +2,7 @@
  * presence.h). */
 #include "presence.h"
 
+#include "../util/cancel.h"
 #include "../util/zmath.h"
 
 #include <stdio.h>
@@ -89,8 +90,8 @@ static int scan_entry(void *ud, const char *name, enum store_entry_type type,
                       uint64_t size, int64_t mtime) {
   (void)mtime;
   struct scan *sc = ud;
-  if (sc->stop && atomic_load_explicit(sc->stop, memory_order_relaxed)) {
-    sc->rc = zerr_set(sc->err, EINTR, "interrupted: zarrfs is shutting down");
+  if (cancel_stopped(sc->stop)) { /* shutdown, or its reader gave up */
+    sc->rc = cancel_check(sc->stop, sc->err);
     return 1;
   }
   char key[4096];

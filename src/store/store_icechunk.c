@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../util/log.h"
 #include "../util/memo.h"
 #include "confine.h"
 #include "icechunk.h"
@@ -33,7 +34,7 @@ struct ic_kept {
 };
 
 struct icechunk {
-  struct store *files; /* the repository's files (owned) */
+  struct store *files;       /* the repository's files (owned) */
   pthread_mutex_t kept_lock; /* guards kept and kept_next (a leaf) */
   struct ic_kept kept[IC_FILES_KEPT];
   unsigned kept_next; /* the slot to replace next (round robin) */
@@ -84,6 +85,16 @@ int icechunk_detect(struct store *s, struct zerr *err) {
   return 0;
 }
 
+/* One line per ref the load left out (they are few: a repository names
+ * its refs once). */
+static void log_skipped(const struct store *s, const struct icefmt_repo *r) {
+  for (size_t i = 0; i < r->nskipped && i < ICEFMT_SKIPPED_MAX; i++)
+    zlog(ZLOG_WARN, "%s: %s", s->location, r->skipped[i]);
+  if (r->nskipped > ICEFMT_SKIPPED_MAX)
+    zlog(ZLOG_WARN, "%s: %zu more refs skipped", s->location,
+         r->nskipped - ICEFMT_SKIPPED_MAX);
+}
+
 /* Load the refs now: the mount shows them as they are at open. */
 int icechunk_open(struct store *s, size_t max_decode, size_t budget,
                   const struct confine *c, struct icechunk **out,
@@ -102,8 +113,10 @@ int icechunk_open(struct store *s, size_t max_decode, size_t budget,
   int rc = memo_new(&mc, &ic->manifests, err);
   if (rc == 0)
     rc = icefmt_repo_load(s, max_decode, &ic->refs, err);
-  if (rc == 0)
+  if (rc == 0) {
+    log_skipped(s, ic->refs);
     rc = icevirt_new(ic->refs, c, &ic->virt, err);
+  }
   if (rc < 0) {
     icechunk_unref(ic);
     return rc;
@@ -145,96 +158,145 @@ int icechunk_ref_id(struct icechunk *ic, const char *name, int tag,
   return icefmt_repo_ref(ic->refs, ic->files, name, tag, id, err);
 }
 
-/* Spec 2 walks the repo file's list by parent index; spec 1 reads each
- * snapshot for its parent. */
-int icechunk_history(struct icechunk *ic, const uint8_t id[12],
-                     icechunk_log_cb cb, void *ud, struct zerr *err) {
+/* id as its 20 characters, in buf. */
+static const char *sid_of(const uint8_t id[12], char buf[ICEFMT_ID_CHARS + 1]) {
+  icefmt_id_encode(id, 12, buf);
+  return buf;
+}
+
+/* walk's answer when cb asked to stop. */
+#define WALK_STOPPED (ICECHUNK_PARTIAL + 1)
+
+/* Walk the ancestry of id, newest first, adding each snapshot to seen
+ * before giving it to cb. A snapshot already in seen ends the walk: a
+ * loop (ICECHUNK_PARTIAL) when known_stops is 0, an ancestry given
+ * already (0) when it is 1. Spec 2 follows the repo file's parent
+ * indexes; spec 1 reads each snapshot for its parent. */
+static int walk(struct icechunk *ic, const uint8_t id[12],
+                struct icefmt_idset *seen, int known_stops, icechunk_log_cb cb,
+                void *ud, struct zerr *err) {
   const struct icefmt_repo *r = ic->refs;
-  uint8_t cur[12];
+  uint8_t cur[12], next[12];
   memcpy(cur, id, 12);
+  size_t i = 0;
   if (r->spec == 2) {
-    size_t i = 0;
     while (i < r->nsnaps && memcmp(r->snaps[i].id, cur, 12))
       i++;
     if (i == r->nsnaps) {
       char sid[ICEFMT_ID_CHARS + 1];
-      icefmt_id_encode(cur, 12, sid);
-      return zerr_set(err, ENOENT, "no snapshot %s in the repository", sid);
+      return zerr_set(err, ENOENT, "no snapshot %s in the repository",
+                      sid_of(cur, sid));
     }
-    for (size_t steps = 0; steps < r->nsnaps; steps++) {
-      const struct icefmt_snapinfo *si = &r->snaps[i];
-      if (cb(ud, si->id, si->flushed_at, si->message) || si->parent < 0)
-        return 0;
-      i = (size_t)si->parent;
-    }
-    return zerr_set(err, EIO, "repo: the parents of the snapshots loop");
   }
-  for (long steps = 0; steps < 1000000; steps++) {
-    struct icefmt_snapshot *sn;
-    ZTRY(icefmt_snapshot_load(ic->files, cur, ic->max_decode, &sn, err));
-    int stop = cb(ud, sn->id, sn->flushed_at, sn->message);
-    int more = sn->has_parent;
-    memcpy(cur, sn->parent, 12);
-    icefmt_snapshot_free(sn);
-    if (stop || !more)
+  for (size_t given = 0;; given++) {
+    char sid[ICEFMT_ID_CHARS + 1];
+    if (seen->n >= ICECHUNK_HISTORY_MAX) {
+      zerr_set(
+          err, EIO,
+          "the history is cut before %s: at most " ICECHUNK_HISTORY_MAX_TEXT
+          " snapshots (%zu given)",
+          sid_of(cur, sid), given);
+      return ICECHUNK_PARTIAL;
+    }
+    int added = icefmt_idset_add(seen, cur);
+    if (added < 0)
+      return zerr_set(err, ENOMEM, "out of memory");
+    if (!added && known_stops)
       return 0;
-  }
-  return zerr_set(err, EIO, "the parents of the snapshots loop");
-}
-
-/* Ids seen by a spec 1 walk, and the caller's callback. */
-struct ic_seen {
-  uint8_t (*ids)[12];
-  size_t n, cap;
-  icechunk_log_cb cb;
-  void *ud;
-  int stopped, oom;
-};
-
-/* Report a snapshot once; stop a walk at a snapshot already seen (its
- * ancestry was walked from there). */
-static int seen_cb(void *ud, const uint8_t id[12], uint64_t at,
-                   const char *msg) {
-  struct ic_seen *s = ud;
-  for (size_t i = 0; i < s->n; i++)
-    if (!memcmp(s->ids[i], id, 12))
-      return 1;
-  if (s->n == s->cap) {
-    size_t nc = s->cap ? 2 * s->cap : 64;
-    uint8_t(*v)[12] = realloc(s->ids, nc * sizeof *v);
-    if (!v) {
-      s->oom = 1;
-      return 1;
+    if (!added) {
+      zerr_set(err, EIO,
+               "the parents of the snapshots loop: the history stops "
+               "before %s, met again after %zu snapshots",
+               sid_of(cur, sid), given);
+      return ICECHUNK_PARTIAL;
     }
-    s->ids = v;
-    s->cap = nc;
+    const char *msg;
+    uint64_t at;
+    int more;
+    struct icefmt_snapshot *sn = NULL;
+    if (r->spec == 2) {
+      const struct icefmt_snapinfo *si = &r->snaps[i];
+      msg = si->message;
+      at = si->flushed_at;
+      more = si->parent >= 0;
+      if (more) {
+        i = (size_t)si->parent;
+        memcpy(next, r->snaps[i].id, 12);
+      }
+    } else {
+      int rc = icefmt_snapshot_load(ic->files, cur, ic->max_decode, &sn, err);
+      if (rc < 0 && (given == 0 || zerr_is_transient(-rc)))
+        return rc;
+      if (rc < 0) {
+        zerr_prefix(err, "the history stops at a parent that cannot be "
+                         "read: ");
+        return ICECHUNK_PARTIAL;
+      }
+      msg = sn->message;
+      at = sn->flushed_at;
+      more = sn->has_parent;
+      memcpy(next, sn->parent, 12);
+    }
+    int stop = cb(ud, cur, at, msg);
+    icefmt_snapshot_free(sn);
+    if (stop)
+      return WALK_STOPPED;
+    if (!more)
+      return 0;
+    memcpy(cur, next, 12);
   }
-  memcpy(s->ids[s->n++], id, 12);
-  if (s->cb(s->ud, id, at, msg))
-    s->stopped = 1;
-  return s->stopped;
 }
 
-/* Spec 2: the list; spec 1: the union of the refs' ancestries. */
+/* One walk with a set of its own: a snapshot met twice is a loop. */
+int icechunk_history(struct icechunk *ic, const uint8_t id[12],
+                     icechunk_log_cb cb, void *ud, struct zerr *err) {
+  struct icefmt_idset seen = {0};
+  int rc = walk(ic, id, &seen, 0, cb, ud, err);
+  icefmt_idset_free(&seen);
+  return rc == WALK_STOPPED ? 0 : rc;
+}
+
+/* Spec 2: the list; spec 1: the union of the refs' ancestries, each
+ * walk ending where it meets one given before. A ref whose ancestry
+ * cannot be read (or loops) gives what it can; err keeps the first
+ * such reason. */
 int icechunk_snapshots(struct icechunk *ic, icechunk_log_cb cb, void *ud,
                        struct zerr *err) {
   const struct icefmt_repo *r = ic->refs;
   if (r->spec == 2) {
-    for (size_t i = 0; i < r->nsnaps; i++)
+    for (size_t i = 0; i < r->nsnaps; i++) {
+      if (i == ICECHUNK_HISTORY_MAX) {
+        char sid[ICEFMT_ID_CHARS + 1];
+        zerr_set(err, EIO,
+                 "the list of snapshots is cut before %s: at "
+                 "most " ICECHUNK_HISTORY_MAX_TEXT " (%zu given)",
+                 sid_of(r->snaps[i].id, sid), i);
+        return ICECHUNK_PARTIAL;
+      }
       if (cb(ud, r->snaps[i].id, r->snaps[i].flushed_at, r->snaps[i].message))
         break;
+    }
     return 0;
   }
-  struct ic_seen s = {NULL, 0, 0, cb, ud, 0, 0};
-  int rc = 0;
-  for (size_t i = 0; rc == 0 && !s.stopped && i < r->nbranches; i++)
-    rc = icechunk_history(ic, r->branches[i].snap, seen_cb, &s, err);
-  for (size_t i = 0; rc == 0 && !s.stopped && i < r->ntags; i++)
-    rc = icechunk_history(ic, r->tags[i].snap, seen_cb, &s, err);
-  free(s.ids);
-  if (rc == 0 && s.oom)
-    rc = zerr_set(err, ENOMEM, "out of memory");
-  return rc;
+  struct icefmt_idset seen = {0};
+  int rc = 0, partial = 0;
+  size_t nrefs = r->nbranches + r->ntags;
+  for (size_t k = 0; k < nrefs && (rc == 0 || rc == ICECHUNK_PARTIAL); k++) {
+    const struct icefmt_ref *ref =
+        k < r->nbranches ? &r->branches[k] : &r->tags[k - r->nbranches];
+    struct zerr e2 = {0};
+    rc = walk(ic, ref->snap, &seen, 1, cb, ud, &e2);
+    if (rc == ICECHUNK_PARTIAL || (rc < 0 && !zerr_is_transient(-rc))) {
+      if (!partial++)
+        zerr_set(err, EIO, "%s '%s': %s", k < r->nbranches ? "branch" : "tag",
+                 ref->name, e2.msg);
+      rc = seen.n >= ICECHUNK_HISTORY_MAX ? WALK_STOPPED : ICECHUNK_PARTIAL;
+    } else if (rc < 0) {
+      zerr_set(err, -rc, "%s", e2.msg);
+    }
+  }
+  icefmt_idset_free(&seen);
+  return rc < 0 ? rc : partial ? ICECHUNK_PARTIAL : 0;
 }
 
 /* Fills of the manifest memo. */
@@ -450,8 +512,7 @@ static int chunk_ref(struct store_icechunk *st, const struct ic_chunkkey *ck,
 /* The chunk file id (its key: key): a kept one, else opened and kept in
  * place of the oldest. *out holds a reference. */
 static int chunk_file(struct icechunk *ic, const uint8_t id[12],
-                      const char *key, struct bytesrc **out,
-                      struct zerr *err) {
+                      const char *key, struct bytesrc **out, struct zerr *err) {
   pthread_mutex_lock(&ic->kept_lock);
   for (size_t i = 0; i < IC_FILES_KEPT; i++)
     if (ic->kept[i].b && !memcmp(ic->kept[i].id, id, 12)) {
@@ -741,8 +802,7 @@ int icechunk_open_snapshot(struct icechunk *ic, const uint8_t id[12],
 
 /* By the store's operations: only snapshot stores have these. */
 struct icechunk *icechunk_of_store(const struct store *s) {
-  return s && s->ops == &ic_ops ? ((const struct store_icechunk *)s)->ic
-                                : NULL;
+  return s && s->ops == &ic_ops ? ((const struct store_icechunk *)s)->ic : NULL;
 }
 
 /* Repository, ref, snapshot store: the mount's one call. */

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cancel.h"
 #include "htab.h"
 
 /* Start with one reference. */
@@ -256,19 +257,13 @@ static void unpin_locked(struct memo *m, struct memo_entry *e,
 
 /* ---- fills ---- */
 
-/* Sleep until e's fill ends; -EINTR when the stop flag is raised first. */
+/* Sleep until e's fill ends; -EINTR when the stop flag is raised, or the
+ * calling thread's request is abandoned (cancel.h), first. */
 static int wait_filled(struct memo *m, struct memo_entry *e) {
   while (e->state == M_PENDING) {
-    if (m->stop && atomic_load_explicit(m->stop, memory_order_relaxed))
+    if (cancel_stopped(m->stop))
       return -EINTR;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += MEMO_WAIT_SLICE_NS;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+    cancel_sleep(&m->cond, &m->lock, CLOCK_MONOTONIC, MEMO_WAIT_SLICE_NS);
   }
   return 0;
 }
@@ -390,7 +385,8 @@ static int memo_lookup_or_fill(struct memo *m, const struct memo_key *k,
       unpin_locked(m, e, &victims);
       pthread_mutex_unlock(&m->lock);
       free_victims(victims);
-      return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+      int rc = cancel_check(m->stop, err);
+      return rc ? rc : zerr_set(err, EINTR, "interrupted");
     }
   } else {
     e = begin_fill_locked(m, k, h, is_value);

@@ -34,7 +34,8 @@
  * ends at a fill that waits for nothing; the memo's mutex is never held
  * while a fill runs or while a destructor runs. The rule is checked: a
  * violation (a bug) fails with -EDEADLK instead of hanging. Waits also end
- * with -EINTR once the stop flag (memo_config.stop) is set.
+ * with -EINTR once the stop flag (memo_config.stop) is set, or the waiting
+ * thread's request is abandoned (src/util/cancel.h).
  *
  * Lock: struct memo.lock guards the table, both LRU lists and every entry's
  * state; it is a leaf lock (no other lock is taken while holding it). */

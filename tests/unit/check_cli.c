@@ -423,6 +423,52 @@ START_TEST(masks_over_umask) {
 }
 END_TEST
 
+/* Modes shown to other users are enforced: allow_other with any of uid,
+ * gid, umask, fmask, dmask adds default_permissions for libfuse (once);
+ * no_default_permissions opts out; nothing is added without allow_other
+ * or without an owner option (issue 32 item 4). */
+START_TEST(allow_other_implies_default_permissions) {
+  static const char *const implied[] = {"umask=077", "fmask=0", "dmask=7",
+                                        "uid=5", "gid=6"};
+  for (size_t i = 0; i < sizeof implied / sizeof *implied; i++) {
+    struct cli_config *c = parse_ok((const char *[]){
+        "-o", "allow_other", "-o", implied[i], "s", "m", NULL});
+    ck_assert_int_eq(c->default_permissions, 2);
+    assert_fuse_argv(c, (const char *[]){"zarrfs", "-o",
+                                         "allow_other,default_permissions", "m",
+                                         NULL});
+    cli_config_free(c);
+  }
+  struct cli_config *c = parse_ok((const char *[]){
+      "-o", "umask=077,allow_other,default_permissions", "s", "m", NULL});
+  ck_assert_int_eq(c->default_permissions, 1);
+  assert_fuse_argv(c, (const char *[]){"zarrfs", "-o",
+                                       "allow_other,default_permissions", "m",
+                                       NULL});
+  cli_config_free(c);
+  c = parse_ok((const char *[]){
+      "-o", "allow_other,umask=077,no_default_permissions", "s", "m", NULL});
+  ck_assert_int_eq(c->default_permissions, 0);
+  ck_assert_int_eq(c->fmask, 077);
+  assert_fuse_argv(c,
+                   (const char *[]){"zarrfs", "-o", "allow_other", "m", NULL});
+  cli_config_free(c);
+  c = parse_ok((const char *[]){"-o", "allow_other", "s", "m", NULL});
+  ck_assert_int_eq(c->default_permissions, 0);
+  assert_fuse_argv(c,
+                   (const char *[]){"zarrfs", "-o", "allow_other", "m", NULL});
+  cli_config_free(c);
+  c = parse_ok((const char *[]){"-o", "umask=077,uid=3", "s", "m", NULL});
+  ck_assert_int_eq(c->default_permissions, 0);
+  assert_fuse_argv(c, (const char *[]){"zarrfs", "m", NULL});
+  cli_config_free(c);
+  parse_refused((const char *[]){"-o", "default_permissions", "-o",
+                                 "no_default_permissions", "s", "m", NULL},
+                "default_permissions and no_default_permissions exclude "
+                "each other");
+}
+END_TEST
+
 /* -o nonempty is ours (libfuse 3 has no such option). */
 START_TEST(nonempty_is_ours) {
   struct cli_config *c = parse_ok((const char *[]){"s", "m", NULL});
@@ -784,6 +830,7 @@ START_TEST(usage_names_every_option) {
                                      "-o umask=OCT",
                                      "-o fmask=OCT",
                                      "-o dmask=OCT",
+                                     "-o no_default_permissions",
                                      "-o xattr",
                                      "-o views=beside|tree|none",
                                      "-o log_file=",
@@ -1076,6 +1123,7 @@ int main(void) {
   tcase_add_test(tc, allow_roots_in_order);
   tcase_add_test(tc, nonempty_is_ours);
   tcase_add_test(tc, masks_over_umask);
+  tcase_add_test(tc, allow_other_implies_default_permissions);
   tcase_add_test(tc, log_options);
   tcase_add_test(tc, icechunk_options);
   tcase_add_test(tc, views_option);

@@ -4,8 +4,10 @@
  * their EXPECTED.md (refs, deleted tags, histories, node paths, inline, native
  * and virtual chunk references, split manifests' extents), and every fixture
  * metadata file truncated and bit-flipped (refused or read, never a crash). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "../../src/net/remote.h"
@@ -1057,6 +1059,196 @@ START_TEST(container_s3_settings) {
 }
 END_TEST
 
+/* ---- hostile repositories (issue 32 items 10 and 11) ---- */
+
+/* An id set: 200,000 ids, each added once; ids differing in one byte, the
+ * all-zero id; every one found again. */
+START_TEST(id_sets) {
+  struct icefmt_idset s = {0};
+  uint8_t id[12] = {0};
+  for (uint32_t i = 0; i < 200000; i++) {
+    memcpy(id + 8, &i, 4);
+    ck_assert_int_eq(icefmt_idset_add(&s, id), 1);
+  }
+  for (uint32_t i = 0; i < 200000; i += 7) {
+    memcpy(id + 8, &i, 4);
+    ck_assert_int_eq(icefmt_idset_add(&s, id), 0);
+  }
+  ck_assert_uint_eq(s.n, 200000);
+  icefmt_idset_free(&s);
+  ck_assert_uint_eq(s.n, 0);
+  icefmt_idset_free(&s);
+  memset(id, 0, 12);
+  ck_assert_int_eq(icefmt_idset_add(&s, id), 1);
+  ck_assert_int_eq(icefmt_idset_add(&s, id), 0);
+  icefmt_idset_free(&s);
+}
+END_TEST
+
+/* A long commit message is cut in its history line, at a character
+ * boundary, and says so with "...". */
+START_TEST(log_line_cut) {
+  size_t n = ICEFMT_LOG_MESSAGE_MAX + 1001;
+  char *msg = malloc(n + 1);
+  msg[0] = 'x'; /* then two-byte characters: the cut falls inside one */
+  for (size_t i = 1; i + 1 < n; i += 2)
+    memcpy(msg + i, "\xc3\xa9", 2);
+  msg[n - (n % 2 == 0)] = '\0';
+  static const uint8_t z[12];
+  char *line = icefmt_log_line(z, 0, msg);
+  const char *m = strrchr(line, '\t') + 1;
+  size_t ml = strlen(m);
+  ck_assert_uint_le(ml, ICEFMT_LOG_MESSAGE_MAX + 4);
+  ck_assert_str_eq(m + ml - 4, "...\n");
+  ck_assert_int_eq(memcmp(m, msg, ml - 4), 0);
+  ck_assert_int_ne((unsigned char)m[ml - 5], 0xc3); /* no half character */
+  free(line);
+  msg[100] = '\0';
+  line = icefmt_log_line(z, 0, msg);
+  ck_assert_ptr_null(strstr(line, "..."));
+  free(line);
+  free(msg);
+}
+END_TEST
+
+/* Write text to dir/rel, making its directory. */
+static void put_ref(const char *dir, const char *rel, const char *text) {
+  char path[4096], cmd[8400];
+  snprintf(path, sizeof path, "%s/%s", dir, rel);
+  snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+  ck_assert_int_eq(system(cmd), 0);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* A writable copy of fixture repository name in a new directory dir (a
+ * mkdtemp template). */
+static void copy_fixture(const char *name, char *dir) {
+  char cmd[8400];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(cmd, sizeof cmd,
+           "cp -r '%s/icechunk/%s/.' '%s' && chmod -R u+w '%s'",
+           testutil_fixtures(), name, dir, dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Is there a note in r's skipped list containing both a and b? */
+static int skipped_has(const struct icefmt_repo *r, const char *a,
+                       const char *b) {
+  for (size_t i = 0; i < r->nskipped && i < ICEFMT_SKIPPED_MAX; i++)
+    if (strstr(r->skipped[i], a) && strstr(r->skipped[i], b))
+      return 1;
+  return 0;
+}
+
+/* A copy of test-repo-v1 with refs no reader can use beside the good
+ * ones: ref.json empty, not JSON, not an id; refs named '', '.', '..'.
+ * Each is left out with a note and the others are served; then main
+ * itself broken leaves the repository open on its other refs. */
+START_TEST(bad_refs_spec1) {
+  char dir[] = "/tmp/zarrfs-badrefs-XXXXXX", cmd[4300];
+  copy_fixture("test-repo-v1", dir);
+  const char *good = "{\"snapshot\":\"1CECHNKREP0F1RSTCMT0\"}";
+  put_ref(dir, "refs/tag.empty/ref.json", "");
+  put_ref(dir, "refs/tag.garbage/ref.json", "garbage{");
+  put_ref(dir, "refs/tag.badid/ref.json", "{\"snapshot\":\"nope\"}");
+  put_ref(dir, "refs/tag../ref.json", good);
+  put_ref(dir, "refs/tag.../ref.json", good);
+  put_ref(dir, "refs/branch./ref.json", good);
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(dir, &s, &err), 0);
+  struct icefmt_repo *r;
+  ck_assert_msg(icefmt_repo_load(s, MAXDEC, &r, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(r->nbranches, 2);
+  ck_assert_str_eq(r->branches[0].name, "main");
+  ck_assert_uint_eq(r->ntags, 2);
+  ck_assert_str_eq(r->tags[0].name, "it also works!");
+  ck_assert_str_eq(r->tags[1].name, "it works!");
+  ck_assert_uint_eq(r->nskipped, 6);
+  ck_assert(skipped_has(r, "tag 'empty'", "not JSON"));
+  ck_assert(skipped_has(r, "tag 'garbage'", "refs/tag.garbage/ref.json"));
+  ck_assert(skipped_has(r, "tag 'badid'", "no snapshot id"));
+  ck_assert(skipped_has(r, "tag '.'", "no file system can name it"));
+  ck_assert(skipped_has(r, "tag '..'", "no file system can name it"));
+  ck_assert(skipped_has(r, "branch ''", "no file system can name it"));
+  icefmt_repo_free(r);
+  /* main broken: the repository still opens on its other refs */
+  put_ref(dir, "refs/branch.main/ref.json", "{");
+  struct icechunk *ic;
+  ck_assert_msg(icechunk_open(s, MAXDEC, 1 << 20, NULL, &ic, &err) == 0, "%s",
+                err.msg);
+  r = (struct icefmt_repo *)icechunk_refs(ic);
+  ck_assert(skipped_has(r, "branch 'main'", "refs/branch.main/ref.json"));
+  uint8_t id[12];
+  ck_assert_int_eq(icechunk_resolve(ic, NULL, NULL, id, &err), -ENOENT);
+  ck_assert_int_eq(icechunk_resolve(ic, "my-branch", NULL, id, &err), 0);
+  struct store *st;
+  ck_assert_msg(icechunk_open_snapshot(ic, id, &st, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(read_len(st, "group1/small_chunks/c/0"), 10);
+  store_free(st);
+  icechunk_unref(ic);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* A ref naming a snapshot that is not there: left out at open from a
+ * local store; from a remote one, its history is ENOENT and the list of
+ * every snapshot keeps the others and says which ref it left out; a
+ * parent that is not there ends a history early. */
+START_TEST(missing_snapshots) {
+  char dir[] = "/tmp/zarrfs-missing-XXXXXX", cmd[4300];
+  copy_fixture("test-repo-v1", dir);
+  put_ref(dir, "refs/tag.missing/ref.json",
+          "{\"snapshot\":\"00000000000000000000\"}");
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(dir, &s, &err), 0);
+  struct icefmt_repo *r;
+  ck_assert_msg(icefmt_repo_load(s, MAXDEC, &r, &err) == 0, "%s", err.msg);
+  ck_assert(skipped_has(r, "tag 'missing'", "00000000000000000000"));
+  icefmt_repo_free(r);
+  /* a remote store is not asked at open (a request per ref): what the
+   * ref names is found missing when it is used */
+  s->remote = 1;
+  struct icechunk *ic;
+  ck_assert_msg(icechunk_open(s, MAXDEC, 1 << 20, NULL, &ic, &err) == 0, "%s",
+                err.msg);
+  uint8_t id[12];
+  ck_assert_int_eq(icechunk_resolve(ic, "missing", NULL, id, &err), 0);
+  char text[4096] = "";
+  ck_assert_int_eq(icechunk_history(ic, id, log_cb, text, &err), -ENOENT);
+  int n = 0;
+  ck_assert_int_eq(icechunk_snapshots(ic, count_snap, &n, &err),
+                   ICECHUNK_PARTIAL);
+  ck_assert_int_eq(n, 6);
+  ck_assert_ptr_nonnull(strstr(err.msg, "tag 'missing'"));
+  /* "fill data" gone: tag "it works!" shows the two snapshots above it */
+  ck_assert_int_eq(icechunk_resolve(ic, "it works!", NULL, id, &err), 0);
+  ck_assert_int_eq(icechunk_history(ic, id, log_cb, text, &err), 0);
+  const char *fill = strstr(text, "\tfill data\n");
+  ck_assert_ptr_nonnull(fill);
+  while (fill > text && fill[-1] != '\n')
+    fill--;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/snapshots/%.20s", dir, fill);
+  ck_assert_int_eq(unlink(path), 0);
+  text[0] = '\0';
+  ck_assert_int_eq(icechunk_history(ic, id, log_cb, text, &err),
+                   ICECHUNK_PARTIAL);
+  ck_assert_ptr_nonnull(strstr(err.msg, "a parent that cannot be read"));
+  ck_assert_ptr_nonnull(strstr(text, "\tdelete a chunk\n"));
+  ck_assert_ptr_nonnull(strstr(text, "\tset virtual chunk\n"));
+  ck_assert_ptr_null(strstr(text, "\tempty structure\n"));
+  icechunk_unref(ic);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("icechunk");
   TCase *tc = tcase_create("format");
@@ -1066,6 +1258,8 @@ int main(void) {
   tcase_add_test(tc, container_configs);
   tcase_add_test(tc, checksums);
   tcase_add_test(tc, container_s3_settings);
+  tcase_add_test(tc, id_sets);
+  tcase_add_test(tc, log_line_cut);
   suite_add_tcase(s, tc);
   TCase *fx = tcase_create("fixtures");
   tcase_set_timeout(fx, 120);
@@ -1078,6 +1272,8 @@ int main(void) {
   tcase_add_test(fx, shared_manifests);
   tcase_add_loop_test(fx, histories, 0, 3);
   tcase_add_loop_test(fx, all_snapshots, 0, 5);
+  tcase_add_test(fx, bad_refs_spec1);
+  tcase_add_test(fx, missing_snapshots);
   testutil_add_fixture_tcase(s, fx, "check_icechunk");
   return testutil_run(s);
 }

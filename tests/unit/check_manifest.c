@@ -1,7 +1,7 @@
 /* check_manifest.c - the chunk-reference table (src/store/manifest.c), kerchunk
- * reference files (src/store/kerchunk.c, src/store/store_refs.c) and confinement
- * (src/store/confine.c): lookups, listings, templates and gen expressions, and
- * bad input, each failing only its own key. */
+ * reference files (src/store/kerchunk.c, src/store/store_refs.c) and
+ * confinement (src/store/confine.c): lookups, listings, templates and gen
+ * expressions, and bad input, each failing only its own key. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <jansson.h>
@@ -12,12 +12,12 @@
 #include "../../fs/engine.h"
 #include "../../fs/namespace.h"
 #include "../../fs/ns_dir.h"
-#include "../../src/store/confine.h"
 #include "../../src/json/jdup.h"
+#include "../../src/store/confine.h"
 #include "../../src/store/kerchunk.h"
-#include "../../src/util/log.h"
 #include "../../src/store/manifest.h"
 #include "../../src/store/store.h"
+#include "../../src/util/log.h"
 #include "testutil.h"
 
 /* A listing collected as "name/" for directories and "name=size". */
@@ -513,6 +513,54 @@ static int load_text(const char *dir, const char *text, struct manifest **m,
   return kerchunk_load(p, m, err);
 }
 
+/* gen's keys are counted over every entry before any is made: a file
+ * asking for too many in all is refused with the total, before the first
+ * entry is expanded (its error, met only while expanding, never comes);
+ * 200 entries of 10^6 keys each are refused the same way. */
+START_TEST(gen_total_first) {
+  char base[] = "/tmp/zarrfs-gentotal-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  struct zerr err = {0};
+  struct manifest *m = NULL;
+  ck_assert_int_eq(
+      load_text(base,
+                "{\"version\": 1, \"refs\": {}, \"gen\": ["
+                "{\"key\": \"a/{{i}}\", \"url\": \"{{nope}}\","
+                "\"dimensions\": {\"i\": [0]}},"
+                "{\"key\": \"b/{{i}}\", \"url\": \"x.bin\","
+                "\"dimensions\": {\"i\": {\"stop\": 1000000000}}}]}",
+                &m, &err),
+      -EINVAL);
+  ck_assert_msg(strstr(err.msg, "1000000001 keys in all"), "%s", err.msg);
+  size_t cap = 200 * 96 + 64, n = 0;
+  char *text = malloc(cap);
+  n += (size_t)snprintf(text + n, cap - n,
+                        "{\"version\": 1, \"refs\": {}, "
+                        "\"gen\": [");
+  for (int k = 0; k < 200; k++)
+    n += (size_t)snprintf(text + n, cap - n,
+                          "%s{\"key\": \"a%d/{{i}}\", \"url\": \"x.bin\", "
+                          "\"dimensions\": {\"i\": {\"stop\": 1000000}}}",
+                          k ? "," : "", k);
+  snprintf(text + n, cap - n, "]}");
+  ck_assert_int_eq(load_text(base, text, &m, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "200000000 keys in all"), "%s", err.msg);
+  free(text);
+  /* at the limit, products of several dimensions and lists count too */
+  ck_assert_int_eq(load_text(base,
+                             "{\"version\": 1, \"refs\": {}, \"gen\": ["
+                             "{\"key\": \"a/{{i}}/{{j}}\", \"url\": \"x.bin\","
+                             "\"dimensions\": {\"i\": {\"stop\": 50000001}, "
+                             "\"j\": [0, 1]}}]}",
+                             &m, &err),
+                   -EINVAL);
+  ck_assert_msg(strstr(err.msg, "100000002 keys in all"), "%s", err.msg);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* A directory of a kerchunk store listed for readdir (ns_dir): stored
  * names sorted and each once, values.txt, the views; attributes only where
  * the listing knows them (never a whole-file reference, a view, or a name
@@ -806,6 +854,7 @@ int main(void) {
   tcase_add_test(tc, templates_and_expressions);
   tcase_add_test(tc, references_and_bad_input);
   tcase_add_test(tc, gen_entries);
+  tcase_add_test(tc, gen_total_first);
   tcase_add_test(tc, duplicate_keys);
   tcase_add_test(tc, scanner_syntax);
   tcase_add_test(tc, nul_in_target_path);

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../src/util/cancel.h"
 #include "../../src/util/htab.h"
 #include "../../src/util/memo.h"
 #include "../../src/util/zmath.h"
@@ -424,6 +425,60 @@ START_TEST(stop_ends_waits) {
 }
 END_TEST
 
+/* A getter serving a request whose token is raised (src/util/cancel.h). */
+struct cgetter {
+  struct getter g;
+  struct cancel tok;
+};
+static void *cgetter_run(void *p) {
+  struct cgetter *c = p;
+  cancel_enter(&c->tok);
+  getter_run(&c->g);
+  cancel_leave(NULL);
+  return NULL;
+}
+
+START_TEST(cancel_ends_a_wait) {
+  /* A request abandoned by its reader (FUSE INTERRUPT) stops waiting for
+   * another thread's fill at once; the fill goes on for whoever else
+   * wants it (issue 32 item 8). */
+  atomic_int hold;
+  atomic_init(&hold, 1);
+  struct memo *m = memo_make(1 << 20, 100, NULL);
+  struct job slow = {.cost = 1, .hold = &hold};
+  struct getter gf = {m, &slow, key(2, 9), -1};
+  struct cgetter cw = {{m, &slow, key(2, 9), -1}, {0}};
+  cancel_init(&cw.tok);
+  pthread_t filler, waiter;
+  pthread_create(&filler, NULL, getter_run, &gf);
+  for (int i = 0; !__atomic_load_n(&slow.calls, __ATOMIC_RELAXED) && i < 10000;
+       i++)
+    usleep(1000);
+  pthread_create(&waiter, NULL, cgetter_run, &cw);
+  cancel_raise(&cw.tok);
+  pthread_join(waiter, NULL); /* returns while the fill is still held */
+  ck_assert_int_eq(cw.g.rc, -EINTR);
+  ck_assert(cancel_raised(&cw.tok));
+  ck_assert_ptr_null(cancel_current()); /* this thread has no token */
+  atomic_store(&hold, 0);
+  pthread_join(filler, NULL);
+  ck_assert_int_eq(gf.rc, 0);
+  ck_assert_int_eq(__atomic_load_n(&slow.calls, __ATOMIC_RELAXED), 1);
+  /* the reason says which */
+  struct zerr err = {0};
+  struct cancel tok;
+  cancel_init(&tok);
+  ck_assert_int_eq(cancel_check(NULL, &err), 0);
+  struct cancel *prev = cancel_enter(&tok);
+  cancel_raise(&tok);
+  ck_assert_int_eq(cancel_check(NULL, &err), -EINTR);
+  ck_assert_str_eq(err.msg, "interrupted: its reader gave up");
+  cancel_leave(prev);
+  ck_assert(!cancel_requested());
+  memo_free(m);
+}
+END_TEST
+
 /* A value fill. */
 static int vfill(void *ctx, uint64_t *v, struct zerr *err) {
   struct job *j = ctx;
@@ -523,6 +578,7 @@ int main(void) {
   tcase_add_test(tc, present_while_filling);
   tcase_add_test(tc, wait_rule_is_checked);
   tcase_add_test(tc, stop_ends_waits);
+  tcase_add_test(tc, cancel_ends_a_wait);
   tcase_add_test(tc, values);
   tcase_add_test(tc, threads);
   suite_add_tcase(s, tc);

@@ -418,6 +418,89 @@ START_TEST(long_walk) {
 }
 END_TEST
 
+/* A column whose fields are all empty (a float array never written, its
+ * fill NaN) has no bytes at all in a block: rendering it copied zero
+ * bytes from a NULL buffer (UBSan, issue 32 item 15). */
+START_TEST(empty_column) {
+  put_text("e/.zgroup", "{\"zarr_format\":2}");
+  put_v2("e/x", "[2]", "[2]", "<i4", "null", "null", "[\"x\"]", "");
+  int32_t x[2] = {1, 2};
+  put_file("e/x/0", x, sizeof x);
+  put_v2("e/nan", "[2]", "[2]", "<f8", "\"NaN\"", "null", "[\"x\"]", "");
+  check_table("e/x.csv", "x,nan\n1,\n2,\n", 12);
+  /* one column, all empty: each row is written "" */
+  put_v2("e/only", "[2]", "[1]", "<f8", "\"NaN\"", "null", "[\"o\"]", "");
+  check_table("e/o.csv", "only\n\"\"\n\"\"\n", 11);
+}
+END_TEST
+
+/* A table whose columns have no stored chunk (arrays never written, of
+ * 2^40 elements) has every row the same: its size is arithmetic, learned
+ * from block 0, and a read at its end renders the last block alone (issue
+ * 32 item 8: ls -l sat in D state while 2^40 rows were rendered). */
+START_TEST(uniform_table) {
+  put_text("u/.zgroup", "{\"zarr_format\":2}");
+  put_v2("u/x", "[1099511627776]", "[1048576]", "<i4", "0", "null", "[\"u\"]",
+         "");
+  put_v2("u/y", "[1099511627776]", "[1048576]", "<f8", "\"NaN\"", "null",
+         "[\"u\"]", "");
+  uint64_t want = 4 + 2 * ((uint64_t)1 << 40); /* "x,y\n", then ",\n":
+                                                 both fill values masked */
+  for (int lazy = 0; lazy < 2; lazy++) {
+    struct engine *e = open_engine(lazy);
+    struct ns_entry ent;
+    struct zerr err = {0};
+    uint64_t size = 1;
+    ck_assert_int_eq(ns_resolve(e, "u/u.csv", &ent, &err), 0);
+    ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+    ck_assert_uint_eq(size, (lazy ? 0 : want)); /* lazy: nothing rendered */
+    ck_assert_int_eq(ns_read_direct(e, &ent, &err), lazy);
+    char buf[64];
+    ck_assert_int_eq(ns_read_view(e, &ent, 0, 10, buf, NULL, &err), 10);
+    ck_assert(!memcmp(buf, "x,y\n,\n,\n,\n", 10));
+    ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+    ck_assert_uint_eq(size, want); /* known once found arithmetic */
+    ck_assert_int_eq(ns_read_view(e, &ent, want - 5, 64, buf, NULL, &err), 5);
+    ck_assert(!memcmp(buf, "\n,\n,\n", 5));
+    ck_assert_int_eq(ns_read_view(e, &ent, want, 64, buf, NULL, &err), 0);
+    ck_assert_int_eq(
+        ns_read_view(e, &ent, 4 + 2 * 4096 - 1, 4, buf, NULL, &err),
+        4); /* across blocks 0 and 1 */
+    ck_assert(!memcmp(buf, "\n,\n,", 4));
+    ck_assert_uint_le(engine_fills(e, ELEVEL_TABLE_BLOCK), 3);
+    engine_free(e);
+  }
+}
+END_TEST
+
+/* A table that is not arithmetic and has more than TABLE_EXACT_FIELDS
+ * fields: stat shows 0 rather than render it, the file is read with
+ * direct I/O, and a read of its head renders the first block only. */
+START_TEST(large_table_deferred) {
+  put_text("w/.zgroup", "{\"zarr_format\":2}");
+  put_v2("w/p", "[33554433]", "[1000]", "<i4", "0", "null", "[\"w\"]", "");
+  put_v2("w/q", "[33554433]", "[1000]", "<i4", "0", "null", "[\"w\"]", "");
+  int32_t p[1000];
+  for (int i = 0; i < 1000; i++)
+    p[i] = i + 1; /* 0, the fill value, is masked: an empty field */
+  put_file("w/p/0", p, sizeof p);
+  struct engine *e = open_engine(0);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size = 1;
+  ck_assert_int_eq(ns_resolve(e, "w/w.csv", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, 0);
+  ck_assert_int_eq(ns_read_direct(e, &ent, &err), 1);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_TABLE_BLOCK), 0);
+  char buf[16];
+  ck_assert_int_eq(ns_read_view(e, &ent, 0, 14, buf, NULL, &err), 14);
+  ck_assert(!memcmp(buf, "p,q\n1.0,\n2.0,\n", 14)); /* masked: floats */
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_TABLE_BLOCK), 1);
+  engine_free(e);
+}
+END_TEST
+
 /* The suite. */
 static Suite *table_suite(void) {
   Suite *s = suite_create("table");
@@ -431,6 +514,9 @@ static Suite *table_suite(void) {
   tcase_add_test(tc, blocks_of_rows);
   tcase_add_test(tc, lazy_size_learned);
   tcase_add_test(tc, long_walk);
+  tcase_add_test(tc, empty_column);
+  tcase_add_test(tc, uniform_table);
+  tcase_add_test(tc, large_table_deferred);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -12,6 +12,8 @@ reader, so that the two meet only at the spec.
   compare A B                 dumps of two repositories, ids and times aside
   scale OUT [--spec 1|2] [-n N] [-m M] [-s S]
                               N chunk refs in M manifests, S snapshots
+  hostile OUT CASE [--spec 1|2] [-n N] [--message-bytes B]
+                              a repository no honest writer makes
 
 Debian packages only: python3-flatbuffers (Builder, FlexBuffers),
 python3-zstandard (or the zstd command), python3-numpy (scale).
@@ -874,6 +876,9 @@ class RepoWriter:
         self.chunk_files = {}     # label -> [bytearray, {sha: offset}, id]
         self.manifests = {}       # content key -> (id, size, count)
         self.counter = 0
+        self.extra_refs = {}      # hostile: kind -> [(name, raw index)]
+        self.only_files = None    # hostile: labels whose snapshot files
+        #                           are written (None: all)
 
     def fresh_id(self, kind, n=12):
         """A new id, derived from a counter: the same on every run."""
@@ -1098,8 +1103,9 @@ class RepoWriter:
             if parent is not None and parent not in ids:
                 raise ValueError("snapshot %s: unknown parent %s" %
                                  (s["id"], parent))
-            self.snapshot(s, ids[s["id"]],
-                          None if parent is None else ids[parent])
+            if self.only_files is None or s["id"] in self.only_files:
+                self.snapshot(s, ids[s["id"]],
+                              None if parent is None else ids[parent])
         for label, (data, _, cid) in self.chunk_files.items():
             os.makedirs(os.path.join(self.out, "chunks"), exist_ok=True)
             with open(os.path.join(self.out, "chunks", b32_encode(cid)),
@@ -1152,12 +1158,15 @@ class RepoWriter:
         by_id = {ids[s["id"]]: s for s in snaps}
         fb = FbBuilder()
 
-        def ref_vec(named):
-            """A Ref vector sorted by name."""
+        def ref_vec(named, kind):
+            """A Ref vector sorted by name, then the hostile raw entries
+            of that kind (any name, any snapshot index)."""
             items = sorted(named.items(), key=lambda kv: kv[0].encode())
+            items = [(n, index[sid]) for n, sid in items]
+            items += self.extra_refs.get(kind, [])
             return fb.offsets([fb.table(2, [("off", 0, fb.string(n)),
-                                            ("I", 1, index[sid])])
-                               for n, sid in items])
+                                            ("I", 1, i)])
+                               for n, i in items])
         infos = []
         for sid in order:
             s = by_id[sid]
@@ -1170,8 +1179,8 @@ class RepoWriter:
                 ("i", 1, -1 if parent is None else index[ids[parent]]),
                 ("struct", 0, (sid, 1))]))
         snapshots = fb.offsets(infos)
-        tags = ref_vec(refs["tags"])
-        branches = ref_vec(refs["branches"])
+        tags = ref_vec(refs["tags"], "tags")
+        branches = ref_vec(refs["branches"], "branches")
         deleted = fb.offsets([fb.string(n) for n in
                               sorted(refs["deleted_tags"],
                                      key=lambda k: k.encode())])
@@ -1329,6 +1338,145 @@ def write_scale(out, spec, nrefs, nmanifests, nsnapshots, elems,
     return {"array": "/scale/values", "refs": nrefs,
             "manifests": nmanifests, "snapshots": nsnapshots,
             "main": ids["branches"]["main"], "tags": ids["tags"]}
+
+
+# ---------------------------------------------------------------- hostile
+# Repositories no honest writer makes, for the reader's hardening tests
+# (tests/integration/mount_icechunk_hostile.sh): each case is a
+# description written by RepoWriter, then bent where the spec allows no
+# description to go.
+
+HOSTILE_CASES = ("cycle", "long", "badrefs")
+
+
+def hostile_tree(k):
+    """A root group and a 1-D int8 array /a of 2 elements, both k (one
+    inline chunk): a tree every hostile snapshot can be read at."""
+    group = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+    array = {"zarr_format": 3, "node_type": "array", "shape": [2],
+             "data_type": "int8",
+             "chunk_grid": {"name": "regular",
+                            "configuration": {"chunk_shape": [2]}},
+             "chunk_key_encoding": {"name": "default",
+                                    "configuration": {"separator": "/"}},
+             "fill_value": 0,
+             "codecs": [{"name": "bytes", "configuration": {}}],
+             "attributes": {}}
+    return [{"path": "/", "type": "group", "zarr": group},
+            {"path": "/a", "type": "array", "zarr": array,
+             "chunks": [{"index": [0], "inline": "%02x%02x" % (k, k)}]}]
+
+
+def hostile_message(text, nbytes):
+    """text padded with '.' to nbytes bytes (when longer than text)."""
+    return text + "." * max(0, nbytes - len(text))
+
+
+def hostile_cycle(n, nbytes):
+    """main is a lasso: tip -> cycle 1 -> ... -> cycle n -> cycle 1 (n = 1:
+    cycle 1 is its own parent); tag ok is an honest two-snapshot chain."""
+    snaps = [{"id": "init", "parent": None,
+              "message": "Repository initialized", "nodes": []},
+             {"id": "ok", "parent": "init", "message": "ok",
+              "nodes": hostile_tree(2)},
+             {"id": "tip", "parent": "c1",
+              "message": hostile_message("tip", nbytes),
+              "nodes": hostile_tree(1)}]
+    for k in range(1, n + 1):
+        snaps.append({"id": "c%d" % k,
+                      "parent": "c%d" % (k + 1 if k < n else 1),
+                      "message": hostile_message("cycle %d" % k, nbytes),
+                      "nodes": hostile_tree(3)})
+    return {"snapshots": snaps, "branches": {"main": "tip"},
+            "tags": {"ok": "ok"}}
+
+
+def hostile_long(n, nbytes):
+    """A linear history of n snapshots on main, messages of nbytes bytes;
+    only the tip holds the array."""
+    snaps = [{"id": "init", "parent": None,
+              "message": hostile_message("Repository initialized", nbytes),
+              "nodes": []}]
+    for k in range(1, n):
+        snaps.append({"id": "s%d" % k, "parent": snaps[-1]["id"],
+                      "message": hostile_message("commit %d" % k, nbytes),
+                      "nodes": hostile_tree(1) if k == n - 1 else []})
+    return {"snapshots": snaps, "branches": {"main": snaps[-1]["id"]}}
+
+
+def hostile_badrefs_v1(out, sids):
+    """Spec 1 refs no reader can use, beside the good ones: ref.json empty,
+    not JSON, naming a snapshot with no file, an id that is no id; refs
+    named '', '.' and '..' (directories tag., tag.. and tag...)."""
+    missing = b32_encode(derive_id(12, "no such snapshot"))
+    bad = {"tag.empty": "", "tag.garbage": "garbage{",
+           "tag.missing": json.dumps({"snapshot": missing}),
+           "tag.badid": json.dumps({"snapshot": "not an id"}),
+           "branch.broken": "[1, 2",
+           "branch.": json.dumps({"snapshot": sids["good"]}),
+           "tag..": json.dumps({"snapshot": sids["good"]}),
+           "tag...": json.dumps({"snapshot": sids["good"]})}
+    for d, text in bad.items():
+        os.makedirs(os.path.join(out, "refs", d), exist_ok=True)
+        with open(os.path.join(out, "refs", d, "ref.json"), "w") as f:
+            f.write(text)
+
+
+def hostile_badrefs():
+    """main and tag good, honest; the rest is added by write_hostile."""
+    return {"snapshots": [
+        {"id": "init", "parent": None, "message": "Repository initialized",
+         "nodes": []},
+        {"id": "main", "parent": "init", "message": "main",
+         "nodes": hostile_tree(1)},
+        {"id": "good", "parent": "main", "message": "good",
+         "nodes": hostile_tree(2)}],
+        "branches": {"main": "main", "feature": "good"},
+        "tags": {"good": "good"}}
+
+
+def hostile_ids(desc):
+    """{label: raw 12-byte id} as RepoWriter.write gives them."""
+    return {s["id"]: b32_decode(FIRST_SNAPSHOT, 12)
+            if s.get("parent") is None else
+            derive_id(12, "snapshot", s["id"]) for s in desc["snapshots"]}
+
+
+def write_hostile(out, case, spec, n, nbytes):
+    """Writes hostile repository case into out; returns a summary: the
+    case, the snapshot ids by label, the refs a reader must skip."""
+    w = RepoWriter(out, spec)
+    skip = []
+    if case == "cycle":
+        desc = hostile_cycle(n, nbytes)
+    elif case == "long":
+        desc = hostile_long(n, nbytes)
+        if spec == 2:   # the history is the repo file's: one tree is read
+            w.only_files = {desc["branches"]["main"]}
+    else:
+        desc = hostile_badrefs()
+    ids = hostile_ids(desc)
+    if case == "badrefs" and spec == 2:
+        # names no file system can hold, one naming no snapshot, a name
+        # listed twice (the second pointing elsewhere)
+        good = sorted(ids.values()).index(ids["good"])
+        odd = ["", "sl/ash", "../../etc", "nul\0byte", ".", ".."]
+        w.extra_refs["tags"] = [(name, good) for name in odd]
+        w.extra_refs["tags"] += [("range", len(ids) + 96), ("good", 0)]
+        w.extra_refs["branches"] = [("", good), ("..", good)]
+        skip = ["tag " + name for name in odd]
+        skip += ["tag range", "tag good (twice)", "branch ", "branch .."]
+    elif case == "badrefs":
+        # tag missing is well formed: what it names is found missing
+        # only when it is used
+        skip = ["tag empty", "tag garbage", "tag badid", "branch broken",
+                "branch ", "tag .", "tag .."]
+    w.write(desc)
+    labels = {k: b32_encode(v) for k, v in ids.items()
+              if case != "long" or k in ("init", desc["branches"]["main"])}
+    if case == "badrefs" and spec == 1:
+        hostile_badrefs_v1(out, labels)
+    return {"case": case, "spec": spec, "snapshots": labels, "skipped": skip}
 
 
 # ---------------------------------------------------------------- describe
@@ -1601,6 +1749,15 @@ def main(argv):
     p.add_argument("-e", "--elems", type=int, default=4,
                    help="int32 elements per chunk")
     p.add_argument("--uncompressed", action="store_true")
+    p = sub.add_parser("hostile")
+    p.add_argument("out")
+    p.add_argument("case", choices=HOSTILE_CASES)
+    p.add_argument("--spec", type=int, choices=(1, 2), default=2)
+    p.add_argument("-n", type=int, default=3,
+                   help="snapshots in the cycle (cycle), in the history "
+                   "(long)")
+    p.add_argument("--message-bytes", type=int, default=0,
+                   help="commit messages padded to this many bytes")
     args = ap.parse_args(argv)
     if args.cmd == "dump":
         json.dump(dump_repo(args.repo, not args.no_chunks,
@@ -1621,6 +1778,13 @@ def main(argv):
         print(json.dumps(write_scale(args.out, args.spec, args.refs,
                                      args.manifests, args.snapshots,
                                      args.elems, not args.uncompressed)))
+    elif args.cmd == "hostile":
+        if os.path.exists(args.out) and os.listdir(args.out):
+            raise FormatError("%s: exists and is not empty" % args.out)
+        if args.n < 1 or (args.case == "long" and args.n < 2):
+            raise ValueError("-n: too few snapshots for %s" % args.case)
+        print(json.dumps(write_hostile(args.out, args.case, args.spec,
+                                       args.n, args.message_bytes)))
     elif args.cmd == "describe":
         json.dump(describe_repo(args.repo), sys.stdout, indent=1,
                   ensure_ascii=False)
