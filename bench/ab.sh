@@ -4,13 +4,14 @@
 # that a change is timed against the build before it in one run (this
 # machine's noise between runs is larger than most changes).
 #
-# Stores (zarrfs-mkstore, N elements, a tenth a chunk): 15-byte strings as
+# Stores (zarrfs-mkstore, N elements, a tenth a chunk or C with --chunk
+# C: many small chunks put the per-chunk costs first): 15-byte strings as
 # vlen-utf8 + zstd, zarrs.vlen uncompressed and zarrs.vlen + zstd; float64
 # and int32 with zstd. For each: `cat values.txt` and, on another fresh
 # mount, `stat` then `tail -c 200` of values.txt. Prints, per row, the
 # median seconds of each build and B/A.
 #
-# usage: bash bench/ab.sh A_BIN B_BIN [--count N] [--runs R]
+# usage: bash bench/ab.sh A_BIN B_BIN [--count N] [--chunk C] [--runs R]
 # env:   ZARRFS_MKSTORE (default build/zarrfs-mkstore), BENCH_DIR (stores
 #        kept and reused there; default a temp dir, removed)
 set -euo pipefail
@@ -18,15 +19,16 @@ export LC_ALL=C
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 
-[ $# -ge 2 ] || { echo "usage: bash bench/ab.sh A_BIN B_BIN [--count N] [--runs R]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: bash bench/ab.sh A_BIN B_BIN [--count N] [--chunk C] [--runs R]" >&2; exit 2; }
 A=$(readlink -f "$1") B=$(readlink -f "$2")
 shift 2
-COUNT=10000000 RUNS=3
+COUNT=10000000 RUNS=3 CHUNK=
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || { echo "bench/ab.sh: $1 needs a value" >&2; exit 2; }
   case $1 in
   --count) COUNT=$2 ;;
   --runs) RUNS=$2 ;;
+  --chunk) CHUNK=$2 ;;
   *) echo "bench/ab.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift 2
@@ -34,9 +36,9 @@ done
 bench_tool ZARRFS_MKSTORE zarrfs-mkstore
 bench_workdir zarrfs-ab
 bench_traps
-CHUNK=$((COUNT / 10))
+CHUNK=${CHUNK:-$((COUNT / 10))}
 D=$WORK/stores
-if [ "$(cat "$D/params" 2>/dev/null)" != "$COUNT" ]; then
+if [ "$(cat "$D/params" 2>/dev/null)" != "$COUNT $CHUNK" ]; then
   rm -rf "$D" && mkdir -p "$D"
   mk() { "$ZARRFS_MKSTORE" "$@" >/dev/null; }
   S15=(--count "$COUNT" --chunk "$CHUNK" --strlen 15)
@@ -45,7 +47,7 @@ if [ "$(cat "$D/params" 2>/dev/null)" != "$COUNT" ]; then
   mk bigstrings "$D/vzstd.zarr" "${S15[@]}" --data zstd
   mk numeric "$D/f64.zarr" --shape "$COUNT" --chunk "$CHUNK" --codec zstd --dtype float64
   mk numeric "$D/i32.zarr" --shape "$COUNT" --chunk "$CHUNK" --codec zstd --dtype int32
-  echo "$COUNT" >"$D/params"
+  echo "$COUNT $CHUNK" >"$D/params"
 fi
 
 # one BIN STORE WHAT: seconds of WHAT (cat | stattail) on a fresh mount.

@@ -108,6 +108,7 @@ enum engine_views {
 
 struct icechunk;
 struct engine_sub;
+struct znode;
 
 /* One FUSE request in flight (engine_req_begin to engine_req_end), on the
  * stack of the thread serving it and linked into its engine's table so
@@ -194,6 +195,14 @@ struct engine {
                                a remote store); set by engine_set_index
                                before the first request; guarded by its
                                own lock */
+  /* Called when a unit's text turned out longer than the size learned
+   * for it (fs/unit.c, unit_size_wrong; a mount's engine only): the
+   * kernel may hold a size of n's views that ends too early, and whoever
+   * told it (fs/main.c: the FUSE session) has it ask again. NULL: nobody
+   * to tell (the CLI reads to the end). Set before the first request,
+   * read-only after. */
+  void (*size_grew)(void *ud, const struct znode *n, const uint64_t *idx);
+  void *size_grew_ud;
 };
 
 /* Create an engine over store (takes ownership of store, also on failure). */

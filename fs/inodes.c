@@ -221,6 +221,20 @@ uint64_t inodes_ref(struct zfs_inodes *t, const char *path, size_t len) {
   return ino;
 }
 
+/* See inodes.h. */
+uint64_t inodes_find(struct zfs_inodes *t, const char *path) {
+  size_t len = strlen(path);
+  if (!len)
+    return INODES_ROOT;
+  int alone;
+  pthread_mutex_lock(&t->lock);
+  struct zfs_inode *in =
+      path_find(t, inodes_stable_ino(path, len), path, &alone);
+  uint64_t ino = in ? in->ino : 0;
+  pthread_mutex_unlock(&t->lock);
+  return ino;
+}
+
 /* The kernel forgot n lookups of ino; the last one frees it. */
 void inodes_forget(struct zfs_inodes *t, uint64_t ino, uint64_t n) {
   if (ino == INODES_ROOT)

@@ -74,6 +74,9 @@ struct zfs_inode *inodes_get(struct zfs_inodes *t, uint64_t ino);
 /* One more lookup of path [path, path+len): its number (the inode is made
  * on the first), or 0 without memory. */
 uint64_t inodes_ref(struct zfs_inodes *t, const char *path, size_t len);
+/* The number of path (NUL-terminated) while the kernel holds it, else 0;
+ * takes no lookup. */
+uint64_t inodes_find(struct zfs_inodes *t, const char *path);
 /* The kernel forgot n lookups of ino; the last one frees it. */
 void inodes_forget(struct zfs_inodes *t, uint64_t ino, uint64_t n);
 /* The number a path gets when no other live path has the same hash: what

@@ -27,12 +27,16 @@
 #define LAYOUT_STEP_MAX 4096
 /* Units learned between two publications of the known prefix. */
 #define LAYOUT_PUBLISH_EVERY 64
+/* Claims a check makes alone; a run longer than this goes to the workers
+ * too (layout_check). */
+#define LAYOUT_CHECK_ALONE 4
 
 /* What layout and size fills need. */
 struct layout_job {
   struct engine *e;
   const struct znode *n;
   const struct region *r;
+  uint64_t gen; /* layout fills: the node's sizes generation keyed by */
 };
 
 /* Release a layout. */
@@ -40,6 +44,7 @@ static void layout_destroy(struct zobj *o) {
   struct region_layout *l = (struct region_layout *)o;
   free(l->p_lin);
   free(l->p_cum);
+  free((void *)l->claimed);
   pthread_mutex_destroy(&l->grow);
   pthread_cond_destroy(&l->grown);
   free(l);
@@ -157,6 +162,7 @@ static void layout_fan_out(struct layout_job *j, const struct region_layout *l,
   region_unit(j->r, l->p_lin ? l->p_lin[0] : 0, idx0);
   node_key(&k0, ELEVEL_UNIT_SIZE, j->n, idx0, NULL, 0);
   int known0 = memo_value_peek(e->memo, &k0, &size0) && size0;
+  size0 &= ~UNIT_SIZE_CLAIM;
   if (known0 && size0 < LAYOUT_RUN_TEXT / LAYOUT_RUN_MAX)
     return; /* cheaper here than handed over */
   if (known0 && size0 < LAYOUT_RUN_TEXT / 2)
@@ -205,7 +211,7 @@ static void layout_finish(struct layout_job *j, struct region_layout *l,
   l->total = total;
   atomic_store_explicit(&l->known, l->np, memory_order_release);
   struct memo_key sk;
-  region_key(&sk, ELEVEL_REGION_SIZE, j->n, j->r, NULL);
+  region_key_gen(&sk, ELEVEL_REGION_SIZE, j->n, j->r, NULL, l->gen);
   memo_value_put(j->e->memo, &sk, total);
 }
 
@@ -263,8 +269,15 @@ static int layout_learn(struct layout_job *j, struct region_layout *l,
       break;
     layout_fan_out(j, l, i, &queued, fan);
     uint64_t idx[ZMETA_MAX_DIMS], size;
+    int claim = 0;
     region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
-    rc = unit_size(j->e, n, idx, &size, err);
+    rc = unit_size_claim(j->e, n, idx, &size, &claim, err);
+    if (rc == 0 && claim && l->claimed) { /* checked before it is read */
+      atomic_fetch_or_explicit(&l->claimed[i / 8], (uint8_t)(1u << (i % 8)),
+                               memory_order_relaxed);
+      if (i < atomic_load_explicit(&l->first_claim, memory_order_relaxed))
+        atomic_store_explicit(&l->first_claim, i, memory_order_relaxed);
+    }
     if (rc == 0)
       cum += (__int128)size - (__int128)l->line * unit_nin(n, idx);
     if (rc == 0 && (cum > INT64_MAX || cum < -(__int128)INT64_MAX))
@@ -305,9 +318,15 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
   pthread_mutex_init(&l->grow, NULL);
   pthread_cond_init(&l->grown, NULL);
   atomic_init(&l->known, 0);
+  atomic_init(&l->first_claim, UINT64_MAX);
+  atomic_init(&l->checked, 0);
+  l->gen = j->gen;
   l->line = n->form.fill_len + 1;
   int rc = layout_stored_units(j, &l->p_lin, &l->np, err);
   if (rc == 0 && !(l->p_cum = malloc((size_t)(l->np ? l->np : 1) * 8)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  /* the persistent index may claim sizes: which ones, a bit each */
+  if (rc == 0 && j->e->lx && !(l->claimed = calloc((size_t)(l->np / 8 + 1), 1)))
     rc = zerr_set(err, ENOMEM, "out of memory");
   uint64_t total = 0;
   if (rc == 0 && l->np == 0 &&
@@ -318,7 +337,8 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
     return rc;
   }
   *obj = &l->obj;
-  *cost = sizeof *l + (size_t)l->np * (l->p_lin ? 16 : 8);
+  *cost = sizeof *l + (size_t)l->np * (l->p_lin ? 16 : 8) +
+          (l->claimed ? (size_t)(l->np / 8 + 1) : 0);
   return 0;
 }
 
@@ -326,16 +346,137 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
 int layout_get(struct engine *e, const struct znode *n, const struct region *r,
                struct memo_ref **out, struct zerr *err) {
   struct memo_key k;
-  region_key(&k, ELEVEL_LAYOUT, n, r, NULL);
-  struct layout_job j = {e, n, r};
+  uint64_t gen = node_sizes_gen(n);
+  region_key_gen(&k, ELEVEL_LAYOUT, n, r, NULL, gen);
+  struct layout_job j = {e, n, r, gen};
   return memo_get(e->memo, &k, layout_fill, &j, out, err);
+}
+
+/* Stored unit i's text size as layout l has it. */
+static uint64_t layout_unit_size(const struct znode *n,
+                                 const struct region_layout *l, uint64_t i,
+                                 const uint64_t *idx) {
+  int64_t d = l->p_cum[i] - (i ? l->p_cum[i - 1] : 0);
+  return (uint64_t)((__int128)l->line * unit_nin(n, idx) + d);
+}
+
+/* Is stored unit i's size in l a claim? */
+static int layout_claimed(const struct region_layout *l, uint64_t i) {
+  return (atomic_load_explicit(&l->claimed[i / 8], memory_order_relaxed) >>
+          (i % 8)) &
+         1;
+}
+
+/* A run of stored units a worker decodes so that a check finds them
+ * decoded (the memo keeps them for the read that follows). */
+struct check_job {
+  struct engine *e;
+  const struct znode *n;
+  struct region r;
+  struct region_layout *l; /* a reference */
+  uint64_t from, to;       /* stored units [from, to) */
+};
+
+/* Worker: decode the run's claimed units (each fill checks its claim). */
+static void check_run(void *arg, int cancelled) {
+  struct check_job *j = arg;
+  for (uint64_t i = j->from; !cancelled && i < j->to && !engine_stopping(j->e);
+       i++) {
+    uint64_t idx[ZMETA_MAX_DIMS];
+    struct memo_ref *ref;
+    struct zerr err = {0};
+    if (!layout_claimed(j->l, i))
+      continue;
+    region_unit(&j->r, j->l->p_lin ? j->l->p_lin[i] : i, idx);
+    if (!unit_windowed(j->e, j->n, idx) && /* (checked by a pass) */
+        unit_get(j->e, j->n, idx, &ref, &err) == 0)
+      memo_release(j->e->memo, ref);
+  }
+  zobj_put(&j->l->obj);
+  free(j);
+}
+
+/* Have the workers decode the claims after stored unit i (*queued: the
+ * units handed out so far) in runs, as layout_fan_out has them learn
+ * sizes: a run's text about LAYOUT_RUN_TEXT (judged by unit i's), a job
+ * per worker and two more ahead, nothing for units too small to be worth
+ * a job. So checking a long run of claims (a `tail` of a second mount)
+ * uses every core. */
+static void check_fan_out(struct engine *e, const struct znode *n,
+                          const struct region *r, struct region_layout *l,
+                          uint64_t i, uint64_t upto, uint64_t *queued) {
+  if (!e->ahead)
+    return;
+  uint64_t idx[ZMETA_MAX_DIMS];
+  region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
+  uint64_t size = layout_unit_size(n, l, i, idx), run = 1;
+  if (size < LAYOUT_RUN_TEXT / LAYOUT_RUN_MAX)
+    return; /* cheaper here than handed over */
+  if (size < LAYOUT_RUN_TEXT / 2)
+    run = LAYOUT_RUN_TEXT / size;
+  uint64_t win = (2 * (uint64_t)pool_threads(e->ahead) + 2) * run;
+  if (e->ahead_budget / size < win)
+    win = e->ahead_budget / size;
+  if (*queued <= i)
+    *queued = i + 1; /* unit i is the caller's own */
+  while (*queued < upto && *queued <= i + win) {
+    struct check_job *j = malloc(sizeof *j);
+    if (!j)
+      return;
+    uint64_t to = upto - *queued < run ? upto : *queued + run;
+    *j = (struct check_job){e, n, *r, l, *queued, to};
+    zobj_get(&l->obj);
+    if (pool_submit(e->ahead, check_run, j) < 0) { /* j is the worker's */
+      zobj_put(&l->obj);
+      free(j);
+      return;
+    }
+    *queued = to;
+  }
+}
+
+/* See layout.h. */
+int layout_check(struct engine *e, const struct znode *n,
+                 const struct region *r, struct region_layout *l, uint64_t upto,
+                 int jumped, struct zerr *err) {
+  if (upto > region_known(l))
+    upto = region_known(l); /* (the caller's are known) */
+  uint64_t i = atomic_load_explicit(&l->checked, memory_order_acquire);
+  uint64_t first = atomic_load_explicit(&l->first_claim, memory_order_relaxed);
+  if (i < first)
+    i = first;
+  /* a reader in order checks a unit or two at a time, decoded ahead by
+   * its cursor (and its slices render behind those decodes); one that
+   * jumped has a run of them: the workers help */
+  uint64_t queued = jumped && upto - i > LAYOUT_CHECK_ALONE ? i : upto;
+  for (uint64_t from = i; i < upto; i++) {
+    if (!layout_claimed(l, i))
+      continue;
+    if ((i - from) % LAYOUT_STOP_EVERY == 0)
+      ZTRY(engine_check_stop(e, err));
+    check_fan_out(e, n, r, l, i, upto, &queued);
+    uint64_t idx[ZMETA_MAX_DIMS];
+    region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
+    int rc = unit_size_verify(e, n, idx, layout_unit_size(n, l, i, idx), err);
+    if (rc != 0)
+      return rc;
+    if (node_sizes_gen(n) != l->gen)
+      return 1; /* another unit's size was wrong meanwhile */
+  }
+  /* no claim before upto is left unchecked: say so (never backwards) */
+  uint64_t c = atomic_load_explicit(&l->checked, memory_order_relaxed);
+  while (c < upto &&
+         !atomic_compare_exchange_weak_explicit(
+             &l->checked, &c, upto, memory_order_acq_rel, memory_order_relaxed))
+    ;
+  return node_sizes_gen(n) != l->gen;
 }
 
 /* See layout.h. */
 int layout_reach(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t pos,
                  uint64_t *ended, struct zerr *err) {
-  struct layout_job j = {e, n, r};
+  struct layout_job j = {e, n, r, 0};
   for (;;) {
     uint64_t known = region_known(l);
     if (known >= l->np) {
@@ -361,7 +502,7 @@ int layout_reach(struct engine *e, const struct znode *n,
 int layout_complete(struct engine *e, const struct znode *n,
                     const struct region *r, struct region_layout *l,
                     struct zerr *err) {
-  struct layout_job j = {e, n, r};
+  struct layout_job j = {e, n, r, 0};
   if (region_known(l) >= l->np)
     return 0;
   return layout_learn(&j, l, l->np, err);
@@ -385,7 +526,7 @@ int layout_size(struct engine *e, const struct znode *n, const struct region *r,
                 uint64_t *size, struct zerr *err) {
   struct memo_key k;
   region_key(&k, ELEVEL_REGION_SIZE, n, r, NULL);
-  struct layout_job j = {e, n, r};
+  struct layout_job j = {e, n, r, 0};
   return memo_value(e->memo, &k, layout_size_fill, &j, size, err);
 }
 

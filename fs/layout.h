@@ -14,7 +14,15 @@
  * ELEVEL_REGION_SIZE), so concurrent readers share one; one of them
  * learns sizes while the others wait for it on the layout's condition
  * (region_layout.grow is a leaf lock, never held while sizes are learned,
- * and waiters give up with -EINTR when the engine stops). */
+ * and waiters give up with -EINTR when the engine stops).
+ *
+ * Sizes the persistent index claimed are used as learned (a `stat` of a
+ * second mount decodes nothing), and checked before any text placed by
+ * them is read (layout_check): a claim that is wrong is replaced by the
+ * truth, and every layout of the node made before is dropped (it is
+ * keyed by the node's sizes generation, fs/node.h), so a reader goes on
+ * from the same offset on a new layout, whose text up to there is the
+ * same. */
 #ifndef ZARRFS_LAYOUT_H
 #define ZARRFS_LAYOUT_H
 
@@ -34,6 +42,20 @@ int layout_get(struct engine *e, const struct znode *n, const struct region *r,
 int layout_reach(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t pos,
                  uint64_t *ended, struct zerr *err);
+/* Check the sizes layout l took from the persistent index (claims, see
+ * fs/unit.h) for the stored units before `upto` (those are known): each
+ * is decoded, or passed over as a stream, unless this mount knows its
+ * size already (a read in sequence decodes them anyway). 0 when every
+ * size before upto is the truth; 1 when l is out of date (a size it
+ * holds was wrong: said and corrected; or the node's sizes changed
+ * meanwhile): take a new layout (layout_get) and look again; or a
+ * negative errno. A byte is never placed by a size not checked: whoever
+ * reads text at an offset calls this for the units up to it first. With
+ * jumped (a reader not going in order), the workers decode a run of
+ * claims beside it. */
+int layout_check(struct engine *e, const struct znode *n,
+                 const struct region *r, struct region_layout *l, uint64_t upto,
+                 int jumped, struct zerr *err);
 /* Learn every size of layout l: l->total is then set. */
 int layout_complete(struct engine *e, const struct znode *n,
                     const struct region *r, struct region_layout *l,

@@ -28,6 +28,8 @@
 #include "cmd.h"
 #include "engine.h"
 #include "fuse_ops.h"
+#include "inodes.h"
+#include "namespace.h"
 #include <fuse_lowlevel.h>
 
 /* ---- shutdown on SIGTERM, SIGINT, SIGHUP ---- */
@@ -159,6 +161,26 @@ struct daemon {
   struct fuse_session *se;
   struct shutdown shut;
 };
+
+/* Have the kernel ask again for the attributes of path, when it holds
+ * it. Attributes only: dropping cached pages could wait for the very read
+ * that found the size wrong (their pages hold the truth: every byte
+ * served was placed by checked sizes, fs/layout.h). */
+static void daemon_inval_path(void *ud, const char *path) {
+  struct daemon *d = ud;
+  uint64_t ino = inodes_find(d->inodes, path);
+  if (ino)
+    fuse_lowlevel_notify_inval_inode(d->se, ino, -1, 0);
+}
+
+/* engine.size_grew: a unit's text is longer than the size the kernel may
+ * hold for the views of n that show it, and a reader would stop at their
+ * old end: the kernel asks for their size again before reading past it. */
+static void daemon_size_grew(void *ud, const struct znode *n,
+                             const uint64_t *idx) {
+  struct daemon *d = ud;
+  ns_unit_view_paths(d->engine, n, idx, daemon_inval_path, d);
+}
 
 /* Is there a syslog to send lines to? Without /dev/log (containers,
  * minimal systems) syslog(3) drops every line. */
@@ -315,6 +337,8 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
       .inodes = d->inodes};
   d->se = fuse_session_new(&d->args, zfs_operations(),
                            sizeof(struct fuse_lowlevel_ops), &d->fctx);
+  d->engine->size_grew = daemon_size_grew;
+  d->engine->size_grew_ud = d;
   return d->se ? 0 : -1;
 }
 

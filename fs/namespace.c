@@ -640,3 +640,27 @@ int ns_store_usage(struct engine *e, uint64_t *bytes, uint64_t *files) {
   *files = f;
   return rc;
 }
+
+/* See namespace.h. */
+void ns_unit_view_paths(struct engine *e, const struct znode *n,
+                        const uint64_t *idx,
+                        void (*cb)(void *ud, const char *path), void *ud) {
+  if (e->views == ENGINE_VIEWS_NONE)
+    return;
+  const char *pre = e->views == ENGINE_VIEWS_TREE ? NS_TEXT_DIR "/" : "";
+  const char *name = n->form.csv  ? NS_ROWS_NAME
+                     : n->form.cf ? NS_CF_VALUES_NAME
+                                  : NS_VALUES_NAME;
+  char path[4200], key[4096];
+  int w = snprintf(path, sizeof path, "%s%s%s%s", pre, n->path,
+                   *n->path ? "/" : "", name);
+  if (w > 0 && (size_t)w < sizeof path)
+    cb(ud, path);
+  if (n->form.csv ||
+      unit_store_key(n, idx, key, sizeof key, &(struct zerr){0}) < 0)
+    return; /* rows.csv has no chunk views */
+  w = snprintf(path, sizeof path, "%s%s%s", pre, key,
+               n->form.cf ? NS_CF_VIEW_SUFFIX : NS_VIEW_SUFFIX);
+  if (w > 0 && (size_t)w < sizeof path)
+    cb(ud, path);
+}

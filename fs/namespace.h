@@ -143,4 +143,12 @@ int ns_stored_file(struct engine *e, const char *dir, const char *name,
 int ns_view_name(const struct znode *n, const char *rel, const char *name,
                  size_t len, uint64_t *idx);
 
+/* The paths (store-relative, as the inode table keeps them) of the views
+ * whose size depends on unit idx of view node n: its whole view
+ * (values.txt, values.cf.txt or rows.csv) and its chunk's view (K.txt,
+ * K.cf.txt), in the mount's layout of views; cb(ud, path) for each. */
+void ns_unit_view_paths(struct engine *e, const struct znode *n,
+                        const uint64_t *idx,
+                        void (*cb)(void *ud, const char *path), void *ud);
+
 #endif

@@ -333,6 +333,7 @@ static int node_set_cf(struct node_table *t, struct znode *n, const char *key,
   v->attrs_hash = attrs_hash_of(n);
   v->cons = NULL;
   v->next = NULL;
+  atomic_init(&v->sizes_gen, 0);
   v->form.cf = c;
   v->form.fill = NULL;
   rc = textprep_fill_text(&v->uspec, &v->meta->dtype, t->env, &v->form, err);
@@ -364,6 +365,7 @@ static int node_set_csv(struct node_table *t, struct znode *n, const char *key,
   v->attrs_hash = attrs_hash_of(n);
   v->cons = NULL;
   v->next = NULL;
+  atomic_init(&v->sizes_gen, 0);
   v->form.csv = 1;
   v->form.row_len = n->meta->shape[n->meta->ndim - 1];
   if (n->meta->dtype.kind == DT_STRUCT && n->meta->dtype.st)
@@ -858,6 +860,13 @@ void node_key(struct memo_key *k, unsigned level, const struct znode *n,
     memcpy(k->v, idx, (size_t)nd * sizeof *idx);
   if (nextra)
     memcpy(k->v + nd, extra, (size_t)nextra * sizeof *extra);
+}
+
+/* See node.h. Nodes are shared read-only but for this counter, which is
+ * atomic. */
+void node_sizes_changed(const struct znode *n) {
+  atomic_fetch_add_explicit(&((struct znode *)n)->sizes_gen, 1,
+                            memory_order_acq_rel);
 }
 
 /* Can views of n be read at all? */

@@ -21,6 +21,7 @@
 #ifndef ZARRFS_NODE_H
 #define ZARRFS_NODE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "../codecs/chain.h"
@@ -102,6 +103,13 @@ struct znode {
   int errcode;           /* transient: the positive errno its views fail
                             with (ENOMEM, ETIMEDOUT, ...); 0: EIO */
   struct znode *next;    /* transient nodes: the table's list */
+  _Atomic uint64_t sizes_gen; /* the one field that changes: bumped (no
+                                 lock) by node_sizes_changed when a decode
+                                 contradicts a unit's text size learned
+                                 before (fs/unit.c); layouts, region sizes
+                                 and rows are keyed by it (fs/region.c),
+                                 so none built on the old size is used
+                                 again */
 };
 
 /* Unit u along dimension d of array node n: where it starts, its decoded
@@ -171,6 +179,15 @@ int node_cons_children(struct node_table *t, const char *path,
 /* Store key of chunk idx of node n (prefix included) into buf. */
 int node_chunk_key(const struct znode *n, const uint64_t *idx, char *buf,
                    size_t len);
+
+/* A unit of n turned out to have another text size than the one learned
+ * (a record of the persistent index, or a size learned before the store
+ * changed): every size of n built on it is made anew (sizes_gen). */
+void node_sizes_changed(const struct znode *n);
+/* n's sizes_gen now. */
+static inline uint64_t node_sizes_gen(const struct znode *n) {
+  return atomic_load_explicit(&n->sizes_gen, memory_order_acquire);
+}
 
 /* Memo key of kind `level` (a memo level: fs/engine.h's enum
  * engine_level) about node n for coordinates idx (ndim words; none when

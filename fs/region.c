@@ -53,10 +53,18 @@ int region_of_chunk(const struct znode *n, const uint64_t *idx,
   return region_finish(n, r, err);
 }
 
-/* Keyed by the node, the kind of view (and its chunk) and the slab. */
+/* See region.h: the node's sizes generation now. */
 void region_key(struct memo_key *k, enum engine_level level,
                 const struct znode *n, const struct region *r,
                 const uint64_t *slab) {
+  region_key_gen(k, level, n, r, slab, node_sizes_gen(n));
+}
+
+/* Keyed by the node, the kind of view (and its chunk), the slab and the
+ * generation of the node's sizes. */
+void region_key_gen(struct memo_key *k, enum engine_level level,
+                    const struct znode *n, const struct region *r,
+                    const uint64_t *slab, uint64_t gen) {
   int w = 0;
   k->level = (uint8_t)level;
   k->owner = n;
@@ -66,5 +74,6 @@ void region_key(struct memo_key *k, enum engine_level level,
       k->v[w++] = r->cidx[d];
   if (slab)
     k->v[w++] = *slab;
+  k->v[w++] = gen;
   k->n = (uint8_t)w;
 }

@@ -56,6 +56,18 @@ struct region_layout {
                              sizes are learned) */
   pthread_cond_t grown;   /* broadcast when a thread stops learning */
   int learning;           /* a thread is extending known */
+  uint64_t gen;           /* the generation of the node's sizes it was
+                             made in (node_sizes_gen); once the node's
+                             moves on, a size it holds may be wrong and
+                             readers take a new layout */
+  /* Sizes the persistent index claimed (fs/unit.h, UNIT_SIZE_CLAIM):
+   * which stored units' sizes are claims, one bit each, set by the
+   * learner before `known` covers them (NULL without an index: no
+   * claims); the first of them (UINT64_MAX: none); and how many stored
+   * units from the start have no claim left unchecked (layout_check). */
+  _Atomic uint8_t *claimed;
+  _Atomic uint64_t first_claim;
+  _Atomic uint64_t checked;
 };
 
 /* Stored units whose sizes are known (acquire: their p_cum may be read). */
@@ -83,10 +95,16 @@ int region_of_array(const struct znode *n, struct region *r, struct zerr *err);
  * the grid. */
 int region_of_chunk(const struct znode *n, const uint64_t *idx,
                     struct region *r, struct zerr *err);
-/* Memo key of something about region r (with an optional slab index). */
+/* Memo key of something about region r (with an optional slab index),
+ * in the present generation of n's sizes (node_sizes_gen): a layout or
+ * size made before a unit's size was contradicted is not found again. */
 void region_key(struct memo_key *k, enum engine_level level,
                 const struct znode *n, const struct region *r,
                 const uint64_t *slab);
+/* The same in generation gen (what a layout was made in). */
+void region_key_gen(struct memo_key *k, enum engine_level level,
+                    const struct znode *n, const struct region *r,
+                    const uint64_t *slab, uint64_t gen);
 
 /* Unit coordinates of region-linear unit rl (C order over the box). */
 static inline void region_unit(const struct region *r, uint64_t rl,

@@ -50,20 +50,21 @@ int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
 #define UNIT_TEXT_RULES 2u
 
 /* What the persistent index knows unit idx by, into *id (its key in key,
- * len bytes): 0, or -1 when that is not known cheaply (no index, a remote
- * store, an object without a modification time, a chunk not stored). */
+ * len bytes): the store's location, the chunk's key (and the inner
+ * chunk's place in its shard), the stored object's size and version (what
+ * names its bytes: those of the source a decode read, or 0 to ask the
+ * store, store_version), what makes the text (the metadata document, the
+ * fill text, a CF or CSV view's attributes) and the text rules. 0, or -1
+ * when the unit is not indexed (no index, a remote store, no metadata
+ * hash, an object without a version: inline or remote bytes). */
 static int unit_ident(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, char *key, size_t len,
-                      struct lxindex_id *id) {
-  if (!e->lx || e->store->remote || !n->meta || !n->meta->root)
+                      const uint64_t *idx, uint64_t size, uint64_t version,
+                      char *key, size_t len, struct lxindex_id *id) {
+  if (!e->lx || e->store->remote || !n->meta || !n->meta->root || !n->meta_hash)
     return -1;
   struct zerr err = {0};
-  enum store_entry_type type;
-  uint64_t size;
-  int64_t mtime;
   if (unit_store_key(n, idx, key, len, &err) < 0 ||
-      store_stat_time(e->store, key, &type, &size, &mtime, &err) < 0 ||
-      type != STORE_FILE || mtime == STORE_MTIME_UNKNOWN)
+      (!version && store_version(e->store, key, &size, &version, &err) < 0))
     return -1;
   if (n->shard) { /* which inner chunk of the shard */
     size_t at = strlen(key);
@@ -78,8 +79,6 @@ static int unit_ident(struct engine *e, const struct znode *n,
   /* What makes the text: the whole metadata document (codecs, data type,
    * fill value, shape) and the fill text drawn from it. */
   uint64_t h = n->meta_hash;
-  if (!h)
-    return -1;
   if (n->form.fill)
     h = htab_hash_bytes(n->form.fill, n->form.fill_len, h);
   /* a CF or CSV view's units: text of their own from the same chunk and
@@ -88,9 +87,36 @@ static int unit_ident(struct engine *e, const struct znode *n,
     h = htab_hash_bytes(n->form.csv ? "csv" : "cf", n->form.csv ? 3 : 2, h);
     h = htab_hash_bytes(&n->attrs_hash, sizeof n->attrs_hash, h);
   }
-  *id = (struct lxindex_id){e->store->location, key, size, mtime, h,
+  *id = (struct lxindex_id){e->store->location, key, size, version, h,
                             UNIT_TEXT_RULES};
   return 0;
+}
+
+/* A decode (or a pass over a stream) found unit idx's text to be `truth`
+ * bytes where `known` (a learned size, UNIT_SIZE_CLAIM set when the
+ * persistent index claimed it) was taken before. The unit's size is the
+ * truth from now on (the caller puts it, and its record); here: one log
+ * line, the node's sizes made anew (fs/node.h, node_sizes_changed: every
+ * layout, region size and row built on the old size is dropped), and
+ * when the text grew, whoever may have told the kernel the old size is
+ * told to ask again (engine.size_grew): a reader whose file size is the
+ * old one would stop there. A text that shrank needs nothing: the read
+ * that ends it early makes the kernel take the shorter size. */
+static void unit_size_wrong(struct engine *e, const struct znode *n,
+                            const uint64_t *idx, const char *key,
+                            uint64_t known, uint64_t truth) {
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           "text is %llu bytes where %llu were %s: sizes learned again",
+           (unsigned long long)truth,
+           (unsigned long long)(known & ~UNIT_SIZE_CLAIM),
+           known & UNIT_SIZE_CLAIM
+               ? "claimed by the layout index (its record is replaced)"
+               : "learned before (the chunk changed while mounted?)");
+  engine_log(e, key, msg);
+  node_sizes_changed(n);
+  if (truth > (known & ~UNIT_SIZE_CLAIM) && !e->parent && e->size_grew)
+    e->size_grew(e->size_grew_ud, n, idx);
 }
 
 /* See unit.h. */
@@ -156,7 +182,7 @@ static int unit_shard_index(struct unit_job *j, uint64_t *cidx, uint64_t *inner,
   *inner = unit_chunk(j->n, j->idx, cidx);
   struct memo_key k;
   node_key(&k, ELEVEL_SHARD_INDEX, j->n, cidx, NULL, 0);
-  struct unit_job ij = {j->e, j->n, cidx, j->key, NULL};
+  struct unit_job ij = {j->e, j->n, cidx, j->key, NULL, 0, 0};
   return memo_get(j->e->memo, &k, shard_index_fill, &ij, ref, err);
 }
 
@@ -174,6 +200,10 @@ int unit_source(struct unit_job *j, struct abytes **out, int *logged,
       return 0;
     }
     struct codec_spec tmp;
+    if (rc == 0) {
+      j->src_size = src->size;
+      j->src_version = src->version;
+    }
     if (rc == 0)
       rc = chain_decode(n->chain, node_chunk_spec(n, j->idx, &tmp), src,
                         &e->env, out, err);
@@ -192,6 +222,10 @@ int unit_source(struct unit_job *j, struct abytes **out, int *logged,
   if (si->index && !shard_inner_is_empty(si->index, inner)) {
     rc = store_get(e->store, j->key, &src, err);
     struct codec_spec tmp;
+    if (rc == 0) { /* the shard's: records name the inner chunk in the key */
+      j->src_size = src->size;
+      j->src_version = src->version;
+    }
     if (rc == 0)
       rc = shard_inner_decode(n->shard, node_chunk_spec(n, cidx, &tmp), src,
                               si->index, inner, &e->env, out, err);
@@ -240,6 +274,7 @@ int unit_encoded(struct unit_job *j, struct bytesrc **out,
 struct decoded_obj {
   struct zobj obj;
   struct abytes *ab;
+  uint64_t src_size, src_version; /* of the object decoded (unit_job) */
 };
 
 /* Release decoded bytes. */
@@ -277,6 +312,8 @@ static int decoded_fill(void *ctx, struct zobj **obj, size_t *cost,
     zobj_put(&d->obj);
     return rc;
   }
+  d->src_size = j->src_size;
+  d->src_version = j->src_version;
   *obj = &d->obj;
   *cost = sizeof *d + abytes_mem_cost(d->ab);
   return 0;
@@ -303,7 +340,7 @@ static int unit_decoded(struct unit_job *j, struct abytes **out, int *logged,
     return unit_source(j, out, logged, err);
   struct memo_key k;
   node_key(&k, ELEVEL_DECODED, base, j->idx, NULL, 0);
-  struct decoded_job dj = {{j->e, base, j->idx, j->key, NULL}, 0};
+  struct decoded_job dj = {{j->e, base, j->idx, j->key, NULL, 0, 0}, 0};
   struct memo_ref *ref;
   int rc = memo_get(j->e->memo, &k, decoded_fill, &dj, &ref, err);
   *fresh = dj.filled;
@@ -311,7 +348,10 @@ static int unit_decoded(struct unit_job *j, struct abytes **out, int *logged,
     *logged = 1;
     return rc;
   }
-  const struct abytes *ab = ((const struct decoded_obj *)memo_obj(ref))->ab;
+  const struct decoded_obj *dobj = (const struct decoded_obj *)memo_obj(ref);
+  const struct abytes *ab = dobj->ab;
+  j->src_size = dobj->src_size;
+  j->src_version = dobj->src_version;
   struct abytes *c = ab ? abytes_alloc() : NULL;
   if (ab && c) {
     *c = *ab;
@@ -380,15 +420,23 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   struct memo_key sk;
   node_key(&sk, ELEVEL_UNIT_SIZE, n, j->idx, NULL, 0);
-  /* A size known already came from the persistent index, from the index
-   * ends, or from a decode that stored it: nothing to store again. */
+  /* The size known already (from the persistent index, the index ends, a
+   * pass over a stream or another decode) is checked against the truth:
+   * a size that is wrong is replaced, never believed (unit_size_wrong).
+   * A size learned by a decode, or contradicted, goes to the persistent
+   * index, keyed by the version of the bytes just decoded; one that came
+   * from there and holds is there already. */
   uint64_t known;
-  int had = memo_value_peek(e->memo, &sk, &known) && known == ct->size;
+  int had = memo_value_peek(e->memo, &sk, &known);
+  if (decoded && had && (known & ~UNIT_SIZE_CLAIM) != ct->size)
+    unit_size_wrong(e, n, j->idx, j->key, known, ct->size);
   memo_value_put(e->memo, &sk, ct->size);
   char ikey[4096];
   struct lxindex_id id;
-  if (decoded && !had &&
-      unit_ident(e, n, j->idx, ikey, sizeof ikey, &id) == 0) {
+  if (decoded && (!had || (known & ~UNIT_SIZE_CLAIM) != ct->size) &&
+      j->src_version &&
+      unit_ident(e, n, j->idx, j->src_size, j->src_version, ikey, sizeof ikey,
+                 &id) == 0) {
     struct lxindex_rec rec = {ct->size, ct->nin};
     lxindex_store(e->lx, &id, &rec); /* a failure: learned again next time */
   }
@@ -415,7 +463,7 @@ int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
-  struct unit_job j = {e, n, idx, key, NULL};
+  struct unit_job j = {e, n, idx, key, NULL, 0, 0};
   return memo_get(e->memo, &k, unit_fill, &j, out, err);
 }
 
@@ -493,7 +541,7 @@ int unit_src(struct engine *e, const struct znode *n,
   ZTRY(unit_store_key(n, ct->idx, key, sizeof key, err));
   struct memo_key k;
   node_key(&k, ELEVEL_DATA, n, ct->idx, NULL, 0);
-  struct unit_job j = {e, n, ct->idx, key, ct};
+  struct unit_job j = {e, n, ct->idx, key, ct, 0, 0};
   struct memo_ref *ref;
   ZTRY(memo_get(e->memo, &k, data_fill, &j, &ref, err));
   const struct data_obj *d = (const struct data_obj *)memo_obj(ref);
@@ -506,54 +554,123 @@ int unit_src(struct engine *e, const struct znode *n,
 }
 
 /* Fill: a unit's text size: from the ends of an index read partially, from
- * the persistent index, or by decoding the unit (which keeps it for the
- * reads that follow, and stores its size in the persistent index). */
+ * the persistent index (a claim: UNIT_SIZE_CLAIM set), or by decoding the
+ * unit (which keeps it for the reads that follow, and stores its size in
+ * the persistent index). */
 static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   struct unit_job *j = ctx;
+  struct engine *e = j->e;
   /* Index ends cost a read or two, before the persistent index is even
    * loaded; a streamed unit's size costs a pass over the whole stream,
    * after it. */
-  int streamed = unit_stream_windowed(j->e, j->n, j->idx);
-  if (!streamed && unit_size_direct(j->e, j->n, j->idx, value) == 0)
+  int streamed = unit_stream_windowed(e, j->n, j->idx);
+  if (!streamed && unit_size_direct(e, j->n, j->idx, value) == 0)
     return 0;
   char ikey[4096];
   struct lxindex_id id;
   struct lxindex_rec rec;
-  int have_id = unit_ident(j->e, j->n, j->idx, ikey, sizeof ikey, &id) == 0;
-  if (have_id && lxindex_lookup(j->e->lx, &id, &rec) &&
-      rec.lines == unit_nin(j->n, j->idx)) {
-    *value = rec.text_size;
+  uint64_t nin = unit_nin(j->n, j->idx);
+  /* a look-up costs the object's stat (its version): none while the
+   * index knows nothing of this store (a first mount) */
+  int have_id = lxindex_has_records(e->lx, e->store->location) &&
+                unit_ident(e, j->n, j->idx, 0, 0, ikey, sizeof ikey, &id) == 0;
+  if (have_id && lxindex_lookup(e->lx, &id, &rec) && rec.lines == nin &&
+      rec.text_size < UNIT_SIZE_CLAIM) {
+    *value = rec.text_size | UNIT_SIZE_CLAIM;
     return 0;
   }
-  int rc = streamed ? unit_size_streamed(j->e, j->n, j->idx, value, err) : 1;
-  if (rc == 0) {
-    rec = (struct lxindex_rec){*value, unit_nin(j->n, j->idx)};
-    if (have_id)
-      lxindex_store(j->e->lx, &id, &rec); /* a failure: learned again */
-    return 0;
-  }
-  if (rc < 0) {
-    char key[4096];
-    if (unit_store_key(j->n, j->idx, key, sizeof key, &(struct zerr){0}) < 0)
-      return rc;
-    unit_log_failure(j->e, key, err);
-    return zerr_prefix(err, "chunk %s: ", key);
+  if (streamed) { /* the version before the pass: a change after it is a
+                     new version, never this size under it */
+    have_id = have_id ||
+              unit_ident(e, j->n, j->idx, 0, 0, ikey, sizeof ikey, &id) == 0;
+    int rc = unit_size_streamed(e, j->n, j->idx, value, err);
+    if (rc == 0) {
+      rec = (struct lxindex_rec){*value, nin};
+      if (have_id)
+        lxindex_store(e->lx, &id, &rec); /* a failure: learned again */
+      return 0;
+    }
+    if (rc < 0) {
+      char key[4096];
+      if (unit_store_key(j->n, j->idx, key, sizeof key, &(struct zerr){0}) < 0)
+        return rc;
+      unit_log_failure(e, key, err);
+      return zerr_prefix(err, "chunk %s: ", key);
+    }
   }
   struct memo_ref *ref;
-  ZTRY(unit_get(j->e, j->n, j->idx, &ref, err));
+  ZTRY(unit_get(e, j->n, j->idx, &ref, err));
   *value = unit_of_ref(ref)->size;
-  memo_release(j->e->memo, ref);
+  memo_release(e->memo, ref);
   return 0;
 }
 
-/* Size from the memo's values, or decode once to learn it. */
-int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
-              uint64_t *size, struct zerr *err) {
+/* See unit.h. */
+int unit_size_claim(struct engine *e, const struct znode *n,
+                    const uint64_t *idx, uint64_t *size, int *claim,
+                    struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
-  struct unit_job j = {e, n, idx, NULL, NULL};
-  return memo_value(e->memo, &k, unit_size_fill, &j, size, err);
+  struct unit_job j = {e, n, idx, NULL, NULL, 0, 0};
+  uint64_t v;
+  ZTRY(memo_value(e->memo, &k, unit_size_fill, &j, &v, err));
+  *claim = (v & UNIT_SIZE_CLAIM) != 0;
+  *size = v & ~UNIT_SIZE_CLAIM;
+  return 0;
+}
+
+/* Size from the memo's values, or learned once. */
+int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
+              uint64_t *size, struct zerr *err) {
+  int claim;
+  return unit_size_claim(e, n, idx, size, &claim, err);
+}
+
+/* See unit.h. */
+int unit_size_verify(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, uint64_t claimed, struct zerr *err) {
+  ZTRY(unit_check(n, idx, err));
+  struct memo_key k;
+  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  uint64_t truth;
+  int rc = 1, held = memo_value_peek(e->memo, &k, &truth);
+  if (held && truth == claimed)
+    return 0; /* (the usual answer: checked by a decode ahead) */
+  /* a decode that finds the claim in the memo says it is wrong itself */
+  int said = held && truth == (claimed | UNIT_SIZE_CLAIM);
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  if (held && !(truth & UNIT_SIZE_CLAIM))
+    rc = 0; /* this mount knows it (a decode, the index ends) */
+  else if (unit_stream_windowed(e, n, idx)) {
+    char ikey[4096];
+    struct lxindex_id id;
+    int have_id = unit_ident(e, n, idx, 0, 0, ikey, sizeof ikey, &id) == 0;
+    rc = unit_size_streamed(e, n, idx, &truth, err);
+    if (rc < 0) {
+      unit_log_failure(e, key, err);
+      return zerr_prefix(err, "chunk %s: ", key);
+    }
+    if (rc == 0) {
+      memo_value_put(e->memo, &k, truth);
+      struct lxindex_rec rec = {truth, unit_nin(n, idx)};
+      if (have_id && truth != claimed)
+        lxindex_store(e->lx, &id, &rec); /* a failure: learned again */
+      said = 0;
+    }
+  }
+  if (rc == 1) { /* a decode, which checks what the memo holds itself */
+    struct memo_ref *ref;
+    ZTRY(unit_get(e, n, idx, &ref, err));
+    truth = unit_of_ref(ref)->size;
+    memo_release(e->memo, ref);
+  }
+  if (truth == claimed)
+    return 0;
+  if (!said)
+    unit_size_wrong(e, n, idx, key, claimed | UNIT_SIZE_CLAIM, truth);
+  return 1;
 }
 
 /* See unit.h. */
@@ -640,6 +757,6 @@ int unit_presence(struct engine *e, const struct znode *n,
   ZTRY(node_check(n, err));
   struct memo_key k;
   node_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);
-  struct unit_job j = {e, n, NULL, NULL, NULL};
+  struct unit_job j = {e, n, NULL, NULL, NULL, 0, 0};
   return memo_get(e->memo, &k, presence_fill, &j, out, err);
 }

@@ -93,11 +93,40 @@ long unit_read_window(struct engine *e, const struct znode *n,
                       struct memo_ref **pin, struct zerr *err);
 
 /* Text size of unit idx, learned once and remembered: from the ends of
- * its index read partially when its chain allows it, else by decoding the
- * unit. A vlen-utf8 unit read in windows: by one streaming pass over its
- * element lengths. */
+ * its index read partially when its chain allows it, else from the
+ * persistent index (a claim, see below), else by decoding the unit. A
+ * vlen-utf8 unit read in windows: by one streaming pass over its element
+ * lengths. */
 int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
               uint64_t *size, struct zerr *err);
+/* unit_size, and whether the size is a claim of the persistent index
+ * (src/store/lxindex.h) that no decode of this mount has checked yet.
+ *
+ * The rule: a record is a claim, the decode is the truth. A claim is
+ * used as a size (stat, ls -l, a layout's offsets), never to cut or pad
+ * a text: every decode of a unit checks the size known for it (claimed
+ * or learned) against the text it made, and a layout checks the claims
+ * it holds before it places a byte after them (layout_check). A size
+ * found wrong is replaced by the truth (the record too), said once in
+ * the log, and every layout, region size and row of the node made on it
+ * is dropped (node_sizes_changed). A reader goes on from where it was on
+ * a new layout (the text before the wrong unit is the same), and when
+ * the text grew the kernel, which may hold the old size and would stop
+ * there, is told to ask again (engine.size_grew); when it shrank, the
+ * read that ends early makes the kernel take the shorter size. */
+int unit_size_claim(struct engine *e, const struct znode *n,
+                    const uint64_t *idx, uint64_t *size, int *claim,
+                    struct zerr *err);
+/* The size `claimed` of unit idx checked against the truth: its size as
+ * this mount knows it, or else a decode (a pass over the stream of a unit
+ * read in windows). 0 when it holds; 1 when it does not (said, the unit's
+ * size and record replaced, the node's sizes made anew); or a negative
+ * errno (the unit's failure, logged). */
+int unit_size_verify(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, uint64_t claimed, struct zerr *err);
+/* A unit's learned size (ELEVEL_UNIT_SIZE value) with this bit set is a
+ * claim of the persistent index no decode has checked yet. */
+#define UNIT_SIZE_CLAIM (1ull << 63)
 
 /* Do the text sizes of n's units come from their indexes alone
  * (codec.h's CODEC_PARTIAL_INDEX: no element byte read), so that a view's
@@ -130,6 +159,9 @@ struct unit_job {
   const uint64_t *idx; /* unit coordinates (chunk coordinates for indexes) */
   const char *key;     /* the chunk's store key */
   const struct chunk_text *ct; /* data fills: the unit */
+  uint64_t src_size, src_version; /* set by unit_source: the size and
+                                     version (struct bytesrc) of the
+                                     object it decoded, 0 when unknown */
 };
 
 /* The store key of unit idx's chunk (for log lines) into key (len

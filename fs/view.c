@@ -52,10 +52,19 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
   }
   struct memo_ref *ref, *dref = NULL;
   /* A unit too large to decode whole within the cache: read in windows
-   * that follow the reader (unit_windowed), nothing decoded ahead. */
-  long wgot = unit_windowed(e, n, idx)
-                  ? unit_read_window(e, n, idx, off, len, dst, &dref, err)
-                  : -ENOTSUP;
+   * that follow the reader (unit_windowed), nothing decoded ahead. Its
+   * text ends where its size says: a size the persistent index claimed
+   * is checked first (a decode checks the others). */
+  long wgot = -ENOTSUP;
+  if (unit_windowed(e, n, idx)) {
+    uint64_t size;
+    int claim;
+    ZTRY(unit_size_claim(e, n, idx, &size, &claim, err));
+    int vr = claim ? unit_size_verify(e, n, idx, size, err) : 0;
+    if (vr < 0)
+      return vr;
+    wgot = unit_read_window(e, n, idx, off, len, dst, &dref, err);
+  }
   if (wgot != -ENOTSUP) {
     cursor_note_cost(c, SIZE_MAX);
     cursor_keep(e, c, dref, 0);
@@ -114,8 +123,16 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
   return got;
 }
 
+/* Layouts a read may find out of date (a size claimed by the persistent
+ * index, then contradicted) before it gives up: each one corrects a
+ * unit's size, and a store that keeps changing is not read forever. */
+#define VIEW_LAYOUT_RETRIES 64
+
 /* Read across the slabs of a region (q->off: in the region's text). The
- * layout learns sizes only up to the slabs the read reaches. With lend:
+ * layout learns sizes only up to the slabs the read reaches, and checks
+ * the sizes the persistent index claimed up to the slab it reads
+ * (layout_check): when one is wrong, the read goes on from the same
+ * offset on a new layout (whose text before it is the same). With lend:
  * a read inside one unit's text rendered whole is lent (read_unit). */
 static long region_read(const struct read_req *q, const struct region *r,
                         struct view_lend *lend) {
@@ -128,17 +145,45 @@ static long region_read(const struct read_req *q, const struct region *r,
   size_t done = 0;
   long rc = 0;
   uint64_t k = 0;
+  int stale = 0, retries = 0;
   while (done < q->len) {
+    if (stale || node_sizes_gen(n) != l->gen) { /* sizes changed: anew */
+      stale = 0;
+      memo_release(e->memo, lref);
+      lref = NULL;
+      if (++retries > VIEW_LAYOUT_RETRIES) {
+        rc = zerr_set(q->err, EIO, "view: chunk sizes keep changing");
+        break;
+      }
+      if ((rc = layout_get(e, n, r, &lref, q->err)) < 0)
+        break;
+      l = (struct region_layout *)memo_obj(lref);
+    }
     uint64_t pos = q->off + done, ended;
     if ((rc = layout_reach(e, n, r, l, pos, &ended, q->err)) < 0)
       break;
-    if (ended == r->nslabs && pos >= l->total)
-      break; /* the end of the text */
+    if (ended == r->nslabs && pos >= l->total) {
+      /* the end of the text, once no claimed size before it is wrong */
+      if ((rc = layout_check(e, n, r, l, l->np, !q->seq, q->err)) < 0)
+        break;
+      if ((stale = (int)rc) != 0)
+        continue;
+      break;
+    }
     k = region_slab_find(n, r, l, ended, pos);
     if (pos == 0)
       cursor_ahead_start(e, n, r, l, q->c, k);
     if (!done && u.seq) /* its units after decode while this one does */
       cursor_ahead_plan(e, n, r, l, q->c, k, 1);
+    /* no byte placed by a size not checked (a reader in order checks the
+     * units it is about to decode anyway) */
+    rc =
+        layout_check(e, n, r, l, region_rank(l, (k + 1) * r->per_slab),
+                     !q->seq, q->err);
+    if (rc < 0)
+      break;
+    if ((stale = (int)rc) != 0)
+      continue;
     uint64_t s0 = region_slab_off(n, r, l, k);
     uint64_t s1 = region_slab_off(n, r, l, k + 1);
     u.off = pos - s0;
@@ -164,6 +209,8 @@ static long region_read(const struct read_req *q, const struct region *r,
     }
     done += (size_t)got;
   }
+  if (!lref) /* a new layout could not be had */
+    return rc < 0 ? rc : (long)done;
   if (rc == 0 && done)
     cursor_ahead_plan(e, n, r, l, q->c, k, 0);
   cursor_keep(e, q->c, lref, 1);
@@ -245,8 +292,10 @@ int view_chunk_size_known(struct engine *e, const struct znode *n,
     return memo_value_peek(e->memo, &k, size);
   }
   node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
-  if (memo_value_peek(e->memo, &k, size))
+  if (memo_value_peek(e->memo, &k, size)) {
+    *size &= ~UNIT_SIZE_CLAIM;
     return 1;
+  }
   /* decoding the unit reads its index, not its data */
   if (!(chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX) || n->form.csv)
     return 0;

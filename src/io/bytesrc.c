@@ -9,7 +9,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../util/htab.h"
 #include "fdpool.h"
+
+/* See bytesrc.h. */
+uint64_t bytesrc_version_of_stat(const struct stat *st) {
+  uint64_t f[7] = {(uint64_t)st->st_dev,          (uint64_t)st->st_ino,
+                   (uint64_t)st->st_size,         (uint64_t)st->st_mtim.tv_sec,
+                   (uint64_t)st->st_mtim.tv_nsec, (uint64_t)st->st_ctim.tv_sec,
+                   (uint64_t)st->st_ctim.tv_nsec};
+  uint64_t h = htab_hash_bytes(f, sizeof f, 0x6c78766572ull);
+  return h ? h : 1;
+}
+
+/* See bytesrc.h. */
+uint64_t bytesrc_version_sub(uint64_t parent, uint64_t off, uint64_t len) {
+  if (!parent)
+    return 0;
+  uint64_t f[3] = {parent, off, len};
+  uint64_t h = htab_hash_bytes(f, sizeof f, 0x6c78737562ull);
+  return h ? h : 1;
+}
 
 /* Bounds-checked read through the ops table. */
 int bytesrc_read_range(struct bytesrc *s, uint64_t off, size_t len, void *dst,
@@ -126,6 +146,7 @@ static int bytesrc_from_fd(int fd, struct io_stats *stats, struct bytesrc **out,
   }
   f->base.ops = &file_ops;
   f->base.size = (uint64_t)st.st_size;
+  f->base.version = bytesrc_version_of_stat(&st);
   atomic_init(&f->base.refs, 1);
   f->fd = fd;
   f->stats = stats;
@@ -228,6 +249,7 @@ int bytesrc_from_pool(struct fdpool *pool, int fd, const struct stat *st,
   memcpy(ps->name, name, nl);
   ps->base.ops = &pool_ops;
   ps->base.size = (uint64_t)st->st_size;
+  ps->base.version = bytesrc_version_of_stat(st);
   ps->mtime = st->st_mtim;
   atomic_init(&ps->base.refs, 1);
   ps->stats = stats;
@@ -345,6 +367,7 @@ int bytesrc_sub(struct bytesrc *parent, uint64_t off, uint64_t len,
     return zerr_set(err, ENOMEM, "out of memory");
   w->base.ops = &sub_ops;
   w->base.size = len;
+  w->base.version = bytesrc_version_sub(parent->version, off, len);
   w->base.mem = parent->mem ? parent->mem + off : NULL;
   atomic_init(&w->base.refs, 1);
   w->parent = bytesrc_ref(parent);

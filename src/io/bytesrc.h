@@ -43,7 +43,26 @@ struct bytesrc {
   uint64_t size;      /* total bytes */
   const uint8_t *mem; /* non-NULL when all bytes are in memory */
   _Atomic long refs;
+  uint64_t version; /* what names these bytes, or 0: unknown. A file's:
+                       bytesrc_version_of_stat of the stat it was opened
+                       with; a window's: its parent's and the window
+                       (bytesrc_version_sub); set by whoever makes the
+                       source, before it is shared. Two sources with one
+                       non-zero version hold the same bytes, unless
+                       something rewrote a file and forged its times
+                       (the persistent index, src/store/lxindex.h, keys
+                       records by it and checks them by decoding) */
 };
+
+struct stat;
+/* The version of a file's bytes from its stat: a digest of its device,
+ * inode, size, modification and change times (a change time moves on
+ * every write, and neither touch(1), cp -p, rsync -t nor tar can set
+ * it). Never 0. */
+uint64_t bytesrc_version_of_stat(const struct stat *st);
+/* The version of window [off, off+len) of bytes of version parent (0
+ * when that is 0). */
+uint64_t bytesrc_version_sub(uint64_t parent, uint64_t off, uint64_t len);
 
 /* Read len bytes at off into dst; a range past the end is -EIO. */
 int bytesrc_read_range(struct bytesrc *s, uint64_t off, size_t len, void *dst,
@@ -63,7 +82,6 @@ int bytesrc_open_file(const char *path, struct io_stats *stats,
                       struct bytesrc **out, struct zerr *err);
 
 struct fdpool;
-struct stat;
 /* A file source that does not own a descriptor: it keeps the file's
  * identity and name, and borrows a descriptor from pool (src/io/fdpool.h) for
  * each read, so a cached source costs no descriptor. fd is an open

@@ -12,18 +12,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "../util/htab.h"
+#include "../util/log.h"
 
 /* Record layout: magic, total length, CRC-32 of what follows the CRC,
  * text size, lines, then the identity: rules, location length, key
- * length, object size, mtime, chain hash, location, key. Host byte
- * order. */
-static const char lx_magic[4] = {'L', 'X', 'r', '1'};
+ * length, object size, version, chain hash, location, key. Host byte
+ * order. Format 2 (the version in place of format 1's mtime): a record
+ * of another format never passes the magic, and the files of format 1
+ * (lx-*.idx) are removed when an index opens. */
+static const char lx_magic[4] = {'L', 'X', 'r', '2'};
+#define LX_PREFIX "lx2-"    /* this format's files */
+#define LX_OLD_PREFIX "lx-" /* format 1's */
 #define LX_HEAD 12
 #define LX_VALS 16
 #define LX_IDFIX 32
@@ -52,9 +58,14 @@ struct lx_ent {
 struct lxindex {
   pthread_mutex_t lock; /* guards every field below and the file I/O */
   char *dir;
+  int dirfd; /* dir, opened and checked once: every file is named
+                relative to it, so a path swapped later is never followed */
+  uid_t uid; /* whose files are used: the effective user's */
   uint64_t cap;
   char *loc;       /* the location whose file is loaded, or NULL */
-  char *path;      /* its file */
+  char *name;      /* its file's name in dir */
+  char *path;      /* dir/name, for log lines */
+  char *refused;   /* the last file refused (logged once), or NULL */
   int fd;          /* open O_APPEND, or -1 */
   ino_t ino;       /* fd's inode */
   uint64_t parsed; /* bytes of fd read into the table */
@@ -118,7 +129,7 @@ static size_t id_bytes(const struct lxindex_id *id, unsigned char *buf) {
   memcpy(buf + 4, &l16, 2);
   memcpy(buf + 6, &k16, 2);
   memcpy(buf + 8, &id->obj_size, 8);
-  memcpy(buf + 16, &id->mtime, 8);
+  memcpy(buf + 16, &id->version, 8);
   memcpy(buf + 24, &id->chain_hash, 8);
   memcpy(buf + LX_IDFIX, id->location, ll);
   memcpy(buf + LX_IDFIX + ll, id->key, kl);
@@ -237,41 +248,105 @@ static void file_drop(struct lxindex *x) {
   tab_clear(x);
 }
 
-/* (Re)open the file at x->path (creating it if create) and read it; the
- * records pending stay in the table. */
+/* Why a file or directory st of ours must not be used (a symbolic link
+ * is refused before: O_NOFOLLOW), or NULL: it is a plain file (a
+ * directory when dir) of the user, which nobody else may write. */
+static const char *unsafe_reason(const struct stat *st, uid_t uid, int dir,
+                                 char *buf, size_t len) {
+  if (dir ? !S_ISDIR(st->st_mode) : !S_ISREG(st->st_mode))
+    return dir ? "not a directory" : "not a regular file";
+  if (st->st_uid != uid) {
+    snprintf(buf, len, "owned by uid %lu, not by uid %lu",
+             (unsigned long)st->st_uid, (unsigned long)uid);
+    return buf;
+  }
+  if (st->st_mode & 022) {
+    snprintf(buf, len, "writable by group or others (mode %04o)",
+             (unsigned)(st->st_mode & 07777));
+    return buf;
+  }
+  if (!dir && st->st_nlink != 1)
+    return "has other hard links";
+  return NULL;
+}
+
+/* Say once (per file, until another is refused) why x->path is not used. */
+static void refuse(struct lxindex *x, const char *why) {
+  if (x->refused && !strcmp(x->refused, x->path))
+    return;
+  free(x->refused);
+  x->refused = strdup(x->path);
+  zlog(ZLOG_WARN,
+       "index cache file %s: %s: not used (sizes are learned by "
+       "decoding)",
+       x->path, why);
+}
+
+/* (Re)open the file x->name of the directory (creating it if create) and
+ * read it; the records pending stay in the table. The file is opened
+ * without following a symbolic link and used only when it is a plain
+ * file of the user that nobody else may write: a file planted in its
+ * place is refused (logged once), never written through. */
 static void file_open(struct lxindex *x, int create) {
   file_drop(x);
-  x->fd = open(x->path, O_RDWR | O_APPEND | O_CLOEXEC | (create ? O_CREAT : 0),
-               0600);
+  x->fd = openat(x->dirfd, x->name,
+                 O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
+                     O_NOCTTY | (create ? O_CREAT : 0),
+                 0600);
   struct stat st;
-  if (x->fd >= 0 && fstat(x->fd, &st) == 0)
+  char buf[96];
+  const char *why = NULL;
+  if (x->fd < 0 && errno == ELOOP)
+    why = "a symbolic link";
+  else if (x->fd >= 0 && fstat(x->fd, &st) < 0)
+    why = strerror(errno);
+  else if (x->fd >= 0)
+    why = unsafe_reason(&st, x->uid, 0, buf, sizeof buf);
+  if (why) {
+    refuse(x, why);
+    if (x->fd >= 0)
+      close(x->fd);
+    x->fd = -1;
+    return;
+  }
+  if (x->fd >= 0)
     x->ino = st.st_ino;
   load_more(x);
   parse_records(x, x->pend, x->pend_len);
 }
 
+/* The inode now at x->name (not following a link), or 0 when none. */
+static ino_t name_ino(const struct lxindex *x) {
+  struct stat st;
+  return fstatat(x->dirfd, x->name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_ino
+                                                                   : 0;
+}
+
 static void pend_flush(struct lxindex *x);
 
 /* Make location's file the loaded one (created if create: a look-up
- * makes no file). 0, or -1 when it cannot be (or is not there). */
+ * makes no file). 0, or -1 when it cannot be (or is not there: looked
+ * for again at most every LX_RELOAD_NS, not once a unit). */
 static int use_location(struct lxindex *x, const char *location, int create) {
   if (x->loc && !strcmp(x->loc, location)) {
-    if (x->fd < 0)
+    if (x->fd < 0 && (create || now_ns() - x->loaded_ns >= LX_RELOAD_NS))
       file_open(x, create);
     return x->fd >= 0 ? 0 : -1;
   }
   pend_flush(x); /* the records pending are the old location's */
   free(x->loc);
+  free(x->name);
   free(x->path);
-  x->path = NULL;
+  x->name = x->path = NULL;
+  char name[32];
+  snprintf(name, sizeof name, LX_PREFIX "%016llx.idx",
+           (unsigned long long)htab_hash_str(location));
   x->loc = strdup(location);
-  uint64_t h = htab_hash_str(location);
-  if (!x->loc ||
-      asprintf(&x->path, "%s/lx-%016llx.idx", x->dir, (unsigned long long)h) <
-          0) {
+  x->name = strdup(name);
+  if (!x->loc || !x->name || asprintf(&x->path, "%s/%s", x->dir, name) < 0) {
     free(x->loc);
-    x->loc = NULL;
-    x->path = NULL;
+    free(x->name);
+    x->loc = x->name = x->path = NULL;
     file_drop(x);
     return -1;
   }
@@ -281,8 +356,7 @@ static int use_location(struct lxindex *x, const char *location, int create) {
 
 /* Has the file been replaced (another mount's compaction)? Then reopen. */
 static void follow_rename(struct lxindex *x) {
-  struct stat st;
-  if (stat(x->path, &st) < 0 || st.st_ino != x->ino)
+  if (name_ino(x) != x->ino)
     file_open(x, 1);
 }
 
@@ -332,6 +406,25 @@ static int ent_newer(const void *a, const void *b) {
 /* Bytes of records a compaction writes at once. */
 #define LX_COMPACT_BUF (256u << 10)
 
+/* A new temp file beside x->name for a compaction, named in tmp (len
+ * bytes) with a part nobody can guess and created exclusively (never a
+ * file or link that is there already): its descriptor, or -1. */
+static int temp_create(struct lxindex *x, char *tmp, size_t len) {
+  for (int tries = 0; tries < 8; tries++) {
+    uint64_t r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+      r = now_ns() ^ ((uint64_t)(uintptr_t)x << 16) ^ (uint64_t)tries;
+    snprintf(tmp, len, "%s.%ld.%016llx.tmp", x->name, (long)getpid(),
+             (unsigned long long)r);
+    int fd = openat(
+        x->dirfd, tmp,
+        O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  return -1;
+}
+
 /* Replace the file (locked exclusively by the caller through x->fd) by
  * its newest records filling at most half the cap, those pending among
  * them (the newest, and at most half the cap): written to a temp file,
@@ -343,9 +436,8 @@ static int compact(struct lxindex *x) {
   size_t n = x->tab.count, k = 0;
   struct lx_aged *v = malloc((n ? n : 1) * sizeof *v);
   unsigned char *out = malloc(LX_COMPACT_BUF + LX_MAX);
-  char *tmp = NULL;
-  if (!v || !out ||
-      asprintf(&tmp, "%s.%ld.tmp", x->path, (long)getpid()) < 0) {
+  char tmp[96];
+  if (!v || !out) {
     free(v);
     free(out);
     return 0;
@@ -356,14 +448,13 @@ static int compact(struct lxindex *x) {
       v[k++] = (struct lx_aged){e->seq, e};
     }
   qsort(v, k, sizeof *v, ent_newer);
-  int fd = open(tmp, O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = temp_create(x, tmp, sizeof tmp);
   int ok = fd >= 0;
   /* the newest that fit, written oldest first (the order a later load
    * and compaction take as their age) */
   uint64_t total = 0;
   size_t keep = 0, used = 0;
-  while (keep < k &&
-         total + LX_HEAD + LX_VALS + v[keep].e->idlen <= x->cap / 2)
+  while (keep < k && total + LX_HEAD + LX_VALS + v[keep].e->idlen <= x->cap / 2)
     total += LX_HEAD + LX_VALS + v[keep++].e->idlen;
   for (size_t i = keep; ok && i-- > 0;) {
     const struct lx_ent *e = v[i].e;
@@ -374,13 +465,13 @@ static int compact(struct lxindex *x) {
     }
   }
   struct stat st;
-  if (ok && (fstat(fd, &st) < 0 || rename(tmp, x->path) < 0))
+  if (ok &&
+      (fstat(fd, &st) < 0 || renameat(x->dirfd, tmp, x->dirfd, x->name) < 0))
     ok = 0;
-  if (!ok) {
-    unlink(tmp);
-    if (fd >= 0)
-      close(fd);
-  } else { /* the old file's lock goes with its descriptor */
+  if (!ok && fd >= 0) {
+    unlinkat(x->dirfd, tmp, 0);
+    close(fd);
+  } else if (ok) { /* the old file's lock goes with its descriptor */
     close(x->fd);
     x->fd = fd;
     x->ino = st.st_ino;
@@ -391,7 +482,6 @@ static int compact(struct lxindex *x) {
     }
   }
   free(out);
-  free(tmp);
   free(v);
   return ok;
 }
@@ -405,8 +495,8 @@ static void pend_flush(struct lxindex *x) {
   for (int tries = 0; len && x->fd >= 0 && tries < 3; tries++) {
     if (flock(x->fd, LOCK_SH) < 0)
       break;
-    struct stat st, pst;
-    if (stat(x->path, &pst) < 0 || pst.st_ino != x->ino) {
+    struct stat st;
+    if (name_ino(x) != x->ino) {
       flock(x->fd, LOCK_UN); /* replaced: append to the new file */
       file_open(x, 1);
       continue;
@@ -416,9 +506,8 @@ static void pend_flush(struct lxindex *x) {
        * got in between may have compacted already (looked at again) */
       int compacted = 0;
       flock(x->fd, LOCK_UN);
-      if (flock(x->fd, LOCK_EX) == 0 && stat(x->path, &pst) == 0 &&
-          pst.st_ino == x->ino && fstat(x->fd, &st) == 0 &&
-          (uint64_t)st.st_size + len > x->cap)
+      if (flock(x->fd, LOCK_EX) == 0 && name_ino(x) == x->ino &&
+          fstat(x->fd, &st) == 0 && (uint64_t)st.st_size + len > x->cap)
         compacted = compact(x);
       if (compacted)
         break; /* the records pending are in the new file */
@@ -438,11 +527,22 @@ static void pend_flush(struct lxindex *x) {
   x->pend_len = 0;
 }
 
-/* Remove the least recently written index files of dir (and temp files
- * of compactions that died) until the rest fit cap together. */
-static void evict_files(const char *dir, uint64_t cap) {
+/* A directory stream of dirfd's directory (its own descriptor), or NULL. */
+static DIR *dir_stream(int dirfd) {
+  int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  if (!d && fd >= 0)
+    close(fd);
+  return d;
+}
+
+/* Remove the least recently written index files of the directory (and
+ * temp files of compactions that died) until the rest fit cap together,
+ * and the files of format 1 at once. Only regular files are counted or
+ * removed. */
+static void evict_files(int dirfd, uint64_t cap) {
   for (;;) {
-    DIR *d = opendir(dir);
+    DIR *d = dir_stream(dirfd);
     if (!d)
       return;
     uint64_t total = 0;
@@ -451,12 +551,18 @@ static void evict_files(const char *dir, uint64_t cap) {
     struct dirent *de;
     while ((de = readdir(d))) {
       size_t l = strlen(de->d_name);
-      /* index files, and temp files a compaction left behind */
-      if (strncmp(de->d_name, "lx-", 3) || l > 250)
-        continue;
       struct stat st;
-      if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISREG(st.st_mode))
+      int ours = !strncmp(de->d_name, LX_PREFIX, strlen(LX_PREFIX));
+      int old = !strncmp(de->d_name, LX_OLD_PREFIX, strlen(LX_OLD_PREFIX));
+      /* index files, and temp files a compaction left behind */
+      if ((!ours && !old) || l > 250 ||
+          fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+          !S_ISREG(st.st_mode))
         continue;
+      if (old) { /* records no reader of format 2 takes */
+        unlinkat(dirfd, de->d_name, 0);
+        continue;
+      }
       total += (uint64_t)st.st_size;
       if (!*oldest || st.st_mtim.tv_sec < ot.tv_sec ||
           (st.st_mtim.tv_sec == ot.tv_sec && st.st_mtim.tv_nsec < ot.tv_nsec)) {
@@ -464,8 +570,7 @@ static void evict_files(const char *dir, uint64_t cap) {
         snprintf(oldest, sizeof oldest, "%s", de->d_name);
       }
     }
-    int fd = dirfd(d);
-    int removed = total > cap && *oldest && unlinkat(fd, oldest, 0) == 0;
+    int removed = total > cap && *oldest && unlinkat(dirfd, oldest, 0) == 0;
     closedir(d);
     if (!removed)
       return;
@@ -479,8 +584,9 @@ uint64_t lxindex_dir_bytes(const char *dir) {
   struct dirent *de;
   while (d && (de = readdir(d))) {
     struct stat st;
-    if (!strncmp(de->d_name, "lx-", 3) &&
-        fstatat(dirfd(d), de->d_name, &st, 0) == 0 && S_ISREG(st.st_mode))
+    if (!strncmp(de->d_name, LX_PREFIX, strlen(LX_PREFIX)) &&
+        fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(st.st_mode))
       total += (uint64_t)st.st_size;
   }
   if (d)
@@ -488,7 +594,7 @@ uint64_t lxindex_dir_bytes(const char *dir) {
   return total;
 }
 
-/* mkdir -p with mode 0700. */
+/* mkdir -p, what it makes with mode 0700 (the XDG base directory rule). */
 static int mkdirs(const char *dir) {
   char *p = strdup(dir);
   if (!p)
@@ -511,15 +617,80 @@ static int mkdirs(const char *dir) {
   return 0;
 }
 
+/* Is every directory above real (a resolved path, cut up in place) safe,
+ * as ssh and gpg ask of theirs: owned by the user or root, and writable
+ * by nobody else unless sticky (/tmp), so that nobody else can put
+ * another directory in the index's place? NULL, or why not (in buf).
+ * Group-writable directories above are let be: many systems give each
+ * user a group of their own. */
+static const char *parents_unsafe(char *real, uid_t uid, char *buf,
+                                  size_t len) {
+  for (char *s = strrchr(real, '/'); s; s = strrchr(real, '/')) {
+    s[s == real] = 0; /* the parent ("/" for a child of the root) */
+    struct stat st;
+    if (stat(real, &st) < 0) {
+      snprintf(buf, len, "%s: %s", real, strerror(errno));
+      return buf;
+    }
+    if (st.st_uid != uid && st.st_uid != 0) {
+      snprintf(buf, len, "%s above it is owned by uid %lu", real,
+               (unsigned long)st.st_uid);
+      return buf;
+    }
+    if ((st.st_mode & 002) && !(st.st_mode & S_ISVTX)) {
+      snprintf(buf, len, "%s above it is writable by others (mode %04o)",
+               real, (unsigned)(st.st_mode & 07777));
+      return buf;
+    }
+    if (s == real)
+      break;
+  }
+  return NULL;
+}
+
+/* Make and open the index directory dir, refusing one that is not safe
+ * (see lxindex.h): its descriptor in *fd, or a negative errno (-EPERM
+ * for a refusal) with err naming dir and the reason. */
+static int dir_open(const char *dir, uid_t uid, int *fd, struct zerr *err) {
+  int rc = mkdirs(dir);
+  if (rc < 0)
+    return zerr_set(err, -rc, "index cache %s: %s", dir, strerror(-rc));
+  *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (*fd < 0)
+    return zerr_set(err, errno, "index cache %s: %s", dir, strerror(errno));
+  struct stat st, rst;
+  char buf[512], *real = realpath(dir, NULL);
+  int e = errno;
+  const char *why = NULL;
+  if (!real)
+    rc = zerr_set(err, e, "index cache %s: %s", dir, strerror(e));
+  else if (fstat(*fd, &st) < 0)
+    why = strerror(errno);
+  else if (!(why = unsafe_reason(&st, uid, 1, buf, sizeof buf)) &&
+           (stat(real, &rst) < 0 || rst.st_dev != st.st_dev ||
+            rst.st_ino != st.st_ino))
+    why = "replaced while being checked";
+  else if (!why)
+    why = parents_unsafe(real, uid, buf, sizeof buf);
+  if (why)
+    rc = zerr_set(err, EPERM, "index cache %s: %s: not used", dir, why);
+  free(real);
+  if (rc < 0) {
+    close(*fd);
+    *fd = -1;
+  }
+  return rc;
+}
+
 /* See lxindex.h. */
 int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
                  struct zerr *err) {
   *out = NULL;
   if (!cap)
     cap = LXINDEX_DEFAULT_CAP;
-  int rc = mkdirs(dir);
-  if (rc < 0)
-    return zerr_set(err, -rc, "index cache %s: %s", dir, strerror(-rc));
+  uid_t uid = geteuid();
+  int dfd;
+  ZTRY(dir_open(dir, uid, &dfd, err));
   struct lxindex *x = calloc(1, sizeof *x);
   if (!x || !(x->dir = strdup(dir)) || !(x->pend = malloc(LX_PEND_MAX)) ||
       !(x->scratch = malloc(LX_MAX)) || htab_init(&x->tab, 64) < 0) {
@@ -529,12 +700,15 @@ int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
       free(x->scratch);
     }
     free(x);
+    close(dfd);
     return zerr_set(err, ENOMEM, "out of memory");
   }
   pthread_mutex_init(&x->lock, NULL);
+  x->dirfd = dfd;
+  x->uid = uid;
   x->cap = cap;
   x->fd = -1;
-  evict_files(dir, cap);
+  evict_files(dfd, cap);
   *out = x;
   return 0;
 }
@@ -562,6 +736,22 @@ int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
   }
   pthread_mutex_unlock(&x->lock);
   return hit;
+}
+
+/* See lxindex.h. */
+int lxindex_has_records(struct lxindex *x, const char *location) {
+  if (!x)
+    return 0;
+  pthread_mutex_lock(&x->lock);
+  int has = 0;
+  if (use_location(x, location, 0) == 0 ||
+      (x->loc && !strcmp(x->loc, location))) {
+    if (!x->tab.count && x->fd >= 0 && now_ns() - x->loaded_ns >= LX_RELOAD_NS)
+      load_more(x); /* what other mounts added since */
+    has = x->tab.count > 0;
+  }
+  pthread_mutex_unlock(&x->lock);
+  return has;
 }
 
 /* See lxindex.h. */
@@ -623,8 +813,11 @@ void lxindex_close(struct lxindex *x) {
   htab_fini(&x->tab);
   pthread_mutex_destroy(&x->lock);
   free(x->loc);
+  free(x->name);
   free(x->path);
+  free(x->refused);
   free(x->dir);
+  close(x->dirfd);
   free(x->pend);
   free(x->scratch);
   free(x);

@@ -31,6 +31,21 @@ int store_stat_time(struct store *s, const char *key,
   return s->ops->stat(s, key, type, size, mtime, err);
 }
 
+/* The backend's version, or its source's. */
+int store_version(struct store *s, const char *key, uint64_t *size,
+                  uint64_t *version, struct zerr *err) {
+  if (zkey_valid(key) < 0)
+    return zerr_set(err, EINVAL, "invalid key");
+  if (s->version)
+    return s->version(s, key, size, version, err);
+  struct bytesrc *b;
+  ZTRY(s->ops->get(s, key, &b, err));
+  *size = b->size;
+  *version = b->version;
+  bytesrc_unref(b);
+  return *version ? 0 : zerr_set(err, ENOTSUP, "no version known");
+}
+
 /* Dispatch to the backend. */
 int store_list(struct store *s, const char *prefix, store_list_cb cb, void *ud,
                struct zerr *err) {

@@ -75,6 +75,12 @@ struct store {
                             zarrfs makes up */
   const struct store_ahead_ops *ahead; /* NULL: nothing is fetched ahead
                                           (local files) */
+  /* Optional (NULL: store_version asks store_get's source): the size and
+   * version of key's bytes, the same as its store_get source would
+   * carry, found more cheaply (a local file: its stat, no descriptor
+   * kept). */
+  int (*version)(struct store *s, const char *key, uint64_t *size,
+                 uint64_t *version, struct zerr *err);
 };
 
 /* Open a local directory. *out is owned by the caller (store_free). Its
@@ -141,6 +147,18 @@ int store_stat(struct store *s, const char *key, enum store_entry_type *type,
 int store_stat_time(struct store *s, const char *key,
                     enum store_entry_type *type, uint64_t *size, int64_t *mtime,
                     struct zerr *err);
+/* The size and version of key's bytes (struct bytesrc.version: what
+ * names them, so that two equal versions promise equal bytes), without
+ * reading them: what the persistent layout index keys a chunk's record
+ * by. A local file: its device, inode, size, modification and change
+ * times; a kerchunk or VirtualiZarr range: its target file's and the
+ * range; an Icechunk chunk: its chunk file's and its range. -ENOTSUP
+ * where no version is known (remote objects, inline bytes), -ENOENT when
+ * absent. A store that gives its sources versions answers with the same
+ * ones, so a chunk's record learned from its decoded source is found
+ * again by this. */
+int store_version(struct store *s, const char *key, uint64_t *size,
+                  uint64_t *version, struct zerr *err);
 /* store_list's answer when it listed what it could but some entries are
  * unknown (a VirtualiZarr array whose manifest cannot be read: its chunk
  * keys are missing from the listing); err says why. A directory listing

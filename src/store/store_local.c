@@ -174,23 +174,43 @@ static enum store_entry_type type_of(const struct stat *st) {
                                 : STORE_OTHER;
 }
 
+/* The stat of key (followed as a read would), without keeping a
+ * descriptor. */
+static int stat_key(struct store_local *l, const char *key, struct stat *st,
+                    struct zerr *err) {
+  int fd;
+  ZTRY(open_path_retry(l, key, O_PATH, &fd, err));
+  int rc = fstat(fd, st);
+  int e = errno;
+  close(fd);
+  if (rc < 0)
+    return zerr_set(err, zerr_is_transient(e) ? e : EIO, "%s", strerror(e));
+  return 0;
+}
+
 /* Type and size of a key. A FIFO, socket or device is STORE_OTHER: it
  * exists, but reading it fails (store_get: -EIO). */
 static int local_stat(struct store *s, const char *key,
                       enum store_entry_type *type, uint64_t *size,
                       int64_t *mtime, struct zerr *err) {
-  struct store_local *l = (struct store_local *)s;
-  int fd;
-  ZTRY(open_path_retry(l, key, O_PATH, &fd, err));
   struct stat st;
-  int rc = fstat(fd, &st);
-  int e = errno;
-  close(fd);
-  if (rc < 0)
-    return zerr_set(err, zerr_is_transient(e) ? e : EIO, "%s", strerror(e));
+  ZTRY(stat_key((struct store_local *)s, key, &st, err));
   *type = type_of(&st);
   *size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
   *mtime = mtime_of(&st);
+  return 0;
+}
+
+/* Size and version of a key from its stat: those of the source store_get
+ * would make (bytesrc_version_of_stat), without a descriptor kept. */
+static int local_version(struct store *s, const char *key, uint64_t *size,
+                         uint64_t *version, struct zerr *err) {
+  struct stat st;
+  ZTRY(stat_key((struct store_local *)s, key, &st, err));
+  if (!S_ISREG(st.st_mode))
+    return zerr_set(err, EIO, "not a regular file");
+  *size = (uint64_t)st.st_size;
+  *version = bytesrc_version_of_stat(&st);
   return 0;
 }
 
@@ -323,6 +343,7 @@ int store_open_local(const char *root, struct store **out, struct zerr *err) {
     return rc;
   }
   l->base.ops = &local_ops;
+  l->base.version = local_version;
   l->base.location = loc;
   l->rt = r;
   *out = &l->base;

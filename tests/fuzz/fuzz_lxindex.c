@@ -19,7 +19,7 @@ static void clear(const char *dir) {
   struct dirent *de;
   char p[4096];
   while (d && (de = readdir(d)))
-    if (!strncmp(de->d_name, "lx-", 3)) {
+    if (!strncmp(de->d_name, "lx2-", 4)) {
       snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
       unlink(p);
     }
@@ -46,7 +46,7 @@ FUZZ_TARGET(lxindex) {
   struct dirent *de;
   char name[300] = "";
   while (d && (de = readdir(d)))
-    if (!strncmp(de->d_name, "lx-", 3))
+    if (!strncmp(de->d_name, "lx2-", 4))
       snprintf(name, sizeof name, "%s", de->d_name);
   if (d)
     closedir(d);

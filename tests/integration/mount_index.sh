@@ -103,7 +103,7 @@ else
 fi
 
 # ---- 4. a corrupted index file ----
-for f in "$IDX"/lx-*.idx; do
+for f in "$IDX"/lx2-*.idx; do
   size=$(stat -c %s "$f")
   # bytes flipped every 37 bytes from 20 on: every record damaged
   python3 - "$f" <<'EOF' 2>/dev/null || dd if=/dev/urandom of="$f" bs=1 count=64 seek=20 conv=notrunc 2>/dev/null

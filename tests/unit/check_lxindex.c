@@ -1,17 +1,24 @@
 /* check_lxindex.c - the persistent layout index: round trip across opens,
  * no record for an identity that differs in any field, misses (never a
  * wrong record, never a crash) from corrupted, truncated and concurrently
- * written files, and the size cap. */
+ * written files, the size cap, and nothing planted in the directory (a
+ * symbolic link, a FIFO, a file others may write, a directory that is not
+ * safe) is ever written through. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "../../fs/engine.h"
+#include "../../fs/namespace.h"
 #include "../../src/store/lxindex.h"
+#include "../../src/store/store.h"
 #include "testutil.h"
 
 /* A fresh directory for one test (static storage). */
@@ -29,7 +36,8 @@ static const char *index_file(const char *dir) {
   struct dirent *de;
   const char *found = NULL;
   while (d && (de = readdir(d)))
-    if (!strncmp(de->d_name, "lx-", 3)) {
+    if (!strncmp(de->d_name, "lx", 2) && strstr(de->d_name, ".idx") &&
+        !strstr(de->d_name, ".tmp")) {
       snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
       found = p;
     }
@@ -41,8 +49,12 @@ static const char *index_file(const char *dir) {
 /* Identity number i of location loc (key built in kb). */
 static struct lxindex_id ident(const char *loc, char *kb, size_t kl, int i) {
   snprintf(kb, kl, "arr/c/%d/0", i);
-  return (struct lxindex_id){loc, kb, 1000 + (uint64_t)i, 1700000000123456789,
-                             0xfeedull * (uint64_t)(i + 1), 1};
+  return (struct lxindex_id){loc,
+                             kb,
+                             1000 + (uint64_t)i,
+                             1700000000123456789,
+                             0xfeedull * (uint64_t)(i + 1),
+                             1};
 }
 
 /* The record every test stores for identity i. */
@@ -109,10 +121,18 @@ START_TEST(identity_mismatch) {
     struct lxindex_id o = id;
     char kb2[80];
     switch (f) {
-    case 0: o.obj_size++; break;
-    case 1: o.mtime++; break;
-    case 2: o.chain_hash ^= 1; break;
-    case 3: o.rules++; break;
+    case 0:
+      o.obj_size++;
+      break;
+    case 1:
+      o.version++;
+      break;
+    case 2:
+      o.chain_hash ^= 1;
+      break;
+    case 3:
+      o.rules++;
+      break;
     case 4:
       snprintf(kb2, sizeof kb2, "%s.", kb);
       o.key = kb2;
@@ -122,7 +142,7 @@ START_TEST(identity_mismatch) {
   }
   /* a stale record is replaced by the new identity's */
   struct lxindex_id n = id;
-  n.mtime += 1000;
+  n.version += 1000;
   struct lxindex_rec r2 = {12345, 2};
   ck_assert_int_eq(lxindex_store(x, &n, &r2), 0);
   ck_assert(!lxindex_lookup(x, &id, &got));
@@ -197,7 +217,8 @@ static void garbage(const char *path, off_t size) {
   for (off_t at = 0; at < size / 2; at += (off_t)sizeof junk)
     ck_assert_int_gt(pwrite(fd, junk, sizeof junk, at), 0);
   char tail[20];
-  ck_assert_int_eq(pread(fd, tail, sizeof tail, size - 90), (ssize_t)sizeof tail);
+  ck_assert_int_eq(pread(fd, tail, sizeof tail, size - 90),
+                   (ssize_t)sizeof tail);
   ck_assert_int_eq(pwrite(fd, tail, sizeof tail, size), (ssize_t)sizeof tail);
   close(fd);
 }
@@ -354,6 +375,387 @@ START_TEST(unusable_directory) {
 }
 END_TEST
 
+/* A file of `len` bytes of 'v' at path. */
+static void put_victim(const char *path, size_t len) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  for (size_t i = 0; i < len; i++)
+    fputc('v', f);
+  fclose(f);
+}
+
+/* Is the file at path still `len` bytes of 'v'? */
+static int victim_intact(const char *path, size_t len) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return 0;
+  size_t n = 0;
+  int c, ok = 1;
+  while ((c = fgetc(f)) != EOF) {
+    ok &= c == 'v';
+    n++;
+  }
+  fclose(f);
+  return ok && n == len;
+}
+
+/* Store records 0..n-1 of location loc in a fresh index of d (cap). */
+static void store_n(const char *d, uint64_t cap, const char *loc, int from,
+                    int n) {
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(d, cap, &x, &err), 0);
+  char kb[64];
+  for (int i = from; i < from + n; i++) {
+    struct lxindex_id id = ident(loc, kb, sizeof kb, i);
+    struct lxindex_rec r = rec_of(i);
+    lxindex_store(x, &id, &r);
+  }
+  lxindex_close(x);
+}
+
+START_TEST(planted_link_not_followed) {
+  const char *d = tmpdir();
+  store_n(d, 0, "/s", 0, 10);
+  char file[512], victim[512];
+  snprintf(file, sizeof file, "%s", index_file(d));
+  snprintf(victim, sizeof victim, "%s.victim", d);
+  put_victim(victim, 100);
+  ck_assert_int_eq(unlink(file), 0);
+  ck_assert_int_eq(symlink(victim, file), 0);
+  /* look-ups miss, stores are no-ops: the link is never written through */
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  for (int i = 0; i < 10; i++)
+    ck_assert(!check_i(x, "/s", i));
+  char kb[64];
+  for (int i = 10; i < 400; i++) {
+    struct lxindex_id id = ident("/s", kb, sizeof kb, i);
+    struct lxindex_rec r = rec_of(i);
+    lxindex_store(x, &id, &r);
+  }
+  lxindex_close(x);
+  ck_assert(victim_intact(victim, 100));
+  struct stat st;
+  ck_assert_int_eq(lstat(file, &st), 0);
+  ck_assert(S_ISLNK(st.st_mode)); /* left alone */
+}
+END_TEST
+
+START_TEST(planted_files_refused) {
+  /* a FIFO (never blocks), a file others may write, one with another
+   * link: none is read or written */
+  for (int kind = 0; kind < 3; kind++) {
+    const char *d = tmpdir();
+    store_n(d, 0, "/s", 0, 10);
+    char file[512], other[512];
+    snprintf(file, sizeof file, "%s", index_file(d));
+    snprintf(other, sizeof other, "%s.other", d);
+    if (kind == 0) {
+      ck_assert_int_eq(unlink(file), 0);
+      ck_assert_int_eq(mkfifo(file, 0600), 0);
+    } else if (kind == 1) {
+      ck_assert_int_eq(chmod(file, 0666), 0);
+    } else {
+      ck_assert_int_eq(link(file, other), 0);
+    }
+    struct stat st0, st1;
+    ck_assert_int_eq(lstat(file, &st0), 0);
+    struct zerr err = {0};
+    struct lxindex *x;
+    ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+    for (int i = 0; i < 10; i++)
+      ck_assert_msg(!check_i(x, "/s", i), "kind %d record %d", kind, i);
+    char kb[64];
+    struct lxindex_id id = ident("/s", kb, sizeof kb, 77);
+    struct lxindex_rec r = rec_of(77);
+    lxindex_store(x, &id, &r);
+    lxindex_close(x);
+    ck_assert_int_eq(lstat(file, &st1), 0);
+    ck_assert_int_eq(st0.st_size, st1.st_size);
+    ck_assert_int_eq(st0.st_ino, st1.st_ino);
+  }
+}
+END_TEST
+
+START_TEST(compaction_temp_not_followed) {
+  /* links where a compaction's temp file could be looked for: the names
+   * of format 1 and 2 with this process's pid */
+  const char *d = tmpdir();
+  store_n(d, 16384, "/s", 0, 5);
+  char name[300], link_path[700], victim[512];
+  snprintf(name, sizeof name, "%s", strrchr(index_file(d), '/') + 1);
+  const char *hash = strchr(name, '-') + 1;
+  snprintf(victim, sizeof victim, "%s.victim", d);
+  put_victim(victim, 100);
+  const char *prefixes[] = {"lx-", "lx2-"};
+  for (int p = 0; p < 2; p++) {
+    snprintf(link_path, sizeof link_path, "%s/%s%s.%ld.tmp", d, prefixes[p],
+             hash, (long)getpid());
+    ck_assert_int_eq(symlink(victim, link_path), 0);
+  }
+  store_n(d, 16384, "/s", 5, 2000); /* compacts many times */
+  ck_assert(victim_intact(victim, 100));
+  ck_assert_uint_le(lxindex_dir_bytes(d), 16384);
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(d, 16384, &x, &err), 0);
+  ck_assert(check_i(x, "/s", 2004)); /* the newest kept */
+  lxindex_close(x);
+}
+END_TEST
+
+/* lxindex_open(dir) refuses: -EPERM, the message names dir and `why`. */
+static void refused(const char *dir, const char *why) {
+  struct zerr err = {0};
+  struct lxindex *x = NULL;
+  ck_assert_int_eq(lxindex_open(dir, 0, &x, &err), -EPERM);
+  ck_assert_ptr_null(x);
+  ck_assert_msg(strstr(err.msg, dir) && strstr(err.msg, why), "%s", err.msg);
+}
+
+START_TEST(unsafe_directories) {
+  char dir[600], sub[700];
+  /* writable by group or others */
+  snprintf(dir, sizeof dir, "%s", tmpdir());
+  ck_assert_int_eq(chmod(dir, 0770), 0);
+  refused(dir, "writable by group or others");
+  ck_assert_int_eq(chmod(dir, 0777), 0);
+  refused(dir, "writable by group or others");
+  /* a directory above writable by others (not sticky) */
+  snprintf(sub, sizeof sub, "%s/idx", dir);
+  ck_assert_int_eq(mkdir(sub, 0700), 0);
+  refused(sub, "writable by others");
+  /* ... but sticky, as /tmp is: used */
+  ck_assert_int_eq(chmod(dir, 01777), 0);
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(sub, 0, &x, &err), 0);
+  lxindex_close(x);
+  /* made by the index: mode 0700 */
+  snprintf(sub, sizeof sub, "%s/a/b", dir);
+  ck_assert_int_eq(lxindex_open(sub, 0, &x, &err), 0);
+  lxindex_close(x);
+  struct stat st;
+  ck_assert_int_eq(stat(sub, &st), 0);
+  ck_assert_uint_eq(st.st_mode & 0777, 0700);
+  /* another user's (only root can make one) */
+  if (geteuid() == 0) {
+    snprintf(dir, sizeof dir, "%s", tmpdir());
+    ck_assert_int_eq(chown(dir, 54321, 54321), 0);
+    refused(dir, "owned by uid 54321");
+  }
+  /* nothing of the refused directories was written */
+  ck_assert_uint_eq(lxindex_dir_bytes(dir), 0);
+}
+END_TEST
+
+START_TEST(old_format_removed) {
+  const char *d = tmpdir();
+  char p[600];
+  snprintf(p, sizeof p, "%s/lx-0123456789abcdef.idx", d);
+  put_victim(p, 4096);
+  struct zerr err = {0};
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  lxindex_close(x);
+  struct stat st;
+  ck_assert_int_ne(stat(p, &st), 0); /* a file of format 1: gone */
+}
+END_TEST
+
+/* ---- records that lie, through the engine ---- */
+
+#define LIE_CHUNKS 64
+/* Value j of chunk c: texts of many lengths. */
+static int32_t lie_value(int c, int j) {
+  static const int32_t mod[] = {10, 1000, 7, 100000, 1000000000, 97, 3, 50000};
+  int32_t v = (int32_t)(((uint32_t)c * 7919u + (uint32_t)j * 104729u) %
+                        (uint32_t)mod[c % 8]);
+  return (c + j) % 3 ? v : -v;
+}
+
+/* A V2 int32 array t of LIE_CHUNKS chunks of 4 in dir; its text into
+ * *text (malloc'd), its length returned. */
+static size_t lie_store(const char *dir, char **text) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/t", dir);
+  ck_assert_int_eq(mkdir(p, 0700), 0);
+  snprintf(p, sizeof p, "%s/.zgroup", dir);
+  FILE *f = fopen(p, "w");
+  fputs("{\"zarr_format\": 2}", f);
+  fclose(f);
+  snprintf(p, sizeof p, "%s/t/.zarray", dir);
+  f = fopen(p, "w");
+  fprintf(f,
+          "{\"zarr_format\": 2, \"shape\": [%d], \"chunks\": [4], "
+          "\"dtype\": \"<i4\", \"compressor\": null, \"filters\": null, "
+          "\"fill_value\": 0, \"order\": \"C\"}",
+          LIE_CHUNKS * 4);
+  fclose(f);
+  char *t = malloc(LIE_CHUNKS * 4 * 13 + 1);
+  size_t len = 0;
+  for (int c = 0; c < LIE_CHUNKS; c++) {
+    snprintf(p, sizeof p, "%s/t/%d", dir, c);
+    f = fopen(p, "wb");
+    for (int j = 0; j < 4; j++) {
+      int32_t v = lie_value(c, j); /* little-endian hosts only, as zarrfs */
+      fwrite(&v, 4, 1, f);
+      len += (size_t)sprintf(t + len, "%d\n", (int)v);
+    }
+    fclose(f);
+  }
+  *text = t;
+  return len;
+}
+
+/* An engine over dir with the index in idx (4 decode-ahead workers). */
+static struct engine *lie_engine(const char *dir, const char *idx) {
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(dir, &s, &err), 0);
+  struct engine_config cfg = {.cache_size = 64 << 20,
+                              .max_decoded = 1u << 30,
+                              .size_table_max = 100000,
+                              .decode_threads = 4};
+  struct engine *e;
+  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
+  struct lxindex *x;
+  ck_assert_int_eq(lxindex_open(idx, 0, &x, &err), 0);
+  engine_set_index(e, x);
+  return e;
+}
+
+/* Add delta to the text size of key's records in the index file path
+ * (their CRC made good); how many. */
+static int lie(const char *path, const char *key, int64_t delta) {
+  FILE *f = fopen(path, "r+b");
+  ck_assert_ptr_nonnull(f);
+  static unsigned char b[1 << 20];
+  size_t n = fread(b, 1, sizeof b, f), kl = strlen(key);
+  int count = 0;
+  for (size_t i = 0; i + 60 <= n;) {
+    uint32_t len;
+    uint16_t ll, k;
+    memcpy(&len, b + i + 4, 4);
+    if (memcmp(b + i, "LXr", 3) || len < 60 || i + len > n) {
+      i++;
+      continue;
+    }
+    memcpy(&ll, b + i + 32, 2);
+    memcpy(&k, b + i + 34, 2);
+    if (k == kl && !memcmp(b + i + 60 + ll, key, kl)) {
+      uint64_t ts;
+      memcpy(&ts, b + i + 12, 8);
+      ts += (uint64_t)delta;
+      memcpy(b + i + 12, &ts, 8);
+      uint32_t crc = (uint32_t)crc32(0L, b + i + 12, len - 12);
+      memcpy(b + i + 8, &crc, 4);
+      count++;
+    }
+    i += len;
+  }
+  rewind(f);
+  ck_assert_uint_eq(fwrite(b, 1, n, f), n);
+  fclose(f);
+  return count;
+}
+
+/* What the lying-record readers share. */
+struct lie_reader {
+  struct engine *e;
+  const char *text;
+  size_t len;
+  int random; /* 0: reads it all in order; else random offsets */
+  unsigned seed;
+};
+
+/* One reader: every byte it gets is the text's at that offset; a reader
+ * in order gets the whole text, no more. */
+static void *lie_read(void *arg) {
+  struct lie_reader *r = arg;
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(r->e, "t/values.txt", &ent, &err), 0);
+  char buf[700];
+  if (!r->random) {
+    uint64_t off = 0;
+    long got;
+    while ((got = ns_read_view(r->e, &ent, off, 333, buf, NULL, &err)) > 0) {
+      ck_assert_uint_le(off + (uint64_t)got, r->len);
+      ck_assert(!memcmp(buf, r->text + off, (size_t)got));
+      off += (uint64_t)got;
+    }
+    ck_assert_msg(got == 0, "%s", err.msg);
+    ck_assert_uint_eq(off, r->len);
+    return NULL;
+  }
+  for (int k = 0; k < 300; k++) {
+    r->seed = r->seed * 1103515245u + 12345u;
+    uint64_t off = (r->seed >> 4) % r->len;
+    size_t want = 1 + (r->seed >> 20) % sizeof buf;
+    long got = ns_read_view(r->e, &ent, off, want, buf, NULL, &err);
+    size_t exp = want < r->len - off ? want : r->len - off;
+    ck_assert_msg(got == (long)exp, "at %llu: %ld of %zu (%s)",
+                  (unsigned long long)off, got, exp, err.msg);
+    ck_assert(!memcmp(buf, r->text + off, exp));
+  }
+  return NULL;
+}
+
+START_TEST(lying_records_never_cut_nor_pad) {
+  const char *d = tmpdir();
+  char store[600], idx[600], *text;
+  snprintf(store, sizeof store, "%s/s", d);
+  snprintf(idx, sizeof idx, "%s/idx", d);
+  ck_assert_int_eq(mkdir(store, 0700), 0);
+  size_t len = lie_store(store, &text);
+  /* a first engine learns every size */
+  struct engine *e = lie_engine(store, idx);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size;
+  ck_assert_int_eq(ns_resolve(e, "t/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, len);
+  engine_free(e);
+  /* records of four chunks lie, longer and shorter */
+  const char *keys[] = {"t/5", "t/20", "t/21", "t/63"};
+  const int64_t delta[] = {-3, 4, -1, 11};
+  int64_t sum = 0;
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_ge(lie(index_file(idx), keys[k], delta[k]), 1);
+    sum += delta[k];
+  }
+  /* the next engine says the claimed size, then serves only the truth to
+   * readers in order and at random offsets at once */
+  e = lie_engine(store, idx);
+  ck_assert_int_eq(ns_resolve(e, "t/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, (uint64_t)((int64_t)len + sum));
+  pthread_t th[4];
+  struct lie_reader rd[4];
+  for (int t = 0; t < 4; t++) {
+    rd[t] = (struct lie_reader){e, text, len, t >= 2, 77u + (unsigned)t};
+    ck_assert_int_eq(pthread_create(&th[t], NULL, lie_read, &rd[t]), 0);
+  }
+  for (int t = 0; t < 4; t++)
+    pthread_join(th[t], NULL);
+  ck_assert_int_eq(ns_resolve(e, "t/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, len); /* then the truth */
+  engine_free(e);
+  /* and the records were replaced by the truth */
+  e = lie_engine(store, idx);
+  ck_assert_int_eq(ns_resolve(e, "t/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
+  ck_assert_uint_eq(size, len);
+  engine_free(e);
+  free(text);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("lxindex");
   TCase *tc = tcase_create("core");
@@ -365,6 +767,12 @@ int main(void) {
   tcase_add_test(tc, concurrent_threads_and_compaction);
   tcase_add_test(tc, cap_holds);
   tcase_add_test(tc, unusable_directory);
+  tcase_add_test(tc, planted_link_not_followed);
+  tcase_add_test(tc, planted_files_refused);
+  tcase_add_test(tc, compaction_temp_not_followed);
+  tcase_add_test(tc, unsafe_directories);
+  tcase_add_test(tc, old_format_removed);
+  tcase_add_test(tc, lying_records_never_cut_nor_pad);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
