@@ -49,17 +49,29 @@ int layout_reach(struct engine *e, const struct znode *n,
  * size before upto is the truth; 1 when l is out of date (a size it
  * holds was wrong: said and corrected; or the node's sizes changed
  * meanwhile): take a new layout (layout_get) and look again; or a
- * negative errno. A byte is never placed by a size not checked: whoever
- * reads text at an offset calls this for the units up to it first. With
- * jumped (a reader not going in order), the workers decode a run of
- * claims beside it. */
+ * negative errno. A byte is never placed by a unit's record not checked:
+ * whoever reads text at an offset calls this for the units up to it
+ * first. The one exception is a layout made whole from a region record
+ * (fs/lsize.h: keyed by every unit's version at once): a reader that
+ * jumped (`jumped`: tail, a random read) checks the claims from stored
+ * unit `from` on, the ones it reads, and takes those it jumped over as
+ * stat does (each is checked when its unit is read), so that a tail of
+ * a second mount decodes what it shows, not the whole view. */
 int layout_check(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t upto,
-                 int jumped, struct zerr *err);
-/* Learn every size of layout l: l->total is then set. */
+                 int jumped, uint64_t from, struct zerr *err);
+/* Learn every size of layout l: l->total is then set. Many units are
+ * learned in bulk on every core (fs/lsize.h). */
 int layout_complete(struct engine *e, const struct znode *n,
                     const struct region *r, struct region_layout *l,
                     struct zerr *err);
+/* layout_complete by a deadline (CLOCK_MONOTONIC ns, 0: none): 0 when
+ * every size is known, 1 when not in time (at the deadline, or at once
+ * when the rest would take longer: the sizes learned so far are kept), or
+ * a negative errno. */
+int layout_complete_within(struct engine *e, const struct znode *n,
+                           const struct region *r, struct region_layout *l,
+                           uint64_t deadline, struct zerr *err);
 /* Stored units of region r (what its size would need learned). */
 int layout_stored_count(struct engine *e, const struct znode *n,
                         const struct region *r, uint64_t *np, struct zerr *err);

@@ -68,6 +68,8 @@ struct region_layout {
   _Atomic uint8_t *claimed;
   _Atomic uint64_t first_claim;
   _Atomic uint64_t checked;
+  int from_record; /* every size came from a region record (fs/lsize.h):
+                      set before the layout is shared */
 };
 
 /* Stored units whose sizes are known (acquire: their p_cum may be read). */

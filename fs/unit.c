@@ -44,10 +44,6 @@ int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
   return 0;
 }
 
-/* The version of the text rules (how elements become text): a record of
- * the persistent index written under other rules is never used. Raise it
- * with any change to the bytes of a unit's text. */
-#define UNIT_TEXT_RULES 2u
 
 /* What the persistent index knows unit idx by, into *id (its key in key,
  * len bytes): the store's location, the chunk's key (and the inner
@@ -76,6 +72,13 @@ static int unit_ident(struct engine *e, const struct znode *n,
       at += (size_t)w;
     }
   }
+  *id = (struct lxindex_id){e->store->location, key,         size,
+                            version,           unit_text_hash(n), UNIT_TEXT_RULES};
+  return 0;
+}
+
+/* See unit.h. */
+uint64_t unit_text_hash(const struct znode *n) {
   /* What makes the text: the whole metadata document (codecs, data type,
    * fill value, shape) and the fill text drawn from it. */
   uint64_t h = n->meta_hash;
@@ -87,9 +90,7 @@ static int unit_ident(struct engine *e, const struct znode *n,
     h = htab_hash_bytes(n->form.csv ? "csv" : "cf", n->form.csv ? 3 : 2, h);
     h = htab_hash_bytes(&n->attrs_hash, sizeof n->attrs_hash, h);
   }
-  *id = (struct lxindex_id){e->store->location, key, size, version, h,
-                            UNIT_TEXT_RULES};
-  return 0;
+  return h;
 }
 
 /* A decode (or a pass over a stream) found unit idx's text to be `truth`
@@ -553,6 +554,56 @@ int unit_src(struct engine *e, const struct znode *n,
   return 0;
 }
 
+/* A size fill's job: a unit's, and how a decode learns its size. */
+struct size_job {
+  struct unit_job j; /* first: the fill takes it as a unit_job */
+  int measure;       /* decode to measure, keep nothing
+                        (unit_size_measure) */
+};
+
+/* A unit's text size by a decode that keeps nothing (unit_size_measure):
+ * unit_fill's decode and text preparation, then text_measure. A missing
+ * chunk is the fill unit's size. A failure is logged here. */
+static int unit_measure(struct unit_job *j, uint64_t *value,
+                        struct zerr *err) {
+  struct engine *e = j->e;
+  const struct znode *n = j->n;
+  char key[4096];
+  ZTRY(unit_store_key(n, j->idx, key, sizeof key, err));
+  struct unit_job dj = *j;
+  dj.key = key;
+  struct abytes *ab = NULL;
+  int logged = 0, fresh = 1;
+  uint64_t t0 = stats_now_ns();
+  int rc = engine_check_stop(e, err);
+  if (rc == 0)
+    rc = unit_decoded(&dj, &ab, &logged, &fresh, err);
+  if (fresh && (rc < 0 || ab)) { /* a decode (not a fill unit) */
+    engine_req_note_unit();
+    stats_add(&e->stats.decodes, 1);
+    stats_add(&e->stats.decode_ns, stats_now_ns() - t0);
+  }
+  if (rc == 0 && !ab) {
+    struct chunk_text *ct;
+    if ((rc = unit_new_fill(n, j->idx, &ct, err)) == 0) {
+      *value = ct->size;
+      zobj_put(&ct->obj);
+    }
+  } else if (rc == 0 && (rc = textprep_to_text(&n->meta->dtype, n->form.csv, ab,
+                                               &e->env, err)) == 0) {
+    rc = text_measure(&n->form, n->meta->shape, j->idx, ab, e->env.max_decoded,
+                      &e->stopping, value, err);
+    ab = NULL; /* taken by text_measure */
+  }
+  abytes_free(ab);
+  if (rc < 0) {
+    if (!logged)
+      unit_log_failure(e, key, err);
+    return zerr_prefix(err, "chunk %s: ", key);
+  }
+  return 0;
+}
+
 /* Fill: a unit's text size: from the ends of an index read partially, from
  * the persistent index (a claim: UNIT_SIZE_CLAIM set), or by decoding the
  * unit (which keeps it for the reads that follow, and stores its size in
@@ -598,6 +649,8 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
       return zerr_prefix(err, "chunk %s: ", key);
     }
   }
+  if (((struct size_job *)ctx)->measure)
+    return unit_measure(j, value, err);
   struct memo_ref *ref;
   ZTRY(unit_get(e, j->n, j->idx, &ref, err));
   *value = unit_of_ref(ref)->size;
@@ -605,19 +658,34 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   return 0;
 }
 
-/* See unit.h. */
-int unit_size_claim(struct engine *e, const struct znode *n,
-                    const uint64_t *idx, uint64_t *size, int *claim,
-                    struct zerr *err) {
+/* Learn the size of unit j->idx (*value) the way unit_size_claim does;
+ * with `measure`, a decode keeps nothing (unit_size_measure). */
+static int unit_size_by(struct engine *e, const struct znode *n,
+                        const uint64_t *idx, int measure, uint64_t *size,
+                        int *claim, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
-  struct unit_job j = {e, n, idx, NULL, NULL, 0, 0};
+  struct size_job j = {{e, n, idx, NULL, NULL, 0, 0}, measure};
   uint64_t v;
   ZTRY(memo_value(e->memo, &k, unit_size_fill, &j, &v, err));
   *claim = (v & UNIT_SIZE_CLAIM) != 0;
   *size = v & ~UNIT_SIZE_CLAIM;
   return 0;
+}
+
+/* See unit.h. */
+int unit_size_measure(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t *size, int *claim,
+                      struct zerr *err) {
+  return unit_size_by(e, n, idx, 1, size, claim, err);
+}
+
+/* See unit.h. */
+int unit_size_claim(struct engine *e, const struct znode *n,
+                    const uint64_t *idx, uint64_t *size, int *claim,
+                    struct zerr *err) {
+  return unit_size_by(e, n, idx, 0, size, claim, err);
 }
 
 /* Size from the memo's values, or learned once. */

@@ -9,6 +9,7 @@
 #include "../codecs/chain.h"
 #include "cursor.h"
 #include "layout.h"
+#include "lsize.h"
 #include "region.h"
 #include "row.h"
 
@@ -22,12 +23,6 @@ void view_cursor_free(struct engine *e, struct view_cursor *c) {
   cursor_free(e, c);
 }
 
-/* A whole-array view whose size would need the sizes of more stored
- * units than this has no exact size in stat until a reader has learned
- * it, with exact sizes too: at about 5 us a unit on a loaded 2-core
- * machine, 65,536 units cost well under a second, 10^6 of them 5-25 s
- * before the first byte. */
-#define VIEW_EXACT_UNITS 65536
 
 /* ---- reads ---- */
 
@@ -164,7 +159,7 @@ static long region_read(const struct read_req *q, const struct region *r,
       break;
     if (ended == r->nslabs && pos >= l->total) {
       /* the end of the text, once no claimed size before it is wrong */
-      if ((rc = layout_check(e, n, r, l, l->np, !q->seq, q->err)) < 0)
+      if ((rc = layout_check(e, n, r, l, l->np, !q->seq, l->np, q->err)) < 0)
         break;
       if ((stale = (int)rc) != 0)
         continue;
@@ -177,9 +172,8 @@ static long region_read(const struct read_req *q, const struct region *r,
       cursor_ahead_plan(e, n, r, l, q->c, k, 1);
     /* no byte placed by a size not checked (a reader in order checks the
      * units it is about to decode anyway) */
-    rc =
-        layout_check(e, n, r, l, region_rank(l, (k + 1) * r->per_slab),
-                     !q->seq, q->err);
+    rc = layout_check(e, n, r, l, region_rank(l, (k + 1) * r->per_slab),
+                      !q->seq, region_rank(l, k * r->per_slab), q->err);
     if (rc < 0)
       break;
     if ((stale = (int)rc) != 0)
@@ -373,29 +367,32 @@ int view_array_size(struct engine *e, const struct znode *n, uint64_t *size,
 /* See view.h. */
 int view_array_size_deferred(struct engine *e, const struct znode *n,
                              struct zerr *err) {
-  ZTRY(view_check(n, err));
-  if (n->meta->nelem == 0 || unit_sizes_from_index(n))
-    return 0; /* sizes from the units' indexes: cheap */
-  struct region r;
-  ZTRY(region_of_array(n, &r, err));
-  uint64_t np;
-  ZTRY(layout_stored_count(e, n, &r, &np, err));
-  return np > VIEW_EXACT_UNITS;
+  uint64_t size;
+  int k = view_array_size_known(e, n, &size, err);
+  if (k != 0)
+    return k < 0 ? k : 0;
+  return !unit_sizes_from_index(n); /* those are cheap: stat learns them */
 }
 
 /* See view.h. */
 int view_array_size_stat(struct engine *e, const struct znode *n,
-                         uint64_t *size, struct zerr *err) {
+                         uint64_t wait_ns, uint64_t *size, struct zerr *err) {
   int k = view_array_size_known(e, n, size, err);
   if (k != 0)
     return k < 0 ? k : 0;
-  if ((k = view_array_size_deferred(e, n, err)) < 0)
-    return k;
-  if (k) {
-    *size = 0; /* unknown: the file is read with direct I/O */
-    return 0;
-  }
-  return view_array_size(e, n, size, err);
+  if (wait_ns == UINT64_MAX || unit_sizes_from_index(n))
+    return view_array_size(e, n, size, err);
+  struct region r;
+  ZTRY(region_of_array(n, &r, err));
+  struct memo_ref *ref;
+  ZTRY(layout_get(e, n, &r, &ref, err));
+  struct region_layout *l = (struct region_layout *)memo_obj(ref);
+  uint64_t now = lsize_now_ns();
+  uint64_t deadline = wait_ns > UINT64_MAX - now ? 0 : now + wait_ns;
+  int rc = layout_complete_within(e, n, &r, l, deadline ? deadline : 1, err);
+  *size = rc == 0 ? l->total : 0;
+  memo_release(e->memo, ref);
+  return rc;
 }
 
 /* The whole-array view's bytes (view_read_fn). */
