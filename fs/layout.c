@@ -524,7 +524,13 @@ int layout_check(struct engine *e, const struct znode *n,
          !atomic_compare_exchange_weak_explicit(
              &l->checked, &c, upto, memory_order_acq_rel, memory_order_relaxed))
     ;
-  return node_sizes_gen(n) != l->gen;
+  int stale = node_sizes_gen(n) != l->gen;
+  /* every claim held: the whole view's sizes are the truth, for the
+   * next mount's region record (made once: c moved to np just now) */
+  if (!stale && !skipped && c < l->np && upto == l->np &&
+      region_known(l) == l->np)
+    lsize_keep(e, n, r, l);
+  return stale;
 }
 
 /* See layout.h. */

@@ -10,8 +10,10 @@
 #include <time.h>
 
 #include "../src/store/lxblob.h"
+#include "../src/store/presence.h"
 #include "../src/util/htab.h"
 #include "../src/util/pool.h"
+#include "tblock.h"
 
 /* Units a thread takes from the counter at once. */
 #define LSIZE_RUN 32
@@ -217,64 +219,37 @@ int lsize_fill(struct engine *e, const struct znode *n, const struct region *r,
   return 0;
 }
 
-/* ---- region records ---- */
+/* ---- records of many sizes ---- */
 
-/* The region record's identity of r (its key in key, len bytes, and the
- * version in *id: a digest of every stored unit's key, size and
- * version). 0, or -1 when it has none (no index, a store without
- * versions, a key too long). */
-static int region_ident(struct engine *e, const struct znode *n,
-                        const struct region *r, const struct region_layout *l,
-                        char *key, size_t len, struct lxindex_id *id) {
-  if (!e->lx || e->store->remote || !n->meta || !n->meta->root ||
-      !n->meta_hash || l->np < LSIZE_MIN)
-    return -1;
-  const char *tag = n->form.csv ? "csv" : n->form.cf ? "cf" : "txt";
-  int w = snprintf(key, len, "#region %s %s", tag, *n->path ? n->path : ".");
-  if (w < 0 || (size_t)w >= len)
-    return -1;
-  for (int d = 0; r->is_chunk && d < r->ndim; d++) {
-    int x = snprintf(key + w, len - (size_t)w, "%c%llu", d ? ',' : '#',
-                     (unsigned long long)r->cidx[d]);
-    if (x < 0 || (size_t)x >= len - (size_t)w)
-      return -1;
-    w += x;
-  }
-  /* every stored unit's bytes: the store's version of all of the array's
-   * keys at once, else each unit's in C order (a shard's inner units:
-   * once) */
-  uint64_t h = htab_hash_bytes(&l->np, sizeof l->np, 0x6c73697a65ull), v;
-  struct zerr verr = {0};
-  if (store_prefix_version(e->store, n->path, &v, &verr) == 0) {
-    *id = (struct lxindex_id){e->store->location,
-                              key,
-                              l->np,
-                              htab_hash_bytes(&v, sizeof v, h),
-                              unit_text_hash(n),
-                              UNIT_TEXT_RULES};
+/* See lsize.h. */
+int lsize_node_version(struct engine *e, const struct znode *n, uint64_t *v) {
+  struct zerr err = {0};
+  uint64_t h = 0x6c73697a65ull;
+  if (store_prefix_version(e->store, n->path, v, &err) == 0)
     return 0;
-  }
-  char ukey[4096], prev[4096] = "";
-  for (uint64_t i = 0; i < l->np; i++) {
-    uint64_t idx[ZMETA_MAX_DIMS], size = 0, version = 0;
-    region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
-    struct zerr err = {0};
-    if (unit_store_key(n, idx, ukey, sizeof ukey, &err) < 0)
-      return -1;
-    if (n->shard && !strcmp(ukey, prev))
-      continue;
-    int rc = store_version(e->store, ukey, &size, &version, &err);
-    if (rc < 0 && rc != -ENOENT)
-      return -1; /* no version known (inline or remote bytes) */
-    h = htab_hash_str(ukey) ^ (h * 0x9e3779b97f4a7c15ull);
+  /* else every stored chunk's key, size and version, in C order */
+  struct memo_ref *pref;
+  if (e->store->remote || unit_presence(e, n, &pref, &err) < 0)
+    return -1;
+  const struct presence *p = (const struct presence *)memo_obj(pref);
+  int rc = p->complete ? 0 : -1;
+  char key[4096];
+  for (uint64_t i = 0; rc == 0 && i < p->n; i++) {
+    uint64_t cidx[ZMETA_MAX_DIMS], c = p->lin[i], size = 0, version = 0;
+    for (int d = n->meta->ndim - 1; d >= 0; d--) {
+      cidx[d] = c % n->meta->grid[d];
+      c /= n->meta->grid[d];
+    }
+    if (node_chunk_key(n, cidx, key, sizeof key) < 0 ||
+        store_version(e->store, key, &size, &version, &err) < 0)
+      rc = -1; /* no version known (inline or remote bytes) */
+    h = htab_hash_str(key) ^ (h * 0x9e3779b97f4a7c15ull);
     h = htab_hash_bytes(&size, sizeof size, h);
     h = htab_hash_bytes(&version, sizeof version, h);
-    if (n->shard)
-      snprintf(prev, sizeof prev, "%s", ukey);
   }
-  *id = (struct lxindex_id){
-      e->store->location, key, l->np, h, unit_text_hash(n), UNIT_TEXT_RULES};
-  return 0;
+  memo_release(e->memo, pref);
+  *v = h;
+  return rc;
 }
 
 /* Append v as a varint to *p. */
@@ -302,6 +277,87 @@ static int get_varint(const unsigned char **p, const unsigned char *end,
   return -1;
 }
 
+/* See lsize.h. */
+void lsize_keep_sizes(struct engine *e, const struct lxindex_id *id,
+                      uint64_t check, const uint64_t *sizes, uint64_t n) {
+  if (!e->lx || n > SIZE_MAX / 10)
+    return;
+  /* each size as the zigzag difference from the one before: a byte or
+   * two for units of similar text */
+  unsigned char *buf = malloc((size_t)n * 10 + 1), *p = buf;
+  if (!buf)
+    return;
+  uint64_t prev = 0, total = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    int64_t d = (int64_t)(sizes[i] - prev);
+    p = put_varint(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
+    prev = sizes[i];
+    total += sizes[i];
+  }
+  struct lxindex_rec rec = {total, check};
+  lxblob_store(e->lx, id, &rec, buf, (size_t)(p - buf)); /* a failure:
+                                                       learned next time */
+  free(buf);
+}
+
+/* See lsize.h. */
+int lsize_load_sizes(struct engine *e, const struct lxindex_id *id,
+                     uint64_t check, uint64_t *sizes, uint64_t n) {
+  struct lxindex_rec rec;
+  void *data;
+  size_t len;
+  if (!e->lx || !lxblob_lookup(e->lx, id, &rec, &data, &len))
+    return 0;
+  const unsigned char *p = data, *end = p + len;
+  uint64_t prev = 0, total = 0;
+  int ok = rec.lines == check;
+  for (uint64_t i = 0; ok && i < n; i++) {
+    uint64_t z = 0;
+    ok = get_varint(&p, end, &z) == 0;
+    sizes[i] = prev + (uint64_t)((int64_t)(z >> 1) ^ -(int64_t)(z & 1));
+    ok = ok && sizes[i] < UNIT_SIZE_CLAIM;
+    prev = sizes[i];
+    total += sizes[i];
+  }
+  free(data);
+  return ok && p == end && total == rec.text_size;
+}
+
+/* ---- region records ---- */
+
+/* The region record's identity of r (its key in key, len bytes). 0, or
+ * -1 when it has none (no index, too few units, a store without
+ * versions, a key too long). */
+static int region_ident(struct engine *e, const struct znode *n,
+                        const struct region *r,
+                        const struct region_layout *l, char *key, size_t len,
+                        struct lxindex_id *id) {
+  if (!e->lx || e->store->remote || !n->meta || !n->meta->root ||
+      !n->meta_hash || l->np < LSIZE_MIN)
+    return -1;
+  const char *tag = n->form.csv ? "csv" : n->form.cf ? "cf" : "txt";
+  int w = snprintf(key, len, "#region %s %s", tag, *n->path ? n->path : ".");
+  if (w < 0 || (size_t)w >= len)
+    return -1;
+  for (int d = 0; r->is_chunk && d < r->ndim; d++) {
+    int x = snprintf(key + w, len - (size_t)w, "%c%llu", d ? ',' : '#',
+                     (unsigned long long)r->cidx[d]);
+    if (x < 0 || (size_t)x >= len - (size_t)w)
+      return -1;
+    w += x;
+  }
+  /* the bytes of every stored chunk: the store's version of all of the
+   * array's keys at once, else each chunk's */
+  uint64_t v;
+  const struct znode *base = n->base ? n->base : n;
+  if (lsize_node_version(e, base, &v) < 0)
+    return -1;
+  v = htab_hash_bytes(&l->np, sizeof l->np, v);
+  *id = (struct lxindex_id){e->store->location, key, l->np, v,
+                            unit_text_hash(n), UNIT_TEXT_RULES};
+  return 0;
+}
+
 /* Stored unit i's text size in complete layout l. */
 static uint64_t unit_size_of(const struct znode *n, const struct region *r,
                              const struct region_layout *l, uint64_t i) {
@@ -316,28 +372,23 @@ void lsize_keep(struct engine *e, const struct znode *n, const struct region *r,
                 const struct region_layout *l) {
   char key[4200];
   struct lxindex_id id;
-  if (l->from_record || region_ident(e, n, r, l, key, sizeof key, &id) < 0)
+  /* only the truth: no size from a record, or every claim checked */
+  uint64_t claim0 =
+      atomic_load_explicit(&l->first_claim, memory_order_relaxed);
+  if (l->from_record ||
+      (claim0 != UINT64_MAX &&
+       atomic_load_explicit(&l->checked, memory_order_acquire) < l->np) ||
+      region_ident(e, n, r, l, key, sizeof key, &id) < 0 ||
+      l->np > SIZE_MAX / sizeof(uint64_t))
     return;
-  /* sizes as the zigzag difference from the one before: a byte or two
-   * each for units of similar text */
-  if (l->np > SIZE_MAX / 10)
+  uint64_t *sizes = malloc((size_t)l->np * sizeof *sizes);
+  if (!sizes)
     return;
-  unsigned char *buf = malloc((size_t)l->np * 10 + 1), *p = buf;
-  if (!buf)
-    return;
-  uint64_t prev = 0;
-  for (uint64_t i = 0; i < l->np; i++) {
-    uint64_t s = unit_size_of(n, r, l, i);
-    int64_t d = (int64_t)(s - prev);
-    p = put_varint(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
-    prev = s;
-  }
-  /* (elements as the record's "lines": a check that the shape is the
-   * one the sizes are of) */
-  struct lxindex_rec rec = {l->total, r->total_elems};
-  lxblob_store(e->lx, &id, &rec, buf, (size_t)(p - buf)); /* a failure:
-                                                       learned next time */
-  free(buf);
+  for (uint64_t i = 0; i < l->np; i++)
+    sizes[i] = unit_size_of(n, r, l, i);
+  /* (the elements as the record's check: the shape the sizes are of) */
+  lsize_keep_sizes(e, &id, r->total_elems, sizes, l->np);
+  free(sizes);
 }
 
 /* See lsize.h. */
@@ -345,37 +396,60 @@ int lsize_load(struct engine *e, const struct znode *n, const struct region *r,
                struct region_layout *l) {
   char key[4200];
   struct lxindex_id id;
-  if (node_sizes_gen(n) || region_ident(e, n, r, l, key, sizeof key, &id) < 0)
+  if (node_sizes_gen(n) || region_ident(e, n, r, l, key, sizeof key, &id) < 0 ||
+      l->np > SIZE_MAX / sizeof(uint64_t))
     return 0;
-  struct lxindex_rec rec;
-  void *data;
-  size_t len;
-  if (!lxblob_lookup(e->lx, &id, &rec, &data, &len))
-    return 0;
-  const unsigned char *p = data, *end = p + len;
-  uint64_t prev = 0;
-  __int128 total = (__int128)l->line * r->total_elems;
-  int ok = rec.lines == r->total_elems;
+  uint64_t *sizes = malloc((size_t)l->np * sizeof *sizes);
+  int ok = sizes && lsize_load_sizes(e, &id, r->total_elems, sizes, l->np);
   for (uint64_t i = 0; ok && i < l->np; i++) {
-    uint64_t z = 0, idx[ZMETA_MAX_DIMS];
-    ok = get_varint(&p, end, &z) == 0;
-    uint64_t s = prev + (uint64_t)((int64_t)(z >> 1) ^ -(int64_t)(z & 1));
+    uint64_t idx[ZMETA_MAX_DIMS];
     region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);
-    __int128 d = (__int128)s - (__int128)l->line * unit_nin(n, idx);
-    ok = ok && s < UNIT_SIZE_CLAIM && d < INT64_MAX && d > -(__int128)INT64_MAX;
-    if (ok) {
+    __int128 d = (__int128)sizes[i] - (__int128)l->line * unit_nin(n, idx);
+    ok = d < INT64_MAX && d > -(__int128)INT64_MAX;
+    if (ok)
       l->p_cum[i] = (int64_t)d;
-      total += d;
-    }
-    prev = s;
   }
-  free(data);
-  if (!ok || p != end || total != (__int128)rec.text_size)
-    return 0;       /* a record that does not add up: learned again */
+  free(sizes);
+  if (!ok)
+    return 0; /* a record that does not add up: learned again */
   if (l->claimed) { /* claims, each checked when its unit is read */
     for (uint64_t b = 0; b < l->np / 8 + 1; b++)
       atomic_store_explicit(&l->claimed[b], 0xff, memory_order_relaxed);
     atomic_store_explicit(&l->first_claim, 0, memory_order_relaxed);
   }
   return 1;
+}
+
+/* ---- table records ---- */
+
+/* See lsize.h. */
+int lsize_table_ident(struct engine *e, const struct znode *g, const char *dim,
+                      const struct table *t, char *key, size_t len,
+                      struct lxindex_id *id) {
+  if (!e->lx || e->store->remote)
+    return -1;
+  int w = snprintf(key, len, "#table %s %s", *g->path ? g->path : ".", dim);
+  if (w < 0 || (size_t)w >= len)
+    return -1;
+  /* the rows' text: the header, then each column's bytes and rules */
+  uint64_t v = htab_hash_bytes(t->header, t->header_len, t->nrows);
+  uint64_t rules = htab_hash_bytes("table", 5, t->ncols);
+  for (size_t c = 0; c < t->ncols; c++) {
+    const struct tcol *col = &t->cols[c];
+    const struct znode *n = col->n, *base = n->base ? n->base : n;
+    uint64_t cv;
+    if (!n->meta_hash || lsize_node_version(e, base, &cv) < 0)
+      return -1;
+    v = htab_hash_bytes(&cv, sizeof cv, v);
+    uint64_t h = unit_text_hash(n);
+    int flags[3] = {col->raw, col->number, col->floating};
+    rules = htab_hash_bytes(&h, sizeof h, rules);
+    rules = htab_hash_bytes(flags, sizeof flags, rules);
+    rules = htab_hash_str(col->name) ^ (rules * 0x9e3779b97f4a7c15ull);
+    if (col->field)
+      rules = htab_hash_bytes(&c, sizeof c, rules ^ 0x6669656c64ull);
+  }
+  *id = (struct lxindex_id){e->store->location, key, t->nrows, v, rules,
+                            UNIT_TEXT_RULES};
+  return 0;
 }

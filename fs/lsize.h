@@ -29,6 +29,7 @@
 
 #include <stdint.h>
 
+#include "../src/store/lxindex.h"
 #include "region.h"
 
 /* Regions with fewer stored units left to learn are learned one by one
@@ -61,6 +62,31 @@ int lsize_load(struct engine *e, const struct znode *n, const struct region *r,
  * came from one). */
 void lsize_keep(struct engine *e, const struct znode *n, const struct region *r,
                 const struct region_layout *l);
+
+/* What many records share: a version of the bytes of every stored chunk
+ * of node n (its store's version of all its keys at once, else a digest
+ * of each chunk's, store_version) into *v: 0, or -1 when there is none
+ * (a remote store, inline bytes, a listing that is not complete). */
+int lsize_node_version(struct engine *e, const struct znode *n, uint64_t *v);
+/* Keep n sizes (of units, of a table's blocks) in the persistent index as
+ * one record of identity id (src/store/lxblob.h), with `check` (a number
+ * the loader must find equal: the elements they are the text of) and
+ * their total. Nothing without an index; a failure is learned again. */
+void lsize_keep_sizes(struct engine *e, const struct lxindex_id *id,
+                      uint64_t check, const uint64_t *sizes, uint64_t n);
+/* The n sizes of id's record into sizes: 1, or 0 when there is none or
+ * it does not add up (other count, check or total). */
+int lsize_load_sizes(struct engine *e, const struct lxindex_id *id,
+                     uint64_t check, uint64_t *sizes, uint64_t n);
+
+struct table; /* fs/tblock.h */
+/* The identity of the record of table t (dimension dim of group g): its
+ * key in key (len bytes); the version of every column's chunks and what
+ * makes its rows' text. 0, or -1 when it has none (no index, a store
+ * without versions). */
+int lsize_table_ident(struct engine *e, const struct znode *g, const char *dim,
+                      const struct table *t, char *key, size_t len,
+                      struct lxindex_id *id);
 
 /* CLOCK_MONOTONIC now, in nanoseconds. */
 uint64_t lsize_now_ns(void);

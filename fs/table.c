@@ -9,6 +9,7 @@
 #include "../src/zarr/dtype_struct.h"
 #include "csvfield.h"
 #include "layout.h"
+#include "lsize.h"
 #include "region.h"
 #include "tblock.h"
 
@@ -415,6 +416,50 @@ static uint64_t table_nblk(const struct table *t) {
   return t->nrows ? (t->nrows - 1) / TBLOCK_ROWS + 1 : 1;
 }
 
+/* Tag of the value key of a table's size claimed by the persistent
+ * index's record (fs/lsize.h), not learned by this mount. */
+#define CLAIM_TAG 4
+
+/* Keep the block sizes of t (dim of g), all learned, in the persistent
+ * index for the next mount's stat (off: where each block starts, or NULL:
+ * the learned block sizes). */
+static void table_keep(struct engine *e, const struct znode *g,
+                       const char *dim, const struct table *t,
+                       const uint64_t *off) {
+  char key[1200];
+  struct lxindex_id id;
+  uint64_t nb = table_nblk(t);
+  uint64_t *sz = e->lx ? malloc((size_t)nb * sizeof *sz) : NULL;
+  int ok = sz && lsize_table_ident(e, g, dim, t, key, sizeof key, &id) == 0;
+  for (uint64_t b = 0; ok && b < nb; b++)
+    ok = off ? (sz[b] = off[b + 1] - off[b], 1) : bsize_peek(e, g, dim, b, &sz[b]);
+  if (ok)
+    lsize_keep_sizes(e, &id, t->nrows, sz, nb);
+  free(sz);
+}
+
+/* The size of t (dim of g) as its record in the persistent index claims
+ * it: 1 and *size (and remembered as a claim), else 0. */
+static int table_claim(struct engine *e, const struct znode *g,
+                       const char *dim, const struct table *t, uint64_t *size) {
+  char key[1200];
+  struct lxindex_id id;
+  uint64_t nb = table_nblk(t);
+  uint64_t *sz = e->lx ? malloc((size_t)nb * sizeof *sz) : NULL;
+  int ok = sz && lsize_table_ident(e, g, dim, t, key, sizeof key, &id) == 0 &&
+           lsize_load_sizes(e, &id, t->nrows, sz, nb);
+  *size = 0;
+  for (uint64_t b = 0; ok && b < nb; b++)
+    *size += sz[b];
+  free(sz);
+  if (ok) {
+    struct memo_key k;
+    table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, CLAIM_TAG);
+    memo_value_put(e->memo, &k, *size);
+  }
+  return ok;
+}
+
 /* Fill: render every block once, keep where each starts; the size is
  * also kept as a value, which outlives the layout in the memo. */
 static int tlayout_fill(void *ctx, struct zobj **obj, size_t *cost,
@@ -447,6 +492,7 @@ static int tlayout_fill(void *ctx, struct zobj **obj, size_t *cost,
   struct memo_key sk;
   table_key(&sk, ELEVEL_TABLE_LAYOUT, j->g, j->dim, 2);
   memo_value_put(j->e->memo, &sk, l->off[nb]);
+  table_keep(j->e, j->g, j->dim, j->t, l->off); /* for the next mount */
   *obj = &l->obj;
   *cost = sizeof *l + (size_t)(nb + 1) * sizeof *l->off;
   return 0;
@@ -625,12 +671,21 @@ int table_size_deferred(struct engine *e, const struct znode *g,
                         const char *file, struct zerr *err) {
   char dim[TABLE_NAME_MAX + 1];
   struct memo_ref *tref;
-  uint64_t usize, fields;
+  uint64_t usize, fields, v;
   ZTRY(table_uniform(e, g, file, dim, &tref, &usize, err));
   const struct table *t = (const struct table *)memo_obj(tref);
   int big = zmul_u64(t->nrows, t->ncols ? t->ncols : 1, &fields) < 0 ||
             fields > TABLE_EXACT_FIELDS;
   memo_release(e->memo, tref);
+  /* a size the index claims: shown, and read with direct I/O, so that
+   * the text read is the truth even where the claim is not */
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
+  if (!usize && !memo_value_peek(e->memo, &k, &v)) {
+    table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, CLAIM_TAG);
+    if (memo_value_peek(e->memo, &k, &v))
+      return 1;
+  }
   return !usize && big;
 }
 
@@ -639,6 +694,15 @@ int table_size_stat(struct engine *e, const struct znode *g, const char *file,
   int k = table_size_known(e, g, file, size, err);
   if (k != 0)
     return k < 0 ? k : 0;
+  /* the next mount: the persistent index's record */
+  char dim[TABLE_NAME_MAX + 1];
+  struct memo_ref *tref;
+  ZTRY(table_get(e, g, file, &tref, err));
+  dim_of_file(file, dim);
+  k = table_claim(e, g, dim, (const struct table *)memo_obj(tref), size);
+  memo_release(e->memo, tref);
+  if (k)
+    return 0;
   if ((k = table_size_deferred(e, g, file, err)) < 0)
     return k;
   if (k) {
@@ -658,6 +722,9 @@ int table_size_known(struct engine *e, const struct znode *g, const char *file,
   table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
   if (memo_value_peek(e->memo, &k, size))
     return 1;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, CLAIM_TAG);
+  if (memo_value_peek(e->memo, &k, size))
+    return 1; /* the persistent index's claim */
   /* every row the same, found out already: arithmetic */
   struct memo_ref *tref;
   uint64_t rl;
@@ -699,6 +766,7 @@ static long read_blocks(struct engine *e, const struct znode *g,
     struct memo_key sk;
     table_key(&sk, ELEVEL_TABLE_LAYOUT, g, dim, 2);
     memo_value_put(e->memo, &sk, start);
+    table_keep(e, g, dim, t, NULL); /* for the next mount */
   }
   return (long)done;
 }
