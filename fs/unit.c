@@ -183,7 +183,7 @@ static int unit_shard_index(struct unit_job *j, uint64_t *cidx, uint64_t *inner,
   *inner = unit_chunk(j->n, j->idx, cidx);
   struct memo_key k;
   node_key(&k, ELEVEL_SHARD_INDEX, j->n, cidx, NULL, 0);
-  struct unit_job ij = {j->e, j->n, cidx, j->key, NULL, 0, 0};
+  struct unit_job ij = {j->e, j->n, cidx, j->key, NULL, 0, 0, 0, 0};
   return memo_get(j->e->memo, &k, shard_index_fill, &ij, ref, err);
 }
 
@@ -341,7 +341,7 @@ static int unit_decoded(struct unit_job *j, struct abytes **out, int *logged,
     return unit_source(j, out, logged, err);
   struct memo_key k;
   node_key(&k, ELEVEL_DECODED, base, j->idx, NULL, 0);
-  struct decoded_job dj = {{j->e, base, j->idx, j->key, NULL, 0, 0}, 0};
+  struct decoded_job dj = {{j->e, base, j->idx, j->key, NULL, 0, 0, 0, 0}, 0};
   struct memo_ref *ref;
   int rc = memo_get(j->e->memo, &k, decoded_fill, &dj, &ref, err);
   *fresh = dj.filled;
@@ -429,6 +429,11 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
    * from there and holds is there already. */
   uint64_t known;
   int had = memo_value_peek(e->memo, &sk, &known);
+  if (!had && j->claim) { /* a region record's claim: held, nothing kept */
+    had = 1;
+    known = j->claim;
+  }
+  j->filled = 1;
   if (decoded && had && (known & ~UNIT_SIZE_CLAIM) != ct->size)
     unit_size_wrong(e, n, j->idx, j->key, known, ct->size);
   memo_value_put(e->memo, &sk, ct->size);
@@ -456,16 +461,28 @@ static int unit_check(const struct znode *n, const uint64_t *idx,
   return 0;
 }
 
-/* Memoised unit decode. */
-int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
-             struct memo_ref **out, struct zerr *err) {
+/* unit_get with a claim of its size (0: none); *filled: whether this
+ * call's decode checked it. */
+static int unit_get_claimed(struct engine *e, const struct znode *n,
+                            const uint64_t *idx, uint64_t claim,
+                            struct memo_ref **out, int *filled,
+                            struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   char key[4096];
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
-  struct unit_job j = {e, n, idx, key, NULL, 0, 0};
-  return memo_get(e->memo, &k, unit_fill, &j, out, err);
+  struct unit_job j = {e, n, idx, key, NULL, 0, 0, claim, 0};
+  int rc = memo_get(e->memo, &k, unit_fill, &j, out, err);
+  *filled = j.filled;
+  return rc;
+}
+
+/* Memoised unit decode. */
+int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
+             struct memo_ref **out, struct zerr *err) {
+  int filled;
+  return unit_get_claimed(e, n, idx, 0, out, &filled, err);
 }
 
 /* A fill unit: arithmetic text, nothing read. */
@@ -542,7 +559,7 @@ int unit_src(struct engine *e, const struct znode *n,
   ZTRY(unit_store_key(n, ct->idx, key, sizeof key, err));
   struct memo_key k;
   node_key(&k, ELEVEL_DATA, n, ct->idx, NULL, 0);
-  struct unit_job j = {e, n, ct->idx, key, ct, 0, 0};
+  struct unit_job j = {e, n, ct->idx, key, ct, 0, 0, 0, 0};
   struct memo_ref *ref;
   ZTRY(memo_get(e->memo, &k, data_fill, &j, &ref, err));
   const struct data_obj *d = (const struct data_obj *)memo_obj(ref);
@@ -666,7 +683,7 @@ static int unit_size_by(struct engine *e, const struct znode *n,
   ZTRY(unit_check(n, idx, err));
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
-  struct size_job j = {{e, n, idx, NULL, NULL, 0, 0}, measure};
+  struct size_job j = {{e, n, idx, NULL, NULL, 0, 0, 0, 0}, measure};
   uint64_t v;
   ZTRY(memo_value(e->memo, &k, unit_size_fill, &j, &v, err));
   *claim = (v & UNIT_SIZE_CLAIM) != 0;
@@ -728,9 +745,14 @@ int unit_size_verify(struct engine *e, const struct znode *n,
       said = 0;
     }
   }
-  if (rc == 1) { /* a decode, which checks what the memo holds itself */
+  if (rc == 1) { /* a decode, which checks what the memo holds itself,
+                    or the claim (a region record's: the persistent
+                    index has no record of the unit to add) */
     struct memo_ref *ref;
-    ZTRY(unit_get(e, n, idx, &ref, err));
+    int filled;
+    ZTRY(unit_get_claimed(e, n, idx, held ? 0 : claimed | UNIT_SIZE_CLAIM,
+                          &ref, &filled, err));
+    said = said || (!held && filled);
     truth = unit_of_ref(ref)->size;
     memo_release(e->memo, ref);
   }
@@ -825,6 +847,6 @@ int unit_presence(struct engine *e, const struct znode *n,
   ZTRY(node_check(n, err));
   struct memo_key k;
   node_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);
-  struct unit_job j = {e, n, NULL, NULL, NULL, 0, 0};
+  struct unit_job j = {e, n, NULL, NULL, NULL, 0, 0, 0, 0};
   return memo_get(e->memo, &k, presence_fill, &j, out, err);
 }

@@ -179,6 +179,10 @@ struct unit_job {
   uint64_t src_size, src_version; /* set by unit_source: the size and
                                      version (struct bytesrc) of the
                                      object it decoded, 0 when unknown */
+  uint64_t claim; /* a size claimed for the unit (UNIT_SIZE_CLAIM set) by
+                     a region record, checked as the memo's would be;
+                     0: none */
+  int filled;     /* set by unit_fill: it ran, and checked the claim */
 };
 
 /* The store key of unit idx's chunk (for log lines) into key (len
