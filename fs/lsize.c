@@ -329,9 +329,8 @@ int lsize_load_sizes(struct engine *e, const struct lxindex_id *id,
  * -1 when it has none (no index, too few units, a store without
  * versions, a key too long). */
 static int region_ident(struct engine *e, const struct znode *n,
-                        const struct region *r,
-                        const struct region_layout *l, char *key, size_t len,
-                        struct lxindex_id *id) {
+                        const struct region *r, const struct region_layout *l,
+                        char *key, size_t len, struct lxindex_id *id) {
   if (!e->lx || e->store->remote || !n->meta || !n->meta->root ||
       !n->meta_hash || l->np < LSIZE_MIN)
     return -1;
@@ -353,8 +352,8 @@ static int region_ident(struct engine *e, const struct znode *n,
   if (lsize_node_version(e, base, &v) < 0)
     return -1;
   v = htab_hash_bytes(&l->np, sizeof l->np, v);
-  *id = (struct lxindex_id){e->store->location, key, l->np, v,
-                            unit_text_hash(n), UNIT_TEXT_RULES};
+  *id = (struct lxindex_id){
+      e->store->location, key, l->np, v, unit_text_hash(n), UNIT_TEXT_RULES};
   return 0;
 }
 
@@ -373,8 +372,7 @@ void lsize_keep(struct engine *e, const struct znode *n, const struct region *r,
   char key[4200];
   struct lxindex_id id;
   /* only the truth: no size from a record, or every claim checked */
-  uint64_t claim0 =
-      atomic_load_explicit(&l->first_claim, memory_order_relaxed);
+  uint64_t claim0 = atomic_load_explicit(&l->first_claim, memory_order_relaxed);
   if (l->from_record ||
       (claim0 != UINT64_MAX &&
        atomic_load_explicit(&l->checked, memory_order_acquire) < l->np) ||
@@ -411,7 +409,7 @@ int lsize_load(struct engine *e, const struct znode *n, const struct region *r,
   }
   free(sizes);
   if (!ok)
-    return 0; /* a record that does not add up: learned again */
+    return 0;       /* a record that does not add up: learned again */
   if (l->claimed) { /* claims, each checked when its unit is read */
     for (uint64_t b = 0; b < l->np / 8 + 1; b++)
       atomic_store_explicit(&l->claimed[b], 0xff, memory_order_relaxed);

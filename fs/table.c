@@ -423,16 +423,16 @@ static uint64_t table_nblk(const struct table *t) {
 /* Keep the block sizes of t (dim of g), all learned, in the persistent
  * index for the next mount's stat (off: where each block starts, or NULL:
  * the learned block sizes). */
-static void table_keep(struct engine *e, const struct znode *g,
-                       const char *dim, const struct table *t,
-                       const uint64_t *off) {
+static void table_keep(struct engine *e, const struct znode *g, const char *dim,
+                       const struct table *t, const uint64_t *off) {
   char key[1200];
   struct lxindex_id id;
   uint64_t nb = table_nblk(t);
   uint64_t *sz = e->lx ? malloc((size_t)nb * sizeof *sz) : NULL;
   int ok = sz && lsize_table_ident(e, g, dim, t, key, sizeof key, &id) == 0;
   for (uint64_t b = 0; ok && b < nb; b++)
-    ok = off ? (sz[b] = off[b + 1] - off[b], 1) : bsize_peek(e, g, dim, b, &sz[b]);
+    ok = off ? (sz[b] = off[b + 1] - off[b], 1)
+             : bsize_peek(e, g, dim, b, &sz[b]);
   if (ok)
     lsize_keep_sizes(e, &id, t->nrows, sz, nb);
   free(sz);
@@ -440,8 +440,8 @@ static void table_keep(struct engine *e, const struct znode *g,
 
 /* The size of t (dim of g) as its record in the persistent index claims
  * it: 1 and *size (and remembered as a claim), else 0. */
-static int table_claim(struct engine *e, const struct znode *g,
-                       const char *dim, const struct table *t, uint64_t *size) {
+static int table_claim(struct engine *e, const struct znode *g, const char *dim,
+                       const struct table *t, uint64_t *size) {
   char key[1200];
   struct lxindex_id id;
   uint64_t nb = table_nblk(t);

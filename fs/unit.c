@@ -44,7 +44,6 @@ int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
   return 0;
 }
 
-
 /* What the persistent index knows unit idx by, into *id (its key in key,
  * len bytes): the store's location, the chunk's key (and the inner
  * chunk's place in its shard), the stored object's size and version (what
@@ -72,8 +71,9 @@ static int unit_ident(struct engine *e, const struct znode *n,
       at += (size_t)w;
     }
   }
-  *id = (struct lxindex_id){e->store->location, key,         size,
-                            version,           unit_text_hash(n), UNIT_TEXT_RULES};
+  *id = (struct lxindex_id){
+      e->store->location, key, size, version, unit_text_hash(n),
+      UNIT_TEXT_RULES};
   return 0;
 }
 
@@ -581,8 +581,7 @@ struct size_job {
 /* A unit's text size by a decode that keeps nothing (unit_size_measure):
  * unit_fill's decode and text preparation, then text_measure. A missing
  * chunk is the fill unit's size. A failure is logged here. */
-static int unit_measure(struct unit_job *j, uint64_t *value,
-                        struct zerr *err) {
+static int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
   struct engine *e = j->e;
   const struct znode *n = j->n;
   char key[4096];
@@ -750,8 +749,8 @@ int unit_size_verify(struct engine *e, const struct znode *n,
                     index has no record of the unit to add) */
     struct memo_ref *ref;
     int filled;
-    ZTRY(unit_get_claimed(e, n, idx, held ? 0 : claimed | UNIT_SIZE_CLAIM,
-                          &ref, &filled, err));
+    ZTRY(unit_get_claimed(e, n, idx, held ? 0 : claimed | UNIT_SIZE_CLAIM, &ref,
+                          &filled, err));
     said = said || (!held && filled);
     truth = unit_of_ref(ref)->size;
     memo_release(e->memo, ref);

@@ -175,7 +175,7 @@ struct unit_job {
   const struct znode *n;
   const uint64_t *idx; /* unit coordinates (chunk coordinates for indexes) */
   const char *key;     /* the chunk's store key */
-  const struct chunk_text *ct; /* data fills: the unit */
+  const struct chunk_text *ct;    /* data fills: the unit */
   uint64_t src_size, src_version; /* set by unit_source: the size and
                                      version (struct bytesrc) of the
                                      object it decoded, 0 when unknown */

@@ -58,12 +58,13 @@ static size_t write_refs(const char *dir, uint64_t n, char **text) {
   ck_assert(d && r);
   fprintf(r, "{\"version\": 1, \"refs\": {\".zgroup\": \"{\\\"zarr_format\\\": "
              "2}\", ");
-  fprintf(r,
-          "\"a/.zarray\": \"{\\\"zarr_format\\\": 2, \\\"shape\\\": [%llu], "
-          "\\\"chunks\\\": [1], \\\"dtype\\\": \\\"<i4\\\", \\\"compressor\\\": "
-          "null, \\\"filters\\\": null, \\\"fill_value\\\": 0, \\\"order\\\": "
-          "\\\"C\\\"}\"",
-          (unsigned long long)n);
+  fprintf(
+      r,
+      "\"a/.zarray\": \"{\\\"zarr_format\\\": 2, \\\"shape\\\": [%llu], "
+      "\\\"chunks\\\": [1], \\\"dtype\\\": \\\"<i4\\\", \\\"compressor\\\": "
+      "null, \\\"filters\\\": null, \\\"fill_value\\\": 0, \\\"order\\\": "
+      "\\\"C\\\"}\"",
+      (unsigned long long)n);
   char *t = malloc((size_t)n * 12 + 1);
   size_t len = 0;
   uint64_t off = 0;
@@ -148,8 +149,8 @@ static void read_cmp(struct engine *e, const char *path, const char *text,
   char *buf = malloc(len ? len : 1);
   uint64_t done = 0;
   while (done < len) {
-    long n = ns_read_view(e, &ent, off + done, len - done, buf + done, NULL,
-                          &err);
+    long n =
+        ns_read_view(e, &ent, off + done, len - done, buf + done, NULL, &err);
     ck_assert_msg(n > 0, "read at %llu: %s", (unsigned long long)(off + done),
                   err.msg);
     done += (uint64_t)n;
@@ -340,9 +341,8 @@ START_TEST(table_size_kept) {
     t1 = malloc(size);
     uint64_t off = 0;
     long n;
-    while (off < size &&
-           (n = ns_read_view(e, &ent, off, size - off, t1 + off, NULL, &err)) >
-               0)
+    while (off < size && (n = ns_read_view(e, &ent, off, size - off, t1 + off,
+                                           NULL, &err)) > 0)
       off += (uint64_t)n;
     ck_assert_uint_eq(off, size);
   }
