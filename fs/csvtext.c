@@ -24,15 +24,19 @@ static int fixed_missing(const struct dtype *dt, const char *t, size_t n) {
          ((n == 4 && !memcmp(t, "null", 4)) || (n && t[0] == '['));
 }
 
+/* A decoded element's field: masked values and NaT empty. */
+size_t csvtext_cf(const struct cf_value *v, char *buf) {
+  if (v->kind == CF_MISSING || v->kind == CF_NAT)
+    return 0;
+  return cftext_render(v, buf);
+}
+
 /* One fixed-size element's field. */
 size_t csvtext_fixed(const struct cf *cf, const struct dtype *dt,
                      const void *elem, char *buf) {
   struct cf_value v;
-  if (cf && cf_decode(cf, elem, &v) == 0) {
-    if (v.kind == CF_MISSING || v.kind == CF_NAT)
-      return 0;
-    return cftext_render(&v, buf);
-  }
+  if (cf && cf_decode(cf, elem, &v) == 0)
+    return csvtext_cf(&v, buf);
   /* no CF encoding, or a time beyond what xarray holds: the stored value,
    * as values.cf.txt shows it */
   size_t n = render_fixed(dt, elem, buf);
@@ -72,7 +76,8 @@ int csvtext_prep(const struct dtype *dt, enum dtype_kind kind,
       continue; /* missing, or an empty value: an empty field */
     const uint8_t *v = src->mem + a + depth;
     uint64_t vl = len - depth;
-    uint64_t tl = hex ? render_var_len(&bytes, vl) : csvfield_len((const char *)v, (size_t)vl);
+    uint64_t tl = hex ? render_var_len(&bytes, vl)
+                      : csvfield_len((const char *)v, (size_t)vl);
     if (tl > env->max_decoded - out.len)
       rc = zerr_set(err, EFBIG, "CSV text exceeds the decode limit");
     else if ((rc = zbuf_reserve(&out, (size_t)tl, err)) == 0) {

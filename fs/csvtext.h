@@ -7,7 +7,9 @@
  *            missing_value), NaT, a zarrs.optional null at any layer
  *   string   its UTF-8 bytes as they are; in double quotes when they hold
  *            a comma, a double quote, CR or LF, each double quote doubled
- *            and every other byte (newlines too) kept exactly
+ *            and every other byte (newlines too) kept exactly, but for a
+ *            byte that is not part of a well-formed UTF-8 sequence, shown
+ *            as '?' (by the text layer, fs/text.c, as in values.txt)
  *   bytes    lowercase hex, two characters per byte (never quoted)
  *   record   one field per leaf field, a comma between two (made by
  *            fs/rstruct.h before the text layer: one element that holds
@@ -41,6 +43,9 @@
 size_t csvtext_fixed(const struct cf *cf, const struct dtype *dt,
                      const void *elem, char *buf);
 
+/* The field of a CF-decoded element into buf (as csvtext_fixed): 0 for a
+ * masked value or NaT. */
+size_t csvtext_cf(const struct cf_value *v, char *buf);
 
 /* Turn the variable-length elements of ab (decoded elements of an array of
  * data type dt, fixed-width strings already converted to strings or bytes

@@ -10,12 +10,41 @@
 
 #include "../src/json/zjson.h"
 #include "../src/store/presence.h"
+#include "../src/util/utf8.h"
 #include "engine.h"
 #include "node.h"
 #include "rstruct.h"
 #include "unit.h"
 
 #define XATTR_PREFIX "user.zarr."
+
+/* s written on a line as a name (name != 0: an attribute, a member, a
+ * dimension) or as text (a data type, a path, a reason): as it is, or as
+ * a JSON string when it could break or bend its line
+ * (utf8_needs_quotes): a name from the store never makes a line of its
+ * own nor reads as another field. */
+static void put_shown(FILE *f, const char *s, int name, int *oom) {
+  if (!utf8_needs_quotes(s, name)) {
+    fputs(s, f);
+    return;
+  }
+  char *q = utf8_quote(s);
+  if (q)
+    fputs(q, f);
+  else
+    *oom = 1;
+  free(q);
+}
+
+/* A name on a line (see put_shown). */
+static void put_name(FILE *f, const char *s, int *oom) {
+  put_shown(f, s, 1, oom);
+}
+
+/* Text on a line (see put_shown). */
+static void put_text(FILE *f, const char *s, int *oom) {
+  put_shown(f, s, 0, oom);
+}
 
 /* "[a, b, c]" (sep ", ") or "[a,b,c]" (sep ",") for n numbers. */
 static void put_dims(FILE *f, const uint64_t *v, int n, const char *sep) {
@@ -69,10 +98,13 @@ static void put_attrs(FILE *f, json_t *attrs, const char *indent, int *oom) {
     if (is_dims_attr(name))
       continue;
     char *js = zjson_dump(v);
-    if (js)
-      fprintf(f, "%s  %s: %s\n", indent, name, js);
-    else
+    if (js) {
+      fprintf(f, "%s  ", indent);
+      put_name(f, name, oom);
+      fprintf(f, ": %s\n", js);
+    } else {
       *oom = 1;
+    }
     free(js);
   }
 }
@@ -123,10 +155,17 @@ static int info_write(FILE *f, struct engine *e, const struct znode *n,
                       const struct info_counts *counts, char **out,
                       size_t *len) {
   int oom = 0;
-  fprintf(f, "path: /%s\n", n->path ? n->path : "");
+  char *path = NULL;
+  if (asprintf(&path, "/%s", n->path ? n->path : "") < 0)
+    path = NULL, oom = 1;
+  fputs("path: ", f);
+  put_text(f, path ? path : "/", &oom);
+  fputc('\n', f);
+  free(path);
   if (n->kind == ZNODE_BROKEN) {
-    fprintf(f, "node_type: broken\nerror: %s\n",
-            n->view_error ? n->view_error : "unusable metadata");
+    fputs("node_type: broken\nerror: ", f);
+    put_text(f, n->view_error ? n->view_error : "unusable metadata", &oom);
+    fputc('\n', f);
     return stream_done(f, out, len, oom);
   }
   const struct zmeta *m = n->meta;
@@ -136,14 +175,19 @@ static int info_write(FILE *f, struct engine *e, const struct znode *n,
   if (n->kind == ZNODE_ARRAY && m) {
     fputs("shape: ", f);
     put_dims(f, m->shape, m->ndim, ", ");
-    fprintf(f, "\ndata_type: %s\n", m->dtype.name);
-    if (m->dtype.kind == DT_STRUCT)
-      rstruct_describe(f, &m->dtype);
+    fputs("\ndata_type: ", f);
+    put_text(f, m->dtype.name, &oom);
+    fputc('\n', f);
+    if (m->dtype.kind == DT_STRUCT && rstruct_describe(f, &m->dtype) < 0)
+      oom = 1;
     fputs("chunk_shape: ", f);
     put_dims(f, m->chunk, m->ndim, ", ");
     fputc('\n', f);
-    if (m->irregular) /* chunk_shape above is then the largest */
-      fprintf(f, "chunk_grid: %s (chunk_shape: the largest)\n", m->grid_name);
+    if (m->irregular) { /* chunk_shape above is then the largest */
+      fputs("chunk_grid: ", f);
+      put_text(f, m->grid_name, &oom);
+      fputs(" (chunk_shape: the largest)\n", f);
+    }
     if (n->shard) {
       fputs("inner_chunk_shape: ", f);
       put_dims(f, n->uspec.shape, m->ndim, ", ");
@@ -159,10 +203,13 @@ static int info_write(FILE *f, struct engine *e, const struct znode *n,
     put_json(f, "codecs", m->codecs, &oom);
     put_json(f, "dimension_names", dims_of(n), &oom);
     put_counts(f, m, counts);
-    if (n->view_error)
-      fprintf(f, "views: no (%s)\n", n->view_error);
-    else
+    if (n->view_error) {
+      fputs("views: no (", f);
+      put_text(f, n->view_error, &oom);
+      fputs(")\n", f);
+    } else {
       fprintf(f, "views: yes\n");
+    }
   }
   if (n->kind == ZNODE_ARRAY)
     put_attrs(f, n->attrs, "", &oom);
@@ -233,8 +280,7 @@ struct dim {
 
 /* The group's own attributes: V3 `attributes`, V2 its .zattrs (new
  * reference, or NULL). */
-static json_t *group_attrs(struct engine *e, const struct znode *n,
-                           int *oom) {
+static json_t *group_attrs(struct engine *e, const struct znode *n, int *oom) {
   json_t *a = json_object_get(root_of(n), "attributes");
   if (a)
     return json_incref(a);
@@ -270,16 +316,23 @@ static void put_variable(FILE *f, const char *name, const struct znode *a,
                          int *oom) {
   const struct zmeta *m = a->meta;
   json_t *dims = dims_of(a);
-  fprintf(f, "  %s", name);
+  fputs("  ", f);
+  put_name(f, name, oom);
   if (dims && json_array_size(dims) == (size_t)m->ndim && m->ndim) {
     fputc('(', f);
     for (int d = 0; d < m->ndim; d++) {
       const char *dn = json_string_value(json_array_get(dims, (size_t)d));
-      fprintf(f, "%s%s", d ? ", " : "", dn ? dn : "?");
+      fputs(d ? ", " : "", f);
+      if (dn)
+        put_name(f, dn, oom);
+      else
+        fputc('?', f);
     }
     fputc(')', f);
   }
-  fprintf(f, "\n    data_type: %s\n    shape: ", m->dtype.name);
+  fputs("\n    data_type: ", f);
+  put_text(f, m->dtype.name, oom);
+  fputs("\n    shape: ", f);
   put_dims(f, m->shape, m->ndim, ", ");
   fputs("\n    chunk_shape: ", f);
   put_dims(f, m->chunk, m->ndim, ", ");
@@ -358,16 +411,22 @@ static void group_summary(FILE *f, struct engine *e, const struct znode *n,
     }
   }
   fprintf(f, "dimensions: %zu\n", ndims);
-  for (size_t j = 0; j < ndims; j++)
-    fprintf(f, "  %s = %llu\n", dims[j].name, (unsigned long long)dims[j].size);
+  for (size_t j = 0; j < ndims; j++) {
+    fputs("  ", f);
+    put_name(f, dims[j].name, oom);
+    fprintf(f, " = %llu\n", (unsigned long long)dims[j].size);
+  }
   fprintf(f, "variables: %zu\n", nvars);
   for (size_t i = 0; kn && i < k.n; i++)
     if (kn[i] && kn[i]->kind == ZNODE_ARRAY)
       put_variable(f, k.v[i], kn[i], oom);
   fprintf(f, "groups: %zu\n", ngroups);
   for (size_t i = 0; kn && i < k.n; i++)
-    if (kn[i] && kn[i]->kind == ZNODE_GROUP)
-      fprintf(f, "  %s\n", k.v[i]);
+    if (kn[i] && kn[i]->kind == ZNODE_GROUP) {
+      fputs("  ", f);
+      put_name(f, k.v[i], oom);
+      fputc('\n', f);
+    }
   json_t *ga = group_attrs(e, n, oom);
   if (ga)
     put_attrs(f, ga, "", oom);
@@ -487,8 +546,7 @@ int info_text(struct engine *e, const struct znode *n, char **out, size_t *len,
   *out = NULL;
   *len = 0;
   FILE *f = open_memstream(out, len);
-  int rc = f ? info_write(f, e, n, n->kind == ZNODE_ARRAY ? &c : NULL, out,
-                          len)
+  int rc = f ? info_write(f, e, n, n->kind == ZNODE_ARRAY ? &c : NULL, out, len)
              : -ENOMEM;
   return rc < 0 ? zerr_set(err, -rc, "out of memory") : 0;
 }
@@ -541,7 +599,7 @@ static int put_value(FILE *f, const struct znode *n, const char *a) {
   const struct zmeta *m = n->meta;
   json_t *root = root_of(n);
   char *s = NULL;
-  int json = 1;
+  int json = 1, oom = 0;
   if (!strcmp(a, "node_type"))
     json = 0, fputs(n->kind == ZNODE_ARRAY ? "array" : "group", f);
   else if (!strcmp(a, "shape"))
@@ -550,8 +608,8 @@ static int put_value(FILE *f, const struct znode *n, const char *a) {
     s = zjson_dump(json_object_get(root, "chunk_grid"));
   else if (!strcmp(a, "chunks"))
     json = 0, put_dims(f, m->chunk, m->ndim, ",");
-  else if (!strcmp(a, "data_type"))
-    json = 0, fputs(m->dtype.name, f);
+  else if (!strcmp(a, "data_type")) /* as info.txt shows it */
+    json = 0, put_text(f, m->dtype.name, &oom);
   else if (!strcmp(a, "codecs"))
     s = zjson_dump(m->codecs);
   else if (!strcmp(a, "metadata"))
@@ -565,7 +623,7 @@ static int put_value(FILE *f, const struct znode *n, const char *a) {
   if (s)
     fputs(s, f);
   free(s);
-  return json && !s; /* listed, so present: only memory was missing */
+  return (json && !s) || oom; /* listed, so present: only memory lacked */
 }
 
 int info_xattr(const struct znode *n, const char *name, char **out,

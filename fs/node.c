@@ -4,6 +4,7 @@
 #include "node.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,9 +219,28 @@ const struct codec_spec *node_chunk_spec(const struct znode *n,
   return tmp;
 }
 
-/* How units become text: type, unit shape, fill text. */
+/* The note of array nodes (fs/text.h): what a unit's text shows in place
+ * of its data, logged once per chunk key and reason. */
+static void node_note(const struct text_note *note, const uint64_t *idx,
+                      unsigned what) {
+  const struct znode *n =
+      (const struct znode *)((const char *)note - offsetof(struct znode, note));
+  const struct node_table *t = note->ctx;
+  uint64_t cidx[ZMETA_MAX_DIMS]; /* units may be inner chunks of a shard */
+  for (int d = 0; d < n->meta->ndim; d++)
+    cidx[d] = n->shard ? zmeta_chunk_of(n->meta, d, idx[d] * n->uspec.shape[d])
+                       : idx[d];
+  char key[4096];
+  if (node_chunk_key(n, cidx, key, sizeof key) >= 0)
+    logonce_note(t->log, ZLOG_WARN, t->store->location, key,
+                 text_note_msg(what));
+}
+
+/* How units become text: type, unit shape, fill text, the note. */
 static int node_set_form(const struct node_table *t, struct znode *n,
                          struct zerr *err) {
+  n->note = (struct text_note){node_note, t};
+  n->form.note = &n->note;
   n->form.ndim = n->meta->ndim;
   memcpy(n->form.shape, n->uspec.shape, sizeof n->form.shape);
   return textprep_fill_text(&n->uspec, &n->meta->dtype, t->env, &n->form, err);

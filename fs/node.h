@@ -69,6 +69,10 @@ struct znode {
                             data type, or string (numpy U) / bytes (numpy
                             S) for the fixed-width kinds, converted after
                             decoding), the unit shape, the fill text */
+  struct text_note note; /* arrays: told what a unit's text shows in place
+                            of its data (fs/text.h), logged naming the
+                            chunk; form.note of this node and of its
+                            views' nodes points here */
   struct zcons *cons;    /* groups: their consolidated metadata (owned), or
                             NULL */
   json_t *attrs;         /* arrays: the attributes (V3

@@ -44,6 +44,7 @@
 #include <stdio.h> /* snprintf for datetime fields */
 #include <string.h>
 
+#include "../src/util/utf8.h"
 #include "dtoa.h"
 #include "rnum.h"
 
@@ -655,26 +656,111 @@ static void run_hex(const struct dtype *dt, const uint64_t *eo, uint64_t ja,
   }
 }
 
+/* ---- strings as UTF-8 text ---- */
+
+/* Where the walk over a run's bytes says what a byte's text is instead of
+ * the byte: `c` for byte x of element e. */
+typedef void (*str_put_fn)(void *ctx, uint64_t x, uint64_t e, char c);
+
+/* Walk source bytes [x0, x1) of string elements [ja, jb) (src and sbase,
+ * slen as render_var_run has them), telling put of every newline (' ')
+ * and every byte that is not part of a well-formed UTF-8 sequence of its
+ * element ('?'): ASCII runs skipped fast, non-ASCII runs judged in order,
+ * the first byte of a run that starts inside a sequence judged by the
+ * bytes before it (utf8_seq_start). Returns the count of the latter. */
+static uint64_t str_walk(const uint64_t *eo, uint64_t ja, uint64_t jb,
+                         const uint8_t *src, uint64_t sbase, uint64_t slen,
+                         uint64_t x0, uint64_t x1, str_put_fn put, void *ctx) {
+  const uint8_t *p = src + (x0 - sbase), *pe = src + (x1 - sbase);
+  uint64_t e = ja, bad = 0;
+  int known = 0; /* e is the element of the last byte told */
+  while ((p = utf8_skip_ascii(p, pe, '\n')) < pe) {
+    uint64_t x = (uint64_t)(p - src) + sbase;
+    if (!known || x >= eo[e + 1]) { /* x < eo[jb]: a later element */
+      e = run_elem_of(eo, known ? e + 1 : ja, jb, x);
+      known = 1;
+    }
+    if (*p == '\n') {
+      put(ctx, x, e, ' ');
+      p++;
+      continue;
+    }
+    /* the element's bytes at hand */
+    const uint8_t *lo = src + (eo[e] > sbase ? eo[e] - sbase : 0);
+    const uint8_t *hi =
+        src + (eo[e + 1] - sbase < slen ? eo[e + 1] - sbase : slen);
+    if ((*p & 0xc0) == 0x80) { /* inside a sequence begun before? */
+      const uint8_t *q = utf8_seq_start(lo, hi, p);
+      if (q)
+        p = q + utf8_valid(q, hi);
+    }
+    while (p < pe && p < hi && *p >= 0x80) {
+      size_t k = utf8_valid(p, hi);
+      if (k) {
+        p += k;
+        continue;
+      }
+      put(ctx, (uint64_t)(p - src) + sbase, e, UTF8_BAD_BYTE);
+      bad++;
+      p++;
+    }
+  }
+  return bad;
+}
+
+/* render_str_fix's put: the byte itself becomes its text. */
+static void put_in_place(void *ctx, uint64_t x, uint64_t e, char c) {
+  (void)e;
+  ((uint8_t *)ctx)[x] = (uint8_t)c;
+}
+
+/* See render.h. */
+uint64_t render_str_fix(const uint64_t *eo, uint64_t n, uint8_t *buf) {
+  if (!n || eo[n] == eo[0])
+    return 0;
+  return str_walk(eo, 0, n, buf, eo[0], eo[n] - eo[0], eo[0], eo[n],
+                  put_in_place, buf - eo[0]);
+}
+
+/* What render_var_run's put needs: where each byte's text lies. */
+struct run_put {
+  const uint64_t *eo;
+  uint64_t ja, tpos, off, tend;
+  char *dst;
+  uint64_t bad; /* bytes not UTF-8 inside [off, tend) */
+};
+
+/* render_var_run's put: the byte's text position, written when in range. */
+static void put_in_run(void *ctx, uint64_t x, uint64_t e, char c) {
+  struct run_put *r = ctx;
+  uint64_t t = r->tpos + (x - r->eo[r->ja]) + (e - r->ja);
+  if (t >= r->off && t < r->tend) {
+    r->dst[t - r->off] = c;
+    r->bad += c != ' ';
+  }
+}
+
 /* Lines of a run (see render.h). Strings: the lines wholly inside the
  * range are copied 32 bytes at a time where both sides have room (the
  * next line overwrites what lies past each one), the cut lines at either
- * end byte-exact; then the newline bytes of the copied source become
- * spaces, found with memchr (one pass, usually finding nothing). */
-void render_var_run(const struct dtype *dt, const uint64_t *eo, uint64_t ja,
-                    uint64_t jb, uint64_t tpos, const uint8_t *src,
-                    uint64_t sbase, uint64_t slen, uint64_t off, uint64_t end,
-                    char *dst) {
+ * end byte-exact; then the newlines and the bytes that are not UTF-8 of
+ * the copied source are found by one scan (str_walk, usually finding
+ * nothing) and their text written. */
+uint64_t render_var_run(const struct dtype *dt, const uint64_t *eo, uint64_t ja,
+                        uint64_t jb, uint64_t tpos, const uint8_t *src,
+                        uint64_t sbase, uint64_t slen, uint64_t off,
+                        uint64_t end, char *dst) {
   if (ja >= jb || tpos >= end)
-    return;
+    return 0;
   if (dt->kind == DT_BYTES) {
     run_hex(dt, eo, ja, jb, tpos, src, sbase, off, end, dst);
-    return;
+    return 0;
   }
   uint64_t tend = tpos + (eo[jb] - eo[ja]) + (jb - ja);
   if (tend > end)
     tend = end;
   if (tend <= off)
-    return;
+    return 0;
   char *dlim = dst + (tend - off);
   uint64_t q = tpos, j = ja;
   /* lines that end before the range */
@@ -719,14 +805,10 @@ void render_var_run(const struct dtype *dt, const uint64_t *eo, uint64_t ja,
     }
     s_last = (uint64_t)(s - src) + sbase;
   }
-  /* newline bytes of the elements: spaces */
-  const uint8_t *p = src + (s_first - sbase), *pe = src + (s_last - sbase);
-  while (p < pe && (p = memchr(p, '\n', (size_t)(pe - p)))) {
-    uint64_t x = (uint64_t)(p - src) + sbase;
-    uint64_t e = run_elem_of(eo, ja, jb, x);
-    uint64_t t = tpos + (x - eo[ja]) + (e - ja);
-    if (t >= off && t < tend)
-      dst[t - off] = ' ';
-    p++;
-  }
+  /* newlines of the elements: spaces; bytes that are not UTF-8: '?' */
+  if (s_first >= s_last)
+    return 0;
+  struct run_put r = {eo, ja, tpos, off, tend, dst, 0};
+  str_walk(eo, ja, jb, src, sbase, slen, s_first, s_last, put_in_run, &r);
+  return r.bad;
 }

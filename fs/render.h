@@ -20,7 +20,12 @@
  *            missing inside k present layers is null in k brackets
  *            ([null] is Some(None)); a present value is the innermost
  *            type's text
- *   string   the UTF-8 bytes, each '\n' byte shown as ' '
+ *   string   the UTF-8 bytes, each '\n' byte shown as ' ' and each byte
+ *            that is not part of a well-formed UTF-8 sequence of its
+ *            element as '?' (UTF8_BAD_BYTE): one byte for one, so a
+ *            text's size is still its elements' bytes plus one newline
+ *            each, known from a vlen index alone (render_var_run,
+ *            render_str_fix; render_var alone shows the bytes as they are)
  *   bytes    lowercase hex, two characters per byte (raw bytes r<N> /
  *            raw_bytes and numpy S are converted to bytes first)
  * Pure functions, no allocation, thread-safe. */
@@ -89,7 +94,9 @@ uint64_t render_var_src_off(const struct dtype *dt, uint64_t text_off);
  * element into dst. src points at the element's source bytes starting at
  * render_var_src_off(dt, text_off) and holds enough bytes for the range.
  * Strings (not bytes) may be rendered in place: dst may overlap src when
- * it starts at or after it. */
+ * it starts at or after it. Strings are their bytes with newlines as
+ * spaces: bytes that are not UTF-8 are the caller's (utf8_fix over a
+ * whole element, or render_var_run). */
 void render_var(const struct dtype *dt, const uint8_t *src, uint64_t text_off,
                 size_t len, char *dst);
 
@@ -100,12 +107,26 @@ void render_var(const struct dtype *dt, const uint8_t *src, uint64_t text_off,
  * starts at tpos + render_var_len(dt, eo[j] - eo[ja]) + (j - ja). dst is
  * text position off; only the positions the run covers inside [off, end)
  * are written, byte for byte what render_var and a newline per element
- * give. src[x - sbase] is source byte x for x in [sbase, sbase + slen),
- * which holds every byte of the range. Strings are copied in long pieces
- * and their newline bytes turned into spaces by one scan. */
-void render_var_run(const struct dtype *dt, const uint64_t *eo, uint64_t ja,
-                    uint64_t jb, uint64_t tpos, const uint8_t *src,
-                    uint64_t sbase, uint64_t slen, uint64_t off, uint64_t end,
-                    char *dst);
+ * give, strings with their bytes that are not UTF-8 as '?' (utf8_fix of
+ * each whole element). src[x - sbase] is source byte x for x in [sbase,
+ * sbase + slen), which holds every byte of the range and, for strings,
+ * the RENDER_UTF8_CONTEXT bytes of an element either side of the range
+ * that lie in the element (a byte is judged with its neighbours).
+ * Strings are copied in long pieces, then their newlines and bytes that
+ * are not UTF-8 found by one scan that skips ASCII runs fast. Returns
+ * how many bytes of strings inside [off, end) were not UTF-8 (0 for
+ * bytes). */
+#define RENDER_UTF8_CONTEXT 3
+uint64_t render_var_run(const struct dtype *dt, const uint64_t *eo, uint64_t ja,
+                        uint64_t jb, uint64_t tpos, const uint8_t *src,
+                        uint64_t sbase, uint64_t slen, uint64_t off,
+                        uint64_t end, char *dst);
+
+/* The bytes of string elements [0, n) (eo: their n+1 offsets; buf holds
+ * bytes eo[0] .. eo[n]) turned into their text in place, newlines and
+ * separators left out: each '\n' a space, each byte that is not part of
+ * a well-formed UTF-8 sequence of its element '?'. One scan skipping
+ * ASCII runs fast. Returns how many bytes were not UTF-8. */
+uint64_t render_str_fix(const uint64_t *eo, uint64_t n, uint8_t *buf);
 
 #endif

@@ -212,17 +212,30 @@ int rstruct_to_csv(const struct dtype *dt, struct abytes *ab,
 }
 
 /* The field table of info.txt. */
-void rstruct_describe(FILE *f, const struct dtype *dt) {
+int rstruct_describe(FILE *f, const struct dtype *dt) {
   const struct dtype_struct *st = dt->st;
   if (!st)
-    return;
+    return 0;
   fprintf(f, "item_size: %zu\nfields:\n", st->itemsize);
   for (size_t i = 0; i < st->nfields; i++) {
     const struct dtype_field *fl = &st->fields[i];
-    fprintf(f, "  %s: %s", fl->name, fl->typestr);
+    /* names from the store: quoted when they could break the line */
+    int qn = utf8_needs_quotes(fl->name, 1),
+        qt = utf8_needs_quotes(fl->typestr, 0);
+    char *name = qn ? utf8_quote(fl->name) : NULL;
+    char *type = qt ? utf8_quote(fl->typestr) : NULL;
+    if ((qn && !name) || (qt && !type)) {
+      free(name);
+      free(type);
+      return -ENOMEM;
+    }
+    fprintf(f, "  %s: %s", name ? name : fl->name, type ? type : fl->typestr);
+    free(name);
+    free(type);
     for (int d = 0; d < fl->ndim; d++)
       fprintf(f, "%s%llu", d ? ", " : " shape [",
               (unsigned long long)fl->shape[d]);
     fprintf(f, "%s at %zu\n", fl->ndim ? "]" : "", fl->offset);
   }
+  return 0;
 }

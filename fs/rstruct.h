@@ -72,7 +72,9 @@ int rstruct_to_csv(const struct dtype *dt, struct abytes *ab,
 
 /* Write the fields of a DT_STRUCT type for info.txt: "item_size: N",
  * then "fields:" and one line per leaf field, indented by two spaces:
- * "  NAME: TYPE[ shape [D0, D1]] at OFFSET". */
-void rstruct_describe(FILE *f, const struct dtype *dt);
+ * "  NAME: TYPE[ shape [D0, D1]] at OFFSET", a NAME or TYPE that could
+ * break or bend its line written as a JSON string (utf8_needs_quotes).
+ * 0, or -ENOMEM. */
+int rstruct_describe(FILE *f, const struct dtype *dt);
 
 #endif

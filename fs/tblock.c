@@ -7,6 +7,7 @@
 #include "../codecs/abytes.h"
 #include "../codecs/chain.h"
 #include "../src/util/buf.h"
+#include "../src/util/utf8.h"
 #include "csvfield.h"
 #include "rstruct.h"
 #include "textprep.h"
@@ -222,11 +223,19 @@ static int fields_raw(struct engine *e, const struct tcol *c, uint64_t r0,
         rc = zerr_set(err, ENOMEM, "out of memory");
       else if (tmp)
         rc = bytesrc_read_range(ch->data, a, (size_t)(b - a), tmp, err);
+      size_t bad = 0;
       for (uint64_t k2 = ka; rc == 0 && k2 < kb; k2++) {
+        size_t at = f->len;
         rc = put_raw(f, p + (off[k2] - a), (size_t)(off[k2 + 1] - off[k2]), hex,
                      err);
+        if (rc == 0 && !hex) /* bytes that are not UTF-8: '?', as views */
+          bad += utf8_fix(f->data + at, f->len - at);
         ends[i++] = f->len;
       }
+      uint64_t u0, u1; /* said of the chunk, as its views say it */
+      node_chunk_units(n, 0, ci, &u0, &u1);
+      if (bad && n->form.note)
+        n->form.note->fn(n->form.note, &u0, TEXT_NOTE_UTF8);
     }
     free(tmp);
     memo_release(e->memo, ref);

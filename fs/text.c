@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../src/util/utf8.h"
 #include "../src/util/zmath.h"
 #include "cftext.h"
 #include "csvtext.h"
@@ -22,23 +23,60 @@
 /* A CF element's text goes into the buffers sized for render_fixed. */
 _Static_assert(CFTEXT_MAX <= RENDER_FIXED_MAX, "CF text fits a render buffer");
 
-/* One fixed-size element's text: the plain rendering stays one predictable
+/* See text.h. */
+const char *text_note_msg(unsigned what) {
+  switch (what) {
+  case TEXT_NOTE_UTF8:
+    return "strings hold bytes that are not UTF-8: each shown as '?'";
+  case TEXT_NOTE_CF_RANGE:
+    return "CF times beyond what xarray represents: shown as the stored "
+           "numbers, not decoded";
+  default:
+    return "text differs from the data";
+  }
+}
+
+/* Tell the form's note, once per unit text, what its text shows in place
+ * of its data. */
+static void text_tell(const struct chunk_text *ct, unsigned what) {
+  const struct text_note *nt = ct->form->note;
+  if (!nt || !what)
+    return;
+  unsigned had = atomic_fetch_or_explicit((_Atomic unsigned *)&ct->noted, what,
+                                          memory_order_relaxed);
+  if (!(had & what))
+    nt->fn(nt, ct->form->note_idx ? ct->form->note_idx : ct->idx, what);
+}
+
+/* A CF form's element: decoded, or the stored value when xarray could not
+ * hold it (said through ct's note; ct may be NULL). */
+static size_t form_cf(const struct chunk_text *ct, const struct text_form *form,
+                      const void *elem, char *buf) {
+  struct cf_value v;
+  if (cf_decode(form->cf, elem, &v) == 0)
+    return form->csv ? csvtext_cf(&v, buf) : cftext_render(&v, buf);
+  if (ct)
+    text_tell(ct, TEXT_NOTE_CF_RANGE);
+  return form->csv ? csvtext_fixed(NULL, &form->dt, elem, buf)
+                   : render_fixed(&form->dt, elem, buf);
+}
+
+/* One fixed-size element's text (ct: the unit, told of what is not
+ * decoded; may be NULL): the plain rendering stays one predictable
  * branch away, so values.txt costs what it did. */
-static inline size_t form_fixed(const struct text_form *form, const void *elem,
+static inline size_t form_fixed(const struct chunk_text *ct,
+                                const struct text_form *form, const void *elem,
                                 char *buf) {
   if (__builtin_expect(form->cf == NULL && !form->csv, 1))
     return render_fixed(&form->dt, elem, buf);
-  if (form->csv)
-    return csvtext_fixed(form->cf, &form->dt, elem, buf);
-  struct cf_value v;
-  if (cf_decode(form->cf, elem, &v) < 0)
-    return render_fixed(&form->dt, elem, buf);
-  return cftext_render(&v, buf);
+  if (form->cf)
+    return form_cf(ct, form, elem, buf);
+  return csvtext_fixed(NULL, &form->dt, elem, buf);
 }
 
 size_t text_render_fixed(const struct text_form *form, const void *elem,
                          char *buf) {
-  return form_fixed(form, elem, buf);
+  return form_fixed(NULL, form, elem, buf);
 }
 
 /* Release a unit. */
@@ -169,7 +207,7 @@ static uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
   const struct abytes *ab = ct->ab;
   if (ab->elsize) {
     char tmp[RENDER_FIXED_MAX];
-    return form_fixed(ct->form, ab->fixed->mem + j * ab->elsize, tmp);
+    return form_fixed(ct, ct->form, ab->fixed->mem + j * ab->elsize, tmp);
   }
   return render_var_len(&ct->form->dt, ab->offsets[j + 1] - ab->offsets[j]);
 }
@@ -234,17 +272,19 @@ static void render_var_lines(const struct chunk_text *ct,
   const struct dtype *dt = &ct->form->dt;
   const uint64_t *eo = ct->ab->offsets;
   int linear = inb_linear(ct);
-  uint64_t pos = 0;
+  uint64_t pos = 0, bad = 0;
   struct inb_it it;
   it_init(&it, ct, 0);
   while (it.k < ct->nin) {
     uint64_t n = run_left(ct, &it, linear), ja = it.j;
     uint64_t next = run_line_off(ct, ja, pos, ja + n);
-    render_var_run(dt, eo, ja, ja + n, pos, data->mem, 0, data->size, 0,
-                   ct->size, dst);
+    bad += render_var_run(dt, eo, ja, ja + n, pos, data->mem, 0, data->size, 0,
+                          ct->size, dst);
     pos = next;
     it_skip(&it, ct, n);
   }
+  if (bad)
+    text_tell(ct, TEXT_NOTE_UTF8);
 }
 
 /* See text.h. */
@@ -337,11 +377,11 @@ static int expand_in_place(const struct chunk_text *ct, char *buf,
     free(buf);
     return zerr_set(err, ENOMEM, "out of memory");
   }
-  /* Text is the bytes with newline bytes as spaces: turn them first, in
-   * one scan, and every element then moves as it is. */
-  for (char *p = t, *pe = t + eo[nin];
-       p < pe && (p = memchr(p, '\n', (size_t)(pe - p)));)
-    *p++ = ' ';
+  /* Text is the bytes with newline bytes as spaces and bytes that are not
+   * UTF-8 as '?': turn them first, in one scan, and every element then
+   * moves as it is. */
+  if (render_str_fix(eo, nin, (uint8_t *)t))
+    text_tell(ct, TEXT_NOTE_UTF8);
   for (uint64_t k = nin; k-- > 0;) {
     if (k % TEXT_STOP_EVERY == 0 && stop &&
         atomic_load_explicit(stop, memory_order_relaxed)) {
@@ -418,6 +458,9 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
     t[pos + l] = it_end(ct, &it);
     pos += l + 1;
   }
+  /* fields apart by ASCII separators: checked as one text */
+  if (utf8_fix((uint8_t *)t, (size_t)size))
+    text_tell(ct, TEXT_NOTE_UTF8);
   ct->text = t;
   ct->size = size;
   ct->cost = unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)size;
@@ -519,7 +562,7 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     if (tb.p) {
       char *d = tbuf_room(&tb, RENDER_FIXED_MAX + 1);
       if (d) {
-        size_t l = form_fixed(form, ab->fixed->mem + it.j * ab->elsize, d);
+        size_t l = form_fixed(ct, form, ab->fixed->mem + it.j * ab->elsize, d);
         d[l] = it_end(ct, &it);
         tb.len += l + 1;
         pos += l + 1;
@@ -702,7 +745,8 @@ static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
   const struct abytes *ab = ct->ab;
   char tmp[RENDER_FIXED_MAX + 1];
   while (pos < end) {
-    size_t n = form_fixed(ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
+    size_t n =
+        form_fixed(ct, ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
     tmp[n] = it_end(ct, it);
     uint64_t a = off > pos ? off - pos : 0;
     uint64_t b = end - pos < n + 1 ? end - pos : n + 1;
@@ -744,6 +788,12 @@ static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
       hi_t ? eo[jl] + render_var_src_off(dt, hi_t - 1) + 1 : eo[jl];
   if (src_b < src_a)
     src_b = src_a;
+  if (dt->kind != DT_BYTES) { /* strings: bytes are judged with neighbours */
+    src_a -= src_a - eo[ja] < RENDER_UTF8_CONTEXT ? src_a - eo[ja]
+                                                  : RENDER_UTF8_CONTEXT;
+    src_b += eo[jb] - src_b < RENDER_UTF8_CONTEXT ? eo[jb] - src_b
+                                                  : RENDER_UTF8_CONTEXT;
+  }
   const uint8_t *src;
   uint64_t sbase = src_a, slen = src_b - src_a;
   uint8_t *buf = NULL;
@@ -762,7 +812,8 @@ static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
     }
     src = buf;
   }
-  render_var_run(dt, eo, ja, jb, start, src, sbase, slen, off, end, dst);
+  if (render_var_run(dt, eo, ja, jb, start, src, sbase, slen, off, end, dst))
+    text_tell(ct, TEXT_NOTE_UTF8);
   free(buf);
   it_skip(it, ct, jb - ja);
   *pos = p;

@@ -25,6 +25,29 @@ struct pool; /* src/util/pool.h */
 /* In-bounds elements per stored layout offset. */
 #define TEXT_BLOCK 64
 
+/* What a unit's text shows in place of what its data held (bits): */
+enum text_note_what {
+  TEXT_NOTE_UTF8 = 1,     /* string bytes that are not UTF-8, shown as '?'
+                             (fs/render.h: sizes stay the bytes' count) */
+  TEXT_NOTE_CF_RANGE = 2, /* CF times or durations beyond what xarray
+                             represents, shown as the stored number */
+};
+
+/* The words said of each (one enum text_note_what bit): what a log line
+ * shows after the chunk's key. */
+const char *text_note_msg(unsigned what);
+
+/* Where the text layer says what a unit's text shows in place of what its
+ * data held: fn is told each enum text_note_what at most once per unit
+ * text (struct chunk_text), with the unit's coordinates. The node table
+ * sets one per array node (fs/node.c), which logs it naming the chunk's
+ * store key, once per key and reason (src/util/logonce.h). fn may be
+ * called from several threads at once. */
+struct text_note {
+  void (*fn)(const struct text_note *note, const uint64_t *idx, unsigned what);
+  const void *ctx; /* fn's own */
+};
+
 /* How a node's units become text (borrowed from the node; lives as long
  * as the engine). */
 struct text_form {
@@ -36,20 +59,28 @@ struct text_form {
                                            with listed edges): their prefix
                                            sums (borrowed from the node's
                                            metadata); NULL: shape[d] each */
-  char *fill;        /* the fill value's text (owned by the node) */
-  uint64_t fill_len; /* bytes of fill, without the newline */
+  char *fill;          /* the fill value's text (owned by the node) */
+  uint64_t fill_len;   /* bytes of fill, without the newline */
   const struct cf *cf; /* the CF views' form (values.cf.txt): elements
                           decoded as src/zarr/cf.h says and written by
                           fs/cftext.h (owned by the node); NULL: the text
                           contract's own rendering of dt */
-  int csv;          /* rows.csv's form: each element its CSV field
-                       (fs/csvtext.h), followed by ',' or, for the last
-                       element of a row, '\n'; variable-length elements
-                       arrive as their fields (textprep), of type string.
-                       0: one element per line */
-  uint64_t row_len; /* csv: the array's length along its last dimension */
-  size_t elem_fields; /* csv: CSV fields per element (a record's leaf
-                         fields); 0: one */
+  int csv;             /* rows.csv's form: each element its CSV field
+                          (fs/csvtext.h), followed by ',' or, for the last
+                          element of a row, '\n'; variable-length elements
+                          arrive as their fields (textprep), of type string.
+                          0: one element per line */
+  uint64_t row_len;    /* csv: the array's length along its last dimension */
+  size_t elem_fields;  /* csv: CSV fields per element (a record's leaf
+                          fields); 0: one */
+  const struct text_note *note; /* told what the text shows in place of the
+                                   data (borrowed from the node); NULL:
+                                   nobody is told */
+  const uint64_t *note_idx;     /* the unit the note names, for a form of
+                                   a window of a unit's elements
+                                   (fs/unitwin.c: its units' own
+                                   coordinates are the window's); NULL:
+                                   each unit's own coordinates */
 };
 
 /* A unit ready for text views (reference-counted; zobj_put). */
@@ -60,15 +91,17 @@ struct chunk_text {
                                    for a fill unit and once rendered */
   char *text;                   /* the whole text, rendered once
                                    (text_render_all), or NULL */
-  uint64_t *idx;   /* unit coordinates (form->ndim, in dims below) */
-  uint64_t *ext;   /* in-bounds extent per dimension (likewise) */
-  uint64_t nin;    /* in-bounds elements */
-  uint64_t size;   /* text bytes (every line with its '\n') */
-  uint64_t *blk;   /* text offset of in-bounds element b*TEXT_BLOCK */
-  uint64_t nblk;   /* entries of blk */
-  size_t cost;     /* bytes held: elements, offsets, layout */
-  uint64_t dims[]; /* idx then ext, form->ndim each: a million cached 1-D
-                      units of kerchunk would spend 500 MB on 32 each */
+  uint64_t *idx;          /* unit coordinates (form->ndim, in dims below) */
+  uint64_t *ext;          /* in-bounds extent per dimension (likewise) */
+  uint64_t nin;           /* in-bounds elements */
+  uint64_t size;          /* text bytes (every line with its '\n') */
+  uint64_t *blk;          /* text offset of in-bounds element b*TEXT_BLOCK */
+  uint64_t nblk;          /* entries of blk */
+  size_t cost;            /* bytes held: elements, offsets, layout */
+  _Atomic unsigned noted; /* enum text_note_what bits told already (the
+                             one field a reader changes) */
+  uint64_t dims[];        /* idx then ext, form->ndim each: a million cached 1-D
+                             units of kerchunk would spend 500 MB on 32 each */
 };
 
 /* A fill unit idx of a node whose units have shape form->shape (or the
@@ -87,9 +120,8 @@ int text_fill_unit(const struct text_form *form, const uint64_t *shape,
  * makes a long layout give up with -EINTR. New reference in *out. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
-                size_t render_max, struct pool *helpers,
-                const atomic_int *stop, struct chunk_text **out,
-                struct zerr *err);
+                size_t render_max, struct pool *helpers, const atomic_int *stop,
+                struct chunk_text **out, struct zerr *err);
 
 /* The text size of unit idx of decoded elements ab (taken over, as by
  * text_layout) into *size, keeping nothing: numbers rendered a block at a
@@ -121,7 +153,8 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
 /* Write the text of one fixed-size element (form->dt.size bytes in host
  * order) into buf (RENDER_FIXED_MAX bytes, fs/render.h); returns its
  * length. CF forms decode it first; a time beyond what xarray can hold
- * (cf_decode's -ERANGE) is written as the stored number. */
+ * (cf_decode's -ERANGE) is written as the stored number (a unit's text
+ * then tells its form's note, TEXT_NOTE_CF_RANGE). */
 size_t text_render_fixed(const struct text_form *form, const void *elem,
                          char *buf);
 

@@ -80,6 +80,8 @@ int textprep_fill_text(const struct codec_spec *uspec, const struct dtype *dt,
       memcpy(text, src->mem + ab->offsets[0], (size_t)len);
     else if (text)
       render_var(&form->dt, src->mem + ab->offsets[0], 0, (size_t)len, text);
+    if (text && form->dt.kind == DT_STRING) /* as a stored element's text */
+      utf8_fix((uint8_t *)text, (size_t)len);
   }
   if (rc == 0 && !text)
     rc = zerr_set(err, ENOMEM, "out of memory");

@@ -206,6 +206,7 @@ static long direct_read(struct engine *e, const struct znode *n,
     f1.ndim = 1;
     f1.shape[0] = b;
     f1.edge[0] = NULL;
+    f1.note_idx = idx; /* what its text shows is said of this unit */
     struct abytes *ab = abytes_alloc();
     uint64_t *offs = malloc((size_t)(b + 1) * sizeof *offs);
     if (!ab || !offs) {
@@ -567,9 +568,10 @@ static int ustream_fill(void *ctx, struct zobj **obj, size_t *cost,
  * dst for text [off, off+len), off >= c->tpos, at most USTREAM_BATCH of
  * them: *got bytes; c advances past the elements whose lines end within
  * the range, or to the element holding the range's end. */
-static int ustream_batch(struct engine *e, const struct znode *n, uint64_t nin,
-                         struct bytesrc *ds, struct ucur *c, uint64_t off,
-                         size_t len, char *dst, size_t *got, struct zerr *err) {
+static int ustream_batch(struct engine *e, const struct znode *n,
+                         const uint64_t *idx, uint64_t nin, struct bytesrc *ds,
+                         struct ucur *c, uint64_t off, size_t len, char *dst,
+                         size_t *got, struct zerr *err) {
   const struct dtype *dt = &n->form.dt;
   uint64_t *o = malloc((USTREAM_BATCH + 1) * sizeof *o);
   size_t cap = 4096, used = 0;
@@ -622,6 +624,7 @@ static int ustream_batch(struct engine *e, const struct znode *n, uint64_t nin,
     f1.ndim = 1;
     f1.shape[0] = b;
     f1.edge[0] = NULL;
+    f1.note_idx = idx; /* what its text shows is said of this unit */
     ab->n = b;
     ab->offsets = o;
     o = NULL;
@@ -657,9 +660,9 @@ static int ustream_batch(struct engine *e, const struct znode *n, uint64_t nin,
  * position, a mark, or the start, whichever is the latest at or before
  * off. */
 static long ustream_read_locked(struct engine *e, const struct znode *n,
-                                uint64_t nin, struct ustream_obj *u,
-                                uint64_t off, size_t len, char *dst,
-                                struct zerr *err) {
+                                const uint64_t *idx, uint64_t nin,
+                                struct ustream_obj *u, uint64_t off, size_t len,
+                                char *dst, struct zerr *err) {
   struct ucur c = {0, 4, 0};
   if (u->cur.tpos <= off)
     c = u->cur;
@@ -684,8 +687,8 @@ static long ustream_read_locked(struct engine *e, const struct znode *n,
   size_t done = 0;
   while (done < len && c.k < nin) {
     size_t got;
-    ZTRY(ustream_batch(e, n, nin, u->ds, &c, off + done, len - done, dst + done,
-                       &got, err));
+    ZTRY(ustream_batch(e, n, idx, nin, u->ds, &c, off + done, len - done,
+                       dst + done, &got, err));
     done += got;
   }
   u->cur = c;
@@ -708,7 +711,8 @@ static long ustream_read(struct engine *e, const struct znode *n,
   ZTRY(memo_get(e->memo, &k, ustream_fill, &j, pin, err));
   struct ustream_obj *u = (struct ustream_obj *)memo_obj(*pin);
   pthread_mutex_lock(&u->lock);
-  long got = ustream_read_locked(e, n, unit_nin(n, idx), u, off, len, dst, err);
+  long got =
+      ustream_read_locked(e, n, idx, unit_nin(n, idx), u, off, len, dst, err);
   if (got < 0) /* the stream is broken there: start over next time */
     u->cur = (struct ucur){0, 4, 0}, u->nmark = 0;
   pthread_mutex_unlock(&u->lock);

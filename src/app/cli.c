@@ -242,6 +242,10 @@ static int cli_option(struct cli_parser *p, const char *opt, int in_group) {
     return cli_push(&p->c->allow_roots, &p->c->n_allow_roots, root) < 0
                ? cli_nomem(p)
                : 0;
+  if (!strncmp(opt, "container_endpoint=", 19))
+    return cli_push(&p->c->endpoints, &p->c->n_endpoints, opt + 19) < 0
+               ? cli_nomem(p)
+               : 0;
   for (int i = 0; i < CLI_OPT_COUNT; i++) {
     size_t n = strlen(cli_opt_names[i]);
     if (!strncmp(opt, cli_opt_names[i], n) && opt[n] == '=') {
@@ -762,6 +766,9 @@ void cli_config_free(struct cli_config *c) {
   for (size_t i = 0; i < c->n_allow_roots; i++)
     free(c->allow_roots[i]);
   free(c->allow_roots);
+  for (size_t i = 0; i < c->n_endpoints; i++)
+    free(c->endpoints[i]);
+  free(c->endpoints);
   free(c->s3.region);
   free(c->s3.endpoint);
   free(c->s3.profile);
@@ -778,8 +785,8 @@ void cli_usage(FILE *f, const char *prog) {
       "       %s ls|cat|stat|info [options] SOURCE [PATH...]\n\n"
       "Mount the Zarr store in directory SOURCE (V3 or V2), the kerchunk\n"
       "reference file SOURCE, or the Icechunk repository SOURCE, read-only\n"
-      "at MOUNTPOINT. SOURCE may also be an http://, https:// or\n"
-      "s3://BUCKET/PREFIX URL.\n"
+      "at MOUNTPOINT. SOURCE may also be an http(s)://, s3://, gs:// or\n"
+      "az:// URL (or https://ACCOUNT.blob.core.windows.net/CONTAINER/...).\n"
       "Every stored key appears byte-identical; beside every chunk K a\n"
       "text view K.txt; in every array directory values.txt, and\n"
       "info.txt; arrays with CF attributes also values.cf.txt and\n"
@@ -871,18 +878,25 @@ void cli_usage(FILE *f, const char *prog) {
       "    virtual chunks are read only under a prefix allowed with\n"
       "    -o target_root=PREFIX (and a virtual chunk container of the\n"
       "    repository)\n"
+      "    -o container_endpoint=URL  let containers send S3 requests (with\n"
+      "                           your credentials) to their endpoint_url\n"
+      "                           URL (repeatable; default: only to the\n"
+      "                           endpoint you configured)\n"
       "    the history, as files: /.zarrfs/branches/NAME/, "
       "/.zarrfs/tags/NAME/\n"
       "    and /.zarrfs/snapshots/ID/ (trees), /.zarrfs/log/branch.NAME.txt\n"
       "    and /.zarrfs/log/tag.NAME.txt (ID, time, message; newest first);\n"
       "    remount to see commits made after the mount\n\n"
-      "remote stores (http, https, s3; see docs/remote.md):\n"
+      "remote stores (http, https, s3, gs, az; see docs/remote.md):\n"
       "    -o region=NAME         S3 region (else AWS_REGION, ~/.aws/config,\n"
       "                           us-east-1)\n"
-      "    -o endpoint=URL        S3 endpoint (MinIO, Ceph, R2: path-style)\n"
+      "    -o endpoint=URL        endpoint of SOURCE's service, path-style: S3\n"
+      "                           (MinIO, R2; any SOURCE but gs://, az://),\n"
+      "                           Cloud Storage, Azure (Azurite's /ACCOUNT)\n"
       "    -o profile=NAME        ~/.aws profile (else AWS_PROFILE, default)\n"
-      "    -o no_sign_request     anonymous S3 access (also automatic when\n"
-      "                           no credentials exist)\n"
+      "    -o no_sign_request     anonymous access (also without credentials)\n"
+      "    credentials: AWS_* and ~/.aws (S3), GS_ACCESS_KEY_ID and\n"
+      "    GS_SECRET_ACCESS_KEY (gs), AZURE_STORAGE_* (az; docs/remote.md)\n"
       "    -o requester_pays      send x-amz-request-payer: requester\n"
       "    -o connect_timeout=SECS  connect bound (default 10)\n"
       "    -o stall_timeout=SECS  no byte for this long fails an attempt\n"

@@ -114,6 +114,9 @@ struct cli_config {
   char **allow_roots;        /* -o target_root=DIR|URL (alias
                                 allow_root=), in order given */
   size_t n_allow_roots;
+  char **endpoints;          /* -o container_endpoint=URL: S3 endpoints
+                                Icechunk containers may name */
+  size_t n_endpoints;
   struct remote_config remote; /* remote_config_default + -o connect_timeout,
                                   stall_timeout, timeout, retries,
                                   remote_cache, block_size, max_request,

@@ -1,9 +1,12 @@
 /* source.c - SOURCE: refuse a local one that cannot be a Zarr store before
  * anything starts, then open the store it names (a local directory, a
- * kerchunk reference file, or the same over http(s):// or s3://) with its
- * remote context and the roots its references may read. FUSE-free. */
+ * kerchunk reference file, or the same over http(s)://, s3://, gs:// or
+ * az://) with its remote context and the roots its references may read.
+ * FUSE-free. */
+#define _GNU_SOURCE /* asprintf */
 #include "source.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -15,9 +18,11 @@
 
 #include "../json/jlex.h"
 #include "../json/zjson.h"
+#include "../net/azure.h"
 #include "../net/s3.h"
 #include "../store/confine.h"
 #include "../store/icechunk.h"
+#include "../store/manifest.h"
 #include "../store/pqrefs.h"
 #include "../util/buf.h"
 #include "../util/file.h"
@@ -261,12 +266,36 @@ static int refs_file_check(const char *source) {
   return -1;
 }
 
+/* A SOURCE naming a scheme zarrfs does not read (file://, ftp://, ...):
+ * refused with the scheme and what is supported. 1 when refused. */
+static int scheme_check(const char *source) {
+  const char *p = source;
+  while (isalnum((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.')
+    p++;
+  if (p == source || strncmp(p, "://", 3) || !isalpha((unsigned char)*source))
+    return 0;
+  int n = (int)(p - source);
+  if (n == 4 && !strncasecmp(source, "file", 4))
+    fprintf(stderr,
+            "zarrfs: %s: the file:// scheme is not supported: give the path "
+            "itself (%s)\n",
+            source, p + 3);
+  else
+    fprintf(stderr,
+            "zarrfs: %s: the %.*s:// scheme is not supported (SOURCE is a "
+            "directory, a reference file, or an %s URL)\n",
+            source, n, source, remote_url_schemes());
+  return 1;
+}
+
 /* Refuse a local SOURCE that is missing, unreadable, or a directory
  * without Zarr root metadata, or with root metadata that does not parse. */
 int source_check(const char *source) {
   struct stat st;
   if (remote_is_url(source))
     return 0; /* checked when the store opens */
+  if (scheme_check(source))
+    return -1;
   if (stat(source, &st) < 0) {
     fprintf(stderr, "zarrfs: %s: %s\n", source, strerror(errno));
     return -1;
@@ -321,6 +350,22 @@ int source_check(const char *source) {
   return root_meta_check(meta);
 }
 
+/* A hint for a refusal of a cloud SOURCE (403): the settings that give
+ * access, "" when none applies. */
+static const char *access_hint(const char *src) {
+  if (!strncmp(src, "az://", 5))
+    return " (check the Azure credentials: AZURE_STORAGE_KEY, "
+           "AZURE_STORAGE_SAS_TOKEN or AZURE_STORAGE_CONNECTION_STRING; "
+           "-o no_sign_request for a public container)";
+  if (!strncmp(src, "gs://", 5))
+    return " (check the HMAC keys GS_ACCESS_KEY_ID and GS_SECRET_ACCESS_KEY; "
+           "-o no_sign_request for a public bucket)";
+  if (!strncmp(src, "s3://", 5))
+    return " (check the AWS credentials; -o no_sign_request for a public "
+           "bucket)";
+  return "";
+}
+
 /* A URL naming a JSON file (a kerchunk reference file), not a store. */
 static int url_is_json(const char *url) {
   size_t n = strcspn(url, "?#");
@@ -342,7 +387,8 @@ static int remote_root_check(struct store *s, const char *src) {
     if (rc == 0 && t == STORE_FILE)
       return 1;
     if (rc < 0 && rc != -ENOENT) {
-      fprintf(stderr, "zarrfs: %s: %s\n", src, err.msg);
+      fprintf(stderr, "zarrfs: %s: %s%s\n", src, err.msg,
+              rc == -EACCES ? access_hint(s->location) : "");
       return -1;
     }
   }
@@ -350,19 +396,57 @@ static int remote_root_check(struct store *s, const char *src) {
 }
 
 /* The remote context from the options (S3 settings from the options, the
- * environment and ~/.aws). */
+ * environment and ~/.aws; Cloud Storage's and Azure's from the
+ * environment). -o endpoint names the endpoint of the SOURCE's service
+ * (s3://, gs://, az://); with any other SOURCE, S3's. */
 int source_remote_new(const struct cli_config *cfg, struct remote **out) {
   const struct cli_s3 *o = &cfg->s3;
-  struct s3_options so = {o->region, o->endpoint, o->profile,
+  const char *src = cfg->source;
+  char acct[128];
+  const char *rest = NULL;
+  int az_https = azure_url_account(src, acct, sizeof acct, &rest);
+  int gs = !strncmp(src, "gs://", 5), az = !strncmp(src, "az://", 5);
+  const char *ep = o->endpoint;
+  struct s3_options so = {o->region, gs || az ? NULL : ep, o->profile,
                           o->no_sign_request, o->requester_pays};
-  struct s3_config *s3;
+  struct s3_options go = {NULL, gs ? ep : NULL, NULL, o->no_sign_request, 0};
+  const char *q = az_https ? strchr(rest, '?') : NULL;
+  struct azure_options ao = {az ? ep : NULL, az_https ? acct : NULL,
+                             q ? q + 1 : NULL, o->no_sign_request};
+  struct s3_config *s3 = NULL, *gcs = NULL;
+  struct azure_config *azc = NULL;
   struct zerr err = {0};
   if (s3_config_load(&so, &s3, &err) < 0 ||
       remote_new(&cfg->remote, s3, out, &err) < 0) {
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     return -1;
   }
+  int rc = s3_config_load_gcs(&go, &gcs, &err);
+  if (rc == 0 && (rc = azure_config_load(&ao, &azc, &err)) < 0)
+    s3_config_free(gcs);
+  if (rc == 0) /* takes both over */
+    rc = remote_set_clouds(*out, gcs, azc, &err);
+  if (rc < 0) {
+    fprintf(stderr, "zarrfs: %s\n", err.msg);
+    remote_free(*out);
+    *out = NULL;
+    return -1;
+  }
   return 0;
+}
+
+/* The store URL of a SOURCE: az://CONTAINER/PATH for a
+ * https://ACCOUNT.blob.core.windows.net one (its SAS query dropped: the
+ * Azure settings carry it), else the SOURCE itself. malloc'd or NULL. */
+static char *source_url(const char *src) {
+  char acct[128];
+  const char *rest;
+  char *u = NULL;
+  if (!azure_url_account(src, acct, sizeof acct, &rest))
+    return strdup(src);
+  if (asprintf(&u, "az://%.*s", (int)strcspn(rest, "?#"), rest) < 0)
+    return NULL;
+  return u;
 }
 
 /* The allowed roots of manifest and reference targets: the reference
@@ -400,6 +484,11 @@ static int source_confine(const struct cli_config *cfg, struct remote *remote,
       return -1;
     }
   }
+  for (size_t i = 0; i < cfg->n_endpoints; i++)
+    if (confine_allow_endpoint(c, cfg->endpoints[i], &err) < 0) {
+      fprintf(stderr, "zarrfs: %s\n", err.msg);
+      return -1;
+    }
   return 0;
 }
 
@@ -426,7 +515,8 @@ static int source_icechunk(const struct cli_config *cfg, struct confine *c,
             "repositories only\n",
             cfg->source);
   } else if (rc < 0) {
-    fprintf(stderr, "zarrfs: %s: %s\n", cfg->source, err.msg);
+    fprintf(stderr, "zarrfs: %s: %s%s\n", cfg->source, err.msg,
+            rc == -EACCES ? access_hint((*s)->location) : "");
   } else if (store_open_icechunk(*s, cfg->ref, cfg->snapshot, cfg->max_decode,
                                  source_manifest_budget(cfg), c, s, &err) < 0) {
     *s = NULL;
@@ -460,10 +550,11 @@ static int source_pqrefs(const struct cli_config *cfg, struct confine *c,
   return rc;
 }
 
-/* Open the store the source names, by its kind. */
-int source_open(const struct cli_config *cfg, struct remote *remote,
-                struct confine **confine, struct store **out) {
-  const char *src = cfg->source;
+/* Open the store at src (cfg->source, or the az:// URL it names), by its
+ * kind. */
+static int source_open_at(const struct cli_config *cfg, const char *src,
+                          struct remote *remote, struct confine **confine,
+                          struct store **out) {
   struct zerr err = {0};
   struct stat sst;
   int is_url = remote_is_url(src);
@@ -548,4 +639,73 @@ int source_open(const struct cli_config *cfg, struct remote *remote,
     return -1;
   }
   return 0;
+}
+
+/* A URL whose last segment is manifest.json (a VirtualiZarr manifest):
+ * its directory (malloc'd), else NULL. */
+static char *manifest_dir(const char *url) {
+  size_t n = strcspn(url, "?#");
+  if (n < 14 || strncmp(url + n - 14, "/manifest.json", 14))
+    return NULL;
+  return strndup(url, n - 14);
+}
+
+/* Does dir/zarr.json (an array) name the manifest at url? 1 yes, 0 no (a
+ * line on stderr saying what to do). */
+static int manifest_named(struct remote *remote, const char *dir,
+                          const char *url) {
+  char *zj = NULL, *named = NULL;
+  uint8_t *text = NULL;
+  size_t len;
+  struct zerr err = {0};
+  int ok = 0;
+  if (asprintf(&zj, "%s/zarr.json", dir) >= 0 &&
+      remote_read_all(remote, zj, ROOT_META_MAX, &text, &len, &err) == 0) {
+    json_t *j = zjson_loadb((const char *)text, len, &err);
+    json_t *t, *st = json_object_get(j, "storage_transformers");
+    size_t i;
+    json_array_foreach(st, i, t) {
+      const char *m = json_string_value(
+          json_object_get(json_object_get(t, "configuration"), "manifest"));
+      if (!m || strcmp(json_string_value(json_object_get(t, "name")) ?: "",
+                       "chunk-manifest-json"))
+        continue;
+      named = remote_is_url(m) ? strdup(m) : manifest_url_join(dir, m);
+      break;
+    }
+    json_decref(j);
+  }
+  size_t n = strcspn(url, "?#");
+  ok = named && strlen(named) == n && !strncmp(named, url, n);
+  if (!ok)
+    fprintf(stderr,
+            "zarrfs: %s: a VirtualiZarr manifest that no zarr.json beside it "
+            "names (%s): mount the array or the store whose zarr.json names "
+            "it\n",
+            url, text ? "its zarr.json names another" : "no zarr.json there");
+  free(named);
+  free(text);
+  free(zj);
+  return ok;
+}
+
+/* Open the store the source names (see source.h). A manifest.json URL
+ * mounts the array whose zarr.json, beside it, names it. */
+int source_open(const struct cli_config *cfg, struct remote *remote,
+                struct confine **confine, struct store **out) {
+  char *src = source_url(cfg->source);
+  *out = NULL;
+  if (!src) {
+    fprintf(stderr, "zarrfs: out of memory\n");
+    return -1;
+  }
+  char *dir = remote_is_url(src) ? manifest_dir(src) : NULL;
+  int rc = -1;
+  if (!dir)
+    rc = source_open_at(cfg, src, remote, confine, out);
+  else if (manifest_named(remote, dir, src))
+    rc = source_open_at(cfg, dir, remote, confine, out);
+  free(dir);
+  free(src);
+  return rc;
 }

@@ -3,7 +3,9 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include "hparse.h"
 #include "http.h"
+#include "url.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -20,6 +22,8 @@
 #define HTTP_MAX_REDIRS 5
 /* Bytes of an error body kept for the message (an S3 <Error> document). */
 #define HTTP_ERRBODY_MAX 2048
+/* Longest redirect target followed. */
+#define HTTP_LOCATION_MAX 4096
 
 struct http_client {
   struct http_config cfg;
@@ -237,31 +241,12 @@ struct xfer {
   int64_t last_byte_ms; /* for the stall check */
   char errbody[HTTP_ERRBODY_MAX + 1];
   size_t errlen;
+  char location[HTTP_LOCATION_MAX]; /* of a redirect ("" when none) */
+  int location_long;                /* it did not fit */
+  char encoding[32]; /* a Content-Encoding other than identity, or "" */
+  int fresh;         /* the next attempt on a new connection */
+  char curl_err[CURL_ERROR_SIZE]; /* libcurl's own words for a failure */
 };
-
-/* Parse "bytes a-b/T" or "bytes * /T" (no space). */
-static void parse_content_range(struct xfer *x, const char *v) {
-  while (*v == ' ')
-    v++;
-  if (strncasecmp(v, "bytes ", 6))
-    return;
-  v += 6;
-  unsigned long long a, b, t;
-  if (v[0] == '*') {
-    if (sscanf(v, "*/%llu", &t) == 1) {
-      x->have_crange = 2; /* unsatisfied: only the total */
-      x->cr_total = t;
-    }
-    return;
-  }
-  int n = 0;
-  if (sscanf(v, "%llu-%llu/%n", &a, &b, &n) == 2 && n > 0) {
-    x->cr_start = a;
-    x->cr_end = b;
-    x->cr_total = v[n] == '*' ? UINT64_MAX : strtoull(v + n, NULL, 10);
-    x->have_crange = 1;
-  }
-}
 
 /* Header lines: a status line starts a new response (redirects, 100). */
 static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
@@ -282,6 +267,19 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
     x->body = 0;
     x->errlen = 0;
     x->meta.etag[0] = x->meta.modified[0] = '\0';
+    x->location[0] = x->encoding[0] = '\0';
+    x->location_long = 0;
+    return n;
+  }
+  if (n > 9 && !strncasecmp(p, "Location:", 9)) { /* may be long: not line */
+    const char *v = p + 9, *e = p + n;
+    while (v < e && (*v == ' ' || *v == '\t'))
+      v++;
+    while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
+      e--;
+    x->location_long = (size_t)(e - v) >= sizeof x->location;
+    if (!x->location_long)
+      snprintf(x->location, sizeof x->location, "%.*s", (int)(e - v), v);
     return n;
   }
   char *colon = strchr(line, ':');
@@ -292,7 +290,9 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
   while (*v == ' ' || *v == '\t')
     v++;
   if (!strcasecmp(line, "Content-Range"))
-    parse_content_range(x, v);
+    x->have_crange =
+        hparse_content_range(v, &x->cr_start, &x->cr_end, &x->cr_total)
+            ?: x->have_crange;
   else if (!strcasecmp(line, "Content-Length"))
     x->clen = strtoull(v, NULL, 10);
   else if (!strcasecmp(line, "Retry-After"))
@@ -302,6 +302,9 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *ud) {
   else if (!strcasecmp(line, "Last-Modified") &&
            strlen(v) < sizeof x->meta.modified)
     strcpy(x->meta.modified, v);
+  else if (!strcasecmp(line, "Content-Encoding") && *v &&
+           strcasecmp(v, "identity"))
+    snprintf(x->encoding, sizeof x->encoding, "%s", v);
   return n;
 }
 
@@ -320,6 +323,14 @@ static size_t on_body(char *p, size_t sz, size_t nm, void *ud) {
     memcpy(x->errbody + x->errlen, p, k);
     x->errlen += k;
     return n;
+  }
+  if (x->encoding[0]) { /* not the object's bytes: none is used */
+    x->bad = EIO;
+    snprintf(x->why, sizeof x->why,
+             "the server sent the object encoded (Content-Encoding: %s), "
+             "not its bytes",
+             x->encoding);
+    return 0;
   }
   if (x->mode == X_STREAM) {
     if (x->status != 200)
@@ -412,21 +423,6 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut,
   return 0;
 }
 
-/* Is ip (text) link-local: 169.254.0.0/16, fe80::/10, or IPv4-mapped
- * 169.254/16? */
-static int is_link_local(const char *ip) {
-  if (!strncmp(ip, "169.254.", 8))
-    return 1;
-  if (!strncasecmp(ip, "::ffff:169.254.", 15))
-    return 1;
-  if (!strncasecmp(ip, "fe", 2) && ip[2] && ip[3]) {
-    char c = (char)(ip[2] | 0x20);
-    if ((c == '8' || c == '9' || c == 'a' || c == 'b') && ip[3] != ':')
-      return 1;
-  }
-  return 0;
-}
-
 /* Before a request is sent on a connection (new or reused): refuse
  * link-local peers unless allowed. */
 static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip,
@@ -436,7 +432,7 @@ static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip,
   (void)conn_local_port;
   struct xfer *x = ud;
   if (!x->allow_link_local && conn_primary_ip &&
-      is_link_local(conn_primary_ip)) {
+      url_ip_link_local(conn_primary_ip)) {
     x->refused = 1;
     snprintf(x->refused_ip, sizeof x->refused_ip, "%s", conn_primary_ip);
     return CURL_PREREQFUNC_ABORT;
@@ -444,22 +440,137 @@ static int on_prereq(void *ud, char *conn_primary_ip, char *conn_local_ip,
   return CURL_PREREQFUNC_OK;
 }
 
-/* The S3 error code in a body, for messages ("AccessDenied"). */
-static void error_code(const struct xfer *x, char *out, size_t n) {
-  out[0] = '\0';
-  const char *b = x->errbody;
-  const char *s = x->errlen ? strstr(b, "<Code>") : NULL;
-  if (!s)
-    return;
-  s += 6;
-  const char *e = strstr(s, "</Code>");
-  if (!e || (size_t)(e - s) >= n - 3)
-    return;
-  snprintf(out, n, " (%.*s)", (int)(e - s), s);
-}
-
 /* The outcome of one attempt. */
 enum verdict { V_OK, V_RETRY, V_FAIL };
+
+/* Forget what an earlier answer (an attempt, a redirect) said. */
+static void reset_answer(struct xfer *x) {
+  x->status = x->got = x->errlen = 0;
+  x->retry_after_s = -1;
+  x->body = 0;
+  x->done = x->bad = x->too_big = x->refused = x->stalled = x->sink_rc = 0;
+  x->have_crange = x->location_long = 0;
+  x->clen = UINT64_MAX;
+  x->meta.etag[0] = x->meta.modified[0] = '\0';
+  x->location[0] = x->encoding[0] = x->curl_err[0] = '\0';
+}
+
+/* The headers of one request to url into *out: identity bodies only,
+ * the shared headers and the signature (credentials: only at the origin
+ * asked for) and the precondition. 0, or a negative errno (err). */
+static int hop_headers(const struct http_req *r, const struct xfer *x,
+                       const char *url, int creds, struct curl_slist **out,
+                       struct zerr *err) {
+  struct curl_slist *hdrs =
+      curl_slist_append(NULL, "Accept-Encoding: identity");
+  for (const struct curl_slist *l = creds ? r->headers : NULL; hdrs && l;
+       l = l->next) {
+    struct curl_slist *t = curl_slist_append(hdrs, l->data);
+    if (!t)
+      curl_slist_free_all(hdrs);
+    hdrs = t;
+  }
+  if (hdrs && r->cond) {
+    struct curl_slist *t = curl_slist_append(hdrs, r->cond);
+    if (!t)
+      curl_slist_free_all(hdrs);
+    hdrs = t;
+  }
+  if (!hdrs)
+    return zerr_set(err, ENOMEM, "out of memory");
+  int rc = 0;
+  if (creds && r->signer) {
+    char rv[80];
+    snprintf(rv, sizeof rv, "bytes=%" PRIu64 "-%" PRIu64, x->off,
+             x->off + x->len - 1);
+    rc = r->signer->sign(r->signer->ud, url, x->mode == X_RANGE ? rv : NULL,
+                         r->cond, &hdrs, err);
+  }
+  if (rc < 0)
+    curl_slist_free_all(hdrs);
+  *out = rc < 0 ? NULL : hdrs;
+  return rc;
+}
+
+/* The options of one request to url on h (reset first: a redirect's
+ * request carries nothing of the one before). */
+static void hop_setup(struct http_client *c, CURL *h, struct xfer *x,
+                      const struct http_req *r, const char *url,
+                      struct curl_slist *hdrs, int creds, long left) {
+  curl_easy_reset(h); /* keeps the connections and caches */
+  curl_easy_setopt(h, CURLOPT_URL, url);
+  curl_easy_setopt(h, CURLOPT_SHARE, c->share);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L); /* redirect_next */
+  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->cfg.connect_ms);
+  /* A stream is paced by its sink: only the stall bound applies. */
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, x->mode == X_STREAM ? 0L : left);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+  curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
+  curl_easy_setopt(h, CURLOPT_PREREQDATA, x);
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, x->curl_err);
+  /* No transparent decompression: the bytes must be the object's. */
+  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, NULL);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "zarrfs/" PACKAGE_VERSION);
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+  if (x->fresh) /* the last connection carried more than an answer */
+    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+  if (creds && r->aws_sigv4 && r->userpwd) {
+    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->aws_sigv4);
+    curl_easy_setopt(h, CURLOPT_USERPWD, r->userpwd);
+  }
+  if (x->mode == X_RANGE) {
+    char range[64];
+    snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, x->off,
+             x->off + x->len - 1);
+    curl_easy_setopt(h, CURLOPT_RANGE, range); /* copied by libcurl */
+  }
+}
+
+/* After the answer of redirect hop n to cur: 1 when it redirects to a
+ * target that may be asked (*next malloc'd; *creds and
+ * x->allow_link_local set for it), 0 when it is the answer itself, or a
+ * negative errno with the reason. */
+static int redirect_next(const struct http_req *r, struct xfer *x,
+                         const char *cur, int n, char **next, int *creds,
+                         struct zerr *err) {
+  long st = x->status;
+  if ((st != 301 && st != 302 && st != 303 && st != 307 && st != 308) ||
+      (!x->location[0] && !x->location_long))
+    return 0;
+  const char *lu = r->log_url ? r->log_url : r->url;
+  if (x->location_long)
+    return zerr_set(err, EIO, "GET %s: a redirect target too long", lu);
+  if (n >= HTTP_MAX_REDIRS)
+    return zerr_set(err, EIO, "GET %s: more than %d redirects", lu,
+                    HTTP_MAX_REDIRS);
+  struct zerr e = {0};
+  char *to = NULL, shown[200];
+  int ll = 0;
+  int rc = url_redirect_target(cur, x->location, &to, &e);
+  url_for_log(to ? to : x->location, shown, sizeof shown);
+  if (rc == 0 && r->redirect)
+    rc = r->redirect(r->redirect_ud, to, &ll, &e);
+  else if (rc == 0)
+    ll = r->allow_link_local && url_same_origin(to, r->url);
+  if (rc < 0) {
+    free(to);
+    return zerr_set(err, -rc, "GET %s: redirected to %s: refused: %s", lu,
+                    shown, e.msg);
+  }
+  x->allow_link_local = ll;
+  *creds = url_same_origin(to, r->url);
+  *next = to;
+  return 1;
+}
 
 /* Run one attempt on a fresh handle. Returns the verdict; *rc and err hold
  * the failure (for V_FAIL, and for V_RETRY the reason if it was the last). */
@@ -474,86 +585,45 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
                            : "out of memory");
     return V_FAIL;
   }
-  int64_t left = deadline - now_ms();
-  if (left < 1)
-    left = 1;
-  char range[64];
-  x->status = 0;
-  x->got = 0;
-  x->body = 0;
-  x->done = x->bad = x->too_big = x->refused = x->stalled = 0;
-  x->sink_rc = 0;
-  x->meta.etag[0] = x->meta.modified[0] = '\0';
-  x->have_crange = 0;
-  x->clen = UINT64_MAX;
-  x->retry_after_s = -1;
-  x->errlen = 0;
   x->last_byte_ms = now_ms();
   x->allow_link_local = r->allow_link_local;
-  const char *scheme_end = strstr(r->url, "://");
-  int https = scheme_end && scheme_end - r->url == 5;
-
-  curl_easy_setopt(h, CURLOPT_URL, r->url);
-  curl_easy_setopt(h, CURLOPT_SHARE, c->share);
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(h, CURLOPT_MAXREDIRS, (long)HTTP_MAX_REDIRS);
-  /* Redirects stay within the scheme asked for (no https -> http). */
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, https ? "https" : "http");
-  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)c->cfg.connect_ms);
-  /* A stream is paced by its sink: only the stall bound applies. */
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-                   x->mode == X_STREAM ? 0L : (long)left);
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
-  curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
-  curl_easy_setopt(h, CURLOPT_PREREQDATA, x);
-  /* No transparent decompression: the bytes must be the object's. */
-  curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, NULL);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "zarrfs/" PACKAGE_VERSION);
-  struct curl_slist *hdrs = NULL;
-  if (r->cond) {
-    /* The shared headers and this request's precondition, in a list of
-     * its own. */
-    for (const struct curl_slist *l = r->headers; l; l = l->next) {
-      struct curl_slist *t = curl_slist_append(hdrs, l->data);
-      if (!t)
-        break;
-      hdrs = t;
-    }
-    struct curl_slist *t = curl_slist_append(hdrs, r->cond);
-    if (t)
-      hdrs = t;
-    if (!t || !hdrs) {
-      curl_slist_free_all(hdrs);
+  const char *url = r->url;
+  char *owned = NULL; /* url after a redirect */
+  int creds = 1;      /* at the origin asked for */
+  CURLcode cc = CURLE_OK;
+  for (int hop = 0;; hop++) {
+    reset_answer(x);
+    struct curl_slist *hdrs;
+    struct zerr se = {0};
+    if ((*rc = hop_headers(r, x, url, creds, &hdrs, &se)) < 0) {
       handle_give(c, h);
-      *rc = zerr_set(err, ENOMEM, "GET %s: out of memory", lu);
+      free(owned);
+      zerr_set(err, -*rc, "GET %s: %s", lu, se.msg);
       return V_FAIL;
     }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-  } else if (r->headers) {
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, r->headers);
+    int64_t left = deadline - now_ms();
+    hop_setup(c, h, x, r, url, hdrs, creds, left < 1 ? 1 : (long)left);
+    atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
+    cc = curl_easy_perform(h);
+    curl_slist_free_all(hdrs);
+    if (cc != CURLE_OK || x->refused)
+      break;
+    char *next = NULL;
+    int go = redirect_next(r, x, url, hop, &next, &creds, err);
+    if (go <= 0) {
+      if (go < 0) {
+        handle_give(c, h);
+        free(owned);
+        *rc = go;
+        return V_FAIL;
+      }
+      break;
+    }
+    free(owned);
+    url = owned = next;
   }
-  if (r->aws_sigv4 && r->userpwd) {
-    curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->aws_sigv4);
-    curl_easy_setopt(h, CURLOPT_USERPWD, r->userpwd);
-  }
-  if (x->mode == X_RANGE) {
-    snprintf(range, sizeof range, "%" PRIu64 "-%" PRIu64, x->off,
-             x->off + x->len - 1);
-    curl_easy_setopt(h, CURLOPT_RANGE, range);
-  }
-  atomic_fetch_add_explicit(&c->requests, 1, memory_order_relaxed);
-  CURLcode cc = curl_easy_perform(h);
   handle_give(c, h);
-  curl_slist_free_all(hdrs);
+  free(owned);
 
   if (cc == CURLE_WRITE_ERROR && x->done)
     cc = CURLE_OK; /* cut on purpose: a 200 answer gave the range */
@@ -583,6 +653,25 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
                    x->max);
     return V_FAIL;
   }
+  if (x->encoding[0] && x->status >= 200 && x->status < 300) {
+    *rc = zerr_set(err, EIO,
+                   "GET %s: the server sent the object encoded "
+                   "(Content-Encoding: %s), not its bytes",
+                   lu, x->encoding);
+    return V_FAIL;
+  }
+  if (cc == CURLE_UNSUPPORTED_PROTOCOL || cc == CURLE_WEIRD_SERVER_REPLY) {
+    /* What came is not an answer: the rest of an earlier answer longer
+     * than its Content-Length on a reused connection, or not HTTP at
+     * all. Tried again on a new connection. */
+    x->fresh = 1;
+    *rc = zerr_set(err, ETIMEDOUT,
+                   "GET %s: the server's answer is not HTTP (%s): an answer "
+                   "before it on the same connection may have been longer "
+                   "than its Content-Length",
+                   lu, x->curl_err[0] ? x->curl_err : curl_easy_strerror(cc));
+    return V_RETRY;
+  }
   if (cc == CURLE_PARTIAL_FILE && x->mode == X_RANGE && x->status == 206 &&
       x->have_crange == 1 && x->cr_total == 0 && x->got == 0) {
     /* "bytes 0-0/0" with no body: an empty object described with an
@@ -596,7 +685,6 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     if (x->bad)
       what = x->why;
     switch (cc) {
-    case CURLE_UNSUPPORTED_PROTOCOL:
     case CURLE_URL_MALFORMAT:
     case CURLE_TOO_MANY_REDIRECTS:
     case CURLE_NOT_BUILT_IN:
@@ -616,7 +704,7 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     return V_FAIL;
   }
   if (st == 401 || st == 403) {
-    error_code(x, code, sizeof code);
+    hparse_error_code(x->errbody, x->errlen, code, sizeof code);
     *rc = zerr_set(err, EACCES, "GET %s: HTTP %ld%s", lu, st, code);
     return V_FAIL;
   }
@@ -625,7 +713,7 @@ static enum verdict attempt(struct http_client *c, const struct http_req *r,
     return V_FAIL;
   }
   if (st == 408 || st == 429 || st >= 500) {
-    error_code(x, code, sizeof code);
+    hparse_error_code(x->errbody, x->errlen, code, sizeof code);
     *rc = zerr_set(err, ETIMEDOUT, "GET %s: HTTP %ld%s", lu, st, code);
     return V_RETRY;
   }

@@ -20,10 +20,21 @@
  * -ESTALE, the object changed. Responses report their validators (ETag,
  * Last-Modified) and whether a range request was answered whole.
  *
- * Redirects are followed within the same scheme (at most 5). Connections to
+ * Redirects are followed here, not by libcurl (at most 5), each target
+ * checked before it is asked: http may lead to https, https only to
+ * https; the request's own check (http_req.redirect) decides whether the
+ * target lies where the request may go. Credentials (SigV4, the shared
+ * headers, the signer's) go only to the origin of the URL asked for: a
+ * redirect to another host, port or scheme is followed without them; a
+ * redirect within it is signed for its own URL. Connections to
  * link-local addresses (169.254.0.0/16, fe80::/10, where cloud metadata
  * services live) are refused unless the request allows them
- * (http_req.allow_link_local), checked on the address actually connected.
+ * (http_req.allow_link_local for its URL, the redirect check for a
+ * target), checked on the address actually connected.
+ *
+ * Every request says `Accept-Encoding: identity`, and an answer whose
+ * body is encoded anyway (Content-Encoding: gzip, ...) is refused before
+ * any of its bytes is used: they are not the object's.
  *
  * Thread-safe: any number of threads may issue requests at once; at most
  * max_conns transfers run at the same time (the rest wait their turn). */
@@ -52,6 +63,18 @@ struct http_config {
 /* Fill *c with the defaults above. */
 void http_config_default(struct http_config *c);
 
+/* Signs each attempt of a request whose signature covers headers that
+ * vary per attempt (Azure Shared Key: the date, the Range, the
+ * precondition). sign appends the headers to send (x-ms-date,
+ * Authorization, ...) to *hdrs, given the request URL, its Range value
+ * ("bytes=A-B", NULL for a plain GET) and its precondition line (or
+ * NULL); 0, or a negative errno with err set. ud is borrowed. */
+struct http_signer {
+  int (*sign)(const void *ud, const char *url, const char *range,
+              const char *cond, struct curl_slist **hdrs, struct zerr *err);
+  const void *ud;
+};
+
 /* What one request needs besides its range. All borrowed for the call. */
 struct http_req {
   const char *url;            /* absolute; path and query already encoded */
@@ -64,6 +87,15 @@ struct http_req {
   int allow_link_local;       /* 1: the user named this address explicitly */
   const char *cond;           /* a precondition header line ("If-Match: ..."
                                  or "If-Unmodified-Since: ..."), or NULL */
+  const struct http_signer *signer; /* per-attempt signing, or NULL */
+  /* May a redirect lead to url (absolute, normalised)? 0 and in
+   * *allow_link_local whether its address may be link-local, or a
+   * negative errno with the reason (the request fails with it). NULL:
+   * anywhere the scheme rule allows, link-local only at the origin of
+   * url when allow_link_local. */
+  int (*redirect)(const void *ud, const char *url, int *allow_link_local,
+                  struct zerr *err);
+  const void *redirect_ud; /* for redirect; borrowed */
 };
 
 /* What a response said about the object, besides its bytes. */
@@ -102,7 +134,7 @@ void http_client_free(struct http_client *c);
  * validators. A 416 for off >= size is *got = 0 and meta->total = size.
  * Errors: 404 (and 410) -ENOENT; 403 and 401 -EACCES; 412 (r->cond
  * failed: the object changed) -ESTALE; other 4xx -EIO; after retries
- * -ETIMEDOUT; stop -EINTR; refused address -EACCES. */
+ * -ETIMEDOUT; stop -EINTR; refused address or redirect -EACCES. */
 int http_get_range(struct http_client *c, const struct http_req *r,
                    uint64_t off, size_t len, void *dst, size_t *got,
                    struct http_meta *meta, struct zerr *err);

@@ -20,6 +20,7 @@
 
 #include "../util/htab.h"
 #include "s3.h"
+#include "url.h"
 
 /* Read-ahead requests in flight per source at most. */
 #define RA_PER_SOURCE 4
@@ -40,7 +41,28 @@ void remote_config_default(struct remote_config *c) {
 
 int remote_is_url(const char *s) {
   return !strncmp(s, "http://", 7) || !strncmp(s, "https://", 8) ||
-         !strncmp(s, "s3://", 5);
+         !strncmp(s, "s3://", 5) || !strncmp(s, "gs://", 5) ||
+         !strncmp(s, "az://", 5);
+}
+
+const char *remote_url_schemes(void) {
+  return "http://, https://, s3://, gs:// or az://";
+}
+
+int remote_set_clouds(struct remote *r, struct s3_config *gs,
+                      struct azure_config *az, struct zerr *err) {
+  r->gs = gs;
+  r->az = az;
+  if (gs) {
+    ZTRY(s3_signing_new(gs, &r->gs_sign, err));
+    r->have_gs_sign = 1;
+  }
+  return 0;
+}
+
+const struct s3_config *remote_gcs(const struct remote *r) { return r->gs; }
+const struct azure_config *remote_azure(const struct remote *r) {
+  return r->az;
 }
 
 struct http_client *remote_http(struct remote *r) {
@@ -253,7 +275,13 @@ static int rsrc_read(struct bytesrc *bs_, uint64_t off, size_t len, void *dst,
   struct rsrc *s = (struct rsrc *)bs_;
   if (rversion_is_changed(s))
     return rversion_changed(s, err);
-  int rc = rsrc_read_blocks(bs_, off, len, dst, err);
+  int rc = rversion_needs_whole(s) ? RV_WHOLE
+                                   : rsrc_read_blocks(bs_, off, len, dst, err);
+  if (rc == RV_WHOLE) { /* never bytes of two answers: one of them all */
+    atomic_store(&s->whole, 1);
+    zerr_clear(err);
+    rc = rversion_read_whole(s, off, len, dst, err);
+  }
   if (rc == -ESTALE)
     rc = rversion_changed(s, err);
   if (rc == -EACCES || rc == -ENOENT) {
@@ -343,6 +371,7 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
 static void rsrc_destroy(struct bytesrc *b) {
   struct rsrc *s = (struct rsrc *)b;
   pthread_mutex_destroy(&s->vlock);
+  url_scope_unref(s->scope);
   free(s->url);
   free(s->req_url);
   free(s);
@@ -350,26 +379,57 @@ static void rsrc_destroy(struct bytesrc *b) {
 
 static const struct bytesrc_ops rsrc_ops = {rsrc_read, rsrc_destroy};
 
-/* The request URL of url: itself for http(s), the S3 endpoint URL of an
- * s3:// one. */
+/* The az:// URL an https://ACCOUNT.blob.core.windows.net URL of the
+ * configured Azure endpoint names (malloc'd), or NULL: only those carry
+ * the Azure credentials. */
+static char *azure_own(struct remote *r, const char *url) {
+  char *az = NULL;
+  if (r->az && !strncmp(url, "https://", 8) &&
+      azure_url_to_az(r->az, url, &az) == 1)
+    return az;
+  return NULL;
+}
+
+/* The request URL of url: itself for http(s), the endpoint URL of an
+ * s3://, gs:// or az:// one. */
 int remote_request_url(struct remote *r, const char *url, char **out,
                        struct zerr *err) {
-  if (strncmp(url, "s3://", 5)) {
+  int s3 = !strncmp(url, "s3://", 5), gs = !strncmp(url, "gs://", 5);
+  char *own = azure_own(r, url);
+  if (own || !strncmp(url, "az://", 5)) {
+    if (!r->az) {
+      free(own);
+      return zerr_set(err, EIO, "%s: az:// URLs need Azure settings", url);
+    }
+    char *container, *blob;
+    int rc = azure_parse_url(own ? own : url, &container, &blob, err);
+    free(own);
+    if (rc < 0)
+      return rc;
+    rc = azure_object_url(r->az, container, blob, out, err);
+    free(container);
+    free(blob);
+    return rc;
+  }
+  if (!s3 && !gs) {
     if (!(*out = strdup(url)))
       return zerr_set(err, ENOMEM, "out of memory");
     return 0;
   }
-  if (!r->s3)
-    return zerr_set(err, EIO, "%s: s3:// URLs need S3 settings", url);
+  const struct s3_config *c = s3 ? r->s3 : r->gs;
+  if (!c)
+    return zerr_set(err, EIO, "%s: %s URLs need %s settings", url,
+                    s3 ? "s3://" : "gs://", s3 ? "S3" : "Cloud Storage");
   char *bucket, *key;
   ZTRY(s3_parse_url(url, &bucket, &key, err));
-  int rc = s3_object_url(r->s3, bucket, key, out, err);
+  int rc = s3_object_url(c, bucket, key, out, err);
   free(bucket);
   free(key);
   return rc;
 }
 
-/* Fill a request for req_url (signed when it is S3 and signing is on). */
+/* Fill a request for req_url (signed as url's service says: S3 and Cloud
+ * Storage with SigV4 when signing is on, Azure with Shared Key). */
 static void request_init(struct remote *r, const char *url, const char *req_url,
                          const char *log_url, int allow_link_local,
                          struct http_req *q) {
@@ -377,16 +437,28 @@ static void request_init(struct remote *r, const char *url, const char *req_url,
   q->url = req_url;
   q->log_url = log_url;
   q->allow_link_local = allow_link_local;
-  if (!strncmp(url, "s3://", 5) && r->have_sign) {
-    q->headers = r->sign.headers;
-    q->aws_sigv4 = r->sign.sigv4;
-    q->userpwd = r->sign.userpwd;
+  const struct s3_signing *sg = NULL;
+  if (!strncmp(url, "s3://", 5) && r->have_sign)
+    sg = &r->sign;
+  else if (!strncmp(url, "gs://", 5) && r->have_gs_sign)
+    sg = &r->gs_sign;
+  if (sg) {
+    q->headers = sg->headers;
+    q->aws_sigv4 = sg->sigv4;
+    q->userpwd = sg->userpwd;
   }
+  char *own = NULL;
+  if (r->az && (!strncmp(url, "az://", 5) || (own = azure_own(r, url)))) {
+    q->headers = azure_headers(r->az);
+    q->signer = azure_signer(r->az);
+  }
+  free(own);
 }
 
-void remote_s3_request(struct remote *r, const char *req_url,
-                       const char *log_url, struct http_req *q) {
-  request_init(r, "s3://", req_url, log_url, 0, q);
+void remote_store_request(struct remote *r, const char *store_url,
+                          const char *req_url, const char *log_url,
+                          struct http_req *q) {
+  request_init(r, store_url, req_url, log_url, 0, q);
 }
 
 struct size_fill {
@@ -447,8 +519,16 @@ static int size_fill(void *ctx, uint64_t *value, struct zerr *err) {
 int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
                 int allow_link_local, struct io_stats *stats,
                 struct bytesrc **out, struct zerr *err) {
+  return remote_open_scoped(r, url, off, len, allow_link_local, NULL, stats,
+                            out, err);
+}
+
+int remote_open_scoped(struct remote *r, const char *url, uint64_t off,
+                       uint64_t len, int allow_link_local,
+                       struct url_scope *scope, struct io_stats *stats,
+                       struct bytesrc **out, struct zerr *err) {
   if (!remote_is_url(url))
-    return zerr_set(err, EIO, "%s: not an http://, https:// or s3:// URL", url);
+    return zerr_set(err, EIO, "%s: not an %s URL", url, remote_url_schemes());
   struct rsrc *s = calloc(1, sizeof *s);
   if (!s || !(s->url = strdup(url))) {
     free(s);
@@ -463,6 +543,11 @@ int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
   s->r = r;
   s->stats = stats;
   request_init(r, url, s->req_url, s->url, allow_link_local, &s->req);
+  if (scope) {
+    s->scope = url_scope_ref(scope);
+    s->req.redirect = url_scope_check;
+    s->req.redirect_ud = scope;
+  }
   remote_url_key(s->req_url, TAG_BLOCK, &s->key);
   if (len == UINT64_MAX) {
     struct memo_key sk;
@@ -498,7 +583,7 @@ int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
 int remote_read_all(struct remote *r, const char *url, size_t max,
                     uint8_t **out, size_t *len, struct zerr *err) {
   if (!remote_is_url(url))
-    return zerr_set(err, EIO, "%s: not an http://, https:// or s3:// URL", url);
+    return zerr_set(err, EIO, "%s: not an %s URL", url, remote_url_schemes());
   char *req_url;
   ZTRY(remote_request_url(r, url, &req_url, err));
   struct http_req q;
@@ -599,6 +684,10 @@ void remote_free(struct remote *r) {
   if (r->have_sign)
     s3_signing_free(&r->sign);
   s3_config_free(r->s3);
+  if (r->have_gs_sign)
+    s3_signing_free(&r->gs_sign);
+  s3_config_free(r->gs);
+  azure_config_free(r->az);
   pthread_cond_destroy(&r->more);
   pthread_mutex_destroy(&r->lock);
   pthread_cond_destroy(&r->sgone);

@@ -1,5 +1,5 @@
-/* remote.h - remote objects (http://, https://, s3:// URLs) as byte
- * sources, with one block cache for the whole mount.
+/* remote.h - remote objects (http://, https://, s3://, gs://, az:// URLs)
+ * as byte sources, with one block cache for the whole mount.
  *
  * A remote byte source is a window of a remote object. Its reads go
  * through a block cache (a memo of its own, src/util/memo.h): objects are cut
@@ -86,8 +86,18 @@ void remote_free(struct remote *r);
  * one atomic store; for the shutdown handler). */
 void remote_stop(struct remote *r);
 
-/* Is s an http://, https:// or s3:// URL? */
+/* Is s an http://, https://, s3://, gs:// or az:// URL? */
 int remote_is_url(const char *s);
+/* Those schemes, for messages ("http://, https://, ... and az://"). */
+const char *remote_url_schemes(void);
+
+struct azure_config;
+/* The settings of Cloud Storage (gs:// URLs) and Azure Blob Storage
+ * (az:// URLs, and https://ACCOUNT.blob.core.windows.net URLs of the
+ * configured endpoint), either NULL (those URLs are then refused): taken
+ * over, freed with r. Call before any request. */
+int remote_set_clouds(struct remote *r, struct s3_config *gs,
+                      struct azure_config *az, struct zerr *err);
 
 /* Open bytes [off, off+len) of the object at url as a byte source. len
  * UINT64_MAX: the whole object from off, size learned from the first
@@ -100,6 +110,15 @@ int remote_is_url(const char *s);
 int remote_open(struct remote *r, const char *url, uint64_t off, uint64_t len,
                 int allow_link_local, struct io_stats *stats,
                 struct bytesrc **out, struct zerr *err);
+
+/* remote_open whose redirects are checked against scope (a reference
+ * taken; NULL: anywhere, as remote_open): kerchunk and manifest targets,
+ * Icechunk virtual chunks (url.h). */
+struct url_scope;
+int remote_open_scoped(struct remote *r, const char *url, uint64_t off,
+                       uint64_t len, int allow_link_local,
+                       struct url_scope *scope, struct io_stats *stats,
+                       struct bytesrc **out, struct zerr *err);
 
 /* A whole small object (metadata, a manifest, a reference file) into
  * malloc'd memory (NUL-terminated, not counted in *len), refusing objects
@@ -114,11 +133,15 @@ const struct s3_config *remote_s3(const struct remote *r);
 /* The settings r was made with (borrowed): for another context alike. */
 const struct remote_config *remote_config_of(const struct remote *r);
 
-/* A request signed with the S3 settings (for S3 listings): req_url and
- * log_url are borrowed and must outlive *q. Unsigned when access is
- * anonymous. */
-void remote_s3_request(struct remote *r, const char *req_url,
-                       const char *log_url, struct http_req *q);
+const struct s3_config *remote_gcs(const struct remote *r);
+const struct azure_config *remote_azure(const struct remote *r);
+
+/* A request to req_url signed as objects of store_url's service are (for
+ * listings: "s3://...", "gs://...", "az://..."): req_url and log_url are
+ * borrowed and must outlive *q. Unsigned when access is anonymous. */
+void remote_store_request(struct remote *r, const char *store_url,
+                          const char *req_url, const char *log_url,
+                          struct http_req *q);
 
 /* Fetching ahead across objects: a reader going through objects in
  * sequence names the ones it will read next. Each hint becomes a job on

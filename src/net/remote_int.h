@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "../util/memo.h"
+#include "azure.h"
 #include "s3.h"
 
 /* Read-ahead jobs queued at most (beyond: dropped, it is only a hint). */
@@ -21,6 +22,13 @@
 #define TAG_SIZE 0x53495au
 #define TAG_CHANGED 0x434847u
 #define TAG_VERSION 0x564552u
+/* A window read whole in one request (rversion_read_whole); the
+ * window's length is in the tag's upper bits. */
+#define TAG_WHOLE 0x57484cu
+/* What a read of blocks returns when it met an object that names no
+ * version but its size (or none): the source must be read whole
+ * (rversion_read_whole). Never leaves src/net. */
+#define RV_WHOLE (-EXDEV)
 /* Longest precondition header kept ("If-Match: ETAG"). */
 #define RV_COND_MAX 200
 /* Hosts remembered as ignoring Range. */
@@ -83,7 +91,11 @@ struct remote {
   struct s3_config *s3; /* owned, may be NULL */
   struct s3_signing sign;
   int have_sign;
-  struct memo *memo; /* blocks (objects) and sizes (values) */
+  struct s3_config *gs; /* Cloud Storage (gs://): owned, may be NULL */
+  struct s3_signing gs_sign;
+  int have_gs_sign;
+  struct azure_config *az; /* Azure (az://): owned, may be NULL */
+  struct memo *memo;       /* blocks (objects) and sizes (values) */
   atomic_int stop;
   /* read-ahead workers */
   pthread_mutex_t lock; /* guards the queue and quit (a leaf) */
@@ -144,9 +156,12 @@ struct rsrc {
   uint64_t vhash;
   char cond[RV_COND_MAX];
   atomic_int changed;
+  atomic_int whole; /* read whole: its object names no version */
   /* Pinned ahead (rversion_pin): the checksum for messages ("" when not
    * pinned); cond then asks for it from the first request. */
   char pin[RV_COND_MAX];
+  struct url_scope *scope; /* where redirects may lead (a reference), or
+                              NULL: anywhere (http.h) */
 };
 
 /* A fill of block runs: blocks [block, block+n) of s's object, the first
@@ -212,14 +227,26 @@ int rversion_changed(struct rsrc *s, struct zerr *err);
 /* Is s's object known to have changed? */
 int rversion_is_changed(struct rsrc *s);
 
-/* Bytes of version vh (cond asks for it) are about to be used by s: 0, or
- * -EIO when the object changed. */
+/* Bytes of version vh (cond asks for it) are about to be used by s: 0,
+ * -EIO when the object changed, or RV_WHOLE when its answer named no
+ * version but the size (or none): bytes of several answers may not be
+ * spliced then. */
 int rversion_check(struct rsrc *s, uint64_t vh, const char *cond,
                    struct zerr *err);
 
 /* s's request into q, asking for the version it reads once it knows one
  * (cond: room for the header, RV_COND_MAX; q points into it). */
 void rversion_request(struct rsrc *s, struct http_req *q, char *cond);
+
+/* Must s be read whole (its object names no version but its size)? */
+int rversion_needs_whole(struct rsrc *s);
+
+/* Bytes [off, off+len) of s's window from one answer holding the whole
+ * window (one request, kept in the block cache): for objects that name
+ * no version. -EIO when the window is more than a quarter of the
+ * cache. */
+int rversion_read_whole(struct rsrc *s, uint64_t off, size_t len, void *dst,
+                        struct zerr *err);
 
 /* ---- rstream.c ---- */
 

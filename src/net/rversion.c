@@ -4,6 +4,11 @@
  * on, and a different one marks the object changed while mounted. A
  * source pinned ahead (rversion.h) knows its version before any answer.
  *
+ * An object whose server names no validator (its size at most) cannot be
+ * held to one version across requests: its sources are read whole, each
+ * window in one request kept as one unit in the block cache, so that no
+ * read splices bytes of two answers; a change of size is still caught.
+ *
  * Locks: rsrc.vlock (a leaf: guards have_v, vhash, cond of a source); the
  * remote memo's lock through memo_value (nothing held meanwhile). */
 #define _GNU_SOURCE
@@ -11,17 +16,25 @@
 #include "remote_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "../util/htab.h"
 #include "rversion.h"
 
-/* An answer that contradicts the precondition its request carried: never
- * a real version (those are odd). */
+/* An answer that contradicts the precondition its request carried, and
+ * one that cannot be checked against it (If-Unmodified-Since answered
+ * with no Last-Modified): never a real version (those are odd). A
+ * version named by a validator has bit 1 clear, one named by the size
+ * alone has it set. */
 #define RV_STALE 2u
+#define RV_UNCHECKABLE 4u
+#define RV_VALIDATED(h) (((h) | 1) & ~(uint64_t)2)
+#define RV_SIZE_ONLY(h) ((h) | 3)
 
 /* The tag of an ETag without its quotes into *p, *n; *weak when W/. */
 static void etag_parts(const char *e, const char **p, size_t *n, int *weak) {
@@ -43,7 +56,7 @@ static uint64_t etag_hash(const char *e) {
   size_t n;
   int weak;
   etag_parts(e, &p, &n, &weak);
-  return htab_hash_bytes(p, n, weak ? 0x57544147u : 0x45544147u) | 1;
+  return RV_VALIDATED(htab_hash_bytes(p, n, weak ? 0x57544147u : 0x45544147u));
 }
 
 /* Same tag, quotes aside, and both weak or both strong. */
@@ -129,21 +142,28 @@ void rversion_format_date(int64_t secs, char *out) {
            (int)(rem / 60 % 60), (int)(rem % 60));
 }
 
-/* Does answer m contradict the precondition req asked with? A server
- * that ignores If-Match or If-Unmodified-Since answers a version it was
- * not asked for. */
-static int contradicts(const struct http_meta *m, const struct http_req *req) {
+/* Does answer m contradict the precondition req asked with (RV_STALE), or
+ * give nothing to check it by (RV_UNCHECKABLE)? A server that ignores
+ * If-Match or If-Unmodified-Since answers a version it was not asked for;
+ * one that names no Last-Modified cannot have evaluated
+ * If-Unmodified-Since (RFC 9110 13.1.4). 0: it agrees. */
+static uint64_t contradicts(const struct http_meta *m,
+                            const struct http_req *req) {
   if (!req || !req->cond)
     return 0;
   static const char im[] = "If-Match: ", ius[] = "If-Unmodified-Since: ";
   if (!strncmp(req->cond, im, sizeof im - 1))
     return !m->etag[0] ||
-           !rversion_etag_same(m->etag, req->cond + sizeof im - 1);
-  if (!strncmp(req->cond, ius, sizeof ius - 1) && m->modified[0]) {
+                   !rversion_etag_same(m->etag, req->cond + sizeof im - 1)
+               ? RV_STALE
+               : 0;
+  if (!strncmp(req->cond, ius, sizeof ius - 1)) {
     int64_t want, got;
+    if (!m->modified[0])
+      return RV_UNCHECKABLE;
     if (rversion_parse_date(req->cond + sizeof ius - 1, &want) == 0 &&
-        rversion_parse_date(m->modified, &got) == 0)
-      return got > want;
+        rversion_parse_date(m->modified, &got) == 0 && got > want)
+      return RV_STALE;
   }
   return 0;
 }
@@ -155,8 +175,9 @@ static int contradicts(const struct http_meta *m, const struct http_req *req) {
 uint64_t rversion_of(const struct http_meta *m, const struct http_req *req,
                      char *cond) {
   cond[0] = '\0';
-  if (contradicts(m, req))
-    return RV_STALE;
+  uint64_t no = contradicts(m, req);
+  if (no)
+    return no;
   if (m->etag[0]) {
     if (strncmp(m->etag, "W/", 2))
       snprintf(cond, RV_COND_MAX, "If-Match: %s", m->etag);
@@ -164,21 +185,45 @@ uint64_t rversion_of(const struct http_meta *m, const struct http_req *req,
   }
   if (m->modified[0]) {
     snprintf(cond, RV_COND_MAX, "If-Unmodified-Since: %s", m->modified);
-    return htab_hash_bytes(m->modified, strlen(m->modified), 0x4c4d4f44u) | 1;
+    return RV_VALIDATED(
+        htab_hash_bytes(m->modified, strlen(m->modified), 0x4c4d4f44u));
   }
   if (m->total != UINT64_MAX)
-    return htab_hash_bytes(&m->total, sizeof m->total, 0x53495a45u) | 1;
+    return RV_SIZE_ONLY(
+        htab_hash_bytes(&m->total, sizeof m->total, 0x53495a45u));
   return 0;
 }
 
-/* The object of s changed while mounted: remembered for every source of
- * it, and every read of it fails from now on. */
-int rversion_changed(struct rsrc *s, struct zerr *err) {
+/* Remember that s's object changed (or cannot be checked): every read of
+ * any source of it fails from now on. */
+static void mark_changed(struct rsrc *s) {
   atomic_store(&s->changed, 1);
   struct memo_key k = s->key;
   k.v[0] = 0;
   k.v[1] = TAG_CHANGED;
   memo_value_put(s->r->memo, &k, 1);
+}
+
+/* An answer without the Last-Modified its If-Unmodified-Since needs: the
+ * version cannot be checked, so none of it is used. */
+static int uncheckable(struct rsrc *s, struct zerr *err) {
+  mark_changed(s);
+  if (s->pin[0])
+    return zerr_set(err, EIO,
+                    "%s: the server names no Last-Modified, so the checksum "
+                    "its reference recorded (%s) cannot be checked",
+                    s->url, s->pin);
+  return zerr_set(err, EIO,
+                  "%s: the server no longer names the object's "
+                  "Last-Modified: it may have changed while mounted; remount "
+                  "to read it again",
+                  s->url);
+}
+
+/* The object of s changed while mounted: remembered for every source of
+ * it, and every read of it fails from now on. */
+int rversion_changed(struct rsrc *s, struct zerr *err) {
+  mark_changed(s);
   if (s->pin[0])
     return zerr_set(err, EIO,
                     "%s: the object does not match the checksum its "
@@ -212,15 +257,47 @@ static int version_fill(void *ctx, uint64_t *value, struct zerr *err) {
   return 0;
 }
 
-/* Bytes of version vh (cond asks for it) are about to be used by s. The
- * object's version is the first one any of its sources met (remembered
- * by URL, with the sizes); another one means the object changed. */
-int rversion_check(struct rsrc *s, uint64_t vh, const char *cond,
-                   struct zerr *err) {
+/* Does s's object have a version already (its own, or one a source of
+ * the same object met)? */
+static int version_known(struct rsrc *s, uint64_t *vh) {
+  pthread_mutex_lock(&s->vlock);
+  int have = s->have_v;
+  *vh = s->vhash;
+  pthread_mutex_unlock(&s->vlock);
+  if (have)
+    return 1;
+  struct memo_key k = s->key;
+  k.v[0] = 0;
+  k.v[1] = TAG_VERSION;
+  return memo_value_peek(s->r->memo, &k, vh);
+}
+
+/* Must s be read whole: its object's version is named by its size
+ * alone? */
+int rversion_needs_whole(struct rsrc *s) {
+  uint64_t vh;
+  return atomic_load(&s->whole) ||
+         (version_known(s, &vh) && (vh & 3) == 3 && vh != RV_STALE);
+}
+
+/* rversion_check; whole: the bytes are a window read in one request, so
+ * an answer that names no validator is used (and one that names nothing
+ * at all, while the object has no version yet). */
+static int check(struct rsrc *s, uint64_t vh, const char *cond, int whole,
+                 struct zerr *err) {
+  uint64_t known;
   if (vh == RV_STALE)
     return rversion_changed(s, err);
-  if (!vh)
-    return 0;
+  if (vh == RV_UNCHECKABLE)
+    return uncheckable(s, err);
+  if (!vh) {
+    if (version_known(s, &known))
+      return rversion_changed(s, err);
+    return whole ? 0
+                 : zerr_set(err, -RV_WHOLE,
+                            "%s: the server names no version: read whole",
+                            s->url);
+  }
   pthread_mutex_lock(&s->vlock);
   int have = s->have_v;
   uint64_t mine = s->vhash;
@@ -246,7 +323,82 @@ int rversion_check(struct rsrc *s, uint64_t vh, const char *cond,
   if (!s->cond[0] && cond[0])
     snprintf(s->cond, sizeof s->cond, "%s", cond);
   pthread_mutex_unlock(&s->vlock);
+  if ((vh & 3) == 3 && !whole)
+    return zerr_set(err, -RV_WHOLE,
+                    "%s: the server names no version but the size: read whole",
+                    s->url);
   return 0;
+}
+
+/* Bytes of version vh (cond asks for it) are about to be used by s. The
+ * object's version is the first one any of its sources met (remembered
+ * by URL, with the sizes); another one means the object changed. */
+int rversion_check(struct rsrc *s, uint64_t vh, const char *cond,
+                   struct zerr *err) {
+  return check(s, vh, cond, 0, err);
+}
+
+/* memo fill of a whole window: one request, its version checked. */
+static int whole_fill(void *ctx, struct zobj **obj, size_t *cost,
+                      struct zerr *err) {
+  struct rsrc *s = ctx;
+  size_t n = (size_t)s->base.size, got = 0;
+  struct rblock *b = malloc(sizeof *b + n);
+  if (!b)
+    return zerr_set(err, ENOMEM, "out of memory");
+  struct http_req q;
+  char cond[RV_COND_MAX];
+  struct http_meta meta;
+  rversion_request(s, &q, cond);
+  int rc = http_get_range(s->r->http, &q, s->win, n, b->data, &got, &meta, err);
+  if (rc == 0 && got != n)
+    rc = zerr_set(err, EIO,
+                  "%s: object ends at %" PRIu64 ", before the %zu bytes at "
+                  "%" PRIu64 " it was named with",
+                  s->url, s->win + got, n, s->win);
+  if (rc == 0 && s->stats) {
+    atomic_fetch_add_explicit(&s->stats->bytes_read, got, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->stats->reads, 1, memory_order_relaxed);
+  }
+  if (rc == 0) {
+    b->vhash = rversion_of(&meta, &q, b->cond);
+    rc = check(s, b->vhash, b->cond, 1, err);
+  }
+  if (rc < 0) {
+    free(b);
+    return rc;
+  }
+  zobj_init(&b->obj, remote_rblock_destroy);
+  b->len = n;
+  b->total = meta.total;
+  *obj = &b->obj;
+  *cost = sizeof *b + n;
+  return 0;
+}
+
+/* The window of s in one request, kept whole in the block cache (keyed
+ * by the window's start and length), then copied from. */
+int rversion_read_whole(struct rsrc *s, uint64_t off, size_t len, void *dst,
+                        struct zerr *err) {
+  uint64_t size = s->base.size, cap = s->r->cfg.cache_size / 4;
+  if (size > cap || size >= (1ull << 40))
+    return zerr_set(err, EIO,
+                    "%s: the server names no version of the object (no ETag "
+                    "or Last-Modified), so it is read only whole, in one "
+                    "request, and its %" PRIu64 " bytes are more than a "
+                    "quarter of -o remote_cache (%" PRIu64 ")",
+                    s->url, size, cap);
+  struct memo_key k = s->key;
+  k.v[0] = s->win;
+  k.v[1] = TAG_WHOLE | size << 24;
+  struct memo_ref *ref;
+  ZTRY(memo_get(s->r->memo, &k, whole_fill, s, &ref, err));
+  const struct rblock *b = (const struct rblock *)memo_obj(ref);
+  int rc = check(s, b->vhash, b->cond, 1, err);
+  if (rc == 0)
+    memcpy(dst, b->data + off, len);
+  memo_release(s->r->memo, ref);
+  return rc;
 }
 
 /* s's request, asking for the version it reads once it knows one (cond:

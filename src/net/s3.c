@@ -5,10 +5,11 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "xlist.h"
 
 struct s3_config {
   char *akid, *secret, *token; /* NULL when anonymous */
@@ -34,9 +35,7 @@ static void wipe_free(char *s) {
   }
 }
 
-/* Append the percent-encoding of s to o (NUL-terminated, room checked by
- * the caller: 3 bytes per input byte); '/' kept when keep_slash. */
-static char *pct(char *o, const char *s, int keep_slash) {
+char *s3_pct_encode(char *o, const char *s, int keep_slash) {
   static const char hex[] = "0123456789ABCDEF";
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     if (isalnum(*p) || *p == '-' || *p == '.' || *p == '_' || *p == '~' ||
@@ -50,6 +49,10 @@ static char *pct(char *o, const char *s, int keep_slash) {
   }
   *o = '\0';
   return o;
+}
+
+char *s3_query_add(char *o, const char *name_eq, const char *value) {
+  return s3_pct_encode(stpcpy(o, name_eq), value, 0);
 }
 
 /* ---- INI files (~/.aws/credentials, ~/.aws/config) ---- */
@@ -199,6 +202,45 @@ int s3_config_load(const struct s3_options *o, struct s3_config **out,
   return 0;
 }
 
+/* Cloud Storage's XML API: S3's wire format at its own endpoint, always
+ * path-style, HMAC keys signed as SigV4 in region "auto". */
+int s3_config_load_gcs(const struct s3_options *o, struct s3_config **out,
+                       struct zerr *err) {
+  struct s3_config *c = calloc(1, sizeof *c);
+  if (!c)
+    return zerr_set(err, ENOMEM, "out of memory");
+  int nomem = 0;
+  if (!o->no_sign_request && env("GS_ACCESS_KEY_ID") &&
+      env("GS_SECRET_ACCESS_KEY")) {
+    c->akid = strdup(env("GS_ACCESS_KEY_ID"));
+    c->secret = strdup(env("GS_SECRET_ACCESS_KEY"));
+    nomem = !c->akid || !c->secret;
+  }
+  const char *ep = o->endpoint && *o->endpoint ? o->endpoint
+                   : env("CPL_GS_ENDPOINT")    ? env("CPL_GS_ENDPOINT")
+                                               : S3_GCS_ENDPOINT;
+  c->named_endpoint = c->named_region = 1;
+  c->region = strdup("auto");
+  int rc = 0;
+  if (strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8)) {
+    rc = zerr_set(err, EINVAL,
+                  "Cloud Storage endpoint %s: not an http:// or https:// URL",
+                  ep);
+  } else if ((c->endpoint = strdup(ep))) {
+    size_t n = strlen(c->endpoint);
+    while (n > 8 && c->endpoint[n - 1] == '/')
+      c->endpoint[--n] = '\0';
+  }
+  if (rc == 0 && (nomem || !c->region || !c->endpoint))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc < 0) {
+    s3_config_free(c);
+    return rc;
+  }
+  *out = c;
+  return 0;
+}
+
 /* A copy of base with the container's endpoint, region and anonymity. */
 int s3_config_derive(const struct s3_config *base, const char *endpoint,
                      const char *region, int anonymous, struct s3_config **out,
@@ -248,15 +290,26 @@ void s3_config_free(struct s3_config *c) {
 
 int s3_is_anonymous(const struct s3_config *c) { return !c->akid; }
 
+/* The configured endpoint, and whether an option named it. */
+const char *s3_endpoint(const struct s3_config *c, int *option) {
+  *option = c->named_endpoint;
+  return c->endpoint;
+}
+
 /* ---- URLs ---- */
 
 int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err) {
-  if (strncmp(url, "s3://", 5))
-    return zerr_set(err, EINVAL, "%s: not an s3:// URL", url);
+  if (strncmp(url, "s3://", 5) && strncmp(url, "gs://", 5))
+    return zerr_set(err, EINVAL, "%s: not an s3:// or gs:// URL", url);
+  return s3_split_url(url, "bucket", bucket, key, err);
+}
+
+int s3_split_url(const char *url, const char *noun, char **bucket, char **key,
+                 struct zerr *err) {
   const char *b = url + 5, *slash = strchr(b, '/');
   size_t bl = slash ? (size_t)(slash - b) : strlen(b);
   if (!bl)
-    return zerr_set(err, EINVAL, "%s: no bucket named", url);
+    return zerr_set(err, EINVAL, "%s: no %s named", url, noun);
   *bucket = strndup(b, bl);
   *key = strdup(slash ? slash + 1 : "");
   if (!*bucket || !*key) {
@@ -273,7 +326,7 @@ static char *bucket_base(const struct s3_config *c, const char *bucket) {
   char *out = NULL, enc[3 * 256 + 1];
   if (strlen(bucket) > 255)
     return NULL;
-  pct(enc, bucket, 0);
+  s3_pct_encode(enc, bucket, 0);
   int r;
   if (c->endpoint)
     r = asprintf(&out, "%s/%s/", c->endpoint, enc);
@@ -293,7 +346,7 @@ int s3_object_url(const struct s3_config *c, const char *bucket,
     return zerr_set(err, ENOMEM, "out of memory");
   }
   char *o = stpcpy(out, base);
-  pct(o, key, 1);
+  s3_pct_encode(o, key, 1);
   free(base);
   *url = out;
   return 0;
@@ -321,19 +374,13 @@ int s3_list_url(const struct s3_config *c, const char *bucket,
    * encoding-type=url: keys come percent-encoded, so a key holding a
    * character XML 1.0 cannot carry does not break the page. */
   *o++ = '?';
-  if (token) {
-    o = stpcpy(o, "continuation-token=");
-    o = pct(o, token, 0);
-    *o++ = '&';
-  }
-  if (delimiter) {
-    o = stpcpy(o, "delimiter=");
-    o = pct(o, delimiter, 0);
-    *o++ = '&';
-  }
+  if (token)
+    o = stpcpy(s3_query_add(o, "continuation-token=", token), "&");
+  if (delimiter)
+    o = stpcpy(s3_query_add(o, "delimiter=", delimiter), "&");
   o +=
       sprintf(o, "encoding-type=url&list-type=2&max-keys=%d&prefix=", max_keys);
-  pct(o, prefix, 0);
+  s3_pct_encode(o, prefix, 0);
   *url = out;
   return 0;
 }
@@ -387,228 +434,9 @@ void s3_signing_free(struct s3_signing *s) {
 
 /* ---- ListObjectsV2 ---- */
 
-/* An entry of one page, delivered after the whole page is parsed (the
- * <EncodingType> that says how to read keys may come after them). */
-struct lp_entry {
-  char *key; /* as in the XML */
-  uint64_t size;
-  int is_prefix;
-};
-
-struct lp {
-  XML_Parser xp;
-  int depth;
-  int in_contents, in_prefixes, is_error;
-  char *text; /* character data of the current element */
-  size_t tlen, tcap;
-  int text_nul;
-  char *key, *cp; /* Contents/Key, CommonPrefixes/Prefix */
-  uint64_t size;
-  int truncated, url_encoded;
-  char *token;
-  char *code, *message; /* an <Error> */
-  struct lp_entry *e;
-  size_t n, cap;
-  int stop; /* -ENOMEM / -EIO */
-};
-
-static void lp_start(void *ud, const XML_Char *name, const XML_Char **attrs) {
-  (void)attrs;
-  struct lp *p = ud;
-  p->depth++;
-  p->tlen = 0;
-  p->text_nul = 0;
-  if (p->depth == 1 && !strcmp(name, "Error"))
-    p->is_error = 1;
-  if (p->depth == 2 && !strcmp(name, "Contents")) {
-    p->in_contents = 1;
-    free(p->key);
-    p->key = NULL;
-    p->size = 0;
-  }
-  if (p->depth == 2 && !strcmp(name, "CommonPrefixes")) {
-    p->in_prefixes = 1;
-    free(p->cp);
-    p->cp = NULL;
-  }
-}
-
-static void lp_chars(void *ud, const XML_Char *s, int len) {
-  struct lp *p = ud;
-  if (p->tlen + (size_t)len + 1 > p->tcap) {
-    size_t cap = p->tcap ? p->tcap : 256;
-    while (cap < p->tlen + (size_t)len + 1)
-      cap *= 2;
-    char *t = realloc(p->text, cap);
-    if (!t) {
-      p->stop = -ENOMEM;
-      XML_StopParser(p->xp, XML_FALSE);
-      return;
-    }
-    p->text = t;
-    p->tcap = cap;
-  }
-  if (memchr(s, '\0', (size_t)len))
-    p->text_nul = 1;
-  memcpy(p->text + p->tlen, s, (size_t)len);
-  p->tlen += (size_t)len;
-  p->text[p->tlen] = '\0';
-}
-
-/* The text of the element that just ended (malloc'd). */
-static char *lp_text(struct lp *p) {
-  return strndup(p->text ? p->text : "", p->tlen);
-}
-
-/* Keep an entry of the page (its key taken over). */
-static void lp_keep(struct lp *p, char **key, uint64_t size, int is_prefix) {
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? 2 * p->cap : 64;
-    struct lp_entry *e = realloc(p->e, cap * sizeof *e);
-    if (!e) {
-      p->stop = -ENOMEM;
-      XML_StopParser(p->xp, XML_FALSE);
-      return;
-    }
-    p->e = e;
-    p->cap = cap;
-  }
-  p->e[p->n++] = (struct lp_entry){*key, size, is_prefix};
-  *key = NULL;
-}
-
-static void lp_end(void *ud, const XML_Char *name) {
-  struct lp *p = ud;
-  int d = p->depth--;
-  if (p->stop)
-    return;
-  char **dst = NULL;
-  if (d == 3 && p->in_contents && !strcmp(name, "Key"))
-    dst = &p->key;
-  else if (d == 3 && p->in_prefixes && !strcmp(name, "Prefix"))
-    dst = &p->cp;
-  else if (d == 2 && !strcmp(name, "NextContinuationToken"))
-    dst = &p->token;
-  else if (d == 2 && p->is_error && !strcmp(name, "Code"))
-    dst = &p->code;
-  else if (d == 2 && p->is_error && !strcmp(name, "Message"))
-    dst = &p->message;
-  if (dst) {
-    if (p->text_nul && dst != &p->message) {
-      p->stop = -EIO;
-      XML_StopParser(p->xp, XML_FALSE);
-      return;
-    }
-    free(*dst);
-    if (!(*dst = lp_text(p))) {
-      p->stop = -ENOMEM;
-      XML_StopParser(p->xp, XML_FALSE);
-    }
-    return;
-  }
-  if (d == 3 && p->in_contents && !strcmp(name, "Size"))
-    p->size = strtoull(p->text ? p->text : "0", NULL, 10);
-  else if (d == 2 && !strcmp(name, "IsTruncated"))
-    p->truncated = p->tlen == 4 && !strncmp(p->text, "true", 4);
-  else if (d == 2 && !strcmp(name, "EncodingType"))
-    p->url_encoded = p->tlen == 3 && !strncmp(p->text, "url", 3);
-  if (d == 2 && !strcmp(name, "Contents")) {
-    p->in_contents = 0;
-    if (p->key)
-      lp_keep(p, &p->key, p->size, 0);
-  } else if (d == 2 && !strcmp(name, "CommonPrefixes")) {
-    p->in_prefixes = 0;
-    if (p->cp)
-      lp_keep(p, &p->cp, 0, 1);
-  }
-}
-
-/* Decode S3's url encoding of a key in place (%XX, '+' a space, as
- * botocore's unquote_plus). 0, or -1 for a bad escape or a NUL byte. */
-static int url_decode(char *s) {
-  char *o = s;
-  for (const char *p = s; *p; p++) {
-    if (*p == '+') {
-      *o++ = ' ';
-    } else if (*p == '%') {
-      if (!isxdigit((unsigned char)p[1]) || !isxdigit((unsigned char)p[2]))
-        return -1;
-      char hx[3] = {p[1], p[2], 0};
-      char c = (char)strtol(hx, NULL, 16);
-      if (!c)
-        return -1;
-      *o++ = c;
-      p += 2;
-    } else {
-      *o++ = *p;
-    }
-  }
-  *o = '\0';
-  return 0;
-}
-
 int s3_list_parse(const char *xml, size_t len, const struct s3_list_cbs *cb,
                   void *ud, int *truncated, char **next_token,
                   struct zerr *err) {
-  *truncated = 0;
-  *next_token = NULL;
-  struct lp p = {0};
-  if (len > (size_t)INT32_MAX)
-    return zerr_set(err, EIO, "S3 listing: response too large");
-  p.xp = XML_ParserCreate("UTF-8");
-  if (!p.xp)
-    return zerr_set(err, ENOMEM, "out of memory");
-  XML_SetUserData(p.xp, &p);
-  XML_SetElementHandler(p.xp, lp_start, lp_end);
-  XML_SetCharacterDataHandler(p.xp, lp_chars);
-  enum XML_Status st = XML_Parse(p.xp, xml, (int)len, XML_TRUE);
-  int rc = 0;
-  if (p.stop == -ENOMEM)
-    rc = zerr_set(err, ENOMEM, "out of memory");
-  else if (p.stop == -EIO)
-    rc = zerr_set(err, EIO, "S3 listing: a key contains a NUL byte");
-  else if (st != XML_STATUS_OK)
-    rc = zerr_set(err, EIO, "S3 listing: malformed XML: %s (line %lu)",
-                  XML_ErrorString(XML_GetErrorCode(p.xp)),
-                  (unsigned long)XML_GetCurrentLineNumber(p.xp));
-  else if (p.is_error)
-    rc = zerr_set(err, EIO, "S3 error %s: %s", p.code ? p.code : "?",
-                  p.message ? p.message : "");
-  XML_ParserFree(p.xp);
-  for (size_t i = 0; i < p.n && rc == 0; i++) {
-    struct lp_entry *e = &p.e[i];
-    char *raw = NULL;
-    if (p.url_encoded) {
-      if (!(raw = strdup(e->key))) {
-        rc = zerr_set(err, ENOMEM, "out of memory");
-        break;
-      }
-      if (url_decode(e->key) < 0) {
-        if (cb->skip)
-          rc = cb->skip(ud, raw, "a NUL byte or a bad %-escape");
-        free(raw);
-        continue;
-      }
-    }
-    if (e->is_prefix)
-      rc = cb->prefix ? cb->prefix(ud, e->key, raw ? raw : e->key) : 0;
-    else
-      rc = cb->obj ? cb->obj(ud, e->key, raw ? raw : e->key, e->size) : 0;
-    free(raw);
-  }
-  if (rc == 0) {
-    *truncated = p.truncated;
-    *next_token = p.token;
-    p.token = NULL;
-  }
-  for (size_t i = 0; i < p.n; i++)
-    free(p.e[i].key);
-  free(p.e);
-  free(p.text);
-  free(p.key);
-  free(p.cp);
-  free(p.token);
-  free(p.code);
-  free(p.message);
-  return rc;
+  return xlist_parse(XLIST_S3, "S3 listing", xml, len, cb, ud, truncated,
+                     next_token, err);
 }

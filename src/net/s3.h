@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "../util/err.h"
+#include "xlist.h"
 
 struct curl_slist;
 
@@ -40,21 +41,41 @@ struct s3_config;
  * (s3_config_free). A malformed endpoint is -EINVAL. */
 int s3_config_load(const struct s3_options *o, struct s3_config **out,
                    struct zerr *err);
+/* Cloud Storage's default endpoint (its XML API). */
+#define S3_GCS_ENDPOINT "https://storage.googleapis.com"
+/* The settings of Cloud Storage (gs:// URLs) through its S3-compatible XML
+ * API: HMAC keys from GS_ACCESS_KEY_ID + GS_SECRET_ACCESS_KEY (GDAL's
+ * names; none, or no_sign_request: anonymous), signed with SigV4 in region
+ * "auto"; the endpoint o->endpoint, else CPL_GS_ENDPOINT, else
+ * S3_GCS_ENDPOINT, addressed path-style (ENDPOINT/BUCKET/KEY). region,
+ * profile and requester_pays are not used. *out owned by the caller. */
+int s3_config_load_gcs(const struct s3_options *o, struct s3_config **out,
+                       struct zerr *err);
 /* The settings of a virtual chunk container: a copy of base with its own
  * endpoint and region (NULL: base's), unsigned when anonymous. An
  * endpoint or a region the user gave as an option wins over the
  * container's. *out owned by the caller. A malformed endpoint is
  * -EINVAL. */
 int s3_config_derive(const struct s3_config *base, const char *endpoint,
-                     const char *region, int anonymous,
-                     struct s3_config **out, struct zerr *err);
+                     const char *region, int anonymous, struct s3_config **out,
+                     struct zerr *err);
 /* Free, wiping the secrets; NULL-safe. */
 void s3_config_free(struct s3_config *c);
 /* Are requests sent unsigned (no credentials found, or no_sign_request)? */
 int s3_is_anonymous(const struct s3_config *c);
+/* The endpoint the user configured (option, environment or profile; no
+ * trailing '/'), or NULL for AWS; borrowed. *option: 1 when it was given
+ * as -o endpoint (it then wins over every container's). */
+const char *s3_endpoint(const struct s3_config *c, int *option);
 
-/* "s3://bucket/some/prefix" -> bucket, key ("" allowed); malloc'd. */
+/* "s3://bucket/some/prefix" (or "gs://...") -> bucket, key ("" allowed);
+ * malloc'd. */
 int s3_parse_url(const char *url, char **bucket, char **key, struct zerr *err);
+/* The same for any URL of a five-character scheme ("az://container/blob"):
+ * its first segment (noun names it in the refusal of an empty one) and
+ * the rest; malloc'd. */
+int s3_split_url(const char *url, const char *noun, char **bucket, char **key,
+                 struct zerr *err);
 /* The request URL of an object (malloc'd). */
 int s3_object_url(const struct s3_config *c, const char *bucket,
                   const char *key, char **url, struct zerr *err);
@@ -63,6 +84,14 @@ int s3_object_url(const struct s3_config *c, const char *bucket,
 int s3_list_url(const struct s3_config *c, const char *bucket,
                 const char *prefix, const char *delimiter, const char *token,
                 int max_keys, char **url, struct zerr *err);
+
+/* Append the percent-encoding of s to o (unreserved characters kept, and
+ * '/' when keep_slash; uppercase hex; NUL-terminated; room checked by the
+ * caller: 3 bytes per input byte); returns the end. */
+char *s3_pct_encode(char *o, const char *s, int keep_slash);
+/* Append name_eq ("marker=", "&prefix=") and the percent-encoding of value
+ * to o (room checked by the caller); returns the end. */
+char *s3_query_add(char *o, const char *name_eq, const char *value);
 
 /* What every request carries: headers (x-amz-content-sha256 when signing,
  * x-amz-security-token, x-amz-request-payer), CURLOPT_AWS_SIGV4 and
@@ -75,18 +104,6 @@ struct s3_signing {
 int s3_signing_new(const struct s3_config *c, struct s3_signing *out,
                    struct zerr *err);
 void s3_signing_free(struct s3_signing *s);
-
-/* What a ListObjectsV2 page delivers. key is decoded (the request asks for
- * encoding-type=url; a server that does not apply it sends keys as they
- * are), raw is the key as it came, printable for messages when encoded;
- * both borrowed for the call. A non-zero return stops the page and is
- * returned. skip (may be NULL) gets keys that cannot be decoded (a NUL
- * byte, a bad escape). */
-struct s3_list_cbs {
-  int (*obj)(void *ud, const char *key, const char *raw, uint64_t size);
-  int (*prefix)(void *ud, const char *prefix, const char *raw);
-  int (*skip)(void *ud, const char *raw, const char *why);
-};
 
 /* A ListObjectsV2 response (expat): obj per <Contents> (Key, Size), prefix
  * per <CommonPrefixes>, in the page's order. *truncated from

@@ -4,8 +4,9 @@
 #include "confine.h"
 
 #include "../io/fdpool.h"
-#include "../util/htab.h"
 #include "../net/remote.h"
+#include "../net/url.h"
+#include "../util/htab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,6 +54,9 @@ struct confine {
   struct remote *remote;       /* remote targets (borrowed), or NULL */
   char **url_prefixes;         /* -o target_root=URL: explicitly allowed */
   size_t n_url;
+  struct url_scope *scope; /* where redirects of targets may lead */
+  char **endpoints;        /* -o container_endpoint=URL */
+  size_t n_ep;
   int no_remote;  /* -o remote_targets=no */
   int remote_ref; /* the reference itself is remote: no local
                      target at all */
@@ -92,23 +96,42 @@ int confine_new(struct confine **out, struct zerr *err) {
   pthread_mutex_init(&cc->lock, NULL);
   c->cache = cc;
   c->r = r;
+  if ((rc = url_scope_new(NULL, 0, 0, NULL, &c->scope, err)) < 0) {
+    confine_free(c);
+    return rc;
+  }
   *out = c;
   return 0;
 }
 
-/* Resolve dir and remember it. */
+/* Resolve dir (a path, or a file:///PATH URL) and remember it. */
 int confine_add_root(struct confine *c, const char *dir, struct zerr *err) {
   struct confine_roots *rs = c->r;
+  const char *given = dir;
+  if (!strncmp(dir, "file://", 7)) { /* how Icechunk names local prefixes */
+    dir += 7;
+    if (dir[0] != '/')
+      return zerr_set(err, EINVAL,
+                      "allowed root %s: a file:// URL names a host; a "
+                      "directory (DIR or file:///DIR) is expected",
+                      given);
+  } else if (strstr(dir, "://")) {
+    return zerr_set(err, EINVAL,
+                    "allowed root %s: a directory, or an %s URL prefix, is "
+                    "expected",
+                    given, remote_url_schemes());
+  }
   char *abs = realpath(dir, NULL);
   if (!abs) {
     int e = errno;
     return zerr_set(err, e == ENOENT || zerr_is_transient(e) ? e : EIO,
-                    "allowed root %s: %s", dir, strerror(e));
+                    "allowed root %s: %s (a directory is expected)", given,
+                    strerror(e));
   }
   struct stat st;
   if (stat(abs, &st) < 0 || !S_ISDIR(st.st_mode)) {
     free(abs);
-    return zerr_set(err, ENOTDIR, "allowed root %s: not a directory", dir);
+    return zerr_set(err, ENOTDIR, "allowed root %s: not a directory", given);
   }
   for (size_t i = 0; i < rs->n; i++)
     if (!strcmp(rs->roots[i], abs)) {
@@ -288,38 +311,59 @@ void confine_set_remote(struct confine *c, struct remote *r) { c->remote = r; }
 void confine_forbid_remote(struct confine *c) { c->no_remote = 1; }
 void confine_set_remote_reference(struct confine *c) { c->remote_ref = 1; }
 
-int confine_add_url_prefix(struct confine *c, const char *prefix,
-                           struct zerr *err) {
-  if (!remote_is_url(prefix))
-    return zerr_set(err, EINVAL, "%s: not an http(s):// or s3:// URL", prefix);
-  char **p = realloc(c->url_prefixes, (c->n_url + 1) * sizeof *p);
+/* Append a copy of s to the list (*list, *n). */
+static int push_copy(char ***list, size_t *n, const char *s, struct zerr *err) {
+  char **p = realloc(*list, (*n + 1) * sizeof *p);
   if (!p)
     return zerr_set(err, ENOMEM, "out of memory");
-  c->url_prefixes = p;
-  if (!(p[c->n_url] = strdup(prefix)))
+  *list = p;
+  if (!(p[*n] = strdup(s)))
     return zerr_set(err, ENOMEM, "out of memory");
-  c->n_url++;
+  (*n)++;
   return 0;
 }
 
-/* Does url start with prefix, ending at a boundary of the prefix's path
- * ("http://a/b" allows "http://a/b/c" and "http://a/b", not
- * "http://a/bc")? Scheme and host compare case-insensitively. */
+int confine_add_url_prefix(struct confine *c, const char *prefix,
+                           struct zerr *err) {
+  if (!remote_is_url(prefix))
+    return zerr_set(err, EINVAL, "%s: not an %s URL", prefix,
+                    remote_url_schemes());
+  ZTRY(push_copy(&c->url_prefixes, &c->n_url, prefix, err));
+  struct url_scope *sc;
+  ZTRY(confine_scope(c, 0, NULL, &sc, err));
+  url_scope_unref(c->scope);
+  c->scope = sc;
+  return 0;
+}
+
+/* A scope of the prefixes named so far. */
+int confine_scope(const struct confine *c, int confined, const char *within,
+                  struct url_scope **out, struct zerr *err) {
+  return url_scope_new((const char *const *)c->url_prefixes, c->n_url, confined,
+                       within, out, err);
+}
+
+/* Remember an endpoint the user allows containers to name. */
+int confine_allow_endpoint(struct confine *c, const char *url,
+                           struct zerr *err) {
+  if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+    return zerr_set(err, EINVAL,
+                    "container_endpoint %s: not an http:// or https:// URL",
+                    url);
+  return push_copy(&c->endpoints, &c->n_ep, url, err);
+}
+
+/* Is url one of the endpoints allowed above? */
+int confine_endpoint_allowed(const struct confine *c, const char *url) {
+  for (size_t i = 0; c && i < c->n_ep; i++)
+    if (url_same_endpoint(c->endpoints[i], url))
+      return 1;
+  return 0;
+}
+
+/* The rule of url.h, where the redirects of targets are checked too. */
 int confine_url_matches(const char *prefix, const char *url) {
-  const char *ps = strstr(prefix, "://"), *us = strstr(url, "://");
-  if (!ps || !us)
-    return 0;
-  const char *ph = ps + 3, *uh = us + 3;
-  size_t pa = strcspn(ph, "/"), ua = strcspn(uh, "/");
-  if (ps - prefix != us - url ||
-      strncasecmp(prefix, url, (size_t)(ps - prefix)) || pa != ua ||
-      strncasecmp(ph, uh, pa))
-    return 0;
-  const char *pp = ph + pa, *up = uh + ua;
-  size_t n = strlen(pp);
-  if (n && pp[n - 1] == '/')
-    n--;
-  return !strncmp(pp, up, n) && (up[n] == '\0' || up[n] == '/' || up[n] == '?');
+  return url_under(prefix, url);
 }
 
 int confine_check_url(const struct confine *c, const char *url,
@@ -354,7 +398,8 @@ int confine_open_url(const struct confine *c, const char *url, uint64_t off,
                     "target %s: remote targets need a remote "
                     "context",
                     url);
-  return remote_open(c->remote, url, off, len, ll, stats, out, err);
+  return remote_open_scoped(c->remote, url, off, len, ll, c->scope, stats, out,
+                            err);
 }
 
 /* Drop the pool (the roots go with the last source that may reopen). */
@@ -366,5 +411,9 @@ void confine_free(struct confine *c) {
   for (size_t i = 0; i < c->n_url; i++)
     free(c->url_prefixes[i]);
   free(c->url_prefixes);
+  for (size_t i = 0; i < c->n_ep; i++)
+    free(c->endpoints[i]);
+  free(c->endpoints);
+  url_scope_unref(c->scope);
   free(c);
 }

@@ -41,8 +41,9 @@ struct confine;
 
 /* An empty set of roots. *out is owned by the caller (confine_free). */
 int confine_new(struct confine **out, struct zerr *err);
-/* Allow dir and everything below it; dir must exist (resolved here).
- * Adding a root twice is harmless. */
+/* Allow dir and everything below it; dir must exist (resolved here) and
+ * be a directory; a file:///DIR URL names DIR. Adding a root twice is
+ * harmless. */
 int confine_add_root(struct confine *c, const char *dir, struct zerr *err);
 /* Open the local file at absolute path for ranged reads (counters in
  * stats, may be NULL). Opened O_PATH first, so it never blocks. A path
@@ -80,10 +81,27 @@ int confine_check_url(const struct confine *c, const char *url,
  * case-insensitive)? For the check above and the tests. */
 int confine_url_matches(const char *prefix, const char *url);
 /* Open bytes [off, off+len) of url (len UINT64_MAX: the whole object)
- * after confine_check_url. */
+ * after confine_check_url. Its redirects are checked the same way: a
+ * target at a link-local address needs a named prefix (url.h). */
 int confine_open_url(const struct confine *c, const char *url, uint64_t off,
                      uint64_t len, struct io_stats *stats, struct bytesrc **out,
                      struct zerr *err);
+/* A new scope (url.h; the caller's reference) of the URL prefixes named:
+ * confined, redirects may lead only under them (and under within, when
+ * not NULL). For sources that must stay under a named prefix (Icechunk
+ * virtual chunks). */
+struct url_scope;
+int confine_scope(const struct confine *c, int confined, const char *within,
+                  struct url_scope **out, struct zerr *err);
+
+/* ---- S3 endpoints a repository may name ----
+ * An Icechunk virtual chunk container may name its own S3 endpoint_url;
+ * the user's credentials go there only when the user allowed it with -o
+ * container_endpoint=URL (or configured that endpoint). */
+int confine_allow_endpoint(struct confine *c, const char *url,
+                           struct zerr *err);
+/* Did the user allow endpoint url (same origin and path)? c may be NULL. */
+int confine_endpoint_allowed(const struct confine *c, const char *url);
 
 /* The cache of opened targets: paths held now (at most 256) and opens it
  * answered. For tests and logs. */

@@ -18,6 +18,7 @@
 #include "../net/remote.h"
 #include "../net/rversion.h"
 #include "../net/s3.h"
+#include "../net/url.h"
 #include "confine.h"
 
 /* The block cache of a container's remote context: a share of the
@@ -31,6 +32,10 @@ struct icevirt {
   struct remote **remotes; /* one per container, NULL until used */
   int *failed;             /* 1: making it failed (reason in why) */
   char (*why)[ZERR_MSG_MAX];
+  /* Where the redirects of a container's chunks may lead: under a
+   * prefix the user named and under the container; the last one (index
+   * ncontainers) for chunks of a repository without containers. */
+  struct url_scope **scopes;
 };
 
 /* A reader with no container remote made yet. */
@@ -45,9 +50,18 @@ int icevirt_new(const struct icefmt_repo *r, const struct confine *c,
   size_t n = r->ncontainers ? r->ncontainers : 1;
   if (!(v->remotes = calloc(n, sizeof *v->remotes)) ||
       !(v->failed = calloc(n, sizeof *v->failed)) ||
-      !(v->why = calloc(n, sizeof *v->why))) {
+      !(v->why = calloc(n, sizeof *v->why)) ||
+      !(v->scopes = calloc(r->ncontainers + 1, sizeof *v->scopes))) {
     icevirt_free(v);
     return zerr_set(err, ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; c && i <= r->ncontainers; i++) {
+    const char *within = i < r->ncontainers ? r->containers[i] : NULL;
+    int rc = confine_scope(c, 1, within, &v->scopes[i], err);
+    if (rc < 0) {
+      icevirt_free(v);
+      return rc;
+    }
   }
   *out = v;
   return 0;
@@ -59,6 +73,9 @@ void icevirt_free(struct icevirt *v) {
     return;
   for (size_t i = 0; v->remotes && i < v->r->ncontainers; i++)
     remote_free(v->remotes[i]);
+  for (size_t i = 0; v->scopes && i <= v->r->ncontainers; i++)
+    url_scope_unref(v->scopes[i]);
+  free(v->scopes);
   pthread_mutex_destroy(&v->lock);
   free(v->remotes);
   free(v->failed);
@@ -70,6 +87,27 @@ void icevirt_free(struct icevirt *v) {
 static int own_settings(const struct icefmt_vstore *s) {
   return s->kind == ICEFMT_VK_S3 &&
          (s->endpoint || s->region || s->anonymous || s->force_path_style);
+}
+
+/* May container store s send requests to its own endpoint ep (aws: AWS's
+ * regional path-style host)? The user's credentials go only to the
+ * endpoint the user configured, or to one allowed with -o
+ * container_endpoint; an endpoint given with -o endpoint is used instead
+ * of every container's. 0, or -EACCES naming the option. */
+static int endpoint_allowed(const struct icevirt *v, const char *ep, int aws,
+                            const struct s3_config *b3, struct zerr *err) {
+  int option;
+  const char *mine = s3_endpoint(b3, &option);
+  if (!ep || option || (aws && !mine) ||
+      (!aws && mine && url_same_endpoint(mine, ep)) ||
+      confine_endpoint_allowed(v->c, ep))
+    return 0;
+  return zerr_set(err, EACCES,
+                  "names the S3 endpoint %.150s, which you did not "
+                  "configure: allow it with -o container_endpoint=%.150s "
+                  "(your S3 credentials are sent to it unless the container "
+                  "is anonymous)",
+                  ep, ep);
 }
 
 /* The remote context of container i, made on first use: the mount's
@@ -103,7 +141,7 @@ static int container_remote(struct icevirt *v, size_t i, struct remote **out,
     const struct s3_config *b3 = remote_s3(base);
     if (!b3)
       rc = zerr_set(&e, EIO, "s3:// URLs are not read here");
-    else
+    else if ((rc = endpoint_allowed(v, ep, ep == aws, b3, &e)) == 0)
       rc = s3_config_derive(b3, ep, s->region, s->anonymous, &s3, &e);
     if (rc == 0)
       rc = remote_new(&cfg, s3, &v->remotes[i], &e);
@@ -196,17 +234,19 @@ int icevirt_open(struct icevirt *v, const struct icefmt_chunk *c,
                     "virtual chunk %s: not authorized (allow its prefix "
                     "with -o target_root=PREFIX)",
                     c->location);
-  if (s && own_settings(s) && !strncmp(c->location, "s3://", 5)) {
-    struct remote *rem;
-    int rc = container_remote(v, (size_t)ci, &rem, err);
-    if (rc < 0)
-      return zerr_prefix(err, "virtual chunk %s: ", c->location);
-    ZTRY(remote_open(rem, c->location, c->offset, c->length, named, stats, out,
-                     err));
-  } else {
-    ZTRY(confine_open_url(v->c, c->location, c->offset, c->length, stats, out,
-                          err));
-  }
+  /* Its redirects too stay under the container and a named prefix. */
+  struct url_scope *scope = v->scopes[ci >= 0 ? ci : (long)v->r->ncontainers];
+  struct remote *rem = confine_remote(v->c);
+  if (s && own_settings(s) && !strncmp(c->location, "s3://", 5) &&
+      container_remote(v, (size_t)ci, &rem, err) < 0)
+    return zerr_prefix(err, "virtual chunk %s: ", c->location);
+  if (!rem)
+    return zerr_set(err, EIO,
+                    "virtual chunk %s: remote targets need a remote "
+                    "context",
+                    c->location);
+  ZTRY(remote_open_scoped(rem, c->location, c->offset, c->length, named, scope,
+                          stats, out, err));
   int rc = rversion_pin(*out, c->etag, c->last_modified, err);
   if (rc < 0) {
     bytesrc_unref(*out);

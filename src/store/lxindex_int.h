@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "lxindex.h"
+struct lxindex;    /* lxindex.h */
+struct lxindex_id; /* lxindex.h */
 
 /* The index directory, opened and checked once (files are named relative
  * to it). */

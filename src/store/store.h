@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "../io/bytesrc.h"
-#include "../zarr/zkey.h"
 #include "../util/err.h"
+#include "../zarr/zkey.h"
 
 struct store;
 
@@ -109,8 +109,8 @@ int store_open_refs_url(struct remote *r, const char *url, struct confine *c,
                         struct store **out, struct zerr *err);
 /* Wrap a local store so that arrays with the `chunk-manifest-json` storage
  * transformer serve their chunk keys from their manifest.json
- * (src/store/store_vzarr.c). Takes ownership of inner (returned as it is when no
- * array has a manifest; freed at once on failure); confine is borrowed and
+ * (src/store/store_vzarr.c). Takes ownership of inner (returned as it is when
+ * no array has a manifest; freed at once on failure); confine is borrowed and
  * must outlive the store. */
 int store_wrap_vzarr(struct store *inner, const struct confine *c,
                      struct store **out, struct zerr *err);
@@ -121,6 +121,9 @@ int store_wrap_vzarr(struct store *inner, const struct confine *c,
  * the mount's life (src/store/store_remote.c). */
 int store_open_remote(struct remote *r, const char *url, struct store **out,
                       struct zerr *err);
+/* Count the reads of a store of store_open_remote into to (the stats of a
+ * store wrapping it, which must outlive it); other stores: no effect. */
+void store_remote_count_into(struct store *st, struct io_stats *to);
 
 /* Open the Icechunk repository whose files inner holds (a local or
  * remote store; taken over, freed with the store or at once on failure)

@@ -1,19 +1,24 @@
-/* store_remote.c - a store over HTTP(S) or S3 (see store.h).
+/* store_remote.c - a store over HTTP(S), S3, Cloud Storage or Azure Blob
+ * Storage (see store.h).
  *
  * Keys map to URLs under the store's base: http(s)://HOST/PATH/KEY (the
- * key percent-encoded) or s3://BUCKET/PREFIX/KEY. Objects are byte sources
+ * key percent-encoded), s3://BUCKET/PREFIX/KEY, gs://BUCKET/PREFIX/KEY or
+ * az://CONTAINER/PREFIX/KEY. Objects are byte sources
  * of src/net/remote.c: opening one costs one GET of its first block, which
  * names its size and stays cached, so no HEAD request is ever sent.
  *
- * S3 directories are listed with ListObjectsV2 (delimiter '/', 1,000 keys
- * per request, continuation tokens, encoding-type=url); a listing is
+ * S3 and Cloud Storage directories are listed with ListObjectsV2
+ * (delimiter '/', 1,000 keys per request, continuation tokens,
+ * encoding-type=url), Azure ones with List Blobs (delimiter '/', 1,000
+ * per request, NextMarker); a listing is
  * cached (a memo of the store's own, by byte budget) and answers later
  * stats of its children without a request, so `ls -l` of a chunk
- * directory costs the listing only. A listing cannot run forever: a
- * continuation token the server gave before, or more than 10,000 pages,
- * fails it with -EIO. A key that cannot be a file name (a control
- * character, "." or "..", an empty segment, a segment over 255 bytes, a
- * NUL byte) is skipped with one log line; the rest is listed.
+ * directory costs the listing only. A listing cannot run forever nor
+ * grow without bound: a continuation token the server gave before, more
+ * than 10,000 pages, more than 2,000,000 entries or 64 MiB of them, or
+ * more than ten times -o timeout in all, fails it with -EIO. A key that cannot
+ * be a file name (a control character, "." or "..", an empty segment, a segment
+ * over 255 bytes, a NUL byte) is skipped with one log line; the rest is listed.
  *
  * Plain HTTP has no listing: the store is marked unlistable, a key is a
  * file when a GET finds it, and a directory when it holds Zarr metadata
@@ -29,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "../net/azure.h"
 #include "../net/remote.h"
 #include "../net/s3.h"
 #include "../util/buf.h"
@@ -47,6 +54,12 @@
 /* Pages of one directory's listing at most (10 million entries): beyond,
  * the listing fails rather than running on. */
 #define STORE_REMOTE_LIST_PAGES 10000
+/* Entries of one directory's listing at most, and the bytes they take
+ * (names and table, what the listing cache could hold at most). */
+#define STORE_REMOTE_LIST_ENTRIES 2000000
+#define STORE_REMOTE_LIST_BYTES LIST_BUDGET
+/* A listing takes at most this many times -o timeout (a request's bound). */
+#define STORE_REMOTE_LIST_TIME_FACTOR 10
 /* Longest name a listed key may give (NAME_MAX of Linux file systems). */
 #define STORE_REMOTE_NAME_MAX 255
 #define TAG_LIST 0x4c4953u
@@ -55,11 +68,16 @@ struct store_remote {
   struct store base;
   struct remote *r; /* borrowed */
   char *base_url;   /* no trailing '/' ("s3://b/p" or "http://h/p") */
-  int s3;
-  char *bucket, *prefix; /* S3: prefix "" or ending in '/' */
+  int s3;           /* a bucket store with listings: s3, gs or az */
+  int az;           /* Azure: List Blobs rather than ListObjectsV2 */
+  const struct s3_config *s3c; /* S3 or Cloud Storage settings (s3, !az) */
+  char *bucket, *prefix;       /* bucket or container; prefix "" or ending in
+                                  '/' */
   struct memo *lists;
-  atomic_int stop_never; /* the memo's stop flag (remote stops transfers) */
-  atomic_int root_v3;    /* HTTP: 0 unknown, 1 a V3 root, 2 not */
+  atomic_int stop_never;  /* the memo's stop flag (remote stops transfers) */
+  atomic_int root_v3;     /* HTTP: 0 unknown, 1 a V3 root, 2 not */
+  struct io_stats *count; /* where reads count: base.stats, or the
+                             store wrapping this one */
 };
 
 /* A cached listing of one directory, sorted by name. */
@@ -132,8 +150,9 @@ struct lbuild {
   struct zbuf names; /* name bytes, NUL-separated */
   const char *pfx;   /* the listed prefix */
   size_t strip;      /* its bytes */
-  const char *where; /* "s3://BUCKET/PREFIX" for log lines */
+  const char *where; /* "s3://BUCKET/PREFIX" (gs://, az://) for log lines */
   int oom;
+  int full; /* more entries, or bytes, than a listing may hold */
 };
 
 /* Why name (one path segment, n bytes) cannot be a file name, or NULL. */
@@ -190,6 +209,12 @@ static int lb_add(struct lbuild *b, const char *full, const char *raw,
     lb_skip(b, raw, why);
     return 0;
   }
+  if (b->n >= STORE_REMOTE_LIST_ENTRIES ||
+      (b->n + 1) * sizeof *b->e + b->names.len + n + 1 >
+          STORE_REMOTE_LIST_BYTES) {
+    b->full = 1; /* a server that lists forever: stop the page here */
+    return 1;
+  }
   if (b->n == b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 256;
     struct rentry *e = realloc(b->e, cap * sizeof *e);
@@ -230,6 +255,31 @@ static int lb_bad(void *ud, const char *raw, const char *why) {
 
 static const struct s3_list_cbs lb_cbs = {lb_obj, lb_prefix, lb_bad};
 
+/* The request URL of one listing page of prefix pfx after token (NULL:
+ * the first), as the store's service lists. */
+static int list_page_url(const struct store_remote *s, const char *pfx,
+                         const char *token, char **url, struct zerr *err) {
+  if (s->az)
+    return azure_list_url(remote_azure(s->r), s->bucket, pfx, "/", token,
+                          STORE_REMOTE_LIST_KEYS, url, err);
+  return s3_list_url(s->s3c, s->bucket, pfx, "/", token, STORE_REMOTE_LIST_KEYS,
+                     url, err);
+}
+
+/* One listing page into b: *truncated when more follow, *token the next
+ * page's token or marker. */
+static int list_page_parse(const struct store_remote *s, const uint8_t *body,
+                           size_t blen, struct lbuild *b, int *truncated,
+                           char **token, struct zerr *err) {
+  if (s->az) {
+    int rc = azure_list_parse((const char *)body, blen, &lb_cbs, b, token, err);
+    *truncated = rc == 0 && *token;
+    return rc;
+  }
+  return s3_list_parse((const char *)body, blen, &lb_cbs, b, truncated, token,
+                       err);
+}
+
 static int rentry_cmp(const void *a, const void *b) {
   return strcmp(((const struct rentry *)a)->name,
                 ((const struct rentry *)b)->name);
@@ -240,6 +290,13 @@ struct list_fill {
   const char *dir; /* key of the directory ("" = root) */
 };
 
+/* Monotonic milliseconds: the bound of a listing. */
+static int64_t list_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* memo fill: every page of a directory's listing. */
 static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
                      struct zerr *err) {
@@ -249,7 +306,7 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (asprintf(&pfx, "%s%s%s", s->prefix, f->dir, *f->dir ? "/" : "") < 0)
     return zerr_set(err, ENOMEM, "out of memory");
   char *where = NULL;
-  if (asprintf(&where, "s3://%s/%s", s->bucket, pfx) < 0) {
+  if (asprintf(&where, "%.5s%s/%s", s->base_url, s->bucket, pfx) < 0) {
     free(pfx);
     return zerr_set(err, ENOMEM, "out of memory");
   }
@@ -262,7 +319,17 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
   char *mark = NULL;
   unsigned long power = 1, lam = 0, pages = 0;
   int rc = 0;
+  int64_t limit_ms = (int64_t)remote_config_of(s->r)->http.op_ms *
+                     STORE_REMOTE_LIST_TIME_FACTOR;
+  int64_t start_ms = list_now_ms();
   do {
+    if (pages && list_now_ms() - start_ms > limit_ms) {
+      rc = zerr_set(err, EIO,
+                    "%s: listing: still truncated after %.1f s (%lu pages; "
+                    "at most ten times -o timeout): refusing to list further",
+                    where, (double)(list_now_ms() - start_ms) / 1000.0, pages);
+      break;
+    }
     if (++pages > STORE_REMOTE_LIST_PAGES) {
       rc = zerr_set(err, EIO,
                     "%s: listing: still truncated after %d pages (%d keys "
@@ -271,8 +338,7 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
       break;
     }
     char *url = NULL, *log_url = NULL;
-    rc = s3_list_url(remote_s3(s->r), s->bucket, pfx, "/", token,
-                     STORE_REMOTE_LIST_KEYS, &url, err);
+    rc = list_page_url(s, pfx, token, &url, err);
     if (rc < 0)
       break;
     if (asprintf(&log_url, "%s (list)", where) < 0) {
@@ -281,7 +347,7 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
       break;
     }
     struct http_req q;
-    remote_s3_request(s->r, url, log_url, &q);
+    remote_store_request(s->r, s->base_url, url, log_url, &q);
     q.allow_link_local = 1; /* the store the user named */
     uint8_t *body;
     size_t blen;
@@ -303,9 +369,16 @@ static int list_fill(void *ctx, struct zobj **obj, size_t *cost,
       lam++;
     }
     token = NULL;
-    rc = s3_list_parse((const char *)body, blen, &lb_cbs, &b, &truncated,
-                       &token, err);
+    rc = list_page_parse(s, body, blen, &b, &truncated, &token, err);
     free(body);
+    if (b.full) {
+      rc = zerr_set(err, EIO,
+                    "%s: listing: more than %d entries or %u MiB of them "
+                    "(after %lu pages): refusing to list further",
+                    where, STORE_REMOTE_LIST_ENTRIES,
+                    STORE_REMOTE_LIST_BYTES >> 20, pages);
+      break;
+    }
     if (rc > 0 || b.oom) {
       rc = zerr_set(err, ENOMEM, "out of memory");
       break;
@@ -423,9 +496,11 @@ static int remote_get(struct store *st, const char *key, struct bytesrc **out,
     return zerr_set(err, ENOMEM, "out of memory");
   /* The user named this store: its own address is allowed even when it
    * is link-local (only targets named by references are refused). */
-  int rc = remote_open(s->r, url, 0, UINT64_MAX, 1, &st->stats, out, err);
+  int rc = remote_open(s->r, url, 0, UINT64_MAX, 1, s->count, out, err);
   free(url);
-  if (rc == -EACCES && s->s3 && s3_is_anonymous(remote_s3(s->r)) &&
+  if (rc == -EACCES && s->s3 &&
+      (s->az ? azure_is_anonymous(remote_azure(s->r))
+             : s3_is_anonymous(s->s3c)) &&
       is_meta_probe(key)) {
     zerr_clear(err);
     rc = zerr_set(err, ENOENT, "no such key (403 to anonymous access)");
@@ -591,17 +666,23 @@ static const struct store_ops remote_ops = {remote_get, remote_stat,
 static const struct store_ahead_ops remote_ahead_ops = {remote_prefetch_key,
                                                         remote_prefetch_drop};
 
+void store_remote_count_into(struct store *st, struct io_stats *to) {
+  if (st->ops == &remote_ops)
+    ((struct store_remote *)st)->count = to;
+}
+
 int store_open_remote(struct remote *r, const char *url, struct store **out,
                       struct zerr *err) {
   if (!remote_is_url(url))
-    return zerr_set(err, EINVAL, "%s: not an http://, https:// or s3:// URL",
-                    url);
+    return zerr_set(err, EINVAL, "%s: not an %s URL", url,
+                    remote_url_schemes());
   struct store_remote *s = calloc(1, sizeof *s);
   if (!s)
     return zerr_set(err, ENOMEM, "out of memory");
   s->base.ops = &remote_ops;
   s->base.remote = 1;
   s->base.ahead = &remote_ahead_ops;
+  s->count = &s->base.stats;
   s->r = r;
   int rc = 0;
   size_t n = strlen(url);
@@ -609,13 +690,20 @@ int store_open_remote(struct remote *r, const char *url, struct store **out,
     n--;
   if (!(s->base.location = strndup(url, n)) || !(s->base_url = strndup(url, n)))
     rc = zerr_set(err, ENOMEM, "out of memory");
-  if (rc == 0 && !strncmp(url, "s3://", 5)) {
+  int gs = !strncmp(url, "gs://", 5);
+  s->az = !strncmp(url, "az://", 5);
+  if (rc == 0 && (s->az || gs || !strncmp(url, "s3://", 5))) {
     s->s3 = 1;
-    if (!remote_s3(r))
-      rc = zerr_set(err, EINVAL, "%s: S3 settings missing", url);
+    s->s3c = gs ? remote_gcs(r) : remote_s3(r);
+    if (s->az ? !remote_azure(r) : !s->s3c)
+      rc = zerr_set(err, EINVAL, "%s: %s settings missing", url,
+                    s->az ? "Azure"
+                    : gs  ? "Cloud Storage"
+                          : "S3");
     char *key = NULL;
     if (rc == 0)
-      rc = s3_parse_url(s->base_url, &s->bucket, &key, err);
+      rc = s->az ? azure_parse_url(s->base_url, &s->bucket, &key, err)
+                 : s3_parse_url(s->base_url, &s->bucket, &key, err);
     if (rc == 0 && !*s->bucket)
       rc = zerr_set(err, EINVAL, "%s: no bucket named", url);
     if (rc == 0 && asprintf(&s->prefix, "%s%s", key, *key ? "/" : "") < 0) {

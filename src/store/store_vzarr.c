@@ -8,9 +8,12 @@
  * BASE64} is inline bytes. Target paths are relative to the manifest, or
  * absolute, or file:// URLs, read only under the allowed roots; so is
  * manifest.json itself (zarr.json may name any path). The manifest and its
- * targets may be http(s):// or s3:// URLs (read through the confine's
- * remote context); over a remote store, relative paths are URLs too and no
- * local file may be named.
+ * targets may be http(s)://, s3://, gs:// or az:// URLs (read through the
+ * confine's remote context, under its rules for remote targets: those of
+ * kerchunk references, redirects included); a manifest named by a URL
+ * names no local file, and over a remote store, relative paths are URLs
+ * too, resolved against the array's URL and the manifest's (dot segments
+ * removed, never above the host's root), and no local file may be named.
  *
  * In such an array the chunk key space ("c", "c/...", "c.i.j"; v2 keys:
  * names starting with a digit) is the manifest's alone: a stray chunk file
@@ -18,7 +21,12 @@
  * any other stored file stay visible as they are.
  *
  * Arrays are found at open by walking group directories only (an array's
- * directory is never descended, so chunk trees cost nothing); each
+ * directory is never descended, so chunk trees cost nothing), and in the
+ * consolidated metadata of the zarr.json documents read on the way. A
+ * store that cannot be listed (plain HTTP) is walked at its root only;
+ * its other arrays are found when their zarr.json is read through this
+ * store (the engine reads a node's metadata before its chunks), at no
+ * extra request. Each
  * manifest is parsed on first use, under the array's mutex, into the
  * compact table of src/store/manifest.h. A manifest that cannot be read makes
  * that array's chunk keys fail with EIO and the reason (also a missing
@@ -38,19 +46,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../util/base64.h"
 #include "../json/jdup.h"
 #include "../json/zjson.h"
-#include "../util/log.h"
-#include "manifest.h"
-#include "../zarr/meta.h"
 #include "../net/remote.h"
+#include "../util/base64.h"
+#include "../util/log.h"
+#include "../zarr/meta.h"
+#include "manifest.h"
 #include "store.h"
 
 #define VZ_MAX_DEPTH 32
 #define VZ_MAX_META (16u << 20)
 
-/* One array with a chunk manifest. */
+/* One array with a chunk manifest (allocated alone: its address is stable
+ * while the registry grows). */
 struct vz_array {
   char *prefix;   /* store key of the array directory ("" = root) */
   char *manifest; /* absolute path of manifest.json */
@@ -67,20 +76,85 @@ struct store_vzarr {
   struct store base;
   struct store *inner; /* owned */
   const struct confine *c;
-  char *root; /* absolute path of the store root */
-  struct vz_array *arrays;
+  char *root; /* absolute path or URL of the store root */
+  int lazy;   /* inner cannot list: arrays learned as their zarr.json is
+                 read */
+  pthread_rwlock_t alock; /* guards arrays, n, cap (not the arrays) */
+  struct vz_array **arrays;
   size_t n, cap;
 };
 
-/* Does this zarr.json name the manifest transformer? Fills the array. */
-static int vz_parse_array(struct store_vzarr *v, const char *prefix,
-                          const char *text, size_t len, int *is_array,
-                          struct zerr *err) {
-  struct zerr je = {0};
-  json_t *root = zjson_loadb(text, len, &je);
-  if (!root) /* bad metadata is not ours to judge: the engine reports it */
-    return je.code == ENOMEM ? zerr_set(err, ENOMEM, "%s: %s", prefix, je.msg)
-                             : 0;
+/* The array at prefix, or NULL; under alock. */
+static struct vz_array *vz_at(const struct store_vzarr *v, const char *prefix) {
+  for (size_t i = 0; i < v->n; i++)
+    if (!strcmp(v->arrays[i]->prefix, prefix))
+      return v->arrays[i];
+  return NULL;
+}
+
+/* Free one array. */
+static void vz_array_free(struct vz_array *a) {
+  if (!a)
+    return;
+  manifest_free(a->m);
+  free(a->prefix);
+  free(a->manifest);
+  pthread_mutex_destroy(&a->lock);
+  free(a);
+}
+
+/* Register a (taken over): freed instead when an array at its prefix is
+ * known already. */
+static int vz_add(struct store_vzarr *v, struct vz_array *a, struct zerr *err) {
+  pthread_rwlock_wrlock(&v->alock);
+  int rc = 0;
+  struct vz_array **na = v->arrays;
+  size_t nc = v->cap;
+  int known = vz_at(v, a->prefix) != NULL;
+  if (!known && v->n == v->cap) {
+    nc = v->cap ? v->cap * 2 : 4;
+    na = realloc(v->arrays, nc * sizeof *na);
+  }
+  if (known) {
+    vz_array_free(a);
+  } else if (!na) {
+    vz_array_free(a);
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  } else {
+    v->arrays = na;
+    v->cap = nc;
+    v->arrays[v->n++] = a;
+  }
+  pthread_rwlock_unlock(&v->alock);
+  return rc;
+}
+
+/* The manifest's location: as named when absolute (a path or a URL),
+ * else relative to the array's directory (a URL join over a remote
+ * store). malloc'd or NULL. */
+static char *vz_manifest_at(const struct store_vzarr *v, const char *prefix,
+                            const char *mpath) {
+  char *out = NULL;
+  if (mpath[0] == '/' || remote_is_url(mpath))
+    return strdup(mpath);
+  if (strstr(v->root, "://")) {
+    char *dir = NULL;
+    if (asprintf(&dir, "%s%s%s", v->root, *prefix ? "/" : "", prefix) < 0)
+      return NULL;
+    out = manifest_url_join(dir, mpath);
+    free(dir);
+    return out;
+  }
+  if (asprintf(&out, "%s%s%s/%s", v->root, *prefix ? "/" : "", prefix, mpath) <
+      0)
+    return NULL;
+  return out;
+}
+
+/* Does this node document name the manifest transformer? Registers the
+ * array. */
+static int vz_parse_node(struct store_vzarr *v, const char *prefix,
+                         json_t *root, int *is_array, struct zerr *err) {
   *is_array = !strcmp(
       json_string_value(json_object_get(root, "node_type")) ?: "", "array");
   json_t *st = json_object_get(root, "storage_transformers"), *t;
@@ -99,67 +173,121 @@ static int vz_parse_array(struct store_vzarr *v, const char *prefix,
     mpath = json_string_value(jm);
     mpath_nul = mpath && strlen(mpath) != json_string_length(jm);
   }
-  int rc = 0;
-  if (*is_array && named) {
-    /* Without a usable manifest path the array's chunks fail with the
-     * reason (never the fill value in silence). */
-    const char *why = NULL;
-    if (!mpath || !*mpath) {
-      why = "storage transformer chunk-manifest-json names no manifest "
-            "(configuration.manifest)";
-      mpath = "manifest.json";
-    } else if (mpath_nul) {
-      why = "the manifest path contains a NUL byte";
-    } else if (strstr(mpath, "://") && strncmp(mpath, "file://", 7) &&
-               !remote_is_url(mpath)) {
-      why = "manifest URL scheme not supported (http, https, s3)";
-    }
-    json_t *cke = json_object_get(root, "chunk_key_encoding");
-    const char *ename =
-        json_string_value(json_object_get(cke, "name")) ?: "default";
-    const char *sep = json_string_value(
-        json_object_get(json_object_get(cke, "configuration"), "separator"));
-    int v2 = !strcmp(ename, "v2");
-    if (v->n == v->cap) {
-      size_t nc = v->cap ? v->cap * 2 : 4;
-      struct vz_array *a = realloc(v->arrays, nc * sizeof *a);
-      if (!a) {
-        json_decref(root);
-        return zerr_set(err, ENOMEM, "out of memory");
-      }
-      v->arrays = a;
-      v->cap = nc;
-    }
-    struct vz_array *a = &v->arrays[v->n];
-    memset(a, 0, sizeof *a);
-    if (!strncmp(mpath, "file://", 7))
-      mpath += 7;
-    a->prefix = strdup(prefix);
-    if (mpath[0] == '/' || remote_is_url(mpath))
-      a->manifest = strdup(mpath);
-    else if (asprintf(&a->manifest, "%s%s%s/%s", v->root, *prefix ? "/" : "",
-                      prefix, mpath) < 0)
-      a->manifest = NULL;
-    a->sep = sep && *sep ? sep[0] : (v2 ? '.' : '/');
-    a->v2 = v2;
-    json_t *shape = json_object_get(root, "shape");
-    a->ndim = json_is_array(shape) ? (int)json_array_size(shape) : -1;
-    if (!a->prefix || !a->manifest) {
-      free(a->prefix);
-      free(a->manifest);
-      rc = zerr_set(err, ENOMEM, "out of memory");
-    } else {
-      pthread_mutex_init(&a->lock, NULL);
-      if (why) {
-        a->loaded = 1;
-        snprintf(a->why, sizeof a->why, "%s%szarr.json: %s", prefix,
-                 *prefix ? "/" : "", why);
-      }
-      v->n++;
-    }
+  if (!*is_array || !named)
+    return 0;
+  /* Without a usable manifest path the array's chunks fail with the
+   * reason (never the fill value in silence). */
+  const char *why = NULL;
+  if (!mpath || !*mpath) {
+    why = "storage transformer chunk-manifest-json names no manifest "
+          "(configuration.manifest)";
+    mpath = "manifest.json";
+  } else if (mpath_nul) {
+    why = "the manifest path contains a NUL byte";
+  } else if (strstr(mpath, "://") && strncmp(mpath, "file://", 7) &&
+             !remote_is_url(mpath)) {
+    why = "manifest URL scheme not supported (http, https, s3, gs, az)";
   }
+  json_t *cke = json_object_get(root, "chunk_key_encoding");
+  const char *ename =
+      json_string_value(json_object_get(cke, "name")) ?: "default";
+  const char *sep = json_string_value(
+      json_object_get(json_object_get(cke, "configuration"), "separator"));
+  int v2 = !strcmp(ename, "v2");
+  struct vz_array *a = calloc(1, sizeof *a);
+  if (!a)
+    return zerr_set(err, ENOMEM, "out of memory");
+  if (!strncmp(mpath, "file://", 7))
+    mpath += 7;
+  a->prefix = strdup(prefix);
+  a->manifest = vz_manifest_at(v, prefix, mpath);
+  a->sep = sep && *sep ? sep[0] : (v2 ? '.' : '/');
+  a->v2 = v2;
+  json_t *shape = json_object_get(root, "shape");
+  a->ndim = json_is_array(shape) ? (int)json_array_size(shape) : -1;
+  pthread_mutex_init(&a->lock, NULL);
+  if (!a->prefix || !a->manifest) {
+    vz_array_free(a);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  if (why) {
+    a->loaded = 1;
+    snprintf(a->why, sizeof a->why, "%s%szarr.json: %s", prefix,
+             *prefix ? "/" : "", why);
+  }
+  return vz_add(v, a, err);
+}
+
+/* The arrays a V3 group's consolidated metadata describes (REL: DOC, REL
+ * relative to the group at prefix). */
+static int vz_consolidated(struct store_vzarr *v, const char *prefix,
+                           json_t *root, struct zerr *err) {
+  json_t *md = json_object_get(json_object_get(root, "consolidated_metadata"),
+                               "metadata");
+  const char *rel;
+  json_t *doc;
+  json_object_foreach(md, rel, doc) {
+    if (!json_is_object(doc) || !*rel || strstr(rel, "..") || rel[0] == '/')
+      continue;
+    char *p = NULL;
+    if (asprintf(&p, "%s%s%s", prefix, *prefix ? "/" : "", rel) < 0)
+      return zerr_set(err, ENOMEM, "out of memory");
+    int is_array;
+    int rc = vz_parse_node(v, p, doc, &is_array, err);
+    free(p);
+    if (rc < 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* A zarr.json document at prefix: its array, or the arrays its
+ * consolidated metadata names. */
+static int vz_parse_array(struct store_vzarr *v, const char *prefix,
+                          const char *text, size_t len, int *is_array,
+                          struct zerr *err) {
+  struct zerr je = {0};
+  *is_array = 0;
+  json_t *root = zjson_loadb(text, len, &je);
+  if (!root) /* bad metadata is not ours to judge: the engine reports it */
+    return je.code == ENOMEM ? zerr_set(err, ENOMEM, "%s: %s", prefix, je.msg)
+                             : 0;
+  int rc = vz_parse_node(v, prefix, root, is_array, err);
+  if (rc == 0 && !*is_array)
+    rc = vz_consolidated(v, prefix, root, err);
   json_decref(root);
   return rc;
+}
+
+/* A store that cannot be listed: when key is a node's zarr.json outside
+ * every known array, learn the array it may describe (its bytes are
+ * cached by the read that asked for it). */
+static void vz_learn(struct store_vzarr *v, const char *key) {
+  size_t n = strlen(key);
+  if (!v->lazy || n < 9 || strcmp(key + n - 9, "zarr.json") ||
+      (n > 9 && key[n - 10] != '/'))
+    return;
+  char *dir = strndup(key, n > 9 ? n - 10 : 0);
+  if (!dir)
+    return;
+  pthread_rwlock_rdlock(&v->alock);
+  int known = vz_at(v, dir) != NULL;
+  for (size_t i = 0; i < v->n && !known; i++) {
+    size_t pl = strlen(v->arrays[i]->prefix);
+    known = !pl || (!strncmp(dir, v->arrays[i]->prefix, pl) && dir[pl] == '/');
+  }
+  pthread_rwlock_unlock(&v->alock);
+  uint8_t *text;
+  size_t len;
+  struct zerr e = {0};
+  int is_array;
+  if (!known &&
+      store_read_all(v->inner, key, VZ_MAX_META, &text, &len, &e) == 0) {
+    if (vz_parse_array(v, dir, (const char *)text, len, &is_array, &e) < 0)
+      zlog(ZLOG_WARN, "%s: %s", key, e.msg);
+    free(text);
+  }
+  free(dir);
 }
 
 /* Walk dir (a store key) for arrays: read its zarr.json; descend groups
@@ -221,6 +349,8 @@ static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
     if (store_stat(v->inner, key, &ty, &sz, &e2) == 0)
       return 0; /* a V2 array: nothing below is a node */
   }
+  if (v->lazy) /* no listing: arrays are learned as they are read */
+    return 0;
   struct walk w = {v, dir, depth, err, 0};
   if (store_list(v->inner, dir, vz_walk_child, &w, &e2) == -ENOMEM && !w.rc)
     return zerr_set(err, ENOMEM, "%s: %s", dir, e2.msg);
@@ -411,6 +541,15 @@ static int vz_load(const struct vz_array *a, const struct confine *c,
                  "non-negative integers",
                  a->manifest, mkey);
         rc = manifest_add_bad(b, key, why, err);
+      } else if (remote_is_url(a->manifest) &&
+                 (json_string_value(path)[0] == '/' ||
+                  !strncmp(json_string_value(path), "file://", 7))) {
+        /* as a reference file fetched from a URL: no local file */
+        snprintf(why, sizeof why,
+                 "manifest %s: entry '%s': a remote reference cannot read "
+                 "local files",
+                 a->manifest, mkey);
+        rc = manifest_add_bad(b, key, why, err);
       } else {
         rc = manifest_add_range(b, key, json_string_value(path), off, len, err);
       }
@@ -439,19 +578,21 @@ static int vz_load(const struct vz_array *a, const struct confine *c,
  * *rel is the key relative to it. */
 static struct vz_array *vz_find(struct store_vzarr *v, const char *key,
                                 const char **rel) {
-  for (size_t i = 0; i < v->n; i++) {
-    const char *p = v->arrays[i].prefix;
+  struct vz_array *a = NULL;
+  pthread_rwlock_rdlock(&v->alock);
+  for (size_t i = 0; i < v->n && !a; i++) {
+    const char *p = v->arrays[i]->prefix;
     size_t n = strlen(p);
     if (!n) {
       *rel = key;
-      return &v->arrays[i];
-    }
-    if (!strncmp(key, p, n) && key[n] == '/') {
+      a = v->arrays[i];
+    } else if (!strncmp(key, p, n) && key[n] == '/') {
       *rel = key + n + 1;
-      return &v->arrays[i];
+      a = v->arrays[i];
     }
   }
-  return NULL;
+  pthread_rwlock_unlock(&v->alock);
+  return a;
 }
 
 /* The array's table, loading it once; NULL with *rc and err filled on
@@ -501,8 +642,12 @@ static int vz_get(struct store *s, const char *key, struct bytesrc **out,
   struct store_vzarr *v = (struct store_vzarr *)s;
   const char *rel;
   struct vz_array *a = vz_find(v, key, &rel);
-  if (!a || !vz_chunkish(a, rel))
-    return store_get(v->inner, key, out, err);
+  if (!a || !vz_chunkish(a, rel)) {
+    int rc = store_get(v->inner, key, out, err);
+    if (rc == 0)
+      vz_learn(v, key);
+    return rc;
+  }
   int rc;
   struct manifest *m = vz_table(v, a, &rc, err);
   if (!m)
@@ -561,12 +706,12 @@ static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
   struct store_vzarr *v = (struct store_vzarr *)s;
   const char *rel = NULL;
   struct vz_array *a = NULL;
-  for (size_t i = 0; i < v->n && !a; i++) /* the array directory itself */
-    if (!strcmp(v->arrays[i].prefix, prefix)) {
-      a = &v->arrays[i];
-      rel = "";
-    }
-  if (!a)
+  pthread_rwlock_rdlock(&v->alock); /* the array directory itself */
+  a = vz_at(v, prefix);
+  pthread_rwlock_unlock(&v->alock);
+  if (a)
+    rel = "";
+  else
     a = vz_find(v, prefix, &rel);
   if (!a || (*rel && !vz_chunkish(a, rel)))
     return store_list(v->inner, prefix, cb, ud, err);
@@ -598,13 +743,10 @@ static int vz_list(struct store *s, const char *prefix, store_list_cb cb,
 
 static void vz_destroy(struct store *s) {
   struct store_vzarr *v = (struct store_vzarr *)s;
-  for (size_t i = 0; i < v->n; i++) {
-    manifest_free(v->arrays[i].m);
-    free(v->arrays[i].prefix);
-    free(v->arrays[i].manifest);
-    pthread_mutex_destroy(&v->arrays[i].lock);
-  }
+  for (size_t i = 0; i < v->n; i++)
+    vz_array_free(v->arrays[i]);
   free(v->arrays);
+  pthread_rwlock_destroy(&v->alock);
   free(v->root);
   store_free(v->inner);
   free(s->location);
@@ -612,6 +754,25 @@ static void vz_destroy(struct store *s) {
 }
 
 static const struct store_ops vz_ops = {vz_get, vz_stat, vz_list, vz_destroy};
+
+/* Fetching ahead: the inner store's, for keys no manifest serves. */
+static int vz_prefetch(struct store *s, const char *key, const void *owner,
+                       int flags, void **hint) {
+  struct store_vzarr *v = (struct store_vzarr *)s;
+  const char *rel;
+  struct vz_array *a = vz_find(v, key, &rel);
+  if (a && vz_chunkish(a, rel))
+    return -ENOTSUP;
+  return store_prefetch(v->inner, key, owner, flags, hint);
+}
+
+/* Let go of a hint (only the inner store makes them). */
+static void vz_prefetch_drop(struct store *s, void *hint) {
+  store_prefetch_drop(((struct store_vzarr *)s)->inner, hint);
+}
+
+static const struct store_ahead_ops vz_ahead_ops = {vz_prefetch,
+                                                    vz_prefetch_drop};
 
 int store_wrap_vzarr(struct store *inner, const struct confine *c,
                      struct store **out, struct zerr *err) {
@@ -626,6 +787,9 @@ int store_wrap_vzarr(struct store *inner, const struct confine *c,
   }
   v->base.ops = &vz_ops;
   v->base.remote = inner->remote;
+  v->base.unlistable = v->lazy = inner->unlistable;
+  v->base.ahead = inner->ahead ? &vz_ahead_ops : NULL;
+  pthread_rwlock_init(&v->alock, NULL);
   v->inner = inner;
   v->c = c;
   int rc = vz_walk(v, "", 0, err);
@@ -633,8 +797,9 @@ int store_wrap_vzarr(struct store *inner, const struct confine *c,
     vz_destroy(&v->base);
     return rc;
   }
-  if (v->n == 0) { /* nothing virtual: hand back the plain store */
+  if (v->n == 0 && !v->lazy) { /* nothing virtual: the plain store */
     v->inner = NULL;
+    pthread_rwlock_destroy(&v->alock);
     free(v->arrays);
     free(v->root);
     free(v->base.location);
@@ -642,6 +807,8 @@ int store_wrap_vzarr(struct store *inner, const struct confine *c,
     *out = inner;
     return 0;
   }
+  /* The inner store's reads are this store's (/.zarrfs/stats). */
+  store_remote_count_into(inner, &v->base.stats);
   *out = &v->base;
   return 0;
 }

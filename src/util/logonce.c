@@ -184,9 +184,10 @@ static void lo_remove(struct logonce *l, struct lo_entry *e) {
   l->count--;
 }
 
-/* Log once, count repeats, summarise (see logonce.h). */
-void logonce_log(struct logonce *l, enum zlog_level lvl, const char *where,
-                 const char *key, const char *msg) {
+/* Log once; count repeats and summarise them, or (count 0) let them
+ * pass unsaid. */
+static void lo_log(struct logonce *l, enum zlog_level lvl, const char *where,
+                   const char *key, const char *msg, int count) {
   char line[LOGONCE_LINE_MAX + 1];
   size_t len = lo_format(line, where, key, msg);
   if (!l) {
@@ -205,10 +206,10 @@ void logonce_log(struct logonce *l, enum zlog_level lvl, const char *where,
   while (e && !(e->hash == h && e->len == len && !memcmp(e->line, line, len)))
     e = e->hnext;
   if (e) {
-    e->pending++;
+    e->pending += count != 0;
     lo_lru_unlink(l, e);
     lo_lru_push(l, e);
-    if (now >= e->last_ms && now - e->last_ms >= l->summary_ms)
+    if (e->pending && now >= e->last_ms && now - e->last_ms >= l->summary_ms)
       lo_summary(e, now, &out[nout++]);
     pthread_mutex_unlock(&l->lock);
   } else {
@@ -234,6 +235,18 @@ void logonce_log(struct logonce *l, enum zlog_level lvl, const char *where,
   free(victim);
   for (int i = 0; i < nout; i++)
     l->sink(l->sink_ud, out[i].lvl, out[i].text);
+}
+
+/* See logonce.h. */
+void logonce_log(struct logonce *l, enum zlog_level lvl, const char *where,
+                 const char *key, const char *msg) {
+  lo_log(l, lvl, where, key, msg, 1);
+}
+
+/* See logonce.h. */
+void logonce_note(struct logonce *l, enum zlog_level lvl, const char *where,
+                  const char *key, const char *msg) {
+  lo_log(l, lvl, where, key, msg, 0);
 }
 
 /* Summaries printed per round of logonce_flush (they sit on the stack). */

@@ -67,6 +67,14 @@ void logonce_free(struct logonce *l);
 void logonce_log(struct logonce *l, enum zlog_level lvl, const char *where,
                  const char *key, const char *msg);
 
+/* Log "WHERE: KEY: MSG" the first time it is seen, as logonce_log, but
+ * let its repeats pass unsaid (no count, no summary): for what is said of
+ * data rather than of a failure (a chunk whose text shows '?' for bytes
+ * that are not UTF-8), which every later read of it would repeat. A line
+ * evicted from memory is printed again if it comes back. */
+void logonce_note(struct logonce *l, enum zlog_level lvl, const char *where,
+                  const char *key, const char *msg);
+
 /* Print the summary of every line with pending repeats now (at exit, or
  * from a periodic caller). NULL-safe. */
 void logonce_flush(struct logonce *l);

@@ -121,29 +121,62 @@ void cf_date_of_day(enum cf_calendar cal, int64_t day, struct cf_time *t) {
 
 /* ---- units and reference dates ---- */
 
-/* One unit name: nanoseconds in it, and whether pandas reads it (xarray
- * lowercases the name and adds a missing plural "s"; cftime reads the
- * abbreviations too). */
+/* One unit name (matched without regard to case, as both readers do):
+ * nanoseconds in it, and who reads it. xarray tries pandas first, which
+ * takes the name lowercased with a missing plural "s" added (days, hours,
+ * minutes, seconds, milliseconds, microseconds, nanoseconds), then
+ * cftime's num2date, which takes cftime 1.6's UNIT_CONVERSION_FACTORS
+ * (the abbreviations d, h, hr, hrs, min, mins, s, sec, secs, ms, msec,
+ * msecs, millisec(s), microsec(s) too, and months in the 360_day calendar
+ * only, common_years in noleap / 365_day only; not nanoseconds). A name
+ * neither reads (us, ns, weeks, years) is refused, as xarray refuses it.
+ * Checked against xarray itself: tests/writers/cf_expect.py. */
 static const struct unit_name {
   const char *name;
   int64_t ns;
-  int pandas;
+  int pandas, cftime;
+  enum cf_calendar only; /* cftime reads it in this calendar alone (0: any) */
 } units_table[] = {
-    {"days", NS_PER_DAY, 1},       {"day", NS_PER_DAY, 1},
-    {"d", NS_PER_DAY, 0},          {"hours", 3600000000000ll, 1},
-    {"hour", 3600000000000ll, 1},  {"hrs", 3600000000000ll, 0},
-    {"hr", 3600000000000ll, 0},    {"h", 3600000000000ll, 0},
-    {"minutes", 60000000000ll, 1}, {"minute", 60000000000ll, 1},
-    {"mins", 60000000000ll, 0},    {"min", 60000000000ll, 0},
-    {"seconds", 1000000000ll, 1},  {"second", 1000000000ll, 1},
-    {"secs", 1000000000ll, 0},     {"sec", 1000000000ll, 0},
-    {"s", 1000000000ll, 0},        {"milliseconds", 1000000ll, 1},
-    {"millisecond", 1000000ll, 1}, {"millisecs", 1000000ll, 0},
-    {"millisec", 1000000ll, 0},    {"msecs", 1000000ll, 0},
-    {"msec", 1000000ll, 0},        {"ms", 1000000ll, 0},
-    {"microseconds", 1000ll, 1},   {"microsecond", 1000ll, 1},
-    {"microsecs", 1000ll, 0},      {"microsec", 1000ll, 0},
+    {"days", NS_PER_DAY, 1, 1, 0},
+    {"day", NS_PER_DAY, 1, 1, 0},
+    {"d", NS_PER_DAY, 0, 1, 0},
+    {"hours", 3600000000000ll, 1, 1, 0},
+    {"hour", 3600000000000ll, 1, 1, 0},
+    {"hrs", 3600000000000ll, 0, 1, 0},
+    {"hr", 3600000000000ll, 0, 1, 0},
+    {"h", 3600000000000ll, 0, 1, 0},
+    {"minutes", 60000000000ll, 1, 1, 0},
+    {"minute", 60000000000ll, 1, 1, 0},
+    {"mins", 60000000000ll, 0, 1, 0},
+    {"min", 60000000000ll, 0, 1, 0},
+    {"seconds", 1000000000ll, 1, 1, 0},
+    {"second", 1000000000ll, 1, 1, 0},
+    {"secs", 1000000000ll, 0, 1, 0},
+    {"sec", 1000000000ll, 0, 1, 0},
+    {"s", 1000000000ll, 0, 1, 0},
+    {"milliseconds", 1000000ll, 1, 1, 0},
+    {"millisecond", 1000000ll, 1, 1, 0},
+    {"millisecs", 1000000ll, 0, 1, 0},
+    {"millisec", 1000000ll, 0, 1, 0},
+    {"msecs", 1000000ll, 0, 1, 0},
+    {"msec", 1000000ll, 0, 1, 0},
+    {"ms", 1000000ll, 0, 1, 0},
+    {"microseconds", 1000ll, 1, 1, 0},
+    {"microsecond", 1000ll, 1, 1, 0},
+    {"microsecs", 1000ll, 0, 1, 0},
+    {"microsec", 1000ll, 0, 1, 0},
+    {"nanoseconds", 1, 1, 0, 0},
+    {"nanosecond", 1, 1, 0, 0},
+    {"months", 30 * NS_PER_DAY, 0, 1, CF_CAL_360},
+    {"month", 30 * NS_PER_DAY, 0, 1, CF_CAL_360},
+    {"common_years", 365 * NS_PER_DAY, 0, 1, CF_CAL_NOLEAP},
+    {"common_year", 365 * NS_PER_DAY, 0, 1, CF_CAL_NOLEAP},
 };
+
+/* Does xarray go through pandas for this calendar (a standard one)? */
+static int pandas_calendar(enum cf_calendar cal) {
+  return cal == CF_CAL_STANDARD || cal == CF_CAL_PROLEPTIC;
+}
 
 /* Read an unsigned decimal of 1..maxd digits at *p; -1 if none. */
 static int64_t read_num(const char **p, int maxd) {
@@ -242,7 +275,7 @@ static int parse_ref(const char *s, enum cf_calendar cal, int64_t *day,
 
 /* Parse "UNIT since DATE". */
 int cf_parse_units(const char *units, enum cf_calendar cal, int64_t *unit_ns,
-                   int *pandas_unit, int64_t *ref_day, int64_t *ref_ns) {
+                   int *readers, int64_t *ref_day, int64_t *ref_ns) {
   /* xarray: "(.+) since (.+)", the first group greedy: the last " since ". */
   const char *since = NULL;
   for (const char *q = strstr(units, " since "); q;
@@ -263,6 +296,10 @@ int cf_parse_units(const char *units, enum cf_calendar cal, int64_t *unit_ns,
       u = &units_table[i];
   if (!u)
     return -EIO;
+  /* a unit neither reader takes in this calendar: xarray fails */
+  int cftime = u->cftime && (!u->only || u->only == cal);
+  if (!cftime && !(u->pandas && pandas_calendar(cal)))
+    return -EIO;
   char date[128];
   const char *ds = since + 7;
   while (isspace((unsigned char)*ds))
@@ -275,7 +312,7 @@ int cf_parse_units(const char *units, enum cf_calendar cal, int64_t *unit_ns,
   memcpy(date, ds, dl);
   date[dl] = '\0';
   *unit_ns = u->ns;
-  *pandas_unit = u->pandas;
+  *readers = (u->pandas ? CF_READ_PANDAS : 0) | (cftime ? CF_READ_CFTIME : 0);
   return parse_ref(date, cal, ref_day, ref_ns);
 }
 
@@ -530,9 +567,11 @@ static int parse_into(struct cf *c, json_t *attrs, json_t *fill_value,
     c->is_timedelta = any = 1;
   } else if (units && strstr(units, "since")) {
     ZTRY(parse_calendar(json_object_get(attrs, "calendar"), &c->calendar, err));
-    if (cf_parse_units(units, c->calendar, &c->unit_ns, &c->pandas_unit,
+    if (cf_parse_units(units, c->calendar, &c->unit_ns, &c->readers,
                        &c->ref_day, &c->ref_ns) < 0)
-      return zerr_set(err, EIO, "CF units \"%.80s\" are not UNIT since DATE",
+      return zerr_set(err, EIO,
+                      "CF units \"%.80s\" are not UNIT since DATE as xarray "
+                      "reads them in this calendar",
                       units);
     c->is_time = any = 1;
   }
@@ -688,9 +727,7 @@ static int decode_time(const struct cf *c, struct cf_value *v) {
   }
   __int128 off = 0; /* ns from the reference */
   int done = 0;
-  if (c->pandas_unit && c->calendar != CF_CAL_NOLEAP &&
-      c->calendar != CF_CAL_ALL_LEAP && c->calendar != CF_CAL_360 &&
-      c->calendar != CF_CAL_JULIAN) {
+  if ((c->readers & CF_READ_PANDAS) && pandas_calendar(c->calendar)) {
     /* The reference and the result within datetime64[ns]. */
     __int128 ref = (__int128)(c->ref_day - JDN_EPOCH) * NS_PER_DAY + c->ref_ns;
     int ok = ref > INT64_MIN && ref <= INT64_MAX;
@@ -711,6 +748,8 @@ static int decode_time(const struct cf *c, struct cf_value *v) {
     ok = ok && ref + off > INT64_MIN && ref + off <= INT64_MAX;
     done = ok;
   }
+  if (!done && !(c->readers & CF_READ_CFTIME))
+    return -ERANGE; /* pandas could not, cftime cannot: xarray fails */
   if (!done) {
     /* cftime: the count as float64, microseconds rounded half-even. */
     double x = v->width == CF_NUM_INT    ? (double)v->num.i

@@ -18,9 +18,14 @@
  *     and missing_value);
  *   - times: standard, gregorian and proleptic_gregorian go through pandas
  *     when the reference date and the result lie within datetime64[ns]
- *     (nanoseconds; a float count truncated toward zero after one
- *     multiplication in the count's own float type), else through cftime
- *     (the count as a float64 rounded half-even to microseconds); the
+ *     and pandas knows the unit (nanoseconds; a float count truncated
+ *     toward zero after one multiplication in the count's own float
+ *     type), else through cftime when it knows the unit (the count as a
+ *     float64 rounded half-even to microseconds), else not at all (a
+ *     count of nanoseconds beyond datetime64[ns]: -ERANGE); units as
+ *     the two read them (cf.c's units_table: `nanoseconds` through pandas
+ *     alone, `d`, `hr`, `s`, `ms`... through cftime alone, `months` in
+ *     360_day, `common_years` in noleap); the
  *     standard calendar is Julian before 1582-10-15 as in cftime, and
  *     standard and julian have no year zero. xarray chooses pandas or
  *     cftime for a whole array from its extremes; here the choice is made
@@ -38,7 +43,9 @@
  *     NaT. A `dtype: "timedelta64[...]"` attribute (what later xarray
  *     writes beside such units) changes nothing.
  * Not decoded (left to the Zarr values): calendars other than the nine CF
- * names, other unit names without "since".
+ * names, other unit names without "since"; refused (-EIO, as xarray fails
+ * the variable): a "since" unit neither pandas nor cftime reads in its
+ * calendar (us, ns, weeks, nanoseconds in noleap, months but in 360_day).
  *
  * A struct cf is parsed once, immutable, and shared read-only between
  * threads; cf_decode is pure. */
@@ -115,7 +122,7 @@ struct cf {
   int is_time;
   enum cf_calendar calendar;
   int64_t unit_ns; /* nanoseconds in one unit */
-  int pandas_unit; /* the unit is one pandas reads (not "hrs") */
+  int readers;     /* CF_READ_* bits: who reads the unit in the calendar */
   int64_t ref_day; /* the reference date's day number in calendar */
   int64_t ref_ns;  /* and its nanoseconds since midnight (UTC) */
   /* Timedeltas, when is_timedelta: unit_ns above is the unit. */
@@ -145,10 +152,16 @@ void cf_free(struct cf *c);
  * past 2^63 nanoseconds). */
 int cf_decode(const struct cf *c, const void *elem, struct cf_value *out);
 
-/* Parse "UNIT since DATE" (tests): 0 and the unit in ns, the reference day
- * and ns of day in calendar cal; -EIO when malformed. */
+/* Who reads a time unit (struct cf.readers): pandas (the names it knows,
+ * in the standard calendars), cftime (its names, in that calendar). */
+#define CF_READ_PANDAS 1
+#define CF_READ_CFTIME 2
+
+/* Parse "UNIT since DATE" (tests): 0 and the unit in ns, who reads it in
+ * calendar cal (CF_READ_* bits), the reference day and ns of day in cal;
+ * -EIO when malformed or when neither reader takes the unit in cal. */
 int cf_parse_units(const char *units, enum cf_calendar cal, int64_t *unit_ns,
-                   int *pandas_unit, int64_t *ref_day, int64_t *ref_ns);
+                   int *readers, int64_t *ref_day, int64_t *ref_ns);
 
 /* The date of day number `day` in calendar cal (tests): the Julian Day
  * Number in the standard, proleptic_gregorian and julian calendars, days

@@ -28,6 +28,19 @@
  *             honoured (412 when it differs)
  *   etagreq   a new ETag on every request, If-Match ignored (an object
  *             that changes all the time, on a careless server)
+ *   (without etag or etagreq an answer names the file's Last-Modified, as
+ *   nginx and most servers do)
+ * Hostile servers:
+ *   novalid   no validator at all: no ETag, no Last-Modified
+ *   flip      every other request of a path serves PATH.alt instead (an
+ *             object that changes between requests)
+ *   endless   requests of a path after its first: 200, no validator, no
+ *             Content-Length, the file then endless filler, until the
+ *             client closes
+ *   gzip      200 with Content-Encoding: gzip and a body of another length
+ *   excess    a body 64 bytes longer than its Content-Length
+ *   redir=HP  302 to http://HP/PATH (HP host:port; "." this server)
+ *   s3many    (S3 listings) 1,000 keys of 200 bytes more on every page
  * S3 listings: GET /BUCKET?...list-type=2...&prefix=P lists DIR/BUCKET/P
  * as ListObjectsV2 does with delimiter '/' (one page, keys url-encoded
  * when encoding-type=url is asked for); in modes
@@ -38,6 +51,8 @@
  *             segment, a NUL byte
  * One log line per request (control requests excepted):
  *   METHOD PATH RANGE|- STATUS BODY_BYTES
+ * (with --log-auth, then auth=yes|no: whether it carried Authorization or
+ * x-amz-security-token)
  * and with --times, first the milliseconds (since the server started) at
  * which the request arrived and at which its answer was sent:
  *   ARRIVED_MS DONE_MS METHOD PATH RANGE|- STATUS BODY_BYTES
@@ -67,8 +82,9 @@
 struct server {
   const char *root;
   FILE *log;
-  int times;  /* --times: log arrival and answer times */
-  double t0;  /* when the server started (ms) */
+  int times;            /* --times: log arrival and answer times */
+  int log_auth;         /* --log-auth: log whether Authorization came */
+  double t0;            /* when the server started (ms) */
   pthread_mutex_t lock; /* guards everything below */
   char mode[256];       /* global mode */
   long count;
@@ -84,6 +100,8 @@ static struct server S;
 struct modes {
   int fail500, is503, is429, is_short, stall, stallhdr, reset, norange;
   int s3loop, s3endless, s3bad, etag, etagreq;
+  int novalid, flip, endless, gzip, excess, s3many;
+  char redir[64];
   long lat_ms;
 };
 
@@ -123,6 +141,12 @@ static void parse_modes(const char *m, struct modes *o) {
       o->etagreq = 1;
     else if (!strncmp(t, "lat=", 4))
       o->lat_ms = atol(t + 4);
+    else if (!strncmp(t, "redir=", 6))
+      snprintf(o->redir, sizeof o->redir, "%s", t + 6);
+    else
+      o->novalid |= !strcmp(t, "novalid"), o->flip |= !strcmp(t, "flip"),
+          o->endless |= !strcmp(t, "endless"), o->gzip |= !strcmp(t, "gzip"),
+          o->excess |= !strcmp(t, "excess"), o->s3many |= !strcmp(t, "s3many");
   }
 }
 
@@ -149,8 +173,10 @@ static int seen_before(const char *modes, const char *path) {
   return n;
 }
 
-/* When the request this thread serves arrived (--times). */
+/* When the request this thread serves arrived (--times), and whether it
+ * carried Authorization (--log-auth). */
 static __thread double arrived_ms;
+static __thread int had_auth;
 
 /* Milliseconds on the monotonic clock. */
 static double now_ms(void) {
@@ -166,8 +192,11 @@ static void log_req(const char *method, const char *path, const char *range,
   if (S.log) {
     if (S.times)
       fprintf(S.log, "%.1f %.1f ", arrived_ms - S.t0, now_ms() - S.t0);
-    fprintf(S.log, "%s %s %s %d %lld\n", method, path,
-            range && *range ? range : "-", status, bytes);
+    fprintf(S.log, "%s %s %s %d %lld%s\n", method, path,
+            range && *range ? range : "-", status, bytes,
+            !S.log_auth ? ""
+            : had_auth  ? " auth=yes"
+                        : " auth=no");
     fflush(S.log);
   }
   pthread_mutex_unlock(&S.lock);
@@ -331,6 +360,18 @@ static int s3_list(int fd, const char *method, const char *path,
     free(names[i]);
   }
   free(names);
+  for (int i = 0; m->s3many && i < 1000; i++) {
+    char key[512];
+    pthread_mutex_lock(&S.lock);
+    long page = S.count;
+    pthread_mutex_unlock(&S.lock);
+    int kl =
+        snprintf(key, sizeof key, "%.*sm%ld-%d-", (int)dl, prefix, page, i);
+    memset(key + kl, 'x', 200);
+    put_str(&b, &len, &cap, "<Contents><Key>");
+    put_key(&b, &len, &cap, key, (size_t)kl + 200, url);
+    put_str(&b, &len, &cap, "</Key><Size>1</Size></Contents>");
+  }
   if (m->s3bad) {
     char key[1024];
     static const char *const odd[] = {"ctl\001name", "..", "nul\0x", NULL};
@@ -376,6 +417,40 @@ static int s3_list(int fd, const char *method, const char *path,
   log_req(method, path, "", 200, (long long)len);
   free(b);
   return rc;
+}
+
+/* The answers of the endless and gzip modes: 200 with no validator, and
+ * either no length and the file followed by filler until the client
+ * closes (at most 1 GiB), or Content-Encoding: gzip and a body that is
+ * not the file's. Closes the connection (-1). */
+static int hostile_body(int fd, int ffd, const char *method, const char *path,
+                        const char *range, const struct modes *m) {
+  char buf[65536];
+  ssize_t r;
+  long long sent = 0;
+  if (m->gzip) {
+    static const char gz[] =
+        "\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03not the file";
+    char h[256];
+    int hn = snprintf(h, sizeof h,
+                      "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n"
+                      "Content-Encoding: gzip\r\n\r\n",
+                      sizeof gz - 1);
+    if (send_all(fd, h, (size_t)hn) == 0 &&
+        send_all(fd, gz, sizeof gz - 1) == 0)
+      sent = sizeof gz - 1;
+  } else if (send_all(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", 38) ==
+             0) {
+    while ((r = read(ffd, buf, sizeof buf)) > 0 &&
+           send_all(fd, buf, (size_t)r) == 0)
+      sent += r;
+    memset(buf, 'F', sizeof buf);
+    while (sent < (1LL << 30) && send_all(fd, buf, sizeof buf) == 0)
+      sent += (long long)sizeof buf;
+  }
+  close(ffd);
+  log_req(method, path, range, 200, sent);
+  return -1;
 }
 
 /* Serve one request; returns 0 to keep the connection, -1 to close. */
@@ -432,6 +507,14 @@ static int serve(int fd, const char *method, char *path, const char *range,
     log_req(method, path, range, 429, 0);
     return simple(fd, 429, "Too Many Requests", "Retry-After: 1\r\n", "");
   }
+  if (m.redir[0]) {
+    char loc[1200];
+    snprintf(loc, sizeof loc, "Location: %s%s%s\r\n",
+             strcmp(m.redir, ".") ? "http://" : "",
+             strcmp(m.redir, ".") ? m.redir : "", rel);
+    log_req(method, path, range, 302, 0);
+    return simple(fd, 302, "Found", loc, "");
+  }
   char *qm = strchr(rel, '?');
   if (qm && strstr(qm, "list-type=2")) {
     char bucket[256];
@@ -458,7 +541,8 @@ static int serve(int fd, const char *method, char *path, const char *range,
     }
   }
   dec[o] = '\0';
-  snprintf(file, sizeof file, "%s%s", S.root, dec);
+  snprintf(file, sizeof file, "%s%s%s", S.root, dec,
+           m.flip && nth % 2 ? ".alt" : "");
   int ffd = open(file, O_RDONLY);
   struct stat st;
   if (ffd < 0 || fstat(ffd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -469,6 +553,8 @@ static int serve(int fd, const char *method, char *path, const char *range,
   }
   long long size = st.st_size, a = 0, b = size - 1;
   int status = 200;
+  if ((m.endless && nth > 0) || m.gzip)
+    return hostile_body(fd, ffd, method, path, range, &m);
   char etag[128] = "";
   if (m.etag)
     snprintf(etag, sizeof etag, "ETag: \"%llx-%llx\"\r\n", (long long)size,
@@ -477,6 +563,12 @@ static int serve(int fd, const char *method, char *path, const char *range,
     pthread_mutex_lock(&S.lock);
     snprintf(etag, sizeof etag, "ETag: \"req-%ld\"\r\n", S.count);
     pthread_mutex_unlock(&S.lock);
+  } else if (!m.novalid) {
+    char date[64];
+    struct tm tm;
+    gmtime_r(&st.st_mtime, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    snprintf(etag, sizeof etag, "Last-Modified: %s\r\n", date);
   }
   if (m.etag && *if_match && strncmp(etag + 6, if_match, strlen(if_match))) {
     close(ffd);
@@ -541,6 +633,11 @@ static int serve(int fd, const char *method, char *path, const char *range,
   }
   close(ffd);
   log_req(method, path, range, status, sent);
+  if (m.excess && sent == len) { /* once the client took the answer as */
+    sleep_ms(100);               /* whole: read as the next answer's start */
+    memset(buf, 'E', 64);
+    send_all(fd, buf, 64);
+  }
   if (m.stall) {
     hold(fd, 600);
     return -1;
@@ -577,6 +674,8 @@ static void *conn(void *arg) {
     char method[16] = "", path[4096] = "", range[128] = "", ifm[128] = "";
     if (sscanf(buf, "%15s %4095s", method, path) != 2)
       goto out;
+    had_auth = strcasestr(buf, "\r\nAuthorization:") ||
+               strcasestr(buf, "\r\nx-amz-security-token:");
     for (char *l = strstr(buf, "\r\n"); l; l = strstr(l + 2, "\r\n")) {
       if (!strncasecmp(l + 2, "Range:", 6)) {
         const char *v = l + 8;
@@ -608,6 +707,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--times"))
       S.times = 1;
+    else if (!strcmp(argv[i], "--log-auth"))
+      S.log_auth = 1;
     else if (i + 1 == argc)
       break;
     else if (!strcmp(argv[i], "--root"))

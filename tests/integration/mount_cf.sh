@@ -11,7 +11,14 @@
 # chunks in order make values.cf.txt, `tail -c` reads its end, `stat`
 # gives its exact size, values.txt still shows the stored integers, an
 # array without CF attributes has no CF view, and info.txt shows the V2
-# attributes (and the root's the group like ncdump -h).
+# attributes (and the root's the group like ncdump -h). Then time units as
+# xarray reads them (issue 32): zarr-python writes counts with units
+# `nanoseconds since` (which xarray decodes through pandas) and the
+# abbreviations cftime reads (`d`, `h`, `hr`, `min`, `ms`, `s`, `sec`,
+# `secs`, `months` in 360_day), each values.cf.txt equal to xarray's; a
+# count beyond what xarray represents (xarray refuses the variable) shows
+# as the stored number with one log line naming its chunk, and units
+# xarray refuses (`us since`) give no CF views and one log line.
 . "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3 # Debian's: its xarray is python3-xarray
@@ -125,6 +132,113 @@ esac
 assert_eq "info.txt of the root: stat gives its exact size" \
   "$(t cat "$M/info.txt" | wc -c)" "$(stat -c %s "$M/info.txt")"
 zumount "$M"
+
+# ---- time units as xarray reads them ----
+UNITS="$ZT_TMP/units.zarr"
+cat >"$ZT_TMP/units.py" <<'EOF'
+import os
+import sys
+import warnings
+
+import numpy as np
+import xarray as xr
+import zarr
+
+warnings.simplefilter("ignore")
+# name: (units, calendar, dtype, values)
+CASES = {
+    "ns": ("nanoseconds since 2000-01-01", None, "i8",
+           [0, 1, -1, 86400000000123, 2**62]),
+    "nsf": ("nanoseconds since 2000-01-01", None, "f8", [1.7, -1.2, 1e15]),
+    "d": ("d since 2000-01-01", None, "i4", [0, 1, -1, 366]),
+    "h": ("h since 2000-01-01", None, "i4", [1, 25]),
+    "hr": ("hr since 2000-01-01", None, "f8", [0.5, -1.25]),
+    "min": ("min since 2000-01-01", None, "i8", [1, 1441]),
+    "ms": ("ms since 2000-01-01", None, "i8", [1, 1500, -1]),
+    "s": ("s since 2000-01-01", None, "f4", [1.5, 0.1]),
+    "sec": ("sec since 2000-01-01", "julian", "i4", [61]),
+    "secs": ("secs since 1990-06-30", None, "i4", [86401]),
+    "months": ("months since 2000-01-01", "360_day", "f8", [1, 13, 1.5]),
+    "far": ("days since 2000-01-01", None, "f8", [1, 1e17, 2]),
+    "us": ("us since 2000-01-01", None, "i4", [1, 2]),
+}
+
+
+def write(d):
+    g = zarr.open_group(d, mode="w")
+    for name, (units, cal, dtype, values) in CASES.items():
+        # no fill value: xarray would mask 0, and its cftime path fails a
+        # variable that holds a masked value (xarray 2023.01)
+        a = g.create_dataset(name, data=np.array(values, dtype=dtype),
+                             chunks=(len(values),), compressor=None,
+                             fill_value=None)
+        a.attrs["_ARRAY_DIMENSIONS"] = [name + "_i"]
+        a.attrs["units"] = units
+        if cal:
+            a.attrs["calendar"] = cal
+
+
+def text(v):
+    """A time by the text contract: ISO 8601, the fraction only when not 0."""
+    if hasattr(v, "calendar"):  # cftime
+        s = "%04d-%02d-%02dT%02d:%02d:%02d" % (v.year, v.month, v.day, v.hour,
+                                               v.minute, v.second)
+        return s + ("." + ("%06d" % v.microsecond).rstrip("0")
+                    if v.microsecond else "")
+    head, frac = np.datetime_as_string(v, unit="ns").split(".")
+    frac = frac.rstrip("0")
+    return head + ("." + frac if frac else "")
+
+
+def expect(d, out):
+    for name in CASES:  # one at a time: one refused fails the whole open
+        others = [k for k in CASES if k != name]
+        try:
+            ds = xr.open_zarr(d, consolidated=False,
+                              drop_variables=others).load()
+        except Exception as e:  # xarray refuses the variable
+            open(os.path.join(out, name + ".refused"), "w").write(str(e))
+            continue
+        with open(os.path.join(out, name), "w") as f:
+            for v in ds[name].values.ravel():
+                f.write(text(v) + "\n")
+
+
+{"write": write, "expect": expect}[sys.argv[1]](*sys.argv[2:])
+EOF
+t "$PY" "$ZT_TMP/units.py" write "$UNITS" >"$ZT_TMP/uwrite.log" 2>&1 ||
+  zt_hard_error "zarr-python could not write the units store: $(tail -3 "$ZT_TMP/uwrite.log")"
+mkdir -p "$ZT_TMP/uwant"
+t "$PY" "$ZT_TMP/units.py" expect "$UNITS" "$ZT_TMP/uwant" >"$ZT_TMP/upy.log" 2>&1 ||
+  zt_hard_error "xarray could not read the units store: $(tail -3 "$ZT_TMP/upy.log")"
+zmount "$UNITS" "$M" || finish
+for name in ns nsf d h hr min ms s sec secs months; do
+  if [ -e "$ZT_TMP/uwant/$name.refused" ]; then
+    fail "units $name: xarray refused it: $(head -c 200 "$ZT_TMP/uwant/$name.refused")"
+    continue
+  fi
+  assert_file_eq "units $name: values.cf.txt equals xarray's decoded times" \
+    "$ZT_TMP/uwant/$name" "$M/$name/values.cf.txt"
+done
+for name in far us; do
+  if [ -e "$ZT_TMP/uwant/$name.refused" ]; then
+    pass "units $name: xarray refuses the variable"
+  else
+    fail "units $name: xarray decoded it"
+  fi
+done
+assert_eq "far: the count beyond xarray shows as the stored number" \
+  "2000-01-02T00:00:00 1e+17 2000-01-03T00:00:00" \
+  "$(t cat "$M/far/values.cf.txt" | tr '\n' ' ' | sed 's/ $//')"
+if [ -e "$M/us/values.cf.txt" ]; then fail "us since: has CF views"; else
+  pass "us since: no CF views (xarray refuses the units)"
+fi
+t cat "$M/far/values.cf.txt" "$M/far/0.cf.txt" >/dev/null
+zumount "$M"
+assert_eq "far: one log line names the chunk of the time beyond xarray" 1 \
+  "$(grep -c 'far/0: CF times beyond what xarray represents' "$ZT_LOG")"
+assert_eq "us: one log line says why there are no CF views" 1 \
+  "$(grep -c 'us/.zarray: no CF views: CF units "us since 2000-01-01"' "$ZT_LOG")"
 
 zmount "$SRC" "$M" -o views=tree || finish
 assert_file_eq "views=tree: .text/temperature/values.cf.txt" \

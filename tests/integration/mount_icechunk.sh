@@ -24,7 +24,8 @@
 #     test-repo-v2): main, a branch, a tag and a snapshot read the same;
 #  7. virtual chunk checksums and containers, in repositories written by
 #     tests/writers/icechunk_writer.py (spec 1 and 2): over s3rver (the
-#     container's own endpoint, not the environment's), a chunk whose ETag
+#     container's own endpoint, allowed with -o container_endpoint, not
+#     the environment's), a chunk whose ETag
 #     or time matches reads byte-exact, an object rewritten after its ETag
 #     was recorded or modified after its time is EIO with a log line
 #     naming key and URL while the others read; a container whose endpoint
@@ -308,36 +309,8 @@ fi
 # objects: location, length, etag or last_modified), under the virtual
 # chunk containers CONTAINERS (a JSON object url_prefix -> store config).
 vrepo() {
-  /usr/bin/python3 - "$@" >"$ZT_TMP/vdesc.json" <<'EOF'
-import json, sys
-out, spec, containers, chunks = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
-arr = {"shape": [len(chunks)], "data_type": "int32",
-       "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1]}},
-       "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-       "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
-       "attributes": {}, "zarr_format": 3, "node_type": "array"}
-grp = {"attributes": {}, "zarr_format": 3, "node_type": "group"}
-refs = [{"index": [i], "virtual": v} for i, v in enumerate(chunks)]
-desc = {"spec": spec, "snapshots": [{"id": "s1", "parent": None, "message": "virtual",
-        "nodes": [{"path": "/", "type": "group", "zarr": grp},
-                  {"path": "/v", "type": "array", "zarr": arr, "chunks": refs}]}],
-        "branches": {"main": "s1"}, "tags": {}, "deleted_tags": {}}
-if spec == 2:
-    desc["config"] = {"virtual_chunk_containers": {
-        k: {"name": None, "url_prefix": k, "store": v} for k, v in containers.items()}}
-else:
-    y = "virtual_chunk_containers:\n"
-    for i, (k, v) in enumerate(containers.items()):
-        y += "  c%d:\n    name: c%d\n    url_prefix: %s\n" % (i, i, k)
-        kind, conf = next(iter(v.items()))
-        y += "    store: !%s\n" % kind
-        for ck, cv in conf.items():
-            y += "      %s: %s\n" % (ck, json.dumps(cv))
-    desc["config_yaml"] = y
-json.dump(desc, sys.stdout)
-EOF
-  /usr/bin/python3 "$ZARRFS_SRCDIR/tests/writers/icechunk_writer.py" write "$1" \
-    "$ZT_TMP/vdesc.json" --spec "$2" >/dev/null
+  /usr/bin/python3 "$ZARRFS_SRCDIR/tests/writers/icechunk_writer.py" virtual "$1" \
+    "$3" "$4" --spec "$2" >/dev/null
 }
 
 # i32 N: the 4 bytes of N as a little-endian int32.
@@ -374,9 +347,10 @@ if [ -n "${S3_ENDPOINT:-}" ]; then
        {"location": "s3://vbkt/good", "length": 4}]'
   for spec in 1 2; do
     vrepo "$ZT_TMP/vs3-$spec" "$spec" "$CT" "$CH"
-    # the container's endpoint is used (not the environment's)
+    # the container's endpoint is used (not the environment's) once the
+    # user allowed it
     if AWS_ENDPOINT_URL=http://127.0.0.1:9 zmount "$ZT_TMP/vs3-$spec" "$MNT" \
-      -o target_root=s3://vbkt; then
+      -o target_root=s3://vbkt -o "container_endpoint=$S3_ENDPOINT"; then
       assert_file_eq "s3 spec $spec: a chunk whose ETag matches reads byte-exact" \
         "$VD/obj/good" "$MNT/v/c/0"
       assert_fails_with_eio "s3 spec $spec: an object rewritten after its ETag was recorded" \
@@ -399,7 +373,8 @@ if [ -n "${S3_ENDPOINT:-}" ]; then
   # endpoint wins over the container's
   CT='{"s3://vbkt/": {"s3": {"endpoint_url": "http://127.0.0.1:9", "region": "eu-west-1", "force_path_style": true}}}'
   vrepo "$ZT_TMP/vs3-off" 2 "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
-  if AWS_ENDPOINT_URL=$S3_ENDPOINT zmount "$ZT_TMP/vs3-off" "$MNT" -o target_root=s3://vbkt; then
+  if AWS_ENDPOINT_URL=$S3_ENDPOINT zmount "$ZT_TMP/vs3-off" "$MNT" -o target_root=s3://vbkt \
+    -o container_endpoint=http://127.0.0.1:9; then
     assert_fails_with_eio "s3: a chunk under a container whose endpoint is down" "$MNT/v/c/0"
     logged "s3: the log names the key and the URL" "v/c/0" "s3://vbkt/good"
     zumount "$MNT"
@@ -411,7 +386,8 @@ if [ -n "${S3_ENDPOINT:-}" ]; then
   # an anonymous container: requests unsigned, as Icechunk sends them
   CT='{"s3://vbkt/": {"s3_compatible": {"endpoint_url": "'$S3_ENDPOINT'", "anonymous": true}}}'
   vrepo "$ZT_TMP/vs3-anon" 1 "$CT" '[{"location": "s3://vbkt/good", "length": 4}]'
-  if zmount "$ZT_TMP/vs3-anon" "$MNT" -o target_root=s3://vbkt; then
+  if zmount "$ZT_TMP/vs3-anon" "$MNT" -o target_root=s3://vbkt \
+    -o "container_endpoint=$S3_ENDPOINT"; then
     assert_file_eq "s3: a chunk of an anonymous container" "$VD/obj/good" "$MNT/v/c/0"
     zumount "$MNT"
   fi

@@ -18,7 +18,10 @@
 #     served by what was read; decodes count each stored chunk once (a
 #     chunk view then values.txt: the second use is a cache hit); errors
 #     count EIO after a corrupt chunk and ENOENT after a missing name; a
-#     stored .zarrfs key wins (served, no statistics, one log line).
+#     stored .zarrfs key wins (served, no statistics, one log line);
+#  6. names that try to make lines of their own (an attribute, dimension,
+#     member directory, data type holding "\nnode_type: group"): written as
+#     JSON strings in info.txt, `zarrfs info` and user.zarr.data_type.
 . "$(dirname "$0")/lib.sh"
 zt_require_mkstore
 export LC_ALL=C
@@ -219,4 +222,43 @@ if zmount "$OWN" "$MS"; then
   if grep -q '\.zarrfs: the store holds this key' "$ZT_LOG"; then pass "stored .zarrfs: the log says so"; else fail "stored .zarrfs: no log line"; show "$ZT_LOG"; fi
   zumount "$MS"
 fi
+
+# ---- 6. names that try to make lines of their own (issue 32) ----
+# An attribute, a dimension, a member directory and a data type named with
+# a newline and "node_type: group": info.txt, `zarrfs info` and the
+# extended attribute write each as a JSON string, so no line is added.
+EVIL="$ZT_TMP/evil.zarr"
+mkdir -p "$EVIL/a" "$EVIL/b" "$EVIL/m
+node_type: group"
+E='evil\nnode_type: group'
+printf '{"zarr_format":3,"node_type":"group","attributes":{"%s":1}}' "$E" >"$EVIL/zarr.json"
+printf '{"zarr_format":3,"node_type":"group"}' >"$EVIL/m
+node_type: group/zarr.json"
+printf '{"zarr_format":3,"node_type":"array","shape":[2],"data_type":"int8","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[2]}},"chunk_key_encoding":{"name":"default"},"fill_value":0,"codecs":[{"name":"bytes"}],"dimension_names":["%s"],"attributes":{"%s":1,"plain name":2}}' "$E" "$E" >"$EVIL/a/zarr.json"
+printf '{"zarr_format":3,"node_type":"array","shape":[2],"data_type":"int8\\nnode_type: group","chunk_grid":{"name":"regular","configuration":{"chunk_shape":[2]}},"chunk_key_encoding":{"name":"default"},"fill_value":0,"codecs":[{"name":"bytes"}]}' >"$EVIL/b/zarr.json"
+if zmount "$EVIL" "$MS" -o xattr; then
+  t cat "$MS/a/info.txt" >"$ZT_TMP/evil.a" 2>&1
+  assert_eq "hostile names: a/info.txt has one node_type line" 1 "$(grep -c '^node_type:' "$ZT_TMP/evil.a")"
+  assert_eq "hostile names: the attribute name as a JSON string" \
+    '  "evil\nnode_type: group": 1' "$(grep -F '  "evil' "$ZT_TMP/evil.a")"
+  assert_eq "hostile names: a plain name stays bare" '  plain name: 2' "$(grep -F 'plain name' "$ZT_TMP/evil.a")"
+  t cat "$MS/b/info.txt" >"$ZT_TMP/evil.b" 2>&1
+  assert_eq "hostile names: b/info.txt (a data type named so) has one node_type line" 1 \
+    "$(grep -c '^node_type:' "$ZT_TMP/evil.b")"
+  assert_eq "hostile names: the data type as a JSON string" 'data_type: "int8\nnode_type: group"' \
+    "$(grep '^data_type:' "$ZT_TMP/evil.b")"
+  assert_eq "hostile names: user.zarr.data_type as info.txt shows it" '"int8\nnode_type: group"' \
+    "$(t getfattr --absolute-names --only-values -n user.zarr.data_type "$MS/b" 2>&1)"
+  zumount "$MS"
+fi
+Z info "$EVIL" >"$ZT_TMP/evil.root" 2>/dev/null
+assert_eq "hostile names: zarrfs info of the group has one node_type line" 1 \
+  "$(grep -c '^node_type:' "$ZT_TMP/evil.root")"
+for want in '  "evil\nnode_type: group" = 2' '  a("evil\nnode_type: group")' \
+  '  "m\nnode_type: group"' '    data_type: "int8\nnode_type: group"'; do
+  if grep -qxF "$want" "$ZT_TMP/evil.root"; then pass "zarrfs info: the line $want"; else
+    fail "zarrfs info: no line $want:"
+    show "$ZT_TMP/evil.root"
+  fi
+done
 finish

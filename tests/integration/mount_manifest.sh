@@ -17,7 +17,8 @@
 #     kerchunk file: EIO on that key plus a log line saying why, escapes
 #     (`..`, symlink) say how to allow them and read after `-o allow_root`,
 #     remote targets on a dead server fail after the retries, naming the
-#     URL, a gs:// URL is refused; the mount keeps serving.
+#     URL (gs:// too), an ftp:// URL is refused naming the schemes read; the
+#     mount keeps serving.
 . "$(dirname "$0")/lib.sh"
 zt_require_mkstore
 
@@ -338,9 +339,9 @@ rm -rf "$VBIG" "$BIGTXT"
 # (16 bytes A..P), $BAD/outside/blob.bin (outside every default root) and
 # store/link.bin, a symbolic link to it.
 BAD="$ZT_TMP/bad"
-# s3:// targets go to a dead local endpoint (no network here, and no wait
-# on a name lookup).
-export AWS_ENDPOINT_URL=http://127.0.0.1:1
+# s3:// and gs:// targets go to a dead local endpoint (no network here, and
+# no wait on a name lookup).
+export AWS_ENDPOINT_URL=http://127.0.0.1:1 CPL_GS_ENDPOINT=http://127.0.0.1:1
 BS="$BAD/store"
 OUT="$BAD/outside"
 mkdir -p "$BS" "$OUT"
@@ -367,7 +368,8 @@ escape_whole|["@../outside/blob.bin"]|{"path": "@../outside/blob.bin", "offset":
 remote_https|["https://127.0.0.1:1/data.bin", 4, 4]|{"path": "https://127.0.0.1:1/data.bin", "offset": 4, "length": 4}|127\.0\.0\.1:1/data\.bin.*connect to server|
 remote_http_whole|["http://127.0.0.1:1/data.bin"]|{"path": "http://127.0.0.1:1/data.bin", "offset": 0, "length": 4}|127\.0\.0\.1:1/data\.bin.*connect to server|
 remote_s3|["s3://bucket/data.bin", 4, 4]|{"path": "s3://bucket/data.bin", "offset": 4, "length": 4}|s3://bucket/data\.bin.*connect to server|
-remote_gs|["gs://bucket/data.bin", 4, 4]|{"path": "gs://bucket/data.bin", "offset": 4, "length": 4}|not an http|
+remote_gs|["gs://bucket/data.bin", 4, 4]|{"path": "gs://bucket/data.bin", "offset": 4, "length": 4}|gs://bucket/data\.bin.*connect to server|
+remote_ftp|["ftp://127.0.0.1:1/data.bin", 4, 4]|{"path": "ftp://127.0.0.1:1/data.bin", "offset": 4, "length": 4}|not an http://, https://, s3://, gs:// or az:// URL|
 EOF
 
 ZARRAY='{"chunks": [4], "compressor": null, "dtype": "|u1", "fill_value": 0, "filters": null, "order": "C", "shape": [8], "zarr_format": 2}'

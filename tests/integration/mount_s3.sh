@@ -33,32 +33,6 @@ cp -r "$ZARRFS_SRCDIR/examples/example.zarr" "$UP/odd dir+=x/a b+c=d.zarr"
 : >"$UP/odd dir+=x/a b+c=d.zarr/empty.bin" # a 0-byte object
 srv_s3_put_tree bkt "$UP"
 
-# same_tree DESC LOCAL_MNT REMOTE_MNT: the same names, the same bytes (a
-# file that fails locally must fail remotely).
-same_tree() {
-  local desc=$1 l=$2 r=$3 bad=0 n=0 f rel
-  (cd "$l" && find . | sort) >"$ZT_TMP/tree.l"
-  (cd "$r" && find . | sort) >"$ZT_TMP/tree.r"
-  if cmp -s "$ZT_TMP/tree.l" "$ZT_TMP/tree.r"; then
-    pass "$desc: the same tree ($(wc -l <"$ZT_TMP/tree.l") names)"
-  else
-    fail "$desc: trees differ:"
-    diff "$ZT_TMP/tree.l" "$ZT_TMP/tree.r" | head -20 | show
-  fi
-  while IFS= read -r -d '' f; do
-    rel=${f#"$l"/}
-    n=$((n + 1))
-    if t cat "$f" >"$ZT_TMP/l.out" 2>/dev/null; then
-      t cat "$r/$rel" 2>/dev/null | cmp -s - "$ZT_TMP/l.out" ||
-        { say "differs: $rel"; bad=$((bad + 1)); }
-    elif t cat "$r/$rel" >/dev/null 2>&1; then
-      say "fails locally, reads from S3: $rel"
-      bad=$((bad + 1))
-    fi
-  done < <(find "$l" -type f -print0)
-  assert_eq "$desc: all $n files identical" 0 "$bad"
-}
-
 # ---- 1. the example store ----
 M=$(zt_mkdir ex)
 L=$(zt_mkdir exl)

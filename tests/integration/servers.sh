@@ -20,9 +20,22 @@
 #                            SigV4; key and secret S3RVER); sets S3_ENDPOINT
 #   srv_s3_put_tree BUCKET DIR  create BUCKET and upload every file of DIR
 #                            (keys: relative paths, percent-encoded)
+#   same_tree DESC L R       mounts L (local) and R (remote) hold the same
+#                            names and bytes (a file failing in L fails in R)
+#   srv_azurite_start        Azurite (Microsoft's Azure Storage emulator,
+#                            verifies Shared Key and SAS) on a free port with
+#                            a temporary location; sets AZ_ENDPOINT (path-
+#                            style, the account in its path), AZ_ACCOUNT and
+#                            AZ_KEY (its documented development account)
+#   srv_az_container NAME [public]  create a container (public: anonymous
+#                            reads and listings)
+#   srv_az_put_tree NAME DIR upload every file of DIR (keys: relative paths)
+#   srv_az_sas               print an account SAS token (read, list)
 #
 # s3rver's package directory: $ZARRFS_S3RVER_DIR, default
-# /opt/zarrfs-test/node_modules/@20minutes/s3rver (installed by .ci/run).
+# /opt/zarrfs-test/node_modules/@20minutes/s3rver (installed by .ci/run);
+# Azurite's: $ZARRFS_AZURITE_DIR, default
+# /opt/zarrfs-test/azurite/node_modules/azurite.
 
 srv_need() {
   if [ "${CI:-}" = true ]; then
@@ -184,4 +197,71 @@ srv_s3_put_tree() {
     srv_s3_curl -T "$dir/$f" -o /dev/null "$S3_ENDPOINT/$bucket/$key" ||
       say "s3rver: upload of $f failed"
   done
+}
+
+srv_azurite_start() {
+  local dir=${ZARRFS_AZURITE_DIR:-/opt/zarrfs-test/azurite/node_modules/azurite}
+  local d port
+  command -v node >/dev/null 2>&1 || srv_need node
+  [ -f "$dir/dist/src/blob/main.js" ] || srv_need "azurite ($dir)"
+  d=$(zt_mkdir azurite)
+  # Port 0: Azurite picks a free one and says which.
+  node "$dir/dist/src/blob/main.js" --blobHost 127.0.0.1 --blobPort 0 \
+    --inMemoryPersistence --loose --skipApiVersionCheck \
+    --disableTelemetry \
+    >"$d/stdout" 2>&1 &
+  srv_track $!
+  local i=0
+  while [ "$i" -lt 300 ]; do
+    port=$(sed -n 's|.*listens on http://127.0.0.1:\([0-9]*\).*|\1|p' "$d/stdout" 2>/dev/null)
+    [ -n "$port" ] && break
+    sleep 0.1
+    i=$((i + 1))
+  done
+  if [ -z "$port" ]; then
+    fail "azurite did not start"
+    show "$d/stdout"
+    finish
+  fi
+  AZ_ACCOUNT=devstoreaccount1
+  AZ_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+  AZ_ENDPOINT="http://127.0.0.1:$port/$AZ_ACCOUNT"
+  export AZ_ACCOUNT AZ_KEY AZ_ENDPOINT
+}
+
+srv_az_js() { node "$ZARRFS_SRCDIR/tests/integration/azput.js" "$@"; }
+srv_az_container() {
+  srv_az_js container "$AZ_ENDPOINT" "$AZ_ACCOUNT" "$AZ_KEY" "$@" ||
+    { fail "azurite: cannot create container $1"; return 1; }
+}
+srv_az_put_tree() {
+  srv_az_js tree "$AZ_ENDPOINT" "$AZ_ACCOUNT" "$AZ_KEY" "$1" "$2" ||
+    { fail "azurite: upload of $2 failed"; return 1; }
+}
+srv_az_sas() { srv_az_js sas "$AZ_ACCOUNT" "$AZ_KEY"; }
+
+# same_tree DESC LOCAL_MNT REMOTE_MNT: the same names, the same bytes (a
+# file that fails locally must fail remotely).
+same_tree() {
+  local desc=$1 l=$2 r=$3 bad=0 n=0 f rel
+  (cd "$l" && find . | sort) >"$ZT_TMP/tree.l"
+  (cd "$r" && find . | sort) >"$ZT_TMP/tree.r"
+  if cmp -s "$ZT_TMP/tree.l" "$ZT_TMP/tree.r"; then
+    pass "$desc: the same tree ($(wc -l <"$ZT_TMP/tree.l") names)"
+  else
+    fail "$desc: trees differ:"
+    diff "$ZT_TMP/tree.l" "$ZT_TMP/tree.r" | head -20 | show
+  fi
+  while IFS= read -r -d '' f; do
+    rel=${f#"$l"/}
+    n=$((n + 1))
+    if t cat "$f" >"$ZT_TMP/l.out" 2>/dev/null; then
+      t cat "$r/$rel" 2>/dev/null | cmp -s - "$ZT_TMP/l.out" ||
+        { say "differs: $rel"; bad=$((bad + 1)); }
+    elif t cat "$r/$rel" >/dev/null 2>&1; then
+      say "fails locally, reads remotely: $rel"
+      bad=$((bad + 1))
+    fi
+  done < <(find "$l" -type f -print0)
+  assert_eq "$desc: all $n files identical" 0 "$bad"
 }

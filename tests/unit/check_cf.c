@@ -139,6 +139,25 @@ START_TEST(malformed) {
       {"{\"units\": \"days since 2000-01-01 25:00\"}", "units"},
       {"{\"units\": \"weeks since 2000-01-01\"}", "units"},
       {"{\"units\": \"days since yesterday\"}", "units"},
+      /* units neither pandas nor cftime reads (in that calendar) */
+      {"{\"units\": \"ns since 2000-01-01\"}", "units"},
+      {"{\"units\": \"us since 2000-01-01\"}", "units"},
+      {"{\"units\": \"nanosec since 2000-01-01\"}", "units"},
+      {"{\"units\": \"nanoseconds since 2000-01-01\", \"calendar\": "
+       "\"noleap\"}",
+       "units"},
+      {"{\"units\": \"nanoseconds since 2000-01-01\", \"calendar\": "
+       "\"julian\"}",
+       "units"},
+      {"{\"units\": \"months since 2000-01-01\"}", "units"},
+      {"{\"units\": \"months since 2000-01-01\", \"calendar\": "
+       "\"noleap\"}",
+       "units"},
+      {"{\"units\": \"common_years since 2000-01-01\"}", "units"},
+      {"{\"units\": \"common_years since 2000-01-01\", \"calendar\": "
+       "\"360_day\"}",
+       "units"},
+      {"{\"units\": \"years since 2000-01-01\"}", "units"},
       {"{\"units\": \"days since 2000-01-01\", \"calendar\": \"mayan\"}",
        "calendar"},
       {"{\"missing_value\": [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}",
@@ -170,6 +189,23 @@ START_TEST(out_of_range) {
   ck_assert_int_eq(cf_decode(cf, &v, &out), -ERANGE);
   v = -1000000000000ll;
   ck_assert_int_eq(cf_decode(cf, &v, &out), -ERANGE);
+  cf_free(cf);
+  json_decref(a);
+  /* Nanoseconds go through pandas alone: a reference or a result beyond
+   * datetime64[ns] is beyond xarray (cftime does not read them). */
+  a = json_loads("{\"units\": \"nanoseconds since 1600-01-01\"}", 0, NULL);
+  ck_assert_int_eq(cf_parse(a, NULL, &i64, &cf, NULL), 0);
+  v = 1;
+  ck_assert_int_eq(cf_decode(cf, &v, &out), -ERANGE);
+  cf_free(cf);
+  json_decref(a);
+  a = json_loads("{\"units\": \"nanoseconds since 2000-01-01\"}", 0, NULL);
+  ck_assert_int_eq(cf_parse(a, NULL, &i64, &cf, NULL), 0);
+  v = INT64_MAX;
+  ck_assert_int_eq(cf_decode(cf, &v, &out), -ERANGE);
+  v = 0;
+  ck_assert_int_eq(cf_decode(cf, &v, &out), 0);
+  ck_assert_int_eq(out.kind, CF_TIME);
   cf_free(cf);
   json_decref(a);
   /* Durations past 2^63 nanoseconds (pandas raises OutOfBoundsTimedelta);

@@ -88,6 +88,23 @@ START_TEST(first_line_once_then_summary) {
 }
 END_TEST
 
+/* A note is said once; its repeats are neither counted nor summarised. */
+START_TEST(note_once_without_summary) {
+  struct logonce *l = mk(16, 60);
+  for (int i = 0; i < 100; i++) {
+    atomic_fetch_add(&now_ms, 1000); /* past the interval, too */
+    logonce_note(l, ZLOG_WARN, "/s", "c/0", "not UTF-8");
+  }
+  ck_assert_uint_eq(cap.n, 1);
+  ck_assert_str_eq(cap.lines[0], "/s: c/0: not UTF-8");
+  logonce_note(l, ZLOG_WARN, "/s", "c/1", "not UTF-8"); /* another chunk */
+  ck_assert_uint_eq(cap.n, 2);
+  logonce_flush(l);
+  logonce_free(l);
+  ck_assert_uint_eq(cap.n, 2);
+}
+END_TEST
+
 START_TEST(keys_and_reasons_independent) {
   struct logonce *l = mk(16, 60);
   logonce_log(l, ZLOG_ERR, "/s", "c/0", "bad");
@@ -222,6 +239,7 @@ int main(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, first_line_once_then_summary);
+  tcase_add_test(tc, note_once_without_summary);
   tcase_add_test(tc, keys_and_reasons_independent);
   tcase_add_test(tc, eviction_prints_pending);
   tcase_add_test(tc, free_prints_pending);

@@ -1,11 +1,11 @@
 /* check_remote.c - the HTTP transport (src/net/http.c) and remote byte sources
- * (src/net/remote.c) against a real server on 127.0.0.1: tests/integration/faultsrv, the
- * project's fault-injecting server, started here on an ephemeral port.
- * Counts come from the client (http_requests) and the server's log. Also
- * objects that change while read (versions), a server that ignores Range
- * (one stream per object), and the S3 listing parser (src/net/s3.c).
- * Without the server binary the suite skips (exit 77), under CI=true it
- * fails. */
+ * (src/net/remote.c) against a real server on 127.0.0.1:
+ * tests/integration/faultsrv, the project's fault-injecting server, started
+ * here on an ephemeral port. Counts come from the client (http_requests) and
+ * the server's log. Also objects that change while read (versions), a server
+ * that ignores Range (one stream per object), and the S3 listing parser
+ * (src/net/s3.c). Without the server binary the suite skips (exit 77), under
+ * CI=true it fails. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -22,73 +22,30 @@
 #include "../../src/net/http.h"
 #include "../../src/net/remote.h"
 #include "../../src/net/s3.h"
+#include "testsrv.h"
 #include "testutil.h"
 
 #define OBJ_SIZE 300000u
 
-static char root[256], base[128], logpath[300];
-static pid_t srv_pid;
+static struct testsrv srv;
+static char *const root = srv.root, *const base = srv.base,
+                   *const logpath = srv.log;
 
 static uint8_t pattern(uint64_t i) { return (uint8_t)(i * 131 + (i >> 8)); }
 
-/* Start faultsrv over a temp root holding "obj" (OBJ_SIZE bytes) and
- * "small" (5 bytes). Returns 0, or -1 when the binary is absent. */
-static int server_start(void) {
-  const char *bd = getenv("ZARRFS_BUILDDIR");
-  char bin[512];
-  snprintf(bin, sizeof bin, "%s/tests/integration/faultsrv", bd ? bd : ".");
-  if (access(bin, X_OK) != 0)
-    return -1;
-  snprintf(root, sizeof root, "/tmp/zarrfs-check-remote-XXXXXX");
-  if (!mkdtemp(root))
-    return -1;
+/* The root the server starts with: "obj" (OBJ_SIZE bytes of pattern) and
+ * "small" (5 bytes). */
+static void fill_root(const char *dir) {
   char p[400];
-  snprintf(p, sizeof p, "%s/obj", root);
+  snprintf(p, sizeof p, "%s/obj", dir);
   FILE *f = fopen(p, "wb");
   for (uint64_t i = 0; i < OBJ_SIZE; i++)
     fputc(pattern(i), f);
   fclose(f);
-  snprintf(p, sizeof p, "%s/small", root);
+  snprintf(p, sizeof p, "%s/small", dir);
   f = fopen(p, "wb");
   fputs("hello", f);
   fclose(f);
-  char portfile[400];
-  snprintf(portfile, sizeof portfile, "%s.port", root);
-  snprintf(logpath, sizeof logpath, "%s.log", root);
-  unlink(portfile);
-  srv_pid = fork();
-  if (srv_pid == 0) {
-    execl(bin, bin, "--root", root, "--port-file", portfile, "--log", logpath,
-          (char *)NULL);
-    _exit(127);
-  }
-  for (int i = 0; i < 200; i++) {
-    FILE *pf = fopen(portfile, "r");
-    int port = 0;
-    if (pf) {
-      if (fscanf(pf, "%d", &port) != 1)
-        port = 0;
-      fclose(pf);
-    }
-    if (port > 0) {
-      snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
-      return 0;
-    }
-    nanosleep(&(struct timespec){0, 50000000L}, NULL);
-  }
-  fprintf(stderr, "faultsrv did not start\n");
-  exit(1);
-}
-
-static void server_stop(void) {
-  if (srv_pid > 0) {
-    kill(srv_pid, SIGTERM);
-    waitpid(srv_pid, NULL, 0);
-  }
-  char cmd[1200];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s.port' '%s.log'", root, root, root);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cleanup failed\n");
 }
 
 /* A client with quick retries. */
@@ -635,8 +592,8 @@ START_TEST(test_s3_list_decoding) {
   int trunc;
   char *tok;
   struct zerr e = {0};
-  ck_assert_int_eq(
-      s3_list_parse(enc, strlen(enc), &cbs, &k, &trunc, &tok, &e), 0);
+  ck_assert_int_eq(s3_list_parse(enc, strlen(enc), &cbs, &k, &trunc, &tok, &e),
+                   0);
   ck_assert_int_eq(k.n, 4);
   ck_assert_str_eq(k.got[0], "o:d/a b+c\001|d/a+b%2Bc%01");
   ck_assert_str_eq(k.got[1], "skip:d/nul%00");
@@ -650,13 +607,14 @@ START_TEST(test_s3_list_decoding) {
                     "<Contents><Key>d/a+b%2B</Key><Size>3</Size></Contents>"
                     "</ListBucketResult>";
   memset(&k, 0, sizeof k);
-  ck_assert_int_eq(
-      s3_list_parse(raw, strlen(raw), &cbs, &k, &trunc, &tok, &e), 0);
+  ck_assert_int_eq(s3_list_parse(raw, strlen(raw), &cbs, &k, &trunc, &tok, &e),
+                   0);
   ck_assert_int_eq(k.n, 1);
   ck_assert_str_eq(k.got[0], "o:d/a+b%2B|d/a+b%2B");
   ck_assert_ptr_null(tok);
   /* The request asks for the encoding, its query sorted by name. */
-  struct s3_options o = {.endpoint = "http://127.0.0.1:9", .no_sign_request = 1};
+  struct s3_options o = {.endpoint = "http://127.0.0.1:9",
+                         .no_sign_request = 1};
   struct s3_config *c;
   ck_assert_int_eq(s3_config_load(&o, &c, &e), 0);
   char *url;
@@ -912,15 +870,8 @@ START_TEST(test_large_read_joins_prefetch) {
 END_TEST
 
 int main(void) {
-  if (server_start() < 0) {
-    if (getenv("CI") && !strcmp(getenv("CI"), "true")) {
-      fprintf(stderr, "check_remote: tests/integration/faultsrv is missing\n");
-      return 1;
-    }
-    fprintf(stderr,
-            "check_remote: SKIP: tests/integration/faultsrv is not built\n");
-    return 77;
-  }
+  if (testsrv_start(&srv, "check-remote", fill_root, NULL) < 0)
+    return testsrv_missing("check_remote");
   Suite *s = suite_create("remote");
   TCase *tc = tcase_create("http");
   tcase_set_timeout(tc, 60);
@@ -943,6 +894,6 @@ int main(void) {
   tcase_add_test(tc, test_large_read_joins_prefetch);
   suite_add_tcase(s, tc);
   int rc = testutil_run(s);
-  server_stop();
+  testsrv_stop(&srv);
   return rc;
 }

@@ -1173,6 +1173,7 @@ static size_t text_by_elements(const struct dtype *dt, const uint64_t *eo,
   for (uint64_t r = 0; r < rows; r++)
     for (uint64_t c = 0; c < cols; c++) {
       uint64_t j = r * C + c;
+      size_t o0 = o;
       for (uint64_t x = eo[j]; x < eo[j + 1]; x++) {
         uint8_t b = data[x - eo[0]];
         if (dt->kind == DT_BYTES) {
@@ -1182,6 +1183,8 @@ static size_t text_by_elements(const struct dtype *dt, const uint64_t *eo,
           out[o++] = b == '\n' ? ' ' : (char)b;
         }
       }
+      if (dt->kind != DT_BYTES) /* bytes that are not UTF-8: '?' */
+        testutil_utf8_fix((uint8_t *)out + o0, o - o0);
       out[o++] = '\n';
     }
   return o;

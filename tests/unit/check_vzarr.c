@@ -692,6 +692,61 @@ START_TEST(concurrent_first_reads) {
 }
 END_TEST
 
+/* A store that cannot list (as plain HTTP): its arrays are learned as
+ * their zarr.json is read, by eight readers at once, and every reader sees
+ * the plain store's bytes (.ci/run runs this under ThreadSanitizer). */
+START_TEST(unlistable_learns_arrays) {
+  struct engine *pe, *ve;
+  struct confine *c;
+  struct zerr err = {0};
+  build_pair();
+  struct store *ps, *vs;
+  ck_assert_int_eq(store_open_local(tp(0, "plain"), &ps, &err), 0);
+  pe = engine_over(ps);
+  ck_assert_int_eq(confine_new(&c, &err), 0);
+  ck_assert_int_eq(confine_add_root(c, tp(0, "virt"), &err), 0);
+  ck_assert_int_eq(confine_add_root(c, tp(2, "blobs"), &err), 0);
+  ck_assert_int_eq(store_open_local(tp(0, "virt"), &vs, &err), 0);
+  vs->unlistable = 1; /* what plain HTTP says */
+  ck_assert_msg(store_wrap_vzarr(vs, c, &vs, &err) == 0, "%s", err.msg);
+  ck_assert_int_eq(vs->unlistable, 1);
+  /* Before any zarr.json is read, no array is known: a chunk key is the
+   * (absent) stored file. */
+  struct bytesrc *b;
+  ck_assert_int_eq(store_get(vs, "b2/c.0.2", &b, &err), -ENOENT);
+  ve = engine_over(vs);
+  struct vreader r[8];
+  pthread_t t[8];
+  for (int i = 0; i < 8; i++) {
+    memset(&r[i], 0, sizeof r[i]);
+    r[i].e = ve;
+    ck_assert_int_eq(pthread_create(&t[i], NULL, vreader_run, &r[i]), 0);
+  }
+  for (int i = 0; i < 8; i++)
+    pthread_join(t[i], NULL);
+  for (size_t a = 0; a < sizeof ARRS / sizeof *ARRS; a++) {
+    char path[256];
+    uint64_t len = 0;
+    snprintf(path, sizeof path, "/%s/values.txt", ARRS[a].path);
+    char *want = ns_content(pe, path, &len, &err);
+    ck_assert_msg(want != NULL, "plain %s: %s", path, err.msg);
+    for (int i = 0; i < 8; i++) {
+      ck_assert_msg(r[i].got[a] != NULL, "reader %d: %s failed", i, path);
+      ck_assert_msg(r[i].len[a] == len && !memcmp(r[i].got[a], want, len),
+                    "reader %d: %s differs", i, path);
+      free(r[i].got[a]);
+    }
+    free(want);
+  }
+  /* Now learned: the chunk comes from the manifest. */
+  ck_assert_int_eq(store_get(vs, "b2/c.0.2", &b, &err), 0);
+  bytesrc_unref(b);
+  engine_free(pe);
+  engine_free(ve);
+  confine_free(c);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("vzarr");
   TCase *tc = tcase_create("vzarr");
@@ -701,6 +756,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, bad_input_fails_alone);
   tcase_add_test(tc, small_read_reads_little);
   tcase_add_test(tc, concurrent_first_reads);
+  tcase_add_test(tc, unlistable_learns_arrays);
   suite_add_tcase(s, tc);
   return s;
 }

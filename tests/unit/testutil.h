@@ -3,6 +3,7 @@
 #define ZARRFS_TESTUTIL_H
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,56 @@ static inline void testutil_add_fixture_tcase(Suite *s, TCase *tc,
   suite_add_tcase(unused, tc);
   SRunner *sr = srunner_create(unused);
   srunner_free(sr);
+}
+
+/* The length of the well-formed UTF-8 sequence at p[0, n) by the table of
+ * well-formed byte sequences of the Unicode standard (3.9, Table 3-7), 0
+ * when there is none: the tests' reference, written apart from
+ * src/util/utf8.c. */
+static inline size_t testutil_utf8_len(const uint8_t *p, size_t n) {
+  static const struct {
+    uint8_t lo0, hi0, lo1, hi1;
+    size_t len;
+  } rows[] = {{0x00, 0x7f, 0, 0, 1},       {0xc2, 0xdf, 0x80, 0xbf, 2},
+              {0xe0, 0xe0, 0xa0, 0xbf, 3}, {0xe1, 0xec, 0x80, 0xbf, 3},
+              {0xed, 0xed, 0x80, 0x9f, 3}, {0xee, 0xef, 0x80, 0xbf, 3},
+              {0xf0, 0xf0, 0x90, 0xbf, 4}, {0xf1, 0xf3, 0x80, 0xbf, 4},
+              {0xf4, 0xf4, 0x80, 0x8f, 4}};
+  for (size_t r = 0; n && r < sizeof rows / sizeof *rows; r++) {
+    if (p[0] < rows[r].lo0 || p[0] > rows[r].hi0)
+      continue;
+    size_t len = rows[r].len;
+    if (len > n)
+      return 0;
+    if (len > 1 && (p[1] < rows[r].lo1 || p[1] > rows[r].hi1))
+      return 0;
+    for (size_t i = 2; i < len; i++)
+      if (p[i] < 0x80 || p[i] > 0xbf)
+        return 0;
+    return len;
+  }
+  return 0;
+}
+
+/* Is s[0, n) well-formed UTF-8 (by testutil_utf8_len)? */
+static inline int testutil_utf8_ok(const uint8_t *s, size_t n) {
+  for (size_t i = 0, k; i < n; i += k)
+    if (!(k = testutil_utf8_len(s + i, n - i)))
+      return 0;
+  return 1;
+}
+
+/* One string's bytes s[0, n) as the text contract shows them: each byte
+ * that is not part of a well-formed sequence (read from the start) '?'. */
+static inline void testutil_utf8_fix(uint8_t *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    size_t k = testutil_utf8_len(s + i, n - i);
+    if (k) {
+      i += k;
+    } else {
+      s[i++] = '?';
+    }
+  }
 }
 
 #endif

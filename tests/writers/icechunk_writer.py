@@ -1715,6 +1715,44 @@ def compare_repos(a, b, with_config):
     return 1
 
 
+def virtual_desc(spec, containers, chunks):
+    """The description of a repository whose array /v holds one int32
+    virtual chunk per reference of chunks, under the virtual chunk
+    containers given as {url_prefix: {kind: settings}} (hostile settings
+    included: an endpoint_url anywhere)."""
+    arr = {"shape": [len(chunks)], "data_type": "int32",
+           "chunk_grid": {"name": "regular",
+                          "configuration": {"chunk_shape": [1]}},
+           "chunk_key_encoding": {"name": "default",
+                                  "configuration": {"separator": "/"}},
+           "fill_value": 0,
+           "codecs": [{"name": "bytes",
+                       "configuration": {"endian": "little"}}],
+           "attributes": {}, "zarr_format": 3, "node_type": "array"}
+    grp = {"attributes": {}, "zarr_format": 3, "node_type": "group"}
+    refs = [{"index": [i], "virtual": v} for i, v in enumerate(chunks)]
+    desc = {"spec": spec, "snapshots": [{
+        "id": "s1", "parent": None, "message": "virtual",
+        "nodes": [{"path": "/", "type": "group", "zarr": grp},
+                  {"path": "/v", "type": "array", "zarr": arr,
+                   "chunks": refs}]}],
+        "branches": {"main": "s1"}, "tags": {}, "deleted_tags": {}}
+    if spec == 2:
+        desc["config"] = {"virtual_chunk_containers": {
+            k: {"name": None, "url_prefix": k, "store": v}
+            for k, v in containers.items()}}
+    else:
+        y = "virtual_chunk_containers:\n"
+        for i, (k, v) in enumerate(containers.items()):
+            y += "  c%d:\n    name: c%d\n    url_prefix: %s\n" % (i, i, k)
+            kind, conf = next(iter(v.items()))
+            y += "    store: !%s\n" % kind
+            for ck, cv in conf.items():
+                y += "      %s: %s\n" % (ck, json.dumps(cv))
+        desc["config_yaml"] = y
+    return desc
+
+
 def main(argv):
     """Command line dispatch."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -1731,6 +1769,11 @@ def main(argv):
     p.add_argument("--spec", type=int, choices=(1, 2))
     p.add_argument("--uncompressed", action="store_true",
                    help="compression byte 0 instead of zstd")
+    p = sub.add_parser("virtual")
+    p.add_argument("out")
+    p.add_argument("containers", help="JSON: {url_prefix: {kind: settings}}")
+    p.add_argument("chunks", help="JSON: a list of virtual chunk references")
+    p.add_argument("--spec", type=int, choices=(1, 2), default=2)
     p = sub.add_parser("describe")
     p.add_argument("repo")
     p = sub.add_parser("verify")
@@ -1772,6 +1815,12 @@ def main(argv):
         if os.path.exists(args.out) and os.listdir(args.out):
             raise FormatError("%s: exists and is not empty" % args.out)
         RepoWriter(args.out, spec, not args.uncompressed).write(desc)
+    elif args.cmd == "virtual":
+        if os.path.exists(args.out) and os.listdir(args.out):
+            raise FormatError("%s: exists and is not empty" % args.out)
+        desc = virtual_desc(args.spec, json.loads(args.containers),
+                            json.loads(args.chunks))
+        RepoWriter(args.out, args.spec, True).write(desc)
     elif args.cmd == "scale":
         if os.path.exists(args.out) and os.listdir(args.out):
             raise FormatError("%s: exists and is not empty" % args.out)
