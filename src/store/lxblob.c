@@ -29,20 +29,6 @@ static void blob_name(const struct lxindex_id *id, char *name, size_t len) {
   snprintf(name, len, "lx2-r%016llx.idx", (unsigned long long)h);
 }
 
-/* Write len bytes whole. */
-static int blob_write_all(int fd, const unsigned char *p, size_t len) {
-  while (len) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return -1;
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 /* See lxblob.h. */
 int lxblob_store(struct lxindex *x, const struct lxindex_id *id,
                  const struct lxindex_rec *rec, const void *data, size_t len) {
@@ -77,7 +63,7 @@ int lxblob_store(struct lxindex *x, const struct lxindex_id *id,
   int dfd = lxindex_dirfd(x);
   int fd = lxindex_temp(x, name, tmp, sizeof tmp);
   int rc = fd < 0 ? -EIO : 0;
-  if (rc == 0 && blob_write_all(fd, buf, total) < 0)
+  if (rc == 0 && lxindex_write_all(fd, buf, total) < 0)
     rc = -EIO;
   if (rc == 0 && renameat(dfd, tmp, dfd, name) < 0)
     rc = -errno;

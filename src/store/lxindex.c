@@ -361,8 +361,8 @@ static void follow_rename(struct lxindex *x) {
     file_open(x, 1);
 }
 
-/* Write len bytes whole. */
-static int write_all(int fd, const unsigned char *p, size_t len) {
+/* See lxindex_int.h. */
+int lxindex_write_all(int fd, const unsigned char *p, size_t len) {
   while (len) {
     ssize_t w = write(fd, p, len);
     if (w < 0 && errno == EINTR)
@@ -462,7 +462,7 @@ static int compact(struct lxindex *x) {
     const struct lx_ent *e = v[i].e;
     used += rec_build(out + used, e->id, e->idlen, &e->rec);
     if (used >= LX_COMPACT_BUF || i == 0) {
-      ok = write_all(fd, out, used) == 0;
+      ok = lxindex_write_all(fd, out, used) == 0;
       used = 0;
     }
   }
@@ -518,7 +518,7 @@ static void pend_flush(struct lxindex *x) {
       continue;
     }
     uint64_t at = (uint64_t)st.st_size;
-    int ok = write_all(x->fd, x->pend, len) == 0;
+    int ok = lxindex_write_all(x->fd, x->pend, len) == 0;
     /* nobody appended meanwhile: no need to read these records back */
     if (ok && x->parsed == at && fstat(x->fd, &st) == 0 &&
         (uint64_t)st.st_size == at + len)
@@ -640,8 +640,8 @@ static const char *parents_unsafe(char *real, uid_t uid, char *buf,
       return buf;
     }
     if ((st.st_mode & 002) && !(st.st_mode & S_ISVTX)) {
-      snprintf(buf, len, "%s above it is writable by others (mode %04o)",
-               real, (unsigned)(st.st_mode & 07777));
+      snprintf(buf, len, "%s above it is writable by others (mode %04o)", real,
+               (unsigned)(st.st_mode & 07777));
       return buf;
     }
     if (s == real)

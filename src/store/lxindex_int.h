@@ -28,6 +28,9 @@ const char *lxindex_unsafe(const struct lxindex *x, const struct stat *st,
 /* A new temp file for name, created exclusively under a name nobody can
  * guess (in tmp, len bytes): its descriptor, or -1. */
 int lxindex_temp(struct lxindex *x, const char *name, char *tmp, size_t len);
+/* Write len bytes of p to fd whole (a write cut short goes on): 0, or
+ * -1. */
+int lxindex_write_all(int fd, const unsigned char *p, size_t len);
 /* Remove the least recently written files until all fit the cap. */
 void lxindex_evict(struct lxindex *x);
 
