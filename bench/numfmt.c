@@ -14,7 +14,7 @@
  * formatting and not memory traffic. Each row is the best of 3 runs,
  * timed in this thread's CPU time (time spent descheduled on a busy
  * machine does not count); machines here are shared, so compare rows of
- * one run. "exact search" is the float path before fs/dtoa.c (still the
+ * one run. "exact search" is the float path before fs/text/dtoa.c (still the
  * one float16 and bfloat16 use), through render_float_exact. */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../fs/render.h"
+#include "../fs/text/render.h"
 
 #define BENCH_N (1u << 20)
 

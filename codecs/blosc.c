@@ -21,17 +21,21 @@
  * env->max_decoded before anything is allocated; the lazy source holds the
  * block table and one decoded block. Decompression runs with
  * blosc_decompress_ctx, which keeps no global state and is safe to call
- * from many threads at once. */
+ * from many threads at once. Without libblosc (configure --without-blosc)
+ * the names alone remain, refused by chain_build. */
+#include "config.h"
+
 #include "codec.h"
 
+static const char *const zblosc_aliases[] = {"numcodecs.blosc", NULL};
+
+#if ZFS_WITH_BLOSC
 #include <blosc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../src/util/buf.h"
-
-static const char *const zblosc_aliases[] = {"numcodecs.blosc", NULL};
 
 /* Check "shuffle": a V3 string or a numcodecs integer (-1 auto .. 2). */
 static int zblosc_check_shuffle(json_t *config, struct zerr *err) {
@@ -445,3 +449,7 @@ const struct codec_impl codec_blosc = {
     .destroy = zblosc_destroy,
     .decode_bytes = zblosc_decode,
 };
+#else
+const struct codec_impl codec_blosc =
+    CODEC_BUILT_WITHOUT("blosc", zblosc_aliases, CODEC_B2B, "blosc");
+#endif

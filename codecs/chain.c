@@ -87,6 +87,15 @@ int chain_build(json_t *codecs, const struct codec_spec *decoded,
       rc = zerr_set(err, ENOTSUP, "unsupported codec '%s'", name);
       goto out;
     }
+    if (impl->built_without) {
+      if (optional)
+        continue;
+      rc = zerr_set(err, ENOTSUP,
+                    "codec '%s': zarrfs was built without %s "
+                    "(configure --with-%s)",
+                    name, impl->built_without, impl->built_without);
+      goto out;
+    }
     const char *kind = chain_kind_names[impl->kind];
     if (impl->kind == CODEC_A2A && a2b_name) {
       rc = zerr_set(err, EIO,

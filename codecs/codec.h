@@ -137,6 +137,10 @@ struct codec_impl {
   const char *name;           /* canonical V3 name */
   const char *const *aliases; /* NULL-terminated list, or NULL */
   enum codec_kind kind;
+  /* The library this build was configured without (configure
+   * --without-LIB), or NULL: the codec is known by name only, and
+   * chain_build refuses it saying so (CODEC_BUILT_WITHOUT). */
+  const char *built_without;
   /* Parse and validate `config` (NULL when absent) for arrays of type
    * decoded->dtype. Shape fields of `decoded` are NOT final (they vary per
    * chunk for nested chains) and must not be stored. *state is owned by the
@@ -179,6 +183,14 @@ struct codec_impl {
    * window (codecs/dstream.h); NULL: only whole. */
   const struct dstream_kind *stream;
 };
+
+/* The entry of a codec whose library (lib, a string) this build was
+ * configured without: its names, and nothing to decode with. */
+#define CODEC_BUILT_WITHOUT(cname, calias, ckind, lib)                         \
+  {                                                                            \
+    .name = (cname), .aliases = (calias), .kind = (ckind),                     \
+    .built_without = (lib)                                                     \
+  }
 
 /* Find a codec by V3 name or alias; NULL if unknown. */
 const struct codec_impl *codec_lookup(const char *name);

@@ -14,12 +14,20 @@
  *   crc32c the same with CRC-32C, at the end by default;
  *   fletcher32  a 4-byte little-endian Fletcher-32 at the end.
  * Every decompressor writes into a buffer capped at env->max_decoded.
- * Checksum codecs return the payload as a window onto the loaded chunk. */
+ * Checksum codecs return the payload as a window onto the loaded chunk.
+ * bz2 and lz4 need their libraries: without one (configure --without-bz2,
+ * --without-lz4) its codec's name alone remains, refused by chain_build. */
+#include "config.h"
+
 #include "codec.h"
 
+#if ZFS_WITH_BZ2
 #include <bzlib.h>
+#endif
 #include <limits.h>
+#if ZFS_WITH_LZ4
 #include <lz4.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -115,6 +123,7 @@ static int nczstd_decode(const void *state, struct bytesrc *in,
 }
 
 /* ---- bz2 ---- */
+#if ZFS_WITH_BZ2
 
 /* numcodecs.bz2: {"level": int}. */
 static int ncbz2_create(json_t *config, const struct codec_spec *decoded,
@@ -217,8 +226,10 @@ static int ncbz2_decode(const void *state, struct bytesrc *in,
   }
   return codec_output_from_buf(&b, "numcodecs.bz2", out, err);
 }
+#endif /* ZFS_WITH_BZ2 */
 
 /* ---- lz4 ---- */
+#if ZFS_WITH_LZ4
 
 /* numcodecs.lz4: {"acceleration": int}. */
 static int nclz4_create(json_t *config, const struct codec_spec *decoded,
@@ -291,6 +302,7 @@ static int nclz4_decode(const void *state, struct bytesrc *in,
   bytesrc_unref(src);
   return codec_output_from_buf(&b, "numcodecs.lz4", out, err);
 }
+#endif /* ZFS_WITH_LZ4 */
 
 /* ---- shuffle ---- */
 
@@ -691,6 +703,7 @@ const struct codec_impl codec_numcodecs_zstd = {
     .decode_bytes = nczstd_decode,
 };
 
+#if ZFS_WITH_BZ2
 const struct codec_impl codec_numcodecs_bz2 = {
     .name = "numcodecs.bz2",
     .kind = CODEC_B2B,
@@ -698,7 +711,12 @@ const struct codec_impl codec_numcodecs_bz2 = {
     .destroy = nc_destroy,
     .decode_bytes = ncbz2_decode,
 };
+#else
+const struct codec_impl codec_numcodecs_bz2 =
+    CODEC_BUILT_WITHOUT("numcodecs.bz2", NULL, CODEC_B2B, "bz2");
+#endif
 
+#if ZFS_WITH_LZ4
 const struct codec_impl codec_numcodecs_lz4 = {
     .name = "numcodecs.lz4",
     .kind = CODEC_B2B,
@@ -706,6 +724,10 @@ const struct codec_impl codec_numcodecs_lz4 = {
     .destroy = nc_destroy,
     .decode_bytes = nclz4_decode,
 };
+#else
+const struct codec_impl codec_numcodecs_lz4 =
+    CODEC_BUILT_WITHOUT("numcodecs.lz4", NULL, CODEC_B2B, "lz4");
+#endif
 
 const struct codec_impl codec_numcodecs_shuffle = {
     .name = "numcodecs.shuffle",

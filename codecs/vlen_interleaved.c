@@ -64,6 +64,49 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
                        uint8_t **ownp, uint64_t n, const struct codec_env *env,
                        struct abytes *a, struct zerr *err);
 
+/* Bytes of one HDF5 variable-length element as stored in a dataset's
+ * chunk: the length (u32), then a global heap ID, the heap collection's
+ * address (8 bytes, the usual size of offsets) and the object's index
+ * (u32). The strings themselves live in the file's global heap. */
+#define VLI_HDF5_REF 16
+
+/* Does the chunk look like n HDF5 variable-length elements referenced by
+ * byte range rather than inlined: exactly n heap IDs, each either empty
+ * (all zero) or with a collection address (below 2^48) and an object
+ * index (1..65535: a collection numbers its objects in 16 bits)? Only to
+ * say why a chunk does not parse. */
+static int vli_hdf5_refs(const uint8_t *p, size_t size, uint64_t n) {
+  if (n == 0 || n > size / VLI_HDF5_REF || size != n * VLI_HDF5_REF)
+    return 0;
+  for (uint64_t i = 0; i < n; i++) {
+    const uint8_t *e = p + i * VLI_HDF5_REF;
+    uint64_t addr = vli_le32(e + 4) | (uint64_t)vli_le32(e + 8) << 32;
+    uint32_t index = vli_le32(e + 12);
+    if ((addr == 0) != (index == 0) || (index == 0 && vli_le32(e) != 0) ||
+        addr >> 48 || index > 0xffff)
+      return 0;
+  }
+  return 1;
+}
+
+/* Would the numcodecs layout fail on this chunk? Its lengths walked, no
+ * byte copied. */
+static int vli_walk_fails(const uint8_t *p, size_t size, uint64_t n) {
+  if (vli_le32(p) != n)
+    return 1;
+  size_t pos = 4;
+  for (uint64_t i = 0; i < n; i++) {
+    if (size - pos < 4)
+      return 1;
+    uint32_t len = vli_le32(p + pos);
+    pos += 4;
+    if (len > size - pos)
+      return 1;
+    pos += len;
+  }
+  return 0;
+}
+
 /* In-place compaction reads the chunk ahead of what it writes: the bytes
  * between the most the compact data can reach (`keep`: the sum of the
  * lengths can be no more than room, plus the 16 bytes a short move may
@@ -117,6 +160,16 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
                     "%s: chunk of %zu bytes is too short for the 4-byte "
                     "header",
                     name, size);
+  /* HDF5 variable-length strings referenced where the dataset stores
+   * them (kerchunk inlines them instead): say so rather than which
+   * header failed. */
+  if (vli_hdf5_refs(p, size, n) && vli_walk_fails(p, size, n))
+    return zerr_set(err, EIO,
+                    "%s: the chunk holds %llu HDF5 variable-length references "
+                    "(%d bytes each), not the strings: they live in the HDF5 "
+                    "file's global heap, so the references must inline them "
+                    "(as kerchunk does)",
+                    name, (unsigned long long)n, VLI_HDF5_REF);
   uint32_t count = vli_le32(p);
   if (count != n)
     return zerr_set(err, EIO, "%s: header says %u elements, chunk has %llu",

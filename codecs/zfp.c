@@ -26,10 +26,15 @@
  * libzfp reads its stream a word at a time without checking the end of the
  * buffer. A stream is therefore copied into a zeroed buffer large enough
  * for everything a decoder can read for this field and mode, and a decode
- * that used more words than the chunk has is an error (truncated stream). */
+ * that used more words than the chunk has is an error (truncated stream).
+ * Without libzfp (configure --without-zfp) the names alone remain, refused
+ * by chain_build. */
+#include "config.h"
+
 #include "abytes.h"
 #include "codec.h"
 
+#if ZFS_WITH_ZFP
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -515,10 +520,14 @@ static int zfp_decode(const void *state, const struct codec_spec *spec,
   *out = a;
   return 0;
 }
+#endif /* ZFS_WITH_ZFP */
 
 static const char *const zfp_aliases[] = {
     "zarrs.zfp", "https://codec.zarrs.dev/array_to_bytes/zfp", NULL};
+static const char *const zfpy_aliases[] = {
+    "https://codec.zarrs.dev/array_to_bytes/zfpy", NULL};
 
+#if ZFS_WITH_ZFP
 const struct codec_impl codec_zfp = {
     .name = "zfp",
     .aliases = zfp_aliases,
@@ -528,9 +537,6 @@ const struct codec_impl codec_zfp = {
     .decode_array = zfp_decode,
 };
 
-static const char *const zfpy_aliases[] = {
-    "https://codec.zarrs.dev/array_to_bytes/zfpy", NULL};
-
 const struct codec_impl codec_numcodecs_zfpy = {
     .name = "numcodecs.zfpy",
     .aliases = zfpy_aliases,
@@ -539,3 +545,9 @@ const struct codec_impl codec_numcodecs_zfpy = {
     .destroy = zfp_destroy,
     .decode_array = zfp_decode,
 };
+#else
+const struct codec_impl codec_zfp =
+    CODEC_BUILT_WITHOUT("zfp", zfp_aliases, CODEC_A2B, "zfp");
+const struct codec_impl codec_numcodecs_zfpy =
+    CODEC_BUILT_WITHOUT("numcodecs.zfpy", zfpy_aliases, CODEC_A2B, "zfp");
+#endif

@@ -9,13 +9,13 @@
 
 #include "../src/io/bytesrc.h"
 #include "../src/store/store.h"
-#include "engine.h"
-#include "info.h"
-#include "namespace.h"
-#include "node.h"
-#include "ns_dir.h"
-#include "view.h"
-#include "zfs_errno.h"
+#include "engine/engine.h"
+#include "engine/node.h"
+#include "namespace/namespace.h"
+#include "namespace/ns_dir.h"
+#include "namespace/zfs_errno.h"
+#include "views/info.h"
+#include "views/view.h"
 
 /* Bytes per read: the size of the mount's FUSE requests. */
 #define CMD_PIECE (1u << 20)
@@ -272,7 +272,7 @@ static void cmd_stat(struct cmd *c, const char *path, struct ns_entry *ent) {
           path);
 }
 
-/* info: the node's metadata, one field a line (fs/info.c). */
+/* info: the node's metadata, one field a line (fs/views/info.c). */
 static void cmd_info(struct cmd *c, const char *path, struct ns_entry *ent) {
   struct zerr err = {0};
   int rc = resolve(c, path, ent, &err);

@@ -1,7 +1,7 @@
 /* cmd.h - zarrfs without FUSE: `zarrfs ls|cat|stat|info SOURCE [PATH...]`.
  *
- * The same namespace and bytes a mount shows (fs/namespace.c, the views,
- * raw keys byte-identical), written to a stream, for machines without
+ * The same namespace and bytes a mount shows (fs/namespace/namespace.c, the
+ * views, raw keys byte-identical), written to a stream, for machines without
  * /dev/fuse (containers, batch nodes) and for scripts. Each command goes
  * through the engine exactly as the FUSE operations do, so what it prints
  * is what `ls`, `cat` and `stat` on a mount of the same store print:

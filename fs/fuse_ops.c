@@ -7,8 +7,9 @@
  * reply (11 s for `ls` of 2,000,000 names), and keeps its nodes in slabs
  * of one page, mapped and unmapped one by one: forgetting 200,000 names
  * (cache pressure, unmount) took 6 s of munmap and TLB shootdowns. Here a
- * listing is read by position from its table (fs/namespace.h), and the
- * inode table (fs/inodes.c) is one hash table of ordinary allocations. */
+ * listing is read by position from its table (fs/namespace/namespace.h), and
+ * the inode table (fs/namespace/inodes.c) is one hash table of ordinary
+ * allocations. */
 #include "fuse_ops.h"
 
 #include <errno.h>
@@ -22,14 +23,14 @@
 
 #include "../src/util/cancel.h"
 #include "../src/util/log.h"
-#include "engine.h"
-#include "info.h"
-#include "inodes.h"
-#include "namespace.h"
-#include "ns_dir.h"
-#include "stats.h"
-#include "view.h"
-#include "zfs_errno.h"
+#include "engine/engine.h"
+#include "engine/stats.h"
+#include "namespace/inodes.h"
+#include "namespace/namespace.h"
+#include "namespace/ns_dir.h"
+#include "namespace/zfs_errno.h"
+#include "views/info.h"
+#include "views/view.h"
 
 /* ---- helpers ---- */
 
@@ -775,7 +776,7 @@ static void reply_xattr(fuse_req_t req, int rc, size_t size, char *value,
 }
 
 /* getxattr (name) and listxattr (name NULL): user.zarr.* on array and
- * group directories (fs/info.c). */
+ * group directories (fs/views/info.c). */
 static void xattr_request(fuse_req_t req, fuse_ino_t ino, const char *name,
                           size_t size) {
   /* Off (the default): ENOSYS, after which the kernel asks no more, so ls

@@ -4,8 +4,8 @@
  * zfs_inodes), so that listing a million names costs one pass and a few
  * hundred replies, and every inode is an ordinary allocation. Each
  * operation resolves the path through the namespace, calls the engine, and
- * maps the result to an errno in one place (fs/zfs_errno.c). The session's
- * userdata is a struct zfs_fuse_ctx. */
+ * maps the result to an errno in one place (fs/namespace/zfs_errno.c). The
+ * session's userdata is a struct zfs_fuse_ctx. */
 #ifndef ZARRFS_FUSE_OPS_H
 #define ZARRFS_FUSE_OPS_H
 

@@ -26,10 +26,10 @@
 #include "../src/store/store.h"
 #include "../src/util/log.h"
 #include "cmd.h"
-#include "engine.h"
+#include "engine/engine.h"
 #include "fuse_ops.h"
-#include "inodes.h"
-#include "namespace.h"
+#include "namespace/inodes.h"
+#include "namespace/namespace.h"
 #include <fuse_lowlevel.h>
 
 /* ---- shutdown on SIGTERM, SIGINT, SIGHUP ---- */
@@ -479,6 +479,8 @@ int main(int argc, char **argv) {
   } else if (cfg->action == CLI_VERSION) {
     printf("zarrfs %s\n", PACKAGE_VERSION);
     printf("FUSE library version %s\n", fuse_pkgversion());
+    if (*ZFS_WITHOUT) /* configure --without-LIB: their codecs are refused */
+      printf("built without: %s\n", ZFS_WITHOUT);
   } else if (cfg->action == CLI_TOOL) {
     status = tool_run(cfg);
   } else {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Write fs/dtoa_pow10.h, the power-of-ten table of fs/dtoa.c.
+"""Write fs/text/dtoa_pow10.h, the power-of-ten table of fs/text/dtoa.c.
 
-    python3 tools/gen_dtoa_pow10.py > fs/dtoa_pow10.h
+    python3 tools/gen_dtoa_pow10.py > fs/text/dtoa_pow10.h
 
 For every decimal exponent k that binary64 or binary32 needs, the table
 holds g(k) = floor(10^-k * 2^(125 - b)) + 1 with b = floor(log2(10^-k)),

@@ -21,7 +21,7 @@
 #include "../net/azure.h"
 #include "../net/s3.h"
 #include "../store/confine.h"
-#include "../store/icechunk.h"
+#include "../store/icechunk/icechunk.h"
 #include "../store/manifest.h"
 #include "../store/pqrefs.h"
 #include "../util/buf.h"

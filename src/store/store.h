@@ -71,7 +71,7 @@ struct store {
                             or a chunk key implies it */
   int remote;            /* 1: a look-up the store cannot answer from its
                             caches is a request over the network (HTTP,
-                            S3): fs/namespace.c asks it about no name
+                            S3): fs/namespace/namespace.c asks it about no name
                             zarrfs makes up */
   const struct store_ahead_ops *ahead; /* NULL: nothing is fetched ahead
                                           (local files) */
@@ -128,8 +128,8 @@ void store_remote_count_into(struct store *st, struct io_stats *to);
 /* Open the Icechunk repository whose files inner holds (a local or
  * remote store; taken over, freed with the store or at once on failure)
  * as the store of one snapshot: snapshot (a 20-character id) when given,
- * else branch or tag ref, else branch main (src/store/icechunk.h says what
- * it serves). Metadata files above max_decode bytes are refused; unused
+ * else branch or tag ref, else branch main (src/store/icechunk/icechunk.h says
+ * what it serves). Metadata files above max_decode bytes are refused; unused
  * manifests are kept within budget bytes; confine (borrowed, may be NULL:
  * no virtual chunk) must outlive the store. */
 int store_open_icechunk(struct store *inner, const char *ref,

@@ -23,7 +23,7 @@
  * Plain HTTP has no listing: the store is marked unlistable, a key is a
  * file when a GET finds it, and a directory when it holds Zarr metadata
  * (zarr.json, .zgroup, .zarray); chunk directories are implied by the
- * array's key encoding (fs/namespace.c).
+ * array's key encoding (fs/namespace/namespace.c).
  *
  * With anonymous S3 access a missing key answers 403 when the bucket
  * does not allow listing: for metadata probes (zarr.json, .zattrs, ...)

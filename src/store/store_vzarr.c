@@ -330,7 +330,7 @@ static int vz_walk(struct store_vzarr *v, const char *dir, int depth,
   struct zerr e2 = {0};
   uint8_t *text;
   size_t len;
-  /* zarr.json first, as nodes are read (fs/node.c): a V3 node is asked
+  /* zarr.json first, as nodes are read (fs/engine/node.c): a V3 node is asked
    * about no V2 file (over HTTP each is a request). */
   snprintf(key, sizeof key, "%s%szarr.json", dir, *dir ? "/" : "");
   int rrc = store_read_all(v->inner, key, VZ_MAX_META, &text, &len, &e2);

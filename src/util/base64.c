@@ -51,3 +51,52 @@ int zbase64_decode(const char *s, size_t n, uint8_t **out, size_t *out_len) {
   *out_len = len;
   return 0;
 }
+
+/* CPython's binascii_a2b_base64 with strict_mode off, step by step: a pad
+ * counts only after two data characters of a quad, and 4 - (quad
+ * position) of them end the input; a skipped character resets nothing. */
+int zbase64_decode_python(const char *s, size_t n, uint8_t **out,
+                          size_t *out_len) {
+  uint8_t *p = malloc(n / 4 * 3 + 3);
+  if (!p)
+    return -ENOMEM;
+  size_t len = 0;
+  int quad = 0, pads = 0;
+  unsigned left = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '=') {
+      if (quad >= 2 && quad + ++pads >= 4)
+        goto done;
+      continue;
+    }
+    int v = b64val(s[i]);
+    if (v < 0)
+      continue;
+    pads = 0;
+    switch (quad) {
+    case 0:
+      left = (unsigned)v;
+      break;
+    case 1:
+      p[len++] = (uint8_t)(left << 2 | (unsigned)v >> 4);
+      left = (unsigned)v & 0x0f;
+      break;
+    case 2:
+      p[len++] = (uint8_t)(left << 4 | (unsigned)v >> 2);
+      left = (unsigned)v & 0x03;
+      break;
+    default:
+      p[len++] = (uint8_t)(left << 6 | (unsigned)v);
+      break;
+    }
+    quad = (quad + 1) % 4;
+  }
+  if (quad != 0) {
+    free(p);
+    return -EINVAL;
+  }
+done:
+  *out = p;
+  *out_len = len;
+  return 0;
+}

@@ -72,8 +72,8 @@ void zobj_put(struct zobj *o);
  * src/net/remote.c), which every other fill may read. */
 #define MEMO_LEVEL_SOURCE 1
 /* Level 2 belongs to what stores cache of their own metadata (Icechunk
- * manifests, src/store/store_icechunk.c), which reads byte sources and is
- * read by every fill above it. */
+ * manifests, src/store/icechunk/store_icechunk.c), which reads byte sources and
+ * is read by every fill above it. */
 #define MEMO_LEVEL_STORE 2
 #define MEMO_MAX_LEVEL 15
 

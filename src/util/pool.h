@@ -1,5 +1,5 @@
 /* pool.h - a fixed set of worker threads running queued jobs: the engine's
- * decode-ahead (fs/view.c) runs on it.
+ * decode-ahead (fs/views/view.c) runs on it.
  *
  * Jobs are hints: pool_submit refuses (-EAGAIN) when the queue is full, and
  * the caller then does the work itself or not at all. Each job runs exactly

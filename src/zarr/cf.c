@@ -2,6 +2,7 @@
  * of one element as xarray's decode_cf gives it (the model, and where it
  * departs, are in cf.h). */
 #include "cf.h"
+#include "cfmask.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -318,35 +319,11 @@ int cf_parse_units(const char *units, enum cf_calendar cal, int64_t *unit_ns,
 
 /* ---- attributes ---- */
 
-/* A JSON number, or the strings Zarr writes for non-finite floats. */
-static int json_num(json_t *j, double *out) {
-  if (json_is_integer(j)) {
-    *out = (double)json_integer_value(j);
-  } else if (json_is_real(j)) {
-    *out = json_real_value(j);
-  } else if (json_is_boolean(j)) {
-    *out = json_is_true(j);
-  } else if (json_is_string(j)) {
-    const char *s = json_string_value(j);
-    if (!strcmp(s, "NaN"))
-      *out = NAN;
-    else if (!strcmp(s, "Infinity"))
-      *out = INFINITY;
-    else if (!strcmp(s, "-Infinity"))
-      *out = -INFINITY;
-    else
-      return -1;
-  } else {
-    return -1;
-  }
-  return 0;
-}
-
 /* A number or a list of one number (xarray takes .item() of an array). */
 static int json_scalar(json_t *j, double *out) {
   if (json_is_array(j) && json_array_size(j) == 1)
     j = json_array_get(j, 0);
-  return json_num(j, out);
+  return cfmask_json_num(j, out);
 }
 
 /* Add the fill values of attribute j (a number or a list), NaN left out. */
@@ -357,7 +334,7 @@ static int add_fills(struct cf *c, json_t *j, const char *name,
   size_t n = json_is_array(j) ? json_array_size(j) : 1;
   for (size_t i = 0; i < n; i++) {
     double v;
-    if (json_num(json_is_array(j) ? json_array_get(j, i) : j, &v) < 0)
+    if (cfmask_json_num(json_is_array(j) ? json_array_get(j, i) : j, &v) < 0)
       return zerr_set(err, EIO, "CF %s is not a number or a list of numbers",
                       name);
     if (isnan(v))
@@ -416,6 +393,8 @@ static int cf_kind_ok(enum dtype_kind k) {
   case DT_FLOAT16:
   case DT_FLOAT32:
   case DT_FLOAT64:
+  case DT_COMPLEX64:
+  case DT_COMPLEX128:
     return 1;
   default:
     return 0;
@@ -543,10 +522,11 @@ static int parse_into(struct cf *c, json_t *attrs, json_t *fill_value,
     any = 1;
   double v;
   if ((j = json_object_get(attrs, "valid_range")) && json_is_array(j) &&
-      json_array_size(j) == 2 && json_num(json_array_get(j, 0), &v) == 0) {
+      json_array_size(j) == 2 &&
+      cfmask_json_num(json_array_get(j, 0), &v) == 0) {
     c->valid_min = v;
     c->has_valid_min = 1;
-    if (json_num(json_array_get(j, 1), &v) == 0) {
+    if (cfmask_json_num(json_array_get(j, 1), &v) == 0) {
       c->valid_max = v;
       c->has_valid_max = 1;
     }
@@ -589,7 +569,9 @@ int cf_parse(json_t *attrs, json_t *fill_value, const struct dtype *dt,
     return zerr_set(err, ENOMEM, "out of memory");
   c->kind = dt->kind;
   json_t *empty = json_is_object(attrs) ? NULL : json_object();
-  int rc = parse_into(c, empty ? empty : attrs, fill_value, err);
+  int rc = dt->kind == DT_COMPLEX64 || dt->kind == DT_COMPLEX128
+               ? cfmask_parse_complex(c, empty ? empty : attrs, fill_value, err)
+               : parse_into(c, empty ? empty : attrs, fill_value, err);
   json_decref(empty);
   if (rc <= 0) {
     free(c);
@@ -672,6 +654,18 @@ static void load(const struct cf *c, const void *elem, struct cf_value *v) {
     float x;
     memcpy(&x, p, 4);
     v->width = CF_NUM_F32, v->num.d = x;
+    return;
+  }
+  case DT_COMPLEX64: {
+    float x[2];
+    memcpy(x, p, 8);
+    v->kind = CF_COMPLEX, v->width = CF_NUM_F32, v->num.d = x[0], v->im = x[1];
+    return;
+  }
+  case DT_COMPLEX128: {
+    double x[2];
+    memcpy(x, p, 16);
+    v->kind = CF_COMPLEX, v->width = CF_NUM_F64, v->num.d = x[0], v->im = x[1];
     return;
   }
   default: {
@@ -809,6 +803,10 @@ static int decode_timedelta(const struct cf *c, struct cf_value *v) {
 int cf_decode(const struct cf *c, const void *elem, struct cf_value *out) {
   struct cf_value v = {0};
   load(c, elem, &v);
+  if (cfmask_decode(c, &v)) { /* complex values, masked bools */
+    *out = v;
+    return 0;
+  }
   int missing = 0;
   if (c->nfill) {
     enum cf_num w = promoted(c);

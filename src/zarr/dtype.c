@@ -411,10 +411,32 @@ static uint16_t bf16_from_double(double v) {
   return sign | (uint16_t)(b >> 16 & 0x7fff);
 }
 
-/* One float in fill form: number, "NaN", "Infinity", "-Infinity", or
+/* Is s an optional '-' then decimal digits (an integer literal)? */
+static int is_digit_string(const char *s) {
+  s += *s == '-';
+  if (!*s)
+    return 0;
+  while (*s >= '0' && *s <= '9')
+    s++;
+  return !*s;
+}
+
+/* See dtype.h: strtod rounds correctly, as Python's int -> float does. */
+int dtype_int_literal(const char *s, double *out) {
+  if (!is_digit_string(s))
+    return -1;
+  errno = 0;
+  *out = strtod(s, NULL);
+  return errno == ERANGE && isinf(*out) ? -1 : 0;
+}
+
+/* One float in fill form: number, "NaN", "Infinity", "-Infinity",
  * "0x<bits>" with exactly 2 * size hex digits (the only way to write other
- * NaNs) into *bits; 0, or -1 when v is none of these or a finite number
- * overflows the format. */
+ * NaNs), or a string of decimal digits (an integer literal too long for
+ * int64, as JavaScript writes 1e20: 100000002004087730000; zjson_loadb
+ * hands those over as strings), rounded as Python's float() rounds an int
+ * and then narrowed like any number; into *bits. 0, or -1 when v is none
+ * of these or a finite number overflows the format. */
 static int float_fill_bits(enum fill_float ff, json_t *v, uint64_t *bits) {
   static const size_t size[] = {2, 2, 4, 8};
   /* The canonical quiet NaNs, whatever the C library's NAN is. */
@@ -433,6 +455,9 @@ static int float_fill_bits(enum fill_float ff, json_t *v, uint64_t *bits) {
       d = INFINITY;
     } else if (!strcmp(s, "-Infinity")) {
       d = -INFINITY;
+    } else if (is_digit_string(s)) {
+      if (dtype_int_literal(s, &d) < 0)
+        return -1; /* OverflowError: int too large to convert to float */
     } else if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X') &&
                strlen(s + 2) == size[ff] * 2) {
       uint64_t b = 0;
@@ -753,6 +778,62 @@ static int datetime_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
   memcpy(*out, &v, 8);
   *out_len = 8;
   return 0;
+}
+
+/* Fill of a numpy S type in V2 metadata, as zarr-python 2.13 reads it
+ * (Metadata2.decode_fill_value, then numpy's cast to S<size>): a string
+ * is ASCII (else refused), decoded as base64.b64decode decodes it when
+ * it can be (zbase64_decode_python) and taken as its own bytes when it
+ * cannot (kerchunk's " " for netCDF char arrays is base64 of nothing:
+ * NULs); an integer is its decimal digits, true and false "True" and
+ * "False"; the bytes cut to the width and NUL padded. A real is refused
+ * (numpy would write its Python repr). */
+static int v2_bytes_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
+                         size_t *out_len, struct zerr *err) {
+  char num[32];
+  const char *s;
+  size_t n;
+  if (json_is_string(fill)) {
+    s = json_string_value(fill);
+    n = json_string_length(fill);
+    for (size_t i = 0; i < n; i++)
+      if ((unsigned char)s[i] > 127)
+        return fill_error(dt, fill, err);
+  } else if (json_is_integer(fill)) {
+    n = (size_t)snprintf(num, sizeof num, "%lld",
+                         (long long)json_integer_value(fill));
+    s = num;
+  } else if (json_is_boolean(fill)) {
+    s = json_is_true(fill) ? "True" : "False";
+    n = strlen(s);
+  } else {
+    return fill_error(dt, fill, err);
+  }
+  uint8_t *raw = NULL, *p = calloc(1, dt->size ? dt->size : 1);
+  size_t rn = 0;
+  int rc = p && json_is_string(fill) ? zbase64_decode_python(s, n, &raw, &rn)
+                                     : -EINVAL;
+  if (!p || rc == -ENOMEM) {
+    free(p);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  const void *src = rc == 0 ? (const void *)raw : s;
+  size_t len = rc == 0 ? rn : n;
+  memcpy(p, src, len < dt->size ? len : dt->size);
+  free(raw);
+  *out = p;
+  *out_len = dt->size;
+  return 0;
+}
+
+/* Parse a V2 fill_value for dt. */
+int dtype_parse_fill_v2(const struct dtype *dt, json_t *fill, uint8_t **out,
+                        size_t *out_len, struct zerr *err) {
+  if (dt->kind != DT_FIXED_BYTES)
+    return dtype_parse_fill(dt, fill, out, out_len, err);
+  *out = NULL;
+  *out_len = 0;
+  return v2_bytes_fill(dt, fill, out, out_len, err);
 }
 
 /* Parse fill_value for dt. */

@@ -138,6 +138,13 @@ struct dtype dtype_optional_inner(const struct dtype *dt);
  * uint64), *is_signed set; 0 for every other kind. */
 int dtype_int_bits(const struct dtype *dt, unsigned *bits, int *is_signed);
 
+/* An integer literal too long for int64, which zjson_loadb hands over as
+ * a string of digits (an optional '-' then decimal digits; JavaScript
+ * writes 1e20 as 100000002004087730000), as Python's float() reads the
+ * int: *out correctly rounded. 0, or -1 when s is no such literal or
+ * overflows a double (Python: OverflowError). */
+int dtype_int_literal(const char *s, double *out);
+
 /* Parse a V3 fill_value for dt into freshly malloc'd bytes (*out, *out_len,
  * owned by the caller): for fixed-size kinds dt->size bytes in host order;
  * for string the UTF-8 bytes; for bytes the decoded bytes (base64 string or
@@ -148,5 +155,13 @@ int dtype_int_bits(const struct dtype *dt, unsigned *bits, int *is_signed);
  * no bytes. A value that does not fit the type is -EIO. */
 int dtype_parse_fill(const struct dtype *dt, json_t *fill, uint8_t **out,
                      size_t *out_len, struct zerr *err);
+
+/* dtype_parse_fill for the fill_value of V2 metadata (not null): the same,
+ * except a numpy S type, read as zarr-python 2 reads it: base64 when the
+ * text decodes as Python's b64decode decodes it, else the text's own
+ * bytes (kerchunk writes " " for netCDF char arrays: NULs); integers and
+ * booleans as their Python text; cut to the width. */
+int dtype_parse_fill_v2(const struct dtype *dt, json_t *fill, uint8_t **out,
+                        size_t *out_len, struct zerr *err);
 
 #endif

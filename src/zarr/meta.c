@@ -790,7 +790,7 @@ int zmeta_parse_v2(const char *text, size_t len, struct zmeta **out,
       if (!m->fill)
         rc = zerr_set(err, ENOMEM, "out of memory");
     } else {
-      rc = dtype_parse_fill(&m->dtype, fill, &m->fill, &m->fill_len, err);
+      rc = dtype_parse_fill_v2(&m->dtype, fill, &m->fill, &m->fill_len, err);
     }
   }
   if (rc < 0) {

@@ -1,8 +1,8 @@
 /* fuzz_cf.c - CF encodings from attributes (src/zarr/cf.c): cf_parse of
  * the attributes for every stored type CF decodes, with and without a
  * fill value, then each 8-byte value of the input decoded (cf_decode) and
- * written (fs/cftext.c, fs/csvtext.c); and cf_parse_units of the `units`
- * in every calendar. Input: ATTRIBUTES NUL VALUES (a JSON object, then
+ * written (fs/text/cftext.c, fs/text/csvtext.c); and cf_parse_units of the
+ * `units` in every calendar. Input: ATTRIBUTES NUL VALUES (a JSON object, then
  * raw element bytes). A decoded time must be a real date of its calendar
  * (month 1-12, day 1-31, nanoseconds within the day). */
 #include "fuzz.h"
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/cftext.h"
-#include "../../fs/csvtext.h"
+#include "../../fs/text/cftext.h"
+#include "../../fs/text/csvtext.h"
 #include "../../src/zarr/cf.h"
 
 /* Decode and write each value of vals through c. */

@@ -1,5 +1,5 @@
 /* fuzz_common.c - the chunk and metadata drivers the fuzz targets share
- * (see fuzz.h): they call the library the way fs/engine.c does. */
+ * (see fuzz.h): they call the library the way fs/engine/engine.c does. */
 #define _GNU_SOURCE
 #include "fuzz.h"
 

@@ -1,8 +1,8 @@
-/* fuzz_icechunk.c - Icechunk metadata files (src/store/icechunk_fmt.c):
- * the 39-byte header, the bounded zstd payload and the verified
- * flatbuffers reader under the parsers of the repo info file, snapshots
- * and manifests, then what the store asks of them (every chunk
- * reference of every array of a manifest, looked up by its coordinates
+/* fuzz_icechunk.c - Icechunk metadata files
+ * (src/store/icechunk/icechunk_fmt.c): the 39-byte header, the bounded zstd
+ * payload and the verified flatbuffers reader under the parsers of the repo
+ * info file, snapshots and manifests, then what the store asks of them (every
+ * chunk reference of every array of a manifest, looked up by its coordinates
  * and at a few others). Input: one whole file, dispatched on its header's
  * file type (so both compressed and uncompressed payloads are reached). */
 #include "fuzz.h"
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/store/icechunk_fmt.h"
+#include "../../src/store/icechunk/icechunk_fmt.h"
 
 /* A visited reference: look it up by its own coordinates. */
 struct walk {

@@ -1,5 +1,5 @@
-/* fuzz_namespace.c - the path namespace (fs/namespace.c): which path is a
- * directory, a stored key, a chunk view (K.txt) or an array view
+/* fuzz_namespace.c - the path namespace (fs/namespace/namespace.c): which path
+ * is a directory, a stored key, a chunk view (K.txt) or an array view
  * (values.txt), with the chunk key parsing behind it; then what stat,
  * readdir and read do with the entry. Input: a path (up to its first NUL).
  * The store is a small fixed tree (V3 group, numeric and string arrays, a
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/ns_dir.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/namespace/ns_dir.h"
 #include "../../src/store/store.h"
 
 #define I32(v) v, 0, 0, 0

@@ -1,7 +1,7 @@
-/* fuzz_strtext.c - string elements made text (fs/render.c, src/util/utf8.c):
- * their newlines as spaces and their bytes that are not UTF-8 as '?'. The
- * input is the elements' bytes; its first byte seeds their lengths. Every
- * way of making the text must give the bytes of a reference written here
+/* fuzz_strtext.c - string elements made text (fs/text/render.c,
+ * src/util/utf8.c): their newlines as spaces and their bytes that are not UTF-8
+ * as '?'. The input is the elements' bytes; its first byte seeds their lengths.
+ * Every way of making the text must give the bytes of a reference written here
  * from Unicode's table of well-formed sequences (a mismatch aborts):
  * render_str_fix in place, render_var_run over the whole and over ranges
  * handed only the range's bytes and their context, utf8_fix per element.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/render.h"
+#include "../../fs/text/render.h"
 #include "../../src/util/utf8.h"
 
 /* Elements at most (the lengths come from a small generator). */

@@ -1,6 +1,6 @@
 /* targets.h - the list of fuzz targets, one X(name) each: the replay
- * program's table (tests/fuzz/replay.c). Keep in step with Makefile.am's
- * FUZZ_TARGETS and docs/fuzzing.md. */
+ * program's table (tests/fuzz/replay.c). Keep in step with the
+ * FUZZ_TARGETS of tests/fuzz/Makefile.inc and docs/fuzzing.md. */
 X(meta_v3)
 X(meta_v2)
 X(consolidated)
@@ -25,4 +25,5 @@ X(listxml)
 X(parquet)
 X(strtext)
 X(cf)
+X(cfgroup)
 X(url)

@@ -107,6 +107,33 @@ zt_hard_error() {
   exit 99
 }
 
+# zt_built_without LIB: true when the daemon was configured without LIB
+# (configure --without-LIB: its codecs are refused by name, and
+# `zarrfs --version` says "built without: LIB ...").
+zt_built_without() {
+  "$ZARRFS_BIN" --version 2>/dev/null | sed -n 's/^built without: //p' |
+    tr ' ' '\n' | grep -qx "$1"
+}
+
+# zt_lacks_codec FILE: true, printing the library, when FILE (metadata or
+# a reference file written elsewhere) names a codec whose library the
+# daemon was built without. (lz4 by its own id: blosc's cname "lz4" is
+# blosc's business.)
+zt_lacks_codec() {
+  local lib
+  for lib in blosc bz2 lz4 zfp; do
+    zt_built_without "$lib" || continue
+    case $lib in
+    lz4) grep -qE 'numcodecs\.lz4|id\\?"[[:space:]]*:[[:space:]]*\\?"lz4' "$1" ;;
+    *) grep -q "$lib" "$1" ;;
+    esac && {
+      echo "$lib"
+      return 0
+    }
+  done
+  return 1
+}
+
 # ---- locate binaries ----
 
 ZT_LIBDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -135,6 +162,13 @@ zt_require_mkstore() {
   [ -n "$ZARRFS_MKSTORE" ] || zt_hard_error "zarrfs-mkstore binary not found (set ZARRFS_MKSTORE)"
 }
 export ZARRFS_BIN ZARRFS_MKSTORE ZARRFS_SRCDIR ZARRFS_BUILDDIR
+
+# A daemon built without blosc cannot read what zarr-python and xarray
+# write by default (Blosc): their default compressor becomes Zstd instead
+# (without_blosc/usercustomize.py), so the tests of the views still run.
+if zt_built_without blosc; then
+  export PYTHONPATH="$ZT_LIBDIR/without_blosc${PYTHONPATH:+:$PYTHONPATH}"
+fi
 
 for zt_tool in timeout cmp awk sed od stat; do
   command -v "$zt_tool" >/dev/null 2>&1 || zt_hard_error "required tool '$zt_tool' missing"

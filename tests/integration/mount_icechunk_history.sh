@@ -1,6 +1,6 @@
 #!/bin/bash
 # mount_icechunk_history.sh - the history of an Icechunk repository as
-# files below /.zarrfs (fs/history.h), on the repositories written by
+# files below /.zarrfs (fs/namespace/history.h), on the repositories written by
 # Icechunk itself (../shared/fixtures/icechunk, see its EXPECTED.md):
 #  1. test-repo-v1, -v2 and -v2-migrated: /.zarrfs lists its four
 #     directories and stats; branches/ and tags/ list the refs (names with

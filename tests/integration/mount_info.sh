@@ -1,6 +1,6 @@
 #!/bin/bash
 # mount_info.sh - info.txt in array directories and the live statistics in
-# /.zarrfs/stats (fs/info.c, fs/stats.c through fs/namespace.c):
+# /.zarrfs/stats (fs/views/info.c, fs/engine/stats.c through fs/namespace/namespace.c):
 #  1. the example store: info.txt of a plain and a sharded array, with the
 #     stored and missing chunk counts and bytes stored computed here from
 #     the store on disk; its stat size is the bytes read; `zarrfs cat

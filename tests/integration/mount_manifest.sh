@@ -61,6 +61,10 @@ else
   for refs in "$KDIR"/refs/*.json; do
     rel="refs/$(basename "$refs")"
     rdir=$(dirname "$refs")
+    if lib=$(zt_lacks_codec "$refs"); then
+      zt_skip_part "$rel: zarrfs was built without $lib"
+      continue
+    fi
     MNT=$(zt_mkdir kmnt)
     zmount "$refs" "$MNT" || continue
 

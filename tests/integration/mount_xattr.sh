@@ -1,6 +1,6 @@
 #!/bin/bash
 # mount_xattr.sh - the user.zarr.* extended attributes of array and group
-# directories (fs/info.c through getxattr/listxattr), read with getfattr
+# directories (fs/views/info.c through getxattr/listxattr), read with getfattr
 # on a mount of the example store with -o xattr: every name listed, each value (shape,
 # data type, chunk shape, codecs, fill value, the metadata document equal
 # to zarr.json's), groups with their own few, files and directories

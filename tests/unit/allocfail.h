@@ -2,7 +2,7 @@
  * torture tests: the Nth allocation made by zarrfs code fails.
  *
  * The test program is linked with -Wl,--wrap=malloc,--wrap=calloc,... (see
- * ALLOCFAIL_WRAP in Makefile.am), so every call to those functions from
+ * tests/unit/Makefile.inc), so every call to those functions from
  * an object of the link (libzarrfs.a, the test itself) goes to the
  * __wrap_ functions of allocfail.c. jansson's and zlib's allocations are
  * counted too: zarrfs gives them allocators of its own (src/zarr/meta.c's

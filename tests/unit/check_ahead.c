@@ -1,5 +1,5 @@
 /* check_ahead.c - the worker pool (src/util/pool.h) and decoding ahead
- * (fs/view.c): every job runs exactly once or is cancelled; a sequential
+ * (fs/views/view.c): every job runs exactly once or is cancelled; a sequential
  * reader with workers gets the exact text; `stat` followed by one full
  * read decodes each unit once within the budget and at most twice beyond
  * it (decodes counted); a reader that goes away with jobs in flight
@@ -18,10 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fs/cursor.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/view.h"
+#include "../../fs/engine/cursor.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/view.h"
 #include "../../src/util/pool.h"
 #include "teststore.h"
 

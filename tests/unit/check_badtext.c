@@ -22,10 +22,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/info.h"
-#include "../../fs/namespace.h"
-#include "../../fs/node.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/engine/node.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/info.h"
 #include "../../src/util/logonce.h"
 #include "teststore.h"
 #include "testutil.h"

@@ -1,4 +1,4 @@
-/* check_cf.c - src/zarr/cf.c and fs/cftext.c against xarray: a table of
+/* check_cf.c - src/zarr/cf.c and fs/text/cftext.c against xarray: a table of
  * CF cases (packed integers, fill and missing values, booleans, times in
  * every calendar, durations) whose expected text xarray's decode_cf
  * computed once (tests/writers/cf_expect.py -> check_cf_table.h), so this
@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/cftext.h"
+#include "../../fs/text/cftext.h"
 #include "../../src/zarr/cf.h"
+#include "../../src/zarr/cfmask.h"
+#include "../../src/zarr/cfvars.h"
 #include "testutil.h"
 
 struct cf_case {
@@ -93,6 +95,158 @@ START_TEST(xarray_table) {
     json_decref(attrs);
     json_decref(fill);
   }
+}
+END_TEST
+
+/* A group's variables as xarray's decode_cf_variables sees them: the
+ * attributes each bounds variable ends with are what
+ * xarray.conventions._update_bounds_attributes gives (run on the same
+ * variables: b takes a's units, the first in name order, and c's
+ * calendar; g keeps its own units; e is bounded by no time; nope names
+ * no variable), and which dimensions' character arrays are joined. */
+START_TEST(group_variables) {
+  static const struct {
+    const char *name, *dims, *attrs;
+    int is_bytes;
+  } g[] = {
+      {"a", "[\"t\"]",
+       "{\"units\":\"hours since 2000-01-01\",\"bounds\":\"b\"}", 0},
+      {"b", "[\"t\",\"nv\"]", "{}", 0},
+      {"c", "[\"t\"]",
+       "{\"units\":\"days since 2001-01-01\",\"calendar\":\"julian\","
+       "\"bounds\":\"b\"}",
+       0},
+      {"d", "[\"t\"]", "{\"units\":\"m\",\"bounds\":\"e\"}", 0},
+      {"e", "[\"t\",\"nv\"]", "{}", 0},
+      {"f", "[\"t\"]", "{\"units\":\"days since 2000-01-01\",\"bounds\":\"g\"}",
+       0},
+      {"g", "[\"t\",\"nv\"]", "{\"units\":\"hours since 1999-01-01\"}", 0},
+      {"h", "[\"t\"]",
+       "{\"units\":\"days since 2000-01-01\",\"bounds\":\"nope\"}", 0},
+      {"name", "[\"s\",\"strlen\"]", "{}", 1},
+      {"code", "[\"s\",\"codelen\"]", "{}", 1},
+      {"mixed", "[\"s\",\"m\"]", "{}", 1},
+      {"num", "[\"m\"]", "{}", 0},
+      {"first", "[\"strlen2\",\"s\"]", "{}", 1},
+      {"last", "[\"x\",\"strlen2\"]", "{}", 1},
+      {"nodims", "null", "{\"bounds\":\"b\",\"units\":\"s since 2000-01-01\"}",
+       0},
+  };
+  enum { N = sizeof g / sizeof *g };
+  struct cfvar_in in[N];
+  json_error_t je;
+  for (size_t i = 0; i < N; i++) {
+    in[i] = (struct cfvar_in){g[i].name,
+                              json_loads(g[i].dims, JSON_DECODE_ANY, &je),
+                              g[i].is_bytes, json_loads(g[i].attrs, 0, &je)};
+    ck_assert_ptr_nonnull(in[i].attrs);
+  }
+  struct cfvars *cv;
+  struct zerr err = {0};
+  ck_assert_int_eq(cfvars_new(in, N, &cv, &err), 0);
+  static const struct {
+    const char *name, *want; /* the attributes decoded with, or NULL */
+  } w[] = {
+      {"a", NULL},
+      {"b", "{\"units\":\"hours since 2000-01-01\",\"calendar\":\"julian\"}"},
+      {"c", NULL},
+      {"e", NULL},
+      {"g", NULL},
+      {"nope", NULL},
+  };
+  for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+    json_t *attrs = NULL, *out;
+    for (size_t k = 0; k < N; k++)
+      if (!strcmp(g[k].name, w[i].name))
+        attrs = in[k].attrs;
+    ck_assert_int_eq(cfvars_attrs(cv, w[i].name, attrs, &out, &err), 0);
+    if (!w[i].want) {
+      ck_assert_msg(out == NULL, "%s: attributes changed", w[i].name);
+      continue;
+    }
+    json_t *want = json_loads(w[i].want, 0, &je);
+    ck_assert_msg(json_equal(out, want), "%s: %s", w[i].name,
+                  json_dumps(out, JSON_COMPACT));
+    json_decref(want);
+    json_decref(out);
+  }
+  /* stackable: no variable named after it, and every variable along it
+   * an S array with it last */
+  ck_assert(cfvars_stackable(cv, "strlen"));
+  ck_assert(cfvars_stackable(cv, "codelen"));
+  ck_assert(!cfvars_stackable(cv, "m"));       /* num is no S array */
+  ck_assert(!cfvars_stackable(cv, "strlen2")); /* first's first axis */
+  ck_assert(!cfvars_stackable(cv, "t"));
+  ck_assert(!cfvars_stackable(cv, "nowhere"));
+  cfvars_free(cv);
+  ck_assert_int_eq(cfvars_new(NULL, 0, &cv, &err), 0);
+  ck_assert(!cfvars_stackable(cv, "strlen"));
+  cfvars_free(cv);
+  for (size_t i = 0; i < N; i++) {
+    json_decref(in[i].dims);
+    json_decref(in[i].attrs);
+  }
+}
+END_TEST
+
+/* Masks xarray applies without unpacking (values from xarray 2023.01
+ * on h5netcdf: a bool masked by _FillValue False gives [True, nan],
+ * complex64 masked by 0 gives nan+nanj; a complex fill [re, im] is one
+ * value; strings compare without their trailing NULs). */
+START_TEST(masks_of_bool_complex_strings) {
+  json_error_t je;
+  json_t *attrs = json_loads("{\"_FillValue\":false}", 0, &je);
+  struct dtype dt = dtype_of(DT_BOOL);
+  struct cf *cf = NULL;
+  struct zerr err = {0};
+  ck_assert_int_eq(cf_parse(attrs, NULL, &dt, &cf, &err), 0);
+  struct cf_value v;
+  uint8_t b = 1;
+  ck_assert_int_eq(cf_decode(cf, &b, &v), 0);
+  ck_assert(v.kind == CF_BOOL && v.b == 1);
+  b = 0;
+  ck_assert_int_eq(cf_decode(cf, &b, &v), 0);
+  ck_assert_int_eq(v.kind, CF_MISSING);
+  cf_free(cf);
+  json_decref(attrs);
+  attrs = json_loads("{}", 0, &je);
+  json_t *fill = json_loads("[1.5, -2]", 0, &je);
+  dt = dtype_of(DT_COMPLEX64);
+  ck_assert_int_eq(cf_parse(attrs, fill, &dt, &cf, &err), 0);
+  float z[2] = {1.5f, -2};
+  char buf[CFTEXT_MAX + 1];
+  ck_assert_int_eq(cf_decode(cf, z, &v), 0);
+  buf[cftext_render(&v, buf)] = '\0';
+  ck_assert_str_eq(buf, "nan+nanj");
+  z[1] = 2;
+  ck_assert_int_eq(cf_decode(cf, z, &v), 0);
+  buf[cftext_render(&v, buf)] = '\0';
+  ck_assert_str_eq(buf, "1.5+2j");
+  cf_free(cf);
+  json_decref(fill);
+  json_decref(attrs);
+  attrs = json_loads("{\"scale_factor\":2}", 0, &je);
+  ck_assert_int_eq(cf_parse(attrs, NULL, &dt, &cf, &err), -EIO);
+  ck_assert_ptr_nonnull(strstr(err.msg, "complex"));
+  json_decref(attrs);
+  attrs =
+      json_loads("{\"_FillValue\":[\"N/A\",\"\"],\"missing_value\":7}", 0, &je);
+  ck_assert_int_eq(cfmask_parse_bytes(attrs, NULL, 0, 0, 0, &cf, &err), 0);
+  ck_assert(cfmask_bytes_masked(cf, (const uint8_t *)"N/A\0\0", 5));
+  ck_assert(cfmask_bytes_masked(cf, (const uint8_t *)"", 0));
+  ck_assert(!cfmask_bytes_masked(cf, (const uint8_t *)"N/A ", 4));
+  cf_free(cf);
+  json_decref(attrs);
+  /* kerchunk's " " is NULs: the array's own fill masks empty strings */
+  attrs = json_loads("{}", 0, &je);
+  ck_assert_int_eq(
+      cfmask_parse_bytes(attrs, (const uint8_t *)"\0", 1, 1, 0, &cf, &err), 0);
+  ck_assert(cfmask_bytes_masked(cf, (const uint8_t *)"\0\0", 2));
+  ck_assert(!cfmask_bytes_masked(cf, (const uint8_t *)"a", 1));
+  cf_free(cf);
+  ck_assert_int_eq(cfmask_parse_bytes(attrs, NULL, 0, 0, 0, &cf, &err), 0);
+  ck_assert_ptr_null(cf); /* nothing to decode */
+  json_decref(attrs);
 }
 END_TEST
 
@@ -286,6 +440,8 @@ int main(void) {
   TCase *tc = tcase_create("cf");
   tcase_add_test(tc, xarray_table);
   tcase_add_test(tc, not_cf);
+  tcase_add_test(tc, group_variables);
+  tcase_add_test(tc, masks_of_bool_complex_strings);
   tcase_add_test(tc, malformed);
   tcase_add_test(tc, out_of_range);
   tcase_add_test(tc, day_round_trip);

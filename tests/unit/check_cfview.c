@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "teststore.h"
 #include "testutil.h"
 
@@ -28,19 +28,75 @@ static void put_text(const char *rel, const char *text) {
   put_file(rel, text, strlen(text));
 }
 
-/* A V2 1-D array without compressor: .zarray and .zattrs. */
-static void put_v2(const char *name, int n, int chunk, const char *dtype,
-                   const char *fill, const char *attrs) {
+/* A V2 array of any shape, without compressor: .zarray and .zattrs. */
+static void put_nd(const char *name, const char *shape, const char *chunks,
+                   const char *dtype, const char *fill, const char *attrs) {
   char buf[1024], rel[128];
   snprintf(buf, sizeof buf,
-           "{\"zarr_format\":2,\"shape\":[%d],\"chunks\":[%d],\"dtype\":\"%s\","
+           "{\"zarr_format\":2,\"shape\":%s,\"chunks\":%s,\"dtype\":\"%s\","
            "\"fill_value\":%s,\"order\":\"C\",\"compressor\":null,"
            "\"filters\":null}",
-           n, chunk, dtype, fill);
+           shape, chunks, dtype, fill);
   snprintf(rel, sizeof rel, "%s/.zarray", name);
   put_text(rel, buf);
   snprintf(rel, sizeof rel, "%s/.zattrs", name);
   put_text(rel, attrs);
+}
+
+/* A V2 1-D array without compressor: .zarray and .zattrs. */
+static void put_v2(const char *name, int n, int chunk, const char *dtype,
+                   const char *fill, const char *attrs) {
+  char shape[32], chunks[32];
+  snprintf(shape, sizeof shape, "[%d]", n);
+  snprintf(chunks, sizeof chunks, "[%d]", chunk);
+  put_nd(name, shape, chunks, dtype, fill, attrs);
+}
+
+/* Group nc as kerchunk shows a netCDF file: a noleap time and its bounds
+ * (no units of their own), days whose bounds have a calendar of their
+ * own, a character array (S1 along a dimension no variable is named
+ * after; its second chunk missing), another split across chunks, one
+ * along time (a variable: not joined), a masked bool, complex and S5. */
+static void put_nc(void) {
+  put_text("nc/.zgroup", "{\"zarr_format\":2}");
+  put_nd("nc/time", "[3]", "[3]", "<f8", "null",
+         "{\"_ARRAY_DIMENSIONS\":[\"time\"],\"units\":\"hours since "
+         "2020-01-01\",\"calendar\":\"noleap\",\"bounds\":\"time_bnds\"}");
+  double tm[3] = {0, 6, 12}, tb[8] = {-3, 3, 3, 9, 9, 15, 0, 0};
+  put_file("nc/time/0", tm, sizeof tm);
+  put_nd("nc/time_bnds", "[3,2]", "[2,2]", "<f8", "null",
+         "{\"_ARRAY_DIMENSIONS\":[\"time\",\"nv\"]}");
+  put_file("nc/time_bnds/0.0", tb, 4 * sizeof *tb);
+  put_file("nc/time_bnds/1.0", tb + 4, 4 * sizeof *tb);
+  put_nd("nc/day", "[2]", "[2]", "<i4", "null",
+         "{\"_ARRAY_DIMENSIONS\":[\"day\"],\"units\":\"days since "
+         "1999-12-31 12:00\",\"bounds\":\"day_bnds\"}");
+  int32_t dy[2] = {0, 1}, db[4] = {0, 1, 1, 2};
+  put_file("nc/day/0", dy, sizeof dy);
+  put_nd("nc/day_bnds", "[2,2]", "[2,2]", "<i4", "null",
+         "{\"_ARRAY_DIMENSIONS\":[\"day\",\"nv\"],\"calendar\":\"julian\"}");
+  put_file("nc/day_bnds/0.0", db, sizeof db);
+  put_nd("nc/name", "[3,5]", "[2,5]", "|S1", "\" \"",
+         "{\"_ARRAY_DIMENSIONS\":[\"station\",\"strlen\"],"
+         "\"_Encoding\":\"utf-8\"}");
+  put_file("nc/name/0.0", "Oslo\0Bergn", 10);
+  put_nd("nc/split", "[2,4]", "[2,2]", "|S1", "\" \"",
+         "{\"_ARRAY_DIMENSIONS\":[\"row\",\"len4\"]}");
+  put_file("nc/split/0.0", "abef", 4);
+  put_file("nc/split/0.1", "cdgh", 4);
+  put_nd("nc/flag", "[3]", "[3]", "|S1", "\" \"",
+         "{\"_ARRAY_DIMENSIONS\":[\"time\"]}");
+  put_file("nc/flag/0", "a\0c", 3);
+  put_nd("nc/b", "[3]", "[3]", "|b1", "false",
+         "{\"_ARRAY_DIMENSIONS\":[\"k\"]}");
+  put_file("nc/b/0", "\1\0\1", 3);
+  put_nd("nc/z", "[2]", "[2]", "<c8", "[0.0,0.0]",
+         "{\"_ARRAY_DIMENSIONS\":[\"k2\"]}");
+  float z[4] = {1, 2, 0, 0};
+  put_file("nc/z/0", z, sizeof z);
+  put_nd("nc/s5", "[2]", "[2]", "|S5", "\"eA==\"",
+         "{\"_ARRAY_DIMENSIONS\":[\"k2\"]}");
+  put_file("nc/s5/0", "abc\0\0x\0\0\0\0", 10);
 }
 
 /* The store: t (packed temperature, chunk 2 missing), time, flag, plain. */
@@ -69,6 +125,7 @@ static void setup(void) {
   put_file("count/0", co, sizeof co);
   int32_t pl[3] = {1, 2, 3};
   put_file("plain/0", pl, sizeof pl);
+  put_nc();
 }
 
 /* Remove the temp store. */
@@ -169,6 +226,55 @@ START_TEST(bool_flags) {
 }
 END_TEST
 
+/* Time bounds decode with their time's units and calendar, as xarray's
+ * decode_cf_variables gives them (setdefault: a calendar of their own
+ * stays), values.cf.txt and rows.csv alike (xarray's values). */
+START_TEST(bounds_decoded_with_their_time) {
+  check_view("nc/time_bnds/values.cf.txt",
+             "2019-12-31T21:00:00\n2020-01-01T03:00:00\n2020-01-01T03:00:00\n"
+             "2020-01-01T09:00:00\n2020-01-01T09:00:00\n2020-01-01T15:00:00\n");
+  check_view("nc/time_bnds/rows.csv",
+             "2019-12-31T21:00:00,2020-01-01T03:00:00\n"
+             "2020-01-01T03:00:00,2020-01-01T09:00:00\n"
+             "2020-01-01T09:00:00,2020-01-01T15:00:00\n");
+  check_view("nc/time_bnds/values.txt", "-3\n3\n3\n9\n9\n15\n");
+  check_view("nc/day_bnds/values.cf.txt",
+             "1999-12-31T12:00:00\n2000-01-01T12:00:00\n2000-01-01T12:00:00\n"
+             "2000-01-02T12:00:00\n");
+}
+END_TEST
+
+/* Character arrays as xarray joins them (CharacterArrayCoder): a string
+ * per run along the character dimension, NUL padding dropped, in
+ * values.cf.txt, its chunk views and the tables; a missing chunk is the
+ * fill, masked (empty); not joined when the character dimension is split
+ * across chunks, or is a variable's (flag along time). */
+START_TEST(char_arrays_joined) {
+  check_view("nc/name/values.cf.txt", "Oslo\nBergn\n\n");
+  check_view("nc/name/0.0.cf.txt", "Oslo\nBergn\n");
+  check_view("nc/name/values.txt", "4f\n73\n6c\n6f\n\n42\n65\n72\n67\n6e\n"
+                                   "\n\n\n\n\n");
+  check_view("nc/station.csv", "name\nOslo\nBergn\n\"\"\n");
+  check_view("nc/split/values.cf.txt", "a\nb\nc\nd\ne\nf\ng\nh\n");
+  check_view("nc/flag/values.cf.txt", "a\n\nc\n");
+  check_view("nc/time.csv", "time,flag\n2020-01-01T00:00:00,a\n"
+                            "2020-01-01T06:00:00,\n2020-01-01T12:00:00,c\n");
+}
+END_TEST
+
+/* A masked bool, complex and S5 as xarray shows them: True / NaN,
+ * nan+nanj, an empty string for xarray's NaN; missing in the tables. */
+START_TEST(masked_bool_complex_bytes) {
+  check_view("nc/b/values.cf.txt", "true\nnan\ntrue\n");
+  check_view("nc/b/values.txt", "true\nfalse\ntrue\n");
+  check_view("nc/k.csv", "b\ntrue\n\"\"\ntrue\n");
+  check_view("nc/z/values.cf.txt", "1+2j\nnan+nanj\n");
+  check_view("nc/s5/values.cf.txt", "abc\n\n");
+  check_view("nc/s5/values.txt", "616263\n78\n");
+  check_view("nc/k2.csv", "s5,z\nabc,1+2j\n,\n");
+}
+END_TEST
+
 /* Collects listed names into one string. */
 static int collect(void *ud, const char *name, int is_dir) {
   (void)is_dir;
@@ -224,10 +330,9 @@ END_TEST
  * share its decoded chunks, so values.txt, values.cf.txt and rows.csv
  * read one after another decode each stored chunk once. */
 START_TEST(views_share_decoded_chunks) {
-  put_text("g/.zarray",
-           "{\"zarr_format\":2,\"shape\":[4,6],\"chunks\":[2,3],"
-           "\"dtype\":\"<i2\",\"fill_value\":0,\"order\":\"C\","
-           "\"compressor\":null,\"filters\":null}");
+  put_text("g/.zarray", "{\"zarr_format\":2,\"shape\":[4,6],\"chunks\":[2,3],"
+                        "\"dtype\":\"<i2\",\"fill_value\":0,\"order\":\"C\","
+                        "\"compressor\":null,\"filters\":null}");
   put_text("g/.zattrs", "{\"scale_factor\":0.5}");
   int16_t c[6] = {1, 2, 3, 4, 5, 6};
   put_file("g/0.0", c, sizeof c);
@@ -283,6 +388,9 @@ static Suite *cfview_suite(void) {
   tcase_add_test(tc, packed_with_fill_and_missing_chunk);
   tcase_add_test(tc, times_in_hours_since);
   tcase_add_test(tc, bool_flags);
+  tcase_add_test(tc, bounds_decoded_with_their_time);
+  tcase_add_test(tc, char_arrays_joined);
+  tcase_add_test(tc, masked_bool_complex_bytes);
   tcase_add_test(tc, xarray_fill_value_masks);
   tcase_add_test(tc, listed_only_where_cf_applies);
   tcase_add_test(tc, stored_key_wins);

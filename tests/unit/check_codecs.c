@@ -195,6 +195,39 @@ START_TEST(test_registry_names) {
 }
 END_TEST
 
+/* A codec whose library the build was configured without (configure
+ * --without-LIB) keeps its names and is refused by name when a chain
+ * names it, saying so; a build with every library has none such. */
+START_TEST(test_built_without) {
+  struct codec_spec spec = tc_spec_1d(dtype_of(DT_UINT8), 4);
+  int n = 0;
+  for (const struct codec_impl *const *all = codec_all(); *all; all++) {
+    const struct codec_impl *c = *all;
+    if (!c->built_without)
+      continue;
+    n++;
+    ck_assert_ptr_nonnull(strstr(ZFS_WITHOUT, c->built_without));
+    const char *names[] = {c->name, c->aliases ? c->aliases[0] : NULL};
+    for (size_t k = 0; k < 2 && names[k]; k++) {
+      char json[256], want[256];
+      snprintf(json, sizeof json,
+               c->kind == CODEC_B2B ? "[\"bytes\",\"%s\"]" : "[\"%s\"]",
+               names[k]);
+      snprintf(want, sizeof want, "zarrfs was built without %s",
+               c->built_without);
+      struct chain *ch = NULL;
+      struct zerr err = {0};
+      ck_assert_int_eq(tc_build(json, &spec, &ch, &err), -ENOTSUP);
+      ck_assert_ptr_null(ch);
+      ck_assert_msg(strstr(err.msg, want) && strstr(err.msg, names[k]),
+                    "%s: %s", json, err.msg);
+    }
+  }
+  /* Every library this build lacks leaves a codec refused by name. */
+  ck_assert_int_eq(n > 0, *ZFS_WITHOUT != '\0');
+}
+END_TEST
+
 START_TEST(test_registry_entry_parse) {
   static const struct {
     const char *json;
@@ -1064,6 +1097,7 @@ static Suite *codecs_suite(void) {
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_registry_names);
   tcase_add_test(tc, test_registry_entry_parse);
+  tcase_add_test(tc, test_built_without);
   tcase_add_test(tc, test_registry_cfg_helpers);
   tcase_add_test(tc, test_chain_build_errors);
   tcase_add_test(tc, test_chain_build_ok);

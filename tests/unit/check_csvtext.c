@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fs/csvfield.h"
-#include "../../fs/csvtext.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/text/csvfield.h"
+#include "../../fs/text/csvtext.h"
 #include "teststore.h"
 #include "testutil.h"
 

@@ -1,8 +1,8 @@
-/* check_dtoa.c - fs/dtoa.c against the exact big-integer search it
+/* check_dtoa.c - fs/text/dtoa.c against the exact big-integer search it
  * replaced (render_float_exact) and against the C library.
  *
  * For every float64/float32 value tried, five texts must agree: render's
- * (dtoa.c's digits), the line render_fixed_run writes for it (fs/rnum.c,
+ * (dtoa.c's digits), the line render_fixed_run writes for it (fs/text/rnum.c,
  * the text views' loop), render_float_exact's (the exact free-format search),
  * dtoa.c's digits laid out by this file's own reading of the contract in
  * render.h, and, for expected values, the text written here. The text
@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/dtoa.h"
-#include "../../fs/dtoa_pow10.h"
-#include "../../fs/render.h"
+#include "../../fs/text/dtoa.h"
+#include "../../fs/text/dtoa_pow10.h"
+#include "../../fs/text/render.h"
 #include "testutil.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -103,7 +103,7 @@ static void check_bits(const struct width *w, uint64_t bits, const char *want) {
   if (nf > RENDER_FIXED_MAX || fast[nf] != '#')
     ck_abort_msg("bits %#llx: wrote past the text", (unsigned long long)bits);
   fast[nf] = '\0';
-  /* the run path (fs/rnum.c, the text views' loop) gives the same line */
+  /* the run path (fs/text/rnum.c, the text views' loop) gives the same line */
   char line[3 * RENDER_RUN_ROOM];
   size_t nl;
   if (w->kind == DT_FLOAT64) {
@@ -371,7 +371,7 @@ static int tbig_within(const struct tbig *a, const struct tbig *b, uint64_t lo,
 }
 
 START_TEST(f64_scaling) {
-  /* What fs/dtoa.c's binary64 search takes from the power-of-ten table,
+  /* What fs/text/dtoa.c's binary64 search takes from the power-of-ten table,
    * for every binary exponent q of a normal it searches (ef > 5): with
    * k = floor(q log10 2) and k0 = 2 - k, delta = 2^q 10^k0 lies in
    * [2^beta, 2^(beta+1)) within [100, 1000); the table's 10^k0 scaled to
@@ -427,7 +427,7 @@ START_TEST(f64_scaling) {
 }
 END_TEST
 
-/* The values of fs/dtoa.c's binary64 search whose interval ends or
+/* The values of fs/text/dtoa.c's binary64 search whose interval ends or
  * value land exactly on what its rounding has to tell apart: with
  * v = c 2^q, scaled by 10^k0 so the gap lies in [100, 1000), the high
  * end (2c + 1) 2^(q-1) 10^k0, the low end (2c - 1) 2^(q-1) 10^k0 or the

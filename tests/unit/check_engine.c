@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/info.h"
-#include "../../fs/namespace.h"
-#include "../../fs/view.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/info.h"
+#include "../../fs/views/view.h"
 #include "../../src/util/log.h"
 #include "testutil.h"
 

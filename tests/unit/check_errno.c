@@ -4,7 +4,7 @@
  * path of the wrong kind EISDIR or ENOTDIR). A table of cases. */
 #include <errno.h>
 
-#include "../../fs/zfs_errno.h"
+#include "../../fs/namespace/zfs_errno.h"
 #include "testutil.h"
 
 /* One internal result and what the reader must see. */

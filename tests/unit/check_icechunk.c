@@ -1,9 +1,10 @@
 /* check_icechunk.c - unit tests of Icechunk's format
- * (src/store/icechunk_fmt.c): ids, headers and bounded payloads on built
- * inputs, then the five repositories of ../shared/fixtures/icechunk against
- * their EXPECTED.md (refs, deleted tags, histories, node paths, inline, native
- * and virtual chunk references, split manifests' extents), and every fixture
- * metadata file truncated and bit-flipped (refused or read, never a crash). */
+ * (src/store/icechunk/icechunk_fmt.c): ids, headers and bounded payloads on
+ * built inputs, then the five repositories of ../shared/fixtures/icechunk
+ * against their EXPECTED.md (refs, deleted tags, histories, node paths, inline,
+ * native and virtual chunk references, split manifests' extents), and every
+ * fixture metadata file truncated and bit-flipped (refused or read, never a
+ * crash). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,8 @@
 #include "../../src/net/remote.h"
 #include "../../src/net/rversion.h"
 #include "../../src/net/s3.h"
-#include "../../src/store/icechunk.h"
-#include "../../src/store/icechunk_fmt.h"
+#include "../../src/store/icechunk/icechunk.h"
+#include "../../src/store/icechunk/icechunk_fmt.h"
 #include "../../src/store/store.h"
 #include "testutil.h"
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../fs/inodes.h"
+#include "../../fs/namespace/inodes.h"
 #include "testutil.h"
 
 /* Path i (static storage of the caller's buffer). */

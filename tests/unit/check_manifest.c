@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/ns_dir.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/namespace/ns_dir.h"
 #include "../../src/json/jdup.h"
 #include "../../src/store/confine.h"
 #include "../../src/store/kerchunk.h"

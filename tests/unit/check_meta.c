@@ -1203,6 +1203,129 @@ START_TEST(v2_arrays) {
 }
 END_TEST
 
+/* A V2 |S4 fill as zarr-python 2.13.6 (Debian) reads it: the stored bytes
+ * of numpy's S4 value of Metadata2.decode_fill_value (base64 when
+ * base64.b64decode takes the text, else the text's own bytes), computed
+ * by zarr-python itself. kerchunk writes " " for every netCDF char
+ * variable. */
+START_TEST(v2_bytes_fills_as_zarr_python) {
+  static const struct {
+    const char *fill; /* JSON */
+    const char want[5];
+  } t[] = {
+      {"\" \"", "\0\0\0\0"},
+      {"\"\"", "\0\0\0\0"},
+      {"\"QUJD\"", "ABC\0"},
+      {"\"QUJDREVG\"", "ABCD"},
+      {"\"ab\"", "ab\0\0"},
+      {"\"abcd\"", "i\xb7\x1d\0"},
+      {"\"a b c d\"", "i\xb7\x1d\0"},
+      {"\"YQ==x\"", "a\0\0\0"},
+      {"\"YWJj=\"", "abc\0"},
+      {"\"=YQ==\"", "a\0\0\0"},
+      {"\"YQ=\"", "YQ=\0"},
+      {"\"Y=Q=\"", "Y=Q="},
+      {"\"AA=A\"", "AA=A"},
+      {"\"QUJD!!\"", "ABC\0"},
+      {"\"\\u0000\"", "\0\0\0\0"},
+      {"\"x y\"", "x y\0"},
+      {"\"AAAA\"", "\0\0\0\0"},
+      {"0", "0\0\0\0"},
+      {"7", "7\0\0\0"},
+      {"-12", "-12\0"},
+      {"true", "True"},
+      {"false", "Fals"},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    char doc[512];
+    snprintf(doc, sizeof doc,
+             "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
+             "\"|S4\",\"order\":\"C\",\"compressor\":null,\"filters\":"
+             "null,\"fill_value\":%s}",
+             t[i].fill);
+    struct zmeta *m = parse_v2_ok(doc);
+    ck_assert_uint_eq(m->fill_len, 4);
+    ck_assert_msg(!memcmp(m->fill, t[i].want, 4), "fill %s: %02x%02x%02x%02x",
+                  t[i].fill, m->fill[0], m->fill[1], m->fill[2], m->fill[3]);
+    zmeta_free(m);
+  }
+  /* zarr-python fails on text that is not ASCII; a real would be its
+   * Python repr, which zarrfs does not write: both refused by name. */
+  const char *bad[] = {"\"h\\u00e9\"", "1.5", "[1,2]"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char doc[512];
+    snprintf(doc, sizeof doc,
+             "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":"
+             "\"|S4\",\"order\":\"C\",\"compressor\":null,\"filters\":"
+             "null,\"fill_value\":%s}",
+             bad[i]);
+    struct zmeta *m = NULL;
+    struct zerr err = {0};
+    ck_assert_msg(zmeta_parse_v2(doc, strlen(doc), &m, &err) == -EIO,
+                  "accepted %s", bad[i]);
+    ck_assert_ptr_nonnull(strstr(err.msg, "is not a valid"));
+  }
+}
+END_TEST
+
+/* A float fill written as an integer literal of any length (JavaScript
+ * writes 1e20 as 100000002004087730000): the value Python's float() gives
+ * the int, then narrowed as any number; V2 and V3 alike. */
+START_TEST(float_fills_as_integer_literals) {
+  static const struct {
+    const char *fill;
+    uint64_t bits;
+  } t64[] = {
+      {"100000002004087730000", 0x4415af1d80000000ull}, /* float32(1e20) */
+      {"-100000002004087730000", 0xc415af1d80000000ull},
+      {"9223372036854775808", 0x43e0000000000000ull}, /* 2^63 */
+      /* 2^64 + 2^11 + 1: above the midpoint, up; 2^64 + 2^11: the tie, to
+       * even (down) */
+      {"18446744073709553665", 0x43f0000000000001ull},
+      {"18446744073709553664", 0x43f0000000000000ull},
+      {"1797693134862315708145274237317043567980705675258449965989174768031572"
+       "6078002853876058955863276687817154045895351438246423432132688946418276"
+       "8467546703537516986049910576551282076245490090389328944075868508455133"
+       "9423045832369032229481658085593321233482747978262041447231687381771809"
+       "19299881250404026184124858368",
+       0x7fefffffffffffffull}, /* DBL_MAX, written out */
+  };
+  for (size_t i = 0; i < sizeof t64 / sizeof *t64; i++)
+    fill_is("\"float64\"", t64[i].fill, &t64[i].bits, 8);
+  uint32_t f32 = 0x60ad78ecu; /* float32(1e20) */
+  fill_is("\"float32\"", "100000002004087730000", &f32, 4);
+  /* through float64, as numpy casts a Python int: 2^80 + 2^56 + 1 rounds
+   * to the float32 midpoint as a double, then to even */
+  f32 = 0x67800000u;
+  fill_is("\"float32\"", "1208925891672223212634113", &f32, 4);
+  /* V2, as kerchunk's JSON from JavaScript carries it */
+  struct zmeta *m = parse_v2_ok(
+      "{\"zarr_format\":2,\"shape\":[3],\"chunks\":[3],\"dtype\":\"<f4\","
+      "\"order\":\"C\",\"compressor\":null,\"filters\":null,"
+      "\"fill_value\":100000002004087730000}");
+  uint32_t b;
+  memcpy(&b, m->fill, 4);
+  ck_assert_uint_eq(b, 0x60ad78ecu);
+  zmeta_free(m);
+  /* Too large for a double (Python: OverflowError), and for a float32
+   * (a finite value that overflows is refused, as for any number). */
+  char big[400];
+  memset(big, '9', 330);
+  big[330] = '\0';
+  const char *bad[][2] = {{"\"float64\"", big},
+                          {"\"float32\"", "1000000000000000000000000000000000"
+                                          "000000000000000"}};
+  for (size_t i = 0; i < 2; i++) {
+    struct zmeta *mm = NULL;
+    struct zerr err = {0};
+    const char *doc = fill_doc(bad[i][0], bad[i][1]);
+    ck_assert_msg(zmeta_parse(doc, strlen(doc), &mm, &err) == -EIO,
+                  "accepted %s", bad[i][1]);
+    ck_assert_ptr_nonnull(strstr(err.msg, "is not a valid"));
+  }
+}
+END_TEST
+
 /* Parse every zarr.json below dir; returns how many. */
 static int parse_tree(const char *dir) {
   int count = 0;
@@ -1263,6 +1386,8 @@ int main(void) {
   tcase_add_test(tc, ignorable_extensions);
   tcase_add_test(tc, chunk_keys);
   tcase_add_test(tc, v2_arrays);
+  tcase_add_test(tc, v2_bytes_fills_as_zarr_python);
+  tcase_add_test(tc, float_fills_as_integer_literals);
   suite_add_tcase(s, tc);
   TCase *fx = tcase_create("fixtures");
   tcase_set_timeout(fx, 60);

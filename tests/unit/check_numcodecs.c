@@ -8,7 +8,6 @@
  * here and read through the engine (V3 and V2 metadata), and counting byte
  * sources that prove partial decoding: a small read of a multi-block blosc
  * frame, or of a draft-layout chunk, reads a small part of the input. */
-#include <blosc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,10 +16,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
+#if ZFS_WITH_BLOSC
+#include <blosc.h>
+#endif
+
 #include "../../codecs/chain.h"
 #include "../../codecs/codec.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "../../src/util/log.h"
 #include "testcodec.h"
 #include "teststore.h"
@@ -951,6 +955,7 @@ START_TEST(draft_store) {
 END_TEST
 
 /* ==== blosc: partial decoding ==== */
+#if ZFS_WITH_BLOSC
 
 /* n bytes of compressible, position-dependent data (caller frees). */
 static uint8_t *pattern(size_t n) {
@@ -1371,6 +1376,7 @@ START_TEST(mutations) {
   free(c);
 }
 END_TEST
+#endif /* ZFS_WITH_BLOSC */
 
 int main(void) {
   zlog_setup(0, ZLOG_ERR);
@@ -1392,12 +1398,17 @@ int main(void) {
   tcase_add_test(tc, draft_partial);
   tcase_add_test(tc, draft_bad_input);
   tcase_add_test(tc, draft_store);
+#if ZFS_WITH_BLOSC
   tcase_add_test(tc, blosc_partial_reads);
   tcase_add_test(tc, blosc_counting);
   tcase_add_test(tc, blosc_under_vlen);
   tcase_add_test(tc, blosc_bad_input);
   tcase_add_test(tc, blosc_threads);
   tcase_add_test(tc, mutations);
+#else
+  testutil_skip_without("check_numcodecs", "blosc",
+                        "the blosc and mutation tests");
+#endif
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "../../codecs/chain.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/render.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/text/render.h"
 #include "../../src/util/log.h"
 #include "teststore.h"
 #include "testutil.h"

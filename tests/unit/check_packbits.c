@@ -17,8 +17,8 @@
 
 #include "../../codecs/chain.h"
 #include "../../codecs/codec.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "../../src/util/log.h"
 #include "testcodec.h"
 #include "teststore.h"
@@ -642,7 +642,7 @@ START_TEST(zarrs_optional_stores) {
   for (int i = 0; i < 192; i++)
     p += i % 4 == 3 ? sprintf(p, "null\n") : sprintf(p, "%d\n", i % 256);
   static const char *const sets[] = {"a2b", "a2a", "b2b"};
-  int stores = 0, refused = 0;
+  int stores = 0, refused = 0, without = 0;
   for (size_t k = 0; k < 3; k++) {
     char base[4200];
     snprintf(base, sizeof base,
@@ -667,6 +667,11 @@ START_TEST(zarrs_optional_stores) {
         struct engine *e = ts_open_engine(sp);
         struct zerr err = {0};
         char *got = ts_view_text(e, "/values.txt", 1 << 16, &err);
+        if (!got && testutil_is_without(err.msg)) { /* main said so */
+          without++;
+          engine_free(e);
+          continue;
+        }
         if (strstr(cd->d_name, "gdeflate")) { /* not supported: refused */
           ck_assert_ptr_null(got);
           ck_assert_ptr_nonnull(strstr(err.msg, "unsupported codec"));
@@ -686,7 +691,7 @@ START_TEST(zarrs_optional_stores) {
   free(want);
   printf("check_packbits: %d zarrs.optional(uint8) stores match, %d refused\n",
          stores, refused);
-  ck_assert_int_ge(stores, 11);
+  ck_assert_int_ge(stores + without, 11);
   ck_assert_int_eq(refused, 1);
 
   /* tests_data: the legacy `optional` name, a missing chunk (fill null);
@@ -742,5 +747,8 @@ int main(void) {
   tcase_add_test(fx, zarrs_snapshots);
   tcase_add_test(fx, zarrs_optional_stores);
   testutil_add_fixture_tcase(s, fx, "check_packbits");
+  if (*ZFS_WITHOUT && testutil_fixtures())
+    testutil_skip_without("check_packbits", ZFS_WITHOUT,
+                          "the fixture stores that need it");
   return testutil_run(s);
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/render.h"
+#include "../../fs/text/render.h"
 #include "testutil.h"
 
 /* Render a double (float64) and compare. */
@@ -629,7 +629,7 @@ START_TEST(fixed_run_same_as_elements) {
 END_TEST
 
 START_TEST(integer_runs_in_pairs) {
-  /* runs of integers take two values at a time (fs/rnum.c): every int32
+  /* runs of integers take two values at a time (fs/text/rnum.c): every int32
    * in [-2^20, 2^20], then every digit count next to every other, each
    * also in runs of odd length and at odd starts, and wide values
    * (>= 10^8) beside small ones, every integer width */

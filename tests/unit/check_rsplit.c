@@ -1,4 +1,4 @@
-/* check_rsplit.c - a run's lines rendered in parts (fs/rsplit.h): the text
+/* check_rsplit.c - a run's lines rendered in parts (fs/text/rsplit.h): the text
  * and the block offsets are those of one render_fixed_run per block,
  * whoever renders the parts (a worker, or the caller when the pool is
  * busy, full, absent or shut down); a buffer with no room left is dropped
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fs/render.h"
-#include "../../fs/rsplit.h"
+#include "../../fs/text/render.h"
+#include "../../fs/text/rsplit.h"
 #include "../../src/util/pool.h"
 
 #define BLOCK 64
@@ -54,7 +54,7 @@ static char *reference(const struct dtype *dt, const unsigned char *src,
   return t;
 }
 
-/* What fs/text.c does: the caller's share by blocks into tb, then the
+/* What fs/text/text.c does: the caller's share by blocks into tb, then the
  * parts; returns the text length (pos) and leaves tb as the parts made it.
  * wait_helped: hold the caller's share back until a worker has a part. */
 static uint64_t split_render(struct pool *p, int ways, const struct dtype *dt,

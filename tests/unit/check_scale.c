@@ -23,9 +23,9 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/view.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/view.h"
 #include "teststore.h"
 #include "testutil.h"
 
@@ -356,7 +356,8 @@ static uint64_t nchunks(const struct grid2 *g) {
          ((g->shape[1] + g->chunk[1] - 1) / g->chunk[1]);
 }
 
-/* Text of a band when the cache is smaller (fs/rowband.h: ROWBAND_TEXT_MAX). */
+/* Text of a band when the cache is smaller (fs/views/rowband.h:
+ * ROWBAND_TEXT_MAX). */
 #define BAND_TEXT (18u << 20)
 
 /* One configuration of the 2-D checks: stat, then a read pattern, with

@@ -2,12 +2,12 @@
  * leaf fields (offsets, item size, byte orders, subarrays, nested and
  * repeated records, numpy's names for padding), a table of hostile or
  * malformed lists that must be refused with a message naming the
- * problem, and the line a record renders to (fs/rstruct.h). */
+ * problem, and the line a record renders to (fs/text/rstruct.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../fs/rstruct.h"
+#include "../../fs/text/rstruct.h"
 #include "../../src/zarr/dtype_struct.h"
 #include "../../src/zarr/meta.h"
 #include "testutil.h"

@@ -1,5 +1,5 @@
-/* check_table.c - the tables D.csv of a group (fs/table.h) and their
- * fields (fs/csvfield.h), driven through the engine without a mount.
+/* check_table.c - the tables D.csv of a group (fs/views/table.h) and their
+ * fields (fs/text/csvfield.h), driven through the engine without a mount.
  *
  * The field rules one by one; then a V2 group as xarray writes it: a
  * coordinate x, a float64 column with NaN and integral values, an int16
@@ -19,10 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../fs/csvfield.h"
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/table.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/text/csvfield.h"
+#include "../../fs/views/info.h"
+#include "../../fs/views/table.h"
 #include "teststore.h"
 #include "testutil.h"
 
@@ -73,6 +74,7 @@ static void put_strings(const char *rel, const char *const *s, uint32_t n) {
 }
 
 static void put_records(void);
+static void put_phony(void);
 
 /* The store (see the file comment). */
 static void setup(void) {
@@ -105,6 +107,26 @@ static void setup(void) {
   put_v2("zz", "[1]", "[1]", "<i4", "7", "null", "[\"z\"]", "");
   put_text("z.csv", "mine\n");
   put_records();
+  put_phony();
+}
+
+/* Group p as kerchunk makes an HDF5 file without dimension scales: each
+ * dataset's axes are phony_dim_0, phony_dim_1, ... whatever their
+ * lengths: data [6,3], lat and lon [4], time [6], and zz [4] whose codec
+ * no one knows (no views). */
+static void put_phony(void) {
+  put_text("p/.zgroup", "{\"zarr_format\":2}");
+  put_v2("p/data", "[6,3]", "[6,3]", "<i4", "0", "null",
+         "[\"phony_dim_0\",\"phony_dim_1\"]", "");
+  put_v2("p/lat", "[4]", "[4]", "<f8", "null", "null", "[\"phony_dim_0\"]", "");
+  put_v2("p/lon", "[4]", "[4]", "<i2", "null", "null", "[\"phony_dim_0\"]", "");
+  put_v2("p/time", "[6]", "[6]", "<i4", "0", "null", "[\"phony_dim_0\"]", "");
+  put_v2("p/zz", "[4]", "[4]", "<i4", "0", "[{\"id\":\"nobody-knows\"}]",
+         "[\"phony_dim_0\"]", "");
+  double lat[4] = {-45, -15, 15, 45};
+  int16_t lon[4] = {0, 90, 180, 270};
+  put_file("p/lat/0", lat, sizeof lat);
+  put_file("p/lon/0", lon, sizeof lon);
 }
 
 /* Group g: rec along r, shape 3, chunks 2, chunk 1 not stored (the fill
@@ -258,6 +280,33 @@ START_TEST(structured_fields) {
       "-5,,\"\xc3\xa9\n\",255,-2,0 0,1970-01-02T00:00:00\n"
       "0,0.0,,0,0,0 0,1970-01-01T00:00:00\n";
   check_table("g/r.csv", want, sizeof want - 1);
+}
+END_TEST
+
+/* info.txt and D.csv agree on a dimension's size when arrays give the
+ * name several lengths (kerchunk's phony_dim_N): the table's rows (its
+ * first 1-D array in name order, lat: 4, not data's 6), and info.txt says
+ * which arrays give another length and which the table leaves out. */
+START_TEST(phony_dims_agree) {
+  static const char csv[] = "lat,lon\n-45.0,0\n-15.0,90\n15.0,180\n45.0,270\n";
+  check_table("p/phony_dim_0.csv", csv, sizeof csv - 1);
+  struct engine *e = open_engine(0);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "p/phony_dim_1.csv", &ent, &err), -ENOENT);
+  char *text;
+  size_t len;
+  ck_assert_int_eq(info_text(e, node_get(e->nodes, "p"), &text, &len, &err), 0);
+  static const char want[] =
+      "dimensions: 2\n"
+      "  phony_dim_0 = 4\n"
+      "    other lengths: data (6), time (6)\n"
+      "    left out of phony_dim_0.csv: time (length 6), zz (no views)\n"
+      "  phony_dim_1 = 3\n"
+      "variables: 5\n";
+  ck_assert_msg(strstr(text, want), "info.txt:\n%s", text);
+  free(text);
+  engine_free(e);
 }
 END_TEST
 
@@ -510,6 +559,7 @@ static Suite *table_suite(void) {
   tcase_add_test(tc, field_rules);
   tcase_add_test(tc, columns_and_values);
   tcase_add_test(tc, structured_fields);
+  tcase_add_test(tc, phony_dims_agree);
   tcase_add_test(tc, listed_resolved_and_shadowed);
   tcase_add_test(tc, blocks_of_rows);
   tcase_add_test(tc, lazy_size_learned);

@@ -14,8 +14,8 @@
 
 #include "codecs/chain.h"
 #include "codecs/codec.h"
-#include "fs/render.h"
-#include "fs/text.h"
+#include "fs/text/render.h"
+#include "fs/text/text.h"
 #include "src/util/buf.h"
 #include "testcodec.h"
 #include "testutil.h"
@@ -451,6 +451,14 @@ START_TEST(test_vlen_interleaved) {
   static const char *const want[] = {"a", "bb"};
   check_strings(a, want, 2);
   abytes_free(a);
+  /* 16 bytes an element that would pass for HDF5 heap IDs, but a valid
+   * numcodecs chunk: decoded as such. */
+  static const uint8_t h[] = {1, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0};
+  ck_assert_int_eq(run("[\"vlen-bytes\"]", 1, h, sizeof h, MAXDEC, &a, &err),
+                   0);
+  ck_assert_uint_eq(a->offsets[1], 8);
+  check_elem(a, 0, h + 8, 8);
+  abytes_free(a);
 }
 END_TEST
 
@@ -668,6 +676,22 @@ START_TEST(test_bad_inputs) {
        "too short for the 4-byte header"},
       {"vlen-utf8 offsets over a small limit", UTF8, 1,
        BYTES(U32(1), U32(1), 'a'), 8, EFBIG, "decode limit"},
+      /* HDF5 vlen strings by byte range: the heap IDs h5py wrote for
+       * ['hello', '', 'a'] and ['ab', 'cd', (unwritten)] */
+      {"HDF5 heap references", UTF8, 3,
+       BYTES(U32(5), U64(3496), U32(10), U32(0), U64(3496), U32(9), U32(1),
+             U64(3496), U32(8)),
+       0, EIO,
+       "vlen-utf8: the chunk holds 3 HDF5 variable-length references (16 "
+       "bytes each), not the strings: they live in the HDF5 file's global "
+       "heap, so the references must inline them"},
+      {"HDF5 heap references, one unwritten", "[\"vlen-bytes\"]", 3,
+       BYTES(U32(2), U64(3496), U32(12), U32(2), U64(3496), U32(11), U32(0),
+             U64(0), U32(0)),
+       0, EIO, "vlen-bytes: the chunk holds 3 HDF5 variable-length"},
+      {"16 bytes an element, not heap IDs", UTF8, 1,
+       BYTES(U32(7), U32(3), 'a', 'b', 'c', U32(0), 'x'), 0, EIO,
+       "vlen-utf8: header says 7 elements, chunk has 1"},
       {"vlen-bytes count mismatch", "[\"vlen-bytes\"]", 1,
        BYTES(U32(0), U32(1), 'a'), 0, EIO, "vlen-bytes: header says 0"},
       {"zarrs.vlen_v2 truncated element", "[\"zarrs.vlen_v2\"]", 1,

@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "../../src/store/confine.h"
-#include "../../src/util/log.h"
 #include "../../src/store/store.h"
+#include "../../src/util/log.h"
 #include "teststore.h"
 #include "testutil.h"
 

@@ -19,9 +19,9 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/view.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/view.h"
 #include "../../src/util/log.h"
 #include "teststore.h"
 

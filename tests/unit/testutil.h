@@ -9,18 +9,22 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config.h" /* ZFS_WITH_X, ZFS_WITHOUT: configure --without-X */
+
 /* Fixture bookkeeping of this test program, decided in main() while the
  * suite is assembled (Check runs each test in a child process, so a test
  * body cannot report back). */
 struct testutil_state {
   int fixtures_skipped; /* fixture tests were left out: exit 77 */
   int fixtures_missing; /* ... under CI=true: a failure */
+  int without;          /* tests of a library the build lacks: exit 77 */
 };
 static struct testutil_state testutil_state;
 
 /* Run one suite, return the process exit status: 1 when a test failed or
  * the fixtures are missing under CI=true, 77 (automake's SKIP) when every
- * test that ran passed but fixture tests were left out, else 0. */
+ * test that ran passed but fixture tests, or tests of a library the build
+ * was configured without, were left out, else 0. */
 static inline int testutil_run(Suite *s) {
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
@@ -28,7 +32,27 @@ static inline int testutil_run(Suite *s) {
   srunner_free(sr);
   if (failed || testutil_state.fixtures_missing)
     return EXIT_FAILURE;
-  return testutil_state.fixtures_skipped ? 77 : EXIT_SUCCESS;
+  return testutil_state.fixtures_skipped || testutil_state.without
+             ? 77
+             : EXIT_SUCCESS;
+}
+
+/* Say in one line that prog leaves out what needs lib, which this build
+ * was configured without (configure --without-LIB), and make
+ * testutil_run exit 77 after the other tests ran. Called where the tests
+ * that need it would be added (#if !ZFS_WITH_LIB). */
+static inline void testutil_skip_without(const char *prog, const char *lib,
+                                         const char *what) {
+  printf("%s: zarrfs was built without %s: skipping %s\n", prog, lib, what);
+  testutil_state.without = 1;
+}
+
+/* Is msg a codec's refusal by a build configured without its library
+ * (chain_build: "zarrfs was built without LIB")? Tests over many stores
+ * count those as refused, and call testutil_skip_without for each lib of
+ * ZFS_WITHOUT. */
+static inline int testutil_is_without(const char *msg) {
+  return *ZFS_WITHOUT && strstr(msg, "zarrfs was built without ") != NULL;
 }
 
 /* Directory of the shared conformance fixtures: $ZARRFS_FIXTURES, else

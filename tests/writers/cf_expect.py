@@ -328,4 +328,5 @@ def main():
                 c_str(exp)))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -15,7 +15,20 @@ writes OUTDIR/data.nc beside OUTDIR/.zmetadata and OUTDIR/VAR/refs.N.parq
 (references name data.nc relative to the folder). Needs python3-netcdf4,
 python3-h5py and numpy (Debian), node and the npm writers (see
 parquet_refs.mjs). tests/integration/mount_parquet_nc.sh compares every
-value a mount shows with netCDF4's reading of data.nc."""
+value a mount shows with netCDF4's reading of data.nc.
+
+  python3 tests/writers/nc_refs.py json FILE.nc OUT.json [--vlen-range]
+
+writes kerchunk JSON references (version 1) of every group and dataset of
+a netCDF4 or HDF5 file, the way kerchunk's SingleHdf5ToZarr lays them
+out: dimension names from the dimension scales, else phony_dim_N by axis;
+fill_value " " on |S arrays, else the dataset's own HDF5 fill value
+(null where HDF5's default stands: no value was set);
+attributes but kerchunk's hidden ones; netCDF dimensions that are not variables
+left out; chunks of at most 100 bytes inlined. Variable-length strings,
+which live in the global heap, are inlined (vlen-utf8 chunks), or with
+--vlen-range referenced by byte range as a careless writer would (zarrfs
+must refuse them, saying so). Targets are named relative to OUT.json."""
 import base64
 import json
 import os
@@ -156,7 +169,156 @@ def main(out):
         os.unlink(f.name)
 
 
+HIDDEN = {"REFERENCE_LIST", "CLASS", "DIMENSION_LIST", "NAME",
+          "_Netcdf4Dimid", "_Netcdf4Coordinates", "_nc3_strict",
+          "_NCProperties"}
+
+
+def attr_value(v):
+    """An HDF5 attribute as kerchunk's _transfer_attrs writes it."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, np.ndarray):
+        if v.size == 1:
+            return attr_value(v.flatten()[0])
+        return [attr_value(x) for x in v.tolist()]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and np.isnan(v):
+        return "NaN"
+    if isinstance(v, complex):
+        return [attr_value(v.real), attr_value(v.imag)]
+    return v
+
+
+def dims_of(d):
+    """kerchunk's _get_array_dims: a dimension scale's name, the dataset's
+    own name when it is a scale, else phony_dim_N for axis N."""
+    out = []
+    for n in range(d.ndim):
+        if len(d.dims[n]) == 1:
+            out.append(d.dims[n][0].name.split("/")[-1])
+        elif h5py.h5ds.is_scale(d.id):
+            out.append(d.name.split("/")[-1])
+        else:
+            out.append(f"phony_dim_{n}")
+    return out
+
+
+def fill_of(d):
+    """The fill_value kerchunk writes for dataset d."""
+    if d.dtype.kind == "S":
+        return " "
+    if d.dtype.kind == "O":
+        return None
+    if d.id.get_create_plist().fill_value_defined() != \
+            h5py.h5d.FILL_VALUE_USER_DEFINED:
+        return None  # HDF5's default fill, no value of the dataset's own
+    f = d.fillvalue
+    if f is None:
+        return None
+    f = f.item() if hasattr(f, "item") else f
+    if isinstance(f, complex):
+        return [attr_value(f.real), attr_value(f.imag)]
+    return attr_value(f)
+
+
+def vlen_chunk(values):
+    """numcodecs' VLenUTF8 encoding of a chunk of strings."""
+    out = [len(values).to_bytes(4, "little")]
+    for v in values:
+        b = v if isinstance(v, bytes) else str(v).encode()
+        out += [len(b).to_bytes(4, "little"), b]
+    return b"".join(out)
+
+
+def json_refs(nc, out, vlen_range=False):
+    """kerchunk JSON references of every group and dataset of nc."""
+    raw = open(nc, "rb").read()
+    target = os.path.relpath(os.path.abspath(nc),
+                             os.path.dirname(os.path.abspath(out)))
+    refs = {}
+
+    def put(key, doc):
+        refs[key] = json.dumps(doc)
+
+    def visit(g, prefix):
+        put(prefix + ".zgroup", {"zarr_format": 2})
+        put(prefix + ".zattrs", {k: attr_value(v) for k, v in g.attrs.items()
+                                 if k not in HIDDEN})
+        for name, obj in g.items():
+            if isinstance(obj, h5py.Group):
+                visit(obj, prefix + name + "/")
+                continue
+            nm = obj.attrs.get("NAME", b"")
+            if isinstance(nm, bytes) and nm.startswith(
+                    b"This is a netCDF dimension but not a netCDF variable"):
+                continue
+            dataset(obj, prefix + name + "/")
+
+    def dataset(d, key):
+        vlen = h5py.check_string_dtype(d.dtype) is not None and \
+            d.dtype.kind == "O"
+        compressor, filters = None, None
+        if d.compression == "gzip":
+            compressor = {"id": "zlib", "level": d.compression_opts}
+        if d.shuffle:
+            filters = [{"id": "shuffle", "elementsize": d.dtype.itemsize}]
+        if vlen:
+            filters = [{"id": "vlen-utf8"}]
+        chunks = d.chunks or d.shape
+        za = {"chunks": list(chunks) if d.ndim else [], "compressor": compressor,
+              "dtype": "|O" if vlen else d.dtype.str, "fill_value": fill_of(d),
+              "filters": filters, "order": "C", "shape": list(d.shape),
+              "zarr_format": 2}
+        put(key + ".zarray", za)
+        attrs = {k: attr_value(v) for k, v in d.attrs.items()
+                 if k not in HIDDEN}
+        attrs["_ARRAY_DIMENSIONS"] = dims_of(d)
+        put(key + ".zattrs", attrs)
+        grid = [-(-s // c) for s, c in zip(d.shape, chunks)]
+        stored = {}
+        if d.chunks is None:
+            off = d.id.get_offset()
+            if off is not None:
+                stored[(0,) * d.ndim] = (off, d.id.get_storage_size())
+        else:
+            for i in range(d.id.get_num_chunks()):
+                info = d.id.get_chunk_info(i)
+                idx = tuple(o // c for o, c in zip(info.chunk_offset, chunks))
+                stored[idx] = (info.byte_offset, info.size)
+        for idx in np.ndindex(*grid):
+            ck = key + (".".join(str(i) for i in idx) if d.ndim else "0")
+            if vlen and not vlen_range:
+                sl = tuple(slice(i * c, (i + 1) * c) for i, c in zip(idx, chunks))
+                vals = np.asarray(d[sl] if d.ndim else d[()], dtype=object)
+                vals = list(np.pad(vals, [(0, c - n) for c, n in
+                                          zip(chunks, vals.shape)],
+                                   constant_values="").ravel()) \
+                    if d.ndim else [vals.item()]
+                refs[ck] = "base64:" + base64.b64encode(
+                    vlen_chunk(vals)).decode()
+                continue
+            if idx not in stored:
+                continue
+            off, size = stored[idx]
+            if size <= INLINE and not vlen:
+                refs[ck] = "base64:" + base64.b64encode(
+                    raw[off:off + size]).decode()
+            else:
+                refs[ck] = [target, int(off), int(size)]
+
+    with h5py.File(nc, "r") as h5:
+        visit(h5, "")
+    with open(out, "w") as f:
+        json.dump({"version": 1, "refs": refs}, f, indent=0)
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: nc_refs.py OUTDIR")
-    main(sys.argv[1])
+    if len(sys.argv) >= 4 and sys.argv[1] == "json":
+        json_refs(sys.argv[2], sys.argv[3], "--vlen-range" in sys.argv[4:])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        sys.exit("usage: nc_refs.py OUTDIR | nc_refs.py json FILE.nc OUT.json"
+                 " [--vlen-range]")

@@ -1,0 +1,900 @@
+/* cursor.c - per-open-file cursors: the pins a reader keeps, whether it
+ * reads in sequence, and the units decoded ahead of it (see cursor.h). */
+#include "cursor.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* malloc_trim */
+#endif
+#include <string.h>
+
+#include "../../src/util/pool.h"
+
+/* Units, rows and data sections a cursor keeps. */
+#define CURSOR_WINDOWS 4
+/* Released pins of at least this many bytes are handed back to the system
+ * at once (cursor_room). */
+#define CURSOR_TRIM_MIN ((size_t)4 << 20)
+/* Units a reader may have decoded ahead of it. */
+#define CURSOR_AHEAD_MAX 8
+/* Bytes read in sequence before decoding ahead starts: `head`, `file`
+ * and `tail` read less, and decode nothing they do not show. */
+#define CURSOR_AHEAD_AFTER (256u << 10)
+/* Reads this close to where the last one ended still count as in
+ * sequence (the kernel's read-ahead sends several reads at once). */
+#define CURSOR_SEQ_SLACK (4u << 20)
+/* Chunks a reader may have named to its store ahead of it (fetched
+ * meanwhile by a store with latency), and its first window: the window
+ * doubles each time the reader reaches chunks it named, so a reader that
+ * keeps up soon has many requests in flight, and one that stops costs
+ * little. */
+#define CURSOR_PF_MAX 256
+#define CURSOR_PF_FIRST 8
+/* Largest slab of text (bytes) named whole at a read from its start. */
+#define CURSOR_START_MAX ((uint64_t)64 << 20)
+/* Bytes of view text one slice job renders (the kernel's largest read, so
+ * a reply is one slice), and most slices a reader may have ahead (fewer
+ * when the ahead budget holds fewer). */
+#define CURSOR_SLICE (1u << 20)
+#define CURSOR_SLICES 16
+/* Slice buffers a cursor keeps for its next slices once their bytes are
+ * served: fresh ones would cost the kernel a page fault and a zeroed
+ * page every 4 KiB. */
+#define CURSOR_SPARES 4
+
+/* ---- cursors ---- */
+
+/* Units one cursor has decoded ahead (or is decoding). */
+struct ahead_slot {
+  uint64_t rl;           /* region-linear unit; AHEAD_FREE: slot unused */
+  int ready;             /* its job is done: the pins below (may be NULL) */
+  struct memo_ref *unit; /* the decoded unit */
+  struct memo_ref *data; /* its deferred data section, decoded */
+};
+#define AHEAD_FREE UINT64_MAX
+
+/* A slice's bytes: one reference held by its slot, one by each reply
+ * that lends them (cursor_slice_lend). */
+struct slice_buf {
+  _Atomic int refs;
+  char data[];
+};
+
+/* A slice of the view's text rendered ahead. */
+enum { SLICE_FREE, SLICE_QUEUED, SLICE_RUNNING, SLICE_READY, SLICE_GONE };
+struct cursor_slice {
+  uint64_t off; /* view offset, a multiple of CURSOR_SLICE */
+  uint64_t gen; /* the job it belongs to (a slice let go gets a new one) */
+  int state;    /* SLICE_*; GONE: taken by the reader, or failed */
+  size_t len;   /* READY: bytes in buf (short at the end of the text) */
+  struct slice_buf *buf; /* READY: the slot's reference */
+};
+
+struct view_cursor {
+  pthread_mutex_t lock;                 /* guards what follows (cursor.h) */
+  _Atomic int refs;                     /* the open file's, one per job */
+  int closed;                           /* released: jobs drop what they made */
+  struct memo_ref *layout;              /* layout last read through */
+  struct memo_ref *win[CURSOR_WINDOWS]; /* most recently used first */
+  uint64_t next_off;                    /* where the reader's last read ended */
+  uint64_t seq;        /* bytes it has read in sequence up to there */
+  uint64_t ahead_next; /* next region-linear unit to queue */
+  size_t est;          /* cost of a unit lately read */
+  struct ahead_slot slot[CURSOR_AHEAD_MAX];
+  /* Chunks named to the store ahead (store_prefetch), oldest first. */
+  uint64_t pf_next; /* next region-linear unit to name */
+  uint32_t pf_win;  /* window in units (0: not fetching ahead) */
+  uint32_t npf;
+  struct cursor_pf {
+    uint64_t rl;
+    void *hint; /* the store's */
+  } pf[CURSOR_PF_MAX];
+  /* Slices of text rendered ahead; sl_cond: a job ended (a reader may be
+   * waiting for its slice). */
+  int renders; /* the last read rendered elements of a large unit */
+  uint64_t sl_gen;
+  pthread_cond_t sl_cond;
+  struct cursor_slice sl[CURSOR_SLICES];
+  struct slice_buf *spare[CURSOR_SPARES];
+  int nspare;
+};
+
+static void slice_buf_put(struct view_cursor *c, struct slice_buf *b);
+
+/* An empty cursor. */
+struct view_cursor *cursor_new(void) {
+  struct view_cursor *c = calloc(1, sizeof *c);
+  if (!c)
+    return NULL;
+  pthread_mutex_init(&c->lock, NULL);
+  pthread_cond_init(&c->sl_cond, NULL);
+  atomic_init(&c->refs, 1);
+  for (int i = 0; i < CURSOR_AHEAD_MAX; i++)
+    c->slot[i].rl = AHEAD_FREE;
+  return c;
+}
+
+/* Drop a reference; the last one frees (everything was released). */
+static void cursor_unref(struct view_cursor *c) {
+  if (atomic_fetch_sub(&c->refs, 1) != 1)
+    return;
+  pthread_cond_destroy(&c->sl_cond);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+/* Unpin everything and drop the file's reference; jobs still running for
+ * this cursor keep it alive and release what they make. */
+void cursor_free(struct engine *e, struct view_cursor *c) {
+  if (!c)
+    return;
+  struct memo_ref *drop[2 * CURSOR_AHEAD_MAX + CURSOR_WINDOWS + 1];
+  int nd = 0;
+  pthread_mutex_lock(&c->lock);
+  c->closed = 1;
+  drop[nd++] = c->layout;
+  c->layout = NULL;
+  for (int i = 0; i < CURSOR_WINDOWS; i++) {
+    drop[nd++] = c->win[i];
+    c->win[i] = NULL;
+  }
+  for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
+    drop[nd++] = c->slot[i].unit;
+    drop[nd++] = c->slot[i].data;
+    c->slot[i] = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
+  }
+  uint32_t npf = c->npf;
+  c->npf = 0;
+  struct slice_buf *sdrop[CURSOR_SLICES + CURSOR_SPARES];
+  int ns = 0;
+  for (int i = 0; i < CURSOR_SLICES; i++) {
+    if (c->sl[i].state == SLICE_READY)
+      sdrop[ns++] = c->sl[i].buf;
+    c->sl[i] = (struct cursor_slice){.gen = ++c->sl_gen};
+  }
+  while (c->nspare)
+    sdrop[ns++] = c->spare[--c->nspare];
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < ns; i++) /* closed: none is kept */
+    slice_buf_put(c, sdrop[i]);
+  for (int i = 0; i < nd; i++)
+    memo_release(e->memo, drop[i]);
+  /* No job touches pf[]: it is the file's alone now. */
+  for (uint32_t i = 0; i < npf; i++)
+    store_prefetch_drop(e->store, c->pf[i].hint);
+  cursor_unref(c);
+}
+
+/* Drop a cursor's windows beyond the first `keep`. */
+static void cursor_trim(struct engine *e, struct view_cursor *c, int keep) {
+  struct memo_ref *drop[CURSOR_WINDOWS] = {0};
+  pthread_mutex_lock(&c->lock);
+  for (int i = keep; i < CURSOR_WINDOWS; i++) {
+    drop[i] = c->win[i];
+    c->win[i] = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < CURSOR_WINDOWS; i++)
+    memo_release(e->memo, drop[i]);
+}
+
+/* Hand a pin over to the cursor: it keeps it as its layout or its newest
+ * window (dropping the oldest), or, with no cursor, it is released. When
+ * everything pinned exceeds the window cap the cursor lets go of its older
+ * windows, then of all of them. */
+void cursor_keep(struct engine *e, struct view_cursor *c, struct memo_ref *r,
+                 int is_layout) {
+  if (!r)
+    return;
+  if (!c) {
+    memo_release(e->memo, r);
+    return;
+  }
+  struct memo_ref *drop = NULL;
+  pthread_mutex_lock(&c->lock);
+  if (is_layout) {
+    drop = c->layout == r ? r : c->layout;
+    c->layout = r;
+  } else {
+    int i = 0;
+    while (i < CURSOR_WINDOWS && c->win[i] != r)
+      i++;
+    if (i < CURSOR_WINDOWS)
+      drop = r; /* kept already: our own pin is extra */
+    else
+      drop = c->win[i = CURSOR_WINDOWS - 1];
+    memmove(c->win + 1, c->win, (size_t)i * sizeof c->win[0]);
+    c->win[0] = r;
+  }
+  pthread_mutex_unlock(&c->lock);
+  memo_release(e->memo, drop);
+  /* Readers use their newest one or two windows; older ones only spare
+   * a decode when the cache cannot hold them, so they go first when
+   * everything pinned outgrows the cache, and all go past the cap. */
+  size_t pinned = memo_pinned(e->memo);
+  if (pinned > e->cache_size) {
+    cursor_trim(e, c, 2);
+    pinned = memo_pinned(e->memo);
+  }
+  if (pinned > e->window_cap) {
+    cursor_trim(e, c, 1);
+    if (memo_pinned(e->memo) > e->window_cap)
+      cursor_trim(e, c, 0);
+  }
+}
+
+/* About to decode what key names while everything pinned exceeds the
+ * cache: a sequential reader has moved on, so its older windows go first,
+ * and a unit larger than the whole cache is held once rather than beside
+ * the one before it (a peak of two such units). Nothing is dropped when
+ * the object is in the memo already (no decode: the windows may be what
+ * the reader is using). */
+void cursor_room(struct engine *e, struct view_cursor *c,
+                 const struct memo_key *key) {
+  if (!c || memo_pinned(e->memo) <= e->cache_size)
+    return;
+  struct memo_ref *r;
+  if (memo_peek(e->memo, key, &r)) {
+    memo_release(e->memo, r);
+    return;
+  }
+  size_t before = memo_pinned(e->memo);
+  cursor_trim(e, c, 0);
+#ifdef __GLIBC__
+  /* What that freed sits in the malloc arena of whichever thread freed it
+   * (16 FUSE threads, each its own arena) and would stay in the RSS beside
+   * the next unit: hand it back now. Only under this pressure (pins over
+   * the whole cache) and for large units, so a roomy cache keeps glibc's
+   * reuse of freed blocks, which spares page faults, and small units do
+   * not pay for a walk of the arenas. */
+  size_t after = memo_pinned(e->memo);
+  if (before > after && before - after >= CURSOR_TRIM_MIN)
+    malloc_trim(0);
+#else
+  (void)before;
+#endif
+}
+
+/* ---- fans: fills that have workers decode ahead of them ---- */
+
+/* A new progress record (NULL: fan out nothing). */
+struct cursor_fan *cursor_fan_new(void) {
+  struct cursor_fan *f = malloc(sizeof *f);
+  if (f) {
+    atomic_init(&f->refs, 1);
+    atomic_init(&f->pos, 0);
+  }
+  return f;
+}
+
+/* Drop a reference; NULL-safe. */
+static void fan_unref(struct cursor_fan *f) {
+  if (f && atomic_fetch_sub(&f->refs, 1) == 1)
+    free(f);
+}
+
+/* The fill is done: every job of it is stale now. */
+void cursor_fan_done(struct cursor_fan *f) {
+  if (f)
+    atomic_store(&f->pos, UINT64_MAX);
+  fan_unref(f);
+}
+
+/* ---- decoding ahead ----
+ *
+ * A reader going through a view in sequence has the units after the one
+ * it reads decoded by the engine's workers (src/util/pool.h) meanwhile, so it
+ * finds them ready: decoding runs in parallel with the kernel's copying
+ * and on every core. The cursor keeps those units pinned until the reader
+ * passes them; how many is bounded by the engine's ahead budget (a part of
+ * the cache) divided by the cost of the units read lately. A row of
+ * units is likewise decoded by the workers together (fs/views/row.c). Jobs are
+ * hints: a full queue or a failure only means the reader decodes itself
+ * (and sees the failure, logged once by the engine). */
+
+/* What a job does with its unit: learn its size (decoding it only when
+ * the size needs that), decode it, or decode it and its deferred data. */
+enum { AHEAD_SIZE, AHEAD_UNIT, AHEAD_DATA };
+
+/* One unit to decode ahead. */
+struct ahead_job {
+  struct engine *e;
+  const struct znode *n;
+  struct region r;
+  uint64_t rl;            /* region-linear unit */
+  struct view_cursor *c;  /* holds a reference; NULL: release at once */
+  int what;               /* AHEAD_SIZE, AHEAD_UNIT or AHEAD_DATA */
+  struct cursor_fan *fan; /* a fill's progress (a reference), or NULL */
+  uint64_t at;            /* this unit's place in that fill */
+  uint32_t nrun;          /* AHEAD_SIZE: units run[0..nrun) at places at.. */
+  void **hints;           /* AHEAD_SIZE: the store's hints for them (NULL
+                             entries: none), in the same allocation */
+  uint64_t run[];
+};
+
+/* Let go of the store hint of the job's k-th unit (learned or skipped). */
+static void ahead_hint_drop(struct ahead_job *j, uint32_t k) {
+  if (j->hints && j->hints[k]) {
+    store_prefetch_drop(j->e->store, j->hints[k]);
+    j->hints[k] = NULL;
+  }
+}
+
+/* Units whose text the workers made whole (cursor_rendered). */
+static _Atomic uint64_t ahead_rendered;
+
+/* Is unit idx in the memo? With `text`: only when its text is whole. */
+static int unit_held(struct ahead_job *j, const uint64_t *idx, int text) {
+  struct memo_key k;
+  struct memo_ref *r;
+  node_key(&k, ELEVEL_UNIT, j->n, idx, NULL, 0);
+  if (!memo_peek(j->e->memo, &k, &r))
+    return 0;
+  int held = !text || unit_of_ref(r)->text != NULL;
+  memo_release(j->e->memo, r);
+  return held;
+}
+
+/* Decode a unit (and its deferred data) into the memo; pins in *u, *d.
+ * Units the job found undecoded and left rendered whole are counted. */
+static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
+                         struct memo_ref **d) {
+  struct zerr err = {0};
+  uint64_t idx[ZMETA_MAX_DIMS], size;
+  region_unit(&j->r, j->rl, idx);
+  if (j->what == AHEAD_SIZE) {
+    for (uint32_t k = 0; k < j->nrun; k++) {
+      /* Passed by the fill (which learned it) or the fill stopped. */
+      if (atomic_load(&j->fan->pos) > j->at + k) {
+        ahead_hint_drop(j, k);
+        continue;
+      }
+      region_unit(&j->r, j->run[k], idx);
+      zerr_clear(&err);
+      int had = unit_held(j, idx, 0);
+      if (unit_size(j->e, j->n, idx, &size, &err) == 0 && !had &&
+          unit_held(j, idx, 1))
+        atomic_fetch_add_explicit(&ahead_rendered, 1, memory_order_relaxed);
+      ahead_hint_drop(j, k);
+    }
+    return;
+  }
+  int had = unit_held(j, idx, 0); /* one read in windows: never whole */
+  if (unit_windowed(j->e, j->n, idx) ||
+      unit_get(j->e, j->n, idx, u, &err) < 0) {
+    *u = NULL;
+    return;
+  }
+  const struct chunk_text *ct = unit_of_ref(*u), *rct;
+  struct bytesrc *src = NULL;
+  /* a reader in sequence reads it all: decode its data too */
+  if (j->what == AHEAD_DATA &&
+      unit_src(j->e, j->n, ct, &rct, &src, d, &err) == 0)
+    bytesrc_unref(src);
+  if (!had && ct->text)
+    atomic_fetch_add_explicit(&ahead_rendered, 1, memory_order_relaxed);
+}
+
+/* A worker's job: decode, then hand the pins to the cursor's slot (or let
+ * them go when the reader moved on or closed the file). */
+static void ahead_run(void *arg, int cancelled) {
+  struct ahead_job *j = arg;
+  struct view_cursor *c = j->c;
+  struct memo_ref *u = NULL, *d = NULL;
+  int wanted = !cancelled && !engine_stopping(j->e);
+  if (wanted && j->fan) /* the last unit of a run is still ahead */
+    wanted = atomic_load(&j->fan->pos) <= j->at + (j->nrun ? j->nrun - 1 : 0);
+  if (wanted && c) { /* still wanted: the reader has not passed it */
+    wanted = 0;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < CURSOR_AHEAD_MAX && !c->closed; i++)
+      wanted |= c->slot[i].rl == j->rl;
+    pthread_mutex_unlock(&c->lock);
+  }
+  if (wanted)
+    ahead_decode(j, &u, &d);
+  fan_unref(j->fan);
+  for (uint32_t k = 0; j->hints && k < j->nrun; k++)
+    ahead_hint_drop(j, k);
+  if (c) {
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
+      struct ahead_slot *sl = &c->slot[i];
+      if (!c->closed && sl->rl == j->rl && !sl->ready) {
+        sl->ready = 1;
+        sl->unit = u;
+        sl->data = d;
+        u = d = NULL;
+        break;
+      }
+    }
+    pthread_mutex_unlock(&c->lock);
+    cursor_unref(c);
+  }
+  memo_release(j->e->memo, u);
+  memo_release(j->e->memo, d);
+  free(j);
+}
+
+/* Queue job j (its references taken here); 0, or negative when the pool
+ * refused (then j is freed). */
+static int ahead_queue(struct ahead_job *j) {
+  if (j->c)
+    atomic_fetch_add(&j->c->refs, 1);
+  if (j->fan)
+    atomic_fetch_add(&j->fan->refs, 1);
+  int rc = pool_submit(j->e->ahead, ahead_run, j);
+  if (rc < 0) { /* the caller still holds a reference to both */
+    if (j->c)
+      atomic_fetch_sub(&j->c->refs, 1);
+    if (j->fan)
+      atomic_fetch_sub(&j->fan->refs, 1);
+    for (uint32_t k = 0; j->hints && k < j->nrun; k++)
+      ahead_hint_drop(j, k);
+    free(j);
+  }
+  return rc;
+}
+
+/* Queue unit rl of region r; 0, or negative when the pool refused. */
+static int ahead_submit(struct engine *e, const struct znode *n,
+                        const struct region *r, uint64_t rl,
+                        struct view_cursor *c, int what, struct cursor_fan *fan,
+                        uint64_t at) {
+  struct ahead_job *j = malloc(sizeof *j + sizeof j->run[0]);
+  if (!j)
+    return -ENOMEM;
+  *j = (struct ahead_job){e, n, *r, rl, c, what, fan, at, 1, NULL};
+  j->run[0] = rl;
+  return ahead_queue(j);
+}
+
+/* A fill's unit: decoded with its data, for the fill to find. */
+int cursor_ahead_unit(struct engine *e, const struct znode *n,
+                      const struct region *r, uint64_t rl,
+                      struct cursor_fan *fan, uint64_t at) {
+  return ahead_submit(e, n, r, rl, NULL, AHEAD_DATA, fan, at);
+}
+
+/* Queue learning the sizes of units run[0..nrun), places at.. of fill
+ * fan's list. A store with latency is told about their starts first, so
+ * that it fetches them all at once while the job learns them in turn
+ * (units of shards share their shard: not named). */
+int cursor_ahead_sizes(struct engine *e, const struct znode *n,
+                       const struct region *r, struct cursor_fan *fan,
+                       uint64_t at, const uint64_t *run, uint32_t nrun) {
+  struct ahead_job *j =
+      malloc(sizeof *j + nrun * (sizeof j->run[0] + sizeof(void *)));
+  if (!j)
+    return -ENOMEM;
+  *j = (struct ahead_job){.e = e,
+                          .n = n,
+                          .r = *r,
+                          .rl = run[0],
+                          .what = AHEAD_SIZE,
+                          .fan = fan,
+                          .at = at,
+                          .nrun = nrun};
+  memcpy(j->run, run, nrun * sizeof *run);
+  if (e->store->ahead && !n->shard) {
+    j->hints = (void **)(j->run + nrun);
+    for (uint32_t k = 0; k < nrun; k++) {
+      uint64_t idx[ZMETA_MAX_DIMS];
+      char key[1024];
+      j->hints[k] = NULL;
+      region_unit(r, run[k], idx);
+      if (node_chunk_key(n, idx, key, sizeof key) >= 0)
+        (void)store_prefetch(e->store, key, fan, STORE_PREFETCH_HEAD,
+                             &j->hints[k]);
+    }
+  }
+  return ahead_queue(j);
+}
+
+/* Note a read of [off, off+len) about to be served: is its reader going
+ * through the view in sequence (then the units after are decoded ahead)? */
+int cursor_note(struct view_cursor *c, uint64_t off, size_t len) {
+  if (!c)
+    return 0;
+  pthread_mutex_lock(&c->lock);
+  /* In sequence: near where the last read ended (reads overlap and come
+   * out of order under the kernel's read-ahead). */
+  if (off + CURSOR_SEQ_SLACK >= c->next_off &&
+      off <= c->next_off + CURSOR_SEQ_SLACK)
+    c->seq += len;
+  else
+    c->seq = 0;
+  if (off + len > c->next_off || !c->seq)
+    c->next_off = off + len;
+  int seq = c->seq >= CURSOR_AHEAD_AFTER;
+  pthread_mutex_unlock(&c->lock);
+  return seq;
+}
+
+/* Let go of the hints for units before `first` (all of them after a
+ * seek: seq 0), into drop[]; returns how many the reader passed. */
+static uint32_t pf_passed(struct view_cursor *c, uint64_t first, void **drop,
+                          uint32_t *nd) {
+  uint32_t keep = 0, reached = 0;
+  for (uint32_t i = 0; i < c->npf; i++) {
+    if (c->seq && c->pf[i].rl >= first) {
+      c->pf[keep++] = c->pf[i];
+      continue;
+    }
+    drop[(*nd)++] = c->pf[i].hint;
+    reached += c->seq != 0;
+  }
+  c->npf = keep;
+  if (!c->seq) { /* a seek: start small again */
+    c->pf_win = 0;
+    c->pf_next = 0;
+  }
+  return reached;
+}
+
+/* Name to a store with latency the chunks from the one being read on
+ * (units from `first`), so they are fetched (in parallel, by the store)
+ * before the reader and the decode-ahead get to them; the window grows while
+ * the reader keeps up and stops where the store's budget says so (-EAGAIN:
+ * tried again after the next read). Units of shards share their shard: not
+ * named. */
+static void pf_plan(struct engine *e, const struct znode *n,
+                    const struct region *r, const struct region_layout *l,
+                    struct view_cursor *c, uint64_t first, uint32_t reached) {
+  if (!e->store->ahead || n->shard || r->is_chunk || c->closed)
+    return;
+  if (!c->pf_win)
+    c->pf_win = CURSOR_PF_FIRST;
+  else if (reached && c->pf_win < CURSOR_PF_MAX)
+    c->pf_win = 2 * c->pf_win < CURSOR_PF_MAX ? 2 * c->pf_win : CURSOR_PF_MAX;
+  if (c->pf_next < first)
+    c->pf_next = first;
+  while (c->pf_next < r->nunits && c->pf_next < first + c->pf_win &&
+         c->npf < CURSOR_PF_MAX) {
+    uint64_t rl = c->pf_next, idx[ZMETA_MAX_DIMS];
+    char key[1024];
+    if (region_stored(l, rl)) {
+      region_unit(r, rl, idx);
+      void *hint;
+      if (node_chunk_key(n, idx, key, sizeof key) < 0 ||
+          store_prefetch(e->store, key, c, 0, &hint) < 0)
+        break;
+      c->pf[c->npf++] = (struct cursor_pf){rl, hint};
+    }
+    c->pf_next++;
+  }
+}
+
+/* A read from the start of a view is how `cat` begins: the units of the
+ * slab it reads (k) are named to the store before the read is served, so
+ * that each comes whole in one round trip rather than as its head, its
+ * index and its first window one after another. The window of units after
+ * them opens once the reader proves sequential (cursor_ahead_plan). */
+void cursor_ahead_start(struct engine *e, const struct znode *n,
+                        const struct region *r, const struct region_layout *l,
+                        struct view_cursor *c, uint64_t k) {
+  if (!c)
+    return;
+  /* A slab of text larger than this is left to the sequential window: a
+   * `head` of its view would otherwise fetch all of it. */
+  if (region_slab_off(n, r, l, k + 1) - region_slab_off(n, r, l, k) >
+      CURSOR_START_MAX)
+    return;
+  pthread_mutex_lock(&c->lock);
+  if (!c->npf && !c->pf_win && !c->pf_next) {
+    c->pf_win = r->per_slab < CURSOR_PF_MAX ? (uint32_t)r->per_slab
+                                            : CURSOR_PF_MAX;
+    pf_plan(e, n, r, l, c, k * r->per_slab, 0);
+    c->pf_win = 0; /* the sequential window starts as always */
+  }
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* After a read that reached slab k (or before one reads it): queue the
+ * units after it when the reader goes in sequence. */
+void cursor_ahead_plan(struct engine *e, const struct znode *n,
+                       const struct region *r, const struct region_layout *l,
+                       struct view_cursor *c, uint64_t k, int reading) {
+  /* A store with latency has the chunks named to it after the read
+   * (pf_plan); a decode queued before would fetch them beside that. */
+  if (!c || (reading && e->store->ahead))
+    return;
+  uint64_t first = (k + 1) * r->per_slab; /* first unit after slab k */
+  /* units before this one the reader has passed */
+  uint64_t passed = reading ? k * r->per_slab : first;
+  struct memo_ref *drop[2 * CURSOR_AHEAD_MAX];
+  void *pdrop[CURSOR_PF_MAX];
+  int nd = 0;
+  uint32_t npd = 0;
+  pthread_mutex_lock(&c->lock);
+  /* Units the reader has reached are its own now (its windows). */
+  for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
+    struct ahead_slot *sl = &c->slot[i];
+    if (sl->rl != AHEAD_FREE && (sl->rl < passed || !c->seq)) {
+      drop[nd++] = sl->unit;
+      drop[nd++] = sl->data;
+      *sl = (struct ahead_slot){AHEAD_FREE, 0, NULL, NULL};
+    }
+  }
+  /* The unit being read stays named: a large one is still being read. */
+  uint32_t reached = reading ? 0 : pf_passed(c, k * r->per_slab, pdrop, &npd);
+  if (c->seq < CURSOR_AHEAD_AFTER) {
+    pthread_mutex_unlock(&c->lock);
+    goto out;
+  }
+  if (!reading)
+    pf_plan(e, n, r, l, c, k * r->per_slab, reached);
+  if (!e->ahead) {
+    pthread_mutex_unlock(&c->lock);
+    goto out;
+  }
+  /* Units larger than the budget are not decoded ahead at all: memory
+   * stays within the cache and what readers use. */
+  uint64_t depth = c->est ? e->ahead_budget / c->est : 1;
+  if (depth > CURSOR_AHEAD_MAX)
+    depth = CURSOR_AHEAD_MAX;
+  if (c->ahead_next < first)
+    c->ahead_next = first;
+  while (c->ahead_next < r->nunits && c->ahead_next < first + depth &&
+         memo_pinned(e->memo) < 2 * e->ahead_budget) {
+    uint64_t rl = c->ahead_next;
+    if (region_stored(l, rl)) {
+      int i = 0;
+      while (i < CURSOR_AHEAD_MAX && c->slot[i].rl != AHEAD_FREE)
+        i++;
+      if (i == CURSOR_AHEAD_MAX || c->closed)
+        break;
+      /* The job finds its slot by rl, so the slot is taken first. */
+      c->slot[i] = (struct ahead_slot){rl, 0, NULL, NULL};
+      if (ahead_submit(e, n, r, rl, c, AHEAD_DATA, NULL, 0) < 0) {
+        c->slot[i].rl = AHEAD_FREE;
+        break;
+      }
+    }
+    c->ahead_next++;
+  }
+  pthread_mutex_unlock(&c->lock);
+out:
+  for (int i = 0; i < nd; i++)
+    memo_release(e->memo, drop[i]);
+  for (uint32_t i = 0; i < npd; i++)
+    store_prefetch_drop(e->store, pdrop[i]);
+}
+
+/* Remember what a unit read lately costs (sizes the depth). */
+void cursor_note_cost(struct view_cursor *c, size_t cost) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->est = cost;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* See cursor.h. */
+uint64_t cursor_rendered(void) {
+  return atomic_load_explicit(&ahead_rendered, memory_order_relaxed);
+}
+
+/* ---- slices of text rendered ahead ---- */
+
+/* Slices the workers rendered (cursor_sliced). */
+static _Atomic uint64_t slices_made;
+
+/* One slice to render. */
+struct slice_job {
+  struct view_cursor *c; /* holds a reference */
+  struct cursor_view v;
+  int i;        /* its slot */
+  uint64_t gen; /* the slot's generation when queued */
+  uint64_t off;
+};
+
+/* The slot still waiting for job j, or NULL. */
+static struct cursor_slice *slice_of(struct slice_job *j) {
+  struct cursor_slice *sl = &j->c->sl[j->i];
+  return !j->c->closed && sl->gen == j->gen ? sl : NULL;
+}
+
+/* A worker's job: render the slice unless the reader took it or moved
+ * on, then hand it to the cursor (a failure: the reader reads the bytes
+ * itself and sees it). */
+static void slice_run(void *arg, int cancelled) {
+  struct slice_job *j = arg;
+  struct view_cursor *c = j->c;
+  int go = 0;
+  pthread_mutex_lock(&c->lock);
+  struct cursor_slice *sl = slice_of(j);
+  if (sl && sl->state == SLICE_QUEUED) {
+    go = !cancelled && !engine_stopping(j->v.e);
+    sl->state = go ? SLICE_RUNNING : SLICE_GONE;
+  }
+  struct slice_buf *buf = go && c->nspare ? c->spare[--c->nspare] : NULL;
+  pthread_mutex_unlock(&c->lock);
+  if (go && !buf && (buf = malloc(sizeof *buf + CURSOR_SLICE)))
+    atomic_init(&buf->refs, 1);
+  long got = -ENOMEM;
+  if (buf) {
+    struct zerr err = {0};
+    got = j->v.read(&j->v, j->off, CURSOR_SLICE, buf->data, &err);
+  }
+  if (go) {
+    pthread_mutex_lock(&c->lock);
+    if ((sl = slice_of(j)) && sl->state == SLICE_RUNNING) {
+      sl->state = got > 0 ? SLICE_READY : SLICE_GONE;
+      if (got > 0) {
+        sl->buf = buf;
+        sl->len = (size_t)got;
+        buf = NULL;
+        atomic_fetch_add_explicit(&slices_made, 1, memory_order_relaxed);
+      }
+    }
+    pthread_cond_broadcast(&c->sl_cond);
+    pthread_mutex_unlock(&c->lock);
+  }
+  slice_buf_put(c, buf);
+  cursor_unref(c);
+  free(j);
+}
+
+/* Drop a reference to b (NULL: nothing); the last one keeps it as a
+ * spare of an open cursor, or frees it. Not under c's lock. */
+static void slice_buf_put(struct view_cursor *c, struct slice_buf *b) {
+  if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
+    return;
+  pthread_mutex_lock(&c->lock);
+  if (!c->closed && c->nspare < CURSOR_SPARES) {
+    atomic_init(&b->refs, 1);
+    c->spare[c->nspare++] = b;
+    b = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  free(b);
+}
+
+/* See cursor.h. */
+void cursor_note_renders(struct view_cursor *c, int renders, uint64_t size) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->renders = renders && size >= 2 * (uint64_t)CURSOR_SLICE;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* The slot whose slice holds view offset off, or NULL. */
+static struct cursor_slice *slice_find(struct view_cursor *c, uint64_t off) {
+  for (int i = 0; i < CURSOR_SLICES; i++) {
+    struct cursor_slice *sl = &c->sl[i];
+    if (sl->state != SLICE_FREE && sl->off <= off &&
+        off - sl->off < CURSOR_SLICE)
+      return sl;
+  }
+  return NULL;
+}
+
+/* The slice holding view offset off, once rendered (waiting while a
+ * worker renders it; one still queued is the reader's now): a reference
+ * to its buffer and the bytes from off on in *n, or NULL. */
+static struct slice_buf *slice_at(struct view_cursor *c, uint64_t off,
+                                  size_t *n) {
+  struct slice_buf *b = NULL;
+  pthread_mutex_lock(&c->lock);
+  struct cursor_slice *sl;
+  while ((sl = slice_find(c, off)) && sl->state == SLICE_RUNNING)
+    pthread_cond_wait(&c->sl_cond, &c->lock);
+  if (sl && sl->state == SLICE_QUEUED) {
+    sl->state = SLICE_GONE; /* quicker rendered here than waited for */
+  } else if (sl && sl->state == SLICE_READY && off - sl->off < sl->len) {
+    *n = sl->len - (size_t)(off - sl->off);
+    b = sl->buf;
+    atomic_fetch_add(&b->refs, 1);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return b;
+}
+
+/* See cursor.h. */
+size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
+                         char *dst) {
+  size_t n = 0;
+  struct slice_buf *b = c ? slice_at(c, off, &n) : NULL;
+  if (!b)
+    return 0;
+  n = n < len ? n : len;
+  memcpy(dst, b->data + (off % CURSOR_SLICE), n);
+  slice_buf_put(c, b);
+  return n;
+}
+
+/* See cursor.h. */
+const char *cursor_slice_lend(struct view_cursor *c, uint64_t off, size_t len,
+                              size_t *n, void **hold) {
+  size_t have = 0;
+  struct slice_buf *b = c ? slice_at(c, off, &have) : NULL;
+  if (!b)
+    return NULL;
+  /* all of the read, or all that is left of the text */
+  if (have < len && off % CURSOR_SLICE + have == CURSOR_SLICE) {
+    slice_buf_put(c, b);
+    return NULL;
+  }
+  *n = have < len ? have : len;
+  *hold = b;
+  atomic_fetch_add(&c->refs, 1); /* the reply may outlive the open file */
+  return b->data + (off % CURSOR_SLICE);
+}
+
+/* See cursor.h. */
+void cursor_slice_return(struct view_cursor *c, void *hold) {
+  if (c) {
+    slice_buf_put(c, hold);
+    cursor_unref(c);
+  }
+}
+
+/* See cursor.h. Slices start after the read's end (or a later read's,
+ * already under way), at slice boundaries, and are kept until the reader
+ * is CURSOR_SEQ_SLACK past them: the kernel has several reads in flight,
+ * which come out of order (a read 3 MiB on may come before its elders).
+ * All slots together stay within the ahead budget. */
+void cursor_slice_plan(struct engine *e, struct view_cursor *c,
+                       const struct cursor_view *v, uint64_t off,
+                       uint64_t end) {
+  if (!c || !e->ahead || e->store->ahead)
+    return; /* a store with latency: its chunks are named ahead instead */
+  uint64_t depth = e->ahead_budget / CURSOR_SLICE;
+  depth = depth < CURSOR_SLICES ? depth : CURSOR_SLICES;
+  struct slice_buf *drop[CURSOR_SLICES];
+  int nd = 0;
+  pthread_mutex_lock(&c->lock);
+  int on =
+      c->renders && c->seq >= CURSOR_AHEAD_AFTER && depth >= 2 && !c->closed;
+  uint64_t lo = off > CURSOR_SEQ_SLACK ? off - CURSOR_SEQ_SLACK : 0;
+  uint64_t used = 0;
+  for (int i = 0; i < CURSOR_SLICES; i++) {
+    struct cursor_slice *sl = &c->sl[i];
+    if (sl->state == SLICE_FREE)
+      continue;
+    if (on && sl->off + CURSOR_SLICE > lo) {
+      used++;
+      continue;
+    }
+    if (sl->state == SLICE_READY)
+      drop[nd++] = sl->buf;
+    *sl = (struct cursor_slice){.gen = ++c->sl_gen}; /* its job: let go */
+  }
+  used += (uint64_t)c->nspare; /* spares count against the budget too */
+  /* not below a read that has started (it renders its bytes itself) */
+  uint64_t from = c->next_off > end ? c->next_off : end;
+  uint64_t next = (from + CURSOR_SLICE - 1) / CURSOR_SLICE * CURSOR_SLICE;
+  for (uint64_t hi = end + depth * CURSOR_SLICE;
+       on && next < hi && used < depth; next += CURSOR_SLICE) {
+    if (slice_find(c, next))
+      continue; /* queued already */
+    int i = 0;
+    while (i < CURSOR_SLICES && c->sl[i].state != SLICE_FREE)
+      i++;
+    struct slice_job *j = i < CURSOR_SLICES ? malloc(sizeof *j) : NULL;
+    if (!j)
+      break;
+    struct cursor_slice *sl = &c->sl[i];
+    *j = (struct slice_job){c, *v, i, ++c->sl_gen, next};
+    *sl = (struct cursor_slice){next, j->gen, SLICE_QUEUED, 0, NULL};
+    atomic_fetch_add(&c->refs, 1);
+    if (pool_submit(e->ahead, slice_run, j) < 0) {
+      atomic_fetch_sub(&c->refs, 1);
+      *sl = (struct cursor_slice){.gen = ++c->sl_gen};
+      free(j);
+      break;
+    }
+    used++;
+  }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 0; i < nd; i++)
+    slice_buf_put(c, drop[i]);
+}
+
+/* See cursor.h. */
+uint64_t cursor_sliced(void) {
+  return atomic_load_explicit(&slices_made, memory_order_relaxed);
+}

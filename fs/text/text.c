@@ -1,0 +1,952 @@
+/* text.c - unit text layouts and ranged rendering (see text.h). */
+#include "text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/util/utf8.h"
+#include "../../src/util/zmath.h"
+#include "cftext.h"
+#include "csvtext.h"
+#include "render.h"
+#include "rsplit.h"
+
+/* How many elements a layout pass handles between looks at the stop flag. */
+#define TEXT_STOP_EVERY 65536
+
+/* Text rendered per read when rendering from bytes not in memory. */
+#define TEXT_RENDER_SLICE (1u << 20)
+
+/* Largest text size: st_size is a signed 64-bit number. */
+#define TEXT_MAX_SIZE ((uint64_t)INT64_MAX)
+
+/* A CF element's text goes into the buffers sized for render_fixed. */
+_Static_assert(CFTEXT_MAX <= RENDER_FIXED_MAX, "CF text fits a render buffer");
+
+/* See text.h. */
+const char *text_note_msg(unsigned what) {
+  switch (what) {
+  case TEXT_NOTE_UTF8:
+    return "strings hold bytes that are not UTF-8: each shown as '?'";
+  case TEXT_NOTE_CF_RANGE:
+    return "CF times beyond what xarray represents: shown as the stored "
+           "numbers, not decoded";
+  default:
+    return "text differs from the data";
+  }
+}
+
+/* Tell the form's note, once per unit text, what its text shows in place
+ * of its data. */
+static void text_tell(const struct chunk_text *ct, unsigned what) {
+  const struct text_note *nt = ct->form->note;
+  if (!nt || !what)
+    return;
+  unsigned had = atomic_fetch_or_explicit((_Atomic unsigned *)&ct->noted, what,
+                                          memory_order_relaxed);
+  if (!(had & what))
+    nt->fn(nt, ct->form->note_idx ? ct->form->note_idx : ct->idx, what);
+}
+
+/* A CF form's element: decoded, or the stored value when xarray could not
+ * hold it (said through ct's note; ct may be NULL). */
+static size_t form_cf(const struct chunk_text *ct, const struct text_form *form,
+                      const void *elem, char *buf) {
+  struct cf_value v;
+  if (cf_decode(form->cf, elem, &v) == 0)
+    return form->csv ? csvtext_cf(&v, buf) : cftext_render(&v, buf);
+  if (ct)
+    text_tell(ct, TEXT_NOTE_CF_RANGE);
+  return form->csv ? csvtext_fixed(NULL, &form->dt, elem, buf)
+                   : render_fixed(&form->dt, elem, buf);
+}
+
+/* One fixed-size element's text (ct: the unit, told of what is not
+ * decoded; may be NULL): the plain rendering stays one predictable
+ * branch away, so values.txt costs what it did. */
+static inline size_t form_fixed(const struct chunk_text *ct,
+                                const struct text_form *form, const void *elem,
+                                char *buf) {
+  if (__builtin_expect(form->cf == NULL && !form->csv, 1))
+    return render_fixed(&form->dt, elem, buf);
+  if (form->cf)
+    return form_cf(ct, form, elem, buf);
+  return csvtext_fixed(NULL, &form->dt, elem, buf);
+}
+
+size_t text_render_fixed(const struct text_form *form, const void *elem,
+                         char *buf) {
+  return form_fixed(NULL, form, elem, buf);
+}
+
+/* Release a unit. */
+static void chunk_text_destroy(struct zobj *o) {
+  struct chunk_text *ct = (struct chunk_text *)o;
+  abytes_free(ct->ab);
+  free(ct->text);
+  free(ct->blk);
+  free(ct);
+}
+
+/* Bytes of a unit object itself (with its coordinates and extents). */
+static size_t unit_base_cost(const struct text_form *form) {
+  return sizeof(struct chunk_text) + 2 * (size_t)form->ndim * sizeof(uint64_t);
+}
+
+/* An empty unit object of form (NULL: out of memory). */
+static struct chunk_text *unit_alloc(const struct text_form *form) {
+  struct chunk_text *ct = calloc(1, unit_base_cost(form));
+  if (!ct)
+    return NULL;
+  zobj_init(&ct->obj, chunk_text_destroy);
+  ct->form = form;
+  ct->idx = ct->dims;
+  ct->ext = ct->dims + form->ndim;
+  return ct;
+}
+
+/* A unit object for idx with its in-bounds extents. */
+static struct chunk_text *unit_new(const struct text_form *form,
+                                   const uint64_t *shape, const uint64_t *idx) {
+  struct chunk_text *ct = unit_alloc(form);
+  if (!ct)
+    return NULL;
+  uint64_t nin = 1;
+  for (int d = 0; d < form->ndim; d++) {
+    ct->idx[d] = idx[d];
+    ct->ext[d] =
+        zmeta_axis_ext(form->edge[d], form->shape[d], shape[d], idx[d]);
+    nin *= ct->ext[d]; /* <= the unit's element count, checked by meta */
+  }
+  ct->nin = nin;
+  ct->cost = unit_base_cost(form);
+  return ct;
+}
+
+/* See text.h. */
+int text_fill_unit(const struct text_form *form, const uint64_t *shape,
+                   const uint64_t *idx, struct chunk_text **out,
+                   struct zerr *err) {
+  struct chunk_text *ct = unit_new(form, shape, idx);
+  if (!ct)
+    return zerr_set(err, ENOMEM, "out of memory");
+  unsigned __int128 size = (unsigned __int128)ct->nin * (form->fill_len + 1);
+  if (size > TEXT_MAX_SIZE) {
+    zobj_put(&ct->obj);
+    return zerr_set(err, EFBIG, "text of a fill chunk exceeds 2^63 bytes");
+  }
+  ct->size = (uint64_t)size;
+  *out = ct;
+  return 0;
+}
+
+/* ---- walking in-bounds elements ---- */
+
+/* The decoded length of unit ct along dimension d. */
+static uint64_t unit_len(const struct chunk_text *ct, int d) {
+  return zmeta_axis_len(ct->form->edge[d], ct->form->shape[d], ct->idx[d]);
+}
+
+/* An in-bounds element k and its index j in unit C order. */
+struct inb_it {
+  uint64_t k, j;
+  uint64_t c[ZMETA_MAX_DIMS];      /* coordinates inside the in-bounds box */
+  uint64_t stride[ZMETA_MAX_DIMS]; /* of the unit, C order */
+};
+
+/* Position the walk at in-bounds element k. */
+static void it_init(struct inb_it *it, const struct chunk_text *ct,
+                    uint64_t k) {
+  int nd = ct->form->ndim;
+  uint64_t s = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    it->stride[d] = s;
+    s *= unit_len(ct, d);
+  }
+  it->k = k;
+  it->j = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    it->c[d] = k % ct->ext[d];
+    k /= ct->ext[d];
+    it->j += it->c[d] * it->stride[d];
+  }
+}
+
+/* Step to the next in-bounds element (an odometer over the box). */
+static void it_next(struct inb_it *it, const struct chunk_text *ct) {
+  it->k++;
+  for (int d = ct->form->ndim - 1; d >= 0; d--) {
+    if (++it->c[d] < ct->ext[d]) {
+      it->j += it->stride[d];
+      return;
+    }
+    it->j -= (ct->ext[d] - 1) * it->stride[d];
+    it->c[d] = 0;
+  }
+}
+
+/* The byte after an element of a CSV unit whose last coordinate in the
+ * unit's in-bounds box is c: '\n' when it ends its row, else ','. */
+static char csv_end(const struct chunk_text *ct, uint64_t c) {
+  int d = ct->form->ndim - 1;
+  uint64_t x =
+      zmeta_axis_start(ct->form->edge[d], ct->form->shape[d], ct->idx[d]) + c;
+  return x + 1 == ct->form->row_len ? '\n' : ',';
+}
+
+/* The byte after the element at walk it: a newline, or a CSV separator. */
+static inline char it_end(const struct chunk_text *ct,
+                          const struct inb_it *it) {
+  if (__builtin_expect(!ct->form->csv, 1))
+    return '\n';
+  return csv_end(ct, it->c[ct->form->ndim - 1]);
+}
+
+/* Text length (no newline) of element j of a unit with element data. */
+static uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
+  const struct abytes *ab = ct->ab;
+  if (ab->elsize) {
+    char tmp[RENDER_FIXED_MAX];
+    return form_fixed(ct, ct->form, ab->fixed->mem + j * ab->elsize, tmp);
+  }
+  return render_var_len(&ct->form->dt, ab->offsets[j + 1] - ab->offsets[j]);
+}
+
+/* Is in-bounds element k element k of the unit (every dimension but the
+ * first whole)? Then a walk needs no coordinates. */
+static int inb_linear(const struct chunk_text *ct) {
+  for (int d = 1; d < ct->form->ndim; d++)
+    if (ct->ext[d] != unit_len(ct, d))
+      return 0;
+  return 1;
+}
+
+/* Variable-length units in a linear box: in-bounds element k is unit
+ * element k, and its line starts at text offset
+ * render_var_len(eo[k] - eo[0]) + k, known from the offsets alone. */
+static int var_linear(const struct chunk_text *ct) {
+  return ct->ab && !ct->ab->elsize && inb_linear(ct);
+}
+
+/* Text offset of the line of element j of a run of consecutive elements
+ * whose first, ja, starts at tpos. */
+static inline uint64_t run_line_off(const struct chunk_text *ct, uint64_t ja,
+                                    uint64_t tpos, uint64_t j) {
+  const uint64_t *eo = ct->ab->offsets;
+  return tpos + render_var_len(&ct->form->dt, eo[j] - eo[ja]) + (j - ja);
+}
+
+/* Elements that follow the walk's one in unit order without a gap: the
+ * rest of the unit in a linear box, else the rest of its row. */
+static uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
+                         int linear) {
+  int last = ct->form->ndim - 1;
+  if (linear || last < 0)
+    return ct->nin - it->k;
+  return ct->ext[last] - it->c[last];
+}
+
+/* Move the walk n >= 1 elements on (to a run's end): inside a row by
+ * arithmetic and one odometer step, across rows (a linear box) from the
+ * coordinates again. */
+static void it_skip(struct inb_it *it, const struct chunk_text *ct,
+                    uint64_t n) {
+  int last = ct->form->ndim - 1;
+  if (last >= 0 && it->c[last] + n <= ct->ext[last]) {
+    it->c[last] += n - 1;
+    it->j += (n - 1) * it->stride[last];
+    it->k += n - 1;
+    it_next(it, ct);
+  } else if (it->k + n < ct->nin) {
+    it_init(it, ct, it->k + n);
+  } else {
+    it->j += n;
+    it->k += n;
+  }
+}
+
+/* Every line of a variable-length unit whose element bytes are all in
+ * memory, rendered into dst (ct->size bytes): run by run, no search. */
+static void render_var_lines(const struct chunk_text *ct,
+                             const struct bytesrc *data, char *dst) {
+  const struct dtype *dt = &ct->form->dt;
+  const uint64_t *eo = ct->ab->offsets;
+  int linear = inb_linear(ct);
+  uint64_t pos = 0, bad = 0;
+  struct inb_it it;
+  it_init(&it, ct, 0);
+  while (it.k < ct->nin) {
+    uint64_t n = run_left(ct, &it, linear), ja = it.j;
+    uint64_t next = run_line_off(ct, ja, pos, ja + n);
+    bad += render_var_run(dt, eo, ja, ja + n, pos, data->mem, 0, data->size, 0,
+                          ct->size, dst);
+    pos = next;
+    it_skip(&it, ct, n);
+  }
+  if (bad)
+    text_tell(ct, TEXT_NOTE_UTF8);
+}
+
+/* See text.h. */
+uint64_t text_var_len(const struct dtype *dt, uint64_t nbytes) {
+  return render_var_len(dt, nbytes);
+}
+
+/* ---- layouts ---- */
+
+/* Check the decoded elements against the form and bring fixed-size
+ * elements into memory (their text lengths need every byte). */
+static int layout_check(struct chunk_text *ct, size_t max_bytes,
+                        struct zerr *err) {
+  struct abytes *ab = ct->ab;
+  uint64_t nelem = 1;
+  for (int d = 0; d < ct->form->ndim; d++)
+    nelem *= unit_len(ct, d);
+  if (ab->n != nelem)
+    return zerr_set(err, EIO, "decoded %llu elements, expected %llu",
+                    (unsigned long long)ab->n, (unsigned long long)nelem);
+  if (!ab->elsize)
+    return 0;
+  if (ab->elsize != ct->form->dt.size)
+    return zerr_set(err, EIO, "decoded element size %zu, expected %zu",
+                    ab->elsize, ct->form->dt.size);
+  struct bytesrc *mem;
+  ZTRY(bytesrc_load(ab->fixed, max_bytes, &mem, err));
+  bytesrc_unref(ab->fixed);
+  ab->fixed = mem;
+  return 0;
+}
+
+/* Move n bytes that may overlap: up to 32 by loads made before any store
+ * (a library call's size dispatch costs more than a short element). */
+static inline void move_short(char *dst, const char *src, size_t n) {
+  if (n > 32) {
+    memmove(dst, src, n);
+  } else if (n >= 16) {
+    char a[16], b[16];
+    memcpy(a, src, 16);
+    memcpy(b, src + n - 16, 16);
+    memcpy(dst, a, 16);
+    memcpy(dst + n - 16, b, 16);
+  } else if (n >= 8) {
+    uint64_t a, b;
+    memcpy(&a, src, 8);
+    memcpy(&b, src + n - 8, 8);
+    memcpy(dst, &a, 8);
+    memcpy(dst + n - 8, &b, 8);
+  } else if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, src, 4);
+    memcpy(&b, src + n - 4, 4);
+    memcpy(dst, &a, 4);
+    memcpy(dst + n - 4, &b, 4);
+  } else if (n) {
+    char a = src[0], b = src[n / 2], c = src[n - 1];
+    dst[0] = a;
+    dst[n / 2] = b;
+    dst[n - 1] = c;
+  }
+}
+
+/* Strings whose bytes belong to this unit alone (a chunk decoded just for
+ * it) can become their text where they lie: the text of element k starts
+ * at its byte offset plus k (one newline per element before it), never
+ * before its bytes, so moving the elements from the last to the first,
+ * each back to front, overwrites only bytes already moved. This spares a
+ * buffer as large as the text, which the kernel would have to zero. It
+ * applies to text with a byte per source byte (not hex), offsets from 0
+ * and a linear in-bounds box (in-bounds element k is element k). */
+static int in_place_fits(const struct chunk_text *ct) {
+  const struct abytes *ab = ct->ab;
+  return ab && !ab->elsize && ct->form->dt.kind != DT_BYTES && ab->offsets &&
+         !ab->offsets[0] && inb_linear(ct);
+}
+
+/* Turn buf (malloc'd, the unit's element bytes from offset 0; taken, and
+ * freed on failure) into the unit's text in place (*out, tsize bytes),
+ * with the block offsets into blk. */
+static int expand_in_place(const struct chunk_text *ct, char *buf,
+                           uint64_t tsize, uint64_t *blk,
+                           const atomic_int *stop, char **out,
+                           struct zerr *err) {
+  const uint64_t *eo = ct->ab->offsets;
+  uint64_t nin = ct->nin;
+  /* grows by the newlines (a remap), or drops bytes past element nin */
+  char *t = realloc(buf, tsize ? (size_t)tsize : 1);
+  if (!t) {
+    free(buf);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  /* Text is the bytes with newline bytes as spaces and bytes that are not
+   * UTF-8 as '?': turn them first, in one scan, and every element then
+   * moves as it is. */
+  if (render_str_fix(eo, nin, (uint8_t *)t))
+    text_tell(ct, TEXT_NOTE_UTF8);
+  for (uint64_t k = nin; k-- > 0;) {
+    if (k % TEXT_STOP_EVERY == 0 && stop &&
+        atomic_load_explicit(stop, memory_order_relaxed)) {
+      free(t);
+      return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+    }
+    uint64_t d = eo[k] + k, l = eo[k + 1] - eo[k];
+    t[d + l] = '\n';
+    move_short(t + d, t + eo[k], (size_t)l);
+    if (k % TEXT_BLOCK == 0)
+      blk[k / TEXT_BLOCK] = d;
+  }
+  *out = t;
+  return 0;
+}
+
+/* A unit's strings turned into its text in place (see in_place_fits) when
+ * their buffer is the unit's alone: 1 when done (ct->text set, the
+ * elements freed), 0 when it does not apply (nothing changed), or a
+ * negative errno. */
+static int layout_in_place(struct chunk_text *ct, size_t render_max,
+                           const atomic_int *stop, struct zerr *err) {
+  struct abytes *ab = ct->ab;
+  if (!in_place_fits(ct) || !ab->data || !ab->data->mem || !render_max)
+    return 0;
+  const uint64_t *eo = ab->offsets;
+  uint64_t nin = ct->nin, tsize = eo[nin] + nin;
+  if (tsize > render_max || tsize > TEXT_MAX_SIZE)
+    return 0;
+  size_t have;
+  char *buf = bytesrc_take_mem(ab->data, &have);
+  if (!buf)
+    return 0;
+  ZTRY(expand_in_place(ct, buf, tsize, ct->blk, stop, &ct->text, err));
+  ct->size = tsize;
+  ct->cost = unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)tsize;
+  abytes_free(ct->ab);
+  ct->ab = NULL;
+  return 1;
+}
+
+/* A CSV unit of variable-length elements, which arrive as their fields
+ * in memory (fs/text/csvtext.h): its text made whole here, fields and
+ * separators, so that reads copy and lines are found by csvtext_skip. */
+static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
+                             struct zerr *err) {
+  const struct abytes *ab = ct->ab;
+  const uint64_t *eo = ab->offsets;
+  if (!ab->data || !ab->data->mem)
+    return zerr_set(err, EIO, "view: element bytes missing");
+  uint64_t size = 0;
+  struct inb_it it;
+  it_init(&it, ct, 0);
+  for (uint64_t k = 0; k < ct->nin; k++, it_next(&it, ct))
+    size += eo[it.j + 1] - eo[it.j] + 1; /* <= data bytes + elements */
+  if (size > TEXT_MAX_SIZE)
+    return zerr_set(err, EFBIG, "text of a chunk exceeds 2^63 bytes");
+  char *t = malloc(size ? (size_t)size : 1);
+  if (!t)
+    return zerr_set(err, ENOMEM, "out of memory");
+  uint64_t pos = 0;
+  it_init(&it, ct, 0);
+  for (uint64_t k = 0; k < ct->nin; k++, it_next(&it, ct)) {
+    if (k % TEXT_BLOCK == 0) {
+      ct->blk[k / TEXT_BLOCK] = pos;
+      if (k % TEXT_STOP_EVERY == 0 && stop &&
+          atomic_load_explicit(stop, memory_order_relaxed)) {
+        free(t);
+        return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+      }
+    }
+    uint64_t l = eo[it.j + 1] - eo[it.j];
+    memcpy(t + pos, ab->data->mem + eo[it.j], (size_t)l);
+    t[pos + l] = it_end(ct, &it);
+    pos += l + 1;
+  }
+  /* fields apart by ASCII separators: checked as one text */
+  if (utf8_fix((uint8_t *)t, (size_t)size))
+    text_tell(ct, TEXT_NOTE_UTF8);
+  ct->text = t;
+  ct->size = size;
+  ct->cost = unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)size;
+  abytes_free(ct->ab);
+  ct->ab = NULL;
+  return 0;
+}
+
+/* See text.h. */
+int text_layout(const struct text_form *form, const uint64_t *shape,
+                const uint64_t *idx, struct abytes *ab, size_t max_bytes,
+                size_t render_max, struct pool *helpers, const atomic_int *stop,
+                struct chunk_text **out, struct zerr *err) {
+  struct chunk_text *ct = unit_new(form, shape, idx);
+  if (!ct) {
+    abytes_free(ab);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  ct->ab = ab;
+  int rc = layout_check(ct, max_bytes, err);
+  uint64_t nblk = (ct->nin + TEXT_BLOCK - 1) / TEXT_BLOCK;
+  if (rc == 0 && nblk > max_bytes / sizeof(uint64_t))
+    rc = zerr_set(err, EFBIG, "chunk has too many elements");
+  if (rc == 0 && !(ct->blk = malloc((size_t)(nblk ? nblk : 1) * 8)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0 && form->csv && !ab->elsize) {
+    ct->nblk = nblk;
+    if ((rc = layout_csv_fields(ct, stop, err)) < 0)
+      zobj_put(&ct->obj);
+    else
+      *out = ct;
+    return rc;
+  }
+  if (rc == 0) {
+    ct->nblk = nblk;
+    int done = layout_in_place(ct, render_max, stop, err);
+    if (done < 0) {
+      zobj_put(&ct->obj);
+      return done;
+    }
+    if (done) {
+      *out = ct;
+      return 0;
+    }
+  }
+  /* Fixed-size elements are rendered to be measured: keep the text (one
+   * render per element in all) unless it grows past render_max. */
+  struct tbuf tb = {NULL, 0, 0, render_max};
+  if (rc == 0 && ab->elsize && render_max) {
+    /* room for the longest texts (a float64 takes up to ~24 bytes): a
+     * buffer that grows would be copied; unused pages are never touched,
+     * and the final shrink is a remap */
+    size_t guess = (size_t)ct->nin * (3 * form->dt.size + 8) + 64;
+    tb.cap = guess < render_max ? guess : render_max;
+    tb.p = malloc(tb.cap);
+  }
+  uint64_t pos = 0, k0 = 0;
+  if (rc == 0 && var_linear(ct)) { /* sizes from the offsets alone */
+    for (uint64_t b = 0; b < nblk; b++)
+      ct->blk[b] = run_line_off(ct, 0, 0, b * TEXT_BLOCK);
+    pos = run_line_off(ct, 0, 0, ct->nin);
+    k0 = ct->nin;
+  }
+  /* Plain text of a box that is the unit's own order: a block of lines
+   * per call, while the room for the block stays inside render_max; a
+   * long run's tail in parts on the idle helpers. */
+  uint64_t kend = ct->nin;
+  struct rsplit *rs = NULL;
+  if (rc == 0 && tb.p && !form->cf && !form->csv &&
+      ab->elsize == form->dt.size && inb_linear(ct)) {
+    rs = rsplit_start(helpers, rsplit_ways(helpers), &form->dt, ab->fixed->mem,
+                      ab->elsize, k0, ct->nin, TEXT_BLOCK, ct->blk, &kend);
+    for (; k0 < kend && rc == 0; k0 += TEXT_BLOCK) {
+      size_t m = kend - k0 < TEXT_BLOCK ? (size_t)(kend - k0) : TEXT_BLOCK;
+      if (tb.len + m * RENDER_RUN_ROOM > tb.max)
+        break;
+      char *d = tbuf_room(&tb, m * RENDER_RUN_ROOM);
+      if (!d)
+        break;
+      ct->blk[k0 / TEXT_BLOCK] = pos;
+      if (k0 % TEXT_STOP_EVERY == 0 && stop &&
+          atomic_load_explicit(stop, memory_order_relaxed))
+        rc = zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+      size_t l =
+          render_fixed_run(&form->dt, ab->fixed->mem + k0 * ab->elsize, m, d);
+      tb.len += l;
+      pos += l;
+    }
+  }
+  struct inb_it it;
+  it_init(&it, ct, k0 < ct->nin ? k0 : 0);
+  for (uint64_t k = k0; rc == 0 && k < kend; k++, it_next(&it, ct)) {
+    if (k % TEXT_BLOCK == 0) {
+      ct->blk[k / TEXT_BLOCK] = pos;
+      if (k % TEXT_STOP_EVERY == 0 && stop &&
+          atomic_load_explicit(stop, memory_order_relaxed))
+        rc = zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+    }
+    if (tb.p) {
+      char *d = tbuf_room(&tb, RENDER_FIXED_MAX + 1);
+      if (d) {
+        size_t l = form_fixed(ct, form, ab->fixed->mem + it.j * ab->elsize, d);
+        d[l] = it_end(ct, &it);
+        tb.len += l + 1;
+        pos += l + 1;
+        continue;
+      }
+    }
+    pos += elem_len(ct, it.j) + 1;
+  }
+  if (rs)
+    rsplit_end(rs, &tb, ct->blk, &pos);
+  if (rc == 0 && pos > TEXT_MAX_SIZE)
+    rc = zerr_set(err, EFBIG, "text of a chunk exceeds 2^63 bytes");
+  if (rc < 0) {
+    free(tb.p);
+    zobj_put(&ct->obj);
+    return rc;
+  }
+  ct->nblk = nblk;
+  ct->size = pos;
+  ct->cost = unit_base_cost(form) + (size_t)nblk * 8 + abytes_mem_cost(ab);
+  if (tb.p) { /* rendered whole: the elements are not needed any more */
+    char *t = tb.len < tb.cap ? realloc(tb.p, tb.len ? tb.len : 1) : tb.p;
+    ct->text = t ? t : tb.p;
+    ct->cost = unit_base_cost(form) + (size_t)nblk * 8 + (size_t)ct->size;
+    abytes_free(ct->ab);
+    ct->ab = NULL;
+  }
+  *out = ct;
+  return 0;
+}
+
+/* See text.h. */
+int text_measure(const struct text_form *form, const uint64_t *shape,
+                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
+                 const atomic_int *stop, uint64_t *size, struct zerr *err) {
+  struct chunk_text *ct = unit_new(form, shape, idx);
+  if (!ct) {
+    abytes_free(ab);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  ct->ab = ab;
+  /* Plain numbers in the unit's own order: the lines of a block rendered
+   * on the stack (text_layout's runs, so the same bytes) and counted. */
+  if (!form->cf && !form->csv && ab->elsize && ab->elsize == form->dt.size &&
+      ab->fixed && ab->fixed->mem &&
+      inb_linear(ct) && ab->n >= ct->nin) {
+    char buf[TEXT_BLOCK * RENDER_RUN_ROOM];
+    uint64_t pos = 0;
+    for (uint64_t k = 0; k < ct->nin; k += TEXT_BLOCK) {
+      if (k % TEXT_STOP_EVERY == 0 && stop &&
+          atomic_load_explicit(stop, memory_order_relaxed)) {
+        zobj_put(&ct->obj);
+        return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+      }
+      size_t m = ct->nin - k < TEXT_BLOCK ? (size_t)(ct->nin - k) : TEXT_BLOCK;
+      pos += render_fixed_run(&form->dt, ab->fixed->mem + k * ab->elsize, m,
+                              buf);
+    }
+    zobj_put(&ct->obj);
+    if (pos > TEXT_MAX_SIZE)
+      return zerr_set(err, EFBIG, "text of a chunk exceeds 2^63 bytes");
+    *size = pos;
+    return 0;
+  }
+  /* Anything else as a layout that keeps no text. */
+  ct->ab = NULL;
+  zobj_put(&ct->obj);
+  struct chunk_text *lt;
+  ZTRY(text_layout(form, shape, idx, ab, max_bytes, 0, NULL, stop, &lt, err));
+  *size = lt->size;
+  zobj_put(&lt->obj);
+  return 0;
+}
+
+/* Rendered text: the offset of the line `lines` lines after the one
+ * starting at pos (lines hold no newline but their last byte). */
+static uint64_t text_walk_lines(const struct chunk_text *ct, uint64_t pos,
+                                uint64_t lines) {
+  const char *t = ct->text;
+  if (ct->form->csv) /* fields may hold newlines; a record is several */
+    return csvtext_skip(
+        t, ct->size, pos,
+        ct->form->elem_fields > 1 ? lines * ct->form->elem_fields : lines);
+  for (; lines && pos < ct->size; lines--) {
+    const char *nl = memchr(t + pos, '\n', (size_t)(ct->size - pos));
+    pos = nl ? (uint64_t)(nl - t) + 1 : ct->size;
+  }
+  return pos;
+}
+
+/* See text.h. */
+uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
+  if (k >= ct->nin)
+    return ct->size;
+  if (ct->text)
+    return text_walk_lines(ct, ct->blk[k / TEXT_BLOCK], k % TEXT_BLOCK);
+  if (!ct->ab)
+    return k * (ct->form->fill_len + 1);
+  if (var_linear(ct))
+    return run_line_off(ct, 0, 0, k);
+  uint64_t b = k / TEXT_BLOCK, pos = ct->blk[b];
+  struct inb_it it;
+  it_init(&it, ct, b * TEXT_BLOCK);
+  for (; it.k < k; it_next(&it, ct))
+    pos += elem_len(ct, it.j) + 1;
+  return pos;
+}
+
+/* Walk forward from a known element when the distance is under a block. */
+uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
+                            uint64_t off0, uint64_t k) {
+  if (var_linear(ct))
+    return text_line_off(ct, k);
+  if (!ct->ab || k >= ct->nin || k < k0 || k - k0 >= TEXT_BLOCK)
+    return ct->text && k < ct->nin && k >= k0 && k - k0 < TEXT_BLOCK
+               ? text_walk_lines(ct, off0, k - k0)
+               : text_line_off(ct, k);
+  struct inb_it it;
+  it_init(&it, ct, k0);
+  for (; it.k < k; it_next(&it, ct))
+    off0 += elem_len(ct, it.j) + 1;
+  return off0;
+}
+
+/* The element whose line holds text offset off (< size): the walk is left
+ * at it and *start receives its line's offset. */
+static void text_find(const struct chunk_text *ct, uint64_t off,
+                      struct inb_it *it, uint64_t *start) {
+  if (var_linear(ct)) { /* the last line starting at or before off */
+    uint64_t lo = 0, hi = ct->nin - 1;
+    while (lo < hi) {
+      uint64_t mid = hi - (hi - lo) / 2;
+      if (run_line_off(ct, 0, 0, mid) <= off)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    it_init(it, ct, lo);
+    *start = run_line_off(ct, 0, 0, lo);
+    return;
+  }
+  uint64_t lo = zfloor_u64(ct->blk, ct->nblk, off); /* its block */
+  uint64_t pos = ct->blk[lo];
+  it_init(it, ct, lo * TEXT_BLOCK);
+  for (;;) {
+    uint64_t l = elem_len(ct, it->j) + 1;
+    if (pos + l > off || it->k + 1 >= ct->nin)
+      break;
+    pos += l;
+    it_next(it, ct);
+  }
+  *start = pos;
+}
+
+/* ---- rendering ---- */
+
+/* A fill unit: the fill text and its newline, repeated. */
+static void read_fill(const struct chunk_text *ct, uint64_t off, uint64_t end,
+                      char *dst) {
+  const char *f = ct->form->fill;
+  uint64_t flen = ct->form->fill_len, line = flen + 1;
+  uint64_t p = off % line, k = off / line;
+  int last = ct->form->ndim - 1;
+  while (off < end) {
+    uint64_t n = line - p < end - off ? line - p : end - off;
+    uint64_t body = p < flen ? (flen - p < n ? flen - p : n) : 0;
+    memcpy(dst, f + p, (size_t)body);
+    if (body < n) /* n - body is 1: the newline ends the piece */
+      dst[body] = ct->form->csv ? csv_end(ct, k % ct->ext[last]) : '\n';
+    dst += n;
+    off += n;
+    p = 0;
+    k++;
+  }
+}
+
+/* Fixed-size elements: render each, copy the part inside [off, end). */
+static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
+                       uint64_t pos, uint64_t off, uint64_t end, char *dst) {
+  const struct abytes *ab = ct->ab;
+  char tmp[RENDER_FIXED_MAX + 1];
+  while (pos < end) {
+    size_t n =
+        form_fixed(ct, ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
+    tmp[n] = it_end(ct, it);
+    uint64_t a = off > pos ? off - pos : 0;
+    uint64_t b = end - pos < n + 1 ? end - pos : n + 1;
+    memcpy(dst + (pos + a - off), tmp + a, (size_t)(b - a));
+    pos += n + 1;
+    it_next(it, ct);
+  }
+}
+
+/* Variable-length elements [it, ...) that are consecutive in the unit:
+ * find where the run leaves the range by a search over the offsets, fetch
+ * the source bytes the request needs with one ranged read, render the run
+ * (render_var_run). Advances it and *pos past the run's part in range. */
+static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
+                        struct inb_it *it, uint64_t *pos, uint64_t off,
+                        uint64_t end, char *dst, struct zerr *err) {
+  const struct dtype *dt = &ct->form->dt;
+  const uint64_t *eo = ct->ab->offsets;
+  uint64_t start = *pos, ja = it->j;
+  uint64_t lo = ja + 1, hi = ja + run_left(ct, it, inb_linear(ct));
+  while (lo < hi) { /* the first line starting at or past end, or hi */
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (run_line_off(ct, ja, start, mid) >= end)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  uint64_t jb = lo, jl = jb - 1;
+  uint64_t p = run_line_off(ct, ja, start, jb);
+  uint64_t last_start = run_line_off(ct, ja, start, jl);
+  uint64_t last_tl = render_var_len(dt, eo[jl + 1] - eo[jl]);
+
+  uint64_t first_tl = render_var_len(dt, eo[ja + 1] - eo[ja]);
+  uint64_t a0 = off > start ? off - start : 0;
+  uint64_t src_a = eo[ja] + (a0 < first_tl ? render_var_src_off(dt, a0)
+                                           : eo[ja + 1] - eo[ja]);
+  uint64_t hi_t = end - last_start < last_tl ? end - last_start : last_tl;
+  uint64_t src_b =
+      hi_t ? eo[jl] + render_var_src_off(dt, hi_t - 1) + 1 : eo[jl];
+  if (src_b < src_a)
+    src_b = src_a;
+  if (dt->kind != DT_BYTES) { /* strings: bytes are judged with neighbours */
+    src_a -= src_a - eo[ja] < RENDER_UTF8_CONTEXT ? src_a - eo[ja]
+                                                  : RENDER_UTF8_CONTEXT;
+    src_b += eo[jb] - src_b < RENDER_UTF8_CONTEXT ? eo[jb] - src_b
+                                                  : RENDER_UTF8_CONTEXT;
+  }
+  const uint8_t *src;
+  uint64_t sbase = src_a, slen = src_b - src_a;
+  uint8_t *buf = NULL;
+  if (data->mem) {
+    src = data->mem;
+    sbase = 0;
+    slen = data->size;
+  } else {
+    size_t n = (size_t)slen;
+    if (!(buf = malloc(n ? n : 1)))
+      return zerr_set(err, ENOMEM, "out of memory");
+    int rc = bytesrc_read_range(data, src_a, n, buf, err);
+    if (rc < 0) {
+      free(buf);
+      return rc;
+    }
+    src = buf;
+  }
+  if (render_var_run(dt, eo, ja, jb, start, src, sbase, slen, off, end, dst))
+    text_tell(ct, TEXT_NOTE_UTF8);
+  free(buf);
+  it_skip(it, ct, jb - ja);
+  *pos = p;
+  return 0;
+}
+
+/* Render [off, end) starting from the walk at `it`, whose line starts at
+ * pos <= off. */
+static long read_from(const struct chunk_text *ct, struct bytesrc *data,
+                      struct inb_it *it, uint64_t pos, uint64_t off,
+                      uint64_t end, char *dst, struct zerr *err) {
+  if (ct->ab->elsize) {
+    read_fixed(ct, it, pos, off, end, dst);
+    return (long)(end - off);
+  }
+  if (!data)
+    return zerr_set(err, EIO, "view: element bytes missing");
+  while (pos < end)
+    ZTRY(read_var_run(ct, data, it, &pos, off, end, dst, err));
+  return (long)(end - off);
+}
+
+/* See text.h. */
+long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
+               size_t len, char *dst, struct zerr *err) {
+  if (off >= ct->size || len == 0)
+    return 0;
+  uint64_t end = ct->size - off < len ? ct->size : off + len;
+  if (ct->text) {
+    memcpy(dst, ct->text + off, (size_t)(end - off));
+    return (long)(end - off);
+  }
+  if (!ct->ab) {
+    read_fill(ct, off, end, dst);
+    return (long)(end - off);
+  }
+  struct inb_it it;
+  uint64_t pos;
+  text_find(ct, off, &it, &pos);
+  return read_from(ct, data, &it, pos, off, end, dst, err);
+}
+
+/* See text.h. */
+long text_read_at(const struct chunk_text *ct, struct bytesrc *data, uint64_t k,
+                  uint64_t kpos, uint64_t off, size_t len, char *dst,
+                  struct zerr *err) {
+  if (!ct->ab || off != kpos || k >= ct->nin)
+    return text_read(ct, data, off, len, dst, err); /* text: a copy */
+  if (off >= ct->size || len == 0)
+    return 0;
+  uint64_t end = ct->size - off < len ? ct->size : off + len;
+  struct inb_it it;
+  it_init(&it, ct, k);
+  return read_from(ct, data, &it, kpos, off, end, dst, err);
+}
+
+/* See text.h. */
+int text_render_all(struct chunk_text *ct, struct bytesrc *data,
+                    struct zerr *err) {
+  if (!ct->ab || ct->text)
+    return 0;
+  char *t = malloc(ct->size ? (size_t)ct->size : 1);
+  if (!t)
+    return zerr_set(err, ENOMEM, "out of memory");
+  long got = (long)ct->size;
+  if (data && data->mem && !ct->ab->elsize)
+    render_var_lines(ct, data, t);
+  else
+    got = text_read(ct, data, 0, (size_t)ct->size, t, err);
+  if (got < 0) {
+    free(t);
+    return (int)got;
+  }
+  if ((uint64_t)got != ct->size) {
+    free(t);
+    return zerr_set(err, EIO, "chunk text shorter than its layout");
+  }
+  size_t elems = abytes_mem_cost(ct->ab);
+  abytes_free(ct->ab);
+  ct->ab = NULL;
+  ct->text = t;
+  ct->cost = ct->cost - elems + (size_t)ct->size;
+  return 0;
+}
+
+/* See text.h. */
+int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
+                     size_t max_bytes, struct chunk_text **out,
+                     struct zerr *err) {
+  (void)max_bytes;
+  struct chunk_text *t = unit_alloc(ct->form);
+  int rc = t ? 0 : zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0) {
+    memcpy(t->dims, ct->dims, 2 * (size_t)ct->form->ndim * sizeof *t->dims);
+    t->nin = ct->nin;
+    t->size = ct->size;
+    t->nblk = ct->nblk;
+    t->blk = malloc((size_t)(ct->nblk ? ct->nblk : 1) * sizeof *t->blk);
+    if (!t->blk)
+      rc = zerr_set(err, ENOMEM, "out of memory");
+  }
+  /* Decoded strings that are nobody else's become the text in place. */
+  char *buf = NULL;
+  size_t have;
+  if (rc == 0 && data && data->mem && in_place_fits(ct) &&
+      ct->size == ct->ab->offsets[ct->nin] + ct->nin &&
+      (buf = bytesrc_take_mem(data, &have)))
+    rc = expand_in_place(ct, buf, ct->size, t->blk, NULL, &t->text, err);
+  if (rc == 0 && !buf && !(t->text = malloc(ct->size ? (size_t)ct->size : 1)))
+    rc = zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0 && !buf) {
+    memcpy(t->blk, ct->blk, (size_t)ct->nblk * sizeof *t->blk);
+    /* Bytes not in memory are read a slice at a time: each read takes
+     * just the source bytes of its slice, into a small buffer. */
+    size_t slice = data && !data->mem ? TEXT_RENDER_SLICE : (size_t)ct->size;
+    if (data && data->mem && ct->ab && !ct->ab->elsize) {
+      render_var_lines(ct, data, t->text);
+      slice = 0; /* done */
+    }
+    for (uint64_t off = 0; rc == 0 && slice && off < ct->size; off += slice) {
+      size_t n = ct->size - off < slice ? (size_t)(ct->size - off) : slice;
+      long got = text_read(ct, data, off, n, t->text + off, err);
+      if (got >= 0 && (size_t)got != n)
+        got = zerr_set(err, EIO, "chunk text shorter than its layout");
+      rc = got < 0 ? (int)got : 0;
+    }
+  }
+  if (rc < 0) {
+    if (t)
+      zobj_put(&t->obj);
+    return rc;
+  }
+  t->cost = unit_base_cost(t->form) + (size_t)t->nblk * 8 + (size_t)t->size;
+  *out = t;
+  return 0;
+}

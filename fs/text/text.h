@@ -1,0 +1,185 @@
+/* text.h - the text of one decoded unit (a chunk, or an inner chunk of a
+ * shard): where each in-bounds element's line starts, and ranged rendering.
+ *
+ * Layouts are compact: the text offset of every TEXT_BLOCK-th in-bounds
+ * element is stored (8 bytes per TEXT_BLOCK elements), and an element's
+ * offset inside its block is recomputed from the element lengths (a vlen
+ * offset difference, or one render of a fixed-size element). A fill unit
+ * (a missing chunk, an empty inner chunk) holds no element data and no
+ * layout at all: every line is the node's fill text, so offsets are
+ * arithmetic whatever the unit's size.
+ *
+ * Pure functions over immutable data, FUSE-free, thread-safe. */
+#ifndef ZARRFS_TEXT_H
+#define ZARRFS_TEXT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "../../codecs/chain.h"
+#include "../../src/util/memo.h"
+
+struct cf;   /* src/zarr/cf.h */
+struct pool; /* src/util/pool.h */
+
+/* In-bounds elements per stored layout offset. */
+#define TEXT_BLOCK 64
+
+/* What a unit's text shows in place of what its data held (bits): */
+enum text_note_what {
+  TEXT_NOTE_UTF8 = 1,     /* string bytes that are not UTF-8, shown as '?'
+                             (fs/text/render.h: sizes stay the bytes' count) */
+  TEXT_NOTE_CF_RANGE = 2, /* CF times or durations beyond what xarray
+                             represents, shown as the stored number */
+};
+
+/* The words said of each (one enum text_note_what bit): what a log line
+ * shows after the chunk's key. */
+const char *text_note_msg(unsigned what);
+
+/* Where the text layer says what a unit's text shows in place of what its
+ * data held: fn is told each enum text_note_what at most once per unit
+ * text (struct chunk_text), with the unit's coordinates. The node table
+ * sets one per array node (fs/engine/node.c), which logs it naming the chunk's
+ * store key, once per key and reason (src/util/logonce.h). fn may be
+ * called from several threads at once. */
+struct text_note {
+  void (*fn)(const struct text_note *note, const uint64_t *idx, unsigned what);
+  const void *ctx; /* fn's own */
+};
+
+/* How a node's units become text (borrowed from the node; lives as long
+ * as the engine). */
+struct text_form {
+  struct dtype dt; /* the text data type (see struct znode) */
+  int ndim;
+  uint64_t shape[ZMETA_MAX_DIMS];       /* unit shape */
+  const uint64_t *edge[ZMETA_MAX_DIMS]; /* units along d of irregular
+                                           lengths (the chunks of a grid
+                                           with listed edges): their prefix
+                                           sums (borrowed from the node's
+                                           metadata); NULL: shape[d] each */
+  char *fill;          /* the fill value's text (owned by the node) */
+  uint64_t fill_len;   /* bytes of fill, without the newline */
+  const struct cf *cf; /* the CF views' form (values.cf.txt): elements
+                          decoded as src/zarr/cf.h says and written by
+                          fs/text/cftext.h (owned by the node); NULL: the text
+                          contract's own rendering of dt */
+  int csv;             /* rows.csv's form: each element its CSV field
+                          (fs/text/csvtext.h), followed by ',' or, for the last
+                          element of a row, '\n'; variable-length elements
+                          arrive as their fields (textprep), of type string.
+                          0: one element per line */
+  uint64_t row_len;    /* csv: the array's length along its last dimension */
+  size_t elem_fields;  /* csv: CSV fields per element (a record's leaf
+                          fields); 0: one */
+  const struct text_note *note; /* told what the text shows in place of the
+                                   data (borrowed from the node); NULL:
+                                   nobody is told */
+  const uint64_t *note_idx;     /* the unit the note names, for a form of
+                                   a window of a unit's elements
+                                   (fs/engine/unitwin.c: its units' own
+                                   coordinates are the window's); NULL:
+                                   each unit's own coordinates */
+};
+
+/* A unit ready for text views (reference-counted; zobj_put). */
+struct chunk_text {
+  struct zobj obj;
+  const struct text_form *form; /* borrowed */
+  struct abytes *ab;            /* decoded elements in unit C order; NULL
+                                   for a fill unit and once rendered */
+  char *text;                   /* the whole text, rendered once
+                                   (text_render_all), or NULL */
+  uint64_t *idx;          /* unit coordinates (form->ndim, in dims below) */
+  uint64_t *ext;          /* in-bounds extent per dimension (likewise) */
+  uint64_t nin;           /* in-bounds elements */
+  uint64_t size;          /* text bytes (every line with its '\n') */
+  uint64_t *blk;          /* text offset of in-bounds element b*TEXT_BLOCK */
+  uint64_t nblk;          /* entries of blk */
+  size_t cost;            /* bytes held: elements, offsets, layout */
+  _Atomic unsigned noted; /* enum text_note_what bits told already (the
+                             one field a reader changes) */
+  uint64_t dims[];        /* idx then ext, form->ndim each: a million cached 1-D
+                             units of kerchunk would spend 500 MB on 32 each */
+};
+
+/* A fill unit idx of a node whose units have shape form->shape (or the
+ * lengths form->edge lists) inside an array of shape `shape` (new
+ * reference in *out). -EFBIG when its text would not fit in 63 bits. */
+int text_fill_unit(const struct text_form *form, const uint64_t *shape,
+                   const uint64_t *idx, struct chunk_text **out,
+                   struct zerr *err);
+
+/* Lay out decoded unit idx (takes ownership of ab, freed on failure):
+ * in-bounds extents, text size, block offsets. Fixed-size elements are
+ * loaded into memory (capped by max_bytes); their text, rendered to be
+ * measured, is kept whole when it fits in render_max bytes (0: never),
+ * and the elements are then dropped; idle workers of helpers (may be
+ * NULL) render parts of a long run (fs/text/rsplit.h). stop (may be NULL)
+ * makes a long layout give up with -EINTR. New reference in *out. */
+int text_layout(const struct text_form *form, const uint64_t *shape,
+                const uint64_t *idx, struct abytes *ab, size_t max_bytes,
+                size_t render_max, struct pool *helpers, const atomic_int *stop,
+                struct chunk_text **out, struct zerr *err);
+
+/* The text size of unit idx of decoded elements ab (taken over, as by
+ * text_layout) into *size, keeping nothing: numbers rendered a block at a
+ * time on the stack and counted, anything else laid out as text_layout
+ * would and let go. For learning sizes of more units than the cache
+ * holds. */
+int text_measure(const struct text_form *form, const uint64_t *shape,
+                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
+                 const atomic_int *stop, uint64_t *size, struct zerr *err);
+
+/* Render the whole text of a laid-out unit into memory once, and drop its
+ * decoded elements: reads then copy bytes. data is the unit's element
+ * bytes for variable-length units (NULL for fixed-size ones). Worth it
+ * when the text is not much larger than the elements and is read whole
+ * (a view's reader, or a row); the caller decides by size. */
+int text_render_all(struct chunk_text *ct, struct bytesrc *data,
+                    struct zerr *err);
+
+/* A copy of a laid-out unit with its text rendered whole (new reference
+ * in *out), for a unit whose element bytes come apart from it (data: a
+ * decoded data section, or bytes not in memory, read slice by slice;
+ * max_bytes is unused). Strings in memory that are the caller's alone
+ * (bytesrc_take_mem) become the text where they lie: data is then left
+ * empty, still to be released by the caller. */
+int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
+                     size_t max_bytes, struct chunk_text **out,
+                     struct zerr *err);
+
+/* Write the text of one fixed-size element (form->dt.size bytes in host
+ * order) into buf (RENDER_FIXED_MAX bytes, fs/text/render.h); returns its
+ * length. CF forms decode it first; a time beyond what xarray can hold
+ * (cf_decode's -ERANGE) is written as the stored number (a unit's text
+ * then tells its form's note, TEXT_NOTE_CF_RANGE). */
+size_t text_render_fixed(const struct text_form *form, const void *elem,
+                         char *buf);
+
+/* Text bytes (no newline) of a variable-length element of nbytes bytes of
+ * text data type dt: what a reader of raw offsets (a partial decoder of
+ * a variable-length chunk) needs to place lines without rendering. */
+uint64_t text_var_len(const struct dtype *dt, uint64_t nbytes);
+
+/* Text offset where in-bounds element k's line starts (k <= nin). */
+uint64_t text_line_off(const struct chunk_text *ct, uint64_t k);
+/* The same, knowing where an earlier element k0 <= k starts (off0): walks
+ * forward from there when that is shorter than a block. */
+uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
+                            uint64_t off0, uint64_t k);
+
+/* Render text bytes [off, off+len) of unit ct into dst. data is the unit's
+ * element bytes for variable-length units (unit_src), NULL
+ * otherwise. Returns the bytes written (short only at the end of the
+ * text) or a negative errno. */
+long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
+               size_t len, char *dst, struct zerr *err);
+/* text_read, for a caller that knows in-bounds element k starts at text
+ * offset kpos: when off == kpos no search is needed (row segments). */
+long text_read_at(const struct chunk_text *ct, struct bytesrc *data, uint64_t k,
+                  uint64_t kpos, uint64_t off, size_t len, char *dst,
+                  struct zerr *err);
+
+#endif
