@@ -21,9 +21,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
-#include "../../fs/view.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
+#include "../../fs/views/view.h"
 #include "../../src/store/confine.h"
 #include "../../src/store/lxindex.h"
 #include "../../src/store/store.h"

@@ -15,8 +15,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../fs/engine.h"
-#include "../../fs/namespace.h"
+#include "../../fs/engine/engine.h"
+#include "../../fs/namespace/namespace.h"
 #include "../../src/store/lxindex.h"
 #include "../../src/store/store.h"
 #include "testutil.h"
