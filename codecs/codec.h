@@ -218,7 +218,8 @@ int codec_load_input(struct bytesrc *in, const struct codec_env *env,
 int codec_output_from_buf(struct zbuf *b, const char *codec,
                           struct bytesrc **out, struct zerr *err);
 
-/* zlib's inflate over all of `in` (windowBits wbits; `members`: decode
+/* Inflate all of `in` (as zlib's windowBits wbits says: 15 a zlib stream,
+ * 15 + 16 gzip, 15 + 32 either, told by its magic; `members`: decode
  * gzip members after the first too) into a new memory source capped by
  * env->max_decoded; errors are prefixed with "name: ". Shared by gzip and
  * numcodecs.zlib / numcodecs.gzip. */

@@ -31,6 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "../src/util/buf.h"
 
@@ -328,6 +331,89 @@ static int ncshuffle_create(json_t *config, const struct codec_spec *decoded,
   return 0;
 }
 
+/* Elements of es bytes from their count-byte planes at s into d: byte k
+ * of element j was stored at k * count + j. */
+static void unshuffle_any(const uint8_t *s, size_t count, size_t es,
+                          uint8_t *d) {
+  for (size_t k = 0; k < es; k++) {
+    const uint8_t *plane = s + k * count;
+    for (size_t j = 0; j < count; j++)
+      d[j * es + k] = plane[j];
+  }
+}
+
+/* unshuffle_any for 4-byte elements (float32, int32: the common case, a
+ * netCDF variable's shuffle filter): 16 elements at a time by byte and
+ * word interleaves where SSE2 is, the rest one by one. */
+static void unshuffle4(const uint8_t *s, size_t count, uint8_t *d) {
+  const uint8_t *p0 = s, *p1 = s + count, *p2 = s + 2 * count,
+                *p3 = s + 3 * count;
+  size_t j = 0;
+#ifdef __SSE2__
+  for (; j + 16 <= count; j += 16) {
+    __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(p0 + j));
+    __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p1 + j));
+    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p2 + j));
+    __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(p3 + j));
+    __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+    __m128i ce0 = _mm_unpacklo_epi8(c, e), ce1 = _mm_unpackhi_epi8(c, e);
+    __m128i *o = (__m128i *)(void *)(d + 4 * j);
+    _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, ce0));
+    _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, ce0));
+    _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, ce1));
+    _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, ce1));
+  }
+#endif
+  for (; j < count; j++) {
+    d[4 * j] = p0[j];
+    d[4 * j + 1] = p1[j];
+    d[4 * j + 2] = p2[j];
+    d[4 * j + 3] = p3[j];
+  }
+}
+
+/* unshuffle_any for 8-byte elements (float64, int64): two passes of the
+ * 4-byte interleave, 16 elements at a time where SSE2 is. */
+static void unshuffle8(const uint8_t *s, size_t count, uint8_t *d) {
+  size_t j = 0;
+#ifdef __SSE2__
+  const uint8_t *p[8];
+  for (int k = 0; k < 8; k++)
+    p[k] = s + (size_t)k * count;
+  for (; j + 16 <= count; j += 16) {
+    __m128i v[8];
+    for (int k = 0; k < 8; k++)
+      v[k] = _mm_loadu_si128((const __m128i *)(const void *)(p[k] + j));
+    /* bytes 0-1, 2-3, 4-5, 6-7 paired, then words, then dwords */
+    __m128i b0[8], b1[8];
+    for (int k = 0; k < 4; k++) {
+      b0[2 * k] = _mm_unpacklo_epi8(v[2 * k], v[2 * k + 1]);
+      b0[2 * k + 1] = _mm_unpackhi_epi8(v[2 * k], v[2 * k + 1]);
+    }
+    for (int h = 0; h < 2; h++) { /* elements 0-7, then 8-15 */
+      __m128i w01 = _mm_unpacklo_epi16(b0[h], b0[2 + h]);
+      __m128i w23 = _mm_unpackhi_epi16(b0[h], b0[2 + h]);
+      __m128i w45 = _mm_unpacklo_epi16(b0[4 + h], b0[6 + h]);
+      __m128i w67 = _mm_unpackhi_epi16(b0[4 + h], b0[6 + h]);
+      b1[4 * h] = _mm_unpacklo_epi32(w01, w45);
+      b1[4 * h + 1] = _mm_unpackhi_epi32(w01, w45);
+      b1[4 * h + 2] = _mm_unpacklo_epi32(w23, w67);
+      b1[4 * h + 3] = _mm_unpackhi_epi32(w23, w67);
+    }
+    __m128i *o = (__m128i *)(void *)(d + 8 * j);
+    for (int k = 0; k < 8; k++)
+      _mm_storeu_si128(o + k, b1[k]);
+  }
+#endif
+  if (j < count) {
+    for (size_t k = 0; k < 8; k++) {
+      const uint8_t *plane = s + k * count;
+      for (size_t i = j; i < count; i++)
+        d[i * 8 + k] = plane[i];
+    }
+  }
+}
+
 /* Undo the byte shuffle: byte k of element j was stored at k*count + j.
  * Bytes past the last whole element were stored as they are. */
 static int ncshuffle_decode(const void *state, struct bytesrc *in,
@@ -355,11 +441,12 @@ static int ncshuffle_decode(const void *state, struct bytesrc *in,
   size_t count = len / es;
   const uint8_t *s = src->mem;
   uint8_t *d = b.data;
-  for (size_t k = 0; k < es; k++) {
-    const uint8_t *plane = s + k * count;
-    for (size_t j = 0; j < count; j++)
-      d[j * es + k] = plane[j];
-  }
+  if (es == 4)
+    unshuffle4(s, count, d);
+  else if (es == 8)
+    unshuffle8(s, count, d);
+  else
+    unshuffle_any(s, count, es, d);
   memcpy(d + count * es, s + count * es, len - count * es);
   b.len = len;
   bytesrc_unref(src);

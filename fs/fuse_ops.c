@@ -197,7 +197,7 @@ static int work_again(const struct zfs_fuse_ctx *c, const struct cancel *tok,
  * file" is an answer; a failure to find out (a server failing) is said in
  * the log (sizes log their failures where they decode). */
 static int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
-                    struct stat *st) {
+                    uint64_t wait_ns, struct stat *st, int *unknown) {
   struct ns_entry *ent = malloc(sizeof *ent);
   if (!ent)
     return -ENOMEM;
@@ -208,8 +208,12 @@ static int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
   uint64_t size = 0;
   struct engine_req rq; /* the watchdog says when sizing runs long */
   engine_req_begin(c->engine, &rq, key, 0, ENGINE_REQ_SIZE);
-  if (rc == 0)
-    rc = ns_size(c->engine, ent, &size, &err);
+  *unknown = 0;
+  if (rc == 0 &&
+      (rc = ns_size_within(c->engine, ent, wait_ns, &size, &err)) > 0) {
+    *unknown = 1; /* 0 shown until learned: asked again every time */
+    rc = 0;
+  }
   engine_req_end(c->engine, &rq);
   if (rc == 0)
     fill_stat(c, ent->kind, size, ent->mtime, ino, st);
@@ -243,10 +247,11 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
   struct fuse_entry_param e;
   memset(&e, 0, sizeof e);
   struct cancel tok;
-  int rc = (int)len, tries = 0;
+  int rc = (int)len, tries = 0, unknown = 0;
   work_begin(req, &tok);
   do
-    rc = len < 0 ? (int)len : stat_key(c, path, 0, &e.attr);
+    rc = len < 0 ? (int)len
+                 : stat_key(c, path, 0, c->cfg.size_wait_ns, &e.attr, &unknown);
   while (work_again(c, &tok, rc, &tries));
   work_end(req);
   char db[32];
@@ -270,7 +275,7 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     return;
   }
   e.attr.st_ino = e.ino;
-  e.attr_timeout = c->cfg.attr_timeout;
+  e.attr_timeout = unknown ? 0 : c->cfg.attr_timeout;
   e.entry_timeout = c->cfg.attr_timeout;
   if (fuse_reply_entry(req, &e) == -ENOENT) /* the lookup was interrupted */
     inodes_forget(c->inodes, e.ino, 1);
@@ -293,7 +298,10 @@ static void zfs_forget_multi(fuse_req_t req, size_t count,
 
 /* stat: resolve, then size. Asked of an open text made whole (the kernel
  * sends its handle, e.g. to seek to its end): that open's text's size,
- * not kept (another open has another text). */
+ * not kept (another open has another text). A size not known in time
+ * (size_wait) shows 0 and is asked for again by the next stat; but a stat
+ * through an open file (the kernel's lseek to SEEK_END: tail, less) waits
+ * for the exact size, since its caller looks for where the text ends. */
 static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
                         struct fuse_file_info *fi) {
   struct zfs_fuse_ctx *c = ctx_of(req);
@@ -312,10 +320,11 @@ static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
     return;
   }
   struct cancel tok;
-  int rc, tries = 0;
+  int rc, tries = 0, unknown = 0;
+  uint64_t wait = fi ? UINT64_MAX : c->cfg.size_wait_ns;
   work_begin(req, &tok);
   do
-    rc = stat_key(c, in->path, ino, &st);
+    rc = stat_key(c, in->path, ino, wait, &st, &unknown);
   while (work_again(c, &tok, rc, &tries));
   work_end(req);
   char db[32];
@@ -325,7 +334,7 @@ static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
   if (rc < 0)
     reply_rc(req, rc);
   else
-    fuse_reply_attr(req, &st, c->cfg.attr_timeout);
+    fuse_reply_attr(req, &st, unknown ? 0 : c->cfg.attr_timeout);
 }
 
 /* opendir: the listing waits for the first readdir. */

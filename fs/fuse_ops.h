@@ -28,6 +28,9 @@ struct zfs_fuse_config {
                              for security.selinux and the ACLs) */
   unsigned fmask, dmask;  /* -o umask, fmask, dmask: permission bits taken
                              from every file (0444) and directory (0555) */
+  uint64_t size_wait_ns;  /* -o size_wait: how long a lookup or stat waits
+                             for a view's size (ns_size_within); one not
+                             known by then shows 0, cached for no time */
 };
 
 struct zfs_inodes;

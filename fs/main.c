@@ -331,7 +331,8 @@ static int daemon_prepare(struct daemon *d, const struct cli_config *cfg) {
   d->fctx = (struct zfs_fuse_ctx){
       .engine = d->engine,
       .cfg = {cfg->attr_timeout, cfg->kernel_readahead, cfg->xattrs,
-              (unsigned)cfg->fmask, (unsigned)cfg->dmask},
+              (unsigned)cfg->fmask, (unsigned)cfg->dmask,
+              (uint64_t)(cfg->size_wait * 1e9)},
       .mount_time = (long)time(NULL),
       .uid = cfg->uid >= 0 ? (uid_t)cfg->uid : getuid(),
       .gid = cfg->gid >= 0 ? (gid_t)cfg->gid : getgid(),

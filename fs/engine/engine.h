@@ -211,7 +211,7 @@ struct engine {
                                before the first request; guarded by its
                                own lock */
   /* Called when a unit's text turned out longer than the size learned
-   * for it (fs/unit.c, unit_size_wrong; a mount's engine only): the
+   * for it (fs/engine/unit.c, unit_size_wrong; a mount's engine only): the
    * kernel may hold a size of n's views that ends too early, and whoever
    * told it (fs/main.c: the FUSE session) has it ask again. NULL: nobody
    * to tell (the CLI reads to the end). Set before the first request,

@@ -125,8 +125,8 @@ struct znode {
   struct znode *next;      /* transient nodes: the table's list */
   /* The one field that changes: bumped (no lock) by node_sizes_changed
    * when a decode contradicts a unit's text size learned before
-   * (fs/unit.c); layouts, region sizes and rows are keyed by it
-   * (fs/region.c), so none built on the old size is used again. */
+   * (fs/engine/unit.c); layouts, region sizes and rows are keyed by it
+   * (fs/engine/region.c), so none built on the old size is used again. */
   _Atomic uint64_t sizes_gen;
 };
 

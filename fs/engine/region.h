@@ -60,7 +60,7 @@ struct region_layout {
                              made in (node_sizes_gen); once the node's
                              moves on, a size it holds may be wrong and
                              readers take a new layout */
-  /* Sizes the persistent index claimed (fs/unit.h, UNIT_SIZE_CLAIM):
+  /* Sizes the persistent index claimed (fs/engine/unit.h, UNIT_SIZE_CLAIM):
    * which stored units' sizes are claims, one bit each, set by the
    * learner before `known` covers them (NULL without an index: no
    * claims); the first of them (UINT64_MAX: none); and how many stored
@@ -68,6 +68,8 @@ struct region_layout {
   _Atomic uint8_t *claimed;
   _Atomic uint64_t first_claim;
   _Atomic uint64_t checked;
+  int from_record; /* every size came from a region record (fs/views/lsize.h):
+                      set before the layout is shared */
 };
 
 /* Stored units whose sizes are known (acquire: their p_cum may be read). */

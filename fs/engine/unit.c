@@ -44,11 +44,6 @@ int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
   return 0;
 }
 
-/* The version of the text rules (how elements become text): a record of
- * the persistent index written under other rules is never used. Raise it
- * with any change to the bytes of a unit's text. */
-#define UNIT_TEXT_RULES 3u /* 3: rows.csv numbers as D.csv writes them */
-
 /* What the persistent index knows unit idx by, into *id (its key in key,
  * len bytes): the store's location, the chunk's key (and the inner
  * chunk's place in its shard), the stored object's size and version (what
@@ -76,6 +71,14 @@ static int unit_ident(struct engine *e, const struct znode *n,
       at += (size_t)w;
     }
   }
+  *id = (struct lxindex_id){
+      e->store->location, key, size, version, unit_text_hash(n),
+      UNIT_TEXT_RULES};
+  return 0;
+}
+
+/* See unit.h. */
+uint64_t unit_text_hash(const struct znode *n) {
   /* What makes the text: the whole metadata document (codecs, data type,
    * fill value, shape) and the fill text drawn from it. */
   uint64_t h = n->meta_hash;
@@ -87,9 +90,7 @@ static int unit_ident(struct engine *e, const struct znode *n,
     h = htab_hash_bytes(n->form.csv ? "csv" : "cf", n->form.csv ? 3 : 2, h);
     h = htab_hash_bytes(&n->attrs_hash, sizeof n->attrs_hash, h);
   }
-  *id = (struct lxindex_id){e->store->location, key, size, version, h,
-                            UNIT_TEXT_RULES};
-  return 0;
+  return h;
 }
 
 /* A decode (or a pass over a stream) found unit idx's text to be `truth`
@@ -182,7 +183,7 @@ static int unit_shard_index(struct unit_job *j, uint64_t *cidx, uint64_t *inner,
   *inner = unit_chunk(j->n, j->idx, cidx);
   struct memo_key k;
   node_key(&k, ELEVEL_SHARD_INDEX, j->n, cidx, NULL, 0);
-  struct unit_job ij = {j->e, j->n, cidx, j->key, NULL, 0, 0};
+  struct unit_job ij = {j->e, j->n, cidx, j->key, NULL, 0, 0, 0, 0};
   return memo_get(j->e->memo, &k, shard_index_fill, &ij, ref, err);
 }
 
@@ -340,7 +341,7 @@ static int unit_decoded(struct unit_job *j, struct abytes **out, int *logged,
     return unit_source(j, out, logged, err);
   struct memo_key k;
   node_key(&k, ELEVEL_DECODED, base, j->idx, NULL, 0);
-  struct decoded_job dj = {{j->e, base, j->idx, j->key, NULL, 0, 0}, 0};
+  struct decoded_job dj = {{j->e, base, j->idx, j->key, NULL, 0, 0, 0, 0}, 0};
   struct memo_ref *ref;
   int rc = memo_get(j->e->memo, &k, decoded_fill, &dj, &ref, err);
   *fresh = dj.filled;
@@ -443,6 +444,11 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
    * from there and holds is there already. */
   uint64_t known;
   int had = memo_value_peek(e->memo, &sk, &known);
+  if (!had && j->claim) { /* a region record's claim: held, nothing kept */
+    had = 1;
+    known = j->claim;
+  }
+  j->filled = 1;
   if (decoded && had && (known & ~UNIT_SIZE_CLAIM) != ct->size)
     unit_size_wrong(e, n, j->idx, j->key, known, ct->size);
   memo_value_put(e->memo, &sk, ct->size);
@@ -475,20 +481,32 @@ static int unit_check(const struct znode *n, const uint64_t *idx,
   return 0;
 }
 
-/* Memoised unit decode. */
-int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
-             struct memo_ref **out, struct zerr *err) {
+/* unit_get with a claim of its size (0: none); *filled: whether this
+ * call's decode checked it. */
+static int unit_get_claimed(struct engine *e, const struct znode *n,
+                            const uint64_t *idx, uint64_t claim,
+                            struct memo_ref **out, int *filled,
+                            struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   char key[4096];
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
-  struct unit_job j = {e, n, idx, key, NULL, 0, 0};
+  struct unit_job j = {e, n, idx, key, NULL, 0, 0, claim, 0};
   if (engine_debugging()) /* the cache's decision, as it is about to be */
     engine_debug(e, ENGINE_DEBUG_CACHE, "cache: %s: %s", key,
                  memo_present(e->memo, &k) ? "in the cache"
                                            : "not in the cache, decoding");
-  return memo_get(e->memo, &k, unit_fill, &j, out, err);
+  int rc = memo_get(e->memo, &k, unit_fill, &j, out, err);
+  *filled = j.filled;
+  return rc;
+}
+
+/* Memoised unit decode. */
+int unit_get(struct engine *e, const struct znode *n, const uint64_t *idx,
+             struct memo_ref **out, struct zerr *err) {
+  int filled;
+  return unit_get_claimed(e, n, idx, 0, out, &filled, err);
 }
 
 /* A fill unit: arithmetic text, nothing read. */
@@ -565,7 +583,7 @@ int unit_src(struct engine *e, const struct znode *n,
   ZTRY(unit_store_key(n, ct->idx, key, sizeof key, err));
   struct memo_key k;
   node_key(&k, ELEVEL_DATA, n, ct->idx, NULL, 0);
-  struct unit_job j = {e, n, ct->idx, key, ct, 0, 0};
+  struct unit_job j = {e, n, ct->idx, key, ct, 0, 0, 0, 0};
   struct memo_ref *ref;
   ZTRY(memo_get(e->memo, &k, data_fill, &j, &ref, err));
   const struct data_obj *d = (const struct data_obj *)memo_obj(ref);
@@ -574,6 +592,55 @@ int unit_src(struct engine *e, const struct znode *n,
   else
     *data = bytesrc_ref(d->src);
   *pin = ref;
+  return 0;
+}
+
+/* A size fill's job: a unit's, and how a decode learns its size. */
+struct size_job {
+  struct unit_job j; /* first: the fill takes it as a unit_job */
+  int measure;       /* decode to measure, keep nothing
+                        (unit_size_measure) */
+};
+
+/* A unit's text size by a decode that keeps nothing (unit_size_measure):
+ * unit_fill's decode and text preparation, then text_measure. A missing
+ * chunk is the fill unit's size. A failure is logged here. */
+static int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
+  struct engine *e = j->e;
+  const struct znode *n = j->n;
+  char key[4096];
+  ZTRY(unit_store_key(n, j->idx, key, sizeof key, err));
+  struct unit_job dj = *j;
+  dj.key = key;
+  struct abytes *ab = NULL;
+  int logged = 0, fresh = 1;
+  uint64_t t0 = stats_now_ns();
+  int rc = engine_check_stop(e, err);
+  if (rc == 0)
+    rc = unit_decoded(&dj, &ab, &logged, &fresh, err);
+  if (fresh && (rc < 0 || ab)) { /* a decode (not a fill unit) */
+    engine_req_note_unit();
+    stats_add(&e->stats.decodes, 1);
+    stats_add(&e->stats.decode_ns, stats_now_ns() - t0);
+  }
+  if (rc == 0 && !ab) {
+    struct chunk_text *ct;
+    if ((rc = unit_new_fill(n, j->idx, &ct, err)) == 0) {
+      *value = ct->size;
+      zobj_put(&ct->obj);
+    }
+  } else if (rc == 0 && (rc = textprep_to_text(&n->meta->dtype, &n->form, ab,
+                                               &e->env, err)) == 0) {
+    rc = text_measure(&n->form, n->meta->shape, j->idx, ab, e->env.max_decoded,
+                      &e->stopping, value, err);
+    ab = NULL; /* taken by text_measure */
+  }
+  abytes_free(ab);
+  if (rc < 0) {
+    if (!logged)
+      unit_log_failure(e, key, err);
+    return zerr_prefix(err, "chunk %s: ", key);
+  }
   return 0;
 }
 
@@ -622,6 +689,8 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
       return zerr_prefix(err, "chunk %s: ", key);
     }
   }
+  if (((struct size_job *)ctx)->measure)
+    return unit_measure(j, value, err);
   struct memo_ref *ref;
   ZTRY(unit_get(e, j->n, j->idx, &ref, err));
   *value = unit_of_ref(ref)->size;
@@ -629,19 +698,34 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   return 0;
 }
 
-/* See unit.h. */
-int unit_size_claim(struct engine *e, const struct znode *n,
-                    const uint64_t *idx, uint64_t *size, int *claim,
-                    struct zerr *err) {
+/* Learn the size of unit j->idx (*value) the way unit_size_claim does;
+ * with `measure`, a decode keeps nothing (unit_size_measure). */
+static int unit_size_by(struct engine *e, const struct znode *n,
+                        const uint64_t *idx, int measure, uint64_t *size,
+                        int *claim, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
-  struct unit_job j = {e, n, idx, NULL, NULL, 0, 0};
+  struct size_job j = {{e, n, idx, NULL, NULL, 0, 0, 0, 0}, measure};
   uint64_t v;
   ZTRY(memo_value(e->memo, &k, unit_size_fill, &j, &v, err));
   *claim = (v & UNIT_SIZE_CLAIM) != 0;
   *size = v & ~UNIT_SIZE_CLAIM;
   return 0;
+}
+
+/* See unit.h. */
+int unit_size_measure(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t *size, int *claim,
+                      struct zerr *err) {
+  return unit_size_by(e, n, idx, 1, size, claim, err);
+}
+
+/* See unit.h. */
+int unit_size_claim(struct engine *e, const struct znode *n,
+                    const uint64_t *idx, uint64_t *size, int *claim,
+                    struct zerr *err) {
+  return unit_size_by(e, n, idx, 0, size, claim, err);
 }
 
 /* Size from the memo's values, or learned once. */
@@ -684,9 +768,14 @@ int unit_size_verify(struct engine *e, const struct znode *n,
       said = 0;
     }
   }
-  if (rc == 1) { /* a decode, which checks what the memo holds itself */
+  if (rc == 1) { /* a decode, which checks what the memo holds itself,
+                    or the claim (a region record's: the persistent
+                    index has no record of the unit to add) */
     struct memo_ref *ref;
-    ZTRY(unit_get(e, n, idx, &ref, err));
+    int filled;
+    ZTRY(unit_get_claimed(e, n, idx, held ? 0 : claimed | UNIT_SIZE_CLAIM, &ref,
+                          &filled, err));
+    said = said || (!held && filled);
     truth = unit_of_ref(ref)->size;
     memo_release(e->memo, ref);
   }
@@ -781,6 +870,6 @@ int unit_presence(struct engine *e, const struct znode *n,
   ZTRY(node_check(n, err));
   struct memo_key k;
   node_key(&k, ELEVEL_PRESENCE, n, NULL, NULL, 0);
-  struct unit_job j = {e, n, NULL, NULL, NULL, 0, 0};
+  struct unit_job j = {e, n, NULL, NULL, NULL, 0, 0, 0, 0};
   return memo_get(e->memo, &k, presence_fill, &j, out, err);
 }

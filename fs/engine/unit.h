@@ -117,6 +117,14 @@ int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
 int unit_size_claim(struct engine *e, const struct znode *n,
                     const uint64_t *idx, uint64_t *size, int *claim,
                     struct zerr *err);
+/* unit_size_claim for a caller learning more units than the cache
+ * holds (fs/views/lsize.c): a unit decoded to learn its size is measured and
+ * let go (text_measure), neither kept in the memo nor recorded on its own
+ * in the persistent index (the region's record holds it). The size is
+ * remembered as unit_size's. */
+int unit_size_measure(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t *size, int *claim,
+                      struct zerr *err);
 /* The size `claimed` of unit idx checked against the truth: its size as
  * this mount knows it, or else a decode (a pass over the stream of a unit
  * read in windows). 0 when it holds; 1 when it does not (said, the unit's
@@ -124,6 +132,15 @@ int unit_size_claim(struct engine *e, const struct znode *n,
  * errno (the unit's failure, logged). */
 int unit_size_verify(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t claimed, struct zerr *err);
+/* The version of the text rules (how elements become text): a record of
+ * the persistent index written under other rules is never used. Raise it
+ * with any change to the bytes of a unit's text. */
+#define UNIT_TEXT_RULES 3u /* 3: rows.csv numbers as D.csv writes them */
+/* What makes n's units' text, as the persistent index keys records by:
+ * a hash of the metadata document, the fill text and a CF or CSV view's
+ * attributes. */
+uint64_t unit_text_hash(const struct znode *n);
+
 /* A unit's learned size (ELEVEL_UNIT_SIZE value) with this bit set is a
  * claim of the persistent index no decode has checked yet. */
 #define UNIT_SIZE_CLAIM (1ull << 63)
@@ -162,6 +179,10 @@ struct unit_job {
   uint64_t src_size, src_version; /* set by unit_source: the size and
                                      version (struct bytesrc) of the
                                      object it decoded, 0 when unknown */
+  uint64_t claim; /* a size claimed for the unit (UNIT_SIZE_CLAIM set) by
+                     a region record, checked as the memo's would be;
+                     0: none */
+  int filled;     /* set by unit_fill: it ran, and checked the claim */
 };
 
 /* The store key of unit idx's chunk (for log lines) into key (len

@@ -370,7 +370,7 @@ long unit_read_window(struct engine *e, const struct znode *n,
   static const uint64_t tag = 0x77696e646f77ull; /* apart from data_obj */
   struct memo_key k;
   node_key(&k, ELEVEL_DATA, n, idx, &tag, 1);
-  struct unit_job j = {e, n, idx, key, NULL, 0, 0};
+  struct unit_job j = {e, n, idx, key, NULL, 0, 0, 0, 0};
   ZTRY(memo_get(e->memo, &k, wdata_fill, &j, pin, err));
   const struct wdata_obj *w = (const struct wdata_obj *)memo_obj(*pin);
   long got = direct_read(e, n, idx, off, len, dst, w->src, err);
@@ -495,7 +495,7 @@ int unit_size_streamed(struct engine *e, const struct znode *n,
                        const uint64_t *idx, uint64_t *value, struct zerr *err) {
   char key[4096];
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
-  struct unit_job j = {e, n, idx, key, NULL, 0, 0};
+  struct unit_job j = {e, n, idx, key, NULL, 0, 0, 0, 0};
   struct bytesrc *ds;
   int rc = ustream_open(&j, &ds, err);
   if (rc <= 0)
@@ -707,7 +707,7 @@ static long ustream_read(struct engine *e, const struct znode *n,
   static const uint64_t tag = 0x75746638737472ull; /* apart from wdata */
   struct memo_key k;
   node_key(&k, ELEVEL_DATA, n, idx, &tag, 1);
-  struct unit_job j = {e, n, idx, key, NULL, 0, 0};
+  struct unit_job j = {e, n, idx, key, NULL, 0, 0, 0, 0};
   ZTRY(memo_get(e->memo, &k, ustream_fill, &j, pin, err));
   struct ustream_obj *u = (struct ustream_obj *)memo_obj(*pin);
   pthread_mutex_lock(&u->lock);

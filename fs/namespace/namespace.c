@@ -460,6 +460,13 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
 /* Stored size, or the view's computed size. */
 int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
             struct zerr *err) {
+  int rc = ns_size_within(e, ent, UINT64_MAX, size, err);
+  return rc > 0 ? 0 : rc;
+}
+
+/* See namespace.h. */
+int ns_size_within(struct engine *e, const struct ns_entry *ent,
+                   uint64_t wait_ns, uint64_t *size, struct zerr *err) {
   if (ent->eng)
     e = ent->eng;
   switch (ent->kind) {
@@ -490,7 +497,7 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
       ZTRY(unit_sizes_prefetch(e, ent->node, err));
       return view_array_size(e, ent->node, size, err);
     }
-    return view_array_size_stat(e, ent->node, size, err);
+    return view_array_size_stat(e, ent->node, wait_ns, size, err);
   case NS_INFO_VIEW:
   case NS_HISTORY: {
     char *text;
@@ -509,7 +516,8 @@ int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
         *size = 0; /* unknown: the file is read with direct I/O */
       return k < 0 ? k : 0;
     }
-    return table_size_stat(e, ent->node, file, size, err);
+    ZTRY(table_size_stat(e, ent->node, file, size, err));
+    return *size == 0; /* deferred: a table has at least its header */
   }
   case NS_STATS:
     *size = 0; /* it changes with every request: read with direct I/O, each

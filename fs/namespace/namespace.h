@@ -76,6 +76,13 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
  * trusting their size (direct I/O), as /proc files are. */
 int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
             struct zerr *err);
+/* ns_size waiting at most wait_ns for a view's size to be learned
+ * (UINT64_MAX: as long as it takes; fs/views/lsize.h stops at once when it
+ * would take longer): 1 when it is not known in time (*size 0: shown so,
+ * read with direct I/O, until a reader or a longer wait learns it), 0
+ * when *size is the size, or a negative errno. */
+int ns_size_within(struct engine *e, const struct ns_entry *ent,
+                   uint64_t wait_ns, uint64_t *size, struct zerr *err);
 
 /* 1 when a file must be read without trusting the size stat gives (the
  * kernel reads past it only with direct I/O): with lazy sizes every view,

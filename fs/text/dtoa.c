@@ -334,14 +334,14 @@ static __attribute__((noinline, cold)) int dtoa_is_int(uint64_t c, int e2,
 }
 
 /* Shortest digits of the binary64 normal c * 2^q (2^52 < c < 2^53: not
- * a power of two) into *dec: the Dragonbox-style search of the file
- * comment. Returns 0 (*dec untouched) where it cannot decide, for
+ * a power of two), or with f32 of the binary32 normal (2^23 < c < 2^24),
+ * into *dec: the Dragonbox-style search of the file comment. Returns 0 (*dec untouched) where it cannot decide, for
  * dtoa_digits to search instead. Unless `careful`, it also returns 0 at
  * the first sign of a rare case (z within reach of an integer, r ==
  * deltai, a possible tie), so that the common path keeps few values
  * live; the careful call then settles them. */
 static inline __attribute__((always_inline)) int
-dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
+dtoa_dragon(uint64_t c, int q, int careful, int f32, struct dtoa_dec *dec) {
   /* 10^k0 with k0 = 2 - k scales the interval's width 2^q to delta in
    * [100, 1000). G = the table's 10^k0 shifted to 128 bits (above the
    * exact value by at most 4) and beta in [6, 9] make the top 128 bits
@@ -363,8 +363,13 @@ dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
   uint32_t deltai = (uint32_t)(gh >> (63 - beta));
   uint64_t zint = 0; /* z is an integer */
   if (__builtin_expect(f < 4, 0)) {
-    if (!careful || !dtoa_is_int(2 * c + 1, q - 1, k0))
-      return 0;
+    /* dtoa_is_int(2c + 1, q - 1, k0) at once where k0 >= 0 (2c + 1 is
+     * odd): the large values, whose z is always an integer, are common
+     * in binary32 data */
+    if (k0 < 0 || q - 1 + k0 < 0) {
+      if (!careful || !dtoa_is_int(2 * c + 1, q - 1, k0))
+        return 0;
+    }
     zint = 1;
   }
   /* The multiple of 1000 at or below z, m = 1000 s = zi - r, is in the
@@ -424,6 +429,25 @@ dtoa_dragon(uint64_t c, int q, int careful, struct dtoa_dec *dec) {
   }
   /* in2 is a coin toss for typical data: a mask, not a branch */
   j &= (uint32_t)in2 - 1;
+  if (f32) {
+    /* n = 10 s + j with j <= 9 (wi < 1000) has one digit more than s:
+     * for a binary32 normal z is in [2^23 * 100, 2^24 * 1000), so s has
+     * 6 to 8 digits and n 7 to 9, scaled to exactly 9 (the first and a
+     * block of 8, the second block 0). */
+    int ls = dtoa_dec_len(s);
+    uint32_t full =
+        ((uint32_t)s * 10 + j) * (uint32_t)dtoa_pow10_u64[8 - ls];
+    uint32_t first = full / 100000000;
+    uint64_t x = dtoa_swar8(full - first * 100000000);
+    /* the last non-zero digit is the highest non-zero byte of x */
+    unsigned nb = (unsigned)(71 - __builtin_clzll(x | 1)) >> 3;
+    dec->first = first;
+    dec->block[0] = x;
+    dec->block[1] = 0;
+    dec->len = 1 + (int)nb - (x == 0);
+    dec->x10 = k + ls;
+    return 1;
+  }
   /* n = 10 s + j has 16 or 17 digits (see dtoa_fill), 17 when s has 16,
    * that is when zi >= 10^18. Its 17-digit form full (10 n when n has
    * 16) is 10 s + j times jm = 1 or 10, and its first digit and first
@@ -450,7 +474,8 @@ static __attribute__((noinline)) int dtoa_f64_slow(uint64_t bits,
    * to the top and the others have every exponent bit set */
   if ((bits << 1) - 1 >= ((uint64_t)0x7ff << 53) - 1)
     return 0;
-  if (m != 0 && ef > 5 && dtoa_dragon(m | (uint64_t)1 << 52, ef - 1075, 1, dec))
+  if (m != 0 && ef > 5 &&
+      dtoa_dragon(m | (uint64_t)1 << 52, ef - 1075, 1, 0, dec))
     return dec->len;
   if (ef == 0) /* subnormal: the gaps are those of the smallest normal */
     dtoa_digits(m, -1074, 0, 0, dec);
@@ -469,22 +494,41 @@ int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec) {
    * [6, 2046], which leaves zero, infinities and NaNs out too */
   if (__builtin_expect((ef - 6 < 2041) & (m != 0), 1) &&
       __builtin_expect(
-          dtoa_dragon(m | (uint64_t)1 << 52, (int)ef - 1075, 0, dec), 1))
+          dtoa_dragon(m | (uint64_t)1 << 52, (int)ef - 1075, 0, 0, dec), 1))
     return dec->len;
   return dtoa_f64_slow(bits, dec);
 }
 
-/* Shortest digits of a binary32 value, in registers. */
-int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
+/* dtoa_dec_f32 out of line: zero, infinities and NaNs, then the careful
+ * dtoa_dragon, or dtoa_digits where it does not apply or decide. */
+static __attribute__((noinline)) int dtoa_f32_slow(uint32_t bits,
+                                                   struct dtoa_dec *dec) {
   int ef = (int)(bits >> 23) & 0xff;
   uint32_t m = bits & ((1u << 23) - 1);
   if (ef == 0xff || (ef == 0 && m == 0))
     return 0;
+  if (m != 0 && ef != 0 && dtoa_dragon(m | 1u << 23, ef - 150, 1, 1, dec))
+    return dec->len;
   if (ef == 0)
     dtoa_digits(m, -149, 0, 0, dec);
   else
     dtoa_digits(m | 1u << 23, ef - 150, m == 0 && ef > 1, 0, dec);
   return dec->len;
+}
+
+/* Shortest digits of a binary32 value, in registers: dtoa_dragon for
+ * normals but powers of two (their exponents are all inside the table
+ * and its checked range of beta), as for binary64; the digits end at 9.
+ * All 2^32 patterns were compared with the Schubfach search it
+ * shortcuts (and check_dtoa's exhaustive mode with the exact search). */
+int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
+  unsigned ef = (bits >> 23) & 0xff;
+  uint32_t m = bits & ((1u << 23) - 1);
+  /* ef in [1, 254], which leaves zero, subnormals, infinities, NaNs out */
+  if (__builtin_expect((ef - 1 < 254) & (m != 0), 1) &&
+      __builtin_expect(dtoa_dragon(m | 1u << 23, (int)ef - 150, 0, 1, dec), 1))
+    return dec->len;
+  return dtoa_f32_slow(bits, dec);
 }
 
 /* The 17 digit bytes of *dec as ASCII at d. */

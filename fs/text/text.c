@@ -594,6 +594,49 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
   return 0;
 }
 
+/* See text.h. */
+int text_measure(const struct text_form *form, const uint64_t *shape,
+                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
+                 const atomic_int *stop, uint64_t *size, struct zerr *err) {
+  struct chunk_text *ct = unit_new(form, shape, idx);
+  if (!ct) {
+    abytes_free(ab);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  ct->ab = ab;
+  /* Plain numbers in the unit's own order: the lines of a block rendered
+   * on the stack (text_layout's runs, so the same bytes) and counted. */
+  if (!form->cf && !form->csv && ab->elsize && ab->elsize == form->dt.size &&
+      ab->fixed && ab->fixed->mem &&
+      inb_linear(ct) && ab->n >= ct->nin) {
+    char buf[TEXT_BLOCK * RENDER_RUN_ROOM];
+    uint64_t pos = 0;
+    for (uint64_t k = 0; k < ct->nin; k += TEXT_BLOCK) {
+      if (k % TEXT_STOP_EVERY == 0 && stop &&
+          atomic_load_explicit(stop, memory_order_relaxed)) {
+        zobj_put(&ct->obj);
+        return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+      }
+      size_t m = ct->nin - k < TEXT_BLOCK ? (size_t)(ct->nin - k) : TEXT_BLOCK;
+      pos += render_fixed_run(&form->dt, ab->fixed->mem + k * ab->elsize, m,
+                              buf);
+    }
+    zobj_put(&ct->obj);
+    if (pos > TEXT_MAX_SIZE)
+      return zerr_set(err, EFBIG, "text of a chunk exceeds 2^63 bytes");
+    *size = pos;
+    return 0;
+  }
+  /* Anything else as a layout that keeps no text. */
+  ct->ab = NULL;
+  zobj_put(&ct->obj);
+  struct chunk_text *lt;
+  ZTRY(text_layout(form, shape, idx, ab, max_bytes, 0, NULL, stop, &lt, err));
+  *size = lt->size;
+  zobj_put(&lt->obj);
+  return 0;
+}
+
 /* Rendered text: the offset of the line `lines` lines after the one
  * starting at pos (lines hold no newline but their last byte). */
 static uint64_t text_walk_lines(const struct chunk_text *ct, uint64_t pos,

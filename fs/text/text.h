@@ -123,6 +123,15 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
                 size_t render_max, struct pool *helpers, const atomic_int *stop,
                 struct chunk_text **out, struct zerr *err);
 
+/* The text size of unit idx of decoded elements ab (taken over, as by
+ * text_layout) into *size, keeping nothing: numbers rendered a block at a
+ * time on the stack and counted, anything else laid out as text_layout
+ * would and let go. For learning sizes of more units than the cache
+ * holds. */
+int text_measure(const struct text_form *form, const uint64_t *shape,
+                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
+                 const atomic_int *stop, uint64_t *size, struct zerr *err);
+
 /* Render the whole text of a laid-out unit into memory once, and drop its
  * decoded elements: reads then copy bytes. data is the unit's element
  * bytes for variable-length units (NULL for fixed-size ones). Worth it

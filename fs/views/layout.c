@@ -7,6 +7,7 @@
 #include "../../src/store/presence.h"
 #include "../../src/util/pool.h"
 #include "../engine/cursor.h"
+#include "lsize.h"
 
 /* Units handled between looks at the stop flag. */
 #define LAYOUT_STOP_EVERY 256
@@ -214,18 +215,52 @@ static void layout_finish(struct layout_job *j, struct region_layout *l,
   struct memo_key sk;
   region_key_gen(&sk, ELEVEL_REGION_SIZE, j->n, j->r, NULL, l->gen);
   memo_value_put(j->e->memo, &sk, total);
+  lsize_keep(j->e, j->n, j->r, l); /* for the next mount */
+}
+
+/* Sum the differences lsize_fill or lsize_load left in p_cum from `from`
+ * on, up to the first unit not learned, and publish them (*upto: the
+ * units known now); all of them: the total too. */
+static int layout_sum(struct layout_job *j, struct region_layout *l,
+                      uint64_t from, uint64_t *upto, struct zerr *err) {
+  __int128 cum = from ? l->p_cum[from - 1] : 0;
+  uint64_t i = from;
+  int rc = 0;
+  for (; i < l->np && l->p_cum[i] != LSIZE_UNSET; i++) {
+    cum += l->p_cum[i];
+    if (cum > INT64_MAX || cum < -(__int128)INT64_MAX) {
+      rc = zerr_set(err, EFBIG, "view: text exceeds 2^63 bytes");
+      break;
+    }
+    l->p_cum[i] = (int64_t)cum;
+  }
+  *upto = i;
+  if (rc == 0 && i == l->np) {
+    uint64_t total = 0;
+    rc = layout_total(j->r, l, cum, &total, err);
+    if (rc == 0)
+      layout_finish(j, l, total);
+  } else if (i > from) {
+    atomic_store_explicit(&l->known, i, memory_order_release);
+  }
+  return rc;
 }
 
 /* Wait until no thread learns sizes of l, then take the turn: 1 (this
  * thread learns: l->learning set), 0 when the first `target` sizes are
- * known meanwhile, -EINTR when the engine stops. No lock is held while
- * sizes are learned: waiters wait on l->grown, looking at the stop flag
- * every 100 ms. */
+ * known meanwhile, 2 when the deadline (CLOCK_MONOTONIC ns, 0: none)
+ * came first, -EINTR when the engine stops. No lock is held while sizes
+ * are learned: waiters wait on l->grown, looking at the stop flag every
+ * 100 ms. */
 static int layout_turn(struct engine *e, struct region_layout *l,
-                       uint64_t target, struct zerr *err) {
+                       uint64_t target, uint64_t deadline, struct zerr *err) {
   int rc = 1;
   pthread_mutex_lock(&l->grow);
   while (rc == 1 && region_known(l) < target && l->learning) {
+    if (deadline && lsize_now_ns() >= deadline) {
+      rc = 2;
+      break;
+    }
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_nsec += 100000000;
@@ -255,7 +290,7 @@ static int layout_learn(struct layout_job *j, struct region_layout *l,
   const struct region *r = j->r;
   if (target > l->np)
     target = l->np;
-  int rc = layout_turn(j->e, l, target, err);
+  int rc = layout_turn(j->e, l, target, 0, err);
   if (rc <= 0)
     return rc;
   rc = 0;
@@ -333,6 +368,20 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (rc == 0 && l->np == 0 &&
       (rc = layout_total(j->r, l, 0, &total, err)) == 0)
     layout_finish(j, l, total);
+  /* every size at once from the persistent index's region record */
+  uint64_t upto;
+  if (rc == 0 && l->np && lsize_load(j->e, n, j->r, l)) {
+    l->from_record = 1;
+    if (layout_sum(j, l, 0, &upto, err) < 0 || upto < l->np) {
+      zerr_clear(err); /* does not add up: learned by decoding */
+      l->from_record = 0;
+      atomic_store_explicit(&l->known, 0, memory_order_release);
+      if (l->claimed)
+        for (uint64_t b = 0; b < l->np / 8 + 1; b++)
+          atomic_store_explicit(&l->claimed[b], 0, memory_order_relaxed);
+      atomic_store_explicit(&l->first_claim, UINT64_MAX, memory_order_relaxed);
+    }
+  }
   if (rc < 0) {
     zobj_put(&l->obj);
     return rc;
@@ -439,22 +488,28 @@ static void check_fan_out(struct engine *e, const struct znode *n,
 /* See layout.h. */
 int layout_check(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t upto,
-                 enum layout_check_mode mode, struct zerr *err) {
+                 enum layout_check_mode mode, uint64_t from, struct zerr *err) {
   if (upto > region_known(l))
     upto = region_known(l); /* (the caller's are known) */
   uint64_t i = atomic_load_explicit(&l->checked, memory_order_acquire);
   uint64_t first = atomic_load_explicit(&l->first_claim, memory_order_relaxed);
   if (i < first)
     i = first;
+  /* a reader that jumped over sizes of a region record (fs/views/lsize.h)
+   * checks what it reads, not what it jumped over: those claims are kept
+   * as stat takes them, each checked when its unit is read */
+  int skipped = mode == LAYOUT_CHECK_JUMP && l->from_record && from > i;
+  if (skipped)
+    i = from;
   /* a reader in order checks a unit or two at a time, decoded ahead by
    * its cursor (and its slices render behind those decodes); one that
    * jumped has a run of them: the workers help */
   uint64_t queued =
       mode == LAYOUT_CHECK_JUMP && upto - i > LAYOUT_CHECK_ALONE ? i : upto;
-  for (uint64_t from = i; i < upto; i++) {
+  for (uint64_t i0 = i; i < upto; i++) {
     if (!layout_claimed(l, i))
       continue;
-    if ((i - from) % LAYOUT_STOP_EVERY == 0)
+    if ((i - i0) % LAYOUT_STOP_EVERY == 0)
       ZTRY(engine_check_stop(e, err));
     check_fan_out(e, n, r, l, i, upto, &queued);
     uint64_t idx[ZMETA_MAX_DIMS];
@@ -467,11 +522,17 @@ int layout_check(struct engine *e, const struct znode *n,
   }
   /* no claim before upto is left unchecked: say so (never backwards) */
   uint64_t c = atomic_load_explicit(&l->checked, memory_order_relaxed);
-  while (c < upto &&
+  while (!skipped && c < upto &&
          !atomic_compare_exchange_weak_explicit(
              &l->checked, &c, upto, memory_order_acq_rel, memory_order_relaxed))
     ;
-  return node_sizes_gen(n) != l->gen;
+  int stale = node_sizes_gen(n) != l->gen;
+  /* every claim held: the whole view's sizes are the truth, for the
+   * next mount's region record (made once: c moved to np just now) */
+  if (!stale && !skipped && c < l->np && upto == l->np &&
+      region_known(l) == l->np)
+    lsize_keep(e, n, r, l);
+  return stale;
 }
 
 /* See layout.h. */
@@ -504,10 +565,37 @@ int layout_reach(struct engine *e, const struct znode *n,
 int layout_complete(struct engine *e, const struct znode *n,
                     const struct region *r, struct region_layout *l,
                     struct zerr *err) {
+  int rc = layout_complete_within(e, n, r, l, 0, err);
+  return rc > 0 ? engine_check_stop(e, err) : rc;
+}
+
+/* See layout.h. */
+int layout_complete_within(struct engine *e, const struct znode *n,
+                           const struct region *r, struct region_layout *l,
+                           uint64_t deadline, struct zerr *err) {
   struct layout_job j = {e, n, r, 0};
   if (region_known(l) >= l->np)
     return 0;
-  return layout_learn(&j, l, l->np, err);
+  if (l->np - region_known(l) < LSIZE_MIN && !deadline)
+    return layout_learn(&j, l, l->np, err);
+  int rc = layout_turn(e, l, l->np, deadline, err);
+  if (rc <= 0)
+    return rc;
+  if (rc == 2)
+    return 1; /* another thread learns them: not in time */
+  uint64_t from = region_known(l), fail_at, upto = from;
+  rc = lsize_fill(e, n, r, l, from, deadline, &fail_at, err);
+  if (rc == 0)
+    rc = layout_sum(&j, l, from, &upto, err);
+  if (rc == 0 && upto < l->np && fail_at == upto)
+    rc = -err->code; /* the unit where the sizes stop failed */
+  pthread_mutex_lock(&l->grow);
+  l->learning = 0;
+  pthread_cond_broadcast(&l->grown);
+  pthread_mutex_unlock(&l->grow);
+  if (rc == 0 && upto < l->np && engine_stopping(e))
+    rc = engine_check_stop(e, err);
+  return rc < 0 ? rc : upto < l->np;
 }
 
 /* Fill: a region's text size, from its layout with every size learned. */

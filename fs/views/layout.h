@@ -51,7 +51,13 @@ int layout_reach(struct engine *e, const struct znode *n,
  * meanwhile): take a new layout (layout_get) and look again; or a
  * negative errno. No byte placed by a size not checked goes out: whoever
  * reads text at an offset calls this for the units that placed it before
- * it hands it on, as mode says. */
+ * it hands it on, as mode says. The one exception is a layout made whole
+ * from a region record (fs/views/lsize.h: keyed by every unit's version
+ * at once): a reader that jumped (LAYOUT_CHECK_JUMP: tail, a random read)
+ * checks the claims from stored unit `from` on, the ones it reads, and
+ * takes those it jumped over as stat does (each is checked when its unit
+ * is read), so that a tail of a second mount decodes what it shows, not
+ * the whole view. */
 enum layout_check_mode {
   LAYOUT_CHECK_ORDER, /* a reader in order: a claim or two at a time */
   LAYOUT_CHECK_JUMP,  /* a reader that jumped: the workers decode a run of
@@ -59,11 +65,19 @@ enum layout_check_mode {
 };
 int layout_check(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t upto,
-                 enum layout_check_mode mode, struct zerr *err);
-/* Learn every size of layout l: l->total is then set. */
+                 enum layout_check_mode mode, uint64_t from, struct zerr *err);
+/* Learn every size of layout l: l->total is then set. Many units are
+ * learned in bulk on every core (fs/views/lsize.h). */
 int layout_complete(struct engine *e, const struct znode *n,
                     const struct region *r, struct region_layout *l,
                     struct zerr *err);
+/* layout_complete by a deadline (CLOCK_MONOTONIC ns, 0: none): 0 when
+ * every size is known, 1 when not in time (at the deadline, or at once
+ * when the rest would take longer: the sizes learned so far are kept), or
+ * a negative errno. */
+int layout_complete_within(struct engine *e, const struct znode *n,
+                           const struct region *r, struct region_layout *l,
+                           uint64_t deadline, struct zerr *err);
 /* Stored units of region r (what its size would need learned). */
 int layout_stored_count(struct engine *e, const struct znode *n,
                         const struct region *r, uint64_t *np, struct zerr *err);

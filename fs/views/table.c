@@ -9,8 +9,8 @@
 #include "../../src/zarr/dtype_struct.h"
 #include "../engine/cursor.h"
 #include "../engine/region.h"
-#include "../text/csvfield.h"
 #include "layout.h"
+#include "lsize.h"
 #include "tblock.h"
 #include "tmember.h"
 
@@ -103,28 +103,6 @@ static int col_set_fields(struct tcol *c, const struct tmember *mb,
   return (int)st->nfields;
 }
 
-/* The header row: the column names as fields. */
-static int header_make(struct table *t, struct zerr *err) {
-  size_t len = 1;
-  for (size_t i = 0; i < t->ncols; i++)
-    len += csvfield_len(t->cols[i].name, strlen(t->cols[i].name)) + 1;
-  if (!(t->header = malloc(len)))
-    return zerr_set(err, ENOMEM, "out of memory");
-  size_t w = 0;
-  for (size_t i = 0; i < t->ncols; i++) {
-    if (i)
-      t->header[w++] = ',';
-    w += csvfield_put(t->cols[i].name, strlen(t->cols[i].name), t->header + w);
-  }
-  if (t->ncols == 1 && w == 0) {
-    memcpy(t->header, "\"\"", 2);
-    w = 2;
-  }
-  t->header[w++] = '\n';
-  t->header_len = w;
-  return 0;
-}
-
 /* Fill: the columns of table dim of g. -ENOENT when no array runs along
  * dim. */
 static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
@@ -185,7 +163,7 @@ static int table_fill(void *ctx, struct zobj **obj, size_t *cost,
     t->ncols = ++ncols;
   }
   if (rc == 0)
-    rc = header_make(t, err);
+    rc = tblock_header_make(t, err);
   tmember_free(&m);
   if (rc < 0) {
     if (t)
@@ -246,17 +224,6 @@ static int bsize_peek(struct engine *e, const struct znode *g, const char *dim,
   struct memo_key k;
   table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, BSIZE_TAG + b);
   return memo_value_peek(e->memo, &k, size);
-}
-
-/* The size of table dim of g is known: kept as a value (tag 2), which
- * outlives the table's blocks and layout in the memo. The one place a
- * table's size is learned, by a layout, a reader reaching the end, or a
- * stat's bounded learning. */
-static void table_size_learned(struct engine *e, const struct znode *g,
-                               const char *dim, uint64_t size) {
-  struct memo_key k;
-  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
-  memo_value_put(e->memo, &k, size);
 }
 
 /* Fill: block j->b rendered; its size is learned on the way (a value that
@@ -334,6 +301,46 @@ static uint64_t table_nblk(const struct table *t) {
   return t->nrows ? (t->nrows - 1) / TBLOCK_ROWS + 1 : 1;
 }
 
+/* The size of table t (dim of g) is known: kept as a value (tag 2), which
+ * outlives the table's blocks and layout in the memo, and its block sizes
+ * (off: where each block starts, else the learned ones, when every one
+ * is) in the persistent index for the next mount's stat. The one place a
+ * table's size is learned, by a layout, a reader reaching the end, or a
+ * stat's bounded learning. */
+static void table_size_learned(struct engine *e, const struct znode *g,
+                               const char *dim, const struct table *t,
+                               const uint64_t *off, uint64_t size) {
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
+  memo_value_put(e->memo, &k, size);
+  uint64_t nb = table_nblk(t);
+  uint64_t *sz = e->lx ? malloc((size_t)nb * sizeof *sz) : NULL;
+  int ok = sz != NULL;
+  for (uint64_t b = 0; ok && b < nb; b++)
+    ok = off ? (sz[b] = off[b + 1] - off[b], 1)
+             : bsize_peek(e, g, dim, b, &sz[b]);
+  if (ok)
+    lsize_table_keep(e, g, dim, t, sz, nb);
+  free(sz);
+}
+
+/* Tag of the value key of a table's size claimed by the persistent
+ * index's record (fs/views/lsize.h), not learned by this mount. */
+#define CLAIM_TAG 4
+
+/* The size of t (dim of g) as its record in the persistent index claims
+ * it: 1 and *size (and remembered as a claim), else 0. */
+static int table_claim(struct engine *e, const struct znode *g, const char *dim,
+                       const struct table *t, uint64_t *size) {
+  int ok = lsize_table_claim(e, g, dim, t, table_nblk(t), size);
+  if (ok) {
+    struct memo_key k;
+    table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, CLAIM_TAG);
+    memo_value_put(e->memo, &k, *size);
+  }
+  return ok;
+}
+
 /* Fill: render every block not learned yet once (in order, keeping each
  * column's unit pinned from one block to the next), keep where each
  * starts; the size is also kept as a value, which outlives the layout in
@@ -360,7 +367,7 @@ static int tlayout_fill(void *ctx, struct zobj **obj, size_t *cost,
     zobj_put(&l->obj);
     return rc;
   }
-  table_size_learned(j->e, j->g, j->dim, l->off[nb]);
+  table_size_learned(j->e, j->g, j->dim, j->t, l->off, l->off[nb]);
   *obj = &l->obj;
   *cost = sizeof *l + (size_t)(nb + 1) * sizeof *l->off;
   return 0;
@@ -557,12 +564,21 @@ int table_size_deferred(struct engine *e, const struct znode *g,
                         const char *file, struct zerr *err) {
   char dim[TABLE_NAME_MAX + 1];
   struct memo_ref *tref;
-  uint64_t usize, fields;
+  uint64_t usize, fields, v;
   ZTRY(table_uniform(e, g, file, dim, &tref, &usize, err));
   const struct table *t = (const struct table *)memo_obj(tref);
   int big = zmul_u64(t->nrows, t->ncols ? t->ncols : 1, &fields) < 0 ||
             fields > TABLE_EXACT_FIELDS;
   memo_release(e->memo, tref);
+  /* a size the index claims: shown, and read with direct I/O, so that
+   * the text read is the truth even where the claim is not */
+  struct memo_key k;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
+  if (!usize && !memo_value_peek(e->memo, &k, &v)) {
+    table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, CLAIM_TAG);
+    if (memo_value_peek(e->memo, &k, &v))
+      return 1;
+  }
   return !usize && big;
 }
 
@@ -574,20 +590,23 @@ int table_size_stat(struct engine *e, const struct znode *g, const char *file,
   int k = table_size_known(e, g, file, size, err);
   if (k != 0)
     return k < 0 ? k : 0;
-  if ((k = table_size_deferred(e, g, file, err)) < 0)
-    return k;
-  if (!k)
-    return table_size(e, g, file, size, err);
-  /* deferred: what a bounded time learns, else 0 (unknown; the file is
-   * read with direct I/O) */
   char dim[TABLE_NAME_MAX + 1];
   struct memo_ref *tref;
   ZTRY(table_get(e, g, file, &tref, err));
   dim_of_file(file, dim);
-  k = table_learn(e, g, dim, (const struct table *)memo_obj(tref), size, err);
+  const struct table *t = (const struct table *)memo_obj(tref);
+  if (table_claim(e, g, dim, t, size)) /* the next mount: the index's */
+    k = 1;
+  else if ((k = table_size_deferred(e, g, file, err)) == 0) {
+    memo_release(e->memo, tref);
+    return table_size(e, g, file, size, err);
+  } else if (k > 0) {
+    /* deferred: what a bounded time learns, else 0 (unknown; the file is
+     * read with direct I/O) */
+    if ((k = table_learn(e, g, dim, t, size, err)) == 0)
+      *size = 0;
+  }
   memo_release(e->memo, tref);
-  if (k == 0)
-    *size = 0;
   return k < 0 ? k : 0;
 }
 
@@ -601,6 +620,9 @@ int table_size_known(struct engine *e, const struct znode *g, const char *file,
   table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
   if (memo_value_peek(e->memo, &k, size))
     return 1;
+  table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, CLAIM_TAG);
+  if (memo_value_peek(e->memo, &k, size))
+    return 1; /* the persistent index's claim */
   /* every row the same, found out already: arithmetic */
   struct memo_ref *tref;
   uint64_t rl;
@@ -676,7 +698,7 @@ static long read_blocks(struct engine *e, const struct znode *g,
   }
   memo_release(e->memo, first);
   if (b == nb && done < len) /* the end: the size is known now */
-    table_size_learned(e, g, dim, start);
+    table_size_learned(e, g, dim, t, NULL, start);
   return (long)done;
 }
 
@@ -747,7 +769,7 @@ static int walk_blocks(struct engine *e, const struct znode *g, const char *dim,
     pos += bs;
   }
   if (k == nb)
-    table_size_learned(e, g, dim, pos);
+    table_size_learned(e, g, dim, t, NULL, pos);
   *b = k;
   *start = pos;
   return late;

@@ -247,7 +247,8 @@ static int numunit_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (!nu)
     return zerr_set(err, ENOMEM, "out of memory");
   zobj_init(&nu->obj, numunit_destroy);
-  struct unit_job uj = {e, n->base ? n->base : n, &j->u, key, NULL, 0, 0};
+  struct unit_job uj = {
+      .e = e, .n = n->base ? n->base : n, .idx = &j->u, .key = key};
   struct abytes *ab = NULL;
   int logged = 0;
   int rc = engine_check_stop(e, err);
@@ -765,4 +766,26 @@ int tblock_render(struct engine *e, const struct table *t, uint64_t b,
     pins_trim(pins, *len);
   tpins_free(e, own);
   return rc;
+}
+
+/* See tblock.h. */
+int tblock_header_make(struct table *t, struct zerr *err) {
+  size_t len = 1;
+  for (size_t i = 0; i < t->ncols; i++)
+    len += csvfield_len(t->cols[i].name, strlen(t->cols[i].name)) + 1;
+  if (!(t->header = malloc(len)))
+    return zerr_set(err, ENOMEM, "out of memory");
+  size_t w = 0;
+  for (size_t i = 0; i < t->ncols; i++) {
+    if (i)
+      t->header[w++] = ',';
+    w += csvfield_put(t->cols[i].name, strlen(t->cols[i].name), t->header + w);
+  }
+  if (t->ncols == 1 && w == 0) {
+    memcpy(t->header, "\"\"", 2);
+    w = 2;
+  }
+  t->header[w++] = '\n';
+  t->header_len = w;
+  return 0;
 }

@@ -78,4 +78,8 @@ int tblock_render(struct engine *e, const struct table *t, uint64_t b,
                   struct tpins *pins, char **out, size_t *len,
                   struct zerr *err);
 
+/* The header row of t (its column names as CSV fields, with its newline)
+ * into t->header (owned by t): 0, or -ENOMEM with err set. */
+int tblock_header_make(struct table *t, struct zerr *err);
+
 #endif

@@ -10,6 +10,7 @@
 #include "../engine/cursor.h"
 #include "../engine/region.h"
 #include "layout.h"
+#include "lsize.h"
 #include "row.h"
 
 /* See view.h. */
@@ -21,13 +22,6 @@ struct view_cursor *view_cursor_new(void) {
 void view_cursor_free(struct engine *e, struct view_cursor *c) {
   cursor_free(e, c);
 }
-
-/* A whole-array view whose size would need the sizes of more stored
- * units than this has no exact size in stat until a reader has learned
- * it, with exact sizes too: at about 5 us a unit on a loaded 2-core
- * machine, 65,536 units cost well under a second, 10^6 of them 5-25 s
- * before the first byte. */
-#define VIEW_EXACT_UNITS 65536
 
 /* ---- reads ---- */
 
@@ -136,16 +130,18 @@ static enum layout_check_mode check_mode(const struct read_req *q) {
 #define VIEW_LAYOUT_RETRIES 64
 
 /* One pass of region_read over layout l: the bytes read (or a negative
- * errno), the last slab in *k, and in *upto the stored units whose sizes
- * placed them (every one when it met the end of the text). */
+ * errno), the last slab in *k, in *upto the stored units whose sizes
+ * placed them (every one when it met the end of the text), and in *from
+ * the first stored unit it read (UINT64_MAX when it read none). */
 static long region_pass(const struct read_req *q, const struct region *r,
                         struct region_layout *l, struct view_lend *lend,
-                        uint64_t *k, uint64_t *upto) {
+                        uint64_t *k, uint64_t *from, uint64_t *upto) {
   struct engine *e = q->e;
   const struct znode *n = q->n;
   struct read_req u = *q; /* the part inside one slab */
   size_t done = 0;
   *upto = 0;
+  *from = UINT64_MAX;
   while (done < q->len) {
     uint64_t pos = q->off + done, ended;
     ZTRY(layout_reach(e, n, r, l, pos, &ended, q->err));
@@ -155,6 +151,18 @@ static long region_pass(const struct read_req *q, const struct region *r,
     }
     *k = region_slab_find(n, r, l, ended, pos);
     *upto = region_rank(l, (*k + 1) * r->per_slab);
+    if (*from == UINT64_MAX)
+      *from = region_rank(l, *k * r->per_slab);
+    /* a reader that jumped into sizes of a region record checks the
+     * claims of what it reads first: the decode that checks a claim
+     * keeps no per-chunk record (a tail of a second mount reads its last
+     * chunks, not the per-chunk index); a wrong one: read again */
+    if (l->from_record && check_mode(q) == LAYOUT_CHECK_JUMP) {
+      int c = layout_check(e, n, r, l, *upto, LAYOUT_CHECK_JUMP,
+                           region_rank(l, *k * r->per_slab), q->err);
+      if (c != 0)
+        return c < 0 ? c : (long)done;
+    }
     if (pos == 0)
       cursor_ahead_start(e, n, r, l, q->c, *k);
     if (!done && u.seq) /* its units after decode while this one does */
@@ -202,12 +210,14 @@ static long region_read(const struct read_req *q, const struct region *r,
   ZTRY(layout_get(e, n, r, &lref, q->err));
   struct region_layout *l = (struct region_layout *)memo_obj(lref);
   long rc;
-  uint64_t k = 0, upto;
+  uint64_t k = 0, from, upto;
   for (int tries = 0;; tries++) {
-    rc = region_pass(q, r, l, lend, &k, &upto);
+    rc = region_pass(q, r, l, lend, &k, &from, &upto);
     int stale = node_sizes_gen(n) != l->gen;
+    if (from > upto)
+      from = upto; /* it read no unit: nothing of its own to check */
     if (!stale && (rc >= 0 || !zerr_is_transient((int)-rc))) {
-      int c = layout_check(e, n, r, l, upto, check_mode(q), q->err);
+      int c = layout_check(e, n, r, l, upto, check_mode(q), from, q->err);
       if (c < 0) {
         rc = c;
         break;
@@ -392,29 +402,32 @@ int view_array_size(struct engine *e, const struct znode *n, uint64_t *size,
 /* See view.h. */
 int view_array_size_deferred(struct engine *e, const struct znode *n,
                              struct zerr *err) {
-  ZTRY(view_check(n, err));
-  if (n->meta->nelem == 0 || unit_sizes_from_index(n))
-    return 0; /* sizes from the units' indexes: cheap */
-  struct region r;
-  ZTRY(region_of_array(n, &r, err));
-  uint64_t np;
-  ZTRY(layout_stored_count(e, n, &r, &np, err));
-  return np > VIEW_EXACT_UNITS;
+  uint64_t size;
+  int k = view_array_size_known(e, n, &size, err);
+  if (k != 0)
+    return k < 0 ? k : 0;
+  return !unit_sizes_from_index(n); /* those are cheap: stat learns them */
 }
 
 /* See view.h. */
 int view_array_size_stat(struct engine *e, const struct znode *n,
-                         uint64_t *size, struct zerr *err) {
+                         uint64_t wait_ns, uint64_t *size, struct zerr *err) {
   int k = view_array_size_known(e, n, size, err);
   if (k != 0)
     return k < 0 ? k : 0;
-  if ((k = view_array_size_deferred(e, n, err)) < 0)
-    return k;
-  if (k) {
-    *size = 0; /* unknown: the file is read with direct I/O */
-    return 0;
-  }
-  return view_array_size(e, n, size, err);
+  if (wait_ns == UINT64_MAX || unit_sizes_from_index(n))
+    return view_array_size(e, n, size, err);
+  struct region r;
+  ZTRY(region_of_array(n, &r, err));
+  struct memo_ref *ref;
+  ZTRY(layout_get(e, n, &r, &ref, err));
+  struct region_layout *l = (struct region_layout *)memo_obj(ref);
+  uint64_t now = lsize_now_ns();
+  uint64_t deadline = wait_ns > UINT64_MAX - now ? 0 : now + wait_ns;
+  int rc = layout_complete_within(e, n, &r, l, deadline ? deadline : 1, err);
+  *size = rc == 0 ? l->total : 0;
+  memo_release(e->memo, ref);
+  return rc;
 }
 
 /* The whole-array view's bytes (view_read_fn). */

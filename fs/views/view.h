@@ -60,17 +60,20 @@ int view_array_size_known(struct engine *e, const struct znode *n,
 /* Size of the whole-array view of node n. */
 int view_array_size(struct engine *e, const struct znode *n, uint64_t *size,
                     struct zerr *err);
-/* With exact sizes: 1 when stat shows the whole-array view's size only
- * once a reader has learned it (0 until then, and the view is read with
- * direct I/O, as with lazy sizes), because it would need the sizes of
- * more than 65,536 stored units; 0 when stat computes it; or a negative
- * errno. The answer depends on the stored chunks alone. */
+/* With exact sizes: 1 when the whole-array view's size is not known now
+ * (its stat would have to learn it: the view is then read with direct
+ * I/O, and its reader learns the sizes as it goes), 0 when it is (or its
+ * units' indexes give it cheaply), or a negative errno. */
 int view_array_size_deferred(struct engine *e, const struct znode *n,
                              struct zerr *err);
-/* The size stat shows for the whole-array view with exact sizes: the
- * exact size, or 0 for a deferred view whose size is not learned yet. */
+/* The size stat shows for the whole-array view with exact sizes: learned
+ * on every core, waiting at most wait_ns (UINT64_MAX: as long as it
+ * takes; fs/views/lsize.h: not at all when it would take longer). 0 with the
+ * exact size; 1 with *size 0 when it is not known in time (the sizes
+ * learned so far are kept, so a later stat goes on from there); or a
+ * negative errno. */
 int view_array_size_stat(struct engine *e, const struct znode *n,
-                         uint64_t *size, struct zerr *err);
+                         uint64_t wait_ns, uint64_t *size, struct zerr *err);
 /* Read from the whole-array view (same contract as view_chunk_read). */
 long view_array_read(struct engine *e, const struct znode *n, uint64_t off,
                      size_t len, char *dst, struct view_cursor *c,

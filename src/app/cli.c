@@ -46,6 +46,7 @@ enum cli_opt {
   CLI_OPT_SNAPSHOT,
   CLI_OPT_INDEX_CACHE,
   CLI_OPT_INDEX_CACHE_SIZE,
+  CLI_OPT_SIZE_WAIT,
   CLI_OPT_COUNT
 };
 
@@ -58,7 +59,8 @@ static const char *const cli_opt_names[CLI_OPT_COUNT] = {
     "block_size",    "max_request",    "readahead",      "connections",
     "log_file",      "log_level",      "views",          "uid",
     "gid",           "umask",          "fmask",          "dmask",
-    "ref",           "snapshot",       "index_cache",    "index_cache_size"};
+    "ref",           "snapshot",       "index_cache",    "index_cache_size",
+    "size_wait"};
 
 /* The parse in progress. */
 struct cli_parser {
@@ -571,6 +573,15 @@ static int cli_validate(struct cli_parser *p) {
       return zerr_set(p->err, EINVAL,
                       "bad attr_timeout '%s' (seconds, 0 or more)", at);
   }
+  const char *sw = p->value[CLI_OPT_SIZE_WAIT];
+  if (sw) {
+    char *end;
+    c->size_wait = strtod(sw, &end);
+    if (end == sw || *end || isnan(c->size_wait) || c->size_wait < 0 ||
+        c->size_wait > 1e6)
+      return zerr_set(p->err, EINVAL,
+                      "bad size_wait '%s' (seconds, 0 to 1000000)", sw);
+  }
   int consolidated = 1;
   ZTRY(cli_choice(p, CLI_OPT_CONSOLIDATED, "yes", "no", &consolidated));
   c->no_consolidated = !consolidated;
@@ -653,6 +664,7 @@ static void cli_defaults(struct cli_config *c) {
   c->cache_size = CLI_DEFAULT_CACHE_SIZE;
   c->max_decode = CLI_DEFAULT_MAX_DECODE;
   c->attr_timeout = CLI_DEFAULT_ATTR_TIMEOUT;
+  c->size_wait = CLI_DEFAULT_SIZE_WAIT;
   c->kernel_readahead = CLI_DEFAULT_KERNEL_READAHEAD;
   c->remote_targets = 1;
   c->uid = c->gid = -1;
@@ -800,6 +812,10 @@ void cli_usage(FILE *f, const char *prog) {
       "                           lazy: only sizes known without decoding\n"
       "                           data, else 0, read with direct I/O\n"
       "                           (remote default)\n"
+      "    -o size_wait=SECS      with exact sizes, how long stat waits for\n"
+      "                           a size to be learned; one that takes\n"
+      "                           longer shows 0 until a reader learns it\n"
+      "                           (default 2)\n"
       "    -o views=beside|tree|none  where the text views are: beside the\n"
       "                           chunks (default); tree: the store\n"
       "                           untouched at the root and the views under\n"

@@ -45,6 +45,10 @@ enum cli_tool {
 #define CLI_DEFAULT_CACHE_SIZE (256ull << 20)
 #define CLI_DEFAULT_MAX_DECODE (1ull << 30)
 #define CLI_DEFAULT_ATTR_TIMEOUT 3600.0
+/* Seconds a lookup or stat waits for a view's size to be learned (-o
+ * size_wait): past that, or when learning it would take longer, stat
+ * shows 0 and says so again until the size is known. */
+#define CLI_DEFAULT_SIZE_WAIT 2.0
 #define CLI_DEFAULT_KERNEL_READAHEAD (1u << 20)
 #define CLI_MAX_KERNEL_READAHEAD (1u << 30)
 #define CLI_MAX_DECODE_THREADS 64
@@ -71,6 +75,7 @@ struct cli_config {
   size_t cache_size;         /* -o cache_size, bytes (0 allowed) */
   size_t max_decode;         /* -o max_decode, bytes, > 0 */
   double attr_timeout;       /* -o attr_timeout, seconds, >= 0 */
+  double size_wait;          /* -o size_wait, seconds, >= 0 */
   unsigned kernel_readahead; /* -o kernel_readahead, bytes (0: the
                                 kernel's own), at most 1 GiB */
   int no_consolidated;       /* -o consolidated=no */

@@ -20,6 +20,7 @@
 
 #include "../util/htab.h"
 #include "../util/log.h"
+#include "lxindex_int.h"
 
 /* Record layout: magic, total length, CRC-32 of what follows the CRC,
  * text size, lines, then the identity: rules, location length, key
@@ -360,8 +361,8 @@ static void follow_rename(struct lxindex *x) {
     file_open(x, 1);
 }
 
-/* Write len bytes whole. */
-static int write_all(int fd, const unsigned char *p, size_t len) {
+/* See lxindex_int.h. */
+int lxindex_write_all(int fd, const unsigned char *p, size_t len) {
   while (len) {
     ssize_t w = write(fd, p, len);
     if (w < 0 && errno == EINTR)
@@ -409,12 +410,13 @@ static int ent_newer(const void *a, const void *b) {
 /* A new temp file beside x->name for a compaction, named in tmp (len
  * bytes) with a part nobody can guess and created exclusively (never a
  * file or link that is there already): its descriptor, or -1. */
-static int temp_create(struct lxindex *x, char *tmp, size_t len) {
+static int temp_create(struct lxindex *x, const char *name, char *tmp,
+                       size_t len) {
   for (int tries = 0; tries < 8; tries++) {
     uint64_t r;
     if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
       r = now_ns() ^ ((uint64_t)(uintptr_t)x << 16) ^ (uint64_t)tries;
-    snprintf(tmp, len, "%s.%ld.%016llx.tmp", x->name, (long)getpid(),
+    snprintf(tmp, len, "%s.%ld.%016llx.tmp", name, (long)getpid(),
              (unsigned long long)r);
     int fd = openat(
         x->dirfd, tmp,
@@ -448,7 +450,7 @@ static int compact(struct lxindex *x) {
       v[k++] = (struct lx_aged){e->seq, e};
     }
   qsort(v, k, sizeof *v, ent_newer);
-  int fd = temp_create(x, tmp, sizeof tmp);
+  int fd = temp_create(x, x->name, tmp, sizeof tmp);
   int ok = fd >= 0;
   /* the newest that fit, written oldest first (the order a later load
    * and compaction take as their age) */
@@ -460,7 +462,7 @@ static int compact(struct lxindex *x) {
     const struct lx_ent *e = v[i].e;
     used += rec_build(out + used, e->id, e->idlen, &e->rec);
     if (used >= LX_COMPACT_BUF || i == 0) {
-      ok = write_all(fd, out, used) == 0;
+      ok = lxindex_write_all(fd, out, used) == 0;
       used = 0;
     }
   }
@@ -516,7 +518,7 @@ static void pend_flush(struct lxindex *x) {
       continue;
     }
     uint64_t at = (uint64_t)st.st_size;
-    int ok = write_all(x->fd, x->pend, len) == 0;
+    int ok = lxindex_write_all(x->fd, x->pend, len) == 0;
     /* nobody appended meanwhile: no need to read these records back */
     if (ok && x->parsed == at && fstat(x->fd, &st) == 0 &&
         (uint64_t)st.st_size == at + len)
@@ -822,3 +824,30 @@ void lxindex_close(struct lxindex *x) {
   free(x->scratch);
   free(x);
 }
+
+/* ---- shared with lxblob.c (lxindex_int.h) ---- */
+
+/* See lxindex_int.h. */
+int lxindex_dirfd(const struct lxindex *x) { return x->dirfd; }
+
+/* See lxindex_int.h. */
+uint64_t lxindex_cap(const struct lxindex *x) { return x->cap; }
+
+/* See lxindex_int.h. */
+size_t lxindex_id_bytes(const struct lxindex_id *id, unsigned char *buf) {
+  return id_bytes(id, buf);
+}
+
+/* See lxindex_int.h. */
+const char *lxindex_unsafe(const struct lxindex *x, const struct stat *st,
+                           char *buf, size_t len) {
+  return unsafe_reason(st, x->uid, 0, buf, len);
+}
+
+/* See lxindex_int.h. */
+int lxindex_temp(struct lxindex *x, const char *name, char *tmp, size_t len) {
+  return temp_create(x, name, tmp, len);
+}
+
+/* See lxindex_int.h. */
+void lxindex_evict(struct lxindex *x) { evict_files(x->dirfd, x->cap); }

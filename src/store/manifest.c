@@ -549,6 +549,67 @@ int manifest_open(const struct manifest *m, const struct manifest_entry *en,
   return rc;
 }
 
+/* Mix v into digest h. */
+static uint64_t mix64(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+/* See manifest.h. */
+int manifest_digest(const struct manifest *m, const char *prefix,
+                    const struct confine *c, uint64_t *out, struct zerr *err) {
+  char p[4096];
+  int pl = dir_prefix(prefix, p, sizeof p);
+  if (pl < 0)
+    return zerr_set(err, ENAMETOOLONG, "key too long");
+  uint8_t *seen = calloc((size_t)m->npaths / 8 + 1, 1);
+  if (!seen)
+    return zerr_set(err, ENOMEM, "out of memory");
+  uint64_t h = 0x6d616e6966657374ull;
+  for (uint64_t i = lower_bound(m, p); i < m->n; i++) {
+    const char *k = key_at(m, i);
+    if (strncmp(k, p, (size_t)pl))
+      break;
+    const struct mf_rec *r = &m->recs[i];
+    for (const char *q = k; *q; q++)
+      h = (h ^ (unsigned char)*q) * 0x100000001b3ull;
+    h = mix64(mix64(mix64(h, r->kind), r->offset), r->length);
+    if (r->kind == MF_RANGE || r->kind == MF_WHOLE) {
+      h = mix64(h, r->path);
+      seen[r->path / 8] |= (uint8_t)(1u << (r->path % 8));
+    } else if (r->kind == MF_INLINE || r->kind == MF_BAD) {
+      const unsigned char *d = (const unsigned char *)m->data.p + r->offset;
+      for (uint64_t b = 0; b < r->length; b++)
+        h = (h ^ d[b]) * 0x100000001b3ull;
+    }
+  }
+  int rc = 0;
+  for (uint32_t id = 0; rc == 0 && id < m->npaths; id++) {
+    if (!(seen[id / 8] >> (id % 8) & 1))
+      continue;
+    const char *path = m->paths.p + m->path_off[id];
+    if (is_remote(path)) {
+      rc = zerr_set(err, ENOTSUP, "a remote target has no version");
+      break;
+    }
+    struct bytesrc *b = NULL;
+    struct zerr e2 = {0};
+    int orc = confine_open(c, path, NULL, &b, &e2);
+    if (orc < 0 && zerr_is_transient(-orc))
+      rc = zerr_set(err, -orc, "%s", e2.msg);
+    uint64_t v = orc == 0 ? b->version : 0;
+    if (orc == 0 && !v)
+      rc = zerr_set(err, ENOTSUP, "a target without a version");
+    h = mix64(mix64(h, id), orc == 0 ? v : UINT64_MAX);
+    bytesrc_unref(b);
+  }
+  free(seen);
+  if (rc < 0)
+    return rc;
+  *out = h ? h : 1;
+  return 0;
+}
+
 uint64_t manifest_count(const struct manifest *m) { return m ? m->n : 0; }
 
 size_t manifest_bytes(const struct manifest *m) {

@@ -105,6 +105,15 @@ int manifest_list(const struct manifest *m, const char *prefix, int64_t mtime,
 int manifest_open(const struct manifest *m, const struct manifest_entry *en,
                   const struct confine *c, struct io_stats *stats,
                   struct bytesrc **out, struct zerr *err);
+/* A digest of every entry under prefix ("" = all; else keys prefix +
+ * "/...") and of the version of every local target they name (opened
+ * through c, as a read would: the confine keeps them): two equal digests
+ * promise the same keys with the same bytes. -ENOTSUP when an entry names
+ * a remote target (no version known without a request); a target that
+ * cannot be opened counts as absent. Costs a pass over those entries, no
+ * look-up per key. */
+int manifest_digest(const struct manifest *m, const char *prefix,
+                    const struct confine *c, uint64_t *out, struct zerr *err);
 /* Number of entries and bytes held (for logs and the benchmark). */
 uint64_t manifest_count(const struct manifest *m);
 size_t manifest_bytes(const struct manifest *m);

@@ -46,6 +46,14 @@ int store_version(struct store *s, const char *key, uint64_t *size,
   return *version ? 0 : zerr_set(err, ENOTSUP, "no version known");
 }
 
+/* The backend's, when it has one. */
+int store_prefix_version(struct store *s, const char *prefix,
+                         uint64_t *version, struct zerr *err) {
+  if (!s->prefix_version)
+    return zerr_set(err, ENOTSUP, "no version of many keys at once");
+  return s->prefix_version(s, prefix, version, err);
+}
+
 /* Dispatch to the backend. */
 int store_list(struct store *s, const char *prefix, store_list_cb cb, void *ud,
                struct zerr *err) {

@@ -81,6 +81,11 @@ struct store {
    * kept). */
   int (*version)(struct store *s, const char *key, uint64_t *size,
                  uint64_t *version, struct zerr *err);
+  /* Optional (NULL: -ENOTSUP): one version naming the bytes of every key
+   * under a prefix at once, found without a look-up per key (a reference
+   * table and its target files). */
+  int (*prefix_version)(struct store *s, const char *prefix,
+                        uint64_t *version, struct zerr *err);
 };
 
 /* Open a local directory. *out is owned by the caller (store_free). Its
@@ -162,6 +167,13 @@ int store_stat_time(struct store *s, const char *key,
  * again by this. */
 int store_version(struct store *s, const char *key, uint64_t *size,
                   uint64_t *version, struct zerr *err);
+/* One version for the bytes of every key under prefix ("" the whole
+ * store, else keys prefix + "/..."), such that an equal version promises
+ * equal keys with equal bytes: what a record about many keys at once is
+ * keyed by (fs/lsize.c). -ENOTSUP where the store has no cheaper way
+ * than a version per key (store_version). */
+int store_prefix_version(struct store *s, const char *prefix,
+                         uint64_t *version, struct zerr *err);
 /* store_list's answer when it listed what it could but some entries are
  * unknown (a VirtualiZarr array whose manifest cannot be read: its chunk
  * keys are missing from the listing); err says why. A directory listing

@@ -86,6 +86,14 @@ static void refs_destroy(struct store *s) {
 static const struct store_ops refs_ops = {refs_get, refs_stat, refs_list,
                                           refs_destroy};
 
+/* The version of every key under a prefix: the table's entries and their
+ * targets' versions. */
+static int refs_prefix_version(struct store *s, const char *prefix,
+                               uint64_t *version, struct zerr *err) {
+  struct store_refs *r = (struct store_refs *)s;
+  return manifest_digest(r->m, prefix, r->c, version, err);
+}
+
 /* The store over a loaded table (takes m). */
 static int refs_new(struct manifest *m, const char *location,
                     const struct confine *c, int64_t mtime, struct store **out,
@@ -138,6 +146,7 @@ static int refs_new(struct manifest *m, const char *path,
     return zerr_set(err, ENOMEM, "out of memory");
   }
   r->base.ops = &refs_ops;
+  r->base.prefix_version = refs_prefix_version;
   r->base.location = loc;
   r->m = m;
   r->c = c;

@@ -20,9 +20,9 @@
 #   7. a chunk that is a symbolic link out of the store: 1,000 reads each
 #      of the raw key, its view and values.txt, at most two log lines
 #      naming it (one per key and reason);
-#   8. a shard of 100,000 inner chunks: stat values.txt shows 0 until the
-#      size is learned (more stored units than stat sizes), head at once,
-#      tail and cat exact, stat exact afterwards.
+#   8. a shard of 100,000 inner chunks: with size_wait=0, stat values.txt
+#      shows 0 until the size is learned, head at once, tail and cat
+#      exact, stat exact afterwards.
 # Every command on a mount is time-bounded (lib.sh `t`, ZT_CMD_TIMEOUT; the
 # "at once" checks by ZT_QUICK_TIMEOUT): a hang is a failure, never a stuck
 # run. A FUSE request the daemon has taken but not answered leaves its
@@ -391,15 +391,16 @@ fails_eio() {
 }
 
 # ---- 8. a shard of 100,000 inner chunks: the first byte at once ----
-# More stored units than stat sizes (65,536): stat shows 0 until a read
-# has learned the size, reads learn sizes only as far as they reach. One
-# shard holds them: 100,000 files would test the disk.
+# A stat that may not wait (size_wait=0) shows 0 until the size is
+# learned; reads learn sizes only as far as they reach, a tail (its seek
+# to the end) all of them. One shard holds them: 100,000 files would test
+# the disk.
 
 SRC=$ZT_TMP/manyunits
 mk bigstrings "$SRC" --count $N_UNITS --chunk $N_UNITS --shard 1 --plain "$ZT_TMP/u.txt"
 head -c 64 "$ZT_TMP/u.txt" >"$ZT_TMP/u.head"
 tail -c 64 "$ZT_TMP/u.txt" >"$ZT_TMP/u.tail"
-if smount "$SRC" -o attr_timeout=0; then
+if smount "$SRC" -o attr_timeout=0 -o size_wait=0; then
   check_size "$N_UNITS units: stat values.txt 0 at once (size not learned)" \
     "$MNT/values.txt" 0 "$QUICK"
   check_out "$N_UNITS units: head -c 64 at once" "$ZT_TMP/u.head" "$QUICK" \

@@ -29,7 +29,8 @@ static const char *tmpdir(void) {
   return d;
 }
 
-/* The one index file of dir (static storage), or NULL. */
+/* The one index file of dir (static storage), or NULL; region records
+ * (lx2-r*, src/store/lxblob.h) are files of their own, not this. */
 static const char *index_file(const char *dir) {
   static char p[512];
   DIR *d = opendir(dir);
@@ -37,7 +38,7 @@ static const char *index_file(const char *dir) {
   const char *found = NULL;
   while (d && (de = readdir(d)))
     if (!strncmp(de->d_name, "lx", 2) && strstr(de->d_name, ".idx") &&
-        !strstr(de->d_name, ".tmp")) {
+        !strstr(de->d_name, ".tmp") && strncmp(de->d_name, "lx2-r", 5)) {
       snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
       found = p;
     }
@@ -720,7 +721,16 @@ START_TEST(lying_records_never_cut_nor_pad) {
   ck_assert_int_eq(ns_size(e, &ent, &size, &err), 0);
   ck_assert_uint_eq(size, len);
   engine_free(e);
-  /* records of four chunks lie, longer and shorter */
+  /* records of four chunks lie, longer and shorter; the view's region
+   * record (fs/lsize.h) holds the truth, so it goes: the chunks' own
+   * records are what the next engine finds */
+  DIR *dd = opendir(idx);
+  struct dirent *de;
+  while (dd && (de = readdir(dd)))
+    if (!strncmp(de->d_name, "lx2-r", 5))
+      ck_assert_int_eq(unlinkat(dirfd(dd), de->d_name, 0), 0);
+  if (dd)
+    closedir(dd);
   const char *keys[] = {"t/5", "t/20", "t/21", "t/63"};
   const int64_t delta[] = {-3, 4, -1, 11};
   int64_t sum = 0;
