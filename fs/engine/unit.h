@@ -121,7 +121,8 @@ int unit_presence(struct engine *e, const struct znode *n,
 /* In-bounds elements of unit idx of n (edge units hold fewer). */
 uint64_t unit_nin(const struct znode *n, const uint64_t *idx);
 
-/* ---- shared by unit.c and unitwin.c (the partial-decoder side) ---- */
+/* ---- unit.c's, for unitwin.c above it (the partial-decoder side, and
+ * the text sizes); unit.c never calls unitwin.c ---- */
 
 /* What a fill needs to know about its unit or chunk. */
 struct unit_job {
@@ -131,6 +132,17 @@ struct unit_job {
   const char *key;     /* the chunk's store key */
   const struct chunk_text *ct; /* data fills: the unit */
 };
+
+/* A unit inside the grid of a readable array? 0 or -EINVAL. */
+int unit_check(const struct znode *n, const uint64_t *idx, struct zerr *err);
+
+struct lxindex_id;
+/* What the persistent index (src/store/lxindex.h) knows unit idx by, into
+ * *id (its key in key, len bytes): 0, or -1 when that is not known cheaply
+ * (no index, a remote store, an object without a modification time, a
+ * chunk not stored). */
+int unit_ident(struct engine *e, const struct znode *n, const uint64_t *idx,
+               char *key, size_t len, struct lxindex_id *id);
 
 /* The store key of unit idx's chunk (for log lines) into key (len
  * bytes); -ENAMETOOLONG when it does not fit. */

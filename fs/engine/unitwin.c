@@ -3,7 +3,13 @@
  * large for the cache read in windows that follow the reader (see
  * unit.h: unit_read_direct, unit_windowed, unit_read_window); units of
  * interleaved strings (vlen-utf8) too large for the cache parsed as a
- * stream as the reader advances. */
+ * stream as the reader advances; and the text sizes of units (unit_size,
+ * unit_sizes_prefetch), which come from the partial decoder when they can
+ * and from unit.c's whole decode when not.
+ *
+ * One direction: unitwin.c calls unit.c (the unit's store key, encoded
+ * bytes and whole decode), never the other way (tests/calls.sh). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +17,8 @@
 
 #include "../../codecs/dstream.h"
 #include "../../codecs/sharding.h"
+#include "../../src/store/lxindex.h"
+#include "../../src/store/presence.h"
 #include "unit.h"
 
 static long ustream_read(struct engine *e, const struct znode *n,
@@ -721,4 +729,116 @@ static long ustream_read(struct engine *e, const struct znode *n,
     zerr_prefix(err, "chunk %s: ", key);
   }
   return got;
+}
+
+/* Fill: a unit's text size: from the ends of an index read partially, from
+ * the persistent index, or by decoding the unit (which keeps it for the
+ * reads that follow, and stores its size in the persistent index). */
+static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
+  struct unit_job *j = ctx;
+  /* Index ends cost a read or two, before the persistent index is even
+   * loaded; a streamed unit's size costs a pass over the whole stream,
+   * after it. */
+  int streamed = unit_stream_windowed(j->e, j->n, j->idx);
+  if (!streamed && unit_size_direct(j->e, j->n, j->idx, value) == 0)
+    return 0;
+  char ikey[4096];
+  struct lxindex_id id;
+  struct lxindex_rec rec;
+  int have_id = unit_ident(j->e, j->n, j->idx, ikey, sizeof ikey, &id) == 0;
+  if (have_id && lxindex_lookup(j->e->lx, &id, &rec) &&
+      rec.lines == unit_nin(j->n, j->idx)) {
+    *value = rec.text_size;
+    return 0;
+  }
+  int rc = streamed ? unit_size_streamed(j->e, j->n, j->idx, value, err) : 1;
+  if (rc == 0) {
+    rec = (struct lxindex_rec){*value, unit_nin(j->n, j->idx)};
+    if (have_id)
+      lxindex_store(j->e->lx, &id, &rec); /* a failure: learned again */
+    return 0;
+  }
+  if (rc < 0) {
+    char key[4096];
+    if (unit_store_key(j->n, j->idx, key, sizeof key, &(struct zerr){0}) < 0)
+      return rc;
+    unit_log_failure(j->e, key, err);
+    return zerr_prefix(err, "chunk %s: ", key);
+  }
+  struct memo_ref *ref;
+  ZTRY(unit_get(j->e, j->n, j->idx, &ref, err));
+  *value = unit_of_ref(ref)->size;
+  memo_release(j->e->memo, ref);
+  return 0;
+}
+
+/* Size from the memo's values, or decode once to learn it. */
+int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
+              uint64_t *size, struct zerr *err) {
+  ZTRY(unit_check(n, idx, err));
+  struct memo_key k;
+  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  struct unit_job j = {e, n, idx, NULL, NULL};
+  return memo_value(e->memo, &k, unit_size_fill, &j, size, err);
+}
+
+/* See unit.h. */
+int unit_sizes_from_index(const struct znode *n) {
+  return n->kind == ZNODE_ARRAY && n->chain && !n->shard && !n->form.csv &&
+         (chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX);
+}
+
+/* The units of one prefetch, handed out to its threads in C order. */
+struct sizes_job {
+  struct engine *e;
+  const struct znode *n;
+  const uint64_t *lin; /* the stored units' linear indices, or NULL: all */
+  uint64_t total;      /* units to learn */
+  atomic_ullong next;  /* the next one */
+};
+
+/* Thread: learn unit sizes until none is left (or the engine stops). */
+static void *sizes_worker(void *arg) {
+  struct sizes_job *j = arg;
+  const struct znode *n = j->n;
+  uint64_t i;
+  while (!engine_stopping(j->e) &&
+         (i = atomic_fetch_add(&j->next, 1)) < j->total) {
+    uint64_t idx[ZMETA_MAX_DIMS], r = j->lin ? j->lin[i] : i, size;
+    for (int d = n->meta->ndim - 1; d >= 0; d--) {
+      idx[d] = r % n->ugrid[d];
+      r /= n->ugrid[d];
+    }
+    struct zerr err = {0};
+    unit_size(j->e, n, idx, &size, &err); /* a failure: said by the caller's */
+  }
+  return NULL;
+}
+
+/* See unit.h. */
+int unit_sizes_prefetch(struct engine *e, const struct znode *n,
+                        struct zerr *err) {
+  ZTRY(node_check(n, err));
+  if (n->shard)
+    return 0; /* units are inner chunks: not the presence's chunks */
+  struct memo_ref *pref;
+  ZTRY(unit_presence(e, n, &pref, err));
+  const struct presence *p = (const struct presence *)memo_obj(pref);
+  struct sizes_job j = {.e = e,
+                        .n = n,
+                        .lin = p->complete ? p->lin : NULL,
+                        .total = p->complete ? p->n : n->meta->nchunks};
+  atomic_init(&j.next, 0);
+  if (j.total > e->env.max_decoded / (2 * sizeof(uint64_t)))
+    j.total = 0; /* more than a layout holds: it fails, saying so */
+  pthread_t th[UNIT_SIZES_THREADS];
+  int nt = 0;
+  while (nt < UNIT_SIZES_THREADS && (uint64_t)nt + 1 < j.total &&
+         pthread_create(&th[nt], NULL, sizes_worker, &j) == 0)
+    nt++;
+  sizes_worker(&j); /* this thread takes its share too */
+  for (int t = 0; t < nt; t++)
+    pthread_join(th[t], NULL);
+  memo_release(e->memo, pref);
+  return engine_check_stop(e, err);
 }
