@@ -1,12 +1,16 @@
 /* remote.c - remote objects as byte sources over one block cache, with
  * single flight, runs of blocks per request, parallel fetches and
- * read-ahead (see remote.h): the context, the keys, fetching blocks,
- * read-ahead and the byte source. Hosts that ignore Range are in
- * rstream.c, object versions in rversion.c, fetching ahead across
- * objects in rprefetch.c; the structs they share are in remote_int.h.
+ * read-ahead (see remote.h): the context, read-ahead and the byte source.
+ * Blocks in flight and the workers are in rflight.c, hosts that ignore
+ * Range in rstream.c, object versions in rversion.c, fetching ahead
+ * across objects in rprefetch.c, the keys and cached blocks in rblock.c;
+ * the structs they share are in remote_int.h. This file is their top:
+ * it calls them, none calls it (rprefetch.c reaches remote_open through
+ * the struct rprefetch_up given to it; tests/calls.sh).
  *
- * Locks: remote.lock (the work queue; a leaf); remote.flock and
- * rsrc.vlock are initialised here, taken in rflight.c and rversion.c. */
+ * Locks: remote.lock (the work queue, taken in rflight.c; a leaf; quit
+ * is set here), remote.flock and rsrc.vlock are initialised here, taken
+ * in rflight.c and rversion.c. */
 #define _GNU_SOURCE
 #include "remote.h"
 #include "remote_int.h"

@@ -4,11 +4,12 @@
  * is bringing waits for that transfer and takes the block from it,
  * instead of asking the server for the same bytes again. Large reads
  * (rflight_large_read) take what is cached or in flight and fetch the
- * missing runs in parallel parts.
+ * missing runs in parallel parts. The workers (remote_job_submit) run
+ * read-ahead and claimed runs through the flights too.
  *
- * Locks: remote.flock (a leaf but for memo_peek, whose memo lock it may
- * take under it; the memo never calls back into this file); no request
- * runs under it. */
+ * Locks: remote.lock (the workers' queue; a leaf); remote.flock (a leaf but for
+ * memo_peek, whose memo lock it may take under it; the memo never calls back
+ * into this file); no request runs under it. */
 #define _GNU_SOURCE
 #include "remote.h"
 #include "remote_int.h"
