@@ -196,8 +196,8 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   if (rc == 0)
     rc = lograte_new(ENGINE_DEBUG_PER_SEC, kinds, &e->debug, err);
   if (rc == 0)
-    rc = node_table_new(store, e->log, &e->env, cfg->no_consolidated, &e->nodes,
-                        err);
+    rc = vnode_table_new(store, e->log, &e->env, cfg->no_consolidated,
+                         &e->nodes, err);
   if (rc < 0) {
     node_table_free(e->nodes);
     lograte_free(e->debug);
@@ -308,8 +308,8 @@ static int sub_new(struct engine *p, struct store *store, struct engine **out,
   e->no_consolidated = p->no_consolidated;
   e->lazy_sizes = p->lazy_sizes;
   e->views = p->views;
-  int rc = node_table_new(store, e->log, &e->env, e->no_consolidated, &e->nodes,
-                          err);
+  int rc = vnode_table_new(store, e->log, &e->env, e->no_consolidated,
+                           &e->nodes, err);
   if (rc < 0) {
     e->nodes = NULL;
     sub_free(e);

@@ -49,11 +49,12 @@ void node_log(struct node_table *t, const char *key, const char *msg) {
   logonce_log(t->log, ZLOG_ERR, t->store->location, key, msg);
 }
 
-/* Free one node; NULL-safe. */
-static void znode_free(struct znode *n) {
+/* Free one node of t; NULL-safe. */
+static void znode_free(struct node_table *t, struct znode *n) {
   if (!n)
     return;
-  vnode_free(n);
+  if (t->views)
+    t->views->free(n);
   json_decref(n->attrs);
   chain_free(n->chain);
   zmeta_free(n->meta);
@@ -72,14 +73,14 @@ void node_table_free(struct node_table *t) {
   struct htab_node *hn;
   while ((hn = htab_pop(&t->nodes))) {
     struct node_slot *s = (struct node_slot *)hn;
-    znode_free(s->node);
+    znode_free(t, s->node);
     free(s);
   }
   htab_fini(&t->nodes);
   while (t->transient) {
     struct znode *n = t->transient;
     t->transient = n->next;
-    znode_free(n);
+    znode_free(t, n);
   }
   pthread_mutex_destroy(&t->lock);
   free(t);
@@ -755,7 +756,8 @@ static struct znode *node_load(struct node_table *t, const char *path) {
     node_set_error(t, n, key, err.code, err.msg);
     return n;
   }
-  if (vnode_set_cf(t, n, key, &err) < 0 || vnode_set_csv(t, n, key, &err) < 0)
+  if (t->views && (t->views->set_cf(t, n, key, &err) < 0 ||
+                   t->views->set_csv(t, n, key, &err) < 0))
     node_set_error(t, n, key, err.code, err.msg);
   return n;
 }
@@ -796,7 +798,7 @@ const struct znode *node_get(struct node_table *t, const char *path) {
   s = (struct node_slot *)htab_find(&t->nodes, h, node_eq, path);
   if (s || (n->kind == ZNODE_NONE && t->nodes.count >= NODE_MAX_NODES)) {
     pthread_mutex_unlock(&t->lock);
-    znode_free(n);
+    znode_free(t, n);
     return s ? s->node : &none;
   }
   s = malloc(sizeof *s);

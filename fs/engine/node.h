@@ -12,7 +12,7 @@
  * table is read and every node's own metadata is.
  *
  * The table (struct node_table, private to node.c) is an object of its
- * own: the engine holds one (struct engine.nodes), made by node_table_new
+ * own: the engine holds one (struct engine.nodes), made by vnode_table_new
  * over the engine's store, log and decode settings. Its storage is behind
  * its own lock, a leaf: loading a node (store reads, ancestors' nodes,
  * logging) runs without it. Nodes are immutable once made. Also the names
@@ -167,6 +167,12 @@ struct node_table;
 int node_table_new(struct store *store, struct logonce *log,
                    const struct codec_env *env, int no_consolidated,
                    struct node_table **out, struct zerr *err);
+/* node_table_new whose arrays have their views' nodes (CF views,
+ * rows.csv: vnode.c, which the table then calls back). What the engine
+ * makes. */
+int vnode_table_new(struct store *store, struct logonce *log,
+                    const struct codec_env *env, int no_consolidated,
+                    struct node_table **out, struct zerr *err);
 /* Free the table and every node of it (no node may be in use); NULL-safe. */
 void node_table_free(struct node_table *t);
 

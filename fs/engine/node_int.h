@@ -24,7 +24,20 @@ struct znode;
 #define NODE_MAX_META (64u << 20)
 
 /* The node table (see node.h). */
+/* What node.c calls in vnode.c, above it: vnode_table_new hands it down,
+ * so that calls go one way (vnode.c -> node.c; tests/calls.sh). */
+struct node_views {
+  /* vnode_set_cf, vnode_set_csv, vnode_free */
+  int (*set_cf)(struct node_table *t, struct znode *n, const char *key,
+                struct zerr *err);
+  int (*set_csv)(struct node_table *t, struct znode *n, const char *key,
+                 struct zerr *err);
+  void (*free)(struct znode *n);
+};
+
 struct node_table {
+  /* vnode.c's (static); NULL (node_table_new alone): no views' nodes */
+  const struct node_views *views;
   struct store *store;         /* borrowed: where metadata is read */
   struct logonce *log;         /* borrowed: where failures are said */
   const struct codec_env *env; /* borrowed: decode settings (fill text) */

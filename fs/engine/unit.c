@@ -1,10 +1,10 @@
 /* unit.c - decoded units through the memo, and the failures met decoding
- * them, logged once (see unit.h). */
+ * them, logged once (see unit.h). The bottom of the unit module: it never
+ * calls unitwin.c, which reads units partially and learns their sizes on
+ * top of it (tests/calls.sh). */
 #include "unit.h"
 
 #include <jansson.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +52,9 @@ int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
  * fill text, a CF or CSV view's attributes) and the text rules. 0, or -1
  * when the unit is not indexed (no index, a remote store, no metadata
  * hash, an object without a version: inline or remote bytes). */
-static int unit_ident(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t size, uint64_t version,
-                      char *key, size_t len, struct lxindex_id *id) {
+int unit_ident(struct engine *e, const struct znode *n, const uint64_t *idx,
+               uint64_t size, uint64_t version, char *key, size_t len,
+               struct lxindex_id *id) {
   if (!e->lx || e->store->remote || !n->meta || !n->meta->root || !n->meta_hash)
     return -1;
   struct zerr err = {0};
@@ -103,9 +103,9 @@ uint64_t unit_text_hash(const struct znode *n) {
  * told to ask again (engine.size_grew): a reader whose file size is the
  * old one would stop there. A text that shrank needs nothing: the read
  * that ends it early makes the kernel take the shorter size. */
-static void unit_size_wrong(struct engine *e, const struct znode *n,
-                            const uint64_t *idx, const char *key,
-                            uint64_t known, uint64_t truth) {
+void unit_size_wrong(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, const char *key, uint64_t known,
+                     uint64_t truth) {
   char msg[200];
   snprintf(msg, sizeof msg,
            "text is %llu bytes where %llu were %s: sizes learned again",
@@ -472,8 +472,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
 }
 
 /* A unit inside the grid of a readable array? */
-static int unit_check(const struct znode *n, const uint64_t *idx,
-                      struct zerr *err) {
+int unit_check(const struct znode *n, const uint64_t *idx, struct zerr *err) {
   ZTRY(node_check(n, err));
   for (int d = 0; d < n->meta->ndim; d++)
     if (idx[d] >= n->ugrid[d])
@@ -481,12 +480,10 @@ static int unit_check(const struct znode *n, const uint64_t *idx,
   return 0;
 }
 
-/* unit_get with a claim of its size (0: none); *filled: whether this
- * call's decode checked it. */
-static int unit_get_claimed(struct engine *e, const struct znode *n,
-                            const uint64_t *idx, uint64_t claim,
-                            struct memo_ref **out, int *filled,
-                            struct zerr *err) {
+/* See unit.h. */
+int unit_get_claimed(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, uint64_t claim, struct memo_ref **out,
+                     int *filled, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   char key[4096];
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
@@ -595,17 +592,8 @@ int unit_src(struct engine *e, const struct znode *n,
   return 0;
 }
 
-/* A size fill's job: a unit's, and how a decode learns its size. */
-struct size_job {
-  struct unit_job j; /* first: the fill takes it as a unit_job */
-  int measure;       /* decode to measure, keep nothing
-                        (unit_size_measure) */
-};
-
-/* A unit's text size by a decode that keeps nothing (unit_size_measure):
- * unit_fill's decode and text preparation, then text_measure. A missing
- * chunk is the fill unit's size. A failure is logged here. */
-static int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
+/* See unit.h. */
+int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
   struct engine *e = j->e;
   const struct znode *n = j->n;
   char key[4096];
@@ -644,207 +632,23 @@ static int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
   return 0;
 }
 
-/* Fill: a unit's text size: from the ends of an index read partially, from
- * the persistent index (a claim: UNIT_SIZE_CLAIM set), or by decoding the
- * unit (which keeps it for the reads that follow, and stores its size in
- * the persistent index). */
-static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
-  struct unit_job *j = ctx;
-  struct engine *e = j->e;
-  /* Index ends cost a read or two, before the persistent index is even
-   * loaded; a streamed unit's size costs a pass over the whole stream,
-   * after it. */
-  int streamed = unit_stream_windowed(e, j->n, j->idx);
-  if (!streamed && unit_size_direct(e, j->n, j->idx, value) == 0)
+/* See unit.h. */
+int unit_linear_text(const struct znode *n, const uint64_t *idx) {
+  if (n->form.csv ||
+      (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES))
     return 0;
-  char ikey[4096];
-  struct lxindex_id id;
-  struct lxindex_rec rec;
-  uint64_t nin = unit_nin(j->n, j->idx);
-  /* a look-up costs the object's stat (its version): none while the
-   * index knows nothing of this store (a first mount) */
-  int have_id = lxindex_has_records(e->lx, e->store->location) &&
-                unit_ident(e, j->n, j->idx, 0, 0, ikey, sizeof ikey, &id) == 0;
-  if (have_id && lxindex_lookup(e->lx, &id, &rec) && rec.lines == nin &&
-      rec.text_size < UNIT_SIZE_CLAIM) {
-    *value = rec.text_size | UNIT_SIZE_CLAIM;
-    return 0;
-  }
-  if (streamed) { /* the version before the pass: a change after it is a
-                     new version, never this size under it */
-    have_id = have_id ||
-              unit_ident(e, j->n, j->idx, 0, 0, ikey, sizeof ikey, &id) == 0;
-    int rc = unit_size_streamed(e, j->n, j->idx, value, err);
-    if (rc == 0) {
-      rec = (struct lxindex_rec){*value, nin};
-      if (have_id)
-        lxindex_store(e->lx, &id, &rec); /* a failure: learned again */
+  for (int d = 1; d < n->meta->ndim; d++)
+    if (node_unit_ext(n, d, idx[d]) < node_unit_len(n, d, idx[d]))
       return 0;
-    }
-    if (rc < 0) {
-      char key[4096];
-      if (unit_store_key(j->n, j->idx, key, sizeof key, &(struct zerr){0}) < 0)
-        return rc;
-      unit_log_failure(e, key, err);
-      return zerr_prefix(err, "chunk %s: ", key);
-    }
-  }
-  if (((struct size_job *)ctx)->measure)
-    return unit_measure(j, value, err);
-  struct memo_ref *ref;
-  ZTRY(unit_get(e, j->n, j->idx, &ref, err));
-  *value = unit_of_ref(ref)->size;
-  memo_release(e->memo, ref);
-  return 0;
-}
-
-/* Learn the size of unit j->idx (*value) the way unit_size_claim does;
- * with `measure`, a decode keeps nothing (unit_size_measure). */
-static int unit_size_by(struct engine *e, const struct znode *n,
-                        const uint64_t *idx, int measure, uint64_t *size,
-                        int *claim, struct zerr *err) {
-  ZTRY(unit_check(n, idx, err));
-  struct memo_key k;
-  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
-  struct size_job j = {{e, n, idx, NULL, NULL, 0, 0, 0, 0}, measure};
-  uint64_t v;
-  ZTRY(memo_value(e->memo, &k, unit_size_fill, &j, &v, err));
-  *claim = (v & UNIT_SIZE_CLAIM) != 0;
-  *size = v & ~UNIT_SIZE_CLAIM;
-  return 0;
-}
-
-/* See unit.h. */
-int unit_size_measure(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t *size, int *claim,
-                      struct zerr *err) {
-  return unit_size_by(e, n, idx, 1, size, claim, err);
-}
-
-/* See unit.h. */
-int unit_size_claim(struct engine *e, const struct znode *n,
-                    const uint64_t *idx, uint64_t *size, int *claim,
-                    struct zerr *err) {
-  return unit_size_by(e, n, idx, 0, size, claim, err);
-}
-
-/* Size from the memo's values, or learned once. */
-int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
-              uint64_t *size, struct zerr *err) {
-  int claim;
-  return unit_size_claim(e, n, idx, size, &claim, err);
-}
-
-/* See unit.h. */
-int unit_size_verify(struct engine *e, const struct znode *n,
-                     const uint64_t *idx, uint64_t claimed, struct zerr *err) {
-  ZTRY(unit_check(n, idx, err));
-  struct memo_key k;
-  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
-  uint64_t truth;
-  int rc = 1, held = memo_value_peek(e->memo, &k, &truth);
-  if (held && truth == claimed)
-    return 0; /* (the usual answer: checked by a decode ahead) */
-  /* a decode that finds the claim in the memo says it is wrong itself */
-  int said = held && truth == (claimed | UNIT_SIZE_CLAIM);
-  char key[4096];
-  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
-  if (held && !(truth & UNIT_SIZE_CLAIM))
-    rc = 0; /* this mount knows it (a decode, the index ends) */
-  else if (unit_stream_windowed(e, n, idx)) {
-    char ikey[4096];
-    struct lxindex_id id;
-    int have_id = unit_ident(e, n, idx, 0, 0, ikey, sizeof ikey, &id) == 0;
-    rc = unit_size_streamed(e, n, idx, &truth, err);
-    if (rc < 0) {
-      unit_log_failure(e, key, err);
-      return zerr_prefix(err, "chunk %s: ", key);
-    }
-    if (rc == 0) {
-      memo_value_put(e->memo, &k, truth);
-      struct lxindex_rec rec = {truth, unit_nin(n, idx)};
-      if (have_id && truth != claimed)
-        lxindex_store(e->lx, &id, &rec); /* a failure: learned again */
-      said = 0;
-    }
-  }
-  if (rc == 1) { /* a decode, which checks what the memo holds itself,
-                    or the claim (a region record's: the persistent
-                    index has no record of the unit to add) */
-    struct memo_ref *ref;
-    int filled;
-    ZTRY(unit_get_claimed(e, n, idx, held ? 0 : claimed | UNIT_SIZE_CLAIM, &ref,
-                          &filled, err));
-    said = said || (!held && filled);
-    truth = unit_of_ref(ref)->size;
-    memo_release(e->memo, ref);
-  }
-  if (truth == claimed)
-    return 0;
-  if (!said)
-    unit_size_wrong(e, n, idx, key, claimed | UNIT_SIZE_CLAIM, truth);
   return 1;
 }
 
 /* See unit.h. */
-int unit_sizes_from_index(const struct znode *n) {
-  return n->kind == ZNODE_ARRAY && n->chain && !n->shard && !n->form.csv &&
-         (chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX);
-}
-
-/* The units of one prefetch, handed out to its threads in C order. */
-struct sizes_job {
-  struct engine *e;
-  const struct znode *n;
-  const uint64_t *lin; /* the stored units' linear indices, or NULL: all */
-  uint64_t total;      /* units to learn */
-  atomic_ullong next;  /* the next one */
-};
-
-/* Thread: learn unit sizes until none is left (or the engine stops). */
-static void *sizes_worker(void *arg) {
-  struct sizes_job *j = arg;
-  const struct znode *n = j->n;
-  uint64_t i;
-  while (!engine_stopping(j->e) &&
-         (i = atomic_fetch_add(&j->next, 1)) < j->total) {
-    uint64_t idx[ZMETA_MAX_DIMS], r = j->lin ? j->lin[i] : i, size;
-    for (int d = n->meta->ndim - 1; d >= 0; d--) {
-      idx[d] = r % n->ugrid[d];
-      r /= n->ugrid[d];
-    }
-    struct zerr err = {0};
-    unit_size(j->e, n, idx, &size, &err); /* a failure: said by the caller's */
-  }
-  return NULL;
-}
-
-/* See unit.h. */
-int unit_sizes_prefetch(struct engine *e, const struct znode *n,
-                        struct zerr *err) {
-  ZTRY(node_check(n, err));
-  if (n->shard)
-    return 0; /* units are inner chunks: not the presence's chunks */
-  struct memo_ref *pref;
-  ZTRY(unit_presence(e, n, &pref, err));
-  const struct presence *p = (const struct presence *)memo_obj(pref);
-  struct sizes_job j = {.e = e,
-                        .n = n,
-                        .lin = p->complete ? p->lin : NULL,
-                        .total = p->complete ? p->n : n->meta->nchunks};
-  atomic_init(&j.next, 0);
-  if (j.total > e->env.max_decoded / (2 * sizeof(uint64_t)))
-    j.total = 0; /* more than a layout holds: it fails, saying so */
-  pthread_t th[UNIT_SIZES_THREADS];
-  int nt = 0;
-  while (nt < UNIT_SIZES_THREADS && (uint64_t)nt + 1 < j.total &&
-         pthread_create(&th[nt], NULL, sizes_worker, &j) == 0)
-    nt++;
-  sizes_worker(&j); /* this thread takes its share too */
-  for (int t = 0; t < nt; t++)
-    pthread_join(th[t], NULL);
-  memo_release(e->memo, pref);
-  return engine_check_stop(e, err);
+uint64_t unit_nin(const struct znode *n, const uint64_t *idx) {
+  uint64_t nin = 1;
+  for (int d = 0; d < n->meta->ndim; d++)
+    nin *= node_unit_ext(n, d, idx[d]);
+  return nin;
 }
 
 /* Fill: list the array's stored chunks. */

@@ -167,7 +167,15 @@ int unit_presence(struct engine *e, const struct znode *n,
 /* In-bounds elements of unit idx of n (edge units hold fewer). */
 uint64_t unit_nin(const struct znode *n, const uint64_t *idx);
 
-/* ---- shared by unit.c and unitwin.c (the partial-decoder side) ---- */
+/* ---- unit.c's, for unitwin.c above it (the partial-decoder side, and
+ * the text sizes); unit.c never calls unitwin.c ---- */
+
+/* Is unit idx's text linear in its elements' byte lengths (strings and
+ * bytes, not CSV fields, which are quoted: a line is k bytes per element
+ * byte plus its newline), with its in-bounds elements first (every
+ * dimension but the first whole)? What reading a unit by its lengths,
+ * without decoding it whole, needs. */
+int unit_linear_text(const struct znode *n, const uint64_t *idx);
 
 /* What a fill needs to know about its unit or chunk. */
 struct unit_job {
@@ -184,6 +192,43 @@ struct unit_job {
                      0: none */
   int filled;     /* set by unit_fill: it ran, and checked the claim */
 };
+
+/* A unit inside the grid of a readable array? 0 or -EINVAL. */
+int unit_check(const struct znode *n, const uint64_t *idx, struct zerr *err);
+
+struct lxindex_id;
+/* What the persistent index (src/store/lxindex.h) knows unit idx by, into
+ * *id (its key in key, len bytes): the store's location, the chunk's key
+ * (and the inner chunk's place in its shard), the stored object's size and
+ * version (those of the source a decode read, or 0 to ask the store,
+ * store_version), what makes the text and the text rules. 0, or -1 when
+ * the unit is not indexed (no index, a remote store, no metadata hash, an
+ * object without a version: inline or remote bytes). */
+int unit_ident(struct engine *e, const struct znode *n, const uint64_t *idx,
+               uint64_t size, uint64_t version, char *key, size_t len,
+               struct lxindex_id *id);
+
+/* unit_get with a claim of its size (0: none; a region record's, checked
+ * by the decode as the memo's would be); *filled: whether this call's
+ * decode checked it. */
+int unit_get_claimed(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, uint64_t claim, struct memo_ref **out,
+                     int *filled, struct zerr *err);
+
+/* A decode found unit idx's text to be `truth` bytes where `known` (a
+ * learned size, UNIT_SIZE_CLAIM set when the persistent index claimed
+ * it) was taken before: one log line, the node's sizes made anew, and the
+ * kernel told to ask again when the text grew (the caller puts the truth
+ * and its record). */
+void unit_size_wrong(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, const char *key, uint64_t known,
+                     uint64_t truth);
+
+/* Unit j->idx's text size (*value) by a decode that keeps nothing
+ * (unit_size_measure): unit_fill's decode and text preparation, then
+ * text_measure. A missing chunk is the fill unit's size. A failure is
+ * logged here. */
+int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err);
 
 /* The store key of unit idx's chunk (for log lines) into key (len
  * bytes); -ENAMETOOLONG when it does not fit. */

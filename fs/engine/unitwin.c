@@ -1,9 +1,16 @@
 /* unitwin.c - units of strings read through their partial decoder: reads
  * that take only the offsets and element bytes they show, and units too
  * large for the cache read in windows that follow the reader (see
- * unit.h: unit_read_direct, unit_windowed, unit_read_window); units of
- * interleaved strings (vlen-utf8) too large for the cache parsed as a
- * stream as the reader advances. */
+ * unit.h: unit_read_direct, unit_windowed, unit_read_window), those of
+ * interleaved strings (vlen-utf8) through ustream.c; and the text sizes of
+ * units (unit_size, unit_size_claim, unit_size_verify,
+ * unit_sizes_prefetch), which come from the partial decoder when they
+ * can, from the persistent index, and from unit.c's whole decode when not.
+ *
+ * One direction: unitwin.c calls ustream.c and unit.c (the unit's store
+ * key, encoded bytes and whole decode), never the other way
+ * (tests/calls.sh). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,28 +18,12 @@
 
 #include "../../codecs/dstream.h"
 #include "../../codecs/sharding.h"
+#include "../../src/store/lxindex.h"
+#include "../../src/store/presence.h"
 #include "unit.h"
-
-static long ustream_read(struct engine *e, const struct znode *n,
-                         const uint64_t *idx, uint64_t off, size_t len,
-                         char *dst, struct memo_ref **pin, struct zerr *err);
+#include "ustream.h"
 
 /* ---- units read through a partial decoder ---- */
-
-/* Is unit idx's text linear in its elements' byte lengths (strings and
- * bytes, not CSV fields, which are quoted: a line is k bytes per element
- * byte plus its newline), with its in-bounds elements first (every
- * dimension but the first whole)? What reading a unit by its lengths,
- * without decoding it whole, needs. */
-static int unit_linear_text(const struct znode *n, const uint64_t *idx) {
-  if (n->form.csv ||
-      (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES))
-    return 0;
-  for (int d = 1; d < n->meta->ndim; d++)
-    if (node_unit_ext(n, d, idx[d]) < node_unit_len(n, d, idx[d]))
-      return 0;
-  return 1;
-}
 
 /* Are the units of n chunks whose offsets the chain reads where they lie
  * (codec.h's partial decoding), with linear text? *plain_data: element
@@ -42,14 +33,6 @@ static int unit_direct(const struct znode *n, const uint64_t *idx,
   unsigned caps = n->shard ? 0 : chain_partial_caps(n->chain);
   *plain_data = (caps & CODEC_PARTIAL_PLAIN) != 0;
   return (caps & CODEC_PARTIAL_OFFSETS) && unit_linear_text(n, idx);
-}
-
-/* See unit.h. */
-uint64_t unit_nin(const struct znode *n, const uint64_t *idx) {
-  uint64_t nin = 1;
-  for (int d = 0; d < n->meta->ndim; d++)
-    nin *= node_unit_ext(n, d, idx[d]);
-  return nin;
 }
 
 /* Open unit idx's partial decoder: 1 and *d (close it), 0 when the chunk
@@ -379,346 +362,214 @@ long unit_read_window(struct engine *e, const struct znode *n,
   return got;
 }
 
-/* ---- units of interleaved strings streamed in order ----
- *
- * vlen-utf8 and its aliases (codecs/vlen_interleaved.c) store a u32 LE
- * count, then each element as a u32 LE length and its bytes: no index, so
- * no partial decoder. Behind one zstd or gzip stage the chunk is decoded
- * as a stream (codecs/dstream.h) and its elements parsed in order as the
- * reader advances; the text of a read is rendered from just the elements
- * it shows. A read before the parse position starts again from a mark (a
- * recent read's first element) or from the chunk's start. */
+/* ---- the units' text sizes ---- */
 
-/* Where the parse stands: element k's header at stream byte pos, its line
- * at text offset tpos. */
-struct ucur {
-  uint64_t k, pos, tpos;
+/* A size fill's job: a unit's, and how a decode learns its size. */
+struct size_job {
+  struct unit_job j; /* first: the fill takes it as a unit_job */
+  int measure;       /* decode to measure, keep nothing
+                        (unit_size_measure) */
 };
 
-/* Marks kept: the first elements of the latest reads, so that reads a
- * little out of order (read-ahead, FUSE threads) need no restart. */
-#define USTREAM_MARKS 8
-
-/* A streamed unit (memo object at ELEVEL_DATA under its own tag): the
- * stream, the parse position and marks, under a mutex. */
-struct ustream_obj {
-  struct zobj obj;
-  pthread_mutex_t lock;
-  struct bytesrc *ds;
-  struct ucur cur;
-  struct ucur mark[USTREAM_MARKS];
-  unsigned nmark;
-};
-
-/* Is a2b one of the interleaved vlen formats? */
-static int ustream_codec(const struct codec_impl *a2b) {
-  static const char *const names[] = {"vlen-utf8", "vlen-bytes",
-                                      "zarrs.vlen_v2"};
-  for (size_t i = 0; a2b && i < sizeof names / sizeof *names; i++)
-    if (!strcmp(a2b->name, names[i]))
-      return 1;
+/* Fill: a unit's text size: from the ends of an index read partially, from
+ * the persistent index (a claim: UNIT_SIZE_CLAIM set), or by decoding the
+ * unit (which keeps it for the reads that follow, and stores its size in
+ * the persistent index). */
+static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct engine *e = j->e;
+  /* Index ends cost a read or two, before the persistent index is even
+   * loaded; a streamed unit's size costs a pass over the whole stream,
+   * after it. */
+  int streamed = unit_stream_windowed(e, j->n, j->idx);
+  if (!streamed && unit_size_direct(e, j->n, j->idx, value) == 0)
+    return 0;
+  char ikey[4096];
+  struct lxindex_id id;
+  struct lxindex_rec rec;
+  uint64_t nin = unit_nin(j->n, j->idx);
+  /* a look-up costs the object's stat (its version): none while the
+   * index knows nothing of this store (a first mount) */
+  int have_id = lxindex_has_records(e->lx, e->store->location) &&
+                unit_ident(e, j->n, j->idx, 0, 0, ikey, sizeof ikey, &id) == 0;
+  if (have_id && lxindex_lookup(e->lx, &id, &rec) && rec.lines == nin &&
+      rec.text_size < UNIT_SIZE_CLAIM) {
+    *value = rec.text_size | UNIT_SIZE_CLAIM;
+    return 0;
+  }
+  if (streamed) { /* the version before the pass: a change after it is a
+                     new version, never this size under it */
+    have_id = have_id ||
+              unit_ident(e, j->n, j->idx, 0, 0, ikey, sizeof ikey, &id) == 0;
+    int rc = unit_size_streamed(e, j->n, j->idx, value, err);
+    if (rc == 0) {
+      rec = (struct lxindex_rec){*value, nin};
+      if (have_id)
+        lxindex_store(e->lx, &id, &rec); /* a failure: learned again */
+      return 0;
+    }
+    if (rc < 0) {
+      char key[4096];
+      if (unit_store_key(j->n, j->idx, key, sizeof key, &(struct zerr){0}) < 0)
+        return rc;
+      unit_log_failure(e, key, err);
+      return zerr_prefix(err, "chunk %s: ", key);
+    }
+  }
+  if (((struct size_job *)ctx)->measure)
+    return unit_measure(j, value, err);
+  struct memo_ref *ref;
+  ZTRY(unit_get(e, j->n, j->idx, &ref, err));
+  *value = unit_of_ref(ref)->size;
+  memo_release(e->memo, ref);
   return 0;
 }
 
-/* Are n's units interleaved strings behind one streaming codec, with
- * linear text? */
-static int unit_streamed(const struct znode *n, const uint64_t *idx) {
-  const struct chain *c = n->shard ? shard_inner_chain(n->shard) : n->chain;
-  const struct codec_impl *a2b;
-  return c && chain_stream_kind(c, &a2b) && ustream_codec(a2b) &&
-         unit_linear_text(n, idx);
+/* Learn the size of unit j->idx (*value) the way unit_size_claim does;
+ * with `measure`, a decode keeps nothing (unit_size_measure). */
+static int unit_size_by(struct engine *e, const struct znode *n,
+                        const uint64_t *idx, int measure, uint64_t *size,
+                        int *claim, struct zerr *err) {
+  ZTRY(unit_check(n, idx, err));
+  struct memo_key k;
+  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  struct size_job j = {{e, n, idx, NULL, NULL, 0, 0, 0, 0}, measure};
+  uint64_t v;
+  ZTRY(memo_value(e->memo, &k, unit_size_fill, &j, &v, err));
+  *claim = (v & UNIT_SIZE_CLAIM) != 0;
+  *size = v & ~UNIT_SIZE_CLAIM;
+  return 0;
 }
 
-/* Open unit j->idx's chunk as a stream (*out) and check its count: 1, 0
- * when not stored, or negative. */
-static int ustream_open(struct unit_job *j, struct bytesrc **out,
-                        struct zerr *err) {
-  struct bytesrc *enc;
-  const struct chain *c;
-  const struct codec_impl *a2b;
-  int rc = unit_encoded(j, &enc, &c, err);
-  if (rc <= 0)
-    return rc;
-  /* The decoded size is not stored: the stream is read only as far as
-   * the elements reach, and a stream ending before that fails. */
-  rc = dstream_open(chain_stream_kind(c, &a2b), enc, UINT64_MAX, &j->e->env,
-                    out, err);
-  bytesrc_unref(enc);
-  if (rc < 0)
-    return rc;
-  uint8_t h[4];
-  struct codec_spec tmp;
-  uint64_t want = node_chunk_spec(j->n, j->idx, &tmp)->nelem;
-  rc = bytesrc_read_range(*out, 0, 4, h, err);
-  uint32_t count = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-                   (uint32_t)h[3] << 24;
-  if (rc == 0 && count != want)
-    rc = zerr_set(err, EIO, "%s: header says %u elements, chunk has %llu",
-                  a2b->name, count, (unsigned long long)want);
-  if (rc < 0) {
-    bytesrc_unref(*out);
-    *out = NULL;
-    return rc;
+/* See unit.h. */
+int unit_size_measure(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, uint64_t *size, int *claim,
+                      struct zerr *err) {
+  return unit_size_by(e, n, idx, 1, size, claim, err);
+}
+
+/* See unit.h. */
+int unit_size_claim(struct engine *e, const struct znode *n,
+                    const uint64_t *idx, uint64_t *size, int *claim,
+                    struct zerr *err) {
+  return unit_size_by(e, n, idx, 0, size, claim, err);
+}
+
+/* Size from the memo's values, or learned once. */
+int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
+              uint64_t *size, struct zerr *err) {
+  int claim;
+  return unit_size_claim(e, n, idx, size, &claim, err);
+}
+
+/* See unit.h. */
+int unit_size_verify(struct engine *e, const struct znode *n,
+                     const uint64_t *idx, uint64_t claimed, struct zerr *err) {
+  ZTRY(unit_check(n, idx, err));
+  struct memo_key k;
+  node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
+  uint64_t truth;
+  int rc = 1, held = memo_value_peek(e->memo, &k, &truth);
+  if (held && truth == claimed)
+    return 0; /* (the usual answer: checked by a decode ahead) */
+  /* a decode that finds the claim in the memo says it is wrong itself */
+  int said = held && truth == (claimed | UNIT_SIZE_CLAIM);
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  if (held && !(truth & UNIT_SIZE_CLAIM))
+    rc = 0; /* this mount knows it (a decode, the index ends) */
+  else if (unit_stream_windowed(e, n, idx)) {
+    char ikey[4096];
+    struct lxindex_id id;
+    int have_id = unit_ident(e, n, idx, 0, 0, ikey, sizeof ikey, &id) == 0;
+    rc = unit_size_streamed(e, n, idx, &truth, err);
+    if (rc < 0) {
+      unit_log_failure(e, key, err);
+      return zerr_prefix(err, "chunk %s: ", key);
+    }
+    if (rc == 0) {
+      memo_value_put(e->memo, &k, truth);
+      struct lxindex_rec rec = {truth, unit_nin(n, idx)};
+      if (have_id && truth != claimed)
+        lxindex_store(e->lx, &id, &rec); /* a failure: learned again */
+      said = 0;
+    }
   }
+  if (rc == 1) { /* a decode, which checks what the memo holds itself,
+                    or the claim (a region record's: the persistent
+                    index has no record of the unit to add) */
+    struct memo_ref *ref;
+    int filled;
+    ZTRY(unit_get_claimed(e, n, idx, held ? 0 : claimed | UNIT_SIZE_CLAIM, &ref,
+                          &filled, err));
+    said = said || (!held && filled);
+    truth = unit_of_ref(ref)->size;
+    memo_release(e->memo, ref);
+  }
+  if (truth == claimed)
+    return 0;
+  if (!said)
+    unit_size_wrong(e, n, idx, key, claimed | UNIT_SIZE_CLAIM, truth);
   return 1;
 }
 
-/* The length of the element at c->pos (its u32 LE header). */
-static int ustream_len(struct bytesrc *ds, const struct ucur *c, uint32_t *len,
-                       struct zerr *err) {
-  uint8_t h[4];
-  ZTRY(bytesrc_read_range(ds, c->pos, 4, h, err));
-  *len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-         (uint32_t)h[3] << 24;
-  return 0;
-}
-
-/* Step c past its element of len bytes. */
-static void ustream_step(const struct dtype *dt, struct ucur *c, uint32_t len) {
-  c->pos += 4 + (uint64_t)len;
-  c->tpos += text_var_len(dt, len) + 1;
-  c->k++;
-}
-
-/* Is unit idx streamed and too large to decode whole (unit_windowed's
- * rule: 9 bytes an element past a quarter of the cache)? */
 /* See unit.h. */
-int unit_stream_windowed(const struct engine *e, const struct znode *n,
-                         const uint64_t *idx) {
-  uint64_t held = unit_nin(n, idx) * 9;
-  return unit_streamed(n, idx) && held >= UNIT_WINDOW_MIN &&
-         held > e->cache_size / 4;
+int unit_sizes_from_index(const struct znode *n) {
+  return n->kind == ZNODE_ARRAY && n->chain && !n->shard && !n->form.csv &&
+         (chain_partial_caps(n->chain) & CODEC_PARTIAL_INDEX);
 }
 
-/* See unit.h. */
-int unit_size_streamed(struct engine *e, const struct znode *n,
-                       const uint64_t *idx, uint64_t *value, struct zerr *err) {
-  char key[4096];
-  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
-  struct unit_job j = {e, n, idx, key, NULL, 0, 0, 0, 0};
-  struct bytesrc *ds;
-  int rc = ustream_open(&j, &ds, err);
-  if (rc <= 0)
-    return rc < 0 ? rc : 1; /* a fill unit: the whole decode knows its size */
-  uint64_t nin = unit_nin(n, idx);
-  struct ucur c = {0, 4, 0};
-  while (rc >= 0 && c.k < nin) {
-    uint32_t len;
-    rc = ustream_len(ds, &c, &len, err);
-    if (rc == 0)
-      ustream_step(&n->form.dt, &c, len);
-    if (rc == 0 && (c.k & 0xffff) == 0)
-      rc = engine_check_stop(e, err);
+/* The units of one prefetch, handed out to its threads in C order. */
+struct sizes_job {
+  struct engine *e;
+  const struct znode *n;
+  const uint64_t *lin; /* the stored units' linear indices, or NULL: all */
+  uint64_t total;      /* units to learn */
+  atomic_ullong next;  /* the next one */
+};
+
+/* Thread: learn unit sizes until none is left (or the engine stops). */
+static void *sizes_worker(void *arg) {
+  struct sizes_job *j = arg;
+  const struct znode *n = j->n;
+  uint64_t i;
+  while (!engine_stopping(j->e) &&
+         (i = atomic_fetch_add(&j->next, 1)) < j->total) {
+    uint64_t idx[ZMETA_MAX_DIMS], r = j->lin ? j->lin[i] : i, size;
+    for (int d = n->meta->ndim - 1; d >= 0; d--) {
+      idx[d] = r % n->ugrid[d];
+      r /= n->ugrid[d];
+    }
+    struct zerr err = {0};
+    unit_size(j->e, n, idx, &size, &err); /* a failure: said by the caller's */
   }
-  /* the last element's bytes are there: the parse reads them */
-  if (rc == 0 && c.pos > 4)
-    rc = bytesrc_read_range(ds, c.pos - 1, 1, (uint8_t[1]){0}, err);
-  bytesrc_unref(ds);
-  if (rc < 0)
-    return rc;
-  *value = c.tpos;
-  return 0;
+  return NULL;
 }
 
-/* Release a streamed unit. */
-static void ustream_destroy(struct zobj *o) {
-  struct ustream_obj *u = (struct ustream_obj *)o;
-  bytesrc_unref(u->ds);
-  pthread_mutex_destroy(&u->lock);
-  free(u);
-}
-
-/* Fill: open unit j->idx as a stream (not stored: -ENOTSUP, read it the
- * usual way). */
-static int ustream_fill(void *ctx, struct zobj **obj, size_t *cost,
+/* See unit.h. */
+int unit_sizes_prefetch(struct engine *e, const struct znode *n,
                         struct zerr *err) {
-  struct unit_job *j = ctx;
-  struct ustream_obj *u = calloc(1, sizeof *u);
-  if (!u)
-    return zerr_set(err, ENOMEM, "out of memory");
-  if (pthread_mutex_init(&u->lock, NULL) != 0) {
-    free(u);
-    return zerr_set(err, ENOMEM, "out of memory");
-  }
-  zobj_init(&u->obj, ustream_destroy);
-  int rc = engine_check_stop(j->e, err);
-  if (rc == 0)
-    rc = ustream_open(j, &u->ds, err);
-  if (rc == 0)
-    rc = zerr_set(err, ENOTSUP, "not stored");
-  if (rc < 0) {
-    zobj_put(&u->obj);
-    if (rc == -ENOTSUP)
-      return rc;
-    unit_log_failure(j->e, j->key, err);
-    return zerr_prefix(err, "chunk %s: ", j->key);
-  }
-  engine_req_note_unit();
-  stats_add(&j->e->stats.decodes, 1);
-  u->cur = (struct ucur){0, 4, 0};
-  *obj = &u->obj;
-  *cost = sizeof *u + dstream_cost(u->ds);
-  return 0;
-}
-
-/* Elements rendered per step of a streamed read. */
-#define USTREAM_BATCH 4096
-
-/* Render elements from c on (their lines cover text [c->tpos, ...)) into
- * dst for text [off, off+len), off >= c->tpos, at most USTREAM_BATCH of
- * them: *got bytes; c advances past the elements whose lines end within
- * the range, or to the element holding the range's end. */
-static int ustream_batch(struct engine *e, const struct znode *n,
-                         const uint64_t *idx, uint64_t nin, struct bytesrc *ds,
-                         struct ucur *c, uint64_t off, size_t len, char *dst,
-                         size_t *got, struct zerr *err) {
-  const struct dtype *dt = &n->form.dt;
-  uint64_t *o = malloc((USTREAM_BATCH + 1) * sizeof *o);
-  size_t cap = 4096, used = 0;
-  uint8_t *buf = malloc(cap);
-  int rc = o && buf ? 0 : zerr_set(err, ENOMEM, "out of memory");
-  struct ucur s = *c, q = *c, prev = *c;
-  uint64_t b = 0, end = off + len;
-  if (o)
-    o[0] = 0;
-  while (rc == 0 && b < USTREAM_BATCH && q.k < nin && q.tpos < end) {
-    uint32_t l;
-    rc = ustream_len(ds, &q, &l, err);
-    if (rc == 0 && used + l > cap) {
-      size_t nc = cap;
-      while (used + l > nc)
-        nc *= 2;
-      uint8_t *nb = nc > e->env.max_decoded ? NULL : realloc(buf, nc);
-      if (!nb)
-        rc = zerr_set(err, ENOMEM, "out of memory for %zu bytes", nc);
-      else {
-        buf = nb;
-        cap = nc;
-      }
-    }
-    if (rc == 0)
-      rc = bytesrc_read_range(ds, q.pos + 4, l, buf + used, err);
-    if (rc < 0)
-      break;
-    used += l;
-    o[++b] = used;
-    prev = q;
-    ustream_step(dt, &q, l);
-  }
-  struct abytes *ab = NULL;
-  if (rc == 0 && b) {
-    ab = abytes_alloc();
-    uint8_t *fit = realloc(buf, used ? used : 1);
-    if (fit)
-      buf = fit;
-    if (ab)
-      ab->data = bytesrc_from_mem(buf, used);
-    if (!ab || !ab->data)
-      rc = zerr_set(err, ENOMEM, "out of memory");
-    else
-      buf = NULL;
-  }
-  *got = 0;
-  if (rc == 0 && b) {
-    struct text_form f1 = n->form;
-    f1.ndim = 1;
-    f1.shape[0] = b;
-    f1.edge[0] = NULL;
-    f1.note_idx = idx; /* what its text shows is said of this unit */
-    ab->n = b;
-    ab->offsets = o;
-    o = NULL;
-    ab->data_len = used;
-    struct chunk_text *ct;
-    uint64_t zero = 0;
-    rc = text_layout(&f1, &b, &zero, ab, e->env.max_decoded, 0, NULL,
-                     &e->stopping, &ct, err);
-    ab = NULL; /* the layout owns it now */
-    if (rc == 0) {
-      uint64_t want = (q.tpos < end ? q.tpos : end) - off;
-      long r =
-          text_read(ct, ct->ab->data, off - s.tpos, (size_t)want, dst, err);
-      zobj_put(&ct->obj);
-      if (r < 0)
-        rc = (int)r;
-      else if ((uint64_t)r != want)
-        rc = zerr_set(err, EIO, "text of %llu elements is short",
-                      (unsigned long long)b);
-      else
-        *got = (size_t)r;
-    }
-  }
-  abytes_free(ab);
-  free(o);
-  free(buf);
-  if (rc == 0)
-    *c = q.tpos > end ? prev : q;
-  return rc;
-}
-
-/* Read text [off, off+len) of streamed unit u (locked): from the parse
- * position, a mark, or the start, whichever is the latest at or before
- * off. */
-static long ustream_read_locked(struct engine *e, const struct znode *n,
-                                const uint64_t *idx, uint64_t nin,
-                                struct ustream_obj *u, uint64_t off, size_t len,
-                                char *dst, struct zerr *err) {
-  struct ucur c = {0, 4, 0};
-  if (u->cur.tpos <= off)
-    c = u->cur;
-  else
-    for (unsigned i = 0; i < u->nmark && i < USTREAM_MARKS; i++)
-      if (u->mark[i].tpos <= off && u->mark[i].tpos >= c.tpos)
-        c = u->mark[i];
-  /* Skip to the element whose line holds off. */
-  int rc = 0;
-  while (rc == 0 && c.k < nin) {
-    uint32_t l;
-    rc = ustream_len(u->ds, &c, &l, err);
-    if (rc == 0 && c.tpos + text_var_len(&n->form.dt, l) + 1 > off)
-      break;
-    if (rc == 0)
-      ustream_step(&n->form.dt, &c, l);
-  }
-  if (rc < 0)
-    return rc;
-  if (c.k < nin)
-    u->mark[u->nmark++ % USTREAM_MARKS] = c;
-  size_t done = 0;
-  while (done < len && c.k < nin) {
-    size_t got;
-    ZTRY(ustream_batch(e, n, idx, nin, u->ds, &c, off + done, len - done,
-                       dst + done, &got, err));
-    done += got;
-  }
-  u->cur = c;
-  return (long)done;
-}
-
-/* Read text of unit idx when it is streamed (unit_stream_windowed):
- * -ENOTSUP otherwise or when it is not stored. */
-static long ustream_read(struct engine *e, const struct znode *n,
-                         const uint64_t *idx, uint64_t off, size_t len,
-                         char *dst, struct memo_ref **pin, struct zerr *err) {
-  if (!unit_stream_windowed(e, n, idx))
-    return -ENOTSUP;
-  char key[4096];
-  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
-  static const uint64_t tag = 0x75746638737472ull; /* apart from wdata */
-  struct memo_key k;
-  node_key(&k, ELEVEL_DATA, n, idx, &tag, 1);
-  struct unit_job j = {e, n, idx, key, NULL, 0, 0, 0, 0};
-  ZTRY(memo_get(e->memo, &k, ustream_fill, &j, pin, err));
-  struct ustream_obj *u = (struct ustream_obj *)memo_obj(*pin);
-  pthread_mutex_lock(&u->lock);
-  long got =
-      ustream_read_locked(e, n, idx, unit_nin(n, idx), u, off, len, dst, err);
-  if (got < 0) /* the stream is broken there: start over next time */
-    u->cur = (struct ucur){0, 4, 0}, u->nmark = 0;
-  pthread_mutex_unlock(&u->lock);
-  if (got < 0) {
-    unit_log_failure(e, key, err);
-    zerr_prefix(err, "chunk %s: ", key);
-  }
-  return got;
+  ZTRY(node_check(n, err));
+  if (n->shard)
+    return 0; /* units are inner chunks: not the presence's chunks */
+  struct memo_ref *pref;
+  ZTRY(unit_presence(e, n, &pref, err));
+  const struct presence *p = (const struct presence *)memo_obj(pref);
+  struct sizes_job j = {.e = e,
+                        .n = n,
+                        .lin = p->complete ? p->lin : NULL,
+                        .total = p->complete ? p->n : n->meta->nchunks};
+  atomic_init(&j.next, 0);
+  if (j.total > e->env.max_decoded / (2 * sizeof(uint64_t)))
+    j.total = 0; /* more than a layout holds: it fails, saying so */
+  pthread_t th[UNIT_SIZES_THREADS];
+  int nt = 0;
+  while (nt < UNIT_SIZES_THREADS && (uint64_t)nt + 1 < j.total &&
+         pthread_create(&th[nt], NULL, sizes_worker, &j) == 0)
+    nt++;
+  sizes_worker(&j); /* this thread takes its share too */
+  for (int t = 0; t < nt; t++)
+    pthread_join(th[t], NULL);
+  memo_release(e->memo, pref);
+  return engine_check_stop(e, err);
 }

@@ -2,7 +2,9 @@
  * its CF views (values.cf.txt, K.cf.txt), decoded as xarray decodes the
  * variable among the other variables of its group (src/zarr/cfvars.h:
  * time bounds take their time's units and calendar, character arrays are
- * joined into strings), and the node of its rows.csv. */
+ * joined into strings), and the node of its rows.csv. Above node.c: it
+ * calls node.c, which calls it back only through the struct node_views
+ * that vnode_table_new hands the table (tests/calls.sh). */
 #include "node.h"
 #include "node_int.h"
 
@@ -364,4 +366,17 @@ void vnode_free(struct znode *n) {
   }
   vnode_free_cf((struct znode *)n->cf);
   cfvars_free(atomic_load_explicit(&n->vars, memory_order_acquire));
+}
+
+/* vnode.c's functions that node.c, below it, calls back. */
+static const struct node_views vnode_views = {vnode_set_cf, vnode_set_csv,
+                                              vnode_free};
+
+/* See node.h. */
+int vnode_table_new(struct store *store, struct logonce *log,
+                    const struct codec_env *env, int no_consolidated,
+                    struct node_table **out, struct zerr *err) {
+  ZTRY(node_table_new(store, log, env, no_consolidated, out, err));
+  (*out)->views = &vnode_views;
+  return 0;
 }

@@ -1,12 +1,16 @@
 /* remote.c - remote objects as byte sources over one block cache, with
  * single flight, runs of blocks per request, parallel fetches and
- * read-ahead (see remote.h): the context, the keys, fetching blocks,
- * read-ahead and the byte source. Hosts that ignore Range are in
- * rstream.c, object versions in rversion.c, fetching ahead across
- * objects in rprefetch.c; the structs they share are in remote_int.h.
+ * read-ahead (see remote.h): the context, read-ahead and the byte source.
+ * Blocks in flight and the workers are in rflight.c, hosts that ignore
+ * Range in rstream.c, object versions in rversion.c, fetching ahead
+ * across objects in rprefetch.c, the keys and cached blocks in rblock.c;
+ * the structs they share are in remote_int.h. This file is their top:
+ * it calls them, none calls it (rprefetch.c reaches remote_open through
+ * the struct rprefetch_up given to it; tests/calls.sh).
  *
- * Locks: remote.lock (the work queue; a leaf); remote.flock and
- * rsrc.vlock are initialised here, taken in rflight.c and rversion.c. */
+ * Locks: remote.lock (the work queue, taken in rflight.c; a leaf; quit
+ * is set here), remote.flock and rsrc.vlock are initialised here, taken
+ * in rflight.c and rversion.c. */
 #define _GNU_SOURCE
 #include "remote.h"
 #include "remote_int.h"
@@ -37,12 +41,6 @@ void remote_config_default(struct remote_config *c) {
   c->max_request = 8u << 20;
   c->readahead = 32u << 20;
   c->workers = 4;
-}
-
-int remote_is_url(const char *s) {
-  return !strncmp(s, "http://", 7) || !strncmp(s, "https://", 8) ||
-         !strncmp(s, "s3://", 5) || !strncmp(s, "gs://", 5) ||
-         !strncmp(s, "az://", 5);
 }
 
 const char *remote_url_schemes(void) {
@@ -77,157 +75,11 @@ uint64_t remote_requests(const struct remote *r) {
   return http_requests(r->http);
 }
 
-/* ---- keys ---- */
-
-/* The identity words of url into k (v[2..]): the URL itself when it fits,
- * else its length and two independent 64-bit hashes. */
-void remote_url_key(const char *url, uint64_t tag, struct memo_key *k) {
-  memset(k, 0, sizeof *k);
-  k->level = MEMO_LEVEL_SOURCE;
-  size_t n = strlen(url);
-  size_t room = (MEMO_KEY_WORDS - 3) * sizeof(uint64_t);
-  k->v[1] = tag;
-  if (n <= room) {
-    k->v[2] = n;
-    memcpy(&k->v[3], url, n);
-    k->n = (uint8_t)(3 + (n + 7) / 8);
-  } else {
-    k->v[2] = n | (1ull << 63);
-    k->v[3] = htab_hash_bytes(url, n, 0x243f6a8885a308d3ull);
-    k->v[4] = htab_hash_bytes(url, n, 0x13198a2e03707344ull);
-    k->n = 5;
-  }
-}
-
-/* Same object? (keys compared without their block word) */
-int remote_same_object(const struct memo_key *a, const struct memo_key *b) {
-  return a->n == b->n &&
-         !memcmp(&a->v[1], &b->v[1], (size_t)(a->n - 1) * sizeof a->v[0]);
-}
-
-/* ---- fetching blocks ---- */
-
-/* A cached block is one allocation. */
-void remote_rblock_destroy(struct zobj *o) { free(o); }
-
-/* memo fill of a block (a run starting there). */
-int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
-                      struct zerr *err) {
-  struct fetch *f = ctx;
-  struct http_req q;
-  char cond[RV_COND_MAX];
-  rversion_request(f->s, &q, cond);
-  return rflight_get_block(f->s->r, &q, &f->s->key, f->block,
-                           f->block + f->n - 1, f->n, f->stats, obj, cost, NULL,
-                           err);
-}
-
-/* Is a block already there (ready)? */
-int remote_block_cached(struct remote *r, const struct memo_key *okey,
-                        uint64_t block) {
-  struct memo_key k = *okey;
-  k.v[0] = block;
-  /* A block whose fill is running counts: the fill's transfer may have
-   * ended (and left the flights) before the memo holds the block, and a
-   * claim in that moment would ask the server for it again. */
-  return memo_present(r->memo, &k);
-}
-
-/* Blocks from b on that are missing, up to last (inclusive) and one
- * request's worth. */
-uint32_t remote_missing_run(struct remote *r, const struct memo_key *okey,
-                            uint64_t b, uint64_t last) {
-  uint64_t max = r->cfg.max_request / r->cfg.block_size;
-  if (max < 1)
-    max = 1;
-  uint32_t n = 1;
-  while (b + n <= last && n < max && !remote_block_cached(r, okey, b + n))
-    n++;
-  return n;
-}
-
 /* ---- read-ahead ---- */
-
-static void *ra_worker(void *arg);
-
-/* Queue a job: a read-ahead run (fl NULL: a hint, dropped when the queue
- * is full or stopping), or a run a large read claimed (fl, referenced by
- * the job; its reader fetches it itself when the job is refused or not
- * started by then). 0, or -1 when refused. */
-int remote_job_submit(struct rsrc *s, uint64_t block, uint32_t n,
-                      struct rflight *fl, uint8_t *dst, uint64_t o,
-                      uint64_t len) {
-  struct remote *r = s->r;
-  if (!r->threads)
-    return -1;
-  pthread_mutex_lock(&r->lock);
-  /* Workers start at the first job, not in remote_new: the daemon forks
-   * (fuse_daemonize) after the context is made, and a fork keeps no
-   * threads. */
-  while (!r->started && r->n_threads < r->cfg.workers &&
-         pthread_create(&r->threads[r->n_threads], NULL, ra_worker, r) == 0)
-    r->n_threads++;
-  r->started = 1;
-  if (r->quit || r->qlen == RA_QUEUE || !r->n_threads) {
-    pthread_mutex_unlock(&r->lock);
-    return -1;
-  }
-  struct job *j = &r->queue[(r->qhead + r->qlen) % RA_QUEUE];
-  *j = (struct job){bytesrc_ref(&s->base), block, n, fl, dst, o, len};
-  if (fl)
-    rflight_ref(r, fl);
-  r->qlen++;
-  if (!fl)
-    atomic_fetch_add(&s->ra_inflight, 1);
-  pthread_cond_signal(&r->more);
-  pthread_mutex_unlock(&r->lock);
-  return 0;
-}
 
 /* Queue read-ahead of a run (a hint: dropped when the queue is full). */
 static void ra_submit(struct rsrc *s, uint64_t block, uint32_t n) {
   (void)remote_job_submit(s, block, n, NULL, NULL, 0, 0);
-}
-
-/* A worker: fetch queued runs into the cache (no stats: the counters may
- * belong to a store already gone), or a run a reader claimed (its reader
- * waits for it, counters alive). */
-static void *ra_worker(void *arg) {
-  struct remote *r = arg;
-  for (;;) {
-    pthread_mutex_lock(&r->lock);
-    while (!r->quit && !r->qlen)
-      pthread_cond_wait(&r->more, &r->lock);
-    if (r->quit) {
-      pthread_mutex_unlock(&r->lock);
-      return NULL;
-    }
-    struct job j = r->queue[r->qhead];
-    r->qhead = (r->qhead + 1) % RA_QUEUE;
-    r->qlen--;
-    pthread_mutex_unlock(&r->lock);
-    struct rsrc *s = (struct rsrc *)j.src;
-    if (j.fl) {
-      if (!atomic_exchange(&j.fl->started, 1))
-        rflight_run_claimed(s, j.fl, j.dst, j.o, j.len, s->stats);
-      rflight_put(r, j.fl);
-      bytesrc_unref(j.src);
-      continue;
-    }
-    struct memo_key k = s->key;
-    k.v[0] = j.block;
-    struct fetch f = {s, j.block, j.n, NULL};
-    struct memo_ref *ref;
-    struct zerr e = {0};
-    uint64_t end;
-    /* A block in flight is someone's already: read-ahead never waits. */
-    if (!remote_block_cached(r, &s->key, j.block) &&
-        !rflight_covered(r, &s->key, j.block, 0, &end) &&
-        memo_get(r->memo, &k, remote_block_fill, &f, &ref, &e) == 0)
-      memo_release(r->memo, ref);
-    atomic_fetch_sub(&s->ra_inflight, 1);
-    bytesrc_unref(j.src);
-  }
 }
 
 /* After a sequential read ending at object offset end: issue read-ahead
@@ -308,7 +160,8 @@ static int rsrc_read_blocks(struct bytesrc *bs_, uint64_t off, size_t len,
    * cached or in flight and fetches the rest in parallel parts. */
   if (!norange && last - first + 1 >= DIRECT_MIN_BLOCKS) {
     int cached = remote_block_cached(r, &s->key, first + 1);
-    int rc = rflight_large_read(s, o, len, dst, err);
+    int rc =
+        rflight_large_read(s, o, len, dst, rprefetch_hinted(r, &s->key), err);
     if (rc == 0 && sequential && cached)
       ra_after(s, end);
     return rc;
@@ -618,6 +471,10 @@ int remote_read_all(struct remote *r, const char *url, size_t max,
 
 /* ---- context ---- */
 
+/* remote.c's functions that rprefetch.c, below it, calls back. */
+static const struct rprefetch_up prefetch_up = {remote_open,
+                                                remote_request_url};
+
 int remote_new(const struct remote_config *cfg, struct s3_config *s3,
                struct remote **out, struct zerr *err) {
   struct remote *r = calloc(1, sizeof *r);
@@ -659,7 +516,7 @@ int remote_new(const struct remote_config *cfg, struct s3_config *s3,
   if (rc == 0 && r->cfg.workers > 0 &&
       !(r->threads = calloc((size_t)r->cfg.workers, sizeof *r->threads)))
     rc = zerr_set(err, ENOMEM, "out of memory");
-  if (rc == 0 && rprefetch_new(r) < 0)
+  if (rc == 0 && rprefetch_new(r, &prefetch_up) < 0)
     rc = zerr_set(err, ENOMEM, "out of memory");
   if (rc < 0) {
     remote_free(r);

@@ -173,7 +173,7 @@ struct fetch {
   struct io_stats *stats;
 };
 
-/* ---- remote.c ---- */
+/* ---- rblock.c (the bottom: every file here calls it, it calls none) ---- */
 
 /* The memo key of url with tag (TAG_BLOCK, TAG_SIZE): the URL's identity
  * words in v[2..], v[0] (the block) 0. */
@@ -185,10 +185,6 @@ int remote_same_object(const struct memo_key *a, const struct memo_key *b);
 /* zobj destructor of a struct rblock. */
 void remote_rblock_destroy(struct zobj *o);
 
-/* memo fill of a block (a run starting there); ctx is a struct fetch. */
-int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
-                      struct zerr *err);
-
 /* Is a block of object okey there, or being filled (someone brings it)? */
 int remote_block_cached(struct remote *r, const struct memo_key *okey,
                         uint64_t block);
@@ -198,13 +194,7 @@ int remote_block_cached(struct remote *r, const struct memo_key *okey,
 uint32_t remote_missing_run(struct remote *r, const struct memo_key *okey,
                             uint64_t b, uint64_t last);
 
-/* Queue a job for the workers: a read-ahead run of s's object (fl NULL: a
- * hint, dropped when the queue is full), or claimed run fl (referenced by
- * the job; dst, o, len as for rflight_run_claimed; its reader waits for
- * it). 0, or -1 when refused. */
-int remote_job_submit(struct rsrc *s, uint64_t block, uint32_t n,
-                      struct rflight *fl, uint8_t *dst, uint64_t o,
-                      uint64_t len);
+/* ---- remote.c (the top: it calls every file here, none calls it) ---- */
 
 /* The request URL of url into *out (the caller frees it): itself for
  * http(s), the S3 endpoint URL of an s3:// one. */
@@ -269,9 +259,21 @@ void rstream_stop_all(struct remote *r);
 
 /* ---- rprefetch.c ---- */
 
-/* The prefetch state of r (workers start at the first hint); 0 or
- * -ENOMEM. */
-int rprefetch_new(struct remote *r);
+/* What rprefetch.c calls in remote.c, above it: given down by remote_new
+ * so that calls go one way (remote.c -> rprefetch.c, tests/calls.sh). */
+struct rprefetch_up {
+  /* remote_open */
+  int (*open)(struct remote *r, const char *url, uint64_t off, uint64_t len,
+              int allow_link_local, struct io_stats *stats,
+              struct bytesrc **out, struct zerr *err);
+  /* remote_request_url */
+  int (*request_url)(struct remote *r, const char *url, char **out,
+                     struct zerr *err);
+};
+
+/* The prefetch state of r (workers start at the first hint), calling
+ * remote.c through up (borrowed: static); 0 or -ENOMEM. */
+int rprefetch_new(struct remote *r, const struct rprefetch_up *up);
 
 /* Stop the prefetch workers and free their state; NULL-safe state. */
 void rprefetch_free(struct remote *r);
@@ -280,6 +282,18 @@ void rprefetch_free(struct remote *r);
 int rprefetch_hinted(struct remote *r, const struct memo_key *okey);
 
 /* ---- rflight.c ---- */
+
+/* memo fill of a block (a run starting there); ctx is a struct fetch. */
+int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
+                      struct zerr *err);
+
+/* Queue a job for the workers: a read-ahead run of s's object (fl NULL: a
+ * hint, dropped when the queue is full), or claimed run fl (referenced by
+ * the job; dst, o, len as for rflight_run_claimed; its reader waits for
+ * it). 0, or -1 when refused. */
+int remote_job_submit(struct rsrc *s, uint64_t block, uint32_t n,
+                      struct rflight *fl, uint8_t *dst, uint64_t o,
+                      uint64_t len);
 
 /* Claim blocks from b on (up to last, at most max of them) of object okey:
  * RFLIGHT_JOINED with *out another transfer bringing b (a reference),
@@ -332,7 +346,7 @@ void rflight_run_claimed(struct rsrc *s, struct rflight *f, uint8_t *dst,
 /* Read object bytes [o, o+len) of s (many blocks) into dst: blocks cached
  * or in flight taken, the missing runs fetched in parallel parts. */
 int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
-                       struct zerr *err);
+                       int hinted, struct zerr *err);
 
 /* Is block b of okey in flight? 1 and in *end the block after that
  * flight. delivered: also a block a reader's large read brought straight

@@ -4,11 +4,12 @@
  * is bringing waits for that transfer and takes the block from it,
  * instead of asking the server for the same bytes again. Large reads
  * (rflight_large_read) take what is cached or in flight and fetch the
- * missing runs in parallel parts.
+ * missing runs in parallel parts. The workers (remote_job_submit) run
+ * read-ahead and claimed runs through the flights too.
  *
- * Locks: remote.flock (a leaf but for memo_peek, whose memo lock it may
- * take under it; the memo never calls back into this file); no request
- * runs under it. */
+ * Locks: remote.lock (the workers' queue; a leaf); remote.flock (a leaf but for
+ * memo_peek, whose memo lock it may take under it; the memo never calls back
+ * into this file); no request runs under it. */
 #define _GNU_SOURCE
 #include "remote.h"
 #include "remote_int.h"
@@ -494,7 +495,7 @@ struct lrun {
  * the object (its prefetch would fetch them again otherwise), else
  * straight into dst, no copy and no eviction of what is cached. */
 int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
-                       struct zerr *err) {
+                       int hinted, struct zerr *err) {
   struct remote *r = s->r;
   size_t bs = r->cfg.block_size;
   uint64_t end = o + len, first = o / bs, last = (end - 1) / bs;
@@ -502,7 +503,7 @@ int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
   uint32_t part = (uint32_t)(r->cfg.max_request / bs);
   if (nb / DIRECT_PARTS < part)
     part = nb / DIRECT_PARTS > 1 ? (uint32_t)(nb / DIRECT_PARTS) : 1;
-  uint8_t *to = rprefetch_hinted(r, &s->key) ? NULL : dst;
+  uint8_t *to = hinted ? NULL : dst;
   struct lrun *runs = malloc(nb * sizeof *runs);
   if (!runs)
     return zerr_set(err, ENOMEM, "out of memory");
@@ -589,4 +590,95 @@ int rflight_large_read(struct rsrc *s, uint64_t o, size_t len, uint8_t *dst,
   if (rc < 0 && err && !err->code)
     zerr_set(err, -rc, "remote read failed");
   return rc;
+}
+
+/* ---- the workers: read-ahead runs and claimed runs ---- */
+
+/* memo fill of a block (a run starting there). */
+int remote_block_fill(void *ctx, struct zobj **obj, size_t *cost,
+                      struct zerr *err) {
+  struct fetch *f = ctx;
+  struct http_req q;
+  char cond[RV_COND_MAX];
+  rversion_request(f->s, &q, cond);
+  return rflight_get_block(f->s->r, &q, &f->s->key, f->block,
+                           f->block + f->n - 1, f->n, f->stats, obj, cost, NULL,
+                           err);
+}
+
+static void *ra_worker(void *arg);
+
+/* Queue a job: a read-ahead run (fl NULL: a hint, dropped when the queue
+ * is full or stopping), or a run a large read claimed (fl, referenced by
+ * the job; its reader fetches it itself when the job is refused or not
+ * started by then). 0, or -1 when refused. */
+int remote_job_submit(struct rsrc *s, uint64_t block, uint32_t n,
+                      struct rflight *fl, uint8_t *dst, uint64_t o,
+                      uint64_t len) {
+  struct remote *r = s->r;
+  if (!r->threads)
+    return -1;
+  pthread_mutex_lock(&r->lock);
+  /* Workers start at the first job, not in remote_new: the daemon forks
+   * (fuse_daemonize) after the context is made, and a fork keeps no
+   * threads. */
+  while (!r->started && r->n_threads < r->cfg.workers &&
+         pthread_create(&r->threads[r->n_threads], NULL, ra_worker, r) == 0)
+    r->n_threads++;
+  r->started = 1;
+  if (r->quit || r->qlen == RA_QUEUE || !r->n_threads) {
+    pthread_mutex_unlock(&r->lock);
+    return -1;
+  }
+  struct job *j = &r->queue[(r->qhead + r->qlen) % RA_QUEUE];
+  *j = (struct job){bytesrc_ref(&s->base), block, n, fl, dst, o, len};
+  if (fl)
+    rflight_ref(r, fl);
+  r->qlen++;
+  if (!fl)
+    atomic_fetch_add(&s->ra_inflight, 1);
+  pthread_cond_signal(&r->more);
+  pthread_mutex_unlock(&r->lock);
+  return 0;
+}
+
+/* A worker: fetch queued runs into the cache (no stats: the counters may
+ * belong to a store already gone), or a run a reader claimed (its reader
+ * waits for it, counters alive). */
+static void *ra_worker(void *arg) {
+  struct remote *r = arg;
+  for (;;) {
+    pthread_mutex_lock(&r->lock);
+    while (!r->quit && !r->qlen)
+      pthread_cond_wait(&r->more, &r->lock);
+    if (r->quit) {
+      pthread_mutex_unlock(&r->lock);
+      return NULL;
+    }
+    struct job j = r->queue[r->qhead];
+    r->qhead = (r->qhead + 1) % RA_QUEUE;
+    r->qlen--;
+    pthread_mutex_unlock(&r->lock);
+    struct rsrc *s = (struct rsrc *)j.src;
+    if (j.fl) {
+      if (!atomic_exchange(&j.fl->started, 1))
+        rflight_run_claimed(s, j.fl, j.dst, j.o, j.len, s->stats);
+      rflight_put(r, j.fl);
+      bytesrc_unref(j.src);
+      continue;
+    }
+    struct memo_key k = s->key;
+    k.v[0] = j.block;
+    struct fetch f = {s, j.block, j.n, NULL};
+    struct memo_ref *ref;
+    struct zerr e = {0};
+    uint64_t end;
+    /* A block in flight is someone's already: read-ahead never waits. */
+    if (!remote_block_cached(r, &s->key, j.block) &&
+        !rflight_covered(r, &s->key, j.block, 0, &end) &&
+        memo_get(r->memo, &k, remote_block_fill, &f, &ref, &e) == 0)
+      memo_release(r->memo, ref);
+    atomic_fetch_sub(&s->ra_inflight, 1);
+    bytesrc_unref(j.src);
+  }
 }

@@ -75,10 +75,11 @@ struct remote_pf {
   int n_threads, want_threads, started, quit;
   uint64_t budget, held, peak_held;
   int inflight, peak_inflight;
+  const struct rprefetch_up *up; /* remote.c's functions (static) */
 };
 
 /* The prefetch state of r (workers start at the first hint). */
-int rprefetch_new(struct remote *r) {
+int rprefetch_new(struct remote *r, const struct rprefetch_up *up) {
   struct remote_pf *pf = calloc(1, sizeof *pf);
   if (!pf)
     return -ENOMEM;
@@ -91,6 +92,7 @@ int rprefetch_new(struct remote *r) {
   if (pf->want_threads < 1)
     pf->want_threads = 1;
   pf->budget = r->cfg.cache_size / 4 * 3;
+  pf->up = up;
   r->pf = pf;
   return 0;
 }
@@ -153,8 +155,8 @@ static void pf_uncharge(struct remote_pf *pf, struct remote_hint *h,
 
 /* Fetch blocks [block, block+n) of src's object into the cache, for hint
  * h. */
-static void pf_fetch_run(struct rsrc *s, struct remote_hint *h,
-                         uint64_t block, uint32_t n) {
+static void pf_fetch_run(struct rsrc *s, struct remote_hint *h, uint64_t block,
+                         uint32_t n) {
   struct remote *r = s->r;
   for (uint64_t b = block; b < block + n; b++) {
     uint64_t end;
@@ -199,8 +201,8 @@ static void pf_run(struct remote *r, struct pf_job *j) {
   }
   struct bytesrc *src;
   struct zerr e = {0};
-  if (remote_open(r, h->url, 0, UINT64_MAX, h->allow_link_local, NULL, &src,
-                  &e) < 0)
+  if (r->pf->up->open(r, h->url, 0, UINT64_MAX, h->allow_link_local, NULL, &src,
+                      &e) < 0)
     return;
   size_t bs = r->cfg.block_size;
   uint64_t nblocks = (src->size + bs - 1) / bs;
@@ -340,7 +342,7 @@ int remote_prefetch(struct remote *r, const char *url, int allow_link_local,
   uint64_t charge = r->cfg.block_size, size;
   char *req_url;
   struct zerr e = {0};
-  if (!head_only && remote_request_url(r, url, &req_url, &e) == 0) {
+  if (!head_only && pf->up->request_url(r, url, &req_url, &e) == 0) {
     struct memo_key sk;
     remote_url_key(req_url, TAG_SIZE, &sk);
     if (memo_value_peek(r->memo, &sk, &size) && size > charge)

@@ -1,0 +1,359 @@
+/* ustream.c - units of interleaved strings (vlen-utf8) too large for the
+ * cache parsed as a stream as the reader advances (ustream.h), and their
+ * text sizes by one pass over the stream (unit.h: unit_stream_windowed,
+ * unit_size_streamed).
+ *
+ * One direction: unitwin.c calls ustream.c, ustream.c calls unit.c, never
+ * the other way (tests/calls.sh). */
+#include "ustream.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <pthread.h>
+
+#include "../../codecs/dstream.h"
+#include "../../codecs/sharding.h"
+
+/* ---- units of interleaved strings streamed in order ----
+ *
+ * vlen-utf8 and its aliases (codecs/vlen_interleaved.c) store a u32 LE
+ * count, then each element as a u32 LE length and its bytes: no index, so
+ * no partial decoder. Behind one zstd or gzip stage the chunk is decoded
+ * as a stream (codecs/dstream.h) and its elements parsed in order as the
+ * reader advances; the text of a read is rendered from just the elements
+ * it shows. A read before the parse position starts again from a mark (a
+ * recent read's first element) or from the chunk's start. */
+
+/* Where the parse stands: element k's header at stream byte pos, its line
+ * at text offset tpos. */
+struct ucur {
+  uint64_t k, pos, tpos;
+};
+
+/* Marks kept: the first elements of the latest reads, so that reads a
+ * little out of order (read-ahead, FUSE threads) need no restart. */
+#define USTREAM_MARKS 8
+
+/* A streamed unit (memo object at ELEVEL_DATA under its own tag): the
+ * stream, the parse position and marks, under a mutex. */
+struct ustream_obj {
+  struct zobj obj;
+  pthread_mutex_t lock;
+  struct bytesrc *ds;
+  struct ucur cur;
+  struct ucur mark[USTREAM_MARKS];
+  unsigned nmark;
+};
+
+/* Is a2b one of the interleaved vlen formats? */
+static int ustream_codec(const struct codec_impl *a2b) {
+  static const char *const names[] = {"vlen-utf8", "vlen-bytes",
+                                      "zarrs.vlen_v2"};
+  for (size_t i = 0; a2b && i < sizeof names / sizeof *names; i++)
+    if (!strcmp(a2b->name, names[i]))
+      return 1;
+  return 0;
+}
+
+/* Are n's units interleaved strings behind one streaming codec, with
+ * linear text? */
+static int unit_streamed(const struct znode *n, const uint64_t *idx) {
+  const struct chain *c = n->shard ? shard_inner_chain(n->shard) : n->chain;
+  const struct codec_impl *a2b;
+  return c && chain_stream_kind(c, &a2b) && ustream_codec(a2b) &&
+         unit_linear_text(n, idx);
+}
+
+/* Open unit j->idx's chunk as a stream (*out) and check its count: 1, 0
+ * when not stored, or negative. */
+static int ustream_open(struct unit_job *j, struct bytesrc **out,
+                        struct zerr *err) {
+  struct bytesrc *enc;
+  const struct chain *c;
+  const struct codec_impl *a2b;
+  int rc = unit_encoded(j, &enc, &c, err);
+  if (rc <= 0)
+    return rc;
+  /* The decoded size is not stored: the stream is read only as far as
+   * the elements reach, and a stream ending before that fails. */
+  rc = dstream_open(chain_stream_kind(c, &a2b), enc, UINT64_MAX, &j->e->env,
+                    out, err);
+  bytesrc_unref(enc);
+  if (rc < 0)
+    return rc;
+  uint8_t h[4];
+  struct codec_spec tmp;
+  uint64_t want = node_chunk_spec(j->n, j->idx, &tmp)->nelem;
+  rc = bytesrc_read_range(*out, 0, 4, h, err);
+  uint32_t count = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+                   (uint32_t)h[3] << 24;
+  if (rc == 0 && count != want)
+    rc = zerr_set(err, EIO, "%s: header says %u elements, chunk has %llu",
+                  a2b->name, count, (unsigned long long)want);
+  if (rc < 0) {
+    bytesrc_unref(*out);
+    *out = NULL;
+    return rc;
+  }
+  return 1;
+}
+
+/* The length of the element at c->pos (its u32 LE header). */
+static int ustream_len(struct bytesrc *ds, const struct ucur *c, uint32_t *len,
+                       struct zerr *err) {
+  uint8_t h[4];
+  ZTRY(bytesrc_read_range(ds, c->pos, 4, h, err));
+  *len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+         (uint32_t)h[3] << 24;
+  return 0;
+}
+
+/* Step c past its element of len bytes. */
+static void ustream_step(const struct dtype *dt, struct ucur *c, uint32_t len) {
+  c->pos += 4 + (uint64_t)len;
+  c->tpos += text_var_len(dt, len) + 1;
+  c->k++;
+}
+
+/* Is unit idx streamed and too large to decode whole (unit_windowed's
+ * rule: 9 bytes an element past a quarter of the cache)? */
+/* See unit.h. */
+int unit_stream_windowed(const struct engine *e, const struct znode *n,
+                         const uint64_t *idx) {
+  uint64_t held = unit_nin(n, idx) * 9;
+  return unit_streamed(n, idx) && held >= UNIT_WINDOW_MIN &&
+         held > e->cache_size / 4;
+}
+
+/* See unit.h. */
+int unit_size_streamed(struct engine *e, const struct znode *n,
+                       const uint64_t *idx, uint64_t *value, struct zerr *err) {
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  struct unit_job j = {e, n, idx, key, NULL, 0, 0, 0, 0};
+  struct bytesrc *ds;
+  int rc = ustream_open(&j, &ds, err);
+  if (rc <= 0)
+    return rc < 0 ? rc : 1; /* a fill unit: the whole decode knows its size */
+  uint64_t nin = unit_nin(n, idx);
+  struct ucur c = {0, 4, 0};
+  while (rc >= 0 && c.k < nin) {
+    uint32_t len;
+    rc = ustream_len(ds, &c, &len, err);
+    if (rc == 0)
+      ustream_step(&n->form.dt, &c, len);
+    if (rc == 0 && (c.k & 0xffff) == 0)
+      rc = engine_check_stop(e, err);
+  }
+  /* the last element's bytes are there: the parse reads them */
+  if (rc == 0 && c.pos > 4)
+    rc = bytesrc_read_range(ds, c.pos - 1, 1, (uint8_t[1]){0}, err);
+  bytesrc_unref(ds);
+  if (rc < 0)
+    return rc;
+  *value = c.tpos;
+  return 0;
+}
+
+/* Release a streamed unit. */
+static void ustream_destroy(struct zobj *o) {
+  struct ustream_obj *u = (struct ustream_obj *)o;
+  bytesrc_unref(u->ds);
+  pthread_mutex_destroy(&u->lock);
+  free(u);
+}
+
+/* Fill: open unit j->idx as a stream (not stored: -ENOTSUP, read it the
+ * usual way). */
+static int ustream_fill(void *ctx, struct zobj **obj, size_t *cost,
+                        struct zerr *err) {
+  struct unit_job *j = ctx;
+  struct ustream_obj *u = calloc(1, sizeof *u);
+  if (!u)
+    return zerr_set(err, ENOMEM, "out of memory");
+  if (pthread_mutex_init(&u->lock, NULL) != 0) {
+    free(u);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  zobj_init(&u->obj, ustream_destroy);
+  int rc = engine_check_stop(j->e, err);
+  if (rc == 0)
+    rc = ustream_open(j, &u->ds, err);
+  if (rc == 0)
+    rc = zerr_set(err, ENOTSUP, "not stored");
+  if (rc < 0) {
+    zobj_put(&u->obj);
+    if (rc == -ENOTSUP)
+      return rc;
+    unit_log_failure(j->e, j->key, err);
+    return zerr_prefix(err, "chunk %s: ", j->key);
+  }
+  engine_req_note_unit();
+  stats_add(&j->e->stats.decodes, 1);
+  u->cur = (struct ucur){0, 4, 0};
+  *obj = &u->obj;
+  *cost = sizeof *u + dstream_cost(u->ds);
+  return 0;
+}
+
+/* Elements rendered per step of a streamed read. */
+#define USTREAM_BATCH 4096
+
+/* Render elements from c on (their lines cover text [c->tpos, ...)) into
+ * dst for text [off, off+len), off >= c->tpos, at most USTREAM_BATCH of
+ * them: *got bytes; c advances past the elements whose lines end within
+ * the range, or to the element holding the range's end. */
+static int ustream_batch(struct engine *e, const struct znode *n,
+                         const uint64_t *idx, uint64_t nin, struct bytesrc *ds,
+                         struct ucur *c, uint64_t off, size_t len, char *dst,
+                         size_t *got, struct zerr *err) {
+  const struct dtype *dt = &n->form.dt;
+  uint64_t *o = malloc((USTREAM_BATCH + 1) * sizeof *o);
+  size_t cap = 4096, used = 0;
+  uint8_t *buf = malloc(cap);
+  int rc = o && buf ? 0 : zerr_set(err, ENOMEM, "out of memory");
+  struct ucur s = *c, q = *c, prev = *c;
+  uint64_t b = 0, end = off + len;
+  if (o)
+    o[0] = 0;
+  while (rc == 0 && b < USTREAM_BATCH && q.k < nin && q.tpos < end) {
+    uint32_t l;
+    rc = ustream_len(ds, &q, &l, err);
+    if (rc == 0 && used + l > cap) {
+      size_t nc = cap;
+      while (used + l > nc)
+        nc *= 2;
+      uint8_t *nb = nc > e->env.max_decoded ? NULL : realloc(buf, nc);
+      if (!nb)
+        rc = zerr_set(err, ENOMEM, "out of memory for %zu bytes", nc);
+      else {
+        buf = nb;
+        cap = nc;
+      }
+    }
+    if (rc == 0)
+      rc = bytesrc_read_range(ds, q.pos + 4, l, buf + used, err);
+    if (rc < 0)
+      break;
+    used += l;
+    o[++b] = used;
+    prev = q;
+    ustream_step(dt, &q, l);
+  }
+  struct abytes *ab = NULL;
+  if (rc == 0 && b) {
+    ab = abytes_alloc();
+    uint8_t *fit = realloc(buf, used ? used : 1);
+    if (fit)
+      buf = fit;
+    if (ab)
+      ab->data = bytesrc_from_mem(buf, used);
+    if (!ab || !ab->data)
+      rc = zerr_set(err, ENOMEM, "out of memory");
+    else
+      buf = NULL;
+  }
+  *got = 0;
+  if (rc == 0 && b) {
+    struct text_form f1 = n->form;
+    f1.ndim = 1;
+    f1.shape[0] = b;
+    f1.edge[0] = NULL;
+    f1.note_idx = idx; /* what its text shows is said of this unit */
+    ab->n = b;
+    ab->offsets = o;
+    o = NULL;
+    ab->data_len = used;
+    struct chunk_text *ct;
+    uint64_t zero = 0;
+    rc = text_layout(&f1, &b, &zero, ab, e->env.max_decoded, 0, NULL,
+                     &e->stopping, &ct, err);
+    ab = NULL; /* the layout owns it now */
+    if (rc == 0) {
+      uint64_t want = (q.tpos < end ? q.tpos : end) - off;
+      long r =
+          text_read(ct, ct->ab->data, off - s.tpos, (size_t)want, dst, err);
+      zobj_put(&ct->obj);
+      if (r < 0)
+        rc = (int)r;
+      else if ((uint64_t)r != want)
+        rc = zerr_set(err, EIO, "text of %llu elements is short",
+                      (unsigned long long)b);
+      else
+        *got = (size_t)r;
+    }
+  }
+  abytes_free(ab);
+  free(o);
+  free(buf);
+  if (rc == 0)
+    *c = q.tpos > end ? prev : q;
+  return rc;
+}
+
+/* Read text [off, off+len) of streamed unit u (locked): from the parse
+ * position, a mark, or the start, whichever is the latest at or before
+ * off. */
+static long ustream_read_locked(struct engine *e, const struct znode *n,
+                                const uint64_t *idx, uint64_t nin,
+                                struct ustream_obj *u, uint64_t off, size_t len,
+                                char *dst, struct zerr *err) {
+  struct ucur c = {0, 4, 0};
+  if (u->cur.tpos <= off)
+    c = u->cur;
+  else
+    for (unsigned i = 0; i < u->nmark && i < USTREAM_MARKS; i++)
+      if (u->mark[i].tpos <= off && u->mark[i].tpos >= c.tpos)
+        c = u->mark[i];
+  /* Skip to the element whose line holds off. */
+  int rc = 0;
+  while (rc == 0 && c.k < nin) {
+    uint32_t l;
+    rc = ustream_len(u->ds, &c, &l, err);
+    if (rc == 0 && c.tpos + text_var_len(&n->form.dt, l) + 1 > off)
+      break;
+    if (rc == 0)
+      ustream_step(&n->form.dt, &c, l);
+  }
+  if (rc < 0)
+    return rc;
+  if (c.k < nin)
+    u->mark[u->nmark++ % USTREAM_MARKS] = c;
+  size_t done = 0;
+  while (done < len && c.k < nin) {
+    size_t got;
+    ZTRY(ustream_batch(e, n, idx, nin, u->ds, &c, off + done, len - done,
+                       dst + done, &got, err));
+    done += got;
+  }
+  u->cur = c;
+  return (long)done;
+}
+
+/* See ustream.h. */
+long ustream_read(struct engine *e, const struct znode *n, const uint64_t *idx,
+                  uint64_t off, size_t len, char *dst, struct memo_ref **pin,
+                  struct zerr *err) {
+  if (!unit_stream_windowed(e, n, idx))
+    return -ENOTSUP;
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  static const uint64_t tag = 0x75746638737472ull; /* apart from wdata */
+  struct memo_key k;
+  node_key(&k, ELEVEL_DATA, n, idx, &tag, 1);
+  struct unit_job j = {e, n, idx, key, NULL, 0, 0, 0, 0};
+  ZTRY(memo_get(e->memo, &k, ustream_fill, &j, pin, err));
+  struct ustream_obj *u = (struct ustream_obj *)memo_obj(*pin);
+  pthread_mutex_lock(&u->lock);
+  long got =
+      ustream_read_locked(e, n, idx, unit_nin(n, idx), u, off, len, dst, err);
+  if (got < 0) /* the stream is broken there: start over next time */
+    u->cur = (struct ucur){0, 4, 0}, u->nmark = 0;
+  pthread_mutex_unlock(&u->lock);
+  if (got < 0) {
+    unit_log_failure(e, key, err);
+    zerr_prefix(err, "chunk %s: ", key);
+  }
+  return got;
+}
