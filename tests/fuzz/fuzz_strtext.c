@@ -73,7 +73,8 @@ FUZZ_TARGET(strtext) {
     eo[n + 1] = eo[n] + len;
     n++;
   }
-  size_t tsize = nbytes + (size_t)n;
+  /* the elements may stop short of the bytes (at STRTEXT_MAX of them) */
+  size_t tsize = (size_t)(eo[n] - base) + (size_t)n;
   char *want = malloc(tsize + 1), *got = malloc(tsize + 1);
   uint8_t *copy = malloc(nbytes + 1);
   if (!want || !got || !copy)
