@@ -81,6 +81,7 @@ struct view_cursor {
   uint64_t seq;        /* bytes it has read in sequence up to there */
   uint64_t ahead_next; /* next region-linear unit to queue */
   size_t est;          /* cost of a unit lately read */
+  int scan;            /* cursor_note_scan */
   struct ahead_slot slot[CURSOR_AHEAD_MAX];
   /* Chunks named to the store ahead (store_prefetch), oldest first. */
   uint64_t pf_next; /* next region-linear unit to name */
@@ -228,8 +229,11 @@ void cursor_keep(struct engine *e, struct view_cursor *c, struct memo_ref *r,
     memmove(c->win + 1, c->win, (size_t)i * sizeof c->win[0]);
     c->win[0] = r;
   }
+  int scan = c->scan;
   pthread_mutex_unlock(&c->lock);
   memo_release(e->memo, drop);
+  if (scan)
+    cursor_trim(e, c, 2);
   /* Readers use their newest one or two windows; older ones only spare
    * a decode when the cache cannot hold them, so they go first when
    * everything pinned outgrows the cache, and all go past the cap. */
@@ -630,6 +634,8 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
   uint64_t depth = c->est ? e->ahead_budget / c->est : 1;
   if (depth > CURSOR_AHEAD_MAX)
     depth = CURSOR_AHEAD_MAX;
+  if (c->scan && depth > (uint64_t)pool_threads(e->ahead) + 1)
+    depth = (uint64_t)pool_threads(e->ahead) + 1;
   if (c->ahead_next < first)
     c->ahead_next = first;
   while (c->ahead_next < r->nunits && c->ahead_next < first + depth &&
@@ -664,6 +670,15 @@ void cursor_note_cost(struct view_cursor *c, size_t cost) {
     return;
   pthread_mutex_lock(&c->lock);
   c->est = cost;
+  pthread_mutex_unlock(&c->lock);
+}
+
+/* See cursor.h. */
+void cursor_note_scan(struct view_cursor *c) {
+  if (!c)
+    return;
+  pthread_mutex_lock(&c->lock);
+  c->scan = 1;
   pthread_mutex_unlock(&c->lock);
 }
 

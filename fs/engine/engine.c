@@ -55,6 +55,14 @@ struct watch_line {
   char msg[256];
 };
 
+/* Hand the free memory of malloc's heaps back to the system. */
+static void engine_trim(struct engine *e) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+  atomic_fetch_add_explicit(&e->trims, 1, memory_order_relaxed);
+}
+
 /* Thread: once a second, find the requests running longer than slow_ns
  * not said yet, and say each once. */
 static void *watchdog_run(void *arg) {
@@ -87,7 +95,12 @@ static void *watchdog_run(void *arg) {
                                                         memory_order_relaxed));
       nl++;
     }
+    int trim = !e->reqs && !e->trimmed && now - e->idle_ns >= e->idle_trim_ns;
+    if (trim)
+      e->trimmed = 1;
     pthread_mutex_unlock(&e->reqs_lock);
+    if (trim)
+      engine_trim(e);
     for (int i = 0; i < nl; i++)
       logonce_log(e->log, ZLOG_INFO, e->store->location, lines[i].what,
                   lines[i].msg);
@@ -135,6 +148,10 @@ void engine_req_end(struct engine *e, struct engine_req *r) {
     e->reqs = r->next;
   if (r->next)
     r->next->prev = r->prev;
+  if (!e->reqs) {
+    e->idle_ns = now_ns();
+    e->trimmed = 0;
+  }
   pthread_mutex_unlock(&e->reqs_lock);
 }
 
@@ -155,8 +172,33 @@ static void watchdog_stop(struct engine *e) {
     pthread_join(e->watchdog, NULL);
 }
 
-/* Blocks from this size up are mapped and unmapped on their own. */
-#define ENGINE_MMAP_THRESHOLD (4u << 20)
+/* What a reader in sequence of a view larger than a quarter of the cache
+ * has passed is kept within this part of the cache (memo_scan,
+ * unit_passing): the units behind it are let go as it goes and their
+ * pages reused by the units ahead, so a cat grows the daemon by its
+ * working set, not by its text up to cache_size (those fresh pages, each
+ * zeroed by the kernel, were up to 40% of a fresh cat's CPU). */
+#define ENGINE_SCAN_PART 16
+
+/* Blocks from an eighth of the cache up (at least 4 MiB, at most 32 MiB,
+ * glibc's ceiling) are mapped and unmapped on their own; smaller ones
+ * come from malloc's heaps, which keep a freed block's pages for the next
+ * (up to twice that size free at a heap's top; the rest when idle,
+ * ENGINE_IDLE_TRIM_NS). A decoded chunk, its text or a zstd output of a
+ * few MB mapped fresh for each chunk had the kernel zero its pages every
+ * time: a `cat` of 10 chunks of 1M float64 faulted some 280 MB for a
+ * working set of 100 MB (decoded twice: its size, then its text), and
+ * the page clearing was up to 40% of the daemon's CPU. A fixed 4 MiB
+ * keeps a small cache's bound (glibc's own threshold rises to the largest
+ * block freed, up to 32 MiB, and a 48 MB unit read with a 16 MiB cache
+ * then peaked at 94 MB instead of 69 MB); a large cache has room for what
+ * the heaps keep. */
+#define ENGINE_MMAP_MIN ((size_t)4 << 20)
+#define ENGINE_MMAP_MAX ((size_t)32 << 20)
+
+/* Idle this long (no request in flight), the daemon hands what malloc's
+ * heaps keep free back to the system (malloc_trim): once per idle spell. */
+#define ENGINE_IDLE_TRIM_NS 2000000000ull
 
 /* Build the engine. */
 int engine_new(struct store *store, const struct engine_config *cfg,
@@ -171,13 +213,18 @@ int engine_new(struct store *store, const struct engine_config *cfg,
    * keep their pages when they are freed, and the daemon's peak is no
    * longer what it holds (94 MB instead of 69 MB for a 48 MB unit read
    * with a 16 MiB cache). Process-wide, and the same for every engine. */
-  mallopt(M_MMAP_THRESHOLD, ENGINE_MMAP_THRESHOLD);
-  mallopt(M_TRIM_THRESHOLD, 4 * ENGINE_MMAP_THRESHOLD);
+  size_t mt = cfg->cache_size / 8;
+  mt = mt < ENGINE_MMAP_MIN ? ENGINE_MMAP_MIN
+       : mt > ENGINE_MMAP_MAX ? ENGINE_MMAP_MAX
+                              : mt;
+  mallopt(M_MMAP_THRESHOLD, (int)mt);
+  mallopt(M_TRIM_THRESHOLD, (int)(2 * mt));
   atomic_init(&e->stopping, 0);
   pthread_mutex_init(&e->subs_lock, NULL);
   pthread_mutex_init(&e->reqs_lock, NULL);
   pthread_cond_init(&e->reqs_cond, NULL);
   e->slow_ns = ENGINE_SLOW_REQUEST_NS;
+  e->idle_trim_ns = ENGINE_IDLE_TRIM_NS;
   e->table_learn_ns = ENGINE_TABLE_LEARN_NS;
   e->cfg = *cfg;
   e->ic = icechunk_of_store(store);
@@ -185,7 +232,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
     icechunk_ref(e->ic);
   struct memo_config mc = {cfg->cache_size,
                            cfg->size_table_max ? cfg->size_table_max : 1 << 20,
-                           &e->stopping};
+                           &e->stopping, cfg->cache_size / ENGINE_SCAN_PART};
   e->store = store;
   e->env.max_decoded = cfg->max_decoded;
   e->env.stop = &e->stopping;

@@ -205,6 +205,11 @@ struct engine {
   pthread_t watchdog;
   uint64_t slow_ns;          /* ENGINE_SLOW_REQUEST_NS (reqs_lock: tests
                                 change it) */
+  uint64_t idle_ns;          /* when the last request ended (reqs_lock) */
+  int trimmed;               /* malloc_trim ran since then (reqs_lock) */
+  uint64_t idle_trim_ns;     /* ENGINE_IDLE_TRIM_NS (reqs_lock: tests
+                                change it) */
+  _Atomic uint64_t trims;    /* idle trims done (for tests) */
   struct lxindex *lx;       /* owned: the persistent layout index
                                (src/store/lxindex.h), or NULL (none, or
                                a remote store); set by engine_set_index

@@ -633,6 +633,25 @@ int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
 }
 
 /* See unit.h. */
+int unit_passing(struct engine *e, const struct znode *n,
+                 struct memo_ref *ref, struct memo_ref *dref) {
+  if (!ref)
+    return 0;
+  const struct chunk_text *ct = unit_of_ref(ref);
+  long double units = 1;
+  for (int d = 0; d < n->meta->ndim; d++)
+    units *= n->ugrid[d];
+  size_t cost = ct->cost;
+  if (dref)
+    cost += memo_cost(dref);
+  if ((long double)cost * units <= (long double)e->cache_size / 4)
+    return 0;
+  memo_scan(e->memo, ref);
+  memo_scan(e->memo, dref);
+  return 1;
+}
+
+/* See unit.h. */
 int unit_linear_text(const struct znode *n, const uint64_t *idx) {
   if (n->form.csv ||
       (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES))

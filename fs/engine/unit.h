@@ -74,6 +74,18 @@ int unit_windowed(const struct engine *e, const struct znode *n,
                   const uint64_t *idx);
 #define UNIT_WINDOW_MIN (1u << 20)
 
+/* A reader in sequence is done with unit pin `ref` (and its data pin
+ * `dref`; either may be NULL) of a view whose text is more than the
+ * cache keeps for its own sake (the unit's cost times the view's units
+ * past a quarter of cache_size, lsize's rule for keeping nothing while
+ * learning sizes): mark them passed through (memo_scan), so what the
+ * reader has passed is let go within the memo's scan budget and its
+ * memory reused by the units after it, instead of each unit kept and the
+ * daemon grown by fresh (zeroed) pages up to cache_size. 1 when marked,
+ * else 0. */
+int unit_passing(struct engine *e, const struct znode *n,
+                 struct memo_ref *ref, struct memo_ref *dref);
+
 /* Read text [off, off+len) of a unit that unit_windowed says is read in
  * windows: offsets and (plain) element bytes read where they lie for just
  * the range. Element bytes behind zstd or gzip are decoded as a stream

@@ -112,6 +112,8 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
     cursor_note_cost(c, ct->cost + (rct != ct ? rct->cost : 0) +
                             (data && data->mem ? (size_t)data->size : 0));
   bytesrc_unref(data);
+  if (q->seq && unit_passing(e, n, ref, dref))
+    cursor_note_scan(c);
   cursor_keep(e, c, dref, 0);
   cursor_keep(e, c, ref, 0);
   return got;
