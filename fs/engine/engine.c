@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../../src/store/icechunk/icechunk.h"
 #include "node.h"
@@ -196,6 +197,17 @@ static void watchdog_stop(struct engine *e) {
 #define ENGINE_MMAP_MIN ((size_t)4 << 20)
 #define ENGINE_MMAP_MAX ((size_t)32 << 20)
 
+/* malloc's arenas: one per core, 2 to 4. glibc makes up to 8 a core, one
+ * for each thread that allocates while the others' are busy (16 FUSE
+ * threads, the workers), and a block freed goes back to the arena that
+ * made it, where only the threads of that arena reuse it: a `cat` of the
+ * 200,000-chunk kerchunk archive (small units made on one thread, freed
+ * on another) peaked at 300-325 MiB with 16 arenas, 204 MiB with 4, 156
+ * MiB with 2 (bound 320 MiB), with no cost in wall time above the noise
+ * of the 2-core VM. */
+#define ENGINE_ARENAS_MIN 2
+#define ENGINE_ARENAS_MAX 4
+
 /* Idle this long (no request in flight), the daemon hands what malloc's
  * heaps keep free back to the system (malloc_trim): once per idle spell. */
 #define ENGINE_IDLE_TRIM_NS 2000000000ull
@@ -219,6 +231,10 @@ int engine_new(struct store *store, const struct engine_config *cfg,
                               : mt;
   mallopt(M_MMAP_THRESHOLD, (int)mt);
   mallopt(M_TRIM_THRESHOLD, (int)(2 * mt));
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  mallopt(M_ARENA_MAX, ncpu < ENGINE_ARENAS_MIN   ? ENGINE_ARENAS_MIN
+                       : ncpu > ENGINE_ARENAS_MAX ? ENGINE_ARENAS_MAX
+                                                  : (int)ncpu);
   atomic_init(&e->stopping, 0);
   pthread_mutex_init(&e->subs_lock, NULL);
   pthread_mutex_init(&e->reqs_lock, NULL);

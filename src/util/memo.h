@@ -37,8 +37,12 @@
  * with -EINTR once the stop flag (memo_config.stop) is set, or the waiting
  * thread's request is abandoned (src/util/cancel.h).
  *
- * Lock: struct memo.lock guards the table, both LRU lists and every entry's
- * state; it is a leaf lock (no other lock is taken while holding it). */
+ * Scans. An object marked by memo_scan (what a reader going through more
+ * than the cache keeps has passed) waits unpinned on a list of its own,
+ * bounded by scan_budget and evicted first.
+ *
+ * Lock: struct memo.lock guards the table, the LRU and scan lists and every
+ * entry's state; it is a leaf lock (no other lock is taken while holding it). */
 #ifndef ZARRFS_MEMO_H
 #define ZARRFS_MEMO_H
 
