@@ -136,7 +136,6 @@ struct job {
   int calls;        /* fills run (atomic) */
   size_t cost;      /* cost to report */
   int fail;         /* negative errno to fail with, or 0 */
-  int sleep_ms;     /* hold the fill this long */
   atomic_int *hold; /* if set: hold the fill until *hold is 0 (10 s at most) */
   int *freed;
   struct memo *m; /* for nested gets */
@@ -148,8 +147,6 @@ struct job {
 static int fill(void *ctx, struct zobj **obj, size_t *cost, struct zerr *err) {
   struct job *j = ctx;
   __atomic_add_fetch(&j->calls, 1, __ATOMIC_RELAXED);
-  if (j->sleep_ms)
-    usleep((useconds_t)j->sleep_ms * 1000);
   for (int i = 0; j->hold && atomic_load(j->hold) && i < 10000; i++)
     usleep(1000);
   if (j->nested_level) {
@@ -288,6 +285,7 @@ struct getter {
   struct job *j;
   struct memo_key k;
   int rc;
+  atomic_int *entered; /* if set: counted up just before the get */
 };
 
 /* Get, hold briefly, release. */
@@ -295,37 +293,55 @@ static void *getter_run(void *p) {
   struct getter *g = p;
   struct zerr err = {0};
   struct memo_ref *r;
+  if (g->entered)
+    atomic_fetch_add(g->entered, 1);
   g->rc = memo_get(g->m, &g->k, fill, g->j, &r, &err);
   if (g->rc == 0)
     memo_release(g->m, r);
   return NULL;
 }
 
-START_TEST(single_flight) {
-  struct memo *m = memo_make(1 << 20, 100, NULL);
-  struct job j = {.cost = 10, .sleep_ms = 100};
+/* Eight getters of one key while its fill is held: one fill, and a
+ * failure reaches every waiter once too. The fill is held (no fixed wait)
+ * until it has started and every other getter has entered memo_get; a
+ * getter that gets there after the release finds the value (or the
+ * remembered failure), so one fill holds whatever the scheduling. */
+static void single_flight_of(struct memo *m, struct job *j, uint64_t id,
+                             int want_rc) {
+  atomic_int hold, entered;
+  atomic_init(&hold, 1);
+  atomic_init(&entered, 0);
+  j->hold = &hold;
   pthread_t t[8];
   struct getter g[8];
-  for (int i = 0; i < 8; i++) {
-    g[i] = (struct getter){m, &j, key(2, 42), -1};
+  g[0] = (struct getter){m, j, key(2, id), -1, NULL};
+  pthread_create(&t[0], NULL, getter_run, &g[0]);
+  for (int i = 0; !__atomic_load_n(&j->calls, __ATOMIC_RELAXED) && i < 10000;
+       i++)
+    usleep(1000);
+  ck_assert_int_eq(__atomic_load_n(&j->calls, __ATOMIC_RELAXED), 1);
+  for (int i = 1; i < 8; i++) {
+    g[i] = (struct getter){m, j, key(2, id), -1, &entered};
     pthread_create(&t[i], NULL, getter_run, &g[i]);
   }
+  for (int i = 0; atomic_load(&entered) < 7 && i < 10000; i++)
+    usleep(1000);
+  ck_assert_int_eq(atomic_load(&entered), 7);
+  atomic_store(&hold, 0);
   for (int i = 0; i < 8; i++) {
     pthread_join(t[i], NULL);
-    ck_assert_int_eq(g[i].rc, 0);
+    ck_assert_int_eq(g[i].rc, want_rc);
   }
-  ck_assert_int_eq(j.calls, 1);
-  /* A failure reaches every waiter once too. */
-  struct job bad = {.fail = -EIO, .sleep_ms = 100};
-  for (int i = 0; i < 8; i++) {
-    g[i] = (struct getter){m, &bad, key(2, 43), 0};
-    pthread_create(&t[i], NULL, getter_run, &g[i]);
-  }
-  for (int i = 0; i < 8; i++) {
-    pthread_join(t[i], NULL);
-    ck_assert_int_eq(g[i].rc, -EIO);
-  }
-  ck_assert_int_eq(bad.calls, 1);
+  ck_assert_int_eq(j->calls, 1);
+  j->hold = NULL;
+}
+
+START_TEST(single_flight) {
+  struct memo *m = memo_make(1 << 20, 100, NULL);
+  struct job j = {.cost = 10};
+  single_flight_of(m, &j, 42, 0);
+  struct job bad = {.fail = -EIO};
+  single_flight_of(m, &bad, 43, -EIO);
   memo_free(m);
 }
 END_TEST
@@ -337,7 +353,7 @@ START_TEST(present_while_filling) {
   struct memo *m = memo_make(1 << 20, 100, NULL);
   atomic_int hold = 1;
   struct job j = {.cost = 10, .hold = &hold};
-  struct getter g = {m, &j, key(2, 40), 0};
+  struct getter g = {m, &j, key(2, 40), 0, NULL};
   ck_assert_int_eq(memo_present(m, &g.k), 0);
   pthread_t t;
   ck_assert_int_eq(pthread_create(&t, NULL, getter_run, &g), 0);
@@ -383,16 +399,6 @@ START_TEST(wait_rule_is_checked) {
 }
 END_TEST
 
-/* Set the stop flag after a delay. */
-struct stopper {
-  atomic_int *flag;
-};
-static void *stop_later(void *p) {
-  usleep(100000);
-  atomic_store(((struct stopper *)p)->flag, 1);
-  return NULL;
-}
-
 START_TEST(stop_ends_waits) {
   /* The fill is held until the waiter has returned, so the waiter meets
    * a pending entry whenever its thread gets to run: the stop must end
@@ -402,10 +408,9 @@ START_TEST(stop_ends_waits) {
   atomic_init(&hold, 1);
   struct memo *m = memo_make(1 << 20, 100, &stop);
   struct job slow = {.cost = 1, .hold = &hold};
-  pthread_t filler, waiter, st;
-  struct getter gf = {m, &slow, key(2, 9), -1};
-  struct getter gw = {m, &slow, key(2, 9), -1};
-  struct stopper sp = {&stop};
+  pthread_t filler, waiter;
+  struct getter gf = {m, &slow, key(2, 9), -1, NULL};
+  struct getter gw = {m, &slow, key(2, 9), -1, NULL};
   pthread_create(&filler, NULL, getter_run, &gf);
   /* the filler is inside its fill before the waiter starts */
   for (int i = 0; !__atomic_load_n(&slow.calls, __ATOMIC_RELAXED) && i < 10000;
@@ -413,12 +418,11 @@ START_TEST(stop_ends_waits) {
     usleep(1000);
   ck_assert_int_eq(__atomic_load_n(&slow.calls, __ATOMIC_RELAXED), 1);
   pthread_create(&waiter, NULL, getter_run, &gw);
-  pthread_create(&st, NULL, stop_later, &sp);
+  atomic_store(&stop, 1); /* before or during its wait: either ends it */
   pthread_join(waiter, NULL); /* returns while the fill is still held */
   ck_assert_int_eq(gw.rc, -EINTR);
   ck_assert_int_eq(__atomic_load_n(&slow.calls, __ATOMIC_RELAXED), 1);
   atomic_store(&hold, 0);
-  pthread_join(st, NULL);
   pthread_join(filler, NULL);
   ck_assert_int_eq(gf.rc, 0);
   memo_free(m);
@@ -446,8 +450,8 @@ START_TEST(cancel_ends_a_wait) {
   atomic_init(&hold, 1);
   struct memo *m = memo_make(1 << 20, 100, NULL);
   struct job slow = {.cost = 1, .hold = &hold};
-  struct getter gf = {m, &slow, key(2, 9), -1};
-  struct cgetter cw = {{m, &slow, key(2, 9), -1}, {0}};
+  struct getter gf = {m, &slow, key(2, 9), -1, NULL};
+  struct cgetter cw = {{m, &slow, key(2, 9), -1, NULL}, {0}};
   cancel_init(&cw.tok);
   pthread_t filler, waiter;
   pthread_create(&filler, NULL, getter_run, &gf);
@@ -550,7 +554,7 @@ START_TEST(threads) {
   pthread_t t[8];
   struct getter g[8];
   for (int i = 0; i < 8; i++) {
-    g[i] = (struct getter){m, &j, key(2, 0), i};
+    g[i] = (struct getter){m, &j, key(2, 0), i, NULL};
     pthread_create(&t[i], NULL, hammer, &g[i]);
   }
   for (int i = 0; i < 8; i++)

@@ -189,9 +189,14 @@ END_TEST
 
 static atomic_int stop_flag;
 
+/* Raise the stop flag once client arg's request is under way (counted
+ * just before the transfer starts: the server stalls its headers, so the
+ * stop lands in the transfer); at most 10 s of polling, never a fixed
+ * wait. Raised earlier, the answer is -EINTR all the same. */
 static void *raise_stop(void *arg) {
-  (void)arg;
-  nanosleep(&(struct timespec){0, 300000000L}, NULL);
+  const struct http_client *h = arg;
+  for (int i = 0; i < 5000 && http_requests(h) < 1; i++)
+    nanosleep(&(struct timespec){0, 2000000L}, NULL);
   atomic_store(&stop_flag, 1);
   return NULL;
 }
@@ -200,7 +205,7 @@ START_TEST(test_stop_interrupts) {
   atomic_store(&stop_flag, 0);
   struct http_client *h = client(5, 60000, 120000, &stop_flag);
   pthread_t t;
-  pthread_create(&t, NULL, raise_stop, NULL);
+  pthread_create(&t, NULL, raise_stop, h);
   uint8_t buf[100];
   size_t got;
   struct zerr e = {0};
@@ -410,17 +415,28 @@ static uint64_t served_bytes(const char *pat) {
   return sum;
 }
 
-/* served_bytes once the server has logged at least want bytes (it logs an
- * answer after its last byte is sent, so a client may have them all
- * before the line is written), or after 5 s: then whatever it says. A
- * short settle after that lets a late extra answer show too. */
-static uint64_t served_settled(const char *pat, uint64_t want) {
-  uint64_t got = served_bytes(pat);
-  for (int i = 0; i < 2500 && got < want; i++) {
+/* Lines of the server's log whose request holds pat. */
+static uint64_t served_answers(const char *pat) {
+  FILE *f = fopen(logpath, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[2048];
+  uint64_t n = 0;
+  while (fgets(line, sizeof line, f))
+    n += strstr(line, pat) != NULL;
+  fclose(f);
+  return n;
+}
+
+/* served_bytes once the server has logged every one of the nreq requests
+ * the client made for pat and at least want bytes (it logs an answer
+ * after its last byte is sent, so a client may have them all before the
+ * line is written), or after 5 s: then whatever it says. With every
+ * request logged, no late extra answer can follow: no fixed settle. */
+static uint64_t served_settled(const char *pat, uint64_t want, uint64_t nreq) {
+  for (int i = 0; i < 2500 && (served_bytes(pat) < want ||
+                               served_answers(pat) < nreq);
+       i++)
     nanosleep(&(struct timespec){0, 2000000L}, NULL);
-    got = served_bytes(pat);
-  }
-  nanosleep(&(struct timespec){0, 20000000L}, NULL);
   return served_bytes(pat);
 }
 
@@ -855,14 +871,16 @@ START_TEST(test_large_read_joins_prefetch) {
   struct remote_pf_stats st;
 
   snprintf(url, sizeof url, "%s/_f/lat=200/lrj0", base);
+  uint64_t before = remote_requests(r);
   ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &owner, &h), 0);
   read_whole(r, url, size, 0);
   prefetch_idle(r, &st);
   remote_hint_drop(r, h);
-  ck_assert_uint_eq(served_settled("/lrj0", size), size);
+  ck_assert_uint_eq(
+      served_settled("/lrj0", size, remote_requests(r) - before), size);
 
   snprintf(url, sizeof url, "%s/_f/lat=200/lrj1", base);
-  uint64_t before = remote_requests(r);
+  before = remote_requests(r);
   ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &owner, &h), 0);
   for (int i = 0; i < 500 && remote_requests(r) < before + 4; i++)
     nanosleep(&(struct timespec){0, 2000000L}, NULL);
@@ -870,14 +888,17 @@ START_TEST(test_large_read_joins_prefetch) {
   read_whole(r, url, size, 1);
   prefetch_idle(r, &st);
   remote_hint_drop(r, h);
-  ck_assert_uint_eq(served_settled("/lrj1", size), size);
+  ck_assert_uint_eq(
+      served_settled("/lrj1", size, remote_requests(r) - before), size);
 
   snprintf(url, sizeof url, "%s/_f/lat=200/lrj2", base);
+  before = remote_requests(r);
   read_whole(r, url, size, 2);
   ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &owner, &h), 0);
   prefetch_idle(r, &st);
   remote_hint_drop(r, h);
-  ck_assert_uint_eq(served_settled("/lrj2", size), size);
+  ck_assert_uint_eq(
+      served_settled("/lrj2", size, remote_requests(r) - before), size);
   remote_free(r);
 }
 END_TEST
