@@ -81,7 +81,7 @@ struct view_cursor {
   uint64_t seq;        /* bytes it has read in sequence up to there */
   uint64_t ahead_next; /* next region-linear unit to queue */
   size_t est;          /* cost of a unit lately read */
-  int scan;            /* cursor_note_scan */
+  atomic_int scan;     /* cursor_note_cost's scan, once set */
   struct ahead_slot slot[CURSOR_AHEAD_MAX];
   /* Chunks named to the store ahead (store_prefetch), oldest first. */
   uint64_t pf_next; /* next region-linear unit to name */
@@ -229,16 +229,13 @@ void cursor_keep(struct engine *e, struct view_cursor *c, struct memo_ref *r,
     memmove(c->win + 1, c->win, (size_t)i * sizeof c->win[0]);
     c->win[0] = r;
   }
-  int scan = c->scan;
   pthread_mutex_unlock(&c->lock);
   memo_release(e->memo, drop);
-  if (scan)
-    cursor_trim(e, c, 2);
   /* Readers use their newest one or two windows; older ones only spare
    * a decode when the cache cannot hold them, so they go first when
    * everything pinned outgrows the cache, and all go past the cap. */
   size_t pinned = memo_pinned(e->memo);
-  if (pinned > e->cache_size) {
+  if (pinned > e->cache_size || atomic_load(&c->scan)) {
     cursor_trim(e, c, 2);
     pinned = memo_pinned(e->memo);
   }
@@ -634,7 +631,7 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
   uint64_t depth = c->est ? e->ahead_budget / c->est : 1;
   if (depth > CURSOR_AHEAD_MAX)
     depth = CURSOR_AHEAD_MAX;
-  if (c->scan && depth > (uint64_t)pool_threads(e->ahead) + 1)
+  if (atomic_load(&c->scan) && depth > (uint64_t)pool_threads(e->ahead) + 1)
     depth = (uint64_t)pool_threads(e->ahead) + 1;
   if (c->ahead_next < first)
     c->ahead_next = first;
@@ -665,20 +662,12 @@ out:
 }
 
 /* Remember what a unit read lately costs (sizes the depth). */
-void cursor_note_cost(struct view_cursor *c, size_t cost) {
+void cursor_note_cost(struct view_cursor *c, size_t cost, int scan) {
   if (!c)
     return;
   pthread_mutex_lock(&c->lock);
   c->est = cost;
-  pthread_mutex_unlock(&c->lock);
-}
-
-/* See cursor.h. */
-void cursor_note_scan(struct view_cursor *c) {
-  if (!c)
-    return;
-  pthread_mutex_lock(&c->lock);
-  c->scan = 1;
+  atomic_fetch_or(&c->scan, scan);
   pthread_mutex_unlock(&c->lock);
 }
 

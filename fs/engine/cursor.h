@@ -89,14 +89,13 @@ void cursor_room(struct engine *e, struct view_cursor *c,
  * goes through the view in sequence (NULL c: 0). */
 int cursor_note(struct view_cursor *c, uint64_t off, size_t len);
 /* Remember what a unit read lately costs in bytes (sizes the depth of
- * decoding ahead); NULL c: nothing. */
-void cursor_note_cost(struct view_cursor *c, size_t cost);
-/* The reader goes through a view larger than the cache keeps for its own
- * sake (unit_passing): it keeps its newest two windows only, and has at
- * most one unit per worker, plus one, decoded ahead (what keeps the
- * workers busy), so a cat holds its working set rather than a quarter of
- * the cache ahead and four windows behind. NULL-safe. */
-void cursor_note_scan(struct view_cursor *c);
+ * decoding ahead); NULL c: nothing. `scan` (once set, kept): the reader
+ * goes through a view larger than the cache keeps for its own sake
+ * (unit_passing): it keeps its newest two windows only, and has at most
+ * one unit per worker, plus one, decoded ahead (what keeps the workers
+ * busy), so a cat holds its working set rather than a quarter of the
+ * cache ahead and four windows behind. */
+void cursor_note_cost(struct view_cursor *c, size_t cost, int scan);
 /* Before a read from the start of region r is served: name the units of
  * slab k (the first it reads) to a store with latency (NULL c: nothing). */
 void cursor_ahead_start(struct engine *e, const struct znode *n,

@@ -60,7 +60,7 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
     wgot = unit_read_window(e, n, idx, off, len, dst, &dref, err);
   }
   if (wgot != -ENOTSUP) {
-    cursor_note_cost(c, SIZE_MAX);
+    cursor_note_cost(c, SIZE_MAX, 0);
     cursor_keep(e, c, dref, 0);
     return wgot;
   }
@@ -108,12 +108,13 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
                         !rct->text && rct->ab &&
                             (rct->ab->elsize || rct->form->dt.kind == DT_BYTES),
                         rct->size);
+  int scan = got >= 0 && q->seq && unit_passing(e, n, ref, dref);
   if (got >= 0)
-    cursor_note_cost(c, ct->cost + (rct != ct ? rct->cost : 0) +
-                            (data && data->mem ? (size_t)data->size : 0));
+    cursor_note_cost(c,
+                     ct->cost + (rct != ct ? rct->cost : 0) +
+                         (data && data->mem ? (size_t)data->size : 0),
+                     scan);
   bytesrc_unref(data);
-  if (q->seq && unit_passing(e, n, ref, dref))
-    cursor_note_scan(c);
   cursor_keep(e, c, dref, 0);
   cursor_keep(e, c, ref, 0);
   return got;
