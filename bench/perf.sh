@@ -11,7 +11,9 @@
 # in the page cache), stat values.txt then cat, tail -c 200 of
 # the string stores and ls -l c/ of the uncompressed one (seconds and bytes
 # read: rchar of /proc/PID/io), the daemon's peak RSS (VmHWM) while it
-# serves 10x its cache_size, and ls / ls -l of a K-key kerchunk directory.
+# serves 10x its cache_size, and ls / ls -l of a K-key kerchunk directory;
+# with perf installed, the kernel's page clearing as a share of the
+# daemon's samples during one more cat of the vlen-utf8 and float64 stores.
 # References timed in the same run: the FUSE limit (bench/memfs serving the
 # same text from memory, with zarrfs' FUSE settings), zstd -dc of the
 # stores' compressed bytes, zarr-python 2.x dumping the same data as lines,
