@@ -856,6 +856,62 @@ long table_read(struct engine *e, const struct znode *g, const char *file,
   return n;
 }
 
+/* See table.h. The first block that fails is found by the blocks' sizes
+ * (learned, else rendered); it is rendered again by its first rows
+ * alone, as many as render (halving), and its bytes at off go out. */
+long table_read_before_failure(struct engine *e, const struct znode *g,
+                               const char *file, uint64_t off, size_t len,
+                               char *dst, struct zerr *err) {
+  char dim[TABLE_NAME_MAX + 1];
+  struct memo_ref *tref;
+  ZTRY(table_get(e, g, file, &tref, err));
+  dim_of_file(file, dim);
+  const struct table *t = (const struct table *)memo_obj(tref);
+  uint64_t b = 0, start = 0, bs, nb = table_nblk(t);
+  int rc = 0;
+  for (; b < nb; b++) { /* the first block that fails: (the failure's) */
+    struct zerr e2 = {0};
+    if (block_size(e, g, dim, t, b, NULL, &bs, &e2) < 0)
+      break;
+    if (off < start + bs) {
+      rc = zerr_set(err, EIO, "table: no failure at the offset");
+      break;
+    }
+    start += bs;
+  }
+  if (rc == 0 && b == nb)
+    rc = zerr_set(err, EIO, "table: past its end");
+  uint64_t lo = 0, hi = TBLOCK_ROWS + 1; /* rows that render; that do not */
+  char *text = NULL;
+  size_t tl = 0;
+  while (rc == 0 && hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    char *o = NULL;
+    size_t ol = 0;
+    struct zerr e2 = {0};
+    if (tblock_render_rows(e, t, b, mid, NULL, &o, &ol, &e2) == 0) {
+      free(text);
+      text = o;
+      tl = ol;
+      lo = mid;
+    } else {
+      free(o);
+      hi = mid;
+    }
+  }
+  memo_release(e->memo, tref);
+  if (rc < 0)
+    return rc;
+  long got = 0;
+  if (text && off - start < tl) {
+    size_t n = tl - (size_t)(off - start);
+    got = (long)(n < len ? n : len);
+    memcpy(dst, text + (off - start), (size_t)got);
+  }
+  free(text);
+  return got ? got : zerr_set(err, EIO, "table: nothing before the failure");
+}
+
 /* Bytes the decoded columns and the text of t take, about (8 and 16 a
  * field): whether a stat's learning leaves them in the cache for the
  * reader that follows. */
