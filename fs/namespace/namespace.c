@@ -471,9 +471,9 @@ static const char *ns_file_of(const struct ns_entry *ent) {
  * *size 0 for such a failure (err cleared), else rc. A view that cannot
  * be read at all (its metadata) and an interrupted or transient failure
  * keep their error. */
-static int size_or_unknown(const struct ns_entry *ent, int rc, uint64_t *size,
-                           struct zerr *err) {
-  if (rc >= 0 || rc == -EINTR || rc == -ENOENT || zerr_is_transient(-rc))
+static int size_or_unknown(int fallback, const struct ns_entry *ent, int rc,
+                           uint64_t *size, struct zerr *err) {
+  if (!fallback || rc >= 0 || rc == -EINTR || rc == -ENOENT || zerr_is_transient(-rc))
     return rc;
   const struct znode *n = ent->node;
   if (ent->kind != NS_TABLE &&
@@ -484,16 +484,29 @@ static int size_or_unknown(const struct ns_entry *ent, int rc, uint64_t *size,
   return 1;
 }
 
-/* Stored size, or the view's computed size. */
+static int size_within(struct engine *e, const struct ns_entry *ent,
+                       uint64_t wait_ns, int fallback, uint64_t *size,
+                       struct zerr *err);
+
+/* Stored size, or the view's computed size: a view whose size needs a
+ * unit that fails is that failure here (`zarrfs stat`), not 0. */
 int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
             struct zerr *err) {
-  int rc = ns_size_within(e, ent, UINT64_MAX, size, err);
+  int rc = size_within(e, ent, UINT64_MAX, 0, size, err);
   return rc > 0 ? 0 : rc;
 }
 
 /* See namespace.h. */
 int ns_size_within(struct engine *e, const struct ns_entry *ent,
                    uint64_t wait_ns, uint64_t *size, struct zerr *err) {
+  return size_within(e, ent, wait_ns, 1, size, err);
+}
+
+/* ns_size_within; fallback: a unit that fails makes the size unknown
+ * (size_or_unknown), else it is the error. */
+static int size_within(struct engine *e, const struct ns_entry *ent,
+                       uint64_t wait_ns, int fallback, uint64_t *size,
+                       struct zerr *err) {
   if (ent->eng)
     e = ent->eng;
   switch (ent->kind) {
@@ -508,10 +521,11 @@ int ns_size_within(struct engine *e, const struct ns_entry *ent,
       int k = view_chunk_size_known(e, ent->node, ent->idx, size, err);
       if (k == 0)
         *size = 0; /* unknown: the file is read with direct I/O */
-      return k < 0 ? size_or_unknown(ent, k, size, err) : 0;
+      return k < 0 ? size_or_unknown(fallback, ent, k, size, err) : 0;
     }
-    return size_or_unknown(
-        ent, view_chunk_size(e, ent->node, ent->idx, size, err), size, err);
+    return size_or_unknown(fallback, ent,
+                           view_chunk_size(e, ent->node, ent->idx, size, err),
+                           size, err);
   case NS_ARRAY_VIEW:
     if (e->lazy_sizes) {
       int k = view_array_size_known(e, ent->node, size, err);
@@ -525,11 +539,11 @@ int ns_size_within(struct engine *e, const struct ns_entry *ent,
       int rc = unit_sizes_prefetch(e, ent->node, err);
       if (rc == 0)
         rc = view_array_size(e, ent->node, size, err);
-      return size_or_unknown(ent, rc, size, err);
+      return size_or_unknown(fallback, ent, rc, size, err);
     }
     return size_or_unknown(
-        ent, view_array_size_stat(e, ent->node, wait_ns, size, err), size,
-        err);
+        fallback, ent,
+        view_array_size_stat(e, ent->node, wait_ns, size, err), size, err);
   case NS_INFO_VIEW:
   case NS_HISTORY: {
     char *text;
@@ -550,7 +564,7 @@ int ns_size_within(struct engine *e, const struct ns_entry *ent,
     }
     int rc = table_size_stat(e, ent->node, file, size, err);
     if (rc < 0)
-      return size_or_unknown(ent, rc, size, err);
+      return size_or_unknown(fallback, ent, rc, size, err);
     return *size == 0; /* deferred: a table has at least its header */
   }
   case NS_STATS:
