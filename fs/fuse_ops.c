@@ -512,8 +512,7 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   /* With direct I/O a short read is not the end: the text before a unit
    * that fails (a bad chunk) goes out, the next read fails at it. */
   if (n < 0 && f->direct && !f->raw)
-    n = ns_read_before_failure(c->engine, &f->ent, (uint64_t)off, size, buf,
-                               n);
+    n = ns_read_before_failure(c->engine, &f->ent, (uint64_t)off, size, buf, n);
   engine_req_end(c->engine, &rq);
   work_end(req);
   char db[32];

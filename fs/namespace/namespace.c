@@ -473,7 +473,8 @@ static const char *ns_file_of(const struct ns_entry *ent) {
  * keep their error. */
 static int size_or_unknown(int fallback, const struct ns_entry *ent, int rc,
                            uint64_t *size, struct zerr *err) {
-  if (!fallback || rc >= 0 || rc == -EINTR || rc == -ENOENT || zerr_is_transient(-rc))
+  if (!fallback || rc >= 0 || rc == -EINTR || rc == -ENOENT ||
+      zerr_is_transient(-rc))
     return rc;
   const struct znode *n = ent->node;
   if (ent->kind != NS_TABLE &&
@@ -542,8 +543,8 @@ static int size_within(struct engine *e, const struct ns_entry *ent,
       return size_or_unknown(fallback, ent, rc, size, err);
     }
     return size_or_unknown(
-        fallback, ent,
-        view_array_size_stat(e, ent->node, wait_ns, size, err), size, err);
+        fallback, ent, view_array_size_stat(e, ent->node, wait_ns, size, err),
+        size, err);
   case NS_INFO_VIEW:
   case NS_HISTORY: {
     char *text;

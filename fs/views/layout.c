@@ -558,8 +558,8 @@ int layout_reach(struct engine *e, const struct znode *n,
            : step > LAYOUT_STEP_MAX ? LAYOUT_STEP_MAX
                                     : step;
     int rc = layout_learn(&j, l, known + step, err);
-    if (rc < 0 && (rc == -EINTR || zerr_is_transient(-rc) ||
-                   region_known(l) <= known))
+    if (rc < 0 &&
+        (rc == -EINTR || zerr_is_transient(-rc) || region_known(l) <= known))
       return rc;
     /* A unit past the ones this read needs failed (a bad chunk): the
      * sizes before it are kept, and they may place pos already; the

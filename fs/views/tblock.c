@@ -732,7 +732,8 @@ int tblock_render(struct engine *e, const struct table *t, uint64_t b,
 int tblock_render_rows(struct engine *e, const struct table *t, uint64_t b,
                        uint64_t rows, struct tpins *pins, char **out,
                        size_t *len, struct zerr *err) {
-  uint64_t r0 = b * TBLOCK_ROWS, r1 = r0 + (rows < TBLOCK_ROWS ? rows : TBLOCK_ROWS);
+  uint64_t r0 = b * TBLOCK_ROWS,
+           r1 = r0 + (rows < TBLOCK_ROWS ? rows : TBLOCK_ROWS);
   if (r1 > t->nrows)
     r1 = t->nrows;
   size_t nr = r0 < r1 ? (size_t)(r1 - r0) : 0, nc = t->ncols;

@@ -50,12 +50,12 @@ struct memo_entry {
   uint8_t lru; /* which list it is on */
   uint8_t in_table;
   uint32_t pins;
-  int code;         /* M_FAILED: positive errno */
-  char *msg;        /* M_FAILED: the reason (owned) */
+  int code;           /* M_FAILED: positive errno */
+  char *msg;          /* M_FAILED: the reason (owned) */
   uint64_t failed_ns; /* M_FAILED: when (CLOCK_MONOTONIC) */
-  struct zobj *obj; /* M_READY object: the memo's reference */
-  uint64_t value;   /* M_READY value */
-  size_t cost;      /* bytes charged (objects, failures) */
+  struct zobj *obj;   /* M_READY object: the memo's reference */
+  uint64_t value;     /* M_READY value */
+  size_t cost;        /* bytes charged (objects, failures) */
   uint8_t level, n;
   const void *owner;
   uint64_t v[]; /* n words */
