@@ -226,7 +226,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
    * longer what it holds (94 MB instead of 69 MB for a 48 MB unit read
    * with a 16 MiB cache). Process-wide, and the same for every engine. */
   size_t mt = cfg->cache_size / 8;
-  mt = mt < ENGINE_MMAP_MIN ? ENGINE_MMAP_MIN
+  mt = mt < ENGINE_MMAP_MIN   ? ENGINE_MMAP_MIN
        : mt > ENGINE_MMAP_MAX ? ENGINE_MMAP_MAX
                               : mt;
   mallopt(M_MMAP_THRESHOLD, (int)mt);
@@ -246,9 +246,9 @@ int engine_new(struct store *store, const struct engine_config *cfg,
   e->ic = icechunk_of_store(store);
   if (e->ic)
     icechunk_ref(e->ic);
-  struct memo_config mc = {cfg->cache_size,
-                           cfg->size_table_max ? cfg->size_table_max : 1 << 20,
-                           &e->stopping, cfg->cache_size / ENGINE_SCAN_PART};
+  struct memo_config mc = {
+      cfg->cache_size, cfg->size_table_max ? cfg->size_table_max : 1 << 20,
+      &e->stopping, ENGINE_FAIL_KEEP_NS, cfg->cache_size / ENGINE_SCAN_PART};
   e->store = store;
   e->env.max_decoded = cfg->max_decoded;
   e->env.stop = &e->stopping;

@@ -633,8 +633,8 @@ int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
 }
 
 /* See unit.h. */
-int unit_passing(struct engine *e, const struct znode *n,
-                 struct memo_ref *ref, struct memo_ref *dref) {
+int unit_passing(struct engine *e, const struct znode *n, struct memo_ref *ref,
+                 struct memo_ref *dref) {
   if (!ref)
     return 0;
   const struct chunk_text *ct = unit_of_ref(ref);

@@ -83,8 +83,8 @@ int unit_windowed(const struct engine *e, const struct znode *n,
  * memory reused by the units after it, instead of each unit kept and the
  * daemon grown by fresh (zeroed) pages up to cache_size. 1 when marked,
  * else 0. */
-int unit_passing(struct engine *e, const struct znode *n,
-                 struct memo_ref *ref, struct memo_ref *dref);
+int unit_passing(struct engine *e, const struct znode *n, struct memo_ref *ref,
+                 struct memo_ref *dref);
 
 /* Read text [off, off+len) of a unit that unit_windowed says is read in
  * windows: offsets and (plain) element bytes read where they lie for just
