@@ -14,17 +14,6 @@
 #include "testcodec.h"
 #include "testutil.h"
 
-/* CRC-32C, bit by bit (the shard index checksum). */
-static uint32_t crc32c(const uint8_t *p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++)
-      c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-  }
-  return c ^ 0xFFFFFFFFu;
-}
-
 /* A uint16 shard [6] of inner chunks [2]: inner chunk 0 holds {1, 2},
  * 1 is empty (fill 7), 2 holds {3, 4} stored first. */
 #define SHARD_JSON                                                             \
@@ -41,7 +30,7 @@ static void shard_bytes(uint8_t *buf) {
   memcpy(buf, data, 8);
   const uint64_t idx[6] = {4, 4, UINT64_MAX, UINT64_MAX, 0, 4};
   memcpy(buf + 8, idx, 48);
-  uint32_t crc = crc32c(buf + 8, 48);
+  uint32_t crc = tc_crc32c(buf + 8, 48);
   memcpy(buf + 56, &crc, 4);
 }
 
@@ -84,7 +73,7 @@ START_TEST(inner_chunks_through_the_chain) {
   /* A lying index: an entry outside the shard. */
   uint64_t lie = 1000;
   memcpy(buf + 8, &lie, 8);
-  uint32_t crc = crc32c(buf + 8, 48);
+  uint32_t crc = tc_crc32c(buf + 8, 48);
   memcpy(buf + 56, &crc, 4);
   x = NULL;
   ck_assert_int_eq(chain_index_read(c, &s, src, &env, &x, &err), -EIO);
