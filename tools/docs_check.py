@@ -27,8 +27,8 @@ that hold C files; each has a README.md. Checked:
    and every lock and every wait of the code is in exactly one row, with
    the file that declares it; no row names one the code does not have.
 4. In docs/architecture.md's read paths (between <!-- readpath: begin -->
-   and <!-- readpath: end -->), each line "name  path/file.c" names a
-   function defined in that file.
+   and <!-- readpath: end -->), each "name  path/file.c" on a line names
+   a function (or macro) defined in that file.
 """
 import os
 import re
@@ -296,12 +296,8 @@ def check_paths(root, doc, bad):
     blocks = doc.split(PATH_BEGIN)[1:]
     for b in blocks:
         b = b.split(PATH_END, 1)[0]
-        for line in b.splitlines():
-            m = re.search(r"(\w+)\s+((?:src|fs|codecs)/[\w/]+\.[ch])\s*$",
-                          line)
-            if not m:
-                continue
-            fn, rel = m.group(1), m.group(2)
+        pairs = re.findall(r"(\w+)\s+((?:src|fs|codecs)/[\w/]+\.[ch])\b", b)
+        for fn, rel in pairs:
             if not os.path.exists(os.path.join(root, rel)):
                 bad.append("read path: %s does not exist" % rel)
             elif not defined_in(root, rel, fn):
