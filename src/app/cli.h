@@ -1,6 +1,6 @@
 /* cli.h - the command line: argv into a validated struct cli_config.
  *
- * FUSE-free, so the unit tests drive it directly (tests/unit/check_cli.c). It
+ * FUSE-free, so the unit tests drive it directly (tests/unit/base/check_cli.c). It
  * owns the meaning of every zarrfs option, the defaults, the refusals and
  * the usage text; what belongs to libfuse (-f, -d, -s, -o allow_other,
  * -o max_threads=N, unknown options, ...) is passed through untouched in
