@@ -78,6 +78,9 @@ struct lxindex {
   size_t pend_len;
   unsigned char *scratch; /* one record being built (LX_MAX bytes) */
   uint64_t loaded_ns;     /* when the file was last read (CLOCK_MONOTONIC) */
+  uint64_t file_recs;     /* records read from the file into the table
+                             (those this mount stored and never read back
+                             are not): what lxindex_has_records asks */
 };
 
 /* CLOCK_MONOTONIC in nanoseconds. */
@@ -191,9 +194,10 @@ static long rec_check(const unsigned char *p, size_t avail) {
 
 /* Put the records of buf (got bytes) into the table: the bytes taken. A
  * record at the end that is not complete yet is left (for the next call);
- * anything that is not a record is skipped. */
+ * anything that is not a record is skipped. from_file: buf was read from
+ * the file (counted in file_recs), not this mount's pending records. */
 static size_t parse_records(struct lxindex *x, const unsigned char *buf,
-                            size_t got) {
+                            size_t got, int from_file) {
   size_t p = 0;
   while (p < got) {
     long len = rec_check(buf + p, got - p);
@@ -203,6 +207,7 @@ static size_t parse_records(struct lxindex *x, const unsigned char *buf,
       memcpy(&rec.lines, buf + p + LX_HEAD + 8, 8);
       tab_put(x, buf + p + LX_HEAD + LX_VALS, (size_t)len - LX_HEAD - LX_VALS,
               &rec);
+      x->file_recs += (uint64_t)from_file;
       p += (size_t)len;
       continue;
     }
@@ -236,7 +241,7 @@ static void load_more(struct lxindex *x) {
       break;
     got += (size_t)r;
   }
-  x->parsed += parse_records(x, buf, got);
+  x->parsed += parse_records(x, buf, got, 1);
   free(buf);
 }
 
@@ -246,6 +251,7 @@ static void file_drop(struct lxindex *x) {
     close(x->fd);
   x->fd = -1;
   x->parsed = 0;
+  x->file_recs = 0;
   tab_clear(x);
 }
 
@@ -313,7 +319,7 @@ static void file_open(struct lxindex *x, int create) {
   if (x->fd >= 0)
     x->ino = st.st_ino;
   load_more(x);
-  parse_records(x, x->pend, x->pend_len);
+  parse_records(x, x->pend, x->pend_len, 0);
 }
 
 /* The inode now at x->name (not following a link), or 0 when none. */
@@ -748,9 +754,12 @@ int lxindex_has_records(struct lxindex *x, const char *location) {
   int has = 0;
   if (use_location(x, location, 0) == 0 ||
       (x->loc && !strcmp(x->loc, location))) {
-    if (!x->tab.count && x->fd >= 0 && now_ns() - x->loaded_ns >= LX_RELOAD_NS)
+    if (!x->file_recs && x->fd >= 0 && now_ns() - x->loaded_ns >= LX_RELOAD_NS)
       load_more(x); /* what other mounts added since */
-    has = x->tab.count > 0;
+    /* only records read from the file: a look-up of one this mount
+     * stored would find what the mount knows already (its memo), so a
+     * first mount, storing a record per unit it decodes, asks nothing */
+    has = x->file_recs > 0;
   }
   pthread_mutex_unlock(&x->lock);
   return has;
