@@ -140,12 +140,11 @@ static size_t id_bytes(const struct lxindex_id *id, unsigned char *buf) {
   return LX_IDFIX + ll + kl;
 }
 
-/* Put a record in the table, replacing the one of the same location and
- * key. */
-static void tab_put(struct lxindex *x, const unsigned char *id, size_t idlen,
-                    const struct lxindex_rec *rec) {
-  uint64_t h = id_hash(id);
-  struct lx_ent *old = (struct lx_ent *)htab_find(&x->tab, h, ent_eq, id);
+/* Put a record in the table in place of old, the entry of the same
+ * location and key found under hash h (NULL: there is none). */
+static void tab_replace(struct lxindex *x, struct lx_ent *old, uint64_t h,
+                        const unsigned char *id, size_t idlen,
+                        const struct lxindex_rec *rec) {
   if (old) {
     htab_remove(&x->tab, &old->hn);
     free(old);
@@ -159,6 +158,15 @@ static void tab_put(struct lxindex *x, const unsigned char *id, size_t idlen,
   e->idlen = idlen;
   memcpy(e->id, id, idlen);
   htab_insert(&x->tab, &e->hn);
+}
+
+/* Put a record in the table, replacing the one of the same location and
+ * key. */
+static void tab_put(struct lxindex *x, const unsigned char *id, size_t idlen,
+                    const struct lxindex_rec *rec) {
+  uint64_t h = id_hash(id);
+  tab_replace(x, (struct lx_ent *)htab_find(&x->tab, h, ent_eq, id), h, id,
+              idlen, rec);
 }
 
 /* Forget every record. */
@@ -780,8 +788,8 @@ int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
     rc = -EIO;
     goto out;
   }
-  const struct lx_ent *e =
-      (const struct lx_ent *)htab_find(&x->tab, id_hash(ib), ent_eq, ib);
+  uint64_t h = id_hash(ib);
+  struct lx_ent *e = (struct lx_ent *)htab_find(&x->tab, h, ent_eq, ib);
   if (e && e->idlen == il && !memcmp(e->id, ib, il) &&
       e->rec.text_size == rec->text_size && e->rec.lines == rec->lines)
     goto out; /* known already */
@@ -793,9 +801,12 @@ int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
   /* a batch stays under a quarter of the cap, so that a compaction keeps
    * it whole (a record larger than that is a batch of its own) */
   size_t batch = x->cap / 4 < LX_PEND_MAX ? (size_t)(x->cap / 4) : LX_PEND_MAX;
-  if (x->pend_len && x->pend_len + len > batch)
-    pend_flush(x);
-  tab_put(x, ib, il, rec); /* before a flush: a compaction keeps it */
+  if (x->pend_len && x->pend_len + len > batch) {
+    pend_flush(x); /* (may compact or reload the table: e may be gone) */
+    e = (struct lx_ent *)htab_find(&x->tab, h, ent_eq, ib);
+  }
+  /* before a flush: a compaction keeps it; e found once, not again */
+  tab_replace(x, e, h, ib, il, rec);
   if (len > LX_PEND_MAX - x->pend_len) { /* larger than any batch */
     unsigned char *p = x->pend;
     x->pend = buf;
