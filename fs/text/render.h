@@ -60,8 +60,7 @@ size_t render_fixed_run(const struct dtype *dt, const void *src, size_t n,
 /* What render_fixed_run of the same run returns, the text not kept:
  * numbers counted without being written (rnum_size), other kinds
  * rendered an element at a time into a scratch buffer. */
-size_t render_fixed_run_size(const struct dtype *dt, const void *src,
-                             size_t n);
+size_t render_fixed_run_size(const struct dtype *dt, const void *src, size_t n);
 
 /* The text render_fixed gives the IEEE binary float with bit pattern
  * `bits` (mant_bits stored mantissa bits, exp_bits exponent bits, at most

@@ -311,35 +311,22 @@ rnum_floats(const unsigned char *s, size_t n, int mb, int eb, char *dst) {
   return o;
 }
 
+/* The integer kinds of rnum_run and rnum_size, as X(kind, type, signed). */
+#define RNUM_INT_KINDS(X)                                                      \
+  X(DT_INT8, int8_t, 1)                                                        \
+  X(DT_INT16, int16_t, 1)                                                      \
+  X(DT_INT32, int32_t, 1)                                                      \
+  X(DT_INT64, int64_t, 1)                                                      \
+  X(DT_UINT8, uint8_t, 0)                                                      \
+  X(DT_UINT16, uint16_t, 0)                                                    \
+  X(DT_UINT32, uint32_t, 0)                                                    \
+  X(DT_UINT64, uint64_t, 0)
+
 /* ---- sizes without text (rnum_size) ---- */
 
 /* Decimal digits of v (1 for 0). */
 static inline size_t rnum_digits(uint64_t v) {
-  /* floor(log10) from the bit length, corrected by one comparison */
-  static const uint64_t pow10[20] = {1ull,
-                                     10ull,
-                                     100ull,
-                                     1000ull,
-                                     10000ull,
-                                     100000ull,
-                                     1000000ull,
-                                     10000000ull,
-                                     100000000ull,
-                                     1000000000ull,
-                                     10000000000ull,
-                                     100000000000ull,
-                                     1000000000000ull,
-                                     10000000000000ull,
-                                     100000000000000ull,
-                                     1000000000000000ull,
-                                     10000000000000000ull,
-                                     100000000000000000ull,
-                                     1000000000000000000ull,
-                                     10000000000000000000ull};
-  v |= v == 0; /* 0 has a digit, as 1 has */
-  unsigned bits = 64 - (unsigned)__builtin_clzll(v);
-  unsigned d = (bits * 1233) >> 12; /* floor(log10(2^bits)), at most 19 */
-  return (size_t)d + (v >= pow10[d]);
+  return (size_t)dtoa_dec_len(v | (v == 0));
 }
 
 /* Lines' bytes of n integers of type T at s (SIGNED: two's complement):
@@ -413,30 +400,12 @@ size_t rnum_size(enum dtype_kind kind, const void *src, size_t n) {
   const unsigned char *s = src;
   size_t o = 0;
   switch (kind) {
-  case DT_INT8:
-    RNUM_INT_SIZES(int8_t, 1);
+#define RNUM_CASE(K, T, SIGNED)                                                \
+  case K:                                                                      \
+    RNUM_INT_SIZES(T, SIGNED);                                                 \
     break;
-  case DT_INT16:
-    RNUM_INT_SIZES(int16_t, 1);
-    break;
-  case DT_INT32:
-    RNUM_INT_SIZES(int32_t, 1);
-    break;
-  case DT_INT64:
-    RNUM_INT_SIZES(int64_t, 1);
-    break;
-  case DT_UINT8:
-    RNUM_INT_SIZES(uint8_t, 0);
-    break;
-  case DT_UINT16:
-    RNUM_INT_SIZES(uint16_t, 0);
-    break;
-  case DT_UINT32:
-    RNUM_INT_SIZES(uint32_t, 0);
-    break;
-  case DT_UINT64:
-    RNUM_INT_SIZES(uint64_t, 0);
-    break;
+    RNUM_INT_KINDS(RNUM_CASE)
+#undef RNUM_CASE
   case DT_FLOAT32:
     o = rnum_float_sizes(s, n, 23, 8);
     break;
@@ -473,30 +442,12 @@ size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst) {
   const unsigned char *s = src;
   size_t o = 0;
   switch (kind) {
-  case DT_INT8:
-    RNUM_INTS(int8_t, 1);
+#define RNUM_CASE(K, T, SIGNED)                                                \
+  case K:                                                                      \
+    RNUM_INTS(T, SIGNED);                                                      \
     break;
-  case DT_INT16:
-    RNUM_INTS(int16_t, 1);
-    break;
-  case DT_INT32:
-    RNUM_INTS(int32_t, 1);
-    break;
-  case DT_INT64:
-    RNUM_INTS(int64_t, 1);
-    break;
-  case DT_UINT8:
-    RNUM_INTS(uint8_t, 0);
-    break;
-  case DT_UINT16:
-    RNUM_INTS(uint16_t, 0);
-    break;
-  case DT_UINT32:
-    RNUM_INTS(uint32_t, 0);
-    break;
-  case DT_UINT64:
-    RNUM_INTS(uint64_t, 0);
-    break;
+    RNUM_INT_KINDS(RNUM_CASE)
+#undef RNUM_CASE
   case DT_FLOAT32:
     o = rnum_floats(s, n, 23, 8, dst);
     break;

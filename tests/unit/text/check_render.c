@@ -729,7 +729,7 @@ START_TEST(run_sizes_without_text) {
    * float32 exponent with its smallest, largest and a middle mantissa,
    * and every power of ten's neighbours */
   static const enum dtype_kind kinds[] = {
-      DT_INT8,  DT_INT16,  DT_INT32,  DT_INT64,   DT_UINT8,
+      DT_INT8,   DT_INT16,  DT_INT32,  DT_INT64,   DT_UINT8,
       DT_UINT16, DT_UINT32, DT_UINT64, DT_FLOAT32, DT_FLOAT64};
   static unsigned char elems[256 * 8];
   static char text[256 * RENDER_RUN_ROOM];
@@ -753,8 +753,11 @@ START_TEST(run_sizes_without_text) {
   }
   struct dtype f32 = dtype_of(DT_FLOAT32);
   for (uint32_t e = 0; e < 256; e++) {
-    uint32_t v[6] = {e << 23,          e << 23 | 1,     e << 23 | 0x7fffff,
-                     e << 23 | 0x400000, 1u << 31 | e << 23,
+    uint32_t v[6] = {e << 23,
+                     e << 23 | 1,
+                     e << 23 | 0x7fffff,
+                     e << 23 | 0x400000,
+                     1u << 31 | e << 23,
                      1u << 31 | e << 23 | 0x123456};
     ck_assert_uint_eq(render_fixed_run_size(&f32, v, 6),
                       render_fixed_run(&f32, v, 6, text));
