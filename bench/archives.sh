@@ -20,7 +20,9 @@
 # row and kept for a "next mount" row). A command that runs past --limit
 # seconds is stopped and shown as ">LIMIT". Outputs of the two builds are
 # compared (checksums): a row whose builds disagree is marked "DIFFER".
-# Memory is the daemon's VmHWM. "reads" is the nginx access log's count.
+# Memory is the daemon's VmHWM; CPU its user + system time (what a loaded
+# machine stretches less than the wall time). "reads" is the nginx access
+# log's count.
 #
 # usage: bash bench/archives.sh [--old BIN] [--new BIN] [--chunks N]
 #                               [--rows N] [--limit SECS] [--only LIST]
