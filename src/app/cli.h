@@ -159,7 +159,8 @@ static inline int cli_maybe_command(const char *arg) {
                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == strlen(arg);
 }
 
-/* Print the usage text (zarrfs's own options; libfuse's follow it) to f. */
+/* Print the usage text (zarrfs's own options; libfuse's follow it) to f
+ * (cli_usage.c). */
 void cli_usage(FILE *f, const char *prog);
 
 /* "256M" -> bytes in *out: decimal digits, then optionally K, M, G or T
