@@ -29,6 +29,24 @@ out_eq() {
   assert_eq "$desc" "$exp" "$got"
 }
 io_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/io"; }
+# save_views NAME MNT: every values.txt of MNT into $ZT_TMP/views/NAME/.
+save_views() {
+  mkdir -p "$ZT_TMP/views/$1"
+  (cd "$2" && for f in */values.txt; do t cat "$f" >"$ZT_TMP/views/$1/${f%%/*}.txt" || echo "cat $f failed"; done) >"$ZT_TMP/cat.err"
+  assert_eq "$1: every values.txt reads" "" "$(cat "$ZT_TMP/cat.err")"
+}
+# same_views BASE NAME...: each NAME's saved views equal BASE's.
+same_views() {
+  local base=$1 r
+  shift
+  for r in "$@"; do
+    if diff -r "$ZT_TMP/views/$base" "$ZT_TMP/views/$r" >"$ZT_TMP/diff" 2>&1; then
+      pass "$r: views identical to $base's"
+    else
+      fail "$r: views differ from $base's"; show "$ZT_TMP/diff"
+    fi
+  done
+}
 
 # ---- the tests' own kerchunk references (tests/writers/own_fixtures.py) ----
 
@@ -57,18 +75,10 @@ else
       "$OWN/kerchunk/expected_refs.json" >"$ZT_TMP/a.exp"
     assert_file_eq "own $r: a/values.txt (a range, a base64 and a templated chunk)" "$ZT_TMP/a.exp" "$MNT/a/values.txt"
     out_eq "own $r: f/values.txt (zlib) has 8 lines" 8 sh -c "wc -l <'$MNT/f/values.txt'"
-    mkdir -p "$ZT_TMP/views/own_$r"
-    (cd "$MNT" && for f in */values.txt; do t cat "$f" >"$ZT_TMP/views/own_$r/${f%%/*}.txt" || echo "cat $f failed"; done) >"$ZT_TMP/cat.err"
-    assert_eq "own $r: every values.txt reads" "" "$(cat "$ZT_TMP/cat.err")"
+    save_views "own_$r" "$MNT"
     zumount "$MNT"
   done
-  for r in v1_plain v0_same; do
-    if diff -r "$ZT_TMP/views/own_v1" "$ZT_TMP/views/own_$r" >"$ZT_TMP/diff" 2>&1; then
-      pass "own $r: views identical to v1's"
-    else
-      fail "own $r: views differ from v1's"; show "$ZT_TMP/diff"
-    fi
-  done
+  same_views own_v1 own_v1_plain own_v0_same
   MNT=$(zt_mkdir own_whole)
   if zmount "$K/whole.json" "$MNT"; then
     assert_file_eq "own whole: whole-file key c/0" "$K/chunk_c0" "$MNT/c/0"
@@ -105,18 +115,10 @@ if zt_third_party_fixtures && [ -d "$FIX/kerchunk/refs" ]; then
     out_eq "$r: f8_mixed: 37 lines, chunk 3 absent reads as fill" "37 0" \
       sh -c "echo \$(wc -l <'$MNT/f8_mixed/values.txt') \$(tail -n 1 '$MNT/f8_mixed/values.txt')"
     assert_eq "$r: absent chunk has no raw key" missing "$([ -e "$MNT/f8_mixed/3" ] && echo present || echo missing)"
-    mkdir -p "$ZT_TMP/views/$r"
-    (cd "$MNT" && for f in */values.txt; do t cat "$f" >"$ZT_TMP/views/$r/${f%%/*}.txt" || echo "cat $f failed"; done) >"$ZT_TMP/cat.err"
-    assert_eq "$r: every values.txt reads" "" "$(cat "$ZT_TMP/cat.err")"
+    save_views "$r" "$MNT"
     zumount "$MNT"
   done
-  for r in refs_v1 refs_v1_templates; do
-    if diff -r "$ZT_TMP/views/refs_v0" "$ZT_TMP/views/$r" >"$ZT_TMP/diff" 2>&1; then
-      pass "$r: views identical to refs_v0"
-    else
-      fail "$r: views differ from refs_v0"; show "$ZT_TMP/diff"
-    fi
-  done
+  same_views refs_v0 refs_v1 refs_v1_templates
   MNT=$(zt_mkdir gen)
   if zmount "$K/refs_v1_gen.json" "$MNT"; then
     out_eq "gen: four generated chunk keys" "0 1 2 3" \
