@@ -557,20 +557,25 @@ static void pf_plan(struct engine *e, const struct znode *n,
           store_prefetch(e->store, key, c, 0, &hint) < 0)
         break;
       c->pf[c->npf++] = (struct cursor_pf){rl, hint};
+      stats_add(&e->stats.named_ahead, 1);
     }
     c->pf_next++;
   }
 }
 
-/* A read from the start of a view is how `cat` begins: the units of the
+/* A read near the start of a view is how `cat` begins: the units of the
  * slab it reads (k) are named to the store before the read is served, so
  * that each comes whole in one round trip rather than as its head, its
- * index and its first window one after another. The window of units after
- * them opens once the reader proves sequential (cursor_ahead_plan). */
+ * index and its first window one after another. Near, not at: cat's
+ * first read and the kernel's read-ahead after it come together and in
+ * either order, and the first to get here names (a read-ahead read that
+ * got here first used to decode chunk 0 in windows before the read at 0
+ * named it: three round trips, not one). The window of units after them
+ * opens once the reader proves sequential (cursor_ahead_plan). */
 void cursor_ahead_start(struct engine *e, const struct znode *n,
                         const struct region *r, const struct region_layout *l,
-                        struct view_cursor *c, uint64_t k) {
-  if (!c)
+                        struct view_cursor *c, uint64_t pos, uint64_t k) {
+  if (!c || pos >= CURSOR_SEQ_SLACK)
     return;
   /* A slab of text larger than this is left to the sequential window: a
    * `head` of its view would otherwise fetch all of it. */
@@ -578,6 +583,8 @@ void cursor_ahead_start(struct engine *e, const struct znode *n,
       CURSOR_START_MAX)
     return;
   pthread_mutex_lock(&c->lock);
+  /* Nothing named since the file was opened or its reader last jumped
+   * (pf_passed): this is the first read of a beginning. */
   if (!c->npf && !c->pf_win && !c->pf_next) {
     c->pf_win =
         r->per_slab < CURSOR_PF_MAX ? (uint32_t)r->per_slab : CURSOR_PF_MAX;

@@ -16,7 +16,10 @@
  * and doubles each time the reader reaches chunks it named (at most 256),
  * back to nothing on a seek; the store bounds the bytes all hints hold
  * (a part of its cache, an equal share per reader) and refuses hints
- * beyond, which are asked again after the next read. Local stores are
+ * beyond, which are asked again after the next read. The first read of
+ * an open file near its start (cat's read at 0, or the kernel's
+ * read-ahead read that overtook it) names the chunks under it before it
+ * is served, so each comes whole in one round trip. Local stores are
  * untouched. Size jobs name the starts of their units the same way.
  *
  * Fills that go through many units (a layout learning sizes, a row
@@ -91,11 +94,13 @@ int cursor_note(struct view_cursor *c, uint64_t off, size_t len);
 /* Remember what a unit read lately costs in bytes (sizes the depth of
  * decoding ahead); NULL c: nothing. */
 void cursor_note_cost(struct view_cursor *c, size_t cost);
-/* Before a read from the start of region r is served: name the units of
- * slab k (the first it reads) to a store with latency (NULL c: nothing). */
+/* Before a read at pos of region r's text is served (slab k the first it
+ * reads): when it is near the start (cat's first read, or the kernel's
+ * read-ahead beside it) and the first of its file to get here, name the
+ * units of slab k to a store with latency (NULL c: nothing). */
 void cursor_ahead_start(struct engine *e, const struct znode *n,
                         const struct region *r, const struct region_layout *l,
-                        struct view_cursor *c, uint64_t k);
+                        struct view_cursor *c, uint64_t pos, uint64_t k);
 /* After a read that reached slab k of region r (layout l): queue the
  * units after it when the reader goes in sequence, and let go of those
  * it has passed. With `reading`: before the reader decodes slab k, so the
