@@ -15,6 +15,10 @@
 /* Released pins of at least this many bytes are handed back to the system
  * at once (cursor_room). */
 #define CURSOR_TRIM_MIN ((size_t)4 << 20)
+/* A reader's units queued as one job: consecutive units whose cost
+ * lately adds up to this many bytes, at most CURSOR_RUN_MAX of them. */
+#define CURSOR_RUN_BYTES (256u << 10)
+#define CURSOR_RUN_MAX 32
 /* Largest slab of text (bytes) named whole at a read from its start. */
 #define CURSOR_START_MAX ((uint64_t)64 << 20)
 
@@ -240,11 +244,11 @@ static int unit_held(struct ahead_job *j, const uint64_t *idx, int text) {
 
 /* Decode a unit (and its deferred data) into the memo; pins in *u, *d.
  * Units the job found undecoded and left rendered whole are counted. */
-static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
+static void ahead_decode(struct ahead_job *j, uint64_t rl, struct memo_ref **u,
                          struct memo_ref **d) {
   struct zerr err = {0};
   uint64_t idx[ZMETA_MAX_DIMS], size;
-  region_unit(&j->r, j->rl, idx);
+  region_unit(&j->r, rl, idx);
   if (j->what == AHEAD_SIZE) {
     for (uint32_t k = 0; k < j->nrun; k++) {
       /* Passed by the fill (which learned it) or the fill stopped. */
@@ -278,44 +282,64 @@ static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
     atomic_fetch_add_explicit(&ahead_rendered, 1, memory_order_relaxed);
 }
 
-/* A worker's job: decode, then hand the pins to the cursor's slot (or let
- * them go when the reader moved on or closed the file). */
+/* Is unit rl still wanted by c's reader (its slot still waits for it)? */
+static int ahead_wanted(struct view_cursor *c, uint64_t rl) {
+  pthread_mutex_lock(&c->lock);
+  const struct ahead_slot *sl = &c->slot[rl % CURSOR_AHEAD_MAX];
+  int wanted = !c->closed && sl->rl == rl && !sl->ready;
+  pthread_mutex_unlock(&c->lock);
+  return wanted;
+}
+
+/* Hand the pins of unit rl to c's slot for it (or let them go when the
+ * reader moved on or closed the file). */
+static void ahead_hand(struct engine *e, struct view_cursor *c, uint64_t rl,
+                       struct memo_ref *u, struct memo_ref *d) {
+  pthread_mutex_lock(&c->lock);
+  struct ahead_slot *sl = &c->slot[rl % CURSOR_AHEAD_MAX];
+  if (!c->closed && sl->rl == rl && !sl->ready) {
+    sl->ready = 1;
+    sl->unit = u;
+    sl->data = d;
+    u = d = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  memo_release(e->memo, u);
+  memo_release(e->memo, d);
+}
+
+/* A worker's job: decode, then hand the pins to the cursor's slots. A
+ * reader's job decodes a run of units in turn (one job and one wakeup for
+ * many small units), each only while still wanted: a reader that moved
+ * on, closed its file or a mount that stops ends it at the next unit. */
 static void ahead_run(void *arg, int cancelled) {
   struct ahead_job *j = arg;
   struct view_cursor *c = j->c;
-  struct memo_ref *u = NULL, *d = NULL;
   int wanted = !cancelled && !engine_stopping(j->e);
   if (wanted && j->fan) /* the last unit of a run is still ahead */
     wanted = atomic_load(&j->fan->pos) <= j->at + (j->nrun ? j->nrun - 1 : 0);
-  if (wanted && c) { /* still wanted: the reader has not passed it */
-    wanted = 0;
-    pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < CURSOR_AHEAD_MAX && !c->closed; i++)
-      wanted |= c->slot[i].rl == j->rl;
-    pthread_mutex_unlock(&c->lock);
+  if (j->what == AHEAD_SIZE || !c) {
+    struct memo_ref *u = NULL, *d = NULL;
+    if (wanted)
+      ahead_decode(j, j->rl, &u, &d);
+    memo_release(j->e->memo, u);
+    memo_release(j->e->memo, d);
   }
-  if (wanted)
-    ahead_decode(j, &u, &d);
+  /* Last unit first: a reader that catches up decodes the run's first
+   * units itself, meeting the job once, instead of waiting behind it for
+   * each unit (a wakeup a unit, what runs are to save). */
+  for (uint32_t k = j->nrun; c && k-- > 0;) {
+    struct memo_ref *u = NULL, *d = NULL;
+    wanted = wanted && !engine_stopping(j->e);
+    if (wanted && ahead_wanted(c, j->run[k]))
+      ahead_decode(j, j->run[k], &u, &d);
+    ahead_hand(j->e, c, j->run[k], u, d);
+  }
   cursor_fan_unref(j->fan);
   for (uint32_t k = 0; j->hints && k < j->nrun; k++)
     ahead_hint_drop(j, k);
-  if (c) {
-    pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
-      struct ahead_slot *sl = &c->slot[i];
-      if (!c->closed && sl->rl == j->rl && !sl->ready) {
-        sl->ready = 1;
-        sl->unit = u;
-        sl->data = d;
-        u = d = NULL;
-        break;
-      }
-    }
-    pthread_mutex_unlock(&c->lock);
+  if (c)
     cursor_unref(c);
-  }
-  memo_release(j->e->memo, u);
-  memo_release(j->e->memo, d);
   free(j);
 }
 
@@ -339,16 +363,17 @@ static int ahead_queue(struct ahead_job *j) {
   return rc;
 }
 
-/* Queue unit rl of region r; 0, or negative when the pool refused. */
+/* Queue units run[0..nrun) of region r as one job; 0, or negative when
+ * the pool refused. */
 static int ahead_submit(struct engine *e, const struct znode *n,
-                        const struct region *r, uint64_t rl,
-                        struct view_cursor *c, int what, struct cursor_fan *fan,
-                        uint64_t at) {
-  struct ahead_job *j = malloc(sizeof *j + sizeof j->run[0]);
+                        const struct region *r, const uint64_t *run,
+                        uint32_t nrun, struct view_cursor *c, int what,
+                        struct cursor_fan *fan, uint64_t at) {
+  struct ahead_job *j = malloc(sizeof *j + nrun * sizeof j->run[0]);
   if (!j)
     return -ENOMEM;
-  *j = (struct ahead_job){e, n, *r, rl, c, what, fan, at, 1, NULL};
-  j->run[0] = rl;
+  *j = (struct ahead_job){e, n, *r, run[0], c, what, fan, at, nrun, NULL};
+  memcpy(j->run, run, nrun * sizeof *run);
   return ahead_queue(j);
 }
 
@@ -356,7 +381,7 @@ static int ahead_submit(struct engine *e, const struct znode *n,
 int cursor_ahead_unit(struct engine *e, const struct znode *n,
                       const struct region *r, uint64_t rl,
                       struct cursor_fan *fan, uint64_t at) {
-  return ahead_submit(e, n, r, rl, NULL, AHEAD_DATA, fan, at);
+  return ahead_submit(e, n, r, &rl, 1, NULL, AHEAD_DATA, fan, at);
 }
 
 /* Queue learning the sizes of units run[0..nrun), places at.. of fill
@@ -543,24 +568,38 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
   uint64_t depth = c->est ? e->ahead_budget / c->est : 1;
   if (depth > CURSOR_AHEAD_MAX)
     depth = CURSOR_AHEAD_MAX;
+  /* Small units go to the workers in runs (one job, one wakeup each):
+   * as many as cost CURSOR_RUN_BYTES lately. */
+  uint64_t per_job = c->est ? CURSOR_RUN_BYTES / c->est : 1;
+  per_job = per_job < 1 ? 1 : per_job > CURSOR_RUN_MAX ? CURSOR_RUN_MAX : per_job;
+  uint64_t run[CURSOR_RUN_MAX];
+  uint32_t nrun = 0;
   if (c->ahead_next < first)
     c->ahead_next = first;
-  while (c->ahead_next < r->nunits && c->ahead_next < first + depth &&
-         memo_pinned(e->memo) < 2 * e->ahead_budget) {
+  for (;;) {
     uint64_t rl = c->ahead_next;
-    if (region_stored(l, rl)) {
-      int i = 0;
-      while (i < CURSOR_AHEAD_MAX && c->slot[i].rl != AHEAD_FREE)
-        i++;
-      if (i == CURSOR_AHEAD_MAX || c->closed)
-        break;
-      /* The job finds its slot by rl, so the slot is taken first. */
-      c->slot[i] = (struct ahead_slot){rl, 0, NULL, NULL};
-      if (ahead_submit(e, n, r, rl, c, AHEAD_DATA, NULL, 0) < 0) {
-        c->slot[i].rl = AHEAD_FREE;
+    int more = rl < r->nunits && rl < first + depth && !c->closed &&
+               memo_pinned(e->memo) < 2 * e->ahead_budget;
+    int take = more && region_stored(l, rl);
+    /* The job finds its slot by rl (slot rl % CURSOR_AHEAD_MAX), so the
+     * slot is taken first; one still held (a row's units, wider than the
+     * slots) stops the run. */
+    if (take && c->slot[rl % CURSOR_AHEAD_MAX].rl != AHEAD_FREE)
+      more = take = 0;
+    if (take)
+      c->slot[(run[nrun++] = rl) % CURSOR_AHEAD_MAX] =
+          (struct ahead_slot){rl, 0, NULL, NULL};
+    if (nrun && (nrun == per_job || !more)) {
+      if (ahead_submit(e, n, r, run, nrun, c, AHEAD_DATA, NULL, 0) < 0) {
+        for (uint32_t i = 0; i < nrun; i++) /* asked again next time */
+          c->slot[run[i] % CURSOR_AHEAD_MAX].rl = AHEAD_FREE;
+        c->ahead_next = run[0];
         break;
       }
+      nrun = 0;
     }
+    if (!more)
+      break;
     c->ahead_next++;
   }
   pthread_mutex_unlock(&c->lock);

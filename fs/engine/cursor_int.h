@@ -11,8 +11,9 @@
 
 /* Units, rows and data sections a cursor keeps. */
 #define CURSOR_WINDOWS 4
-/* Units a reader may have decoded ahead of it. */
-#define CURSOR_AHEAD_MAX 8
+/* Units a reader may have decoded ahead of it (fewer when the ahead
+ * budget holds fewer); unit rl's slot is rl % CURSOR_AHEAD_MAX. */
+#define CURSOR_AHEAD_MAX 256
 /* Bytes read in sequence before decoding ahead starts: `head`, `file`
  * and `tail` read less, and decode nothing they do not show. */
 #define CURSOR_AHEAD_AFTER (256u << 10)
