@@ -11,7 +11,7 @@
 /* Reflected polynomial 0x82F63B78. crc32c_table[0][i] is the CRC of byte i;
  * crc32c_table[k][i] = (t[k-1][i] >> 8) ^ t[0][t[k-1][i] & 0xff], i.e. the
  * contribution of byte i followed by k zero bytes. Generated from those
- * formulas; tests/unit/check_codecs.c checks it against a bitwise CRC. */
+ * formulas; tests/unit/codecs/check_codecs.c checks it against a bitwise CRC. */
 static const uint32_t crc32c_table[8][256] = {
     {
         0x00000000u, 0xf26b8303u, 0xe13b70f7u, 0x1350f3f4u, 0xc79a971fu,

@@ -31,7 +31,7 @@ static int gzip_create(json_t *config, const struct codec_spec *decoded,
 /* No state to free. */
 static void gzip_destroy(void *state) { (void)state; }
 
-/* libdeflate's allocator: ours, so that tests/unit/allocfail.c sees (and
+/* libdeflate's allocator: ours, so that tests/unit/views/allocfail.c sees (and
  * can fail) its allocations too. */
 static void *gzip_malloc(size_t n) { return malloc(n); }
 

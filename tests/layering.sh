@@ -1,8 +1,9 @@
 #!/bin/bash
 # layering.sh - the include graph has no circle and no arrow pointing up
 # (tools/includes.py --check; docs/architecture.md shows the graph it
-# draws), and the fuzz target list of tests/fuzz/Makefile.inc is
-# tests/fuzz/targets.h's.
+# draws), the tests of tests/unit/codecs and tests/unit/stores include no
+# fs/ header (tools/includes.py's TEST_LAYERS), and the fuzz target list
+# of tests/fuzz/Makefile.inc is tests/fuzz/targets.h's.
 SRC=${ZARRFS_SRCDIR:-.}
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is not installed"; exit 77; }
 python3 "$SRC/tools/includes.py" --check "$SRC" || exit 1

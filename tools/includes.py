@@ -7,6 +7,9 @@
                                       may not), or on a docs/architecture.md
                                       whose generated graph is not this one
 
+The unit test folders of TEST_LAYERS are checked too: a codec test or a
+store test may not include an fs/ header, even through a test header.
+
 A module is a .c/.h pair (fs/views/view.c and fs/views/view.h are one node). Folders
 are the layers; LAYERS says which folders each may include. Tests, bench
 and examples sit above everything and are not drawn."""
@@ -38,6 +41,14 @@ LAYERS = [
     ("fs", BELOW_FS + ["fs/text", "fs/engine", "fs/views", "fs/namespace"]),
 ]
 ALLOWED = dict(LAYERS)
+# Test folders (tests/README.md) -> folders nothing they include may be in,
+# directly or through the test headers they include: the codec tests go
+# through the codec chain and the store tests through the store interface,
+# never through the engine, the views or the namespace.
+TEST_LAYERS = [
+    ("tests/unit/codecs", ["fs"]),
+    ("tests/unit/stores", ["fs"]),
+]
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 BEGIN = "<!-- includes.py: begin -->"
 END = "<!-- includes.py: end -->"
@@ -70,6 +81,49 @@ def modules(root):
                 if dep != mod:
                     deps.add(dep)
     return graph
+
+
+def resolve(root, folder, inc):
+    """The path (relative to root) an #include names: beside the including
+    file, else from the top of the tree (-I$(top_srcdir)); None if neither."""
+    for base in (folder, ""):
+        p = os.path.normpath(os.path.join(base, inc))
+        if os.path.exists(os.path.join(root, p)):
+            return p
+    return None
+
+
+def test_layer_violations(root):
+    """Each test file of TEST_LAYERS that reaches a forbidden folder, with
+    the chain of includes that gets there (test headers are followed)."""
+    bad = []
+    for folder, banned in TEST_LAYERS:
+        d = os.path.join(root, folder)
+        if not os.path.isdir(d):
+            bad.append("%s: no such test folder" % folder)
+            continue
+        for f in sorted(os.listdir(d)):
+            if not f.endswith((".c", ".h")):
+                continue
+            todo, seen = [(folder + "/" + f, [folder + "/" + f])], set()
+            while todo:
+                path, chain = todo.pop()
+                if path in seen:
+                    continue
+                seen.add(path)
+                text = open(os.path.join(root, path)).read()
+                for inc in INC.findall(text):
+                    p = resolve(root, os.path.dirname(path), inc)
+                    if p is None:
+                        continue
+                    if any(p == b or p.startswith(b + "/") for b in banned):
+                        bad.append("%s includes %s (%s): the tests of %s may "
+                                   "not include %s" % (
+                                       chain[0], p, " -> ".join(chain + [p]),
+                                       folder, ", ".join(banned)))
+                    elif p.startswith("tests/"):
+                        todo.append((p, chain + [p]))
+    return bad
 
 
 def folder_of(mod):
@@ -129,6 +183,7 @@ def main(argv):
     for c in cycles(graph):
         bad.append("circle: " + " -> ".join(c))
     bad += UNRESOLVED
+    bad += test_layer_violations(root)
     text = draw(graph)
     if not check:
         sys.stdout.write(text)

@@ -1,6 +1,6 @@
 /* zfs_errno.h - the one place where internal results become the errno a
  * reader of the mount sees. FUSE-free (fs/fuse_ops.c replies with it), so
- * the mapping is unit-tested without a mount (tests/unit/check_errno.c). */
+ * the mapping is unit-tested without a mount (tests/unit/views/check_errno.c). */
 #ifndef ZARRFS_ZFS_ERRNO_H
 #define ZARRFS_ZFS_ERRNO_H
 

@@ -1,4 +1,6 @@
-/* text.c - unit text layouts and ranged rendering (see text.h). */
+/* text.c - unit text objects, the walk over a unit's in-bounds elements,
+ * layouts and line offsets (see text.h). Ranged rendering is textread.c,
+ * above this file. */
 #include "text.h"
 
 #include <stdlib.h>
@@ -13,9 +15,6 @@
 
 /* How many elements a layout pass handles between looks at the stop flag. */
 #define TEXT_STOP_EVERY 65536
-
-/* Text rendered per read when rendering from bytes not in memory. */
-#define TEXT_RENDER_SLICE (1u << 20)
 
 /* Largest text size: st_size is a signed 64-bit number. */
 #define TEXT_MAX_SIZE ((uint64_t)INT64_MAX)
@@ -38,7 +37,7 @@ const char *text_note_msg(unsigned what) {
 
 /* Tell the form's note, once per unit text, what its text shows in place
  * of its data. */
-static void text_tell(const struct chunk_text *ct, unsigned what) {
+void text_tell(const struct chunk_text *ct, unsigned what) {
   const struct text_note *nt = ct->form->note;
   if (!nt || !what)
     return;
@@ -50,8 +49,8 @@ static void text_tell(const struct chunk_text *ct, unsigned what) {
 
 /* A CF form's element: decoded, or the stored value when xarray could not
  * hold it (said through ct's note; ct may be NULL). */
-static size_t form_cf(const struct chunk_text *ct, const struct text_form *form,
-                      const void *elem, char *buf) {
+size_t form_cf(const struct chunk_text *ct, const struct text_form *form,
+               const void *elem, char *buf) {
   struct cf_value v;
   if (cf_decode(form->cf, elem, &v) == 0)
     return form->csv ? csvtext_cf(&v, buf) : cftext_render(&v, buf);
@@ -59,19 +58,6 @@ static size_t form_cf(const struct chunk_text *ct, const struct text_form *form,
     text_tell(ct, TEXT_NOTE_CF_RANGE);
   return form->csv ? csvtext_fixed(NULL, &form->dt, elem, buf)
                    : render_fixed(&form->dt, elem, buf);
-}
-
-/* One fixed-size element's text (ct: the unit, told of what is not
- * decoded; may be NULL): the plain rendering stays one predictable
- * branch away, so values.txt costs what it did. */
-static inline size_t form_fixed(const struct chunk_text *ct,
-                                const struct text_form *form, const void *elem,
-                                char *buf) {
-  if (__builtin_expect(form->cf == NULL && !form->csv, 1))
-    return render_fixed(&form->dt, elem, buf);
-  if (form->cf)
-    return form_cf(ct, form, elem, buf);
-  return csvtext_fixed(NULL, &form->dt, elem, buf);
 }
 
 size_t text_render_fixed(const struct text_form *form, const void *elem,
@@ -89,12 +75,12 @@ static void chunk_text_destroy(struct zobj *o) {
 }
 
 /* Bytes of a unit object itself (with its coordinates and extents). */
-static size_t unit_base_cost(const struct text_form *form) {
+size_t unit_base_cost(const struct text_form *form) {
   return sizeof(struct chunk_text) + 2 * (size_t)form->ndim * sizeof(uint64_t);
 }
 
 /* An empty unit object of form (NULL: out of memory). */
-static struct chunk_text *unit_alloc(const struct text_form *form) {
+struct chunk_text *unit_alloc(const struct text_form *form) {
   struct chunk_text *ct = calloc(1, unit_base_cost(form));
   if (!ct)
     return NULL;
@@ -147,16 +133,8 @@ static uint64_t unit_len(const struct chunk_text *ct, int d) {
   return zmeta_axis_len(ct->form->edge[d], ct->form->shape[d], ct->idx[d]);
 }
 
-/* An in-bounds element k and its index j in unit C order. */
-struct inb_it {
-  uint64_t k, j;
-  uint64_t c[ZMETA_MAX_DIMS];      /* coordinates inside the in-bounds box */
-  uint64_t stride[ZMETA_MAX_DIMS]; /* of the unit, C order */
-};
-
 /* Position the walk at in-bounds element k. */
-static void it_init(struct inb_it *it, const struct chunk_text *ct,
-                    uint64_t k) {
+void it_init(struct inb_it *it, const struct chunk_text *ct, uint64_t k) {
   int nd = ct->form->ndim;
   uint64_t s = 1;
   for (int d = nd - 1; d >= 0; d--) {
@@ -172,38 +150,17 @@ static void it_init(struct inb_it *it, const struct chunk_text *ct,
   }
 }
 
-/* Step to the next in-bounds element (an odometer over the box). */
-static void it_next(struct inb_it *it, const struct chunk_text *ct) {
-  it->k++;
-  for (int d = ct->form->ndim - 1; d >= 0; d--) {
-    if (++it->c[d] < ct->ext[d]) {
-      it->j += it->stride[d];
-      return;
-    }
-    it->j -= (ct->ext[d] - 1) * it->stride[d];
-    it->c[d] = 0;
-  }
-}
-
 /* The byte after an element of a CSV unit whose last coordinate in the
  * unit's in-bounds box is c: '\n' when it ends its row, else ','. */
-static char csv_end(const struct chunk_text *ct, uint64_t c) {
+char csv_end(const struct chunk_text *ct, uint64_t c) {
   int d = ct->form->ndim - 1;
   uint64_t x =
       zmeta_axis_start(ct->form->edge[d], ct->form->shape[d], ct->idx[d]) + c;
   return x + 1 == ct->form->row_len ? '\n' : ',';
 }
 
-/* The byte after the element at walk it: a newline, or a CSV separator. */
-static inline char it_end(const struct chunk_text *ct,
-                          const struct inb_it *it) {
-  if (__builtin_expect(!ct->form->csv, 1))
-    return '\n';
-  return csv_end(ct, it->c[ct->form->ndim - 1]);
-}
-
 /* Text length (no newline) of element j of a unit with element data. */
-static uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
+uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
   const struct abytes *ab = ct->ab;
   if (ab->elsize) {
     char tmp[RENDER_FIXED_MAX];
@@ -214,7 +171,7 @@ static uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
 
 /* Is in-bounds element k element k of the unit (every dimension but the
  * first whole)? Then a walk needs no coordinates. */
-static int inb_linear(const struct chunk_text *ct) {
+int inb_linear(const struct chunk_text *ct) {
   for (int d = 1; d < ct->form->ndim; d++)
     if (ct->ext[d] != unit_len(ct, d))
       return 0;
@@ -224,22 +181,14 @@ static int inb_linear(const struct chunk_text *ct) {
 /* Variable-length units in a linear box: in-bounds element k is unit
  * element k, and its line starts at text offset
  * render_var_len(eo[k] - eo[0]) + k, known from the offsets alone. */
-static int var_linear(const struct chunk_text *ct) {
+int var_linear(const struct chunk_text *ct) {
   return ct->ab && !ct->ab->elsize && inb_linear(ct);
-}
-
-/* Text offset of the line of element j of a run of consecutive elements
- * whose first, ja, starts at tpos. */
-static inline uint64_t run_line_off(const struct chunk_text *ct, uint64_t ja,
-                                    uint64_t tpos, uint64_t j) {
-  const uint64_t *eo = ct->ab->offsets;
-  return tpos + render_var_len(&ct->form->dt, eo[j] - eo[ja]) + (j - ja);
 }
 
 /* Elements that follow the walk's one in unit order without a gap: the
  * rest of the unit in a linear box, else the rest of its row. */
-static uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
-                         int linear) {
+uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
+                  int linear) {
   int last = ct->form->ndim - 1;
   if (linear || last < 0)
     return ct->nin - it->k;
@@ -249,8 +198,7 @@ static uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
 /* Move the walk n >= 1 elements on (to a run's end): inside a row by
  * arithmetic and one odometer step, across rows (a linear box) from the
  * coordinates again. */
-static void it_skip(struct inb_it *it, const struct chunk_text *ct,
-                    uint64_t n) {
+void it_skip(struct inb_it *it, const struct chunk_text *ct, uint64_t n) {
   int last = ct->form->ndim - 1;
   if (last >= 0 && it->c[last] + n <= ct->ext[last]) {
     it->c[last] += n - 1;
@@ -263,28 +211,6 @@ static void it_skip(struct inb_it *it, const struct chunk_text *ct,
     it->j += n;
     it->k += n;
   }
-}
-
-/* Every line of a variable-length unit whose element bytes are all in
- * memory, rendered into dst (ct->size bytes): run by run, no search. */
-static void render_var_lines(const struct chunk_text *ct,
-                             const struct bytesrc *data, char *dst) {
-  const struct dtype *dt = &ct->form->dt;
-  const uint64_t *eo = ct->ab->offsets;
-  int linear = inb_linear(ct);
-  uint64_t pos = 0, bad = 0;
-  struct inb_it it;
-  it_init(&it, ct, 0);
-  while (it.k < ct->nin) {
-    uint64_t n = run_left(ct, &it, linear), ja = it.j;
-    uint64_t next = run_line_off(ct, ja, pos, ja + n);
-    bad += render_var_run(dt, eo, ja, ja + n, pos, data->mem, 0, data->size, 0,
-                          ct->size, dst);
-    pos = next;
-    it_skip(&it, ct, n);
-  }
-  if (bad)
-    text_tell(ct, TEXT_NOTE_UTF8);
 }
 
 /* See text.h. */
@@ -356,7 +282,7 @@ static inline void move_short(char *dst, const char *src, size_t n) {
  * buffer as large as the text, which the kernel would have to zero. It
  * applies to text with a byte per source byte (not hex), offsets from 0
  * and a linear in-bounds box (in-bounds element k is element k). */
-static int in_place_fits(const struct chunk_text *ct) {
+int in_place_fits(const struct chunk_text *ct) {
   const struct abytes *ab = ct->ab;
   return ab && !ab->elsize && ct->form->dt.kind != DT_BYTES && ab->offsets &&
          !ab->offsets[0] && inb_linear(ct);
@@ -365,10 +291,9 @@ static int in_place_fits(const struct chunk_text *ct) {
 /* Turn buf (malloc'd, the unit's element bytes from offset 0; taken, and
  * freed on failure) into the unit's text in place (*out, tsize bytes),
  * with the block offsets into blk. */
-static int expand_in_place(const struct chunk_text *ct, char *buf,
-                           uint64_t tsize, uint64_t *blk,
-                           const atomic_int *stop, char **out,
-                           struct zerr *err) {
+int expand_in_place(const struct chunk_text *ct, char *buf, uint64_t tsize,
+                    uint64_t *blk, const atomic_int *stop, char **out,
+                    struct zerr *err) {
   const uint64_t *eo = ct->ab->offsets;
   uint64_t nin = ct->nin;
   /* grows by the newlines (a remap), or drops bytes past element nin */
@@ -685,268 +610,4 @@ uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
   for (; it.k < k; it_next(&it, ct))
     off0 += elem_len(ct, it.j) + 1;
   return off0;
-}
-
-/* The element whose line holds text offset off (< size): the walk is left
- * at it and *start receives its line's offset. */
-static void text_find(const struct chunk_text *ct, uint64_t off,
-                      struct inb_it *it, uint64_t *start) {
-  if (var_linear(ct)) { /* the last line starting at or before off */
-    uint64_t lo = 0, hi = ct->nin - 1;
-    while (lo < hi) {
-      uint64_t mid = hi - (hi - lo) / 2;
-      if (run_line_off(ct, 0, 0, mid) <= off)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    it_init(it, ct, lo);
-    *start = run_line_off(ct, 0, 0, lo);
-    return;
-  }
-  uint64_t lo = zfloor_u64(ct->blk, ct->nblk, off); /* its block */
-  uint64_t pos = ct->blk[lo];
-  it_init(it, ct, lo * TEXT_BLOCK);
-  for (;;) {
-    uint64_t l = elem_len(ct, it->j) + 1;
-    if (pos + l > off || it->k + 1 >= ct->nin)
-      break;
-    pos += l;
-    it_next(it, ct);
-  }
-  *start = pos;
-}
-
-/* ---- rendering ---- */
-
-/* A fill unit: the fill text and its newline, repeated. */
-static void read_fill(const struct chunk_text *ct, uint64_t off, uint64_t end,
-                      char *dst) {
-  const char *f = ct->form->fill;
-  uint64_t flen = ct->form->fill_len, line = flen + 1;
-  uint64_t p = off % line, k = off / line;
-  int last = ct->form->ndim - 1;
-  while (off < end) {
-    uint64_t n = line - p < end - off ? line - p : end - off;
-    uint64_t body = p < flen ? (flen - p < n ? flen - p : n) : 0;
-    memcpy(dst, f + p, (size_t)body);
-    if (body < n) /* n - body is 1: the newline ends the piece */
-      dst[body] = ct->form->csv ? csv_end(ct, k % ct->ext[last]) : '\n';
-    dst += n;
-    off += n;
-    p = 0;
-    k++;
-  }
-}
-
-/* Fixed-size elements: render each, copy the part inside [off, end). */
-static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
-                       uint64_t pos, uint64_t off, uint64_t end, char *dst) {
-  const struct abytes *ab = ct->ab;
-  char tmp[RENDER_FIXED_MAX + 1];
-  while (pos < end) {
-    size_t n =
-        form_fixed(ct, ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
-    tmp[n] = it_end(ct, it);
-    uint64_t a = off > pos ? off - pos : 0;
-    uint64_t b = end - pos < n + 1 ? end - pos : n + 1;
-    memcpy(dst + (pos + a - off), tmp + a, (size_t)(b - a));
-    pos += n + 1;
-    it_next(it, ct);
-  }
-}
-
-/* Variable-length elements [it, ...) that are consecutive in the unit:
- * find where the run leaves the range by a search over the offsets, fetch
- * the source bytes the request needs with one ranged read, render the run
- * (render_var_run). Advances it and *pos past the run's part in range. */
-static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
-                        struct inb_it *it, uint64_t *pos, uint64_t off,
-                        uint64_t end, char *dst, struct zerr *err) {
-  const struct dtype *dt = &ct->form->dt;
-  const uint64_t *eo = ct->ab->offsets;
-  uint64_t start = *pos, ja = it->j;
-  uint64_t lo = ja + 1, hi = ja + run_left(ct, it, inb_linear(ct));
-  while (lo < hi) { /* the first line starting at or past end, or hi */
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (run_line_off(ct, ja, start, mid) >= end)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  uint64_t jb = lo, jl = jb - 1;
-  uint64_t p = run_line_off(ct, ja, start, jb);
-  uint64_t last_start = run_line_off(ct, ja, start, jl);
-  uint64_t last_tl = render_var_len(dt, eo[jl + 1] - eo[jl]);
-
-  uint64_t first_tl = render_var_len(dt, eo[ja + 1] - eo[ja]);
-  uint64_t a0 = off > start ? off - start : 0;
-  uint64_t src_a = eo[ja] + (a0 < first_tl ? render_var_src_off(dt, a0)
-                                           : eo[ja + 1] - eo[ja]);
-  uint64_t hi_t = end - last_start < last_tl ? end - last_start : last_tl;
-  uint64_t src_b =
-      hi_t ? eo[jl] + render_var_src_off(dt, hi_t - 1) + 1 : eo[jl];
-  if (src_b < src_a)
-    src_b = src_a;
-  if (dt->kind != DT_BYTES) { /* strings: bytes are judged with neighbours */
-    src_a -= src_a - eo[ja] < RENDER_UTF8_CONTEXT ? src_a - eo[ja]
-                                                  : RENDER_UTF8_CONTEXT;
-    src_b += eo[jb] - src_b < RENDER_UTF8_CONTEXT ? eo[jb] - src_b
-                                                  : RENDER_UTF8_CONTEXT;
-  }
-  const uint8_t *src;
-  uint64_t sbase = src_a, slen = src_b - src_a;
-  uint8_t *buf = NULL;
-  if (data->mem) {
-    src = data->mem;
-    sbase = 0;
-    slen = data->size;
-  } else {
-    size_t n = (size_t)slen;
-    if (!(buf = malloc(n ? n : 1)))
-      return zerr_set(err, ENOMEM, "out of memory");
-    int rc = bytesrc_read_range(data, src_a, n, buf, err);
-    if (rc < 0) {
-      free(buf);
-      return rc;
-    }
-    src = buf;
-  }
-  if (render_var_run(dt, eo, ja, jb, start, src, sbase, slen, off, end, dst))
-    text_tell(ct, TEXT_NOTE_UTF8);
-  free(buf);
-  it_skip(it, ct, jb - ja);
-  *pos = p;
-  return 0;
-}
-
-/* Render [off, end) starting from the walk at `it`, whose line starts at
- * pos <= off. */
-static long read_from(const struct chunk_text *ct, struct bytesrc *data,
-                      struct inb_it *it, uint64_t pos, uint64_t off,
-                      uint64_t end, char *dst, struct zerr *err) {
-  if (ct->ab->elsize) {
-    read_fixed(ct, it, pos, off, end, dst);
-    return (long)(end - off);
-  }
-  if (!data)
-    return zerr_set(err, EIO, "view: element bytes missing");
-  while (pos < end)
-    ZTRY(read_var_run(ct, data, it, &pos, off, end, dst, err));
-  return (long)(end - off);
-}
-
-/* See text.h. */
-long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
-               size_t len, char *dst, struct zerr *err) {
-  if (off >= ct->size || len == 0)
-    return 0;
-  uint64_t end = ct->size - off < len ? ct->size : off + len;
-  if (ct->text) {
-    memcpy(dst, ct->text + off, (size_t)(end - off));
-    return (long)(end - off);
-  }
-  if (!ct->ab) {
-    read_fill(ct, off, end, dst);
-    return (long)(end - off);
-  }
-  struct inb_it it;
-  uint64_t pos;
-  text_find(ct, off, &it, &pos);
-  return read_from(ct, data, &it, pos, off, end, dst, err);
-}
-
-/* See text.h. */
-long text_read_at(const struct chunk_text *ct, struct bytesrc *data, uint64_t k,
-                  uint64_t kpos, uint64_t off, size_t len, char *dst,
-                  struct zerr *err) {
-  if (!ct->ab || off != kpos || k >= ct->nin)
-    return text_read(ct, data, off, len, dst, err); /* text: a copy */
-  if (off >= ct->size || len == 0)
-    return 0;
-  uint64_t end = ct->size - off < len ? ct->size : off + len;
-  struct inb_it it;
-  it_init(&it, ct, k);
-  return read_from(ct, data, &it, kpos, off, end, dst, err);
-}
-
-/* See text.h. */
-int text_render_all(struct chunk_text *ct, struct bytesrc *data,
-                    struct zerr *err) {
-  if (!ct->ab || ct->text)
-    return 0;
-  char *t = malloc(ct->size ? (size_t)ct->size : 1);
-  if (!t)
-    return zerr_set(err, ENOMEM, "out of memory");
-  long got = (long)ct->size;
-  if (data && data->mem && !ct->ab->elsize)
-    render_var_lines(ct, data, t);
-  else
-    got = text_read(ct, data, 0, (size_t)ct->size, t, err);
-  if (got < 0) {
-    free(t);
-    return (int)got;
-  }
-  if ((uint64_t)got != ct->size) {
-    free(t);
-    return zerr_set(err, EIO, "chunk text shorter than its layout");
-  }
-  size_t elems = abytes_mem_cost(ct->ab);
-  abytes_free(ct->ab);
-  ct->ab = NULL;
-  ct->text = t;
-  ct->cost = ct->cost - elems + (size_t)ct->size;
-  return 0;
-}
-
-/* See text.h. */
-int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
-                     size_t max_bytes, struct chunk_text **out,
-                     struct zerr *err) {
-  (void)max_bytes;
-  struct chunk_text *t = unit_alloc(ct->form);
-  int rc = t ? 0 : zerr_set(err, ENOMEM, "out of memory");
-  if (rc == 0) {
-    memcpy(t->dims, ct->dims, 2 * (size_t)ct->form->ndim * sizeof *t->dims);
-    t->nin = ct->nin;
-    t->size = ct->size;
-    t->nblk = ct->nblk;
-    t->blk = malloc((size_t)(ct->nblk ? ct->nblk : 1) * sizeof *t->blk);
-    if (!t->blk)
-      rc = zerr_set(err, ENOMEM, "out of memory");
-  }
-  /* Decoded strings that are nobody else's become the text in place. */
-  char *buf = NULL;
-  size_t have;
-  if (rc == 0 && data && data->mem && in_place_fits(ct) &&
-      ct->size == ct->ab->offsets[ct->nin] + ct->nin &&
-      (buf = bytesrc_take_mem(data, &have)))
-    rc = expand_in_place(ct, buf, ct->size, t->blk, NULL, &t->text, err);
-  if (rc == 0 && !buf && !(t->text = malloc(ct->size ? (size_t)ct->size : 1)))
-    rc = zerr_set(err, ENOMEM, "out of memory");
-  if (rc == 0 && !buf) {
-    memcpy(t->blk, ct->blk, (size_t)ct->nblk * sizeof *t->blk);
-    /* Bytes not in memory are read a slice at a time: each read takes
-     * just the source bytes of its slice, into a small buffer. */
-    size_t slice = data && !data->mem ? TEXT_RENDER_SLICE : (size_t)ct->size;
-    if (data && data->mem && ct->ab && !ct->ab->elsize) {
-      render_var_lines(ct, data, t->text);
-      slice = 0; /* done */
-    }
-    for (uint64_t off = 0; rc == 0 && slice && off < ct->size; off += slice) {
-      size_t n = ct->size - off < slice ? (size_t)(ct->size - off) : slice;
-      long got = text_read(ct, data, off, n, t->text + off, err);
-      if (got >= 0 && (size_t)got != n)
-        got = zerr_set(err, EIO, "chunk text shorter than its layout");
-      rc = got < 0 ? (int)got : 0;
-    }
-  }
-  if (rc < 0) {
-    if (t)
-      zobj_put(&t->obj);
-    return rc;
-  }
-  t->cost = unit_base_cost(t->form) + (size_t)t->nblk * 8 + (size_t)t->size;
-  *out = t;
-  return 0;
 }

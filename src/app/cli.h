@@ -1,6 +1,6 @@
 /* cli.h - the command line: argv into a validated struct cli_config.
  *
- * FUSE-free, so the unit tests drive it directly (tests/unit/check_cli.c). It
+ * FUSE-free, so the unit tests drive it directly (tests/unit/base/check_cli.c). It
  * owns the meaning of every zarrfs option, the defaults, the refusals and
  * the usage text; what belongs to libfuse (-f, -d, -s, -o allow_other,
  * -o max_threads=N, unknown options, ...) is passed through untouched in
@@ -159,7 +159,8 @@ static inline int cli_maybe_command(const char *arg) {
                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == strlen(arg);
 }
 
-/* Print the usage text (zarrfs's own options; libfuse's follow it) to f. */
+/* Print the usage text (zarrfs's own options; libfuse's follow it) to f
+ * (cli_usage.c). */
 void cli_usage(FILE *f, const char *prog);
 
 /* "256M" -> bytes in *out: decimal digits, then optionally K, M, G or T

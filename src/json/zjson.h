@@ -22,7 +22,7 @@ json_t *zjson_loadb(const char *text, size_t len, struct zerr *err);
 /* Compact JSON text of j (any value), NUL-terminated, owned by the caller;
  * NULL when j is NULL or memory ran out. Not json_dumps: out of memory,
  * jansson's own dump can leave an object key out and still succeed (seen
- * in tests/unit/check_allocfail.c), so text made for a stat and for a later
+ * in tests/unit/views/check_allocfail.c), so text made for a stat and for a later
  * read, or metadata re-parsed from it, could differ. json_dumpb writes
  * into our buffer, where nothing can fail; its own allocations (the loop
  * check) fail the whole dump. */

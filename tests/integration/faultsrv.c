@@ -1,5 +1,5 @@
 /* faultsrv.c - a small HTTP/1.1 file server that misbehaves on request,
- * for the tests of remote reading (tests/unit/check_remote.c and the
+ * for the tests of remote reading (tests/unit/stores/check_remote.c and the
  * integration tests). Not part of zarrfs.
  *
  *   faultsrv --root DIR --port-file FILE [--log FILE] [--bind ADDR] [--times]

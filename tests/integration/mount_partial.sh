@@ -111,7 +111,7 @@ done
 # bytes only. With inner vlen-utf8 chunks (anndata's layout) the size needs
 # every inner chunk once; after that, with a cache too small to keep
 # anything, a tail reads the shard index and one 512 KiB inner chunk
-# (tests/unit/check_shard.c makes the same point for ranges inside the array).
+# (tests/unit/views/check_shard.c makes the same point for ranges inside the array).
 for inner in vlen utf8; do
   SRC="$ZT_TMP/shard-$inner"
   PLAIN="$ZT_TMP/shard-$inner.txt"

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""cf_expect.py - the expected text of the CF cases of tests/unit/check_cf.c
+"""cf_expect.py - the expected text of the CF cases of tests/unit/text/check_cf.c
 (times, durations, packed numbers, masks, booleans), computed by xarray's
 own decode_cf (Debian 12: xarray 2023.01, numpy 1.24,
 pandas 1.5, cftime 1.6), written as the C table check_cf.c embeds.
 
 Run once when the cases change:
-    /usr/bin/python3 tests/writers/cf_expect.py > tests/unit/check_cf_table.h
+    /usr/bin/python3 tests/writers/cf_expect.py > tests/unit/text/check_cf_table.h
 Each case: a storage dtype, the attributes as they come out of .zattrs /
 zarr.json (JSON text), the array's fill_value as xarray's Zarr backend reads
 it as _FillValue (JSON text or None), and the stored values. Every value is

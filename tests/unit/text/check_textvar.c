@@ -1,0 +1,223 @@
+/* check_textvar.c - the text of decoded variable-length units (strings,
+ * byte strings as hex), rendered by runs (fs/text/text.h: layout, whole
+ * and copied renders, line offsets, ranged reads) against a renderer that
+ * goes element by element: random strings with newlines, empty ones and
+ * invalid UTF-8, 1-D and 2-D with partial rows and columns, offsets from 0
+ * or not. The codecs that decode such units: tests/unit/codecs/check_vlen.c. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../../fs/text/render.h"
+#include "../../../fs/text/text.h"
+#include "../../../src/util/buf.h"
+#include "../../../src/util/log.h"
+#include "../testutil.h"
+
+#define MAXDEC ((size_t)64 << 20)
+
+/* ---- unit text by runs against element by element ---- */
+
+/* The text of the in-bounds box (rows x cols of a unit R x C, C order) of
+ * elements eo/data (data[x - eo[0]] is byte x), one element at a time:
+ * the text contract's reference. Returns its length. */
+static size_t text_by_elements(const struct dtype *dt, const uint64_t *eo,
+                               const uint8_t *data, uint64_t C, uint64_t rows,
+                               uint64_t cols, char *out) {
+  static const char hex[] = "0123456789abcdef";
+  size_t o = 0;
+  for (uint64_t r = 0; r < rows; r++)
+    for (uint64_t c = 0; c < cols; c++) {
+      uint64_t j = r * C + c;
+      size_t o0 = o;
+      for (uint64_t x = eo[j]; x < eo[j + 1]; x++) {
+        uint8_t b = data[x - eo[0]];
+        if (dt->kind == DT_BYTES) {
+          out[o++] = hex[b >> 4];
+          out[o++] = hex[b & 15];
+        } else {
+          out[o++] = b == '\n' ? ' ' : (char)b;
+        }
+      }
+      if (dt->kind != DT_BYTES) /* bytes that are not UTF-8: '?' */
+        testutil_utf8_fix((uint8_t *)out + o0, o - o0);
+      out[o++] = '\n';
+    }
+  return o;
+}
+START_TEST(test_text_runs_same_as_elements) {
+  /* Decoded units of random strings and byte strings (newlines inside,
+   * empty ones, invalid UTF-8, all empty), 1-D and
+   * 2-D with partial rows and columns, offsets from 0 or not, bytes in
+   * memory or in a file, laid out lazily or rendered whole (in place where
+   * that applies): the size, every line offset and every read [off, end)
+   * equal the element-by-element text. */
+  static const uint8_t pick[] = {'a', 'b', '\n', 0xff, 0xc3, 0xa9, 0, ' '};
+  unsigned seed = 2025;
+  char path[] = "/tmp/check_vlen_runs_XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  for (int round = 0; round < 96; round++) {
+    enum dtype_kind kind = round % 2 ? DT_BYTES : DT_STRING;
+    int in_file = round / 2 % 2, whole = round / 4 % 2, shape_case = round / 8;
+    uint64_t R = 1 + (uint64_t)rand_r(&seed) % 5,
+             C = 1 + (uint64_t)rand_r(&seed) % 6;
+    int ndim = shape_case % 3 == 0 ? 1 : 2;
+    if (ndim == 1) {
+      C = R * C;
+      R = 1;
+    }
+    uint64_t rows = R, cols = C;
+    switch (shape_case % 4) {
+    case 1:
+      cols = 1 + (uint64_t)rand_r(&seed) % C;
+      break;
+    case 2:
+      rows = 1 + (uint64_t)rand_r(&seed) % R;
+      break;
+    case 3:
+      cols = 1 + (uint64_t)rand_r(&seed) % C;
+      break;
+    }
+    if (ndim == 1) { /* one dimension: the unit is C long, cols of it in */
+      rows = 1;
+      if (shape_case % 4 == 2)
+        cols = 1 + (uint64_t)rand_r(&seed) % C;
+    }
+    uint64_t n = R * C, base = in_file || whole ? 0 : 3;
+    int all_empty = round % 12 == 5;
+    uint64_t *eo = malloc((n + 1) * sizeof *eo);
+    uint8_t *data = malloc(n * 70 + 1);
+    eo[0] = base;
+    for (uint64_t j = 0; j < n; j++) {
+      unsigned r = (unsigned)rand_r(&seed);
+      uint64_t len = all_empty || r % 4 == 0 ? 0
+                     : r % 3 == 0            ? (r >> 8) % 70
+                                             : (r >> 8) % 17;
+      for (uint64_t i = 0; i < len; i++)
+        data[eo[j] - base + i] = pick[(unsigned)rand_r(&seed) % sizeof pick];
+      eo[j + 1] = eo[j] + len;
+    }
+    size_t dsize = (size_t)(eo[n] - base);
+    struct dtype dt = dtype_of(kind);
+    char *want = malloc(2 * dsize + n + 1);
+    size_t wlen = text_by_elements(&dt, eo, data, C, rows, cols, want);
+
+    struct text_form form = {0};
+    form.dt = dt;
+    form.ndim = ndim;
+    uint64_t ashape[2], idx[2] = {0, 0};
+    if (ndim == 1) {
+      form.shape[0] = C;
+      ashape[0] = cols;
+    } else {
+      form.shape[0] = R;
+      form.shape[1] = C;
+      ashape[0] = rows;
+      ashape[1] = cols;
+    }
+    form.fill = (char *)"";
+    struct zerr err = {0};
+    struct abytes *ab = calloc(1, sizeof *ab);
+    ab->n = n;
+    ab->offsets = eo;
+    struct bytesrc *src = NULL;
+    if (in_file) {
+      FILE *f = fopen(path, "wb");
+      ck_assert_uint_eq(fwrite(data, 1, dsize, f), dsize);
+      fclose(f);
+      ck_assert_int_eq(bytesrc_open_file(path, NULL, &src, &err), 0);
+    } else {
+      void *copy = malloc(dsize ? dsize : 1);
+      memcpy(copy, data, dsize);
+      /* offsets are absolute: the data section starts base bytes in */
+      uint8_t *mem = malloc(dsize + base + 1);
+      memset(mem, 'x', base);
+      memcpy(mem + base, copy, dsize);
+      free(copy);
+      src = bytesrc_from_mem(mem, dsize + base);
+    }
+    ab->data = src;
+    /* our reference, for reads; without it the unit's bytes are its
+     * alone, and strings in a linear box become their text in place */
+    int in_place = whole && !in_file && round / 16 % 2;
+    if (in_place)
+      src = NULL;
+    else
+      bytesrc_ref(src);
+    struct chunk_text *ct = NULL;
+    ck_assert_int_eq(text_layout(&form, ashape, idx, ab, MAXDEC,
+                                 whole ? MAXDEC : 0, NULL, NULL, &ct, &err),
+                     0);
+    if (whole && ct->ab && !in_file) { /* a decoded data section's copy */
+      uint8_t *sec = malloc(dsize + base + 1);
+      memset(sec, 'x', base);
+      memcpy(sec + base, data, dsize);
+      struct bytesrc *ds = bytesrc_from_mem(sec, dsize + base);
+      struct chunk_text *cp = NULL;
+      ck_assert_int_eq(text_render_copy(ct, ds, MAXDEC, &cp, &err), 0);
+      bytesrc_unref(ds);
+      ck_assert_uint_eq(cp->size, wlen);
+      ck_assert(!memcmp(cp->text, want, wlen));
+      for (uint64_t k = 0; k < cp->nin; k++)
+        ck_assert_uint_eq(text_line_off(cp, k), text_line_off(ct, k));
+      zobj_put(&cp->obj);
+    }
+    if (whole && ct->ab) /* what the unit decoder does with strings */
+      ck_assert_int_eq(text_render_all(ct, ct->ab->data, &err), 0);
+    ck_assert(!whole || ct->text);
+    ck_assert_uint_eq(ct->size, wlen);
+    for (uint64_t k = 0, pos = 0; k <= ct->nin; k++) {
+      ck_assert_uint_eq(text_line_off(ct, k), pos);
+      if (k < ct->nin) {
+        ck_assert_uint_eq(text_line_off_from(ct, 0, 0, k), pos);
+        pos =
+            (uint64_t)((char *)memchr(want + pos, '\n', wlen - pos) - want) + 1;
+      }
+    }
+    char *got = malloc(wlen + 2);
+    for (uint64_t off = 0; off <= wlen; off++)
+      for (uint64_t end = off; end <= wlen + 1; end++) {
+        memset(got, '#', wlen + 2);
+        long r = text_read(ct, src, off, (size_t)(end - off), got, &err);
+        uint64_t e = end < wlen ? end : wlen;
+        if (r != (long)(e - off) ||
+            memcmp(got, want + off, (size_t)(e - off)) || got[e - off] != '#')
+          ck_abort_msg("round %d: [%llu, %llu) of %zu differs", round,
+                       (unsigned long long)off, (unsigned long long)end, wlen);
+      }
+    for (uint64_t k = 0; k < ct->nin; k++) { /* reads from a known line */
+      uint64_t kpos = text_line_off(ct, k);
+      for (uint64_t len = 0; kpos + len <= wlen; len++) {
+        long r = text_read_at(ct, src, k, kpos, kpos, (size_t)len, got, &err);
+        if (r != (long)len || memcmp(got, want + kpos, (size_t)len))
+          ck_abort_msg("round %d: line %llu, %llu bytes differ", round,
+                       (unsigned long long)k, (unsigned long long)len);
+      }
+    }
+    free(got);
+    zobj_put(&ct->obj);
+    bytesrc_unref(src);
+    free(want);
+    free(data);
+  }
+  unlink(path);
+}
+END_TEST
+
+static Suite *textvar_suite(void) {
+  Suite *s = suite_create("textvar");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_text_runs_same_as_elements);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  zlog_setup(0, ZLOG_ERR);
+  return testutil_run(textvar_suite());
+}

@@ -1,0 +1,462 @@
+/* check_window.c - units larger than the cache read in windows, and the
+ * watchdog of requests in flight, driven without a mount: a zarrs.vlen
+ * chunk of 200,000 strings whose offsets alone would take more than a
+ * quarter of a 1 MiB cache is read exactly, in sequence and at random
+ * offsets, without ever being decoded whole (no unit fill), with plain
+ * element bytes and behind zstd or gzip (the element bytes streamed once
+ * per reader; a stream cut short reads right up to the cut and then fails
+ * naming the chunk); the same strings in vlen-utf8 (no index) behind zstd,
+ * as a chunk and as the inner chunk of a shard, and behind gzip, read
+ * exactly in order, at random and backwards without a whole decode, and
+ * failing with EIO naming the chunk when cut short; a request running longer than the
+ * engine's threshold is flagged once and counts the units decoded for it. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "../../../fs/engine/engine.h"
+#include "../../../fs/namespace/namespace.h"
+#include "../../../fs/views/view.h"
+#include "../../../src/util/log.h"
+#include "../teststore.h"
+
+static char tmpdir[64];
+
+/* Strings of the chunk. */
+#define WN 200000
+
+/* Little-endian u64. */
+static void le64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The array's zarr.json: one chunk of WN strings, data codecs `data`. */
+static void put_meta(const char *name, const char *data) {
+  char buf[1024], rel[64];
+  snprintf(buf, sizeof buf,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%d],"
+           "\"data_type\":\"string\",\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[%d]}},\"chunk_key_encoding\":"
+           "{\"name\":\"default\",\"configuration\":{\"separator\":\"/\"}},"
+           "\"fill_value\":\"\",\"codecs\":[{\"name\":\"zarrs.vlen\","
+           "\"configuration\":{\"index_codecs\":[{\"name\":\"bytes\","
+           "\"configuration\":{\"endian\":\"little\"}}],\"data_codecs\":%s,"
+           "\"index_data_type\":\"uint64\",\"index_location\":\"start\"}}]}",
+           WN, WN, data);
+  snprintf(rel, sizeof rel, "%s/zarr.json", name);
+  ts_put_file(tmpdir, rel, buf, strlen(buf));
+}
+
+/* Write array `name` (codec 0: data plain, 1: zstd, 2: gzip) and return its
+ * expected text (caller frees) and length. Element i: 0 to 30 bytes, some with
+ * a newline (shown as a space). */
+static char *put_array(const char *name, int codec, size_t *tlen) {
+  size_t L = 8 * ((size_t)WN + 1), cap = 8 + L + (size_t)WN * 31;
+  uint8_t *chunk = malloc(cap);
+  char *data = malloc((size_t)WN * 31), *text = malloc((size_t)WN * 32);
+  ck_assert(chunk && data && text);
+  size_t dl = 0, tl = 0;
+  le64(chunk, L);
+  for (size_t i = 0; i < WN; i++) {
+    le64(chunk + 8 + 8 * i, dl);
+    size_t l = (i * 7919) % 31;
+    for (size_t c = 0; c < l; c++) {
+      char ch = (c + i) % 13 == 5 ? '\n' : (char)('a' + (c * 5 + i) % 26);
+      data[dl + c] = ch;
+      text[tl + c] = ch == '\n' ? ' ' : ch;
+    }
+    dl += l;
+    tl += l;
+    text[tl++] = '\n';
+  }
+  le64(chunk + 8 + 8 * (size_t)WN, dl);
+  size_t len = 8 + L;
+  if (codec == 2) { /* gzip (here a zlib stream, which gzip accepts) */
+    uLongf zl = (uLongf)(cap - len);
+    ck_assert_int_eq(compress2(chunk + len, &zl, (const Bytef *)data, dl, 6),
+                     Z_OK);
+    len += zl;
+    put_meta(name, "[{\"name\":\"bytes\"},{\"name\":\"gzip\"}]");
+  } else if (codec == 1) {
+    size_t zl = ZSTD_compress(chunk + len, cap - len, data, dl, 3);
+    ck_assert(!ZSTD_isError(zl));
+    len += zl;
+    put_meta(name, "[{\"name\":\"bytes\"},{\"name\":\"zstd\"}]");
+  } else {
+    memcpy(chunk + len, data, dl);
+    len += dl;
+    put_meta(name, "[{\"name\":\"bytes\"}]");
+  }
+  char rel[64];
+  snprintf(rel, sizeof rel, "%s/c/0", name);
+  ts_put_file(tmpdir, rel, chunk, len);
+  free(chunk);
+  free(data);
+  *tlen = tl;
+  return text;
+}
+
+/* Fresh temp store directory. */
+static void setup(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/zarrfs-window-XXXXXX");
+  ck_assert(mkdtemp(tmpdir) != NULL);
+  const char *g = "{\"zarr_format\":3,\"node_type\":\"group\"}";
+  ts_put_file(tmpdir, "zarr.json", g, strlen(g));
+}
+
+/* Remove the temp store. */
+static void teardown(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "cleanup failed\n");
+}
+
+/* An engine over tmpdir with a 1 MiB cache. */
+static struct engine *open_engine(void) {
+  struct store *s;
+  struct zerr err = {0};
+  ck_assert_int_eq(store_open_local(tmpdir, &s, &err), 0);
+  struct engine_config cfg = {1u << 20, 1u << 30, 1000};
+  struct engine *e;
+  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
+  return e;
+}
+
+/* Read view `path` whole in pieces of step bytes through one cursor and
+ * compare with want. */
+static void read_seq(struct engine *e, const char *path, size_t step,
+                     const char *want, size_t wlen) {
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size;
+  ck_assert_msg(ns_resolve(e, path, &ent, &err) == 0, "%s", err.msg);
+  ck_assert_msg(ns_size(e, &ent, &size, &err) == 0, "%s", err.msg);
+  ck_assert_uint_eq(size, wlen);
+  char *buf = malloc(step);
+  struct view_cursor *c = view_cursor_new();
+  for (uint64_t off = 0; off < size;) {
+    long n = ns_read_view(e, &ent, off, step, buf, c, &err);
+    ck_assert_msg(n > 0, "%s at %llu: %s", path, (unsigned long long)off,
+                  err.msg);
+    ck_assert_msg(!memcmp(buf, want + off, (size_t)n), "%s at %llu differs",
+                  path, (unsigned long long)off);
+    off += (uint64_t)n;
+  }
+  view_cursor_free(e, c);
+  free(buf);
+}
+
+/* Reads of len bytes at pseudo-random offsets (and the last bytes), each
+ * without a cursor, compared with want. */
+static void read_random(struct engine *e, const char *path, const char *want,
+                        size_t wlen) {
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, path, &ent, &err), 0);
+  char buf[5000];
+  uint64_t x = 12345;
+  for (int i = 0; i < 40; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t off = i == 0 ? wlen - 200 : (x >> 20) % wlen;
+    size_t len = 1 + (size_t)((x >> 8) % sizeof buf);
+    size_t exp = wlen - off < len ? (size_t)(wlen - off) : len;
+    long n = ns_read_view(e, &ent, off, len, buf, NULL, &err);
+    ck_assert_msg(n == (long)exp, "at %llu: %ld of %zu (%s)",
+                  (unsigned long long)off, n, exp, err.msg);
+    ck_assert_msg(!memcmp(buf, want + off, exp), "at %llu differs",
+                  (unsigned long long)off);
+  }
+}
+
+START_TEST(plain_bytes_never_decoded_whole) {
+  size_t wlen;
+  char *want = put_array("p", 0, &wlen);
+  struct engine *e = open_engine();
+  read_seq(e, "/p/values.txt", 131072, want, wlen);
+  read_seq(e, "/p/c/0.txt", 4093, want, wlen);
+  read_random(e, "/p/values.txt", want, wlen);
+  /* Offsets and bytes read where they lie: no unit, no data section. */
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 0);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
+START_TEST(zstd_bytes_decoded_once_per_reader) {
+  size_t wlen;
+  char *want = put_array("z", 1, &wlen);
+  struct engine *e = open_engine();
+  read_seq(e, "/z/values.txt", 131072, want, wlen);
+  /* The element bytes (more than the cache) decoded once for the reader,
+   * kept by its cursor; the offsets never loaded whole. */
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 1);
+  read_seq(e, "/z/c/0.txt", 4093, want, wlen);
+  read_random(e, "/z/values.txt", want, wlen);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
+START_TEST(gzip_bytes_streamed) {
+  size_t wlen;
+  char *want = put_array("g", 2, &wlen);
+  struct engine *e = open_engine();
+  read_seq(e, "/g/values.txt", 131072, want, wlen);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 1);
+  read_seq(e, "/g/c/0.txt", 65536, want, wlen);
+  read_random(e, "/g/values.txt", want, wlen);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
+START_TEST(zstd_cut_short_fails_naming_the_chunk) {
+  size_t wlen;
+  char *want = put_array("t", 1, &wlen);
+  /* Cut the compressed element bytes short (their last block). */
+  char path[128];
+  snprintf(path, sizeof path, "%s/t/c/0", tmpdir);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  ck_assert_int_eq(truncate(path, st.st_size - 8), 0);
+  struct engine *e = open_engine();
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/t/values.txt", &ent, &err), 0);
+  struct view_cursor *c = view_cursor_new();
+  char buf[65536];
+  /* The element bytes are streamed: what lies before the cut reads right. */
+  long n = ns_read_view(e, &ent, 0, sizeof buf, buf, c, &err);
+  ck_assert_msg(n == (long)sizeof buf, "%ld: %s", n, err.msg);
+  ck_assert(!memcmp(buf, want, sizeof buf));
+  /* The end fails, naming the chunk and the codec, and never reads
+   * bytes from elsewhere. */
+  for (int i = 0; i < 2; i++) {
+    zerr_clear(&err);
+    memset(buf, 0, sizeof buf);
+    n = ns_read_view(e, &ent, wlen - 4096, 4096, buf, i ? NULL : c, &err);
+    ck_assert_int_eq(n, -EIO);
+    ck_assert_msg(strstr(err.msg, "t/c/0") && strstr(err.msg, "zstd"), "%s",
+                  err.msg);
+  }
+  view_cursor_free(e, c);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
+/* Write array `name` of WN strings in vlen-utf8 behind zstd (gzip when
+ * gz), as one chunk, or (shard) as the one inner chunk of a shard, with
+ * its compressed bytes cut short by `cut` bytes; return the expected text
+ * (caller frees) and its length. The strings are put_array's. */
+static char *put_utf8(const char *name, int shard, int gz, size_t cut,
+                      size_t *tlen) {
+  size_t cap = 4 + (size_t)WN * 35;
+  uint8_t *raw = malloc(cap), *z = malloc(ZSTD_compressBound(cap) + 16);
+  char *text = malloc((size_t)WN * 32);
+  ck_assert(raw && z && text);
+  size_t rl = 4, tl = 0;
+  for (int b = 0; b < 4; b++)
+    raw[b] = (uint8_t)((uint32_t)WN >> (8 * b));
+  for (size_t i = 0; i < WN; i++) {
+    size_t l = (i * 7919) % 31;
+    for (int b = 0; b < 4; b++)
+      raw[rl + b] = (uint8_t)(l >> (8 * b));
+    rl += 4;
+    for (size_t c = 0; c < l; c++) {
+      char ch = (c + i) % 13 == 5 ? '\n' : (char)('a' + (c * 5 + i) % 26);
+      raw[rl++] = (uint8_t)ch;
+      text[tl++] = ch == '\n' ? ' ' : ch;
+    }
+    text[tl++] = '\n';
+  }
+  size_t zl;
+  if (gz) { /* a zlib stream, which gzip accepts */
+    uLongf gl = (uLongf)ZSTD_compressBound(cap);
+    ck_assert_int_eq(compress2(z, &gl, raw, rl, 6), Z_OK);
+    zl = gl;
+  } else {
+    zl = ZSTD_compress(z, ZSTD_compressBound(cap), raw, rl, 3);
+    ck_assert(!ZSTD_isError(zl));
+  }
+  ck_assert(zl > cut);
+  zl -= cut;
+  const char *inner =
+      gz ? "[{\"name\":\"vlen-utf8\"},{\"name\":\"gzip\"}]"
+         : "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]";
+  char codecs[512], buf[1024], rel[64];
+  if (shard) { /* the index after the inner chunk: offset 0, zl bytes */
+    snprintf(codecs, sizeof codecs,
+             "[{\"name\":\"sharding_indexed\",\"configuration\":{"
+             "\"chunk_shape\":[%d],\"codecs\":%s,\"index_codecs\":[{\"name\":"
+             "\"bytes\",\"configuration\":{\"endian\":\"little\"}}],"
+             "\"index_location\":\"end\"}}]",
+             WN, inner);
+    le64(z + zl, 0);
+    le64(z + zl + 8, zl);
+  } else
+    snprintf(codecs, sizeof codecs, "%s", inner);
+  snprintf(buf, sizeof buf,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%d],"
+           "\"data_type\":\"string\",\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[%d]}},\"chunk_key_encoding\":"
+           "{\"name\":\"default\",\"configuration\":{\"separator\":\"/\"}},"
+           "\"fill_value\":\"\",\"codecs\":%s}",
+           WN, WN, codecs);
+  snprintf(rel, sizeof rel, "%s/zarr.json", name);
+  ts_put_file(tmpdir, rel, buf, strlen(buf));
+  snprintf(rel, sizeof rel, "%s/c/0", name);
+  ts_put_file(tmpdir, rel, z, zl + (shard ? 16 : 0));
+  free(raw);
+  free(z);
+  *tlen = tl;
+  return text;
+}
+
+/* Read view `path` from its end backwards in pieces of step bytes
+ * through one cursor and compare with want. */
+static void read_back(struct engine *e, const char *path, size_t step,
+                      const char *want, size_t wlen) {
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, path, &ent, &err), 0);
+  char *buf = malloc(step);
+  struct view_cursor *c = view_cursor_new();
+  for (uint64_t end = wlen; end > 0;) {
+    uint64_t off = end > step ? end - step : 0;
+    long n = ns_read_view(e, &ent, off, (size_t)(end - off), buf, c, &err);
+    ck_assert_msg(n == (long)(end - off), "%s at %llu: %s", path,
+                  (unsigned long long)off, err.msg);
+    ck_assert_msg(!memcmp(buf, want + off, (size_t)n), "%s at %llu differs",
+                  path, (unsigned long long)off);
+    end = off;
+  }
+  view_cursor_free(e, c);
+  free(buf);
+}
+
+START_TEST(utf8_streamed_in_order) {
+  /* zstd as a chunk, zstd in a shard, gzip as a chunk */
+  for (int v = 0; v < 3; v++) {
+    size_t wlen;
+    const char *name = v == 0 ? "uc" : v == 1 ? "us" : "ug";
+    char *want = put_utf8(name, v == 1, v == 2, 0, &wlen), path[64];
+    struct engine *e = open_engine();
+    snprintf(path, sizeof path, "/%s/values.txt", name);
+    read_seq(e, path, 131072, want, wlen);
+    /* Parsed as the stream advanced: never decoded whole. */
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 1);
+    read_seq(e, path, 4093, want, wlen);
+    read_random(e, path, want, wlen);
+    read_back(e, path, 65536, want, wlen);
+    ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+    ck_assert_uint_eq(memo_pinned(e->memo), 0);
+    engine_free(e);
+    free(want);
+  }
+}
+END_TEST
+
+START_TEST(utf8_zstd_cut_short_fails_naming_the_chunk) {
+  size_t wlen;
+  char *want = put_utf8("ut", 1, 0, 8, &wlen);
+  struct engine *e = open_engine();
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/ut/values.txt", &ent, &err), 0);
+  struct view_cursor *c = view_cursor_new();
+  char buf[4096];
+  /* The size pass reaches the cut: no exact size, no text. */
+  long n = ns_read_view(e, &ent, 0, sizeof buf, buf, c, &err);
+  ck_assert_int_eq(n, -EIO);
+  ck_assert_msg(strstr(err.msg, "ut/c/0") && strstr(err.msg, "zstd"), "%s",
+                err.msg);
+  /* The size pass's error is the unit's: no whole decode is tried (it
+   * could hold up to max_decoded to say the same). */
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  view_cursor_free(e, c);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
+START_TEST(slow_request_flagged_once) {
+  struct engine *e = open_engine();
+  pthread_mutex_lock(&e->reqs_lock); /* the watchdog reads it */
+  e->slow_ns = 1;                    /* every request is slow */
+  pthread_mutex_unlock(&e->reqs_lock);
+  struct engine_req r, quick;
+  engine_req_begin(e, &r, "a/values.txt", 0, 4096);
+  engine_req_note_unit();
+  engine_req_note_unit();
+  engine_req_end(e, &r);
+  ck_assert_uint_eq(atomic_load(&r.units), 2);
+  engine_req_begin(e, &r, "a/values.txt", 0, 4096);
+  int logged = 0;
+  for (int i = 0; i < 40 && !logged; i++) { /* the watchdog wakes each 1 s */
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&e->reqs_lock);
+    logged = r.logged;
+    pthread_mutex_unlock(&e->reqs_lock);
+  }
+  ck_assert_int_eq(logged, 1);
+  engine_req_end(e, &r);
+  /* Out of the table: nothing notes to it any more. */
+  engine_req_note_unit();
+  ck_assert_uint_eq(atomic_load(&r.units), 0);
+  pthread_mutex_lock(&e->reqs_lock);
+  e->slow_ns = ENGINE_SLOW_REQUEST_NS;
+  pthread_mutex_unlock(&e->reqs_lock);
+  engine_req_begin(e, &quick, "b", 0, 1);
+  engine_req_end(e, &quick);
+  ck_assert_int_eq(quick.logged, 0);
+  engine_free(e); /* joins the watchdog */
+}
+END_TEST
+
+/* The suite. */
+static Suite *window_suite(void) {
+  Suite *s = suite_create("window");
+  TCase *tc = tcase_create("window");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, plain_bytes_never_decoded_whole);
+  tcase_add_test(tc, zstd_bytes_decoded_once_per_reader);
+  tcase_add_test(tc, gzip_bytes_streamed);
+  tcase_add_test(tc, zstd_cut_short_fails_naming_the_chunk);
+  tcase_add_test(tc, utf8_streamed_in_order);
+  tcase_add_test(tc, utf8_zstd_cut_short_fails_naming_the_chunk);
+  tcase_add_test(tc, slow_request_flagged_once);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+/* Run the suite. */
+int main(void) {
+  zlog_setup(0, ZLOG_ERR); /* the watchdog's info line is not news here */
+  SRunner *sr = srunner_create(window_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? 1 : 0;
+}
