@@ -21,7 +21,9 @@
 #  5. a first chunk whose text is over 64 MiB is not named whole at a read
 #     from the start: `head -c 1` of it names no chunk to the store
 #     (/.zarrfs/stats store_named_ahead) and costs the bytes it reads
-#     (under 1 MiB served), not the 107 MB chunk.
+#     (under 1 MiB served), not the 107 MB chunk;
+#  6. `tail -n 2` of a lazy view (size 0: read from the start in small
+#     reads) has every chunk named ahead once and decoded once, as cat.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 zt_require_mkstore
@@ -44,6 +46,8 @@ done
 cp -r "$WEB/first.zarr" "$WEB/first-b.zarr"
 "$ZARRFS_MKSTORE" bigstrings "$WEB/huge.zarr" --count 4500000 --chunk 4500000 \
   --strlen 15 --data none >/dev/null
+"$ZARRFS_MKSTORE" numeric "$WEB/lazy.zarr" --shape 1000000 --chunk 100000 \
+  --dtype float64 --codec zstd >/dev/null
 srv_fault_start "$WEB" --times
 
 # ---- 1. chunks requested before the reader reaches them ----
@@ -156,6 +160,28 @@ if zmount "$FAULT_URL/huge.zarr" "$M"; then
   [ "$served" -lt 1048576 ] || say "  served $served bytes of huge.zarr/c/0"
   assert_eq "huge.zarr: head -c 1 serves under 1 MiB of the chunk" 1 \
     "$([ "$served" -lt 1048576 ] && echo 1 || echo 0)"
+fi
+
+# ---- 6. a reader of a lazy view with small reads ----
+# `tail -n 2` of a view whose size is not known yet (stat says 0) reads
+# it all from the start in reads of a few KiB: it is a sequential reader
+# as cat is, so every chunk is named to the store ahead of it once and
+# decoded once, and its last lines are those of the exact view.
+M=$(zt_mkdir m6)
+L=$(zt_mkdir l6)
+if zmount "$FAULT_URL/lazy.zarr" "$M" -o sizes=lazy; then
+  assert_eq "lazy.zarr: values.txt's size is not known yet" 0 "$(stat -c %s "$M/values.txt")"
+  got=$(t tail -n 2 "$M/values.txt")
+  st() { awk -v k="$1" '$1 == k { print $2 }' "$M/.zarrfs/stats"; }
+  assert_eq "lazy.zarr: tail -n 2 names each of the 10 chunks ahead once" 10 "$(st store_named_ahead)"
+  assert_eq "lazy.zarr: tail -n 2 decodes each of the 10 chunks once" 10 "$(st decodes)"
+  reads=$(st requests_read)
+  assert_eq "lazy.zarr: tail -n 2 reads in small reads ($reads)" 1 "$([ "$reads" -gt 100 ] && echo 1 || echo 0)"
+  zumount "$M"
+  if zmount "$WEB/lazy.zarr" "$L"; then
+    assert_eq "lazy.zarr: tail -n 2 as the exact view's" "$(tail -n 2 "$L/values.txt")" "$got"
+    zumount "$L"
+  fi
 fi
 
 finish
