@@ -8,7 +8,8 @@
  * goes through the view in sequence, and then has the engine's workers
  * (src/util/pool.h) decode the units after the one being read, held in
  * its slots until the reader reaches them (at most the engine's ahead
- * budget divided by the cost of the units read lately).
+ * budget divided by the cost of the units read lately, and 256); small
+ * units go in runs, one job for as many as cost 256 KiB lately.
  *
  * On a store with latency (store_prefetch: remote stores) the cursor
  * also names the chunks from the one being read on to the store, which

@@ -112,20 +112,24 @@ for kind in zstd none; do
 done
 
 # ---- 4. the first chunk whole in one round trip ----
+# assert_one_wave DESC PAT: every request logged for PAT (ARRIVED DONE GET
+# PATH RANGE STATUS BYTES) after its first block (bytes=0-, the size's
+# request, made before the read) arrived before any of them was answered.
+assert_one_wave() {
+  local waves
+  waves=$(srv_log_lines "$FAULT_LOG" "$2" |
+    awk '$5 !~ /^bytes=0-/ { n++; if ($1 > a) a = $1; if (d == "" || $2 < d) d = $2 }
+         END { print (n > 0 && a < d) ? "one" : "several" }')
+  [ "$waves" = one ] || srv_log_lines "$FAULT_LOG" "$2" | sed 's/^/    | /' >&2
+  assert_eq "$1" one "$waves"
+}
 M=$(zt_mkdir m4)
 if zmount "$FAULT_URL/_f/lat=300/first.zarr" "$M"; then
   OUT=$(zt_mkdir out4)
   t cat "$M/values.txt" >"$OUT/values.txt"
   assert_file_eq "first.zarr: values.txt exact" "$PLAIN/first.txt" "$OUT/values.txt"
   zumount "$M"
-  # ARRIVED DONE GET PATH RANGE STATUS BYTES; the first block (bytes=0-)
-  # is the size's request, made before the read
-  waves=$(srv_log_lines "$FAULT_LOG" "first.zarr/c/0 " |
-    awk '$5 !~ /^bytes=0-/ { n++; if ($1 > a) a = $1; if (d == "" || $2 < d) d = $2 }
-         END { print (n > 0 && a < d) ? "one" : "several", n + 0 }')
-  [ "${waves%% *}" = one ] ||
-    srv_log_lines "$FAULT_LOG" "first.zarr/c/0 " | sed 's/^/    | /' >&2
-  assert_eq "first.zarr: chunk 0 requested in one round trip" one "${waves%% *}"
+  assert_one_wave "first.zarr: chunk 0 requested in one round trip" "first.zarr/c/0 "
 fi
 
 # ---- 4b. the kernel's read-ahead read first ----
@@ -139,12 +143,8 @@ if zmount "$FAULT_URL/_f/lat=300/first-b.zarr" "$M"; then
   dd bs=1M skip=1 count=1 status=none <"$PLAIN/first.txt" >"$OUT/second.want"
   assert_file_eq "first.zarr: its second MiB exact" "$OUT/second.want" "$OUT/second"
   zumount "$M"
-  waves=$(srv_log_lines "$FAULT_LOG" "first-b.zarr/c/0 " |
-    awk '$5 !~ /^bytes=0-/ { n++; if ($1 > a) a = $1; if (d == "" || $2 < d) d = $2 }
-         END { print (n > 0 && a < d) ? "one" : "several", n + 0 }')
-  [ "${waves%% *}" = one ] ||
-    srv_log_lines "$FAULT_LOG" "first-b.zarr/c/0 " | sed 's/^/    | /' >&2
-  assert_eq "first.zarr: a first read at 1 MiB: chunk 0 in one round trip" one "${waves%% *}"
+  assert_one_wave "first.zarr: a first read at 1 MiB: chunk 0 in one round trip" \
+    "first-b.zarr/c/0 "
 fi
 
 # ---- 5. a first chunk over 64 MiB of text: not fetched whole by a head ----
