@@ -20,7 +20,9 @@
 # row and kept for a "next mount" row). A command that runs past --limit
 # seconds is stopped and shown as ">LIMIT". Outputs of the two builds are
 # compared (checksums): a row whose builds disagree is marked "DIFFER".
-# Memory is the daemon's VmHWM. "reads" is the nginx access log's count.
+# Memory is the daemon's VmHWM; CPU its user + system time (what a loaded
+# machine stretches less than the wall time). "reads" is the nginx access
+# log's count.
 #
 # usage: bash bench/archives.sh [--old BIN] [--new BIN] [--chunks N]
 #                               [--rows N] [--limit SECS] [--only LIST]
@@ -102,6 +104,9 @@ fresh() {
   mount_fs "$bin" "$src" -o "index_cache=$idx" "$@"
 }
 hwm() { awk '/VmHWM/ { printf "%.0f MiB", $2 / 1024 }' "/proc/$DAEMON/status" 2>/dev/null || echo "?"; }
+# The daemon's CPU time so far (user + system), which a loaded machine
+# stretches less than the wall time.
+cpu() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f s", ($14 + $15) / t }' "/proc/$DAEMON/stat" 2>/dev/null || echo "?"; }
 stat_of() { awk -v k="$1" '$1 == k { print $2 }' "$MNT/.zarrfs/stats" 2>/dev/null | tail -n 1; }
 binid() { echo "$1" | md5sum | cut -c1-8; }
 # timed ROW BIN CMD...: time CMD (limit LIMIT seconds) and put it; its
@@ -158,11 +163,13 @@ for bin in "${BINS[@]}"; do
     put "K: stat values.txt (size)" "$bin" "$(stat -c %s "$MNT/t2m/values.txt") (${RES["K: stat values.txt (size)|$bin"]})"
     timed "K: fresh tail -n 1 values.txt" "$bin" tail -n 1 "$MNT/t2m/values.txt"
     put "K: VmHWM after tail" "$bin" "$(hwm)"
+    put "K: daemon CPU after tail (stat + tail)" "$bin" "$(cpu)"
     KEEP_INDEX=yes fresh "$bin" "$IDX" "$A/K/refs.json"
     timed "K: next mount tail -n 1" "$bin" tail -n 1 "$MNT/t2m/values.txt"
     fresh "$bin" "$IDX" "$A/K/refs.json"
     timed "K: fresh cat values.txt" "$bin" cat "$MNT/t2m/values.txt"
     put "K: VmHWM after cat (bound cache+64M = 320 MiB)" "$bin" "$(hwm)"
+    put "K: daemon CPU in cat" "$bin" "$(cpu)"
     put "K: decodes in cat" "$bin" "$(stat_of decodes)"
   fi
   if want M; then

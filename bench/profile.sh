@@ -122,10 +122,10 @@ perf script -i "$DATA" -F tid,ip,sym,dso 2>/dev/null |
     if (is_own) {
       f = (sym in file) ? file[sym] : ""
       if (sym ~ /_(destroy|free|unref)$/) return "other"  # freeing memory, in any module
-      if (f ~ /^fs\/(render|rnum|dtoa|text)\.c$/ || (f == "" && sym ~ /^(render_|rnum_|dtoa_|fmt_|text_)/)) return "rendering"
-      if (f ~ /^src\/(bytesrc|fdpool|store[a-z_]*|http|remote|s3)\.c$/ || (f == "" && sym ~ /^(bytesrc_|fdpool_|store_|remote_|http_|s3_)/)) return "I/O"
+      if (f ~ /^fs\/text\/(render|rnum|dtoa|dtoa_exact|rsplit|text|textread)\.c$/ || (f == "" && sym ~ /^(render_|rnum_|dtoa_|fmt_|text_)/)) return "rendering"
+      if (f ~ /^src\/(io\/(bytesrc|fdpool)|store\/store[a-z_]*|net\/(http|remote|rblock|rflight|rstream|rversion|s3))\.c$/ || (f == "" && sym ~ /^(bytesrc_|fdpool_|store_|remote_|http_|s3_)/)) return "I/O"
       if (f ~ /^codecs\/(zstd|gzip|blosc|numcodecs)\.c$/ || (f == "" && sym ~ /^(zstd_|gzip_|blosc_)/)) return "decompression"
-      if (f ~ /^fs\/fuse_ops\.c$/ || (f == "" && sym ~ /^zfs_/)) return "FUSE"
+      if (f ~ /^fs\/fuse_(ops|ctx)\.c$/ || (f == "" && sym ~ /^zfs_/)) return "FUSE"
       return "other"
     }
     if (dso ~ /lib(zstd|blosc2?|z|lz4|bz2)\.so/ || sym ~ /^(ZSTD_|HUF_|FSE_|inflate|blosc|LZ4_|BZ2_)/) return "decompression"

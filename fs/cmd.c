@@ -252,6 +252,9 @@ static void cmd_cat(struct cmd *c, const char *path, struct ns_entry *ent,
       n = r < 0 ? r : (long)want;
     } else {
       n = ns_read_view(c->e, ent, off, CMD_PIECE, buf, cur, &err);
+      /* the text before a bad chunk goes out; the next read fails */
+      if (n < 0)
+        n = ns_read_before_failure(c->e, ent, off, CMD_PIECE, buf, n);
     }
     if (n <= 0) {
       rc = (int)n;

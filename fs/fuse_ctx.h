@@ -84,6 +84,7 @@ struct zfs_file {
   struct view_cursor *cur; /* owned; views only (may be NULL) */
   char *text;              /* owned; a text made whole, else NULL */
   size_t text_len;
+  int direct; /* opened with direct I/O: a short read is not the end */
 };
 
 /* An open directory: its listing, made by the first readdir and read by

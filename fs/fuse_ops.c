@@ -436,6 +436,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
      * comes to us and ends where the text does. The statistics: size 0,
      * and each open its own text. */
     fi->direct_io = 1;
+    f->direct = 1;
   } else {
     fi->keep_cache = 1; /* immutable: page cache stays valid across opens */
   }
@@ -508,6 +509,10 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   do {
     n = read_file(c, f, (uint64_t)off, size, buf, &lend, &err);
   } while (work_again(c, &tok, n, &tries));
+  /* With direct I/O a short read is not the end: the text before a unit
+   * that fails (a bad chunk) goes out, the next read fails at it. */
+  if (n < 0 && f->direct && !f->raw)
+    n = ns_read_before_failure(c->engine, &f->ent, (uint64_t)off, size, buf, n);
   engine_req_end(c->engine, &rq);
   work_end(req);
   char db[32];

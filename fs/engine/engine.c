@@ -185,7 +185,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
     icechunk_ref(e->ic);
   struct memo_config mc = {cfg->cache_size,
                            cfg->size_table_max ? cfg->size_table_max : 1 << 20,
-                           &e->stopping};
+                           &e->stopping, ENGINE_FAIL_KEEP_NS};
   e->store = store;
   e->env.max_decoded = cfg->max_decoded;
   e->env.stop = &e->stopping;

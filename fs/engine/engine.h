@@ -136,6 +136,12 @@ struct engine_req {
  * under a second. */
 #define ENGINE_TABLE_LEARN_NS (300000000ull)
 
+/* How long a remembered data failure (a bad chunk, and every size or
+ * layout it failed) answers before it is tried again: a chunk repaired
+ * while mounted is read after at most this; one still bad is decoded
+ * again (its log line is not repeated: logonce). */
+#define ENGINE_FAIL_KEEP_NS (5000000000ull)
+
 /* A request running this long gets one info line (engine_req_begin). */
 #define ENGINE_SLOW_REQUEST_NS (5000000000ull)
 

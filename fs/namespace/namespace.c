@@ -457,16 +457,57 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
   return zerr_set(err, ENOENT, "no such file");
 }
 
-/* Stored size, or the view's computed size. */
+/* A table entry's file name (D.csv). */
+static const char *ns_file_of(const struct ns_entry *ent) {
+  const char *file = strrchr(ent->key, '/');
+  return file ? file + 1 : ent->key;
+}
+
+/* A view whose size needs a unit that fails (a bad chunk, a virtual chunk
+ * not authorized) keeps the lazy rule: stat shows 0 (asked again every
+ * time) and the file is read with direct I/O, so every view stays
+ * openable and its reads before that unit return their text; the read
+ * that reaches it fails there (logged once where it was decoded). 1 with
+ * *size 0 for such a failure (err cleared), else rc. A view that cannot
+ * be read at all (its metadata) and an interrupted or transient failure
+ * keep their error. */
+static int size_or_unknown(int fallback, const struct ns_entry *ent, int rc,
+                           uint64_t *size, struct zerr *err) {
+  if (!fallback || rc >= 0 || rc == -EINTR || rc == -ENOENT ||
+      zerr_is_transient(-rc))
+    return rc;
+  const struct znode *n = ent->node;
+  if (ent->kind != NS_TABLE &&
+      (!n || n->kind != ZNODE_ARRAY || !n->chain || n->errcode))
+    return rc;
+  zerr_clear(err);
+  *size = 0;
+  return 1;
+}
+
+static int size_within(struct engine *e, const struct ns_entry *ent,
+                       uint64_t wait_ns, int fallback, uint64_t *size,
+                       struct zerr *err);
+
+/* Stored size, or the view's computed size: a view whose size needs a
+ * unit that fails is that failure here (`zarrfs stat`), not 0. */
 int ns_size(struct engine *e, const struct ns_entry *ent, uint64_t *size,
             struct zerr *err) {
-  int rc = ns_size_within(e, ent, UINT64_MAX, size, err);
+  int rc = size_within(e, ent, UINT64_MAX, 0, size, err);
   return rc > 0 ? 0 : rc;
 }
 
 /* See namespace.h. */
 int ns_size_within(struct engine *e, const struct ns_entry *ent,
                    uint64_t wait_ns, uint64_t *size, struct zerr *err) {
+  return size_within(e, ent, wait_ns, 1, size, err);
+}
+
+/* ns_size_within; fallback: a unit that fails makes the size unknown
+ * (size_or_unknown), else it is the error. */
+static int size_within(struct engine *e, const struct ns_entry *ent,
+                       uint64_t wait_ns, int fallback, uint64_t *size,
+                       struct zerr *err) {
   if (ent->eng)
     e = ent->eng;
   switch (ent->kind) {
@@ -481,9 +522,11 @@ int ns_size_within(struct engine *e, const struct ns_entry *ent,
       int k = view_chunk_size_known(e, ent->node, ent->idx, size, err);
       if (k == 0)
         *size = 0; /* unknown: the file is read with direct I/O */
-      return k < 0 ? k : 0;
+      return k < 0 ? size_or_unknown(fallback, ent, k, size, err) : 0;
     }
-    return view_chunk_size(e, ent->node, ent->idx, size, err);
+    return size_or_unknown(fallback, ent,
+                           view_chunk_size(e, ent->node, ent->idx, size, err),
+                           size, err);
   case NS_ARRAY_VIEW:
     if (e->lazy_sizes) {
       int k = view_array_size_known(e, ent->node, size, err);
@@ -494,10 +537,14 @@ int ns_size_within(struct engine *e, const struct ns_entry *ent,
       }
       /* Each unit's size is in its index ends: fetch them all at once,
        * then the size is exact (and the layout made of it is kept). */
-      ZTRY(unit_sizes_prefetch(e, ent->node, err));
-      return view_array_size(e, ent->node, size, err);
+      int rc = unit_sizes_prefetch(e, ent->node, err);
+      if (rc == 0)
+        rc = view_array_size(e, ent->node, size, err);
+      return size_or_unknown(fallback, ent, rc, size, err);
     }
-    return view_array_size_stat(e, ent->node, wait_ns, size, err);
+    return size_or_unknown(
+        fallback, ent, view_array_size_stat(e, ent->node, wait_ns, size, err),
+        size, err);
   case NS_INFO_VIEW:
   case NS_HISTORY: {
     char *text;
@@ -516,7 +563,9 @@ int ns_size_within(struct engine *e, const struct ns_entry *ent,
         *size = 0; /* unknown: the file is read with direct I/O */
       return k < 0 ? k : 0;
     }
-    ZTRY(table_size_stat(e, ent->node, file, size, err));
+    int rc = table_size_stat(e, ent->node, file, size, err);
+    if (rc < 0)
+      return size_or_unknown(fallback, ent, rc, size, err);
     return *size == 0; /* deferred: a table has at least its header */
   }
   case NS_STATS:
@@ -596,6 +645,44 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
   return zerr_set(err, EIO, "not a view");
 }
 
+/* See namespace.h. A read that fails holds no byte of the text after
+ * the failure, and one shorter than the failing part reads: the longest
+ * read at off that succeeds is found by halving (each failing try is a
+ * remembered failure, answered at once and not logged again). */
+long ns_read_before_failure(struct engine *e, const struct ns_entry *ent,
+                            uint64_t off, size_t len, char *dst, long rc) {
+  if (rc >= 0 || rc == -EINTR || rc == -ENOENT || zerr_is_transient((int)-rc) ||
+      (ent->kind != NS_ARRAY_VIEW && ent->kind != NS_CHUNK_VIEW &&
+       ent->kind != NS_TABLE))
+    return rc;
+  struct engine *ve = ent->eng ? ent->eng : e;
+  if (ent->kind == NS_TABLE) { /* rendered in blocks: by its rows */
+    struct zerr err = {0};
+    long got = table_read_before_failure(ve, ent->node, ns_file_of(ent), off,
+                                         len, dst, &err);
+    return got > 0 ? got : rc;
+  }
+  size_t lo = 0, hi = len; /* lo bytes read; hi do not */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    struct zerr err = {0};
+    long got = ns_read_view(e, ent, off, mid, dst, NULL, &err);
+    if (got == -EINTR || (got < 0 && zerr_is_transient((int)-got)))
+      return got;
+    if (got >= 0 && (size_t)got < mid)
+      return got; /* the text ends there (it changed meanwhile) */
+    if (got >= 0)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  if (lo == 0)
+    return rc;
+  struct zerr err = {0};
+  long got = ns_read_view(e, ent, off, lo, dst, NULL, &err);
+  return got < 0 ? rc : got;
+}
+
 /* See namespace.h. */
 void ns_unit_view_paths(struct engine *e, const struct znode *n,
                         const uint64_t *idx,
@@ -631,12 +718,19 @@ int ns_read_direct(struct engine *e, const struct ns_entry *ent,
   if (e->lazy_sizes)
     return 1;
   struct engine *ve = ent->eng ? ent->eng : e;
+  int rc = 0;
   if (ent->kind == NS_ARRAY_VIEW)
-    return view_array_size_deferred(ve, ent->node, err);
-  if (ent->kind != NS_TABLE)
+    rc = view_array_size_deferred(ve, ent->node, err);
+  else if (ent->kind == NS_TABLE)
+    rc = table_size_deferred(ve, ent->node, ns_file_of(ent), err);
+  else if (ent->kind != NS_CHUNK_VIEW)
     return 0;
-  const char *file = strrchr(ent->key, '/');
-  return table_size_deferred(ve, ent->node, file ? file + 1 : ent->key, err);
+  if (rc != 0)
+    return rc;
+  /* a size stat gives at once: unless it needs a unit that fails
+   * (size_or_unknown), whose file is read with direct I/O too */
+  uint64_t size;
+  return ns_size_within(e, ent, UINT64_MAX, &size, err);
 }
 
 /* Directory path dir (dl bytes) joined with name into buf. */

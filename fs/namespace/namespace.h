@@ -115,6 +115,14 @@ long ns_read_view(struct engine *e, const struct ns_entry *ent, uint64_t off,
                   size_t len, char *dst, struct view_cursor *c,
                   struct zerr *err);
 
+/* After a read of view ent at off failed with rc (the failure logged
+ * where it was understood): the bytes before the unit that failed, read
+ * into dst (len bytes at most), when there are some and rc is a data
+ * error (a bad chunk), else rc. For a file opened with direct I/O only:
+ * the kernel takes any other short read as the end of the file. */
+long ns_read_before_failure(struct engine *e, const struct ns_entry *ent,
+                            uint64_t off, size_t len, char *dst, long rc);
+
 /* Directory path dir (dl bytes, "" the root) joined with name into buf
  * (cap bytes): the child's path and its length, or -ENAMETOOLONG. */
 long ns_join(const char *dir, size_t dl, const char *name, char *buf,

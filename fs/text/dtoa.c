@@ -78,34 +78,27 @@ const char dtoa_pairs[200] =
     "37383940414243444546474849505152535455565758596061626364656667686970717273"
     "7475767778798081828384858687888990919293949596979899";
 
-/* 10^i for i in 0..19. */
-static const uint64_t dtoa_pow10_u64[20] = {1ull,
-                                            10ull,
-                                            100ull,
-                                            1000ull,
-                                            10000ull,
-                                            100000ull,
-                                            1000000ull,
-                                            10000000ull,
-                                            100000000ull,
-                                            1000000000ull,
-                                            10000000000ull,
-                                            100000000000ull,
-                                            1000000000000ull,
-                                            10000000000000ull,
-                                            100000000000000ull,
-                                            1000000000000000ull,
-                                            10000000000000000ull,
-                                            100000000000000000ull,
-                                            1000000000000000000ull,
-                                            10000000000000000000ull};
-
-/* Number of decimal digits of v > 0: the bit length times log10(2)
- * (1233 / 4096, never above it) is the count or one below. */
-static inline int dtoa_dec_len(uint64_t v) {
-  int t = ((64 - __builtin_clzll(v)) * 1233) >> 12;
-  return t + (v >= dtoa_pow10_u64[t]);
-}
+/* 10^i for i in 0..19 (dtoa.h). */
+const uint64_t dtoa_pow10_u64[20] = {1ull,
+                                     10ull,
+                                     100ull,
+                                     1000ull,
+                                     10000ull,
+                                     100000ull,
+                                     1000000ull,
+                                     10000000ull,
+                                     100000000ull,
+                                     1000000000ull,
+                                     10000000000ull,
+                                     100000000000ull,
+                                     1000000000000ull,
+                                     10000000000000ull,
+                                     100000000000000ull,
+                                     1000000000000000ull,
+                                     10000000000000000ull,
+                                     100000000000000000ull,
+                                     1000000000000000000ull,
+                                     10000000000000000000ull};
 
 /* Exactly 8 digits of r < 10^8 at p. */
 static inline void dtoa_put8(uint32_t r, char *p) {
@@ -335,11 +328,11 @@ static __attribute__((noinline, cold)) int dtoa_is_int(uint64_t c, int e2,
 
 /* Shortest digits of the binary64 normal c * 2^q (2^52 < c < 2^53: not
  * a power of two), or with f32 of the binary32 normal (2^23 < c < 2^24),
- * into *dec: the Dragonbox-style search of the file comment. Returns 0 (*dec untouched) where it cannot decide, for
- * dtoa_digits to search instead. Unless `careful`, it also returns 0 at
- * the first sign of a rare case (z within reach of an integer, r ==
- * deltai, a possible tie), so that the common path keeps few values
- * live; the careful call then settles them. */
+ * into *dec: the Dragonbox-style search of the file comment. Returns 0 (*dec
+ * untouched) where it cannot decide, for dtoa_digits to search instead. Unless
+ * `careful`, it also returns 0 at the first sign of a rare case (z within reach
+ * of an integer, r == deltai, a possible tie), so that the common path keeps
+ * few values live; the careful call then settles them. */
 static inline __attribute__((always_inline)) int
 dtoa_dragon(uint64_t c, int q, int careful, int f32, struct dtoa_dec *dec) {
   /* 10^k0 with k0 = 2 - k scales the interval's width 2^q to delta in
@@ -435,8 +428,7 @@ dtoa_dragon(uint64_t c, int q, int careful, int f32, struct dtoa_dec *dec) {
      * 6 to 8 digits and n 7 to 9, scaled to exactly 9 (the first and a
      * block of 8, the second block 0). */
     int ls = dtoa_dec_len(s);
-    uint32_t full =
-        ((uint32_t)s * 10 + j) * (uint32_t)dtoa_pow10_u64[8 - ls];
+    uint32_t full = ((uint32_t)s * 10 + j) * (uint32_t)dtoa_pow10_u64[8 - ls];
     uint32_t first = full / 100000000;
     uint64_t x = dtoa_swar8(full - first * 100000000);
     /* the last non-zero digit is the highest non-zero byte of x */

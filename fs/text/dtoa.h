@@ -73,6 +73,16 @@ int dtoa_shortest_exact(uint64_t f, int e, int p, int min_e, char *d, int *x10);
  * callers that write small numbers themselves. */
 extern const char dtoa_pairs[200];
 
+/* 10^i for i in 0..19. */
+extern const uint64_t dtoa_pow10_u64[20];
+
+/* Number of decimal digits of v > 0: the bit length times log10(2)
+ * (1233 / 4096, never above it) is the count or one below. */
+static inline int dtoa_dec_len(uint64_t v) {
+  int t = ((64 - __builtin_clzll(v)) * 1233) >> 12;
+  return t + (v >= dtoa_pow10_u64[t]);
+}
+
 /* Decimal digits of v into buf (at least DTOA_U64_MAX bytes, not
  * NUL-terminated); returns their count. */
 size_t dtoa_u64(uint64_t v, char *buf);

@@ -552,6 +552,19 @@ size_t render_fixed_run(const struct dtype *dt, const void *src, size_t n,
   return o;
 }
 
+/* Bytes of a run's lines (see render.h). */
+size_t render_fixed_run_size(const struct dtype *dt, const void *src,
+                             size_t n) {
+  if (rnum_has(dt->kind))
+    return rnum_size(dt->kind, src, n);
+  const unsigned char *s = src;
+  size_t o = 0;
+  char buf[RENDER_FIXED_MAX];
+  for (size_t i = 0; i < n; i++)
+    o += render_fixed(dt, s + i * dt->size, buf) + 1;
+  return o;
+}
+
 /* "null" inside `level` pairs of brackets. */
 size_t render_optional_null(unsigned level, char *buf) {
   if (level > RENDER_OPTIONAL_MAX_LEVEL)

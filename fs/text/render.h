@@ -57,6 +57,11 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf);
 size_t render_fixed_run(const struct dtype *dt, const void *src, size_t n,
                         char *dst);
 
+/* What render_fixed_run of the same run returns, the text not kept:
+ * numbers counted without being written (rnum_size), other kinds
+ * rendered an element at a time into a scratch buffer. */
+size_t render_fixed_run_size(const struct dtype *dt, const void *src, size_t n);
+
 /* The text render_fixed gives the IEEE binary float with bit pattern
  * `bits` (mant_bits stored mantissa bits, exp_bits exponent bits, at most
  * 64 bits in all: 52/11 float64, 23/8 float32, 10/5 float16, 7/8

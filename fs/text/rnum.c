@@ -311,6 +311,113 @@ rnum_floats(const unsigned char *s, size_t n, int mb, int eb, char *dst) {
   return o;
 }
 
+/* The integer kinds of rnum_run and rnum_size, as X(kind, type, signed). */
+#define RNUM_INT_KINDS(X)                                                      \
+  X(DT_INT8, int8_t, 1)                                                        \
+  X(DT_INT16, int16_t, 1)                                                      \
+  X(DT_INT32, int32_t, 1)                                                      \
+  X(DT_INT64, int64_t, 1)                                                      \
+  X(DT_UINT8, uint8_t, 0)                                                      \
+  X(DT_UINT16, uint16_t, 0)                                                    \
+  X(DT_UINT32, uint32_t, 0)                                                    \
+  X(DT_UINT64, uint64_t, 0)
+
+/* ---- sizes without text (rnum_size) ---- */
+
+/* Decimal digits of v (1 for 0). */
+static inline size_t rnum_digits(uint64_t v) {
+  return (size_t)dtoa_dec_len(v | (v == 0));
+}
+
+/* Lines' bytes of n integers of type T at s (SIGNED: two's complement):
+ * each a sign when negative, its digits and a newline. */
+#define RNUM_INT_SIZES(T, SIGNED)                                              \
+  do {                                                                         \
+    for (size_t i = 0; i < n; i++) {                                           \
+      T v;                                                                     \
+      memcpy(&v, s + i * sizeof(T), sizeof(T));                                \
+      int ng = (SIGNED) && rnum_neg((int64_t)v);                               \
+      o += (size_t)ng + 1 +                                                    \
+           rnum_digits(ng ? (uint64_t)0 - (uint64_t)(int64_t)v : (uint64_t)v); \
+    }                                                                          \
+  } while (0)
+
+/* The length rnum_layout gives *dc after o sign bytes. */
+static inline size_t rnum_layout_len(const struct dtoa_dec *dc, size_t o) {
+  int n = dc->len, x = dc->x10;
+  if ((unsigned)x < 16)
+    return o + (size_t)(n > x + 1 ? n + 1 : x + 1);
+  if (x < 0 && x >= -4)
+    return o + (size_t)(1 - x + n);
+  unsigned ax = (unsigned)(x < 0 ? -x : x);
+  return o + (n > 1 ? (size_t)n + 1 : 1) + 4 + (ax >= 100);
+}
+
+/* The length rnum_float_plain gives the float b (no digits to lay out)
+ * after o sign bytes. */
+static inline size_t rnum_float_plain_len(uint64_t b, int mb, int eb,
+                                          size_t o) {
+  unsigned emax = (1u << eb) - 1;
+  unsigned ef = (unsigned)(b >> mb) & emax;
+  uint64_t m = b & (((uint64_t)1 << mb) - 1);
+  if (ef == emax)
+    return m ? 3 : o + 3; /* "nan" has no sign */
+  if (ef == 0)
+    return o + 1;
+  int e = (int)ef - (int)emax / 2 - mb;
+  return o + rnum_digits((m | (uint64_t)1 << mb) >> -e);
+}
+
+/* Lines' bytes of n floats (as rnum_floats) at s, nothing written: the
+ * shortest digits are still searched (their count and exponent decide
+ * the length), the text is not laid out. */
+static inline __attribute__((always_inline)) size_t
+rnum_float_sizes(const unsigned char *s, size_t n, int mb, int eb) {
+  size_t w = (size_t)(mb + eb + 1) / 8, o = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t b;
+    struct dtoa_dec dec;
+    if (mb == 52) {
+      memcpy(&b, s + i * 8, 8);
+    } else {
+      uint32_t b32;
+      memcpy(&b32, s + i * w, 4);
+      b = b32;
+    }
+    size_t sign = (size_t)(b >> (mb + eb)) & 1;
+    if (rnum_float_form(b, mb, eb) == RNUM_DIGITS &&
+        (mb == 52 ? dtoa_dec_f64(b, &dec) : dtoa_dec_f32((uint32_t)b, &dec)))
+      o += rnum_layout_len(&dec, sign);
+    else
+      o += rnum_float_plain_len(b, mb, eb, sign);
+    o++; /* the newline */
+  }
+  return o;
+}
+
+/* See rnum.h. */
+size_t rnum_size(enum dtype_kind kind, const void *src, size_t n) {
+  const unsigned char *s = src;
+  size_t o = 0;
+  switch (kind) {
+#define RNUM_CASE(K, T, SIGNED)                                                \
+  case K:                                                                      \
+    RNUM_INT_SIZES(T, SIGNED);                                                 \
+    break;
+    RNUM_INT_KINDS(RNUM_CASE)
+#undef RNUM_CASE
+  case DT_FLOAT32:
+    o = rnum_float_sizes(s, n, 23, 8);
+    break;
+  case DT_FLOAT64:
+    o = rnum_float_sizes(s, n, 52, 11);
+    break;
+  default:
+    break;
+  }
+  return o;
+}
+
 /* Whether rnum_run takes the kind. */
 int rnum_has(enum dtype_kind kind) {
   switch (kind) {
@@ -335,30 +442,12 @@ size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst) {
   const unsigned char *s = src;
   size_t o = 0;
   switch (kind) {
-  case DT_INT8:
-    RNUM_INTS(int8_t, 1);
+#define RNUM_CASE(K, T, SIGNED)                                                \
+  case K:                                                                      \
+    RNUM_INTS(T, SIGNED);                                                      \
     break;
-  case DT_INT16:
-    RNUM_INTS(int16_t, 1);
-    break;
-  case DT_INT32:
-    RNUM_INTS(int32_t, 1);
-    break;
-  case DT_INT64:
-    RNUM_INTS(int64_t, 1);
-    break;
-  case DT_UINT8:
-    RNUM_INTS(uint8_t, 0);
-    break;
-  case DT_UINT16:
-    RNUM_INTS(uint16_t, 0);
-    break;
-  case DT_UINT32:
-    RNUM_INTS(uint32_t, 0);
-    break;
-  case DT_UINT64:
-    RNUM_INTS(uint64_t, 0);
-    break;
+    RNUM_INT_KINDS(RNUM_CASE)
+#undef RNUM_CASE
   case DT_FLOAT32:
     o = rnum_floats(s, n, 23, 8, dst);
     break;

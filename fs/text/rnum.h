@@ -27,4 +27,10 @@ int rnum_has(enum dtype_kind kind);
  * lines); bytes of dst past them are undefined. */
 size_t rnum_run(enum dtype_kind kind, const void *src, size_t n, char *dst);
 
+/* What rnum_run of the same run returns, without writing the text: the
+ * byte count alone (a float's shortest digits are still searched, their
+ * count and exponent give its length). For learning a unit's text size
+ * (fs/text/text.c, text_measure). */
+size_t rnum_size(enum dtype_kind kind, const void *src, size_t n);
+
 #endif

@@ -529,12 +529,11 @@ int text_measure(const struct text_form *form, const uint64_t *shape,
     return zerr_set(err, ENOMEM, "out of memory");
   }
   ct->ab = ab;
-  /* Plain numbers in the unit's own order: the lines of a block rendered
-   * on the stack (text_layout's runs, so the same bytes) and counted. */
+  /* Plain numbers in the unit's own order: the lines of a block counted
+   * as text_layout's runs would write them (render_fixed_run_size: the
+   * same lengths, no text written). */
   if (!form->cf && !form->csv && ab->elsize && ab->elsize == form->dt.size &&
-      ab->fixed && ab->fixed->mem &&
-      inb_linear(ct) && ab->n >= ct->nin) {
-    char buf[TEXT_BLOCK * RENDER_RUN_ROOM];
+      ab->fixed && ab->fixed->mem && inb_linear(ct) && ab->n >= ct->nin) {
     uint64_t pos = 0;
     for (uint64_t k = 0; k < ct->nin; k += TEXT_BLOCK) {
       if (k % TEXT_STOP_EVERY == 0 && stop &&
@@ -543,8 +542,8 @@ int text_measure(const struct text_form *form, const uint64_t *shape,
         return zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
       }
       size_t m = ct->nin - k < TEXT_BLOCK ? (size_t)(ct->nin - k) : TEXT_BLOCK;
-      pos += render_fixed_run(&form->dt, ab->fixed->mem + k * ab->elsize, m,
-                              buf);
+      pos +=
+          render_fixed_run_size(&form->dt, ab->fixed->mem + k * ab->elsize, m);
     }
     zobj_put(&ct->obj);
     if (pos > TEXT_MAX_SIZE)

@@ -557,7 +557,15 @@ int layout_reach(struct engine *e, const struct znode *n,
     step = step < LAYOUT_STEP_MIN   ? LAYOUT_STEP_MIN
            : step > LAYOUT_STEP_MAX ? LAYOUT_STEP_MAX
                                     : step;
-    ZTRY(layout_learn(&j, l, known + step, err));
+    int rc = layout_learn(&j, l, known + step, err);
+    if (rc < 0 &&
+        (rc == -EINTR || zerr_is_transient(-rc) || region_known(l) <= known))
+      return rc;
+    /* A unit past the ones this read needs failed (a bad chunk): the
+     * sizes before it are kept, and they may place pos already; the
+     * read that reaches that unit fails there, not this one. */
+    if (rc < 0)
+      zerr_clear(err);
   }
 }
 

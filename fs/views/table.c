@@ -454,40 +454,23 @@ static int table_open(struct engine *e, const struct znode *g, const char *file,
 
 /* ---- the API ---- */
 
-/* One dimension name seen (table_list). */
-struct dims {
-  const char **v;
-  size_t n;
-};
-
-/* qsort: names in strcmp order. */
-static int str_cmp(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 int table_list(struct engine *e, const struct znode *g, table_name_cb cb,
                void *ud, struct zerr *err) {
   if (g->kind != ZNODE_GROUP)
     return 0;
   struct tmembers m = {0};
+  const char **d = NULL;
+  long nd = 0;
   int rc = tmember_load(e, g, &m, err);
-  struct dims d = {calloc(m.n + 1, sizeof *d.v), 0};
-  if (rc == 0 && !d.v)
-    rc = zerr_set(err, ENOMEM, "out of memory");
-  for (size_t i = 0; rc == 0 && i < m.n; i++)
-    if (m.v[i].n)
-      d.v[d.n++] = m.v[i].dim;
-  if (rc == 0 && d.n)
-    qsort(d.v, d.n, sizeof *d.v, str_cmp);
-  for (size_t i = 0; rc == 0 && i < d.n; i++) {
-    if (i && !strcmp(d.v[i - 1], d.v[i]))
-      continue;
+  if (rc == 0 && (nd = tmember_dims(&m, &d, err)) < 0)
+    rc = (int)nd;
+  for (long i = 0; rc == 0 && i < nd; i++) {
     char file[TABLE_NAME_MAX + sizeof TABLE_SUFFIX];
-    snprintf(file, sizeof file, "%s%s", d.v[i], TABLE_SUFFIX);
+    snprintf(file, sizeof file, "%s%s", d[i], TABLE_SUFFIX);
     if (cb(ud, file))
       break;
   }
-  free(d.v);
+  free(d);
   tmember_free(&m);
   return rc;
 }
@@ -757,6 +740,8 @@ static int walk_blocks(struct engine *e, const struct znode *g, const char *dim,
     }
     struct memo_ref *ref = NULL;
     if (!bsize_peek(e, g, dim, k, &bs)) {
+      *b = k; /* where a failure stops it */
+      *start = pos;
       ZTRY(engine_check_stop(e, err));
       ZTRY(block_get(e, g, dim, t, k, pins, &ref, err));
       bs = ((const struct block_text *)memo_obj(ref))->len;
@@ -854,6 +839,27 @@ long table_read(struct engine *e, const struct znode *g, const char *file,
     treader_free(e, old);
   memo_release(e->memo, tref);
   return n;
+}
+
+/* See table.h. The block that fails is where a walk to off stops. */
+long table_read_before_failure(struct engine *e, const struct znode *g,
+                               const char *file, uint64_t off, size_t len,
+                               char *dst, struct zerr *err) {
+  char dim[TABLE_NAME_MAX + 1];
+  struct memo_ref *tref, *held = NULL;
+  ZTRY(table_get(e, g, file, &tref, err));
+  dim_of_file(file, dim);
+  const struct table *t = (const struct table *)memo_obj(tref);
+  uint64_t b = 0, start = 0;
+  long rc =
+      walk_blocks(e, g, dim, t, NULL, 0, 0, off, 0, &b, &start, &held, err);
+  memo_release(e->memo, held);
+  if (rc >= 0) /* off's block renders: nothing failed before off */
+    rc = zerr_set(err, EIO, "table: no failure before the offset");
+  else if (rc != -EINTR && off >= start)
+    rc = tblock_before_failure(e, t, b, off - start, len, dst, err);
+  memo_release(e->memo, tref);
+  return rc;
 }
 
 /* Bytes the decoded columns and the text of t take, about (8 and 16 a

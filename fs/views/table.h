@@ -111,6 +111,14 @@ int table_size_stat(struct engine *e, const struct znode *g, const char *file,
 int table_size_known(struct engine *e, const struct znode *g, const char *file,
                      uint64_t *size, struct zerr *err);
 
+/* After a read of table `file` at off failed (a bad chunk in a column):
+ * the bytes at off before the first row that fails (its block rendered
+ * in part, kept nowhere), or a negative errno when there are none. For a
+ * file read with direct I/O (fs/namespace/namespace.h). */
+long table_read_before_failure(struct engine *e, const struct znode *g,
+                               const char *file, uint64_t off, size_t len,
+                               char *dst, struct zerr *err);
+
 /* Read up to len bytes at off of table `file` of g into dst; returns the
  * bytes read (short only at the end) or a negative errno. c (may be
  * NULL) is the open file's cursor: it keeps the reader's pins and

@@ -721,11 +721,13 @@ static void pins_trim(struct tpins *p, size_t len) {
 #endif
 }
 
-/* See tblock.h. */
-int tblock_render(struct engine *e, const struct table *t, uint64_t b,
-                  struct tpins *pins, char **out, size_t *len,
-                  struct zerr *err) {
-  uint64_t r0 = b * TBLOCK_ROWS, r1 = r0 + TBLOCK_ROWS;
+/* tblock_render of the first `rows` rows of block b alone (the header
+ * too in block 0). */
+static int tblock_render_rows(struct engine *e, const struct table *t,
+                              uint64_t b, uint64_t rows, struct tpins *pins,
+                              char **out, size_t *len, struct zerr *err) {
+  uint64_t r0 = b * TBLOCK_ROWS,
+           r1 = r0 + (rows < TBLOCK_ROWS ? rows : TBLOCK_ROWS);
   if (r1 > t->nrows)
     r1 = t->nrows;
   size_t nr = r0 < r1 ? (size_t)(r1 - r0) : 0, nc = t->ncols;
@@ -766,6 +768,44 @@ int tblock_render(struct engine *e, const struct table *t, uint64_t b,
     pins_trim(pins, *len);
   tpins_free(e, own);
   return rc;
+}
+
+/* See tblock.h. */
+int tblock_render(struct engine *e, const struct table *t, uint64_t b,
+                  struct tpins *pins, char **out, size_t *len,
+                  struct zerr *err) {
+  return tblock_render_rows(e, t, b, TBLOCK_ROWS, pins, out, len, err);
+}
+
+/* See tblock.h. The most rows that render, by halving. */
+long tblock_before_failure(struct engine *e, const struct table *t, uint64_t b,
+                           uint64_t at, size_t len, char *dst,
+                           struct zerr *err) {
+  uint64_t lo = 0, hi = TBLOCK_ROWS + 1; /* rows that render; that do not */
+  char *text = NULL;
+  size_t tl = 0;
+  while (hi - lo > 1) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    char *o = NULL;
+    size_t ol = 0;
+    struct zerr e2 = {0};
+    if (tblock_render_rows(e, t, b, mid, NULL, &o, &ol, &e2) == 0) {
+      free(text);
+      text = o;
+      tl = ol;
+      lo = mid;
+    } else {
+      free(o);
+      hi = mid;
+    }
+  }
+  long got = 0;
+  if (text && at < tl) {
+    got = (long)(tl - at < len ? tl - at : len);
+    memcpy(dst, text + at, (size_t)got);
+  }
+  free(text);
+  return got ? got : zerr_set(err, EIO, "table: nothing before the failure");
 }
 
 /* See tblock.h. */

@@ -78,6 +78,13 @@ int tblock_render(struct engine *e, const struct table *t, uint64_t b,
                   struct tpins *pins, char **out, size_t *len,
                   struct zerr *err);
 
+/* The bytes at `at` of block b's text before its first row that fails
+ * (its first rows rendered alone, kept nowhere) into dst (len at most):
+ * how many, or -EIO when none. */
+long tblock_before_failure(struct engine *e, const struct table *t, uint64_t b,
+                           uint64_t at, size_t len, char *dst,
+                           struct zerr *err);
+
 /* The header row of t (its column names as CSV fields, with its newline)
  * into t->header (owned by t): 0, or -ENOMEM with err set. */
 int tblock_header_make(struct table *t, struct zerr *err);

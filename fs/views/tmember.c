@@ -58,3 +58,27 @@ int tmember_load(struct engine *e, const struct znode *g, struct tmembers *m,
   }
   return 0;
 }
+
+/* qsort: names in strcmp order. */
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* See tmember.h. */
+long tmember_dims(const struct tmembers *m, const char ***out,
+                  struct zerr *err) {
+  const char **v = calloc(m->n + 1, sizeof *v);
+  size_t n = 0, w = 0;
+  *out = v;
+  if (!v)
+    return zerr_set(err, ENOMEM, "out of memory");
+  for (size_t i = 0; i < m->n; i++)
+    if (m->v[i].n)
+      v[n++] = m->v[i].dim;
+  if (n)
+    qsort(v, n, sizeof *v, str_cmp);
+  for (size_t i = 0; i < n; i++)
+    if (!i || strcmp(v[w - 1], v[i]))
+      v[w++] = v[i];
+  return (long)w;
+}

@@ -40,6 +40,11 @@ const char *tmember_dim(const struct znode *n);
  * broken for now, out of memory). */
 int tmember_load(struct engine *e, const struct znode *g, struct tmembers *m,
                  struct zerr *err);
+/* The dimension names of m's members, each once, in strcmp order, into
+ * *out (malloc'd, the caller's to free; the names borrowed, valid while m
+ * is): their count, or -ENOMEM. */
+long tmember_dims(const struct tmembers *m, const char ***out,
+                  struct zerr *err);
 /* Free the names and the list; NULL-safe. */
 void tmember_free(struct tmembers *m);
 

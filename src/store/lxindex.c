@@ -78,6 +78,9 @@ struct lxindex {
   size_t pend_len;
   unsigned char *scratch; /* one record being built (LX_MAX bytes) */
   uint64_t loaded_ns;     /* when the file was last read (CLOCK_MONOTONIC) */
+  uint64_t file_recs;     /* records read from the file into the table
+                             (those this mount stored and never read back
+                             are not): what lxindex_has_records asks */
 };
 
 /* CLOCK_MONOTONIC in nanoseconds. */
@@ -137,12 +140,11 @@ static size_t id_bytes(const struct lxindex_id *id, unsigned char *buf) {
   return LX_IDFIX + ll + kl;
 }
 
-/* Put a record in the table, replacing the one of the same location and
- * key. */
-static void tab_put(struct lxindex *x, const unsigned char *id, size_t idlen,
-                    const struct lxindex_rec *rec) {
-  uint64_t h = id_hash(id);
-  struct lx_ent *old = (struct lx_ent *)htab_find(&x->tab, h, ent_eq, id);
+/* Put a record in the table in place of old, the entry of the same
+ * location and key found under hash h (NULL: there is none). */
+static void tab_replace(struct lxindex *x, struct lx_ent *old, uint64_t h,
+                        const unsigned char *id, size_t idlen,
+                        const struct lxindex_rec *rec) {
   if (old) {
     htab_remove(&x->tab, &old->hn);
     free(old);
@@ -156,6 +158,15 @@ static void tab_put(struct lxindex *x, const unsigned char *id, size_t idlen,
   e->idlen = idlen;
   memcpy(e->id, id, idlen);
   htab_insert(&x->tab, &e->hn);
+}
+
+/* Put a record in the table, replacing the one of the same location and
+ * key. */
+static void tab_put(struct lxindex *x, const unsigned char *id, size_t idlen,
+                    const struct lxindex_rec *rec) {
+  uint64_t h = id_hash(id);
+  tab_replace(x, (struct lx_ent *)htab_find(&x->tab, h, ent_eq, id), h, id,
+              idlen, rec);
 }
 
 /* Forget every record. */
@@ -191,9 +202,10 @@ static long rec_check(const unsigned char *p, size_t avail) {
 
 /* Put the records of buf (got bytes) into the table: the bytes taken. A
  * record at the end that is not complete yet is left (for the next call);
- * anything that is not a record is skipped. */
+ * anything that is not a record is skipped. from_file: buf was read from
+ * the file (counted in file_recs), not this mount's pending records. */
 static size_t parse_records(struct lxindex *x, const unsigned char *buf,
-                            size_t got) {
+                            size_t got, int from_file) {
   size_t p = 0;
   while (p < got) {
     long len = rec_check(buf + p, got - p);
@@ -203,6 +215,7 @@ static size_t parse_records(struct lxindex *x, const unsigned char *buf,
       memcpy(&rec.lines, buf + p + LX_HEAD + 8, 8);
       tab_put(x, buf + p + LX_HEAD + LX_VALS, (size_t)len - LX_HEAD - LX_VALS,
               &rec);
+      x->file_recs += (uint64_t)from_file;
       p += (size_t)len;
       continue;
     }
@@ -236,7 +249,7 @@ static void load_more(struct lxindex *x) {
       break;
     got += (size_t)r;
   }
-  x->parsed += parse_records(x, buf, got);
+  x->parsed += parse_records(x, buf, got, 1);
   free(buf);
 }
 
@@ -246,6 +259,7 @@ static void file_drop(struct lxindex *x) {
     close(x->fd);
   x->fd = -1;
   x->parsed = 0;
+  x->file_recs = 0;
   tab_clear(x);
 }
 
@@ -313,7 +327,7 @@ static void file_open(struct lxindex *x, int create) {
   if (x->fd >= 0)
     x->ino = st.st_ino;
   load_more(x);
-  parse_records(x, x->pend, x->pend_len);
+  parse_records(x, x->pend, x->pend_len, 0);
 }
 
 /* The inode now at x->name (not following a link), or 0 when none. */
@@ -748,9 +762,12 @@ int lxindex_has_records(struct lxindex *x, const char *location) {
   int has = 0;
   if (use_location(x, location, 0) == 0 ||
       (x->loc && !strcmp(x->loc, location))) {
-    if (!x->tab.count && x->fd >= 0 && now_ns() - x->loaded_ns >= LX_RELOAD_NS)
+    if (!x->file_recs && x->fd >= 0 && now_ns() - x->loaded_ns >= LX_RELOAD_NS)
       load_more(x); /* what other mounts added since */
-    has = x->tab.count > 0;
+    /* only records read from the file: a look-up of one this mount
+     * stored would find what the mount knows already (its memo), so a
+     * first mount, storing a record per unit it decodes, asks nothing */
+    has = x->file_recs > 0;
   }
   pthread_mutex_unlock(&x->lock);
   return has;
@@ -771,8 +788,8 @@ int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
     rc = -EIO;
     goto out;
   }
-  const struct lx_ent *e =
-      (const struct lx_ent *)htab_find(&x->tab, id_hash(ib), ent_eq, ib);
+  uint64_t h = id_hash(ib);
+  struct lx_ent *e = (struct lx_ent *)htab_find(&x->tab, h, ent_eq, ib);
   if (e && e->idlen == il && !memcmp(e->id, ib, il) &&
       e->rec.text_size == rec->text_size && e->rec.lines == rec->lines)
     goto out; /* known already */
@@ -784,9 +801,12 @@ int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
   /* a batch stays under a quarter of the cap, so that a compaction keeps
    * it whole (a record larger than that is a batch of its own) */
   size_t batch = x->cap / 4 < LX_PEND_MAX ? (size_t)(x->cap / 4) : LX_PEND_MAX;
-  if (x->pend_len && x->pend_len + len > batch)
-    pend_flush(x);
-  tab_put(x, ib, il, rec); /* before a flush: a compaction keeps it */
+  if (x->pend_len && x->pend_len + len > batch) {
+    pend_flush(x); /* (may compact or reload the table: e may be gone) */
+    e = (struct lx_ent *)htab_find(&x->tab, h, ent_eq, ib);
+  }
+  /* before a flush: a compaction keeps it; e found once, not again */
+  tab_replace(x, e, h, ib, il, rec);
   if (len > LX_PEND_MAX - x->pend_len) { /* larger than any batch */
     unsigned char *p = x->pend;
     x->pend = buf;

@@ -87,10 +87,12 @@ int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
  * cannot be read). */
 int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
                    struct lxindex_rec *out);
-/* Does the index hold any record of location (its file read at most
- * every 50 ms)? A caller whose look-ups cost something (a stat of the
- * object for its version) skips them when not: a first mount. NULL-safe
- * (0). */
+/* Does the index hold any record of location read from its file (read
+ * at most every 50 ms): one of an earlier mount or of another mount, not
+ * one this mount stored? A caller whose look-ups cost something (a stat
+ * of the object for its version) skips them when not: a first mount,
+ * even after it stored records of its own (it knows those sizes
+ * already). NULL-safe (0). */
 int lxindex_has_records(struct lxindex *x, const char *location);
 /* Remember rec for id (a record equal to the one known is not written
  * again). 0, or a negative errno the caller may ignore. */

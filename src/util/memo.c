@@ -50,11 +50,12 @@ struct memo_entry {
   uint8_t lru; /* which list it is on */
   uint8_t in_table;
   uint32_t pins;
-  int code;         /* M_FAILED: positive errno */
-  char *msg;        /* M_FAILED: the reason (owned) */
-  struct zobj *obj; /* M_READY object: the memo's reference */
-  uint64_t value;   /* M_READY value */
-  size_t cost;      /* bytes charged (objects, failures) */
+  int code;           /* M_FAILED: positive errno */
+  char *msg;          /* M_FAILED: the reason (owned) */
+  uint64_t failed_ns; /* M_FAILED: when (CLOCK_MONOTONIC) */
+  struct zobj *obj;   /* M_READY object: the memo's reference */
+  uint64_t value;     /* M_READY value */
+  size_t cost;        /* bytes charged (objects, failures) */
   uint8_t level, n;
   const void *owner;
   uint64_t v[]; /* n words */
@@ -71,6 +72,7 @@ struct memo {
   struct htab tab;
   struct lru objs, vals;
   size_t used, pinned, budget, max_values;
+  uint64_t fail_keep_ns; /* memo_config.fail_keep_ns */
   const atomic_int *stop;
   _Atomic uint64_t fills[MEMO_MAX_LEVEL + 1];
   _Atomic uint64_t hits; /* lookups answered from the table (memo_hits) */
@@ -113,6 +115,7 @@ int memo_new(const struct memo_config *cfg, struct memo **out,
   m->budget = cfg->budget;
   m->max_values = cfg->max_values ? cfg->max_values : 1;
   m->stop = cfg->stop;
+  m->fail_keep_ns = cfg->fail_keep_ns;
   *out = m;
   return 0;
 }
@@ -268,6 +271,18 @@ static int wait_filled(struct memo *m, struct memo_entry *e) {
   return 0;
 }
 
+/* CLOCK_MONOTONIC now, in nanoseconds. */
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Has remembered failure e answered for long enough (fail_keep_ns)? */
+static int failure_expired(const struct memo *m, const struct memo_entry *e) {
+  return m->fail_keep_ns && now_ns() - e->failed_ns >= m->fail_keep_ns;
+}
+
 /* Copy a remembered failure to the caller. */
 static int failure_of(const struct memo_entry *e, struct zerr *err) {
   return zerr_set(err, e->code, "%s", e->msg ? e->msg : "failed");
@@ -318,6 +333,7 @@ static void end_fill_locked(struct memo *m, struct memo_entry *e, int rc,
     }
   } else {
     e->state = M_FAILED;
+    e->failed_ns = now_ns();
     e->code = -rc;
     e->msg = strdup(ferr->msg);
     e->cost = sizeof *e + (e->msg ? strlen(e->msg) : 0);
@@ -370,6 +386,10 @@ static int memo_lookup_or_fill(struct memo *m, const struct memo_key *k,
   if (e && e->is_value != is_value) {
     pthread_mutex_unlock(&m->lock);
     return zerr_set(err, EINVAL, "memo: key used as object and value (bug)");
+  }
+  if (e && e->state == M_FAILED && failure_expired(m, e)) {
+    drop_locked(m, e, &victims); /* tried again: filled below */
+    e = NULL;
   }
   if (e)
     atomic_fetch_add_explicit(&m->hits, 1, memory_order_relaxed);

@@ -26,7 +26,10 @@
  * so the same request is answered at once and without a new log line;
  * transient failures (zerr_is_transient: ENOMEM, EMFILE, ENFILE, EAGAIN,
  * EINTR, ETIMEDOUT) are passed to the threads that waited for that fill
- * and then forgotten, so the next request tries again.
+ * and then forgotten, so the next request tries again. A remembered
+ * failure answers for memo_config.fail_keep_ns at most: a lookup after
+ * that fills again (a chunk repaired is read; one still bad fails and is
+ * remembered anew), so no failure is kept for the memo's whole life.
  *
  * Waiting cannot deadlock. Each key has a level (memo_key.level). The
  * rule: a fill of a key of level L may call memo_get / memo_value only for
@@ -94,6 +97,9 @@ struct memo_config {
   size_t max_values;      /* values kept (oldest used go first) */
   const atomic_int *stop; /* non-zero: waits give up with -EINTR; may be
                              NULL */
+  uint64_t fail_keep_ns;  /* how long a remembered failure answers (a
+                             lookup after that fills again); 0: until
+                             evicted */
 };
 
 /* A new memo. *out is owned by the caller (memo_free). */

@@ -170,7 +170,7 @@ static int fill(void *ctx, struct zobj **obj, size_t *cost, struct zerr *err) {
 /* A memo with this budget and value bound. */
 static struct memo *memo_make(size_t budget, size_t values,
                               const atomic_int *stop) {
-  struct memo_config cfg = {budget, values, stop};
+  struct memo_config cfg = {budget, values, stop, 0};
   struct memo *m;
   struct zerr err = {0};
   ck_assert_int_eq(memo_new(&cfg, &m, &err), 0);
@@ -274,6 +274,34 @@ START_TEST(remembered_and_transient_failures) {
   ck_assert_int_eq(busy.calls, 2); /* tried again */
   busy.fail = 0;
   ck_assert_int_eq(memo_get(m, &kt, fill, &busy, &r, &err), 0);
+  memo_release(m, r);
+  memo_free(m);
+}
+END_TEST
+
+/* A remembered failure answers for fail_keep_ns, then the key is filled
+ * again: a chunk repaired is read, one still bad is remembered anew. */
+START_TEST(remembered_failure_expires) {
+  struct memo_config cfg = {1 << 20, 100, NULL, 50000000}; /* 50 ms */
+  struct memo *m;
+  struct zerr err = {0};
+  ck_assert_int_eq(memo_new(&cfg, &m, &err), 0);
+  struct memo_ref *r;
+  struct job j = {.fail = -EIO, .cost = 10};
+  struct memo_key k = key(2, 7);
+  ck_assert_int_eq(memo_get(m, &k, fill, &j, &r, &err), -EIO);
+  ck_assert_int_eq(memo_get(m, &k, fill, &j, &r, &err), -EIO);
+  ck_assert_int_eq(j.calls, 1); /* remembered */
+  nanosleep(&(struct timespec){0, 60000000}, NULL);
+  ck_assert_int_eq(memo_get(m, &k, fill, &j, &r, &err), -EIO);
+  ck_assert_int_eq(j.calls, 2); /* expired: tried again, still bad */
+  ck_assert_int_eq(memo_get(m, &k, fill, &j, &r, &err), -EIO);
+  ck_assert_int_eq(j.calls, 2); /* remembered anew */
+  nanosleep(&(struct timespec){0, 60000000}, NULL);
+  j.fail = 0; /* repaired */
+  zerr_clear(&err);
+  ck_assert_int_eq(memo_get(m, &k, fill, &j, &r, &err), 0);
+  ck_assert_int_eq(j.calls, 3);
   memo_release(m, r);
   memo_free(m);
 }
@@ -578,6 +606,7 @@ int main(void) {
   tcase_add_test(tc, fills_once_and_hits);
   tcase_add_test(tc, budget_pins_and_big_entries);
   tcase_add_test(tc, remembered_and_transient_failures);
+  tcase_add_test(tc, remembered_failure_expires);
   tcase_add_test(tc, single_flight);
   tcase_add_test(tc, present_while_filling);
   tcase_add_test(tc, wait_rule_is_checked);

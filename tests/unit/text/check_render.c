@@ -614,6 +614,7 @@ static void check_run(const struct dtype *dt, const void *elems, size_t n) {
     o += l + 1;
   }
   ck_assert_uint_eq(o, len);
+  ck_assert_uint_eq(render_fixed_run_size(dt, elems, n), len);
 }
 
 START_TEST(fixed_run_same_as_elements) {
@@ -717,6 +718,56 @@ START_TEST(integer_runs_in_pairs) {
       check_run(&dt, elems + at * dt.size, m);
       check_run(&dt, elems + (at + 1) * dt.size, m - 1);
     }
+  }
+}
+END_TEST
+
+START_TEST(run_sizes_without_text) {
+  /* render_fixed_run_size (the count of text_measure) is render_fixed_run's
+   * length for bit patterns of every kind: random ones (every exponent,
+   * subnormals, NaNs, infinities, integral floats among them), every
+   * float32 exponent with its smallest, largest and a middle mantissa,
+   * and every power of ten's neighbours */
+  static const enum dtype_kind kinds[] = {
+      DT_INT8,   DT_INT16,  DT_INT32,  DT_INT64,   DT_UINT8,
+      DT_UINT16, DT_UINT32, DT_UINT64, DT_FLOAT32, DT_FLOAT64};
+  static unsigned char elems[256 * 8];
+  static char text[256 * RENDER_RUN_ROOM];
+  uint64_t seed = 0x73697a65;
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    struct dtype dt = dtype_of(kinds[k]);
+    for (int round = 0; round < 2000; round++) {
+      for (size_t i = 0; i < 256; i++) {
+        uint64_t z = (seed += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        if (round % 4 == 1) /* small magnitudes: short texts, integers */
+          z >>= z % 64;
+        memcpy(elems + i * dt.size, &z, dt.size);
+      }
+      size_t n = 1 + (size_t)(seed % 256);
+      ck_assert_uint_eq(render_fixed_run_size(&dt, elems, n),
+                        render_fixed_run(&dt, elems, n, text));
+    }
+  }
+  struct dtype f32 = dtype_of(DT_FLOAT32);
+  for (uint32_t e = 0; e < 256; e++) {
+    uint32_t v[6] = {e << 23,
+                     e << 23 | 1,
+                     e << 23 | 0x7fffff,
+                     e << 23 | 0x400000,
+                     1u << 31 | e << 23,
+                     1u << 31 | e << 23 | 0x123456};
+    ck_assert_uint_eq(render_fixed_run_size(&f32, v, 6),
+                      render_fixed_run(&f32, v, 6, text));
+  }
+  struct dtype f64 = dtype_of(DT_FLOAT64);
+  double p = 1;
+  for (int d = 0; d < 40; d++, p *= 10) {
+    double v[6] = {p, -p, 1 / p, -1 / p, p + 0.5, 1 / p + 1};
+    ck_assert_uint_eq(render_fixed_run_size(&f64, v, 6),
+                      render_fixed_run(&f64, v, 6, text));
   }
 }
 END_TEST
@@ -966,6 +1017,7 @@ int main(void) {
   tcase_add_test(tc, integer_extremes);
   tcase_add_test(tc, fixed_run_same_as_elements);
   tcase_add_test(tc, integer_runs_in_pairs);
+  tcase_add_test(tc, run_sizes_without_text);
   tcase_add_test(tc, strings_and_hex);
   tcase_add_test(tc, var_every_subrange);
   tcase_add_test(tc, var_run_same_as_elements);
