@@ -255,14 +255,6 @@ int chain_is_passthrough(const struct chain *c) {
   return c && c->n_b2b == 0 && c->n_a2a == 0;
 }
 
-/* See chain.h. */
-const void *chain_sole_a2b(const struct chain *c,
-                           const struct codec_impl *impl) {
-  if (!c || c->n_a2a || c->n_b2b || c->a2b.impl != impl)
-    return NULL;
-  return c->a2b.state;
-}
-
 /* Run the deferred data codecs (see chain.h). */
 int chain_load_data(const struct abytes *a, const struct codec_env *env,
                     struct bytesrc **out, struct zerr *err) {
@@ -372,15 +364,6 @@ int chain_partial_stream(const struct codec_partial *p, uint64_t size,
 }
 
 /* See chain.h. */
-const struct dstream_kind *chain_stream_kind(const struct chain *c,
-                                             const struct codec_impl **a2b) {
-  *a2b = c ? c->a2b.impl : NULL;
-  if (!c || c->n_a2a || c->n_b2b != 1)
-    return NULL;
-  return c->b2b[0].impl->stream;
-}
-
-/* See chain.h. */
 void chain_partial_close(struct codec_partial *p) {
   if (p->impl && p->impl->partial_close)
     p->impl->partial_close(p);
@@ -388,4 +371,160 @@ void chain_partial_close(struct codec_partial *p) {
   bytesrc_unref(p->data_enc);
   bytesrc_unref(p->src);
   memset(p, 0, sizeof *p);
+}
+
+/* ---- inner chunks ---- */
+
+struct chain_index {
+  uint64_t n;
+  uint64_t *ranges; /* 2*n (offset, length); CODEC_INNER_EMPTY pairs */
+};
+
+/* See chain.h. */
+const struct chain *chain_inner(const struct chain *c, uint64_t *shape) {
+  if (!c || c->n_a2a || c->n_b2b || !c->a2b.impl->inner_chain)
+    return NULL;
+  return c->a2b.impl->inner_chain(c->a2b.state, shape);
+}
+
+/* See chain.h. */
+int chain_index_read(const struct chain *c, const struct codec_spec *spec,
+                     struct bytesrc *chunk, const struct codec_env *env,
+                     struct chain_index **out, struct zerr *err) {
+  uint64_t shape[ZMETA_MAX_DIMS];
+  if (!chain_inner(c, shape))
+    return zerr_set(err, ENOTSUP, "chunks hold no inner chunks");
+  struct chain_index *x = calloc(1, sizeof *x);
+  if (!x)
+    return zerr_set(err, ENOMEM, "out of memory");
+  int rc = c->a2b.impl->inner_index(c->a2b.state, spec, chunk, env, &x->ranges,
+                                    &x->n, err);
+  if (rc < 0) {
+    free(x);
+    return rc;
+  }
+  *out = x;
+  return 0;
+}
+
+/* See chain.h. */
+uint64_t chain_index_count(const struct chain_index *x) { return x->n; }
+
+/* See chain.h. */
+size_t chain_index_cost(const struct chain_index *x) {
+  return sizeof *x + (size_t)x->n * 2 * sizeof(uint64_t);
+}
+
+/* See chain.h. */
+int chain_index_range(const struct chain_index *x, uint64_t i, uint64_t *off,
+                      uint64_t *len) {
+  if (x->ranges[2 * i] == CODEC_INNER_EMPTY &&
+      x->ranges[2 * i + 1] == CODEC_INNER_EMPTY)
+    return 0;
+  *off = x->ranges[2 * i];
+  *len = x->ranges[2 * i + 1];
+  return 1;
+}
+
+/* See chain.h. */
+int chain_inner_decode(const struct chain *c, const struct codec_spec *spec,
+                       struct bytesrc *chunk, const struct chain_index *x,
+                       uint64_t i, const struct codec_env *env,
+                       struct abytes **out, struct zerr *err) {
+  uint64_t shape[ZMETA_MAX_DIMS];
+  if (!chain_inner(c, shape))
+    return zerr_set(err, ENOTSUP, "chunks hold no inner chunks");
+  if (i >= x->n)
+    return zerr_set(err, EIO, "inner chunk %llu past the index (%llu)",
+                    (unsigned long long)i, (unsigned long long)x->n);
+  return c->a2b.impl->inner_decode(c->a2b.state, spec, chunk, x->ranges, i, env,
+                                   out, err);
+}
+
+/* See chain.h. */
+void chain_index_free(struct chain_index *x) {
+  if (!x)
+    return;
+  free(x->ranges);
+  free(x);
+}
+
+/* ---- elements as a stream ---- */
+
+struct chain_elems {
+  const struct codec_impl *impl; /* the array->bytes codec */
+  const void *state;             /* borrowed: its state */
+  struct bytesrc *src;           /* owned: the decoded stream */
+};
+
+/* See chain.h. */
+int chain_elems_capable(const struct chain *c) {
+  return c && !c->n_a2a && c->n_b2b == 1 && c->b2b[0].impl->stream &&
+         c->a2b.impl->elems_open;
+}
+
+/* See chain.h. */
+int chain_elems_open(const struct chain *c, const struct codec_spec *spec,
+                     struct bytesrc *chunk, const struct codec_env *env,
+                     struct chain_elems **out, struct chain_elem_pos *first,
+                     struct zerr *err) {
+  if (!chain_elems_capable(c))
+    return zerr_set(err, ENOTSUP, "elements cannot be streamed");
+  struct chain_elems *s = calloc(1, sizeof *s);
+  if (!s)
+    return zerr_set(err, ENOMEM, "out of memory");
+  s->impl = c->a2b.impl;
+  s->state = c->a2b.state;
+  int rc = dstream_open(c->b2b[0].impl->stream, chunk, UINT64_MAX, env, &s->src,
+                        err);
+  first->k = 0;
+  if (rc == 0)
+    rc = s->impl->elems_open(s->state, spec, s->src, &first->at, err);
+  if (rc < 0) {
+    chain_elems_close(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+/* See chain.h. */
+int chain_elems_len(struct chain_elems *s, const struct chain_elem_pos *p,
+                    uint64_t *len, struct zerr *err) {
+  return s->impl->elems_len(s->state, s->src, p->at, len, err);
+}
+
+/* See chain.h. */
+int chain_elems_read(struct chain_elems *s, const struct chain_elem_pos *p,
+                     uint64_t len, void *dst, struct zerr *err) {
+  return s->impl->elems_read(s->state, s->src, p->at, len, dst, err);
+}
+
+/* See chain.h. */
+void chain_elems_step(const struct chain_elems *s, struct chain_elem_pos *p,
+                      uint64_t len) {
+  p->at = s->impl->elems_next(s->state, p->at, len);
+  p->k++;
+}
+
+/* See chain.h. */
+int chain_elems_check(struct chain_elems *s, const struct chain_elem_pos *p,
+                      struct zerr *err) {
+  if (!p->k) /* no element before p */
+    return 0;
+  uint8_t last;
+  return bytesrc_read_range(s->src, p->at - 1, 1, &last, err);
+}
+
+/* See chain.h. */
+size_t chain_elems_cost(const struct chain_elems *s) {
+  return dstream_cost(s->src);
+}
+
+/* See chain.h. */
+void chain_elems_close(struct chain_elems *s) {
+  if (!s)
+    return;
+  bytesrc_unref(s->src);
+  free(s);
 }

@@ -4,7 +4,12 @@
  * The chain is immutable after chain_build; chain_decode and partial
  * decoding (chain_partial_open) may be called concurrently. It is also used
  * recursively: `zarrs.vlen` builds chains for its index (1-D uint32/uint64) and
- * data (1-D uint8), `sharding_indexed` for its inner chunks. */
+ * data (1-D uint8), `sharding_indexed` for its inner chunks.
+ *
+ * Besides whole decodes, the chain reports what access its chunks allow,
+ * so callers never name a codec: partial decoding (offsets and elements
+ * read where they lie), inner chunks decoded one at a time, and elements
+ * read in order from a stream. */
 #ifndef ZARRFS_CHAIN_H
 #define ZARRFS_CHAIN_H
 
@@ -30,11 +35,6 @@ int chain_decode(const struct chain *c, const struct codec_spec *spec,
 /* True when the chain is just an array->bytes codec with no bytes->bytes
  * stage (so byte ranges of the output map to ranges of the input). */
 int chain_is_passthrough(const struct chain *c);
-
-/* The state of the array->bytes codec when it is `impl` and the chain has
- * no other stage; NULL otherwise. Borrowed: lives as long as the chain. */
-const void *chain_sole_a2b(const struct chain *c,
-                           const struct codec_impl *impl);
 
 /* The element bytes of a variable-length decoded chunk: a new reference
  * to a->data, or its deferred data section decoded now through
@@ -89,15 +89,110 @@ int chain_partial_stream(const struct codec_partial *p, uint64_t size,
                          const struct codec_env *env, struct bytesrc **out,
                          struct zerr *err);
 
-/* How chain c's whole encoded chunk decodes as a stream: the stream kind
- * of its one bytes->bytes codec when c is an array->bytes codec (*a2b,
- * borrowed) followed by exactly that codec, with no array->array stage;
- * else NULL. */
-const struct dstream_kind *chain_stream_kind(const struct chain *c,
-                                             const struct codec_impl **a2b);
-
 /* Release an open (or failed, or zeroed) partial decoder. */
 void chain_partial_close(struct codec_partial *p);
+
+/* ---- inner chunks (see codec.h) ----
+ *
+ * A chain whose one stage is an array->bytes codec holding a grid of
+ * inner chunks (`sharding_indexed` alone) decodes them one at a time: the
+ * caller reads a chunk's index once (chain_index_read, and may keep it),
+ * then decodes only the inner chunks it needs (chain_inner_decode) or
+ * takes their encoded bytes (chain_index_range) to the inner chain. */
+
+struct chain_index; /* a chunk's index of its inner chunks (opaque) */
+
+/* The chain that decodes one inner chunk of c's chunks (borrowed: lives
+ * as long as c), with the inner shape (ndim entries) in shape; NULL when
+ * c's chunks hold no inner chunks. */
+const struct chain *chain_inner(const struct chain *c, uint64_t *shape);
+
+/* Read and check the index of chunk `chunk` (borrowed) of chunk `spec`
+ * (its shape: the inner shape must divide it) into *out (the caller's:
+ * chain_index_free). A chunk shorter than its index, a bad checksum or an
+ * entry outside the chunk is -EIO; -ENOTSUP when chain_inner is NULL. */
+int chain_index_read(const struct chain *c, const struct codec_spec *spec,
+                     struct bytesrc *chunk, const struct codec_env *env,
+                     struct chain_index **out, struct zerr *err);
+
+/* Inner chunks the index lists. */
+uint64_t chain_index_count(const struct chain_index *x);
+
+/* Bytes the index holds, for charging it to a cache. */
+size_t chain_index_cost(const struct chain_index *x);
+
+/* Inner chunk i's (C order, i < chain_index_count) byte range of its
+ * chunk: 1 and *off, *len (inside the chunk: checked on reading), or 0
+ * when it is not stored (it is the fill value). */
+int chain_index_range(const struct chain_index *x, uint64_t i, uint64_t *off,
+                      uint64_t *len);
+
+/* Decode inner chunk i of chunk `chunk` (borrowed; the one x was read
+ * from) of chunk `spec`: the fill value when not stored, else the inner
+ * chain over its range. *out (the caller's) has the inner shape. */
+int chain_inner_decode(const struct chain *c, const struct codec_spec *spec,
+                       struct bytesrc *chunk, const struct chain_index *x,
+                       uint64_t i, const struct codec_env *env,
+                       struct abytes **out, struct zerr *err);
+
+/* Free; NULL-safe. */
+void chain_index_free(struct chain_index *x);
+
+/* ---- elements as a stream (see codec.h) ----
+ *
+ * A chunk whose elements are records one after another (no index) behind
+ * one zstd or gzip stage is read in order from a stream the reader owns
+ * (codecs/dstream.h: a sliding window of a few MiB; a read before the
+ * window restarts the stream): the reader keeps positions, asks an
+ * element's length, reads its bytes and steps to the next. An open
+ * stream has mutable state behind a mutex (dstream.h): callers share it
+ * under their own lock to keep positions meaningful. */
+
+struct chain_elems; /* an open element stream (opaque) */
+
+/* Where a reader of an element stream stands: element k, whose record
+ * starts at `at` (the codec's offset in the decoded stream: callers keep
+ * it and compare k, nothing else). */
+struct chain_elem_pos {
+  uint64_t k, at;
+};
+
+/* Can chain c's chunks be read as an element stream (chain_elems_open)? */
+int chain_elems_capable(const struct chain *c);
+
+/* Open chunk `chunk` (borrowed; referenced) of chunk `spec` as an element
+ * stream *out (the caller's: chain_elems_close) and check its framing;
+ * *first is where element 0 stands. The decoded size is not stored: the
+ * stream is read only as far as the elements reach. -ENOTSUP when
+ * chain_elems_capable is 0; -EIO when the framing disagrees with spec
+ * (the message names the codec). */
+int chain_elems_open(const struct chain *c, const struct codec_spec *spec,
+                     struct bytesrc *chunk, const struct codec_env *env,
+                     struct chain_elems **out, struct chain_elem_pos *first,
+                     struct zerr *err);
+
+/* The length in bytes of the element at p. */
+int chain_elems_len(struct chain_elems *s, const struct chain_elem_pos *p,
+                    uint64_t *len, struct zerr *err);
+
+/* The len bytes (its length) of the element at p into dst. */
+int chain_elems_read(struct chain_elems *s, const struct chain_elem_pos *p,
+                     uint64_t len, void *dst, struct zerr *err);
+
+/* Step p past its element of len bytes. */
+void chain_elems_step(const struct chain_elems *s, struct chain_elem_pos *p,
+                      uint64_t len);
+
+/* Are the bytes of every element before p in the stream (a stream that
+ * ends early fails here)? 0 or negative. */
+int chain_elems_check(struct chain_elems *s, const struct chain_elem_pos *p,
+                      struct zerr *err);
+
+/* Bytes an open stream may hold at once, for charging it to a cache. */
+size_t chain_elems_cost(const struct chain_elems *s);
+
+/* Close; NULL-safe. */
+void chain_elems_close(struct chain_elems *s);
 
 /* Free; NULL-safe. */
 void chain_free(struct chain *c);

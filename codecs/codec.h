@@ -17,7 +17,8 @@
  *
  * An array->bytes codec may also offer partial decoding (see "partial
  * decoding" below): answers about an encoded chunk without decoding it
- * whole. The codecs themselves are reached through the registry
+ * whole; inner chunks decoded one at a time; or its elements read in
+ * order from a stream. The codecs themselves are reached through the registry
  * (codec_lookup) and the chain (codecs/chain.h), never by name.
  *
  * Codec state is parsed configuration only: immutable after create, shared by
@@ -87,10 +88,36 @@ enum codec_kind { CODEC_A2A = 1, CODEC_A2B = 2, CODEC_B2B = 3 };
  * encodes it. `bytes` (fixed-size elements): an
  * element range is a byte range of the chunk, plain unless the stored
  * order must be swapped (then partial_elements swaps what it reads).
- * `sharding_indexed` offers the same kind of access one level up, in its
- * own terms (codecs/sharding.h: the shard index read once, one inner
- * chunk decoded from a window of the shard); the engine takes its units
- * from it, and each inner chunk's chain offers partial decoding in turn. */
+ * `sharding_indexed` offers the same kind of access one level up, as
+ * inner chunks (below); each inner chunk's chain offers partial decoding
+ * in turn.
+ *
+ * ---- inner chunks ----
+ *
+ * An array->bytes codec whose chunk is a grid of inner chunks, each
+ * encoded on its own and found through an index (`sharding_indexed`),
+ * offers them one at a time: the chain of one inner chunk and the inner
+ * shape (inner_chain), the index read once (inner_index: 2*n host-order
+ * (offset, length) pairs of byte ranges of the chunk, in inner-grid C
+ * order, each inside the chunk; (CODEC_INNER_EMPTY, CODEC_INNER_EMPTY)
+ * for an inner chunk not stored, which is the fill value), and one inner
+ * chunk decoded through it (inner_decode). Callers go through the chain
+ * (chain_inner and chain_index_* in codecs/chain.h), which offers it when
+ * the codec is the chain's one stage.
+ *
+ * ---- elements as a stream ----
+ *
+ * An array->bytes codec that stores each element as a record (its length,
+ * then its bytes) one after another, with no index, cannot find element
+ * j without walking the ones before it, so it has no partial decoder; but
+ * it can read its elements in order from a stream of its encoded bytes
+ * without holding them (the interleaved vlen formats): elems_open checks
+ * the stream's framing for chunk `spec` and says where the first record
+ * starts, elems_len reads the length of the element whose record starts
+ * at `at`, elems_read its bytes, elems_next where the next record starts.
+ * Callers go through the chain (chain_elems_* in codecs/chain.h), which
+ * offers it when one bytes->bytes stage that decodes as a stream (zstd,
+ * gzip) follows the codec, and owns that stream. */
 
 /* What chunks of a codec state (or a chain) allow. */
 enum codec_partial_cap {
@@ -105,6 +132,9 @@ enum codec_partial_cap {
                                       bytes are stored as decoded, so an
                                       open decoder's data is set */
 };
+
+/* An index entry of an inner chunk not stored (inner_index). */
+#define CODEC_INNER_EMPTY UINT64_MAX
 
 /* A partial decoder over one encoded chunk (chain_partial_open). The
  * first fields are for callers; the rest belong to the codec that opened
@@ -182,6 +212,33 @@ struct codec_impl {
   /* CODEC_B2B, optional: its output decoded as a stream in a sliding
    * window (codecs/dstream.h); NULL: only whole. */
   const struct dstream_kind *stream;
+  /* CODEC_A2B, optional: inner chunks (see "inner chunks" above; NULL:
+   * none). inner_chain says whether this state's chunks hold inner chunks
+   * (NULL: not) and fills shape (ndim entries); the chain is borrowed (it
+   * lives as long as the state). inner_index reads chunk `in`'s index
+   * for a chunk of shape spec->shape: *ranges (malloc'd, the caller's)
+   * and *n; an index that does not fit, fails its checksum or points
+   * outside the chunk is -EIO. inner_decode decodes inner chunk i (the
+   * fill value for an empty entry) into *out (the caller's). */
+  const struct chain *(*inner_chain)(const void *state, uint64_t *shape);
+  int (*inner_index)(const void *state, const struct codec_spec *spec,
+                     struct bytesrc *in, const struct codec_env *env,
+                     uint64_t **ranges, uint64_t *n, struct zerr *err);
+  int (*inner_decode)(const void *state, const struct codec_spec *spec,
+                      struct bytesrc *in, const uint64_t *ranges, uint64_t i,
+                      const struct codec_env *env, struct abytes **out,
+                      struct zerr *err);
+  /* CODEC_A2B, optional: elements as a stream (see "elements as a
+   * stream" above; NULL: not capable). `s` is the decoded stream of the
+   * chunk (borrowed); positions are its byte offsets. elems_open: -EIO
+   * when the framing disagrees with spec (messages name the codec). */
+  int (*elems_open)(const void *state, const struct codec_spec *spec,
+                    struct bytesrc *s, uint64_t *first, struct zerr *err);
+  int (*elems_len)(const void *state, struct bytesrc *s, uint64_t at,
+                   uint64_t *len, struct zerr *err);
+  int (*elems_read)(const void *state, struct bytesrc *s, uint64_t at,
+                    uint64_t len, void *dst, struct zerr *err);
+  uint64_t (*elems_next)(const void *state, uint64_t at, uint64_t len);
 };
 
 /* The entry of a codec whose library (lib, a string) this build was

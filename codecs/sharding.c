@@ -8,9 +8,14 @@
  * chunk through a window onto the shard. Two ways to use it:
  *   - as a codec (shard_decode): the whole shard assembled in C order, for
  *     chains where sharding is wrapped by other codecs and nested shards;
- *   - one inner chunk at a time (sharding.h): the engine reads the index,
- *     then decodes only the inner chunks a view needs. */
-#include "sharding.h"
+ *   - one inner chunk at a time, the codec interface's inner chunks
+ *     (codec.h; callers go through chain_inner and chain_index_* in
+ *     chain.h): the engine reads the index, then decodes only the inner
+ *     chunks a view needs.
+ * Everything here is immutable codec state plus pure functions: safe from
+ * any thread. */
+#include "abytes.h"
+#include "chain.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +23,7 @@
 #include "../src/util/buf.h"
 #include "../src/util/zmath.h"
 
-#define SHARD_EMPTY UINT64_MAX
-
-extern const struct codec_impl codec_sharding;
+#define SHARD_EMPTY CODEC_INNER_EMPTY
 
 struct shard_state {
   int ndim;
@@ -360,42 +363,30 @@ out:
   return 0;
 }
 
-/* See sharding.h. */
-const struct chain *shard_inner_chain(const struct shard_state *st) {
+/* The inner chain and shape (codec.h: inner chunks). */
+static const struct chain *shard_inner_chain(const void *state,
+                                             uint64_t *shape) {
+  const struct shard_state *st = state;
+  memcpy(shape, st->inner, sizeof(uint64_t) * (size_t)st->ndim);
   return st->inner_chain;
 }
 
-/* See sharding.h. */
-const struct shard_state *shard_of_chain(const struct chain *c) {
-  return chain_sole_a2b(c, &codec_sharding);
-}
-
-/* See sharding.h. */
-void shard_inner_shape(const struct shard_state *st, uint64_t *inner) {
-  memcpy(inner, st->inner, sizeof(uint64_t) * (size_t)st->ndim);
-}
-
-/* See sharding.h. */
-int shard_index_read(const struct shard_state *st,
-                     const struct codec_spec *spec, struct bytesrc *shard,
-                     const struct codec_env *env, uint64_t **out, uint64_t *nin,
-                     struct zerr *err) {
+/* The index of a shard whose decoded shape is spec->shape (codec.h). */
+static int shard_index_read(const void *state, const struct codec_spec *spec,
+                            struct bytesrc *shard, const struct codec_env *env,
+                            uint64_t **out, uint64_t *nin, struct zerr *err) {
+  const struct shard_state *st = state;
   uint64_t grid[ZMETA_MAX_DIMS];
   ZTRY(shard_grid(st, spec, grid, nin, err));
   return shard_index(st, grid, *nin, shard, env, out, err);
 }
 
-/* See sharding.h. */
-int shard_inner_is_empty(const uint64_t *index, uint64_t c) {
-  return index[2 * c] == SHARD_EMPTY && index[2 * c + 1] == SHARD_EMPTY;
-}
-
-/* See sharding.h. */
-int shard_inner_decode(const struct shard_state *st,
-                       const struct codec_spec *spec, struct bytesrc *shard,
-                       const uint64_t *index, uint64_t c,
-                       const struct codec_env *env, struct abytes **out,
-                       struct zerr *err) {
+/* One inner chunk through an index from shard_index_read (codec.h). */
+static int shard_inner_decode(const void *state, const struct codec_spec *spec,
+                              struct bytesrc *shard, const uint64_t *index,
+                              uint64_t c, const struct codec_env *env,
+                              struct abytes **out, struct zerr *err) {
+  const struct shard_state *st = state;
   struct codec_spec ispec = inner_spec(st, spec);
   return shard_inner(st, &ispec, index, c, shard, env, out, err);
 }
@@ -406,4 +397,7 @@ const struct codec_impl codec_sharding = {
     .create = shard_create,
     .destroy = shard_destroy,
     .decode_array = shard_decode,
+    .inner_chain = shard_inner_chain,
+    .inner_index = shard_index_read,
+    .inner_decode = shard_inner_decode,
 };

@@ -5,7 +5,9 @@
  *
  * Lengths are interleaved with the data, so there is no way to find element
  * j without walking the ones before it: decoding loads the chunk and builds
- * a compact offsets + data pair that views can index directly. */
+ * a compact offsets + data pair that views can index directly. Behind a
+ * codec that streams, the elements can also be read in order from the
+ * stream (codec.h: elements as a stream) without holding the chunk. */
 #include "abytes.h"
 #include "codec.h"
 
@@ -298,12 +300,69 @@ static int vli_decode(const void *state, const struct codec_spec *spec,
   return 0;
 }
 
+/* ---- elements as a stream (codec.h) ----
+ *
+ * The records read in order from the decoded stream: the count checked
+ * first, then each length where the previous element's bytes end. */
+
+/* Read the u32 LE at stream byte at. */
+static int vli_stream_le32(struct bytesrc *s, uint64_t at, uint32_t *v,
+                           struct zerr *err) {
+  uint8_t h[4];
+  ZTRY(bytesrc_read_range(s, at, 4, h, err));
+  *v = vli_le32(h);
+  return 0;
+}
+
+/* The count must be the chunk's; element 0's record follows it. */
+static int vli_elems_open(const void *state, const struct codec_spec *spec,
+                          struct bytesrc *s, uint64_t *first,
+                          struct zerr *err) {
+  const char *name = state;
+  uint32_t count;
+  ZTRY(vli_stream_le32(s, 0, &count, err));
+  if (count != spec->nelem)
+    return zerr_set(err, EIO, "%s: header says %u elements, chunk has %llu",
+                    name, count, (unsigned long long)spec->nelem);
+  *first = 4;
+  return 0;
+}
+
+/* The length word of the record at `at`. */
+static int vli_elems_len(const void *state, struct bytesrc *s, uint64_t at,
+                         uint64_t *len, struct zerr *err) {
+  (void)state;
+  uint32_t v;
+  ZTRY(vli_stream_le32(s, at, &v, err));
+  *len = v;
+  return 0;
+}
+
+/* The bytes after the length word. */
+static int vli_elems_read(const void *state, struct bytesrc *s, uint64_t at,
+                          uint64_t len, void *dst, struct zerr *err) {
+  (void)state;
+  return bytesrc_read_range(s, at + 4, (size_t)len, dst, err);
+}
+
+/* The next record follows the bytes. */
+static uint64_t vli_elems_next(const void *state, uint64_t at, uint64_t len) {
+  (void)state;
+  return at + 4 + len;
+}
+
+/* The names that stream (vlen-array's text is not streamed). */
+#define VLI_ELEMS                                                              \
+  .elems_open = vli_elems_open, .elems_len = vli_elems_len,                    \
+  .elems_read = vli_elems_read, .elems_next = vli_elems_next
+
 const struct codec_impl codec_vlen_utf8 = {
     .name = "vlen-utf8",
     .kind = CODEC_A2B,
     .create = vli_create_utf8,
     .destroy = vli_destroy,
     .decode_array = vli_decode,
+    VLI_ELEMS,
 };
 
 const struct codec_impl codec_vlen_bytes = {
@@ -312,6 +371,7 @@ const struct codec_impl codec_vlen_bytes = {
     .create = vli_create_bytes,
     .destroy = vli_destroy,
     .decode_array = vli_decode,
+    VLI_ELEMS,
 };
 
 const struct codec_impl codec_vlen_array = {
@@ -332,4 +392,5 @@ const struct codec_impl codec_vlen_v2 = {
     .create = vli_create_v2,
     .destroy = vli_destroy,
     .decode_array = vli_decode,
+    VLI_ELEMS,
 };

@@ -4,8 +4,10 @@
   tools/includes.py [SRCDIR]          print the graph (folders, then modules)
   tools/includes.py --check [SRCDIR]  fail on a circle, on an include that
                                       points up (a folder including one it
-                                      may not), or on a docs/architecture.md
-                                      whose generated graph is not this one
+                                      may not), on a codec leaking into fs/
+                                      (see CODEC_INTERFACE), or on a
+                                      docs/architecture.md whose generated
+                                      graph is not this one
 
 The unit test folders of TEST_LAYERS are checked too: a codec test or a
 store test may not include an fs/ header, even through a test header.
@@ -41,6 +43,15 @@ LAYERS = [
     ("fs", BELOW_FS + ["fs/text", "fs/engine", "fs/views", "fs/namespace"]),
 ]
 ALLOWED = dict(LAYERS)
+# Codecs own their formats: fs/ reaches codecs/ only through the interface
+# (the chain, what it decodes into, the stream source), never a codec's own
+# header (codecs/sharding.h was one), and no C string under fs/ names a
+# codec (a path picked by the name "vlen-utf8" was one). A codec's name is
+# its `.name = "..."` in codecs/*.c; names that are plain words ("bytes",
+# "json") count only as a whole string, the others anywhere in one.
+CODEC_INTERFACE = ["codecs/chain", "codecs/codec", "codecs/abytes",
+                   "codecs/dstream"]
+
 # Test folders (tests/README.md) -> folders nothing they include may be in,
 # directly or through the test headers they include: the codec tests go
 # through the codec chain and the store tests through the store interface,
@@ -81,6 +92,47 @@ def modules(root):
                 if dep != mod:
                     deps.add(dep)
     return graph
+
+
+def codec_leaks(root, graph):
+    """What under fs/ includes a codec's own header or names a codec."""
+    bad = []
+    for m, deps in sorted(graph.items()):
+        if m.split("/", 1)[0] != "fs":
+            continue
+        for d in sorted(deps):
+            if folder_of(d) == "codecs" and d not in CODEC_INTERFACE:
+                bad.append("%s includes %s: fs/ may include only the codec "
+                           "interface (%s)" % (m, d, ", ".join(CODEC_INTERFACE)))
+    names = set()
+    cdir = os.path.join(root, "codecs")
+    for f in sorted(os.listdir(cdir)):
+        if f.endswith(".c"):
+            names |= set(re.findall(r'\.name\s*=\s*"([^"]+)"',
+                                    open(os.path.join(cdir, f)).read()))
+    marked = sorted((n for n in names if re.search(r"[-._0-9]", n)),
+                    key=len, reverse=True)
+    word = re.compile(r"(?<![\w.-])(%s)(?![\w-])" %
+                      "|".join(map(re.escape, marked))) if marked else None
+    comment = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+    literal = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+    for folder, _ in LAYERS:
+        if folder.split("/", 1)[0] != "fs":
+            continue
+        d = os.path.join(root, folder)
+        for f in sorted(os.listdir(d)):
+            if not f.endswith((".c", ".h")):
+                continue
+            text = comment.sub(" ", open(os.path.join(d, f)).read())
+            for lit in literal.findall(text):
+                hit = lit if lit in names else (
+                    word.search(lit).group(1) if word and word.search(lit)
+                    else None)
+                if hit:
+                    bad.append("%s/%s names the codec \"%s\" (in \"%s\"): ask "
+                               "the chain what it can do (codecs/chain.h)" %
+                               (folder, f, hit, lit))
+    return bad
 
 
 def resolve(root, folder, inc):
@@ -182,6 +234,7 @@ def main(argv):
                            (m, d, fm, fd))
     for c in cycles(graph):
         bad.append("circle: " + " -> ".join(c))
+    bad += codec_leaks(root, graph)
     bad += UNRESOLVED
     bad += test_layer_violations(root)
     text = draw(graph)

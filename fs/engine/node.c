@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../codecs/sharding.h"
 #include "../../src/json/zjson.h"
 #include "../../src/util/log.h"
 #include "../../src/util/logonce.h"
@@ -116,25 +115,25 @@ static int node_divides(const struct zmeta *m, int d, uint64_t inner) {
 }
 
 /* Decide the decode unit of an array node (see struct znode): inner chunks
- * when the codecs are sharding_indexed alone, else whole chunks. */
+ * when the chain reports them (codecs/chain.h: chain_inner), else whole
+ * chunks. */
 static int node_set_units(struct znode *n, struct zerr *err) {
   const struct zmeta *m = n->meta;
+  uint64_t inner[ZMETA_MAX_DIMS];
   n->uspec = n->spec;
-  n->shard = shard_of_chain(n->chain);
+  n->shard = chain_inner(n->chain, inner);
   for (int d = 0; d < m->ndim; d++) {
     n->per[d] = 1;
     /* units are chunks: listed edges make them irregular */
     n->form.edge[d] = n->shard ? NULL : m->edge[d];
   }
   if (n->shard) {
-    uint64_t inner[ZMETA_MAX_DIMS];
-    shard_inner_shape(n->shard, inner);
     n->uspec.nelem = 1;
     for (int d = 0; d < m->ndim; d++) {
       if (!node_divides(m, d, inner[d]))
         return zerr_set(err, EIO,
-                        "sharding_indexed: inner chunk shape does not "
-                        "divide the shard shape");
+                        "inner chunk shape does not divide the shard "
+                        "shape");
       n->per[d] = m->chunk[d] / inner[d];
       n->uspec.shape[d] = inner[d];
       n->uspec.nelem *= inner[d];

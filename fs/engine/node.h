@@ -39,14 +39,14 @@ enum znode_kind {
   ZNODE_BROKEN, /* zarr.json present but unusable */
 };
 
-struct shard_state;
 struct cfvars; /* src/zarr/cfvars.h */
 
 /* A node, immutable once created; lives as long as its table.
  *
- * Arrays are decoded in *units*: a unit is a chunk, except when the codecs
- * are `sharding_indexed` alone, where a unit is one inner chunk of a shard
- * (so a read decodes the shard index and only the inner chunks it needs).
+ * Arrays are decoded in *units*: a unit is a chunk, except when the chain
+ * reports inner chunks (a shard's: codecs/chain.h, chain_inner), where a
+ * unit is one inner chunk of a shard (so a read decodes the shard index
+ * and only the inner chunks it needs).
  * Unit coordinates index the unit grid; chunk coordinates the chunk grid;
  * per[d] units make one chunk along dimension d (at most, in a grid with
  * listed chunk edges). Units are uspec.shape[d] long along d, except when
@@ -61,11 +61,13 @@ struct znode {
   struct chain *chain;    /* arrays: NULL when views cannot work */
   char *view_error;       /* why views fail (logged once); NULL if they work */
   struct codec_spec spec; /* decoded representation of one chunk */
-  const struct shard_state *shard; /* units are inner chunks (borrowed from
-                                      chain), or NULL: units are chunks */
-  struct codec_spec uspec;         /* decoded representation of one unit */
-  uint64_t ugrid[ZMETA_MAX_DIMS];  /* units per dimension */
-  uint64_t per[ZMETA_MAX_DIMS];    /* units per chunk per dimension */
+  const struct chain *shard;      /* units are inner chunks of shards: the
+                                     chain of one (chain_inner; borrowed
+                                     from chain), or NULL: units are
+                                     chunks */
+  struct codec_spec uspec;        /* decoded representation of one unit */
+  uint64_t ugrid[ZMETA_MAX_DIMS]; /* units per dimension */
+  uint64_t per[ZMETA_MAX_DIMS];   /* units per chunk per dimension */
   struct text_form form;    /* how units become text: the text data type (the
                                data type, or string (numpy U) / bytes (numpy
                                S) for the fixed-width kinds, converted after

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../codecs/sharding.h"
 #include "../../src/store/lxindex.h"
 #include "../../src/store/presence.h"
 #include "../../src/util/htab.h"
@@ -130,29 +129,28 @@ void unit_log_failure(struct engine *e, const char *key,
 /* ---- shard indexes ---- */
 
 /* A shard's decoded index (memo object). */
-struct shard_index_obj {
+struct uindex_obj {
   struct zobj obj;
-  uint64_t *index; /* 2*nin (offset, nbytes) pairs; NULL: shard missing,
-                      every inner chunk is the fill value */
-  uint64_t nin;
+  struct chain_index *index; /* NULL: shard missing, every inner chunk is
+                                the fill value */
 };
 
 /* Release a shard index. */
-static void shard_index_destroy(struct zobj *o) {
-  struct shard_index_obj *si = (struct shard_index_obj *)o;
-  free(si->index);
+static void uindex_destroy(struct zobj *o) {
+  struct uindex_obj *si = (struct uindex_obj *)o;
+  chain_index_free(si->index);
   free(si);
 }
 
 /* Fill: read and check a shard's index; a failure is logged here, once per
  * shard, not once per inner chunk. */
-static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
-                            struct zerr *err) {
+static int uindex_fill(void *ctx, struct zobj **obj, size_t *cost,
+                       struct zerr *err) {
   struct unit_job *j = ctx;
-  struct shard_index_obj *si = calloc(1, sizeof *si);
+  struct uindex_obj *si = calloc(1, sizeof *si);
   if (!si)
     return zerr_set(err, ENOMEM, "out of memory");
-  zobj_init(&si->obj, shard_index_destroy);
+  zobj_init(&si->obj, uindex_destroy);
   struct bytesrc *src = NULL;
   int rc = store_get(j->e->store, j->key, &src, err);
   if (rc == -ENOENT) {
@@ -160,8 +158,8 @@ static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
     rc = 0;
   } else if (rc == 0) {
     struct codec_spec tmp;
-    rc = shard_index_read(j->n->shard, node_chunk_spec(j->n, j->idx, &tmp), src,
-                          &j->e->env, &si->index, &si->nin, err);
+    rc = chain_index_read(j->n->chain, node_chunk_spec(j->n, j->idx, &tmp), src,
+                          &j->e->env, &si->index, err);
   }
   bytesrc_unref(src);
   if (rc < 0) {
@@ -170,7 +168,7 @@ static int shard_index_fill(void *ctx, struct zobj **obj, size_t *cost,
     return rc;
   }
   *obj = &si->obj;
-  *cost = sizeof *si + (size_t)si->nin * 2 * sizeof(uint64_t);
+  *cost = sizeof *si + (si->index ? chain_index_cost(si->index) : 0);
   return 0;
 }
 
@@ -184,7 +182,7 @@ static int unit_shard_index(struct unit_job *j, uint64_t *cidx, uint64_t *inner,
   struct memo_key k;
   node_key(&k, ELEVEL_SHARD_INDEX, j->n, cidx, NULL, 0);
   struct unit_job ij = {j->e, j->n, cidx, j->key, NULL, 0, 0, 0, 0};
-  return memo_get(j->e->memo, &k, shard_index_fill, &ij, ref, err);
+  return memo_get(j->e->memo, &k, uindex_fill, &ij, ref, err);
 }
 
 /* See unit.h. */
@@ -218,9 +216,9 @@ int unit_source(struct unit_job *j, struct abytes **out, int *logged,
     *logged = 1;
     return rc;
   }
-  const struct shard_index_obj *si =
-      (const struct shard_index_obj *)memo_obj(ref);
-  if (si->index && !shard_inner_is_empty(si->index, inner)) {
+  const struct uindex_obj *si = (const struct uindex_obj *)memo_obj(ref);
+  uint64_t off, len;
+  if (si->index && chain_index_range(si->index, inner, &off, &len)) {
     rc = store_get(e->store, j->key, &src, err);
     struct codec_spec tmp;
     if (rc == 0) { /* the shard's: records name the inner chunk in the key */
@@ -228,7 +226,7 @@ int unit_source(struct unit_job *j, struct abytes **out, int *logged,
       j->src_version = src->version;
     }
     if (rc == 0)
-      rc = shard_inner_decode(n->shard, node_chunk_spec(n, cidx, &tmp), src,
+      rc = chain_inner_decode(n->chain, node_chunk_spec(n, cidx, &tmp), src,
                               si->index, inner, &e->env, out, err);
     bytesrc_unref(src);
   }
@@ -243,7 +241,7 @@ int unit_encoded(struct unit_job *j, struct bytesrc **out,
   const struct znode *n = j->n;
   struct bytesrc *src = NULL;
   *out = NULL;
-  *chain = n->shard ? shard_inner_chain(n->shard) : n->chain;
+  *chain = n->shard ? n->shard : n->chain;
   int rc = store_get(e->store, j->key, &src, err);
   if (rc == -ENOENT) {
     zerr_clear(err);
@@ -257,11 +255,10 @@ int unit_encoded(struct unit_job *j, struct bytesrc **out,
   struct memo_ref *ref;
   rc = unit_shard_index(j, cidx, &inner, &ref, err);
   if (rc == 0) {
-    const struct shard_index_obj *si =
-        (const struct shard_index_obj *)memo_obj(ref);
-    if (si->index && !shard_inner_is_empty(si->index, inner))
-      rc = bytesrc_sub(src, si->index[2 * inner], si->index[2 * inner + 1], out,
-                       err);
+    const struct uindex_obj *si = (const struct uindex_obj *)memo_obj(ref);
+    uint64_t off, len;
+    if (si->index && chain_index_range(si->index, inner, &off, &len))
+      rc = bytesrc_sub(src, off, len, out, err);
     memo_release(e->memo, ref);
   }
   bytesrc_unref(src);

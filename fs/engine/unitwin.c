@@ -2,7 +2,8 @@
  * that take only the offsets and element bytes they show, and units too
  * large for the cache read in windows that follow the reader (see
  * unit.h: unit_read_direct, unit_windowed, unit_read_window), those of
- * interleaved strings (vlen-utf8) through ustream.c; and the text sizes of
+ * elements the chain streams (codecs/chain.h: chain_elems_*, the
+ * interleaved vlen formats) through ustream.c; and the text sizes of
  * units (unit_size, unit_size_claim, unit_size_verify,
  * unit_sizes_prefetch), which come from the partial decoder when they
  * can, from the persistent index, and from unit.c's whole decode when not.
@@ -17,7 +18,6 @@
 #include <pthread.h>
 
 #include "../../codecs/dstream.h"
-#include "../../codecs/sharding.h"
 #include "../../src/store/lxindex.h"
 #include "../../src/store/presence.h"
 #include "unit.h"

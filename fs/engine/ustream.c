@@ -1,7 +1,8 @@
-/* ustream.c - units of interleaved strings (vlen-utf8) too large for the
- * cache parsed as a stream as the reader advances (ustream.h), and their
- * text sizes by one pass over the stream (unit.h: unit_stream_windowed,
- * unit_size_streamed).
+/* ustream.c - units of strings whose chain reads their elements in order
+ * from a stream (codecs/chain.h: chain_elems_*; the interleaved vlen
+ * formats behind zstd or gzip), too large for the cache, read as the
+ * reader advances (ustream.h), and their text sizes by one pass over the
+ * stream (unit.h: unit_stream_windowed, unit_size_streamed).
  *
  * One direction: unitwin.c calls ustream.c, ustream.c calls unit.c, never
  * the other way (tests/calls.sh). */
@@ -12,23 +13,21 @@
 
 #include <pthread.h>
 
-#include "../../codecs/dstream.h"
-#include "../../codecs/sharding.h"
-
-/* ---- units of interleaved strings streamed in order ----
+/* ---- units of strings streamed in order ----
  *
- * vlen-utf8 and its aliases (codecs/vlen_interleaved.c) store a u32 LE
- * count, then each element as a u32 LE length and its bytes: no index, so
- * no partial decoder. Behind one zstd or gzip stage the chunk is decoded
- * as a stream (codecs/dstream.h) and its elements parsed in order as the
- * reader advances; the text of a read is rendered from just the elements
- * it shows. A read before the parse position starts again from a mark (a
- * recent read's first element) or from the chunk's start. */
+ * Some string formats have no index (each element a length and its
+ * bytes), so no partial decoder; the chain reads their elements in order
+ * from a stream instead (chain_elems_open: it owns the decompressing
+ * stream and parses the format), as the reader advances; the text of a
+ * read is rendered from just the elements it shows. A read before the
+ * parse position starts again from a mark (a recent read's first
+ * element) or from the chunk's start. */
 
-/* Where the parse stands: element k's header at stream byte pos, its line
- * at text offset tpos. */
+/* Where the parse stands: element p.k at the stream's position p, its
+ * line at text offset tpos. */
 struct ucur {
-  uint64_t k, pos, tpos;
+  struct chain_elem_pos p;
+  uint64_t tpos;
 };
 
 /* Marks kept: the first elements of the latest reads, so that reads a
@@ -36,84 +35,55 @@ struct ucur {
 #define USTREAM_MARKS 8
 
 /* A streamed unit (memo object at ELEVEL_DATA under its own tag): the
- * stream, the parse position and marks, under a mutex. */
+ * stream, where it starts, the parse position and marks, under a
+ * mutex. */
 struct ustream_obj {
   struct zobj obj;
   pthread_mutex_t lock;
-  struct bytesrc *ds;
+  struct chain_elems *ds;
+  struct ucur start;
   struct ucur cur;
   struct ucur mark[USTREAM_MARKS];
   unsigned nmark;
 };
 
-/* Is a2b one of the interleaved vlen formats? */
-static int ustream_codec(const struct codec_impl *a2b) {
-  static const char *const names[] = {"vlen-utf8", "vlen-bytes",
-                                      "zarrs.vlen_v2"};
-  for (size_t i = 0; a2b && i < sizeof names / sizeof *names; i++)
-    if (!strcmp(a2b->name, names[i]))
-      return 1;
-  return 0;
-}
-
-/* Are n's units interleaved strings behind one streaming codec, with
- * linear text? */
+/* Are n's units strings whose chain streams their elements, with linear
+ * text? */
 static int unit_streamed(const struct znode *n, const uint64_t *idx) {
-  const struct chain *c = n->shard ? shard_inner_chain(n->shard) : n->chain;
-  const struct codec_impl *a2b;
-  return c && chain_stream_kind(c, &a2b) && ustream_codec(a2b) &&
-         unit_linear_text(n, idx);
+  const struct chain *c = n->shard ? n->shard : n->chain;
+  return chain_elems_capable(c) && unit_linear_text(n, idx);
 }
 
-/* Open unit j->idx's chunk as a stream (*out) and check its count: 1, 0
- * when not stored, or negative. */
-static int ustream_open(struct unit_job *j, struct bytesrc **out,
-                        struct zerr *err) {
+/* Open unit j->idx's chunk as an element stream (*out, starting at
+ * *start): 1, 0 when not stored, or negative. The chain checks the
+ * chunk's framing against the unit's element count. */
+static int ustream_open(struct unit_job *j, struct chain_elems **out,
+                        struct ucur *start, struct zerr *err) {
   struct bytesrc *enc;
   const struct chain *c;
-  const struct codec_impl *a2b;
   int rc = unit_encoded(j, &enc, &c, err);
   if (rc <= 0)
     return rc;
-  /* The decoded size is not stored: the stream is read only as far as
-   * the elements reach, and a stream ending before that fails. */
-  rc = dstream_open(chain_stream_kind(c, &a2b), enc, UINT64_MAX, &j->e->env,
-                    out, err);
+  struct codec_spec tmp; /* an inner chunk's is the unit's, not its shard's */
+  const struct codec_spec *spec =
+      j->n->shard ? &j->n->uspec : node_chunk_spec(j->n, j->idx, &tmp);
+  rc = chain_elems_open(c, spec, enc, &j->e->env, out, &start->p, err);
   bytesrc_unref(enc);
-  if (rc < 0)
-    return rc;
-  uint8_t h[4];
-  struct codec_spec tmp;
-  uint64_t want = node_chunk_spec(j->n, j->idx, &tmp)->nelem;
-  rc = bytesrc_read_range(*out, 0, 4, h, err);
-  uint32_t count = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-                   (uint32_t)h[3] << 24;
-  if (rc == 0 && count != want)
-    rc = zerr_set(err, EIO, "%s: header says %u elements, chunk has %llu",
-                  a2b->name, count, (unsigned long long)want);
-  if (rc < 0) {
-    bytesrc_unref(*out);
-    *out = NULL;
-    return rc;
-  }
-  return 1;
+  start->tpos = 0;
+  return rc < 0 ? rc : 1;
 }
 
-/* The length of the element at c->pos (its u32 LE header). */
-static int ustream_len(struct bytesrc *ds, const struct ucur *c, uint32_t *len,
-                       struct zerr *err) {
-  uint8_t h[4];
-  ZTRY(bytesrc_read_range(ds, c->pos, 4, h, err));
-  *len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-         (uint32_t)h[3] << 24;
-  return 0;
+/* The length of the element at c. */
+static int ustream_len(struct chain_elems *ds, const struct ucur *c,
+                       uint64_t *len, struct zerr *err) {
+  return chain_elems_len(ds, &c->p, len, err);
 }
 
 /* Step c past its element of len bytes. */
-static void ustream_step(const struct dtype *dt, struct ucur *c, uint32_t len) {
-  c->pos += 4 + (uint64_t)len;
+static void ustream_step(const struct chain_elems *ds, const struct dtype *dt,
+                         struct ucur *c, uint64_t len) {
+  chain_elems_step(ds, &c->p, len);
   c->tpos += text_var_len(dt, len) + 1;
-  c->k++;
 }
 
 /* Is unit idx streamed and too large to decode whole (unit_windowed's
@@ -132,24 +102,24 @@ int unit_size_streamed(struct engine *e, const struct znode *n,
   char key[4096];
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   struct unit_job j = {e, n, idx, key, NULL, 0, 0, 0, 0};
-  struct bytesrc *ds;
-  int rc = ustream_open(&j, &ds, err);
+  struct chain_elems *ds;
+  struct ucur c;
+  int rc = ustream_open(&j, &ds, &c, err);
   if (rc <= 0)
     return rc < 0 ? rc : 1; /* a fill unit: the whole decode knows its size */
   uint64_t nin = unit_nin(n, idx);
-  struct ucur c = {0, 4, 0};
-  while (rc >= 0 && c.k < nin) {
-    uint32_t len;
+  while (rc >= 0 && c.p.k < nin) {
+    uint64_t len;
     rc = ustream_len(ds, &c, &len, err);
     if (rc == 0)
-      ustream_step(&n->form.dt, &c, len);
-    if (rc == 0 && (c.k & 0xffff) == 0)
+      ustream_step(ds, &n->form.dt, &c, len);
+    if (rc == 0 && (c.p.k & 0xffff) == 0)
       rc = engine_check_stop(e, err);
   }
   /* the last element's bytes are there: the parse reads them */
-  if (rc == 0 && c.pos > 4)
-    rc = bytesrc_read_range(ds, c.pos - 1, 1, (uint8_t[1]){0}, err);
-  bytesrc_unref(ds);
+  if (rc == 0)
+    rc = chain_elems_check(ds, &c.p, err);
+  chain_elems_close(ds);
   if (rc < 0)
     return rc;
   *value = c.tpos;
@@ -159,7 +129,7 @@ int unit_size_streamed(struct engine *e, const struct znode *n,
 /* Release a streamed unit. */
 static void ustream_destroy(struct zobj *o) {
   struct ustream_obj *u = (struct ustream_obj *)o;
-  bytesrc_unref(u->ds);
+  chain_elems_close(u->ds);
   pthread_mutex_destroy(&u->lock);
   free(u);
 }
@@ -179,7 +149,7 @@ static int ustream_fill(void *ctx, struct zobj **obj, size_t *cost,
   zobj_init(&u->obj, ustream_destroy);
   int rc = engine_check_stop(j->e, err);
   if (rc == 0)
-    rc = ustream_open(j, &u->ds, err);
+    rc = ustream_open(j, &u->ds, &u->start, err);
   if (rc == 0)
     rc = zerr_set(err, ENOTSUP, "not stored");
   if (rc < 0) {
@@ -191,9 +161,9 @@ static int ustream_fill(void *ctx, struct zobj **obj, size_t *cost,
   }
   engine_req_note_unit();
   stats_add(&j->e->stats.decodes, 1);
-  u->cur = (struct ucur){0, 4, 0};
+  u->cur = u->start;
   *obj = &u->obj;
-  *cost = sizeof *u + dstream_cost(u->ds);
+  *cost = sizeof *u + chain_elems_cost(u->ds);
   return 0;
 }
 
@@ -205,9 +175,9 @@ static int ustream_fill(void *ctx, struct zobj **obj, size_t *cost,
  * them: *got bytes; c advances past the elements whose lines end within
  * the range, or to the element holding the range's end. */
 static int ustream_batch(struct engine *e, const struct znode *n,
-                         const uint64_t *idx, uint64_t nin, struct bytesrc *ds,
-                         struct ucur *c, uint64_t off, size_t len, char *dst,
-                         size_t *got, struct zerr *err) {
+                         const uint64_t *idx, uint64_t nin,
+                         struct chain_elems *ds, struct ucur *c, uint64_t off,
+                         size_t len, char *dst, size_t *got, struct zerr *err) {
   const struct dtype *dt = &n->form.dt;
   uint64_t *o = malloc((USTREAM_BATCH + 1) * sizeof *o);
   size_t cap = 4096, used = 0;
@@ -217,8 +187,8 @@ static int ustream_batch(struct engine *e, const struct znode *n,
   uint64_t b = 0, end = off + len;
   if (o)
     o[0] = 0;
-  while (rc == 0 && b < USTREAM_BATCH && q.k < nin && q.tpos < end) {
-    uint32_t l;
+  while (rc == 0 && b < USTREAM_BATCH && q.p.k < nin && q.tpos < end) {
+    uint64_t l;
     rc = ustream_len(ds, &q, &l, err);
     if (rc == 0 && used + l > cap) {
       size_t nc = cap;
@@ -233,13 +203,13 @@ static int ustream_batch(struct engine *e, const struct znode *n,
       }
     }
     if (rc == 0)
-      rc = bytesrc_read_range(ds, q.pos + 4, l, buf + used, err);
+      rc = chain_elems_read(ds, &q.p, l, buf + used, err);
     if (rc < 0)
       break;
     used += l;
     o[++b] = used;
     prev = q;
-    ustream_step(dt, &q, l);
+    ustream_step(ds, dt, &q, l);
   }
   struct abytes *ab = NULL;
   if (rc == 0 && b) {
@@ -299,7 +269,7 @@ static long ustream_read_locked(struct engine *e, const struct znode *n,
                                 const uint64_t *idx, uint64_t nin,
                                 struct ustream_obj *u, uint64_t off, size_t len,
                                 char *dst, struct zerr *err) {
-  struct ucur c = {0, 4, 0};
+  struct ucur c = u->start;
   if (u->cur.tpos <= off)
     c = u->cur;
   else
@@ -308,20 +278,20 @@ static long ustream_read_locked(struct engine *e, const struct znode *n,
         c = u->mark[i];
   /* Skip to the element whose line holds off. */
   int rc = 0;
-  while (rc == 0 && c.k < nin) {
-    uint32_t l;
+  while (rc == 0 && c.p.k < nin) {
+    uint64_t l;
     rc = ustream_len(u->ds, &c, &l, err);
     if (rc == 0 && c.tpos + text_var_len(&n->form.dt, l) + 1 > off)
       break;
     if (rc == 0)
-      ustream_step(&n->form.dt, &c, l);
+      ustream_step(u->ds, &n->form.dt, &c, l);
   }
   if (rc < 0)
     return rc;
-  if (c.k < nin)
+  if (c.p.k < nin)
     u->mark[u->nmark++ % USTREAM_MARKS] = c;
   size_t done = 0;
-  while (done < len && c.k < nin) {
+  while (done < len && c.p.k < nin) {
     size_t got;
     ZTRY(ustream_batch(e, n, idx, nin, u->ds, &c, off + done, len - done,
                        dst + done, &got, err));
@@ -349,7 +319,7 @@ long ustream_read(struct engine *e, const struct znode *n, const uint64_t *idx,
   long got =
       ustream_read_locked(e, n, idx, unit_nin(n, idx), u, off, len, dst, err);
   if (got < 0) /* the stream is broken there: start over next time */
-    u->cur = (struct ucur){0, 4, 0}, u->nmark = 0;
+    u->cur = u->start, u->nmark = 0;
   pthread_mutex_unlock(&u->lock);
   if (got < 0) {
     unit_log_failure(e, key, err);

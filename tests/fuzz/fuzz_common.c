@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 
 #include "../../codecs/chain.h"
-#include "../../codecs/sharding.h"
 #include "../../src/util/log.h"
 
 /* A NUL-terminated copy of the input. */
@@ -122,21 +121,21 @@ static void fuzz_partial(const struct chain *c, const struct codec_spec *s,
 /* The engine's unit path for a chain that is sharding_indexed alone. */
 static void fuzz_shard(const struct chain *c, const struct codec_spec *s,
                        struct bytesrc *shard, const struct codec_env *env) {
-  const struct shard_state *st = shard_of_chain(c);
-  if (!st)
+  uint64_t inner[ZMETA_MAX_DIMS];
+  if (!chain_inner(c, inner))
     return;
-  uint64_t *index = NULL, nin = 0;
+  struct chain_index *index = NULL;
   struct zerr err = {0};
-  if (shard_index_read(st, s, shard, env, &index, &nin, &err) < 0)
+  if (chain_index_read(c, s, shard, env, &index, &err) < 0)
     return;
-  for (uint64_t i = 0; i < nin && i < 4096; i++) {
+  for (uint64_t i = 0; i < chain_index_count(index) && i < 4096; i++) {
     struct abytes *a = NULL;
-    if (shard_inner_decode(st, s, shard, index, i, env, &a, &err) == 0) {
+    if (chain_inner_decode(c, s, shard, index, i, env, &a, &err) == 0) {
       fuzz_use_abytes(a, env);
       abytes_free(a);
     }
   }
-  free(index);
+  chain_index_free(index);
 }
 
 /* Does text name one of the wanted codecs? */

@@ -4,16 +4,16 @@
 # directory of the mount, `zarrfs ls` equals `LC_ALL=C ls -1A`; for every
 # file, `zarrfs cat` equals the file read through the mount and `zarrfs
 # stat` gives its kind and `stat -c %s` size. Stores: the example store
-# (always), and from ../shared/fixtures a V3 store of zarr-python, a V2
-# store, the zarrita store and a kerchunk reference file (skipped without
-# the fixtures; a failure under CI=true). Then: errors and exit statuses,
+# (always), the stores the tests make (tests/writers/own_fixtures.py: a V2
+# store of zarr-python, one of xarray, a kerchunk reference file), and from
+# ../shared/fixtures when there a V3 store of zarr-python, a V2 store, the
+# zarrita store and a kerchunk reference file. Then: errors and exit statuses,
 # `info` of an array and a group, and the commands with /dev/fuse hidden
 # in a private mount namespace.
 . "$(dirname "$0")/lib.sh"
 zt_require_mkstore
 export LC_ALL=C
 
-FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
 SRC="$ZT_TMP/example.zarr"
 if ! t "$ZARRFS_MKSTORE" example "$SRC" >"$ZT_TMP/mkstore.log" 2>&1; then
   show "$ZT_TMP/mkstore.log"
@@ -72,7 +72,7 @@ compare() {
   mapfile -t files < <(keep '$0' "$ZT_TMP/files")
   # stat: kinds and sizes of every readable path
   Z stat "$src" "${paths[@]}" 2>/dev/null |
-    sed -E 's/^directory 0 /dir /; s/^(file|chunk-view|array-view|info-view) //' >"$ZT_TMP/got.stat"
+    sed -E 's/^directory 0 /dir /; s/^(file|chunk-view|array-view|info-view|table) //' >"$ZT_TMP/got.stat"
   if diff <(keep "$PATH_OF" "$ZT_TMP/want.stat") <(keep "$PATH_OF" "$ZT_TMP/got.stat") >"$ZT_TMP/diff"; then
     pass "$name: zarrfs stat of ${#paths[@]} paths agrees with the mount"
   else
@@ -114,13 +114,24 @@ else
   fail "corrupt: expected matrix/c/0/0.txt and matrix/values.txt unreadable; got:"
   show "$ZT_TMP/unreadable"
 fi
-if [ -d "$FIX/zarr-python-v3" ]; then
+# The stores the tests make (tests/writers/own_fixtures.py), then the
+# third-party fixtures on top when they are there.
+if zt_own_fixtures; then
+  compare own-zarr-python-v2 "$OWN/zarr-python-v2/v2_python.zarr"
+  if [ -d "$OWN/xarray/xarray_v2.zarr" ]; then
+    compare own-xarray "$OWN/xarray/xarray_v2.zarr"
+  else
+    zt_skip_part "own fixtures hold no xarray store (python3-xarray missing): that store"
+  fi
+  compare own-kerchunk-refs "$OWN/kerchunk/refs/v1.json"
+else
+  zt_skip_part "own fixtures not made ($(tail -1 "$ZT_TMP/own-fixtures.log")): the fixture stores"
+fi
+if zt_third_party_fixtures && [ -d "$FIX/zarr-python-v3" ]; then
   compare zarr-python-v3 "$FIX/zarr-python-v3/v3_zarr_python_fixtures.zarr"
   compare zarr-python-v2 "$FIX/zarr-python-v2/v2_python.zarr"
   compare zarrita "$FIX/zarrita/v3_zarrita.zarr"
   compare kerchunk-refs "$FIX/kerchunk/refs/refs_v1.json"
-else
-  zt_skip_part "fixtures not found at $FIX: the fixture stores"
 fi
 
 # ---- exit statuses and messages ----

@@ -316,6 +316,39 @@ zt_forget() {
     mv "$ZT_TMP/mounts.new" "$ZT_TMP/mounts"
 }
 
+# zt_own_fixtures: set OWN to the directory of the fixtures the tests make
+# themselves (tests/writers/own_fixtures.py: a zarr-python 2 store, an
+# xarray store, the Zarr V3 specification's example hierarchy, kerchunk
+# references), which make check writes into $ZARRFS_OWN_FIXTURES before
+# the tests; made here into $ZT_TMP/own-fixtures when that is missing (a
+# test run by hand). 1 when they cannot be made (Debian's python3-zarr is
+# missing): $ZT_TMP/own-fixtures.log says why.
+zt_own_fixtures() {
+  OWN=${ZARRFS_OWN_FIXTURES:-}
+  [ -n "$OWN" ] && [ -f "$OWN/kerchunk/expected_refs.json" ] && return 0
+  OWN=$ZT_TMP/own-fixtures
+  [ -f "$OWN/kerchunk/expected_refs.json" ] && return 0
+  /usr/bin/python3 "$ZARRFS_SRCDIR/tests/writers/own_fixtures.py" "$OWN" \
+    >"$ZT_TMP/own-fixtures.log" 2>&1 && return 0
+  OWN=
+  return 1
+}
+
+# zt_third_party_fixtures: set FIX to the third-party fixtures' directory
+# ($ZARRFS_FIXTURES, else ../shared/fixtures beside the checkout) when it
+# is there; else empty it, say that this extra layer is left out and return 1. Not a
+# skip: a test runs its parts whole on zt_own_fixtures, the third-party
+# stores (other writers, other versions) are checked on top when present.
+zt_third_party_fixtures() {
+  FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
+  if [ -d "$FIX/zarrita" ] || [ -d "$FIX/kerchunk" ] || [ -d "$FIX/zarrs" ]; then
+    return 0
+  fi
+  say "third-party fixtures not at $FIX: that extra layer is left out (the tests' own fixtures run)"
+  FIX=
+  return 1
+}
+
 # zt_icechunk_standins DIR: stand-ins of Icechunk's test-repo-v1/-v2 (the
 # shared fixtures a fresh clone lacks) in DIR/own-v1 (spec 1) and
 # DIR/own-v2 (spec 2), written by tests/writers/icechunk_writer.py from

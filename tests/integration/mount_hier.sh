@@ -1,6 +1,8 @@
 #!/bin/bash
-# mount_hier.sh - hierarchies through the real daemon: zarrs' nested groups
-# (hierarchy.zarr) list as the tree zarrs expects; consolidated metadata is
+# mount_hier.sh - hierarchies through the real daemon: the Zarr V3
+# specification's example hierarchy (written by tests/writers/own_fixtures.py,
+# and zarrs' hierarchy.zarr when the third-party fixtures are there) lists
+# as the specification's tree; consolidated metadata is
 # used by default and ignored with `-o consolidated=no` (a generated store
 # whose consolidated and per-node metadata differ, so the values show which
 # was read); a node only the consolidated metadata knows is listed and
@@ -9,53 +11,63 @@
 # values.txt with EIO and one log line naming the grid.
 . "$(dirname "$0")/lib.sh"
 
-FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
+# ---- the Zarr V3 specification's example hierarchy ----
+# Written by the tests (tests/writers/own_fixtures.py) from the
+# specification; zarrs' copy (hierarchy.zarr of its tests_data, EXPECTED.md
+# section 3) on top when the third-party fixtures are there.
 
-# ---- zarrs' hierarchy.zarr (EXPECTED.md section 3) ----
-
-if [ -d "$FIX/zarrs/tests_data/hierarchy.zarr" ]; then
+# hier NAME STORE: STORE lists as the specification's tree.
+hier() {
+  local name=$1 store=$2 MNT tree
   MNT=$(zt_mkdir hier)
-  if zmount "$FIX/zarrs/tests_data/hierarchy.zarr" "$MNT"; then
-    # The node tree: directories holding zarr.json, arrays with shape and
-    # data type read from their zarr.json through the mount.
-    tree=$(cd "$MNT" && t find . -name zarr.json | sed 's|/zarr.json$||' | LC_ALL=C sort | while read -r d; do
-      f=$d/zarr.json
-      [ "$d" = . ] && { echo /; continue; }
-      depth=$(($(printf '%s' "$d" | tr -cd / | wc -c)))
-      name=${d##*/}
-      if grep -q '"array"' "$f"; then
-        shape=$(tr -d ' \n' <"$f" | sed -n 's/.*"shape":\[\([0-9,]*\)\].*/\1/p' | sed 's/,/, /g')
-        dtype=$(tr -d ' \n' <"$f" | sed -n 's/.*"data_type":"\([a-z0-9]*\)".*/\1/p')
-        printf '%*s%s [%s] %s\n' $((2 * depth)) '' "$name" "$shape" "$dtype"
-      else
-        printf '%*s%s\n' $((2 * depth)) '' "$name"
-      fi
-    done)
-    assert_eq "hierarchy.zarr lists as zarrs' tree" "/
+  zmount "$store" "$MNT" || return
+  # The node tree: directories holding zarr.json, arrays with shape and
+  # data type read from their zarr.json through the mount.
+  tree=$(cd "$MNT" && t find . -name zarr.json | sed 's|/zarr.json$||' | LC_ALL=C sort | while read -r d; do
+    f=$d/zarr.json
+    [ "$d" = . ] && { echo /; continue; }
+    depth=$(($(printf '%s' "$d" | tr -cd / | wc -c)))
+    name=${d##*/}
+    if grep -q '"array"' "$f"; then
+      shape=$(tr -d ' \n' <"$f" | sed -n 's/.*"shape":\[\([0-9,]*\)\].*/\1/p' | sed 's/,/, /g')
+      dtype=$(tr -d ' \n' <"$f" | sed -n 's/.*"data_type":"\([a-z0-9]*\)".*/\1/p')
+      printf '%*s%s [%s] %s\n' $((2 * depth)) '' "$name" "$shape" "$dtype"
+    else
+      printf '%*s%s\n' $((2 * depth)) '' "$name"
+    fi
+  done)
+  assert_eq "$name lists as the specification's tree" "/
   a
     baz [10000, 1000] float64
     foo [10000, 1000] float64
   b" "$tree"
-    assert_output_eq "hierarchy.zarr: a/ holds baz, foo, info.txt, zarr.json" \
-      "baz
+  assert_output_eq "$name: a/ holds baz, foo, info.txt, zarr.json" \
+    "baz
 foo
 info.txt
 zarr.json
 " ls "$MNT/a"
-    assert_output_eq "hierarchy.zarr: a/baz/ holds info.txt, rows.csv, values.txt, zarr.json" \
-      "info.txt
+  assert_output_eq "$name: a/baz/ holds info.txt, rows.csv, values.txt, zarr.json" \
+    "info.txt
 rows.csv
 values.txt
 zarr.json
 " ls "$MNT/a/baz"
-    assert_output_eq "hierarchy.zarr: a/baz/values.txt starts with NaN fills" \
-      "nan
+  assert_output_eq "$name: a/baz/values.txt starts with NaN fills" \
+    "nan
 nan
 " head -n 2 "$MNT/a/baz/values.txt"
-    zumount "$MNT"
-  fi
+  assert_file_eq "$name: b/zarr.json byte-identical" "$store/b/zarr.json" "$MNT/b/zarr.json"
+  zumount "$MNT"
+}
+
+if zt_own_fixtures; then
+  hier "the V3 specification's hierarchy (own)" "$OWN/zarr-v3-spec/hierarchy.zarr"
 else
-  zt_skip_part "fixtures not found at $FIX: hierarchy.zarr"
+  zt_skip_part "own fixtures not made ($(tail -1 "$ZT_TMP/own-fixtures.log")): the hierarchy"
+fi
+if zt_third_party_fixtures && [ -d "$FIX/zarrs/tests_data/hierarchy.zarr" ]; then
+  hier "zarrs' hierarchy.zarr" "$FIX/zarrs/tests_data/hierarchy.zarr"
 fi
 
 # ---- a generated store: consolidated and per-node metadata differ ----

@@ -3,7 +3,9 @@
 # (range requests on; its access log counts requests and bytes):
 #  1. the example store: every values.txt equals EXPECTED, chunk views and
 #     raw chunks of named keys equal the local mount's;
-#  2. the conformance fixtures (zarrita, zarr-python V2 and V3): every
+#  2. the stores the tests make (tests/writers/own_fixtures.py: zarr-python
+#     2 and xarray) and, when there, the
+#     third-party fixtures (zarrita, zarr-python V2 and V3): every
 #     values.txt and metadata file of the local mount is byte-identical over
 #     HTTP, named by path (plain HTTP cannot list; mount_s3.sh compares
 #     whole trees, raw chunks and chunk views included);
@@ -18,7 +20,6 @@
 zt_require_mkstore
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || srv_need nginx
 
-FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
 WEB=$(zt_mkdir web)
 cp -r "$ZARRFS_SRCDIR/examples/example.zarr" "$WEB/example.zarr"
 "$ZARRFS_MKSTORE" bigstrings "$WEB/big.zarr" --count 1000 --chunk 1000 \
@@ -27,8 +28,20 @@ cp -r "$ZARRFS_SRCDIR/examples/example.zarr" "$WEB/example.zarr"
 "$ZARRFS_MKSTORE" numeric "$WEB/wide.zarr" --shape 10000 --chunk 1 \
   --dtype int32 --missing 7 --plain "$ZT_TMP/wide.txt" >/dev/null ||
   zt_hard_error "mkstore numeric failed"
-if [ -d "$FIX/zarrita" ]; then
+# The stores the tests make, and the third-party fixtures when there.
+STORES=
+if zt_own_fixtures; then
+  ln -s "$OWN" "$WEB/own"
+  STORES="own/zarr-python-v2/v2_python.zarr"
+  [ -d "$OWN/xarray/xarray_v2.zarr" ] && STORES="$STORES own/xarray/xarray_v2.zarr"
+else
+  zt_skip_part "own fixtures not made ($(tail -1 "$ZT_TMP/own-fixtures.log")): part 2"
+fi
+if zt_third_party_fixtures && [ -d "$FIX/zarrita" ]; then
   ln -s "$FIX" "$WEB/fixtures"
+  STORES="$STORES fixtures/zarrita/v3_zarrita.zarr
+    fixtures/zarr-python-v2/v2_python.zarr
+    fixtures/zarr-python-v3/v3_zarr_python_fixtures.zarr"
 fi
 srv_nginx_start "$WEB"
 
@@ -54,14 +67,13 @@ if zmount "$NGINX_URL/example.zarr" "$M"; then
 fi
 
 # ---- 2. the conformance fixtures, local mount against HTTP mount ----
-if [ -d "$FIX/zarrita" ]; then
+if [ -n "$STORES" ]; then
   n=0
-  for store in zarrita/v3_zarrita.zarr zarr-python-v2/v2_python.zarr \
-    zarr-python-v3/v3_zarr_python_fixtures.zarr; do
+  for store in $STORES; do
     L=$(zt_mkdir fl)
     R=$(zt_mkdir fr)
-    zmount "$FIX/$store" "$L" || continue
-    zmount "$NGINX_URL/fixtures/$store" "$R" || {
+    zmount "$WEB/$store" "$L" || continue
+    zmount "$NGINX_URL/$store" "$R" || {
       zumount "$L"
       continue
     }
@@ -87,8 +99,6 @@ if [ -d "$FIX/zarrita" ]; then
     zumount "$L"
   done
   say "compared $n files of the fixtures over HTTP"
-else
-  zt_skip_part "fixtures not found at $FIX: part 2"
 fi
 
 # ---- 3. partial decoding over the network ----

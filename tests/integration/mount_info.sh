@@ -10,9 +10,9 @@
 #     views=tree, nowhere with views=none;
 #  3. a stored info.txt wins (listed once, its bytes served), as stored
 #     keys win over values.txt and K.txt; the text tree still has the view;
-#  4. a V2 store and a kerchunk reference file from ../shared/fixtures
-#     (skipped without them; a failure under CI=true): counts from the
-#     listing and from the reference table;
+#  4. a V2 store and a kerchunk reference file the tests make
+#     (tests/writers/own_fixtures.py), and ../shared/fixtures' when there:
+#     counts from the listing and from the reference table;
 #  5. /.zarrfs/stats: readable in every layout, not listed; bytes read from
 #     the store grow by at least a raw chunk's size when it is read, bytes
 #     served by what was read; decodes count each stored chunk once (a
@@ -26,7 +26,6 @@
 zt_require_mkstore
 export LC_ALL=C
 
-FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
 SRC="$ZT_TMP/example.zarr"
 t "$ZARRFS_MKSTORE" example "$SRC" >"$ZT_TMP/mkstore.log" 2>&1 || zt_hard_error "zarrfs-mkstore example failed"
 Z() { t "$ZARRFS_BIN" "$@"; }
@@ -111,43 +110,65 @@ if zmount "$COLL" "$MC" -o views=tree; then
 fi
 
 # ---- 4. a V2 store and a kerchunk reference file ----
+# The tests' own (tests/writers/own_fixtures.py: zarr-python 2, and
+# references with ranges, inline base64 and a template), then the
+# third-party fixtures' on top when they are there.
 
-V2="$FIX/zarr-python-v2/v2_python.zarr"
-if [ -d "$V2" ]; then
-  a=$(cd "$V2" && find . -name .zarray | sort | head -1)
+# v2_store NAME STORE: the first array of a V2 store.
+v2_store() {
+  local a M2 nch
+  a=$(cd "$2" && find . -name .zarray | sort | head -1)
   a=${a#./}
   a=${a%/.zarray}
   M2=$(zt_mkdir v2)
-  if zmount "$V2" "$M2"; then
-    assert_eq "V2 $a: zarr_format" 2 "$(t cat "$M2/$a/info.txt" | line /dev/stdin zarr_format)"
+  if zmount "$2" "$M2"; then
+    assert_eq "$1 V2 $a: zarr_format" 2 "$(t cat "$M2/$a/info.txt" | line /dev/stdin zarr_format)"
     nch=$(t cat "$M2/$a/info.txt" | line /dev/stdin chunks | cut -d' ' -f1)
-    check_array "V2 $a" "$M2/$a" "$V2/$a" "$nch"
+    check_array "$1 V2 $a" "$M2/$a" "$2/$a" "$nch"
     zumount "$M2"
   fi
-else
-  zt_skip_part "fixtures not found at $FIX: the V2 store"
-fi
-REFS="$FIX/kerchunk/refs/refs_v1.json"
-if [ -f "$REFS" ] && command -v jq >/dev/null; then
+}
+
+# refs_file NAME REFS ARRAY...: counts of each ARRAY from the reference
+# table (bytes: a range's length, an inline chunk's bytes; unknown when a
+# whole-file reference is among them).
+refs_file() {
+  local name=$1 refs=$2 MK a n whole want
+  shift 2
   MK=$(zt_mkdir refs)
-  if zmount "$REFS" "$MK"; then
-    for a in zlib_i4 f8_mixed; do
-      t cat "$MK/$a/info.txt" >"$ZT_TMP/k.info"
-      n=$(jq -r --arg a "$a/" '.refs | keys[] | select(startswith($a)) | select(test("/\\.z") | not)' "$REFS" | wc -l)
-      assert_eq "kerchunk $a: stored_chunks from the reference table" "$n" "$(line "$ZT_TMP/k.info" stored_chunks)"
-      whole=$(jq --arg a "$a/" '[.refs | to_entries[] | select(.key | startswith($a)) | select(.value | type == "array" and length == 1)] | length' "$REFS")
-      if [ "$whole" -gt 0 ]; then
-        want=unknown
-      else
-        want=$(jq --arg a "$a/" '[.refs | to_entries[] | select(.key | startswith($a)) | select(.key | test("/\\.z") | not) | .value | if type == "array" then .[2] else length end] | add' "$REFS")
-      fi
-      assert_eq "kerchunk $a: bytes_stored ($whole whole-file references)" "$want" "$(line "$ZT_TMP/k.info" bytes_stored)"
-      assert_size_matches "kerchunk $a: stat size of info.txt" "$MK/$a/info.txt"
-    done
-    zumount "$MK"
-  fi
+  zmount "$refs" "$MK" || return
+  for a in "$@"; do
+    t cat "$MK/$a/info.txt" >"$ZT_TMP/k.info"
+    n=$(jq -r --arg a "$a/" '.refs | keys[] | select(startswith($a)) | select(test("/\\.z") | not)' "$refs" | wc -l)
+    assert_eq "$name kerchunk $a: stored_chunks from the reference table" "$n" "$(line "$ZT_TMP/k.info" stored_chunks)"
+    whole=$(jq --arg a "$a/" '[.refs | to_entries[] | select(.key | startswith($a)) | select(.value | type == "array" and length == 1)] | length' "$refs")
+    if [ "$whole" -gt 0 ]; then
+      want=unknown
+    else
+      want=$(jq --arg a "$a/" '[.refs | to_entries[] | select(.key | startswith($a)) | select(.key | test("/\\.z") | not) | .value
+        | if type == "array" then .[2]
+          elif startswith("base64:") then .[7:] | (length / 4 * 3) - (if endswith("==") then 2 elif endswith("=") then 1 else 0 end)
+          else utf8bytelength end] | add' "$refs")
+    fi
+    assert_eq "$name kerchunk $a: bytes_stored ($whole whole-file references)" "$want" "$(line "$ZT_TMP/k.info" bytes_stored)"
+    assert_size_matches "$name kerchunk $a: stat size of info.txt" "$MK/$a/info.txt"
+  done
+  zumount "$MK"
+}
+
+if ! command -v jq >/dev/null; then
+  zt_skip_part "jq missing: the V2 store and the kerchunk reference file"
 else
-  zt_skip_part "fixtures (or jq) not found: the kerchunk reference file"
+  if zt_own_fixtures; then
+    v2_store own "$OWN/zarr-python-v2/v2_python.zarr"
+    refs_file own "$OWN/kerchunk/refs/v1.json" a f
+  else
+    zt_skip_part "own fixtures not made ($(tail -1 "$ZT_TMP/own-fixtures.log")): the V2 store and the kerchunk reference file"
+  fi
+  if zt_third_party_fixtures; then
+    [ -d "$FIX/zarr-python-v2/v2_python.zarr" ] && v2_store third-party "$FIX/zarr-python-v2/v2_python.zarr"
+    [ -f "$FIX/kerchunk/refs/refs_v1.json" ] && refs_file third-party "$FIX/kerchunk/refs/refs_v1.json" zlib_i4 f8_mixed
+  fi
 fi
 
 # ---- 5. /.zarrfs/stats ----

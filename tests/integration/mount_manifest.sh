@@ -1,7 +1,9 @@
 #!/bin/bash
 # mount_manifest.sh - manifest-backed stores, through the real
 # daemon and real tools:
-#  1. every kerchunk reference file in $ZARRFS_FIXTURES/kerchunk/refs mounts;
+#  1. every kerchunk reference file the tests make (tests/writers/
+#     own_fixtures.py), and those of $ZARRFS_FIXTURES/kerchunk/refs when
+#     the third-party fixtures are there, mounts;
 #     each raw key is exactly the referenced bytes (inline text, base64,
 #     [url], [url, offset, length], templates), values.txt and every chunk
 #     view equal kerchunk/expected_refs.json (needs jq);
@@ -21,8 +23,6 @@
 #     mount keeps serving.
 . "$(dirname "$0")/lib.sh"
 zt_require_mkstore
-
-FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
 
 # io_field PID FIELD: one field of /proc/PID/io.
 io_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/io"; }
@@ -51,12 +51,19 @@ blob_append() {
 # ======================================================================
 # 1. kerchunk fixtures
 # ======================================================================
-KDIR="$FIX/kerchunk"
-if [ ! -d "$KDIR/refs" ] || [ ! -f "$KDIR/expected_refs.json" ]; then
-  zt_skip_part "kerchunk fixtures not found at $KDIR: that part"
-elif ! command -v jq >/dev/null 2>&1; then
+KDIRS=
+if zt_own_fixtures; then
+  KDIRS="$OWN/kerchunk"
+else
+  zt_skip_part "own fixtures not made ($(tail -1 "$ZT_TMP/own-fixtures.log")): the own kerchunk references"
+fi
+if zt_third_party_fixtures && [ -f "$FIX/kerchunk/expected_refs.json" ]; then
+  KDIRS="$KDIRS $FIX/kerchunk"
+fi
+if ! command -v jq >/dev/null 2>&1; then
   zt_skip_part "jq missing: the kerchunk fixture part"
 else
+ for KDIR in $KDIRS; do
   EXPJ="$KDIR/expected_refs.json"
   for refs in "$KDIR"/refs/*.json; do
     rel="refs/$(basename "$refs")"
@@ -140,6 +147,7 @@ else
     zt_check_log_clean "$ZT_LOG"
     zumount "$MNT"
   done
+ done
 fi
 
 # ======================================================================

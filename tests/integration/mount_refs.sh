@@ -1,8 +1,10 @@
 #!/bin/bash
 # mount_refs.sh - kerchunk reference files through the real daemon:
-# the kerchunk fixtures mount and read with ls/cat/stat/wc/grep/tail (the
-# three equivalent spellings v0, v1 and v1+templates give identical views;
-# raw keys are exactly the referenced bytes); a generated reference file
+# kerchunk references the tests make (tests/writers/own_fixtures.py) and,
+# when present, the third-party kerchunk fixtures mount and read with
+# ls/cat/stat/wc/grep/tail (the three equivalent spellings v0, v1 and
+# v1+templates give identical views; raw keys are exactly the referenced
+# bytes, inline text and base64 included; absent chunks read as fill); a generated reference file
 # whose zarrs.vlen chunk sits inside a blob serves the same text as the
 # plain store and a small `tail` reads only the index and the end (daemon
 # rchar); bad references (past the end, negative, non-integer, missing
@@ -17,7 +19,6 @@
 . "$(dirname "$0")/lib.sh"
 zt_require_mkstore
 
-FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
 # out_eq DESC EXPECTED CMD...: CMD's output, trailing newlines dropped.
 out_eq() {
   local desc=$1 exp=$2 got
@@ -28,10 +29,78 @@ out_eq() {
   assert_eq "$desc" "$exp" "$got"
 }
 io_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/io"; }
+# save_views NAME MNT: every values.txt of MNT into $ZT_TMP/views/NAME/.
+save_views() {
+  mkdir -p "$ZT_TMP/views/$1"
+  (cd "$2" && for f in */values.txt; do t cat "$f" >"$ZT_TMP/views/$1/${f%%/*}.txt" || echo "cat $f failed"; done) >"$ZT_TMP/cat.err"
+  assert_eq "$1: every values.txt reads" "" "$(cat "$ZT_TMP/cat.err")"
+}
+# same_views BASE NAME...: each NAME's saved views equal BASE's.
+same_views() {
+  local base=$1 r
+  shift
+  for r in "$@"; do
+    if diff -r "$ZT_TMP/views/$base" "$ZT_TMP/views/$r" >"$ZT_TMP/diff" 2>&1; then
+      pass "$r: views identical to $base's"
+    else
+      fail "$r: views differ from $base's"; show "$ZT_TMP/diff"
+    fi
+  done
+}
 
-# ---- the kerchunk fixtures ----
+# ---- the tests' own kerchunk references (tests/writers/own_fixtures.py) ----
 
-if [ -d "$FIX/kerchunk/refs" ]; then
+if ! zt_own_fixtures; then
+  zt_skip_part "own fixtures not made ($(tail -1 "$ZT_TMP/own-fixtures.log")): the own kerchunk references"
+elif ! command -v jq >/dev/null 2>&1; then
+  zt_skip_part "jq missing: the own kerchunk references"
+else
+  K=$OWN/kerchunk/refs
+  # refv FILE KEY: the reference of KEY in FILE, as jq prints it.
+  refv() { jq -c --arg k "$2" '(if has("version") then .refs else . end)[$k]' "$1"; }
+  # The three spellings of one table: version 1 with a template, without,
+  # and version 0.
+  for r in v1 v1_plain v0_same; do
+    MNT=$(zt_mkdir "own_$r")
+    zmount "$K/$r.json" "$MNT" || continue
+    out_eq "own $r: ls of the root" "a f info.txt" \
+      sh -c "cd '$MNT' && ls | tr '\n' ' ' | sed 's/ \$//'"
+    read -r off len < <(refv "$K/$r.json" a/0 | jq -r '"\(.[1]) \(.[2])"')
+    tail -c +$((off + 1)) "$K/blob.bin" | head -c "$len" >"$ZT_TMP/a0"
+    assert_file_eq "own $r: raw range key a/0 is the referenced bytes" "$ZT_TMP/a0" "$MNT/a/0"
+    out_eq "own $r: stat of a range key" "$len" stat -c %s "$MNT/a/0"
+    refv "$K/$r.json" a/1 | jq -r '.[7:]' | base64 -d >"$ZT_TMP/a1"
+    assert_file_eq "own $r: inline base64 key a/1 is its bytes" "$ZT_TMP/a1" "$MNT/a/1"
+    jq -r '.files["refs/v1.json"].arrays[] | select(.path == "a") | .values[]' \
+      "$OWN/kerchunk/expected_refs.json" >"$ZT_TMP/a.exp"
+    assert_file_eq "own $r: a/values.txt (a range, a base64 and a templated chunk)" "$ZT_TMP/a.exp" "$MNT/a/values.txt"
+    out_eq "own $r: f/values.txt (zlib) has 8 lines" 8 sh -c "wc -l <'$MNT/f/values.txt'"
+    save_views "own_$r" "$MNT"
+    zumount "$MNT"
+  done
+  same_views own_v1 own_v1_plain own_v0_same
+  MNT=$(zt_mkdir own_whole)
+  if zmount "$K/whole.json" "$MNT"; then
+    assert_file_eq "own whole: whole-file key c/0" "$K/chunk_c0" "$MNT/c/0"
+    out_eq "own whole: c/values.txt, chunk 1 absent reads as fill" "9 8 7 -1 -1" \
+      sh -c "cat '$MNT/c/values.txt' | tr '\n' ' ' | sed 's/ \$//'"
+    assert_eq "own whole: absent chunk has no raw key" missing "$([ -e "$MNT/c/1" ] && echo present || echo missing)"
+    zumount "$MNT"
+  fi
+  MNT=$(zt_mkdir own_v0)
+  if zmount "$K/v0.json" "$MNT"; then
+    out_eq "own v0: inline text, an absent chunk (fill 7), a range" "1 2 7 7 5 6" \
+      sh -c "cat '$MNT/b/values.txt' | tr '\n' ' ' | sed 's/ \$//'"
+    printf '\001\002' >"$ZT_TMP/b0"
+    assert_file_eq "own v0: inline text key b/0 is its bytes" "$ZT_TMP/b0" "$MNT/b/0"
+    assert_eq "own v0: absent chunk has no raw key" missing "$([ -e "$MNT/b/1" ] && echo present || echo missing)"
+    zumount "$MNT"
+  fi
+fi
+
+# ---- the third-party kerchunk fixtures (an extra layer when there) ----
+
+if zt_third_party_fixtures && [ -d "$FIX/kerchunk/refs" ]; then
   K=$FIX/kerchunk/refs
   for r in refs_v0 refs_v1 refs_v1_templates; do
     MNT=$(zt_mkdir "$r")
@@ -46,18 +115,10 @@ if [ -d "$FIX/kerchunk/refs" ]; then
     out_eq "$r: f8_mixed: 37 lines, chunk 3 absent reads as fill" "37 0" \
       sh -c "echo \$(wc -l <'$MNT/f8_mixed/values.txt') \$(tail -n 1 '$MNT/f8_mixed/values.txt')"
     assert_eq "$r: absent chunk has no raw key" missing "$([ -e "$MNT/f8_mixed/3" ] && echo present || echo missing)"
-    mkdir -p "$ZT_TMP/views/$r"
-    (cd "$MNT" && for f in */values.txt; do t cat "$f" >"$ZT_TMP/views/$r/${f%%/*}.txt" || echo "cat $f failed"; done) >"$ZT_TMP/cat.err"
-    assert_eq "$r: every values.txt reads" "" "$(cat "$ZT_TMP/cat.err")"
+    save_views "$r" "$MNT"
     zumount "$MNT"
   done
-  for r in refs_v1 refs_v1_templates; do
-    if diff -r "$ZT_TMP/views/refs_v0" "$ZT_TMP/views/$r" >"$ZT_TMP/diff" 2>&1; then
-      pass "$r: views identical to refs_v0"
-    else
-      fail "$r: views differ from refs_v0"; show "$ZT_TMP/diff"
-    fi
-  done
+  same_views refs_v0 refs_v1 refs_v1_templates
   MNT=$(zt_mkdir gen)
   if zmount "$K/refs_v1_gen.json" "$MNT"; then
     out_eq "gen: four generated chunk keys" "0 1 2 3" \
@@ -70,8 +131,6 @@ if [ -d "$FIX/kerchunk/refs" ]; then
     out_eq "v3 references: 13x17 uint32 values" 221 sh -c "wc -l <'$MNT/crc_zstd_u4/values.txt'"
     zumount "$MNT"
   fi
-else
-  zt_skip_part "kerchunk fixtures not found at $FIX/kerchunk: those checks"
 fi
 
 # ---- a zarrs.vlen chunk inside a blob, partial reads through it ----

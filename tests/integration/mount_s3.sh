@@ -4,22 +4,24 @@
 # .ci/run):
 #  1. the example store: every values.txt equals EXPECTED; directories list
 #     through ListObjectsV2 exactly as the local mount lists them;
-#  2. a conformance fixture (zarr-python V3, sharded): the whole
-#     tree of the local mount (every name, every file's bytes) equals the
-#     S3 mount's;
+#  2. stores the tests make (a sharded V3 store, zarr-python 2's nested
+#     groups) and, when there, a third-party fixture (zarr-python V3,
+#     sharded): the whole tree of the local mount (every name, every
+#     file's bytes) equals the S3 mount's;
 #  3. keys with spaces, '+' and '=' work (signed and percent-encoded); a
 #     0-byte object reads as empty;
 #  4. a wrong secret is refused at mount (403 SignatureDoesNotMatch) and the
 #     secret appears nowhere in what zarrfs says;
-#  5. kerchunk: a local reference file whose targets are rewritten to
+#  5. kerchunk (the tests' own references, the third-party ones when
+#     there): a local reference file whose targets are rewritten to
 #     s3:// URLs, and a reference file read from S3 itself, equal the local
 #     mount of the original.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/servers.sh"
 command -v node >/dev/null 2>&1 || srv_need node
 command -v jq >/dev/null 2>&1 || srv_need jq
+zt_require_mkstore
 
-FIX=${ZARRFS_FIXTURES:-$ZARRFS_SRCDIR/../shared/fixtures}
 srv_s3_start "$ZT_TMP/s3data"
 export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
 unset AWS_SESSION_TOKEN AWS_PROFILE AWS_ENDPOINT_URL AWS_REGION
@@ -49,28 +51,40 @@ if zmount "s3://bkt/example.zarr" "$M" "${EP[@]}"; then
 fi
 
 # ---- 2. the fixtures ----
-if [ -d "$FIX/zarrita" ]; then
-  FUP=$(zt_mkdir fup)
-  # One store (sharded, consolidated); mount_http.sh compares all of them.
-  S3_STORES="zarr-python-v3/v3_zarr_python_fixtures.zarr"
-  for store in $S3_STORES; do
-    mkdir -p "$FUP/$(dirname "$store")"
-    cp -r "$FIX/$store" "$FUP/$store"
-  done
-  srv_s3_put_tree fix "$FUP"
-  for store in $S3_STORES; do
-    L=$(zt_mkdir fl)
-    R=$(zt_mkdir fr)
-    zmount "$FIX/$store" "$L" || continue
-    if zmount "s3://fix/$store" "$R" "${EP[@]}"; then
-      same_tree "$store" "$L" "$R"
-      zumount "$R"
-    fi
-    zumount "$L"
-  done
+# Stores the tests make: a sharded V3 store (zarrfs-mkstore), zarr-python
+# 2's nested groups with "/" keys and consolidated metadata
+# (tests/writers/own_fixtures.py); and one third-party store (zarr-python
+# V3, sharded, consolidated) when the fixtures are there. mount_http.sh
+# compares all of them by path.
+FUP=$(zt_mkdir fup)
+S3_STORES=
+mkdir -p "$FUP/own"
+"$ZARRFS_MKSTORE" bigstrings "$FUP/own/sharded.zarr" --count 300 --chunk 100 \
+  --shard 25 --missing 3 >/dev/null 2>"$ZT_TMP/mkstore.err" ||
+  zt_hard_error "mkstore bigstrings --shard failed: $(cat "$ZT_TMP/mkstore.err")"
+S3_STORES="own/sharded.zarr"
+if zt_own_fixtures; then
+  cp -r "$OWN/zarr-python-v2/v2_python.zarr" "$FUP/own/v2_python.zarr"
+  S3_STORES="$S3_STORES own/v2_python.zarr"
 else
-  zt_skip_part "fixtures not found at $FIX: part 2"
+  zt_skip_part "own fixtures not made ($(tail -1 "$ZT_TMP/own-fixtures.log")): part 2's zarr-python store"
 fi
+if zt_third_party_fixtures && [ -d "$FIX/zarr-python-v3" ]; then
+  mkdir -p "$FUP/zarr-python-v3"
+  cp -r "$FIX/zarr-python-v3/v3_zarr_python_fixtures.zarr" "$FUP/zarr-python-v3/"
+  S3_STORES="$S3_STORES zarr-python-v3/v3_zarr_python_fixtures.zarr"
+fi
+srv_s3_put_tree fix "$FUP"
+for store in $S3_STORES; do
+  L=$(zt_mkdir fl)
+  R=$(zt_mkdir fr)
+  zmount "$FUP/$store" "$L" || continue
+  if zmount "s3://fix/$store" "$R" "${EP[@]}"; then
+    same_tree "$store" "$L" "$R"
+    zumount "$R"
+  fi
+  zumount "$L"
+done
 
 # ---- 3. keys with spaces, + and = ----
 M=$(zt_mkdir odd)
@@ -99,16 +113,20 @@ assert_eq "... and never the secret" 0 \
   "$(grep -c 'WrongSecret123' "$ZT_TMP/wrong.out")"
 
 # ---- 5. kerchunk with S3 targets, and from S3 ----
-K="$FIX/kerchunk/refs"
-if [ -d "$K" ]; then
+# kerchunk_s3 BUCKET K FILE...: each reference file FILE of directory K,
+# with K uploaded to bucket BUCKET.
+kerchunk_s3() {
+  local B=$1 K=$2 KUP KL ref b L R U
+  shift 2
   KUP=$(zt_mkdir kup)
   cp "$K"/* "$KUP/"
-  srv_s3_put_tree kerchunk "$KUP"
+  srv_s3_put_tree "$B" "$KUP"
   KL=$(zt_mkdir kl)
-  for ref in "$K"/refs_v*.json; do
+  for ref in "$@"; do
+    ref=$K/$ref
     b=$(basename "$ref")
-    # Targets rewritten: "blob.bin" -> "s3://kerchunk/blob.bin".
-    jq 'def s3: if test("^[^/:{}]+$") then "s3://kerchunk/" + . else . end;
+    # Targets rewritten: "blob.bin" -> "s3://BUCKET/blob.bin".
+    jq --arg b "$B" 'def s3: if test("^[^/:{}]+$") then "s3://" + $b + "/" + . else . end;
         (if .refs then .refs else . end) |= with_entries(
           if (.value | type) == "array" and (.value[0] | type) == "string"
           then .value[0] |= s3 else . end)
@@ -124,14 +142,22 @@ if [ -d "$K" ]; then
       same_tree "$b with s3:// targets" "$L" "$R"
       zumount "$R"
     fi
-    if zmount "s3://kerchunk/$b" "$U" "${EP[@]}"; then
+    if zmount "s3://$B/$b" "$U" "${EP[@]}"; then
       same_tree "$b read from S3" "$L" "$U"
       zumount "$U"
     fi
     zumount "$L"
   done
+}
+if zt_own_fixtures; then
+  kerchunk_s3 ownrefs "$OWN/kerchunk/refs" v0.json v1.json v1_plain.json whole.json
 else
-  zt_skip_part "kerchunk fixtures not found at $K: part 5"
+  zt_skip_part "own fixtures not made ($(tail -1 "$ZT_TMP/own-fixtures.log")): part 5"
+fi
+if zt_third_party_fixtures && [ -d "$FIX/kerchunk/refs" ]; then
+  (cd "$FIX/kerchunk/refs" && ls refs_v*.json) >"$ZT_TMP/krefs"
+  mapfile -t krefs <"$ZT_TMP/krefs"
+  kerchunk_s3 kerchunk "$FIX/kerchunk/refs" "${krefs[@]}"
 fi
 
 finish

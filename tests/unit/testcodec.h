@@ -1,6 +1,6 @@
-/* testcodec.h - helpers shared by the codec unit tests: a 1-D spec and a
- * chain built from JSON text. Header-only, test code only (a bad test JSON
- * literal fails the test at once). */
+/* testcodec.h - helpers shared by the codec unit tests: a 1-D spec, a
+ * chain built from JSON text and a CRC-32C. Header-only, test code only (a bad
+ * test JSON literal fails the test at once). */
 #ifndef ZARRFS_TESTCODEC_H
 #define ZARRFS_TESTCODEC_H
 
@@ -36,6 +36,18 @@ static inline int tc_build(const char *json, const struct codec_spec *spec,
   int rc = chain_build(j, spec, out, err);
   json_decref(j);
   return rc;
+}
+
+/* CRC-32C bit by bit (Castagnoli, reflected): the checksum a test writes
+ * beside data it makes (crc32c, a shard index). */
+static inline uint32_t tc_crc32c(const uint8_t *p, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; i++) {
+    c ^= p[i];
+    for (int k = 0; k < 8; k++)
+      c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+  }
+  return c ^ 0xFFFFFFFFu;
 }
 
 #endif

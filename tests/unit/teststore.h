@@ -1,6 +1,7 @@
 /* teststore.h - helpers shared by the unit tests that build small stores
  * on disk and read them through the engine without FUSE: write a file
- * (with its parent directories), open an engine over a directory, read a
+ * (with its parent directories) or a V3 1-D array's metadata, open an
+ * engine over a directory, read a
  * view's whole text. Header-only, test code only (failures abort the test). */
 #ifndef ZARRFS_TESTSTORE_H
 #define ZARRFS_TESTSTORE_H
@@ -30,6 +31,23 @@ static inline void ts_put_file(const char *dir, const char *rel,
   ck_assert_msg(f != NULL, "%s", path);
   ck_assert_uint_eq(fwrite(data, 1, len, f), len);
   fclose(f);
+}
+
+/* Write the zarr.json of a V3 1-D array `name` under dir: shape n, chunks
+ * of c, data type, fill value and codecs given as JSON text. */
+static inline void ts_put_v3_1d(const char *dir, const char *name, int n,
+                                int c, const char *dtype, const char *fill,
+                                const char *codecs) {
+  char doc[4096], key[512];
+  snprintf(doc, sizeof doc,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%d],"
+           "\"data_type\":%s,\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[%d]}},\"chunk_key_encoding\":"
+           "{\"name\":\"default\"},\"fill_value\":%s,\"codecs\":%s}",
+           n, dtype, c, fill, codecs);
+  ck_assert_uint_lt(strlen(doc), sizeof doc - 1);
+  snprintf(key, sizeof key, "%s/zarr.json", name);
+  ts_put_file(dir, key, doc, strlen(doc));
 }
 
 /* An engine over a local directory (a 64 MiB cache). */

@@ -5,15 +5,24 @@ Writes, under OUT, what a fresh clone has no ../shared/fixtures for:
 
   OUT/zarr-python-v2/v2_python.zarr      V2 arrays written by zarr-python 2
   OUT/zarr-python-v2/expected_v2.json    their values, read back by it
+  OUT/xarray/xarray_v2.zarr              a dataset written by xarray's
+                                         to_zarr (CF encodings, consolidated)
+  OUT/xarray/expected.txt                its variables' values, read back
+                                         by xarray (decode_cf=False)
+  OUT/zarr-v3-spec/hierarchy.zarr        the example hierarchy of the Zarr
+                                         V3 specification (groups a and b,
+                                         arrays a/baz and a/foo, no chunks)
   OUT/kerchunk/refs/*.json               kerchunk references (version 0
                                          and 1) into OUT/kerchunk/refs/blob.bin
-  OUT/kerchunk/expected_refs.json        their values
+  OUT/kerchunk/expected_refs.json        their values (written last: its
+                                         presence says the rest is there)
 
 in the layout and the value encoding of ../shared/fixtures (its README.md:
 values flattened in C order, 64-bit integers as decimal strings, floats
 with their bit patterns, vlen-bytes and |S as hex), so the same tests read
-either. Needs Debian's python3-zarr, python3-numcodecs and python3-numpy:
-run it with /usr/bin/python3. The output is the same on every run.
+either. Needs Debian's python3-zarr, python3-numcodecs and python3-numpy
+(python3-xarray for the xarray store, left out without it): run it with
+/usr/bin/python3. The output is the same on every run.
 
 Usage: own_fixtures.py OUT
 """
@@ -196,6 +205,74 @@ def write_v2(out):
     return arrays
 
 
+def write_xarray(out):
+    """A dataset as xarray writes it to Zarr V2: dimension names in
+    _ARRAY_DIMENSIONS, CF attributes, a packed int16 variable (scale_factor,
+    add_offset, _FillValue), times in days since an epoch, a coordinate,
+    consolidated metadata. False when xarray is not installed."""
+    try:
+        import xarray as xr
+    except ImportError:
+        return False
+    d = os.path.join(out, "xarray")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    t = np.datetime64("2020-01-01", "D") + np.arange(4).astype("timedelta64[D]")
+    lat = np.array([-45.0, 0.0, 45.0])
+    lon = np.array([0.0, 90.0, 180.0, 270.0])
+    temp = (np.arange(48, dtype="f4").reshape(4, 3, 4) * 0.5 - 3).astype("f4")
+    temp[1, 2, 3] = np.nan
+    ds = xr.Dataset(
+        {"temp": (("time", "lat", "lon"), temp,
+                  {"units": "degC", "long_name": "air temperature"}),
+         "count": (("time",), np.array([3, 1, 4, 1], dtype="i4"))},
+        coords={"time": t, "lat": ("lat", lat, {"units": "degrees_north"}),
+                "lon": ("lon", lon, {"units": "degrees_east"})},
+        attrs={"title": "own_fixtures.py: xarray", "Conventions": "CF-1.8"})
+    enc = {"temp": {"dtype": "i2", "scale_factor": 0.5, "add_offset": 0.0,
+                    "_FillValue": -32768, "chunks": (2, 3, 4)},
+           "time": {"units": "days since 2020-01-01", "calendar": "standard",
+                    "dtype": "i4"}}
+    store = os.path.join(d, "xarray_v2.zarr")
+    ds.to_zarr(store, encoding=enc, consolidated=True, mode="w")
+    back = xr.open_zarr(store, decode_cf=False, consolidated=True)
+    with open(os.path.join(d, "expected.txt"), "w") as f:
+        for name in sorted(back.variables):
+            v = back[name].values.reshape(-1)
+            f.write("%s %s %s\n" % (name, back[name].dtype.str,
+                                     " ".join(repr(x.item()) for x in v)))
+    return True
+
+
+def write_hierarchy(out):
+    """The Zarr V3 specification's example hierarchy, its documents
+    written from the specification: groups / (no attributes), a, b (an
+    attribute), arrays a/baz and a/foo (10000 x 1000 float64, chunks of
+    1000 x 100, "/" keys, bytes + gzip, fill NaN), no chunk stored."""
+    d = os.path.join(out, "zarr-v3-spec", "hierarchy.zarr")
+    shutil.rmtree(os.path.dirname(d), ignore_errors=True)
+    array = {"zarr_format": 3, "node_type": "array", "shape": [10000, 1000],
+             "dimension_names": ["rows", "columns"], "data_type": "float64",
+             "chunk_grid": {"name": "regular",
+                            "configuration": {"chunk_shape": [1000, 100]}},
+             "chunk_key_encoding": {"name": "default",
+                                    "configuration": {"separator": "/"}},
+             "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "gzip", "configuration": {"level": 1}}],
+             "fill_value": "NaN",
+             "attributes": {"foo": 42, "bar": "apples", "baz": [1, 2, 3, 4]}}
+    nodes = {"": {"zarr_format": 3, "node_type": "group"},
+             "a": {"zarr_format": 3, "node_type": "group"},
+             "b": {"zarr_format": 3, "node_type": "group",
+                   "attributes": {"test_key": "test_value"}},
+             "a/baz": array, "a/foo": array}
+    for path, doc in nodes.items():
+        p = os.path.join(d, path)
+        os.makedirs(p, exist_ok=True)
+        with open(os.path.join(p, "zarr.json"), "w") as f:
+            json.dump(doc, f, indent=2)
+
+
 def write_kerchunk(out):
     """Reference files into one blob: version 1 with ranges, whole-file
     and inline (base64 and text) references, a template, and version 0."""
@@ -228,8 +305,9 @@ def write_kerchunk(out):
         o, n = put(z.encode(f[i * 4:(i + 1) * 4].tobytes()))
         refs["f/%d" % i] = ["{{u}}", o, n]
     av = [int(x) for x in v]
-    expect = {"arrays": [{"path": "a", "dtype": "<i4", "values": av},
-                         {"path": "f", "dtype": "<f8", **encode(f)}]}
+    expect = {"zarr_format": 2,
+              "arrays": [{"path": "a", "shape": [12], "chunks": [5], "dtype": "<i4", "values": av},
+                         {"path": "f", "shape": [8], "chunks": [4], "dtype": "<f8", **encode(f)}]}
     with open(os.path.join(d, "refs", "v1.json"), "w") as fp:
         json.dump({"version": 1, "templates": {"u": "blob.bin"}, "refs": refs}, fp)
     files["refs/v1.json"] = expect
@@ -248,7 +326,8 @@ def write_kerchunk(out):
         json.dump({"version": 1, "refs": {".zgroup": json.dumps({"zarr_format": 2}),
                                           "c/.zarray": meta([5], [3], "<i2", None, -1),
                                           "c/0": ["chunk_c0"]}}, fp)
-    files["refs/whole.json"] = {"arrays": [{"path": "c", "dtype": "<i2", "values": [9, 8, 7, -1, -1]}]}
+    files["refs/whole.json"] = {"zarr_format": 2, "arrays": [
+        {"path": "c", "shape": [5], "chunks": [3], "dtype": "<i2", "values": [9, 8, 7, -1, -1]}]}
     # version 0: the plain mapping, a missing chunk (fill 7), inline text
     r0 = {".zgroup": json.dumps({"zarr_format": 2}),
           "b/.zarray": meta([6], [2], "|u1", None, 7),
@@ -256,7 +335,8 @@ def write_kerchunk(out):
           "b/2": ["blob.bin", put(bytes([5, 6]))[0], 2]}
     with open(os.path.join(d, "refs", "v0.json"), "w") as fp:
         json.dump(r0, fp)
-    files["refs/v0.json"] = {"arrays": [{"path": "b", "dtype": "|u1", "values": [1, 2, 7, 7, 5, 6]}]}
+    files["refs/v0.json"] = {"zarr_format": 2, "arrays": [
+        {"path": "b", "shape": [6], "chunks": [2], "dtype": "|u1", "values": [1, 2, 7, 7, 5, 6]}]}
     with open(os.path.join(d, "refs", "blob.bin"), "wb") as fp:
         fp.write(blob)
     with open(os.path.join(d, "expected_refs.json"), "w") as fp:
@@ -269,8 +349,12 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     n = len(write_v2(out))
-    write_kerchunk(out)
-    print("own_fixtures.py: %d V2 arrays, 5 kerchunk reference files in %s" % (n, out))
+    xr = write_xarray(out)
+    write_hierarchy(out)
+    write_kerchunk(out)  # last: expected_refs.json says the rest is there
+    print("own_fixtures.py: %d V2 arrays, %s, the V3 example hierarchy, "
+          "5 kerchunk reference files in %s" %
+          (n, "an xarray store" if xr else "no xarray store (no python3-xarray)", out))
 
 
 if __name__ == "__main__":

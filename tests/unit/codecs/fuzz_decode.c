@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "../../../codecs/chain.h"
-#include "../../../codecs/sharding.h"
 #include "../../../src/zarr/meta.h"
 
 static const char *const chains[] = {
@@ -101,11 +100,11 @@ static int fuzz_shards(long iters) {
   s.fill = (const uint8_t *)"";
   struct chain *ch;
   struct zerr err = {0};
-  if (!j || chain_build(j, &s, &ch, &err) < 0 || !shard_of_chain(ch)) {
+  uint64_t inner[ZMETA_MAX_DIMS];
+  if (!j || chain_build(j, &s, &ch, &err) < 0 || !chain_inner(ch, inner)) {
     fprintf(stderr, "fuzz_decode: shard chain: %s\n", err.msg);
     return 1;
   }
-  const struct shard_state *st = shard_of_chain(ch);
   for (long it = 0; it < iters; it++) {
     uint8_t buf[400];
     size_t n = 64 + next(&r) % (sizeof buf - 64);
@@ -121,14 +120,14 @@ static int fuzz_shards(long iters) {
     }
     struct bytesrc *b = bytesrc_from_static(buf, n);
     struct codec_env env = {1 << 20, NULL};
-    uint64_t *index = NULL, nin = 0;
-    if (shard_index_read(st, &s, b, &env, &index, &nin, &err) == 0) {
-      for (uint64_t c = 0; c < nin; c++) {
+    struct chain_index *index = NULL;
+    if (chain_index_read(ch, &s, b, &env, &index, &err) == 0) {
+      for (uint64_t c = 0; c < chain_index_count(index); c++) {
         struct abytes *a = NULL;
-        if (shard_inner_decode(st, &s, b, index, c, &env, &a, &err) == 0)
+        if (chain_inner_decode(ch, &s, b, index, c, &env, &a, &err) == 0)
           abytes_free(a);
       }
-      free(index);
+      chain_index_free(index);
     }
     bytesrc_unref(b);
   }

@@ -61,25 +61,11 @@ static void remove_store(const char *dir) {
   ck_assert_int_eq(system(cmd), 0);
 }
 
-/* A V3 1-D array document (shape n, chunks of c). */
-static void put_v3(const char *dir, const char *name, int n, int c,
-                   const char *dtype, const char *fill, const char *codecs) {
-  char doc[4096], key[512];
-  snprintf(doc, sizeof doc,
-           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%d],"
-           "\"data_type\":%s,\"chunk_grid\":{\"name\":\"regular\","
-           "\"configuration\":{\"chunk_shape\":[%d]}},\"chunk_key_encoding\":"
-           "{\"name\":\"default\"},\"fill_value\":%s,\"codecs\":%s}",
-           n, dtype, c, fill, codecs);
-  snprintf(key, sizeof key, "%s/zarr.json", name);
-  put_text(dir, key, doc);
-}
-
 /* V3 and V2 stores: values, a missing chunk's fill value. */
 START_TEST(fso_stores) {
   char dir[] = "/tmp/check_numcodecs.XXXXXX";
   new_store(dir);
-  put_v3(dir, "v3", 6, 4, "\"float64\"", "-1", FSO_F8_U1);
+  ts_put_v3_1d(dir, "v3", 6, 4, "\"float64\"", "-1", FSO_F8_U1);
   ts_put_file(dir, "v3/c/0", "\x00\x05\x0a\x19", 4);
   /* V2 filter id, order C, no compressor; chunk 1 missing (fill 2.5). */
   put_text(dir, "v2/.zarray",
@@ -164,11 +150,11 @@ START_TEST(draft_store) {
   static const char *const s3[] = {"hello", "", "w\norld"};
   size_t len;
   uint8_t *c = draft_chunk(s3, 3, &len);
-  put_v3(dir, "str", 4, 3, "\"string\"", "\"-\"", "[\"bytes\"]");
+  ts_put_v3_1d(dir, "str", 4, 3, "\"string\"", "\"-\"", "[\"bytes\"]");
   ts_put_file(dir, "str/c/0", c, len);
-  put_v3(dir, "bin", 3, 3, "\"binary\"", "[]", "[\"bytes\"]");
+  ts_put_v3_1d(dir, "bin", 3, 3, "\"binary\"", "[]", "[\"bytes\"]");
   ts_put_file(dir, "bin/c/0", c, len);
-  put_v3(dir, "bad", 3, 3, "\"string\"", "\"\"", "[\"bytes\"]");
+  ts_put_v3_1d(dir, "bad", 3, 3, "\"string\"", "\"\"", "[\"bytes\"]");
   c[12] = 0x7f; /* last offset past the data */
   ts_put_file(dir, "bad/c/0", c, len);
   free(c);

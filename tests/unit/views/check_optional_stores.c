@@ -19,20 +19,6 @@
 
 /* ---- stores through the engine ---- */
 
-/* A V3 1-D array document: shape n, chunk c. */
-static void put_array(const char *dir, const char *name, int n, int c,
-                      const char *dtype, const char *fill, const char *codecs) {
-  char doc[4096], key[512];
-  snprintf(doc, sizeof doc,
-           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%d],"
-           "\"data_type\":%s,\"chunk_grid\":{\"name\":\"regular\","
-           "\"configuration\":{\"chunk_shape\":[%d]}},\"chunk_key_encoding\":"
-           "{\"name\":\"default\"},\"fill_value\":%s,\"codecs\":%s}",
-           n, dtype, c, fill, codecs);
-  snprintf(key, sizeof key, "%s/zarr.json", name);
-  ts_put_file(dir, key, doc, strlen(doc));
-}
-
 /* The view's text equals want, whole and in 1- and 3-byte reads. */
 static void expect_view(struct engine *e, const char *path, const char *want) {
   static const size_t steps[] = {1 << 16, 1, 3};
@@ -56,18 +42,18 @@ START_TEST(stores_through_engine) {
 
   /* Optional strings: "ab", null, "null", "x\ny", "" in chunk 0; chunk 1
    * missing (fill null). */
-  put_array(dir, "s", 8, 5, OPT_STR, "null", codecs);
+  ts_put_v3_1d(dir, "s", 8, 5, OPT_STR, "null", codecs);
   static const char *const sv[] = {"ab", "null", "x\ny", ""};
   struct bb sd = vlen(4, sv);
   struct bb sc = opt_chunk("\x1d", 1, sd.p, sd.n);
   ts_put_file(dir, "s/c/0", sc.p, sc.n);
   /* The same with a present fill "null" (zarrs' [x] form) for the missing
    * chunk: escaped like a stored "null". */
-  put_array(dir, "sf", 7, 5, OPT_STR, "[\"null\"]", codecs);
+  ts_put_v3_1d(dir, "sf", 7, 5, OPT_STR, "[\"null\"]", codecs);
   ts_put_file(dir, "sf/c/0", sc.p, sc.n);
   /* Present strings that read as missing or start with the escape, next
    * to a missing value and look-alikes that are left as they are. */
-  put_array(dir, "esc", 10, 10, OPT_STR, "null", codecs);
+  ts_put_v3_1d(dir, "esc", 10, 10, OPT_STR, "null", codecs);
   static const char *const ev[] = {"\\x",   "[null]", "null",
                                    "nul",   "\\null", "[[null]]",
                                    "[null", "null]",  ""};
@@ -75,7 +61,7 @@ START_TEST(stores_through_engine) {
   struct bb ec = opt_chunk("\xf7\x03", 2, ed.p, ed.n);
   ts_put_file(dir, "esc/c/0", ec.p, ec.n);
   /* Optional bytes: hex, null. */
-  put_array(dir, "b", 3, 3, OPT_BYTES, "null", bcodecs);
+  ts_put_v3_1d(dir, "b", 3, 3, OPT_BYTES, "null", bcodecs);
   static const char *const bv[] = {"\x01\xab", ""};
   struct bb bd = vlen(2, bv);
   struct bb bc = opt_chunk("\x05", 1, bd.p, bd.n);
@@ -85,7 +71,7 @@ START_TEST(stores_through_engine) {
   char inner[256], ncodecs[512];
   opt_codecs(inner, sizeof inner, "[\"vlen-utf8\"]");
   opt_codecs(ncodecs, sizeof ncodecs, inner);
-  put_array(dir, "n", 6, 3, OPT_OPT_STR, "[null]", ncodecs);
+  ts_put_v3_1d(dir, "n", 6, 3, OPT_OPT_STR, "[null]", ncodecs);
   static const char *const nv[] = {"null"};
   struct bb nd = vlen(1, nv);
   struct bb nic = opt_chunk("\x02", 1, nd.p, nd.n);
@@ -99,7 +85,7 @@ START_TEST(stores_through_engine) {
            "\"configuration\":{\"endian\":\"little\"}}],\"index_location\":"
            "\"end\"}}]",
            codecs);
-  put_array(dir, "sh", 4, 4, OPT_STR, "null", sh);
+  ts_put_v3_1d(dir, "sh", 4, 4, OPT_STR, "null", sh);
   static const char *const shv[] = {"q"};
   struct bb shd = vlen(1, shv);
   struct bb shc = opt_chunk("\x02", 1, shd.p, shd.n);
@@ -110,9 +96,9 @@ START_TEST(stores_through_engine) {
   bb_le(&shard, UINT64_MAX, 8);
   ts_put_file(dir, "sh/c/0", shard.p, shard.n);
   /* A string codec straight on an optional type, and a corrupt chunk. */
-  put_array(dir, "wrong", 2, 2, OPT_STR, "null", "[\"vlen-utf8\"]");
+  ts_put_v3_1d(dir, "wrong", 2, 2, OPT_STR, "null", "[\"vlen-utf8\"]");
   ts_put_file(dir, "wrong/c/0", sd.p, sd.n);
-  put_array(dir, "corrupt", 3, 3, OPT_STR, "null", codecs);
+  ts_put_v3_1d(dir, "corrupt", 3, 3, OPT_STR, "null", codecs);
   struct bb cc = opt_chunk("\x07", 1, sd.p, sd.n);
   ts_put_file(dir, "corrupt/c/0", cc.p, cc.n);
 

@@ -19,48 +19,35 @@
 
 /* ---- stores read through the engine ---- */
 
-/* A V3 array document: 1-D shape n, one chunk of c. */
-static void put_array(const char *dir, const char *name, int n, int c,
-                      const char *dtype, const char *fill, const char *codecs) {
-  char doc[2048], key[512];
-  snprintf(doc, sizeof doc,
-           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%d],"
-           "\"data_type\":%s,\"chunk_grid\":{\"name\":\"regular\","
-           "\"configuration\":{\"chunk_shape\":[%d]}},\"chunk_key_encoding\":"
-           "{\"name\":\"default\"},\"fill_value\":%s,\"codecs\":%s}",
-           n, dtype, c, fill, codecs);
-  snprintf(key, sizeof key, "%s/zarr.json", name);
-  ts_put_file(dir, key, doc, strlen(doc));
-}
 START_TEST(stores_through_engine) {
   char dir[] = "/tmp/check_packbits.XXXXXX";
   ck_assert_ptr_nonnull(mkdtemp(dir));
   ts_put_file(dir, "zarr.json", "{\"zarr_format\":3,\"node_type\":\"group\"}",
               37);
   /* int4 packed, first_byte padding; chunk 1 missing (fill -3). */
-  put_array(dir, "i4", 6, 3, "\"int4\"", "-3",
+  ts_put_v3_1d(dir, "i4", 6, 3, "\"int4\"", "-3",
             "[{\"name\":\"packbits\",\"configuration\":{\"padding_encoding\":"
             "\"first_byte\"}}]");
   ts_put_file(dir, "i4/c/0", "\x04\x78\x0f", 3);
   /* uint2 with the bytes codec: one byte per element (as zarrs stores). */
-  put_array(dir, "u2", 3, 3, "\"uint2\"", "0", "[\"bytes\"]");
+  ts_put_v3_1d(dir, "u2", 3, 3, "\"uint2\"", "0", "[\"bytes\"]");
   ts_put_file(dir, "u2/c/0", "\x03\x00\x02", 3);
   /* complex64, complex128, bfloat16, timedelta64 with bytes. */
-  put_array(dir, "c8", 3, 3, "\"complex64\"", "[\"NaN\",\"-Infinity\"]",
+  ts_put_v3_1d(dir, "c8", 3, 3, "\"complex64\"", "[\"NaN\",\"-Infinity\"]",
             "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"big\"}}]");
   ts_put_file(dir, "c8/c/0",
               "\x3f\x80\x00\x00\x40\x00\x00\x00"
               "\x3f\x00\x00\x00\xbf\xc0\x00\x00"
               "\x80\x00\x00\x00\x80\x00\x00\x00",
               24);
-  put_array(dir, "c16", 2, 1, "\"complex128\"", "[0.25,\"0x7ff0000000000000\"]",
+  ts_put_v3_1d(dir, "c16", 2, 1, "\"complex128\"", "[0.25,\"0x7ff0000000000000\"]",
             "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]");
   ts_put_file(dir, "c16/c/0", "\0\0\0\0\0\0\xf8\x3f\0\0\0\0\0\0\0\0",
               16); /* 1.5 + 0j */
-  put_array(dir, "bf", 2, 2, "\"bfloat16\"", "\"0x7fc0\"",
+  ts_put_v3_1d(dir, "bf", 2, 2, "\"bfloat16\"", "\"0x7fc0\"",
             "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]");
   ts_put_file(dir, "bf/c/0", "\xcd\x3d\x80\xbf", 4); /* 0.1, -1 */
-  put_array(dir, "td", 4, 4,
+  ts_put_v3_1d(dir, "td", 4, 4,
             "{\"name\":\"numpy.timedelta64\",\"configuration\":{\"unit\":"
             "\"ms\",\"scale_factor\":1}}",
             "\"NaT\"",
@@ -68,13 +55,13 @@ START_TEST(stores_through_engine) {
   int64_t td[4] = {93784007, -1500, 0, INT64_MIN};
   ts_put_file(dir, "td/c/0", td, sizeof td);
   /* raw bytes (r24, raw_bytes) and null_terminated_bytes: hex. */
-  put_array(dir, "r24", 3, 2, "\"r24\"", "[1,2,255]", "[\"bytes\"]");
+  ts_put_v3_1d(dir, "r24", 3, 2, "\"r24\"", "[1,2,255]", "[\"bytes\"]");
   ts_put_file(dir, "r24/c/0", "\0\0\0\xab\x00\xcd", 6);
-  put_array(dir, "rb", 2, 2,
+  ts_put_v3_1d(dir, "rb", 2, 2,
             "{\"name\":\"raw_bytes\",\"configuration\":{\"length_bytes\":2}}",
             "\"AAE=\"", "[\"bytes\"]");
   ts_put_file(dir, "rb/c/0", "\x10\x00\x00\x00", 4);
-  put_array(dir, "nt", 3, 3,
+  ts_put_v3_1d(dir, "nt", 3, 3,
             "{\"name\":\"null_terminated_bytes\",\"configuration\":"
             "{\"length_bytes\":3}}",
             "\"YQ==\"", "[\"bytes\"]");

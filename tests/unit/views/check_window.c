@@ -263,14 +263,16 @@ START_TEST(zstd_cut_short_fails_naming_the_chunk) {
 END_TEST
 
 /* Write array `name` of WN strings in vlen-utf8 behind zstd (gzip when
- * gz), as one chunk, or (shard) as the one inner chunk of a shard, with
- * its compressed bytes cut short by `cut` bytes; return the expected text
- * (caller frees) and its length. The strings are put_array's. */
+ * gz), as one chunk, or (shard 1) as the one inner chunk of a shard, or
+ * (shard 2) as the first of two inner chunks of a shard (the second empty:
+ * WN fill strings), with its compressed bytes cut short by `cut` bytes;
+ * return the expected text (caller frees) and its length. The strings are
+ * put_array's. */
 static char *put_utf8(const char *name, int shard, int gz, size_t cut,
                       size_t *tlen) {
   size_t cap = 4 + (size_t)WN * 35;
-  uint8_t *raw = malloc(cap), *z = malloc(ZSTD_compressBound(cap) + 16);
-  char *text = malloc((size_t)WN * 32);
+  uint8_t *raw = malloc(cap), *z = malloc(ZSTD_compressBound(cap) + 32);
+  char *text = malloc((size_t)WN * 33);
   ck_assert(raw && z && text);
   size_t rl = 4, tl = 0;
   for (int b = 0; b < 4; b++)
@@ -311,6 +313,12 @@ static char *put_utf8(const char *name, int shard, int gz, size_t cut,
              WN, inner);
     le64(z + zl, 0);
     le64(z + zl + 8, zl);
+    if (shard == 2) { /* the second inner chunk: empty */
+      le64(z + zl + 16, UINT64_MAX);
+      le64(z + zl + 24, UINT64_MAX);
+      memset(text + tl, '\n', WN);
+      tl += WN;
+    }
   } else
     snprintf(codecs, sizeof codecs, "%s", inner);
   snprintf(buf, sizeof buf,
@@ -319,11 +327,11 @@ static char *put_utf8(const char *name, int shard, int gz, size_t cut,
            "\"configuration\":{\"chunk_shape\":[%d]}},\"chunk_key_encoding\":"
            "{\"name\":\"default\",\"configuration\":{\"separator\":\"/\"}},"
            "\"fill_value\":\"\",\"codecs\":%s}",
-           WN, WN, codecs);
+           WN * (shard == 2 ? 2 : 1), WN * (shard == 2 ? 2 : 1), codecs);
   snprintf(rel, sizeof rel, "%s/zarr.json", name);
   ts_put_file(tmpdir, rel, buf, strlen(buf));
   snprintf(rel, sizeof rel, "%s/c/0", name);
-  ts_put_file(tmpdir, rel, z, zl + (shard ? 16 : 0));
+  ts_put_file(tmpdir, rel, z, zl + 16 * (size_t)shard);
   free(raw);
   free(z);
   *tlen = tl;
@@ -372,6 +380,22 @@ START_TEST(utf8_streamed_in_order) {
     engine_free(e);
     free(want);
   }
+}
+END_TEST
+
+/* An inner chunk of a shard holding more than one is streamed too: its
+ * element count is the inner chunk's, not the shard's. */
+START_TEST(utf8_streamed_inner_chunk_of_two) {
+  size_t wlen;
+  char *want = put_utf8("u2", 2, 0, 0, &wlen);
+  struct engine *e = open_engine();
+  read_seq(e, "/u2/values.txt", 131072, want, wlen);
+  ck_assert_uint_ge(engine_fills(e, ELEVEL_DATA), 1); /* streamed */
+  read_back(e, "/u2/values.txt", 65536, want, wlen);
+  read_random(e, "/u2/values.txt", want, wlen);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
 }
 END_TEST
 
@@ -445,6 +469,7 @@ static Suite *window_suite(void) {
   tcase_add_test(tc, gzip_bytes_streamed);
   tcase_add_test(tc, zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, utf8_streamed_in_order);
+  tcase_add_test(tc, utf8_streamed_inner_chunk_of_two);
   tcase_add_test(tc, utf8_zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, slow_request_flagged_once);
   suite_add_tcase(s, tc);
