@@ -166,8 +166,8 @@ static long region_pass(const struct read_req *q, const struct region *r,
       if (c != 0)
         return c < 0 ? c : (long)done;
     }
-    if (pos == 0)
-      cursor_ahead_start(e, n, r, l, q->c, *k);
+    if (!done)
+      cursor_ahead_start(e, n, r, l, q->c, pos, *k);
     if (!done && u.seq) /* its units after decode while this one does */
       cursor_ahead_plan(e, n, r, l, q->c, *k, 1);
     engine_ahead_settle(e);
