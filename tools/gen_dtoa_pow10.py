@@ -10,6 +10,12 @@ scaled into [2^125, 2^126) and rounded up (the + 1, so that the scaled
 products in dtoa.c are never below the exact ones; Schubfach, Giulietti,
 section 9). Exact integer arithmetic throughout.
 
+Then, for the binary32 fast path (dtoa.c's dtoa_f32_fast), one 64-bit
+entry per biased exponent ef in [1, 254]: v(ef) = ceil(delta * 2^54) with
+delta = 2^q * 10^(2 - k), q = ef - 150, k = floor(log10(2^q)): the
+interval's width scaled into [100, 1000), so that (2c + 1) 2^9 v / 2^64
+is the interval's high end scaled alike, z, with 64 fraction bits.
+
 It also checks, over the whole range dtoa.c uses them, the integer
 approximations of logarithms that dtoa.c relies on, and the range of the
 shift h; a failed check stops the script."""
@@ -80,4 +86,30 @@ for k in range(k_min, k_max + 1):
     g = scaled.numerator // scaled.denominator + 1
     check(2 ** 125 <= g <= 2 ** 126, "g(%d) out of range" % k)
     out.write("    {0x%016x, 0x%016x}, /* %d */\n" % (g >> 64, g & (2 ** 64 - 1), k))
+out.write("};\n")
+
+# The binary32 table: v(ef) for ef in [1, 254] (see the docstring).
+out.write("\n/* v(ef) = ceil(2^(ef - 150) * 10^(2 - k) * 2^54), k = floor(log10(\n"
+          " * 2^(ef - 150))), for ef in [1, 254] at [ef - 1] (see dtoa.c). */\n")
+out.write("static const uint64_t dtoa_f32_v[254] = {\n")
+row = []
+for ef in range(1, 255):
+    q = ef - 150
+    k = floor_log10(Fraction(2) ** q)
+    check((q * 315653) >> 20 == k, "flog10_pow2_short(%d)" % q)
+    delta = Fraction(2) ** q * Fraction(10) ** (2 - k)
+    check(100 <= delta < 1000, "delta at ef = %d" % ef)
+    x = delta * 2 ** 54
+    v = -((-x.numerator) // x.denominator)
+    check(v < 2 ** 64, "v(%d) too large" % ef)
+    # dtoa.c takes floor(delta) and floor(delta / 2) from v's top bits
+    check(v >> 54 == delta.numerator // delta.denominator, "deltai(%d)" % ef)
+    check(v >> 55 == (delta / 2).numerator // (delta / 2).denominator,
+          "deltai / 2 (%d)" % ef)
+    row.append("0x%016x," % v)
+    if len(row) == 3:
+        out.write("    " + " ".join(row) + "\n")
+        row = []
+if row:
+    out.write("    " + " ".join(row) + "\n")
 out.write("};\n")

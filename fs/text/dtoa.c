@@ -508,17 +508,77 @@ static __attribute__((noinline)) int dtoa_f32_slow(uint32_t bits,
   return dec->len;
 }
 
-/* Shortest digits of a binary32 value, in registers: dtoa_dragon for
+/* dtoa_dragon's search for the binary32 normal c * 2^q (2^23 < c < 2^24,
+ * q = ef - 150) with one 64x64 multiply and no exponent arithmetic: v =
+ * dtoa_f32_v[ef - 1] is the interval's width delta in [100, 1000) times
+ * 2^54, rounded up (tools/gen_dtoa_pow10.py), so u v / 2^64 with u =
+ * (2c + 1) 2^9 < 2^34 is the high end z = (2c + 1) delta / 2, above the
+ * exact value by less than u units of 2^-64: its integer part zi is
+ * floor(z) unless the fraction f is below u. floor(delta) and floor(delta
+ * / 2) are v's top bits (the generator checks them), and frac(delta / 2)
+ * is v << 9, above the exact fraction by less than 2^9 units. The rare
+ * cases (z within f's error of an integer but not provably one, r ==
+ * deltai, a near tie within the errors' reach) return 0 for
+ * dtoa_f32_slow, whose careful dtoa_dragon has the 128-bit table. s =
+ * floor(z / 1000) is in [2^23 / 10, 2^24]: 6 to 8 digits, told by two
+ * compares. Same answers as dtoa_dragon for all 2^32 binary32 patterns
+ * (compared exhaustively; check_dtoa samples them). */
+static inline __attribute__((always_inline)) int
+dtoa_f32_fast(uint32_t c, unsigned ef, struct dtoa_dec *dec) {
+  uint64_t v = dtoa_f32_v[ef - 1];
+  uint64_t u = (uint64_t)(2 * c + 1) << 9, f;
+  uint64_t zi = dtoa_mul64(u, v, &f);
+  uint32_t deltai = (uint32_t)(v >> 54);
+  int q = (int)ef - 150, k = dtoa_flog10_pow2_short(q);
+  uint32_t zint = 0; /* z is an integer */
+  if (__builtin_expect(f < u, 0)) {
+    /* z = (2c + 1) 2^(q-1) 10^(2-k) is one when 2 - k >= 0 and q + 1 - k
+     * >= 0 (the large values, common in binary32 data); else undecided */
+    if (k > 2 || q + 1 - k < 0)
+      return 0;
+    zint = 1;
+  }
+  uint64_t s = zi / 1000;
+  uint32_t r = (uint32_t)(zi - s * 1000);
+  int in2 = r < deltai;
+  if (__builtin_expect(r == deltai || (r == 0 && (zint & c)), 0))
+    return 0;
+  uint32_t wi = r + 50 - (uint32_t)(v >> 55);
+  uint32_t j = wi * 656 >> 16;
+  if (__builtin_expect((wi * 656 & 0xffff) < 656, 0) && !in2) {
+    /* frac(z) against frac(delta / 2), as in dtoa_dragon; within the
+     * errors' reach of each other: undecided */
+    uint64_t h = v << 9, e = u + 1024;
+    if (f - h + e <= 2 * e)
+      return 0;
+    j -= f < h;
+  }
+  j &= (uint32_t)in2 - 1;
+  uint32_t n = (uint32_t)s * 10 + j, s6 = s < 1000000, s7 = s < 10000000;
+  uint32_t full = n * (1 + 9 * s7 + 90 * s6); /* 9 digits */
+  uint32_t first = full / 100000000;
+  uint64_t x = dtoa_swar8(full - first * 100000000);
+  /* the last non-zero digit is the highest non-zero byte of x */
+  unsigned nb = (unsigned)(71 - __builtin_clzll(x | 1)) >> 3;
+  dec->first = first;
+  dec->block[0] = x;
+  dec->block[1] = 0;
+  dec->len = 1 + (int)nb - (x == 0);
+  dec->x10 = k + 8 - (int)(s6 + s7);
+  return 1;
+}
+
+/* Shortest digits of a binary32 value, in registers: dtoa_f32_fast for
  * normals but powers of two (their exponents are all inside the table
- * and its checked range of beta), as for binary64; the digits end at 9.
- * All 2^32 patterns were compared with the Schubfach search it
- * shortcuts (and check_dtoa's exhaustive mode with the exact search). */
+ * and its checked range of beta); the digits end at 9. All 2^32
+ * patterns were compared with the Schubfach search it shortcuts (and
+ * check_dtoa's exhaustive mode with the exact search). */
 int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
   unsigned ef = (bits >> 23) & 0xff;
   uint32_t m = bits & ((1u << 23) - 1);
   /* ef in [1, 254], which leaves zero, subnormals, infinities, NaNs out */
   if (__builtin_expect((ef - 1 < 254) & (m != 0), 1) &&
-      __builtin_expect(dtoa_dragon(m | 1u << 23, (int)ef - 150, 0, 1, dec), 1))
+      __builtin_expect(dtoa_f32_fast(m | 1u << 23, ef, dec), 1))
     return dec->len;
   return dtoa_f32_slow(bits, dec);
 }
