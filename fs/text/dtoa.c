@@ -28,7 +28,9 @@
  * paper proves the 126-bit table is precise enough for every binary64
  * value. binary32 uses the same table and code; all 2^32 binary32
  * patterns have been compared with the exact search (fs/text/dtoa_exact.c;
- * check_dtoa's exhaustive mode).
+ * check_dtoa's exhaustive mode). Binary32 normals first take
+ * dtoa_f32_fast: the Dragonbox-style search below with one 64-bit
+ * multiply by a 64-bit table entry per exponent (dtoa_f32_v).
  *
  * Binary64 normals (but powers of two and the few smallest exponents)
  * take a shorter route with the same answer, in the manner of Dragonbox
@@ -520,26 +522,29 @@ static __attribute__((noinline)) int dtoa_f32_slow(uint32_t bits,
  * cases (z within f's error of an integer but not provably one, r ==
  * deltai, a near tie within the errors' reach) return 0 for
  * dtoa_f32_slow, whose careful dtoa_dragon has the 128-bit table. s =
- * floor(z / 1000) is in [2^23 / 10, 2^24]: 6 to 8 digits, told by two
- * compares. Same answers as dtoa_dragon for all 2^32 binary32 patterns
- * (compared exhaustively; check_dtoa samples them). */
+ * floor(z / 1000) is in [2^23 / 10, 2^24]: 6 to 8 digits ls, told by
+ * two compares; the digits are s's and one more, j. Same answers as
+ * dtoa_dragon for all 2^32 binary32 patterns (compared exhaustively;
+ * check_dtoa samples them against the exact search). */
 static inline __attribute__((always_inline)) int
 dtoa_f32_fast(uint32_t c, unsigned ef, struct dtoa_dec *dec) {
   uint64_t v = dtoa_f32_v[ef - 1];
   uint64_t u = (uint64_t)(2 * c + 1) << 9, f;
   uint64_t zi = dtoa_mul64(u, v, &f);
   uint32_t deltai = (uint32_t)(v >> 54);
-  int q = (int)ef - 150, k = dtoa_flog10_pow2_short(q);
-  uint32_t zint = 0; /* z is an integer */
+  int k = dtoa_flog10_pow2_short((int)ef - 150);
+  /* f < u: z is an integer if z = (2c + 1) 2^(q-1) 10^(2-k) always is
+   * one, for 2 - k >= 0 and q - 1 + 2 - k >= 0: q in [-2, 9] (the large
+   * values, common in binary32 data); else undecided */
+  uint32_t zint = 0;
   if (__builtin_expect(f < u, 0)) {
-    /* z = (2c + 1) 2^(q-1) 10^(2-k) is one when 2 - k >= 0 and q + 1 - k
-     * >= 0 (the large values, common in binary32 data); else undecided */
-    if (k > 2 || q + 1 - k < 0)
+    if (ef - 148 > 11)
       return 0;
     zint = 1;
   }
-  uint64_t s = zi / 1000;
-  uint32_t r = (uint32_t)(zi - s * 1000);
+  /* zi < 2^24 1000 < 2^34: zi / 1000 = (zi / 8) / 125 in 32 bits */
+  uint32_t s = (uint32_t)(zi >> 3) / 125;
+  uint32_t r = (uint32_t)zi - s * 1000;
   int in2 = r < deltai;
   if (__builtin_expect(r == deltai || (r == 0 && (zint & c)), 0))
     return 0;
@@ -554,25 +559,28 @@ dtoa_f32_fast(uint32_t c, unsigned ef, struct dtoa_dec *dec) {
     j -= f < h;
   }
   j &= (uint32_t)in2 - 1;
-  uint32_t n = (uint32_t)s * 10 + j, s6 = s < 1000000, s7 = s < 10000000;
-  uint32_t full = n * (1 + 9 * s7 + 90 * s6); /* 9 digits */
-  uint32_t first = full / 100000000;
-  uint64_t x = dtoa_swar8(full - first * 100000000);
+  /* the digits are s's, then j: s's 8-digit register (made while j is
+   * under way) has 8 - ls = lz leading zero bytes, then the first digit,
+   * then the others, followed by j at byte ls - 1 of the block */
+  unsigned lz = (unsigned)(s < 1000000) + (unsigned)(s < 10000000);
+  uint64_t xs = dtoa_swar8(s);
+  uint32_t first = (uint32_t)(xs >> (8 * lz)) & 0xff;
+  uint64_t x = xs >> (8 * lz + 8) | (uint64_t)j << (56 - 8 * lz);
   /* the last non-zero digit is the highest non-zero byte of x */
   unsigned nb = (unsigned)(71 - __builtin_clzll(x | 1)) >> 3;
   dec->first = first;
   dec->block[0] = x;
   dec->block[1] = 0;
   dec->len = 1 + (int)nb - (x == 0);
-  dec->x10 = k + 8 - (int)(s6 + s7);
+  dec->x10 = k + 8 - (int)lz;
   return 1;
 }
 
 /* Shortest digits of a binary32 value, in registers: dtoa_f32_fast for
- * normals but powers of two (their exponents are all inside the table
- * and its checked range of beta); the digits end at 9. All 2^32
- * patterns were compared with the Schubfach search it shortcuts (and
- * check_dtoa's exhaustive mode with the exact search). */
+ * normals but powers of two, then dtoa_f32_slow for what it leaves; the
+ * digits end at 9. All 2^32 patterns were compared with the old
+ * dtoa_dragon path it shortcuts, and with the exact search (check_dtoa's
+ * exhaustive mode). */
 int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
   unsigned ef = (bits >> 23) & 0xff;
   uint32_t m = bits & ((1u << 23) - 1);
