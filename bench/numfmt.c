@@ -1,11 +1,14 @@
 /* numfmt.c - ns per number of the numeric text path for float64 and
  * int32: render_fixed one element a call, and render_fixed_run 64 lines a
  * call (the text views' loop), with snprintf("%.17g") and snprintf("%d")
- * timed in the same run as references.
+ * timed in the same run as references; float32 likewise (snprintf "%.9g").
  *
  *   build/bench/numfmt [COUNT]     (default 10,000,000 numbers per row)
  *
- * Inputs are pseudo-random (a fixed seed): float64 as random bit patterns
+ * Inputs are pseudo-random (a fixed seed): float32 as random finite bit
+ * patterns and as bench/archives.py's kerchunk archive (K) draws them
+ * (random significands and signs, magnitudes log-uniform over e^-20..e^20,
+ * here 2^-29..2^29); float64 as random bit patterns
  * (every finite value, so exponents across the whole range) and as
  * uniform values in [0, 1) (typical measured data: 16-17 digits, small
  * exponents); int32 as random bit patterns; and "perf.sh mix", the values of
@@ -44,10 +47,17 @@ static double now(void) {
 /* What one row formats: element i of the input into buf, its length. */
 typedef size_t (*bench_fn)(const void *in, size_t i, char *buf);
 
-static const struct dtype *bench_f64_dt, *bench_i32_dt;
+static const struct dtype *bench_f64_dt, *bench_i32_dt, *bench_f32_dt;
 
 static size_t fmt_render_f64(const void *in, size_t i, char *buf) {
   return render_fixed(bench_f64_dt, (const double *)in + i, buf);
+}
+static size_t fmt_render_f32(const void *in, size_t i, char *buf) {
+  return render_fixed(bench_f32_dt, (const float *)in + i, buf);
+}
+static size_t fmt_printf_f32(const void *in, size_t i, char *buf) {
+  return (size_t)snprintf(buf, RENDER_FIXED_MAX, "%.9g",
+                          (double)((const float *)in)[i]);
 }
 static size_t fmt_render_i32(const void *in, size_t i, char *buf) {
   return render_fixed(bench_i32_dt, (const int32_t *)in + i, buf);
@@ -157,14 +167,18 @@ static double bench_row(bench_fn fn, const void *in, uint64_t count,
 int main(int argc, char **argv) {
   uint64_t count = argc > 1 ? strtoull(argv[1], NULL, 10) : 10000000u;
   struct dtype f64 = dtype_of(DT_FLOAT64), i32 = dtype_of(DT_INT32);
+  struct dtype f32 = dtype_of(DT_FLOAT32);
   bench_f64_dt = &f64;
+  bench_f32_dt = &f32;
   bench_i32_dt = &i32;
   double *bits = malloc(BENCH_N * sizeof *bits);
   double *unit = malloc(BENCH_N * sizeof *unit);
   int32_t *ints = malloc(BENCH_N * sizeof *ints);
   double *mix = malloc(BENCH_N * sizeof *mix);
   int32_t *imix = malloc(BENCH_N * sizeof *imix);
-  if (!bits || !unit || !ints || !mix || !imix)
+  uint32_t *f32bits = malloc(BENCH_N * sizeof *f32bits);
+  uint32_t *f32k = malloc(BENCH_N * sizeof *f32k);
+  if (!bits || !unit || !ints || !mix || !imix || !f32bits || !f32k)
     return 1;
   uint64_t seed = 42;
   for (size_t i = 0; i < BENCH_N; i++) {
@@ -177,6 +191,13 @@ int main(int argc, char **argv) {
     ints[i] = (int32_t)(uint32_t)next_rand(&seed);
     mix[i] = mix_value(i);
     imix[i] = mix_int(i);
+    uint32_t r;
+    do
+      r = (uint32_t)next_rand(&seed);
+    while (((r >> 23) & 0xff) == 0xff);
+    f32bits[i] = r;
+    r = (uint32_t)next_rand(&seed);
+    f32k[i] = (r & 0x807fffffu) | (98 + r % 59) << 23; /* 2^-29..2^29 */
   }
   uint64_t sink = 0;
   printf("%llu numbers per row, ns/number (best of 3)\n",
@@ -203,6 +224,18 @@ int main(int argc, char **argv) {
          bench_run(&f64, mix, count, &sink));
   printf("float64 perf.sh mix  snprintf %%.17g   %6.1f\n",
          bench_row(fmt_printf_f64, mix, count, &sink));
+  printf("float32 random bits  render_fixed     %6.1f\n",
+         bench_row(fmt_render_f32, f32bits, count, &sink));
+  printf("float32 random bits  render_fixed_run %6.1f\n",
+         bench_run(&f32, f32bits, count, &sink));
+  printf("float32 random bits  snprintf %%.9g    %6.1f\n",
+         bench_row(fmt_printf_f32, f32bits, count, &sink));
+  printf("float32 archive K    render_fixed     %6.1f\n",
+         bench_row(fmt_render_f32, f32k, count, &sink));
+  printf("float32 archive K    render_fixed_run %6.1f\n",
+         bench_run(&f32, f32k, count, &sink));
+  printf("float32 archive K    snprintf %%.9g    %6.1f\n",
+         bench_row(fmt_printf_f32, f32k, count, &sink));
   printf("int32 random bits    render_fixed     %6.1f\n",
          bench_row(fmt_render_i32, ints, count, &sink));
   printf("int32 random bits    render_fixed_run %6.1f\n",
@@ -221,5 +254,7 @@ int main(int argc, char **argv) {
   free(ints);
   free(mix);
   free(imix);
+  free(f32bits);
+  free(f32k);
   return 0;
 }

@@ -511,28 +511,59 @@ START_TEST(f32_random) {
 }
 END_TEST
 
+/* render and the run path of the float32 pattern b against the exact
+ * search (the slow checks of check_bits gain nothing in the long loops
+ * below: the exact search's texts read back). */
+static void f32_against_exact(uint32_t b32) {
+  struct dtype dt = dtype_of(DT_FLOAT32);
+  char fast[RENDER_FIXED_MAX], exact[RENDER_FIXED_MAX];
+  size_t nf = render_fixed(&dt, &b32, fast);
+  size_t ne = render_float_exact(b32, 23, 8, exact);
+  if (nf != ne || memcmp(fast, exact, ne))
+    ck_abort_msg("float32 bits %#x: render '%.*s', exact search '%.*s'",
+                 (unsigned)b32, (int)nf, fast, (int)ne, exact);
+  char line[RENDER_RUN_ROOM];
+  size_t nl = render_fixed_run(&dt, &b32, 1, line);
+  if (nl != nf + 1 || memcmp(line, fast, nf) || line[nf] != '\n')
+    ck_abort_msg("float32 bits %#x: render_fixed_run '%.*s', render '%.*s'",
+                 (unsigned)b32, (int)nl, line, (int)nf, fast);
+}
+
+START_TEST(f32_sampled) {
+  /* A sample of f32_exhaustive on every run, for dtoa.c's binary32 fast
+   * path (dtoa_f32_fast) and what it leaves to the slower search: every
+   * 4099th pattern (a prime step, so every exponent and low significand
+   * bits vary; 32771st under sanitizers), both signs of the first and
+   * last 4 significands of every exponent, and the floats next to every
+   * power of ten and to the halves between 1-digit decimals there. */
+  uint64_t step = DTOA_SANITIZED ? 32771 : 4099;
+  for (uint64_t b = 0; b <= 0xffffffffu; b += step)
+    f32_against_exact((uint32_t)b);
+  for (uint32_t e = 0; e < 256; e++)
+    for (uint32_t m = 0; m < 4; m++)
+      for (uint32_t sgn = 0; sgn < 2; sgn++) {
+        f32_against_exact(sgn << 31 | e << 23 | m);
+        f32_against_exact(sgn << 31 | e << 23 | (0x7fffffu - m));
+      }
+  for (int p = -46; p <= 39; p++)
+    for (int d = 1; d <= 19; d++) {
+      /* d / 2 * 10^p: the 1-digit decimals and the ties between them */
+      float f = (float)((double)d / 2 * pow(10, p));
+      uint32_t b;
+      memcpy(&b, &f, 4);
+      for (uint32_t a = b < 3 ? 0 : b - 3; a <= b + 3 && a < 0x7f800000u; a++)
+        f32_against_exact(a);
+    }
+}
+END_TEST
+
 START_TEST(f32_exhaustive) {
   /* Every float32 bit pattern, on request (see the file comment). */
   const char *env = getenv("ZARRFS_DTOA_EXHAUSTIVE");
   if (!env || strcmp(env, "1"))
     return;
-  /* Only render and the run path against the exact search (the slow
-   * checks of check_bits gain nothing here: the exact search's texts read
-   * back). */
-  struct dtype dt = dtype_of(DT_FLOAT32);
   for (uint64_t b = 0; b <= 0xffffffffu; b++) {
-    uint32_t b32 = (uint32_t)b;
-    char fast[RENDER_FIXED_MAX], exact[RENDER_FIXED_MAX];
-    size_t nf = render_fixed(&dt, &b32, fast);
-    size_t ne = render_float_exact(b, 23, 8, exact);
-    if (nf != ne || memcmp(fast, exact, ne))
-      ck_abort_msg("float32 bits %#x: render '%.*s', exact search '%.*s'",
-                   (unsigned)b32, (int)nf, fast, (int)ne, exact);
-    char line[RENDER_RUN_ROOM];
-    size_t nl = render_fixed_run(&dt, &b32, 1, line);
-    if (nl != nf + 1 || memcmp(line, fast, nf) || line[nf] != '\n')
-      ck_abort_msg("float32 bits %#x: render_fixed_run '%.*s', render '%.*s'",
-                   (unsigned)b32, (int)nl, line, (int)nf, fast);
+    f32_against_exact((uint32_t)b);
     if ((b & 0xfffffff) == 0xfffffff)
       fprintf(stderr, "f32_exhaustive: %.0f%%\n",
               (double)(b + 1) / 0x1p32 * 100);
@@ -656,6 +687,7 @@ int main(void) {
   tcase_add_test(tc, f64_exact_ends);
   tcase_add_test(tc, f64_random);
   tcase_add_test(tc, f32_random);
+  tcase_add_test(tc, f32_sampled);
   tcase_add_test(tc, f32_exhaustive);
   tcase_add_test(tc, f64_many);
   tcase_add_test(tc, u64_decimal);
