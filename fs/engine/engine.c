@@ -30,9 +30,9 @@ uint64_t engine_fills(const struct engine *e, enum engine_level level) {
 }
 
 /* Hold the index, replacing none. */
-void engine_set_index(struct engine *e, struct lxindex *lx) {
-  lxindex_close(e->lx);
-  e->lx = lx;
+void engine_set_index(struct engine *e, struct sizeindex *sizeidx) {
+  sizeindex_close(e->sizeidx);
+  e->sizeidx = sizeidx;
 }
 
 /* ---- requests in flight, and the watchdog ---- */
@@ -323,7 +323,7 @@ void engine_free(struct engine *e) {
   node_table_free(e->nodes);
   store_free(e->store);
   icechunk_unref(e->ic);
-  lxindex_close(e->lx);
+  sizeindex_close(e->sizeidx);
   lograte_free(e->debug); /* says what was left out */
   logonce_free(e->log);   /* prints the repeats not summarised yet */
   pthread_mutex_destroy(&e->subs_lock);
