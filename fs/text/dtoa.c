@@ -546,17 +546,30 @@ dtoa_f32_fast(uint32_t c, unsigned ef, struct dtoa_dec *dec) {
   uint32_t s = (uint32_t)(zi >> 3) / 125;
   uint32_t r = (uint32_t)zi - s * 1000;
   int in2 = r < deltai;
-  if (__builtin_expect(r == deltai || (r == 0 && (zint & c)), 0))
-    return 0;
+  if (__builtin_expect(r == deltai || (r == 0 && (zint & c)), 0)) {
+    /* r == deltai: the multiple of 1000 below z against the low end z -
+     * delta, frac(z) against frac(delta) (v << 10, above the exact one by
+     * less than 2^10 units), as in dtoa_dragon; where z is an integer, so
+     * is delta (delta / 2 is, below), and the low end is the multiple */
+    uint64_t fd = v << 10, e = u + 2048;
+    if (r == 0 || (!zint && f - fd + e <= 2 * e))
+      return 0;
+    in2 = zint ? (int)(~c & 1) : fd > f;
+  }
   uint32_t wi = r + 50 - (uint32_t)(v >> 55);
   uint32_t j = wi * 656 >> 16;
   if (__builtin_expect((wi * 656 & 0xffff) < 656, 0) && !in2) {
-    /* frac(z) against frac(delta / 2), as in dtoa_dragon; within the
-     * errors' reach of each other: undecided */
+    /* frac(z) against frac(delta / 2), as in dtoa_dragon. Where z is an
+     * integer, delta / 2 = 2^(q-1) 10^(2-k) is one too (the same range of
+     * q): both fractions are 0, the value is halfway, n the even one.
+     * Else within the errors' reach of each other: undecided. */
     uint64_t h = v << 9, e = u + 1024;
-    if (f - h + e <= 2 * e)
+    if (zint)
+      j -= j & 1;
+    else if (f - h + e <= 2 * e)
       return 0;
-    j -= f < h;
+    else
+      j -= f < h;
   }
   j &= (uint32_t)in2 - 1;
   /* the digits are s's, then j: s's 8-digit register (made while j is
