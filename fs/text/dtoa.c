@@ -518,10 +518,12 @@ static __attribute__((noinline)) int dtoa_f32_slow(uint32_t bits,
  * exact value by less than u units of 2^-64: its integer part zi is
  * floor(z) unless the fraction f is below u. floor(delta) and floor(delta
  * / 2) are v's top bits (the generator checks them), and frac(delta / 2)
- * is v << 9, above the exact fraction by less than 2^9 units. The rare
- * cases (z within f's error of an integer but not provably one, r ==
- * deltai, a near tie within the errors' reach) return 0 for
- * dtoa_f32_slow, whose careful dtoa_dragon has the 128-bit table. s =
+ * is v << 9, above the exact fraction by less than 2^9 units. Fractions
+ * within the errors' reach of each other are told apart by dtoa_is_int,
+ * as in dtoa_dragon. What is left (z within f's error of an integer but
+ * not provably one; z itself at r == 0, out of the open interval; a
+ * near tie or end that is not exact) returns 0 for dtoa_f32_slow, whose
+ * careful dtoa_dragon has the 128-bit table. s =
  * floor(z / 1000) is in [2^23 / 10, 2^24]: 6 to 8 digits ls, told by
  * two compares; the digits are s's and one more, j. Same answers as
  * dtoa_dragon for all 2^32 binary32 patterns (compared exhaustively;
@@ -549,27 +551,34 @@ dtoa_f32_fast(uint32_t c, unsigned ef, struct dtoa_dec *dec) {
   if (__builtin_expect(r == deltai || (r == 0 && (zint & c)), 0)) {
     /* r == deltai: the multiple of 1000 below z against the low end z -
      * delta, frac(z) against frac(delta) (v << 10, above the exact one by
-     * less than 2^10 units), as in dtoa_dragon; where z is an integer, so
-     * is delta (delta / 2 is, below), and the low end is the multiple */
+     * less than 2^10 units), as in dtoa_dragon; within the errors' reach
+     * of each other the low end is the multiple exactly, or undecided */
     uint64_t fd = v << 10, e = u + 2048;
-    if (r == 0 || (!zint && f - fd + e <= 2 * e))
+    if (r == 0)
       return 0;
-    in2 = zint ? (int)(~c & 1) : fd > f;
+    if (f - fd + e <= 2 * e) {
+      if (!zint && !dtoa_is_int(2 * c - 1, (int)ef - 151, 2 - k))
+        return 0;
+      in2 = (int)(~c & 1);
+    } else {
+      in2 = fd > f;
+    }
   }
   uint32_t wi = r + 50 - (uint32_t)(v >> 55);
   uint32_t j = wi * 656 >> 16;
   if (__builtin_expect((wi * 656 & 0xffff) < 656, 0) && !in2) {
-    /* frac(z) against frac(delta / 2), as in dtoa_dragon. Where z is an
-     * integer, delta / 2 = 2^(q-1) 10^(2-k) is one too (the same range of
-     * q): both fractions are 0, the value is halfway, n the even one.
-     * Else within the errors' reach of each other: undecided. */
+    /* frac(z) against frac(delta / 2), as in dtoa_dragon; within the
+     * errors' reach of each other the value is halfway exactly (n the
+     * even one: always where z is an integer, as delta / 2 = 2^(q-1)
+     * 10^(2-k) then is), or undecided */
     uint64_t h = v << 9, e = u + 1024;
-    if (zint)
+    if (f - h + e <= 2 * e) {
+      if (!zint && !dtoa_is_int(c, (int)ef - 150, 2 - k))
+        return 0;
       j -= j & 1;
-    else if (f - h + e <= 2 * e)
-      return 0;
-    else
+    } else {
       j -= f < h;
+    }
   }
   j &= (uint32_t)in2 - 1;
   /* the digits are s's, then j: s's 8-digit register (made while j is
