@@ -20,6 +20,7 @@
 #include "../../codecs/dstream.h"
 #include "../../src/store/lxindex.h"
 #include "../../src/store/presence.h"
+#include "ufixed.h"
 #include "unit.h"
 #include "ustream.h"
 
@@ -247,7 +248,7 @@ int unit_windowed(const struct engine *e, const struct znode *n,
                   const uint64_t *idx) {
   int plain;
   if (!unit_direct(n, idx, &plain))
-    return unit_stream_windowed(e, n, idx);
+    return unit_stream_windowed(e, n, idx) || ufixed_windowed(e, n, idx);
   /* What a whole decode keeps besides the element bytes: 8 bytes of
    * offset and 1/8 byte of layout per element. */
   uint64_t held = unit_nin(n, idx) * 9;
@@ -345,7 +346,9 @@ long unit_read_window(struct engine *e, const struct znode *n,
   int plain;
   *pin = NULL;
   if (!unit_direct(n, idx, &plain))
-    return ustream_read(e, n, idx, off, len, dst, pin, err);
+    return ufixed_windowed(e, n, idx)
+               ? ufixed_read(e, n, idx, off, len, dst, pin, err)
+               : ustream_read(e, n, idx, off, len, dst, pin, err);
   if (plain)
     return direct_read(e, n, idx, off, len, dst, NULL, err);
   char key[4096];
@@ -384,6 +387,13 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   int streamed = unit_stream_windowed(e, j->n, j->idx);
   if (!streamed && unit_size_direct(e, j->n, j->idx, value) == 0)
     return 0;
+  /* fixed-size elements too large to decode whole: a pass of ranged
+   * reads, which also learns where each window's text starts */
+  if (ufixed_windowed(e, j->n, j->idx)) {
+    int rc = ufixed_size(e, j->n, j->idx, value, err);
+    if (rc <= 0)
+      return rc;
+  }
   char ikey[4096];
   struct lxindex_id id;
   struct lxindex_rec rec;
@@ -478,7 +488,15 @@ int unit_size_verify(struct engine *e, const struct znode *n,
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   if (held && !(truth & UNIT_SIZE_CLAIM))
     rc = 0; /* this mount knows it (a decode, the index ends) */
-  else if (unit_stream_windowed(e, n, idx)) {
+  else if (ufixed_windowed(e, n, idx)) {
+    rc = ufixed_size(e, n, idx, &truth, err);
+    if (rc < 0)
+      return rc; /* logged and named by the pass */
+    if (rc == 0) {
+      memo_value_put(e->memo, &k, truth);
+      said = 0;
+    }
+  } else if (unit_stream_windowed(e, n, idx)) {
     char ikey[4096];
     struct lxindex_id id;
     int have_id = unit_ident(e, n, idx, 0, 0, ikey, sizeof ikey, &id) == 0;
