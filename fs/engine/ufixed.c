@@ -12,6 +12,7 @@
 /* Element bytes per window: one ranged read, and the text a read renders
  * at most beyond what it shows. */
 #define UFIXED_WIN (1u << 20)
+#define UFIXED_WIN_MIN (64u << 10)
 
 /* Memo tags (ELEVEL_DATA, under the unit's key): apart from unitwin.c's
  * and ustream.c's. */
@@ -39,10 +40,13 @@ int ufixed_windowed(const struct engine *e, const struct znode *n,
       dtype_is_fixed_string(dt) || dt->kind == DT_STRUCT ||
       dt->kind == DT_OPTIONAL || dt->kind == DT_UNSUPPORTED)
     return 0;
-  for (int d = 1; d < n->meta->ndim; d++)
-    if (node_unit_ext(n, d, idx[d]) < node_unit_len(n, d, idx[d]))
+  /* the bytes a whole decode holds: the chunk's, in bounds or not */
+  uint64_t bytes = dt->size;
+  for (int d = 0; d < n->meta->ndim; d++) {
+    if (d && node_unit_ext(n, d, idx[d]) < node_unit_len(n, d, idx[d]))
       return 0;
-  uint64_t bytes = unit_nin(n, idx) * dt->size;
+    bytes *= node_unit_len(n, d, idx[d]);
+  }
   return bytes >= UNIT_WINDOW_MIN &&
          (bytes > e->cache_size / 4 || bytes > e->env.max_decoded);
 }
@@ -123,7 +127,13 @@ static int ufix_table_fill(void *ctx, struct zobj **obj, size_t *cost,
     unit_log_failure(e, j->key, err);
     return zerr_prefix(err, "chunk %s: ", j->key);
   }
-  uint64_t nin = unit_nin(j->n, j->idx), per = UFIXED_WIN / d.elsize;
+  /* windows of UFIXED_WIN bytes, smaller in a small cache (a window's
+   * text is a few times its bytes, and is kept while it is read) */
+  size_t win = e->cache_size / 16 < UFIXED_WIN ? e->cache_size / 16
+                                               : UFIXED_WIN;
+  if (win < UFIXED_WIN_MIN)
+    win = UFIXED_WIN_MIN;
+  uint64_t nin = unit_nin(j->n, j->idx), per = win / d.elsize;
   if (!per)
     per = 1;
   uint64_t nwin = (nin + per - 1) / per;
