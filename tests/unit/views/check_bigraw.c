@@ -189,7 +189,7 @@ START_TEST(int32_big_endian_2d_with_edge) {
   size_t tl = 0;
   for (int c = 0; c < 2; c++) {
     for (size_t i = 0; i < ce; i++) {
-      int32_t v = (int32_t)((c * ce + i) * 7919u) - 1000000;
+      int32_t v = (int32_t)((c * ce + i) * 7919u % 2000001u) - 1000000;
       uint32_t u = (uint32_t)v;
       for (int b = 0; b < 4; b++)
         chunk[4 * i + (size_t)b] = (uint8_t)(u >> (24 - 8 * b));
