@@ -385,15 +385,11 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
    * loaded; a streamed unit's size costs a pass over the whole stream,
    * after it. */
   int streamed = unit_stream_windowed(e, j->n, j->idx);
-  if (!streamed && unit_size_direct(e, j->n, j->idx, value) == 0)
-    return 0;
   /* fixed-size elements too large to decode whole: a pass of ranged
-   * reads, which also learns where each window's text starts */
-  if (ufixed_windowed(e, j->n, j->idx)) {
-    int rc = ufixed_size(e, j->n, j->idx, value, err);
-    if (rc <= 0)
-      return rc;
-  }
+   * reads (ufixed.h), which also learns where each window's text starts */
+  int fixed = !streamed && ufixed_windowed(e, j->n, j->idx);
+  if (!streamed && !fixed && unit_size_direct(e, j->n, j->idx, value) == 0)
+    return 0;
   char ikey[4096];
   struct lxindex_id id;
   struct lxindex_rec rec;
@@ -407,17 +403,21 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
     *value = rec.text_size | UNIT_SIZE_CLAIM;
     return 0;
   }
-  if (streamed) { /* the version before the pass: a change after it is a
-                     new version, never this size under it */
+  if (streamed || fixed) { /* the version before the pass: a change after
+                              it is a new version, never this size under
+                              it */
     have_id = have_id ||
               unit_ident(e, j->n, j->idx, 0, 0, ikey, sizeof ikey, &id) == 0;
-    int rc = unit_size_streamed(e, j->n, j->idx, value, err);
+    int rc = fixed ? ufixed_size(e, j->n, j->idx, value, err)
+                   : unit_size_streamed(e, j->n, j->idx, value, err);
     if (rc == 0) {
       rec = (struct lxindex_rec){*value, nin};
       if (have_id)
         lxindex_store(e->lx, &id, &rec); /* a failure: learned again */
       return 0;
     }
+    if (rc < 0 && fixed)
+      return rc; /* logged and named by the pass */
     if (rc < 0) {
       char key[4096];
       if (unit_store_key(j->n, j->idx, key, sizeof key, &(struct zerr){0}) < 0)
@@ -488,19 +488,15 @@ int unit_size_verify(struct engine *e, const struct znode *n,
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   if (held && !(truth & UNIT_SIZE_CLAIM))
     rc = 0; /* this mount knows it (a decode, the index ends) */
-  else if (ufixed_windowed(e, n, idx)) {
-    rc = ufixed_size(e, n, idx, &truth, err);
-    if (rc < 0)
-      return rc; /* logged and named by the pass */
-    if (rc == 0) {
-      memo_value_put(e->memo, &k, truth);
-      said = 0;
-    }
-  } else if (unit_stream_windowed(e, n, idx)) {
+  else if (unit_stream_windowed(e, n, idx) || ufixed_windowed(e, n, idx)) {
     char ikey[4096];
     struct lxindex_id id;
     int have_id = unit_ident(e, n, idx, 0, 0, ikey, sizeof ikey, &id) == 0;
-    rc = unit_size_streamed(e, n, idx, &truth, err);
+    int fixed = !unit_stream_windowed(e, n, idx);
+    rc = fixed ? ufixed_size(e, n, idx, &truth, err)
+               : unit_size_streamed(e, n, idx, &truth, err);
+    if (rc < 0 && fixed)
+      return rc; /* logged and named by the pass */
     if (rc < 0) {
       unit_log_failure(e, key, err);
       return zerr_prefix(err, "chunk %s: ", key);

@@ -12,7 +12,10 @@
 #      mount;
 #   2. a V3 `bytes`-only chunk of 5,000,000 float64 (zarrfs-mkstore
 #      numeric --codec none): `cat` exact within the bound, and with
-#      max_decode=8M.
+#      max_decode=8M;
+#   3. that chunk's text size (learned by one pass of ranged reads) kept in
+#      the persistent index (-o index_cache): a second mount's `stat`
+#      answers it reading under 1 MiB.
 # Under AddressSanitizer or ThreadSanitizer the peaks are printed, not
 # checked (their shadow memory is not zarrfs').
 . "$(dirname "$0")/lib.sh"
@@ -129,5 +132,23 @@ cat_within v1 "$D/v3" "$BASE" "V3 bytes-only 40 MB chunk" \
   "values.txt=$ZT_TMP/v3.txt"
 cat_within v2 "$D/v3" "$BASE,max_decode=8M" "V3 bytes-only, max_decode=8M" \
   "values.txt=$ZT_TMP/v3.txt" "c/0.txt=$ZT_TMP/v3.txt"
+
+# ---- 3. the chunk's text size from the persistent index ----
+IX=$(zt_mkdir ix)
+read_kb=
+for pass in 1 2; do
+  M=$(zt_mkdir "ix$pass")
+  if zmount "$D/v3" "$M" -o "cache_size=${CACHE_MB}M,index_cache=$IX"; then
+    assert_eq "V3 bytes-only, mount $pass: stat size exact" \
+      "$(stat -c %s "$ZT_TMP/v3.txt")" "$(stat -c %s "$M/values.txt")"
+    read_kb=$(($(zt_rchar "$ZT_PID") / 1024))
+    zumount "$M"
+  fi
+done
+if [ "$read_kb" ]; then
+  [ "$read_kb" -lt 1024 ] || say "  second mount read $read_kb KiB"
+  assert_eq "V3 bytes-only: a second mount's stat reads < 1 MiB" 1 \
+    "$([ "$read_kb" -lt 1024 ] && echo 1 || echo 0)"
+fi
 
 finish
