@@ -14,7 +14,7 @@
 #   snapshots    ls .zarrfs/snapshots (1,000 names, no snapshot file read)
 #   enter one    ls .zarrfs/snapshots/ID/scale/values (that snapshot alone)
 #   RSS          the daemon's VmHWM after all of the above
-# The mounts' layout index (XDG_CACHE_HOME) is a directory of this run,
+# The mounts' size index (XDG_CACHE_HOME) is a directory of this run,
 # empty at its start, so that a run does not load what earlier ones
 # learned.
 # References, timed in the same run: mounting the small fixture

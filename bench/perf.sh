@@ -11,7 +11,9 @@
 # in the page cache), stat values.txt then cat, tail -c 200 of
 # the string stores and ls -l c/ of the uncompressed one (seconds and bytes
 # read: rchar of /proc/PID/io), the daemon's peak RSS (VmHWM) while it
-# serves 10x its cache_size, and ls / ls -l of a K-key kerchunk directory.
+# serves 10x its cache_size, and ls / ls -l of a K-key kerchunk directory;
+# with perf installed, the kernel's page clearing as a share of the
+# daemon's samples during one more cat of the vlen-utf8 and float64 stores.
 # References timed in the same run: the FUSE limit (bench/memfs serving the
 # same text from memory, with zarrfs' FUSE settings), zstd -dc of the
 # stores' compressed bytes, zarr-python 2.x dumping the same data as lines,
@@ -427,6 +429,41 @@ measure vnone vnone.zarr s15 "" "15 B strings, zarrs.vlen uncompressed"
 measure s40 s40.zarr s40 s40 "40 B strings, zarrs.vlen + zstd"
 measure f64 f64.zarr f64 f64 "float64, zstd"
 measure i32 i32.zarr i32 i32 "int32, zstd"
+
+# ---- the kernel's page clearing in the daemon (perf record) ----
+
+# clear_share STORE: one more fresh-mount cat of STORE's values.txt with
+# the daemon under `perf record`; CLEAR: the percentage of its samples in
+# the kernel's page clearing (clear_page_*, clear_huge_page, folio_zero_*:
+# pages the daemon touched for the first time), empty when perf cannot
+# record here.
+clear_share() {
+  local data=$WORK/clear.data pid
+  CLEAR=""
+  command -v perf >/dev/null || return 0
+  STORE=$1
+  fresh_zarrfs
+  perf record -q -F 999 -p "$DAEMON" -o "$data" >/dev/null 2>&1 &
+  pid=$!
+  sleep 0.5
+  lim cat "$MNT/values.txt" >/dev/null
+  kill -INT "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  unmount_store
+  [ -s "$data" ] || return 0
+  CLEAR=$(perf report -i "$data" --no-children --sort sym --stdio 2>/dev/null |
+    awk '/^ *[0-9.]+%/ { p = $1; sub("%", "", p); t += p
+      if ($0 ~ /clear_page|clear_huge_page|folio_zero/) c += p }
+      END { if (t > 0) printf "%.1f", 100 * c / t }')
+  rm -f "$data"
+}
+say "page clearing (perf record)"
+for t in utf8:"15 B strings, vlen-utf8 + zstd" f64:"float64, zstd"; do
+  clear_share "$D/${t%%:*}.zarr"
+  [ -n "$CLEAR" ] || continue
+  out "${t#*:}: kernel page clearing, share of the daemon's samples during cat values.txt" \
+    "$CLEAR%" "" "" "" "< 5%: $(met 'a < 5' "$CLEAR" 1)"
+done
 
 # ---- peak RSS while serving 10x cache_size (one run) ----
 

@@ -2,7 +2,7 @@
  * its earlier name `optional`) for optional fixed-size types, optional
  * strings and bytes, and nested optional types.
  *
- * Chunk layout, as zarrs writes it:
+ * Chunk format, as zarrs writes it:
  *   mask_len (u64 LE) | data_len (u64 LE) | MASK | DATA
  * MASK is the chunk's bool array (non-zero: the value is present) encoded
  * by mask_codecs (zarrs uses packbits); DATA is only the present values, in

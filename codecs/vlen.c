@@ -1,6 +1,6 @@
 /* vlen.c - the `zarrs.vlen` array->bytes codec for variable-length types.
  *
- * Chunk layout (see shared/reference/zarrs-vlen.md section 1):
+ * Chunk format (see shared/reference/zarrs-vlen.md section 1):
  *   start:  L(u64 LE) | IDX | DAT        end:  DAT | IDX | L(u64 LE)
  * IDX is the n+1 offsets encoded by index_codecs; DAT the element bytes
  * encoded by data_codecs (absent when there are no data bytes).

@@ -19,7 +19,7 @@
 #include "views/view.h"
 
 /* Free an open file or directory (unlinked already). */
-void handle_free(struct engine *e, struct zfs_handle *h) {
+void fuse_ctx_handle_free(struct engine *e, struct zfs_handle *h) {
   if (h->is_dir) {
     struct zfs_dir *d = (struct zfs_dir *)h;
     ns_dir_free(d->list);
@@ -35,7 +35,7 @@ void handle_free(struct engine *e, struct zfs_handle *h) {
 
 /* inodes_free's callback: an open handle of engine ctx. */
 static void handle_free_cb(void *ctx, struct zfs_handle *h) {
-  handle_free(ctx, h);
+  fuse_ctx_handle_free(ctx, h);
 }
 
 /* See fuse_ops.h. */
@@ -47,23 +47,26 @@ void zfs_inodes_free(struct zfs_inodes *t, struct engine *e) {
 }
 
 /* The mount context of a request. */
-struct zfs_fuse_ctx *ctx_of(fuse_req_t req) {
+struct zfs_fuse_ctx *fuse_ctx_of(fuse_req_t req) {
   return fuse_req_userdata(req);
 }
 
 /* Reply with errno errnum (positive), counted by kind in the mount's
  * statistics: every error reply goes through here. */
-void reply_err(fuse_req_t req, int errnum) {
-  stats_error(&ctx_of(req)->engine->stats, errnum);
+void fuse_ctx_reply_err(fuse_req_t req, int errnum) {
+  stats_error(&fuse_ctx_of(req)->engine->stats, errnum);
   fuse_reply_err(req, errnum);
 }
 
 /* Reply with an internal error. */
-void reply_rc(fuse_req_t req, int rc) { reply_err(req, -zfs_errno(rc)); }
+void fuse_ctx_reply_rc(fuse_req_t req, int rc) {
+  fuse_ctx_reply_err(req, -zfs_errno(rc));
+}
 
 /* Fill a stat for a name of this kind and size. */
-void fill_stat(const struct zfs_fuse_ctx *c, enum ns_kind kind, uint64_t size,
-               int64_t mtime, fuse_ino_t ino, struct stat *st) {
+void fuse_ctx_fill_stat(const struct zfs_fuse_ctx *c, enum ns_kind kind,
+                        uint64_t size, int64_t mtime, fuse_ino_t ino,
+                        struct stat *st) {
   memset(st, 0, sizeof *st);
   if (kind == NS_DIR) {
     st->st_mode = S_IFDIR | (0555 & ~c->cfg.dmask);
@@ -94,15 +97,15 @@ void fill_stat(const struct zfs_fuse_ctx *c, enum ns_kind kind, uint64_t size,
 
 /* Log a failure the engine did not already report (through the engine's
  * log, so a repeated failure is one line). */
-void log_fs_error(struct zfs_fuse_ctx *c, const char *key,
-                  const struct zerr *err) {
+void fuse_ctx_log_error(struct zfs_fuse_ctx *c, const char *key,
+                        const struct zerr *err) {
   if (err->code != EINTR)
     engine_log(c->engine, key, err->msg);
 }
 
 /* For a debug line: "N bytes" (rc >= 0, the size or count n), else
  * what the error is. */
-const char *dbg_result(long rc, long long n, char *buf, size_t cap) {
+const char *fuse_ctx_dbg_result(long rc, long long n, char *buf, size_t cap) {
   if (rc < 0)
     return strerror((int)-rc);
   snprintf(buf, cap, "%lld bytes", n);
@@ -124,7 +127,7 @@ static void on_interrupt(fuse_req_t req, void *tok) {
 
 /* From here to work_end, req's work is abandoned when req is interrupted
  * (also when it was before this: libfuse calls back at once). */
-void work_begin(fuse_req_t req, struct cancel *tok) {
+void fuse_ctx_work_begin(fuse_req_t req, struct cancel *tok) {
   cancel_init(tok);
   cancel_enter(tok);
   fuse_req_interrupt_func(req, on_interrupt, tok);
@@ -132,7 +135,7 @@ void work_begin(fuse_req_t req, struct cancel *tok) {
 
 /* Before the reply: no callback is running or will run after this (libfuse
  * holds the request's lock while it calls back), so tok may go. */
-void work_end(fuse_req_t req) {
+void fuse_ctx_work_end(fuse_req_t req) {
   fuse_req_interrupt_func(req, NULL, NULL);
   cancel_leave(NULL);
 }
@@ -144,8 +147,8 @@ void work_end(fuse_req_t req) {
 /* Did rc (-EINTR) come from another request's abandonment (a fill it
  * waited for, given up by its reader), not tok's or the shutdown? Then do
  * the work again: what was abandoned is transient, and forgotten. */
-int work_again(const struct zfs_fuse_ctx *c, const struct cancel *tok, long rc,
-               int *tries) {
+int fuse_ctx_work_again(const struct zfs_fuse_ctx *c, const struct cancel *tok,
+                        long rc, int *tries) {
   return rc == -EINTR && !cancel_raised(tok) && !engine_stopping(c->engine) &&
          (*tries)++ < WORK_RETRIES;
 }
@@ -153,15 +156,15 @@ int work_again(const struct zfs_fuse_ctx *c, const struct cancel *tok, long rc,
 /* Resolve a store key and size it: the attributes stat shows. "No such
  * file" is an answer; a failure to find out (a server failing) is said in
  * the log (sizes log their failures where they decode). */
-int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
-             uint64_t wait_ns, struct stat *st, int *unknown) {
+int fuse_ctx_stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
+                      uint64_t wait_ns, struct stat *st, int *unknown) {
   struct ns_entry *ent = malloc(sizeof *ent);
   if (!ent)
     return -ENOMEM;
   struct zerr err = {0};
   int rc = ns_resolve(c->engine, key, ent, &err);
   if (rc < 0 && rc != -ENOENT && rc != -ENOTDIR && rc != -ENAMETOOLONG)
-    log_fs_error(c, key, &err);
+    fuse_ctx_log_error(c, key, &err);
   uint64_t size = 0;
   struct engine_req rq; /* the watchdog says when sizing runs long */
   engine_req_begin(c->engine, &rq, key, 0, ENGINE_REQ_SIZE);
@@ -173,7 +176,7 @@ int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
   }
   engine_req_end(c->engine, &rq);
   if (rc == 0)
-    fill_stat(c, ent->kind, size, ent->mtime, ino, st);
+    fuse_ctx_fill_stat(c, ent->kind, size, ent->mtime, ino, st);
   free(ent);
   return rc;
 }

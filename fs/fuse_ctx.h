@@ -101,34 +101,35 @@ struct zfs_dir {
 };
 
 /* Free an open file or directory (unlinked already). */
-void handle_free(struct engine *e, struct zfs_handle *h);
+void fuse_ctx_handle_free(struct engine *e, struct zfs_handle *h);
 
 /* The mount context of a request. */
-struct zfs_fuse_ctx *ctx_of(fuse_req_t req);
+struct zfs_fuse_ctx *fuse_ctx_of(fuse_req_t req);
 /* Reply with errno errnum (positive), counted in the mount's statistics. */
-void reply_err(fuse_req_t req, int errnum);
+void fuse_ctx_reply_err(fuse_req_t req, int errnum);
 /* Reply with an internal error (a negative errno, mapped by zfs_errno). */
-void reply_rc(fuse_req_t req, int rc);
+void fuse_ctx_reply_rc(fuse_req_t req, int rc);
 /* Fill a stat for a name of this kind, size and time (ns). */
-void fill_stat(const struct zfs_fuse_ctx *c, enum ns_kind kind, uint64_t size,
-               int64_t mtime, fuse_ino_t ino, struct stat *st);
+void fuse_ctx_fill_stat(const struct zfs_fuse_ctx *c, enum ns_kind kind,
+                        uint64_t size, int64_t mtime, fuse_ino_t ino,
+                        struct stat *st);
 /* Log a failure the engine did not already report. */
-void log_fs_error(struct zfs_fuse_ctx *c, const char *key,
-                  const struct zerr *err);
+void fuse_ctx_log_error(struct zfs_fuse_ctx *c, const char *key,
+                        const struct zerr *err);
 /* For a debug line: "N bytes", else what the error rc is (in buf). */
-const char *dbg_result(long rc, long long n, char *buf, size_t cap);
+const char *fuse_ctx_dbg_result(long rc, long long n, char *buf, size_t cap);
 
 /* From work_begin to work_end, req's work is abandoned when the kernel
  * interrupts it (tok is raised; the engine gives up with -EINTR). */
-void work_begin(fuse_req_t req, struct cancel *tok);
-void work_end(fuse_req_t req);
+void fuse_ctx_work_begin(fuse_req_t req, struct cancel *tok);
+void fuse_ctx_work_end(fuse_req_t req);
 /* Should the work that gave rc be done again (another request's
  * abandonment reached it, not tok's)? Counts *tries. */
-int work_again(const struct zfs_fuse_ctx *c, const struct cancel *tok, long rc,
-               int *tries);
+int fuse_ctx_work_again(const struct zfs_fuse_ctx *c, const struct cancel *tok,
+                        long rc, int *tries);
 /* Resolve a store key and size it (waiting at most wait_ns): the
  * attributes stat shows; *unknown when the size is not known yet. */
-int stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
-             uint64_t wait_ns, struct stat *st, int *unknown);
+int fuse_ctx_stat_key(struct zfs_fuse_ctx *c, const char *key, fuse_ino_t ino,
+                      uint64_t wait_ns, struct stat *st, int *unknown);
 
 #endif

@@ -47,11 +47,11 @@ static void zfs_init(void *userdata, struct fuse_conn_info *conn) {
 
 /* lookup: the entry with its attributes; "no such file" is cached too. */
 static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
-  struct zfs_fuse_ctx *c = ctx_of(req);
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
   stats_request(&c->engine->stats, STATS_LOOKUP);
   struct zfs_inode *p = inodes_get(c->inodes, parent);
   if (!p) {
-    reply_err(req, ESTALE);
+    fuse_ctx_reply_err(req, ESTALE);
     return;
   }
   char path[4096];
@@ -60,16 +60,17 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
   memset(&e, 0, sizeof e);
   struct cancel tok;
   int rc = (int)len, tries = 0, unknown = 0;
-  work_begin(req, &tok);
+  fuse_ctx_work_begin(req, &tok);
   do
     rc = len < 0 ? (int)len
-                 : stat_key(c, path, 0, c->cfg.size_wait_ns, &e.attr, &unknown);
-  while (work_again(c, &tok, rc, &tries));
-  work_end(req);
+                 : fuse_ctx_stat_key(c, path, 0, c->cfg.size_wait_ns, &e.attr,
+                                     &unknown);
+  while (fuse_ctx_work_again(c, &tok, rc, &tries));
+  fuse_ctx_work_end(req);
   char db[32];
-  engine_debug(c->engine, ENGINE_DEBUG_REQUEST, "lookup /%s: %s",
-               len < 0 ? name : path,
-               dbg_result(rc, (long long)e.attr.st_size, db, sizeof db));
+  engine_debug(
+      c->engine, ENGINE_DEBUG_REQUEST, "lookup /%s: %s", len < 0 ? name : path,
+      fuse_ctx_dbg_result(rc, (long long)e.attr.st_size, db, sizeof db));
   if (rc == -ENOENT) { /* a negative entry: the kernel remembers it */
     stats_error(&c->engine->stats, ENOENT);
     e.ino = 0;
@@ -78,12 +79,12 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     return;
   }
   if (rc < 0) {
-    reply_rc(req, rc);
+    fuse_ctx_reply_rc(req, rc);
     return;
   }
   e.ino = inodes_ref(c->inodes, path, (size_t)len);
   if (!e.ino) {
-    reply_err(req, ENOMEM);
+    fuse_ctx_reply_err(req, ENOMEM);
     return;
   }
   e.attr.st_ino = e.ino;
@@ -95,14 +96,14 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
 
 /* forget: the kernel dropped nlookup references. */
 static void zfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-  inodes_forget(ctx_of(req)->inodes, ino, nlookup);
+  inodes_forget(fuse_ctx_of(req)->inodes, ino, nlookup);
   fuse_reply_none(req);
 }
 
 /* Many forgets in one request (cache pressure, unmount). */
 static void zfs_forget_multi(fuse_req_t req, size_t count,
                              struct fuse_forget_data *forgets) {
-  struct zfs_inodes *t = ctx_of(req)->inodes;
+  struct zfs_inodes *t = fuse_ctx_of(req)->inodes;
   for (size_t i = 0; i < count; i++)
     inodes_forget(t, forgets[i].ino, forgets[i].nlookup);
   fuse_reply_none(req);
@@ -116,35 +117,35 @@ static void zfs_forget_multi(fuse_req_t req, size_t count,
  * for the exact size, since its caller looks for where the text ends. */
 static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
                         struct fuse_file_info *fi) {
-  struct zfs_fuse_ctx *c = ctx_of(req);
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
   stats_request(&c->engine->stats, STATS_GETATTR);
   struct zfs_inode *in = inodes_get(c->inodes, ino);
   if (!in) {
-    reply_err(req, ESTALE);
+    fuse_ctx_reply_err(req, ESTALE);
     return;
   }
   struct stat st;
   const struct zfs_file *f =
       fi ? (const struct zfs_file *)(uintptr_t)fi->fh : NULL;
   if (f && !f->h.is_dir && f->text) {
-    fill_stat(c, f->ent.kind, f->text_len, f->ent.mtime, ino, &st);
+    fuse_ctx_fill_stat(c, f->ent.kind, f->text_len, f->ent.mtime, ino, &st);
     fuse_reply_attr(req, &st, 0);
     return;
   }
   struct cancel tok;
   int rc, tries = 0, unknown = 0;
   uint64_t wait = fi ? UINT64_MAX : c->cfg.size_wait_ns;
-  work_begin(req, &tok);
+  fuse_ctx_work_begin(req, &tok);
   do
-    rc = stat_key(c, in->path, ino, wait, &st, &unknown);
-  while (work_again(c, &tok, rc, &tries));
-  work_end(req);
+    rc = fuse_ctx_stat_key(c, in->path, ino, wait, &st, &unknown);
+  while (fuse_ctx_work_again(c, &tok, rc, &tries));
+  fuse_ctx_work_end(req);
   char db[32];
-  engine_debug(
-      c->engine, ENGINE_DEBUG_REQUEST, "stat /%s: %s", in->path,
-      dbg_result(rc, rc < 0 ? 0 : (long long)st.st_size, db, sizeof db));
+  engine_debug(c->engine, ENGINE_DEBUG_REQUEST, "stat /%s: %s", in->path,
+               fuse_ctx_dbg_result(rc, rc < 0 ? 0 : (long long)st.st_size, db,
+                                   sizeof db));
   if (rc < 0)
-    reply_rc(req, rc);
+    fuse_ctx_reply_rc(req, rc);
   else
     fuse_reply_attr(req, &st, unknown ? 0 : c->cfg.attr_timeout);
 }
@@ -155,11 +156,11 @@ static void zfs_opendir(fuse_req_t req, fuse_ino_t ino,
   (void)ino;
   struct zfs_dir *d = calloc(1, sizeof *d);
   if (!d) {
-    reply_err(req, ENOMEM);
+    fuse_ctx_reply_err(req, ENOMEM);
     return;
   }
   atomic_init(&d->refs, 1);
-  struct zfs_inodes *t = ctx_of(req)->inodes;
+  struct zfs_inodes *t = fuse_ctx_of(req)->inodes;
   inodes_handle_add(t, &d->h, 1);
   fi->fh = (uint64_t)(uintptr_t)d;
   if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
@@ -177,7 +178,7 @@ static void zfs_opendir(fuse_req_t req, fuse_ino_t ino,
 /* Drop a reference to an open directory; the last frees it. */
 static void dir_put(struct engine *e, struct zfs_dir *d) {
   if (atomic_fetch_sub(&d->refs, 1) == 1)
-    handle_free(e, &d->h);
+    fuse_ctx_handle_free(e, &d->h);
 }
 
 /* de (name i of the listing; its path, len bytes) without attributes:
@@ -240,23 +241,23 @@ static void dir_learn_ahead(struct zfs_fuse_ctx *c, struct zfs_dir *d,
  * ls reads it too. */
 static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info *fi, int plus) {
-  struct zfs_fuse_ctx *c = ctx_of(req);
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
   stats_request(&c->engine->stats, STATS_READDIR);
   struct zfs_dir *d = (struct zfs_dir *)(uintptr_t)fi->fh;
   struct zfs_inode *in = inodes_get(c->inodes, ino);
   if (!in) {
-    reply_err(req, ESTALE);
+    fuse_ctx_reply_err(req, ESTALE);
     return;
   }
   int rc = 0, tries = 0;
   struct cancel tok;
-  work_begin(req, &tok);
+  fuse_ctx_work_begin(req, &tok);
   while (!d->list) {
     struct zerr err = {0};
     rc = ns_dir_open(c->engine, in->path, &d->list, &err);
-    if (rc == 0 || !work_again(c, &tok, rc, &tries)) {
+    if (rc == 0 || !fuse_ctx_work_again(c, &tok, rc, &tries)) {
       if (rc < 0 && rc != -ENOENT)
-        log_fs_error(c, in->path, &err);
+        fuse_ctx_log_error(c, in->path, &err);
       break;
     }
   }
@@ -267,8 +268,8 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   if (rc == 0 && !buf)
     rc = -ENOMEM;
   if (rc < 0) {
-    work_end(req);
-    reply_rc(req, rc);
+    fuse_ctx_work_end(req);
+    fuse_ctx_reply_rc(req, rc);
     return;
   }
   size_t used = 0;
@@ -304,7 +305,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       dir_attr(c, d, pos - 2, path, len, &de, budget ? &budget : &none);
     if (pos >= 2 && de.attr && len >= 0 &&
         (e.ino = inodes_ref(c->inodes, path, (size_t)len))) {
-      fill_stat(c, de.kind, de.size, de.mtime, e.ino, &e.attr);
+      fuse_ctx_fill_stat(c, de.kind, de.size, de.mtime, e.ino, &e.attr);
       e.attr_timeout = c->cfg.attr_timeout;
       e.entry_timeout = c->cfg.attr_timeout;
     } else {
@@ -326,7 +327,7 @@ static void dir_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   }
   /* A reply that cannot be sent (interrupted) leaves inodes the kernel
    * never saw: they stay until unmount, as in libfuse. */
-  work_end(req);
+  fuse_ctx_work_end(req);
   engine_debug(c->engine, ENGINE_DEBUG_REQUEST,
                "readdir /%s from %lld: %llu names", in->path, (long long)off,
                (unsigned long long)(pos - (off < 0 ? 0 : (uint64_t)off)));
@@ -352,8 +353,8 @@ static void zfs_releasedir(fuse_req_t req, fuse_ino_t ino,
   (void)ino;
   struct zfs_dir *d = (struct zfs_dir *)(uintptr_t)fi->fh;
   if (d) {
-    inodes_handle_del(ctx_of(req)->inodes, &d->h);
-    dir_put(ctx_of(req)->engine, d);
+    inodes_handle_del(fuse_ctx_of(req)->inodes, &d->h);
+    dir_put(fuse_ctx_of(req)->engine, d);
   }
   fuse_reply_err(req, 0);
 }
@@ -369,12 +370,12 @@ static int open_file(struct zfs_fuse_ctx *c, const char *path,
   if (rc == 0 && f->ent.kind == NS_RAW) {
     rc = store_get(f->ent.eng->store, f->ent.key, &f->raw, &err);
     if (rc < 0 && rc != -ENOENT)
-      log_fs_error(c, path, &err);
+      fuse_ctx_log_error(c, path, &err);
   }
   if (rc == 0 && ns_text_whole(&f->ent)) { /* one snapshot per open */
     rc = ns_text(c->engine, &f->ent, &f->text, &f->text_len, &err);
     if (rc < 0 && rc != -EINTR)
-      log_fs_error(c, path, &err);
+      fuse_ctx_log_error(c, path, &err);
   }
   if (rc < 0)
     return rc;
@@ -393,30 +394,30 @@ static int open_file(struct zfs_fuse_ctx *c, const char *path,
 /* open: read-only; raw files keep their byte source open. */
 static void zfs_open(fuse_req_t req, fuse_ino_t ino,
                      struct fuse_file_info *fi) {
-  struct zfs_fuse_ctx *c = ctx_of(req);
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
   stats_request(&c->engine->stats, STATS_OPEN);
   if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-    reply_err(req, EROFS);
+    fuse_ctx_reply_err(req, EROFS);
     return;
   }
   struct zfs_inode *in = inodes_get(c->inodes, ino);
   if (!in) {
-    reply_err(req, ESTALE);
+    fuse_ctx_reply_err(req, ESTALE);
     return;
   }
   struct engine *e = c->engine;
   struct zfs_file *f = calloc(1, sizeof *f);
   if (!f) {
-    reply_err(req, ENOMEM);
+    fuse_ctx_reply_err(req, ENOMEM);
     return;
   }
   struct cancel tok;
   int rc, direct = 0, tries = 0;
-  work_begin(req, &tok);
+  fuse_ctx_work_begin(req, &tok);
   do
     rc = open_file(c, in->path, f, &direct);
-  while (work_again(c, &tok, rc, &tries));
-  work_end(req);
+  while (fuse_ctx_work_again(c, &tok, rc, &tries));
+  fuse_ctx_work_end(req);
   engine_debug(c->engine, ENGINE_DEBUG_REQUEST, "open /%s: %s", in->path,
                rc < 0       ? strerror(-rc)
                : direct > 0 ? "direct I/O"
@@ -425,7 +426,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
     f->cur = view_cursor_new(); /* NULL only costs re-decoding */
   if (rc < 0) {
     free(f);
-    reply_rc(req, rc);
+    fuse_ctx_reply_rc(req, rc);
     return;
   }
   inodes_handle_add(c->inodes, &f->h, 0);
@@ -442,7 +443,7 @@ static void zfs_open(fuse_req_t req, fuse_ino_t ino,
   }
   if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted */
     inodes_handle_del(c->inodes, &f->h);
-    handle_free(e, &f->h);
+    fuse_ctx_handle_free(e, &f->h);
   }
 }
 
@@ -454,7 +455,7 @@ static long read_file(struct zfs_fuse_ctx *c, struct zfs_file *f, uint64_t off,
   if (f->raw) {
     int rc = bytesrc_read_range(f->raw, off, size, buf, err);
     if (rc < 0)
-      log_fs_error(c, f->ent.key, err);
+      fuse_ctx_log_error(c, f->ent.key, err);
     return rc < 0 ? rc : (long)size;
   }
   if (f->text)
@@ -475,12 +476,12 @@ static long read_file(struct zfs_fuse_ctx *c, struct zfs_file *f, uint64_t off,
 /* read: raw bytes or rendered text. */
 static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info *fi) {
-  struct zfs_fuse_ctx *c = ctx_of(req);
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
   stats_request(&c->engine->stats, STATS_READ);
   struct zfs_file *f = (struct zfs_file *)(uintptr_t)fi->fh;
   struct zerr err = {0};
   if (off < 0) {
-    reply_err(req, EINVAL);
+    fuse_ctx_reply_err(req, EINVAL);
     return;
   }
   if (f->raw) {
@@ -494,7 +495,7 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   }
   char *buf = malloc(size ? size : 1);
   if (!buf) {
-    reply_err(req, ENOMEM);
+    fuse_ctx_reply_err(req, ENOMEM);
     return;
   }
   long n;
@@ -503,28 +504,28 @@ static void zfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   const struct zfs_inode *in = inodes_get(c->inodes, ino); /* open: held */
   struct cancel tok;
   int tries = 0;
-  work_begin(req, &tok);
+  fuse_ctx_work_begin(req, &tok);
   engine_req_begin(c->engine, &rq, in ? in->path : f->ent.key, (uint64_t)off,
                    size);
   do {
     n = read_file(c, f, (uint64_t)off, size, buf, &lend, &err);
-  } while (work_again(c, &tok, n, &tries));
+  } while (fuse_ctx_work_again(c, &tok, n, &tries));
   /* With direct I/O a short read is not the end: the text before a unit
    * that fails (a bad chunk) goes out, the next read fails at it. */
   if (n < 0 && f->direct && !f->raw)
     n = ns_read_before_failure(c->engine, &f->ent, (uint64_t)off, size, buf, n);
   engine_req_end(c->engine, &rq);
-  work_end(req);
+  fuse_ctx_work_end(req);
   char db[32];
   engine_debug(c->engine, ENGINE_DEBUG_REQUEST, "read /%s: %zu at %lld: %s",
                in ? in->path : f->ent.key, size, (long long)off,
-               dbg_result(n, n, db, sizeof db));
+               fuse_ctx_dbg_result(n, n, db, sizeof db));
   /* Once replied, the file may be closed and freed by another thread
    * before this one goes on: nothing of f is touched after the reply (a
    * lent slice holds its cursor). */
   struct view_cursor *cur = f->cur;
   if (n < 0) {
-    reply_rc(req, (int)n);
+    fuse_ctx_reply_rc(req, (int)n);
   } else {
     stats_add(&c->engine->stats.bytes_served, (uint64_t)n);
     fuse_reply_buf(req, lend.bytes ? lend.bytes : buf, (size_t)n);
@@ -539,8 +540,8 @@ static void zfs_release(fuse_req_t req, fuse_ino_t ino,
   (void)ino;
   struct zfs_file *f = (struct zfs_file *)(uintptr_t)fi->fh;
   if (f) {
-    inodes_handle_del(ctx_of(req)->inodes, &f->h);
-    handle_free(ctx_of(req)->engine, &f->h);
+    inodes_handle_del(fuse_ctx_of(req)->inodes, &f->h);
+    fuse_ctx_handle_free(fuse_ctx_of(req)->engine, &f->h);
   }
   fuse_reply_err(req, 0);
 }
@@ -549,7 +550,7 @@ static void zfs_release(fuse_req_t req, fuse_ino_t ino,
  * where a bounded walk knows them (a local store), else 0. */
 static void zfs_statfs(fuse_req_t req, fuse_ino_t ino) {
   (void)ino;
-  struct zfs_fuse_ctx *c = ctx_of(req);
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
   int state = 0;
   if (__atomic_compare_exchange_n(&c->usage_state, &state, 3, 0,
                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -575,37 +576,37 @@ static void zfs_statfs(fuse_req_t req, fuse_ino_t ino) {
 
 /* access: writes never; otherwise the name must exist. */
 static void zfs_access(fuse_req_t req, fuse_ino_t ino, int mask) {
-  struct zfs_fuse_ctx *c = ctx_of(req);
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
   if (mask & W_OK) {
-    reply_err(req, EROFS);
+    fuse_ctx_reply_err(req, EROFS);
     return;
   }
   struct zfs_inode *in = inodes_get(c->inodes, ino);
   if (!in) {
-    reply_err(req, ESTALE);
+    fuse_ctx_reply_err(req, ESTALE);
     return;
   }
   struct ns_entry *ent = malloc(sizeof *ent);
   if (!ent) {
-    reply_err(req, ENOMEM);
+    fuse_ctx_reply_err(req, ENOMEM);
     return;
   }
   struct cancel tok;
   int rc, tries = 0;
-  work_begin(req, &tok);
+  fuse_ctx_work_begin(req, &tok);
   do
     rc = ns_resolve(c->engine, in->path, ent, NULL);
-  while (work_again(c, &tok, rc, &tries));
-  work_end(req);
+  while (fuse_ctx_work_again(c, &tok, rc, &tries));
+  fuse_ctx_work_end(req);
   free(ent);
-  reply_err(req, rc < 0 ? -zfs_errno(rc) : 0);
+  fuse_ctx_reply_err(req, rc < 0 ? -zfs_errno(rc) : 0);
 }
 
 /* The node an inode's path names when it is a directory (an array, a
  * group, or a directory without metadata: ZNODE_NONE), else NULL with
  * *rc set (0 for a file: it simply has no attributes). */
 static const struct znode *xattr_node(fuse_req_t req, fuse_ino_t ino, int *rc) {
-  struct zfs_fuse_ctx *c = ctx_of(req);
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
   struct zfs_inode *in = inodes_get(c->inodes, ino);
   *rc = 0;
   if (!in) {
@@ -631,13 +632,13 @@ static const struct znode *xattr_node(fuse_req_t req, fuse_ino_t ino, int *rc) {
 static void reply_xattr(fuse_req_t req, int rc, size_t size, char *value,
                         size_t len) {
   if (rc < 0)
-    reply_err(req, rc == -ENODATA || rc == -ESTALE || rc == -ENOMEM
-                       ? -rc
-                       : -zfs_errno(rc));
+    fuse_ctx_reply_err(req, rc == -ENODATA || rc == -ESTALE || rc == -ENOMEM
+                                ? -rc
+                                : -zfs_errno(rc));
   else if (size == 0)
     fuse_reply_xattr(req, len);
   else if (size < len)
-    reply_err(req, ERANGE);
+    fuse_ctx_reply_err(req, ERANGE);
   else
     fuse_reply_buf(req, value ? value : "", len);
   free(value);
@@ -649,20 +650,20 @@ static void xattr_request(fuse_req_t req, fuse_ino_t ino, const char *name,
                           size_t size) {
   /* Off (the default): ENOSYS, after which the kernel asks no more, so ls
    * -l costs no request per file for security.selinux and the ACLs. */
-  if (!ctx_of(req)->cfg.xattrs) {
-    reply_err(req, ENOSYS);
+  if (!fuse_ctx_of(req)->cfg.xattrs) {
+    fuse_ctx_reply_err(req, ENOSYS);
     return;
   }
   /* On: answer other names at once, without resolving the path. */
   if (name && strncmp(name, "user.zarr.", 10)) {
-    reply_err(req, ENODATA);
+    fuse_ctx_reply_err(req, ENODATA);
     return;
   }
   int rc;
   struct cancel tok;
-  work_begin(req, &tok);
+  fuse_ctx_work_begin(req, &tok);
   const struct znode *n = xattr_node(req, ino, &rc);
-  work_end(req);
+  fuse_ctx_work_end(req);
   char *v = NULL;
   size_t len = 0;
   if (n)
@@ -684,46 +685,46 @@ static void zfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 /* Everything that would write. */
 static void ro_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
                        int to_set, struct fuse_file_info *fi) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode, dev_t rdev) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
                        const char *name) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                     const char *newname) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
                      size_t size, off_t off, struct fuse_file_info *fi) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_create(fuse_req_t req, fuse_ino_t parent, const char *name,
                       mode_t mode, struct fuse_file_info *fi) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                         const char *value, size_t size, int flags) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 static void ro_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name) {
-  reply_err(req, EROFS);
+  fuse_ctx_reply_err(req, EROFS);
 }
 
 static const struct fuse_lowlevel_ops zfs_ops = {

@@ -255,15 +255,16 @@ static int engine_open(const struct cli_config *cfg, struct remote **remote,
     fprintf(stderr, "zarrfs: %s\n", err.msg);
     return -1;
   }
-  /* The persistent layout index, for local stores (records are keyed by
+  /* The persistent size index, for local stores (records are keyed by
    * the version of a chunk's bytes, src/store/store.h store_version); one
    * that cannot be opened or is refused (a directory others may write)
    * only means sizes are learned again. */
-  struct lxindex *lx = NULL;
+  struct sizeindex *sizeidx = NULL;
   if (cfg->index_cache && !(*e)->store->remote) {
-    if (lxindex_open(cfg->index_cache, cfg->index_cache_size, &lx, &err) < 0)
-      zlog(ZLOG_WARN, "no layout index: %s", err.msg);
-    engine_set_index(*e, lx);
+    if (sizeindex_open(cfg->index_cache, cfg->index_cache_size, &sizeidx,
+                       &err) < 0)
+      zlog(ZLOG_WARN, "no size index: %s", err.msg);
+    engine_set_index(*e, sizeidx);
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 /* cursor.c - per-open-file cursors: the pins a reader keeps, whether it
  * reads in sequence, and the units decoded ahead of it (see cursor.h). */
 #include "cursor.h"
+#include "cursor_int.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,98 +12,17 @@
 
 #include "../../src/util/pool.h"
 
-/* Units, rows and data sections a cursor keeps. */
-#define CURSOR_WINDOWS 4
 /* Released pins of at least this many bytes are handed back to the system
  * at once (cursor_room). */
 #define CURSOR_TRIM_MIN ((size_t)4 << 20)
-/* Units a reader may have decoded ahead of it. */
-#define CURSOR_AHEAD_MAX 8
-/* Bytes read in sequence before decoding ahead starts: `head`, `file`
- * and `tail` read less, and decode nothing they do not show. */
-#define CURSOR_AHEAD_AFTER (256u << 10)
-/* Reads this close to where the last one ended still count as in
- * sequence (the kernel's read-ahead sends several reads at once). */
-#define CURSOR_SEQ_SLACK (4u << 20)
-/* Chunks a reader may have named to its store ahead of it (fetched
- * meanwhile by a store with latency), and its first window: the window
- * doubles each time the reader reaches chunks it named, so a reader that
- * keeps up soon has many requests in flight, and one that stops costs
- * little. */
-#define CURSOR_PF_MAX 256
-#define CURSOR_PF_FIRST 8
+/* A reader's units queued as one job: consecutive units whose cost
+ * lately adds up to this many bytes, at most CURSOR_RUN_MAX of them. */
+#define CURSOR_RUN_BYTES (256u << 10)
+#define CURSOR_RUN_MAX 32
 /* Largest slab of text (bytes) named whole at a read from its start. */
 #define CURSOR_START_MAX ((uint64_t)64 << 20)
-/* Bytes of view text one slice job renders (the kernel's largest read, so
- * a reply is one slice), and most slices a reader may have ahead (fewer
- * when the ahead budget holds fewer). */
-#define CURSOR_SLICE (1u << 20)
-#define CURSOR_SLICES 16
-/* Slice buffers a cursor keeps for its next slices once their bytes are
- * served: fresh ones would cost the kernel a page fault and a zeroed
- * page every 4 KiB. */
-#define CURSOR_SPARES 4
 
 /* ---- cursors ---- */
-
-/* Units one cursor has decoded ahead (or is decoding). */
-struct ahead_slot {
-  uint64_t rl;           /* region-linear unit; AHEAD_FREE: slot unused */
-  int ready;             /* its job is done: the pins below (may be NULL) */
-  struct memo_ref *unit; /* the decoded unit */
-  struct memo_ref *data; /* its deferred data section, decoded */
-};
-#define AHEAD_FREE UINT64_MAX
-
-/* A slice's bytes: one reference held by its slot, one by each reply
- * that lends them (cursor_slice_lend). */
-struct slice_buf {
-  _Atomic int refs;
-  char data[];
-};
-
-/* A slice of the view's text rendered ahead. */
-enum { SLICE_FREE, SLICE_QUEUED, SLICE_RUNNING, SLICE_READY, SLICE_GONE };
-struct cursor_slice {
-  uint64_t off; /* view offset, a multiple of CURSOR_SLICE */
-  uint64_t gen; /* the job it belongs to (a slice let go gets a new one) */
-  int state;    /* SLICE_*; GONE: taken by the reader, or failed */
-  size_t len;   /* READY: bytes in buf (short at the end of the text) */
-  struct slice_buf *buf; /* READY: the slot's reference */
-};
-
-struct view_cursor {
-  pthread_mutex_t lock;                 /* guards what follows (cursor.h) */
-  _Atomic int refs;                     /* the open file's, one per job */
-  int closed;                           /* released: jobs drop what they made */
-  struct memo_ref *layout;              /* layout last read through */
-  struct memo_ref *win[CURSOR_WINDOWS]; /* most recently used first */
-  uint64_t next_off;                    /* where the reader's last read ended */
-  uint64_t seq;        /* bytes it has read in sequence up to there */
-  uint64_t ahead_next; /* next region-linear unit to queue */
-  size_t est;          /* cost of a unit lately read */
-  struct ahead_slot slot[CURSOR_AHEAD_MAX];
-  /* Chunks named to the store ahead (store_prefetch), oldest first. */
-  uint64_t pf_next; /* next region-linear unit to name */
-  uint32_t pf_win;  /* window in units (0: not fetching ahead) */
-  uint32_t npf;
-  struct cursor_pf {
-    uint64_t rl;
-    void *hint; /* the store's */
-  } pf[CURSOR_PF_MAX];
-  /* Slices of text rendered ahead; sl_cond: a job ended (a reader may be
-   * waiting for its slice). */
-  int renders; /* the last read rendered elements of a large unit */
-  uint64_t sl_gen;
-  pthread_cond_t sl_cond;
-  struct cursor_slice sl[CURSOR_SLICES];
-  struct slice_buf *spare[CURSOR_SPARES];
-  int nspare;
-  void *ext; /* a table reader's state (cursor_ext_swap) */
-  void (*ext_free)(struct engine *e, void *p);
-};
-
-static void slice_buf_put(struct view_cursor *c, struct slice_buf *b);
 
 /* An empty cursor. */
 struct view_cursor *cursor_new(void) {
@@ -116,16 +36,6 @@ struct view_cursor *cursor_new(void) {
     c->slot[i].rl = AHEAD_FREE;
   return c;
 }
-
-/* Drop a reference; the last one frees (everything was released). */
-static void cursor_unref(struct view_cursor *c) {
-  if (atomic_fetch_sub(&c->refs, 1) != 1)
-    return;
-  pthread_cond_destroy(&c->sl_cond);
-  pthread_mutex_destroy(&c->lock);
-  free(c);
-}
-
 /* Unpin everything and drop the file's reference; jobs still running for
  * this cursor keep it alive and release what they make. */
 void cursor_free(struct engine *e, struct view_cursor *c) {
@@ -234,7 +144,7 @@ void cursor_keep(struct engine *e, struct view_cursor *c, struct memo_ref *r,
    * a decode when the cache cannot hold them, so they go first when
    * everything pinned outgrows the cache, and all go past the cap. */
   size_t pinned = memo_pinned(e->memo);
-  if (pinned > e->cache_size) {
+  if (pinned > e->cache_size || atomic_load(&c->scan)) {
     cursor_trim(e, c, 2);
     pinned = memo_pinned(e->memo);
   }
@@ -334,11 +244,11 @@ static int unit_held(struct ahead_job *j, const uint64_t *idx, int text) {
 
 /* Decode a unit (and its deferred data) into the memo; pins in *u, *d.
  * Units the job found undecoded and left rendered whole are counted. */
-static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
+static void ahead_decode(struct ahead_job *j, uint64_t rl, struct memo_ref **u,
                          struct memo_ref **d) {
   struct zerr err = {0};
   uint64_t idx[ZMETA_MAX_DIMS], size;
-  region_unit(&j->r, j->rl, idx);
+  region_unit(&j->r, rl, idx);
   if (j->what == AHEAD_SIZE) {
     for (uint32_t k = 0; k < j->nrun; k++) {
       /* Passed by the fill (which learned it) or the fill stopped. */
@@ -372,44 +282,64 @@ static void ahead_decode(struct ahead_job *j, struct memo_ref **u,
     atomic_fetch_add_explicit(&ahead_rendered, 1, memory_order_relaxed);
 }
 
-/* A worker's job: decode, then hand the pins to the cursor's slot (or let
- * them go when the reader moved on or closed the file). */
+/* Is unit rl still wanted by c's reader (its slot still waits for it)? */
+static int ahead_wanted(struct view_cursor *c, uint64_t rl) {
+  pthread_mutex_lock(&c->lock);
+  const struct ahead_slot *sl = &c->slot[rl % CURSOR_AHEAD_MAX];
+  int wanted = !c->closed && sl->rl == rl && !sl->ready;
+  pthread_mutex_unlock(&c->lock);
+  return wanted;
+}
+
+/* Hand the pins of unit rl to c's slot for it (or let them go when the
+ * reader moved on or closed the file). */
+static void ahead_hand(struct engine *e, struct view_cursor *c, uint64_t rl,
+                       struct memo_ref *u, struct memo_ref *d) {
+  pthread_mutex_lock(&c->lock);
+  struct ahead_slot *sl = &c->slot[rl % CURSOR_AHEAD_MAX];
+  if (!c->closed && sl->rl == rl && !sl->ready) {
+    sl->ready = 1;
+    sl->unit = u;
+    sl->data = d;
+    u = d = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  memo_release(e->memo, u);
+  memo_release(e->memo, d);
+}
+
+/* A worker's job: decode, then hand the pins to the cursor's slots. A
+ * reader's job decodes a run of units in turn (one job and one wakeup for
+ * many small units), each only while still wanted: a reader that moved
+ * on, closed its file or a mount that stops ends it at the next unit. */
 static void ahead_run(void *arg, int cancelled) {
   struct ahead_job *j = arg;
   struct view_cursor *c = j->c;
-  struct memo_ref *u = NULL, *d = NULL;
   int wanted = !cancelled && !engine_stopping(j->e);
   if (wanted && j->fan) /* the last unit of a run is still ahead */
     wanted = atomic_load(&j->fan->pos) <= j->at + (j->nrun ? j->nrun - 1 : 0);
-  if (wanted && c) { /* still wanted: the reader has not passed it */
-    wanted = 0;
-    pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < CURSOR_AHEAD_MAX && !c->closed; i++)
-      wanted |= c->slot[i].rl == j->rl;
-    pthread_mutex_unlock(&c->lock);
+  if (j->what == AHEAD_SIZE || !c) {
+    struct memo_ref *u = NULL, *d = NULL;
+    if (wanted)
+      ahead_decode(j, j->rl, &u, &d);
+    memo_release(j->e->memo, u);
+    memo_release(j->e->memo, d);
   }
-  if (wanted)
-    ahead_decode(j, &u, &d);
+  /* Last unit first: a reader that catches up decodes the run's first
+   * units itself, meeting the job once, instead of waiting behind it for
+   * each unit (a wakeup a unit, what runs are to save). */
+  for (uint32_t k = j->nrun; c && k-- > 0;) {
+    struct memo_ref *u = NULL, *d = NULL;
+    wanted = wanted && !engine_stopping(j->e);
+    if (wanted && ahead_wanted(c, j->run[k]))
+      ahead_decode(j, j->run[k], &u, &d);
+    ahead_hand(j->e, c, j->run[k], u, d);
+  }
   cursor_fan_unref(j->fan);
   for (uint32_t k = 0; j->hints && k < j->nrun; k++)
     ahead_hint_drop(j, k);
-  if (c) {
-    pthread_mutex_lock(&c->lock);
-    for (int i = 0; i < CURSOR_AHEAD_MAX; i++) {
-      struct ahead_slot *sl = &c->slot[i];
-      if (!c->closed && sl->rl == j->rl && !sl->ready) {
-        sl->ready = 1;
-        sl->unit = u;
-        sl->data = d;
-        u = d = NULL;
-        break;
-      }
-    }
-    pthread_mutex_unlock(&c->lock);
+  if (c)
     cursor_unref(c);
-  }
-  memo_release(j->e->memo, u);
-  memo_release(j->e->memo, d);
   free(j);
 }
 
@@ -433,16 +363,17 @@ static int ahead_queue(struct ahead_job *j) {
   return rc;
 }
 
-/* Queue unit rl of region r; 0, or negative when the pool refused. */
+/* Queue units run[0..nrun) of region r as one job; 0, or negative when
+ * the pool refused. */
 static int ahead_submit(struct engine *e, const struct znode *n,
-                        const struct region *r, uint64_t rl,
-                        struct view_cursor *c, int what, struct cursor_fan *fan,
-                        uint64_t at) {
-  struct ahead_job *j = malloc(sizeof *j + sizeof j->run[0]);
+                        const struct region *r, const uint64_t *run,
+                        uint32_t nrun, struct view_cursor *c, int what,
+                        struct cursor_fan *fan, uint64_t at) {
+  struct ahead_job *j = malloc(sizeof *j + nrun * sizeof j->run[0]);
   if (!j)
     return -ENOMEM;
-  *j = (struct ahead_job){e, n, *r, rl, c, what, fan, at, 1, NULL};
-  j->run[0] = rl;
+  *j = (struct ahead_job){e, n, *r, run[0], c, what, fan, at, nrun, NULL};
+  memcpy(j->run, run, nrun * sizeof *run);
   return ahead_queue(j);
 }
 
@@ -450,7 +381,7 @@ static int ahead_submit(struct engine *e, const struct znode *n,
 int cursor_ahead_unit(struct engine *e, const struct znode *n,
                       const struct region *r, uint64_t rl,
                       struct cursor_fan *fan, uint64_t at) {
-  return ahead_submit(e, n, r, rl, NULL, AHEAD_DATA, fan, at);
+  return ahead_submit(e, n, r, &rl, 1, NULL, AHEAD_DATA, fan, at);
 }
 
 /* Queue learning the sizes of units run[0..nrun), places at.. of fill
@@ -557,20 +488,25 @@ static void pf_plan(struct engine *e, const struct znode *n,
           store_prefetch(e->store, key, c, 0, &hint) < 0)
         break;
       c->pf[c->npf++] = (struct cursor_pf){rl, hint};
+      stats_add(&e->stats.named_ahead, 1);
     }
     c->pf_next++;
   }
 }
 
-/* A read from the start of a view is how `cat` begins: the units of the
+/* A read near the start of a view is how `cat` begins: the units of the
  * slab it reads (k) are named to the store before the read is served, so
  * that each comes whole in one round trip rather than as its head, its
- * index and its first window one after another. The window of units after
- * them opens once the reader proves sequential (cursor_ahead_plan). */
+ * index and its first window one after another. Near, not at: cat's
+ * first read and the kernel's read-ahead after it come together and in
+ * either order, and the first to get here names (a read-ahead read that
+ * got here first used to decode chunk 0 in windows before the read at 0
+ * named it: three round trips, not one). The window of units after them
+ * opens once the reader proves sequential (cursor_ahead_plan). */
 void cursor_ahead_start(struct engine *e, const struct znode *n,
                         const struct region *r, const struct region_layout *l,
-                        struct view_cursor *c, uint64_t k) {
-  if (!c)
+                        struct view_cursor *c, uint64_t pos, uint64_t k) {
+  if (!c || pos >= CURSOR_SEQ_SLACK)
     return;
   /* A slab of text larger than this is left to the sequential window: a
    * `head` of its view would otherwise fetch all of it. */
@@ -578,6 +514,8 @@ void cursor_ahead_start(struct engine *e, const struct znode *n,
       CURSOR_START_MAX)
     return;
   pthread_mutex_lock(&c->lock);
+  /* Nothing named since the file was opened or its reader last jumped
+   * (pf_passed): this is the first read of a beginning. */
   if (!c->npf && !c->pf_win && !c->pf_next) {
     c->pf_win =
         r->per_slab < CURSOR_PF_MAX ? (uint32_t)r->per_slab : CURSOR_PF_MAX;
@@ -630,24 +568,44 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
   uint64_t depth = c->est ? e->ahead_budget / c->est : 1;
   if (depth > CURSOR_AHEAD_MAX)
     depth = CURSOR_AHEAD_MAX;
+  /* Small units go to the workers in runs (one job, one wakeup each):
+   * as many as cost CURSOR_RUN_BYTES lately. */
+  uint64_t per_job = c->est ? CURSOR_RUN_BYTES / c->est : 1;
+  per_job = per_job < 1 ? 1 : per_job > CURSOR_RUN_MAX ? CURSOR_RUN_MAX : per_job;
+  uint64_t run[CURSOR_RUN_MAX];
+  uint32_t nrun = 0;
+  /* A scanning reader (cursor_note_cost) has one run per worker, plus
+   * one, decoded ahead: what keeps the workers busy, in bytes a run's
+   * budget each (a unit each when units are larger than that). */
+  uint64_t scan_depth = ((uint64_t)pool_threads(e->ahead) + 1) * per_job;
+  if (atomic_load(&c->scan) && depth > scan_depth)
+    depth = scan_depth;
   if (c->ahead_next < first)
     c->ahead_next = first;
-  while (c->ahead_next < r->nunits && c->ahead_next < first + depth &&
-         memo_pinned(e->memo) < 2 * e->ahead_budget) {
+  for (;;) {
     uint64_t rl = c->ahead_next;
-    if (region_stored(l, rl)) {
-      int i = 0;
-      while (i < CURSOR_AHEAD_MAX && c->slot[i].rl != AHEAD_FREE)
-        i++;
-      if (i == CURSOR_AHEAD_MAX || c->closed)
-        break;
-      /* The job finds its slot by rl, so the slot is taken first. */
-      c->slot[i] = (struct ahead_slot){rl, 0, NULL, NULL};
-      if (ahead_submit(e, n, r, rl, c, AHEAD_DATA, NULL, 0) < 0) {
-        c->slot[i].rl = AHEAD_FREE;
+    int more = rl < r->nunits && rl < first + depth && !c->closed &&
+               memo_pinned(e->memo) < 2 * e->ahead_budget;
+    int take = more && region_stored(l, rl);
+    /* The job finds its slot by rl (slot rl % CURSOR_AHEAD_MAX), so the
+     * slot is taken first; one still held (a row's units, wider than the
+     * slots) stops the run. */
+    if (take && c->slot[rl % CURSOR_AHEAD_MAX].rl != AHEAD_FREE)
+      more = take = 0;
+    if (take)
+      c->slot[(run[nrun++] = rl) % CURSOR_AHEAD_MAX] =
+          (struct ahead_slot){rl, 0, NULL, NULL};
+    if (nrun && (nrun == per_job || !more)) {
+      if (ahead_submit(e, n, r, run, nrun, c, AHEAD_DATA, NULL, 0) < 0) {
+        for (uint32_t i = 0; i < nrun; i++) /* asked again next time */
+          c->slot[run[i] % CURSOR_AHEAD_MAX].rl = AHEAD_FREE;
+        c->ahead_next = run[0];
         break;
       }
+      nrun = 0;
     }
+    if (!more)
+      break;
     c->ahead_next++;
   }
   pthread_mutex_unlock(&c->lock);
@@ -659,238 +617,16 @@ out:
 }
 
 /* Remember what a unit read lately costs (sizes the depth). */
-void cursor_note_cost(struct view_cursor *c, size_t cost) {
+void cursor_note_cost(struct view_cursor *c, size_t cost, int scan) {
   if (!c)
     return;
   pthread_mutex_lock(&c->lock);
   c->est = cost;
+  atomic_fetch_or(&c->scan, scan);
   pthread_mutex_unlock(&c->lock);
 }
 
 /* See cursor.h. */
 uint64_t cursor_rendered(void) {
   return atomic_load_explicit(&ahead_rendered, memory_order_relaxed);
-}
-
-/* ---- slices of text rendered ahead ---- */
-
-/* Slices the workers rendered (cursor_sliced). */
-static _Atomic uint64_t slices_made;
-
-/* One slice to render. */
-struct slice_job {
-  struct view_cursor *c; /* holds a reference */
-  struct cursor_view v;
-  int i;        /* its slot */
-  uint64_t gen; /* the slot's generation when queued */
-  uint64_t off;
-};
-
-/* The slot still waiting for job j, or NULL. */
-static struct cursor_slice *slice_of(struct slice_job *j) {
-  struct cursor_slice *sl = &j->c->sl[j->i];
-  return !j->c->closed && sl->gen == j->gen ? sl : NULL;
-}
-
-/* A worker's job: render the slice unless the reader took it or moved
- * on, then hand it to the cursor (a failure: the reader reads the bytes
- * itself and sees it). */
-static void slice_run(void *arg, int cancelled) {
-  struct slice_job *j = arg;
-  struct view_cursor *c = j->c;
-  int go = 0;
-  pthread_mutex_lock(&c->lock);
-  struct cursor_slice *sl = slice_of(j);
-  if (sl && sl->state == SLICE_QUEUED) {
-    go = !cancelled && !engine_stopping(j->v.e);
-    sl->state = go ? SLICE_RUNNING : SLICE_GONE;
-  }
-  struct slice_buf *buf = go && c->nspare ? c->spare[--c->nspare] : NULL;
-  pthread_mutex_unlock(&c->lock);
-  if (go && !buf && (buf = malloc(sizeof *buf + CURSOR_SLICE)))
-    atomic_init(&buf->refs, 1);
-  long got = -ENOMEM;
-  if (buf) {
-    struct zerr err = {0};
-    got = j->v.read(&j->v, j->off, CURSOR_SLICE, buf->data, &err);
-  }
-  if (go) {
-    pthread_mutex_lock(&c->lock);
-    if ((sl = slice_of(j)) && sl->state == SLICE_RUNNING) {
-      sl->state = got > 0 ? SLICE_READY : SLICE_GONE;
-      if (got > 0) {
-        sl->buf = buf;
-        sl->len = (size_t)got;
-        buf = NULL;
-        atomic_fetch_add_explicit(&slices_made, 1, memory_order_relaxed);
-      }
-    }
-    pthread_cond_broadcast(&c->sl_cond);
-    pthread_mutex_unlock(&c->lock);
-  }
-  slice_buf_put(c, buf);
-  cursor_unref(c);
-  free(j);
-}
-
-/* Drop a reference to b (NULL: nothing); the last one keeps it as a
- * spare of an open cursor, or frees it. Not under c's lock. */
-static void slice_buf_put(struct view_cursor *c, struct slice_buf *b) {
-  if (!b || atomic_fetch_sub(&b->refs, 1) != 1)
-    return;
-  pthread_mutex_lock(&c->lock);
-  if (!c->closed && c->nspare < CURSOR_SPARES) {
-    atomic_init(&b->refs, 1);
-    c->spare[c->nspare++] = b;
-    b = NULL;
-  }
-  pthread_mutex_unlock(&c->lock);
-  free(b);
-}
-
-/* See cursor.h. */
-void cursor_note_renders(struct view_cursor *c, int renders, uint64_t size) {
-  if (!c)
-    return;
-  pthread_mutex_lock(&c->lock);
-  c->renders = renders && size >= 2 * (uint64_t)CURSOR_SLICE;
-  pthread_mutex_unlock(&c->lock);
-}
-
-/* The slot whose slice holds view offset off, or NULL. */
-static struct cursor_slice *slice_find(struct view_cursor *c, uint64_t off) {
-  for (int i = 0; i < CURSOR_SLICES; i++) {
-    struct cursor_slice *sl = &c->sl[i];
-    if (sl->state != SLICE_FREE && sl->off <= off &&
-        off - sl->off < CURSOR_SLICE)
-      return sl;
-  }
-  return NULL;
-}
-
-/* The slice holding view offset off, once rendered (waiting while a
- * worker renders it; one still queued is the reader's now): a reference
- * to its buffer and the bytes from off on in *n, or NULL. */
-static struct slice_buf *slice_at(struct view_cursor *c, uint64_t off,
-                                  size_t *n) {
-  struct slice_buf *b = NULL;
-  pthread_mutex_lock(&c->lock);
-  struct cursor_slice *sl;
-  while ((sl = slice_find(c, off)) && sl->state == SLICE_RUNNING)
-    pthread_cond_wait(&c->sl_cond, &c->lock);
-  if (sl && sl->state == SLICE_QUEUED) {
-    sl->state = SLICE_GONE; /* quicker rendered here than waited for */
-  } else if (sl && sl->state == SLICE_READY && off - sl->off < sl->len) {
-    *n = sl->len - (size_t)(off - sl->off);
-    b = sl->buf;
-    atomic_fetch_add(&b->refs, 1);
-  }
-  pthread_mutex_unlock(&c->lock);
-  return b;
-}
-
-/* See cursor.h. */
-size_t cursor_slice_read(struct view_cursor *c, uint64_t off, size_t len,
-                         char *dst) {
-  size_t n = 0;
-  struct slice_buf *b = c ? slice_at(c, off, &n) : NULL;
-  if (!b)
-    return 0;
-  n = n < len ? n : len;
-  memcpy(dst, b->data + (off % CURSOR_SLICE), n);
-  slice_buf_put(c, b);
-  return n;
-}
-
-/* See cursor.h. */
-const char *cursor_slice_lend(struct view_cursor *c, uint64_t off, size_t len,
-                              size_t *n, void **hold) {
-  size_t have = 0;
-  struct slice_buf *b = c ? slice_at(c, off, &have) : NULL;
-  if (!b)
-    return NULL;
-  /* all of the read, or all that is left of the text */
-  if (have < len && off % CURSOR_SLICE + have == CURSOR_SLICE) {
-    slice_buf_put(c, b);
-    return NULL;
-  }
-  *n = have < len ? have : len;
-  *hold = b;
-  atomic_fetch_add(&c->refs, 1); /* the reply may outlive the open file */
-  return b->data + (off % CURSOR_SLICE);
-}
-
-/* See cursor.h. */
-void cursor_slice_return(struct view_cursor *c, void *hold) {
-  if (c) {
-    slice_buf_put(c, hold);
-    cursor_unref(c);
-  }
-}
-
-/* See cursor.h. Slices start after the read's end (or a later read's,
- * already under way), at slice boundaries, and are kept until the reader
- * is CURSOR_SEQ_SLACK past them: the kernel has several reads in flight,
- * which come out of order (a read 3 MiB on may come before its elders).
- * All slots together stay within the ahead budget. */
-void cursor_slice_plan(struct engine *e, struct view_cursor *c,
-                       const struct cursor_view *v, uint64_t off,
-                       uint64_t end) {
-  if (!c || !e->ahead || e->store->ahead)
-    return; /* a store with latency: its chunks are named ahead instead */
-  uint64_t depth = e->ahead_budget / CURSOR_SLICE;
-  depth = depth < CURSOR_SLICES ? depth : CURSOR_SLICES;
-  struct slice_buf *drop[CURSOR_SLICES];
-  int nd = 0;
-  pthread_mutex_lock(&c->lock);
-  int on =
-      c->renders && c->seq >= CURSOR_AHEAD_AFTER && depth >= 2 && !c->closed;
-  uint64_t lo = off > CURSOR_SEQ_SLACK ? off - CURSOR_SEQ_SLACK : 0;
-  uint64_t used = 0;
-  for (int i = 0; i < CURSOR_SLICES; i++) {
-    struct cursor_slice *sl = &c->sl[i];
-    if (sl->state == SLICE_FREE)
-      continue;
-    if (on && sl->off + CURSOR_SLICE > lo) {
-      used++;
-      continue;
-    }
-    if (sl->state == SLICE_READY)
-      drop[nd++] = sl->buf;
-    *sl = (struct cursor_slice){.gen = ++c->sl_gen}; /* its job: let go */
-  }
-  used += (uint64_t)c->nspare; /* spares count against the budget too */
-  /* not below a read that has started (it renders its bytes itself) */
-  uint64_t from = c->next_off > end ? c->next_off : end;
-  uint64_t next = (from + CURSOR_SLICE - 1) / CURSOR_SLICE * CURSOR_SLICE;
-  for (uint64_t hi = end + depth * CURSOR_SLICE;
-       on && next < hi && used < depth; next += CURSOR_SLICE) {
-    if (slice_find(c, next))
-      continue; /* queued already */
-    int i = 0;
-    while (i < CURSOR_SLICES && c->sl[i].state != SLICE_FREE)
-      i++;
-    struct slice_job *j = i < CURSOR_SLICES ? malloc(sizeof *j) : NULL;
-    if (!j)
-      break;
-    struct cursor_slice *sl = &c->sl[i];
-    *j = (struct slice_job){c, *v, i, ++c->sl_gen, next};
-    *sl = (struct cursor_slice){next, j->gen, SLICE_QUEUED, 0, NULL};
-    atomic_fetch_add(&c->refs, 1);
-    if (pool_submit(e->ahead, slice_run, j) < 0) {
-      atomic_fetch_sub(&c->refs, 1);
-      *sl = (struct cursor_slice){.gen = ++c->sl_gen};
-      free(j);
-      break;
-    }
-    used++;
-  }
-  pthread_mutex_unlock(&c->lock);
-  for (int i = 0; i < nd; i++)
-    slice_buf_put(c, drop[i]);
-}
-
-/* See cursor.h. */
-uint64_t cursor_sliced(void) {
-  return atomic_load_explicit(&slices_made, memory_order_relaxed);
 }

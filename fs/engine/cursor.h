@@ -8,7 +8,8 @@
  * goes through the view in sequence, and then has the engine's workers
  * (src/util/pool.h) decode the units after the one being read, held in
  * its slots until the reader reaches them (at most the engine's ahead
- * budget divided by the cost of the units read lately).
+ * budget divided by the cost of the units read lately, and 256); small
+ * units go in runs, one job for as many as cost 256 KiB lately.
  *
  * On a store with latency (store_prefetch: remote stores) the cursor
  * also names the chunks from the one being read on to the store, which
@@ -16,7 +17,10 @@
  * and doubles each time the reader reaches chunks it named (at most 256),
  * back to nothing on a seek; the store bounds the bytes all hints hold
  * (a part of its cache, an equal share per reader) and refuses hints
- * beyond, which are asked again after the next read. Local stores are
+ * beyond, which are asked again after the next read. The first read of
+ * an open file near its start (cat's read at 0, or the kernel's
+ * read-ahead read that overtook it) names the chunks under it before it
+ * is served, so each comes whole in one round trip. Local stores are
  * untouched. Size jobs name the starts of their units the same way.
  *
  * Fills that go through many units (a layout learning sizes, a row
@@ -89,13 +93,20 @@ void cursor_room(struct engine *e, struct view_cursor *c,
  * goes through the view in sequence (NULL c: 0). */
 int cursor_note(struct view_cursor *c, uint64_t off, size_t len);
 /* Remember what a unit read lately costs in bytes (sizes the depth of
- * decoding ahead); NULL c: nothing. */
-void cursor_note_cost(struct view_cursor *c, size_t cost);
-/* Before a read from the start of region r is served: name the units of
- * slab k (the first it reads) to a store with latency (NULL c: nothing). */
+ * decoding ahead); NULL c: nothing. `scan` (once set, kept): the reader
+ * goes through a view larger than the cache keeps for its own sake
+ * (unit_passing): it keeps its newest two windows only, and has at most
+ * one run of units per worker, plus one, decoded ahead (what keeps the
+ * workers busy), so a cat holds its working set rather than a quarter of
+ * the cache ahead and four windows behind. */
+void cursor_note_cost(struct view_cursor *c, size_t cost, int scan);
+/* Before a read at pos of region r's text is served (slab k the first it
+ * reads): when it is near the start (cat's first read, or the kernel's
+ * read-ahead beside it) and the first of its file to get here, name the
+ * units of slab k to a store with latency (NULL c: nothing). */
 void cursor_ahead_start(struct engine *e, const struct znode *n,
                         const struct region *r, const struct region_layout *l,
-                        struct view_cursor *c, uint64_t k);
+                        struct view_cursor *c, uint64_t pos, uint64_t k);
 /* After a read that reached slab k of region r (layout l): queue the
  * units after it when the reader goes in sequence, and let go of those
  * it has passed. With `reading`: before the reader decodes slab k, so the

@@ -37,12 +37,12 @@
 #include <stdint.h>
 
 #include "../../codecs/chain.h"
-#include "../../src/store/lxindex.h"
+#include "../../src/store/sizeindex.h"
 #include "../../src/store/store.h"
 #include "../../src/util/cancel.h"
 #include "../../src/util/log.h"
-#include "../../src/util/lograte.h"
 #include "../../src/util/logonce.h"
+#include "../../src/util/lograte.h"
 #include "../../src/util/memo.h"
 #include "../../src/util/pool.h"
 #include "../../src/zarr/meta.h"
@@ -211,11 +211,16 @@ struct engine {
   pthread_t watchdog;
   uint64_t slow_ns;          /* ENGINE_SLOW_REQUEST_NS (reqs_lock: tests
                                 change it) */
-  struct lxindex *lx;       /* owned: the persistent layout index
-                               (src/store/lxindex.h), or NULL (none, or
-                               a remote store); set by engine_set_index
-                               before the first request; guarded by its
-                               own lock */
+  uint64_t idle_ns;          /* when the last request ended (reqs_lock) */
+  int trimmed;               /* malloc_trim ran since then (reqs_lock) */
+  uint64_t idle_trim_ns;     /* ENGINE_IDLE_TRIM_NS (reqs_lock: tests
+                                change it) */
+  _Atomic uint64_t trims;    /* idle trims done (for tests) */
+  struct sizeindex *sizeidx; /* owned: the persistent size index
+                         (src/store/sizeindex.h), or NULL (none, or
+                         a remote store); set by engine_set_index
+                         before the first request; guarded by its
+                         own lock */
   /* Called when a unit's text turned out longer than the size learned
    * for it (fs/engine/unit.c, unit_size_wrong; a mount's engine only): the
    * kernel may hold a size of n's views that ends too early, and whoever
@@ -243,9 +248,9 @@ void engine_free(struct engine *e);
  * ENGINE_SUBS_MAX snapshots, -ENOENT when the snapshot does not exist. */
 int engine_sub(struct engine *e, const uint8_t id[12], struct engine **out,
                struct zerr *err);
-/* Give the engine the persistent layout index lx (taken over; NULL:
+/* Give the engine the persistent size index sizeidx (taken over; NULL:
  * none). Only before the engine serves anything. */
-void engine_set_index(struct engine *e, struct lxindex *lx);
+void engine_set_index(struct engine *e, struct sizeindex *sizeidx);
 
 /* Note that the calling thread serves request r (on its stack, alive
  * until engine_req_end) reading len bytes at off of what (borrowed), or

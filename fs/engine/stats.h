@@ -41,6 +41,8 @@ struct zfs_stats {
   _Atomic uint64_t bytes_served; /* read replies, bytes */
   _Atomic uint64_t decodes;      /* chunks (inner chunks) decoded */
   _Atomic uint64_t decode_ns;    /* time spent decoding them */
+  _Atomic uint64_t named_ahead;  /* chunks named whole to a store with
+                                    latency ahead of a reader (cursor.h) */
   _Atomic uint64_t errors[STATS_ERR_KINDS];
 };
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/store/lxindex.h"
 #include "../../src/store/presence.h"
+#include "../../src/store/sizeindex.h"
 #include "../../src/util/htab.h"
 #include "../text/textprep.h"
 
@@ -53,8 +53,9 @@ int unit_store_key(const struct znode *n, const uint64_t *idx, char *key,
  * hash, an object without a version: inline or remote bytes). */
 int unit_ident(struct engine *e, const struct znode *n, const uint64_t *idx,
                uint64_t size, uint64_t version, char *key, size_t len,
-               struct lxindex_id *id) {
-  if (!e->lx || e->store->remote || !n->meta || !n->meta->root || !n->meta_hash)
+               struct sizeindex_id *id) {
+  if (!e->sizeidx || e->store->remote || !n->meta || !n->meta->root ||
+      !n->meta_hash)
     return -1;
   struct zerr err = {0};
   if (unit_store_key(n, idx, key, len, &err) < 0 ||
@@ -70,7 +71,7 @@ int unit_ident(struct engine *e, const struct znode *n, const uint64_t *idx,
       at += (size_t)w;
     }
   }
-  *id = (struct lxindex_id){
+  *id = (struct sizeindex_id){
       e->store->location, key, size, version, unit_text_hash(n),
       UNIT_TEXT_RULES};
   return 0;
@@ -111,7 +112,7 @@ void unit_size_wrong(struct engine *e, const struct znode *n,
            (unsigned long long)truth,
            (unsigned long long)(known & ~UNIT_SIZE_CLAIM),
            known & UNIT_SIZE_CLAIM
-               ? "claimed by the layout index (its record is replaced)"
+               ? "claimed by the size index (its record is replaced)"
                : "learned before (the chunk changed while mounted?)");
   engine_log(e, key, msg);
   node_sizes_changed(n);
@@ -450,13 +451,14 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
     unit_size_wrong(e, n, j->idx, j->key, known, ct->size);
   memo_value_put(e->memo, &sk, ct->size);
   char ikey[4096];
-  struct lxindex_id id;
+  struct sizeindex_id id;
   if (decoded && (!had || (known & ~UNIT_SIZE_CLAIM) != ct->size) &&
       j->src_version &&
       unit_ident(e, n, j->idx, j->src_size, j->src_version, ikey, sizeof ikey,
                  &id) == 0) {
-    struct lxindex_rec rec = {ct->size, ct->nin};
-    lxindex_store(e->lx, &id, &rec); /* a failure: learned again next time */
+    struct sizeindex_rec rec = {ct->size, ct->nin};
+    sizeindex_store(e->sizeidx, &id,
+                    &rec); /* a failure: learned again next time */
   }
   if (fresh)
     engine_debug(e, ENGINE_DEBUG_DECODE,
@@ -627,6 +629,25 @@ int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
     return zerr_prefix(err, "chunk %s: ", key);
   }
   return 0;
+}
+
+/* See unit.h. */
+int unit_passing(struct engine *e, const struct znode *n, struct memo_ref *ref,
+                 struct memo_ref *dref) {
+  if (!ref)
+    return 0;
+  const struct chunk_text *ct = unit_of_ref(ref);
+  long double units = 1;
+  for (int d = 0; d < n->meta->ndim; d++)
+    units *= n->ugrid[d];
+  size_t cost = ct->cost;
+  if (dref)
+    cost += memo_cost(dref);
+  if ((long double)cost * units <= (long double)e->cache_size / 4)
+    return 0;
+  memo_scan(e->memo, ref);
+  memo_scan(e->memo, dref);
+  return 1;
 }
 
 /* See unit.h. */

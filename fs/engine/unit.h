@@ -74,6 +74,18 @@ int unit_windowed(const struct engine *e, const struct znode *n,
                   const uint64_t *idx);
 #define UNIT_WINDOW_MIN (1u << 20)
 
+/* A reader in sequence is done with unit pin `ref` (and its data pin
+ * `dref`; either may be NULL) of a view whose text is more than the
+ * cache keeps for its own sake (the unit's cost times the view's units
+ * past a quarter of cache_size, lsize's rule for keeping nothing while
+ * learning sizes): mark them passed through (memo_scan), so what the
+ * reader has passed is let go within the memo's scan budget and its
+ * memory reused by the units after it, instead of each unit kept and the
+ * daemon grown by fresh (zeroed) pages up to cache_size. 1 when marked,
+ * else 0. */
+int unit_passing(struct engine *e, const struct znode *n, struct memo_ref *ref,
+                 struct memo_ref *dref);
+
 /* Read text [off, off+len) of a unit that unit_windowed says is read in
  * windows: offsets and (plain) element bytes read where they lie for just
  * the range. Element bytes behind zstd or gzip are decoded as a stream
@@ -100,7 +112,7 @@ long unit_read_window(struct engine *e, const struct znode *n,
 int unit_size(struct engine *e, const struct znode *n, const uint64_t *idx,
               uint64_t *size, struct zerr *err);
 /* unit_size, and whether the size is a claim of the persistent index
- * (src/store/lxindex.h) that no decode of this mount has checked yet.
+ * (src/store/sizeindex.h) that no decode of this mount has checked yet.
  *
  * The rule: a record is a claim, the decode is the truth. A claim is
  * used as a size (stat, ls -l, a layout's offsets), never to cut or pad
@@ -196,8 +208,8 @@ struct unit_job {
 /* A unit inside the grid of a readable array? 0 or -EINVAL. */
 int unit_check(const struct znode *n, const uint64_t *idx, struct zerr *err);
 
-struct lxindex_id;
-/* What the persistent index (src/store/lxindex.h) knows unit idx by, into
+struct sizeindex_id;
+/* What the persistent index (src/store/sizeindex.h) knows unit idx by, into
  * *id (its key in key, len bytes): the store's location, the chunk's key
  * (and the inner chunk's place in its shard), the stored object's size and
  * version (those of the source a decode read, or 0 to ask the store,
@@ -206,7 +218,7 @@ struct lxindex_id;
  * object without a version: inline or remote bytes). */
 int unit_ident(struct engine *e, const struct znode *n, const uint64_t *idx,
                uint64_t size, uint64_t version, char *key, size_t len,
-               struct lxindex_id *id);
+               struct sizeindex_id *id);
 
 /* unit_get with a claim of its size (0: none; a region record's, checked
  * by the decode as the memo's would be); *filled: whether this call's

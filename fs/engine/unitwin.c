@@ -18,8 +18,8 @@
 #include <pthread.h>
 
 #include "../../codecs/dstream.h"
-#include "../../src/store/lxindex.h"
 #include "../../src/store/presence.h"
+#include "../../src/store/sizeindex.h"
 #include "ufixed.h"
 #include "unit.h"
 #include "ustream.h"
@@ -391,14 +391,14 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
   if (!streamed && !fixed && unit_size_direct(e, j->n, j->idx, value) == 0)
     return 0;
   char ikey[4096];
-  struct lxindex_id id;
-  struct lxindex_rec rec;
+  struct sizeindex_id id;
+  struct sizeindex_rec rec;
   uint64_t nin = unit_nin(j->n, j->idx);
   /* a look-up costs the object's stat (its version): none while the
    * index knows nothing of this store (a first mount) */
-  int have_id = lxindex_has_records(e->lx, e->store->location) &&
+  int have_id = sizeindex_has_records(e->sizeidx, e->store->location) &&
                 unit_ident(e, j->n, j->idx, 0, 0, ikey, sizeof ikey, &id) == 0;
-  if (have_id && lxindex_lookup(e->lx, &id, &rec) && rec.lines == nin &&
+  if (have_id && sizeindex_lookup(e->sizeidx, &id, &rec) && rec.lines == nin &&
       rec.text_size < UNIT_SIZE_CLAIM) {
     *value = rec.text_size | UNIT_SIZE_CLAIM;
     return 0;
@@ -411,9 +411,9 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
     int rc = fixed ? ufixed_size(e, j->n, j->idx, value, err)
                    : unit_size_streamed(e, j->n, j->idx, value, err);
     if (rc == 0) {
-      rec = (struct lxindex_rec){*value, nin};
+      rec = (struct sizeindex_rec){*value, nin};
       if (have_id)
-        lxindex_store(e->lx, &id, &rec); /* a failure: learned again */
+        sizeindex_store(e->sizeidx, &id, &rec); /* a failure: learned again */
       return 0;
     }
     if (rc < 0 && fixed)
@@ -490,7 +490,7 @@ int unit_size_verify(struct engine *e, const struct znode *n,
     rc = 0; /* this mount knows it (a decode, the index ends) */
   else if (unit_stream_windowed(e, n, idx) || ufixed_windowed(e, n, idx)) {
     char ikey[4096];
-    struct lxindex_id id;
+    struct sizeindex_id id;
     int have_id = unit_ident(e, n, idx, 0, 0, ikey, sizeof ikey, &id) == 0;
     int fixed = !unit_stream_windowed(e, n, idx);
     rc = fixed ? ufixed_size(e, n, idx, &truth, err)
@@ -503,9 +503,9 @@ int unit_size_verify(struct engine *e, const struct znode *n,
     }
     if (rc == 0) {
       memo_value_put(e->memo, &k, truth);
-      struct lxindex_rec rec = {truth, unit_nin(n, idx)};
+      struct sizeindex_rec rec = {truth, unit_nin(n, idx)};
       if (have_id && truth != claimed)
-        lxindex_store(e->lx, &id, &rec); /* a failure: learned again */
+        sizeindex_store(e->sizeidx, &id, &rec); /* a failure: learned again */
       said = 0;
     }
   }

@@ -81,18 +81,18 @@ static int resolve_stats(struct engine *e, const char *key,
 }
 
 /* The layout at *key, moving *key past NS_TEXT_DIR in the text tree. */
-enum ns_layout ns_layout_of(struct engine *e, const char **key) {
+enum ns_place ns_place_of(struct engine *e, const char **key) {
   if (e->views == ENGINE_VIEWS_BESIDE)
-    return NS_L_BESIDE;
+    return NS_PLACE_BESIDE;
   if (e->views == ENGINE_VIEWS_NONE)
-    return NS_L_PLAIN;
+    return NS_PLACE_PLAIN;
   const char *k = *key;
   size_t tl = strlen(NS_TEXT_DIR);
   if (strncmp(k, NS_TEXT_DIR, tl) || (k[tl] && k[tl] != '/') ||
       text_dir_stored(e))
-    return NS_L_PLAIN;
+    return NS_PLACE_PLAIN;
   *key = k[tl] ? k + tl + 1 : k + tl;
-  return NS_L_TEXT;
+  return NS_PLACE_TEXT;
 }
 
 /* Resolve stored objects first, then view names. */
@@ -326,7 +326,7 @@ static int resolve_history(struct engine *e, const char *key,
 int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
                struct zerr *err) {
   const char *key = ns_path_key(path);
-  enum ns_layout lay = ns_layout_of(e, &key);
+  enum ns_place lay = ns_place_of(e, &key);
   size_t klen = strlen(key);
   if (klen >= sizeof ent->key)
     return zerr_set(err, ENAMETOOLONG, "path too long");
@@ -358,7 +358,7 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
       ent->mtime = STORE_MTIME_UNKNOWN;
     return 0;
   }
-  if (e->store->remote && lay != NS_L_PLAIN) {
+  if (e->store->remote && lay != NS_PLACE_PLAIN) {
     int mrc = resolve_made_up(e, key, ent, err);
     if (mrc <= 0)
       return mrc;
@@ -369,7 +369,7 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     return 0;
   }
   int rc = store_stat_time(e->store, key, &t, &size, &ent->mtime, err);
-  if (rc == 0 && (t == STORE_DIR || lay != NS_L_TEXT)) {
+  if (rc == 0 && (t == STORE_DIR || lay != NS_PLACE_TEXT)) {
     ent->kind = t == STORE_DIR ? NS_DIR : NS_RAW;
     ent->raw_size = size;
     return 0;
@@ -387,7 +387,7 @@ int ns_resolve(struct engine *e, const char *path, struct ns_entry *ent,
     ent->kind = NS_DIR;
     return 0;
   }
-  if (lay == NS_L_PLAIN)
+  if (lay == NS_PLACE_PLAIN)
     return zerr_set(err, ENOENT, "no such file");
 
   char parent[4096];

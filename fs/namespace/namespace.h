@@ -6,13 +6,13 @@
  * CSV (rows.csv beside values.txt in arrays of two or more dimensions,
  * struct znode.csv), an array's
  * description (info.txt beside values.txt, fs/views/info.h), or the mount's
- * live counters (/.zarrfs/stats, fs/engine/stats.h: every layout, never
- * listed), and in a group a table D.csv per dimension of its 1-D arrays
- * (fs/views/table.h). A stored key always wins over a view name that collides
- * with it. Entries the store holds but cannot serve (STORE_OTHER: FIFOs,
- * sockets, devices, links leaving the store) are left out of listings; named
- * directly, they and their views resolve, and reading them fails with EIO.
- * FUSE-free. */
+ * live counters (/.zarrfs/stats, fs/engine/stats.h: every placement of the
+ * views, never listed), and in a group a table D.csv per dimension of its 1-D
+ * arrays (fs/views/table.h). A stored key always wins over a view name that
+ * collides with it. Entries the store holds but cannot serve (STORE_OTHER:
+ * FIFOs, sockets, devices, links leaving the store) are left out of listings;
+ * named directly, they and their views resolve, and reading them fails with
+ * EIO. FUSE-free. */
 #ifndef ZARRFS_NAMESPACE_H
 #define ZARRFS_NAMESPACE_H
 
@@ -144,7 +144,7 @@ int ns_list(struct engine *e, const char *path, ns_fill_cb cb, void *ud,
 /* What a path shows (-o views): the store and the views beside it, the
  * store alone, or (under NS_TEXT_DIR with views=tree) the directories and
  * the views without the stored files. */
-enum ns_layout { NS_L_BESIDE, NS_L_PLAIN, NS_L_TEXT };
+enum ns_place { NS_PLACE_BESIDE, NS_PLACE_PLAIN, NS_PLACE_TEXT };
 
 /* The rules a listing shares with resolving (fs/namespace/ns_dir.c lists
  * exactly the names ns_resolve resolves): */
@@ -156,7 +156,7 @@ int ns_has_suffix(const char *name, size_t len, const char *suffix);
  * else NULL. */
 const char *ns_history_rel(struct engine *e, const char *key);
 /* The layout at *key, moving *key past NS_TEXT_DIR in the text tree. */
-enum ns_layout ns_layout_of(struct engine *e, const char **key);
+enum ns_place ns_place_of(struct engine *e, const char **key);
 /* Drop leading slashes: FUSE paths are absolute, store keys are not. */
 const char *ns_path_key(const char *path);
 /* Is /.zarrfs the mount's own (the statistics)? Not when the store holds

@@ -427,15 +427,15 @@ static int dir_has_stored_dir(const struct ns_dir *d, const char *name) {
 /* What a group's tables are listed with. */
 struct table_fill {
   struct ns_dir *d;
-  enum ns_layout lay;
+  enum ns_place lay;
 };
 
 /* table_list callback: D.csv, unless the store holds that name (a stored
  * file or directory wins, as for every view). */
 static int table_fill_one(void *ud, const char *file) {
   struct table_fill *tf = ud;
-  if (tf->lay == NS_L_TEXT ? dir_has_stored_dir(tf->d, file)
-                           : dir_has_stored(tf->d, file))
+  if (tf->lay == NS_PLACE_TEXT ? dir_has_stored_dir(tf->d, file)
+                               : dir_has_stored(tf->d, file))
     return 0;
   return dir_add(tf->d, file, strlen(file), NS_TABLE, 0, 0,
                  STORE_MTIME_UNKNOWN);
@@ -463,7 +463,7 @@ static void note_unlisted(struct engine *e, const char *key, const char *why) {
 int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
                 struct zerr *err) {
   const char *key = ns_path_key(path);
-  enum ns_layout lay = ns_layout_of(e, &key);
+  enum ns_place lay = ns_place_of(e, &key);
   struct ns_dir *d = calloc(1, sizeof *d);
   if (!d)
     return zerr_set(err, ENOMEM, "out of memory listing a directory");
@@ -526,16 +526,16 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
   const char *rel = "";
   if (n->kind != ZNODE_ARRAY && n->kind != ZNODE_BROKEN)
     n = *key ? node_array_of(e->nodes, key, &rel) : NULL;
-  if (lay == NS_L_PLAIN) {
+  if (lay == NS_PLACE_PLAIN) {
     n = NULL; /* no views */
     if (e->views == ENGINE_VIEWS_TREE && !*key &&
         !dir_has_stored(d, NS_TEXT_DIR))
       dir_add(d, NS_TEXT_DIR, strlen(NS_TEXT_DIR), NS_DIR, 1, 0,
               STORE_MTIME_UNKNOWN);
-  } else if (lay == NS_L_TEXT) {
+  } else if (lay == NS_PLACE_TEXT) {
     d->has_view_suffix = 0; /* stored files hide no view: they are hidden */
   }
-  if (e->store->remote && lay != NS_L_PLAIN) {
+  if (e->store->remote && lay != NS_PLACE_PLAIN) {
     char vrel[4096];
     size_t rl = strlen(rel);
     if (rl + 2 <= sizeof vrel) {
@@ -554,40 +554,41 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
     return rc;
   }
   if (n && n->path && !strcmp(n->path, key) &&
-      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_VALUES_NAME)
-                         : dir_has_stored(d, NS_VALUES_NAME))) {
+      !(lay == NS_PLACE_TEXT ? dir_has_stored_dir(d, NS_VALUES_NAME)
+                             : dir_has_stored(d, NS_VALUES_NAME))) {
     uint64_t size = 0;
     int attr = n->kind == ZNODE_ARRAY && view_size_cheap(e, n, NULL, &size);
     dir_add(d, NS_VALUES_NAME, strlen(NS_VALUES_NAME), NS_ARRAY_VIEW, attr,
             size, dir_meta_mtime(d));
   }
   if (n && n->kind == ZNODE_ARRAY && n->cf && !strcmp(n->path, key) &&
-      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_CF_VALUES_NAME)
-                         : dir_has_stored(d, NS_CF_VALUES_NAME))) {
+      !(lay == NS_PLACE_TEXT ? dir_has_stored_dir(d, NS_CF_VALUES_NAME)
+                             : dir_has_stored(d, NS_CF_VALUES_NAME))) {
     uint64_t size = 0;
     int attr = view_size_cheap(e, n->cf, NULL, &size);
     dir_add(d, NS_CF_VALUES_NAME, strlen(NS_CF_VALUES_NAME), NS_ARRAY_VIEW,
             attr, size, dir_meta_mtime(d));
   }
   if (n && n->kind == ZNODE_ARRAY && n->csv && !strcmp(n->path, key) &&
-      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_ROWS_NAME)
-                         : dir_has_stored(d, NS_ROWS_NAME))) {
+      !(lay == NS_PLACE_TEXT ? dir_has_stored_dir(d, NS_ROWS_NAME)
+                             : dir_has_stored(d, NS_ROWS_NAME))) {
     uint64_t size = 0;
     int attr = view_size_cheap(e, n->csv, NULL, &size);
     dir_add(d, NS_ROWS_NAME, strlen(NS_ROWS_NAME), NS_ARRAY_VIEW, attr, size,
             dir_meta_mtime(d));
   }
   if (n && n->path && !strcmp(n->path, key) &&
-      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
-                         : dir_has_stored(d, NS_INFO_NAME)))
+      !(lay == NS_PLACE_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
+                             : dir_has_stored(d, NS_INFO_NAME)))
     dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0,
             dir_meta_mtime(d));
-  if (!n && lay != NS_L_PLAIN && node_get(e->nodes, key)->kind == ZNODE_GROUP &&
-      !(lay == NS_L_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
-                         : dir_has_stored(d, NS_INFO_NAME)))
+  if (!n && lay != NS_PLACE_PLAIN &&
+      node_get(e->nodes, key)->kind == ZNODE_GROUP &&
+      !(lay == NS_PLACE_TEXT ? dir_has_stored_dir(d, NS_INFO_NAME)
+                             : dir_has_stored(d, NS_INFO_NAME)))
     dir_add(d, NS_INFO_NAME, strlen(NS_INFO_NAME), NS_INFO_VIEW, 0, 0,
             STORE_MTIME_UNKNOWN);
-  if (!n && lay != NS_L_PLAIN) {
+  if (!n && lay != NS_PLACE_PLAIN) {
     struct table_fill tf = {d, lay};
     rc = table_list(e, node_get(e->nodes, key), table_fill_one, &tf, err);
     if (rc < 0) {
@@ -597,7 +598,7 @@ int ns_dir_open(struct engine *e, const char *path, struct ns_dir **out,
   }
   if (n && n->kind == ZNODE_ARRAY && n->meta)
     dir_add_views(e, d, n, rel);
-  if (lay == NS_L_TEXT)
+  if (lay == NS_PLACE_TEXT)
     dir_drop_files(d);
   if (d->rc) {
     rc = d->rc == -EFBIG

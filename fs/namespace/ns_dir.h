@@ -1,7 +1,7 @@
 /* ns_dir.h - directory listings of the namespace: a directory listed
  * once into a compact table and read by position (FUSE readdir offsets).
  * The names are those fs/namespace/namespace.h resolves, by the same rules
- * (ns_view_name, ns_layout_of, ns_stored_file). FUSE-free; no lock: a
+ * (ns_view_name, ns_place_of, ns_stored_file). FUSE-free; no lock: a
  * listing is immutable once made. */
 #ifndef ZARRFS_NS_DIR_H
 #define ZARRFS_NS_DIR_H

@@ -4,7 +4,7 @@
  * integers.
  *
  * This module owns digit generation only; fs/text/render.c owns the text
- * layout (sign, point, exponent, nan/inf). Pure functions on const tables:
+ * format (sign, point, exponent, nan/inf). Pure functions on const tables:
  * no allocation, no locale, no global mutable state, thread-safe. */
 #ifndef ZARRFS_DTOA_H
 #define ZARRFS_DTOA_H

@@ -8,13 +8,13 @@
  * Schubfach with); this file lays the digits out as text.
  * Only datetime fields use snprintf, with integer conversions alone.
  *
- * Float layout: the fewest significant digits that read back to the same
+ * Float format: the fewest significant digits that read back to the same
  * value at the element's own width (float16/32/64), written plainly when
  * the decimal exponent x of the first digit is in [-4, 16) and as
  * d.ddde+XX otherwise, like Python's repr without a trailing ".0". Any NaN
  * is "nan"; infinities are "inf" / "-inf"; negative zero is "-0".
  *
- * Complex numbers: both parts in that float layout at the part's width,
+ * Complex numbers: both parts in that float format at the part's width,
  * the imaginary part always signed, then "j" ("1+2j", "0.5-1.5j",
  * "nan+infj", "1-0j"): numpy's repr without the parentheses, and the real
  * part is always written (Python writes 1j for 0+1j).
@@ -76,7 +76,7 @@ typedef uint64_t render_umax;
 /* ---- floats ---- */
 
 /* IEEE-754 binary layouts we render. */
-struct fmt_layout {
+struct fmt_bits {
   int mant_bits; /* stored mantissa bits */
   int exp_bits;  /* exponent field bits */
 };
@@ -112,7 +112,7 @@ static inline void copy17(char *dst, const char *src, size_t n) {
 /* Lay out digits d[0..n) with first-digit exponent x into buf; d holds
  * '0' from d[n] to d[DTOA_DIGITS_MAX - 1] (the integer part's padding).
  * Writes exactly the text (nothing past it). */
-static size_t layout_digits(const char *d, int n, int x, int neg, char *buf) {
+static size_t place_digits(const char *d, int n, int x, int neg, char *buf) {
   size_t o = (size_t)neg;
   buf[0] = '-'; /* overwritten when not negative (no branch on the sign) */
   if (x >= 16 || x < -4) { /* d.ddde+XX; de+XX for one digit */
@@ -153,9 +153,9 @@ static size_t layout_digits(const char *d, int n, int x, int neg, char *buf) {
   return o;
 }
 
-/* Render the IEEE value with the given bit pattern and layout; `exact`
+/* Render the IEEE value with the given bit pattern and format; `exact`
  * uses the big-integer search for every width (render_float_exact). */
-static size_t fmt_float_as(uint64_t bits, struct fmt_layout l, int exact,
+static size_t fmt_float_as(uint64_t bits, struct fmt_bits l, int exact,
                            char *buf) {
   int mb = l.mant_bits, eb = l.exp_bits;
   int bias = (1 << (eb - 1)) - 1;
@@ -203,18 +203,18 @@ static size_t fmt_float_as(uint64_t bits, struct fmt_layout l, int exact,
   } else {
     n = dtoa_shortest_exact(f, e, mb + 1, min_e, d, &x10);
   }
-  return layout_digits(d, n, x10, neg, buf);
+  return place_digits(d, n, x10, neg, buf);
 }
 
-/* Render the IEEE value with the given bit pattern and layout. */
-static size_t fmt_float(uint64_t bits, struct fmt_layout l, char *buf) {
+/* Render the IEEE value with the given bit pattern and format. */
+static size_t fmt_float(uint64_t bits, struct fmt_bits l, char *buf) {
   return fmt_float_as(bits, l, 0, buf);
 }
 
 /* The float text by the exact search alone. */
 size_t render_float_exact(uint64_t bits, int mant_bits, int exp_bits,
                           char *buf) {
-  return fmt_float_as(bits, (struct fmt_layout){mant_bits, exp_bits}, 1, buf);
+  return fmt_float_as(bits, (struct fmt_bits){mant_bits, exp_bits}, 1, buf);
 }
 
 /* Floor division and modulo for a positive divisor. */
@@ -419,7 +419,7 @@ static size_t fmt_timedelta(const struct dtype *dt, int64_t v, char *buf) {
 }
 
 /* "RE+IMj" / "RE-IMj" from the two parts' bit patterns. */
-static size_t fmt_complex(uint64_t re, uint64_t im, struct fmt_layout l,
+static size_t fmt_complex(uint64_t re, uint64_t im, struct fmt_bits l,
                           char *buf) {
   char t[RENDER_FIXED_MAX];
   size_t n = fmt_float(re, l, buf);
@@ -484,32 +484,32 @@ size_t render_fixed(const struct dtype *dt, const void *elem, char *buf) {
   case DT_FLOAT16: {
     uint16_t v;
     memcpy(&v, elem, 2);
-    return fmt_float(v, (struct fmt_layout){10, 5}, buf);
+    return fmt_float(v, (struct fmt_bits){10, 5}, buf);
   }
   case DT_FLOAT32: {
     uint32_t v;
     memcpy(&v, elem, 4);
-    return fmt_float(v, (struct fmt_layout){23, 8}, buf);
+    return fmt_float(v, (struct fmt_bits){23, 8}, buf);
   }
   case DT_FLOAT64: {
     uint64_t v;
     memcpy(&v, elem, 8);
-    return fmt_float(v, (struct fmt_layout){52, 11}, buf);
+    return fmt_float(v, (struct fmt_bits){52, 11}, buf);
   }
   case DT_BFLOAT16: {
     uint16_t v;
     memcpy(&v, elem, 2);
-    return fmt_float(v, (struct fmt_layout){7, 8}, buf);
+    return fmt_float(v, (struct fmt_bits){7, 8}, buf);
   }
   case DT_COMPLEX64: {
     uint32_t v[2];
     memcpy(v, elem, 8);
-    return fmt_complex(v[0], v[1], (struct fmt_layout){23, 8}, buf);
+    return fmt_complex(v[0], v[1], (struct fmt_bits){23, 8}, buf);
   }
   case DT_COMPLEX128: {
     uint64_t v[2];
     memcpy(v, elem, 16);
-    return fmt_complex(v[0], v[1], (struct fmt_layout){52, 11}, buf);
+    return fmt_complex(v[0], v[1], (struct fmt_bits){52, 11}, buf);
   }
   case DT_TIMEDELTA64: {
     int64_t v;

@@ -166,7 +166,7 @@ rnum_int_line(char *dst, size_t o, int neg, uint64_t mag) {
  * store has to be forwarded to a wider load). Returns the end of the
  * text. */
 static inline __attribute__((always_inline)) size_t
-rnum_layout(const struct dtoa_dec *dc, size_t o, char *p) {
+rnum_place(const struct dtoa_dec *dc, size_t o, char *p) {
   uint64_t hi = dc->block[0] + DTOA_ZEROS8, lo = dc->block[1] + DTOA_ZEROS8;
   char first = (char)('0' + dc->first);
   int n = dc->len, x = dc->x10;
@@ -302,7 +302,7 @@ rnum_floats(const unsigned char *s, size_t n, int mb, int eb, char *dst) {
       char *p = dst + o;
       p[0] = '-'; /* overwritten when not negative */
       if (__builtin_expect(dec[j].len != 0, 1))
-        o += rnum_layout(&dec[j], sign, p);
+        o += rnum_place(&dec[j], sign, p);
       else
         o += rnum_float_plain(b, mb, eb, sign, p);
       dst[o++] = '\n';
@@ -342,7 +342,7 @@ static inline size_t rnum_digits(uint64_t v) {
     }                                                                          \
   } while (0)
 
-/* The length rnum_layout gives *dc after o sign bytes. */
+/* The length rnum_place gives *dc after o sign bytes. */
 static inline size_t rnum_layout_len(const struct dtoa_dec *dc, size_t o) {
   int n = dc->len, x = dc->x10;
   if ((unsigned)x < 16)

@@ -49,8 +49,8 @@ void text_tell(const struct chunk_text *ct, unsigned what) {
 
 /* A CF form's element: decoded, or the stored value when xarray could not
  * hold it (said through ct's note; ct may be NULL). */
-size_t form_cf(const struct chunk_text *ct, const struct text_form *form,
-               const void *elem, char *buf) {
+size_t text_form_cf(const struct chunk_text *ct, const struct text_form *form,
+                    const void *elem, char *buf) {
   struct cf_value v;
   if (cf_decode(form->cf, elem, &v) == 0)
     return form->csv ? csvtext_cf(&v, buf) : cftext_render(&v, buf);
@@ -62,7 +62,7 @@ size_t form_cf(const struct chunk_text *ct, const struct text_form *form,
 
 size_t text_render_fixed(const struct text_form *form, const void *elem,
                          char *buf) {
-  return form_fixed(NULL, form, elem, buf);
+  return text_form_fixed(NULL, form, elem, buf);
 }
 
 /* Release a unit. */
@@ -75,13 +75,13 @@ static void chunk_text_destroy(struct zobj *o) {
 }
 
 /* Bytes of a unit object itself (with its coordinates and extents). */
-size_t unit_base_cost(const struct text_form *form) {
+size_t text_unit_base_cost(const struct text_form *form) {
   return sizeof(struct chunk_text) + 2 * (size_t)form->ndim * sizeof(uint64_t);
 }
 
 /* An empty unit object of form (NULL: out of memory). */
-struct chunk_text *unit_alloc(const struct text_form *form) {
-  struct chunk_text *ct = calloc(1, unit_base_cost(form));
+struct chunk_text *text_unit_alloc(const struct text_form *form) {
+  struct chunk_text *ct = calloc(1, text_unit_base_cost(form));
   if (!ct)
     return NULL;
   zobj_init(&ct->obj, chunk_text_destroy);
@@ -94,7 +94,7 @@ struct chunk_text *unit_alloc(const struct text_form *form) {
 /* A unit object for idx with its in-bounds extents. */
 static struct chunk_text *unit_new(const struct text_form *form,
                                    const uint64_t *shape, const uint64_t *idx) {
-  struct chunk_text *ct = unit_alloc(form);
+  struct chunk_text *ct = text_unit_alloc(form);
   if (!ct)
     return NULL;
   uint64_t nin = 1;
@@ -105,7 +105,7 @@ static struct chunk_text *unit_new(const struct text_form *form,
     nin *= ct->ext[d]; /* <= the unit's element count, checked by meta */
   }
   ct->nin = nin;
-  ct->cost = unit_base_cost(form);
+  ct->cost = text_unit_base_cost(form);
   return ct;
 }
 
@@ -134,7 +134,7 @@ static uint64_t unit_len(const struct chunk_text *ct, int d) {
 }
 
 /* Position the walk at in-bounds element k. */
-void it_init(struct inb_it *it, const struct chunk_text *ct, uint64_t k) {
+void text_it_init(struct text_it *it, const struct chunk_text *ct, uint64_t k) {
   int nd = ct->form->ndim;
   uint64_t s = 1;
   for (int d = nd - 1; d >= 0; d--) {
@@ -152,7 +152,7 @@ void it_init(struct inb_it *it, const struct chunk_text *ct, uint64_t k) {
 
 /* The byte after an element of a CSV unit whose last coordinate in the
  * unit's in-bounds box is c: '\n' when it ends its row, else ','. */
-char csv_end(const struct chunk_text *ct, uint64_t c) {
+char text_csv_end(const struct chunk_text *ct, uint64_t c) {
   int d = ct->form->ndim - 1;
   uint64_t x =
       zmeta_axis_start(ct->form->edge[d], ct->form->shape[d], ct->idx[d]) + c;
@@ -160,18 +160,18 @@ char csv_end(const struct chunk_text *ct, uint64_t c) {
 }
 
 /* Text length (no newline) of element j of a unit with element data. */
-uint64_t elem_len(const struct chunk_text *ct, uint64_t j) {
+uint64_t text_elem_len(const struct chunk_text *ct, uint64_t j) {
   const struct abytes *ab = ct->ab;
   if (ab->elsize) {
     char tmp[RENDER_FIXED_MAX];
-    return form_fixed(ct, ct->form, ab->fixed->mem + j * ab->elsize, tmp);
+    return text_form_fixed(ct, ct->form, ab->fixed->mem + j * ab->elsize, tmp);
   }
   return render_var_len(&ct->form->dt, ab->offsets[j + 1] - ab->offsets[j]);
 }
 
 /* Is in-bounds element k element k of the unit (every dimension but the
  * first whole)? Then a walk needs no coordinates. */
-int inb_linear(const struct chunk_text *ct) {
+int text_inb_linear(const struct chunk_text *ct) {
   for (int d = 1; d < ct->form->ndim; d++)
     if (ct->ext[d] != unit_len(ct, d))
       return 0;
@@ -181,14 +181,14 @@ int inb_linear(const struct chunk_text *ct) {
 /* Variable-length units in a linear box: in-bounds element k is unit
  * element k, and its line starts at text offset
  * render_var_len(eo[k] - eo[0]) + k, known from the offsets alone. */
-int var_linear(const struct chunk_text *ct) {
-  return ct->ab && !ct->ab->elsize && inb_linear(ct);
+int text_var_linear(const struct chunk_text *ct) {
+  return ct->ab && !ct->ab->elsize && text_inb_linear(ct);
 }
 
 /* Elements that follow the walk's one in unit order without a gap: the
  * rest of the unit in a linear box, else the rest of its row. */
-uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
-                  int linear) {
+uint64_t text_run_left(const struct chunk_text *ct, const struct text_it *it,
+                       int linear) {
   int last = ct->form->ndim - 1;
   if (linear || last < 0)
     return ct->nin - it->k;
@@ -198,15 +198,15 @@ uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
 /* Move the walk n >= 1 elements on (to a run's end): inside a row by
  * arithmetic and one odometer step, across rows (a linear box) from the
  * coordinates again. */
-void it_skip(struct inb_it *it, const struct chunk_text *ct, uint64_t n) {
+void text_it_skip(struct text_it *it, const struct chunk_text *ct, uint64_t n) {
   int last = ct->form->ndim - 1;
   if (last >= 0 && it->c[last] + n <= ct->ext[last]) {
     it->c[last] += n - 1;
     it->j += (n - 1) * it->stride[last];
     it->k += n - 1;
-    it_next(it, ct);
+    text_it_next(it, ct);
   } else if (it->k + n < ct->nin) {
-    it_init(it, ct, it->k + n);
+    text_it_init(it, ct, it->k + n);
   } else {
     it->j += n;
     it->k += n;
@@ -282,18 +282,18 @@ static inline void move_short(char *dst, const char *src, size_t n) {
  * buffer as large as the text, which the kernel would have to zero. It
  * applies to text with a byte per source byte (not hex), offsets from 0
  * and a linear in-bounds box (in-bounds element k is element k). */
-int in_place_fits(const struct chunk_text *ct) {
+int text_in_place_fits(const struct chunk_text *ct) {
   const struct abytes *ab = ct->ab;
   return ab && !ab->elsize && ct->form->dt.kind != DT_BYTES && ab->offsets &&
-         !ab->offsets[0] && inb_linear(ct);
+         !ab->offsets[0] && text_inb_linear(ct);
 }
 
 /* Turn buf (malloc'd, the unit's element bytes from offset 0; taken, and
  * freed on failure) into the unit's text in place (*out, tsize bytes),
  * with the block offsets into blk. */
-int expand_in_place(const struct chunk_text *ct, char *buf, uint64_t tsize,
-                    uint64_t *blk, const atomic_int *stop, char **out,
-                    struct zerr *err) {
+int text_expand_in_place(const struct chunk_text *ct, char *buf, uint64_t tsize,
+                         uint64_t *blk, const atomic_int *stop, char **out,
+                         struct zerr *err) {
   const uint64_t *eo = ct->ab->offsets;
   uint64_t nin = ct->nin;
   /* grows by the newlines (a remap), or drops bytes past element nin */
@@ -330,7 +330,7 @@ int expand_in_place(const struct chunk_text *ct, char *buf, uint64_t tsize,
 static int layout_in_place(struct chunk_text *ct, size_t render_max,
                            const atomic_int *stop, struct zerr *err) {
   struct abytes *ab = ct->ab;
-  if (!in_place_fits(ct) || !ab->data || !ab->data->mem || !render_max)
+  if (!text_in_place_fits(ct) || !ab->data || !ab->data->mem || !render_max)
     return 0;
   const uint64_t *eo = ab->offsets;
   uint64_t nin = ct->nin, tsize = eo[nin] + nin;
@@ -340,9 +340,10 @@ static int layout_in_place(struct chunk_text *ct, size_t render_max,
   char *buf = bytesrc_take_mem(ab->data, &have);
   if (!buf)
     return 0;
-  ZTRY(expand_in_place(ct, buf, tsize, ct->blk, stop, &ct->text, err));
+  ZTRY(text_expand_in_place(ct, buf, tsize, ct->blk, stop, &ct->text, err));
   ct->size = tsize;
-  ct->cost = unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)tsize;
+  ct->cost =
+      text_unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)tsize;
   abytes_free(ct->ab);
   ct->ab = NULL;
   return 1;
@@ -358,9 +359,9 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
   if (!ab->data || !ab->data->mem)
     return zerr_set(err, EIO, "view: element bytes missing");
   uint64_t size = 0;
-  struct inb_it it;
-  it_init(&it, ct, 0);
-  for (uint64_t k = 0; k < ct->nin; k++, it_next(&it, ct))
+  struct text_it it;
+  text_it_init(&it, ct, 0);
+  for (uint64_t k = 0; k < ct->nin; k++, text_it_next(&it, ct))
     size += eo[it.j + 1] - eo[it.j] + 1; /* <= data bytes + elements */
   if (size > TEXT_MAX_SIZE)
     return zerr_set(err, EFBIG, "text of a chunk exceeds 2^63 bytes");
@@ -368,8 +369,8 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
   if (!t)
     return zerr_set(err, ENOMEM, "out of memory");
   uint64_t pos = 0;
-  it_init(&it, ct, 0);
-  for (uint64_t k = 0; k < ct->nin; k++, it_next(&it, ct)) {
+  text_it_init(&it, ct, 0);
+  for (uint64_t k = 0; k < ct->nin; k++, text_it_next(&it, ct)) {
     if (k % TEXT_BLOCK == 0) {
       ct->blk[k / TEXT_BLOCK] = pos;
       if (k % TEXT_STOP_EVERY == 0 && stop &&
@@ -380,7 +381,7 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
     }
     uint64_t l = eo[it.j + 1] - eo[it.j];
     memcpy(t + pos, ab->data->mem + eo[it.j], (size_t)l);
-    t[pos + l] = it_end(ct, &it);
+    t[pos + l] = text_it_end(ct, &it);
     pos += l + 1;
   }
   /* fields apart by ASCII separators: checked as one text */
@@ -388,7 +389,8 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
     text_tell(ct, TEXT_NOTE_UTF8);
   ct->text = t;
   ct->size = size;
-  ct->cost = unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)size;
+  ct->cost =
+      text_unit_base_cost(ct->form) + (size_t)ct->nblk * 8 + (size_t)size;
   abytes_free(ct->ab);
   ct->ab = NULL;
   return 0;
@@ -443,10 +445,10 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     tb.p = malloc(tb.cap);
   }
   uint64_t pos = 0, k0 = 0;
-  if (rc == 0 && var_linear(ct)) { /* sizes from the offsets alone */
+  if (rc == 0 && text_var_linear(ct)) { /* sizes from the offsets alone */
     for (uint64_t b = 0; b < nblk; b++)
-      ct->blk[b] = run_line_off(ct, 0, 0, b * TEXT_BLOCK);
-    pos = run_line_off(ct, 0, 0, ct->nin);
+      ct->blk[b] = text_run_line_off(ct, 0, 0, b * TEXT_BLOCK);
+    pos = text_run_line_off(ct, 0, 0, ct->nin);
     k0 = ct->nin;
   }
   /* Plain text of a box that is the unit's own order: a block of lines
@@ -455,7 +457,7 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
   uint64_t kend = ct->nin;
   struct rsplit *rs = NULL;
   if (rc == 0 && tb.p && !form->cf && !form->csv &&
-      ab->elsize == form->dt.size && inb_linear(ct)) {
+      ab->elsize == form->dt.size && text_inb_linear(ct)) {
     rs = rsplit_start(helpers, rsplit_ways(helpers), &form->dt, ab->fixed->mem,
                       ab->elsize, k0, ct->nin, TEXT_BLOCK, ct->blk, &kend);
     for (; k0 < kend && rc == 0; k0 += TEXT_BLOCK) {
@@ -475,9 +477,9 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
       pos += l;
     }
   }
-  struct inb_it it;
-  it_init(&it, ct, k0 < ct->nin ? k0 : 0);
-  for (uint64_t k = k0; rc == 0 && k < kend; k++, it_next(&it, ct)) {
+  struct text_it it;
+  text_it_init(&it, ct, k0 < ct->nin ? k0 : 0);
+  for (uint64_t k = k0; rc == 0 && k < kend; k++, text_it_next(&it, ct)) {
     if (k % TEXT_BLOCK == 0) {
       ct->blk[k / TEXT_BLOCK] = pos;
       if (k % TEXT_STOP_EVERY == 0 && stop &&
@@ -487,14 +489,15 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     if (tb.p) {
       char *d = tbuf_room(&tb, RENDER_FIXED_MAX + 1);
       if (d) {
-        size_t l = form_fixed(ct, form, ab->fixed->mem + it.j * ab->elsize, d);
-        d[l] = it_end(ct, &it);
+        size_t l =
+            text_form_fixed(ct, form, ab->fixed->mem + it.j * ab->elsize, d);
+        d[l] = text_it_end(ct, &it);
         tb.len += l + 1;
         pos += l + 1;
         continue;
       }
     }
-    pos += elem_len(ct, it.j) + 1;
+    pos += text_elem_len(ct, it.j) + 1;
   }
   if (rs)
     rsplit_end(rs, &tb, ct->blk, &pos);
@@ -507,11 +510,11 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
   }
   ct->nblk = nblk;
   ct->size = pos;
-  ct->cost = unit_base_cost(form) + (size_t)nblk * 8 + abytes_mem_cost(ab);
+  ct->cost = text_unit_base_cost(form) + (size_t)nblk * 8 + abytes_mem_cost(ab);
   if (tb.p) { /* rendered whole: the elements are not needed any more */
     char *t = tb.len < tb.cap ? realloc(tb.p, tb.len ? tb.len : 1) : tb.p;
     ct->text = t ? t : tb.p;
-    ct->cost = unit_base_cost(form) + (size_t)nblk * 8 + (size_t)ct->size;
+    ct->cost = text_unit_base_cost(form) + (size_t)nblk * 8 + (size_t)ct->size;
     abytes_free(ct->ab);
     ct->ab = NULL;
   }
@@ -533,7 +536,7 @@ int text_measure(const struct text_form *form, const uint64_t *shape,
    * as text_layout's runs would write them (render_fixed_run_size: the
    * same lengths, no text written). */
   if (!form->cf && !form->csv && ab->elsize && ab->elsize == form->dt.size &&
-      ab->fixed && ab->fixed->mem && inb_linear(ct) && ab->n >= ct->nin) {
+      ab->fixed && ab->fixed->mem && text_inb_linear(ct) && ab->n >= ct->nin) {
     uint64_t pos = 0;
     for (uint64_t k = 0; k < ct->nin; k += TEXT_BLOCK) {
       if (k % TEXT_STOP_EVERY == 0 && stop &&
@@ -585,28 +588,28 @@ uint64_t text_line_off(const struct chunk_text *ct, uint64_t k) {
     return text_walk_lines(ct, ct->blk[k / TEXT_BLOCK], k % TEXT_BLOCK);
   if (!ct->ab)
     return k * (ct->form->fill_len + 1);
-  if (var_linear(ct))
-    return run_line_off(ct, 0, 0, k);
+  if (text_var_linear(ct))
+    return text_run_line_off(ct, 0, 0, k);
   uint64_t b = k / TEXT_BLOCK, pos = ct->blk[b];
-  struct inb_it it;
-  it_init(&it, ct, b * TEXT_BLOCK);
-  for (; it.k < k; it_next(&it, ct))
-    pos += elem_len(ct, it.j) + 1;
+  struct text_it it;
+  text_it_init(&it, ct, b * TEXT_BLOCK);
+  for (; it.k < k; text_it_next(&it, ct))
+    pos += text_elem_len(ct, it.j) + 1;
   return pos;
 }
 
 /* Walk forward from a known element when the distance is under a block. */
 uint64_t text_line_off_from(const struct chunk_text *ct, uint64_t k0,
                             uint64_t off0, uint64_t k) {
-  if (var_linear(ct))
+  if (text_var_linear(ct))
     return text_line_off(ct, k);
   if (!ct->ab || k >= ct->nin || k < k0 || k - k0 >= TEXT_BLOCK)
     return ct->text && k < ct->nin && k >= k0 && k - k0 < TEXT_BLOCK
                ? text_walk_lines(ct, off0, k - k0)
                : text_line_off(ct, k);
-  struct inb_it it;
-  it_init(&it, ct, k0);
-  for (; it.k < k; it_next(&it, ct))
-    off0 += elem_len(ct, it.j) + 1;
+  struct text_it it;
+  text_it_init(&it, ct, k0);
+  for (; it.k < k; text_it_next(&it, ct))
+    off0 += text_elem_len(ct, it.j) + 1;
   return off0;
 }

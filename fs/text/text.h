@@ -194,37 +194,38 @@ long text_read_at(const struct chunk_text *ct, struct bytesrc *data, uint64_t k,
 void text_tell(const struct chunk_text *ct, unsigned what);
 /* A CF form's element text (the stored value when xarray could not hold
  * it, told through ct's note; ct may be NULL). */
-size_t form_cf(const struct chunk_text *ct, const struct text_form *form,
-               const void *elem, char *buf);
+size_t text_form_cf(const struct chunk_text *ct, const struct text_form *form,
+                    const void *elem, char *buf);
 /* One fixed-size element's text (ct: the unit, told of what is not
  * decoded; may be NULL): the plain rendering stays one predictable
  * branch away, so values.txt costs what it did. */
-static inline size_t form_fixed(const struct chunk_text *ct,
-                                const struct text_form *form, const void *elem,
-                                char *buf) {
+static inline size_t text_form_fixed(const struct chunk_text *ct,
+                                     const struct text_form *form,
+                                     const void *elem, char *buf) {
   if (__builtin_expect(form->cf == NULL && !form->csv, 1))
     return render_fixed(&form->dt, elem, buf);
   if (form->cf)
-    return form_cf(ct, form, elem, buf);
+    return text_form_cf(ct, form, elem, buf);
   return csvtext_fixed(NULL, &form->dt, elem, buf);
 }
 
 /* Bytes of a unit object itself (with its coordinates and extents). */
-size_t unit_base_cost(const struct text_form *form);
+size_t text_unit_base_cost(const struct text_form *form);
 /* An empty unit object of form (NULL: out of memory). */
-struct chunk_text *unit_alloc(const struct text_form *form);
+struct chunk_text *text_unit_alloc(const struct text_form *form);
 
 /* An in-bounds element k and its index j in unit C order. */
-struct inb_it {
+struct text_it {
   uint64_t k, j;
   uint64_t c[ZMETA_MAX_DIMS];      /* coordinates inside the in-bounds box */
   uint64_t stride[ZMETA_MAX_DIMS]; /* of the unit, C order */
 };
 
 /* Position the walk at in-bounds element k. */
-void it_init(struct inb_it *it, const struct chunk_text *ct, uint64_t k);
+void text_it_init(struct text_it *it, const struct chunk_text *ct, uint64_t k);
 /* Step to the next in-bounds element (an odometer over the box). */
-static inline void it_next(struct inb_it *it, const struct chunk_text *ct) {
+static inline void text_it_next(struct text_it *it,
+                                const struct chunk_text *ct) {
   it->k++;
   for (int d = ct->form->ndim - 1; d >= 0; d--) {
     if (++it->c[d] < ct->ext[d]) {
@@ -238,44 +239,45 @@ static inline void it_next(struct inb_it *it, const struct chunk_text *ct) {
 
 /* The byte after an element of a CSV unit whose last coordinate in the
  * unit's in-bounds box is c: '\n' when it ends its row, else ','. */
-char csv_end(const struct chunk_text *ct, uint64_t c);
+char text_csv_end(const struct chunk_text *ct, uint64_t c);
 /* The byte after the element at walk it: a newline, or a CSV separator. */
-static inline char it_end(const struct chunk_text *ct,
-                          const struct inb_it *it) {
+static inline char text_it_end(const struct chunk_text *ct,
+                               const struct text_it *it) {
   if (__builtin_expect(!ct->form->csv, 1))
     return '\n';
-  return csv_end(ct, it->c[ct->form->ndim - 1]);
+  return text_csv_end(ct, it->c[ct->form->ndim - 1]);
 }
 
 /* Text length (no newline) of element j of a unit with element data. */
-uint64_t elem_len(const struct chunk_text *ct, uint64_t j);
+uint64_t text_elem_len(const struct chunk_text *ct, uint64_t j);
 /* Is in-bounds element k element k of the unit (a walk needs no
  * coordinates)? */
-int inb_linear(const struct chunk_text *ct);
+int text_inb_linear(const struct chunk_text *ct);
 /* A variable-length unit in a linear box (lines placed from the offsets
  * alone)? */
-int var_linear(const struct chunk_text *ct);
+int text_var_linear(const struct chunk_text *ct);
 /* Text offset of the line of element j of a run of consecutive elements
  * whose first, ja, starts at tpos. */
-static inline uint64_t run_line_off(const struct chunk_text *ct, uint64_t ja,
-                                    uint64_t tpos, uint64_t j) {
+static inline uint64_t text_run_line_off(const struct chunk_text *ct,
+                                         uint64_t ja, uint64_t tpos,
+                                         uint64_t j) {
   const uint64_t *eo = ct->ab->offsets;
   return tpos + render_var_len(&ct->form->dt, eo[j] - eo[ja]) + (j - ja);
 }
 
 /* Elements that follow the walk's one in unit order without a gap. */
-uint64_t run_left(const struct chunk_text *ct, const struct inb_it *it,
-                  int linear);
+uint64_t text_run_left(const struct chunk_text *ct, const struct text_it *it,
+                       int linear);
 /* Move the walk n >= 1 elements on. */
-void it_skip(struct inb_it *it, const struct chunk_text *ct, uint64_t n);
+void text_it_skip(struct text_it *it, const struct chunk_text *ct, uint64_t n);
 
 /* Can ct's strings become its text where they lie (text.c says when)? */
-int in_place_fits(const struct chunk_text *ct);
+int text_in_place_fits(const struct chunk_text *ct);
 /* Turn buf (the unit's element bytes from offset 0; taken, freed on
  * failure) into the unit's text in place (*out, tsize bytes), with the
  * block offsets into blk. */
-int expand_in_place(const struct chunk_text *ct, char *buf, uint64_t tsize,
-                    uint64_t *blk, const atomic_int *stop, char **out,
-                    struct zerr *err);
+int text_expand_in_place(const struct chunk_text *ct, char *buf, uint64_t tsize,
+                         uint64_t *blk, const atomic_int *stop, char **out,
+                         struct zerr *err);
 
 #endif

@@ -21,17 +21,17 @@ static void render_var_lines(const struct chunk_text *ct,
                              const struct bytesrc *data, char *dst) {
   const struct dtype *dt = &ct->form->dt;
   const uint64_t *eo = ct->ab->offsets;
-  int linear = inb_linear(ct);
+  int linear = text_inb_linear(ct);
   uint64_t pos = 0, bad = 0;
-  struct inb_it it;
-  it_init(&it, ct, 0);
+  struct text_it it;
+  text_it_init(&it, ct, 0);
   while (it.k < ct->nin) {
-    uint64_t n = run_left(ct, &it, linear), ja = it.j;
-    uint64_t next = run_line_off(ct, ja, pos, ja + n);
+    uint64_t n = text_run_left(ct, &it, linear), ja = it.j;
+    uint64_t next = text_run_line_off(ct, ja, pos, ja + n);
     bad += render_var_run(dt, eo, ja, ja + n, pos, data->mem, 0, data->size, 0,
                           ct->size, dst);
     pos = next;
-    it_skip(&it, ct, n);
+    text_it_skip(&it, ct, n);
   }
   if (bad)
     text_tell(ct, TEXT_NOTE_UTF8);
@@ -40,29 +40,29 @@ static void render_var_lines(const struct chunk_text *ct,
 /* The element whose line holds text offset off (< size): the walk is left
  * at it and *start receives its line's offset. */
 static void text_find(const struct chunk_text *ct, uint64_t off,
-                      struct inb_it *it, uint64_t *start) {
-  if (var_linear(ct)) { /* the last line starting at or before off */
+                      struct text_it *it, uint64_t *start) {
+  if (text_var_linear(ct)) { /* the last line starting at or before off */
     uint64_t lo = 0, hi = ct->nin - 1;
     while (lo < hi) {
       uint64_t mid = hi - (hi - lo) / 2;
-      if (run_line_off(ct, 0, 0, mid) <= off)
+      if (text_run_line_off(ct, 0, 0, mid) <= off)
         lo = mid;
       else
         hi = mid - 1;
     }
-    it_init(it, ct, lo);
-    *start = run_line_off(ct, 0, 0, lo);
+    text_it_init(it, ct, lo);
+    *start = text_run_line_off(ct, 0, 0, lo);
     return;
   }
   uint64_t lo = zfloor_u64(ct->blk, ct->nblk, off); /* its block */
   uint64_t pos = ct->blk[lo];
-  it_init(it, ct, lo * TEXT_BLOCK);
+  text_it_init(it, ct, lo * TEXT_BLOCK);
   for (;;) {
-    uint64_t l = elem_len(ct, it->j) + 1;
+    uint64_t l = text_elem_len(ct, it->j) + 1;
     if (pos + l > off || it->k + 1 >= ct->nin)
       break;
     pos += l;
-    it_next(it, ct);
+    text_it_next(it, ct);
   }
   *start = pos;
 }
@@ -79,7 +79,7 @@ static void read_fill(const struct chunk_text *ct, uint64_t off, uint64_t end,
     uint64_t body = p < flen ? (flen - p < n ? flen - p : n) : 0;
     memcpy(dst, f + p, (size_t)body);
     if (body < n) /* n - body is 1: the newline ends the piece */
-      dst[body] = ct->form->csv ? csv_end(ct, k % ct->ext[last]) : '\n';
+      dst[body] = ct->form->csv ? text_csv_end(ct, k % ct->ext[last]) : '\n';
     dst += n;
     off += n;
     p = 0;
@@ -88,19 +88,19 @@ static void read_fill(const struct chunk_text *ct, uint64_t off, uint64_t end,
 }
 
 /* Fixed-size elements: render each, copy the part inside [off, end). */
-static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
+static void read_fixed(const struct chunk_text *ct, struct text_it *it,
                        uint64_t pos, uint64_t off, uint64_t end, char *dst) {
   const struct abytes *ab = ct->ab;
   char tmp[RENDER_FIXED_MAX + 1];
   while (pos < end) {
     size_t n =
-        form_fixed(ct, ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
-    tmp[n] = it_end(ct, it);
+        text_form_fixed(ct, ct->form, ab->fixed->mem + it->j * ab->elsize, tmp);
+    tmp[n] = text_it_end(ct, it);
     uint64_t a = off > pos ? off - pos : 0;
     uint64_t b = end - pos < n + 1 ? end - pos : n + 1;
     memcpy(dst + (pos + a - off), tmp + a, (size_t)(b - a));
     pos += n + 1;
-    it_next(it, ct);
+    text_it_next(it, ct);
   }
 }
 
@@ -109,22 +109,22 @@ static void read_fixed(const struct chunk_text *ct, struct inb_it *it,
  * the source bytes the request needs with one ranged read, render the run
  * (render_var_run). Advances it and *pos past the run's part in range. */
 static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
-                        struct inb_it *it, uint64_t *pos, uint64_t off,
+                        struct text_it *it, uint64_t *pos, uint64_t off,
                         uint64_t end, char *dst, struct zerr *err) {
   const struct dtype *dt = &ct->form->dt;
   const uint64_t *eo = ct->ab->offsets;
   uint64_t start = *pos, ja = it->j;
-  uint64_t lo = ja + 1, hi = ja + run_left(ct, it, inb_linear(ct));
+  uint64_t lo = ja + 1, hi = ja + text_run_left(ct, it, text_inb_linear(ct));
   while (lo < hi) { /* the first line starting at or past end, or hi */
     uint64_t mid = lo + (hi - lo) / 2;
-    if (run_line_off(ct, ja, start, mid) >= end)
+    if (text_run_line_off(ct, ja, start, mid) >= end)
       hi = mid;
     else
       lo = mid + 1;
   }
   uint64_t jb = lo, jl = jb - 1;
-  uint64_t p = run_line_off(ct, ja, start, jb);
-  uint64_t last_start = run_line_off(ct, ja, start, jl);
+  uint64_t p = text_run_line_off(ct, ja, start, jb);
+  uint64_t last_start = text_run_line_off(ct, ja, start, jl);
   uint64_t last_tl = render_var_len(dt, eo[jl + 1] - eo[jl]);
 
   uint64_t first_tl = render_var_len(dt, eo[ja + 1] - eo[ja]);
@@ -163,7 +163,7 @@ static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
   if (render_var_run(dt, eo, ja, jb, start, src, sbase, slen, off, end, dst))
     text_tell(ct, TEXT_NOTE_UTF8);
   free(buf);
-  it_skip(it, ct, jb - ja);
+  text_it_skip(it, ct, jb - ja);
   *pos = p;
   return 0;
 }
@@ -171,7 +171,7 @@ static int read_var_run(const struct chunk_text *ct, struct bytesrc *data,
 /* Render [off, end) starting from the walk at `it`, whose line starts at
  * pos <= off. */
 static long read_from(const struct chunk_text *ct, struct bytesrc *data,
-                      struct inb_it *it, uint64_t pos, uint64_t off,
+                      struct text_it *it, uint64_t pos, uint64_t off,
                       uint64_t end, char *dst, struct zerr *err) {
   if (ct->ab->elsize) {
     read_fixed(ct, it, pos, off, end, dst);
@@ -198,7 +198,7 @@ long text_read(const struct chunk_text *ct, struct bytesrc *data, uint64_t off,
     read_fill(ct, off, end, dst);
     return (long)(end - off);
   }
-  struct inb_it it;
+  struct text_it it;
   uint64_t pos;
   text_find(ct, off, &it, &pos);
   return read_from(ct, data, &it, pos, off, end, dst, err);
@@ -213,8 +213,8 @@ long text_read_at(const struct chunk_text *ct, struct bytesrc *data, uint64_t k,
   if (off >= ct->size || len == 0)
     return 0;
   uint64_t end = ct->size - off < len ? ct->size : off + len;
-  struct inb_it it;
-  it_init(&it, ct, k);
+  struct text_it it;
+  text_it_init(&it, ct, k);
   return read_from(ct, data, &it, kpos, off, end, dst, err);
 }
 
@@ -252,7 +252,7 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
                      size_t max_bytes, struct chunk_text **out,
                      struct zerr *err) {
   (void)max_bytes;
-  struct chunk_text *t = unit_alloc(ct->form);
+  struct chunk_text *t = text_unit_alloc(ct->form);
   int rc = t ? 0 : zerr_set(err, ENOMEM, "out of memory");
   if (rc == 0) {
     memcpy(t->dims, ct->dims, 2 * (size_t)ct->form->ndim * sizeof *t->dims);
@@ -266,10 +266,10 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
   /* Decoded strings that are nobody else's become the text in place. */
   char *buf = NULL;
   size_t have;
-  if (rc == 0 && data && data->mem && in_place_fits(ct) &&
+  if (rc == 0 && data && data->mem && text_in_place_fits(ct) &&
       ct->size == ct->ab->offsets[ct->nin] + ct->nin &&
       (buf = bytesrc_take_mem(data, &have)))
-    rc = expand_in_place(ct, buf, ct->size, t->blk, NULL, &t->text, err);
+    rc = text_expand_in_place(ct, buf, ct->size, t->blk, NULL, &t->text, err);
   if (rc == 0 && !buf && !(t->text = malloc(ct->size ? (size_t)ct->size : 1)))
     rc = zerr_set(err, ENOMEM, "out of memory");
   if (rc == 0 && !buf) {
@@ -294,7 +294,8 @@ int text_render_copy(const struct chunk_text *ct, struct bytesrc *data,
       zobj_put(&t->obj);
     return rc;
   }
-  t->cost = unit_base_cost(t->form) + (size_t)t->nblk * 8 + (size_t)t->size;
+  t->cost =
+      text_unit_base_cost(t->form) + (size_t)t->nblk * 8 + (size_t)t->size;
   *out = t;
   return 0;
 }

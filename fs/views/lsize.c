@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../src/store/lxblob.h"
 #include "../../src/store/presence.h"
+#include "../../src/store/sizeblob.h"
 #include "../../src/util/htab.h"
 #include "../../src/util/pool.h"
 #include "tblock.h"
@@ -278,9 +278,9 @@ static int get_varint(const unsigned char **p, const unsigned char *end,
 }
 
 /* See lsize.h. */
-void lsize_keep_sizes(struct engine *e, const struct lxindex_id *id,
+void lsize_keep_sizes(struct engine *e, const struct sizeindex_id *id,
                       uint64_t check, const uint64_t *sizes, uint64_t n) {
-  if (!e->lx || n > SIZE_MAX / 10)
+  if (!e->sizeidx || n > SIZE_MAX / 10)
     return;
   /* each size as the zigzag difference from the one before: a byte or
    * two for units of similar text */
@@ -294,19 +294,19 @@ void lsize_keep_sizes(struct engine *e, const struct lxindex_id *id,
     prev = sizes[i];
     total += sizes[i];
   }
-  struct lxindex_rec rec = {total, check};
-  lxblob_store(e->lx, id, &rec, buf, (size_t)(p - buf)); /* a failure:
+  struct sizeindex_rec rec = {total, check};
+  sizeblob_store(e->sizeidx, id, &rec, buf, (size_t)(p - buf)); /* a failure:
                                                        learned next time */
   free(buf);
 }
 
 /* See lsize.h. */
-int lsize_load_sizes(struct engine *e, const struct lxindex_id *id,
+int lsize_load_sizes(struct engine *e, const struct sizeindex_id *id,
                      uint64_t check, uint64_t *sizes, uint64_t n) {
-  struct lxindex_rec rec;
+  struct sizeindex_rec rec;
   void *data;
   size_t len;
-  if (!e->lx || !lxblob_lookup(e->lx, id, &rec, &data, &len))
+  if (!e->sizeidx || !sizeblob_lookup(e->sizeidx, id, &rec, &data, &len))
     return 0;
   const unsigned char *p = data, *end = p + len;
   uint64_t prev = 0, total = 0;
@@ -330,8 +330,8 @@ int lsize_load_sizes(struct engine *e, const struct lxindex_id *id,
  * versions, a key too long). */
 static int region_ident(struct engine *e, const struct znode *n,
                         const struct region *r, const struct region_layout *l,
-                        char *key, size_t len, struct lxindex_id *id) {
-  if (!e->lx || e->store->remote || !n->meta || !n->meta->root ||
+                        char *key, size_t len, struct sizeindex_id *id) {
+  if (!e->sizeidx || e->store->remote || !n->meta || !n->meta->root ||
       !n->meta_hash || l->np < LSIZE_MIN)
     return -1;
   const char *tag = n->form.csv ? "csv" : n->form.cf ? "cf" : "txt";
@@ -352,7 +352,7 @@ static int region_ident(struct engine *e, const struct znode *n,
   if (lsize_node_version(e, base, &v) < 0)
     return -1;
   v = htab_hash_bytes(&l->np, sizeof l->np, v);
-  *id = (struct lxindex_id){
+  *id = (struct sizeindex_id){
       e->store->location, key, l->np, v, unit_text_hash(n), UNIT_TEXT_RULES};
   return 0;
 }
@@ -370,7 +370,7 @@ static uint64_t unit_size_of(const struct znode *n, const struct region *r,
 void lsize_keep(struct engine *e, const struct znode *n, const struct region *r,
                 const struct region_layout *l) {
   char key[4200];
-  struct lxindex_id id;
+  struct sizeindex_id id;
   /* only the truth: no size from a record, or every claim checked */
   uint64_t claim0 = atomic_load_explicit(&l->first_claim, memory_order_relaxed);
   if (l->from_record ||
@@ -393,7 +393,7 @@ void lsize_keep(struct engine *e, const struct znode *n, const struct region *r,
 int lsize_load(struct engine *e, const struct znode *n, const struct region *r,
                struct region_layout *l) {
   char key[4200];
-  struct lxindex_id id;
+  struct sizeindex_id id;
   if (node_sizes_gen(n) || region_ident(e, n, r, l, key, sizeof key, &id) < 0 ||
       l->np > SIZE_MAX / sizeof(uint64_t))
     return 0;
@@ -426,8 +426,8 @@ int lsize_load(struct engine *e, const struct znode *n, const struct region *r,
  * without versions). */
 static int table_ident(struct engine *e, const struct znode *g, const char *dim,
                        const struct table *t, char *key, size_t len,
-                       struct lxindex_id *id) {
-  if (!e->lx || e->store->remote)
+                       struct sizeindex_id *id) {
+  if (!e->sizeidx || e->store->remote)
     return -1;
   int w = snprintf(key, len, "#table %s %s", *g->path ? g->path : ".", dim);
   if (w < 0 || (size_t)w >= len)
@@ -450,8 +450,8 @@ static int table_ident(struct engine *e, const struct znode *g, const char *dim,
     if (col->field)
       rules = htab_hash_bytes(&c, sizeof c, rules ^ 0x6669656c64ull);
   }
-  *id = (struct lxindex_id){e->store->location, key, t->nrows, v, rules,
-                            UNIT_TEXT_RULES};
+  *id = (struct sizeindex_id){e->store->location, key, t->nrows, v, rules,
+                              UNIT_TEXT_RULES};
   return 0;
 }
 
@@ -460,7 +460,7 @@ void lsize_table_keep(struct engine *e, const struct znode *g, const char *dim,
                       const struct table *t, const uint64_t *sizes,
                       uint64_t nb) {
   char key[1200];
-  struct lxindex_id id;
+  struct sizeindex_id id;
   if (table_ident(e, g, dim, t, key, sizeof key, &id) == 0)
     lsize_keep_sizes(e, &id, t->nrows, sizes, nb);
 }
@@ -469,8 +469,8 @@ void lsize_table_keep(struct engine *e, const struct znode *g, const char *dim,
 int lsize_table_claim(struct engine *e, const struct znode *g, const char *dim,
                       const struct table *t, uint64_t nb, uint64_t *size) {
   char key[1200];
-  struct lxindex_id id;
-  uint64_t *sz = e->lx && nb <= SIZE_MAX / sizeof *sz
+  struct sizeindex_id id;
+  uint64_t *sz = e->sizeidx && nb <= SIZE_MAX / sizeof *sz
                      ? malloc((size_t)nb * sizeof *sz)
                      : NULL;
   int ok = sz && table_ident(e, g, dim, t, key, sizeof key, &id) == 0 &&

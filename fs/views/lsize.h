@@ -14,7 +14,7 @@
  *
  * Records (lsize_load, lsize_keep): once a region's sizes are all known,
  * they are kept in the persistent index as one record (src/store/
- * lxblob.h) keyed by the node's view, what makes its text, and a digest
+ * sizeblob.h) keyed by the node's view, what makes its text, and a digest
  * of every stored unit's key and version (store_version): the next mount
  * lays the view out from that one record, a unit changed or added makes
  * it a miss. Loaded sizes are claims, as the index's are (fs/engine/unit.h):
@@ -29,7 +29,7 @@
 
 #include <stdint.h>
 
-#include "../../src/store/lxindex.h"
+#include "../../src/store/sizeindex.h"
 #include "../engine/region.h"
 
 /* Regions with fewer stored units left to learn are learned one by one
@@ -69,14 +69,14 @@ void lsize_keep(struct engine *e, const struct znode *n, const struct region *r,
  * (a remote store, inline bytes, a listing that is not complete). */
 int lsize_node_version(struct engine *e, const struct znode *n, uint64_t *v);
 /* Keep n sizes (of units, of a table's blocks) in the persistent index as
- * one record of identity id (src/store/lxblob.h), with `check` (a number
+ * one record of identity id (src/store/sizeblob.h), with `check` (a number
  * the loader must find equal: the elements they are the text of) and
  * their total. Nothing without an index; a failure is learned again. */
-void lsize_keep_sizes(struct engine *e, const struct lxindex_id *id,
+void lsize_keep_sizes(struct engine *e, const struct sizeindex_id *id,
                       uint64_t check, const uint64_t *sizes, uint64_t n);
 /* The n sizes of id's record into sizes: 1, or 0 when there is none or
  * it does not add up (other count, check or total). */
-int lsize_load_sizes(struct engine *e, const struct lxindex_id *id,
+int lsize_load_sizes(struct engine *e, const struct sizeindex_id *id,
                      uint64_t check, uint64_t *sizes, uint64_t n);
 
 struct table; /* fs/views/tblock.h */

@@ -317,7 +317,7 @@ long row_read(const struct read_req *q, const struct region *r,
     return rowband_read(q, r, l, k);
   ZTRY(memo_get(q->e->memo, &key, row_fill, &j, &ref, q->err));
   const struct slab_row *w = (const struct slab_row *)memo_obj(ref);
-  cursor_note_cost(q->c, w->unit_cost);
+  cursor_note_cost(q->c, w->unit_cost, 0);
   size_t done = 0;
   long rc = 0;
   uint64_t s = zfloor_u64(w->seg_off, w->nseg, q->off);

@@ -527,7 +527,7 @@ long rowband_read(const struct read_req *q, const struct region *r,
   cursor_room(q->e, q->c, &mk); /* the rows and bands it passed go */
   ZTRY(memo_get(q->e->memo, &mk, band_map_fill, &j, &mref, q->err));
   j.m = (const struct band_map *)memo_obj(mref);
-  cursor_note_cost(q->c, j.m->unit_cost);
+  cursor_note_cost(q->c, j.m->unit_cost, 0);
   size_t done = 0;
   long rc = 0;
   while (done < q->len) {

@@ -279,14 +279,14 @@ static int block_size(struct engine *e, const struct znode *g, const char *dim,
 /* ---- the layout ---- */
 
 /* Where each block starts: off[nblk] is the table's size. */
-struct tlayout {
+struct table_layout {
   struct zobj obj;
   uint64_t nblk;
   uint64_t off[];
 };
 
 /* Release a layout. */
-static void tlayout_destroy(struct zobj *o) { free(o); }
+static void table_layout_destroy(struct zobj *o) { free(o); }
 
 /* What a layout fill needs. */
 struct ljob {
@@ -314,7 +314,7 @@ static void table_size_learned(struct engine *e, const struct znode *g,
   table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 2);
   memo_value_put(e->memo, &k, size);
   uint64_t nb = table_nblk(t);
-  uint64_t *sz = e->lx ? malloc((size_t)nb * sizeof *sz) : NULL;
+  uint64_t *sz = e->sizeidx ? malloc((size_t)nb * sizeof *sz) : NULL;
   int ok = sz != NULL;
   for (uint64_t b = 0; ok && b < nb; b++)
     ok = off ? (sz[b] = off[b + 1] - off[b], 1)
@@ -341,18 +341,18 @@ static int table_claim(struct engine *e, const struct znode *g, const char *dim,
   return ok;
 }
 
-/* Fill: render every block not learned yet once (in order, keeping each
- * column's unit pinned from one block to the next), keep where each
- * starts; the size is also kept as a value, which outlives the layout in
- * the memo. */
-static int tlayout_fill(void *ctx, struct zobj **obj, size_t *cost,
-                        struct zerr *err) {
+/* Fill: render every block not learned yet once (in order, each column's
+ * unit pinned from one block to the next), keep where each starts; the
+ * size is also kept as a value, which outlives the layout in the memo. */
+static int table_layout_fill(void *ctx, struct zobj **obj, size_t *cost,
+                             struct zerr *err) {
   struct ljob *j = ctx;
   uint64_t nb = table_nblk(j->t);
-  struct tlayout *l = malloc(sizeof *l + (size_t)(nb + 1) * sizeof *l->off);
+  struct table_layout *l =
+      malloc(sizeof *l + (size_t)(nb + 1) * sizeof *l->off);
   if (!l)
     return zerr_set(err, ENOMEM, "out of memory");
-  zobj_init(&l->obj, tlayout_destroy);
+  zobj_init(&l->obj, table_layout_destroy);
   l->nblk = nb;
   l->off[0] = 0;
   struct tpins *pins = tpins_new(j->t);
@@ -446,7 +446,7 @@ static int table_open(struct engine *e, const struct znode *g, const char *file,
   struct memo_key k;
   table_key(&k, ELEVEL_TABLE_LAYOUT, g, dim, 1);
   struct ljob j = {e, g, dim, (const struct table *)memo_obj(*tref)};
-  int rc = memo_get(e->memo, &k, tlayout_fill, &j, lref, err);
+  int rc = memo_get(e->memo, &k, table_layout_fill, &j, lref, err);
   if (rc < 0)
     memo_release(e->memo, *tref);
   return rc;
@@ -536,7 +536,7 @@ int table_size(struct engine *e, const struct znode *g, const char *file,
     return 0;
   }
   ZTRY(table_open(e, g, file, dim, &tref, &lref, err));
-  const struct tlayout *l = (const struct tlayout *)memo_obj(lref);
+  const struct table_layout *l = (const struct table_layout *)memo_obj(lref);
   *size = l->off[l->nblk];
   memo_release(e->memo, lref);
   memo_release(e->memo, tref);
@@ -794,7 +794,7 @@ long table_read(struct engine *e, const struct znode *g, const char *file,
     }
   } else if (rc == 0 && memo_peek(e->memo, &k, &lref)) {
     /* the last block starting at or before off */
-    const struct tlayout *l = (const struct tlayout *)memo_obj(lref);
+    const struct table_layout *l = (const struct table_layout *)memo_obj(lref);
     uint64_t lo = 0, hi = l->nblk;
     while (hi - lo > 1) {
       uint64_t mid = lo + (hi - lo) / 2;

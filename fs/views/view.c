@@ -60,7 +60,7 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
     wgot = unit_read_window(e, n, idx, off, len, dst, &dref, err);
   }
   if (wgot != -ENOTSUP) {
-    cursor_note_cost(c, SIZE_MAX);
+    cursor_note_cost(c, SIZE_MAX, 0);
     cursor_keep(e, c, dref, 0);
     return wgot;
   }
@@ -108,9 +108,12 @@ static long read_unit(const struct read_req *q, const uint64_t *idx, int stored,
                         !rct->text && rct->ab &&
                             (rct->ab->elsize || rct->form->dt.kind == DT_BYTES),
                         rct->size);
+  int scan = got >= 0 && q->seq && unit_passing(e, n, ref, dref);
   if (got >= 0)
-    cursor_note_cost(c, ct->cost + (rct != ct ? rct->cost : 0) +
-                            (data && data->mem ? (size_t)data->size : 0));
+    cursor_note_cost(c,
+                     ct->cost + (rct != ct ? rct->cost : 0) +
+                         (data && data->mem ? (size_t)data->size : 0),
+                     scan);
   bytesrc_unref(data);
   cursor_keep(e, c, dref, 0);
   cursor_keep(e, c, ref, 0);
@@ -163,8 +166,8 @@ static long region_pass(const struct read_req *q, const struct region *r,
       if (c != 0)
         return c < 0 ? c : (long)done;
     }
-    if (pos == 0)
-      cursor_ahead_start(e, n, r, l, q->c, *k);
+    if (!done)
+      cursor_ahead_start(e, n, r, l, q->c, pos, *k);
     if (!done && u.seq) /* its units after decode while this one does */
       cursor_ahead_plan(e, n, r, l, q->c, *k, 1);
     engine_ahead_settle(e);

@@ -522,7 +522,7 @@ static int cli_owner(struct cli_parser *p) {
   return cli_mask(p, CLI_OPT_DMASK, &c->dmask);
 }
 
-/* The persistent layout index's directory: -o index_cache=DIR, none, or
+/* The persistent size index's directory: -o index_cache=DIR, none, or
  * by default $XDG_CACHE_HOME/zarrfs, else $HOME/.cache/zarrfs (none
  * when neither is set). */
 static int cli_index(struct cli_parser *p) {

@@ -82,7 +82,7 @@ struct cli_config {
   int lazy_sizes;            /* -o sizes=lazy; default: SOURCE is a URL */
   int decode_threads;        /* -o decode_threads, 0..64; default the
                                 number of cores, at most 16 */
-  char *index_cache;         /* -o index_cache: the persistent layout
+  char *index_cache;         /* -o index_cache: the persistent size
                                 index's directory (owned), or NULL: none
                                 (index_cache=none, or no default) */
   size_t index_cache_size;   /* -o index_cache_size, bytes (0: the

@@ -50,7 +50,7 @@ struct bytesrc {
                        source, before it is shared. Two sources with one
                        non-zero version hold the same bytes, unless
                        something rewrote a file and forged its times
-                       (the persistent index, src/store/lxindex.h, keys
+                       (the persistent index, src/store/sizeindex.h, keys
                        records by it and checks them by decoding) */
 };
 

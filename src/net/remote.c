@@ -508,7 +508,7 @@ int remote_new(const struct remote_config *cfg, struct s3_config *s3,
     rc = s3_signing_new(s3, &r->sign, err); /* requester-pays header */
     r->have_sign = rc == 0;
   }
-  struct memo_config mc = {r->cfg.cache_size, REMOTE_MAX_SIZES, &r->stop, 0};
+  struct memo_config mc = {r->cfg.cache_size, REMOTE_MAX_SIZES, &r->stop, 0, 0};
   if (rc == 0)
     rc = http_client_new(&r->cfg.http, &r->http, err);
   if (rc == 0)

@@ -78,7 +78,7 @@ static int walk(struct parquet_file *f, uint32_t *i, int depth, int def,
 }
 
 /* The schema's leaves, and the row groups checked against them. */
-static int check_layout(struct parquet_file *f, struct zerr *err) {
+static int check_extents(struct parquet_file *f, struct zerr *err) {
   const struct pq_footer *ft = f->ft;
   if (!(f->leaves = calloc(ft->nschema, sizeof *f->leaves)))
     return zerr_set(err, ENOMEM, "out of memory");
@@ -141,7 +141,7 @@ int parquet_open(const uint8_t *data, size_t len,
                           f->lim.max_footer)
                : pqmeta_footer(data + f->meta_start, flen, &f->ft, err);
   if (rc == 0)
-    rc = check_layout(f, err);
+    rc = check_extents(f, err);
   if (rc < 0) {
     parquet_close(f);
     return rc;

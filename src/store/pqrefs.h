@@ -1,5 +1,5 @@
 /* pqrefs.h - kerchunk references in Parquet: fsspec's LazyReferenceMapper
- * layout, what kerchunk and VirtualiZarr write for large reference sets.
+ * format, what kerchunk and VirtualiZarr write for large reference sets.
  *
  *   ROOT/.zmetadata          {"metadata": {KEY: DOC, ...}, "record_size": R}
  *   ROOT/FIELD/refs.N.parq   references of array FIELD, chunks N*R ...

@@ -157,7 +157,7 @@ int store_stat_time(struct store *s, const char *key,
                     struct zerr *err);
 /* The size and version of key's bytes (struct bytesrc.version: what
  * names them, so that two equal versions promise equal bytes), without
- * reading them: what the persistent layout index keys a chunk's record
+ * reading them: what the persistent size index keys a chunk's record
  * by. A local file: its device, inode, size, modification and change
  * times; a kerchunk or VirtualiZarr range: its target file's and the
  * range; an Icechunk chunk: its chunk file's and its range. -ENOTSUP

@@ -344,7 +344,7 @@ int store_wrap_pqrefs(struct store *inner, const struct confine *c,
     s->c = c;
     s->max_file = max_file;
     inner = NULL;
-    struct memo_config mc = {budget, 1, NULL, 0};
+    struct memo_config mc = {budget, 1, NULL, 0, 0};
     if (!(s->base.location = strdup(s->inner->location)) ||
         !(s->root = root_of(s->inner)))
       rc = zerr_set(err, ENOMEM, "out of memory");

@@ -810,7 +810,7 @@ int store_open_remote(struct remote *r, const char *url, struct store **out,
   } else {
     s->base.unlistable = 1;
   }
-  struct memo_config mc = {LIST_BUDGET, 1, &s->stop_never, 0};
+  struct memo_config mc = {LIST_BUDGET, 1, &s->stop_never, 0, 0};
   if (rc == 0)
     rc = memo_new(&mc, &s->lists, err);
   if (rc < 0) {

@@ -20,7 +20,11 @@ int zbuf_reserve(struct zbuf *b, size_t extra, struct zerr *err) {
   size_t need = b->len + extra;
   if (need <= b->cap)
     return 0;
-  size_t ncap = b->cap ? b->cap : 4096;
+  /* An empty buffer gets what is asked (usually a size known up front: a
+   * frame's content): doubling from 4 KiB would round a 19 MB chunk up to
+   * 32 MiB, past malloc's mmap threshold, mapped and zeroed afresh each
+   * time. */
+  size_t ncap = b->cap ? b->cap : need > 4096 ? need : 4096;
   while (ncap < need)
     ncap = ncap > SIZE_MAX / 2 ? need : ncap * 2;
   if (ncap > b->max)

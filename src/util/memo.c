@@ -37,7 +37,7 @@ void zobj_put(struct zobj *o) {
 }
 
 enum { M_PENDING = 0, M_READY, M_FAILED };
-enum { LRU_NONE = 0, LRU_OBJ, LRU_VAL };
+enum { LRU_NONE = 0, LRU_OBJ, LRU_VAL, LRU_SCAN };
 
 /* How long a waiter sleeps before looking at the stop flag again. */
 #define MEMO_WAIT_SLICE_NS 50000000L
@@ -49,6 +49,7 @@ struct memo_entry {
   uint8_t is_value;
   uint8_t lru; /* which list it is on */
   uint8_t in_table;
+  uint8_t scan; /* memo_scan: kept unpinned within scan_budget only */
   uint32_t pins;
   int code;           /* M_FAILED: positive errno */
   char *msg;          /* M_FAILED: the reason (owned) */
@@ -70,9 +71,10 @@ struct memo {
   pthread_mutex_t lock; /* guards everything below but fills (leaf lock) */
   pthread_cond_t cond;  /* broadcast whenever a fill ends */
   struct htab tab;
-  struct lru objs, vals;
+  struct lru objs, vals, scans;
   size_t used, pinned, budget, max_values;
   uint64_t fail_keep_ns; /* memo_config.fail_keep_ns */
+  size_t scan_used, scan_budget; /* the scans list's bytes, and its bound */
   const atomic_int *stop;
   _Atomic uint64_t fills[MEMO_MAX_LEVEL + 1];
   _Atomic uint64_t hits; /* lookups answered from the table (memo_hits) */
@@ -113,6 +115,7 @@ int memo_new(const struct memo_config *cfg, struct memo **out,
   pthread_condattr_destroy(&ca);
   pthread_mutex_init(&m->lock, NULL);
   m->budget = cfg->budget;
+  m->scan_budget = cfg->scan_budget;
   m->max_values = cfg->max_values ? cfg->max_values : 1;
   m->stop = cfg->stop;
   m->fail_keep_ns = cfg->fail_keep_ns;
@@ -144,7 +147,7 @@ void memo_free(struct memo *m) {
 
 /* The list an entry belongs on. */
 static struct lru *lru_of(struct memo *m, int which) {
-  return which == LRU_VAL ? &m->vals : &m->objs;
+  return which == LRU_VAL ? &m->vals : which == LRU_SCAN ? &m->scans : &m->objs;
 }
 
 /* Put e at the head of list `which`. */
@@ -159,8 +162,10 @@ static void lru_push(struct memo *m, struct memo_entry *e, int which) {
     l->tail = e;
   l->count++;
   e->lru = (uint8_t)which;
-  if (which == LRU_OBJ)
+  if (which != LRU_VAL)
     m->used += e->cost;
+  if (which == LRU_SCAN)
+    m->scan_used += e->cost;
 }
 
 /* Take e off its list. */
@@ -177,8 +182,10 @@ static void lru_unlink(struct memo *m, struct memo_entry *e) {
   else
     l->tail = e->prev;
   l->count--;
-  if (e->lru == LRU_OBJ)
+  if (e->lru != LRU_VAL)
     m->used -= e->cost;
+  if (e->lru == LRU_SCAN)
+    m->scan_used -= e->cost;
   e->prev = e->next = NULL;
   e->lru = LRU_NONE;
 }
@@ -212,6 +219,11 @@ static void drop_locked(struct memo *m, struct memo_entry *e,
  * leaves that much less room for what they may use again, so memory stays
  * near the budget (above it only while pins alone exceed it). */
 static void evict_locked(struct memo *m, struct memo_entry **victims) {
+  while (m->scan_used > m->scan_budget && m->scans.tail)
+    drop_locked(m, m->scans.tail, victims);
+  /* what a scan passed goes before what was kept for its own sake */
+  while (m->used + m->pinned > m->budget && m->scans.tail)
+    drop_locked(m, m->scans.tail, victims);
   while (m->used + m->pinned > m->budget && m->objs.tail)
     drop_locked(m, m->objs.tail, victims);
   while (m->vals.count > m->max_values && m->vals.tail)
@@ -250,11 +262,13 @@ static void unpin_locked(struct memo *m, struct memo_entry *e,
   }
   if (e->state == M_READY && e->is_value)
     return; /* already on the value list */
-  if (e->state == M_READY && e->cost > m->budget) {
+  int scan = e->state == M_READY && e->scan;
+  if (e->state == M_READY && e->cost > (scan ? m->scan_budget : m->budget)) {
     drop_locked(m, e, victims); /* too large to keep unpinned */
     return;
   }
-  lru_push(m, e, LRU_OBJ); /* a ready object or a remembered failure */
+  /* a ready object or a remembered failure */
+  lru_push(m, e, scan ? LRU_SCAN : LRU_OBJ);
   evict_locked(m, victims);
 }
 
@@ -479,6 +493,11 @@ struct zobj *memo_obj(const struct memo_ref *r) {
   return ((const struct memo_entry *)r)->obj;
 }
 
+/* The bytes charged for a pinned object. */
+size_t memo_cost(const struct memo_ref *r) {
+  return ((const struct memo_entry *)r)->cost;
+}
+
 /* Unpin. */
 void memo_release(struct memo *m, struct memo_ref *r) {
   if (!r)
@@ -488,6 +507,15 @@ void memo_release(struct memo *m, struct memo_ref *r) {
   unpin_locked(m, (struct memo_entry *)r, &victims);
   pthread_mutex_unlock(&m->lock);
   free_victims(victims);
+}
+
+/* See memo.h. */
+void memo_scan(struct memo *m, struct memo_ref *r) {
+  if (!r)
+    return;
+  pthread_mutex_lock(&m->lock);
+  ((struct memo_entry *)r)->scan = 1; /* pinned: on no list yet */
+  pthread_mutex_unlock(&m->lock);
 }
 
 /* See memo.h. */
@@ -564,6 +592,14 @@ int memo_value_peek(struct memo *m, const struct memo_key *k, uint64_t *out) {
   }
   pthread_mutex_unlock(&m->lock);
   return found;
+}
+
+/* Bytes on the scans list. */
+size_t memo_scan_used(struct memo *m) {
+  pthread_mutex_lock(&m->lock);
+  size_t u = m->scan_used;
+  pthread_mutex_unlock(&m->lock);
+  return u;
 }
 
 /* Bytes on the object LRU. */

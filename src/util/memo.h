@@ -40,8 +40,13 @@
  * with -EINTR once the stop flag (memo_config.stop) is set, or the waiting
  * thread's request is abandoned (src/util/cancel.h).
  *
- * Lock: struct memo.lock guards the table, both LRU lists and every entry's
- * state; it is a leaf lock (no other lock is taken while holding it). */
+ * Scans. An object marked by memo_scan (what a reader going through more
+ * than the cache keeps has passed) waits unpinned on a list of its own,
+ * bounded by scan_budget and evicted first.
+ *
+ * Lock: struct memo.lock guards the table, the LRU and scan lists and every
+ * entry's state; it is a leaf lock (no other lock is taken while holding
+ * it). */
 #ifndef ZARRFS_MEMO_H
 #define ZARRFS_MEMO_H
 
@@ -100,6 +105,8 @@ struct memo_config {
   uint64_t fail_keep_ns;  /* how long a remembered failure answers (a
                              lookup after that fills again); 0: until
                              evicted */
+  size_t scan_budget;     /* bytes of unpinned memo_scan objects kept (part
+                             of budget; 0: none kept) */
 };
 
 /* A new memo. *out is owned by the caller (memo_free). */
@@ -128,8 +135,18 @@ int memo_peek(struct memo *m, const struct memo_key *k, struct memo_ref **out);
 int memo_present(struct memo *m, const struct memo_key *k);
 /* The pinned object (borrowed: valid until the pin is released). */
 struct zobj *memo_obj(const struct memo_ref *r);
+/* The bytes charged for the pinned object (its fill's cost and the
+ * entry). */
+size_t memo_cost(const struct memo_ref *r);
 /* Unpin; NULL-safe. */
 void memo_release(struct memo *m, struct memo_ref *r);
+/* Mark r's object as passed through by a scan (a reader going through
+ * more than the cache should keep): once unpinned it waits on a list of its
+ * own, bounded by scan_budget and evicted before any other object, so a
+ * scan does not push out what the cache holds for other readers, and the
+ * memory of what it passed is freed (and reused) as it goes rather than
+ * growing the daemon up to the budget. NULL-safe. */
+void memo_scan(struct memo *m, struct memo_ref *r);
 
 /* Insert a ready object learned as a by-product (a neighbouring block
  * fetched in the same request): takes over the reference obj, which is
@@ -152,6 +169,8 @@ int memo_value_peek(struct memo *m, const struct memo_key *k, uint64_t *out);
 /* Accounting, for tests, benchmarks and the window cap. */
 size_t memo_used(struct memo *m);   /* bytes of unpinned entries */
 size_t memo_pinned(struct memo *m); /* bytes of pinned ready objects */
+size_t memo_scan_used(struct memo *m); /* bytes of unpinned scan objects
+                                          (part of memo_used) */
 /* Fills run (successful or not) for keys of this level, since creation. */
 uint64_t memo_fills(const struct memo *m, unsigned level);
 /* Lookups (memo_get, memo_value) answered from the table since creation:

@@ -18,7 +18,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-30}
 JOBS=${FUZZ_JOBS:-2}
 NAMES=${*:-meta_v3 meta_v2 consolidated kerchunk kerchunk_render jdup jlex manifest
 vlen vlen_interleaved sharding blosc packbits optional json2 msgpack zfp namespace
-icechunk listxml parquet strtext cf cfgroup htindex lxindex url}
+icechunk listxml parquet strtext cf cfgroup htindex sizeindex url}
 
 mkdir -p "$WORK/logs" "$WORK/corpus" "$WORK/crashes"
 WORK=$(cd "$WORK" && pwd)

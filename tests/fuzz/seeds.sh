@@ -19,7 +19,7 @@ MAX_CHUNK=262144                 # bytes; larger chunks are skipped
 
 TARGETS="meta_v3 meta_v2 consolidated kerchunk kerchunk_render jdup jlex manifest
 vlen vlen_interleaved sharding blosc packbits optional json2 msgpack zfp namespace
-icechunk listxml parquet strtext cf cfgroup htindex lxindex url"
+icechunk listxml parquet strtext cf cfgroup htindex sizeindex url"
 for t in $TARGETS; do
   mkdir -p "$OUT/$t"
   if [ -d "$SRC/tests/fuzz/seeds/$t" ]; then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# mount_index.sh - the persistent layout index (-o index_cache) through
+# mount_index.sh - the persistent size index (-o index_cache) through
 # real mounts, by results and bytes read (the daemon's /proc/PID/io rchar),
 # never by time, on a float64 + zstd store of ten chunks:
 #   1. a first mount's `stat values.txt` decodes the chunks and stores

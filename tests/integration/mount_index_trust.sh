@@ -1,5 +1,5 @@
 #!/bin/bash
-# mount_index_trust.sh - the persistent layout index (-o index_cache)
+# mount_index_trust.sh - the persistent size index (-o index_cache)
 # trusts nothing it did not check, through real mounts (issue 32, items 3
 # and 5):
 #   1. a directory writable by others, or owned by another user, or under
@@ -273,7 +273,7 @@ one_lie() {
     assert_file_eq "record $delta bytes off: cat t/1.txt is the whole text" "$ZT_TMP/t1.txt" "$ZT_TMP/got1.txt"
     assert_eq "record $delta bytes off: stat then says the truth" "$wsize" "$(t stat -c %s "$MNT/t/values.txt")"
     zumount "$MNT"
-    if [ "$(grep -c 't/1.*claimed by the layout index' "$ZT_LOG")" = 1 ]; then
+    if [ "$(grep -c 't/1.*claimed by the size index' "$ZT_LOG")" = 1 ]; then
       pass "record $delta bytes off: one log line names the chunk"
     else
       fail "record $delta bytes off: not one log line about t/1; log:"

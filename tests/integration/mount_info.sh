@@ -13,7 +13,7 @@
 #  4. a V2 store and a kerchunk reference file the tests make
 #     (tests/writers/own_fixtures.py), and ../shared/fixtures' when there:
 #     counts from the listing and from the reference table;
-#  5. /.zarrfs/stats: readable in every layout, not listed; bytes read from
+#  5. /.zarrfs/stats: readable in every placement of the views, not listed; bytes read from
 #     the store grow by at least a raw chunk's size when it is read, bytes
 #     served by what was read; decodes count each stored chunk once (a
 #     chunk view then values.txt: the second use is a cache hit); errors
@@ -78,7 +78,7 @@ if t ls -1A "$MNT" | grep -cx info.txt >/dev/null; then pass "the root group lis
 assert_eq "the root group's info.txt is zarrfs info's summary" "$(Z info "$SRC" /)" "$(t cat "$MNT/info.txt")"
 zumount "$MNT"
 
-# ---- 2. per layout ----
+# ---- 2. per placement of the views ----
 
 MT=$(zt_mkdir tree)
 if zmount "$SRC" "$MT" -o views=tree; then

@@ -1,6 +1,6 @@
 #!/bin/bash
 # mount_parquet.sh - kerchunk Parquet references (fsspec's
-# LazyReferenceMapper layout) mounted from a local folder, over HTTP (nginx)
+# LazyReferenceMapper format) mounted from a local folder, over HTTP (nginx)
 # and from S3 (s3rver). The store is tests/data/parquet-refs/store, written
 # by parquet-wasm (arrow-rs) and hyparquet-writer through
 # tests/writers/parquet_refs.mjs: a dictionary-encoded and a PLAIN path

@@ -5,7 +5,7 @@
 #   tree: the root is the store plus /.text (diff -r without .text), and
 #         /.text holds the same directories with only the views: each
 #         array's values.txt equals EXPECTED, every K.txt of the default
-#         layout is there with the same bytes, no stored file is;
+#         placement is there with the same bytes, no stored file is;
 #   a store that holds a .text key of its own keeps it (stored keys win),
 #   and a bad views= value is refused.
 . "$(dirname "$0")/lib.sh"
@@ -52,13 +52,13 @@ if zmount "$SRC" "$MT" -o views=tree; then
       "$SRC/EXPECTED/$a.txt" "$MT/.text/$a/values.txt"
   done
   (cd "$MT/.text" && find . -type f ! -path './EXPECTED/*' | sort) >"$ZT_TMP/views.tree"
-  assert_eq "views=tree: /.text holds every view of the default layout, and only them" \
+  assert_eq "views=tree: /.text holds every view of the default placement, and only them" \
     "$(cat "$ZT_TMP/views.beside")" "$(cat "$ZT_TMP/views.tree")"
   bad=0
   while IFS= read -r v; do
     cmp -s "$MB/$v" "$MT/.text/$v" || { bad=$((bad + 1)); say "differs: $v"; }
   done <"$ZT_TMP/views.beside"
-  assert_eq "views=tree: every view has the bytes of the default layout's" 0 "$bad"
+  assert_eq "views=tree: every view has the bytes of the default placement's" 0 "$bad"
   assert_eq "views=tree: no stored file under /.text" "" \
     "$(cd "$MT/.text" && find . -type f ! -name '*.txt' ! -name rows.csv)"
   if [ -e "$MT/.text/matrix/zarr.json" ]; then fail "views=tree: .text/matrix/zarr.json exists"; else

@@ -3,7 +3,7 @@
 # form virtual datasets are kept in, against the files themselves, value by
 # value. The files (tests/writers/nc_files.py, Debian's netCDF4 and h5py)
 # are kept in tests/data/nc-refs/ beside their kerchunk Parquet references
-# (fsspec's LazyReferenceMapper layout, written by parquet-wasm and
+# (fsspec's LazyReferenceMapper format, written by parquet-wasm and
 # hyparquet-writer: tests/writers/nc_refs.py parquet); their kerchunk JSON
 # references (nc_refs.py json) and VirtualiZarr manifests (nc_refs.py
 # manifest: V3 zarr.json + manifest.json) are made here, all three from

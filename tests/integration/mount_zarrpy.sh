@@ -1,6 +1,6 @@
 #!/bin/bash
 # mount_zarrpy.sh - zarr-python (Debian's python3-zarr 2.13, Zarr V2 only)
-# on each -o views layout. A V2 group written by zarr-python itself (an
+# on each -o views placement. A V2 group written by zarr-python itself (an
 # int32 array with half its chunks never written, a vlen-utf8 string
 # array, both zstd) is mounted three times:
 #   views=tree  the root is the store untouched: zarr-python's info

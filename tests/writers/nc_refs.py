@@ -340,7 +340,7 @@ def chunk_key(idx):
 
 
 def parquet_refs(nc, out):
-    """The same references in fsspec's LazyReferenceMapper layout: OUT/
+    """The same references in fsspec's LazyReferenceMapper format: OUT/
     .zmetadata and OUT/FIELD/refs.N.parq, nc copied into OUT (targets name
     it relative to OUT), written by parquet_refs.mjs in turn with each
     writer and codec of RECORDS; a record of missing chunks only is not

@@ -1,5 +1,5 @@
 // parquet_refs.mjs - kerchunk Parquet references (fsspec's
-// LazyReferenceMapper layout) written by independent Parquet writers:
+// LazyReferenceMapper format) written by independent Parquet writers:
 // parquet-wasm (arrow-rs compiled to WebAssembly, with apache-arrow) and
 // hyparquet-writer (plain JavaScript). The reader under test
 // (src/parquet/) shares nothing with them.

@@ -111,7 +111,7 @@ int icechunk_open(struct store *s, size_t max_decode, size_t budget,
   ic->c = c;
   ic->max_decode = max_decode;
   atomic_init(&ic->nrefs, 1);
-  struct memo_config mc = {budget, 1, NULL, 0};
+  struct memo_config mc = {budget, 1, NULL, 0, 0};
   int rc = memo_new(&mc, &ic->manifests, err);
   if (rc == 0)
     rc = icefmt_repo_load(s, max_decode, &ic->refs, err);

@@ -170,7 +170,7 @@ static int fill(void *ctx, struct zobj **obj, size_t *cost, struct zerr *err) {
 /* A memo with this budget and value bound. */
 static struct memo *memo_make(size_t budget, size_t values,
                               const atomic_int *stop) {
-  struct memo_config cfg = {budget, values, stop, 0};
+  struct memo_config cfg = {budget, values, stop, 0, 0};
   struct memo *m;
   struct zerr err = {0};
   ck_assert_int_eq(memo_new(&cfg, &m, &err), 0);
@@ -282,7 +282,7 @@ END_TEST
 /* A remembered failure answers for fail_keep_ns, then the key is filled
  * again: a chunk repaired is read, one still bad is remembered anew. */
 START_TEST(remembered_failure_expires) {
-  struct memo_config cfg = {1 << 20, 100, NULL, 50000000}; /* 50 ms */
+  struct memo_config cfg = {1 << 20, 100, NULL, 50000000, 0}; /* 50 ms */
   struct memo *m;
   struct zerr err = {0};
   ck_assert_int_eq(memo_new(&cfg, &m, &err), 0);
@@ -596,6 +596,69 @@ START_TEST(threads) {
 }
 END_TEST
 
+/* What a scan passed (memo_scan) is kept within scan_budget, oldest out
+ * first and before anything kept for its own sake; freed, so the next
+ * fills reuse its memory; one larger than scan_budget goes at its last
+ * unpin; a scan entry found again is a hit until then. */
+START_TEST(scan_list_bound_and_order) {
+  int freed = 0;
+  struct memo_config cfg = {10000, 100, NULL, 0, 1000}; /* scan_budget */
+  struct memo *m;
+  struct zerr err = {0};
+  ck_assert_int_eq(memo_new(&cfg, &m, &err), 0);
+  /* Kept for its own sake: survives every scan below. */
+  struct job keep = {.cost = 2000, .freed = &freed};
+  struct memo_key kk = key(2, 500);
+  struct memo_ref *r;
+  ck_assert_int_eq(memo_get(m, &kk, fill, &keep, &r, &err), 0);
+  memo_release(m, r);
+  struct job j = {.cost = 300, .freed = &freed};
+  for (uint64_t i = 0; i < 20; i++) {
+    struct memo_key k = key(2, i);
+    ck_assert_int_eq(memo_get(m, &k, fill, &j, &r, &err), 0);
+    ck_assert_uint_ge(memo_cost(r), 300);
+    memo_scan(m, r);
+    memo_release(m, r);
+    ck_assert_uint_le(memo_scan_used(m), 1000);
+  }
+  /* 20 made, at most 1000 / 300 kept: the others were freed as it went. */
+  ck_assert_int_ge(freed, 17);
+  ck_assert_uint_gt(memo_scan_used(m), 0);
+  ck_assert_int_eq(memo_peek(m, &kk, &r), 1);
+  memo_release(m, r);
+  /* The newest scan entry is still there, the oldest gone. */
+  struct memo_key k19 = key(2, 19), k0 = key(2, 0);
+  ck_assert_int_eq(memo_peek(m, &k19, &r), 1);
+  memo_release(m, r); /* still marked: back to the scan list */
+  ck_assert_int_eq(memo_peek(m, &k0, &r), 0);
+  ck_assert_uint_le(memo_scan_used(m), 1000);
+  /* Pressure on the whole budget takes scan entries first. */
+  struct job big = {.cost = 7000, .freed = &freed};
+  struct memo_key kb = key(2, 600);
+  ck_assert_int_eq(memo_get(m, &kb, fill, &big, &r, &err), 0);
+  memo_release(m, r);
+  ck_assert_int_eq(memo_peek(m, &kk, &r), 1); /* kept for its own sake */
+  memo_release(m, r);
+  ck_assert_uint_le(memo_used(m), 10000);
+  /* Larger than scan_budget: dropped at its last unpin. */
+  struct job huge = {.cost = 1500, .freed = &freed};
+  struct memo_key kh = key(2, 700);
+  struct memo_ref *h1, *h2;
+  ck_assert_int_eq(memo_get(m, &kh, fill, &huge, &h1, &err), 0);
+  ck_assert_int_eq(memo_get(m, &kh, fill, &huge, &h2, &err), 0);
+  memo_scan(m, h1);
+  int before = freed;
+  memo_release(m, h1);
+  ck_assert_int_eq(freed, before); /* still pinned by h2 */
+  memo_release(m, h2);
+  ck_assert_int_eq(freed, before + 1);
+  ck_assert_int_eq(memo_peek(m, &kh, &r), 0);
+  memo_scan(m, NULL);
+  memo_free(m);
+  ck_assert_int_eq(freed, keep.calls + j.calls + big.calls + huge.calls);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("memo");
   TCase *tc = tcase_create("core");
@@ -605,6 +668,7 @@ int main(void) {
   tcase_add_test(tc, sorted_u64);
   tcase_add_test(tc, fills_once_and_hits);
   tcase_add_test(tc, budget_pins_and_big_entries);
+  tcase_add_test(tc, scan_list_bound_and_order);
   tcase_add_test(tc, remembered_and_transient_failures);
   tcase_add_test(tc, remembered_failure_expires);
   tcase_add_test(tc, single_flight);

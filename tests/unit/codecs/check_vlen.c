@@ -208,7 +208,7 @@ static const char *const sample[] = {"",      "a",  "hello", "",
 
 /* ---- zarrs.vlen ---- */
 
-START_TEST(test_vlen_layouts) {
+START_TEST(test_vlen_formats) {
   /* Every combination of index type, endianness, location, index crc32c
    * and gzip data. */
   for (int m = 0; m < 32; m++) {
@@ -1187,7 +1187,7 @@ static Suite *vlen_suite(void) {
   Suite *s = suite_create("vlen");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
-  tcase_add_test(tc, test_vlen_layouts);
+  tcase_add_test(tc, test_vlen_formats);
   tcase_add_test(tc, test_vlen_start_u64_bytes);
   tcase_add_test(tc, test_vlen_empty_data);
   tcase_add_test(tc, test_vlen_offsets_absolute);

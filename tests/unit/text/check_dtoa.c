@@ -56,7 +56,7 @@ static long samples(void) {
 /* Text of digits d[0..n) with first-digit exponent x, as render.h
  * describes it, written without render.c's code: plain for x in [-4, 16),
  * else d.ddde+XX with at least two exponent digits. */
-static void ref_layout(const char *d, int n, int x, int neg, char *out) {
+static void ref_place(const char *d, int n, int x, int neg, char *out) {
   char *o = out;
   if (neg)
     *o++ = '-';
@@ -147,7 +147,7 @@ static void check_bits(const struct width *w, uint64_t bits, const char *want) {
                    i, (unsigned)(unsigned char)d[i]);
   char ref[RENDER_FIXED_MAX + 8];
   int neg = (int)(bits >> (w->mant_bits + w->exp_bits)) & 1;
-  ref_layout(d, n, x10, neg, ref);
+  ref_place(d, n, x10, neg, ref);
   if (strcmp(ref, exact))
     ck_abort_msg("bits %#llx: dtoa digits %.*s x %d laid out '%s', exact '%s'",
                  (unsigned long long)bits, n, d, x10, ref, exact);

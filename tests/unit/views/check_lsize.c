@@ -25,7 +25,7 @@
 #include "../../../fs/namespace/namespace.h"
 #include "../../../fs/views/view.h"
 #include "../../../src/store/confine.h"
-#include "../../../src/store/lxindex.h"
+#include "../../../src/store/sizeindex.h"
 #include "../../../src/store/store.h"
 #include "../testutil.h"
 
@@ -121,8 +121,8 @@ static struct engine *refs_engine(const char *dir, const char *idx,
   struct engine *e;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
   if (idx) {
-    struct lxindex *x;
-    ck_assert_msg(lxindex_open(idx, 0, &x, &err) == 0, "%s", err.msg);
+    struct sizeindex *x;
+    ck_assert_msg(sizeindex_open(idx, 0, &x, &err) == 0, "%s", err.msg);
     engine_set_index(e, x);
   }
   return e;

@@ -423,6 +423,39 @@ START_TEST(utf8_zstd_cut_short_fails_naming_the_chunk) {
 }
 END_TEST
 
+/* Wait (up to 5 s, in steps) until e has done `n` idle trims; the count. */
+static uint64_t trims_reach(struct engine *e, uint64_t n) {
+  for (int i = 0; i < 50 && atomic_load(&e->trims) < n; i++) {
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  return atomic_load(&e->trims);
+}
+
+/* Memory goes back to the system when the daemon is idle: once no request
+ * is in flight for idle_trim_ns, the watchdog trims malloc's heaps, once
+ * per idle spell, never while a request runs. */
+START_TEST(idle_trim_once_per_spell) {
+  struct engine *e = open_engine();
+  pthread_mutex_lock(&e->reqs_lock);
+  e->idle_trim_ns = 1;
+  pthread_mutex_unlock(&e->reqs_lock);
+  struct engine_req r;
+  engine_req_begin(e, &r, "a/values.txt", 0, 4096); /* starts the watchdog */
+  struct timespec ts = {1, 500 * 1000 * 1000}; /* a watchdog pass or more */
+  nanosleep(&ts, NULL);
+  ck_assert_uint_eq(atomic_load(&e->trims), 0); /* busy: none */
+  engine_req_end(e, &r);
+  ck_assert_uint_eq(trims_reach(e, 1), 1);
+  nanosleep(&ts, NULL);
+  ck_assert_uint_eq(atomic_load(&e->trims), 1); /* the same spell: once */
+  engine_req_begin(e, &r, "a/values.txt", 0, 4096);
+  engine_req_end(e, &r);
+  ck_assert_uint_eq(trims_reach(e, 2), 2); /* a new spell */
+  engine_free(e);
+}
+END_TEST
+
 START_TEST(slow_request_flagged_once) {
   struct engine *e = open_engine();
   pthread_mutex_lock(&e->reqs_lock); /* the watchdog reads it */
@@ -472,6 +505,7 @@ static Suite *window_suite(void) {
   tcase_add_test(tc, utf8_streamed_inner_chunk_of_two);
   tcase_add_test(tc, utf8_zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, slow_request_flagged_once);
+  tcase_add_test(tc, idle_trim_once_per_spell);
   suite_add_tcase(s, tc);
   return s;
 }

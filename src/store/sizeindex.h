@@ -1,4 +1,4 @@
-/* lxindex.h - the persistent layout index: what a mount learned about a
+/* sizeindex.h - the persistent size index: what a mount learned about a
  * stored object's text (its size, its line count), kept on disk so that
  * the next mount of the same store answers without decoding.
  *
@@ -36,7 +36,7 @@
  * Trust (what ssh and gpg ask of their directories): the directory must
  * be the user's (the effective uid's) and writable by nobody else, and
  * every directory above it owned by the user or root and not writable by
- * others unless sticky; otherwise lxindex_open refuses it, saying which
+ * others unless sticky; otherwise sizeindex_open refuses it, saying which
  * and why (the mount then runs without an index). Files are named
  * relative to the directory opened once, opened without following
  * symbolic links and used only when they are plain files of the user
@@ -48,8 +48,8 @@
  * Thread-safe (one lock per index, held across its file I/O). Failures
  * of the disk never fail a caller: a store that cannot write is a no-op,
  * a lookup that cannot read is a miss. */
-#ifndef ZARRFS_LXINDEX_H
-#define ZARRFS_LXINDEX_H
+#ifndef ZARRFS_SIZEINDEX_H
+#define ZARRFS_SIZEINDEX_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,10 +57,10 @@
 #include "../util/err.h"
 
 /* The default cap, bytes of every index file of a directory together. */
-#define LXINDEX_DEFAULT_CAP (64ull << 20)
+#define SIZEINDEX_DEFAULT_CAP (64ull << 20)
 
 /* Who a record is about: every field must match for a lookup to hit. */
-struct lxindex_id {
+struct sizeindex_id {
   const char *location; /* the store (borrowed); at most 65535 bytes */
   const char *key;      /* the object and unit (borrowed); likewise */
   uint64_t obj_size;    /* the stored object's size */
@@ -70,38 +70,38 @@ struct lxindex_id {
 };
 
 /* What was learned. */
-struct lxindex_rec {
+struct sizeindex_rec {
   uint64_t text_size; /* text bytes */
   uint64_t lines;     /* text lines */
 };
 
-struct lxindex;
+struct sizeindex;
 
 /* Open (creating it, mode 0700) the index in dir, bounded by cap bytes
- * (0: LXINDEX_DEFAULT_CAP); -EPERM (err naming dir and why) when dir is
+ * (0: SIZEINDEX_DEFAULT_CAP); -EPERM (err naming dir and why) when dir is
  * not safe to use (see above). Evicts whole files past the cap. *out
- * owned by the caller (lxindex_close). */
-int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
-                 struct zerr *err);
+ * owned by the caller (sizeindex_close). */
+int sizeindex_open(const char *dir, uint64_t cap, struct sizeindex **out,
+                   struct zerr *err);
 /* The record of id into *out: 1, or 0 when there is none (or the file
  * cannot be read). */
-int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
-                   struct lxindex_rec *out);
+int sizeindex_lookup(struct sizeindex *x, const struct sizeindex_id *id,
+                     struct sizeindex_rec *out);
 /* Does the index hold any record of location read from its file (read
  * at most every 50 ms): one of an earlier mount or of another mount, not
  * one this mount stored? A caller whose look-ups cost something (a stat
  * of the object for its version) skips them when not: a first mount,
  * even after it stored records of its own (it knows those sizes
  * already). NULL-safe (0). */
-int lxindex_has_records(struct lxindex *x, const char *location);
+int sizeindex_has_records(struct sizeindex *x, const char *location);
 /* Remember rec for id (a record equal to the one known is not written
  * again). 0, or a negative errno the caller may ignore. */
-int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
-                  const struct lxindex_rec *rec);
+int sizeindex_store(struct sizeindex *x, const struct sizeindex_id *id,
+                    const struct sizeindex_rec *rec);
 /* Close; NULL-safe. */
-void lxindex_close(struct lxindex *x);
+void sizeindex_close(struct sizeindex *x);
 
 /* Bytes of the index files of dir together (tests: the cap holds). */
-uint64_t lxindex_dir_bytes(const char *dir);
+uint64_t sizeindex_dir_bytes(const char *dir);
 
 #endif

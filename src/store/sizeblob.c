@@ -1,6 +1,6 @@
-/* lxblob.c - region records of the persistent layout index, one file
- * each (see lxblob.h). */
-#include "lxblob.h"
+/* sizeblob.c - region records of the persistent size index, one file
+ * each (see sizeblob.h). */
+#include "sizeblob.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,35 +13,36 @@
 
 #include "../util/htab.h"
 #include "../util/log.h"
-#include "lxindex_int.h"
+#include "sizeindex_int.h"
 
-/* File layout (host byte order): magic, CRC-32 of everything after it,
+/* File format (host byte order): magic, CRC-32 of everything after it,
  * payload length (8), text size (8), lines (8), identity length (4),
- * identity bytes (lxindex_id_bytes), payload. */
+ * identity bytes (sizeindex_id_bytes), payload. */
 static const char lxb_magic[4] = {'L', 'X', 'b', '2'};
 #define LXB_HEAD 36
 
 /* The record's file name in the index directory. */
-static void blob_name(const struct lxindex_id *id, char *name, size_t len) {
+static void blob_name(const struct sizeindex_id *id, char *name, size_t len) {
   uint64_t h = htab_hash_str(id->location);
   h = htab_hash_bytes("", 1, h);
   h = htab_hash_bytes(id->key, strlen(id->key), h);
   snprintf(name, len, "lx2-r%016llx.idx", (unsigned long long)h);
 }
 
-/* See lxblob.h. */
-int lxblob_store(struct lxindex *x, const struct lxindex_id *id,
-                 const struct lxindex_rec *rec, const void *data, size_t len) {
+/* See sizeblob.h. */
+int sizeblob_store(struct sizeindex *x, const struct sizeindex_id *id,
+                   const struct sizeindex_rec *rec, const void *data,
+                   size_t len) {
   if (!x)
     return -EINVAL;
   size_t idmax = 32 + strlen(id->location) + strlen(id->key);
-  if (len > LXBLOB_MAX || len > lxindex_cap(x) / 4 ||
-      idmax > lxindex_cap(x) / 4)
+  if (len > SIZEBLOB_MAX || len > sizeindex_cap(x) / 4 ||
+      idmax > sizeindex_cap(x) / 4)
     return -EFBIG;
   unsigned char *buf = malloc(LXB_HEAD + idmax + len);
   if (!buf)
     return -ENOMEM;
-  size_t il = lxindex_id_bytes(id, buf + LXB_HEAD);
+  size_t il = sizeindex_id_bytes(id, buf + LXB_HEAD);
   if (!il) {
     free(buf);
     return -ENAMETOOLONG;
@@ -60,10 +61,10 @@ int lxblob_store(struct lxindex *x, const struct lxindex_id *id,
   memcpy(buf + 4, &crc, 4);
   char name[64], tmp[128];
   blob_name(id, name, sizeof name);
-  int dfd = lxindex_dirfd(x);
-  int fd = lxindex_temp(x, name, tmp, sizeof tmp);
+  int dfd = sizeindex_dirfd(x);
+  int fd = sizeindex_temp(x, name, tmp, sizeof tmp);
   int rc = fd < 0 ? -EIO : 0;
-  if (rc == 0 && lxindex_write_all(fd, buf, total) < 0)
+  if (rc == 0 && sizeindex_write_all(fd, buf, total) < 0)
     rc = -EIO;
   if (rc == 0 && renameat(dfd, tmp, dfd, name) < 0)
     rc = -errno;
@@ -74,20 +75,20 @@ int lxblob_store(struct lxindex *x, const struct lxindex_id *id,
   }
   free(buf);
   if (rc == 0)
-    lxindex_evict(x);
+    sizeindex_evict(x);
   return rc;
 }
 
-/* See lxblob.h. */
-int lxblob_lookup(struct lxindex *x, const struct lxindex_id *id,
-                  struct lxindex_rec *rec, void **data, size_t *len) {
+/* See sizeblob.h. */
+int sizeblob_lookup(struct sizeindex *x, const struct sizeindex_id *id,
+                    struct sizeindex_rec *rec, void **data, size_t *len) {
   *data = NULL;
   *len = 0;
   if (!x)
     return 0;
   char name[64];
   blob_name(id, name, sizeof name);
-  int fd = openat(lxindex_dirfd(x), name,
+  int fd = openat(sizeindex_dirfd(x), name,
                   O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     if (errno == ELOOP)
@@ -100,7 +101,7 @@ int lxblob_lookup(struct lxindex *x, const struct lxindex_id *id,
   if (fstat(fd, &st) < 0)
     why = strerror(errno);
   else
-    why = lxindex_unsafe(x, &st, why_buf, sizeof why_buf);
+    why = sizeindex_unsafe(x, &st, why_buf, sizeof why_buf);
   if (why) {
     zlog(ZLOG_WARN, "index cache file %s: %s: not used", name, why);
     close(fd);
@@ -108,13 +109,13 @@ int lxblob_lookup(struct lxindex *x, const struct lxindex_id *id,
   }
   size_t idmax = 32 + strlen(id->location) + strlen(id->key);
   unsigned char *want = malloc(idmax);
-  size_t wl = want ? lxindex_id_bytes(id, want) : 0;
+  size_t wl = want ? sizeindex_id_bytes(id, want) : 0;
   uint64_t fsize = (uint64_t)st.st_size;
   unsigned char *buf = NULL;
   int hit = 0;
   if (wl && fsize >= LXB_HEAD + wl &&
-      fsize <= LXB_HEAD + wl + (uint64_t)LXBLOB_MAX &&
-      fsize <= lxindex_cap(x) / 2 && (buf = malloc((size_t)fsize))) {
+      fsize <= LXB_HEAD + wl + (uint64_t)SIZEBLOB_MAX &&
+      fsize <= sizeindex_cap(x) / 2 && (buf = malloc((size_t)fsize))) {
     size_t got = 0;
     while (got < fsize) {
       ssize_t r = pread(fd, buf + got, (size_t)fsize - got, (off_t)got);

@@ -1,8 +1,8 @@
-/* lxindex.c - the persistent layout index: records appended to one file
+/* sizeindex.c - the persistent size index: records appended to one file
  * per store location, each checked by its CRC, read into a hash table
- * (see lxindex.h). */
+ * (see sizeindex.h). */
 #define _GNU_SOURCE /* memmem, asprintf */
-#include "lxindex.h"
+#include "sizeindex.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,9 +20,9 @@
 
 #include "../util/htab.h"
 #include "../util/log.h"
-#include "lxindex_int.h"
+#include "sizeindex_int.h"
 
-/* Record layout: magic, total length, CRC-32 of what follows the CRC,
+/* Record format: magic, total length, CRC-32 of what follows the CRC,
  * text size, lines, then the identity: rules, location length, key
  * length, object size, version, chain hash, location, key. Host byte
  * order. Format 2 (the version in place of format 1's mtime): a record
@@ -51,12 +51,12 @@ static const char lx_magic[4] = {'L', 'X', 'r', '2'};
 struct lx_ent {
   struct htab_node hn; /* hash of location and key */
   uint64_t seq;        /* insertion order: newest kept by a compaction */
-  struct lxindex_rec rec;
+  struct sizeindex_rec rec;
   size_t idlen;
   unsigned char id[]; /* identity bytes */
 };
 
-struct lxindex {
+struct sizeindex {
   pthread_mutex_t lock; /* guards every field below and the file I/O */
   char *dir;
   int dirfd; /* dir, opened and checked once: every file is named
@@ -80,7 +80,7 @@ struct lxindex {
   uint64_t loaded_ns;     /* when the file was last read (CLOCK_MONOTONIC) */
   uint64_t file_recs;     /* records read from the file into the table
                              (those this mount stored and never read back
-                             are not): what lxindex_has_records asks */
+                             are not): what sizeindex_has_records asks */
 };
 
 /* CLOCK_MONOTONIC in nanoseconds. */
@@ -124,7 +124,7 @@ static int ent_eq(const struct htab_node *n, const void *key) {
 
 /* Serialise id into buf (LX_MAX - LX_HEAD - LX_VALS bytes at least):
  * its length, or 0 when a name is too long. */
-static size_t id_bytes(const struct lxindex_id *id, unsigned char *buf) {
+static size_t id_bytes(const struct sizeindex_id *id, unsigned char *buf) {
   size_t ll = strlen(id->location), kl = strlen(id->key);
   if (ll > 65535 || kl > 65535)
     return 0;
@@ -142,9 +142,9 @@ static size_t id_bytes(const struct lxindex_id *id, unsigned char *buf) {
 
 /* Put a record in the table in place of old, the entry of the same
  * location and key found under hash h (NULL: there is none). */
-static void tab_replace(struct lxindex *x, struct lx_ent *old, uint64_t h,
+static void tab_replace(struct sizeindex *x, struct lx_ent *old, uint64_t h,
                         const unsigned char *id, size_t idlen,
-                        const struct lxindex_rec *rec) {
+                        const struct sizeindex_rec *rec) {
   if (old) {
     htab_remove(&x->tab, &old->hn);
     free(old);
@@ -162,15 +162,15 @@ static void tab_replace(struct lxindex *x, struct lx_ent *old, uint64_t h,
 
 /* Put a record in the table, replacing the one of the same location and
  * key. */
-static void tab_put(struct lxindex *x, const unsigned char *id, size_t idlen,
-                    const struct lxindex_rec *rec) {
+static void tab_put(struct sizeindex *x, const unsigned char *id, size_t idlen,
+                    const struct sizeindex_rec *rec) {
   uint64_t h = id_hash(id);
   tab_replace(x, (struct lx_ent *)htab_find(&x->tab, h, ent_eq, id), h, id,
               idlen, rec);
 }
 
 /* Forget every record. */
-static void tab_clear(struct lxindex *x) {
+static void tab_clear(struct sizeindex *x) {
   struct htab_node *n;
   while ((n = htab_pop(&x->tab)))
     free(n);
@@ -204,13 +204,13 @@ static long rec_check(const unsigned char *p, size_t avail) {
  * record at the end that is not complete yet is left (for the next call);
  * anything that is not a record is skipped. from_file: buf was read from
  * the file (counted in file_recs), not this mount's pending records. */
-static size_t parse_records(struct lxindex *x, const unsigned char *buf,
+static size_t parse_records(struct sizeindex *x, const unsigned char *buf,
                             size_t got, int from_file) {
   size_t p = 0;
   while (p < got) {
     long len = rec_check(buf + p, got - p);
     if (len > 0) {
-      struct lxindex_rec rec;
+      struct sizeindex_rec rec;
       memcpy(&rec.text_size, buf + p + LX_HEAD, 8);
       memcpy(&rec.lines, buf + p + LX_HEAD + 8, 8);
       tab_put(x, buf + p + LX_HEAD + LX_VALS, (size_t)len - LX_HEAD - LX_VALS,
@@ -231,7 +231,7 @@ static size_t parse_records(struct lxindex *x, const unsigned char *buf,
 /* Read the records of the file from x->parsed on into the table. A
  * record at the end that is not complete yet is left for the next call;
  * anything that is not a record is skipped. */
-static void load_more(struct lxindex *x) {
+static void load_more(struct sizeindex *x) {
   struct stat st;
   x->loaded_ns = now_ns();
   if (x->fd < 0 || fstat(x->fd, &st) < 0 || (uint64_t)st.st_size <= x->parsed)
@@ -254,7 +254,7 @@ static void load_more(struct lxindex *x) {
 }
 
 /* Close the loaded file and forget its records. */
-static void file_drop(struct lxindex *x) {
+static void file_drop(struct sizeindex *x) {
   if (x->fd >= 0)
     close(x->fd);
   x->fd = -1;
@@ -286,7 +286,7 @@ static const char *unsafe_reason(const struct stat *st, uid_t uid, int dir,
 }
 
 /* Say once (per file, until another is refused) why x->path is not used. */
-static void refuse(struct lxindex *x, const char *why) {
+static void refuse(struct sizeindex *x, const char *why) {
   if (x->refused && !strcmp(x->refused, x->path))
     return;
   free(x->refused);
@@ -302,7 +302,7 @@ static void refuse(struct lxindex *x, const char *why) {
  * without following a symbolic link and used only when it is a plain
  * file of the user that nobody else may write: a file planted in its
  * place is refused (logged once), never written through. */
-static void file_open(struct lxindex *x, int create) {
+static void file_open(struct sizeindex *x, int create) {
   file_drop(x);
   x->fd = openat(x->dirfd, x->name,
                  O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK |
@@ -331,18 +331,18 @@ static void file_open(struct lxindex *x, int create) {
 }
 
 /* The inode now at x->name (not following a link), or 0 when none. */
-static ino_t name_ino(const struct lxindex *x) {
+static ino_t name_ino(const struct sizeindex *x) {
   struct stat st;
   return fstatat(x->dirfd, x->name, &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_ino
                                                                    : 0;
 }
 
-static void pend_flush(struct lxindex *x);
+static void pend_flush(struct sizeindex *x);
 
 /* Make location's file the loaded one (created if create: a look-up
  * makes no file). 0, or -1 when it cannot be (or is not there: looked
  * for again at most every LX_RELOAD_NS, not once a unit). */
-static int use_location(struct lxindex *x, const char *location, int create) {
+static int use_location(struct sizeindex *x, const char *location, int create) {
   if (x->loc && !strcmp(x->loc, location)) {
     if (x->fd < 0 && (create || now_ns() - x->loaded_ns >= LX_RELOAD_NS))
       file_open(x, create);
@@ -370,13 +370,13 @@ static int use_location(struct lxindex *x, const char *location, int create) {
 }
 
 /* Has the file been replaced (another mount's compaction)? Then reopen. */
-static void follow_rename(struct lxindex *x) {
+static void follow_rename(struct sizeindex *x) {
   if (name_ino(x) != x->ino)
     file_open(x, 1);
 }
 
-/* See lxindex_int.h. */
-int lxindex_write_all(int fd, const unsigned char *p, size_t len) {
+/* See sizeindex_int.h. */
+int sizeindex_write_all(int fd, const unsigned char *p, size_t len) {
   while (len) {
     ssize_t w = write(fd, p, len);
     if (w < 0 && errno == EINTR)
@@ -392,7 +392,7 @@ int lxindex_write_all(int fd, const unsigned char *p, size_t len) {
 /* Build a record of identity bytes id and rec into out (LX_MAX bytes):
  * its length. */
 static size_t rec_build(unsigned char *out, const unsigned char *id,
-                        size_t idlen, const struct lxindex_rec *rec) {
+                        size_t idlen, const struct sizeindex_rec *rec) {
   uint32_t len = (uint32_t)(LX_HEAD + LX_VALS + idlen);
   memcpy(out, lx_magic, 4);
   memcpy(out + 4, &len, 4);
@@ -424,7 +424,7 @@ static int ent_newer(const void *a, const void *b) {
 /* A new temp file beside x->name for a compaction, named in tmp (len
  * bytes) with a part nobody can guess and created exclusively (never a
  * file or link that is there already): its descriptor, or -1. */
-static int temp_create(struct lxindex *x, const char *name, char *tmp,
+static int temp_create(struct sizeindex *x, const char *name, char *tmp,
                        size_t len) {
   for (int tries = 0; tries < 8; tries++) {
     uint64_t r;
@@ -447,7 +447,7 @@ static int temp_create(struct lxindex *x, const char *name, char *tmp,
  * then renamed over it. Then the index holds the new file (x->fd, which
  * the lock went with) and the table its records only. 1 when it was
  * replaced, 0 when nothing changed. */
-static int compact(struct lxindex *x) {
+static int compact(struct sizeindex *x) {
   load_more(x);
   size_t n = x->tab.count, k = 0;
   struct lx_aged *v = malloc((n ? n : 1) * sizeof *v);
@@ -476,7 +476,7 @@ static int compact(struct lxindex *x) {
     const struct lx_ent *e = v[i].e;
     used += rec_build(out + used, e->id, e->idlen, &e->rec);
     if (used >= LX_COMPACT_BUF || i == 0) {
-      ok = lxindex_write_all(fd, out, used) == 0;
+      ok = sizeindex_write_all(fd, out, used) == 0;
       used = 0;
     }
   }
@@ -506,7 +506,7 @@ static int compact(struct lxindex *x) {
  * interleave), compacting the file first when they would take it past
  * the cap. Under x->lock. They stay in the table whatever happens: a
  * failure only leaves them to be learned again by the next mount. */
-static void pend_flush(struct lxindex *x) {
+static void pend_flush(struct sizeindex *x) {
   size_t len = x->pend_len;
   for (int tries = 0; len && x->fd >= 0 && tries < 3; tries++) {
     if (flock(x->fd, LOCK_SH) < 0)
@@ -532,7 +532,7 @@ static void pend_flush(struct lxindex *x) {
       continue;
     }
     uint64_t at = (uint64_t)st.st_size;
-    int ok = lxindex_write_all(x->fd, x->pend, len) == 0;
+    int ok = sizeindex_write_all(x->fd, x->pend, len) == 0;
     /* nobody appended meanwhile: no need to read these records back */
     if (ok && x->parsed == at && fstat(x->fd, &st) == 0 &&
         (uint64_t)st.st_size == at + len)
@@ -593,8 +593,8 @@ static void evict_files(int dirfd, uint64_t cap) {
   }
 }
 
-/* See lxindex.h. */
-uint64_t lxindex_dir_bytes(const char *dir) {
+/* See sizeindex.h. */
+uint64_t sizeindex_dir_bytes(const char *dir) {
   DIR *d = opendir(dir);
   uint64_t total = 0;
   struct dirent *de;
@@ -665,7 +665,7 @@ static const char *parents_unsafe(char *real, uid_t uid, char *buf,
 }
 
 /* Make and open the index directory dir, refusing one that is not safe
- * (see lxindex.h): its descriptor in *fd, or a negative errno (-EPERM
+ * (see sizeindex.h): its descriptor in *fd, or a negative errno (-EPERM
  * for a refusal) with err naming dir and the reason. */
 static int dir_open(const char *dir, uid_t uid, int *fd, struct zerr *err) {
   int rc = mkdirs(dir);
@@ -698,16 +698,16 @@ static int dir_open(const char *dir, uid_t uid, int *fd, struct zerr *err) {
   return rc;
 }
 
-/* See lxindex.h. */
-int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
-                 struct zerr *err) {
+/* See sizeindex.h. */
+int sizeindex_open(const char *dir, uint64_t cap, struct sizeindex **out,
+                   struct zerr *err) {
   *out = NULL;
   if (!cap)
-    cap = LXINDEX_DEFAULT_CAP;
+    cap = SIZEINDEX_DEFAULT_CAP;
   uid_t uid = geteuid();
   int dfd;
   ZTRY(dir_open(dir, uid, &dfd, err));
-  struct lxindex *x = calloc(1, sizeof *x);
+  struct sizeindex *x = calloc(1, sizeof *x);
   if (!x || !(x->dir = strdup(dir)) || !(x->pend = malloc(LX_PEND_MAX)) ||
       !(x->scratch = malloc(LX_MAX)) || htab_init(&x->tab, 64) < 0) {
     if (x) {
@@ -729,9 +729,9 @@ int lxindex_open(const char *dir, uint64_t cap, struct lxindex **out,
   return 0;
 }
 
-/* See lxindex.h. */
-int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
-                   struct lxindex_rec *out) {
+/* See sizeindex.h. */
+int sizeindex_lookup(struct sizeindex *x, const struct sizeindex_id *id,
+                     struct sizeindex_rec *out) {
   int hit = 0;
   pthread_mutex_lock(&x->lock);
   unsigned char *ib = x->scratch;
@@ -754,8 +754,8 @@ int lxindex_lookup(struct lxindex *x, const struct lxindex_id *id,
   return hit;
 }
 
-/* See lxindex.h. */
-int lxindex_has_records(struct lxindex *x, const char *location) {
+/* See sizeindex.h. */
+int sizeindex_has_records(struct sizeindex *x, const char *location) {
   if (!x)
     return 0;
   pthread_mutex_lock(&x->lock);
@@ -773,9 +773,9 @@ int lxindex_has_records(struct lxindex *x, const char *location) {
   return has;
 }
 
-/* See lxindex.h. */
-int lxindex_store(struct lxindex *x, const struct lxindex_id *id,
-                  const struct lxindex_rec *rec) {
+/* See sizeindex.h. */
+int sizeindex_store(struct sizeindex *x, const struct sizeindex_id *id,
+                    const struct sizeindex_rec *rec) {
   int rc = 0;
   pthread_mutex_lock(&x->lock);
   unsigned char *buf = x->scratch, *ib = buf + LX_HEAD + LX_VALS;
@@ -824,8 +824,8 @@ out:
   return rc;
 }
 
-/* See lxindex.h. */
-void lxindex_close(struct lxindex *x) {
+/* See sizeindex.h. */
+void sizeindex_close(struct sizeindex *x) {
   if (!x)
     return;
   pthread_mutex_lock(&x->lock);
@@ -845,29 +845,30 @@ void lxindex_close(struct lxindex *x) {
   free(x);
 }
 
-/* ---- shared with lxblob.c (lxindex_int.h) ---- */
+/* ---- shared with sizeblob.c (sizeindex_int.h) ---- */
 
-/* See lxindex_int.h. */
-int lxindex_dirfd(const struct lxindex *x) { return x->dirfd; }
+/* See sizeindex_int.h. */
+int sizeindex_dirfd(const struct sizeindex *x) { return x->dirfd; }
 
-/* See lxindex_int.h. */
-uint64_t lxindex_cap(const struct lxindex *x) { return x->cap; }
+/* See sizeindex_int.h. */
+uint64_t sizeindex_cap(const struct sizeindex *x) { return x->cap; }
 
-/* See lxindex_int.h. */
-size_t lxindex_id_bytes(const struct lxindex_id *id, unsigned char *buf) {
+/* See sizeindex_int.h. */
+size_t sizeindex_id_bytes(const struct sizeindex_id *id, unsigned char *buf) {
   return id_bytes(id, buf);
 }
 
-/* See lxindex_int.h. */
-const char *lxindex_unsafe(const struct lxindex *x, const struct stat *st,
-                           char *buf, size_t len) {
+/* See sizeindex_int.h. */
+const char *sizeindex_unsafe(const struct sizeindex *x, const struct stat *st,
+                             char *buf, size_t len) {
   return unsafe_reason(st, x->uid, 0, buf, len);
 }
 
-/* See lxindex_int.h. */
-int lxindex_temp(struct lxindex *x, const char *name, char *tmp, size_t len) {
+/* See sizeindex_int.h. */
+int sizeindex_temp(struct sizeindex *x, const char *name, char *tmp,
+                   size_t len) {
   return temp_create(x, name, tmp, len);
 }
 
-/* See lxindex_int.h. */
-void lxindex_evict(struct lxindex *x) { evict_files(x->dirfd, x->cap); }
+/* See sizeindex_int.h. */
+void sizeindex_evict(struct sizeindex *x) { evict_files(x->dirfd, x->cap); }

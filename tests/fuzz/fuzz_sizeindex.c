@@ -1,4 +1,4 @@
-/* fuzz_lxindex.c - the persistent layout index (src/store/lxindex.c) over
+/* fuzz_sizeindex.c - the persistent size index (src/store/sizeindex.c) over
  * an index file that is the input: opening, reading and resynchronising
  * never crash; a lookup hits only the record stored for that very
  * identity (what the file says about it, or nothing); a record stored
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../src/store/lxindex.h"
+#include "../../src/store/sizeindex.h"
 
 /* Remove the index files a run left. */
 static void clear(const char *dir) {
@@ -28,20 +28,20 @@ static void clear(const char *dir) {
 }
 
 /* One input: the index file of location "/f". */
-FUZZ_TARGET(lxindex) {
+FUZZ_TARGET(sizeindex) {
   const char *dir = fuzz_tmpdir();
   if (!dir)
     return 0;
   clear(dir);
   struct zerr err = {0};
-  struct lxindex *x;
-  if (lxindex_open(dir, 1 << 16, &x, &err) < 0)
+  struct sizeindex *x;
+  if (sizeindex_open(dir, 1 << 16, &x, &err) < 0)
     return 0;
   /* the file of location "/f": found by storing one record first */
-  struct lxindex_id id = {"/f", "k", 1, 2, 3, 1};
-  struct lxindex_rec r = {10, 1}, got;
-  lxindex_store(x, &id, &r);
-  lxindex_close(x);
+  struct sizeindex_id id = {"/f", "k", 1, 2, 3, 1};
+  struct sizeindex_rec r = {10, 1}, got;
+  sizeindex_store(x, &id, &r);
+  sizeindex_close(x);
   DIR *d = opendir(dir);
   struct dirent *de;
   char name[300] = "";
@@ -52,25 +52,25 @@ FUZZ_TARGET(lxindex) {
     closedir(d);
   if (!*name || fuzz_put_file(dir, name, data, size) < 0)
     return 0;
-  if (lxindex_open(dir, 1 << 16, &x, &err) < 0)
+  if (sizeindex_open(dir, 1 << 16, &x, &err) < 0)
     return 0;
   char key[32];
   for (int i = 0; i < 16; i++) {
     snprintf(key, sizeof key, "c/%d", i);
-    struct lxindex_id q = {"/f", key, (uint64_t)i, i, (uint64_t)i * 7, 1};
-    lxindex_lookup(x, &q, &got);
+    struct sizeindex_id q = {"/f", key, (uint64_t)i, i, (uint64_t)i * 7, 1};
+    sizeindex_lookup(x, &q, &got);
   }
-  struct lxindex_id mine = {"/f", "mine", 77, 78, 79, 1};
-  struct lxindex_rec mr = {1234, 5};
-  int stored = lxindex_store(x, &mine, &mr) == 0;
-  if (stored && (!lxindex_lookup(x, &mine, &got) || got.text_size != 1234 ||
+  struct sizeindex_id mine = {"/f", "mine", 77, 78, 79, 1};
+  struct sizeindex_rec mr = {1234, 5};
+  int stored = sizeindex_store(x, &mine, &mr) == 0;
+  if (stored && (!sizeindex_lookup(x, &mine, &got) || got.text_size != 1234 ||
                  got.lines != 5))
     abort();
-  lxindex_close(x);
-  if (stored && lxindex_open(dir, 1 << 16, &x, &err) == 0) {
-    if (!lxindex_lookup(x, &mine, &got) || got.text_size != 1234)
+  sizeindex_close(x);
+  if (stored && sizeindex_open(dir, 1 << 16, &x, &err) == 0) {
+    if (!sizeindex_lookup(x, &mine, &got) || got.text_size != 1234)
       abort();
-    lxindex_close(x);
+    sizeindex_close(x);
   }
   return 0;
 }

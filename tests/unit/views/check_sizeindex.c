@@ -1,4 +1,4 @@
-/* check_lxindex.c - the persistent layout index: round trip across opens,
+/* check_sizeindex.c - the persistent size index: round trip across opens,
  * no record for an identity that differs in any field, misses (never a
  * wrong record, never a crash) from corrupted, truncated and concurrently
  * written files, the size cap, and nothing planted in the directory (a
@@ -17,20 +17,20 @@
 
 #include "../../../fs/engine/engine.h"
 #include "../../../fs/namespace/namespace.h"
-#include "../../../src/store/lxindex.h"
+#include "../../../src/store/sizeindex.h"
 #include "../../../src/store/store.h"
 #include "../testutil.h"
 
 /* A fresh directory for one test (static storage). */
 static const char *tmpdir(void) {
   static char d[64];
-  snprintf(d, sizeof d, "/tmp/check_lxindex.XXXXXX");
+  snprintf(d, sizeof d, "/tmp/check_sizeindex.XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(d));
   return d;
 }
 
 /* The one index file of dir (static storage), or NULL; region records
- * (lx2-r*, src/store/lxblob.h) are files of their own, not this. */
+ * (lx2-r*, src/store/sizeblob.h) are files of their own, not this. */
 static const char *index_file(const char *dir) {
   static char p[512];
   DIR *d = opendir(dir);
@@ -48,29 +48,29 @@ static const char *index_file(const char *dir) {
 }
 
 /* Identity number i of location loc (key built in kb). */
-static struct lxindex_id ident(const char *loc, char *kb, size_t kl, int i) {
+static struct sizeindex_id ident(const char *loc, char *kb, size_t kl, int i) {
   snprintf(kb, kl, "arr/c/%d/0", i);
-  return (struct lxindex_id){loc,
-                             kb,
-                             1000 + (uint64_t)i,
-                             1700000000123456789,
-                             0xfeedull * (uint64_t)(i + 1),
-                             1};
+  return (struct sizeindex_id){loc,
+                               kb,
+                               1000 + (uint64_t)i,
+                               1700000000123456789,
+                               0xfeedull * (uint64_t)(i + 1),
+                               1};
 }
 
 /* The record every test stores for identity i. */
-static struct lxindex_rec rec_of(int i) {
-  return (struct lxindex_rec){(uint64_t)i * 977 + 5, (uint64_t)i + 1};
+static struct sizeindex_rec rec_of(int i) {
+  return (struct sizeindex_rec){(uint64_t)i * 977 + 5, (uint64_t)i + 1};
 }
 
 /* Does id i look up as its own record, or as a miss (never another)? */
-static int check_i(struct lxindex *x, const char *loc, int i) {
+static int check_i(struct sizeindex *x, const char *loc, int i) {
   char kb[64];
-  struct lxindex_id id = ident(loc, kb, sizeof kb, i);
-  struct lxindex_rec r;
-  if (!lxindex_lookup(x, &id, &r))
+  struct sizeindex_id id = ident(loc, kb, sizeof kb, i);
+  struct sizeindex_rec r;
+  if (!sizeindex_lookup(x, &id, &r))
     return 0;
-  struct lxindex_rec want = rec_of(i);
+  struct sizeindex_rec want = rec_of(i);
   ck_assert_uint_eq(r.text_size, want.text_size);
   ck_assert_uint_eq(r.lines, want.lines);
   return 1;
@@ -79,57 +79,57 @@ static int check_i(struct lxindex *x, const char *loc, int i) {
 START_TEST(round_trip) {
   const char *d = tmpdir();
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
   char kb[64];
   for (int i = 0; i < 100; i++) {
-    struct lxindex_id id = ident("/data/a.zarr", kb, sizeof kb, i);
-    struct lxindex_rec r = rec_of(i);
-    ck_assert_int_eq(lxindex_store(x, &id, &r), 0);
+    struct sizeindex_id id = ident("/data/a.zarr", kb, sizeof kb, i);
+    struct sizeindex_rec r = rec_of(i);
+    ck_assert_int_eq(sizeindex_store(x, &id, &r), 0);
   }
   for (int i = 0; i < 100; i++)
     ck_assert(check_i(x, "/data/a.zarr", i));
   /* records of this mount's own are not records to look up: it knows
    * them (a first mount asks nothing), also once a batch is written */
-  ck_assert(!lxindex_has_records(x, "/data/a.zarr"));
+  ck_assert(!sizeindex_has_records(x, "/data/a.zarr"));
   for (int i = 100; i < 2000; i++) {
-    struct lxindex_id id = ident("/data/a.zarr", kb, sizeof kb, i);
-    struct lxindex_rec r = rec_of(i);
-    ck_assert_int_eq(lxindex_store(x, &id, &r), 0);
+    struct sizeindex_id id = ident("/data/a.zarr", kb, sizeof kb, i);
+    struct sizeindex_rec r = rec_of(i);
+    ck_assert_int_eq(sizeindex_store(x, &id, &r), 0);
   }
-  ck_assert(!lxindex_has_records(x, "/data/a.zarr"));
+  ck_assert(!sizeindex_has_records(x, "/data/a.zarr"));
   ck_assert(!check_i(x, "/data/b.zarr", 3)); /* another location */
-  lxindex_close(x);
+  sizeindex_close(x);
   /* another mount: from the file */
-  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
-  ck_assert(lxindex_has_records(x, "/data/a.zarr"));
+  ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
+  ck_assert(sizeindex_has_records(x, "/data/a.zarr"));
   for (int i = 0; i < 2000; i++)
     ck_assert(check_i(x, "/data/a.zarr", i));
   /* a record equal to the known one is not written again */
   struct stat st0, st1;
   ck_assert_int_eq(stat(index_file(d), &st0), 0);
-  struct lxindex_id id = ident("/data/a.zarr", kb, sizeof kb, 7);
-  struct lxindex_rec r = rec_of(7);
-  ck_assert_int_eq(lxindex_store(x, &id, &r), 0);
+  struct sizeindex_id id = ident("/data/a.zarr", kb, sizeof kb, 7);
+  struct sizeindex_rec r = rec_of(7);
+  ck_assert_int_eq(sizeindex_store(x, &id, &r), 0);
   ck_assert_int_eq(stat(index_file(d), &st1), 0);
   ck_assert_int_eq(st0.st_size, st1.st_size);
-  lxindex_close(x);
-  lxindex_close(NULL);
+  sizeindex_close(x);
+  sizeindex_close(NULL);
 }
 END_TEST
 
 START_TEST(identity_mismatch) {
   const char *d = tmpdir();
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
   char kb[64];
-  struct lxindex_id id = ident("/s", kb, sizeof kb, 1);
-  struct lxindex_rec r = rec_of(1), got;
-  ck_assert_int_eq(lxindex_store(x, &id, &r), 0);
-  ck_assert(lxindex_lookup(x, &id, &got));
+  struct sizeindex_id id = ident("/s", kb, sizeof kb, 1);
+  struct sizeindex_rec r = rec_of(1), got;
+  ck_assert_int_eq(sizeindex_store(x, &id, &r), 0);
+  ck_assert(sizeindex_lookup(x, &id, &got));
   for (int f = 0; f < 5; f++) {
-    struct lxindex_id o = id;
+    struct sizeindex_id o = id;
     char kb2[80];
     switch (f) {
     case 0:
@@ -149,22 +149,22 @@ START_TEST(identity_mismatch) {
       o.key = kb2;
       break;
     }
-    ck_assert_msg(!lxindex_lookup(x, &o, &got), "field %d", f);
+    ck_assert_msg(!sizeindex_lookup(x, &o, &got), "field %d", f);
   }
   /* a stale record is replaced by the new identity's */
-  struct lxindex_id n = id;
+  struct sizeindex_id n = id;
   n.version += 1000;
-  struct lxindex_rec r2 = {12345, 2};
-  ck_assert_int_eq(lxindex_store(x, &n, &r2), 0);
-  ck_assert(!lxindex_lookup(x, &id, &got));
-  ck_assert(lxindex_lookup(x, &n, &got));
+  struct sizeindex_rec r2 = {12345, 2};
+  ck_assert_int_eq(sizeindex_store(x, &n, &r2), 0);
+  ck_assert(!sizeindex_lookup(x, &id, &got));
+  ck_assert(sizeindex_lookup(x, &n, &got));
   ck_assert_uint_eq(got.text_size, 12345);
-  lxindex_close(x);
-  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
-  ck_assert(!lxindex_lookup(x, &id, &got)); /* also from the file */
-  ck_assert(lxindex_lookup(x, &n, &got));
+  sizeindex_close(x);
+  ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
+  ck_assert(!sizeindex_lookup(x, &id, &got)); /* also from the file */
+  ck_assert(sizeindex_lookup(x, &n, &got));
   ck_assert_uint_eq(got.text_size, 12345);
-  lxindex_close(x);
+  sizeindex_close(x);
 }
 END_TEST
 
@@ -173,30 +173,30 @@ END_TEST
 static int damaged(void (*f)(const char *path, off_t size)) {
   const char *d = tmpdir();
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
   char kb[64];
   for (int i = 0; i < 200; i++) {
-    struct lxindex_id id = ident("/s", kb, sizeof kb, i);
-    struct lxindex_rec r = rec_of(i);
-    ck_assert_int_eq(lxindex_store(x, &id, &r), 0);
+    struct sizeindex_id id = ident("/s", kb, sizeof kb, i);
+    struct sizeindex_rec r = rec_of(i);
+    ck_assert_int_eq(sizeindex_store(x, &id, &r), 0);
   }
-  lxindex_close(x);
+  sizeindex_close(x);
   struct stat st;
   ck_assert_int_eq(stat(index_file(d), &st), 0);
   f(index_file(d), st.st_size);
-  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
   int hits = 0;
   for (int i = 0; i < 200; i++)
     hits += check_i(x, "/s", i);
   /* and it still takes new records */
-  struct lxindex_id id = ident("/s", kb, sizeof kb, 500);
-  struct lxindex_rec r = rec_of(500);
-  ck_assert_int_eq(lxindex_store(x, &id, &r), 0);
-  lxindex_close(x);
-  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  struct sizeindex_id id = ident("/s", kb, sizeof kb, 500);
+  struct sizeindex_rec r = rec_of(500);
+  ck_assert_int_eq(sizeindex_store(x, &id, &r), 0);
+  sizeindex_close(x);
+  ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
   ck_assert(check_i(x, "/s", 500));
-  lxindex_close(x);
+  sizeindex_close(x);
   return hits;
 }
 
@@ -256,26 +256,26 @@ struct writer {
   const char *dir;
   int base;
   int threads; /* 1: several threads share one index */
-  struct lxindex *shared;
+  struct sizeindex *shared;
 };
 
 /* Store 300 records from base on, checking lookups on the way. */
 static void *write_many(void *arg) {
   struct writer *w = arg;
   struct zerr err = {0};
-  struct lxindex *x = w->shared;
-  if (!x && lxindex_open(w->dir, 1 << 20, &x, &err) < 0)
+  struct sizeindex *x = w->shared;
+  if (!x && sizeindex_open(w->dir, 1 << 20, &x, &err) < 0)
     return (void *)1;
   char kb[64];
   for (int i = w->base; i < w->base + 300; i++) {
-    struct lxindex_id id = ident("/s", kb, sizeof kb, i);
-    struct lxindex_rec r = rec_of(i);
-    lxindex_store(x, &id, &r);
+    struct sizeindex_id id = ident("/s", kb, sizeof kb, i);
+    struct sizeindex_rec r = rec_of(i);
+    sizeindex_store(x, &id, &r);
     for (int k = 0; k < 1200; k += 97)
       check_i(x, "/s", k); /* own record or a miss */
   }
   if (!w->shared)
-    lxindex_close(x);
+    sizeindex_close(x);
   return NULL;
 }
 
@@ -296,33 +296,33 @@ START_TEST(concurrent_processes) {
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(d, 1 << 20, &x, &err), 0);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(d, 1 << 20, &x, &err), 0);
   int hits = 0;
   for (int i = 0; i < 1200; i++)
     hits += check_i(x, "/s", i);
   ck_assert_int_eq(hits, 1200); /* whole appends do not interleave */
-  lxindex_close(x);
+  sizeindex_close(x);
 }
 END_TEST
 
 START_TEST(concurrent_threads_and_compaction) {
   const char *d = tmpdir();
   struct zerr err = {0};
-  struct lxindex *x;
+  struct sizeindex *x;
   /* a small cap: the writers compact each other's file all along */
-  ck_assert_int_eq(lxindex_open(d, 16384, &x, &err), 0);
+  ck_assert_int_eq(sizeindex_open(d, 16384, &x, &err), 0);
   /* another process on the same directory meanwhile (forked before the
    * threads start: a fork among threads may copy a held allocator lock) */
   pid_t pid = fork();
   if (pid == 0) {
-    struct lxindex *y;
+    struct sizeindex *y;
     struct zerr e2 = {0};
-    if (lxindex_open(d, 16384, &y, &e2) < 0)
+    if (sizeindex_open(d, 16384, &y, &e2) < 0)
       _exit(1);
     struct writer wy = {d, 2000, 1, y};
     write_many(&wy);
-    lxindex_close(y);
+    sizeindex_close(y);
     _exit(0);
   }
   pthread_t t[4];
@@ -336,27 +336,27 @@ START_TEST(concurrent_threads_and_compaction) {
   int status;
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  ck_assert_uint_le(lxindex_dir_bytes(d), 16384);
+  ck_assert_uint_le(sizeindex_dir_bytes(d), 16384);
   int hits = 0;
   for (int i = 0; i < 1200; i++)
     hits += check_i(x, "/s", i);
   ck_assert_int_gt(hits, 0);
-  lxindex_close(x);
+  sizeindex_close(x);
 }
 END_TEST
 
 START_TEST(cap_holds) {
   const char *d = tmpdir();
   struct zerr err = {0};
-  struct lxindex *x;
+  struct sizeindex *x;
   const uint64_t cap = 64 << 10;
-  ck_assert_int_eq(lxindex_open(d, cap, &x, &err), 0);
+  ck_assert_int_eq(sizeindex_open(d, cap, &x, &err), 0);
   char kb[64], loc[64];
   for (int i = 0; i < 20000; i++) {
-    struct lxindex_id id = ident("/big", kb, sizeof kb, i);
-    struct lxindex_rec r = rec_of(i);
-    lxindex_store(x, &id, &r);
-    ck_assert_uint_le(lxindex_dir_bytes(d), cap);
+    struct sizeindex_id id = ident("/big", kb, sizeof kb, i);
+    struct sizeindex_rec r = rec_of(i);
+    sizeindex_store(x, &id, &r);
+    ck_assert_uint_le(sizeindex_dir_bytes(d), cap);
   }
   for (int i = 19700; i < 20000; i++) /* the newest are kept */
     ck_assert_msg(check_i(x, "/big", i), "record %d", i);
@@ -365,23 +365,23 @@ START_TEST(cap_holds) {
   for (int l = 0; l < 8; l++) {
     snprintf(loc, sizeof loc, "/loc%d", l);
     for (int i = 0; i < 300; i++) {
-      struct lxindex_id id = ident(loc, kb, sizeof kb, i);
-      struct lxindex_rec r = rec_of(i);
-      lxindex_store(x, &id, &r);
+      struct sizeindex_id id = ident(loc, kb, sizeof kb, i);
+      struct sizeindex_rec r = rec_of(i);
+      sizeindex_store(x, &id, &r);
     }
   }
-  lxindex_close(x);
-  ck_assert_int_eq(lxindex_open(d, cap, &x, &err), 0);
-  ck_assert_uint_le(lxindex_dir_bytes(d), cap);
+  sizeindex_close(x);
+  ck_assert_int_eq(sizeindex_open(d, cap, &x, &err), 0);
+  ck_assert_uint_le(sizeindex_dir_bytes(d), cap);
   ck_assert(check_i(x, "/loc7", 299)); /* the newest file stays */
-  lxindex_close(x);
+  sizeindex_close(x);
 }
 END_TEST
 
 START_TEST(unusable_directory) {
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_lt(lxindex_open("/proc/self/nonexistent/x", 0, &x, &err), 0);
+  struct sizeindex *x;
+  ck_assert_int_lt(sizeindex_open("/proc/self/nonexistent/x", 0, &x, &err), 0);
   ck_assert_ptr_null(x);
 }
 END_TEST
@@ -414,15 +414,15 @@ static int victim_intact(const char *path, size_t len) {
 static void store_n(const char *d, uint64_t cap, const char *loc, int from,
                     int n) {
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(d, cap, &x, &err), 0);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(d, cap, &x, &err), 0);
   char kb[64];
   for (int i = from; i < from + n; i++) {
-    struct lxindex_id id = ident(loc, kb, sizeof kb, i);
-    struct lxindex_rec r = rec_of(i);
-    lxindex_store(x, &id, &r);
+    struct sizeindex_id id = ident(loc, kb, sizeof kb, i);
+    struct sizeindex_rec r = rec_of(i);
+    sizeindex_store(x, &id, &r);
   }
-  lxindex_close(x);
+  sizeindex_close(x);
 }
 
 START_TEST(planted_link_not_followed) {
@@ -436,17 +436,17 @@ START_TEST(planted_link_not_followed) {
   ck_assert_int_eq(symlink(victim, file), 0);
   /* look-ups miss, stores are no-ops: the link is never written through */
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
   for (int i = 0; i < 10; i++)
     ck_assert(!check_i(x, "/s", i));
   char kb[64];
   for (int i = 10; i < 400; i++) {
-    struct lxindex_id id = ident("/s", kb, sizeof kb, i);
-    struct lxindex_rec r = rec_of(i);
-    lxindex_store(x, &id, &r);
+    struct sizeindex_id id = ident("/s", kb, sizeof kb, i);
+    struct sizeindex_rec r = rec_of(i);
+    sizeindex_store(x, &id, &r);
   }
-  lxindex_close(x);
+  sizeindex_close(x);
   ck_assert(victim_intact(victim, 100));
   struct stat st;
   ck_assert_int_eq(lstat(file, &st), 0);
@@ -474,15 +474,15 @@ START_TEST(planted_files_refused) {
     struct stat st0, st1;
     ck_assert_int_eq(lstat(file, &st0), 0);
     struct zerr err = {0};
-    struct lxindex *x;
-    ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
+    struct sizeindex *x;
+    ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
     for (int i = 0; i < 10; i++)
       ck_assert_msg(!check_i(x, "/s", i), "kind %d record %d", kind, i);
     char kb[64];
-    struct lxindex_id id = ident("/s", kb, sizeof kb, 77);
-    struct lxindex_rec r = rec_of(77);
-    lxindex_store(x, &id, &r);
-    lxindex_close(x);
+    struct sizeindex_id id = ident("/s", kb, sizeof kb, 77);
+    struct sizeindex_rec r = rec_of(77);
+    sizeindex_store(x, &id, &r);
+    sizeindex_close(x);
     ck_assert_int_eq(lstat(file, &st1), 0);
     ck_assert_int_eq(st0.st_size, st1.st_size);
     ck_assert_int_eq(st0.st_ino, st1.st_ino);
@@ -508,20 +508,20 @@ START_TEST(compaction_temp_not_followed) {
   }
   store_n(d, 16384, "/s", 5, 2000); /* compacts many times */
   ck_assert(victim_intact(victim, 100));
-  ck_assert_uint_le(lxindex_dir_bytes(d), 16384);
+  ck_assert_uint_le(sizeindex_dir_bytes(d), 16384);
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(d, 16384, &x, &err), 0);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(d, 16384, &x, &err), 0);
   ck_assert(check_i(x, "/s", 2004)); /* the newest kept */
-  lxindex_close(x);
+  sizeindex_close(x);
 }
 END_TEST
 
-/* lxindex_open(dir) refuses: -EPERM, the message names dir and `why`. */
+/* sizeindex_open(dir) refuses: -EPERM, the message names dir and `why`. */
 static void refused(const char *dir, const char *why) {
   struct zerr err = {0};
-  struct lxindex *x = NULL;
-  ck_assert_int_eq(lxindex_open(dir, 0, &x, &err), -EPERM);
+  struct sizeindex *x = NULL;
+  ck_assert_int_eq(sizeindex_open(dir, 0, &x, &err), -EPERM);
   ck_assert_ptr_null(x);
   ck_assert_msg(strstr(err.msg, dir) && strstr(err.msg, why), "%s", err.msg);
 }
@@ -541,13 +541,13 @@ START_TEST(unsafe_directories) {
   /* ... but sticky, as /tmp is: used */
   ck_assert_int_eq(chmod(dir, 01777), 0);
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(sub, 0, &x, &err), 0);
-  lxindex_close(x);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(sub, 0, &x, &err), 0);
+  sizeindex_close(x);
   /* made by the index: mode 0700 */
   snprintf(sub, sizeof sub, "%s/a/b", dir);
-  ck_assert_int_eq(lxindex_open(sub, 0, &x, &err), 0);
-  lxindex_close(x);
+  ck_assert_int_eq(sizeindex_open(sub, 0, &x, &err), 0);
+  sizeindex_close(x);
   struct stat st;
   ck_assert_int_eq(stat(sub, &st), 0);
   ck_assert_uint_eq(st.st_mode & 0777, 0700);
@@ -558,7 +558,7 @@ START_TEST(unsafe_directories) {
     refused(dir, "owned by uid 54321");
   }
   /* nothing of the refused directories was written */
-  ck_assert_uint_eq(lxindex_dir_bytes(dir), 0);
+  ck_assert_uint_eq(sizeindex_dir_bytes(dir), 0);
 }
 END_TEST
 
@@ -568,9 +568,9 @@ START_TEST(old_format_removed) {
   snprintf(p, sizeof p, "%s/lx-0123456789abcdef.idx", d);
   put_victim(p, 4096);
   struct zerr err = {0};
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(d, 0, &x, &err), 0);
-  lxindex_close(x);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(d, 0, &x, &err), 0);
+  sizeindex_close(x);
   struct stat st;
   ck_assert_int_ne(stat(p, &st), 0); /* a file of format 1: gone */
 }
@@ -632,8 +632,8 @@ static struct engine *lie_engine(const char *dir, const char *idx) {
                               .decode_threads = 4};
   struct engine *e;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  struct lxindex *x;
-  ck_assert_int_eq(lxindex_open(idx, 0, &x, &err), 0);
+  struct sizeindex *x;
+  ck_assert_int_eq(sizeindex_open(idx, 0, &x, &err), 0);
   engine_set_index(e, x);
   return e;
 }
@@ -777,7 +777,7 @@ START_TEST(lying_records_never_cut_nor_pad) {
 END_TEST
 
 int main(void) {
-  Suite *s = suite_create("lxindex");
+  Suite *s = suite_create("sizeindex");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, round_trip);
