@@ -51,28 +51,6 @@ int ufixed_windowed(const struct engine *e, const struct znode *n,
          (bytes > e->cache_size / 4 || bytes > e->env.max_decoded);
 }
 
-/* Open unit idx's chunk partially: 1 and *d (close it), 0 when the chunk
- * is not stored, or negative. */
-static int ufix_open(struct engine *e, const struct znode *n,
-                     const uint64_t *idx, struct codec_partial *d,
-                     struct zerr *err) {
-  char key[4096];
-  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
-  struct bytesrc *src;
-  int rc = store_get(e->store, key, &src, err);
-  if (rc == -ENOENT) {
-    zerr_clear(err);
-    memset(d, 0, sizeof *d);
-    return 0;
-  }
-  if (rc < 0)
-    return rc;
-  struct codec_spec tmp; /* the unit's own: units may differ in shape */
-  rc = chain_partial_open(n->chain, node_chunk_spec(n, idx, &tmp), src, d, err);
-  bytesrc_unref(src);
-  return rc < 0 ? rc : 1;
-}
-
 /* Read elements [first, first+count) of the open chunk d into a 1-D
  * unit of form f1 (whose shape this sets): its text size only (*size,
  * keeping nothing) when out is NULL, else the unit laid out with its
@@ -120,7 +98,7 @@ static int ufix_table_fill(void *ctx, struct zobj **obj, size_t *cost,
   struct unit_job *j = ctx;
   struct engine *e = j->e;
   struct codec_partial d;
-  int rc = ufix_open(e, j->n, j->idx, &d, err);
+  int rc = unit_partial_open(e, j->n, j->idx, &d, err);
   if (rc == 0)
     return zerr_set(err, ENOTSUP, "not stored");
   if (rc < 0) {
@@ -234,7 +212,7 @@ static int ufix_win_fill(void *ctx, struct zobj **obj, size_t *cost,
   zobj_init(&w->obj, ufix_win_destroy);
   w->form = wj->j.n->form;
   struct codec_partial d;
-  int rc = ufix_open(e, wj->j.n, wj->j.idx, &d, err);
+  int rc = unit_partial_open(e, wj->j.n, wj->j.idx, &d, err);
   if (rc == 0) /* gone since the table was made */
     rc = zerr_set(err, EIO, "no longer stored");
   if (rc > 0)

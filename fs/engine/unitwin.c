@@ -36,27 +36,6 @@ static int unit_direct(const struct znode *n, const uint64_t *idx,
   return (caps & CODEC_PARTIAL_OFFSETS) && unit_linear_text(n, idx);
 }
 
-/* Open unit idx's partial decoder: 1 and *d (close it), 0 when the chunk
- * is not stored, or negative. */
-static int direct_open(struct engine *e, const struct znode *n,
-                       const uint64_t *idx, struct codec_partial *d,
-                       struct zerr *err) {
-  char key[4096];
-  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
-  struct bytesrc *src;
-  int rc = store_get(e->store, key, &src, err);
-  if (rc == -ENOENT) {
-    zerr_clear(err);
-    return 0;
-  }
-  if (rc < 0)
-    return rc;
-  struct codec_spec tmp; /* the unit's own: units may differ in shape */
-  rc = chain_partial_open(n->chain, node_chunk_spec(n, idx, &tmp), src, d, err);
-  bytesrc_unref(src);
-  return rc < 0 ? rc : 1;
-}
-
 /* See unit.h. */
 int unit_size_direct(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *value) {
@@ -66,7 +45,7 @@ int unit_size_direct(struct engine *e, const struct znode *n,
   struct zerr err = {0};
   struct codec_partial d;
   uint64_t nin = unit_nin(n, idx), o0, on;
-  int rc = direct_open(e, n, idx, &d, &err);
+  int rc = unit_partial_open(e, n, idx, &d, &err);
   if (rc == 0) { /* not stored: the fill value */
     *value = nin * (n->form.fill_len + 1);
     return 0;
@@ -106,7 +85,7 @@ static long direct_read(struct engine *e, const struct znode *n,
   if (len > total - off)
     len = (size_t)(total - off);
   struct codec_partial d;
-  int rc = direct_open(e, n, idx, &d, err);
+  int rc = unit_partial_open(e, n, idx, &d, err);
   if (rc <= 0)
     return rc == 0 ? -ENOTSUP : rc; /* a fill unit: the usual way */
   struct bytesrc *data = bytes ? bytes : d.data;
@@ -279,7 +258,7 @@ static void wdata_destroy(struct zobj *o) {
 static int wdata_stream(struct unit_job *j, struct bytesrc **out,
                         struct zerr *err) {
   struct codec_partial d;
-  int rc = direct_open(j->e, j->n, j->idx, &d, err);
+  int rc = unit_partial_open(j->e, j->n, j->idx, &d, err);
   if (rc <= 0)
     return rc;
   uint64_t last;
