@@ -19,6 +19,7 @@
 #include "../../../fs/views/view.h"
 #include "../../../src/util/log.h"
 #include "../teststore.h"
+#include "viewread.h"
 
 static char tmpdir[64];
 
@@ -93,52 +94,6 @@ static char *put_f64(const char *name, size_t cut, size_t *tlen) {
   return text;
 }
 
-/* Read view `path` whole in pieces of step bytes through one cursor and
- * compare with want. */
-static void read_seq(struct engine *e, const char *path, size_t step,
-                     const char *want, size_t wlen) {
-  struct ns_entry ent;
-  struct zerr err = {0};
-  uint64_t size;
-  ck_assert_msg(ns_resolve(e, path, &ent, &err) == 0, "%s", err.msg);
-  ck_assert_msg(ns_size(e, &ent, &size, &err) == 0, "%s", err.msg);
-  ck_assert_uint_eq(size, wlen);
-  char *buf = malloc(step);
-  struct view_cursor *c = view_cursor_new();
-  for (uint64_t off = 0; off < size;) {
-    long n = ns_read_view(e, &ent, off, step, buf, c, &err);
-    ck_assert_msg(n > 0, "%s at %llu: %s", path, (unsigned long long)off,
-                  err.msg);
-    ck_assert_msg(!memcmp(buf, want + off, (size_t)n), "%s at %llu differs",
-                  path, (unsigned long long)off);
-    off += (uint64_t)n;
-  }
-  view_cursor_free(e, c);
-  free(buf);
-}
-
-/* Reads at pseudo-random offsets (and the last bytes), each without a
- * cursor, compared with want. */
-static void read_random(struct engine *e, const char *path, const char *want,
-                        size_t wlen) {
-  struct ns_entry ent;
-  struct zerr err = {0};
-  ck_assert_int_eq(ns_resolve(e, path, &ent, &err), 0);
-  static char buf[100000];
-  uint64_t x = 12345;
-  for (int i = 0; i < 40; i++) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    uint64_t off = i == 0 ? wlen - 200 : (x >> 20) % wlen;
-    size_t len = 1 + (size_t)((x >> 8) % sizeof buf);
-    size_t exp = wlen - off < len ? (size_t)(wlen - off) : len;
-    long n = ns_read_view(e, &ent, off, len, buf, NULL, &err);
-    ck_assert_msg(n == (long)exp, "at %llu: %ld of %zu (%s)",
-                  (unsigned long long)off, n, exp, err.msg);
-    ck_assert_msg(!memcmp(buf, want + off, exp), "at %llu differs",
-                  (unsigned long long)off);
-  }
-}
-
 START_TEST(f64_over_the_limit_read_in_windows) {
   char shape[32];
   snprintf(shape, sizeof shape, "%d", BN);
@@ -146,9 +101,9 @@ START_TEST(f64_over_the_limit_read_in_windows) {
   size_t wlen;
   char *want = put_f64("f", 0, &wlen);
   struct engine *e = open_engine();
-  read_seq(e, "/f/values.txt", 131072, want, wlen);
-  read_seq(e, "/f/c/0.txt", 4093, want, wlen);
-  read_random(e, "/f/values.txt", want, wlen);
+  vr_read_seq(e, "/f/values.txt", 131072, want, wlen);
+  vr_read_seq(e, "/f/c/0.txt", 4093, want, wlen);
+  vr_read_random(e, "/f/values.txt", want, wlen, 100000);
   /* element bytes read where they lie: never a unit decoded whole */
   ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
   ck_assert_uint_eq(memo_pinned(e->memo), 0);
@@ -170,8 +125,8 @@ START_TEST(big_chunk_not_stored_reads_fill) {
     memcpy(want + wlen + 2 * i, "7\n", 2);
   wlen += (size_t)BN * 2;
   struct engine *e = open_engine();
-  read_seq(e, "/m/values.txt", 131072, want, wlen);
-  read_random(e, "/m/values.txt", want, wlen);
+  vr_read_seq(e, "/m/values.txt", 131072, want, wlen);
+  vr_read_random(e, "/m/values.txt", want, wlen, 100000);
   engine_free(e);
   free(want);
 }
@@ -200,8 +155,8 @@ START_TEST(int32_big_endian_2d_with_edge) {
   }
   free(chunk);
   struct engine *e = open_engine();
-  read_seq(e, "/b/values.txt", 131072, want, tl);
-  read_random(e, "/b/values.txt", want, tl);
+  vr_read_seq(e, "/b/values.txt", 131072, want, tl);
+  vr_read_random(e, "/b/values.txt", want, tl, 100000);
   engine_free(e);
   free(want);
 }
