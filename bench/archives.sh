@@ -228,6 +228,9 @@ for bin in "${BINS[@]}"; do
     fresh "$bin" "$IDX" "$A/C/refs.json"
     timed "C: cat of a 40 MB contiguous variable" "$bin" cat "$MNT/v/values.txt"
     put "C: VmHWM of that cat" "$bin" "$(hwm)"
+    fresh "$bin" "$IDX" "$A/C/refs.json" -o cache_size=16M
+    timed "C: cat at cache_size=16M" "$bin" cat "$MNT/v/values.txt"
+    put "C: VmHWM of that cat (bound 80 MiB)" "$bin" "$(hwm)"
     fresh "$bin" "$IDX" "$A/C/refs.json" -o max_decode=16M
     timed "C: the same at max_decode=16M" "$bin" sh -c "cat '$MNT/v/values.txt' | wc -l"
     put "C: lines read at max_decode=16M (of 5000000)" "$bin" "$(tail -n 1 "$OUT"/C__the_same*."$(binid "$bin")".out)"

@@ -651,6 +651,27 @@ int unit_passing(struct engine *e, const struct znode *n, struct memo_ref *ref,
 }
 
 /* See unit.h. */
+int unit_partial_open(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, struct codec_partial *d,
+                      struct zerr *err) {
+  memset(d, 0, sizeof *d);
+  char key[4096];
+  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
+  struct bytesrc *src;
+  int rc = store_get(e->store, key, &src, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  struct codec_spec tmp; /* the unit's own: units may differ in shape */
+  rc = chain_partial_open(n->chain, node_chunk_spec(n, idx, &tmp), src, d, err);
+  bytesrc_unref(src);
+  return rc < 0 ? rc : 1;
+}
+
+/* See unit.h. */
 int unit_linear_text(const struct znode *n, const uint64_t *idx) {
   if (n->form.csv ||
       (n->form.dt.kind != DT_STRING && n->form.dt.kind != DT_BYTES))

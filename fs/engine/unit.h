@@ -272,6 +272,14 @@ int unit_encoded(struct unit_job *j, struct bytesrc **out,
 int unit_stream_windowed(const struct engine *e, const struct znode *n,
                          const uint64_t *idx);
 
+/* Open the partial decoder (codecs/chain.h) of unit idx's chunk (not an
+ * inner chunk: n->shard is NULL): 1 and *d, 0 when the chunk is not
+ * stored, or negative; close *d (zeroed first) with chain_partial_close
+ * whatever the answer. */
+int unit_partial_open(struct engine *e, const struct znode *n,
+                      const uint64_t *idx, struct codec_partial *d,
+                      struct zerr *err);
+
 /* A unit's text size from the first and the last in-bounds offsets of
  * its partial decoder: 0, or -1 when that cannot be done (then the unit
  * is decoded, and that decode says what is wrong). */

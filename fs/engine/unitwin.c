@@ -20,6 +20,7 @@
 #include "../../codecs/dstream.h"
 #include "../../src/store/presence.h"
 #include "../../src/store/sizeindex.h"
+#include "ufixed.h"
 #include "unit.h"
 #include "ustream.h"
 
@@ -35,27 +36,6 @@ static int unit_direct(const struct znode *n, const uint64_t *idx,
   return (caps & CODEC_PARTIAL_OFFSETS) && unit_linear_text(n, idx);
 }
 
-/* Open unit idx's partial decoder: 1 and *d (close it), 0 when the chunk
- * is not stored, or negative. */
-static int direct_open(struct engine *e, const struct znode *n,
-                       const uint64_t *idx, struct codec_partial *d,
-                       struct zerr *err) {
-  char key[4096];
-  ZTRY(unit_store_key(n, idx, key, sizeof key, err));
-  struct bytesrc *src;
-  int rc = store_get(e->store, key, &src, err);
-  if (rc == -ENOENT) {
-    zerr_clear(err);
-    return 0;
-  }
-  if (rc < 0)
-    return rc;
-  struct codec_spec tmp; /* the unit's own: units may differ in shape */
-  rc = chain_partial_open(n->chain, node_chunk_spec(n, idx, &tmp), src, d, err);
-  bytesrc_unref(src);
-  return rc < 0 ? rc : 1;
-}
-
 /* See unit.h. */
 int unit_size_direct(struct engine *e, const struct znode *n,
                      const uint64_t *idx, uint64_t *value) {
@@ -65,7 +45,7 @@ int unit_size_direct(struct engine *e, const struct znode *n,
   struct zerr err = {0};
   struct codec_partial d;
   uint64_t nin = unit_nin(n, idx), o0, on;
-  int rc = direct_open(e, n, idx, &d, &err);
+  int rc = unit_partial_open(e, n, idx, &d, &err);
   if (rc == 0) { /* not stored: the fill value */
     *value = nin * (n->form.fill_len + 1);
     return 0;
@@ -105,7 +85,7 @@ static long direct_read(struct engine *e, const struct znode *n,
   if (len > total - off)
     len = (size_t)(total - off);
   struct codec_partial d;
-  int rc = direct_open(e, n, idx, &d, err);
+  int rc = unit_partial_open(e, n, idx, &d, err);
   if (rc <= 0)
     return rc == 0 ? -ENOTSUP : rc; /* a fill unit: the usual way */
   struct bytesrc *data = bytes ? bytes : d.data;
@@ -247,7 +227,7 @@ int unit_windowed(const struct engine *e, const struct znode *n,
                   const uint64_t *idx) {
   int plain;
   if (!unit_direct(n, idx, &plain))
-    return unit_stream_windowed(e, n, idx);
+    return unit_stream_windowed(e, n, idx) || ufixed_windowed(e, n, idx);
   /* What a whole decode keeps besides the element bytes: 8 bytes of
    * offset and 1/8 byte of layout per element. */
   uint64_t held = unit_nin(n, idx) * 9;
@@ -278,7 +258,7 @@ static void wdata_destroy(struct zobj *o) {
 static int wdata_stream(struct unit_job *j, struct bytesrc **out,
                         struct zerr *err) {
   struct codec_partial d;
-  int rc = direct_open(j->e, j->n, j->idx, &d, err);
+  int rc = unit_partial_open(j->e, j->n, j->idx, &d, err);
   if (rc <= 0)
     return rc;
   uint64_t last;
@@ -345,7 +325,9 @@ long unit_read_window(struct engine *e, const struct znode *n,
   int plain;
   *pin = NULL;
   if (!unit_direct(n, idx, &plain))
-    return ustream_read(e, n, idx, off, len, dst, pin, err);
+    return ufixed_windowed(e, n, idx)
+               ? ufixed_read(e, n, idx, off, len, dst, pin, err)
+               : ustream_read(e, n, idx, off, len, dst, pin, err);
   if (plain)
     return direct_read(e, n, idx, off, len, dst, NULL, err);
   char key[4096];
@@ -382,7 +364,10 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
    * loaded; a streamed unit's size costs a pass over the whole stream,
    * after it. */
   int streamed = unit_stream_windowed(e, j->n, j->idx);
-  if (!streamed && unit_size_direct(e, j->n, j->idx, value) == 0)
+  /* fixed-size elements too large to decode whole: a pass of ranged
+   * reads (ufixed.h), which also learns where each window's text starts */
+  int fixed = !streamed && ufixed_windowed(e, j->n, j->idx);
+  if (!streamed && !fixed && unit_size_direct(e, j->n, j->idx, value) == 0)
     return 0;
   char ikey[4096];
   struct sizeindex_id id;
@@ -397,17 +382,21 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
     *value = rec.text_size | UNIT_SIZE_CLAIM;
     return 0;
   }
-  if (streamed) { /* the version before the pass: a change after it is a
-                     new version, never this size under it */
+  if (streamed || fixed) { /* the version before the pass: a change after
+                              it is a new version, never this size under
+                              it */
     have_id = have_id ||
               unit_ident(e, j->n, j->idx, 0, 0, ikey, sizeof ikey, &id) == 0;
-    int rc = unit_size_streamed(e, j->n, j->idx, value, err);
+    int rc = fixed ? ufixed_size(e, j->n, j->idx, value, err)
+                   : unit_size_streamed(e, j->n, j->idx, value, err);
     if (rc == 0) {
       rec = (struct sizeindex_rec){*value, nin};
       if (have_id)
         sizeindex_store(e->sizeidx, &id, &rec); /* a failure: learned again */
       return 0;
     }
+    if (rc < 0 && fixed)
+      return rc; /* logged and named by the pass */
     if (rc < 0) {
       char key[4096];
       if (unit_store_key(j->n, j->idx, key, sizeof key, &(struct zerr){0}) < 0)
@@ -478,11 +467,15 @@ int unit_size_verify(struct engine *e, const struct znode *n,
   ZTRY(unit_store_key(n, idx, key, sizeof key, err));
   if (held && !(truth & UNIT_SIZE_CLAIM))
     rc = 0; /* this mount knows it (a decode, the index ends) */
-  else if (unit_stream_windowed(e, n, idx)) {
+  else if (unit_stream_windowed(e, n, idx) || ufixed_windowed(e, n, idx)) {
     char ikey[4096];
     struct sizeindex_id id;
     int have_id = unit_ident(e, n, idx, 0, 0, ikey, sizeof ikey, &id) == 0;
-    rc = unit_size_streamed(e, n, idx, &truth, err);
+    int fixed = !unit_stream_windowed(e, n, idx);
+    rc = fixed ? ufixed_size(e, n, idx, &truth, err)
+               : unit_size_streamed(e, n, idx, &truth, err);
+    if (rc < 0 && fixed)
+      return rc; /* logged and named by the pass */
     if (rc < 0) {
       unit_log_failure(e, key, err);
       return zerr_prefix(err, "chunk %s: ", key);

@@ -24,6 +24,7 @@
 #include "../../../fs/views/view.h"
 #include "../../../src/util/log.h"
 #include "../teststore.h"
+#include "viewread.h"
 
 static char tmpdir[64];
 
@@ -129,59 +130,13 @@ static struct engine *open_engine(void) {
   return e;
 }
 
-/* Read view `path` whole in pieces of step bytes through one cursor and
- * compare with want. */
-static void read_seq(struct engine *e, const char *path, size_t step,
-                     const char *want, size_t wlen) {
-  struct ns_entry ent;
-  struct zerr err = {0};
-  uint64_t size;
-  ck_assert_msg(ns_resolve(e, path, &ent, &err) == 0, "%s", err.msg);
-  ck_assert_msg(ns_size(e, &ent, &size, &err) == 0, "%s", err.msg);
-  ck_assert_uint_eq(size, wlen);
-  char *buf = malloc(step);
-  struct view_cursor *c = view_cursor_new();
-  for (uint64_t off = 0; off < size;) {
-    long n = ns_read_view(e, &ent, off, step, buf, c, &err);
-    ck_assert_msg(n > 0, "%s at %llu: %s", path, (unsigned long long)off,
-                  err.msg);
-    ck_assert_msg(!memcmp(buf, want + off, (size_t)n), "%s at %llu differs",
-                  path, (unsigned long long)off);
-    off += (uint64_t)n;
-  }
-  view_cursor_free(e, c);
-  free(buf);
-}
-
-/* Reads of len bytes at pseudo-random offsets (and the last bytes), each
- * without a cursor, compared with want. */
-static void read_random(struct engine *e, const char *path, const char *want,
-                        size_t wlen) {
-  struct ns_entry ent;
-  struct zerr err = {0};
-  ck_assert_int_eq(ns_resolve(e, path, &ent, &err), 0);
-  char buf[5000];
-  uint64_t x = 12345;
-  for (int i = 0; i < 40; i++) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    uint64_t off = i == 0 ? wlen - 200 : (x >> 20) % wlen;
-    size_t len = 1 + (size_t)((x >> 8) % sizeof buf);
-    size_t exp = wlen - off < len ? (size_t)(wlen - off) : len;
-    long n = ns_read_view(e, &ent, off, len, buf, NULL, &err);
-    ck_assert_msg(n == (long)exp, "at %llu: %ld of %zu (%s)",
-                  (unsigned long long)off, n, exp, err.msg);
-    ck_assert_msg(!memcmp(buf, want + off, exp), "at %llu differs",
-                  (unsigned long long)off);
-  }
-}
-
 START_TEST(plain_bytes_never_decoded_whole) {
   size_t wlen;
   char *want = put_array("p", 0, &wlen);
   struct engine *e = open_engine();
-  read_seq(e, "/p/values.txt", 131072, want, wlen);
-  read_seq(e, "/p/c/0.txt", 4093, want, wlen);
-  read_random(e, "/p/values.txt", want, wlen);
+  vr_read_seq(e, "/p/values.txt", 131072, want, wlen);
+  vr_read_seq(e, "/p/c/0.txt", 4093, want, wlen);
+  vr_read_random(e, "/p/values.txt", want, wlen, 5000);
   /* Offsets and bytes read where they lie: no unit, no data section. */
   ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
   ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 0);
@@ -195,13 +150,13 @@ START_TEST(zstd_bytes_decoded_once_per_reader) {
   size_t wlen;
   char *want = put_array("z", 1, &wlen);
   struct engine *e = open_engine();
-  read_seq(e, "/z/values.txt", 131072, want, wlen);
+  vr_read_seq(e, "/z/values.txt", 131072, want, wlen);
   /* The element bytes (more than the cache) decoded once for the reader,
    * kept by its cursor; the offsets never loaded whole. */
   ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
   ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 1);
-  read_seq(e, "/z/c/0.txt", 4093, want, wlen);
-  read_random(e, "/z/values.txt", want, wlen);
+  vr_read_seq(e, "/z/c/0.txt", 4093, want, wlen);
+  vr_read_random(e, "/z/values.txt", want, wlen, 5000);
   ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
   ck_assert_uint_eq(memo_pinned(e->memo), 0);
   engine_free(e);
@@ -213,11 +168,11 @@ START_TEST(gzip_bytes_streamed) {
   size_t wlen;
   char *want = put_array("g", 2, &wlen);
   struct engine *e = open_engine();
-  read_seq(e, "/g/values.txt", 131072, want, wlen);
+  vr_read_seq(e, "/g/values.txt", 131072, want, wlen);
   ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
   ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 1);
-  read_seq(e, "/g/c/0.txt", 65536, want, wlen);
-  read_random(e, "/g/values.txt", want, wlen);
+  vr_read_seq(e, "/g/c/0.txt", 65536, want, wlen);
+  vr_read_random(e, "/g/values.txt", want, wlen, 5000);
   ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
   ck_assert_uint_eq(memo_pinned(e->memo), 0);
   engine_free(e);
@@ -368,12 +323,12 @@ START_TEST(utf8_streamed_in_order) {
     char *want = put_utf8(name, v == 1, v == 2, 0, &wlen), path[64];
     struct engine *e = open_engine();
     snprintf(path, sizeof path, "/%s/values.txt", name);
-    read_seq(e, path, 131072, want, wlen);
+    vr_read_seq(e, path, 131072, want, wlen);
     /* Parsed as the stream advanced: never decoded whole. */
     ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
     ck_assert_uint_eq(engine_fills(e, ELEVEL_DATA), 1);
-    read_seq(e, path, 4093, want, wlen);
-    read_random(e, path, want, wlen);
+    vr_read_seq(e, path, 4093, want, wlen);
+    vr_read_random(e, path, want, wlen, 5000);
     read_back(e, path, 65536, want, wlen);
     ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
     ck_assert_uint_eq(memo_pinned(e->memo), 0);
@@ -389,10 +344,10 @@ START_TEST(utf8_streamed_inner_chunk_of_two) {
   size_t wlen;
   char *want = put_utf8("u2", 2, 0, 0, &wlen);
   struct engine *e = open_engine();
-  read_seq(e, "/u2/values.txt", 131072, want, wlen);
+  vr_read_seq(e, "/u2/values.txt", 131072, want, wlen);
   ck_assert_uint_ge(engine_fills(e, ELEVEL_DATA), 1); /* streamed */
   read_back(e, "/u2/values.txt", 65536, want, wlen);
-  read_random(e, "/u2/values.txt", want, wlen);
+  vr_read_random(e, "/u2/values.txt", want, wlen, 5000);
   ck_assert_uint_eq(memo_pinned(e->memo), 0);
   engine_free(e);
   free(want);
