@@ -13,6 +13,9 @@
  * at most beyond what it shows. */
 #define UFIXED_WIN (1u << 20)
 #define UFIXED_WIN_MIN (64u << 10)
+/* The smallest cache that takes the window path for a chunk that a whole
+ * decode could hold (ufixed_windowed). */
+#define UFIXED_CACHE_MIN (16u << 20)
 
 /* Memo tags (ELEVEL_DATA, under the unit's key): apart from unitwin.c's
  * and ustream.c's. */
@@ -47,8 +50,14 @@ int ufixed_windowed(const struct engine *e, const struct znode *n,
       return 0;
     bytes *= node_unit_len(n, d, idx[d]);
   }
+  /* Past max_decode always (a whole decode is refused). Past a quarter
+   * of the cache only in a cache that keeps the window table and a window
+   * between reads: in a smaller one (mount_scale.sh: 75 MB in 64 KiB)
+   * the table is let go with each window and every read learned it
+   * again, eight times slower than the whole decode it replaced. */
   return bytes >= UNIT_WINDOW_MIN &&
-         (bytes > e->cache_size / 4 || bytes > e->env.max_decoded);
+         ((bytes > e->cache_size / 4 && e->cache_size >= UFIXED_CACHE_MIN) ||
+          bytes > e->env.max_decoded);
 }
 
 /* Read elements [first, first+count) of the open chunk d into a 1-D
