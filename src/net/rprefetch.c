@@ -2,8 +2,9 @@
  * from readers become jobs on workers of their own, within a share of the
  * cache per reader.
  *
- * Locks: remote_pf.lock (+ the more cond; a leaf: no request and no
- * memo call runs under it). */
+ * Locks: remote_pf.lock (+ the more cond): no request runs under it;
+ * dropping a source does (bytesrc_unref takes memo.lock), and workers are
+ * started under it (docs/architecture.md, the lock table). */
 #define _GNU_SOURCE
 #include "remote.h"
 #include "remote_int.h"
@@ -65,7 +66,7 @@ struct pf_job {
 };
 
 struct remote_pf {
-  pthread_mutex_t lock; /* guards everything below; a leaf */
+  pthread_mutex_t lock; /* guards everything below */
   pthread_cond_t more;
   struct pf_job q[PF_QUEUE]; /* oldest first */
   int qlen;
