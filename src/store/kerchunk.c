@@ -1,5 +1,6 @@
 /* kerchunk.c - kerchunk reference files into a manifest (see kerchunk.h). */
 #define _GNU_SOURCE /* asprintf */
+#include "config.h" /* FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION */
 #include "kerchunk.h"
 
 #include <ctype.h>
@@ -20,9 +21,23 @@
 #include "../util/zmath.h"
 #include "../zarr/meta.h"
 
-/* gen expands at most this many keys in all (a typo must not hang us),
- * counted before any is made (gen_total). */
+/* gen expands at most GEN_MAX keys in all (a typo must not hang us),
+ * counted before any is made (gen_total), and writes at most GEN_BYTES_MAX
+ * bytes of keys, urls, offsets and lengths in all: a template value of a
+ * few KB used in every url would otherwise make a 4 KB file cost hours
+ * and gigabytes. One rendered value is at most RENDER_MAX bytes (a url
+ * longer than 16 KiB is refused by common HTTP servers anyway). A fuzzing
+ * build (--enable-fuzzing) uses smaller ceilings, so that one input's run
+ * stays within the fuzzer's time and memory limits: the code paths are
+ * the same, only the numbers differ. */
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#define GEN_MAX 200000ull
+#define GEN_BYTES_MAX ((uint64_t)16 << 20)
+#else
 #define GEN_MAX 50000000ull
+#define GEN_BYTES_MAX ((uint64_t)2 << 30)
+#endif
+#define RENDER_MAX ((size_t)16 << 10)
 
 /* ---- integer expressions ---- */
 
@@ -148,7 +163,7 @@ static int render_n(const char *tmpl, const void *templates,
                     const char *const *names, const int64_t *vals, int nvars,
                     char **out, size_t *outlen, struct zerr *err) {
   struct zbuf b;
-  zbuf_init(&b, (size_t)1 << 20);
+  zbuf_init(&b, RENDER_MAX + 1); /* + the terminating NUL */
   const char *s = tmpl;
   int rc = 0;
   while (rc == 0 && *s) {
@@ -198,6 +213,9 @@ static int render_n(const char *tmpl, const void *templates,
   }
   if (rc == 0)
     rc = zbuf_append(&b, "", 1, err);
+  if (rc == -EFBIG)
+    rc = zerr_set(err, EINVAL, "'%.64s...' renders to more than %zu bytes",
+                  tmpl, RENDER_MAX);
   if (rc) {
     zbuf_free(&b);
     return rc;
@@ -366,7 +384,8 @@ static int dim_values(json_t *d, int64_t **vals, size_t *n, struct zerr *err) {
 
 /* Expand one gen entry. */
 static int add_gen(struct manifest_builder *b, const char *path, json_t *g,
-                   json_t *templates, uint64_t *total, struct zerr *err) {
+                   json_t *templates, uint64_t *total, uint64_t *bytes,
+                   struct zerr *err) {
   json_t *jkey = json_object_get(g, "key"), *jurl = json_object_get(g, "url"),
          *joff = json_object_get(g, "offset"),
          *jlen = json_object_get(g, "length"),
@@ -440,6 +459,15 @@ static int add_gen(struct manifest_builder *b, const char *path, json_t *g,
       else
         rc = kerchunk_render(json_string_value(jlen), templates, names, cur,
                              (int)nd, &len, err);
+    }
+    if (rc == 0) {
+      *bytes += strlen(key) + ulen + (off ? strlen(off) : 0) +
+                (len ? strlen(len) : 0);
+      if (*bytes > GEN_BYTES_MAX)
+        rc = zerr_set(err, EINVAL,
+                      "gen writes more than %llu bytes of keys and urls in "
+                      "all: nothing expanded",
+                      (unsigned long long)GEN_BYTES_MAX);
     }
     if (rc == 0) {
       if (zkey_valid(key) < 0) {
@@ -697,10 +725,11 @@ static int build(struct scan *s, const char *path, const char *base,
                  size_t *members, struct zerr *err) {
   struct manifest_builder *b = NULL;
   ZTRY(manifest_builder_new(base, &b, err));
-  uint64_t total = 0;
+  uint64_t total = 0, bytes = 0;
   int rc = gen ? gen_total(gen, err) : 0;
   for (size_t i = 0; rc == 0 && gen && i < json_array_size(gen); i++) {
-    rc = add_gen(b, path, json_array_get(gen, i), templates, &total, err);
+    rc = add_gen(b, path, json_array_get(gen, i), templates, &total, &bytes,
+                 err);
     if (rc)
       zerr_prefix(err, "gen entry %zu: ", i);
   }

@@ -561,6 +561,45 @@ START_TEST(gen_total_first) {
 }
 END_TEST
 
+/* A gen url that renders past 16 KiB (a template value used three times)
+ * is refused at its first key, with the reason, instead of rendering
+ * 50,000,000 long urls (the fuzzer's timeout, docs/fuzzing.md 8). */
+START_TEST(gen_render_cap) {
+  char base[] = "/tmp/zarrfs-gencap-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  size_t cap = 7000, n = 0;
+  char *text = malloc(cap);
+  n += (size_t)snprintf(text + n, cap - n,
+                        "{\"version\": 1, \"refs\": {}, \"templates\": "
+                        "{\"t\": \"");
+  memset(text + n, 'x', 6000);
+  n += 6000;
+  snprintf(text + n, cap - n,
+           "\"}, \"gen\": [{\"key\": \"a/{{i}}\", \"url\": "
+           "\"{{t}}{{t}}{{t}}\", \"dimensions\": "
+           "{\"i\": {\"stop\": 50000000}}}]}");
+  struct zerr err = {0};
+  struct manifest *m = NULL;
+  ck_assert_int_eq(load_text(base, text, &m, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "gen entry 0: ") &&
+                    strstr(err.msg, "renders to more than 16384 bytes"),
+                "%s", err.msg);
+  /* two uses (12,000 bytes) are under the cap and load */
+  char *two = strstr(text, "{{t}}{{t}}{{t}}");
+  memmove(two + 10, two + 15, strlen(two + 15) + 1);
+  char *stop = strstr(text, "50000000");
+  memcpy(stop, "3}}}]}", 7);
+  ck_assert_msg(load_text(base, text, &m, &err) == 0, "%s", err.msg);
+  struct manifest_entry en;
+  ck_assert_int_eq(manifest_lookup(m, "a/2", &en), 0);
+  manifest_free(m);
+  free(text);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* A directory of a kerchunk store listed for readdir (ns_dir): stored
  * names sorted and each once, values.txt, the views; attributes only where
  * the listing knows them (never a whole-file reference, a view, or a name
@@ -855,6 +894,7 @@ int main(void) {
   tcase_add_test(tc, references_and_bad_input);
   tcase_add_test(tc, gen_entries);
   tcase_add_test(tc, gen_total_first);
+  tcase_add_test(tc, gen_render_cap);
   tcase_add_test(tc, duplicate_keys);
   tcase_add_test(tc, scanner_syntax);
   tcase_add_test(tc, nul_in_target_path);
