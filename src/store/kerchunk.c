@@ -348,6 +348,7 @@ static int dim_values(json_t *d, int64_t **vals, size_t *n, struct zerr *err) {
       json_t *e = json_array_get(d, i);
       if (!json_is_integer(e)) {
         free(*vals);
+        *vals = NULL; /* the caller frees every dimension's values */
         return zerr_set(err, EINVAL, "dimension values must be integers");
       }
       (*vals)[i] = json_integer_value(e);
