@@ -337,6 +337,16 @@ static int add_value(struct manifest_builder *b, const char *key, json_t *v,
                  err);
 }
 
+/* How many of start, start + step, ... lie below stop (step > 0). The
+ * span is taken in unsigned arithmetic: stop - start overflows an int64_t
+ * for a range such as {INT64_MIN, INT64_MAX} (fuzz_kerchunk, UBSan). */
+static uint64_t span_count(int64_t start, int64_t stop, int64_t step) {
+  if (stop <= start)
+    return 0;
+  uint64_t span = (uint64_t)stop - (uint64_t)start;
+  return span / (uint64_t)step + (span % (uint64_t)step != 0);
+}
+
 /* The values of dimension d: {start, stop, step} or a list of integers. */
 static int dim_values(json_t *d, int64_t **vals, size_t *n, struct zerr *err) {
   if (json_is_array(d)) {
@@ -368,18 +378,17 @@ static int dim_values(json_t *d, int64_t **vals, size_t *n, struct zerr *err) {
           step = jstep ? json_integer_value(jstep) : 1;
   if (step <= 0)
     return zerr_set(err, EINVAL, "dimension step must be positive");
-  uint64_t cnt =
-      stop > start
-          ? ((uint64_t)(stop - start) + (uint64_t)step - 1) / (uint64_t)step
-          : 0;
+  uint64_t cnt = span_count(start, stop, step);
   if (cnt > GEN_MAX)
     return zerr_set(err, EINVAL, "dimension too large");
   *n = (size_t)cnt;
   *vals = malloc((cnt ? cnt : 1) * sizeof **vals);
   if (!*vals)
     return zerr_set(err, ENOMEM, "out of memory");
+  /* In unsigned arithmetic: start + i * step lies in [start, stop), but
+   * i * step alone may not fit an int64_t (a range across zero). */
   for (uint64_t i = 0; i < cnt; i++)
-    (*vals)[i] = start + (int64_t)i * step;
+    (*vals)[i] = (int64_t)((uint64_t)start + i * (uint64_t)step);
   return 0;
 }
 
@@ -517,9 +526,9 @@ static uint64_t dim_count(json_t *d) {
   int64_t start = jstart ? json_integer_value(jstart) : 0,
           stop = json_integer_value(jstop),
           step = jstep ? json_integer_value(jstep) : 1;
-  if (step <= 0 || stop <= start)
+  if (step <= 0)
     return 0;
-  return ((uint64_t)(stop - start) + (uint64_t)step - 1) / (uint64_t)step;
+  return span_count(start, stop, step);
 }
 
 /* Every gen entry's keys counted before any is made: a file asking for

@@ -561,6 +561,42 @@ START_TEST(gen_total_first) {
 }
 END_TEST
 
+/* A gen range across the whole of int64 (fuzz_kerchunk, UBSan: stop -
+ * start overflowed an int64_t): counted and expanded in unsigned
+ * arithmetic, each value start + i * step exact. */
+START_TEST(gen_range_extremes) {
+  char base[] = "/tmp/zarrfs-genext-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  struct zerr err = {0};
+  struct manifest *m = NULL;
+  ck_assert_msg(
+      load_text(base,
+                "{\"version\": 1, \"refs\": {}, \"gen\": ["
+                "{\"key\": \"a/{{i}}\", \"url\": \"x.bin\", \"dimensions\": "
+                "{\"i\": {\"start\": -9223372036854775808, "
+                "\"stop\": 9223372036854775807, "
+                "\"step\": 4611686018427387904}}},"
+                "{\"key\": \"b/{{i}}\", \"url\": \"x.bin\", \"dimensions\": "
+                "{\"i\": {\"start\": -9223372036854775808, "
+                "\"stop\": 9223372036854775807, "
+                "\"step\": 9223372036854775807}}}]}",
+                &m, &err) == 0,
+      "%s", err.msg);
+  static const char *const keys[] = {
+      "a/-9223372036854775808", "a/-4611686018427387904", "a/0",
+      "a/4611686018427387904", "b/-9223372036854775808", "b/-1",
+      "b/9223372036854775806"};
+  struct manifest_entry en;
+  for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+    ck_assert_msg(manifest_lookup(m, keys[k], &en) == 0, "%s", keys[k]);
+  ck_assert_int_ne(manifest_lookup(m, "a/9223372036854775807", &en), 0);
+  manifest_free(m);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* A gen url that renders past 16 KiB (a template value used three times)
  * is refused at its first key, with the reason, instead of rendering
  * 50,000,000 long urls (the fuzzer's timeout, docs/fuzzing.md 8). */
@@ -895,6 +931,7 @@ int main(void) {
   tcase_add_test(tc, gen_entries);
   tcase_add_test(tc, gen_total_first);
   tcase_add_test(tc, gen_render_cap);
+  tcase_add_test(tc, gen_range_extremes);
   tcase_add_test(tc, duplicate_keys);
   tcase_add_test(tc, scanner_syntax);
   tcase_add_test(tc, nul_in_target_path);
