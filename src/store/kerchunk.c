@@ -22,10 +22,13 @@
 #include "../zarr/meta.h"
 
 /* gen expands at most GEN_MAX keys in all (a typo must not hang us),
- * counted before any is made (gen_total), and writes at most GEN_BYTES_MAX
+ * counted before any is made (gen_total), and renders at most GEN_BYTES_MAX
  * bytes of keys, urls, offsets and lengths in all: a template value of a
  * few KB used in every url would otherwise make a 4 KB file cost hours
- * and gigabytes. One rendered value is at most RENDER_MAX bytes (a url
+ * and gigabytes. Each rendered field counts the larger of its template's
+ * length and its result's, so the work is bounded too: a url template of
+ * thousands of "{{e}}" with e empty renders to nothing but was scanned
+ * again for every key (a 10 KB file, minutes). One rendered value is at most RENDER_MAX bytes (a url
  * longer than 16 KiB is refused by common HTTP servers anyway). A fuzzing
  * build (--enable-fuzzing) uses smaller ceilings, so that one input's run
  * stays within the fuzzer's time and memory limits: the code paths are
@@ -392,6 +395,21 @@ static int dim_values(json_t *d, int64_t **vals, size_t *n, struct zerr *err) {
   return 0;
 }
 
+/* What rendering a gen field cost, counted against GEN_BYTES_MAX: the
+ * larger of the template's length (scanned again for every key, whatever
+ * it renders to) and the result's. */
+static uint64_t rendered_cost(json_t *tmpl, size_t outlen) {
+  size_t in = json_is_string(tmpl) ? json_string_length(tmpl) : 0;
+  return in > outlen ? in : outlen;
+}
+
+static int gen_bytes_err(struct zerr *err) {
+  return zerr_set(err, EINVAL,
+                  "gen renders more than %llu bytes of keys and urls (or of "
+                  "their templates) in all: nothing expanded",
+                  (unsigned long long)GEN_BYTES_MAX);
+}
+
 /* Expand one gen entry. */
 static int add_gen(struct manifest_builder *b, const char *path, json_t *g,
                    json_t *templates, uint64_t *total, uint64_t *bytes,
@@ -442,6 +460,16 @@ static int add_gen(struct manifest_builder *b, const char *path, json_t *g,
   }
   if (rc == 0 && prod)
     *total += prod;
+  /* Each key costs at least its templates' length (rendered_cost): an
+   * entry that must pass the ceiling is refused before any is rendered. */
+  uint64_t least;
+  if (rc == 0 &&
+      (zmul_u64(prod,
+                rendered_cost(jkey, 0) + rendered_cost(jurl, 0) +
+                    rendered_cost(joff, 0) + rendered_cost(jlen, 0),
+                &least) < 0 ||
+       least > GEN_BYTES_MAX - *bytes))
+    rc = gen_bytes_err(err);
   for (uint64_t k = 0; rc == 0 && k < prod; k++) {
     for (size_t i = 0; i < nd; i++)
       cur[i] = vals[i][pos[i]];
@@ -471,13 +499,12 @@ static int add_gen(struct manifest_builder *b, const char *path, json_t *g,
                              (int)nd, &len, err);
     }
     if (rc == 0) {
-      *bytes += strlen(key) + ulen + (off ? strlen(off) : 0) +
-                (len ? strlen(len) : 0);
+      *bytes += rendered_cost(jkey, strlen(key)) +
+                rendered_cost(jurl, ulen) +
+                (off ? rendered_cost(joff, strlen(off)) : 0) +
+                (len ? rendered_cost(jlen, strlen(len)) : 0);
       if (*bytes > GEN_BYTES_MAX)
-        rc = zerr_set(err, EINVAL,
-                      "gen writes more than %llu bytes of keys and urls in "
-                      "all: nothing expanded",
-                      (unsigned long long)GEN_BYTES_MAX);
+        rc = gen_bytes_err(err);
     }
     if (rc == 0) {
       if (zkey_valid(key) < 0) {

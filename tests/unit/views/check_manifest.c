@@ -561,6 +561,42 @@ START_TEST(gen_total_first) {
 }
 END_TEST
 
+/* A gen url template of 2,000 "{{e}}" with e empty renders to "x" but
+ * was scanned again for each of 50,000,000 keys (a 10 KB file, minutes:
+ * fuzz_kerchunk): each key counts its templates' length against the 2 GiB
+ * ceiling, so the entry is refused before any key is made; 100 keys load. */
+START_TEST(gen_template_work) {
+  char base[] = "/tmp/zarrfs-genwork-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(base));
+  size_t cap = 11000, n = 0;
+  char *text = malloc(cap);
+  n += (size_t)snprintf(text + n, cap - n,
+                        "{\"version\": 1, \"refs\": {}, \"templates\": "
+                        "{\"e\": \"\"}, \"gen\": [{\"key\": \"a/{{i}}\", "
+                        "\"url\": \"x");
+  for (int k = 0; k < 2000; k++)
+    n += (size_t)snprintf(text + n, cap - n, "{{e}}");
+  snprintf(text + n, cap - n,
+           "\", \"dimensions\": {\"i\": {\"stop\": 50000000}}}]}");
+  struct zerr err = {0};
+  struct manifest *m = NULL;
+  ck_assert_int_eq(load_text(base, text, &m, &err), -EINVAL);
+  ck_assert_msg(strstr(err.msg, "gen entry 0: ") &&
+                    strstr(err.msg, "more than 2147483648 bytes"),
+                "%s", err.msg);
+  char *stop = strstr(text, "50000000");
+  memcpy(stop, "100}}}]}", 9);
+  ck_assert_msg(load_text(base, text, &m, &err) == 0, "%s", err.msg);
+  struct manifest_entry en;
+  ck_assert_int_eq(manifest_lookup(m, "a/99", &en), 0);
+  manifest_free(m);
+  free(text);
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
+  ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* A gen range across the whole of int64 (fuzz_kerchunk, UBSan: stop -
  * start overflowed an int64_t): counted and expanded in unsigned
  * arithmetic, each value start + i * step exact. */
@@ -932,6 +968,7 @@ int main(void) {
   tcase_add_test(tc, gen_total_first);
   tcase_add_test(tc, gen_render_cap);
   tcase_add_test(tc, gen_range_extremes);
+  tcase_add_test(tc, gen_template_work);
   tcase_add_test(tc, duplicate_keys);
   tcase_add_test(tc, scanner_syntax);
   tcase_add_test(tc, nul_in_target_path);
