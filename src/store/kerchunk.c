@@ -28,7 +28,8 @@
  * and gigabytes. Each rendered field counts the larger of its template's
  * length and its result's, so the work is bounded too: a url template of
  * thousands of "{{e}}" with e empty renders to nothing but was scanned
- * again for every key (a 10 KB file, minutes). One rendered value is at most RENDER_MAX bytes (a url
+ * again for every key (a 10 KB file, minutes). The urls of refs that use
+ * templates count against the same ceiling (add_url). One rendered value is at most RENDER_MAX bytes (a url
  * longer than 16 KiB is refused by common HTTP servers anyway). A fuzzing
  * build (--enable-fuzzing) uses smaller ceilings, so that one input's run
  * stays within the fuzzer's time and memory limits: the code paths are
@@ -286,10 +287,13 @@ static int add_text(struct manifest_builder *b, const char *key, const char *s,
   return manifest_add_inline(b, key, s, n, err);
 }
 
-/* Add [url] (whole) or [url, off, len] under key, rendering templates. */
+/* Add [url] (whole) or [url, off, len] under key, rendering templates; a
+ * rendered url's length is added to *rendered, which with gen's keys and
+ * urls may reach GEN_BYTES_MAX in all: "{{t}}{{t}}{{t}}" with t of 5,000
+ * bytes made 15 KB of each 20-byte reference (a 722 KB file, 307 MB). */
 static int add_url(struct manifest_builder *b, const char *key, const char *url,
                    int whole, uint64_t off, uint64_t len, json_t *templates,
-                   struct zerr *err) {
+                   uint64_t *rendered, struct zerr *err) {
   char *path;
   size_t plen;
   struct zerr terr = {0};
@@ -298,6 +302,12 @@ static int add_url(struct manifest_builder *b, const char *key, const char *url,
   } else if (render_n(url, templates, NULL, NULL, 0, &path, &plen, &terr) < 0) {
     zerr_prefix(&terr, "reference url: ");
     return manifest_add_bad(b, key, terr.msg, err);
+  } else if ((*rendered += plen) > GEN_BYTES_MAX) {
+    free(path);
+    return zerr_set(err, EINVAL,
+                    "reference urls and gen render more than %llu bytes in "
+                    "all (templates)",
+                    (unsigned long long)GEN_BYTES_MAX);
   } else if (memchr(path, '\0', plen)) { /* a template brought a NUL */
     free(path);
     return manifest_add_bad(b, key, MANIFEST_NUL_REASON, err);
@@ -317,7 +327,7 @@ static int add_url(struct manifest_builder *b, const char *key, const char *url,
 
 /* Add one reference value under key; a malformed value becomes MF_BAD. */
 static int add_value(struct manifest_builder *b, const char *key, json_t *v,
-                     json_t *templates, struct zerr *err) {
+                     json_t *templates, uint64_t *rendered, struct zerr *err) {
   if (json_is_string(v))
     return add_text(b, key, json_string_value(v), json_string_length(v), err);
   size_t n = json_is_array(v) ? json_array_size(v) : 0;
@@ -337,7 +347,7 @@ static int add_value(struct manifest_builder *b, const char *key, json_t *v,
                             "non-negative integers",
                             err);
   return add_url(b, key, json_string_value(url), n == 1, off, len, templates,
-                 err);
+                 rendered, err);
 }
 
 /* How many of start, start + step, ... lie below stop (step > 0). The
@@ -605,6 +615,7 @@ struct scan {
   char *buf, *buf2; /* decoded strings (key, url) */
   size_t cap, cap2;
   struct zerr *err;
+  uint64_t rendered; /* bytes rendered from templates (GEN_BYTES_MAX) */
 };
 
 /* The value [start, end) parsed by jansson (it was validated already)
@@ -651,7 +662,7 @@ static int sc_fast_array(struct scan *s, struct manifest_builder *b,
   if (k == 1 || !jlex_eat(l, ']'))
     return 0;
   ZTRY(add_url(b, key, s->buf2, k == 0, k ? nums[0] : 0, k ? nums[1] : 0,
-               templates, s->err));
+               templates, &s->rendered, s->err));
   return 1;
 }
 
@@ -700,7 +711,7 @@ static int sc_refs(struct scan *s, struct manifest_builder *b, const char *path,
           rc = manifest_add_bad(b, key, "reference: number out of range",
                                 s->err);
         else
-          rc = add_value(b, key, v, templates, s->err);
+          rc = add_value(b, key, v, templates, &s->rendered, s->err);
         json_decref(v);
         if (rc < 0)
           return rc;
@@ -762,11 +773,12 @@ static int build(struct scan *s, const char *path, const char *base,
                  size_t *members, struct zerr *err) {
   struct manifest_builder *b = NULL;
   ZTRY(manifest_builder_new(base, &b, err));
-  uint64_t total = 0, bytes = 0;
+  uint64_t total = 0;
+  s->rendered = 0;
   int rc = gen ? gen_total(gen, err) : 0;
   for (size_t i = 0; rc == 0 && gen && i < json_array_size(gen); i++) {
-    rc = add_gen(b, path, json_array_get(gen, i), templates, &total, &bytes,
-                 err);
+    rc = add_gen(b, path, json_array_get(gen, i), templates, &total,
+                 &s->rendered, err);
     if (rc)
       zerr_prefix(err, "gen entry %zu: ", i);
   }
