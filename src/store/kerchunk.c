@@ -570,17 +570,29 @@ static uint64_t dim_count(json_t *d) {
 
 /* Every gen entry's keys counted before any is made: a file asking for
  * more than GEN_MAX in all is refused at once, in bounded work and
- * memory (its dimensions are sizes here, not lists of values). */
+ * memory (its dimensions are sizes here, not lists of values). An
+ * entry's dimensions together hold at most GEN_MAX + 16 values (as many
+ * as dimensions whose product is at most GEN_MAX can): after an empty
+ * dimension the product is 0 whatever follows, and 15 more of 50,000,000
+ * values each took 6 GB for no key at all. */
 static int gen_total(json_t *gen, struct zerr *err) {
-  uint64_t total = 0;
+  uint64_t total = 0, bad_sum = 0;
+  size_t bad = SIZE_MAX; /* the first entry with too many values */
   for (size_t i = 0; i < json_array_size(gen); i++) {
     json_t *dims = json_object_get(json_array_get(gen, i), "dimensions");
     const char *name;
     json_t *dv;
-    uint64_t prod = json_is_object(dims) && json_object_size(dims) ? 1 : 0;
+    uint64_t prod = json_is_object(dims) && json_object_size(dims) ? 1 : 0,
+             sum = 0;
     json_object_foreach(dims, name, dv) {
-      if (zmul_u64(prod, dim_count(dv), &prod) < 0)
+      uint64_t c = dim_count(dv);
+      if (zmul_u64(prod, c, &prod) < 0)
         prod = UINT64_MAX;
+      sum = c > UINT64_MAX - sum ? UINT64_MAX : sum + c;
+    }
+    if (sum > GEN_MAX + 16 && bad == SIZE_MAX) {
+      bad = i;
+      bad_sum = sum;
     }
     total = prod > UINT64_MAX - total ? UINT64_MAX : total + prod;
   }
@@ -589,6 +601,12 @@ static int gen_total(json_t *gen, struct zerr *err) {
                     "gen expands to %llu keys in all, more than %llu: "
                     "nothing expanded",
                     (unsigned long long)total, (unsigned long long)GEN_MAX);
+  if (bad != SIZE_MAX)
+    return zerr_set(err, EINVAL,
+                    "gen entry %zu: its dimensions hold %llu values, more "
+                    "than %llu: nothing expanded",
+                    bad, (unsigned long long)bad_sum,
+                    (unsigned long long)(GEN_MAX + 16));
   return 0;
 }
 
