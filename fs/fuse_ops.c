@@ -114,7 +114,9 @@ static void zfs_forget_multi(fuse_req_t req, size_t count,
  * not kept (another open has another text). A size not known in time
  * (size_wait) shows 0 and is asked for again by the next stat; but a stat
  * through an open file (the kernel's lseek to SEEK_END: tail, less) waits
- * for the exact size, since its caller looks for where the text ends. */
+ * for the exact size, since its caller looks for where the text ends;
+ * with lazy sizes too, for values.txt (whose unknown size the kernel
+ * caches for no time, so that the seek comes here). */
 static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
                         struct fuse_file_info *fi) {
   struct zfs_fuse_ctx *c = fuse_ctx_of(req);
