@@ -144,14 +144,17 @@ static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
     struct engine *ve = f->ent.eng ? f->ent.eng : c->engine;
     struct zerr err = {0};
     uint64_t size = 0;
+    struct engine_req rq; /* the watchdog says when sizing runs long */
     fuse_ctx_work_begin(req, &tok);
+    engine_req_begin(c->engine, &rq, in->path, 0, ENGINE_REQ_SIZE);
     do {
       zerr_clear(&err);
       rc = view_array_size(ve, f->ent.node, &size, &err);
     } while (fuse_ctx_work_again(c, &tok, rc, &tries));
+    engine_req_end(c->engine, &rq);
     fuse_ctx_work_end(req);
     if (rc == -EINTR) {
-      fuse_ctx_reply_err(req, EINTR);
+      fuse_ctx_reply_rc(req, rc);
       return;
     }
     if (rc == 0) {
