@@ -400,9 +400,7 @@ START_TEST(references_and_bad_input) {
     ck_assert(err.msg[0]);
     confine_free(c);
   }
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -434,9 +432,7 @@ START_TEST(gen_entries) {
   ck_assert_int_eq(l.n, 12);
   store_free(s);
   confine_free(c);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -497,9 +493,7 @@ START_TEST(nul_in_target_path) {
                    -EINVAL);
   ck_assert_ptr_null(out);
   json_decref(t);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -566,9 +560,7 @@ START_TEST(gen_total_first) {
                              &m, &err),
                    -EINVAL);
   ck_assert_msg(strstr(err.msg, "hold 60000000 values"), "%s", err.msg);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -602,9 +594,7 @@ START_TEST(gen_template_work) {
   ck_assert_int_eq(manifest_lookup(m, "a/99", &en), 0);
   manifest_free(m);
   free(text);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -638,9 +628,7 @@ START_TEST(gen_range_extremes) {
     ck_assert_msg(manifest_lookup(m, keys[k], &en) == 0, "%s", keys[k]);
   ck_assert_int_ne(manifest_lookup(m, "a/9223372036854775807", &en), 0);
   manifest_free(m);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -677,9 +665,7 @@ START_TEST(gen_render_cap) {
   ck_assert_int_eq(manifest_lookup(m, "a/2", &en), 0);
   manifest_free(m);
   free(text);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -837,9 +823,7 @@ START_TEST(dir_listing_for_readdir) {
   engine_free(e);
   confine_free(c);
 
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -926,9 +910,7 @@ START_TEST(scanner_syntax) {
                   err.msg);
     ck_assert_ptr_null(m);
   }
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
