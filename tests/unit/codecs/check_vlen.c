@@ -514,6 +514,55 @@ START_TEST(test_vlen_interleaved_in_place) {
 }
 END_TEST
 
+/* The 32-byte moves (strings of 17 to 32 bytes): in place they start
+ * where the excess lands on bytes already read (4i + 8 + len >= 32), so
+ * the first seven elements take every length around that edge, and the
+ * last element ends at the chunk's end or near it; in place and by copy
+ * give the same elements. */
+START_TEST(test_vlen_interleaved_moves32) {
+  enum { N = 9 };
+  static char pool[N][40];
+  static const char *els[N];
+  unsigned seed = 4242;
+  for (int round = 0; round < 600; round++) {
+    for (uint64_t i = 0; i < N; i++) {
+      seed = seed * 1103515245u + 12345u;
+      size_t l = i < 7 ? (size_t)(round + (int)i * 11) % 34
+                       : 15 + (seed >> 16) % 19; /* 15..33 */
+      for (size_t c = 0; c < l; c++)
+        pool[i][c] = (char)('A' + (c * 5 + i + (size_t)round) % 26);
+      pool[i][l] = 0;
+      els[i] = pool[i];
+    }
+    size_t len;
+    uint8_t *enc = vli_chunk(els, N, &len);
+    size_t tail = (size_t)round % 3 ? 0 : (size_t)round % 40; /* trailing */
+    uint8_t *big = malloc(len + tail + 1);
+    memcpy(big, enc, len);
+    memset(big + len, 'z', tail);
+    struct zbuf gz;
+    zbuf_init(&gz, MAXDEC);
+    gzip_into(&gz, big, len + tail);
+    struct abytes *a, *b;
+    struct zerr err = {0};
+    int rc = run("[\"vlen-utf8\",\"gzip\"]", N, gz.data, gz.len, MAXDEC, &a,
+                 &err);
+    ck_assert_msg(rc == 0, "round %d: %s", round, err.msg);
+    check_strings(a, els, N);
+    rc = run("[\"vlen-utf8\"]", N, big, len + tail, MAXDEC, &b, &err);
+    ck_assert_msg(rc == 0, "round %d: %s", round, err.msg);
+    check_strings(b, els, N);
+    ck_assert_uint_eq(a->data->size, a->offsets[N]);
+    ck_assert_uint_eq(b->data->size, b->offsets[N]);
+    abytes_free(a);
+    abytes_free(b);
+    zbuf_free(&gz);
+    free(big);
+    free(enc);
+  }
+}
+END_TEST
+
 /* A chunk large enough that in-place compaction hands pages of the gap
  * behind it back to the system as it goes (hundreds of thousands of
  * elements, empty to long): decoded behind gzip it gives the same offsets
@@ -1196,6 +1245,7 @@ static Suite *vlen_suite(void) {
   tcase_add_test(tc, test_vlen_interleaved);
   tcase_add_test(tc, test_vlen_interleaved_in_place);
   tcase_add_test(tc, test_vlen_interleaved_in_place_large);
+  tcase_add_test(tc, test_vlen_interleaved_moves32);
   tcase_add_test(tc, test_bad_inputs);
   tcase_add_test(tc, test_check_offsets);
   tcase_add_test(tc, test_vlen_partial_read);
