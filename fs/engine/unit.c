@@ -392,9 +392,9 @@ static void unit_record(const struct unit_job *j, uint64_t size,
                         uint64_t lines) {
   char ikey[4096];
   struct sizeindex_id id;
-  if (j->src_version && unit_ident(j->e, j->n, j->idx, j->src_size,
-                                   j->src_version, ikey, sizeof ikey,
-                                   &id) == 0) {
+  if (j->src_version &&
+      unit_ident(j->e, j->n, j->idx, j->src_size, j->src_version, ikey,
+                 sizeof ikey, &id) == 0) {
     struct sizeindex_rec rec = {size, lines};
     sizeindex_store(j->e->sizeidx, &id, &rec);
   }

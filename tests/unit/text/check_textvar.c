@@ -225,9 +225,8 @@ START_TEST(test_text_in_place_runs) {
       uint64_t len = r % 5 == 0 ? 0 : (r >> 8) % 40;
       int plain = (j / 4096) % 2 && round % 2; /* whole runs of ASCII */
       for (uint64_t i = 0; i < len; i++)
-        data[eo[j] + i] =
-            plain ? (uint8_t)('c' + i % 20)
-                  : pick[(unsigned)rand_r(&seed) % sizeof pick];
+        data[eo[j] + i] = plain ? (uint8_t)('c' + i % 20)
+                                : pick[(unsigned)rand_r(&seed) % sizeof pick];
       eo[j + 1] = eo[j] + len;
     }
     size_t dsize = (size_t)eo[n];

@@ -5,8 +5,8 @@
  * 0 and learns on; the next engine over the same index lays the view out
  * from one region record without decoding, and a tail decodes what it
  * shows; a view of too few chunks for a region record finds each
- * measured size on its own; a region record that lies serves the truth to a reader in order
- * and is replaced; a table's size is kept too.
+ * measured size on its own; a region record that lies serves the truth to a
+ * reader in order and is replaced; a table's size is kept too.
  *
  * The store: a kerchunk reference set of N chunks of one int32 each, all
  * ranges of one data file (as a netCDF file's chunks are), written here. */
