@@ -70,7 +70,10 @@ static void run_unit(struct lsize_run *R, uint64_t i) {
   region_unit(&R->r, l->p_lin ? l->p_lin[i] : i, idx);
   struct zerr err = {0};
   int claim = 0;
-  int rc = R->measure ? unit_size_measure(R->e, R->n, idx, &size, &claim, &err)
+  /* a region too small for a region record keeps each measured size on
+   * its own, as a kept decode would: the next mount finds them */
+  int rc = R->measure ? unit_size_measure(R->e, R->n, idx, R->np < LSIZE_MIN,
+                                          &size, &claim, &err)
                       : unit_size_claim(R->e, R->n, idx, &size, &claim, &err);
   __int128 d = 0;
   if (rc == 0) {
