@@ -43,7 +43,9 @@ struct lsize_run {
   const struct znode *n;
   struct region r;          /* a copy: jobs outlive the caller's frame */
   struct region_layout *l;  /* pinned by the caller while running > 0 */
-  int measure;              /* decode to measure, keep nothing */
+  int measure;              /* decode to measure, keep nothing... */
+  uint64_t keep_to;         /* ...from this unit on (those before are kept
+                               for the reader that usually follows) */
   uint64_t from, np;        /* the units to learn: [from, np) */
   _Atomic uint64_t next;    /* the next run's first unit */
   _Atomic uint64_t learned; /* units learned so far */
@@ -70,8 +72,9 @@ static void run_unit(struct lsize_run *R, uint64_t i) {
   region_unit(&R->r, l->p_lin ? l->p_lin[i] : i, idx);
   struct zerr err = {0};
   int claim = 0;
-  int rc = R->measure ? unit_size_measure(R->e, R->n, idx, &size, &claim, &err)
-                      : unit_size_claim(R->e, R->n, idx, &size, &claim, &err);
+  int rc = R->measure && i >= R->keep_to
+               ? unit_size_measure(R->e, R->n, idx, &size, &claim, &err)
+               : unit_size_claim(R->e, R->n, idx, &size, &claim, &err);
   __int128 d = 0;
   if (rc == 0) {
     d = (__int128)size - (__int128)l->line * unit_nin(R->n, idx);
@@ -194,6 +197,11 @@ int lsize_fill(struct engine *e, const struct znode *n, const struct region *r,
     region_unit(r, l->p_lin ? l->p_lin[from] : from, idx);
     __int128 s0 = (__int128)l->line * unit_nin(n, idx) + l->p_cum[from];
     R->measure = run_measures(e, (uint64_t)s0, l->np - from);
+    /* The first units' text, up to half the ahead budget, is kept all
+     * the same: a `cat` after a `stat` (or a stat the lookup made, within
+     * size_wait) reads them first, and decodes each unit once. */
+    uint64_t keep = s0 > 0 ? e->ahead_budget / 2 / (uint64_t)s0 : 0;
+    R->keep_to = keep < l->np - from ? from + keep : l->np;
   }
   int jobs = e->ahead && R->fail_at == UINT64_MAX && l->np - from > LSIZE_RUN
                  ? pool_threads(e->ahead)
