@@ -1,5 +1,6 @@
 /* testcodec.h - helpers shared by the codec unit tests: a 1-D spec, a
- * chain built from JSON text and a CRC-32C. Header-only, test code only (a bad
+ * chain built from JSON text, one chunk decoded through it, a decoded
+ * array's bytes and a CRC-32C. Header-only, test code only (a bad
  * test JSON literal fails the test at once). */
 #ifndef ZARRFS_TESTCODEC_H
 #define ZARRFS_TESTCODEC_H
@@ -9,7 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "../../codecs/chain.h"
+#include "../../src/io/bytesrc.h"
 
 static const uint8_t testcodec_zero_fill[16];
 
@@ -26,6 +30,11 @@ static inline struct codec_spec tc_spec_1d(struct dtype dt, uint64_t n) {
   return s;
 }
 
+/* A 1-D spec of n elements of kind with a zero fill. */
+static inline struct codec_spec tc_spec1(enum dtype_kind kind, uint64_t n) {
+  return tc_spec_1d(dtype_of(kind), n);
+}
+
 /* Build a chain from JSON text; chain_build's result (*out NULL on error). */
 static inline int tc_build(const char *json, const struct codec_spec *spec,
                            struct chain **out, struct zerr *err) {
@@ -36,6 +45,32 @@ static inline int tc_build(const char *json, const struct codec_spec *spec,
   int rc = chain_build(j, spec, out, err);
   json_decref(j);
   return rc;
+}
+
+/* Build a chain and decode one in-memory chunk with it (at most max
+ * bytes); chain_decode's result, *out owned by the caller. */
+static inline int tc_run(const char *json, const struct codec_spec *spec,
+                         const void *enc, size_t len, size_t max,
+                         struct abytes **out, struct zerr *err) {
+  struct chain *c;
+  int rc = tc_build(json, spec, &c, err);
+  ck_assert_msg(rc == 0, "chain_build(%s): %s", json, err->msg);
+  struct bytesrc *src = bytesrc_from_static(enc, len);
+  struct codec_env env = {max, NULL};
+  *out = NULL;
+  rc = chain_decode(c, spec, src, &env, out, err);
+  bytesrc_unref(src);
+  chain_free(c);
+  return rc;
+}
+
+/* All bytes of a decoded fixed array, loaded (caller frees). */
+static inline uint8_t *tc_fixed_bytes(struct abytes *a) {
+  size_t n = (size_t)a->fixed->size;
+  uint8_t *p = malloc(n ? n : 1);
+  struct zerr err = {0};
+  ck_assert_int_eq(bytesrc_read_range(a->fixed, 0, n, p, &err), 0);
+  return p;
 }
 
 /* CRC-32C bit by bit (Castagnoli, reflected): the checksum a test writes

@@ -23,6 +23,16 @@ struct testutil_state {
 };
 static struct testutil_state testutil_state;
 
+/* Remove the directory tree dir (a test's temporary store); a failure is
+ * said on stderr, not fatal: cleanup must not hide the test's result. */
+static inline void testutil_rmtree(const char *dir) {
+  char cmd[4200];
+  int n = snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (n < 0 || (size_t)n >= sizeof cmd || strchr(dir, '\'') ||
+      system(cmd) != 0)
+    fprintf(stderr, "cleanup of %s failed\n", dir);
+}
+
 /* Run one suite, return the process exit status: 1 when a test failed or
  * the fixtures are missing under CI=true; when fixture test cases, or
  * tests of a library the build was configured without, were left out, a

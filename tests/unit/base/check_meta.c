@@ -149,9 +149,7 @@ START_TEST(zarrita_store) {
                     strstr(log, "a/zarr.json: codecs [] and fill_value null") &&
                     strstr(log, "f/zarr.json: fill_value null"),
                 "%s", log);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(dir);
 }
 END_TEST
 

@@ -36,45 +36,6 @@
     ck_assert_msg(w_ >= 0 && (size_t)w_ < sizeof buf, "path too long");        \
   } while (0)
 
-static const uint8_t zero_fill[8];
-
-/* A 1-D spec of n elements of kind with a zero fill. */
-static struct codec_spec spec1(enum dtype_kind kind, uint64_t n) {
-  struct codec_spec s;
-  memset(&s, 0, sizeof s);
-  s.ndim = 1;
-  s.shape[0] = n;
-  s.nelem = n;
-  s.dtype = dtype_of(kind);
-  s.fill = zero_fill;
-  s.fill_len = s.dtype.size;
-  return s;
-}
-
-/* Build a chain and decode one in-memory chunk with it. */
-static int run(const char *json, const struct codec_spec *spec, const void *enc,
-               size_t len, size_t max, struct abytes **out, struct zerr *err) {
-  struct chain *c;
-  int rc = tc_build(json, spec, &c, err);
-  ck_assert_msg(rc == 0, "chain_build(%s): %s", json, err->msg);
-  struct bytesrc *src = bytesrc_from_static(enc, len);
-  struct codec_env env = {max, NULL};
-  *out = NULL;
-  rc = chain_decode(c, spec, src, &env, out, err);
-  bytesrc_unref(src);
-  chain_free(c);
-  return rc;
-}
-
-/* All bytes of a decoded fixed array, loaded (caller frees). */
-static uint8_t *fixed_bytes(struct abytes *a) {
-  size_t n = (size_t)a->fixed->size;
-  uint8_t *p = malloc(n ? n : 1);
-  struct zerr err = {0};
-  ck_assert_int_eq(bytesrc_read_range(a->fixed, 0, n, p, &err), 0);
-  return p;
-}
-
 /* The chain "bytes, <codec>" for a uint8 array, in buf. */
 static const char *chain_json(char *buf, size_t cap, const char *codec) {
   snprintf(buf, cap,
@@ -89,14 +50,14 @@ static void expect_u8(const char *codec, const void *enc, size_t len,
                       const uint8_t *want, size_t n) {
   char json[1024];
   chain_json(json, sizeof json, codec);
-  struct codec_spec s = spec1(DT_UINT8, n);
+  struct codec_spec s = tc_spec1(DT_UINT8, n);
   struct abytes *a;
   struct zerr err = {0};
-  int rc = run(json, &s, enc, len, MAXDEC, &a, &err);
+  int rc = tc_run(json, &s, enc, len, MAXDEC, &a, &err);
   ck_assert_msg(rc == 0, "%s: %s", codec, err.msg);
   ck_assert_uint_eq(a->n, n);
   ck_assert_uint_eq(a->elsize, 1);
-  uint8_t *got = fixed_bytes(a);
+  uint8_t *got = tc_fixed_bytes(a);
   ck_assert_msg(n == 0 || memcmp(got, want, n) == 0, "%s: wrong bytes", codec);
   free(got);
   abytes_free(a);
@@ -108,10 +69,10 @@ static void expect_fail(const char *codec, size_t n, const void *enc,
                         size_t len, size_t max, int e, const char *msg) {
   char json[1024];
   chain_json(json, sizeof json, codec);
-  struct codec_spec s = spec1(DT_UINT8, n);
+  struct codec_spec s = tc_spec1(DT_UINT8, n);
   struct abytes *a = NULL;
   struct zerr err = {0};
-  int rc = run(json, &s, enc, len, max, &a, &err);
+  int rc = tc_run(json, &s, enc, len, max, &a, &err);
   ck_assert_msg(rc == -e, "%s: rc %d (want %d), msg '%s'", codec, rc, -e,
                 err.msg);
   ck_assert_ptr_null(a);
@@ -123,7 +84,7 @@ static void expect_fail(const char *codec, size_t n, const void *enc,
 static void expect_bad_config(const char *codec) {
   char json[1024];
   chain_json(json, sizeof json, codec);
-  struct codec_spec s = spec1(DT_UINT8, 4);
+  struct codec_spec s = tc_spec1(DT_UINT8, 4);
   struct chain *c = NULL;
   struct zerr err = {0};
   int rc = tc_build(json, &s, &c, &err);
@@ -487,17 +448,6 @@ END_TEST
 
 /* ---- checksums ---- */
 
-/* Bitwise CRC-32C. */
-static uint32_t crc32c_bitwise(const uint8_t *p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++)
-      c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-  }
-  return c ^ 0xFFFFFFFFu;
-}
-
 /* Fletcher-32 as numcodecs' _fletcher32 (with_odd = 1) or zarrs (0). */
 static uint32_t fletcher_ref(const uint8_t *data, size_t n, int with_odd) {
   uint32_t sum1 = 0, sum2 = 0;
@@ -580,7 +530,7 @@ static uint32_t sum_crc(const uint8_t *p, size_t n, int a) {
 }
 static uint32_t sum_crc32c(const uint8_t *p, size_t n, int a) {
   (void)a;
-  return crc32c_bitwise(p, n);
+  return tc_crc32c(p, n);
 }
 
 START_TEST(test_checksums) {
@@ -673,7 +623,7 @@ static void check_uint16_store(const char *fx, const char *codec_dir) {
   s.shape[1] = 6;
   s.nelem = 24;
   s.dtype = dtype_of(DT_UINT16);
-  s.fill = zero_fill;
+  s.fill = testcodec_zero_fill;
   s.fill_len = 2;
   struct chain *c = NULL;
   struct zerr err = {0};
@@ -696,7 +646,7 @@ static void check_uint16_store(const char *fx, const char *codec_dir) {
       bytesrc_unref(src);
       ck_assert_msg(rc == 0, "%s: %s", path, err.msg);
       ck_assert_uint_eq(a->n, 24);
-      uint8_t *got = fixed_bytes(a);
+      uint8_t *got = tc_fixed_bytes(a);
       for (int r = 0; r < 4; r++)
         for (int k = 0; k < 6; k++) {
           uint16_t v;
@@ -773,7 +723,7 @@ START_TEST(test_zarrs_checksums_all_dtypes) {
         ck_assert_str_eq(name, sums[si]);
         const struct codec_impl *impl = codec_lookup(name);
         ck_assert_ptr_nonnull(impl);
-        struct codec_spec s = spec1(DT_UINT8, 1);
+        struct codec_spec s = tc_spec1(DT_UINT8, 1);
         void *st = NULL;
         ck_assert_int_eq(impl->create(config, &s, &st, &err), 0);
         for (int ci = 0; ci < 2; ci++)
@@ -844,7 +794,7 @@ START_TEST(test_stop_interrupts_decodes) {
     {"{\"name\":\"numcodecs.bz2\"}", bz, bn},
 #endif
   };
-  struct codec_spec spec = spec1(DT_UINT8, n);
+  struct codec_spec spec = tc_spec1(DT_UINT8, n);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char json[512];
     chain_json(json, sizeof json, cases[i].codec);

@@ -13,56 +13,6 @@
 #include "../testcodec.h"
 #include "../testutil.h"
 
-static const uint8_t zero_fill[8];
-
-/* A 1-D spec of n elements of kind with a zero fill. */
-static struct codec_spec spec1(enum dtype_kind kind, uint64_t n) {
-  struct codec_spec s;
-  memset(&s, 0, sizeof s);
-  s.ndim = 1;
-  s.shape[0] = n;
-  s.nelem = n;
-  s.dtype = dtype_of(kind);
-  s.fill = zero_fill;
-  s.fill_len = s.dtype.size;
-  return s;
-}
-
-/* Build a chain and decode one in-memory chunk with it. */
-static int run(const char *json, const struct codec_spec *spec, const void *enc,
-               size_t len, size_t max, struct abytes **out, struct zerr *err) {
-  struct chain *c;
-  int rc = tc_build(json, spec, &c, err);
-  ck_assert_msg(rc == 0, "chain_build(%s): %s", json, err->msg);
-  struct bytesrc *src = bytesrc_from_static(enc, len);
-  struct codec_env env = {max, NULL};
-  *out = NULL;
-  rc = chain_decode(c, spec, src, &env, out, err);
-  bytesrc_unref(src);
-  chain_free(c);
-  return rc;
-}
-
-/* All bytes of a decoded fixed array, loaded (caller frees). */
-static uint8_t *fixed_bytes(struct abytes *a) {
-  size_t n = (size_t)a->fixed->size;
-  uint8_t *p = malloc(n ? n : 1);
-  struct zerr err = {0};
-  ck_assert_int_eq(bytesrc_read_range(a->fixed, 0, n, p, &err), 0);
-  return p;
-}
-
-/* Bitwise CRC-32C, the definition the table-driven codec must match. */
-static uint32_t crc32c_bitwise(const uint8_t *p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++)
-      c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-  }
-  return c ^ 0xFFFFFFFFu;
-}
-
 /* gzip (windowBits 31) or zlib (15) stream of p; caller frees. */
 static uint8_t *deflate_buf(const void *p, size_t n, int wbits, size_t *out) {
   z_stream zs;
@@ -126,14 +76,14 @@ static uint8_t *pattern(size_t n) {
 /* Decode a b2b-carrying uint8 chain and compare with want. */
 static void expect_u8(const char *json, const void *enc, size_t len,
                       const uint8_t *want, size_t n) {
-  struct codec_spec s = spec1(DT_UINT8, n);
+  struct codec_spec s = tc_spec1(DT_UINT8, n);
   struct abytes *a;
   struct zerr err = {0};
-  int rc = run(json, &s, enc, len, (size_t)1 << 26, &a, &err);
+  int rc = tc_run(json, &s, enc, len, (size_t)1 << 26, &a, &err);
   ck_assert_msg(rc == 0, "%s: %s", json, err.msg);
   ck_assert_uint_eq(a->n, n);
   ck_assert_uint_eq(a->elsize, 1);
-  uint8_t *got = fixed_bytes(a);
+  uint8_t *got = tc_fixed_bytes(a);
   ck_assert(memcmp(got, want, n) == 0);
   free(got);
   abytes_free(a);
@@ -145,7 +95,7 @@ static void expect_fail(const char *json, const struct codec_spec *s,
                         const char *msg) {
   struct abytes *a = NULL;
   struct zerr err = {0};
-  int rc = run(json, s, enc, len, max, &a, &err);
+  int rc = tc_run(json, s, enc, len, max, &a, &err);
   ck_assert_msg(rc == -e, "%s: rc %d (want %d), msg '%s'", json, rc, -e,
                 err.msg);
   ck_assert_ptr_null(a);
@@ -344,7 +294,7 @@ START_TEST(test_chain_build_errors) {
       {"[\"vlen-utf8\"]", DT_INT32, -EIO, "not variable-length"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    struct codec_spec s = spec1(cases[i].kind, 4);
+    struct codec_spec s = tc_spec1(cases[i].kind, 4);
     if (cases[i].kind == DT_UNSUPPORTED)
       snprintf(s.dtype.name, sizeof s.dtype.name, "complex128");
     struct chain *c = NULL;
@@ -383,7 +333,7 @@ START_TEST(test_chain_build_ok) {
       {"[{\"name\":\"vlen-utf8\",\"configuration\":{}}]", DT_STRING, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    struct codec_spec s = spec1(cases[i].kind, 4);
+    struct codec_spec s = tc_spec1(cases[i].kind, 4);
     struct chain *c = NULL;
     struct zerr err = {0};
     int rc = tc_build(cases[i].json, &s, &c, &err);
@@ -421,21 +371,21 @@ START_TEST(test_bytes_endian) {
       snprintf(json, sizeof json,
                "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"%s\"}}]",
                big ? "big" : "little");
-      struct codec_spec s = spec1(kinds[k], n);
+      struct codec_spec s = tc_spec1(kinds[k], n);
       struct abytes *a;
       struct zerr err = {0};
-      ck_assert_int_eq(run(json, &s, big ? be : le, n * es, 1 << 20, &a, &err),
+      ck_assert_int_eq(tc_run(json, &s, big ? be : le, n * es, 1 << 20, &a, &err),
                        0);
       ck_assert_uint_eq(a->n, n);
       ck_assert_uint_eq(a->elsize, es);
-      uint8_t *got = fixed_bytes(a);
+      uint8_t *got = tc_fixed_bytes(a);
       ck_assert_msg(memcmp(got, host, n * es) == 0, "%s %s", dt.name,
                     big ? "big" : "little");
       free(got);
       abytes_free(a);
     }
     /* Size must match n*elsize exactly, both ways. */
-    struct codec_spec s = spec1(kinds[k], n);
+    struct codec_spec s = tc_spec1(kinds[k], n);
     const char *j =
         "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"big\"}}]";
     expect_fail(j, &s, le, n * es - 1, 1 << 20, EIO, "expected");
@@ -447,7 +397,7 @@ END_TEST
 START_TEST(test_bytes_no_swap_is_lazy) {
   /* No swap: the decoded array is the input source itself, untouched. */
   uint8_t raw[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-  struct codec_spec s = spec1(DT_UINT16, 8);
+  struct codec_spec s = tc_spec1(DT_UINT16, 8);
   struct chain *c;
   struct zerr err = {0};
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -471,7 +421,7 @@ END_TEST
 
 START_TEST(test_bytes_swap_respects_cap) {
   uint8_t raw[64] = {0};
-  struct codec_spec s = spec1(DT_UINT64, 8);
+  struct codec_spec s = tc_spec1(DT_UINT64, 8);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
   const char *j =
       "[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]";
@@ -509,10 +459,10 @@ START_TEST(test_gzip_roundtrip) {
   free(both);
   /* Empty payload. */
   uint8_t *ge = deflate_buf("", 0, 31, &clen);
-  struct codec_spec s = spec1(DT_UINT8, 0);
+  struct codec_spec s = tc_spec1(DT_UINT8, 0);
   struct abytes *a;
   struct zerr err = {0};
-  ck_assert_int_eq(run("[\"bytes\",\"gzip\"]", &s, ge, clen, 1 << 20, &a, &err),
+  ck_assert_int_eq(tc_run("[\"bytes\",\"gzip\"]", &s, ge, clen, 1 << 20, &a, &err),
                    0);
   ck_assert_uint_eq(a->fixed->size, 0);
   abytes_free(a);
@@ -525,7 +475,7 @@ START_TEST(test_gzip_bad) {
   size_t n = 50000, clen;
   uint8_t *raw = pattern(n);
   uint8_t *gz = deflate_buf(raw, n, 31, &clen);
-  struct codec_spec s = spec1(DT_UINT8, n);
+  struct codec_spec s = tc_spec1(DT_UINT8, n);
   const char *j = "[\"bytes\",\"gzip\"]";
   const char *msg = "gzip: corrupt or truncated stream";
   /* truncated at several points, including inside header and trailer */
@@ -560,7 +510,7 @@ START_TEST(test_gzip_bomb) {
   uint8_t *zeros = calloc(1, n);
   uint8_t *gz = deflate_buf(zeros, n, 31, &clen);
   ck_assert_uint_lt(clen, 20000);
-  struct codec_spec s = spec1(DT_UINT8, n);
+  struct codec_spec s = tc_spec1(DT_UINT8, n);
   expect_fail("[\"bytes\",\"gzip\"]", &s, gz, clen, 1 << 20, EFBIG,
               "gzip: decompressed data exceeds the decode limit");
   free(gz);
@@ -609,7 +559,7 @@ START_TEST(test_zstd_bad) {
   uint8_t *raw = pattern(n);
   uint8_t *known = zstd_known(raw, n, 1, &k);
   uint8_t *unk = zstd_unknown(raw, n, &u);
-  struct codec_spec s = spec1(DT_UINT8, n);
+  struct codec_spec s = tc_spec1(DT_UINT8, n);
   const char *j = "[\"bytes\",\"zstd\"]";
   size_t cuts[] = {0, 1, 4, 7, k / 2, k - 1};
   for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++)
@@ -660,7 +610,7 @@ START_TEST(test_zstd_large_known) {
   memcpy(want, raw, 1000);
   memcpy(want + 1000, raw, n);
   expect_u8("[\"bytes\",\"zstd\"]", both, u + k, want, n + 1000);
-  struct codec_spec s = spec1(DT_UINT8, n);
+  struct codec_spec s = tc_spec1(DT_UINT8, n);
   const char *j = "[\"bytes\",\"zstd\"]";
   expect_fail(j, &s, known, k / 2, (size_t)1 << 26, EIO, "zstd: corrupt");
   expect_fail(j, &s, known, k - 1, (size_t)1 << 26, EIO, "zstd: corrupt");
@@ -697,7 +647,7 @@ START_TEST(test_zstd_bomb) {
   uint8_t *zeros = calloc(1, n);
   uint8_t *known = zstd_known(zeros, n, 0, &k);
   uint8_t *unk = zstd_unknown(zeros, n, &u);
-  struct codec_spec s = spec1(DT_UINT8, n);
+  struct codec_spec s = tc_spec1(DT_UINT8, n);
   expect_fail("[\"bytes\",\"zstd\"]", &s, known, k, 1 << 20, EFBIG,
               "exceeds the decode limit");
   expect_fail("[\"bytes\",\"zstd\"]", &s, unk, u, 1 << 20, EFBIG,
@@ -724,24 +674,24 @@ END_TEST
 START_TEST(test_crc32c_vector) {
   uint8_t buf[13] = "123456789";
   uint32_t want = 0xE3069283u;
-  ck_assert_uint_eq(crc32c_bitwise(buf, 9), want);
+  ck_assert_uint_eq(tc_crc32c(buf, 9), want);
   buf[9] = (uint8_t)want;
   buf[10] = (uint8_t)(want >> 8);
   buf[11] = (uint8_t)(want >> 16);
   buf[12] = (uint8_t)(want >> 24);
   expect_u8("[\"bytes\",\"crc32c\"]", buf, 13, buf, 9);
   /* The output is a window onto the input: same memory, no copy. */
-  struct codec_spec s = spec1(DT_UINT8, 9);
+  struct codec_spec s = tc_spec1(DT_UINT8, 9);
   struct abytes *a;
   struct zerr err = {0};
   ck_assert_int_eq(
-      run("[\"bytes\",\"crc32c\"]", &s, buf, 13, 1 << 20, &a, &err), 0);
+      tc_run("[\"bytes\",\"crc32c\"]", &s, buf, 13, 1 << 20, &a, &err), 0);
   ck_assert_ptr_eq(a->fixed->mem, buf);
   abytes_free(a);
   /* CRC of nothing is 0: a 4-byte chunk of zeros is a valid empty payload */
   uint8_t z[4] = {0};
-  struct codec_spec s0 = spec1(DT_UINT8, 0);
-  ck_assert_int_eq(run("[\"bytes\",\"crc32c\"]", &s0, z, 4, 1 << 20, &a, &err),
+  struct codec_spec s0 = tc_spec1(DT_UINT8, 0);
+  ck_assert_int_eq(tc_run("[\"bytes\",\"crc32c\"]", &s0, z, 4, 1 << 20, &a, &err),
                    0);
   abytes_free(a);
 }
@@ -762,7 +712,7 @@ START_TEST(test_crc32c_table_matches_bitwise) {
     size_t l = lens[i];
     size_t at = i % 3; /* misalign the payload */
     memcpy(buf + at, raw, l);
-    uint32_t c = crc32c_bitwise(raw, l);
+    uint32_t c = tc_crc32c(raw, l);
     for (int b = 0; b < 4; b++)
       buf[at + l + (size_t)b] = (uint8_t)(c >> (8 * b));
     expect_u8("[\"bytes\",\"crc32c\"]", buf + at, l + 4, raw, l);
@@ -778,14 +728,14 @@ START_TEST(test_crc32c_bad) {
   buf[10] = 0x92;
   buf[11] = 0x06;
   buf[12] = 0xe4;
-  struct codec_spec s = spec1(DT_UINT8, 9);
+  struct codec_spec s = tc_spec1(DT_UINT8, 9);
   expect_fail("[\"bytes\",\"crc32c\"]", &s, buf, 13, 1 << 20, EIO,
               "crc32c: checksum mismatch (stored e4069283, computed e3069283)");
   buf[12] = 0xe3;
   buf[0] = '0';
   expect_fail("[\"bytes\",\"crc32c\"]", &s, buf, 13, 1 << 20, EIO,
               "crc32c: checksum mismatch");
-  struct codec_spec s0 = spec1(DT_UINT8, 0);
+  struct codec_spec s0 = tc_spec1(DT_UINT8, 0);
   expect_fail("[\"bytes\",\"crc32c\"]", &s0, buf, 3, 1 << 20, EIO,
               "shorter than the 4-byte checksum");
   expect_fail("[\"bytes\",\"crc32c\"]", &s0, buf, 0, 1 << 20, EIO,
@@ -810,23 +760,23 @@ START_TEST(test_chain_full_stack) {
   uint8_t *zs = zstd_known(gz, gl, 0, &zl);
   uint8_t *enc = malloc(zl + 4);
   memcpy(enc, zs, zl);
-  uint32_t c = crc32c_bitwise(zs, zl);
+  uint32_t c = tc_crc32c(zs, zl);
   for (int b = 0; b < 4; b++)
     enc[zl + (size_t)b] = (uint8_t)(c >> (8 * b));
-  struct codec_spec s = spec1(DT_INT32, 1000);
+  struct codec_spec s = tc_spec1(DT_INT32, 1000);
   struct abytes *a;
   struct zerr err = {0};
-  int rc = run("[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"big\"}},"
+  int rc = tc_run("[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"big\"}},"
                "\"gzip\",\"zstd\",\"crc32c\"]",
                &s, enc, zl + 4, 1 << 20, &a, &err);
   ck_assert_msg(rc == 0, "%s", err.msg);
-  uint8_t *got = fixed_bytes(a);
+  uint8_t *got = tc_fixed_bytes(a);
   ck_assert(memcmp(got, vals, sizeof vals) == 0);
   free(got);
   abytes_free(a);
   /* An error inside the chain surfaces with the codec's name. */
   enc[zl + 1] ^= 1;
-  rc = run("[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"big\"}},"
+  rc = tc_run("[{\"name\":\"bytes\",\"configuration\":{\"endian\":\"big\"}},"
            "\"gzip\",\"zstd\",\"crc32c\"]",
            &s, enc, zl + 4, 1 << 20, &a, &err);
   ck_assert_int_eq(rc, -EIO);
@@ -847,7 +797,7 @@ START_TEST(test_abytes_fill) {
   struct abytes *a;
   struct codec_env env = {1u << 20, NULL};
   int32_t fv = -7;
-  struct codec_spec s = spec1(DT_INT32, 5);
+  struct codec_spec s = tc_spec1(DT_INT32, 5);
   s.fill = (const uint8_t *)&fv;
   s.fill_len = 4;
   ck_assert_int_eq(abytes_new_fill(&s, &env, &a, &err), 0);
@@ -862,7 +812,7 @@ START_TEST(test_abytes_fill) {
   ck_assert_uint_ge(abytes_mem_cost(a), 20);
   abytes_free(a);
 
-  struct codec_spec t = spec1(DT_STRING, 3);
+  struct codec_spec t = tc_spec1(DT_STRING, 3);
   t.fill = (const uint8_t *)"abc";
   t.fill_len = 3;
   ck_assert_int_eq(abytes_new_fill(&t, &env, &a, &err), 0);
@@ -908,7 +858,7 @@ END_TEST
 START_TEST(test_transpose) {
   /* A 2x3 int16 chunk stored transposed (3x2): encoded C order is the
    * decoded array's column-major order. */
-  struct codec_spec s = spec1(DT_INT16, 6);
+  struct codec_spec s = tc_spec1(DT_INT16, 6);
   s.ndim = 2;
   s.shape[0] = 2;
   s.shape[1] = 3;
@@ -921,8 +871,8 @@ START_TEST(test_transpose) {
       "[{\"name\":\"transpose\",\"configuration\":{\"order\":\"F\"}},"
       "{\"name\":\"bytes\",\"configuration\":{\"endian\":\"little\"}}]"};
   for (int t = 0; t < 2; t++) {
-    ck_assert_int_eq(run(order[t], &s, enc, sizeof enc, 1 << 20, &a, &err), 0);
-    uint8_t *p = fixed_bytes(a);
+    ck_assert_int_eq(tc_run(order[t], &s, enc, sizeof enc, 1 << 20, &a, &err), 0);
+    uint8_t *p = tc_fixed_bytes(a);
     for (int16_t i = 0; i < 6; i++) {
       int16_t v;
       memcpy(&v, p + 2 * i, 2);
@@ -939,7 +889,7 @@ START_TEST(test_transpose) {
   const uint8_t venc[] = {6, 0,   0, 0, 1,   0, 0,   0, 'a', 1,  0, 0,
                           0, 'd', 1, 0, 0,   0, 'b', 1, 0,   0,  0, 'e',
                           1, 0,   0, 0, 'c', 1, 0,   0, 0,   'f'};
-  ck_assert_int_eq(run("[{\"name\":\"transpose\",\"configuration\":{"
+  ck_assert_int_eq(tc_run("[{\"name\":\"transpose\",\"configuration\":{"
                        "\"order\":[1,0]}},{\"name\":\"vlen-utf8\"}]",
                        &vs, venc, sizeof venc, 1 << 20, &a, &err),
                    0);
@@ -967,7 +917,7 @@ END_TEST
 START_TEST(test_sharding) {
   /* uint16 shard [4] of inner chunks [2]; chunk 1 is empty (fill 7). */
   static const uint8_t fill7[2] = {7, 0};
-  struct codec_spec s = spec1(DT_UINT16, 4);
+  struct codec_spec s = tc_spec1(DT_UINT16, 4);
   s.fill = fill7;
   const char *json =
       "[{\"name\":\"sharding_indexed\",\"configuration\":{\"chunk_shape\":"
@@ -979,12 +929,12 @@ START_TEST(test_sharding) {
   memcpy(shard, inner, 4);
   uint64_t idx[4] = {0, 4, UINT64_MAX, UINT64_MAX};
   memcpy(shard + 4, idx, 32);
-  uint32_t crc = crc32c_bitwise(shard + 4, 32);
+  uint32_t crc = tc_crc32c(shard + 4, 32);
   memcpy(shard + 36, &crc, 4);
   struct abytes *a;
   struct zerr err = {0};
-  ck_assert_int_eq(run(json, &s, shard, sizeof shard, 1 << 20, &a, &err), 0);
-  uint8_t *p = fixed_bytes(a);
+  ck_assert_int_eq(tc_run(json, &s, shard, sizeof shard, 1 << 20, &a, &err), 0);
+  uint8_t *p = tc_fixed_bytes(a);
   const uint16_t want[4] = {1, 2, 7, 7};
   ck_assert_int_eq(memcmp(p, want, 8), 0);
   free(p);
@@ -994,24 +944,24 @@ START_TEST(test_sharding) {
   memcpy(bad, shard, sizeof bad);
   uint64_t lie = 1000;
   memcpy(bad + 4, &lie, 8);
-  crc = crc32c_bitwise(bad + 4, 32);
+  crc = tc_crc32c(bad + 4, 32);
   memcpy(bad + 36, &crc, 4);
-  ck_assert_int_eq(run(json, &s, bad, sizeof bad, 1 << 20, &a, &err), -EIO);
+  ck_assert_int_eq(tc_run(json, &s, bad, sizeof bad, 1 << 20, &a, &err), -EIO);
   ck_assert(strstr(err.msg, "outside") != NULL);
   /* Wrong index checksum. */
   memcpy(bad, shard, sizeof bad);
   bad[sizeof bad - 1] ^= 1;
-  ck_assert_int_eq(run(json, &s, bad, sizeof bad, 1 << 20, &a, &err), -EIO);
+  ck_assert_int_eq(tc_run(json, &s, bad, sizeof bad, 1 << 20, &a, &err), -EIO);
   ck_assert(strstr(err.msg, "crc32c") != NULL);
   /* Shard shorter than its index. */
-  ck_assert_int_eq(run(json, &s, shard, 20, 1 << 20, &a, &err), -EIO);
+  ck_assert_int_eq(tc_run(json, &s, shard, 20, 1 << 20, &a, &err), -EIO);
   ck_assert(strstr(err.msg, "shorter") != NULL);
 }
 END_TEST
 
 START_TEST(test_reshape_squeeze) {
   /* Shape changes, element order does not. */
-  struct codec_spec s = spec1(DT_INT16, 6);
+  struct codec_spec s = tc_spec1(DT_INT16, 6);
   s.ndim = 3;
   s.shape[0] = 2;
   s.shape[1] = 1;
@@ -1027,9 +977,9 @@ START_TEST(test_reshape_squeeze) {
   for (size_t t = 0; t < sizeof ok / sizeof *ok; t++) {
     struct abytes *a;
     struct zerr err = {0};
-    ck_assert_msg(run(ok[t], &s, enc, sizeof enc, 1 << 20, &a, &err) == 0,
+    ck_assert_msg(tc_run(ok[t], &s, enc, sizeof enc, 1 << 20, &a, &err) == 0,
                   "%s: %s", ok[t], err.msg);
-    uint8_t *p = fixed_bytes(a);
+    uint8_t *p = tc_fixed_bytes(a);
     ck_assert_int_eq(memcmp(p, enc, sizeof enc), 0);
     free(p);
     abytes_free(a);
@@ -1048,28 +998,28 @@ START_TEST(test_reshape_squeeze) {
 END_TEST
 
 START_TEST(test_delta) {
-  struct codec_spec s = spec1(DT_INT32, 4);
+  struct codec_spec s = tc_spec1(DT_INT32, 4);
   const int32_t enc[4] = {5, 1, -2, 10};
   struct abytes *a;
   struct zerr err = {0};
-  ck_assert_int_eq(run("[{\"name\":\"numcodecs.delta\",\"configuration\":{"
+  ck_assert_int_eq(tc_run("[{\"name\":\"numcodecs.delta\",\"configuration\":{"
                        "\"dtype\":\"<i4\",\"astype\":\"<i4\"}},{\"name\":"
                        "\"bytes\",\"configuration\":{\"endian\":\"little\"}}]",
                        &s, enc, sizeof enc, 1 << 20, &a, &err),
                    0);
-  uint8_t *p = fixed_bytes(a);
+  uint8_t *p = tc_fixed_bytes(a);
   const int32_t want[4] = {5, 6, 4, 14};
   ck_assert_int_eq(memcmp(p, want, sizeof want), 0);
   free(p);
   abytes_free(a);
   /* Integers wrap like numpy's. */
-  struct codec_spec s8 = spec1(DT_UINT8, 3);
+  struct codec_spec s8 = tc_spec1(DT_UINT8, 3);
   const uint8_t e8[3] = {250, 10, 1};
-  ck_assert_int_eq(run("[{\"name\":\"numcodecs.delta\",\"configuration\":{"
+  ck_assert_int_eq(tc_run("[{\"name\":\"numcodecs.delta\",\"configuration\":{"
                        "\"dtype\":\"uint8\"}},{\"name\":\"bytes\"}]",
                        &s8, e8, sizeof e8, 1 << 20, &a, &err),
                    0);
-  p = fixed_bytes(a);
+  p = tc_fixed_bytes(a);
   ck_assert_int_eq(p[1], 4);
   ck_assert_int_eq(p[2], 5);
   free(p);

@@ -87,17 +87,6 @@ static void check_strings(struct abytes *a, const char *const *want,
     check_elem(a, i, want[i], strlen(want[i]));
 }
 
-/* Bitwise CRC-32C (the definition). */
-static uint32_t crc32c_bitwise(const uint8_t *p, size_t n) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (size_t i = 0; i < n; i++) {
-    c ^= p[i];
-    for (int k = 0; k < 8; k++)
-      c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-  }
-  return c ^ 0xFFFFFFFFu;
-}
-
 /* gzip stream of p. */
 static void gzip_into(struct zbuf *out, const void *p, size_t n) {
   z_stream zs;
@@ -170,7 +159,7 @@ static uint8_t *venc_chunk(const struct venc *o, const char *const *els,
     put_uint(&idx, off, isz, o->big);
   }
   if (o->idx_crc)
-    put_uint(&idx, crc32c_bitwise(idx.data, idx.len), 4, 0);
+    put_uint(&idx, tc_crc32c(idx.data, idx.len), 4, 0);
   if (raw.len && o->dat_gzip)
     gzip_into(&dat, raw.data, raw.len);
   else if (raw.len)

@@ -24,6 +24,7 @@
 #include "../../../fs/views/view.h"
 #include "../../../src/util/pool.h"
 #include "../teststore.h"
+#include "../testutil.h"
 
 static char tmpdir[64];
 
@@ -33,10 +34,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cleanup failed\n");
+  testutil_rmtree(tmpdir);
 }
 
 /* ---- the pool ---- */

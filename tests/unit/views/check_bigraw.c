@@ -20,6 +20,7 @@
 #include "../../../src/util/log.h"
 #include "../teststore.h"
 #include "viewread.h"
+#include "../testutil.h"
 
 static char tmpdir[64];
 
@@ -36,10 +37,7 @@ static void setup(void) {
 
 /* Remove the temp store. */
 static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cleanup failed\n");
+  testutil_rmtree(tmpdir);
 }
 
 /* An engine over tmpdir with a 1 MiB cache and a 1 MiB decode limit. */

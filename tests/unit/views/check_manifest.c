@@ -400,9 +400,7 @@ START_TEST(references_and_bad_input) {
     ck_assert(err.msg[0]);
     confine_free(c);
   }
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -434,9 +432,7 @@ START_TEST(gen_entries) {
   ck_assert_int_eq(l.n, 12);
   store_free(s);
   confine_free(c);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -497,9 +493,7 @@ START_TEST(nul_in_target_path) {
                    -EINVAL);
   ck_assert_ptr_null(out);
   json_decref(t);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -555,9 +549,7 @@ START_TEST(gen_total_first) {
                              &m, &err),
                    -EINVAL);
   ck_assert_msg(strstr(err.msg, "100000002 keys in all"), "%s", err.msg);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -594,9 +586,7 @@ START_TEST(gen_render_cap) {
   ck_assert_int_eq(manifest_lookup(m, "a/2", &en), 0);
   manifest_free(m);
   free(text);
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -754,9 +744,7 @@ START_TEST(dir_listing_for_readdir) {
   engine_free(e);
   confine_free(c);
 
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 
@@ -843,9 +831,7 @@ START_TEST(scanner_syntax) {
                   err.msg);
     ck_assert_ptr_null(m);
   }
-  char cmd[4200];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-  ck_assert_int_eq(system(cmd), 0);
+  testutil_rmtree(base);
 }
 END_TEST
 

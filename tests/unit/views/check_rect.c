@@ -390,10 +390,7 @@ static void setup(void) {
 
 /* Remove the temp store. */
 static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cleanup failed\n");
+  testutil_rmtree(tmpdir);
 }
 
 /* The unsharded cases. */

@@ -41,10 +41,7 @@ static void setup(void) {
 
 /* Remove it. */
 static void teardown(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cleanup failed\n");
+  testutil_rmtree(tmpdir);
 }
 
 /* An engine over dir with this budget. */
@@ -361,10 +358,7 @@ static const struct expect *big_expect(const struct grid2 *g) {
 
 /* Remove the big stores. */
 static void big_teardown(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", bigdir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cleanup failed\n");
+  testutil_rmtree(bigdir);
   expect_free(&wide_x);
   expect_free(&floats_x);
 }

@@ -45,10 +45,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", T);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cleanup failed\n");
+  testutil_rmtree(T);
 }
 
 static void put_text(const char *dir, const char *rel, const char *text) {

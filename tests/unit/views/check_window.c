@@ -25,6 +25,7 @@
 #include "../../../src/util/log.h"
 #include "../teststore.h"
 #include "viewread.h"
+#include "../testutil.h"
 
 static char tmpdir[64];
 
@@ -113,10 +114,7 @@ static void setup(void) {
 
 /* Remove the temp store. */
 static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cleanup failed\n");
+  testutil_rmtree(tmpdir);
 }
 
 /* An engine over tmpdir with a 1 MiB cache. */
