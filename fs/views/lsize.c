@@ -15,6 +15,11 @@
 #include "../../src/util/pool.h"
 #include "tblock.h"
 
+/* Units of less text than this are never kept by a measuring run (the
+ * size under which fs/views/layout.c learns units alone, not on the
+ * workers). */
+#define LSIZE_KEEP_TEXT 256
+
 /* Units a thread takes from the counter at once. */
 #define LSIZE_RUN 32
 
@@ -197,10 +202,15 @@ int lsize_fill(struct engine *e, const struct znode *n, const struct region *r,
     region_unit(r, l->p_lin ? l->p_lin[from] : from, idx);
     __int128 s0 = (__int128)l->line * unit_nin(n, idx) + l->p_cum[from];
     R->measure = run_measures(e, (uint64_t)s0, l->np - from);
-    /* The first units' text, up to half the ahead budget, is kept all
-     * the same: a `cat` after a `stat` (or a stat the lookup made, within
-     * size_wait) reads them first, and decodes each unit once. */
-    uint64_t keep = s0 > 0 ? e->ahead_budget / 2 / (uint64_t)s0 : 0;
+    /* The first units, up to half the ahead budget (a unit's text and
+     * about as much again for what holds it), are kept all the same: a
+     * `cat` after a `stat` (or a stat the lookup made, within size_wait)
+     * reads them first, and decodes each unit once. Not units of less
+     * text than LSIZE_KEEP_TEXT, which cost more to hold than their text
+     * (and than their decode: the reader's layout learns them alone). */
+    uint64_t keep = s0 >= LSIZE_KEEP_TEXT
+                        ? e->ahead_budget / 2 / ((uint64_t)s0 + LSIZE_KEEP_TEXT)
+                        : 0;
     R->keep_to = keep < l->np - from ? from + keep : l->np;
   }
   int jobs = e->ahead && R->fail_at == UINT64_MAX && l->np - from > LSIZE_RUN
