@@ -202,13 +202,15 @@ int lsize_fill(struct engine *e, const struct znode *n, const struct region *r,
     region_unit(r, l->p_lin ? l->p_lin[from] : from, idx);
     __int128 s0 = (__int128)l->line * unit_nin(n, idx) + l->p_cum[from];
     R->measure = run_measures(e, (uint64_t)s0, l->np - from);
-    /* The first units, up to half the ahead budget (a unit's text and
-     * about as much again for what holds it), are kept all the same: a
-     * `cat` after a `stat` (or a stat the lookup made, within size_wait)
-     * reads them first, and decodes each unit once. Not units of less
-     * text than LSIZE_KEEP_TEXT, which cost more to hold than their text
-     * (and than their decode: the reader's layout learns them alone). */
-    uint64_t keep = s0 >= LSIZE_KEEP_TEXT
+    /* A learning bounded by a deadline (a `stat` within size_wait, the
+     * lookup's) keeps its first units all the same, up to half the ahead
+     * budget (a unit's text and about as much again for what holds it):
+     * the `cat` that usually follows reads them first, and decodes each
+     * unit once. Not a learning of every size (a `tail`: it reads the
+     * end), nor units of less text than LSIZE_KEEP_TEXT, which cost more
+     * to hold than their text (and than their decode: the reader's
+     * layout learns them alone). */
+    uint64_t keep = deadline_ns && s0 >= LSIZE_KEEP_TEXT
                         ? e->ahead_budget / 2 / ((uint64_t)s0 + LSIZE_KEEP_TEXT)
                         : 0;
     R->keep_to = keep < l->np - from ? from + keep : l->np;
