@@ -214,6 +214,7 @@ for bin in "${BINS[@]}"; do
     n0=$(wc -l <"$NGINX_LOG")
     timed "H: remote tail -n 2 values.txt" "$bin" tail -n 2 "$MNT/values.txt"
     put "H: requests in tail" "$bin" "$(($(wc -l <"$NGINX_LOG") - n0))"
+    put "H: FUSE reads in tail" "$bin" "$(stat_of requests_read)"
     nginx_stop
   fi
   if want B; then

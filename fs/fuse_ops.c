@@ -114,7 +114,9 @@ static void zfs_forget_multi(fuse_req_t req, size_t count,
  * not kept (another open has another text). A size not known in time
  * (size_wait) shows 0 and is asked for again by the next stat; but a stat
  * through an open file (the kernel's lseek to SEEK_END: tail, less) waits
- * for the exact size, since its caller looks for where the text ends. */
+ * for the exact size, since its caller looks for where the text ends;
+ * with lazy sizes too, for values.txt (whose unknown size the kernel
+ * caches for no time, so that the seek comes here). */
 static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
                         struct fuse_file_info *fi) {
   struct zfs_fuse_ctx *c = fuse_ctx_of(req);
@@ -134,6 +136,34 @@ static void zfs_getattr(fuse_req_t req, fuse_ino_t ino,
   }
   struct cancel tok;
   int rc, tries = 0, unknown = 0;
+  if (f && !f->h.is_dir && f->direct && f->ent.kind == NS_ARRAY_VIEW) {
+    /* Lazy sizes too: the size is learned as a first stat of exact sizes
+     * learns it (every unit on the workers at once), so `tail` reads the
+     * end of the text rather than all of it in 8 KiB direct reads. A
+     * unit that fails leaves the size unknown: 0, as stat says. */
+    struct engine *ve = f->ent.eng ? f->ent.eng : c->engine;
+    struct zerr err = {0};
+    uint64_t size = 0;
+    struct engine_req rq; /* the watchdog says when sizing runs long */
+    fuse_ctx_work_begin(req, &tok);
+    engine_req_begin(c->engine, &rq, in->path, 0, ENGINE_REQ_SIZE);
+    do {
+      zerr_clear(&err);
+      rc = view_array_size(ve, f->ent.node, &size, &err);
+    } while (fuse_ctx_work_again(c, &tok, rc, &tries));
+    engine_req_end(c->engine, &rq);
+    fuse_ctx_work_end(req);
+    if (rc == -EINTR) {
+      fuse_ctx_reply_rc(req, rc);
+      return;
+    }
+    if (rc == 0) {
+      fuse_ctx_fill_stat(c, NS_ARRAY_VIEW, size, f->ent.mtime, ino, &st);
+      fuse_reply_attr(req, &st, c->cfg.attr_timeout);
+      return;
+    }
+    tries = 0;
+  }
   uint64_t wait = fi ? UINT64_MAX : c->cfg.size_wait_ns;
   fuse_ctx_work_begin(req, &tok);
   do

@@ -532,8 +532,8 @@ static int size_within(struct engine *e, const struct ns_entry *ent,
       int k = view_array_size_known(e, ent->node, size, err);
       if (k != 0 || !unit_sizes_from_index(ent->node)) {
         if (k == 0)
-          *size = 0;
-        return k < 0 ? k : 0;
+          *size = 0; /* not known: 0, asked for again by the next stat */
+        return k < 0 ? k : k == 0;
       }
       /* Each unit's size is in its index ends: fetch them all at once,
        * then the size is exact (and the layout made of it is kept). */

@@ -270,8 +270,10 @@ static int view_size_cheap(struct engine *e, const struct znode *n,
     k = view_chunk_size_known(e, n, idx, size, NULL);
   } else {
     k = view_array_size_known(e, n, size, NULL);
-    if (k == 0 && e->lazy_sizes && unit_sizes_from_index(n))
-      return 0; /* learned by stat from the units' indexes */
+    if (k == 0)
+      return 0; /* lazy: stat says 0 until it is known (each time
+                   asked, so that a seek to the end can learn it), or it
+                   learns it from the units' indexes */
   }
   if (k < 0 || (k == 0 && !e->lazy_sizes))
     return 0;
