@@ -262,7 +262,9 @@ START_TEST(next_mount_small_measured) {
   ck_assert_int_eq(ns_size_within(e, &ent, 600000000000ull, &size, &err), 0);
   ck_assert_uint_gt(size, (256u << 10) / 4); /* measured, not kept */
   ck_assert_uint_eq(decodes(e), 20);
-  ck_assert_uint_le(engine_fills(e, ELEVEL_UNIT), 1);
+  /* most measured and let go: only the first few are kept, for the cat
+   * that usually follows a stat (lsize's keep_to) */
+  ck_assert_uint_lt(engine_fills(e, ELEVEL_UNIT), 20);
   refs_close(e, c);
   e = refs_engine(d, idx, 256u << 10, &c);
   ck_assert_uint_eq(size_of(e, "x/values.txt"), size);
