@@ -331,8 +331,9 @@ static int zblosc_lazy_read(struct bytesrc *s, uint64_t off, size_t len,
   uint8_t *out = dst;
   if (off == 0 && len == f->nbytes) {
     struct bytesrc *frame;
-    int rc = codec_load_input(z->in, &(struct codec_env){z->max_decoded, NULL},
-                              "blosc", &frame, err);
+    int rc =
+        codec_load_input(z->in, &(struct codec_env){z->max_decoded, NULL, 0},
+                         "blosc", &frame, err);
     if (rc == 0)
       rc = zblosc_whole(f, frame->mem, out, err);
     bytesrc_unref(frame);

@@ -52,6 +52,11 @@ struct codec_env {
   size_t max_decoded;     /* limit for any in-memory intermediate, in bytes */
   const atomic_int *stop; /* non-zero: long decodes give up with -EINTR (the
                              daemon is shutting down); may be NULL */
+  size_t heap_max;        /* buffers smaller than this come from malloc's heaps,
+                             which hand a freed block's pages to the next one: a
+                             decoder hands none of their pages back early (the
+                             next block would fault them in again, zeroed); 0: a
+                             decoder may hand back any */
 };
 
 /* -EINTR with a reason once the stop flag is up or the calling thread's

@@ -111,17 +111,21 @@ static int vli_walk_fails(const uint8_t *p, size_t size, uint64_t n) {
 
 /* In-place compaction reads the chunk ahead of what it writes: the bytes
  * between the most the compact data can reach (`keep`: the sum of the
- * lengths can be no more than room, plus the 16 bytes a short move may
+ * lengths can be no more than room, plus the 32 bytes a short move may
  * write) and the next header (pos) are read and will never be written
  * again, so their whole pages go back to the system and the chunk is not
  * resident whole beside the offsets being built. Pages below keep stay:
  * handing back the gap just above the compact data would have every later
  * write there fault a zeroed page back in (some 3,500 faults a 1M-string
- * chunk, a fifth of the daemon's time in a cat). */
+ * chunk, a fifth of the daemon's time in a cat). Nothing is handed back
+ * of a chunk below env->heap_max: a heap's block, whose pages the next
+ * decode would fault in again, zeroed (the text made in place over the
+ * compact data grows into them too: a steady `cat` of 10 chunks of 1M
+ * strings faulted some 6,500 pages back each time). */
 static void vli_release(uint8_t *buf, size_t keep, size_t pos, size_t page,
                         size_t *gone) {
   uintptr_t b = (uintptr_t)buf;
-  uintptr_t lo = (b + keep + 16 + page - 1) & ~(uintptr_t)(page - 1);
+  uintptr_t lo = (b + keep + 32 + page - 1) & ~(uintptr_t)(page - 1);
   uintptr_t hi = (b + pos) & ~(uintptr_t)(page - 1);
   if (lo < b + *gone)
     lo = (b + *gone + page - 1) & ~(uintptr_t)(page - 1);
@@ -136,13 +140,13 @@ static void vli_release(uint8_t *buf, size_t keep, size_t pos, size_t page,
  * lengths is checked as we go). `own` is the chunk's own buffer (p) when
  * the decoder may write over it: the data is then compacted in place (a
  * string only ever moves down, over headers already read), which saves a
- * buffer as large as the chunk; else a new buffer with 16 bytes of slack.
- * Short strings, the common case, are moved 16 bytes at a time through a
- * register (a read of 16 only when the chunk has 16 bytes left; in place
- * only when the excess lands on bytes already read: from the third
- * element on, or a long enough first or second); the next element
- * overwrites the excess. Trailing bytes after element n-1 are ignored, as
- * numcodecs and zarrs do. On failure `own` is freed too. */
+ * buffer as large as the chunk; else a new buffer with 32 bytes of slack.
+ * Short strings, the common case, are moved 16 or 32 bytes at a time
+ * through registers (a read of 16 or 32 only when the chunk has that many
+ * bytes left; in place only when the excess lands on bytes already read:
+ * from the third or the seventh element on, or a long enough earlier
+ * one); the next element overwrites the excess. Trailing bytes after element
+ * n-1 are ignored, as numcodecs and zarrs do. On failure `own` is freed too. */
 static int vli_parse(const char *name, const uint8_t *p, size_t size,
                      uint8_t *own, uint64_t n, const struct codec_env *env,
                      struct abytes *a, struct zerr *err) {
@@ -189,7 +193,7 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
                     name, (unsigned long long)n + 1, env->max_decoded);
   size_t room = size - 4 - 4 * (size_t)n; /* >= the sum of the lengths */
   uint64_t *off = malloc((size_t)obytes);
-  uint8_t *data = own ? own : malloc(room + 16);
+  uint8_t *data = own ? own : malloc(room + 32);
   if (!off || !data) {
     free(off);
     if (data != own)
@@ -198,10 +202,10 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
   }
   size_t pos = 4, total = 0, page = (size_t)sysconf(_SC_PAGESIZE);
   size_t gone = 0; /* in place: pages below this were handed back */
-  int doomed = 0;
+  int doomed = 0, release = own && size >= env->heap_max;
   off[0] = 0;
   for (uint64_t i = 0; i < n; i++) {
-    if (own && !doomed && (i & 0xffff) == 0)
+    if (release && !doomed && (i & 0xffff) == 0)
       vli_release(own, room, pos, page, &gone);
     if (size - pos < 4) {
       free(off);
@@ -238,6 +242,14 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
       uint8_t t[16];
       memcpy(t, p + pos, 16);
       memcpy(data + total, t, 16);
+    } else if (len <= 32 && size - pos >= 32 &&
+               (!own || 4 * i + 8 + len >= 32)) {
+      /* the same with 32 bytes (a new buffer has 32 bytes of slack):
+       * strings of 17 to 32 bytes were a library call each, a fifth of
+       * the parse */
+      uint8_t t[32];
+      memcpy(t, p + pos, 32);
+      memcpy(data + total, t, 32);
     } else {
       memmove(data + total, p + pos, len);
     }
@@ -252,7 +264,7 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
     return zerr_set(err, EIO, "%s: element lengths exceed the chunk", name);
   }
   uint8_t *fit =
-      own || total + 16 < room ? realloc(data, total ? total : 1) : NULL;
+      own || total + 32 < room ? realloc(data, total ? total : 1) : NULL;
   *ownp = NULL; /* the source below owns it now, or freed it */
   a->data = bytesrc_from_mem(fit ? fit : data, total);
   if (!a->data) {

@@ -94,18 +94,22 @@ static void zfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
     inodes_forget(c->inodes, e.ino, 1);
 }
 
-/* forget: the kernel dropped nlookup references. */
+/* forget: the kernel dropped nlookup references (counted: a request
+ * count is only comparable while the kernel keeps what it was told). */
 static void zfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-  inodes_forget(fuse_ctx_of(req)->inodes, ino, nlookup);
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
+  stats_add(&c->engine->stats.forgets, 1);
+  inodes_forget(c->inodes, ino, nlookup);
   fuse_reply_none(req);
 }
 
 /* Many forgets in one request (cache pressure, unmount). */
 static void zfs_forget_multi(fuse_req_t req, size_t count,
                              struct fuse_forget_data *forgets) {
-  struct zfs_inodes *t = fuse_ctx_of(req)->inodes;
+  struct zfs_fuse_ctx *c = fuse_ctx_of(req);
+  stats_add(&c->engine->stats.forgets, count);
   for (size_t i = 0; i < count; i++)
-    inodes_forget(t, forgets[i].ino, forgets[i].nlookup);
+    inodes_forget(c->inodes, forgets[i].ino, forgets[i].nlookup);
   fuse_reply_none(req);
 }
 

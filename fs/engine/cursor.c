@@ -286,7 +286,11 @@ static void ahead_decode(struct ahead_job *j, uint64_t rl, struct memo_ref **u,
 static int ahead_wanted(struct view_cursor *c, uint64_t rl) {
   pthread_mutex_lock(&c->lock);
   const struct ahead_slot *sl = &c->slot[rl % CURSOR_AHEAD_MAX];
-  int wanted = !c->closed && sl->rl == rl && !sl->ready;
+  /* (a unit the reader reached in a read still going on keeps its slot
+   * until that read ends, but the reader has it: decoded again here, it
+   * would be a second decode once the reader let it go) */
+  int wanted = !c->closed && sl->rl == rl && !sl->ready &&
+               rl >= atomic_load(&c->reached);
   pthread_mutex_unlock(&c->lock);
   return wanted;
 }
@@ -432,6 +436,8 @@ int cursor_note(struct view_cursor *c, uint64_t off, size_t len) {
     c->seq += len;
   else
     c->seq = 0;
+  if (!c->seq) /* a jump: what it reached says nothing any more */
+    atomic_store(&c->reached, 0);
   if (off + len > c->next_off || !c->seq)
     c->next_off = off + len;
   int seq = c->seq >= CURSOR_AHEAD_AFTER;
@@ -614,6 +620,15 @@ out:
     memo_release(e->memo, drop[i]);
   for (uint32_t i = 0; i < npd; i++)
     store_prefetch_drop(e->store, pdrop[i]);
+}
+
+/* See cursor.h. */
+void cursor_reached(struct view_cursor *c, uint64_t rl) {
+  if (!c)
+    return;
+  uint64_t r = atomic_load(&c->reached);
+  while (r < rl && !atomic_compare_exchange_weak(&c->reached, &r, rl))
+    ;
 }
 
 /* Remember what a unit read lately costs (sizes the depth). */

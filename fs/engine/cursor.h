@@ -116,6 +116,12 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
                        const struct region *r, const struct region_layout *l,
                        struct view_cursor *c, uint64_t k, int reading);
 
+/* A reader in sequence has reached region-linear unit rl (it reads it
+ * now): a job queued for an earlier unit of c no longer decodes it (the
+ * reader has it, or had it and let it go). A jump (cursor_note) starts
+ * over. NULL c: nothing. */
+void cursor_reached(struct view_cursor *c, uint64_t rl);
+
 /* A view a slice job renders from (copied into the job): read() renders
  * view bytes [off, off+len) into dst with no cursor, returning the bytes
  * (short only at the end) or a negative errno. e and n outlive the jobs

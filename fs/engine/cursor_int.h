@@ -74,6 +74,9 @@ struct view_cursor {
   uint64_t ahead_next; /* next region-linear unit to queue */
   size_t est;          /* cost of a unit lately read */
   atomic_int scan;     /* cursor_note_cost's scan, once set */
+  _Atomic uint64_t reached; /* the furthest region-linear unit a reader
+                               in sequence reached (cursor_reached): a
+                               job queued for a unit before it is stale */
   struct ahead_slot slot[CURSOR_AHEAD_MAX];
   /* Chunks named to the store ahead (store_prefetch), oldest first. */
   uint64_t pf_next; /* next region-linear unit to name */

@@ -251,6 +251,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
       &e->stopping, ENGINE_FAIL_KEEP_NS, cfg->cache_size / ENGINE_SCAN_PART};
   e->store = store;
   e->env.max_decoded = cfg->max_decoded;
+  e->env.heap_max = mt; /* below the mmap threshold: a heap's block */
   e->env.stop = &e->stopping;
   int rc = memo_new(&mc, &e->memo, err);
   if (rc == 0)

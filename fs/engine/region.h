@@ -18,6 +18,7 @@
 #include "unit.h"
 
 struct view_cursor;
+struct cursor_fan; /* fs/engine/cursor.h */
 
 /* A box of units read in C order of their elements. */
 struct region {
@@ -70,6 +71,12 @@ struct region_layout {
   _Atomic uint64_t checked;
   int from_record; /* every size came from a region record (fs/views/lsize.h):
                       set before the layout is shared */
+  /* Sizes learned ahead of a reader in sequence (layout_ahead,
+   * fs/views/layout.h): the workers' jobs go through this fan (its pos:
+   * the stored unit the reader is at; NULL: none are queued), and the
+   * stored units before ahead_to were queued. */
+  struct cursor_fan *ahead_fan;
+  _Atomic uint64_t ahead_to;
 };
 
 /* Stored units whose sizes are known (acquire: their p_cum may be read). */

@@ -75,6 +75,7 @@ int stats_text(const struct zfs_stats *s, const struct io_stats *io,
   fprintf(f, "decodes %llu\n", get(&s->decodes));
   fprintf(f, "decode_ms %llu\n", get(&s->decode_ns) / 1000000u);
   fprintf(f, "store_named_ahead %llu\n", get(&s->named_ahead));
+  fprintf(f, "kernel_forgets %llu\n", get(&s->forgets));
   unsigned long long nerr = 0;
   for (int k = 0; k < STATS_ERR_KINDS; k++)
     nerr += get(&s->errors[k]);

@@ -43,6 +43,11 @@ struct zfs_stats {
   _Atomic uint64_t decode_ns;    /* time spent decoding them */
   _Atomic uint64_t named_ahead;  /* chunks named whole to a store with
                                     latency ahead of a reader (cursor.h) */
+  _Atomic uint64_t forgets;      /* inodes the kernel forgot (FORGET and
+                                    BATCH_FORGET): it dropped its entries
+                                    for those names (memory pressure,
+                                    drop_caches), so their next stat is a
+                                    LOOKUP again, whatever a listing gave */
   _Atomic uint64_t errors[STATS_ERR_KINDS];
 };
 

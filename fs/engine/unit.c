@@ -385,6 +385,21 @@ static int unit_join(const struct znode *n, struct abytes *ab,
   return 0;
 }
 
+/* Record the text size a decode of j's object learned in the persistent
+ * index, keyed by the version of the bytes decoded (none when unknown). A
+ * failure only means it is learned again next time. */
+static void unit_record(const struct unit_job *j, uint64_t size,
+                        uint64_t lines) {
+  char ikey[4096];
+  struct sizeindex_id id;
+  if (j->src_version &&
+      unit_ident(j->e, j->n, j->idx, j->src_size, j->src_version, ikey,
+                 sizeof ikey, &id) == 0) {
+    struct sizeindex_rec rec = {size, lines};
+    sizeindex_store(j->e->sizeidx, &id, &rec);
+  }
+}
+
 /* Fill: decode unit idx and lay out its text; learn its size on the way.
  * A failure is logged here (naming the chunk's store key). */
 static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
@@ -450,16 +465,8 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   if (decoded && had && (known & ~UNIT_SIZE_CLAIM) != ct->size)
     unit_size_wrong(e, n, j->idx, j->key, known, ct->size);
   memo_value_put(e->memo, &sk, ct->size);
-  char ikey[4096];
-  struct sizeindex_id id;
-  if (decoded && (!had || (known & ~UNIT_SIZE_CLAIM) != ct->size) &&
-      j->src_version &&
-      unit_ident(e, n, j->idx, j->src_size, j->src_version, ikey, sizeof ikey,
-                 &id) == 0) {
-    struct sizeindex_rec rec = {ct->size, ct->nin};
-    sizeindex_store(e->sizeidx, &id,
-                    &rec); /* a failure: learned again next time */
-  }
+  if (decoded && (!had || (known & ~UNIT_SIZE_CLAIM) != ct->size))
+    unit_record(j, ct->size, ct->nin);
   if (fresh)
     engine_debug(e, ENGINE_DEBUG_DECODE,
                  "decode %s: %llu bytes of text in %.1f ms", j->key,
@@ -592,7 +599,8 @@ int unit_src(struct engine *e, const struct znode *n,
 }
 
 /* See unit.h. */
-int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
+int unit_measure(struct unit_job *j, int record, uint64_t *value,
+                 struct zerr *err) {
   struct engine *e = j->e;
   const struct znode *n = j->n;
   char key[4096];
@@ -621,6 +629,8 @@ int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err) {
     rc = text_measure(&n->form, n->meta->shape, j->idx, ab, e->env.max_decoded,
                       &e->stopping, value, err);
     ab = NULL; /* taken by text_measure */
+    if (rc == 0 && record)
+      unit_record(&dj, *value, unit_nin(n, j->idx));
   }
   abytes_free(ab);
   if (rc < 0) {

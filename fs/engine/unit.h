@@ -131,12 +131,13 @@ int unit_size_claim(struct engine *e, const struct znode *n,
                     struct zerr *err);
 /* unit_size_claim for a caller learning more units than the cache
  * holds (fs/views/lsize.c): a unit decoded to learn its size is measured and
- * let go (text_measure), neither kept in the memo nor recorded on its own
- * in the persistent index (the region's record holds it). The size is
- * remembered as unit_size's. */
+ * let go (text_measure), not kept in the memo. With `record` its size is
+ * recorded on its own in the persistent index, as a kept decode's is (a
+ * region too small for a region record); without, the region's record
+ * holds it. The size is remembered as unit_size's. */
 int unit_size_measure(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t *size, int *claim,
-                      struct zerr *err);
+                      const uint64_t *idx, int record, uint64_t *size,
+                      int *claim, struct zerr *err);
 /* The size `claimed` of unit idx checked against the truth: its size as
  * this mount knows it, or else a decode (a pass over the stream of a unit
  * read in windows). 0 when it holds; 1 when it does not (said, the unit's
@@ -238,9 +239,11 @@ void unit_size_wrong(struct engine *e, const struct znode *n,
 
 /* Unit j->idx's text size (*value) by a decode that keeps nothing
  * (unit_size_measure): unit_fill's decode and text preparation, then
- * text_measure. A missing chunk is the fill unit's size. A failure is
+ * text_measure; with `record`, the size of a decode goes to the
+ * persistent index. A missing chunk is the fill unit's size. A failure is
  * logged here. */
-int unit_measure(struct unit_job *j, uint64_t *value, struct zerr *err);
+int unit_measure(struct unit_job *j, int record, uint64_t *value,
+                 struct zerr *err);
 
 /* The store key of unit idx's chunk (for log lines) into key (len
  * bytes); -ENAMETOOLONG when it does not fit. */

@@ -351,6 +351,7 @@ struct size_job {
   struct unit_job j; /* first: the fill takes it as a unit_job */
   int measure;       /* decode to measure, keep nothing
                         (unit_size_measure) */
+  int record;        /* and record the size in the persistent index */
 };
 
 /* Fill: a unit's text size: from the ends of an index read partially, from
@@ -406,7 +407,7 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
     }
   }
   if (((struct size_job *)ctx)->measure)
-    return unit_measure(j, value, err);
+    return unit_measure(j, ((struct size_job *)ctx)->record, value, err);
   struct memo_ref *ref;
   ZTRY(unit_get(e, j->n, j->idx, &ref, err));
   *value = unit_of_ref(ref)->size;
@@ -417,12 +418,12 @@ static int unit_size_fill(void *ctx, uint64_t *value, struct zerr *err) {
 /* Learn the size of unit j->idx (*value) the way unit_size_claim does;
  * with `measure`, a decode keeps nothing (unit_size_measure). */
 static int unit_size_by(struct engine *e, const struct znode *n,
-                        const uint64_t *idx, int measure, uint64_t *size,
-                        int *claim, struct zerr *err) {
+                        const uint64_t *idx, int measure, int record,
+                        uint64_t *size, int *claim, struct zerr *err) {
   ZTRY(unit_check(n, idx, err));
   struct memo_key k;
   node_key(&k, ELEVEL_UNIT_SIZE, n, idx, NULL, 0);
-  struct size_job j = {{e, n, idx, NULL, NULL, 0, 0, 0, 0}, measure};
+  struct size_job j = {{e, n, idx, NULL, NULL, 0, 0, 0, 0}, measure, record};
   uint64_t v;
   ZTRY(memo_value(e->memo, &k, unit_size_fill, &j, &v, err));
   *claim = (v & UNIT_SIZE_CLAIM) != 0;
@@ -432,16 +433,16 @@ static int unit_size_by(struct engine *e, const struct znode *n,
 
 /* See unit.h. */
 int unit_size_measure(struct engine *e, const struct znode *n,
-                      const uint64_t *idx, uint64_t *size, int *claim,
-                      struct zerr *err) {
-  return unit_size_by(e, n, idx, 1, size, claim, err);
+                      const uint64_t *idx, int record, uint64_t *size,
+                      int *claim, struct zerr *err) {
+  return unit_size_by(e, n, idx, 1, record, size, claim, err);
 }
 
 /* See unit.h. */
 int unit_size_claim(struct engine *e, const struct znode *n,
                     const uint64_t *idx, uint64_t *size, int *claim,
                     struct zerr *err) {
-  return unit_size_by(e, n, idx, 0, size, claim, err);
+  return unit_size_by(e, n, idx, 0, 0, size, claim, err);
 }
 
 /* Size from the memo's values, or learned once. */

@@ -46,6 +46,7 @@ static void layout_destroy(struct zobj *o) {
   free(l->p_lin);
   free(l->p_cum);
   free((void *)l->claimed);
+  cursor_fan_done(l->ahead_fan); /* jobs still queued do nothing */
   pthread_mutex_destroy(&l->grow);
   pthread_cond_destroy(&l->grown);
   free(l);
@@ -173,6 +174,9 @@ static void layout_fan_out(struct layout_job *j, const struct region_layout *l,
     win = e->ahead_budget / size0;
   if (*queued <= i)
     *queued = i + 1; /* unit i is this thread's own */
+  uint64_t ahead = atomic_load(&l->ahead_to); /* queued by layout_ahead */
+  if (*queued < ahead)
+    *queued = ahead;
   while (*queued < l->np && *queued <= i + win) {
     /* Units [*queued, *queued + nrun), those of unknown size among them
      * (all of a run: its job skips what it finds known). */
@@ -356,6 +360,7 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
   atomic_init(&l->known, 0);
   atomic_init(&l->first_claim, UINT64_MAX);
   atomic_init(&l->checked, 0);
+  atomic_init(&l->ahead_to, 0);
   l->gen = j->gen;
   l->line = n->form.fill_len + 1;
   int rc = layout_stored_units(j, &l->p_lin, &l->np, err);
@@ -383,6 +388,12 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
       atomic_store_explicit(&l->first_claim, UINT64_MAX, memory_order_relaxed);
     }
   }
+  /* a view of many units still to learn: readers in sequence have the
+   * workers learn sizes ahead of them (layout_ahead); not on a store with
+   * latency, whose chunks its cursors name to it as they go */
+  if (rc == 0 && j->e->ahead && !j->e->store->ahead &&
+      l->np - region_known(l) >= LSIZE_MIN)
+    l->ahead_fan = cursor_fan_new(); /* NULL: none */
   if (rc < 0) {
     zobj_put(&l->obj);
     return rc;
@@ -409,6 +420,55 @@ static uint64_t layout_unit_size(const struct znode *n,
                                  const uint64_t *idx) {
   int64_t d = l->p_cum[i] - (i ? l->p_cum[i - 1] : 0);
   return (uint64_t)((__int128)l->line * unit_nin(n, idx) + d);
+}
+
+/* See layout.h. */
+void layout_ahead(struct engine *e, const struct znode *n,
+                  const struct region *r, struct region_layout *l,
+                  uint64_t at) {
+  struct cursor_fan *fan = l->ahead_fan;
+  uint64_t known = region_known(l);
+  if (!fan || known == 0 || known >= l->np || at >= l->np)
+    return;
+  /* units the reader has passed are known: a job skips them (concurrent
+   * readers of one file, the kernel's read-ahead: the furthest counts) */
+  uint64_t p = atomic_load(&fan->pos);
+  while (p < at && !atomic_compare_exchange_weak(&fan->pos, &p, at))
+    ;
+  /* the units' text, judged by the last one known, in runs as
+   * layout_fan_out makes them; units too small to be worth a job are
+   * learned by the reader (layout_learn) */
+  uint64_t idx[ZMETA_MAX_DIMS];
+  region_unit(r, l->p_lin ? l->p_lin[known - 1] : known - 1, idx);
+  uint64_t size = layout_unit_size(n, l, known - 1, idx), run = 1;
+  if (size < LAYOUT_RUN_TEXT / LAYOUT_RUN_MAX)
+    return;
+  if (size < LAYOUT_RUN_TEXT / 2)
+    run = LAYOUT_RUN_TEXT / size;
+  /* half the ahead budget of text past the reader: the units decoded
+   * for their sizes are kept for it, and the cache holds them */
+  uint64_t win = e->ahead_budget / 2 / size;
+  uint64_t to = l->np - at > win ? at + win : l->np;
+  for (;;) {
+    uint64_t from = atomic_load(&l->ahead_to), start = from;
+    if (start < known)
+      start = known;
+    if (start >= to)
+      break;
+    uint64_t end = to - start < run ? to : start + run;
+    if (!atomic_compare_exchange_weak(&l->ahead_to, &from, end))
+      continue; /* another reader of the layout queued meanwhile */
+    uint64_t rls[LAYOUT_RUN_MAX];
+    for (uint64_t i = start; i < end; i++)
+      rls[i - start] = l->p_lin ? l->p_lin[i] : i;
+    if (cursor_ahead_sizes(e, n, r, fan, start, rls, (uint32_t)(end - start)) <
+        0) {
+      /* the queue is full: asked again after the next read */
+      atomic_compare_exchange_strong(&l->ahead_to, &end, start);
+      break;
+    }
+  }
+  engine_ahead_settle(e);
 }
 
 /* Is stored unit i's size in l a claim? */

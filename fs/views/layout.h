@@ -42,6 +42,19 @@ int layout_get(struct engine *e, const struct znode *n, const struct region *r,
 int layout_reach(struct engine *e, const struct znode *n,
                  const struct region *r, struct region_layout *l, uint64_t pos,
                  uint64_t *ended, struct zerr *err);
+/* A reader in sequence is at stored unit `at` of layout l (of region
+ * r): have the workers learn the sizes of the stored units after the
+ * known ones, up to half the engine's ahead budget of text past `at`, in
+ * runs (one job each, queued once: the layout remembers how far it has
+ * queued). The units they decode stay in the cache for the reader, and
+ * the reader's own learning (layout_reach) finds their sizes: the
+ * decoding goes on while the reader copies text, each unit decoded once.
+ * Nothing for a layout without an ahead fan (few units, a store with
+ * latency, no workers), units too small to be worth a job, or a full
+ * queue (asked again after the next read). */
+void layout_ahead(struct engine *e, const struct znode *n,
+                  const struct region *r, struct region_layout *l,
+                  uint64_t at);
 /* Check the sizes layout l took from the persistent index (claims, see
  * fs/unit.h) for the stored units before `upto` (those are known): each
  * is decoded, or passed over as a stream, unless this mount knows its

@@ -15,6 +15,11 @@
 #include "../../src/util/pool.h"
 #include "tblock.h"
 
+/* Units of less text than this are never kept by a measuring run (the
+ * size under which fs/views/layout.c learns units alone, not on the
+ * workers). */
+#define LSIZE_KEEP_TEXT 256
+
 /* Units a thread takes from the counter at once. */
 #define LSIZE_RUN 32
 
@@ -43,7 +48,9 @@ struct lsize_run {
   const struct znode *n;
   struct region r;          /* a copy: jobs outlive the caller's frame */
   struct region_layout *l;  /* pinned by the caller while running > 0 */
-  int measure;              /* decode to measure, keep nothing */
+  int measure;              /* decode to measure, keep nothing... */
+  uint64_t keep_to;         /* ...from this unit on (those before are kept
+                               for the reader that usually follows) */
   uint64_t from, np;        /* the units to learn: [from, np) */
   _Atomic uint64_t next;    /* the next run's first unit */
   _Atomic uint64_t learned; /* units learned so far */
@@ -70,8 +77,12 @@ static void run_unit(struct lsize_run *R, uint64_t i) {
   region_unit(&R->r, l->p_lin ? l->p_lin[i] : i, idx);
   struct zerr err = {0};
   int claim = 0;
-  int rc = R->measure ? unit_size_measure(R->e, R->n, idx, &size, &claim, &err)
-                      : unit_size_claim(R->e, R->n, idx, &size, &claim, &err);
+  /* a region too small for a region record keeps each measured size on
+   * its own, as a kept decode would: the next mount finds them */
+  int rc = R->measure && i >= R->keep_to
+               ? unit_size_measure(R->e, R->n, idx, R->np < LSIZE_MIN, &size,
+                                   &claim, &err)
+               : unit_size_claim(R->e, R->n, idx, &size, &claim, &err);
   __int128 d = 0;
   if (rc == 0) {
     d = (__int128)size - (__int128)l->line * unit_nin(R->n, idx);
@@ -194,6 +205,18 @@ int lsize_fill(struct engine *e, const struct znode *n, const struct region *r,
     region_unit(r, l->p_lin ? l->p_lin[from] : from, idx);
     __int128 s0 = (__int128)l->line * unit_nin(n, idx) + l->p_cum[from];
     R->measure = run_measures(e, (uint64_t)s0, l->np - from);
+    /* A learning bounded by a deadline (a `stat` within size_wait, the
+     * lookup's) keeps its first units all the same, up to half the ahead
+     * budget (a unit's text and about as much again for what holds it):
+     * the `cat` that usually follows reads them first, and decodes each
+     * unit once. Not a learning of every size (a `tail`: it reads the
+     * end), nor units of less text than LSIZE_KEEP_TEXT, which cost more
+     * to hold than their text (and than their decode: the reader's
+     * layout learns them alone). */
+    uint64_t keep = deadline_ns && s0 >= LSIZE_KEEP_TEXT
+                        ? e->ahead_budget / 2 / ((uint64_t)s0 + LSIZE_KEEP_TEXT)
+                        : 0;
+    R->keep_to = keep < l->np - from ? from + keep : l->np;
   }
   int jobs = e->ahead && R->fail_at == UINT64_MAX && l->np - from > LSIZE_RUN
                  ? pool_threads(e->ahead)

@@ -5,7 +5,10 @@
  * and learn each unit's text size (the persistent index's claim, the
  * index ends, or a decode). When the region's text would not stay in the
  * cache, a decode keeps nothing (unit_size_measure): memory is a decoded
- * unit per thread, whatever the region's length. It ends when every size
+ * unit per thread, whatever the region's length; a learning with a
+ * deadline (a `stat` within size_wait) keeps its first units besides (half
+ * the engine's ahead budget; none of less than 256 bytes of text) for the
+ * `cat` that usually follows, so that it decodes each unit once. It ends when every size
  * is known, at the caller's deadline, when the engine stops or the
  * caller's request is abandoned, or at once when the time the rest would
  * take (judged from the units learned so far) reaches past the deadline:

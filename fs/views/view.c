@@ -168,9 +168,13 @@ static long region_pass(const struct read_req *q, const struct region *r,
     }
     if (!done)
       cursor_ahead_start(e, n, r, l, q->c, pos, *k);
-    if (!done && u.seq) /* its units after decode while this one does */
+    if (!done && u.seq) { /* its units after decode while this one does */
       cursor_ahead_plan(e, n, r, l, q->c, *k, 1);
+      layout_ahead(e, n, r, l, region_rank(l, *k * r->per_slab));
+    }
     engine_ahead_settle(e);
+    if (u.seq)
+      cursor_reached(q->c, *k * r->per_slab);
     uint64_t s0 = region_slab_off(n, r, l, *k);
     uint64_t s1 = region_slab_off(n, r, l, *k + 1);
     u.off = pos - s0;

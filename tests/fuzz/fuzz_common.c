@@ -179,7 +179,7 @@ void fuzz_chunk_run(const uint8_t *data, size_t size, const char *const *want) {
   if (chunk) {
     memcpy(chunk, nul + 1, clen);
     struct bytesrc *src = bytesrc_from_static(chunk, clen);
-    struct codec_env env = {FUZZ_MAX_DECODED, NULL};
+    struct codec_env env = {FUZZ_MAX_DECODED, NULL, 0};
     struct abytes *a = NULL;
     if (chain_decode(c, &s, src, &env, &a, &err) == 0) {
       fuzz_use_abytes(a, &env);

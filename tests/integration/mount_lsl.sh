@@ -16,6 +16,19 @@
 #     65,536 chunks, when values.txt defers its size, every view);
 #  3. a plain `ls` and `find` decode nothing (only a caller that stats
 #     gets readdirplus past the first reply).
+# The count of 2 depends on the kernel keeping what readdirplus gave it
+# until ls stats each name; nothing in zarrfs's timing changes it (3
+# LOOKUPs and 1 GETATTR on an idle and on a loaded machine alike). A
+# kernel that drops its dentries and inodes meanwhile (echo 2 or 3 >
+# /proc/sys/vm/drop_caches, run by mount_inodes.sh and mount_partial.sh
+# beside this under make -j, or memory pressure) sends a LOOKUP for each
+# name dropped, and (fuse's evict_ctr, kernels since late 2024) a GETATTR
+# for each inode made from a reply or LOOKUP that was under way while any
+# inode of the mount was evicted (its attributes are marked possibly
+# stale): thousands of each. Every
+# eviction reaches the daemon as a FORGET (kernel_forgets in the stats), so
+# an attempt during which any came is done again on a fresh mount (at most
+# ZT_LSL_TRIES, 5), and only an undisturbed one is counted.
 . "$(dirname "$0")/lib.sh"
 export LC_ALL=C
 
@@ -45,19 +58,31 @@ awk -v dk="$K" -v bs="$BLOBSZ" 'BEGIN {
 stat_field() { t cat "$1/.zarrfs/stats" | awk -v k="$2" '$1 == k { print $2 }'; }
 
 # ---- 1 and 2: ls -li against stat, and its requests ----
-MNT=$(zt_mkdir mnt)
-if zmount "$W/refs.json" "$MNT" -o index_cache=none; then
+# An attempt the kernel dropped cached entries during (kernel_forgets grew:
+# a drop_caches by a test beside this one, memory pressure) is done again
+# on a fresh mount: its counts say what the kernel forgot, not what
+# zarrfs gives (see the header).
+tries=0 counted=0
+while [ "$counted" = 0 ] && [ "$tries" -lt "${ZT_LSL_TRIES:-5}" ]; do
+  tries=$((tries + 1))
+  MNT=$(zt_mkdir "mnt.$tries")
+  zmount "$W/refs.json" "$MNT" -o index_cache=none || break
   l0=$(stat_field "$MNT" requests_lookup)
   g0=$(stat_field "$MNT" requests_getattr)
+  f0=$(stat_field "$MNT" kernel_forgets)
   tb 300 ls -lia --time-style=+%s "$MNT/d" >"$ZT_TMP/long"
   l1=$(stat_field "$MNT" requests_lookup)
   g1=$(stat_field "$MNT" requests_getattr)
+  f1=$(stat_field "$MNT" kernel_forgets)
   asked=$((l1 - l0 + g1 - g0))
-  say "ls -l of $NAMES names: $((l1 - l0)) LOOKUPs, $((g1 - g0)) GETATTRs"
-  if [ "$asked" -le $((NAMES / 100)) ]; then
-    pass "ls -l of $NAMES names: $asked LOOKUPs and GETATTRs (at most one per hundred names)"
-  else
-    fail "ls -l of $NAMES names: $asked LOOKUPs and GETATTRs (more than $((NAMES / 100)))"
+  say "ls -l of $NAMES names: $((l1 - l0)) LOOKUPs, $((g1 - g0)) GETATTRs, $((f1 - f0)) inodes forgotten by the kernel meanwhile"
+  if [ "$((f1 - f0))" = 0 ]; then
+    counted=1
+    if [ "$asked" -le $((NAMES / 100)) ]; then
+      pass "ls -l of $NAMES names: $asked LOOKUPs and GETATTRs (at most one per hundred names)"
+    else
+      fail "ls -l of $NAMES names: $asked LOOKUPs and GETATTRs (more than $((NAMES / 100)))"
+    fi
   fi
   for k in 0 1 $((K / 2 + 7)) $((K - 1)); do
     exp=$(t wc -c <"$MNT/d/$k.txt")
@@ -65,6 +90,9 @@ if zmount "$W/refs.json" "$MNT" -o index_cache=none; then
     assert_eq "ls -l: d/$k.txt shows the size read ($exp)" "$exp" "$got"
   done
   zumount "$MNT"
+done
+if [ "$counted" = 0 ] && [ "$tries" -ge "${ZT_LSL_TRIES:-5}" ]; then
+  zt_skip_part "ls -l's request count: the kernel dropped cached entries during each of $tries attempts"
 fi
 # ino mode links owner group size mtime name, for the names listed
 awk 'NF == 8 && $8 != "." && $8 != ".." { print $1, $2, $3, $4, $5, $6, $7, $8 }' \

@@ -56,7 +56,7 @@ static inline int tc_run(const char *json, const struct codec_spec *spec,
   int rc = tc_build(json, spec, &c, err);
   ck_assert_msg(rc == 0, "chain_build(%s): %s", json, err->msg);
   struct bytesrc *src = bytesrc_from_static(enc, len);
-  struct codec_env env = {max, NULL};
+  struct codec_env env = {max, NULL, 0};
   *out = NULL;
   rc = chain_decode(c, spec, src, &env, out, err);
   bytesrc_unref(src);

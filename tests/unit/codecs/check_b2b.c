@@ -640,7 +640,7 @@ static void check_uint16_store(const char *fx, const char *codec_dir) {
       uint8_t *enc = slurp(path, &len);
       ck_assert_msg(enc, "cannot read %s", path);
       struct bytesrc *src = bytesrc_from_static(enc, len);
-      struct codec_env env = {MAXDEC, NULL};
+      struct codec_env env = {MAXDEC, NULL, 0};
       struct abytes *a = NULL;
       rc = chain_decode(c, &s, src, &env, &a, &err);
       bytesrc_unref(src);
@@ -734,7 +734,7 @@ START_TEST(test_zarrs_checksums_all_dtypes) {
             if (!enc)
               continue;
             struct bytesrc *src = bytesrc_from_static(enc, len);
-            struct codec_env env = {MAXDEC, NULL};
+            struct codec_env env = {MAXDEC, NULL, 0};
             struct bytesrc *outp = NULL;
             int rc = impl->decode_bytes(st, src, &env, &outp, &err);
             ck_assert_msg(rc == 0, "%s: %s", path, err.msg);
@@ -804,7 +804,7 @@ START_TEST(test_stop_interrupts_decodes) {
       ck_assert_int_eq(tc_build(json, &spec, &c, &err), 0);
       atomic_int flag;
       atomic_init(&flag, stop);
-      struct codec_env env = {n, &flag};
+      struct codec_env env = {n, &flag, 0};
       struct bytesrc *src = bytesrc_from_static(cases[i].enc, cases[i].len);
       struct abytes *a = NULL;
       struct bytesrc *data = NULL;

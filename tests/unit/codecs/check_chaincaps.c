@@ -47,7 +47,7 @@ START_TEST(inner_chunks_through_the_chain) {
   uint8_t buf[60];
   shard_bytes(buf);
   struct bytesrc *src = bytesrc_from_static(buf, sizeof buf);
-  struct codec_env env = {1 << 20, NULL};
+  struct codec_env env = {1 << 20, NULL, 0};
   struct chain_index *x = NULL;
   ck_assert_int_eq(chain_index_read(c, &s, src, &env, &x, &err), 0);
   ck_assert_uint_eq(chain_index_count(x), 3);
@@ -100,7 +100,7 @@ START_TEST(no_inner_chunks_without_the_sole_stage) {
     uint8_t buf[60];
     shard_bytes(buf);
     struct bytesrc *src = bytesrc_from_static(buf, sizeof buf);
-    struct codec_env env = {1 << 20, NULL};
+    struct codec_env env = {1 << 20, NULL, 0};
     struct chain_index *x = NULL;
     ck_assert_int_eq(chain_index_read(c, &s, src, &env, &x, &err), -ENOTSUP);
     ck_assert_int_eq(chain_elems_capable(c), 0);
@@ -167,7 +167,7 @@ static int open_elems(const char *codecs, int gz, uint32_t count, size_t cut,
   uint8_t *z = squeeze_bytes(gz, raw, cut ? cut : len, &zlen);
   free(raw);
   struct bytesrc *src = bytesrc_from_mem(z, zlen);
-  struct codec_env env = {1 << 20, NULL};
+  struct codec_env env = {1 << 20, NULL, 0};
   int rc = chain_elems_open(*c, &spec, src, &env, s, p, err);
   bytesrc_unref(src); /* the stream keeps its own reference */
   return rc;
@@ -255,7 +255,7 @@ START_TEST(elements_stream_only_where_it_can) {
     ck_assert_int_eq(chain_elems_capable(c), 0);
     uint8_t b[4] = {0};
     struct bytesrc *src = bytesrc_from_static(b, 4);
-    struct codec_env env = {1 << 20, NULL};
+    struct codec_env env = {1 << 20, NULL, 0};
     struct chain_elems *s = NULL;
     struct chain_elem_pos p;
     ck_assert_int_eq(chain_elems_open(c, &spec, src, &env, &s, &p, &err),

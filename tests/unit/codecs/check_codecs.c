@@ -409,7 +409,7 @@ START_TEST(test_bytes_no_swap_is_lazy) {
 #endif
   ck_assert_int_eq(tc_build(j, &s, &c, &err), 0);
   struct bytesrc *src = bytesrc_from_static(raw, sizeof raw);
-  struct codec_env env = {0, NULL}; /* no memory allowed at all */
+  struct codec_env env = {0, NULL, 0}; /* no memory allowed at all */
   struct abytes *a;
   ck_assert_int_eq(chain_decode(c, &s, src, &env, &a, &err), 0);
   ck_assert_ptr_eq(a->fixed, src);
@@ -627,7 +627,7 @@ START_TEST(test_zstd_large_known) {
   ck_assert_int_eq(tc_build(j, &s, &c, &err), 0);
   struct bytesrc *src = bytesrc_from_static(known, k);
   atomic_int stop = 1;
-  struct codec_env env = {(size_t)1 << 26, &stop};
+  struct codec_env env = {(size_t)1 << 26, &stop, 0};
   struct abytes *a = NULL;
   ck_assert_int_eq(chain_decode(c, &s, src, &env, &a, &err), -EINTR);
   ck_assert_ptr_null(a);
@@ -795,7 +795,7 @@ END_TEST
 START_TEST(test_abytes_fill) {
   struct zerr err = {0};
   struct abytes *a;
-  struct codec_env env = {1u << 20, NULL};
+  struct codec_env env = {1u << 20, NULL, 0};
   int32_t fv = -7;
   struct codec_spec s = tc_spec1(DT_INT32, 5);
   s.fill = (const uint8_t *)&fv;

@@ -40,7 +40,7 @@ static int decode_src(const char *json, const struct codec_spec *spec,
   int rc = tc_build(json, spec, &c, err);
   if (rc < 0)
     return rc;
-  struct codec_env env = {max, NULL};
+  struct codec_env env = {max, NULL, 0};
   rc = chain_decode(c, spec, src, &env, out, err);
   chain_free(c);
   return rc;

@@ -46,7 +46,7 @@ static int decode(const char *json, struct dtype dt, uint64_t n,
   if (rc < 0)
     return rc;
   struct bytesrc *src = bytesrc_from_static(enc->p, enc->n);
-  struct codec_env env = {1u << 24, NULL};
+  struct codec_env env = {1u << 24, NULL, 0};
   rc = chain_decode(c, &s, src, &env, out, err);
   bytesrc_unref(src);
   chain_free(c);

@@ -34,7 +34,7 @@ static int decode(const char *json, const struct codec_spec *spec,
   if (rc < 0)
     return rc;
   struct bytesrc *src = bytesrc_from_static(enc, len);
-  struct codec_env env = {1u << 26, NULL};
+  struct codec_env env = {1u << 26, NULL, 0};
   rc = chain_decode(c, spec, src, &env, out, err);
   bytesrc_unref(src);
   chain_free(c);

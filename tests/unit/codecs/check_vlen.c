@@ -12,11 +12,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../testcodec.h"
+#include "../testutil.h"
 #include "codecs/chain.h"
 #include "codecs/codec.h"
 #include "src/util/buf.h"
-#include "../testcodec.h"
-#include "../testutil.h"
 
 #define MAXDEC ((size_t)64 << 20)
 
@@ -33,6 +33,9 @@ static struct codec_spec vspec(enum dtype_kind kind, uint64_t n) {
   return s;
 }
 
+/* The codec_env heap_max of run's decodes (0: pages may be handed back). */
+static size_t run_heap_max;
+
 /* Build, then decode one in-memory chunk of n string elements. */
 static int run(const char *json, uint64_t n, const void *enc, size_t len,
                size_t max, struct abytes **out, struct zerr *err) {
@@ -41,7 +44,7 @@ static int run(const char *json, uint64_t n, const void *enc, size_t len,
   int rc = tc_build(json, &s, &c, err);
   ck_assert_msg(rc == 0, "chain_build(%s): %s", json, err->msg);
   struct bytesrc *src = bytesrc_from_static(enc, len);
-  struct codec_env env = {max, NULL};
+  struct codec_env env = {max, NULL, run_heap_max};
   *out = NULL;
   rc = chain_decode(c, &s, src, &env, out, err);
   /* A deferred data section (gzip, zstd data codecs) is decoded the way a
@@ -503,6 +506,55 @@ START_TEST(test_vlen_interleaved_in_place) {
 }
 END_TEST
 
+/* The 32-byte moves (strings of 17 to 32 bytes): in place they start
+ * where the excess lands on bytes already read (4i + 8 + len >= 32), so
+ * the first seven elements take every length around that edge, and the
+ * last element ends at the chunk's end or near it; in place and by copy
+ * give the same elements. */
+START_TEST(test_vlen_interleaved_moves32) {
+  enum { N = 9 };
+  static char pool[N][40];
+  static const char *els[N];
+  unsigned seed = 4242;
+  for (int round = 0; round < 600; round++) {
+    for (uint64_t i = 0; i < N; i++) {
+      seed = seed * 1103515245u + 12345u;
+      size_t l = i < 7 ? (size_t)(round + (int)i * 11) % 34
+                       : 15 + (seed >> 16) % 19; /* 15..33 */
+      for (size_t c = 0; c < l; c++)
+        pool[i][c] = (char)('A' + (c * 5 + i + (size_t)round) % 26);
+      pool[i][l] = 0;
+      els[i] = pool[i];
+    }
+    size_t len;
+    uint8_t *enc = vli_chunk(els, N, &len);
+    size_t tail = (size_t)round % 3 ? 0 : (size_t)round % 40; /* trailing */
+    uint8_t *big = malloc(len + tail + 1);
+    memcpy(big, enc, len);
+    memset(big + len, 'z', tail);
+    struct zbuf gz;
+    zbuf_init(&gz, MAXDEC);
+    gzip_into(&gz, big, len + tail);
+    struct abytes *a, *b;
+    struct zerr err = {0};
+    int rc =
+        run("[\"vlen-utf8\",\"gzip\"]", N, gz.data, gz.len, MAXDEC, &a, &err);
+    ck_assert_msg(rc == 0, "round %d: %s", round, err.msg);
+    check_strings(a, els, N);
+    rc = run("[\"vlen-utf8\"]", N, big, len + tail, MAXDEC, &b, &err);
+    ck_assert_msg(rc == 0, "round %d: %s", round, err.msg);
+    check_strings(b, els, N);
+    ck_assert_uint_eq(a->data->size, a->offsets[N]);
+    ck_assert_uint_eq(b->data->size, b->offsets[N]);
+    abytes_free(a);
+    abytes_free(b);
+    zbuf_free(&gz);
+    free(big);
+    free(enc);
+  }
+}
+END_TEST
+
 /* A chunk large enough that in-place compaction hands pages of the gap
  * behind it back to the system as it goes (hundreds of thousands of
  * elements, empty to long): decoded behind gzip it gives the same offsets
@@ -528,17 +580,23 @@ START_TEST(test_vlen_interleaved_in_place_large) {
   gzip_into(&gz, enc, len);
   struct abytes *a, *b;
   struct zerr err = {0};
-  int rc =
-      run("[\"vlen-utf8\",\"gzip\"]", N, gz.data, gz.len, MAXDEC, &a, &err);
-  ck_assert_msg(rc == 0, "%s", err.msg);
-  rc = run("[\"vlen-utf8\"]", N, enc, len, MAXDEC, &b, &err);
-  ck_assert_msg(rc == 0, "%s", err.msg);
-  check_strings(a, els, N);
-  ck_assert_mem_eq(a->offsets, b->offsets, (N + 1) * sizeof *a->offsets);
-  ck_assert_uint_eq(a->data->size, b->data->size);
-  ck_assert_mem_eq(a->data->mem, b->data->mem, (size_t)a->data->size);
-  abytes_free(a);
-  abytes_free(b);
+  /* pages handed back as it goes, then none (a heap's block: heap_max
+   * above the chunk's size) */
+  for (int keep = 0; keep < 2; keep++) {
+    run_heap_max = keep ? len + 1 : 0;
+    int rc =
+        run("[\"vlen-utf8\",\"gzip\"]", N, gz.data, gz.len, MAXDEC, &a, &err);
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    rc = run("[\"vlen-utf8\"]", N, enc, len, MAXDEC, &b, &err);
+    ck_assert_msg(rc == 0, "%s", err.msg);
+    check_strings(a, els, N);
+    ck_assert_mem_eq(a->offsets, b->offsets, (N + 1) * sizeof *a->offsets);
+    ck_assert_uint_eq(a->data->size, b->data->size);
+    ck_assert_mem_eq(a->data->mem, b->data->mem, (size_t)a->data->size);
+    abytes_free(a);
+    abytes_free(b);
+  }
+  run_heap_max = 0;
   zbuf_free(&gz);
   free(enc);
 }
@@ -756,7 +814,7 @@ START_TEST(test_vlen_partial_read) {
     struct codec_spec s = vspec(DT_STRING, N);
     struct chain *c;
     ck_assert_int_eq(tc_build(json, &s, &c, &err), 0);
-    struct codec_env env = {MAXDEC, NULL};
+    struct codec_env env = {MAXDEC, NULL, 0};
     struct abytes *a;
     ck_assert_msg(chain_decode(c, &s, src, &env, &a, &err) == 0, "%s", err.msg);
     uint64_t index_len = (N + 1) * 8;
@@ -878,7 +936,7 @@ START_TEST(test_partial_bytes_same_as_decode) {
                       CODEC_PARTIAL_ELEMENTS |
                           (swap ? 0 : CODEC_PARTIAL_PLAIN));
     struct bytesrc *src = bytesrc_from_static(enc, sizeof enc);
-    struct codec_env env = {MAXDEC, NULL};
+    struct codec_env env = {MAXDEC, NULL, 0};
     struct abytes *a;
     ck_assert_int_eq(chain_decode(c, &s, src, &env, &a, &err), 0);
     uint8_t whole[sizeof enc];
@@ -1046,11 +1104,11 @@ static int fixture_store(const char *dir) {
     struct abytes *a = NULL;
     rc = bytesrc_open_file(path, &st, &src, &err);
     if (rc == -ENOENT) {
-      struct codec_env fenv = {MAXDEC, NULL};
+      struct codec_env fenv = {MAXDEC, NULL, 0};
       rc = abytes_new_fill(&s, &fenv, &a, &err); /* missing chunk: fill */
     } else {
       ck_assert_msg(rc == 0, "%s: %s", path, err.msg);
-      struct codec_env env = {MAXDEC, NULL};
+      struct codec_env env = {MAXDEC, NULL, 0};
       rc = chain_decode(c, &s, src, &env, &a, &err);
       if (rc == 0 && !a->elsize && !a->data)
         rc = chain_load_data(a, &env, &a->data, &err);
@@ -1105,7 +1163,7 @@ START_TEST(test_fixture_snapshot_vlen) {
   memset(&st, 0, sizeof st);
   struct bytesrc *src;
   ck_assert_int_eq(bytesrc_open_file(c00, &st, &src, &err), 0);
-  struct codec_env env = {MAXDEC, NULL};
+  struct codec_env env = {MAXDEC, NULL, 0};
   struct abytes *a;
   ck_assert_int_eq(chain_decode(c, &s, src, &env, &a, &err), 0);
   ck_assert_uint_eq(st.bytes_read, 8 + 200);
@@ -1185,6 +1243,7 @@ static Suite *vlen_suite(void) {
   tcase_add_test(tc, test_vlen_interleaved);
   tcase_add_test(tc, test_vlen_interleaved_in_place);
   tcase_add_test(tc, test_vlen_interleaved_in_place_large);
+  tcase_add_test(tc, test_vlen_interleaved_moves32);
   tcase_add_test(tc, test_bad_inputs);
   tcase_add_test(tc, test_check_offsets);
   tcase_add_test(tc, test_vlen_partial_read);

@@ -71,7 +71,7 @@ static int chain_run(const char *json, const struct codec_spec *spec,
   int rc = tc_build(json, spec, &c, err);
   if (rc == 0) {
     struct bytesrc *src = bytesrc_from_static(enc, len);
-    struct codec_env env = {MAXDEC, NULL};
+    struct codec_env env = {MAXDEC, NULL, 0};
     rc = chain_decode(c, spec, src, &env, out, err);
     bytesrc_unref(src);
   }
@@ -388,7 +388,7 @@ START_TEST(garbage_streams) {
           struct zerr err = {0};
           if (tc_build(json, &s, &c, &err) < 0)
             continue; /* fixed_accuracy on integers */
-          struct codec_env env = {MAXDEC, NULL};
+          struct codec_env env = {MAXDEC, NULL, 0};
           for (size_t len = 8; len <= sizeof junk; len += 24) {
             struct bytesrc *src = bytesrc_from_static(junk, len);
             struct abytes *a = NULL;

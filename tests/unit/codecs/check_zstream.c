@@ -75,7 +75,7 @@ static uint8_t *gzip_members(size_t n, size_t per, size_t *len) {
   return z;
 }
 
-static const struct codec_env env = {(size_t)1 << 30, NULL};
+static const struct codec_env env = {(size_t)1 << 30, NULL, 0};
 
 /* Read [off, off+len) of s and compare with plain. */
 static void expect(struct bytesrc *s, uint64_t off, size_t len) {

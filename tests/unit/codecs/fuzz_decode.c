@@ -67,7 +67,7 @@ static int fuzz_chains(long iters) {
         memcpy(next(&r) % 2 ? buf : buf + n - 8, &L, 8);
       }
       struct bytesrc *b = bytesrc_from_static(buf, n);
-      struct codec_env env = {1 << 20, NULL};
+      struct codec_env env = {1 << 20, NULL, 0};
       struct abytes *a = NULL;
       if (chain_decode(ch, &s, b, &env, &a, &err) == 0) {
         struct bytesrc *d;
@@ -119,7 +119,7 @@ static int fuzz_shards(long iters) {
         memcpy(buf + n - 64 + 16 * c, e, 16);
     }
     struct bytesrc *b = bytesrc_from_static(buf, n);
-    struct codec_env env = {1 << 20, NULL};
+    struct codec_env env = {1 << 20, NULL, 0};
     struct chain_index *index = NULL;
     if (chain_index_read(ch, &s, b, &env, &index, &err) == 0) {
       for (uint64_t c = 0; c < chain_index_count(index); c++) {

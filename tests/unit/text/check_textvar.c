@@ -208,11 +208,69 @@ START_TEST(test_text_runs_same_as_elements) {
 }
 END_TEST
 
+/* A unit's strings turned into its text in place run by run (each run's
+ * bytes scanned for newlines and bytes that are not UTF-8, then moved):
+ * units of several runs, with such bytes at and across run edges, some
+ * runs with none, give the element-by-element text and line offsets. */
+START_TEST(test_text_in_place_runs) {
+  static const uint8_t pick[] = {'a', 'b', '\n', 0xff, 0xc3, 0xa9, 0xe2, ' '};
+  unsigned seed = 77;
+  for (int round = 0; round < 6; round++) {
+    uint64_t n = 4096 * (uint64_t)(round + 1) + (uint64_t)round * 37 - 1;
+    uint64_t *eo = malloc((n + 1) * sizeof *eo);
+    uint8_t *data = malloc(n * 40 + 1);
+    eo[0] = 0;
+    for (uint64_t j = 0; j < n; j++) {
+      unsigned r = (unsigned)rand_r(&seed);
+      uint64_t len = r % 5 == 0 ? 0 : (r >> 8) % 40;
+      int plain = (j / 4096) % 2 && round % 2; /* whole runs of ASCII */
+      for (uint64_t i = 0; i < len; i++)
+        data[eo[j] + i] = plain ? (uint8_t)('c' + i % 20)
+                                : pick[(unsigned)rand_r(&seed) % sizeof pick];
+      eo[j + 1] = eo[j] + len;
+    }
+    size_t dsize = (size_t)eo[n];
+    struct dtype dt = dtype_of(DT_STRING);
+    char *want = malloc(dsize + n + 1);
+    size_t wlen = text_by_elements(&dt, eo, data, n, 1, n, want);
+    struct text_form form = {0};
+    form.dt = dt;
+    form.ndim = 1;
+    form.shape[0] = n;
+    form.fill = (char *)"";
+    uint64_t ashape[1] = {n}, idx[1] = {0};
+    struct abytes *ab = calloc(1, sizeof *ab);
+    ab->n = n;
+    ab->offsets = eo;
+    uint8_t *mem = malloc(dsize ? dsize : 1);
+    memcpy(mem, data, dsize);
+    ab->data = bytesrc_from_mem(mem, dsize); /* the unit's alone */
+    struct chunk_text *ct = NULL;
+    struct zerr err = {0};
+    ck_assert_int_eq(text_layout(&form, ashape, idx, ab, MAXDEC, MAXDEC, NULL,
+                                 NULL, &ct, &err),
+                     0);
+    ck_assert_ptr_nonnull(ct->text);
+    ck_assert_ptr_null(ct->ab); /* made in place: the elements are gone */
+    ck_assert_uint_eq(ct->size, wlen);
+    ck_assert(!memcmp(ct->text, want, wlen));
+    for (uint64_t k = 0, pos = 0; k < n; k++) {
+      ck_assert_uint_eq(text_line_off(ct, k), pos);
+      pos = (uint64_t)((char *)memchr(want + pos, '\n', wlen - pos) - want) + 1;
+    }
+    zobj_put(&ct->obj);
+    free(want);
+    free(data);
+  }
+}
+END_TEST
+
 static Suite *textvar_suite(void) {
   Suite *s = suite_create("textvar");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_text_runs_same_as_elements);
+  tcase_add_test(tc, test_text_in_place_runs);
   suite_add_tcase(s, tc);
   return s;
 }

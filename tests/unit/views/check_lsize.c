@@ -4,8 +4,9 @@
  * view's text would not stay in the cache; a stat bounded in time gives
  * 0 and learns on; the next engine over the same index lays the view out
  * from one region record without decoding, and a tail decodes what it
- * shows; a region record that lies serves the truth to a reader in order
- * and is replaced; a table's size is kept too.
+ * shows; a view of too few chunks for a region record finds each
+ * measured size on its own; a region record that lies serves the truth to a
+ * reader in order and is replaced; a table's size is kept too.
  *
  * The store: a kerchunk reference set of N chunks of one int32 each, all
  * ranges of one data file (as a netCDF file's chunks are), written here. */
@@ -241,6 +242,38 @@ START_TEST(next_mount_from_region_record) {
 }
 END_TEST
 
+/* A view of fewer chunks than a region record takes (20 < LSIZE_MIN)
+ * whose text would not stay in the cache: its sizes are measured and let
+ * go, each recorded on its own in the index, so the next engine knows
+ * them without a decode (main before this kept none: every mount decoded
+ * every chunk to learn the size, then again to read it). */
+START_TEST(next_mount_small_measured) {
+  const char *d = tmpdir();
+  char idx[600], *text;
+  snprintf(idx, sizeof idx, "%s/idx", d);
+  write_refs(d, 100, &text);
+  struct confine *c;
+  struct engine *e = refs_engine(d, idx, 256u << 10, &c);
+  /* as a lookup learns it: on every core, within a time (lsize_fill) */
+  struct ns_entry ent;
+  struct zerr err = {0};
+  uint64_t size = 0;
+  ck_assert_int_eq(ns_resolve(e, "x/values.txt", &ent, &err), 0);
+  ck_assert_int_eq(ns_size_within(e, &ent, 600000000000ull, &size, &err), 0);
+  ck_assert_uint_gt(size, (256u << 10) / 4); /* measured, not kept */
+  ck_assert_uint_eq(decodes(e), 20);
+  /* most measured and let go: only the first few are kept, for the cat
+   * that usually follows a stat (lsize's keep_to) */
+  ck_assert_uint_lt(engine_fills(e, ELEVEL_UNIT), 20);
+  refs_close(e, c);
+  e = refs_engine(d, idx, 256u << 10, &c);
+  ck_assert_uint_eq(size_of(e, "x/values.txt"), size);
+  ck_assert_uint_eq(decodes(e), 0);
+  refs_close(e, c);
+  free(text);
+}
+END_TEST
+
 /* The region record file of idx (static storage). */
 static const char *region_file(const char *idx) {
   static char p[1024];
@@ -368,6 +401,7 @@ int main(void) {
   tcase_add_test(tc, exact_past_65536_chunks);
   tcase_add_test(tc, bounded_stat_learns_on);
   tcase_add_test(tc, next_mount_from_region_record);
+  tcase_add_test(tc, next_mount_small_measured);
   tcase_add_test(tc, lying_region_record_in_order_truth);
   tcase_add_test(tc, table_size_kept);
   suite_add_tcase(s, tc);

@@ -802,8 +802,10 @@ START_TEST(dir_listing_for_readdir) {
   engine_free(e);
   confine_free(c);
 
-  /* Lazy sizes: a view not learned is listed as stat shows it, size 0,
-   * and still nothing is read. */
+  /* Lazy sizes: a chunk view not learned is listed as stat shows it,
+   * size 0, and still nothing is read; values.txt is listed without
+   * attributes, so that the kernel asks again and a seek to its end
+   * (tail) reaches the daemon, which learns the size then. */
   s = open_refs(base, NULL, &c);
   cfg.lazy_sizes = 1;
   ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
@@ -814,6 +816,10 @@ START_TEST(dir_listing_for_readdir) {
   for (size_t i = 7; i < 11; i++) {
     ns_dir_get(d, i, &de);
     if (de.kind == NS_INFO_VIEW) { /* exact even then: stat renders it */
+      ck_assert(!de.attr);
+      continue;
+    }
+    if (!strcmp(de.name, "values.txt")) {
       ck_assert(!de.attr);
       continue;
     }
