@@ -26,10 +26,9 @@
  * bytes of keys, urls, offsets and lengths in all: a template value of a
  * few KB used in every url would otherwise make a 4 KB file cost hours
  * and gigabytes. Each rendered field counts the larger of its template's
- * length and its result's, so the work is bounded too: a url template of
- * thousands of "{{e}}" with e empty renders to nothing but was scanned
- * again for every key (a 10 KB file, minutes). The urls of refs that use
- * templates count against the same ceiling (add_url). One rendered value is at most RENDER_MAX bytes (a url
+ * length and its result's, so work is bounded too (a url of thousands of
+ * "{{e}}", e empty, renders nothing but is scanned for every key). The
+ * urls of refs that use templates count against the same ceiling. One rendered value is at most RENDER_MAX bytes (a url
  * longer than 16 KiB is refused by common HTTP servers anyway). A fuzzing
  * build (--enable-fuzzing) uses smaller ceilings, so that one input's run
  * stays within the fuzzer's time and memory limits: the code paths are
@@ -161,10 +160,8 @@ static int ex_sum(struct expr *x, int64_t *v) {
   }
 }
 
-/* The first "cc" at or after s, or NULL. A plain scan, not strstr: under
- * ASan strstr reads the whole rest of the string at every call, which made
- * rendering a url of 2,000 "{{e}}" quadratic (fuzz_kerchunk: 15 s for
- * 1,600 keys of a 10 KB template, near the fuzzer's 25 s). */
+/* The first "cc" at or after s, or NULL. Not strstr: ASan's reads the whole
+ * rest at every call, so 2,000 "{{e}}" rendered in quadratic time. */
 static const char *find_pair(const char *s, char c) {
   for (; *s; s++)
     if (s[0] == c && s[1] == c)
@@ -299,9 +296,8 @@ static int add_text(struct manifest_builder *b, const char *key, const char *s,
 }
 
 /* Add [url] (whole) or [url, off, len] under key, rendering templates; a
- * rendered url's length is added to *rendered, which with gen's keys and
- * urls may reach GEN_BYTES_MAX in all: "{{t}}{{t}}{{t}}" with t of 5,000
- * bytes made 15 KB of each 20-byte reference (a 722 KB file, 307 MB). */
+ * rendered url's length adds to *rendered (GEN_BYTES_MAX in all, with
+ * gen's): "{{t}}{{t}}{{t}}" with a 5 KB t made 15 KB of a 20-byte ref. */
 static int add_url(struct manifest_builder *b, const char *key, const char *url,
                    int whole, uint64_t off, uint64_t len, json_t *templates,
                    uint64_t *rendered, struct zerr *err) {
@@ -416,9 +412,8 @@ static int dim_values(json_t *d, int64_t **vals, size_t *n, struct zerr *err) {
   return 0;
 }
 
-/* What rendering a gen field cost, counted against GEN_BYTES_MAX: the
- * larger of the template's length (scanned again for every key, whatever
- * it renders to) and the result's. */
+/* A rendered gen field's cost against GEN_BYTES_MAX: the larger of its
+ * template's length (scanned for every key) and its result's. */
 static uint64_t rendered_cost(json_t *tmpl, size_t outlen) {
   size_t in = json_is_string(tmpl) ? json_string_length(tmpl) : 0;
   return in > outlen ? in : outlen;
@@ -582,9 +577,8 @@ static uint64_t dim_count(json_t *d) {
 /* Every gen entry's keys counted before any is made: a file asking for
  * more than GEN_MAX in all is refused at once, in bounded work and
  * memory (its dimensions are sizes here, not lists of values). An
- * entry's dimensions together hold at most GEN_MAX + 16 values (as many
- * as dimensions whose product is at most GEN_MAX can): after an empty
- * dimension the product is 0 whatever follows, and 15 more of 50,000,000
+ * entry's dimensions hold at most GEN_MAX + 16 values (what a product of
+ * at most GEN_MAX allows): after an empty one, 15 more of 50,000,000
  * values each took 6 GB for no key at all. */
 static int gen_total(json_t *gen, struct zerr *err) {
   uint64_t total = 0, bad_sum = 0;
