@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../../codecs/abytes.h"
+#include "../../src/util/zmath.h"
 #include "ufixed.h"
 
 /* Element bytes per window: one ranged read, and the text a read renders
@@ -260,14 +261,7 @@ long ufixed_read(struct engine *e, const struct znode *n, const uint64_t *idx,
   if (len > total - off)
     len = (size_t)(total - off);
   /* the window whose text holds off: toff[w] <= off < toff[w+1] */
-  uint64_t lo = 0, hi = t->nwin;
-  while (hi - lo > 1) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    if (t->toff[mid] <= off)
-      lo = mid;
-    else
-      hi = mid;
-  }
+  uint64_t lo = zfloor_u64(t->toff, t->nwin, off);
   size_t done = 0;
   int rc = 0;
   for (uint64_t w = lo; rc == 0 && done < len && w < t->nwin; w++) {

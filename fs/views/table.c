@@ -795,14 +795,7 @@ long table_read(struct engine *e, const struct znode *g, const char *file,
   } else if (rc == 0 && memo_peek(e->memo, &k, &lref)) {
     /* the last block starting at or before off */
     const struct table_layout *l = (const struct table_layout *)memo_obj(lref);
-    uint64_t lo = 0, hi = l->nblk;
-    while (hi - lo > 1) {
-      uint64_t mid = lo + (hi - lo) / 2;
-      if (l->off[mid] <= off)
-        lo = mid;
-      else
-        hi = mid;
-    }
+    uint64_t lo = zfloor_u64(l->off, l->nblk, off);
     b = off < l->off[l->nblk] ? lo : l->nblk;
     start = l->off[b < l->nblk ? b : l->nblk];
     memo_release(e->memo, lref);

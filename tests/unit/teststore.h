@@ -50,15 +50,31 @@ static inline void ts_put_v3_1d(const char *dir, const char *name, int n,
   ts_put_file(dir, key, doc, strlen(doc));
 }
 
-/* An engine over a local directory (a 64 MiB cache). */
-static inline struct engine *ts_open_engine(const char *dir) {
+/* An engine over a local directory with cfg; the test fails if either
+ * cannot be opened. */
+static inline struct engine *ts_engine(const char *dir,
+                                       const struct engine_config *cfg) {
   struct store *s;
   struct zerr err = {0};
   ck_assert_msg(store_open_local(dir, &s, &err) == 0, "%s", err.msg);
-  struct engine_config cfg = {64u << 20, 1u << 28, 1 << 12, 0, 0};
   struct engine *e;
-  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
+  ck_assert_msg(engine_new(s, cfg, &e, &err) == 0, "%s", err.msg);
   return e;
+}
+
+/* An engine over a local directory (a 64 MiB cache). */
+static inline struct engine *ts_open_engine(const char *dir) {
+  struct engine_config cfg = {64u << 20, 1u << 28, 1 << 12, 0, 0};
+  return ts_engine(dir, &cfg);
+}
+
+/* A fresh temporary directory /tmp/zarrfs-TAG-XXXXXX in dir (cap bytes)
+ * holding a V3 group's zarr.json: the root of a test store. */
+static inline void ts_new_v3_group(char *dir, size_t cap, const char *tag) {
+  int n = snprintf(dir, cap, "/tmp/zarrfs-%s-XXXXXX", tag);
+  ck_assert(n > 0 && (size_t)n < cap && mkdtemp(dir) != NULL);
+  const char *g = "{\"zarr_format\":3,\"node_type\":\"group\"}";
+  ts_put_file(dir, "zarr.json", g, strlen(g));
 }
 
 /* The whole text of a view (a path in the mount's namespace), read in

@@ -29,10 +29,7 @@ static char tmpdir[64];
 
 /* Fresh temp store directory. */
 static void setup(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/zarrfs-bigraw-XXXXXX");
-  ck_assert(mkdtemp(tmpdir) != NULL);
-  const char *g = "{\"zarr_format\":3,\"node_type\":\"group\"}";
-  ts_put_file(tmpdir, "zarr.json", g, strlen(g));
+  ts_new_v3_group(tmpdir, sizeof tmpdir, "bigraw");
 }
 
 /* Remove the temp store. */
@@ -42,15 +39,10 @@ static void teardown(void) {
 
 /* An engine over tmpdir with a 1 MiB cache and a 1 MiB decode limit. */
 static struct engine *open_engine(void) {
-  struct store *s;
-  struct zerr err = {0};
-  ck_assert_int_eq(store_open_local(tmpdir, &s, &err), 0);
   struct engine_config cfg = {.cache_size = 1u << 20,
                              .max_decoded = 1u << 20,
                              .size_table_max = 1000};
-  struct engine *e;
-  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  return e;
+  return ts_engine(tmpdir, &cfg);
 }
 
 /* Array `name`'s zarr.json. */

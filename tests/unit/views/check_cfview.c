@@ -135,13 +135,8 @@ static void teardown(void) {
 
 /* Engine over tmpdir. */
 static struct engine *open_engine(void) {
-  struct store *s;
-  struct zerr err = {0};
-  ck_assert_int_eq(store_open_local(tmpdir, &s, &err), 0);
   struct engine_config cfg = {64u << 20, 1u << 30, 1000};
-  struct engine *e;
-  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  return e;
+  return ts_engine(tmpdir, &cfg);
 }
 
 /* Read a whole view in pieces of `step` bytes; its size must be exact. */

@@ -363,14 +363,9 @@ static void teardown(void) {
 
 /* Engine over tmpdir. */
 static struct engine *open_engine(void) {
-  struct store *s;
-  struct zerr err = {0};
-  ck_assert_int_eq(store_open_local(tmpdir, &s, &err), 0);
   struct engine_config cfg = {
       .cache_size = 64u << 20, .max_decoded = 1u << 30, .size_table_max = 1000};
-  struct engine *e;
-  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  return e;
+  return ts_engine(tmpdir, &cfg);
 }
 
 /* Resolve path and learn its size. */

@@ -106,10 +106,7 @@ static char *put_array(const char *name, int codec, size_t *tlen) {
 
 /* Fresh temp store directory. */
 static void setup(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/zarrfs-window-XXXXXX");
-  ck_assert(mkdtemp(tmpdir) != NULL);
-  const char *g = "{\"zarr_format\":3,\"node_type\":\"group\"}";
-  ts_put_file(tmpdir, "zarr.json", g, strlen(g));
+  ts_new_v3_group(tmpdir, sizeof tmpdir, "window");
 }
 
 /* Remove the temp store. */
@@ -119,13 +116,8 @@ static void teardown(void) {
 
 /* An engine over tmpdir with a 1 MiB cache. */
 static struct engine *open_engine(void) {
-  struct store *s;
-  struct zerr err = {0};
-  ck_assert_int_eq(store_open_local(tmpdir, &s, &err), 0);
   struct engine_config cfg = {1u << 20, 1u << 30, 1000};
-  struct engine *e;
-  ck_assert_int_eq(engine_new(s, &cfg, &e, &err), 0);
-  return e;
+  return ts_engine(tmpdir, &cfg);
 }
 
 START_TEST(plain_bytes_never_decoded_whole) {
