@@ -661,6 +661,19 @@ int unit_passing(struct engine *e, const struct znode *n, struct memo_ref *ref,
 }
 
 /* See unit.h. */
+size_t unit_held_cost(struct engine *e, const struct znode *n,
+                      const uint64_t *idx) {
+  struct memo_key k;
+  node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
+  struct memo_ref *r;
+  if (!memo_peek(e->memo, &k, &r))
+    return 0;
+  size_t c = memo_cost(r);
+  memo_release(e->memo, r);
+  return c;
+}
+
+/* See unit.h. */
 int unit_partial_open(struct engine *e, const struct znode *n,
                       const uint64_t *idx, struct codec_partial *d,
                       struct zerr *err) {

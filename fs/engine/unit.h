@@ -104,6 +104,12 @@ long unit_read_window(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t off, size_t len, char *dst,
                       struct memo_ref **pin, struct zerr *err);
 
+/* The bytes the memo charges for unit idx while it holds it decoded, or 0
+ * when it does not (never decodes, never waits): what keeping a unit
+ * costs, which its text size alone does not say (fs/views/lsize.c). */
+size_t unit_held_cost(struct engine *e, const struct znode *n,
+                      const uint64_t *idx);
+
 /* Text size of unit idx, learned once and remembered: from the ends of
  * its index read partially when its chain allows it, else from the
  * persistent index (a claim, see below), else by decoding the unit. A
