@@ -62,6 +62,11 @@ long unit_read_direct(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t off, size_t len, char *dst,
                       struct zerr *err);
 
+/* How many units the calling thread's decodes have left with their text
+ * whole, so far: a worker that compares it before and after a job knows
+ * what the job rendered without looking the units up in the memo. */
+uint64_t unit_made_whole(void);
+
 /* Is unit idx read in windows rather than decoded whole: a string unit
  * whose offsets the chain reads where they lie, so large that a whole
  * decode's offsets and layout would take more than a quarter of the
