@@ -464,6 +464,20 @@ int chain_elems_capable(const struct chain *c) {
 }
 
 /* See chain.h. */
+int chain_elems_stated(const struct chain *c, const struct codec_spec *spec,
+                       struct bytesrc *chunk, uint64_t *total,
+                       struct zerr *err) {
+  if (!chain_elems_capable(c) || !c->a2b.impl->elems_total)
+    return 0;
+  uint64_t decoded;
+  int rc = dstream_stated_size(c->b2b[0].impl->stream, chunk, &decoded, err);
+  if (rc <= 0)
+    return rc;
+  return c->a2b.impl->elems_total(c->a2b.state, decoded, spec->nelem, total) ==
+         0;
+}
+
+/* See chain.h. */
 int chain_elems_open(const struct chain *c, const struct codec_spec *spec,
                      struct bytesrc *chunk, const struct codec_env *env,
                      struct chain_elems **out, struct chain_elem_pos *first,

@@ -160,6 +160,16 @@ struct chain_elem_pos {
 /* Can chain c's chunks be read as an element stream (chain_elems_open)? */
 int chain_elems_capable(const struct chain *c);
 
+/* The sum of the element lengths of chunk `chunk` (borrowed) of chunk
+ * `spec`, from the decoded size its stream's header states and the
+ * format's framing, without decoding: 1 and *total, 0 when the header
+ * states no size (or the chain cannot stream elements, or the size fits
+ * no such chunk), or a negative errno when the chunk cannot be read. A
+ * claim, to be checked by a decode (dstream_stated_size). */
+int chain_elems_stated(const struct chain *c, const struct codec_spec *spec,
+                       struct bytesrc *chunk, uint64_t *total,
+                       struct zerr *err);
+
 /* Open chunk `chunk` (borrowed; referenced) of chunk `spec` as an element
  * stream *out (the caller's: chain_elems_close) and check its framing;
  * *first is where element 0 stands. The decoded size is not stored: the

@@ -74,6 +74,8 @@ struct dstream_kind {
   const char *name; /* the codec, for messages */
   /* Bytes the decoder's state takes for a stream starting with head[0..n). */
   size_t (*state_cost)(const uint8_t *head, size_t n);
+  /* The decoded size head[0..n) states, or UINT64_MAX (NULL: none). */
+  uint64_t (*stated)(const uint8_t *head, size_t n);
   /* Make s->dec ready for the start of the stream (create it, or reset). */
   int (*start)(struct dstream *s, struct zerr *err);
   /* Decode from s->in[s->in_pos..s->in_len) (advancing in_pos) into
@@ -115,6 +117,14 @@ static size_t zst_cost(const uint8_t *head, size_t n) {
   return ZSTD_isError(c) ? ZSTD_estimateDStreamSize((size_t)8 << 20) : c;
 }
 
+/* The first frame's content size, when its header has one. */
+static uint64_t zst_stated(const uint8_t *head, size_t n) {
+  unsigned long long c = ZSTD_getFrameContentSize(head, n);
+  return c == ZSTD_CONTENTSIZE_UNKNOWN || c == ZSTD_CONTENTSIZE_ERROR
+             ? UINT64_MAX
+             : (uint64_t)c;
+}
+
 /* A new context, or the old one reset. */
 static int zst_start(struct dstream *s, struct zerr *err) {
   static const ZSTD_customMem mem = {ds_zalloc, ds_zfree, NULL};
@@ -148,8 +158,8 @@ static void zst_stop(struct dstream *s) {
   s->dec = NULL;
 }
 
-const struct dstream_kind dstream_zstd = {"zstd", zst_cost, zst_start, zst_step,
-                                          zst_stop};
+const struct dstream_kind dstream_zstd = {"zstd",    zst_cost, zst_stated,
+                                          zst_start, zst_step, zst_stop};
 
 /* ---- gzip (zlib's inflate) ---- */
 
@@ -219,8 +229,8 @@ static void gz_stop(struct dstream *s) {
   s->dec = NULL;
 }
 
-const struct dstream_kind dstream_gzip = {"gzip", gz_cost, gz_start, gz_step,
-                                          gz_stop};
+const struct dstream_kind dstream_gzip = {"gzip",   gz_cost, NULL,
+                                          gz_start, gz_step, gz_stop};
 
 /* ---- the window ---- */
 
@@ -422,6 +432,18 @@ int dstream_open(const struct dstream_kind *kind, struct bytesrc *enc,
             (enc->mem ? 0 : DSTREAM_IN) + kind->state_cost(head, hn);
   *out = &s->src;
   return 0;
+}
+
+/* See dstream.h. */
+int dstream_stated_size(const struct dstream_kind *kind, struct bytesrc *enc,
+                        uint64_t *size, struct zerr *err) {
+  if (!kind || !kind->stated)
+    return 0;
+  uint8_t head[32]; /* a frame header is at most 18 bytes */
+  size_t hn = enc->size < sizeof head ? (size_t)enc->size : sizeof head;
+  ZTRY(bytesrc_read_range(enc, 0, hn, head, err));
+  *size = kind->stated(head, hn);
+  return *size != UINT64_MAX;
 }
 
 /* See dstream.h. */

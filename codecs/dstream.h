@@ -54,6 +54,14 @@ int dstream_open(const struct dstream_kind *kind, struct bytesrc *enc,
                  uint64_t size, const struct codec_env *env,
                  struct bytesrc **out, struct zerr *err);
 
+/* The decoded size the start of enc states (zstd: the first frame's
+ * content size, which one-shot compressors such as numcodecs' write; gzip
+ * states none up front): 1 and *size, 0 when it states none (or enc is
+ * not such a stream), or a negative errno when enc cannot be read. A
+ * claim only: more frames may follow, the stream may be corrupt. */
+int dstream_stated_size(const struct dstream_kind *kind, struct bytesrc *enc,
+                        uint64_t *size, struct zerr *err);
+
 /* Is s a source made by dstream_open? */
 int dstream_is(const struct bytesrc *s);
 /* Bytes a stream source may hold at once (its buffers and its decoder's

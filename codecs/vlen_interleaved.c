@@ -363,10 +363,21 @@ static uint64_t vli_elems_next(const void *state, uint64_t at, uint64_t len) {
   return at + 4 + len;
 }
 
+/* The count and a length word per element frame the element bytes. */
+static int vli_elems_total(const void *state, uint64_t decoded, uint64_t nelem,
+                           uint64_t *total) {
+  (void)state;
+  if (decoded < 4 || nelem > (decoded - 4) / 4)
+    return -1;
+  *total = decoded - 4 - 4 * nelem;
+  return 0;
+}
+
 /* The names that stream (vlen-array's text is not streamed). */
 #define VLI_ELEMS                                                              \
   .elems_open = vli_elems_open, .elems_len = vli_elems_len,                    \
-  .elems_read = vli_elems_read, .elems_next = vli_elems_next
+  .elems_read = vli_elems_read, .elems_next = vli_elems_next,                  \
+  .elems_total = vli_elems_total
 
 const struct codec_impl codec_vlen_utf8 = {
     .name = "vlen-utf8",

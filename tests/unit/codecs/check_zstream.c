@@ -4,7 +4,9 @@
  * with overlapping and reordered reads, far ahead, and backwards (a
  * restart); corrupt, truncated, short and long streams fail with the
  * codec's name and never give bytes the stream does not hold; through a
- * zarrs.vlen chunk's partial decoder (chain_partial_stream). */
+ * zarrs.vlen chunk's partial decoder (chain_partial_stream); the element
+ * bytes a vlen-utf8 chunk's zstd frame header states (chain_elems_stated),
+ * and none where it states no size. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,6 +323,71 @@ START_TEST(vlen_chunk_streams_its_data) {
 }
 END_TEST
 
+/* A vlen-utf8 chain of n strings behind `b2b` (a codec's JSON). */
+static struct chain *utf8_chain(const char *b2b, uint64_t n,
+                                struct codec_spec *spec) {
+  char js[256];
+  snprintf(js, sizeof js, "[{\"name\":\"vlen-utf8\"},%s]", b2b);
+  json_error_t jerr;
+  json_t *j = json_loads(js, 0, &jerr);
+  ck_assert(j);
+  memset(spec, 0, sizeof *spec);
+  spec->ndim = 1;
+  spec->shape[0] = n;
+  spec->nelem = n;
+  spec->dtype = dtype_of(DT_STRING);
+  struct chain *ch;
+  struct zerr err = {0};
+  ck_assert_msg(chain_build(j, spec, &ch, &err) == 0, "%s", err.msg);
+  json_decref(j);
+  return ch;
+}
+
+START_TEST(utf8_elems_stated_by_the_frame) {
+  /* 3 strings of 5, 0 and 7 bytes: 12 element bytes in 28 */
+  static const uint8_t raw[28] = "\3\0\0\0\5\0\0\0hello\0\0\0\0"
+                                 "\7\0\0\0abcdefg";
+  uint8_t z[256];
+  struct codec_spec spec;
+  struct zerr err = {0};
+  uint64_t total = 0;
+  /* one-shot (numcodecs): the content size is in the header */
+  size_t zl = ZSTD_compress(z, sizeof z, raw, sizeof raw, 3);
+  ck_assert(!ZSTD_isError(zl));
+  struct bytesrc *in = bytesrc_from_static(z, zl);
+  struct chain *ch = utf8_chain("{\"name\":\"zstd\"}", 3, &spec);
+  ck_assert_int_eq(chain_elems_stated(ch, &spec, in, &total, &err), 1);
+  ck_assert_uint_eq(total, 12);
+  chain_free(ch);
+  /* more elements than the stated size can frame: no claim */
+  ch = utf8_chain("{\"name\":\"zstd\"}", 7, &spec);
+  ck_assert_int_eq(chain_elems_stated(ch, &spec, in, &total, &err), 0);
+  chain_free(ch);
+  bytesrc_unref(in);
+  /* streamed without a content size: none stated */
+  ZSTD_CCtx *cc = ZSTD_createCCtx();
+  ck_assert(cc);
+  ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0);
+  ZSTD_inBuffer ib = {raw, sizeof raw, 0};
+  ZSTD_outBuffer ob = {z, sizeof z, 0};
+  ck_assert_uint_eq(ZSTD_compressStream2(cc, &ob, &ib, ZSTD_e_end), 0);
+  ZSTD_freeCCtx(cc);
+  in = bytesrc_from_static(z, ob.pos);
+  ch = utf8_chain("{\"name\":\"zstd\"}", 3, &spec);
+  ck_assert_int_eq(chain_elems_stated(ch, &spec, in, &total, &err), 0);
+  chain_free(ch);
+  bytesrc_unref(in);
+  /* gzip states none up front */
+  uLongf gl = sizeof z;
+  ck_assert_int_eq(compress2(z, &gl, raw, sizeof raw, 6), Z_OK);
+  in = bytesrc_from_static(z, gl);
+  ch = utf8_chain("{\"name\":\"gzip\"}", 3, &spec);
+  ck_assert_int_eq(chain_elems_stated(ch, &spec, in, &total, &err), 0);
+  chain_free(ch);
+  bytesrc_unref(in);
+}
+END_TEST
+
 /* The suite. */
 static Suite *zstream_suite(void) {
   Suite *s = suite_create("zstream");
@@ -330,6 +397,7 @@ static Suite *zstream_suite(void) {
   tcase_add_test(tc, gzip_several_members);
   tcase_add_test(tc, bad_streams_fail);
   tcase_add_test(tc, vlen_chunk_streams_its_data);
+  tcase_add_test(tc, utf8_elems_stated_by_the_frame);
   suite_add_tcase(s, tc);
   return s;
 }
