@@ -193,6 +193,14 @@ int chain_elems_read(struct chain_elems *s, const struct chain_elem_pos *p,
 void chain_elems_step(const struct chain_elems *s, struct chain_elem_pos *p,
                       uint64_t len);
 
+/* Step p to element n (n >= p->k), adding the lengths of the elements
+ * passed to *sum: the stream read in blocks, the records walked where
+ * they lie (the codec's elems_walk; else a length read at a time). A
+ * stream that ends before a length fails as chain_elems_len does; the
+ * last element's bytes are not checked (chain_elems_check). */
+int chain_elems_sum(struct chain_elems *s, struct chain_elem_pos *p, uint64_t n,
+                    uint64_t *sum, struct zerr *err);
+
 /* Are the bytes of every element before p in the stream (a stream that
  * ends early fails here)? 0 or negative. */
 int chain_elems_check(struct chain_elems *s, const struct chain_elem_pos *p,

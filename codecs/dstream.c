@@ -382,6 +382,48 @@ static int ds_read_locked(struct dstream *s, uint64_t off, size_t len,
   return 0;
 }
 
+/* ds_read_locked's, stopping where the stream ends (*got < max) rather
+ * than failing there. */
+static int ds_upto_locked(struct dstream *s, uint64_t off, size_t max,
+                          void *dst, size_t *got, struct zerr *err) {
+  uint64_t size = s->src.size, end = size - off < max ? size : off + max;
+  if (off > size)
+    end = off;
+  if (s->broken || !s->started || off < s->base ||
+      (!s->dec && end > s->base + s->fill))
+    ZTRY(ds_restart(s, err));
+  while (s->base + s->fill < end && !s->ended) {
+    if (s->fill == s->cap)
+      ZTRY(ds_room(s, off, end, err));
+    size_t room = s->cap - s->fill, made;
+    if (room > size - (s->base + s->fill))
+      room = (size_t)(size - (s->base + s->fill));
+    ZTRY(ds_produce(s, s->buf + s->fill, room, &made, err));
+    s->fill += made;
+    s->decoded += made;
+  }
+  uint64_t have = s->base + s->fill;
+  *got = off >= have ? 0 : (size_t)((end < have ? end : have) - off);
+  if (*got)
+    memcpy(dst, s->buf + (off - s->base), *got);
+  return 0;
+}
+
+/* See dstream.h. */
+int dstream_read_upto(struct bytesrc *b, uint64_t off, size_t max, void *dst,
+                      size_t *got, struct zerr *err) {
+  *got = 0;
+  if (!dstream_is(b))
+    return zerr_set(err, ENOTSUP, "not a stream");
+  struct dstream *s = (struct dstream *)b;
+  pthread_mutex_lock(&s->lock);
+  int rc = ds_upto_locked(s, off, max, dst, got, err);
+  if (rc < 0)
+    s->broken = 1;
+  pthread_mutex_unlock(&s->lock);
+  return rc;
+}
+
 /* bytesrc read: one reader at a time. */
 static int ds_read(struct bytesrc *b, uint64_t off, size_t len, void *dst,
                    struct zerr *err) {

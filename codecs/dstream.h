@@ -62,6 +62,13 @@ int dstream_open(const struct dstream_kind *kind, struct bytesrc *enc,
 int dstream_stated_size(const struct dstream_kind *kind, struct bytesrc *enc,
                         uint64_t *size, struct zerr *err);
 
+/* Read up to max bytes of stream source s from off into dst: *got bytes,
+ * fewer than max only where the stream ends (0 at or past its end),
+ * where bytesrc_read_range would fail. A corrupt stream still fails.
+ * -ENOTSUP when s is not a stream source. */
+int dstream_read_upto(struct bytesrc *s, uint64_t off, size_t max, void *dst,
+                      size_t *got, struct zerr *err);
+
 /* Is s a source made by dstream_open? */
 int dstream_is(const struct bytesrc *s);
 /* Bytes a stream source may hold at once (its buffers and its decoder's

@@ -6,7 +6,8 @@
  * codec's name and never give bytes the stream does not hold; through a
  * zarrs.vlen chunk's partial decoder (chain_partial_stream); the element
  * bytes a vlen-utf8 chunk's zstd frame header states (chain_elems_stated),
- * and none where it states no size. */
+ * and none where it states no size; reads that stop where a stream of
+ * unknown size ends (dstream_read_upto). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,6 +324,37 @@ START_TEST(vlen_chunk_streams_its_data) {
 }
 END_TEST
 
+/* A stream opened without its size: reads up to the end give what is
+ * there, past it nothing, and the window is not lost to them. */
+START_TEST(read_upto_stops_at_the_end) {
+  make_plain();
+  size_t zl, n = (size_t)5 << 20, got;
+  uint8_t *z = zstd_frames(n, 3 << 20, &zl), *buf = malloc((size_t)1 << 20);
+  struct zerr err = {0};
+  struct bytesrc *in = bytesrc_from_static(z, zl), *s;
+  ck_assert_int_eq(dstream_open(&dstream_zstd, in, UINT64_MAX, &env, &s, &err),
+                   0);
+  ck_assert_int_eq(dstream_read_upto(s, 0, 1 << 20, buf, &got, &err), 0);
+  ck_assert_uint_eq(got, 1 << 20);
+  ck_assert(!memcmp(buf, plain, got));
+  ck_assert_int_eq(dstream_read_upto(s, n - 1000, 1 << 20, buf, &got, &err), 0);
+  ck_assert_uint_eq(got, 1000);
+  ck_assert(!memcmp(buf, plain + n - 1000, got));
+  ck_assert_int_eq(dstream_read_upto(s, n + 7, 100, buf, &got, &err), 0);
+  ck_assert_uint_eq(got, 0);
+  ck_assert_int_eq(dstream_read_upto(s, n - 10, 10, buf, &got, &err), 0);
+  ck_assert_uint_eq(got, 10);
+  ck_assert_int_eq(bytesrc_read_range(s, n - 500, 500, buf, &err), 0);
+  ck_assert(!memcmp(buf, plain + n - 500, 500));
+  ck_assert_uint_eq(dstream_restarts(s), 0);
+  ck_assert_int_eq(dstream_read_upto(in, 0, 10, buf, &got, &err), -ENOTSUP);
+  bytesrc_unref(s);
+  bytesrc_unref(in);
+  free(buf);
+  free(z);
+}
+END_TEST
+
 /* A vlen-utf8 chain of n strings behind `b2b` (a codec's JSON). */
 static struct chain *utf8_chain(const char *b2b, uint64_t n,
                                 struct codec_spec *spec) {
@@ -398,6 +430,7 @@ static Suite *zstream_suite(void) {
   tcase_add_test(tc, bad_streams_fail);
   tcase_add_test(tc, vlen_chunk_streams_its_data);
   tcase_add_test(tc, utf8_elems_stated_by_the_frame);
+  tcase_add_test(tc, read_upto_stops_at_the_end);
   suite_add_tcase(s, tc);
   return s;
 }
