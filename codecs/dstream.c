@@ -341,16 +341,18 @@ static int ds_room(struct dstream *s, uint64_t off, uint64_t end,
   return 0;
 }
 
-/* Serve [off, off+len) from the window, decoding forward (or from the
- * start) to it; at the end of the output, check that the stream ends
- * there too, then let go of the decoder (the window stays). */
-static int ds_read_locked(struct dstream *s, uint64_t off, size_t len,
-                          void *dst, struct zerr *err) {
-  uint64_t end = off + len, size = s->src.size;
+/* Have the window hold [off, end): decoding forward (or from the start)
+ * to it. A stream that ends before `end` fails, unless `upto` (then the
+ * window ends where the stream does). */
+static int ds_decode_to(struct dstream *s, uint64_t off, uint64_t end, int upto,
+                        struct zerr *err) {
+  uint64_t size = s->src.size;
   if (s->broken || !s->started || off < s->base ||
       (!s->dec && end > s->base + s->fill))
     ZTRY(ds_restart(s, err));
   while (s->base + s->fill < end) {
+    if (s->ended && upto)
+      return 0;
     if (s->ended)
       return zerr_set(err, EIO,
                       "%s: stream ends after %llu bytes, %llu expected",
@@ -365,6 +367,16 @@ static int ds_read_locked(struct dstream *s, uint64_t off, size_t len,
     s->fill += made;
     s->decoded += made;
   }
+  return 0;
+}
+
+/* Serve [off, off+len) from the window, decoding forward (or from the
+ * start) to it; at the end of the output, check that the stream ends
+ * there too, then let go of the decoder (the window stays). */
+static int ds_read_locked(struct dstream *s, uint64_t off, size_t len,
+                          void *dst, struct zerr *err) {
+  uint64_t end = off + len, size = s->src.size;
+  ZTRY(ds_decode_to(s, off, end, 0, err));
   memcpy(dst, s->buf + (off - s->base), len);
   if (end == size && s->dec) {
     if (!s->ended) {
@@ -389,19 +401,7 @@ static int ds_upto_locked(struct dstream *s, uint64_t off, size_t max,
   uint64_t size = s->src.size, end = size - off < max ? size : off + max;
   if (off > size)
     end = off;
-  if (s->broken || !s->started || off < s->base ||
-      (!s->dec && end > s->base + s->fill))
-    ZTRY(ds_restart(s, err));
-  while (s->base + s->fill < end && !s->ended) {
-    if (s->fill == s->cap)
-      ZTRY(ds_room(s, off, end, err));
-    size_t room = s->cap - s->fill, made;
-    if (room > size - (s->base + s->fill))
-      room = (size_t)(size - (s->base + s->fill));
-    ZTRY(ds_produce(s, s->buf + s->fill, room, &made, err));
-    s->fill += made;
-    s->decoded += made;
-  }
+  ZTRY(ds_decode_to(s, off, end, 1, err));
   uint64_t have = s->base + s->fill;
   *got = off >= have ? 0 : (size_t)((end < have ? end : have) - off);
   if (*got)
