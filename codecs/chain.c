@@ -464,6 +464,20 @@ int chain_elems_capable(const struct chain *c) {
 }
 
 /* See chain.h. */
+int chain_elems_stated(const struct chain *c, const struct codec_spec *spec,
+                       struct bytesrc *chunk, uint64_t *total,
+                       struct zerr *err) {
+  if (!chain_elems_capable(c) || !c->a2b.impl->elems_total)
+    return 0;
+  uint64_t decoded;
+  int rc = dstream_stated_size(c->b2b[0].impl->stream, chunk, &decoded, err);
+  if (rc <= 0)
+    return rc;
+  return c->a2b.impl->elems_total(c->a2b.state, decoded, spec->nelem, total) ==
+         0;
+}
+
+/* See chain.h. */
 int chain_elems_open(const struct chain *c, const struct codec_spec *spec,
                      struct bytesrc *chunk, const struct codec_env *env,
                      struct chain_elems **out, struct chain_elem_pos *first,
@@ -505,6 +519,36 @@ void chain_elems_step(const struct chain_elems *s, struct chain_elem_pos *p,
                       uint64_t len) {
   p->at = s->impl->elems_next(s->state, p->at, len);
   p->k++;
+}
+
+/* Stream bytes chain_elems_sum reads at a time: some 10,000 records of
+ * short strings a read, well inside the stream's window. */
+#define CHAIN_WALK_BLOCK ((size_t)256 << 10)
+
+/* See chain.h. */
+int chain_elems_sum(struct chain_elems *s, struct chain_elem_pos *p, uint64_t n,
+                    uint64_t *sum, struct zerr *err) {
+  uint8_t *buf = s->impl->elems_walk ? malloc(CHAIN_WALK_BLOCK) : NULL;
+  int rc = 0;
+  while (rc == 0 && p->k < n) {
+    uint64_t k0 = p->k, len;
+    size_t got = 0;
+    if (buf)
+      rc = dstream_read_upto(s->src, p->at, CHAIN_WALK_BLOCK, buf, &got, err);
+    if (rc == 0 && got)
+      s->impl->elems_walk(s->state, buf, got, &p->at, &p->k, n, sum);
+    if (rc < 0 || p->k > k0)
+      continue;
+    /* no whole length in the block (or no walk): one record at a time,
+     * which also says why when the stream ends there */
+    rc = chain_elems_len(s, p, &len, err);
+    if (rc == 0) {
+      *sum += len;
+      chain_elems_step(s, p, len);
+    }
+  }
+  free(buf);
+  return rc;
 }
 
 /* See chain.h. */

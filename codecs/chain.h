@@ -160,6 +160,16 @@ struct chain_elem_pos {
 /* Can chain c's chunks be read as an element stream (chain_elems_open)? */
 int chain_elems_capable(const struct chain *c);
 
+/* The sum of the element lengths of chunk `chunk` (borrowed) of chunk
+ * `spec`, from the decoded size its stream's header states and the
+ * format's framing, without decoding: 1 and *total, 0 when the header
+ * states no size (or the chain cannot stream elements, or the size fits
+ * no such chunk), or a negative errno when the chunk cannot be read. A
+ * claim, to be checked by a decode (dstream_stated_size). */
+int chain_elems_stated(const struct chain *c, const struct codec_spec *spec,
+                       struct bytesrc *chunk, uint64_t *total,
+                       struct zerr *err);
+
 /* Open chunk `chunk` (borrowed; referenced) of chunk `spec` as an element
  * stream *out (the caller's: chain_elems_close) and check its framing;
  * *first is where element 0 stands. The decoded size is not stored: the
@@ -182,6 +192,14 @@ int chain_elems_read(struct chain_elems *s, const struct chain_elem_pos *p,
 /* Step p past its element of len bytes. */
 void chain_elems_step(const struct chain_elems *s, struct chain_elem_pos *p,
                       uint64_t len);
+
+/* Step p to element n (n >= p->k), adding the lengths of the elements
+ * passed to *sum: the stream read in blocks, the records walked where
+ * they lie (the codec's elems_walk; else a length read at a time). A
+ * stream that ends before a length fails as chain_elems_len does; the
+ * last element's bytes are not checked (chain_elems_check). */
+int chain_elems_sum(struct chain_elems *s, struct chain_elem_pos *p, uint64_t n,
+                    uint64_t *sum, struct zerr *err);
 
 /* Are the bytes of every element before p in the stream (a stream that
  * ends early fails here)? 0 or negative. */

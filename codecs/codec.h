@@ -244,6 +244,19 @@ struct codec_impl {
   int (*elems_read)(const void *state, struct bytesrc *s, uint64_t at,
                     uint64_t len, void *dst, struct zerr *err);
   uint64_t (*elems_next)(const void *state, uint64_t at, uint64_t len);
+  /* Optional: the sum of the element lengths of a chunk of nelem elements
+   * whose decoded stream is `decoded` bytes, when the framing fixes it (no
+   * trailing bytes assumed): 0 and *total, or -1 when no such chunk
+   * exists. What a stated decoded size claims (chain_elems_stated). */
+  int (*elems_total)(const void *state, uint64_t decoded, uint64_t nelem,
+                     uint64_t *total);
+  /* Optional: step over records in memory: buf[0..len) holds the stream
+   * from *at on; from the record at *at (element *k), while *k < nelem
+   * and its length lies in buf, add its length to *sum and step *at and
+   * *k past it (its bytes need not be in buf). What elems_len and
+   * elems_next do a record at a time, without a read each. */
+  void (*elems_walk)(const void *state, const uint8_t *buf, size_t len,
+                     uint64_t *at, uint64_t *k, uint64_t nelem, uint64_t *sum);
 };
 
 /* The entry of a codec whose library (lib, a string) this build was

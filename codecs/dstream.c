@@ -74,6 +74,8 @@ struct dstream_kind {
   const char *name; /* the codec, for messages */
   /* Bytes the decoder's state takes for a stream starting with head[0..n). */
   size_t (*state_cost)(const uint8_t *head, size_t n);
+  /* The decoded size head[0..n) states, or UINT64_MAX (NULL: none). */
+  uint64_t (*stated)(const uint8_t *head, size_t n);
   /* Make s->dec ready for the start of the stream (create it, or reset). */
   int (*start)(struct dstream *s, struct zerr *err);
   /* Decode from s->in[s->in_pos..s->in_len) (advancing in_pos) into
@@ -115,6 +117,14 @@ static size_t zst_cost(const uint8_t *head, size_t n) {
   return ZSTD_isError(c) ? ZSTD_estimateDStreamSize((size_t)8 << 20) : c;
 }
 
+/* The first frame's content size, when its header has one. */
+static uint64_t zst_stated(const uint8_t *head, size_t n) {
+  unsigned long long c = ZSTD_getFrameContentSize(head, n);
+  return c == ZSTD_CONTENTSIZE_UNKNOWN || c == ZSTD_CONTENTSIZE_ERROR
+             ? UINT64_MAX
+             : (uint64_t)c;
+}
+
 /* A new context, or the old one reset. */
 static int zst_start(struct dstream *s, struct zerr *err) {
   static const ZSTD_customMem mem = {ds_zalloc, ds_zfree, NULL};
@@ -148,8 +158,8 @@ static void zst_stop(struct dstream *s) {
   s->dec = NULL;
 }
 
-const struct dstream_kind dstream_zstd = {"zstd", zst_cost, zst_start, zst_step,
-                                          zst_stop};
+const struct dstream_kind dstream_zstd = {"zstd",    zst_cost, zst_stated,
+                                          zst_start, zst_step, zst_stop};
 
 /* ---- gzip (zlib's inflate) ---- */
 
@@ -219,8 +229,8 @@ static void gz_stop(struct dstream *s) {
   s->dec = NULL;
 }
 
-const struct dstream_kind dstream_gzip = {"gzip", gz_cost, gz_start, gz_step,
-                                          gz_stop};
+const struct dstream_kind dstream_gzip = {"gzip",   gz_cost, NULL,
+                                          gz_start, gz_step, gz_stop};
 
 /* ---- the window ---- */
 
@@ -331,16 +341,18 @@ static int ds_room(struct dstream *s, uint64_t off, uint64_t end,
   return 0;
 }
 
-/* Serve [off, off+len) from the window, decoding forward (or from the
- * start) to it; at the end of the output, check that the stream ends
- * there too, then let go of the decoder (the window stays). */
-static int ds_read_locked(struct dstream *s, uint64_t off, size_t len,
-                          void *dst, struct zerr *err) {
-  uint64_t end = off + len, size = s->src.size;
+/* Have the window hold [off, end): decoding forward (or from the start)
+ * to it. A stream that ends before `end` fails, unless `upto` (then the
+ * window ends where the stream does). */
+static int ds_decode_to(struct dstream *s, uint64_t off, uint64_t end, int upto,
+                        struct zerr *err) {
+  uint64_t size = s->src.size;
   if (s->broken || !s->started || off < s->base ||
       (!s->dec && end > s->base + s->fill))
     ZTRY(ds_restart(s, err));
   while (s->base + s->fill < end) {
+    if (s->ended && upto)
+      return 0;
     if (s->ended)
       return zerr_set(err, EIO,
                       "%s: stream ends after %llu bytes, %llu expected",
@@ -355,6 +367,16 @@ static int ds_read_locked(struct dstream *s, uint64_t off, size_t len,
     s->fill += made;
     s->decoded += made;
   }
+  return 0;
+}
+
+/* Serve [off, off+len) from the window, decoding forward (or from the
+ * start) to it; at the end of the output, check that the stream ends
+ * there too, then let go of the decoder (the window stays). */
+static int ds_read_locked(struct dstream *s, uint64_t off, size_t len,
+                          void *dst, struct zerr *err) {
+  uint64_t end = off + len, size = s->src.size;
+  ZTRY(ds_decode_to(s, off, end, 0, err));
   memcpy(dst, s->buf + (off - s->base), len);
   if (end == size && s->dec) {
     if (!s->ended) {
@@ -370,6 +392,36 @@ static int ds_read_locked(struct dstream *s, uint64_t off, size_t len,
     s->inbuf = NULL;
   }
   return 0;
+}
+
+/* ds_read_locked's, stopping where the stream ends (*got < max) rather
+ * than failing there. */
+static int ds_upto_locked(struct dstream *s, uint64_t off, size_t max,
+                          void *dst, size_t *got, struct zerr *err) {
+  uint64_t size = s->src.size, end = size - off < max ? size : off + max;
+  if (off > size)
+    end = off;
+  ZTRY(ds_decode_to(s, off, end, 1, err));
+  uint64_t have = s->base + s->fill;
+  *got = off >= have ? 0 : (size_t)((end < have ? end : have) - off);
+  if (*got)
+    memcpy(dst, s->buf + (off - s->base), *got);
+  return 0;
+}
+
+/* See dstream.h. */
+int dstream_read_upto(struct bytesrc *b, uint64_t off, size_t max, void *dst,
+                      size_t *got, struct zerr *err) {
+  *got = 0;
+  if (!dstream_is(b))
+    return zerr_set(err, ENOTSUP, "not a stream");
+  struct dstream *s = (struct dstream *)b;
+  pthread_mutex_lock(&s->lock);
+  int rc = ds_upto_locked(s, off, max, dst, got, err);
+  if (rc < 0)
+    s->broken = 1;
+  pthread_mutex_unlock(&s->lock);
+  return rc;
 }
 
 /* bytesrc read: one reader at a time. */
@@ -422,6 +474,18 @@ int dstream_open(const struct dstream_kind *kind, struct bytesrc *enc,
             (enc->mem ? 0 : DSTREAM_IN) + kind->state_cost(head, hn);
   *out = &s->src;
   return 0;
+}
+
+/* See dstream.h. */
+int dstream_stated_size(const struct dstream_kind *kind, struct bytesrc *enc,
+                        uint64_t *size, struct zerr *err) {
+  if (!kind || !kind->stated)
+    return 0;
+  uint8_t head[32]; /* a frame header is at most 18 bytes */
+  size_t hn = enc->size < sizeof head ? (size_t)enc->size : sizeof head;
+  ZTRY(bytesrc_read_range(enc, 0, hn, head, err));
+  *size = kind->stated(head, hn);
+  return *size != UINT64_MAX;
 }
 
 /* See dstream.h. */

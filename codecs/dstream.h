@@ -54,6 +54,21 @@ int dstream_open(const struct dstream_kind *kind, struct bytesrc *enc,
                  uint64_t size, const struct codec_env *env,
                  struct bytesrc **out, struct zerr *err);
 
+/* The decoded size the start of enc states (zstd: the first frame's
+ * content size, which one-shot compressors such as numcodecs' write; gzip
+ * states none up front): 1 and *size, 0 when it states none (or enc is
+ * not such a stream), or a negative errno when enc cannot be read. A
+ * claim only: more frames may follow, the stream may be corrupt. */
+int dstream_stated_size(const struct dstream_kind *kind, struct bytesrc *enc,
+                        uint64_t *size, struct zerr *err);
+
+/* Read up to max bytes of stream source s from off into dst: *got bytes,
+ * fewer than max only where the stream ends (0 at or past its end),
+ * where bytesrc_read_range would fail. A corrupt stream still fails.
+ * -ENOTSUP when s is not a stream source. */
+int dstream_read_upto(struct bytesrc *s, uint64_t off, size_t max, void *dst,
+                      size_t *got, struct zerr *err);
+
 /* Is s a source made by dstream_open? */
 int dstream_is(const struct bytesrc *s);
 /* Bytes a stream source may hold at once (its buffers and its decoder's

@@ -363,10 +363,38 @@ static uint64_t vli_elems_next(const void *state, uint64_t at, uint64_t len) {
   return at + 4 + len;
 }
 
+/* The count and a length word per element frame the element bytes. */
+static int vli_elems_total(const void *state, uint64_t decoded, uint64_t nelem,
+                           uint64_t *total) {
+  (void)state;
+  if (decoded < 4 || nelem > (decoded - 4) / 4)
+    return -1;
+  *total = decoded - 4 - 4 * nelem;
+  return 0;
+}
+
+/* Length words read where they lie in buf, a record after another. */
+static void vli_elems_walk(const void *state, const uint8_t *buf, size_t len,
+                           uint64_t *at, uint64_t *k, uint64_t nelem,
+                           uint64_t *sum) {
+  (void)state;
+  uint64_t pos = 0, s = *sum, i = *k;
+  while (i < nelem && pos < len && len - pos >= 4) {
+    uint32_t l = vli_le32(buf + pos);
+    s += l;
+    pos += 4 + (uint64_t)l;
+    i++;
+  }
+  *at += pos;
+  *k = i;
+  *sum = s;
+}
+
 /* The names that stream (vlen-array's text is not streamed). */
 #define VLI_ELEMS                                                              \
   .elems_open = vli_elems_open, .elems_len = vli_elems_len,                    \
-  .elems_read = vli_elems_read, .elems_next = vli_elems_next
+  .elems_read = vli_elems_read, .elems_next = vli_elems_next,                  \
+  .elems_total = vli_elems_total, .elems_walk = vli_elems_walk
 
 const struct codec_impl codec_vlen_utf8 = {
     .name = "vlen-utf8",

@@ -95,14 +95,15 @@ uint64_t unit_text_hash(const struct znode *n) {
 
 /* A decode (or a pass over a stream) found unit idx's text to be `truth`
  * bytes where `known` (a learned size, UNIT_SIZE_CLAIM set when the
- * persistent index claimed it) was taken before. The unit's size is the
- * truth from now on (the caller puts it, and its record); here: one log
- * line, the node's sizes made anew (fs/node.h, node_sizes_changed: every
- * layout, region size and row built on the old size is dropped), and
- * when the text grew, whoever may have told the kernel the old size is
- * told to ask again (engine.size_grew): a reader whose file size is the
- * old one would stop there. A text that shrank needs nothing: the read
- * that ends it early makes the kernel take the shorter size. */
+ * persistent index or the chunk's stream header claimed it) was taken
+ * before. The unit's size is the truth from now on (the caller puts it,
+ * and its record); here: one log line, the node's sizes made anew
+ * (fs/node.h, node_sizes_changed: every layout, region size and row built
+ * on the old size is dropped), and when the text grew, whoever may have
+ * told the kernel the old size is told to ask again (engine.size_grew): a
+ * reader whose file size is the old one would stop there. A text that
+ * shrank needs nothing: the read that ends it early makes the kernel take
+ * the shorter size. */
 void unit_size_wrong(struct engine *e, const struct znode *n,
                      const uint64_t *idx, const char *key, uint64_t known,
                      uint64_t truth) {
@@ -112,7 +113,8 @@ void unit_size_wrong(struct engine *e, const struct znode *n,
            (unsigned long long)truth,
            (unsigned long long)(known & ~UNIT_SIZE_CLAIM),
            known & UNIT_SIZE_CLAIM
-               ? "claimed by the size index (its record is replaced)"
+               ? "claimed by the size index (its record is replaced) or "
+                 "by the chunk's stream header"
                : "learned before (the chunk changed while mounted?)");
   engine_log(e, key, msg);
   node_sizes_changed(n);

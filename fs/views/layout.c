@@ -375,9 +375,9 @@ static int layout_fill(void *ctx, struct zobj **obj, size_t *cost,
   int rc = layout_stored_units(j, &l->p_lin, &l->np, err);
   if (rc == 0 && !(l->p_cum = malloc((size_t)(l->np ? l->np : 1) * 8)))
     rc = zerr_set(err, ENOMEM, "out of memory");
-  /* the persistent index may claim sizes: which ones, a bit each */
-  if (rc == 0 && j->e->sizeidx &&
-      !(l->claimed = calloc((size_t)(l->np / 8 + 1), 1)))
+  /* the persistent index, or a chunk's stream header, may claim sizes:
+   * which ones, a bit each */
+  if (rc == 0 && !(l->claimed = calloc((size_t)(l->np / 8 + 1), 1)))
     rc = zerr_set(err, ENOMEM, "out of memory");
   uint64_t total = 0;
   if (rc == 0 && l->np == 0 &&

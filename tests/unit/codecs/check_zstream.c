@@ -4,7 +4,10 @@
  * with overlapping and reordered reads, far ahead, and backwards (a
  * restart); corrupt, truncated, short and long streams fail with the
  * codec's name and never give bytes the stream does not hold; through a
- * zarrs.vlen chunk's partial decoder (chain_partial_stream). */
+ * zarrs.vlen chunk's partial decoder (chain_partial_stream); the element
+ * bytes a vlen-utf8 chunk's zstd frame header states (chain_elems_stated),
+ * and none where it states no size; reads that stop where a stream of
+ * unknown size ends (dstream_read_upto). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -321,6 +324,102 @@ START_TEST(vlen_chunk_streams_its_data) {
 }
 END_TEST
 
+/* A stream opened without its size: reads up to the end give what is
+ * there, past it nothing, and the window is not lost to them. */
+START_TEST(read_upto_stops_at_the_end) {
+  make_plain();
+  size_t zl, n = (size_t)5 << 20, got;
+  uint8_t *z = zstd_frames(n, 3 << 20, &zl), *buf = malloc((size_t)1 << 20);
+  struct zerr err = {0};
+  struct bytesrc *in = bytesrc_from_static(z, zl), *s;
+  ck_assert_int_eq(dstream_open(&dstream_zstd, in, UINT64_MAX, &env, &s, &err),
+                   0);
+  ck_assert_int_eq(dstream_read_upto(s, 0, 1 << 20, buf, &got, &err), 0);
+  ck_assert_uint_eq(got, 1 << 20);
+  ck_assert(!memcmp(buf, plain, got));
+  ck_assert_int_eq(dstream_read_upto(s, n - 1000, 1 << 20, buf, &got, &err), 0);
+  ck_assert_uint_eq(got, 1000);
+  ck_assert(!memcmp(buf, plain + n - 1000, got));
+  ck_assert_int_eq(dstream_read_upto(s, n + 7, 100, buf, &got, &err), 0);
+  ck_assert_uint_eq(got, 0);
+  ck_assert_int_eq(dstream_read_upto(s, n - 10, 10, buf, &got, &err), 0);
+  ck_assert_uint_eq(got, 10);
+  ck_assert_int_eq(bytesrc_read_range(s, n - 500, 500, buf, &err), 0);
+  ck_assert(!memcmp(buf, plain + n - 500, 500));
+  ck_assert_uint_eq(dstream_restarts(s), 0);
+  ck_assert_int_eq(dstream_read_upto(in, 0, 10, buf, &got, &err), -ENOTSUP);
+  bytesrc_unref(s);
+  bytesrc_unref(in);
+  free(buf);
+  free(z);
+}
+END_TEST
+
+/* A vlen-utf8 chain of n strings behind `b2b` (a codec's JSON). */
+static struct chain *utf8_chain(const char *b2b, uint64_t n,
+                                struct codec_spec *spec) {
+  char js[256];
+  snprintf(js, sizeof js, "[{\"name\":\"vlen-utf8\"},%s]", b2b);
+  json_error_t jerr;
+  json_t *j = json_loads(js, 0, &jerr);
+  ck_assert(j);
+  memset(spec, 0, sizeof *spec);
+  spec->ndim = 1;
+  spec->shape[0] = n;
+  spec->nelem = n;
+  spec->dtype = dtype_of(DT_STRING);
+  struct chain *ch;
+  struct zerr err = {0};
+  ck_assert_msg(chain_build(j, spec, &ch, &err) == 0, "%s", err.msg);
+  json_decref(j);
+  return ch;
+}
+
+START_TEST(utf8_elems_stated_by_the_frame) {
+  /* 3 strings of 5, 0 and 7 bytes: 12 element bytes in 28 */
+  static const uint8_t raw[28] = "\3\0\0\0\5\0\0\0hello\0\0\0\0"
+                                 "\7\0\0\0abcdefg";
+  uint8_t z[256];
+  struct codec_spec spec;
+  struct zerr err = {0};
+  uint64_t total = 0;
+  /* one-shot (numcodecs): the content size is in the header */
+  size_t zl = ZSTD_compress(z, sizeof z, raw, sizeof raw, 3);
+  ck_assert(!ZSTD_isError(zl));
+  struct bytesrc *in = bytesrc_from_static(z, zl);
+  struct chain *ch = utf8_chain("{\"name\":\"zstd\"}", 3, &spec);
+  ck_assert_int_eq(chain_elems_stated(ch, &spec, in, &total, &err), 1);
+  ck_assert_uint_eq(total, 12);
+  chain_free(ch);
+  /* more elements than the stated size can frame: no claim */
+  ch = utf8_chain("{\"name\":\"zstd\"}", 7, &spec);
+  ck_assert_int_eq(chain_elems_stated(ch, &spec, in, &total, &err), 0);
+  chain_free(ch);
+  bytesrc_unref(in);
+  /* streamed without a content size: none stated */
+  ZSTD_CCtx *cc = ZSTD_createCCtx();
+  ck_assert(cc);
+  ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 0);
+  ZSTD_inBuffer ib = {raw, sizeof raw, 0};
+  ZSTD_outBuffer ob = {z, sizeof z, 0};
+  ck_assert_uint_eq(ZSTD_compressStream2(cc, &ob, &ib, ZSTD_e_end), 0);
+  ZSTD_freeCCtx(cc);
+  in = bytesrc_from_static(z, ob.pos);
+  ch = utf8_chain("{\"name\":\"zstd\"}", 3, &spec);
+  ck_assert_int_eq(chain_elems_stated(ch, &spec, in, &total, &err), 0);
+  chain_free(ch);
+  bytesrc_unref(in);
+  /* gzip states none up front */
+  uLongf gl = sizeof z;
+  ck_assert_int_eq(compress2(z, &gl, raw, sizeof raw, 6), Z_OK);
+  in = bytesrc_from_static(z, gl);
+  ch = utf8_chain("{\"name\":\"gzip\"}", 3, &spec);
+  ck_assert_int_eq(chain_elems_stated(ch, &spec, in, &total, &err), 0);
+  chain_free(ch);
+  bytesrc_unref(in);
+}
+END_TEST
+
 /* The suite. */
 static Suite *zstream_suite(void) {
   Suite *s = suite_create("zstream");
@@ -330,6 +429,8 @@ static Suite *zstream_suite(void) {
   tcase_add_test(tc, gzip_several_members);
   tcase_add_test(tc, bad_streams_fail);
   tcase_add_test(tc, vlen_chunk_streams_its_data);
+  tcase_add_test(tc, utf8_elems_stated_by_the_frame);
+  tcase_add_test(tc, read_upto_stops_at_the_end);
   suite_add_tcase(s, tc);
   return s;
 }
