@@ -20,7 +20,9 @@
  * workers). */
 #define LSIZE_KEEP_TEXT 256
 
-/* Units a thread takes from the counter at once. */
+/* Units a thread takes from the counter at once, at most (fewer when the
+ * units are few: a view of 10 big chunks is still spread over every
+ * thread, 4 runs each at least). */
 #define LSIZE_RUN 32
 
 /* The time the rest would take is judged once this many units are
@@ -52,6 +54,7 @@ struct lsize_run {
   uint64_t keep_to;         /* ...from this unit on (those before are kept
                                for the reader that usually follows) */
   uint64_t from, np;        /* the units to learn: [from, np) */
+  uint64_t run;             /* units a thread takes at once */
   _Atomic uint64_t next;    /* the next run's first unit */
   _Atomic uint64_t learned; /* units learned so far */
   uint64_t start_ns, deadline_ns;
@@ -135,10 +138,10 @@ static void run_work(struct lsize_run *R) {
       atomic_store(&R->stop, 1);
       return;
     }
-    uint64_t a = atomic_fetch_add(&R->next, LSIZE_RUN);
+    uint64_t a = atomic_fetch_add(&R->next, R->run);
     if (a >= R->np)
       return;
-    uint64_t b = R->np - a < LSIZE_RUN ? R->np : a + LSIZE_RUN;
+    uint64_t b = R->np - a < R->run ? R->np : a + R->run;
     for (uint64_t i = a; i < b && !atomic_load(&R->stop); i++)
       run_unit(R, i);
     uint64_t done = atomic_fetch_add(&R->learned, b - a) + (b - a);
@@ -229,9 +232,11 @@ int lsize_fill(struct engine *e, const struct znode *n, const struct region *r,
                         : 0;
     R->keep_to = keep < l->np - from ? from + keep : l->np;
   }
-  int jobs = e->ahead && R->fail_at == UINT64_MAX && l->np - from > LSIZE_RUN
+  int jobs = e->ahead && R->fail_at == UINT64_MAX && l->np - from > 1
                  ? pool_threads(e->ahead)
                  : 0;
+  uint64_t per = (l->np - from) / (4 * ((uint64_t)jobs + 1));
+  R->run = per < 1 ? 1 : per > LSIZE_RUN ? LSIZE_RUN : per;
   for (int t = 0; t < jobs; t++) {
     atomic_fetch_add(&R->refs, 1);
     if (pool_submit_first(e->ahead, run_job, R) < 0) {
