@@ -416,8 +416,10 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
  * for the longest text the elements could have (32 bytes a float64, where
  * perf.sh's have 13) had malloc carve each new text from memory never used
  * (the freed ones, shrunk to their text, were too small) and the kernel
- * zero it: 90-110 MB of fresh pages in a `cat` of 10M float64. */
-#define TEXT_BUF_STEP ((size_t)1 << 20)
+ * zero it: 90-110 MB of fresh pages in a `cat` of 10M float64. Steps
+ * of 2 MiB (huge pages), not 1: with 1 MiB the samples' spread had units
+ * of one view ask 13 or 14 MiB, and a freed 13 could not take a 14. */
+#define TEXT_BUF_STEP ((size_t)2 << 20)
 
 /* Blocks of a unit whose text is counted to size its buffer, and the
  * elements a unit needs for that (smaller ones ask for the longest text:
