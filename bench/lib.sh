@@ -141,10 +141,16 @@ mount_fs() {
 # mount_store SOURCE [ZARRFS-OPTION...]: mount_fs with ZARRFS_BIN.
 mount_store() { mount_fs "$ZARRFS_BIN" "$@"; }
 
-# Drop the page cache where permitted (root outside most containers).
+# Drop the page cache where permitted (root outside most containers),
+# under the lock the integration tests count requests under
+# (tests/integration/lib.sh zt_drop_caches): a benchmark beside a test
+# run does not disturb a count.
 drop_caches() {
   sync
-  if echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then DROP=yes; fi
+  if (
+    flock -x -w 120 9 || true
+    echo 3 >/proc/sys/vm/drop_caches
+  ) 9>>"${ZT_CACHES_LOCK:-/tmp/zarrfs-tests.drop-caches.lock}" 2>/dev/null; then DROP=yes; fi
 }
 
 # time_once OUT CMD...: wall seconds of one run of CMD (output to OUT) into

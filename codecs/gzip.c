@@ -38,6 +38,15 @@ static void *gzip_malloc(size_t n) { return malloc(n); }
 /* libdeflate's free. */
 static void gzip_free(void *p) { free(p); }
 
+/* Output room every thread has beside its decompressor: a chunk whose
+ * input is at most a quarter of it is inflated there first and copied out
+ * at its size (a 64 KiB block taken and shrunk for each 4 KB chunk was
+ * 2-3% of a `cat` of 200,000 of them, in malloc). Static thread storage:
+ * no allocation to fail or to free, and pages only a thread that
+ * inflates touches. */
+#define GZIP_SCRATCH ((size_t)64 << 10)
+static _Thread_local uint8_t gzip_out[GZIP_SCRATCH];
+
 /* Each thread keeps the decompressor it used last (about 10 KiB, which
  * libdeflate zeroes when it makes one: a third of inflating a 4 KiB
  * chunk), freed when the thread ends. Set up once per process: the
@@ -127,8 +136,8 @@ static int inflate_all(struct libdeflate_decompressor *d, const uint8_t *p,
                         "%s: decompressed data exceeds the decode limit of "
                         "%zu bytes",
                         name, b->max);
-      size_t more = b->cap - b->len < SIZE_MAX / 4 ? 4 * (b->cap - b->len)
-                                                   : SIZE_MAX;
+      size_t more =
+          b->cap - b->len < SIZE_MAX / 4 ? 4 * (b->cap - b->len) : SIZE_MAX;
       if (more > b->max - b->len)
         more = b->max - b->len;
       ZTRY(zbuf_reserve(b, more, err));
@@ -163,8 +172,25 @@ int codec_inflate(struct bytesrc *in, const struct codec_env *env,
   }
   struct zbuf b;
   zbuf_init(&b, env->max_decoded);
-  rc = inflate_all(d, src->mem, (size_t)src->size, wbits, members, &b, name,
-                   env, err);
+  const uint8_t *p = src->mem;
+  size_t n = (size_t)src->size;
+  rc = 1; /* not inflated yet */
+  if (first_room(p, n, member_is_gzip(p, n, wbits), b.max) <= GZIP_SCRATCH) {
+    /* one member that fits the thread's room: copied out at its size;
+     * anything else (more room, more members, a corrupt stream) is done
+     * again by inflate_all, which says what went wrong */
+    size_t used = 0, got = 0;
+    size_t cap = GZIP_SCRATCH < b.max ? GZIP_SCRATCH : b.max;
+    enum libdeflate_result r =
+        member_is_gzip(p, n, wbits)
+            ? libdeflate_gzip_decompress_ex(d, p, n, gzip_out, cap, &used, &got)
+            : libdeflate_zlib_decompress_ex(d, p, n, gzip_out, cap, &used,
+                                            &got);
+    if (r == LIBDEFLATE_SUCCESS && got && (!members || used == n))
+      rc = zbuf_append(&b, gzip_out, got, err);
+  }
+  if (rc > 0)
+    rc = inflate_all(d, p, n, wbits, members, &b, name, env, err);
   gzip_put(d);
   bytesrc_unref(src);
   /* the room left over goes back (a guess may have been generous) */

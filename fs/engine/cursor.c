@@ -230,18 +230,6 @@ static void ahead_hint_drop(struct ahead_job *j, uint32_t k) {
 /* Units whose text the workers made whole (cursor_rendered). */
 static _Atomic uint64_t ahead_rendered;
 
-/* Is unit idx in the memo? With `text`: only when its text is whole. */
-static int unit_held(struct ahead_job *j, const uint64_t *idx, int text) {
-  struct memo_key k;
-  struct memo_ref *r;
-  node_key(&k, ELEVEL_UNIT, j->n, idx, NULL, 0);
-  if (!memo_peek(j->e->memo, &k, &r))
-    return 0;
-  int held = !text || unit_of_ref(r)->text != NULL;
-  memo_release(j->e->memo, r);
-  return held;
-}
-
 /* Decode a unit (and its deferred data) into the memo; pins in *u, *d.
  * Units the job found undecoded and left rendered whole are counted. */
 static void ahead_decode(struct ahead_job *j, uint64_t rl, struct memo_ref **u,
@@ -258,15 +246,15 @@ static void ahead_decode(struct ahead_job *j, uint64_t rl, struct memo_ref **u,
       }
       region_unit(&j->r, j->run[k], idx);
       zerr_clear(&err);
-      int had = unit_held(j, idx, 0);
-      if (unit_size(j->e, j->n, idx, &size, &err) == 0 && !had &&
-          unit_held(j, idx, 1))
+      uint64_t made = unit_made_whole();
+      if (unit_size(j->e, j->n, idx, &size, &err) == 0 &&
+          unit_made_whole() != made)
         atomic_fetch_add_explicit(&ahead_rendered, 1, memory_order_relaxed);
       ahead_hint_drop(j, k);
     }
     return;
   }
-  int had = unit_held(j, idx, 0); /* one read in windows: never whole */
+  uint64_t made = unit_made_whole(); /* read in windows: never whole */
   if (unit_windowed(j->e, j->n, idx) ||
       unit_get(j->e, j->n, idx, u, &err) < 0) {
     *u = NULL;
@@ -278,7 +266,7 @@ static void ahead_decode(struct ahead_job *j, uint64_t rl, struct memo_ref **u,
   if (j->what == AHEAD_DATA &&
       unit_src(j->e, j->n, ct, &rct, &src, d, &err) == 0)
     bytesrc_unref(src);
-  if (!had && ct->text)
+  if (unit_made_whole() != made)
     atomic_fetch_add_explicit(&ahead_rendered, 1, memory_order_relaxed);
 }
 
@@ -577,7 +565,9 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
   /* Small units go to the workers in runs (one job, one wakeup each):
    * as many as cost CURSOR_RUN_BYTES lately. */
   uint64_t per_job = c->est ? CURSOR_RUN_BYTES / c->est : 1;
-  per_job = per_job < 1 ? 1 : per_job > CURSOR_RUN_MAX ? CURSOR_RUN_MAX : per_job;
+  per_job = per_job < 1                ? 1
+            : per_job > CURSOR_RUN_MAX ? CURSOR_RUN_MAX
+                                       : per_job;
   uint64_t run[CURSOR_RUN_MAX];
   uint32_t nrun = 0;
   /* A scanning reader (cursor_note_cost) has one run per worker, plus

@@ -181,6 +181,22 @@ static void watchdog_stop(struct engine *e) {
  * zeroed by the kernel, were up to 40% of a fresh cat's CPU). */
 #define ENGINE_SCAN_PART 16
 
+/* ...and at least this much (up to a quarter of the cache): the kernel's
+ * read-ahead sends a window of reads at once and they are served out of
+ * order, so a read can pass units that a read before it, not served yet,
+ * still ends in; the scan list must hold what such a window spans, or
+ * those units are decoded twice (seen with units of 250 KB, 1 MiB reads
+ * and cache_size=8M: a 512 KiB scan list). */
+#define ENGINE_SCAN_MIN (4u << 20)
+
+/* The scan list's bound for a cache of `cache` bytes. */
+static size_t engine_scan_budget(size_t cache) {
+  size_t part = cache / ENGINE_SCAN_PART, least = ENGINE_SCAN_MIN;
+  if (least > cache / 4)
+    least = cache / 4;
+  return part > least ? part : least;
+}
+
 /* Blocks from an eighth of the cache up (at least 4 MiB, at most 32 MiB,
  * glibc's ceiling) are mapped and unmapped on their own; smaller ones
  * come from malloc's heaps, which keep a freed block's pages for the next
@@ -248,7 +264,7 @@ int engine_new(struct store *store, const struct engine_config *cfg,
     icechunk_ref(e->ic);
   struct memo_config mc = {
       cfg->cache_size, cfg->size_table_max ? cfg->size_table_max : 1 << 20,
-      &e->stopping, ENGINE_FAIL_KEEP_NS, cfg->cache_size / ENGINE_SCAN_PART};
+      &e->stopping, ENGINE_FAIL_KEEP_NS, engine_scan_budget(cfg->cache_size)};
   e->store = store;
   e->env.max_decoded = cfg->max_decoded;
   e->env.heap_max = mt; /* below the mmap threshold: a heap's block */

@@ -400,6 +400,12 @@ static void unit_record(const struct unit_job *j, uint64_t size,
   }
 }
 
+/* Units this thread's decodes left with their text whole (unit_made_whole). */
+static _Thread_local uint64_t unit_whole_here;
+
+/* See unit.h. */
+uint64_t unit_made_whole(void) { return unit_whole_here; }
+
 /* Fill: decode unit idx and lay out its text; learn its size on the way.
  * A failure is logged here (naming the chunk's store key). */
 static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
@@ -472,6 +478,7 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
                  "decode %s: %llu bytes of text in %.1f ms", j->key,
                  (unsigned long long)ct->size,
                  (double)(stats_now_ns() - t0) / 1e6);
+  unit_whole_here += ct->text != NULL;
   *obj = &ct->obj;
   *cost = ct->cost;
   return 0;
@@ -658,6 +665,19 @@ int unit_passing(struct engine *e, const struct znode *n, struct memo_ref *ref,
   memo_scan(e->memo, ref);
   memo_scan(e->memo, dref);
   return 1;
+}
+
+/* See unit.h. */
+size_t unit_held_cost(struct engine *e, const struct znode *n,
+                      const uint64_t *idx) {
+  struct memo_key k;
+  node_key(&k, ELEVEL_UNIT, n, idx, NULL, 0);
+  struct memo_ref *r;
+  if (!memo_peek(e->memo, &k, &r))
+    return 0;
+  size_t c = memo_cost(r);
+  memo_release(e->memo, r);
+  return c;
 }
 
 /* See unit.h. */

@@ -62,6 +62,11 @@ long unit_read_direct(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t off, size_t len, char *dst,
                       struct zerr *err);
 
+/* How many units the calling thread's decodes have left with their text
+ * whole, so far: a worker that compares it before and after a job knows
+ * what the job rendered without looking the units up in the memo. */
+uint64_t unit_made_whole(void);
+
 /* Is unit idx read in windows rather than decoded whole: a string unit
  * whose offsets the chain reads where they lie, so large that a whole
  * decode's offsets and layout would take more than a quarter of the
@@ -103,6 +108,12 @@ int unit_passing(struct engine *e, const struct znode *n, struct memo_ref *ref,
 long unit_read_window(struct engine *e, const struct znode *n,
                       const uint64_t *idx, uint64_t off, size_t len, char *dst,
                       struct memo_ref **pin, struct zerr *err);
+
+/* The bytes the memo charges for unit idx while it holds it decoded, or 0
+ * when it does not (never decodes, never waits): what keeping a unit
+ * costs, which its text size alone does not say (fs/views/lsize.c). */
+size_t unit_held_cost(struct engine *e, const struct znode *n,
+                      const uint64_t *idx);
 
 /* Text size of unit idx, learned once and remembered: from the ends of
  * its index read partially when its chain allows it, else from the

@@ -173,7 +173,7 @@ static void layout_fan_out(struct layout_job *j, const struct region_layout *l,
   if (known0 && e->ahead_budget / size0 < win)
     win = e->ahead_budget / size0;
   if (*queued <= i)
-    *queued = i + 1; /* unit i is this thread's own */
+    *queued = i + 1;                          /* unit i is this thread's own */
   uint64_t ahead = atomic_load(&l->ahead_to); /* queued by layout_ahead */
   if (*queued < ahead)
     *queued = ahead;
@@ -308,6 +308,15 @@ static int layout_learn(struct layout_job *j, struct region_layout *l,
         (rc = engine_check_stop(j->e, err)) < 0)
       break;
     layout_fan_out(j, l, i, &queued, fan);
+    /* A reader in sequence (layout_ahead queued for it) that learns a
+     * step of up to LAYOUT_STEP_MAX units here moves the workers' window
+     * with it: else it ends where the read began, and past it the
+     * workers had only the few units layout_fan_out gives, ran dry and
+     * slept between them while this thread waited for theirs (archive K:
+     * 16,000 sleeps of the workers for want of a job in one `cat`). */
+    if (i > from && i % LAYOUT_PUBLISH_EVERY == 0 &&
+        atomic_load(&l->ahead_to) > 0)
+      layout_ahead(j->e, n, r, l, i);
     uint64_t idx[ZMETA_MAX_DIMS], size;
     int claim = 0;
     region_unit(r, l->p_lin ? l->p_lin[i] : i, idx);

@@ -164,10 +164,20 @@ static void run_job(void *arg, int cancelled) {
   run_put(R);
 }
 
-/* Should a region whose first unknown unit has text `size0` be learned
- * keeping nothing? When its text would take more than a quarter of the
- * cache: kept units would push each other (and every reader's) out. */
-static int run_measures(const struct engine *e, uint64_t size0, uint64_t left) {
+/* Should a region be learned keeping nothing (each unit decoded to
+ * measure and let go)? Not while all its units fit in three quarters of
+ * the cache (the rest for what readers hold meanwhile): the reader that
+ * usually follows finds them decoded and lets each go as it passes
+ * (unit_passing), so each unit is decoded once. `held` is what the memo
+ * charges for the first unit, kept (its text, or its elements and
+ * layout, and what holds them); 0 when it is not held (its size came
+ * without a decode): its text size `size0` stands in, against a quarter
+ * of the cache. Past that, kept units would push each other (and every
+ * reader's) out: measure, all but the first few (keep_to). */
+static int run_measures(const struct engine *e, uint64_t size0, size_t held,
+                        uint64_t left) {
+  if (held)
+    return (long double)held * left > (long double)e->cache_size * 3 / 4;
   return (long double)size0 * left > (long double)e->cache_size / 4;
 }
 
@@ -204,7 +214,8 @@ int lsize_fill(struct engine *e, const struct znode *n, const struct region *r,
     uint64_t idx[ZMETA_MAX_DIMS];
     region_unit(r, l->p_lin ? l->p_lin[from] : from, idx);
     __int128 s0 = (__int128)l->line * unit_nin(n, idx) + l->p_cum[from];
-    R->measure = run_measures(e, (uint64_t)s0, l->np - from);
+    R->measure = run_measures(e, (uint64_t)s0, unit_held_cost(e, n, idx),
+                              l->np - from);
     /* A learning bounded by a deadline (a `stat` within size_wait, the
      * lookup's) keeps its first units all the same, up to half the ahead
      * budget (a unit's text and about as much again for what holds it):

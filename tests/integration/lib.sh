@@ -680,6 +680,34 @@ assert_one_refusal() {
   pass "$desc"
 }
 
+# ---- the kernel's caches, dropped by one test, counted by another ----
+# A test that drops the kernel's caches (echo N > /proc/sys/vm/drop_caches)
+# makes every mount beside it, under make -j or in another checkout's run,
+# see LOOKUPs, GETATTRs and reads it did not cause. The drop takes this
+# lock exclusively; a test counting requests holds it shared while it
+# counts (zt_counting_begin/end), so drops wait for it and it never sees
+# one (memory pressure can still make the kernel forget: such tests keep
+# their kernel_forgets check).
+ZT_CACHES_LOCK=${ZT_CACHES_LOCK:-/tmp/zarrfs-tests.drop-caches.lock}
+
+# zt_drop_caches N: sync, then drop the kernel's caches (N as drop_caches
+# takes it) once no test is counting (waits at most 120 s for them, then
+# drops all the same). Non-zero when dropping is not permitted.
+zt_drop_caches() {
+  sync
+  (
+    flock -x -w 120 9 || true
+    echo "$1" >/proc/sys/vm/drop_caches
+  ) 9>>"$ZT_CACHES_LOCK" 2>/dev/null
+}
+
+# zt_counting_begin / zt_counting_end: hold the lock shared (fd 8) while a
+# test counts the kernel's requests (waits at most 120 s for a drop).
+zt_counting_begin() {
+  exec 8>>"$ZT_CACHES_LOCK" && flock -s -w 120 8 || true
+}
+zt_counting_end() { exec 8>&- 2>/dev/null || true; }
+
 # ---- additions for real-size tests (mount_scale.sh) ----
 
 # tb SECS CMD...: run CMD with an explicit time limit (a hang is status 124).

@@ -45,7 +45,7 @@ for kind in zstd none; do
 done
 "$ZARRFS_MKSTORE" bigstrings "$WEB/first.zarr" --count 400000 --chunk 200000 \
   --strlen 15 --data none --plain "$PLAIN/first.txt" >/dev/null
-cp -r "$WEB/first.zarr" "$WEB/first-b.zarr"
+for c in first-2 first-3 first-b first-b-2 first-b-3; do cp -r "$WEB/first.zarr" "$WEB/$c.zarr"; done
 "$ZARRFS_MKSTORE" bigstrings "$WEB/huge.zarr" --count 4500000 --chunk 4500000 \
   --strlen 15 --data none >/dev/null
 "$ZARRFS_MKSTORE" numeric "$WEB/lazy.zarr" --shape 1000000 --chunk 100000 \
@@ -114,40 +114,48 @@ for kind in zstd none; do
 done
 
 # ---- 4. the first chunk whole in one round trip ----
-# assert_one_wave DESC PAT: every request logged for PAT (ARRIVED DONE GET
+# one_wave PAT: "one" when every request logged for PAT (ARRIVED DONE GET
 # PATH RANGE STATUS BYTES) after its first block (bytes=0-, the size's
 # request, made before the read) arrived before any of them was answered.
-assert_one_wave() {
-  local waves
-  waves=$(srv_log_lines "$FAULT_LOG" "$2" |
+one_wave() {
+  srv_log_lines "$FAULT_LOG" "$1" |
     awk '$5 !~ /^bytes=0-/ { n++; if ($1 > a) a = $1; if (d == "" || $2 < d) d = $2 }
-         END { print (n > 0 && a < d) ? "one" : "several" }')
-  [ "$waves" = one ] || srv_log_lines "$FAULT_LOG" "$2" | sed 's/^/    | /' >&2
-  assert_eq "$1" one "$waves"
+         END { print (n > 0 && a < d) ? "one" : "several" }'
 }
-M=$(zt_mkdir m4)
-if zmount "$FAULT_URL/_f/lat=300/first.zarr" "$M"; then
-  OUT=$(zt_mkdir out4)
-  t cat "$M/values.txt" >"$OUT/values.txt"
-  assert_file_eq "first.zarr: values.txt exact" "$PLAIN/first.txt" "$OUT/values.txt"
-  zumount "$M"
-  assert_one_wave "first.zarr: chunk 0 requested in one round trip" "first.zarr/c/0 "
-fi
+# wave_tries DESC STORE READ...: mount STORE (300 ms a request), READ its
+# values.txt into $OUT/got, check it against $OUT/want, and ask one_wave
+# of its chunk 0; a try whose requests came in several waves is made
+# again on a copy (STORE-2, STORE-3): the 300 ms the daemon has to send
+# them all is a margin a machine at load 10 ate once. A daemon that sends
+# them one after another (the defect) gives several waves every time.
+wave_tries() {
+  local desc=$1 base=$2 try store waves=several
+  shift 2
+  for try in 1 2 3; do
+    store=$base
+    [ "$try" = 1 ] || store=$base-$try
+    M=$(zt_mkdir "m.$store")
+    zmount "$FAULT_URL/_f/lat=300/$store.zarr" "$M" || return
+    t "$@" <"$M/values.txt" >"$OUT/got"
+    assert_file_eq "$store.zarr: $desc: the text exact" "$OUT/want" "$OUT/got"
+    zumount "$M"
+    waves=$(one_wave "$store.zarr/c/0 ")
+    [ "$waves" = one ] && break
+    say "$store.zarr: chunk 0 requested in several waves (try $try):"
+    srv_log_lines "$FAULT_LOG" "$store.zarr/c/0 " | sed 's/^/    | /' >&2
+  done
+  assert_eq "$desc: chunk 0 requested in one round trip" one "$waves"
+}
+OUT=$(zt_mkdir out4)
+cp "$PLAIN/first.txt" "$OUT/want"
+wave_tries "a read from the start" first cat
 
 # ---- 4b. the kernel's read-ahead read first ----
 # cat's first read and the kernel's read-ahead after it reach the daemon
 # together, in either order: a first read 1 MiB into the text, alone (no
 # timing: the order forced), names chunk 0 whole as the read at 0 does.
-M=$(zt_mkdir m4b)
-if zmount "$FAULT_URL/_f/lat=300/first-b.zarr" "$M"; then
-  OUT=$(zt_mkdir out4b)
-  t dd bs=1M skip=1 count=1 status=none <"$M/values.txt" >"$OUT/second"
-  dd bs=1M skip=1 count=1 status=none <"$PLAIN/first.txt" >"$OUT/second.want"
-  assert_file_eq "first.zarr: its second MiB exact" "$OUT/second.want" "$OUT/second"
-  zumount "$M"
-  assert_one_wave "first.zarr: a first read at 1 MiB: chunk 0 in one round trip" \
-    "first-b.zarr/c/0 "
-fi
+dd bs=1M skip=1 count=1 status=none <"$PLAIN/first.txt" >"$OUT/want"
+wave_tries "a first read at 1 MiB" first-b dd bs=1M skip=1 count=1 status=none
 
 # ---- 5. a first chunk over 64 MiB of text: not fetched whole by a head ----
 M=$(zt_mkdir m5)

@@ -32,8 +32,7 @@ assert_eq "ls -i (d_ino) agrees with stat (st_ino) in matrix/" 0 "$bad"
 before=$(stat -c %i "$M/matrix/c/0/0.txt")
 forgets() { t cat "$M/.zarrfs/stats" | awk '$1 == "kernel_forgets" { print $2 }'; }
 f0=$(forgets)
-sync
-if echo 2 >/proc/sys/vm/drop_caches 2>/dev/null; then
+if zt_drop_caches 2; then
   # FORGETs come apart from the requests: wait for the first (no time asserted)
   i=0
   while [ "$(forgets)" = "$f0" ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
@@ -82,8 +81,7 @@ assert_eq "values.txt: zarr.json's time" "2021-05-06 07:08:09.000000000 +0000" "
 assert_eq "counts/0.txt (V2 keys): chunk 0's time" "2018-06-01 12:00:00.000000000 +0000" "$(TZ=UTC mt "$M/counts/0.txt")"
 assert_eq "directory c/0: its own time" "2019-12-31 23:59:59.000000000 +0000" "$(TZ=UTC mt "$M/matrix/c/0")"
 # the same through readdirplus (ls -l fills attributes from the listing)
-sync
-echo 2 >/proc/sys/vm/drop_caches 2>/dev/null || true
+zt_drop_caches 2 || true
 got=$(TZ=UTC ls -l --time-style=+%FT%T "$M/matrix/c/0" | awk '$NF == "0" || $NF == "0.txt" { print $6, $NF }' | tr '\n' ' ')
 assert_eq "ls -l of c/0: the chunk and its view" "2020-01-02T03:04:05 0 2020-01-02T03:04:05 0.txt " "$got"
 zumount "$M"

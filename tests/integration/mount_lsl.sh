@@ -67,6 +67,7 @@ while [ "$counted" = 0 ] && [ "$tries" -lt "${ZT_LSL_TRIES:-5}" ]; do
   tries=$((tries + 1))
   MNT=$(zt_mkdir "mnt.$tries")
   zmount "$W/refs.json" "$MNT" -o index_cache=none || break
+  zt_counting_begin
   l0=$(stat_field "$MNT" requests_lookup)
   g0=$(stat_field "$MNT" requests_getattr)
   f0=$(stat_field "$MNT" kernel_forgets)
@@ -74,6 +75,7 @@ while [ "$counted" = 0 ] && [ "$tries" -lt "${ZT_LSL_TRIES:-5}" ]; do
   l1=$(stat_field "$MNT" requests_lookup)
   g1=$(stat_field "$MNT" requests_getattr)
   f1=$(stat_field "$MNT" kernel_forgets)
+  zt_counting_end
   asked=$((l1 - l0 + g1 - g0))
   say "ls -l of $NAMES names: $((l1 - l0)) LOOKUPs, $((g1 - g0)) GETATTRs, $((f1 - f0)) inodes forgotten by the kernel meanwhile"
   if [ "$((f1 - f0))" = 0 ]; then

@@ -25,7 +25,7 @@ LIMIT=$((1024 * 1024))
 # io_field PID FIELD: one field of /proc/PID/io.
 io_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/io"; }
 
-drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
+drop_caches() { zt_drop_caches 3 || true; }
 
 # measure DESC PID CMD...: run CMD, fail if the daemon's rchar grew >= LIMIT.
 measure() {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <stdlib.h>
+#include <zlib.h>
 
 #include "../../codecs/chain.h"
 #include "../../src/io/bytesrc.h"
@@ -83,6 +84,27 @@ static inline uint32_t tc_crc32c(const uint8_t *p, size_t n) {
       c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
   }
   return c ^ 0xFFFFFFFFu;
+}
+
+/* A deflate stream of p[0..n): gzip (windowBits 31) or zlib (15), at
+ * `level`; the caller frees it. */
+static inline uint8_t *tc_deflate(const void *p, size_t n, int wbits, int level,
+                                  size_t *out) {
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  ck_assert_int_eq(
+      deflateInit2(&zs, level, Z_DEFLATED, wbits, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  size_t cap = deflateBound(&zs, n) + 64;
+  uint8_t *o = malloc(cap);
+  ck_assert_ptr_nonnull(o);
+  zs.next_in = (Bytef *)p;
+  zs.avail_in = (uInt)n;
+  zs.next_out = o;
+  zs.avail_out = (uInt)cap;
+  ck_assert_int_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  *out = cap - zs.avail_out;
+  deflateEnd(&zs);
+  return o;
 }
 
 #endif

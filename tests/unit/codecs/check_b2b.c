@@ -235,24 +235,6 @@ static uint8_t *zlib_enc(const void *p, size_t n, size_t *out) {
   return o;
 }
 
-/* gzip member of p; caller frees. */
-static uint8_t *gzip_enc(const void *p, size_t n, size_t *out) {
-  z_stream zs;
-  memset(&zs, 0, sizeof zs);
-  ck_assert_int_eq(deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY),
-                   Z_OK);
-  size_t cap = deflateBound(&zs, n) + 64;
-  uint8_t *o = malloc(cap);
-  zs.next_in = (Bytef *)p;
-  zs.avail_in = (uInt)n;
-  zs.next_out = o;
-  zs.avail_out = (uInt)cap;
-  ck_assert_int_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  *out = cap - zs.avail_out;
-  deflateEnd(&zs);
-  return o;
-}
-
 START_TEST(test_zlib_gzip_zstd) {
   size_t n = 50000, len, glen;
   uint8_t *p = pattern(n);
@@ -270,12 +252,13 @@ START_TEST(test_zlib_gzip_zstd) {
   expect_fail(zc, n, bad, len, MAXDEC, EIO, "numcodecs.zlib: corrupt");
   free(bad);
   /* gzip: one member, and the data split across two members. */
-  uint8_t *g = gzip_enc(p, n, &glen);
+  uint8_t *g = tc_deflate(p, n, 31, 6, &glen);
   const char *gc =
       "{\"name\":\"numcodecs.gzip\",\"configuration\":{\"level\":1}}";
   expect_u8(gc, g, glen, p, n);
   size_t l1, l2;
-  uint8_t *g1 = gzip_enc(p, 1000, &l1), *g2 = gzip_enc(p + 1000, n - 1000, &l2);
+  uint8_t *g1 = tc_deflate(p, 1000, 31, 6, &l1);
+  uint8_t *g2 = tc_deflate(p + 1000, n - 1000, 31, 6, &l2);
   uint8_t *gg = malloc(l1 + l2);
   memcpy(gg, g1, l1);
   memcpy(gg + l1, g2, l2);

@@ -132,24 +132,12 @@ static uint8_t *interleave(const char *const *strs, uint32_t n, uint32_t count,
 
 /* zstd (gz: gzip) of p; malloc'd. */
 static uint8_t *squeeze_bytes(int gz, const uint8_t *p, size_t n, size_t *out) {
+  if (gz)
+    return tc_deflate(p, n, 31, 6, out);
   size_t cap = ZSTD_compressBound(n) + 64;
   uint8_t *o = malloc(cap);
-  if (!gz) {
-    *out = ZSTD_compress(o, cap, p, n, 3);
-    ck_assert(!ZSTD_isError(*out));
-    return o;
-  }
-  z_stream zs;
-  memset(&zs, 0, sizeof zs);
-  ck_assert_int_eq(deflateInit2(&zs, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY),
-                   Z_OK);
-  zs.next_in = (Bytef *)p;
-  zs.avail_in = (uInt)n;
-  zs.next_out = o;
-  zs.avail_out = (uInt)cap;
-  ck_assert_int_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  *out = cap - zs.avail_out;
-  deflateEnd(&zs);
+  *out = ZSTD_compress(o, cap, p, n, 3);
+  ck_assert(!ZSTD_isError(*out));
   return o;
 }
 

@@ -13,24 +13,6 @@
 #include "../testcodec.h"
 #include "../testutil.h"
 
-/* gzip (windowBits 31) or zlib (15) stream of p; caller frees. */
-static uint8_t *deflate_buf(const void *p, size_t n, int wbits, size_t *out) {
-  z_stream zs;
-  memset(&zs, 0, sizeof zs);
-  ck_assert_int_eq(
-      deflateInit2(&zs, 6, Z_DEFLATED, wbits, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  size_t cap = deflateBound(&zs, n) + 64;
-  uint8_t *o = malloc(cap);
-  zs.next_in = (Bytef *)p;
-  zs.avail_in = (uInt)n;
-  zs.next_out = o;
-  zs.avail_out = (uInt)cap;
-  ck_assert_int_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  *out = cap - zs.avail_out;
-  deflateEnd(&zs);
-  return o;
-}
-
 /* zstd frame with its content size in the header; caller frees. */
 static uint8_t *zstd_known(const void *p, size_t n, int checksum, size_t *out) {
   ZSTD_CCtx *cc = ZSTD_createCCtx();
@@ -438,18 +420,18 @@ END_TEST
 START_TEST(test_gzip_roundtrip) {
   size_t n = 300000, clen;
   uint8_t *raw = pattern(n);
-  uint8_t *gz = deflate_buf(raw, n, 15 + 16, &clen);
+  uint8_t *gz = tc_deflate(raw, n, 15 + 16, 6, &clen);
   expect_u8("[\"bytes\",{\"name\":\"gzip\",\"configuration\":{\"level\":5}}]",
             gz, clen, raw, n);
   free(gz);
   /* zlib-wrapped streams are accepted too. */
-  uint8_t *zl = deflate_buf(raw, n, 15, &clen);
+  uint8_t *zl = tc_deflate(raw, n, 15, 6, &clen);
   expect_u8("[\"bytes\",\"gzip\"]", zl, clen, raw, n);
   free(zl);
   /* Two gzip members back to back decode to the concatenation. */
   size_t l1, l2;
-  uint8_t *g1 = deflate_buf(raw, 1000, 31, &l1);
-  uint8_t *g2 = deflate_buf(raw + 1000, 2000, 31, &l2);
+  uint8_t *g1 = tc_deflate(raw, 1000, 31, 6, &l1);
+  uint8_t *g2 = tc_deflate(raw + 1000, 2000, 31, 6, &l2);
   uint8_t *both = malloc(l1 + l2);
   memcpy(both, g1, l1);
   memcpy(both + l1, g2, l2);
@@ -458,7 +440,7 @@ START_TEST(test_gzip_roundtrip) {
   free(g2);
   free(both);
   /* Empty payload. */
-  uint8_t *ge = deflate_buf("", 0, 31, &clen);
+  uint8_t *ge = tc_deflate("", 0, 31, 6, &clen);
   struct codec_spec s = tc_spec1(DT_UINT8, 0);
   struct abytes *a;
   struct zerr err = {0};
@@ -474,7 +456,7 @@ END_TEST
 START_TEST(test_gzip_bad) {
   size_t n = 50000, clen;
   uint8_t *raw = pattern(n);
-  uint8_t *gz = deflate_buf(raw, n, 31, &clen);
+  uint8_t *gz = tc_deflate(raw, n, 31, 6, &clen);
   struct codec_spec s = tc_spec1(DT_UINT8, n);
   const char *j = "[\"bytes\",\"gzip\"]";
   const char *msg = "gzip: corrupt or truncated stream";
@@ -508,7 +490,7 @@ END_TEST
 START_TEST(test_gzip_bomb) {
   size_t n = 10 << 20, clen;
   uint8_t *zeros = calloc(1, n);
-  uint8_t *gz = deflate_buf(zeros, n, 31, &clen);
+  uint8_t *gz = tc_deflate(zeros, n, 31, 6, &clen);
   ck_assert_uint_lt(clen, 20000);
   struct codec_spec s = tc_spec1(DT_UINT8, n);
   expect_fail("[\"bytes\",\"gzip\"]", &s, gz, clen, 1 << 20, EFBIG,
@@ -756,7 +738,7 @@ START_TEST(test_chain_full_stack) {
     be[4 * i + 3] = (uint8_t)u;
   }
   size_t gl, zl;
-  uint8_t *gz = deflate_buf(be, sizeof be, 31, &gl);
+  uint8_t *gz = tc_deflate(be, sizeof be, 31, 6, &gl);
   uint8_t *zs = zstd_known(gz, gl, 0, &zl);
   uint8_t *enc = malloc(zl + 4);
   memcpy(enc, zs, zl);
