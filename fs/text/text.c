@@ -409,6 +409,51 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
   return 0;
 }
 
+/* A whole unit's text buffer is asked in steps of this size, sized from
+ * samples of its text, and kept at that size unless an eighth of it is
+ * left over: units of a view have texts of about one size, so the buffer
+ * of a unit the reader passed is the one malloc hands to the next. Asking
+ * for the longest text the elements could have (32 bytes a float64, where
+ * perf.sh's have 13) had malloc carve each new text from memory never used
+ * (the freed ones, shrunk to their text, were too small) and the kernel
+ * zero it: 90-110 MB of fresh pages in a `cat` of 10M float64. Steps
+ * of 2 MiB (huge pages), not 1: with 1 MiB the samples' spread had units
+ * of one view ask 13 or 14 MiB, and a freed 13 could not take a 14. */
+#define TEXT_BUF_STEP ((size_t)2 << 20)
+
+/* Blocks of a unit whose text is counted to size its buffer, and the
+ * elements a unit needs for that (smaller ones ask for the longest text:
+ * their buffers come and go in malloc's bins, and the samples would be
+ * much of their work). */
+#define TEXT_SAMPLES 8
+#define TEXT_SAMPLE_MIN 65536
+
+/* n rounded up to TEXT_BUF_STEP (above a step; below, n itself). */
+static size_t text_buf_round(size_t n) {
+  return n <= TEXT_BUF_STEP ? n
+                            : (n + TEXT_BUF_STEP - 1) & ~(TEXT_BUF_STEP - 1);
+}
+
+/* Bytes to ask for the text of nin plain elements (size elsize) at mem,
+ * whose text is at most `most`: TEXT_SAMPLES blocks spread over them are
+ * counted (render_fixed_run_size, no text written), and the densest one's
+ * bytes per element, with 1/16 to spare and room for a block's scratch,
+ * make the size. A text past it grows (tbuf_room). */
+static size_t text_buf_ask(const struct dtype *dt, const unsigned char *mem,
+                           size_t elsize, uint64_t nin, size_t most) {
+  if (nin < TEXT_SAMPLE_MIN)
+    return most;
+  size_t dense = 0;
+  for (uint64_t i = 0; i < TEXT_SAMPLES; i++) {
+    uint64_t k = (nin - TEXT_BLOCK) / (TEXT_SAMPLES - 1) * i;
+    size_t l = render_fixed_run_size(dt, mem + k * elsize, TEXT_BLOCK);
+    dense = l > dense ? l : dense;
+  }
+  unsigned __int128 est = (unsigned __int128)nin * dense / TEXT_BLOCK +
+                          nin / 16 + (size_t)TEXT_BLOCK * RENDER_RUN_ROOM + 64;
+  return est < most ? text_buf_round((size_t)est) : most;
+}
+
 /* See text.h. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,
@@ -454,7 +499,13 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
      * buffer that grows would be copied; unused pages are never touched,
      * and the final shrink is a remap */
     size_t guess = (size_t)ct->nin * (3 * form->dt.size + 8) + 64;
-    tb.cap = guess < render_max ? guess : render_max;
+    if (guess > render_max)
+      guess = render_max;
+    tb.cap = !form->cf && !form->csv && ab->elsize == form->dt.size &&
+                     text_inb_linear(ct)
+                 ? text_buf_ask(&form->dt, ab->fixed->mem, ab->elsize, ct->nin,
+                                guess)
+                 : guess;
     tb.p = malloc(tb.cap);
   }
   uint64_t pos = 0, k0 = 0;
@@ -525,7 +576,9 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
   ct->size = pos;
   ct->cost = text_unit_base_cost(form) + (size_t)nblk * 8 + abytes_mem_cost(ab);
   if (tb.p) { /* rendered whole: the elements are not needed any more */
-    char *t = tb.len < tb.cap ? realloc(tb.p, tb.len ? tb.len : 1) : tb.p;
+    /* shrunk to its step unless little is left over (see TEXT_BUF_STEP) */
+    size_t keep = text_buf_round(tb.len ? tb.len : 1);
+    char *t = keep < tb.cap - tb.cap / 8 ? realloc(tb.p, keep) : tb.p;
     ct->text = t ? t : tb.p;
     ct->cost = text_unit_base_cost(form) + (size_t)nblk * 8 + (size_t)ct->size;
     abytes_free(ct->ab);
