@@ -54,6 +54,13 @@ struct dtoa_dec {
  * or 0 (*dec untouched) for zero, infinities and NaNs. */
 int dtoa_dec_f64(uint64_t bits, struct dtoa_dec *dec);
 
+/* dtoa_dec_f64 of the n binary64 values at src (8 bytes each, host
+ * order, any alignment) into dec[0..n-1], for the text views' runs
+ * (fs/text/rnum.c): dec[i].len is 0 for zero, infinities and NaNs, and
+ * also for integral values below 2^53 in magnitude, which those callers
+ * write as integers (the other fields then undefined). */
+void dtoa_dec_f64_run(const void *src, size_t n, struct dtoa_dec *dec);
+
 /* The same at binary32 precision. */
 int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec);
 

@@ -12,7 +12,8 @@
  *     stores: the plain form writes all 17 digits, then the point and the
  *     digits after it shifted by one, and the length alone says which
  *     digits count. The digits of a block of elements are searched before
- *     its lines are written (rnum_floats).
+ *     its lines are written (rnum_floats); float64's in one call
+ *     (dtoa_dec_f64_run), whose loop has the search inlined.
  * Little-endian hosts only for the SWAR store; elsewhere the integers go
  * through dtoa_u64. */
 #include "rnum.h"
@@ -264,83 +265,45 @@ rnum_float_plain(uint64_t b, int mb, int eb, size_t o, char *p) {
  * in flight. */
 #define RNUM_FBLOCK 64
 
-/* Lines of n floats (float64 when mb is 52, else float32) at s. */
-static inline __attribute__((always_inline)) size_t
-rnum_floats(const unsigned char *s, size_t n, int mb, int eb, char *dst) {
-  size_t w = (size_t)(mb + eb + 1) / 8, o = 0;
-  struct dtoa_dec dec[RNUM_FBLOCK]; /* len 0: no digits (rnum_float_plain) */
-  for (size_t i0 = 0; i0 < n; i0 += RNUM_FBLOCK) {
-    size_t m = n - i0 < RNUM_FBLOCK ? n - i0 : RNUM_FBLOCK;
-    const unsigned char *sb = s + i0 * w;
-    for (size_t j = 0; j < m; j++) {
-      if (mb == 52) {
-        uint64_t b;
-        memcpy(&b, sb + j * 8, 8);
-        if (rnum_float_form(b, 52, 11) == RNUM_DIGITS)
-          dtoa_dec_f64(b, &dec[j]);
-        else
-          dec[j].len = 0;
-      } else {
-        uint32_t b;
-        memcpy(&b, sb + j * 4, 4);
-        if (rnum_float_form(b, 23, 8) == RNUM_DIGITS)
-          dtoa_dec_f32(b, &dec[j]);
-        else
-          dec[j].len = 0;
-      }
-    }
-    for (size_t j = 0; j < m; j++) {
-      uint64_t b;
-      if (mb == 52) {
-        memcpy(&b, sb + j * 8, 8);
-      } else {
-        uint32_t b32;
-        memcpy(&b32, sb + j * 4, 4);
-        b = b32;
-      }
-      size_t sign = (size_t)(b >> (mb + eb)) & 1;
-      char *p = dst + o;
-      p[0] = '-'; /* overwritten when not negative */
-      if (__builtin_expect(dec[j].len != 0, 1))
-        o += rnum_place(&dec[j], sign, p);
-      else
-        o += rnum_float_plain(b, mb, eb, sign, p);
-      dst[o++] = '\n';
-    }
+/* The bit pattern of float j at s (float64 when mb is 52, else
+ * float32). */
+static inline uint64_t rnum_float_bits(const unsigned char *s, size_t j,
+                                       int mb) {
+  if (mb == 52) {
+    uint64_t b;
+    memcpy(&b, s + j * 8, 8);
+    return b;
   }
-  return o;
+  uint32_t b32;
+  memcpy(&b32, s + j * 4, 4);
+  return b32;
 }
 
-/* The integer kinds of rnum_run and rnum_size, as X(kind, type, signed). */
-#define RNUM_INT_KINDS(X)                                                      \
-  X(DT_INT8, int8_t, 1)                                                        \
-  X(DT_INT16, int16_t, 1)                                                      \
-  X(DT_INT32, int32_t, 1)                                                      \
-  X(DT_INT64, int64_t, 1)                                                      \
-  X(DT_UINT8, uint8_t, 0)                                                      \
-  X(DT_UINT16, uint16_t, 0)                                                    \
-  X(DT_UINT32, uint32_t, 0)                                                    \
-  X(DT_UINT64, uint64_t, 0)
-
-/* ---- sizes without text (rnum_size) ---- */
+/* The digits of n <= RNUM_FBLOCK floats (float64 when mb is 52, else
+ * float32) at s into dec, len 0 for those without (RNUM_INT and
+ * RNUM_SPECIAL, written by rnum_float_plain). float64's loop is
+ * dtoa.c's, where the digit search inlines into it. */
+static inline __attribute__((always_inline)) void
+rnum_float_digits(const unsigned char *s, size_t n, int mb,
+                  struct dtoa_dec *dec) {
+  if (mb == 52) {
+    dtoa_dec_f64_run(s, n, dec);
+    return;
+  }
+  for (size_t j = 0; j < n; j++) {
+    uint32_t b;
+    memcpy(&b, s + j * 4, 4);
+    if (rnum_float_form(b, 23, 8) == RNUM_DIGITS)
+      dtoa_dec_f32(b, &dec[j]);
+    else
+      dec[j].len = 0;
+  }
+}
 
 /* Decimal digits of v (1 for 0). */
 static inline size_t rnum_digits(uint64_t v) {
   return (size_t)dtoa_dec_len(v | (v == 0));
 }
-
-/* Lines' bytes of n integers of type T at s (SIGNED: two's complement):
- * each a sign when negative, its digits and a newline. */
-#define RNUM_INT_SIZES(T, SIGNED)                                              \
-  do {                                                                         \
-    for (size_t i = 0; i < n; i++) {                                           \
-      T v;                                                                     \
-      memcpy(&v, s + i * sizeof(T), sizeof(T));                                \
-      int ng = (SIGNED) && rnum_neg((int64_t)v);                               \
-      o += (size_t)ng + 1 +                                                    \
-           rnum_digits(ng ? (uint64_t)0 - (uint64_t)(int64_t)v : (uint64_t)v); \
-    }                                                                          \
-  } while (0)
 
 /* The length rnum_place gives *dc after o sign bytes. */
 static inline size_t rnum_layout_len(const struct dtoa_dec *dc, size_t o) {
@@ -368,32 +331,62 @@ static inline size_t rnum_float_plain_len(uint64_t b, int mb, int eb,
   return o + rnum_digits((m | (uint64_t)1 << mb) >> -e);
 }
 
-/* Lines' bytes of n floats (as rnum_floats) at s, nothing written: the
- * shortest digits are still searched (their count and exponent decide
- * the length), the text is not laid out. */
+/* Lines of n floats (float64 when mb is 52, else float32) at s; with
+ * dst NULL, only their length (rnum_size: the shortest digits are still
+ * searched, as their count and exponent decide it). */
 static inline __attribute__((always_inline)) size_t
-rnum_float_sizes(const unsigned char *s, size_t n, int mb, int eb) {
+rnum_floats(const unsigned char *s, size_t n, int mb, int eb, char *dst) {
   size_t w = (size_t)(mb + eb + 1) / 8, o = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t b;
-    struct dtoa_dec dec;
-    if (mb == 52) {
-      memcpy(&b, s + i * 8, 8);
-    } else {
-      uint32_t b32;
-      memcpy(&b32, s + i * w, 4);
-      b = b32;
+  struct dtoa_dec dec[RNUM_FBLOCK]; /* len 0: no digits (rnum_float_plain) */
+  for (size_t i0 = 0; i0 < n; i0 += RNUM_FBLOCK) {
+    size_t m = n - i0 < RNUM_FBLOCK ? n - i0 : RNUM_FBLOCK;
+    const unsigned char *sb = s + i0 * w;
+    rnum_float_digits(sb, m, mb, dec);
+    for (size_t j = 0; j < m; j++) {
+      uint64_t b = rnum_float_bits(sb, j, mb);
+      size_t sign = (size_t)(b >> (mb + eb)) & 1;
+      if (!dst) {
+        o += 1 + (dec[j].len ? rnum_layout_len(&dec[j], sign)
+                             : rnum_float_plain_len(b, mb, eb, sign));
+        continue;
+      }
+      char *p = dst + o;
+      p[0] = '-'; /* overwritten when not negative */
+      if (__builtin_expect(dec[j].len != 0, 1))
+        o += rnum_place(&dec[j], sign, p);
+      else
+        o += rnum_float_plain(b, mb, eb, sign, p);
+      dst[o++] = '\n';
     }
-    size_t sign = (size_t)(b >> (mb + eb)) & 1;
-    if (rnum_float_form(b, mb, eb) == RNUM_DIGITS &&
-        (mb == 52 ? dtoa_dec_f64(b, &dec) : dtoa_dec_f32((uint32_t)b, &dec)))
-      o += rnum_layout_len(&dec, sign);
-    else
-      o += rnum_float_plain_len(b, mb, eb, sign);
-    o++; /* the newline */
   }
   return o;
 }
+
+/* The integer kinds of rnum_run and rnum_size, as X(kind, type, signed). */
+#define RNUM_INT_KINDS(X)                                                      \
+  X(DT_INT8, int8_t, 1)                                                        \
+  X(DT_INT16, int16_t, 1)                                                      \
+  X(DT_INT32, int32_t, 1)                                                      \
+  X(DT_INT64, int64_t, 1)                                                      \
+  X(DT_UINT8, uint8_t, 0)                                                      \
+  X(DT_UINT16, uint16_t, 0)                                                    \
+  X(DT_UINT32, uint32_t, 0)                                                    \
+  X(DT_UINT64, uint64_t, 0)
+
+/* ---- sizes without text (rnum_size) ---- */
+
+/* Lines' bytes of n integers of type T at s (SIGNED: two's complement):
+ * each a sign when negative, its digits and a newline. */
+#define RNUM_INT_SIZES(T, SIGNED)                                              \
+  do {                                                                         \
+    for (size_t i = 0; i < n; i++) {                                           \
+      T v;                                                                     \
+      memcpy(&v, s + i * sizeof(T), sizeof(T));                                \
+      int ng = (SIGNED) && rnum_neg((int64_t)v);                               \
+      o += (size_t)ng + 1 +                                                    \
+           rnum_digits(ng ? (uint64_t)0 - (uint64_t)(int64_t)v : (uint64_t)v); \
+    }                                                                          \
+  } while (0)
 
 /* See rnum.h. */
 size_t rnum_size(enum dtype_kind kind, const void *src, size_t n) {
@@ -407,10 +400,10 @@ size_t rnum_size(enum dtype_kind kind, const void *src, size_t n) {
     RNUM_INT_KINDS(RNUM_CASE)
 #undef RNUM_CASE
   case DT_FLOAT32:
-    o = rnum_float_sizes(s, n, 23, 8);
+    o = rnum_floats(s, n, 23, 8, NULL);
     break;
   case DT_FLOAT64:
-    o = rnum_float_sizes(s, n, 52, 11);
+    o = rnum_floats(s, n, 52, 11, NULL);
     break;
   default:
     break;

@@ -722,6 +722,61 @@ START_TEST(integer_runs_in_pairs) {
 }
 END_TEST
 
+START_TEST(f64_runs_at_the_integer_edge) {
+  /* float64 runs tell integral values below 2^53 (written as integers)
+   * from the others in their digit pass (dtoa_dec_f64_run): every
+   * exponent from 2^-12 to 2^64 with mantissas whose lowest set bit is
+   * each of the 52, none, and all set, both signs, against render_fixed */
+  static uint64_t v[256];
+  size_t n = 0;
+  struct dtype f64 = dtype_of(DT_FLOAT64);
+  for (uint64_t ef = 1011; ef <= 1087; ef++) {
+    for (int low = 0; low <= 53; low++) {
+      uint64_t m = low == 53 ? 0 : ((uint64_t)1 << 52) - ((uint64_t)1 << low);
+      uint64_t b = ef << 52 | (m & (((uint64_t)1 << 52) - 1));
+      v[n++] = b;
+      v[n++] = b | (uint64_t)1 << 63;
+      v[n++] = ef << 52 | (uint64_t)1 << low % 52;
+      if (n > 250) {
+        check_run(&f64, v, n);
+        n = 0;
+      }
+    }
+  }
+  check_run(&f64, v, n);
+}
+END_TEST
+
+START_TEST(f64_runs_of_rare_cases) {
+  /* values whose digit search takes dtoa.c's rarer branches, in runs
+   * (dtoa_dec_f64_run) against render_fixed: x 1e13 + 0.5 past 2^66,
+   * whose interval's low end is exactly the short decimal x 1e13 (or
+   * half its values' high end z is an integer), and bench/perf.sh's
+   * other float64 forms there */
+  static double v[256];
+  struct dtype f64 = dtype_of(DT_FLOAT64);
+  for (uint64_t x0 = 7378690; x0 < 7378690 + 256 * 40; x0 += 256) {
+    for (size_t i = 0; i < 256; i++) {
+      double x = (double)(x0 + i);
+      switch (i % 4) {
+      case 0:
+        v[i] = x * 1e13 + 0.5;
+        break;
+      case 1:
+        v[i] = -x * 1e13;
+        break;
+      case 2:
+        v[i] = x * 1e-9;
+        break;
+      default:
+        v[i] = 1 / (x + 1);
+      }
+    }
+    check_run(&f64, v, 256);
+  }
+}
+END_TEST
+
 START_TEST(run_sizes_without_text) {
   /* render_fixed_run_size (the count of text_measure) is render_fixed_run's
    * length for bit patterns of every kind: random ones (every exponent,
@@ -1017,6 +1072,8 @@ int main(void) {
   tcase_add_test(tc, integer_extremes);
   tcase_add_test(tc, fixed_run_same_as_elements);
   tcase_add_test(tc, integer_runs_in_pairs);
+  tcase_add_test(tc, f64_runs_at_the_integer_edge);
+  tcase_add_test(tc, f64_runs_of_rare_cases);
   tcase_add_test(tc, run_sizes_without_text);
   tcase_add_test(tc, strings_and_hex);
   tcase_add_test(tc, var_every_subrange);
