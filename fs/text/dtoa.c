@@ -372,6 +372,14 @@ __attribute__((constructor)) static void dtoa_f64_scales_init(void) {
     dtoa_scale_of(ef - 1075, &dtoa_f64_scales[ef]);
 }
 
+/* frac(z) of dtoa_dragon's c with scale *sc, in units of 2^-64: the
+ * product dtoa_dragon makes, made again by its out-of-line cases. */
+static inline uint64_t dtoa_frac_z(uint64_t c, const struct dtoa_scale *sc) {
+  uint64_t cp = (2 * c + 1) << sc->beta, lo, unused;
+  dtoa_mul64(cp, sc->gh, &lo);
+  return lo + dtoa_mul64(cp, sc->gl, &unused);
+}
+
 /* For dtoa_dragon's c * 2^q with scale *sc at r == deltai: whether the
  * multiple of 1000 below z is in the interval (1) or not (0), comparing
  * it with the low end x = z - delta: frac(delta) (from G, as deltai)
@@ -383,14 +391,27 @@ __attribute__((constructor)) static void dtoa_f64_scales_init(void) {
 static __attribute__((noinline, cold)) int
 dtoa_low_end_in(uint64_t c, int q, const struct dtoa_scale *sc) {
   int beta = sc->beta;
-  uint64_t gh = sc->gh, gl = sc->gl;
-  uint64_t cp = (2 * c + 1) << beta, lo, unused;
-  dtoa_mul64(cp, gh, &lo);
-  uint64_t f = lo + dtoa_mul64(cp, gl, &unused);
+  uint64_t gh = sc->gh, gl = sc->gl, f = dtoa_frac_z(c, sc);
   uint64_t fd = gh << (beta + 1) | gl >> (63 - beta);
   if (f - fd + 4 <= 8)
     return dtoa_is_int(2 * c - 1, q - 1, 2 - sc->k) ? (int)(~c & 1) : -1;
   return fd > f;
+}
+
+/* For dtoa_dragon's c * 2^q with scale *sc where wi is a multiple of
+ * 100 (j = wi / 100): j less one when frac(z) is below the fraction h of
+ * delta / 2 (from G, as deltai), else j; within the errors' reach of
+ * each other, the value is halfway exactly (an integer), where n is the
+ * even of j and j - 1, or else -1 (as unsigned), left to dtoa_digits.
+ * Out of line as dtoa_low_end_in. */
+static __attribute__((noinline, cold)) uint32_t
+dtoa_tie_j(uint64_t c, int q, const struct dtoa_scale *sc, uint32_t j) {
+  int beta = sc->beta;
+  uint64_t gh = sc->gh, gl = sc->gl, f = dtoa_frac_z(c, sc);
+  uint64_t h = gh << beta | gl >> (64 - beta);
+  if (f - h + 4 <= 8)
+    return dtoa_is_int(c, q, 2 - sc->k) ? j - (j & 1) : (uint32_t)-1;
+  return j - (f < h);
 }
 
 /* Shortest digits of the binary64 normal c * 2^q (2^52 < c < 2^53: not
@@ -398,12 +419,12 @@ dtoa_low_end_in(uint64_t c, int q, const struct dtoa_scale *sc) {
  * into *dec: the Dragonbox-style search of the file comment. Returns 0 (*dec
  * untouched) where it cannot decide, for dtoa_digits to search instead. Unless
  * `careful`, it also returns 0 at the first sign of a rare case (z within reach
- * of an integer, z itself a multiple of 1000, a possible tie), so that the
- * common path keeps few values live; the careful call then settles them.
- * r == deltai is settled in either: it is 3.3% of bench/perf.sh's float64
- * values (x 1e13 + 0.5 past 2^66, whose low end is exactly a multiple of
- * 1000), and the slow call that redid the search was 1.7% of the
- * daemon's samples for them. */
+ * of an integer, z itself a multiple of 1000), so that the common path keeps
+ * few values live; the careful call then settles them. r == deltai and a
+ * possible tie are settled in either, out of line (dtoa_low_end_in,
+ * dtoa_tie_j): r == deltai is 3.3% of bench/perf.sh's float64 values (x
+ * 1e13 + 0.5 past 2^66, whose low end is exactly a multiple of 1000), and
+ * the slow call that redid the search was 1.7% of the daemon's samples. */
 static inline __attribute__((always_inline)) int
 dtoa_dragon(uint64_t c, int q, int careful, int f32, struct dtoa_dec *dec) {
   /* The scale (struct dtoa_scale): binary64's from the table. z's integer
@@ -470,16 +491,9 @@ dtoa_dragon(uint64_t c, int q, int careful, int f32, struct dtoa_dec *dec) {
    * multiply's low 16 bits (64 j + 656 (wi mod 100)) are below 656 */
   uint32_t j = wi * 656 >> 16;
   if (__builtin_expect((wi * 656 & 0xffff) < 656, 0) && !in2) {
-    if (!careful)
+    j = dtoa_tie_j(c, q, sc, j);
+    if (j > 9)
       return 0;
-    uint64_t h = gh << beta | gl >> (64 - beta);
-    if (f - h + 4 <= 8) {
-      if (!dtoa_is_int(c, q, k0))
-        return 0;
-      j -= j & 1;
-    } else {
-      j -= f < h;
-    }
   }
   /* in2 is a coin toss for typical data: a mask, not a branch */
   j &= (uint32_t)in2 - 1;
