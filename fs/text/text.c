@@ -178,6 +178,15 @@ int text_inb_linear(const struct chunk_text *ct) {
   return 1;
 }
 
+/* Plain numbers in the unit's own order: fixed-size elements of the
+ * form's type, neither CF nor CSV, in a linear box. Their lines are
+ * rendered (and counted) a block at a time (render_fixed_run). */
+static int text_fixed_linear(const struct chunk_text *ct) {
+  const struct text_form *form = ct->form;
+  return !form->cf && !form->csv && ct->ab && ct->ab->elsize &&
+         ct->ab->elsize == form->dt.size && text_inb_linear(ct);
+}
+
 /* Variable-length units in a linear box: in-bounds element k is unit
  * element k, and its line starts at text offset
  * render_var_len(eo[k] - eo[0]) + k, known from the offsets alone. */
@@ -501,11 +510,9 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
     size_t guess = (size_t)ct->nin * (3 * form->dt.size + 8) + 64;
     if (guess > render_max)
       guess = render_max;
-    tb.cap = !form->cf && !form->csv && ab->elsize == form->dt.size &&
-                     text_inb_linear(ct)
-                 ? text_buf_ask(&form->dt, ab->fixed->mem, ab->elsize, ct->nin,
-                                guess)
-                 : guess;
+    tb.cap = text_fixed_linear(ct) ? text_buf_ask(&form->dt, ab->fixed->mem,
+                                                  ab->elsize, ct->nin, guess)
+                                   : guess;
     tb.p = malloc(tb.cap);
   }
   uint64_t pos = 0, k0 = 0;
@@ -520,8 +527,7 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
    * long run's tail in parts on the idle helpers. */
   uint64_t kend = ct->nin;
   struct rsplit *rs = NULL;
-  if (rc == 0 && tb.p && !form->cf && !form->csv &&
-      ab->elsize == form->dt.size && text_inb_linear(ct)) {
+  if (rc == 0 && tb.p && text_fixed_linear(ct)) {
     rs = rsplit_start(helpers, rsplit_ways(helpers), &form->dt, ab->fixed->mem,
                       ab->elsize, k0, ct->nin, TEXT_BLOCK, ct->blk, &kend);
     for (; k0 < kend && rc == 0; k0 += TEXT_BLOCK) {
@@ -601,8 +607,8 @@ int text_measure(const struct text_form *form, const uint64_t *shape,
   /* Plain numbers in the unit's own order: the lines of a block counted
    * as text_layout's runs would write them (render_fixed_run_size: the
    * same lengths, no text written). */
-  if (!form->cf && !form->csv && ab->elsize && ab->elsize == form->dt.size &&
-      ab->fixed && ab->fixed->mem && text_inb_linear(ct) && ab->n >= ct->nin) {
+  if (text_fixed_linear(ct) && ab->fixed && ab->fixed->mem &&
+      ab->n >= ct->nin) {
     uint64_t pos = 0;
     for (uint64_t k = 0; k < ct->nin; k += TEXT_BLOCK) {
       if (k % TEXT_STOP_EVERY == 0 && stop &&
