@@ -529,13 +529,15 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
      * buffer that grows would be copied; unused pages are never touched,
      * and the final shrink is a remap */
     size_t guess = (size_t)ct->nin * (3 * form->dt.size + 8) + 64;
-    size_t most = guess > render_max ? render_max : guess;
     /* Asked with no cap, so that a text the samples put past render_max
-     * is known before any of it is written (text_measure_run below). */
-    tb.cap = text_fixed_linear(ct) ? text_buf_ask(&form->dt, ab->fixed->mem,
-                                                  ab->elsize, ct->nin, guess)
-                                   : most;
-    tb.p = tb.cap <= most ? malloc(tb.cap) : NULL;
+     * is known before any of it is written (text_measure_run below); a
+     * unit too small to be sampled is rendered up to render_max as ever. */
+    int sampled = text_fixed_linear(ct) && ct->nin >= TEXT_SAMPLE_MIN;
+    size_t ask = sampled ? text_buf_ask(&form->dt, ab->fixed->mem, ab->elsize,
+                                        ct->nin, guess)
+                         : guess;
+    tb.cap = ask < render_max ? ask : render_max;
+    tb.p = !sampled || ask <= render_max ? malloc(tb.cap) : NULL;
   }
   uint64_t pos = 0, k0 = 0;
   /* Plain numbers in order whose text will not be kept: counted a block
@@ -544,7 +546,8 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
    * buffers the cache never saw, then let it go: for the 20 units of
    * mount_memory.sh's wide row, 5 MB each beside the unit's 3 MB of
    * elements, on every thread decoding one. */
-  if (rc == 0 && !tb.p && ab->elsize && text_fixed_linear(ct)) {
+  if (rc == 0 && !tb.p && text_fixed_linear(ct) && ab->fixed->mem &&
+      ab->n >= ct->nin) {
     rc = text_measure_run(ct, &form->dt, ab->fixed->mem, ab->elsize, stop, &pos,
                           err);
     k0 = ct->nin;
