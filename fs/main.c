@@ -435,40 +435,8 @@ static int daemon_run(const struct cli_config *cfg) {
   return status;
 }
 
-/* Decoding writes fresh buffers of megabytes (decompressed chunks, rendered
- * text); with 4 KiB pages a 1M-string chunk costs some 15,000 page faults,
- * which measured as half the daemon's time. glibc backs its large
- * allocations with transparent huge pages when told so by the tunable
- * glibc.malloc.hugetlb=1, which it reads only at start: so the daemon
- * starts itself again, once, with it set (ZARRFS_MALLOC_TUNED marks the
- * second start; ZARRFS_MALLOC_TUNED=0 set by the user keeps the default).
- * Nothing is done yet when this runs; if exec fails we go on as we are. */
-static void malloc_tune(char **argv) {
-  if (getenv("ZARRFS_MALLOC_TUNED"))
-    return;
-  const char *old = getenv("GLIBC_TUNABLES");
-  if (old && strstr(old, "glibc.malloc.hugetlb"))
-    return;
-  size_t len = (old ? strlen(old) : 0) + 32;
-  char *tun = malloc(len);
-  if (!tun)
-    return;
-  snprintf(tun, len, "%s%sglibc.malloc.hugetlb=1", old ? old : "",
-           old && *old ? ":" : "");
-  if (setenv("GLIBC_TUNABLES", tun, 1) == 0 &&
-      setenv("ZARRFS_MALLOC_TUNED", "1", 1) == 0)
-    execv("/proc/self/exe", argv);
-  /* exec failed: undo, and run with the defaults */
-  if (old)
-    setenv("GLIBC_TUNABLES", old, 1);
-  else
-    unsetenv("GLIBC_TUNABLES");
-  free(tun);
-}
-
 /* Parse the command line, then print help or version, or mount. */
 int main(int argc, char **argv) {
-  malloc_tune(argv);
   struct cli_config *cfg;
   struct zerr err = {0};
   if (cli_parse(argc, argv, &cfg, &err) < 0) {

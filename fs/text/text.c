@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/util/buf.h"
 #include "../../src/util/utf8.h"
 #include "../../src/util/zmath.h"
 #include "cftext.h"
@@ -311,6 +312,7 @@ int text_expand_in_place(const struct chunk_text *ct, char *buf, uint64_t tsize,
   uint64_t nin = ct->nin;
   /* grows by the newlines (a remap), or drops bytes past element nin */
   char *t = realloc(buf, tsize ? (size_t)tsize : 1);
+  zbuf_prefer_huge(t, (size_t)tsize);
   if (!t) {
     free(buf);
     return zerr_set(err, ENOMEM, "out of memory");
@@ -390,6 +392,7 @@ static int layout_csv_fields(struct chunk_text *ct, const atomic_int *stop,
   char *t = malloc(size ? (size_t)size : 1);
   if (!t)
     return zerr_set(err, ENOMEM, "out of memory");
+  zbuf_prefer_huge(t, (size_t)size);
   uint64_t pos = 0;
   text_it_init(&it, ct, 0);
   for (uint64_t k = 0; k < ct->nin; k++, text_it_next(&it, ct)) {
@@ -538,6 +541,8 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
                          : guess;
     tb.cap = ask < render_max ? ask : render_max;
     tb.p = !sampled || ask <= render_max ? malloc(tb.cap) : NULL;
+    if (sampled) /* sized from the text: about all of it is written */
+      zbuf_prefer_huge(tb.p, tb.cap);
   }
   uint64_t pos = 0, k0 = 0;
   /* Plain numbers in order whose text will not be kept: counted a block

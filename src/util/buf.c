@@ -4,6 +4,33 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <stdint.h>
+
+/* Buffers this large are backed by transparent huge pages where the
+ * kernel allows (madvise, not the process-wide glibc tunable): a decoded
+ * chunk of megabytes is written whole, so a 2 MiB page costs one fault
+ * instead of 512 and is never left mostly unused. The tunable put every
+ * heap of malloc on huge pages too, where a small block touched (a FUSE
+ * thread's request buffer) made 2 MiB resident: mount_memory.sh's wide
+ * row peaked 10-20 MB higher under load. */
+#define ZBUF_HUGE_MIN ((size_t)4 << 20)
+#define ZBUF_HUGE_PAGE ((uintptr_t)2 << 20)
+
+/* See buf.h. */
+void zbuf_prefer_huge(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+  if (!p || n < ZBUF_HUGE_MIN)
+    return;
+  uintptr_t a = ((uintptr_t)p + ZBUF_HUGE_PAGE - 1) & ~(ZBUF_HUGE_PAGE - 1);
+  uintptr_t e = ((uintptr_t)p + n) & ~(ZBUF_HUGE_PAGE - 1);
+  if (e > a)
+    (void)madvise((void *)a, e - a, MADV_HUGEPAGE); /* a hint: errors ignored */
+#else
+  (void)p;
+  (void)n;
+#endif
+}
 
 /* Start empty with a maximum size. */
 void zbuf_init(struct zbuf *b, size_t max) {
@@ -33,6 +60,7 @@ int zbuf_reserve(struct zbuf *b, size_t extra, struct zerr *err) {
   if (!p)
     return zerr_set(err, ENOMEM, "out of memory growing a buffer to %zu bytes",
                     ncap);
+  zbuf_prefer_huge(p, ncap);
   b->data = p;
   b->cap = ncap;
   return 0;

@@ -24,6 +24,11 @@ void zbuf_init(struct zbuf *b, size_t max);
 int zbuf_reserve(struct zbuf *b, size_t extra, struct zerr *err);
 /* Append n bytes. */
 int zbuf_append(struct zbuf *b, const void *p, size_t n, struct zerr *err);
+/* Ask for transparent huge pages behind the 2 MiB pages inside [p, p+n)
+ * when n is at least 4 MiB (a hint; nothing happens below that, or where
+ * the kernel says no). For buffers of megabytes that are written whole:
+ * one fault per 2 MiB instead of 512. zbuf_reserve does it for its own. */
+void zbuf_prefer_huge(void *p, size_t n);
 /* Hand the storage to the caller (who frees it with free()); b is reset.
  * Returns NULL (and *len = 0) for an empty buffer. */
 uint8_t *zbuf_steal(struct zbuf *b, size_t *len);
