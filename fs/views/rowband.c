@@ -144,6 +144,9 @@ struct band_group {
                uint64_t cnt, struct zerr *err);
   void *ctx;
   size_t unit_cost; /* out: bytes of the costliest unit visited */
+  size_t hold;      /* bytes the visit builds outside the memo (a band's
+                       text): counted against the cache after the cached
+                       units are visited (band_hold) */
 };
 
 /* Release a map. */
@@ -240,6 +243,22 @@ static void band_ahead(const struct band_job *j, const struct band_group *g,
   }
 }
 
+/* Bytes of g->hold to count against the cache (memo_hold) once the units
+ * it holds have been visited: all of it, less room for the unit being
+ * visited and those the workers decode ahead (which the memo must keep
+ * until they are visited). A band being made is then paid from the cache,
+ * not beside a cache full of units the band does not need any more: a
+ * band of 18 MiB with a 16 MiB cache held both at once. */
+static size_t band_hold(const struct band_job *j, const struct band_group *g) {
+  size_t cost = g->unit_cost;
+  if (j->m && j->m->unit_cost > cost)
+    cost = j->m->unit_cost;
+  size_t room = (ROWBAND_AHEAD + 1) * cost, budget = j->e->cache_size;
+  if (!g->hold || room >= budget)
+    return 0;
+  return g->hold < budget - room ? g->hold : budget - room;
+}
+
 /* Visit the units of slab j->k that hold segments of g, one at a time,
  * each pinned only while visited: those in the memo first (a pass takes
  * what the pass before it left there), then the others in slab order,
@@ -252,7 +271,10 @@ static int band_visit(const struct band_job *j, struct band_group *g,
     return zerr_set(err, ENOMEM, "out of memory");
   struct cursor_fan *fan = NULL;
   int rc = 0;
+  size_t held = 0;
   for (int pass = 0; rc == 0 && pass < 2; pass++) {
+    if (pass == 1 && (held = band_hold(j, g)) > 0)
+      memo_hold(j->e->memo, (long)held);
     for (uint64_t i = 0; rc == 0 && i < nu; i++) {
       uint64_t rl = j->k * nu + i;
       if (seen[i] == 1 || g->at[i] == g->at[i + 1])
@@ -282,6 +304,8 @@ static int band_visit(const struct band_job *j, struct band_group *g,
       seen[i] = 1;
     }
   }
+  if (held)
+    memo_hold(j->e->memo, -(long)held);
   cursor_fan_done(fan);
   free(seen);
   return rc;
@@ -323,7 +347,7 @@ static int band_map_fill(void *ctx, struct zobj **obj, size_t *cost,
   m->nseg = nseg;
   m->seg_off = malloc(((size_t)nseg + 1) * sizeof *m->seg_off);
   m->seg_uoff = malloc(((size_t)nseg + 1) * sizeof *m->seg_uoff);
-  struct band_group g = {NULL, NULL, NULL, band_measure, m, 0};
+  struct band_group g = {NULL, NULL, NULL, band_measure, m, 0, 0};
   int rc = m->seg_off && m->seg_uoff ? band_group_make(j, 0, nseg, &g, err)
                                      : zerr_set(err, ENOMEM, "out of memory");
   if (rc == 0)
@@ -426,7 +450,7 @@ static int band_text_fill(void *ctx, struct zobj **obj, size_t *cost,
   zobj_init(&t->obj, band_text_destroy);
   t->size = size;
   t->text = malloc(size ? (size_t)size : 1);
-  struct band_group g = {NULL, NULL, NULL, band_render, t, 0};
+  struct band_group g = {NULL, NULL, NULL, band_render, t, 0, (size_t)size};
   int rc = t->text ? band_group_make(j, s0, s1, &g, err)
                    : zerr_set(err, ENOMEM, "out of memory");
   if (rc == 0)

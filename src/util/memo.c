@@ -629,6 +629,19 @@ size_t memo_used(struct memo *m) {
   return u;
 }
 
+/* See memo.h. */
+void memo_hold(struct memo *m, long add) {
+  struct memo_entry *victims = NULL;
+  pthread_mutex_lock(&m->lock);
+  if (add < 0 && (size_t)-add > m->pinned)
+    add = -(long)m->pinned; /* (a caller's bug: never below zero) */
+  m->pinned += (size_t)add;
+  if (add > 0)
+    evict_locked(m, &victims);
+  pthread_mutex_unlock(&m->lock);
+  free_victims(victims);
+}
+
 /* Bytes of pinned ready objects. */
 size_t memo_pinned(struct memo *m) {
   pthread_mutex_lock(&m->lock);

@@ -148,6 +148,13 @@ void memo_release(struct memo *m, struct memo_ref *r);
  * growing the daemon up to the budget. NULL-safe. */
 void memo_scan(struct memo *m, struct memo_ref *r);
 
+/* Count bytes a fill holds outside the memo as pinned (add > 0) or stop
+ * counting them (add < 0; give back exactly what was held): the cache
+ * makes room at once, evicting unpinned objects, so memory a fill is
+ * building (a band's text, before its cost is known to the memo) is paid
+ * from the cache rather than on top of it. */
+void memo_hold(struct memo *m, long add);
+
 /* Insert a ready object learned as a by-product (a neighbouring block
  * fetched in the same request): takes over the reference obj, which is
  * dropped when the key is already there (ready, pending or failed). Never

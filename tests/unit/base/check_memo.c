@@ -254,6 +254,49 @@ START_TEST(budget_pins_and_big_entries) {
 }
 END_TEST
 
+/* Bytes a fill holds outside the memo (memo_hold) count as pinned: the
+ * cache makes room at once, and gets it back when they are given back. */
+START_TEST(held_bytes_make_room) {
+  int freed = 0;
+  struct memo *m = memo_make(2000, 100, NULL);
+  struct zerr err = {0};
+  struct job j = {.cost = 200, .freed = &freed};
+  for (uint64_t i = 0; i < 5; i++) {
+    struct memo_key k = key(2, i);
+    struct memo_ref *r;
+    ck_assert_int_eq(memo_get(m, &k, fill, &j, &r, &err), 0);
+    memo_release(m, r);
+  }
+  size_t full = memo_used(m); /* five entries' worth, all kept */
+  ck_assert_uint_ge(full, 5 * 100);
+  ck_assert_int_eq(freed, 0);
+  memo_hold(m, 1000);
+  ck_assert_uint_eq(memo_pinned(m), 1000);
+  ck_assert_uint_le(memo_used(m), 1000);
+  ck_assert_int_ge(freed, 2); /* the oldest went, at once */
+  struct memo_ref *r;
+  struct memo_key k0 = key(2, 0), k4 = key(2, 4);
+  ck_assert_int_eq(memo_peek(m, &k0, &r), 0);
+  ck_assert_int_eq(memo_peek(m, &k4, &r), 1);
+  memo_release(m, r);
+  /* while held, a new entry pushes out another */
+  struct memo_key k9 = key(2, 9);
+  ck_assert_int_eq(memo_get(m, &k9, fill, &j, &r, &err), 0);
+  memo_release(m, r);
+  ck_assert_uint_le(memo_used(m), 1000);
+  memo_hold(m, -1000);
+  ck_assert_uint_eq(memo_pinned(m), 0);
+  /* the room is the cache's again */
+  for (uint64_t i = 10; i < 13; i++) {
+    struct memo_key k = key(2, i);
+    ck_assert_int_eq(memo_get(m, &k, fill, &j, &r, &err), 0);
+    memo_release(m, r);
+  }
+  ck_assert_uint_gt(memo_used(m), 1000);
+  memo_free(m);
+}
+END_TEST
+
 START_TEST(remembered_and_transient_failures) {
   struct memo *m = memo_make(1 << 20, 100, NULL);
   struct zerr err = {0};
@@ -677,6 +720,7 @@ int main(void) {
   tcase_add_test(tc, stop_ends_waits);
   tcase_add_test(tc, cancel_ends_a_wait);
   tcase_add_test(tc, values);
+  tcase_add_test(tc, held_bytes_make_room);
   tcase_add_test(tc, threads);
   suite_add_tcase(s, tc);
   return testutil_run(s);
