@@ -200,6 +200,10 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
       free(data);
     return zerr_set(err, ENOMEM, "%s: out of memory for %zu bytes", name, room);
   }
+  /* both written through: huge pages where the kernel allows */
+  zbuf_prefer_huge(off, (size_t)obytes);
+  if (data != own)
+    zbuf_prefer_huge(data, room + 32);
   size_t pos = 4, total = 0, page = (size_t)sysconf(_SC_PAGESIZE);
   size_t gone = 0; /* in place: pages below this were handed back */
   int doomed = 0, release = own && size >= env->heap_max;
