@@ -1,4 +1,5 @@
 /* check_bytesrc.c - byte sources, capped buffers, local store keys. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -97,6 +98,48 @@ START_TEST(memory_sources) {
   ck_assert_uint_eq(e->size, 0);
   bytesrc_unref(e);
   bytesrc_unref(NULL);
+}
+END_TEST
+
+/* Does the mapping holding address a carry the huge-page advice ("hg" in
+ * its VmFlags, /proc/self/smaps)? */
+static int advised_huge(const void *a) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  ck_assert_ptr_nonnull(f);
+  char line[512];
+  int in = 0, hg = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') &&
+        line[0] != 'V')
+      in = (uintptr_t)a >= lo && (uintptr_t)a < hi;
+    else if (in && !strncmp(line, "VmFlags:", 8))
+      hg = strstr(line, " hg") != NULL;
+  }
+  fclose(f);
+  return hg;
+}
+
+/* A buffer of megabytes grown in a zbuf asks for huge pages (a hint the
+ * kernel may refuse: checked where it has transparent huge pages); a
+ * small one does not. */
+START_TEST(big_buffers_advise_huge_pages) {
+  struct zerr err = {0};
+  struct zbuf big, small;
+  zbuf_init(&big, (size_t)64 << 20);
+  zbuf_init(&small, (size_t)64 << 20);
+  ck_assert_int_eq(zbuf_reserve(&big, (size_t)8 << 20, &err), 0);
+  ck_assert_int_eq(zbuf_reserve(&small, (size_t)64 << 10, &err), 0);
+  /* an address inside the 2 MiB-aligned interior of the big one */
+  uintptr_t mid = ((uintptr_t)big.data + ((uintptr_t)4 << 20)) &
+                  ~(((uintptr_t)2 << 20) - 1);
+  if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0)
+    ck_assert(advised_huge((const void *)mid));
+  ck_assert(!advised_huge(small.data));
+  memset(big.data, 7, (size_t)8 << 20); /* usable as ever */
+  ck_assert_uint_eq(big.data[(8 << 20) - 1], 7);
+  zbuf_free(&big);
+  zbuf_free(&small);
 }
 END_TEST
 
@@ -245,6 +288,7 @@ int main(void) {
   tcase_add_test(tc, local_store);
   tcase_add_test(tc, symlinks_stay_inside);
   tcase_add_test(tc, transient_codes);
+  tcase_add_test(tc, big_buffers_advise_huge_pages);
   suite_add_tcase(s, tc);
   return testutil_run(s);
 }
