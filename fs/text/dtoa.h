@@ -64,6 +64,10 @@ void dtoa_dec_f64_run(const void *src, size_t n, struct dtoa_dec *dec);
 /* The same at binary32 precision. */
 int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec);
 
+/* dtoa_dec_f64_run for n binary32 values at src: len 0 for zero,
+ * infinities, NaNs and integral values below 2^24 in magnitude. */
+void dtoa_dec_f32_run(const void *src, size_t n, struct dtoa_dec *dec);
+
 /* Bytes dtoa_shortest_exact may write to d (its digit loop stops one
  * digit past DTOA_DIGITS_MAX at most). */
 #define DTOA_EXACT_MAX 20

@@ -214,28 +214,12 @@ rnum_place(const struct dtoa_dec *dc, size_t o, char *p) {
 }
 
 /* How a float is written: zero, infinities and NaNs as fixed words; an
- * integral value with a gap of at most 1 as exactly its integer; any
+ * integral value with a gap of at most 1 as exactly its integer (both
+ * "plain": dtoa_dec_f64_run and dtoa_dec_f32_run give them len 0); any
  * other by its shortest digits. */
-enum { RNUM_SPECIAL, RNUM_INT, RNUM_DIGITS };
-
-/* The form (above) of the IEEE float with bit pattern b, mb stored
- * mantissa bits and eb exponent bits. */
-static inline __attribute__((always_inline)) int
-rnum_float_form(uint64_t b, int mb, int eb) {
-  unsigned emax = (1u << eb) - 1;
-  unsigned ef = (unsigned)(b >> mb) & emax;
-  uint64_t m = b & (((uint64_t)1 << mb) - 1);
-  if (__builtin_expect(ef == emax, 0) || (ef == 0 && m == 0))
-    return RNUM_SPECIAL;
-  int e = (int)ef - (int)emax / 2 - mb;
-  uint64_t f = m | (uint64_t)1 << mb;
-  if (ef && e <= 0 && e > -64 && (f & (((uint64_t)1 << -e) - 1)) == 0)
-    return RNUM_INT;
-  return RNUM_DIGITS;
-}
 
 /* Text at p of the float with bit pattern b that has no digits to lay
- * out (RNUM_INT or RNUM_SPECIAL); o is 1 after the sign, else 0. Returns
+ * out (plain, above); o is 1 after the sign, else 0. Returns
  * the length. */
 static inline __attribute__((always_inline)) size_t
 rnum_float_plain(uint64_t b, int mb, int eb, size_t o, char *p) {
@@ -280,9 +264,9 @@ static inline uint64_t rnum_float_bits(const unsigned char *s, size_t j,
 }
 
 /* The digits of n <= RNUM_FBLOCK floats (float64 when mb is 52, else
- * float32) at s into dec, len 0 for those without (RNUM_INT and
- * RNUM_SPECIAL, written by rnum_float_plain). float64's loop is
- * dtoa.c's, where the digit search inlines into it. */
+ * float32) at s into dec, len 0 for the plain ones (written by
+ * rnum_float_plain). The loops are dtoa.c's,
+ * where the digit search inlines into them. */
 static inline __attribute__((always_inline)) void
 rnum_float_digits(const unsigned char *s, size_t n, int mb,
                   struct dtoa_dec *dec) {
@@ -290,14 +274,7 @@ rnum_float_digits(const unsigned char *s, size_t n, int mb,
     dtoa_dec_f64_run(s, n, dec);
     return;
   }
-  for (size_t j = 0; j < n; j++) {
-    uint32_t b;
-    memcpy(&b, s + j * 4, 4);
-    if (rnum_float_form(b, 23, 8) == RNUM_DIGITS)
-      dtoa_dec_f32(b, &dec[j]);
-    else
-      dec[j].len = 0;
-  }
+  dtoa_dec_f32_run(s, n, dec);
 }
 
 /* Decimal digits of v (1 for 0). */

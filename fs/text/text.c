@@ -466,6 +466,14 @@ static size_t text_buf_ask(const struct dtype *dt, const unsigned char *mem,
   return est < most ? text_buf_round((size_t)est) : most;
 }
 
+/* Whether text_measure_run can count the unit from ab: plain numbers in
+ * their own order, all of whose elements are in memory. */
+static int text_measurable(const struct chunk_text *ct,
+                           const struct abytes *ab) {
+  return text_fixed_linear(ct) && ab->fixed && ab->fixed->mem &&
+         ab->n >= ct->nin;
+}
+
 /* Text sizes of a unit of plain numbers in its own order (text_fixed_linear)
  * a block at a time: ct->blk set, the text's size into *pos. Nothing is
  * written (render_fixed_run_size: the lengths render_fixed_run writes). */
@@ -551,8 +559,7 @@ int text_layout(const struct text_form *form, const uint64_t *shape,
    * buffers the cache never saw, then let it go: for the 20 units of
    * mount_memory.sh's wide row, 5 MB each beside the unit's 3 MB of
    * elements, on every thread decoding one. */
-  if (rc == 0 && !tb.p && text_fixed_linear(ct) && ab->fixed->mem &&
-      ab->n >= ct->nin) {
+  if (rc == 0 && !tb.p && text_measurable(ct, ab)) {
     rc = text_measure_run(ct, &form->dt, ab->fixed->mem, ab->elsize, stop, &pos,
                           err);
     k0 = ct->nin;
@@ -648,8 +655,7 @@ int text_measure(const struct text_form *form, const uint64_t *shape,
   /* Plain numbers in the unit's own order: the lines of a block counted
    * as text_layout's runs would write them (render_fixed_run_size: the
    * same lengths, no text written). */
-  if (text_fixed_linear(ct) && ab->fixed && ab->fixed->mem &&
-      ab->n >= ct->nin) {
+  if (text_measurable(ct, ab)) {
     uint64_t pos = 0;
     int rc = text_measure_run(ct, &form->dt, ab->fixed->mem, ab->elsize, stop,
                               &pos, err);

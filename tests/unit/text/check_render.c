@@ -680,6 +680,35 @@ START_TEST(fixed_run_same_as_elements) {
 }
 END_TEST
 
+START_TEST(float32_runs_same_as_elements) {
+  /* runs of float32 search their digits in dtoa_dec_f32_run, each value
+   * by itself in render_fixed: every exponent, both signs, with mantissas
+   * empty (zero, powers of two, infinities), all ones, random, and
+   * integral exactly where the point falls (the runs' integer test, at
+   * each of its 24 edges and one bit past it) */
+  struct dtype f32 = dtype_of(DT_FLOAT32);
+  uint32_t v[256];
+  size_t n = 0;
+  uint64_t seed = 0x66333272;
+  for (uint32_t ef = 0; ef < 256; ef++)
+    for (uint32_t sign = 0; sign < 2; sign++) {
+      uint32_t sh = 150 - ef < 24 ? 150 - ef : 0;
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      uint32_t r = (uint32_t)(seed >> 41) & 0x7fffff;
+      uint32_t ms[] = {0, 1, 0x7fffff, r, r & ~((1u << sh) - 1),
+                       (r & ~((1u << sh) - 1)) | (sh ? 1u << (sh - 1) : 1)};
+      for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        v[n++] = sign << 31 | ef << 23 | ms[i];
+        if (n == 256 || (ef == 255 && sign == 1 && i + 1 == 6)) {
+          check_run(&f32, v, n);
+          check_run(&f32, v + 1, n - 1); /* odd starts and lengths */
+          n = 0;
+        }
+      }
+    }
+}
+END_TEST
+
 START_TEST(integer_runs_in_pairs) {
   /* runs of integers take two values at a time (fs/text/rnum.c): every int32
    * in [-2^20, 2^20], then every digit count next to every other, each
@@ -1071,6 +1100,7 @@ int main(void) {
   tcase_add_test(tc, integers_and_bools);
   tcase_add_test(tc, integer_extremes);
   tcase_add_test(tc, fixed_run_same_as_elements);
+  tcase_add_test(tc, float32_runs_same_as_elements);
   tcase_add_test(tc, integer_runs_in_pairs);
   tcase_add_test(tc, f64_runs_at_the_integer_edge);
   tcase_add_test(tc, f64_runs_of_rare_cases);
