@@ -116,12 +116,16 @@ timed() {
   shift 2
   f=$OUT/$(echo "$row" | tr -c 'A-Za-z0-9' _).$(binid "$bin")
   time_once "$f.out" timeout -s KILL "$LIMIT" "$@"
-  # A reader stopped at the limit leaves the daemon at work on its
-  # request (one that ignores interrupts), and the next read of the mount
-  # (its stats) would wait for it: the daemon is killed, the row is over.
-  if [ "$TIMEOUT" = yes ] && [ -n "$DAEMON" ]; then kill -KILL "$DAEMON" 2>/dev/null || true; fi
-  if [ "$TIMEOUT" = yes ]; then put "$row" "$bin" ">$LIMIT s"; else put "$row" "$bin" "$SECS s"; fi
+  put_time "$row" "$bin"
   md5sum <"$f.out" | cut -c1-12 >"$f.sum"
+}
+# put_time ROW BIN: put time_once's result. A reader stopped at the limit
+# leaves the daemon at work on its request (one that ignores interrupts),
+# and the next read of the mount (its stats) would wait for it: the
+# daemon is killed, the row is over.
+put_time() {
+  if [ "$TIMEOUT" = yes ] && [ -n "$DAEMON" ]; then kill -KILL "$DAEMON" 2>/dev/null || true; fi
+  if [ "$TIMEOUT" = yes ]; then put "$1" "$2" ">$LIMIT s"; else put "$1" "$2" "$SECS s"; fi
 }
 # timed_null ROW BIN CMD...: as timed, the output thrown away (for a
 # cat of gigabytes, whose writing to a file here would be timed too:
@@ -130,8 +134,7 @@ timed_null() {
   local row=$1 bin=$2
   shift 2
   time_once /dev/null timeout -s KILL "$LIMIT" "$@"
-  if [ "$TIMEOUT" = yes ] && [ -n "$DAEMON" ]; then kill -KILL "$DAEMON" 2>/dev/null || true; fi
-  if [ "$TIMEOUT" = yes ]; then put "$row" "$bin" ">$LIMIT s"; else put "$row" "$bin" "$SECS s"; fi
+  put_time "$row" "$bin"
 }
 
 # nginx on 127.0.0.1 serving ROOT, with an access log: NGINX_URL, NGINX_LOG.

@@ -703,7 +703,8 @@ dtoa_f32_fast(uint32_t c, unsigned ef, struct dtoa_dec *dec) {
  * digits end at 9. All 2^32 patterns were compared with the old
  * dtoa_dragon path it shortcuts, and with the exact search (check_dtoa's
  * exhaustive mode). */
-int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
+static inline __attribute__((always_inline)) int
+dtoa_dec_f32_inline(uint32_t bits, struct dtoa_dec *dec) {
   unsigned ef = (bits >> 23) & 0xff;
   uint32_t m = bits & ((1u << 23) - 1);
   /* ef in [1, 254], which leaves zero, subnormals, infinities, NaNs out */
@@ -713,8 +714,12 @@ int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
   return dtoa_f32_slow(bits, dec);
 }
 
+int dtoa_dec_f32(uint32_t bits, struct dtoa_dec *dec) {
+  return dtoa_dec_f32_inline(bits, dec);
+}
+
 /* Shortest digits of n binary32 values (see dtoa.h): as
- * dtoa_dec_f64_run, dtoa_f32_fast inlined in the loop (a call per value
+ * dtoa_dec_f64_run, dtoa_dec_f32's search inlined in the loop (a call per value
  * was a sixth of a float32 line's cost in a kerchunk archive's cat) and
  * the integers below 2^24 told apart in the same pass. */
 void dtoa_dec_f32_run(const void *src, size_t n, struct dtoa_dec *dec) {
@@ -728,14 +733,12 @@ void dtoa_dec_f32_run(const void *src, size_t n, struct dtoa_dec *dec) {
     unsigned sh = 150u - ef;
     /* without a branch on sh: in real data it is as often one way as the
      * other, and the test is almost never true */
-    if (__builtin_expect((sh <= 23) & ((m & ((1u << (sh & 31)) - 1)) == 0), 0)) {
+    if (__builtin_expect((sh <= 23) & ((m & ((1u << (sh & 31)) - 1)) == 0),
+                         0)) {
       dec[i].len = 0;
       continue;
     }
-    if (__builtin_expect((ef - 1 < 254) & (m != 0), 1) &&
-        __builtin_expect(dtoa_f32_fast(m | 1u << 23, ef, &dec[i]), 1))
-      continue;
-    if (!dtoa_f32_slow(bits, &dec[i]))
+    if (!dtoa_dec_f32_inline(bits, &dec[i]))
       dec[i].len = 0;
   }
 }

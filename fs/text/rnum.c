@@ -265,8 +265,8 @@ static inline uint64_t rnum_float_bits(const unsigned char *s, size_t j,
 
 /* The digits of n <= RNUM_FBLOCK floats (float64 when mb is 52, else
  * float32) at s into dec, len 0 for the plain ones (written by
- * rnum_float_plain). The loops are dtoa.c's,
- * where the digit search inlines into them. */
+ * rnum_float_plain). The loops are dtoa.c's, where the digit search
+ * inlines into them. */
 static inline __attribute__((always_inline)) void
 rnum_float_digits(const unsigned char *s, size_t n, int mb,
                   struct dtoa_dec *dec) {

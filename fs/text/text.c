@@ -312,11 +312,11 @@ int text_expand_in_place(const struct chunk_text *ct, char *buf, uint64_t tsize,
   uint64_t nin = ct->nin;
   /* grows by the newlines (a remap), or drops bytes past element nin */
   char *t = realloc(buf, tsize ? (size_t)tsize : 1);
-  zbuf_prefer_huge(t, (size_t)tsize);
   if (!t) {
     free(buf);
     return zerr_set(err, ENOMEM, "out of memory");
   }
+  zbuf_prefer_huge(t, (size_t)tsize);
   /* Text is the bytes with newline bytes as spaces and bytes that are not
    * UTF-8 as '?': turn them first and every element then moves as it is.
    * Run by run from the end, each run's scan just before its moves, so

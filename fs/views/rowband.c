@@ -347,7 +347,7 @@ static int band_map_fill(void *ctx, struct zobj **obj, size_t *cost,
   m->nseg = nseg;
   m->seg_off = malloc(((size_t)nseg + 1) * sizeof *m->seg_off);
   m->seg_uoff = malloc(((size_t)nseg + 1) * sizeof *m->seg_uoff);
-  struct band_group g = {NULL, NULL, NULL, band_measure, m, 0, 0};
+  struct band_group g = {.visit = band_measure, .ctx = m};
   int rc = m->seg_off && m->seg_uoff ? band_group_make(j, 0, nseg, &g, err)
                                      : zerr_set(err, ENOMEM, "out of memory");
   if (rc == 0)
@@ -450,7 +450,7 @@ static int band_text_fill(void *ctx, struct zobj **obj, size_t *cost,
   zobj_init(&t->obj, band_text_destroy);
   t->size = size;
   t->text = malloc(size ? (size_t)size : 1);
-  struct band_group g = {NULL, NULL, NULL, band_render, t, 0, (size_t)size};
+  struct band_group g = {.visit = band_render, .ctx = t, .hold = (size_t)size};
   int rc = t->text ? band_group_make(j, s0, s1, &g, err)
                    : zerr_set(err, ENOMEM, "out of memory");
   if (rc == 0)

@@ -695,8 +695,8 @@ START_TEST(float32_runs_same_as_elements) {
       uint32_t sh = 150 - ef < 24 ? 150 - ef : 0;
       seed = seed * 6364136223846793005ull + 1442695040888963407ull;
       uint32_t r = (uint32_t)(seed >> 41) & 0x7fffff;
-      uint32_t ms[] = {0, 1, 0x7fffff, r, r & ~((1u << sh) - 1),
-                       (r & ~((1u << sh) - 1)) | (sh ? 1u << (sh - 1) : 1)};
+      uint32_t in = r & ~((1u << sh) - 1); /* integral at sh */
+      uint32_t ms[] = {0, 1, 0x7fffff, r, in, in | (sh ? 1u << (sh - 1) : 1)};
       for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
         v[n++] = sign << 31 | ef << 23 | ms[i];
         if (n == 256 || (ef == 255 && sign == 1 && i + 1 == 6)) {
