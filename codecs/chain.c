@@ -197,6 +197,23 @@ static int chain_check_abytes(const struct abytes *a,
   return 0;
 }
 
+/* encoded (borrowed) through the bytes->bytes stages, last first: a new
+ * reference in *out (encoded itself with none). */
+static int chain_run_b2b(const struct chain *c, struct bytesrc *encoded,
+                         const struct codec_env *env, struct bytesrc **out,
+                         struct zerr *err) {
+  struct bytesrc *cur = bytesrc_ref(encoded);
+  int rc = 0;
+  for (size_t i = c->n_b2b; i-- > 0 && rc == 0;) {
+    struct bytesrc *next = NULL;
+    rc = c->b2b[i].impl->decode_bytes(c->b2b[i].state, cur, env, &next, err);
+    bytesrc_unref(cur);
+    cur = rc == 0 ? next : NULL;
+  }
+  *out = cur;
+  return rc;
+}
+
 /* b2b in reverse, then a2b, then a2a in reverse. */
 int chain_decode(const struct chain *c, const struct codec_spec *spec,
                  struct bytesrc *encoded, const struct codec_env *env,
@@ -215,13 +232,9 @@ int chain_decode(const struct chain *c, const struct codec_spec *spec,
     rc = c->a2a[i].impl->encoded_spec(c->a2a[i].state, &specs[i], &specs[i + 1],
                                       err);
 
-  struct bytesrc *cur = bytesrc_ref(encoded);
-  for (size_t i = c->n_b2b; i-- > 0 && rc == 0;) {
-    struct bytesrc *next = NULL;
-    rc = c->b2b[i].impl->decode_bytes(c->b2b[i].state, cur, env, &next, err);
-    bytesrc_unref(cur);
-    cur = rc == 0 ? next : NULL;
-  }
+  struct bytesrc *cur = NULL;
+  if (rc == 0)
+    rc = chain_run_b2b(c, encoded, env, &cur, err);
   struct abytes *a = NULL;
   if (rc == 0) {
     const struct codec_spec *s = &specs[c->n_a2a];
@@ -248,6 +261,84 @@ int chain_decode(const struct chain *c, const struct codec_spec *spec,
   }
   *out = a;
   return 0;
+}
+
+/* ---- elements as records in memory ---- */
+
+/* See chain.h. */
+int chain_records_capable(const struct chain *c) {
+  return c && !c->n_a2a && c->n_b2b && c->a2b.impl->elems_spans;
+}
+
+/* See chain.h. */
+int chain_records_decode(const struct chain *c, const struct codec_spec *spec,
+                         struct bytesrc *encoded, const struct codec_env *env,
+                         struct chain_records *out, struct zerr *err) {
+  *out = (struct chain_records){0};
+  if (!chain_records_capable(c))
+    return zerr_set(err, ENOTSUP, "elements are not records");
+  struct bytesrc *cur;
+  int rc = chain_run_b2b(c, encoded, env, &cur, err);
+  if (rc < 0)
+    return rc;
+  /* The decoded bytes are ours alone (a stage's new buffer), else a
+   * copy: the caller writes over them. */
+  size_t size = 0;
+  uint8_t *buf = bytesrc_take_mem(cur, &size);
+  if (!buf) {
+    struct bytesrc *mem;
+    rc = bytesrc_load(cur, env->max_decoded, &mem, err);
+    if (rc == 0) {
+      size = (size_t)mem->size;
+      if ((buf = malloc(size ? size : 1)))
+        memcpy(buf, mem->mem, size);
+      else
+        rc = zerr_set(err, ENOMEM, "out of memory for %zu bytes", size);
+      bytesrc_unref(mem);
+    }
+  }
+  bytesrc_unref(cur);
+  if (rc < 0)
+    return rc;
+  *out = (struct chain_records){buf, size, spec->nelem, 0, 0, &c->a2b};
+  return 0;
+}
+
+/* See chain.h. */
+long chain_records_next(struct chain_records *r, uint64_t *start, uint64_t *len,
+                        size_t max, struct zerr *err) {
+  return r->a2b->impl->elems_spans(r->a2b->state, r->buf, r->size, &r->at,
+                                   &r->k, r->n, start, len, max, err);
+}
+
+/* See chain.h. */
+int chain_records_abytes(struct chain_records *r, const struct codec_spec *spec,
+                         const struct codec_env *env, struct abytes **out,
+                         struct zerr *err) {
+  const struct chain_stage *a2b = r->a2b;
+  struct bytesrc *mem = bytesrc_from_mem(r->buf, r->size);
+  *r = (struct chain_records){0};
+  if (!mem)
+    return zerr_set(err, ENOMEM, "out of memory");
+  struct abytes *a = NULL;
+  int rc = a2b->impl->decode_array(a2b->state, spec, mem, env, &a, err);
+  if (rc == 0)
+    rc = chain_check_abytes(a, spec, a2b->impl->name, err);
+  bytesrc_unref(mem);
+  if (rc < 0) {
+    abytes_free(a);
+    return rc;
+  }
+  *out = a;
+  return 0;
+}
+
+/* See chain.h. */
+void chain_records_free(struct chain_records *r) {
+  if (!r)
+    return;
+  free(r->buf);
+  *r = (struct chain_records){0};
 }
 
 /* Only the array->bytes codec: byte ranges map straight through. */

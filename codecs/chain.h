@@ -212,6 +212,56 @@ size_t chain_elems_cost(const struct chain_elems *s);
 /* Close; NULL-safe. */
 void chain_elems_close(struct chain_elems *s);
 
+/* ---- elements as records in memory (see codec.h, elems_spans) ----
+ *
+ * A chunk whose elements are records one after another, decoded whole
+ * into a buffer the caller owns instead of into an abytes, for a reader
+ * that takes each element once, in order, where it lies (a unit's text
+ * made in place): it spares the compact copy of the element bytes and
+ * their offsets that chain_decode builds. */
+
+/* A chunk's records in memory: buf (malloc'd, size bytes; the caller's
+ * until chain_records_free or chain_records_abytes) and where the walk
+ * stands. The rest is the walk's: callers read buf, size and n only. */
+struct chain_stage;
+
+struct chain_records {
+  uint8_t *buf;
+  size_t size;
+  uint64_t n;  /* elements in the chunk */
+  uint64_t at; /* the walk: next record's offset, and its element */
+  uint64_t k;
+  const struct chain_stage *a2b; /* borrowed from the chain */
+};
+
+/* Can chain c's chunks be decoded into records (chain_records_decode)?
+ * One array->bytes codec with elems_spans behind at least one
+ * bytes->bytes stage (a chunk stored plain is read where it lies). */
+int chain_records_capable(const struct chain *c);
+
+/* Decode chunk `encoded` (borrowed) of chunk `spec` through its
+ * bytes->bytes stages into *out (zeroed first; free it with
+ * chain_records_free). -ENOTSUP when chain_records_capable is 0. */
+int chain_records_decode(const struct chain *c, const struct codec_spec *spec,
+                         struct bytesrc *encoded, const struct codec_env *env,
+                         struct chain_records *out, struct zerr *err);
+
+/* The next records of r (see codec.h, elems_spans): up to max elements'
+ * offsets in r->buf and lengths. The elements found, 0 at the end, or
+ * -EIO naming the element whose record is wrong. */
+long chain_records_next(struct chain_records *r, uint64_t *start, uint64_t *len,
+                        size_t max, struct zerr *err);
+
+/* r's chunk decoded as chain_decode would have, from its buffer (taken:
+ * r is left empty, whatever the result), for a reader the records do
+ * not suit after all. */
+int chain_records_abytes(struct chain_records *r, const struct codec_spec *spec,
+                         const struct codec_env *env, struct abytes **out,
+                         struct zerr *err);
+
+/* Free r's buffer (r zeroed); NULL-safe. */
+void chain_records_free(struct chain_records *r);
+
 /* Free; NULL-safe. */
 void chain_free(struct chain *c);
 

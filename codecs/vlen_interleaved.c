@@ -109,6 +109,55 @@ static int vli_walk_fails(const uint8_t *p, size_t size, uint64_t n) {
   return 0;
 }
 
+/* The chunk's head checked before any element: the count is the
+ * chunk's, each element has room for its length word, and a chunk of
+ * HDF5 heap references says so rather than which header failed. */
+static int vli_check_head(const char *name, const uint8_t *p, size_t size,
+                          uint64_t n, struct zerr *err) {
+  if (size < 4)
+    return zerr_set(err, EIO,
+                    "%s: chunk of %zu bytes is too short for the 4-byte "
+                    "header",
+                    name, size);
+  /* HDF5 variable-length strings referenced where the dataset stores
+   * them (kerchunk inlines them instead): say so rather than which
+   * header failed. */
+  if (vli_hdf5_refs(p, size, n) && vli_walk_fails(p, size, n))
+    return zerr_set(err, EIO,
+                    "%s: the chunk holds %llu HDF5 variable-length references "
+                    "(%d bytes each), not the strings: they live in the HDF5 "
+                    "file's global heap, so the references must inline them "
+                    "(as kerchunk does)",
+                    name, (unsigned long long)n, VLI_HDF5_REF);
+  uint32_t count = vli_le32(p);
+  if (count != n)
+    return zerr_set(err, EIO, "%s: header says %u elements, chunk has %llu",
+                    name, count, (unsigned long long)n);
+  /* Each element needs at least its 4-byte length. */
+  if (n > (size - 4) / 4)
+    return zerr_set(err, EIO,
+                    "%s: chunk of %zu bytes is too short for %llu element "
+                    "lengths",
+                    name, size, (unsigned long long)n);
+  return 0;
+}
+
+/* Element i's length word runs past the end of the chunk. */
+static int vli_err_header(const char *name, uint64_t i, struct zerr *err) {
+  return zerr_set(err, EIO,
+                  "%s: element %llu length header runs past the end of the "
+                  "chunk",
+                  name, (unsigned long long)i);
+}
+
+/* Element i's bytes (len) run past the end of the chunk. */
+static int vli_err_len(const char *name, uint64_t i, uint32_t len,
+                       struct zerr *err) {
+  return zerr_set(err, EIO,
+                  "%s: element %llu length %u runs past the end of the chunk",
+                  name, (unsigned long long)i, len);
+}
+
 /* In-place compaction reads the chunk ahead of what it writes: the bytes
  * between the most the compact data can reach (`keep`: the sum of the
  * lengths can be no more than room, plus the 32 bytes a short move may
@@ -161,31 +210,7 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
                        uint8_t **ownp, uint64_t n, const struct codec_env *env,
                        struct abytes *a, struct zerr *err) {
   uint8_t *own = *ownp;
-  if (size < 4)
-    return zerr_set(err, EIO,
-                    "%s: chunk of %zu bytes is too short for the 4-byte "
-                    "header",
-                    name, size);
-  /* HDF5 variable-length strings referenced where the dataset stores
-   * them (kerchunk inlines them instead): say so rather than which
-   * header failed. */
-  if (vli_hdf5_refs(p, size, n) && vli_walk_fails(p, size, n))
-    return zerr_set(err, EIO,
-                    "%s: the chunk holds %llu HDF5 variable-length references "
-                    "(%d bytes each), not the strings: they live in the HDF5 "
-                    "file's global heap, so the references must inline them "
-                    "(as kerchunk does)",
-                    name, (unsigned long long)n, VLI_HDF5_REF);
-  uint32_t count = vli_le32(p);
-  if (count != n)
-    return zerr_set(err, EIO, "%s: header says %u elements, chunk has %llu",
-                    name, count, (unsigned long long)n);
-  /* Each element needs at least its 4-byte length. */
-  if (n > (size - 4) / 4)
-    return zerr_set(err, EIO,
-                    "%s: chunk of %zu bytes is too short for %llu element "
-                    "lengths",
-                    name, size, (unsigned long long)n);
+  ZTRY(vli_check_head(name, p, size, n, err));
   uint64_t obytes = (n + 1) * sizeof(uint64_t); /* n < size/4: no overflow */
   if (obytes > env->max_decoded)
     return zerr_set(err, EFBIG,
@@ -215,10 +240,7 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
       free(off);
       if (data != own)
         free(data);
-      return zerr_set(err, EIO,
-                      "%s: element %llu length header runs past the end of "
-                      "the chunk",
-                      name, (unsigned long long)i);
+      return vli_err_header(name, i, err);
     }
     uint32_t len = vli_le32(p + pos);
     pos += 4;
@@ -226,10 +248,7 @@ static int vli_compact(const char *name, const uint8_t *p, size_t size,
       free(off);
       if (data != own)
         free(data);
-      return zerr_set(err, EIO,
-                      "%s: element %llu length %u runs past the end of the "
-                      "chunk",
-                      name, (unsigned long long)i, len);
+      return vli_err_len(name, i, len, err);
     }
     /* Past room (the sum of lengths the chunk can hold with all n
      * headers) a later header must fail: stop copying, keep checking, so
@@ -394,11 +413,42 @@ static void vli_elems_walk(const void *state, const uint8_t *buf, size_t len,
   *sum = s;
 }
 
+/* Records where they lie in a chunk held whole: the head checked with
+ * the first call (as vli_compact checks it), then each record. */
+static long vli_elems_spans(const void *state, const uint8_t *buf, size_t size,
+                            uint64_t *at, uint64_t *k, uint64_t nelem,
+                            uint64_t *start, uint64_t *len, size_t max,
+                            struct zerr *err) {
+  const char *name = state;
+  if (*k == 0 && *at <= 4) {
+    ZTRY(vli_check_head(name, buf, size, nelem, err));
+    *at = 4;
+  }
+  uint64_t pos = *at, i = *k;
+  size_t m = 0;
+  while (m < max && i < nelem) {
+    if (pos > size || size - pos < 4)
+      return vli_err_header(name, i, err);
+    uint32_t l = vli_le32(buf + pos);
+    pos += 4;
+    if (l > size - pos)
+      return vli_err_len(name, i, l, err);
+    start[m] = pos;
+    len[m++] = l;
+    pos += l;
+    i++;
+  }
+  *at = pos;
+  *k = i;
+  return (long)m;
+}
+
 /* The names that stream (vlen-array's text is not streamed). */
 #define VLI_ELEMS                                                              \
   .elems_open = vli_elems_open, .elems_len = vli_elems_len,                    \
   .elems_read = vli_elems_read, .elems_next = vli_elems_next,                  \
-  .elems_total = vli_elems_total, .elems_walk = vli_elems_walk
+  .elems_total = vli_elems_total, .elems_walk = vli_elems_walk,                \
+  .elems_spans = vli_elems_spans
 
 const struct codec_impl codec_vlen_utf8 = {
     .name = "vlen-utf8",

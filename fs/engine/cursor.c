@@ -558,8 +558,13 @@ void cursor_ahead_plan(struct engine *e, const struct znode *n,
     goto out;
   }
   /* Units larger than the budget are not decoded ahead at all: memory
-   * stays within the cache and what readers use. */
-  uint64_t depth = c->est ? e->ahead_budget / c->est : 1;
+   * stays within the cache and what readers use. Before a unit's cost
+   * is known (the reader is still decoding its first), one unit per
+   * worker: with one, the other workers idled until the first unit was
+   * done (a fifth of a 10-chunk cat's wall on two cores); the pinned
+   * bound below still holds. */
+  uint64_t depth =
+      c->est ? e->ahead_budget / c->est : (uint64_t)pool_threads(e->ahead);
   if (depth > CURSOR_AHEAD_MAX)
     depth = CURSOR_AHEAD_MAX;
   /* Small units go to the workers in runs (one job, one wakeup each):

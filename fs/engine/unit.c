@@ -402,6 +402,44 @@ static void unit_record(const struct unit_job *j, uint64_t size,
   }
 }
 
+/* A unit of strings whose chunk is records one after another (vlen-utf8
+ * behind zstd, say) has its text made over the records where the
+ * decode left them (text_layout_records): one pass where a decode into
+ * an abytes and its layout take two, and no offsets. 1 when the unit is
+ * not such (nothing read); else 0 with *ct (made), or *ab (the records
+ * did not suit the text after all: decoded as ever), or neither (the
+ * chunk is missing: a fill unit), or a negative errno. */
+static int unit_records(struct unit_job *j, struct abytes **ab,
+                        struct chunk_text **ct, struct zerr *err) {
+  struct engine *e = j->e;
+  const struct znode *n = j->n;
+  if (n->base || n->cf || n->shard || n->join || !e->render_max ||
+      n->meta->dtype.kind != DT_STRING || !chain_records_capable(n->chain))
+    return 1;
+  struct bytesrc *src = NULL;
+  int rc = store_get(e->store, j->key, &src, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  j->src_size = src->size;
+  j->src_version = src->version;
+  struct codec_spec tmp;
+  const struct codec_spec *spec = node_chunk_spec(n, j->idx, &tmp);
+  struct chain_records r;
+  rc = chain_records_decode(n->chain, spec, src, &e->env, &r, err);
+  bytesrc_unref(src);
+  if (rc == 0)
+    rc = text_layout_records(&n->form, n->meta->shape, j->idx, &r,
+                             e->render_max, &e->stopping, ct, err);
+  if (rc == 0)
+    rc = chain_records_abytes(&r, spec, &e->env, ab, err);
+  chain_records_free(&r);
+  return rc < 0 ? rc : 0;
+}
+
 /* Units this thread's decodes left with their text whole (unit_made_whole). */
 static _Thread_local uint64_t unit_whole_here;
 
@@ -421,15 +459,17 @@ static int unit_fill(void *ctx, struct zobj **obj, size_t *cost,
   uint64_t t0 = stats_now_ns();
   int rc = engine_check_stop(e, err);
   int fresh = 1;
-  if (rc == 0)
+  if (rc == 0 && (rc = unit_records(j, &ab, &ct, err)) == 1)
     rc = unit_decoded(j, &ab, &logged, &fresh, err);
-  int decoded = rc == 0 && ab;
-  if (fresh && (rc < 0 || ab)) { /* a decode (not a fill unit) */
+  int decoded = rc == 0 && (ab || ct);
+  if (fresh && (rc < 0 || ab || ct)) { /* a decode (not a fill unit) */
     engine_req_note_unit();
     stats_add(&e->stats.decodes, 1);
     stats_add(&e->stats.decode_ns, stats_now_ns() - t0);
   }
-  if (rc == 0 && !ab)
+  if (rc == 0 && ct) {
+    /* made from the chunk's records */
+  } else if (rc == 0 && !ab)
     rc = unit_new_fill(n, j->idx, &ct, err);
   else if (rc == 0 && (!n->join || (rc = unit_join(n, ab, err)) == 0) &&
            (rc = textprep_to_text(&n->meta->dtype, &n->form, ab, &e->env,

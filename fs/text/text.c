@@ -495,6 +495,127 @@ static int text_measure_run(struct chunk_text *ct, const struct dtype *dt,
   return 0;
 }
 
+/* Elements text_layout_records gathers at a time, and the bytes they may
+ * take: a run's strings compacted where the core's cache holds them,
+ * fixed there (render_str_fix) and placed with their newlines. A longer
+ * string goes to its place straight and is fixed there. */
+#define TEXT_REC_RUN 4096
+#define TEXT_REC_SCRATCH (128u << 10)
+
+/* Place the run gathered in scratch (m strings at local offsets lo, each
+ * element's length in len) at text offset *d of t, each with its newline,
+ * and the block offsets of elements k.. into blk. */
+static void records_place(char *t, uint64_t *d, const uint8_t *scratch,
+                          const uint64_t *lo, const uint64_t *len, size_t m,
+                          uint64_t k, uint64_t *blk) {
+  uint64_t at = *d;
+  for (size_t e = 0; e < m; e++, k++) {
+    if (k % TEXT_BLOCK == 0)
+      blk[k / TEXT_BLOCK] = at;
+    move_short(t + at, (const char *)scratch + lo[e], (size_t)len[e]);
+    at += len[e];
+    t[at++] = '\n';
+  }
+  *d = at;
+}
+
+/* See text.h. The text is written over the records, from the front: the
+ * text of the elements before element e (their bytes and a newline each)
+ * ends before e's record begins (its length word and every earlier one
+ * are at least a byte longer than a newline), so it overwrites only what
+ * was read. */
+int text_layout_records(const struct text_form *form, const uint64_t *shape,
+                        const uint64_t *idx, struct chain_records *rec,
+                        size_t render_max, const atomic_int *stop,
+                        struct chunk_text **out, struct zerr *err) {
+  if (form->csv || form->cf || form->dt.kind != DT_STRING || !render_max ||
+      rec->size > render_max || rec->size > TEXT_MAX_SIZE)
+    return 0;
+  struct chunk_text *ct = unit_new(form, shape, idx);
+  if (!ct)
+    return zerr_set(err, ENOMEM, "out of memory");
+  uint64_t nelem = 1;
+  for (int d = 0; d < form->ndim; d++)
+    nelem *= unit_len(ct, d);
+  if (nelem != rec->n || !text_inb_linear(ct)) {
+    zobj_put(&ct->obj); /* the decode says why, or lays it out */
+    return 0;
+  }
+  uint64_t nin = ct->nin, nblk = (nin + TEXT_BLOCK - 1) / TEXT_BLOCK;
+  ct->blk = malloc((size_t)(nblk ? nblk : 1) * sizeof *ct->blk);
+  /* the records' places and lengths, the run's offsets, the scratch */
+  uint64_t *start =
+      malloc(3 * (TEXT_REC_RUN + 1) * sizeof *start + TEXT_REC_SCRATCH + 32);
+  if (!ct->blk || !start) {
+    free(start);
+    zobj_put(&ct->obj);
+    return zerr_set(err, ENOMEM, "out of memory");
+  }
+  ct->nblk = nblk;
+  uint64_t *len = start + TEXT_REC_RUN + 1, *lo = len + TEXT_REC_RUN + 1;
+  uint8_t *scratch = (uint8_t *)(lo + TEXT_REC_RUN + 1);
+  char *t = (char *)rec->buf;
+  uint64_t d = 0, k = 0, bad = 0;
+  int rc = 0;
+  for (;;) {
+    if (k % TEXT_STOP_EVERY < TEXT_REC_RUN && stop &&
+        atomic_load_explicit(stop, memory_order_relaxed)) {
+      rc = zerr_set(err, EINTR, "interrupted: zarrfs is shutting down");
+      break;
+    }
+    long m = chain_records_next(rec, start, len, TEXT_REC_RUN, err);
+    if (m <= 0) {
+      rc = (int)m;
+      break;
+    }
+    /* elements past the in-bounds ones are checked, not shown */
+    size_t use = k >= nin                ? 0
+                 : nin - k < (uint64_t)m ? (size_t)(nin - k)
+                                         : (size_t)m;
+    for (size_t i = 0; i < use;) {
+      size_t j = i;
+      uint64_t fill = 0;
+      while (j < use && len[j] <= TEXT_REC_SCRATCH - fill) {
+        lo[j - i] = fill;
+        move_short((char *)scratch + fill, t + start[j], (size_t)len[j]);
+        fill += len[j++];
+      }
+      if (j > i) {
+        lo[j - i] = fill;
+        bad += render_str_fix(lo, j - i, scratch);
+        records_place(t, &d, scratch, lo, len + i, j - i, k + i, ct->blk);
+      } else { /* one string longer than the scratch: fixed in place */
+        if ((k + i) % TEXT_BLOCK == 0)
+          ct->blk[(k + i) / TEXT_BLOCK] = d;
+        memmove(t + d, t + start[i], (size_t)len[i]);
+        uint64_t eo[2] = {d, d + len[i]};
+        bad += render_str_fix(eo, 1, (uint8_t *)t + d);
+        d += len[i];
+        t[d++] = '\n';
+        j = i + 1;
+      }
+      i = j;
+    }
+    k += (uint64_t)m;
+  }
+  free(start);
+  if (rc < 0) {
+    zobj_put(&ct->obj);
+    return rc;
+  }
+  /* the records' buffer is the text now, its tail let go */
+  char *text = realloc(rec->buf, d ? (size_t)d : 1);
+  rec->buf = NULL;
+  *rec = (struct chain_records){0};
+  ct->text = text ? text : t;
+  ct->size = d;
+  ct->cost = text_unit_base_cost(form) + (size_t)nblk * 8 + (size_t)d;
+  if (bad)
+    text_tell(ct, TEXT_NOTE_UTF8);
+  *out = ct;
+  return 1;
+}
+
 /* See text.h. */
 int text_layout(const struct text_form *form, const uint64_t *shape,
                 const uint64_t *idx, struct abytes *ab, size_t max_bytes,

@@ -113,6 +113,20 @@ int text_fill_unit(const struct text_form *form, const uint64_t *shape,
                    const uint64_t *idx, struct chunk_text **out,
                    struct zerr *err);
 
+/* Lay out unit idx from its chunk's records in memory (codecs/chain.h:
+ * strings one after another, each behind its length), its text made over
+ * them in one pass, for a unit of strings (no CSV, no CF) whose in-bounds
+ * box is linear and whose chunk fits render_max: 1 and *out (a new
+ * reference; rec's buffer taken), 0 when the unit is not such (nothing
+ * changed: lay it out from the decoded chunk), or a negative errno (a
+ * record that is wrong, named; EINTR when stop is set; rec left to the
+ * caller). Bytes that are not UTF-8 and newlines inside strings are shown
+ * as text_layout shows them. */
+int text_layout_records(const struct text_form *form, const uint64_t *shape,
+                        const uint64_t *idx, struct chain_records *rec,
+                        size_t render_max, const atomic_int *stop,
+                        struct chunk_text **out, struct zerr *err);
+
 /* Lay out decoded unit idx (takes ownership of ab, freed on failure):
  * in-bounds extents, text size, block offsets. Fixed-size elements are
  * loaded into memory (capped by max_bytes); their text, rendered to be

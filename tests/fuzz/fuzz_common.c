@@ -148,6 +148,38 @@ static int fuzz_wanted(const char *text, const char *const *want) {
   return 0;
 }
 
+/* Records walked in memory (chain_records_*) agree with the whole
+ * decode: the same elements where it succeeds, a failure where its
+ * records are wrong; walked in batches of an odd size. */
+static void fuzz_records(const struct chain *c, const struct codec_spec *s,
+                         struct bytesrc *src, const struct codec_env *env,
+                         const struct abytes *a, int rc) {
+  if (!chain_records_capable(c))
+    return;
+  struct chain_records r;
+  struct zerr err = {0};
+  if (chain_records_decode(c, s, src, env, &r, &err) < 0) {
+    if (rc == 0)
+      abort(); /* the same stages decoded it */
+    return;
+  }
+  uint64_t start[7], len[7], k = 0;
+  long m;
+  while ((m = chain_records_next(&r, start, len, 7, &err)) > 0)
+    for (long i = 0; i < m; i++, k++) {
+      if (start[i] > r.size || len[i] > r.size - start[i])
+        abort(); /* a span outside the chunk */
+      if (rc == 0 && a && a->offsets && a->data && a->data->mem &&
+          (a->offsets[k + 1] - a->offsets[k] != len[i] ||
+           memcmp(a->data->mem + a->offsets[k], r.buf + start[i],
+                  (size_t)len[i])))
+        abort(); /* another element than the decode's */
+    }
+  if ((rc == 0 && (m < 0 || k != s->nelem)) || (rc == -EIO && m == 0))
+    abort(); /* the walk and the decode disagree */
+  chain_records_free(&r);
+}
+
 /* METADATA NUL CHUNK through the chain of METADATA. */
 void fuzz_chunk_run(const uint8_t *data, size_t size, const char *const *want) {
   const uint8_t *nul = memchr(data, '\0', size);
@@ -181,7 +213,9 @@ void fuzz_chunk_run(const uint8_t *data, size_t size, const char *const *want) {
     struct bytesrc *src = bytesrc_from_static(chunk, clen);
     struct codec_env env = {FUZZ_MAX_DECODED, NULL, 0};
     struct abytes *a = NULL;
-    if (chain_decode(c, &s, src, &env, &a, &err) == 0) {
+    int rc = chain_decode(c, &s, src, &env, &a, &err);
+    fuzz_records(c, &s, src, &env, a, rc);
+    if (rc == 0) {
       fuzz_use_abytes(a, &env);
       abytes_free(a);
     }

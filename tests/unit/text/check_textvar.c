@@ -3,12 +3,18 @@
  * and copied renders, line offsets, ranged reads) against a renderer that
  * goes element by element: random strings with newlines, empty ones and
  * invalid UTF-8, 1-D and 2-D with partial rows and columns, offsets from 0
- * or not. The codecs that decode such units: tests/unit/codecs/check_vlen.c. */
+ * or not; and the same text made straight from a chunk's records
+ * (vlen-utf8 behind gzip: text_layout_records), with strings longer than
+ * its scratch, trailing elements outside the array, a record that lies
+ * (the decode's own error) and a chunk past render_max (not taken: it
+ * decodes as ever). The codecs that decode such units:
+ * tests/unit/codecs/check_vlen.c. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "../../../fs/text/render.h"
 #include "../../../fs/text/text.h"
@@ -265,12 +271,155 @@ START_TEST(test_text_in_place_runs) {
 }
 END_TEST
 
+/* ---- text from a chunk's records ---- */
+
+/* The chain `vlen-utf8, gzip` for chunks of n strings, its spec in s. */
+static struct chain *records_chain(uint64_t n, struct codec_spec *s) {
+  memset(s, 0, sizeof *s);
+  s->ndim = 1;
+  s->shape[0] = n;
+  s->nelem = n;
+  s->dtype = dtype_of(DT_STRING);
+  json_t *j =
+      json_loads("[{\"name\":\"vlen-utf8\"},{\"name\":\"gzip\"}]", 0, NULL);
+  struct chain *c = NULL;
+  struct zerr err = {0};
+  ck_assert_msg(chain_build(j, s, &c, &err) == 0, "%s", err.msg);
+  json_decref(j);
+  ck_assert(chain_records_capable(c));
+  return c;
+}
+
+/* The records of elements eo/data (count, then each length and bytes),
+ * as a zlib stream (which gzip accepts) in a new source; lie: element 1's
+ * length made to run past the end. */
+static struct bytesrc *records_chunk(const uint64_t *eo, const uint8_t *data,
+                                     uint64_t n, int lie) {
+  size_t rl = 4 + 4 * (size_t)n + (size_t)eo[n];
+  uint8_t *raw = malloc(rl);
+  size_t at = 4;
+  for (int b = 0; b < 4; b++)
+    raw[b] = (uint8_t)(n >> (8 * b));
+  for (uint64_t j = 0; j < n; j++) {
+    uint64_t l = eo[j + 1] - eo[j];
+    if (lie && j == 1)
+      l = rl;
+    for (int b = 0; b < 4; b++)
+      raw[at + b] = (uint8_t)(l >> (8 * b));
+    memcpy(raw + at + 4, data + eo[j], (size_t)(eo[j + 1] - eo[j]));
+    at += 4 + (size_t)(eo[j + 1] - eo[j]);
+  }
+  uLongf zl = compressBound(rl);
+  uint8_t *z = malloc(zl);
+  ck_assert_int_eq(compress2(z, &zl, raw, rl, 1), Z_OK);
+  free(raw);
+  return bytesrc_from_mem(z, zl);
+}
+
+/* Units of strings laid out from their records give the element-by-
+ * element text and line offsets, in-bounds prefix and all. */
+START_TEST(test_text_from_records) {
+  static const uint8_t pick[] = {'a', 'b', '\n', 0xff, 0xc3, 0xa9, 0xe2, ' '};
+  unsigned seed = 91;
+  struct codec_env env = {MAXDEC, NULL, 0};
+  for (int round = 0; round < 6; round++) {
+    /* sizes below, at and past a run of 4096; rounds 2 and 5 hold a
+     * string longer than the scratch (128 KiB), round 4 an empty unit */
+    uint64_t n =
+        round == 4 ? 0 : 4096 * (uint64_t)round + 3 * (uint64_t)round + 5;
+    uint64_t nin = round % 2 ? n - 3 : n; /* the array ends inside the unit */
+    uint64_t *eo = malloc((n + 1) * sizeof *eo);
+    uint8_t *data = malloc(n * 40 + 300000);
+    eo[0] = 0;
+    for (uint64_t j = 0; j < n; j++) {
+      unsigned r = (unsigned)rand_r(&seed);
+      uint64_t len = r % 5 == 0 ? 0 : (r >> 8) % 40;
+      if ((round == 2 || round == 5) && (j == n / 2 || j == n / 2 + 1))
+        len = 150000 + j % 7;
+      int plain = (j / 4096) % 2 == 1;
+      for (uint64_t i = 0; i < len; i++)
+        data[eo[j] + i] = plain && len < 1000
+                              ? (uint8_t)('c' + i % 20)
+                              : pick[(unsigned)rand_r(&seed) % sizeof pick];
+      eo[j + 1] = eo[j] + len;
+    }
+    struct dtype dt = dtype_of(DT_STRING);
+    char *want = malloc((size_t)eo[n] + n + 1);
+    size_t wlen = text_by_elements(&dt, eo, data, n, 1, nin, want);
+    struct codec_spec spec;
+    struct chain *c = records_chain(n, &spec);
+    struct text_form form = {0};
+    form.dt = dt;
+    form.ndim = 1;
+    form.shape[0] = n;
+    form.fill = (char *)"";
+    uint64_t ashape[1] = {nin}, idx[1] = {0};
+    struct bytesrc *z = records_chunk(eo, data, n, 0);
+    struct chain_records rec;
+    struct zerr err = {0};
+    ck_assert_msg(chain_records_decode(c, &spec, z, &env, &rec, &err) == 0,
+                  "%s", err.msg);
+    struct chunk_text *ct = NULL;
+    ck_assert_msg(text_layout_records(&form, ashape, idx, &rec, MAXDEC, NULL,
+                                      &ct, &err) == 1,
+                  "round %d: %s", round, err.msg);
+    ck_assert_ptr_null(rec.buf); /* taken: the text is made over it */
+    ck_assert_ptr_nonnull(ct->text);
+    ck_assert_uint_eq(ct->nin, nin);
+    ck_assert_uint_eq(ct->size, wlen);
+    ck_assert_msg(!memcmp(ct->text, want, wlen), "round %d differs", round);
+    for (uint64_t k = 0, pos = 0; k < nin; k++) {
+      ck_assert_uint_eq(text_line_off(ct, k), pos);
+      pos = (uint64_t)((char *)memchr(want + pos, '\n', wlen - pos) - want) + 1;
+    }
+    zobj_put(&ct->obj);
+    /* Past render_max: not taken, decoded as chain_decode decodes. */
+    ck_assert_int_eq(chain_records_decode(c, &spec, z, &env, &rec, &err), 0);
+    ck_assert_int_eq(text_layout_records(&form, ashape, idx, &rec,
+                                         rec.size ? rec.size - 1 : 0, NULL, &ct,
+                                         &err),
+                     0);
+    struct abytes *ab = NULL;
+    ck_assert_msg(chain_records_abytes(&rec, &spec, &env, &ab, &err) == 0, "%s",
+                  err.msg);
+    ck_assert_ptr_null(rec.buf);
+    ck_assert_uint_eq(ab->n, n);
+    for (uint64_t j = 0; j <= n; j++)
+      ck_assert_uint_eq(ab->offsets[j], eo[j]);
+    abytes_free(ab);
+    bytesrc_unref(z);
+    /* A record that lies: the decode's own error, nothing shown. */
+    if (n > 1) {
+      z = records_chunk(eo, data, n, 1);
+      struct zerr want_err = {0};
+      ck_assert_int_eq(chain_decode(c, &spec, z, &env, &ab, &want_err), -EIO);
+      ck_assert_int_eq(chain_records_decode(c, &spec, z, &env, &rec, &err), 0);
+      ct = NULL;
+      ck_assert_int_eq(text_layout_records(&form, ashape, idx, &rec, MAXDEC,
+                                           NULL, &ct, &err),
+                       -EIO);
+      ck_assert_ptr_null(ct);
+      ck_assert_str_eq(err.msg, want_err.msg);
+      ck_assert_msg(strstr(err.msg, "vlen-utf8: element 1 length"), "%s",
+                    err.msg);
+      chain_records_free(&rec);
+      bytesrc_unref(z);
+    }
+    chain_free(c);
+    free(want);
+    free(eo);
+    free(data);
+  }
+}
+END_TEST
+
 static Suite *textvar_suite(void) {
   Suite *s = suite_create("textvar");
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, test_text_runs_same_as_elements);
   tcase_add_test(tc, test_text_in_place_runs);
+  tcase_add_test(tc, test_text_from_records);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -10,8 +10,9 @@
  * exactly in order, at random and backwards without a whole decode, and
  * failing with EIO naming the chunk when cut short; such a chunk the cache
  * decodes whole sized from its zstd frame's content size, a claim its
- * decode checks (trailing bytes: too large, put right); a request running longer than the
- * engine's threshold is flagged once and counts the units decoded for it. */
+ * decode checks (trailing bytes: too large, put right); a request running
+ * longer than the engine's threshold is flagged once and counts the units
+ * decoded for it. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,9 +26,10 @@
 #include "../../../fs/namespace/namespace.h"
 #include "../../../fs/views/view.h"
 #include "../../../src/util/log.h"
+#include "../../../src/util/logonce.h"
 #include "../teststore.h"
-#include "viewread.h"
 #include "../testutil.h"
+#include "viewread.h"
 
 static char tmpdir[64];
 
@@ -107,14 +109,10 @@ static char *put_array(const char *name, int codec, size_t *tlen) {
 }
 
 /* Fresh temp store directory. */
-static void setup(void) {
-  ts_new_v3_group(tmpdir, sizeof tmpdir, "window");
-}
+static void setup(void) { ts_new_v3_group(tmpdir, sizeof tmpdir, "window"); }
 
 /* Remove the temp store. */
-static void teardown(void) {
-  testutil_rmtree(tmpdir);
-}
+static void teardown(void) { testutil_rmtree(tmpdir); }
 
 /* An engine over tmpdir with a 1 MiB cache. */
 static struct engine *open_engine(void) {
@@ -250,9 +248,8 @@ static char *put_utf8(const char *name, int shard, int gz, size_t cut,
   }
   ck_assert(zl > cut);
   zl -= cut;
-  const char *inner =
-      gz ? "[{\"name\":\"vlen-utf8\"},{\"name\":\"gzip\"}]"
-         : "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]";
+  const char *inner = gz ? "[{\"name\":\"vlen-utf8\"},{\"name\":\"gzip\"}]"
+                         : "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]";
   char codecs[512], buf[1024], rel[64];
   if (shard) { /* the index after the inner chunk: offset 0, zl bytes */
     snprintf(codecs, sizeof codecs,
@@ -396,8 +393,8 @@ START_TEST(utf8_size_claimed_from_the_frame) {
     char *buf = malloc(wlen + pad + 65536);
     struct view_cursor *c = view_cursor_new();
     uint64_t got = 0;
-    for (long n; (n = ns_read_view(e, &ent, got, 65536, buf + got, c, &err)) >
-                 0;)
+    for (long n;
+         (n = ns_read_view(e, &ent, got, 65536, buf + got, c, &err)) > 0;)
       got += (uint64_t)n;
     ck_assert_msg(got == wlen && !memcmp(buf, want, wlen), "%s: %llu of %zu",
                   path, (unsigned long long)got, wlen);
@@ -412,6 +409,103 @@ START_TEST(utf8_size_claimed_from_the_frame) {
     free(buf);
     free(want);
   }
+}
+END_TEST
+
+/* Lines logged that name a chunk (the test's sink). */
+struct named {
+  const char *key;
+  int lines;
+};
+
+/* The sink: count the lines naming the key. */
+static void named_sink(void *ud, enum zlog_level lvl, const char *line) {
+  (void)lvl;
+  struct named *c = ud;
+  c->lines += strstr(line, c->key) != NULL;
+}
+
+/* Strings in vlen-utf8 behind zstd, decoded whole by the cache (their
+ * text made over the chunk's records), three chunks of 1,000 of which
+ * chunk 1's element 500 has a length that runs past the chunk: chunk 0
+ * reads exactly, the read that reaches chunk 1 fails with EIO naming it
+ * (one log line), and what lies before it still reads. */
+START_TEST(utf8_records_bad_chunk_closes_only_itself) {
+  enum { C = 1000 };
+  char *text[3];
+  size_t tlen[3];
+  for (int ch = 0; ch < 3; ch++) {
+    uint8_t raw[4 + C * 24];
+    text[ch] = malloc(C * 21);
+    size_t rl = 4, tl = 0;
+    for (int b = 0; b < 4; b++)
+      raw[b] = (uint8_t)((uint32_t)C >> (8 * b));
+    for (int i = 0; i < C; i++) {
+      char s[24];
+      int l = snprintf(s, sizeof s, "s%d-%d%s", ch, i, i % 3 ? "" : "\n\xff");
+      uint32_t len = ch == 1 && i == 500 ? 1u << 20 : (uint32_t)l;
+      for (int b = 0; b < 4; b++)
+        raw[rl + b] = (uint8_t)(len >> (8 * b));
+      memcpy(raw + rl + 4, s, (size_t)l);
+      rl += 4 + (size_t)l;
+      for (int k = 0; k < l; k++)
+        text[ch][tl++] = s[k] == '\n' ? ' ' : s[k] == '\xff' ? '?' : s[k];
+      text[ch][tl++] = '\n';
+    }
+    tlen[ch] = tl;
+    uint8_t z[sizeof raw + 1024];
+    size_t zl = ZSTD_compress(z, sizeof z, raw, rl, 3);
+    ck_assert(!ZSTD_isError(zl));
+    char rel[64];
+    snprintf(rel, sizeof rel, "ub/c/%d", ch);
+    ts_put_file(tmpdir, rel, z, zl);
+  }
+  char buf[1024];
+  snprintf(buf, sizeof buf,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%d],"
+           "\"data_type\":\"string\",\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[%d]}},\"chunk_key_encoding\":"
+           "{\"name\":\"default\",\"configuration\":{\"separator\":\"/\"}},"
+           "\"fill_value\":\"\",\"codecs\":[{\"name\":\"vlen-utf8\"},"
+           "{\"name\":\"zstd\"}]}",
+           3 * C, C);
+  ts_put_file(tmpdir, "ub/zarr.json", buf, strlen(buf));
+  struct engine_config cfg = {64u << 20, 1u << 30, 1000};
+  struct engine *e = ts_engine(tmpdir, &cfg);
+  struct named log = {"ub/c/1", 0};
+  logonce_set_sink(e->log, named_sink, &log);
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/ub/values.txt", &ent, &err), 0);
+  char *got = malloc(tlen[0] + 4096);
+  struct view_cursor *c = view_cursor_new();
+  uint64_t at = 0;
+  long n;
+  /* (a read across the end of chunk 0 fails whole: a short read would
+   * tell the kernel the file ends there) */
+  while (
+      at < tlen[0] &&
+      (n = ns_read_view(e, &ent, at, tlen[0] - at < 4096 ? tlen[0] - at : 4096,
+                        got + at, c, &err)) > 0)
+    at += (uint64_t)n;
+  ck_assert_msg(at >= tlen[0], "%llu: %s", (unsigned long long)at, err.msg);
+  ck_assert(!memcmp(got, text[0], tlen[0]));
+  /* the read that reaches chunk 1 */
+  n = ns_read_view(e, &ent, tlen[0], 4096, got, c, &err);
+  ck_assert_int_eq(n, -EIO);
+  ck_assert_msg(strstr(err.msg, "ub/c/1") && strstr(err.msg, "element 500"),
+                "%s", err.msg);
+  ck_assert_int_eq(log.lines, 1);
+  view_cursor_free(e, c);
+  /* the view still serves what lies before the bad chunk */
+  n = ns_read_view(e, &ent, tlen[0] - 100, 100, got, NULL, &err);
+  ck_assert_msg(n == 100, "%ld: %s", n, err.msg);
+  ck_assert(!memcmp(got, text[0] + tlen[0] - 100, 100));
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(got);
+  for (int ch = 0; ch < 3; ch++)
+    free(text[ch]);
 }
 END_TEST
 
@@ -497,6 +591,7 @@ static Suite *window_suite(void) {
   tcase_add_test(tc, utf8_streamed_inner_chunk_of_two);
   tcase_add_test(tc, utf8_zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, utf8_size_claimed_from_the_frame);
+  tcase_add_test(tc, utf8_records_bad_chunk_closes_only_itself);
   tcase_add_test(tc, slow_request_flagged_once);
   tcase_add_test(tc, idle_trim_once_per_spell);
   suite_add_tcase(s, tc);
