@@ -337,10 +337,13 @@ START_TEST(test_text_from_records) {
       if ((round == 2 || round == 5) && (j == n / 2 || j == n / 2 + 1))
         len = 150000 + j % 7;
       int plain = (j / 4096) % 2 == 1;
+      /* round 3: ASCII throughout, a newline inside a string now and
+       * then (a run to fix that no byte above 0x7f gives away) */
+      unsigned npick = round == 3 ? 3 : sizeof pick;
       for (uint64_t i = 0; i < len; i++)
         data[eo[j] + i] = plain && len < 1000
                               ? (uint8_t)('c' + i % 20)
-                              : pick[(unsigned)rand_r(&seed) % sizeof pick];
+                              : pick[(unsigned)rand_r(&seed) % npick];
       eo[j + 1] = eo[j] + len;
     }
     struct dtype dt = dtype_of(DT_STRING);
