@@ -307,7 +307,7 @@ int chain_records_decode(const struct chain *c, const struct codec_spec *spec,
 /* See chain.h. */
 long chain_records_next(struct chain_records *r, uint64_t *start, uint64_t *len,
                         size_t max, struct zerr *err) {
-  return r->a2b->impl->elems_spans(r->a2b->state, r->buf, r->size, &r->at,
+  return r->a2b->impl->elems_spans(r->a2b->state, r->buf, 0, r->size, 1, &r->at,
                                    &r->k, r->n, start, len, max, err);
 }
 
@@ -640,6 +640,47 @@ int chain_elems_sum(struct chain_elems *s, struct chain_elem_pos *p, uint64_t n,
   }
   free(buf);
   return rc;
+}
+
+/* Records gather at most this many elements a call (their places kept
+ * on the heap meanwhile). */
+#define CHAIN_GATHER_MAX 4096
+
+/* See chain.h. */
+long chain_elems_gather(struct chain_elems *s, struct chain_elem_pos *p,
+                        uint64_t n, size_t max, uint8_t *dst, size_t cap,
+                        uint64_t *len, struct zerr *err) {
+  if (!s->impl->elems_spans || !max || p->k >= n)
+    return 0;
+  if (max > CHAIN_GATHER_MAX)
+    max = CHAIN_GATHER_MAX;
+  /* What max elements of cap bytes can take with their framing (a few
+   * bytes an element): a larger block would be read for nothing. */
+  size_t want =
+      cap < CHAIN_WALK_BLOCK - 16 * max ? cap + 16 * max : CHAIN_WALK_BLOCK;
+  uint8_t *blk = malloc(want);
+  uint64_t *start = malloc(max * sizeof *start);
+  size_t got = 0;
+  int rc = blk && start ? 0 : zerr_set(err, ENOMEM, "out of memory");
+  if (rc == 0)
+    rc = dstream_read_upto(s->src, p->at, want, blk, &got, err);
+  long m = 0, e = 0;
+  if (rc == 0) {
+    uint64_t at = p->at, k = p->k;
+    m = s->impl->elems_spans(s->state, blk, p->at, got, 0, &at, &k, n, start,
+                             len, max, err);
+    rc = m < 0 ? (int)m : 0;
+  }
+  /* the elements that fit, copied out and stepped past */
+  for (size_t used = 0; rc == 0 && e < m && len[e] <= cap - used; e++) {
+    memcpy(dst + used, blk + (start[e] - p->at), (size_t)len[e]);
+    used += (size_t)len[e];
+  }
+  for (long i = 0; i < e; i++)
+    chain_elems_step(s, p, len[i]);
+  free(start);
+  free(blk);
+  return rc < 0 ? rc : e;
 }
 
 /* See chain.h. */

@@ -201,6 +201,18 @@ void chain_elems_step(const struct chain_elems *s, struct chain_elem_pos *p,
 int chain_elems_sum(struct chain_elems *s, struct chain_elem_pos *p, uint64_t n,
                     uint64_t *sum, struct zerr *err);
 
+/* Copy the bytes of the elements from p on (at most max, stopping at
+ * element n) back to back into dst (cap bytes), their lengths into len:
+ * a block of the stream read at once and its records walked where they
+ * lie (the codec's elems_spans), where a read each took the stream's
+ * lock twice an element. The elements copied, p stepped past them; 0
+ * when the next one does not fit in cap, its record is not wholly in the
+ * block or the codec cannot walk (read it alone: chain_elems_len, which
+ * also says why when the stream ends there); or a negative errno. */
+long chain_elems_gather(struct chain_elems *s, struct chain_elem_pos *p,
+                        uint64_t n, size_t max, uint8_t *dst, size_t cap,
+                        uint64_t *len, struct zerr *err);
+
 /* Are the bytes of every element before p in the stream (a stream that
  * ends early fails here)? 0 or negative. */
 int chain_elems_check(struct chain_elems *s, const struct chain_elem_pos *p,

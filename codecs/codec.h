@@ -257,18 +257,22 @@ struct codec_impl {
    * elems_next do a record at a time, without a read each. */
   void (*elems_walk)(const void *state, const uint8_t *buf, size_t len,
                      uint64_t *at, uint64_t *k, uint64_t nelem, uint64_t *sum);
-  /* Optional: the records of a chunk decoded whole into memory (buf,
-   * size bytes: the stream from 0), for a reader that takes each element
-   * once, in order, where it lies (chain_records_* in codecs/chain.h): up
-   * to max elements from the record at *at (element *k of nelem), each
-   * one's byte offset in buf into start[] and its length into len[]; *at
-   * and *k step past them. Every record is checked as decode_array
-   * checks it: -EIO naming the element (and the codec) when one runs past
-   * the end. The elements found, 0 only at nelem. */
-  long (*elems_spans)(const void *state, const uint8_t *buf, size_t size,
-                      uint64_t *at, uint64_t *k, uint64_t nelem,
-                      uint64_t *start, uint64_t *len, size_t max,
-                      struct zerr *err);
+  /* Optional: records walked where they lie in memory, for a reader
+   * that takes each element once, in order: buf holds size bytes of the
+   * decoded stream from offset base on. Up to max elements from the
+   * record at *at (element *k of nelem): each one's bytes' stream offset
+   * into start[] and its length into len[]; *at and *k step past them.
+   * `whole`: buf is the whole chunk (base 0; chain_records_* in
+   * codecs/chain.h), its head is checked with the first call and every
+   * record as decode_array checks it: -EIO naming the element (and the
+   * codec) when one runs past the end; the elements found, 0 only at
+   * nelem. Else buf is a window of the stream (chain_elems_gather): the
+   * walk stops, with no error, before the first record not wholly in
+   * it. */
+  long (*elems_spans)(const void *state, const uint8_t *buf, uint64_t base,
+                      size_t size, int whole, uint64_t *at, uint64_t *k,
+                      uint64_t nelem, uint64_t *start, uint64_t *len,
+                      size_t max, struct zerr *err);
 };
 
 /* The entry of a codec whose library (lib, a string) this build was

@@ -417,36 +417,45 @@ static void vli_elems_walk(const void *state, const uint8_t *buf, size_t len,
  * asked for. */
 #define VLI_PREFETCH 2048
 
-/* Records where they lie in a chunk held whole: the head checked with
- * the first call (as vli_compact checks it), then each record. */
-static long vli_elems_spans(const void *state, const uint8_t *buf, size_t size,
-                            uint64_t *at, uint64_t *k, uint64_t nelem,
-                            uint64_t *start, uint64_t *len, size_t max,
-                            struct zerr *err) {
+/* Records where they lie in memory (codec.h): in a chunk held whole, the
+ * head checked with the first call (as vli_compact checks it), then each
+ * record; in a window, records up to the first that runs past it. */
+static long vli_elems_spans(const void *state, const uint8_t *buf,
+                            uint64_t base, size_t size, int whole, uint64_t *at,
+                            uint64_t *k, uint64_t nelem, uint64_t *start,
+                            uint64_t *len, size_t max, struct zerr *err) {
   const char *name = state;
-  if (*k == 0 && *at <= 4) {
+  if (whole && *k == 0 && *at <= 4) {
     ZTRY(vli_check_head(name, buf, size, nelem, err));
     *at = 4;
   }
-  uint64_t pos = *at, i = *k;
+  if (*at < base || *at - base > size)
+    return whole ? vli_err_header(name, *k, err) : 0;
+  uint64_t pos = *at - base, i = *k; /* pos <= size from here on */
   size_t m = 0;
   while (m < max && i < nelem) {
     /* The next length hangs on this one, so each is a load the walk
      * waits for: ask for the lines ahead before it needs them. */
     if (size - pos > VLI_PREFETCH)
       __builtin_prefetch(buf + pos + VLI_PREFETCH);
-    if (pos > size || size - pos < 4)
-      return vli_err_header(name, i, err);
+    if (size - pos < 4) {
+      if (whole)
+        return vli_err_header(name, i, err);
+      break;
+    }
     uint32_t l = vli_le32(buf + pos);
+    if (l > size - pos - 4) {
+      if (whole)
+        return vli_err_len(name, i, l, err);
+      break;
+    }
     pos += 4;
-    if (l > size - pos)
-      return vli_err_len(name, i, l, err);
-    start[m] = pos;
+    start[m] = base + pos;
     len[m++] = l;
     pos += l;
     i++;
   }
-  *at = pos;
+  *at = base + pos;
   *k = i;
   return (long)m;
 }

@@ -198,8 +198,11 @@ static int ustream_fill(void *ctx, struct zobj **obj, size_t *cost,
   return 0;
 }
 
-/* Elements rendered per step of a streamed read. */
+/* Elements rendered per step of a streamed read, and the bytes their
+ * buffer starts with (room for a batch of short strings, so that blocks
+ * of the stream are copied whole; it grows for long ones). */
 #define USTREAM_BATCH 4096
+#define USTREAM_BUF ((size_t)64 << 10)
 
 /* Render elements from c on (their lines cover text [c->tpos, ...)) into
  * dst for text [off, off+len), off >= c->tpos, at most USTREAM_BATCH of
@@ -210,8 +213,9 @@ static int ustream_batch(struct engine *e, const struct znode *n,
                          struct chain_elems *ds, struct ucur *c, uint64_t off,
                          size_t len, char *dst, size_t *got, struct zerr *err) {
   const struct dtype *dt = &n->form.dt;
-  uint64_t *o = malloc((USTREAM_BATCH + 1) * sizeof *o);
-  size_t cap = 4096, used = 0;
+  uint64_t *o = malloc((2 * USTREAM_BATCH + 1) * sizeof *o);
+  uint64_t *glen = o ? o + USTREAM_BATCH + 1 : NULL; /* gathered lengths */
+  size_t cap = USTREAM_BUF, used = 0;
   uint8_t *buf = malloc(cap);
   int rc = o && buf ? 0 : zerr_set(err, ENOMEM, "out of memory");
   struct ucur s = *c, q = *c, prev = *c;
@@ -219,6 +223,26 @@ static int ustream_batch(struct engine *e, const struct znode *n,
   if (o)
     o[0] = 0;
   while (rc == 0 && b < USTREAM_BATCH && q.p.k < nin && q.tpos < end) {
+    /* Elements a block of the stream holds, copied at once; those past
+     * the range's end are dropped (q stepped again from p0, arithmetic). */
+    struct chain_elem_pos p0 = q.p;
+    long g = chain_elems_gather(ds, &q.p, nin, USTREAM_BATCH - b, buf + used,
+                                cap - used, glen, err);
+    if (g < 0) {
+      rc = (int)g;
+      break;
+    }
+    if (g > 0) {
+      q.p = p0;
+      for (long i = 0; i < g && b < USTREAM_BATCH && q.tpos < end; i++) {
+        used += (size_t)glen[i];
+        o[++b] = used;
+        prev = q;
+        ustream_step(ds, dt, &q, glen[i]);
+      }
+      continue;
+    }
+    /* one element alone: it outgrows buf, or its record the block */
     uint64_t l;
     rc = ustream_len(ds, &q, &l, err);
     if (rc == 0 && used + l > cap) {

@@ -213,18 +213,19 @@ END_TEST
  * WN fill strings), with its compressed bytes cut short by `cut` bytes and
  * `pad` zero bytes after the last element (ignored, as numcodecs does);
  * return the expected text (caller frees) and its length. The strings are
- * put_array's. */
+ * put_array's, but for every 40,000th (from element 39,999), `big` bytes
+ * long when big is not 0. */
 static char *put_utf8(const char *name, int shard, int gz, size_t cut,
-                      size_t pad, size_t *tlen) {
-  size_t cap = 4 + (size_t)WN * 35;
+                      size_t pad, size_t big, size_t *tlen) {
+  size_t cap = 4 + (size_t)WN * 35 + 5 * big;
   uint8_t *raw = malloc(cap), *z = malloc(ZSTD_compressBound(cap) + 32);
-  char *text = malloc((size_t)WN * 33);
+  char *text = malloc((size_t)WN * 33 + 5 * big);
   ck_assert(raw && z && text);
   size_t rl = 4, tl = 0;
   for (int b = 0; b < 4; b++)
     raw[b] = (uint8_t)((uint32_t)WN >> (8 * b));
   for (size_t i = 0; i < WN; i++) {
-    size_t l = (i * 7919) % 31;
+    size_t l = big && i % 40000 == 39999 ? big : (i * 7919) % 31;
     for (int b = 0; b < 4; b++)
       raw[rl + b] = (uint8_t)(l >> (8 * b));
     rl += 4;
@@ -312,7 +313,7 @@ START_TEST(utf8_streamed_in_order) {
   for (int v = 0; v < 3; v++) {
     size_t wlen;
     const char *name = v == 0 ? "uc" : v == 1 ? "us" : "ug";
-    char *want = put_utf8(name, v == 1, v == 2, 0, 0, &wlen), path[64];
+    char *want = put_utf8(name, v == 1, v == 2, 0, 0, 0, &wlen), path[64];
     struct engine *e = open_engine();
     snprintf(path, sizeof path, "/%s/values.txt", name);
     vr_read_seq(e, path, 131072, want, wlen);
@@ -330,11 +331,31 @@ START_TEST(utf8_streamed_in_order) {
 }
 END_TEST
 
+/* Strings longer than a read's buffer and than a block of the stream
+ * (100 KB, every 40,000th) among short ones, read in windows: the short
+ * ones gathered a block at a time, the long ones alone, in order, at
+ * random and backwards. */
+START_TEST(utf8_streamed_long_strings) {
+  size_t wlen;
+  char *want = put_utf8("ul", 0, 0, 0, 0, 100003, &wlen);
+  struct engine *e = open_engine();
+  vr_read_seq(e, "/ul/values.txt", 131072, want, wlen);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0); /* in windows */
+  vr_read_seq(e, "/ul/values.txt", 4093, want, wlen);
+  vr_read_random(e, "/ul/values.txt", want, wlen, 300000);
+  read_back(e, "/ul/values.txt", 65536, want, wlen);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 0);
+  ck_assert_uint_eq(memo_pinned(e->memo), 0);
+  engine_free(e);
+  free(want);
+}
+END_TEST
+
 /* An inner chunk of a shard holding more than one is streamed too: its
  * element count is the inner chunk's, not the shard's. */
 START_TEST(utf8_streamed_inner_chunk_of_two) {
   size_t wlen;
-  char *want = put_utf8("u2", 2, 0, 0, 0, &wlen);
+  char *want = put_utf8("u2", 2, 0, 0, 0, 0, &wlen);
   struct engine *e = open_engine();
   vr_read_seq(e, "/u2/values.txt", 131072, want, wlen);
   ck_assert_uint_ge(engine_fills(e, ELEVEL_DATA), 1); /* streamed */
@@ -348,7 +369,7 @@ END_TEST
 
 START_TEST(utf8_zstd_cut_short_fails_naming_the_chunk) {
   size_t wlen;
-  char *want = put_utf8("ut", 1, 0, 8, 0, &wlen);
+  char *want = put_utf8("ut", 1, 0, 8, 0, 0, &wlen);
   struct engine *e = open_engine();
   struct ns_entry ent;
   struct zerr err = {0};
@@ -380,7 +401,7 @@ START_TEST(utf8_size_claimed_from_the_frame) {
   struct engine_config cfg = {64u << 20, 1u << 30, 1000};
   for (size_t pad = 0; pad <= 4; pad += 4) {
     size_t wlen;
-    char *want = put_utf8(pad ? "up" : "uf", 0, 0, 0, pad, &wlen);
+    char *want = put_utf8(pad ? "up" : "uf", 0, 0, 0, pad, 0, &wlen);
     const char *path = pad ? "/up/values.txt" : "/uf/values.txt";
     struct engine *e = ts_engine(tmpdir, &cfg);
     struct ns_entry ent;
@@ -589,6 +610,7 @@ static Suite *window_suite(void) {
   tcase_add_test(tc, zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, utf8_streamed_in_order);
   tcase_add_test(tc, utf8_streamed_inner_chunk_of_two);
+  tcase_add_test(tc, utf8_streamed_long_strings);
   tcase_add_test(tc, utf8_zstd_cut_short_fails_naming_the_chunk);
   tcase_add_test(tc, utf8_size_claimed_from_the_frame);
   tcase_add_test(tc, utf8_records_bad_chunk_closes_only_itself);
