@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../../codecs/chain.h"
+#include "../../fs/text/text.h"
 #include "../../src/util/log.h"
 
 /* A NUL-terminated copy of the input. */
@@ -148,6 +149,62 @@ static int fuzz_wanted(const char *text, const char *const *want) {
   return 0;
 }
 
+/* A 1-D string unit's text made from its records (text_layout_records)
+ * is the text of its decoded elements (text_layout, then rendered whole
+ * if it was not): a copy of a (left to the caller) is laid out. */
+static void fuzz_records_text(const struct chain *c, const struct codec_spec *s,
+                              struct bytesrc *src, const struct codec_env *env,
+                              const struct abytes *a) {
+  if (s->ndim != 1 || s->dtype.kind != DT_STRING || !a->offsets || !a->data ||
+      !a->data->mem)
+    return;
+  struct text_form form;
+  memset(&form, 0, sizeof form);
+  form.dt = s->dtype;
+  form.ndim = 1;
+  form.shape[0] = s->shape[0];
+  form.fill = (char *)"";
+  uint64_t shape[1] = {s->shape[0]}, idx[1] = {0};
+  size_t olen = (size_t)(a->n + 1) * sizeof *a->offsets;
+  size_t dlen = (size_t)a->data->size;
+  struct abytes *b = abytes_alloc();
+  uint64_t *off = malloc(olen);
+  uint8_t *data = malloc(dlen ? dlen : 1);
+  if (!b || !off || !data) {
+    free(b);
+    free(off);
+    free(data);
+    return;
+  }
+  memcpy(off, a->offsets, olen);
+  memcpy(data, a->data->mem, dlen);
+  b->n = a->n;
+  b->offsets = off;
+  b->data = bytesrc_from_mem(data, dlen);
+  struct chunk_text *want = NULL, *got = NULL;
+  struct zerr err = {0};
+  if (!b->data || text_layout(&form, shape, idx, b, env->max_decoded,
+                              env->max_decoded, NULL, NULL, &want, &err) < 0)
+    return; /* b is freed either way */
+  if (!want->text && text_render_all(want, want->ab->data, &err) < 0) {
+    zobj_put(&want->obj);
+    return;
+  }
+  struct chain_records r;
+  if (chain_records_decode(c, s, src, env, &r, &err) < 0)
+    abort(); /* it decoded once */
+  int rc = text_layout_records(&form, shape, idx, &r, env->max_decoded, NULL,
+                               &got, &err);
+  if (rc < 0 ||
+      (rc == 1 && (got->size != want->size ||
+                   memcmp(got->text, want->text, (size_t)want->size))))
+    abort(); /* the two texts differ */
+  if (rc == 1)
+    zobj_put(&got->obj);
+  chain_records_free(&r);
+  zobj_put(&want->obj);
+}
+
 /* Records walked in memory (chain_records_*) agree with the whole
  * decode: the same elements where it succeeds, a failure where its
  * records are wrong; walked in batches of an odd size. */
@@ -178,6 +235,8 @@ static void fuzz_records(const struct chain *c, const struct codec_spec *s,
   if ((rc == 0 && (m < 0 || k != s->nelem)) || (rc == -EIO && m == 0))
     abort(); /* the walk and the decode disagree */
   chain_records_free(&r);
+  if (rc == 0 && a)
+    fuzz_records_text(c, s, src, env, a);
 }
 
 /* METADATA NUL CHUNK through the chain of METADATA. */
