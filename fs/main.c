@@ -24,6 +24,7 @@
 #include "../src/net/remote.h"
 #include "../src/store/confine.h"
 #include "../src/store/store.h"
+#include "../src/util/crash.h"
 #include "../src/util/log.h"
 #include "cmd.h"
 #include "engine/engine.h"
@@ -454,6 +455,10 @@ int main(int argc, char **argv) {
   } else if (cfg->action == CLI_TOOL) {
     status = tool_run(cfg);
   } else {
+    /* a fault in the daemon leaves its stack in the log (crash.h) */
+    if (crash_handlers_install() < 0)
+      zlog(ZLOG_WARN, "cannot install the fatal-signal handlers: faults "
+                      "will not be reported");
     status = daemon_run(cfg);
   }
   cli_config_free(cfg);

@@ -5,7 +5,10 @@
 #      `fusermount3 -u`, and the first mount keeps serving; a non-FUSE mount
 #      point (an empty tmpfs) is accepted;
 #   2. after kill -9 the stale mount point is refused with the same hint;
-#      after `fusermount3 -u` it mounts again;
+#      after `fusermount3 -u` it mounts again; a fatal signal (SIGSEGV)
+#      leaves its name and the stack in the daemon's log and kills it with
+#      that signal (src/util/crash.h; a sanitizer build reports it its own
+#      way);
 #   3. SIGTERM, SIGINT and SIGHUP on an idle mount (multi- and single-
 #      threaded) unmount and exit 0 quickly;
 #   4. SIGTERM during a long `stat values.txt` (40,000 chunks): the daemon
@@ -147,6 +150,32 @@ if zmount "$SRC" "$MNT"; then
     assert_file_eq "remount after fusermount3 -u: serves" "$EXP" "$MNT/counts/values.txt"
     assert_eq "remount: one mount" 1 "$(zt_mount_count "$MNT")"
     zumount "$MNT"
+  fi
+fi
+
+# ---- 2b. a fault says where (src/util/crash.h) ----
+
+MNT=$(zt_mkdir fault)
+if zmount "$SRC" "$MNT"; then
+  assert_file_eq "before SIGSEGV: serves" "$EXP" "$MNT/counts/values.txt"
+  pid=$ZT_PID
+  kill -SEGV "$pid"
+  wait "$pid" 2>/dev/null
+  st=$?
+  zt_forget "$pid"
+  t fusermount3 -u "$MNT" 2>/dev/null
+  if nm "$ZARRFS_BIN" 2>/dev/null | grep -qE ' __(asan|tsan)_init$'; then
+    assert_eq "SIGSEGV, sanitizer build: the daemon dies (its report is the sanitizer's)" \
+      1 "$([ "$st" -ne 0 ] && echo 1)"
+  else
+    assert_eq "SIGSEGV: the daemon dies of it (status 139)" 139 "$st"
+    if grep -q '^zarrfs: fatal signal SIGSEGV' "$ZT_LOG" &&
+      [ "$(grep -c 'zarrfs(' "$ZT_LOG")" -ge 2 ]; then
+      pass "SIGSEGV: the log names the signal and holds the stack"
+    else
+      fail "SIGSEGV: no signal line and stack in the log:"
+      show "$ZT_LOG"
+    fi
   fi
 fi
 
