@@ -188,6 +188,23 @@ static int unit_shard_index(struct unit_job *j, uint64_t *cidx, uint64_t *inner,
   return memo_get(j->e->memo, &k, uindex_fill, &ij, ref, err);
 }
 
+/* The stored object of unit j (not sharded) in *out, a new reference,
+ * its size and version noted in j; NULL when the chunk is missing. */
+static int unit_fetch(struct unit_job *j, struct bytesrc **out,
+                      struct zerr *err) {
+  *out = NULL;
+  int rc = store_get(j->e->store, j->key, out, err);
+  if (rc == -ENOENT) {
+    zerr_clear(err);
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  j->src_size = (*out)->size;
+  j->src_version = (*out)->version;
+  return 0;
+}
+
 /* See unit.h. */
 int unit_source(struct unit_job *j, struct abytes **out, int *logged,
                 struct zerr *err) {
@@ -196,17 +213,9 @@ int unit_source(struct unit_job *j, struct abytes **out, int *logged,
   struct bytesrc *src = NULL;
   *out = NULL;
   if (!n->shard) {
-    int rc = store_get(e->store, j->key, &src, err);
-    if (rc == -ENOENT) {
-      zerr_clear(err);
-      return 0;
-    }
+    int rc = unit_fetch(j, &src, err);
     struct codec_spec tmp;
-    if (rc == 0) {
-      j->src_size = src->size;
-      j->src_version = src->version;
-    }
-    if (rc == 0)
+    if (rc == 0 && src)
       rc = chain_decode(n->chain, node_chunk_spec(n, j->idx, &tmp), src,
                         &e->env, out, err);
     bytesrc_unref(src);
@@ -416,16 +425,10 @@ static int unit_records(struct unit_job *j, struct abytes **ab,
   if (n->base || n->cf || n->shard || n->join || !e->render_max ||
       n->meta->dtype.kind != DT_STRING || !chain_records_capable(n->chain))
     return 1;
-  struct bytesrc *src = NULL;
-  int rc = store_get(e->store, j->key, &src, err);
-  if (rc == -ENOENT) {
-    zerr_clear(err);
-    return 0;
-  }
-  if (rc < 0)
-    return rc;
-  j->src_size = src->size;
-  j->src_version = src->version;
+  struct bytesrc *src;
+  int rc = unit_fetch(j, &src, err);
+  if (rc < 0 || !src)
+    return rc; /* missing: a fill unit */
   struct codec_spec tmp;
   const struct codec_spec *spec = node_chunk_spec(n, j->idx, &tmp);
   struct chain_records r;
