@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "../../../fs/engine/cursor.h"
 #include "../../../fs/engine/engine.h"
@@ -33,9 +34,7 @@ static void setup(void) {
   ck_assert_ptr_nonnull(mkdtemp(tmpdir));
 }
 
-static void teardown(void) {
-  testutil_rmtree(tmpdir);
-}
+static void teardown(void) { testutil_rmtree(tmpdir); }
 
 /* ---- the pool ---- */
 
@@ -229,6 +228,75 @@ START_TEST(small_units_in_runs_decode_once) {
     teardown();
     setup();
   }
+}
+END_TEST
+
+/* A 1-D string array `s` of n chunks of `per` strings ("s<i>", i the
+ * element's index) in vlen-utf8 behind zstd, whose frames state their
+ * size (so the view's size needs no decode); returns its text. */
+static char *make_utf8_array(uint64_t n, uint64_t per) {
+  char meta[512];
+  snprintf(meta, sizeof meta,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%llu],"
+           "\"data_type\":\"string\",\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[%llu]}},"
+           "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":\"\","
+           "\"codecs\":[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]}",
+           (unsigned long long)(n * per), (unsigned long long)per);
+  ts_put_file(tmpdir, "s/zarr.json", meta, strlen(meta));
+  size_t cap = 4 + per * 28;
+  uint8_t *raw = malloc(cap), *z = malloc(ZSTD_compressBound(cap));
+  char *want = malloc(n * per * 24 + 1), *w = want;
+  for (uint64_t c = 0; c < n; c++) {
+    size_t rl = 4;
+    for (int b = 0; b < 4; b++)
+      raw[b] = (uint8_t)(per >> (8 * b));
+    for (uint64_t i = 0; i < per; i++) {
+      int l = sprintf(w, "s%llu", (unsigned long long)(c * per + i));
+      for (int b = 0; b < 4; b++)
+        raw[rl + b] = (uint8_t)((unsigned)l >> (8 * b));
+      memcpy(raw + rl + 4, w, (size_t)l);
+      rl += 4 + (size_t)l;
+      w += l;
+      *w++ = '\n';
+    }
+    size_t zl = ZSTD_compress(z, ZSTD_compressBound(cap), raw, rl, 1);
+    ck_assert(!ZSTD_isError(zl));
+    char key[32];
+    snprintf(key, sizeof key, "s/c/%llu", (unsigned long long)c);
+    ts_put_file(tmpdir, key, z, zl);
+  }
+  *w = '\0';
+  free(raw);
+  free(z);
+  return want;
+}
+
+/* A reader's first read, before any unit's cost is known, has a unit
+ * per worker decoded ahead (a single one left the second worker idle
+ * while the reader decoded its first): with two workers, units 1 and 2
+ * beside the reader's unit 0. */
+START_TEST(first_read_gives_every_worker_a_unit) {
+  char *want = make_utf8_array(40, 40000); /* ~300 KB of text a unit */
+  /* once a unit's cost is known, the ahead budget (a quarter of the
+   * cache) holds one: only the first read queues more */
+  struct engine *e = engine_threads(3u << 19, 2);
+  e->ahead_settle = 1; /* the reader waits for the workers: no race */
+  struct ns_entry ent;
+  struct zerr err = {0};
+  ck_assert_int_eq(ns_resolve(e, "/s/values.txt", &ent, &err), 0);
+  size_t len = 260u << 10; /* past the 256 KiB before decoding ahead */
+  char *buf = malloc(len);
+  struct view_cursor *c = view_cursor_new();
+  long n = ns_read_view(e, &ent, 0, len, buf, c, &err);
+  ck_assert_msg(n == (long)len, "%ld: %s", n, err.msg);
+  ck_assert(memcmp(buf, want, len) == 0);
+  pool_wait_idle(e->ahead);
+  ck_assert_uint_eq(engine_fills(e, ELEVEL_UNIT), 3);
+  view_cursor_free(e, c);
+  engine_free(e);
+  free(buf);
+  free(want);
 }
 END_TEST
 
@@ -570,6 +638,7 @@ int main(void) {
   tcase_add_checked_fixture(tc, setup, teardown);
   tcase_add_test(tc, stat_then_cat_decodes_each_unit_once);
   tcase_add_test(tc, small_units_in_runs_decode_once);
+  tcase_add_test(tc, first_read_gives_every_worker_a_unit);
   tcase_add_test(tc, beyond_the_budget_at_most_twice);
   tcase_add_test(tc, units_larger_than_the_cache_held_once);
   tcase_add_test(tc, rows_read_with_workers);
