@@ -543,7 +543,7 @@ void remote_free(struct remote *r) {
   for (int i = 0; i < r->n_threads; i++)
     pthread_join(r->threads[i], NULL);
   /* Streams see the stop flag within 50 ms (or their transfer ends with
-   * -EINTR); their threads are detached, so wait for them. */
+   * -EINTR); their threads are joined. */
   rstream_stop_all(r);
   for (; r->qlen; r->qlen--, r->qhead = (r->qhead + 1) % RA_QUEUE) {
     struct job *j = &r->queue[r->qhead];

@@ -105,14 +105,23 @@ struct remote {
   pthread_t *threads;
   int n_threads;
   /* hosts that ignore Range, and the streams reading their objects */
-  pthread_mutex_t slock; /* guards hosts, streams, n_streams; takes
-                          rstream.lock and rsrc.vlock (leaves) under it,
-                          nothing else (rstream.c) */
+  pthread_mutex_t slock; /* guards hosts, streams, n_streams, sthreads;
+                          takes rstream.lock and rsrc.vlock (leaves)
+                          under it, nothing else (rstream.c) */
   pthread_cond_t sgone;  /* a stream thread ended */
   char hosts[NORANGE_HOSTS][128];
   int n_hosts;
   struct rstream *streams[STREAMS_MAX];
   int n_streams; /* stream threads running */
+  /* Stream threads to join: each is joined before its record is taken
+   * again and in rstream_stop_all. A detached thread could still be in
+   * its exit (the libraries' per-thread destructors) after the remote
+   * was freed, while the daemon's exit ran the libraries' own. */
+  struct {
+    pthread_t t;
+    int used;  /* a thread was started with this record */
+    int ended; /* ...and ran its last line under slock */
+  } sthreads[STREAMS_MAX];
   /* blocks in flight (rflight.c) */
   pthread_mutex_t flock; /* guards flights and every rflight's fields */
   pthread_cond_t fdone;  /* a flight ended */

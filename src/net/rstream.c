@@ -3,9 +3,14 @@
  * object of theirs, read once from its start by a thread of its own into
  * the block cache, paced by its readers.
  *
- * Locks: remote.slock (guards hosts, streams, n_streams) and under it one
- * stream's rstream.lock (a leaf); a stream is set up under remote.slock,
- * which takes rsrc.vlock (a leaf) for the version it asks for. */
+ * Locks: remote.slock (guards hosts, streams, n_streams, sthreads) and
+ * under it one stream's rstream.lock (a leaf); a stream is set up under
+ * remote.slock, which takes rsrc.vlock (a leaf) for the version it asks
+ * for.
+ *
+ * Threads: a stream's thread is joinable, joined before its record is
+ * taken again and when the remote stops (rstream_stop_all), so no thread
+ * of a stream outlives remote_free. */
 #define _GNU_SOURCE
 #include "remote.h"
 #include "remote_int.h"
@@ -44,6 +49,7 @@ struct rstream {
   char cond[RV_COND_MAX];
   struct http_req req;
   char req_cond[RV_COND_MAX];
+  int trec; /* its thread's record in remote.sthreads */
 };
 
 /* Monotonic milliseconds: a stream's idle clock. */
@@ -227,7 +233,7 @@ static void *stream_main(void *arg) {
   pthread_cond_broadcast(&st->moved);
   pthread_mutex_unlock(&st->lock);
   pthread_mutex_lock(&r->slock);
-  int listed = 0;
+  int listed = 0, trec = st->trec;
   for (int i = 0; i < STREAMS_MAX; i++)
     if (r->streams[i] == st) {
       r->streams[i] = NULL;
@@ -239,9 +245,21 @@ static void *stream_main(void *arg) {
   stream_put(st);   /* the thread's */
   pthread_mutex_lock(&r->slock);
   r->n_streams--;
+  r->sthreads[trec].ended = 1; /* joined by whoever takes the record */
   pthread_cond_broadcast(&r->sgone);
   pthread_mutex_unlock(&r->slock);
   return NULL;
+}
+
+/* Join the stream threads that ran their last line (under r->slock,
+ * which they no longer take: the join waits only for their exit), so
+ * their records can be taken again. */
+static void stream_reap(struct remote *r) {
+  for (int i = 0; i < STREAMS_MAX; i++)
+    if (r->sthreads[i].used && r->sthreads[i].ended) {
+      pthread_join(r->sthreads[i].t, NULL);
+      r->sthreads[i].used = r->sthreads[i].ended = 0;
+    }
 }
 
 /* The stream that will deliver block b of s's object (a new reference),
@@ -308,11 +326,17 @@ static struct rstream *stream_for(struct rsrc *s, uint64_t b,
     st->vhash = s->have_v ? s->vhash : 0;
     memcpy(st->cond, s->cond, sizeof st->cond);
     pthread_mutex_unlock(&s->vlock);
-    pthread_attr_t at_;
-    pthread_attr_init(&at_);
-    pthread_attr_setdetachstate(&at_, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    if (pthread_create(&t, &at_, stream_main, st) == 0) {
+    /* A record for its thread: those not ended are the n_streams
+     * running, fewer than STREAMS_MAX, so one is free once the ended
+     * ones are joined. */
+    stream_reap(r);
+    int rec = 0;
+    while (rec < STREAMS_MAX && r->sthreads[rec].used)
+      rec++;
+    st->trec = rec;
+    if (rec < STREAMS_MAX &&
+        pthread_create(&r->sthreads[rec].t, NULL, stream_main, st) == 0) {
+      r->sthreads[rec].used = 1;
       r->streams[free_slot] = st;
       r->n_streams++;
     } else {
@@ -320,7 +344,6 @@ static struct rstream *stream_for(struct rsrc *s, uint64_t b,
       stream_put(st);
       st = NULL;
     }
-    pthread_attr_destroy(&at_);
   } else if (st) {
     free(st);
     st = NULL;
@@ -379,8 +402,7 @@ int rstream_block(struct rsrc *s, uint64_t b, struct memo_ref **ref,
   return 1;
 }
 
-/* End every stream of r and wait for their threads: they are detached,
- * so wait for the count. */
+/* End every stream of r and join their threads. */
 void rstream_stop_all(struct remote *r) {
   pthread_mutex_lock(&r->slock);
   for (int i = 0; i < STREAMS_MAX; i++)
@@ -392,5 +414,6 @@ void rstream_stop_all(struct remote *r) {
     }
   while (r->n_streams)
     pthread_cond_wait(&r->sgone, &r->slock);
+  stream_reap(r); /* every one has ended */
   pthread_mutex_unlock(&r->slock);
 }

@@ -7,6 +7,7 @@
  * (src/net/s3.c). Without the server binary the suite skips (exit 77), under
  * CI=true it fails. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -525,16 +526,23 @@ START_TEST(test_changed_412) {
 }
 END_TEST
 
+/* A file of size zero bytes (sparse) named name in the server's root,
+ * its path in p; open for writing (the caller closes it). */
+static FILE *sparse_file(const char *name, uint64_t size, char *p, size_t n) {
+  snprintf(p, n, "%s/%s", root, name);
+  FILE *f = fopen(p, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(ftruncate(fileno(f), (off_t)size), 0);
+  return f;
+}
+
 START_TEST(test_norange_linear) {
   /* A server that ignores Range, a 512 MiB object read whole in 128 KiB
    * reads through a 64 MiB cache: one stream, at most twice the object
    * fetched (a ranged request per block would read it from 0 each time). */
   const uint64_t size = 512ull << 20;
   char p[400];
-  snprintf(p, sizeof p, "%s/big", root);
-  FILE *f = fopen(p, "wb");
-  ck_assert_ptr_nonnull(f);
-  ck_assert_int_eq(ftruncate(fileno(f), (off_t)size), 0);
+  FILE *f = sparse_file("big", size, p, sizeof p);
   for (uint64_t k = 0; k < 16; k++) { /* markers to find again */
     uint64_t at = k * (size / 16) + k * 4099;
     fseeko(f, (off_t)at, SEEK_SET);
@@ -571,6 +579,52 @@ START_TEST(test_norange_linear) {
                 (unsigned long long)sent, (unsigned long long)size);
   bytesrc_unref(s);
   remote_free(r);
+  unlink(p);
+}
+END_TEST
+
+/* Threads of this process now (entries of /proc/self/task). */
+static int task_count(void) {
+  DIR *d = opendir("/proc/self/task");
+  ck_assert_ptr_nonnull(d);
+  int n = 0;
+  for (struct dirent *de; (de = readdir(d));)
+    n += de->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+START_TEST(test_stream_threads_joined) {
+  /* Every thread of a remote is gone when remote_free returns, the
+   * threads of streams (hosts that ignore Range) too: a thread still in
+   * its exit when the daemon's exit runs the libraries' destructors
+   * (OpenSSL's at exit, its per-thread state at a thread's end) is a
+   * crash after unmount. Streams stopped mid-object and streams ended. */
+  char p[400];
+  fclose(sparse_file("joinbig", 64ull << 20, p, sizeof p));
+  int before = task_count();
+  for (int round = 0; round < 20; round++) {
+    struct remote_config c;
+    remote_config_default(&c);
+    c.http.backoff_base_ms = 5;
+    c.readahead = 1 << 20; /* the stream waits a window ahead of us */
+    struct remote *r;
+    ck_assert_int_eq(remote_new(&c, NULL, &r, NULL), 0);
+    char url[512];
+    snprintf(url, sizeof url, "%s/_f/norange/%s", base,
+             round % 2 ? "joinbig" : "small");
+    struct bytesrc *s;
+    struct zerr e = {0};
+    ck_assert_int_eq(remote_open(r, url, 0, UINT64_MAX, 0, NULL, &s, &e), 0);
+    uint8_t buf[4096];
+    ck_assert_int_eq(bytesrc_read_range(s, 0, 5, buf, &e), 0);
+    /* the host is known to ignore Range now: this read is a stream's */
+    if (round % 2)
+      ck_assert_int_eq(bytesrc_read_range(s, 3 << 20, 4096, buf, &e), 0);
+    bytesrc_unref(s);
+    remote_free(r);
+    ck_assert_int_eq(task_count(), before);
+  }
   unlink(p);
 }
 END_TEST
@@ -876,8 +930,8 @@ START_TEST(test_large_read_joins_prefetch) {
   read_whole(r, url, size, 0);
   prefetch_idle(r, &st);
   remote_hint_drop(r, h);
-  ck_assert_uint_eq(
-      served_settled("/lrj0", size, remote_requests(r) - before), size);
+  ck_assert_uint_eq(served_settled("/lrj0", size, remote_requests(r) - before),
+                    size);
 
   snprintf(url, sizeof url, "%s/_f/lat=200/lrj1", base);
   before = remote_requests(r);
@@ -888,8 +942,8 @@ START_TEST(test_large_read_joins_prefetch) {
   read_whole(r, url, size, 1);
   prefetch_idle(r, &st);
   remote_hint_drop(r, h);
-  ck_assert_uint_eq(
-      served_settled("/lrj1", size, remote_requests(r) - before), size);
+  ck_assert_uint_eq(served_settled("/lrj1", size, remote_requests(r) - before),
+                    size);
 
   snprintf(url, sizeof url, "%s/_f/lat=200/lrj2", base);
   before = remote_requests(r);
@@ -897,8 +951,8 @@ START_TEST(test_large_read_joins_prefetch) {
   ck_assert_int_eq(remote_prefetch(r, url, 0, 0, &owner, &h), 0);
   prefetch_idle(r, &st);
   remote_hint_drop(r, h);
-  ck_assert_uint_eq(
-      served_settled("/lrj2", size, remote_requests(r) - before), size);
+  ck_assert_uint_eq(served_settled("/lrj2", size, remote_requests(r) - before),
+                    size);
   remote_free(r);
 }
 END_TEST
@@ -921,6 +975,7 @@ int main(void) {
   tcase_add_test(tc, test_changed_every_request);
   tcase_add_test(tc, test_changed_412);
   tcase_add_test(tc, test_norange_linear);
+  tcase_add_test(tc, test_stream_threads_joined);
   tcase_add_test(tc, test_s3_list_decoding);
   tcase_add_test(tc, test_prefetch_parallel);
   tcase_add_test(tc, test_prefetch_bounded);
