@@ -190,6 +190,12 @@ static int parse_cf(struct node_table *t, const struct znode *n, json_t *attrs,
                     struct zerr *err) {
   json_t *fill = json_object_get(n->meta->root, "fill_value");
   int xr = json_object_get(n->attrs, "_ARRAY_DIMENSIONS") != NULL;
+  /* xarray masks with a V3 array's fill_value only when asked
+   * (use_zarr_fill_value_as_mask: off by default for V3, on for V2): a
+   * V3 fill_value is mandatory, so it is no _FillValue; the attribute is
+   * (xarray writes one). */
+  int v3 =
+      json_integer_value(json_object_get(n->meta->root, "zarr_format")) == 3;
   int rc;
   if (n->meta->dtype.kind == DT_FIXED_BYTES) {
     /* A variable xarray reads (V2 _ARRAY_DIMENSIONS, V3 dimension_names)
@@ -203,7 +209,7 @@ static int parse_cf(struct node_table *t, const struct znode *n, json_t *attrs,
                             err);
   } else {
     rc = cf_parse(attrs, xr ? fill : NULL, &n->meta->dtype, c, err);
-    if (rc == 0 && *c && !xr) {
+    if (rc == 0 && *c && !xr && !v3) {
       cf_free(*c);
       *c = NULL;
       rc = cf_parse(attrs, fill, &n->meta->dtype, c, err);

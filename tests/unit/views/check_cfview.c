@@ -99,6 +99,24 @@ static void put_nc(void) {
   put_file("nc/s5/0", "abc\0\0x\0\0\0\0", 10);
 }
 
+/* A V3 1-D int16 array of 3 elements in one chunk (uncompressed), with
+ * fill_value 0, dimension_names and attributes, and its chunk. */
+static void put_v3_i16(const char *name, const char *attrs, const int16_t *v) {
+  char doc[1024], rel[128];
+  snprintf(doc, sizeof doc,
+           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[3],"
+           "\"data_type\":\"int16\",\"chunk_grid\":{\"name\":\"regular\","
+           "\"configuration\":{\"chunk_shape\":[3]}},\"chunk_key_encoding\":"
+           "{\"name\":\"default\"},\"fill_value\":0,\"codecs\":[{\"name\":"
+           "\"bytes\",\"configuration\":{\"endian\":\"little\"}}],"
+           "\"dimension_names\":[\"x\"],\"attributes\":%s}",
+           attrs);
+  snprintf(rel, sizeof rel, "%s/zarr.json", name);
+  put_text(rel, doc);
+  snprintf(rel, sizeof rel, "%s/c/0", name);
+  put_file(rel, v, 3 * sizeof *v);
+}
+
 /* The store: t (packed temperature, chunk 2 missing), time, flag, plain. */
 static void setup(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/zarrfs-cfview-XXXXXX");
@@ -126,12 +144,15 @@ static void setup(void) {
   int32_t pl[3] = {1, 2, 3};
   put_file("plain/0", pl, sizeof pl);
   put_nc();
+  put_text("v3/zarr.json",
+           "{\"zarr_format\":3,\"node_type\":\"group\",\"attributes\":{}}");
+  const int16_t pk[3] = {0, 2, 4};
+  put_v3_i16("v3/packed", "{\"scale_factor\":0.5,\"add_offset\":1.0}", pk);
+  put_v3_i16("v3/filled", "{\"scale_factor\":0.5,\"_FillValue\":4}", pk);
 }
 
 /* Remove the temp store. */
-static void teardown(void) {
-  testutil_rmtree(tmpdir);
-}
+static void teardown(void) { testutil_rmtree(tmpdir); }
 
 /* Engine over tmpdir. */
 static struct engine *open_engine(void) {
@@ -209,6 +230,17 @@ END_TEST
 START_TEST(xarray_fill_value_masks) {
   check_view("count/values.cf.txt", "7\nnan\n300\n");
   check_view("count/values.txt", "7\n-1\n300\n");
+}
+END_TEST
+
+/* A V3 array's fill_value is no _FillValue: xarray (which reads V3 since
+ * 2024.10) masks with it only when asked (use_zarr_fill_value_as_mask,
+ * off for V3); its _FillValue attribute masks. Unpacked 0 is add_offset,
+ * in float64 (an offset); masked, an int16 unpacks in float32. */
+START_TEST(v3_fill_value_does_not_mask) {
+  check_view("v3/packed/values.cf.txt", "1\n2\n3\n");
+  check_view("v3/filled/values.cf.txt", "0\n1\nnan\n");
+  check_view("v3/packed/values.txt", "0\n2\n4\n");
 }
 END_TEST
 
@@ -384,6 +416,7 @@ static Suite *cfview_suite(void) {
   tcase_add_test(tc, char_arrays_joined);
   tcase_add_test(tc, masked_bool_complex_bytes);
   tcase_add_test(tc, xarray_fill_value_masks);
+  tcase_add_test(tc, v3_fill_value_does_not_mask);
   tcase_add_test(tc, listed_only_where_cf_applies);
   tcase_add_test(tc, stored_key_wins);
   tcase_add_test(tc, views_share_decoded_chunks);
