@@ -71,6 +71,7 @@ int stats_text(const struct zfs_stats *s, const struct io_stats *io,
     fills += memo_fills(memo, l);
   fprintf(f, "cache_hits %llu\n", (unsigned long long)memo_hits(memo));
   fprintf(f, "cache_misses %llu\n", fills);
+  fprintf(f, "cache_waits %llu\n", (unsigned long long)memo_waits(memo));
   fprintf(f, "cache_bytes %zu\n", memo_used(memo) + memo_pinned(memo));
   fprintf(f, "decodes %llu\n", get(&s->decodes));
   fprintf(f, "decode_ms %llu\n", get(&s->decode_ns) / 1000000u);

@@ -79,7 +79,8 @@ struct memo {
   size_t scan_used, scan_budget; /* the scans list's bytes, and its bound */
   const atomic_int *stop;
   _Atomic uint64_t fills[MEMO_MAX_LEVEL + 1];
-  _Atomic uint64_t hits; /* lookups answered from the table (memo_hits) */
+  _Atomic uint64_t hits;  /* lookups answered from the table (memo_hits) */
+  _Atomic uint64_t waits; /* ...of them, those that waited for a fill */
 };
 
 /* The level of the fill running on this thread (0: none): the bug guard of
@@ -433,6 +434,8 @@ static int memo_lookup_or_fill(struct memo *m, const struct memo_key *k,
   }
   if (e) {
     pin_locked(m, e);
+    if (e->state == M_PENDING)
+      atomic_fetch_add_explicit(&m->waits, 1, memory_order_relaxed);
     if (wait_filled(m, e) < 0) {
       unpin_locked(m, e, &victims);
       pthread_mutex_unlock(&m->lock);
@@ -654,6 +657,11 @@ size_t memo_pinned(struct memo *m) {
 /* See memo.h. */
 uint64_t memo_hits(const struct memo *m) {
   return atomic_load_explicit(&m->hits, memory_order_relaxed);
+}
+
+/* See memo.h. */
+uint64_t memo_waits(const struct memo *m) {
+  return atomic_load_explicit(&m->waits, memory_order_relaxed);
 }
 
 uint64_t memo_fills(const struct memo *m, unsigned level) {

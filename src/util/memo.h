@@ -184,5 +184,8 @@ uint64_t memo_fills(const struct memo *m, unsigned level);
  * ready, being filled by another thread (waited for) or a remembered
  * failure; every other lookup is a fill (a miss). */
 uint64_t memo_hits(const struct memo *m);
+/* Of those lookups, the ones that found the fill still running and
+ * waited for it (a thread that caught up with a worker) since creation. */
+uint64_t memo_waits(const struct memo *m);
 
 #endif

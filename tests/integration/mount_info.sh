@@ -179,7 +179,7 @@ zmount "$SRC" "$MS" || finish
 st() { t cat "$MS/.zarrfs/stats" | awk -v k="$1" '$1 == k { print $2 }'; }
 t cat "$MS/.zarrfs/stats" >"$ZT_TMP/stats0"
 for k in requests requests_lookup requests_getattr requests_readdir requests_open requests_read \
-  bytes_served store_bytes_read cache_hits cache_misses decodes decode_ms errors errors_eio \
+  bytes_served store_bytes_read cache_hits cache_misses cache_waits decodes decode_ms errors errors_eio \
   errors_enoent errors_enomem errors_eintr errors_other kernel_forgets; do
   if grep -qE "^$k [0-9]+$" "$ZT_TMP/stats0"; then pass "stats: a '$k N' line"; else fail "stats: no '$k N' line"; fi
 done

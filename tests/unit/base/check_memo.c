@@ -196,6 +196,7 @@ START_TEST(fills_once_and_hits) {
   ck_assert_ptr_eq(memo_obj(r1), memo_obj(r2));
   ck_assert_uint_eq(memo_fills(m, 2), 1);
   ck_assert_uint_eq(memo_hits(m), 1);
+  ck_assert_uint_eq(memo_waits(m), 0); /* found ready: no wait */
   memo_release(m, r1);
   memo_release(m, r2);
   ck_assert_int_eq(memo_peek(m, &k, &r1), 1);
@@ -372,13 +373,15 @@ static void *getter_run(void *p) {
   return NULL;
 }
 
-/* Eight getters of one key while its fill is held: one fill, and a
- * failure reaches every waiter once too. The fill is held (no fixed wait)
- * until it has started and every other getter has entered memo_get; a
- * getter that gets there after the release finds the value (or the
- * remembered failure), so one fill holds whatever the scheduling. */
+/* Eight getters of one key while its fill is held: one fill, seven
+ * waits counted, and a failure reaches every waiter once too. The fill
+ * is held (no fixed wait) until it has started and every other getter
+ * waits for it; a getter that got there after the release would find the
+ * value (or the remembered failure), so one fill holds whatever the
+ * scheduling. */
 static void single_flight_of(struct memo *m, struct job *j, uint64_t id,
                              int want_rc) {
+  uint64_t waits0 = memo_waits(m);
   atomic_int hold, entered;
   atomic_init(&hold, 1);
   atomic_init(&entered, 0);
@@ -398,6 +401,10 @@ static void single_flight_of(struct memo *m, struct job *j, uint64_t id,
   for (int i = 0; atomic_load(&entered) < 7 && i < 10000; i++)
     usleep(1000);
   ck_assert_int_eq(atomic_load(&entered), 7);
+  /* each of them found the fill running and waits (memo_waits) */
+  for (int i = 0; memo_waits(m) - waits0 < 7 && i < 10000; i++)
+    usleep(1000);
+  ck_assert_uint_eq(memo_waits(m) - waits0, 7);
   atomic_store(&hold, 0);
   for (int i = 0; i < 8; i++) {
     pthread_join(t[i], NULL);
