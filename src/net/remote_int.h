@@ -36,6 +36,8 @@
 /* Objects of such hosts streamed at once (more readers fall back to
  * ranged requests, answered whole and cut). */
 #define STREAMS_MAX 4
+/* The name of a stream's thread (at most 15 bytes). */
+#define RSTREAM_THREAD_NAME "zarrfs-stream"
 
 /* A job of the workers: a read-ahead run, or a run a large read claimed
  * (fl, a reference; dst: where its bytes go, NULL: into the blocks). */

@@ -221,6 +221,9 @@ static int stream_sink(void *ud, uint64_t off, const uint8_t *p, size_t n,
 /* A stream's thread: the whole transfer, then wake everyone. */
 static void *stream_main(void *arg) {
   struct rstream *st = arg;
+  /* named for top -H, perf and the test that no stream outlives its
+   * remote (check_remote) */
+  pthread_setname_np(pthread_self(), RSTREAM_THREAD_NAME);
   struct remote *r = st->s->r;
   struct zerr e = {0};
   int rc = http_get_stream(r->http, &st->req, stream_sink, st, &e);
