@@ -145,16 +145,9 @@ END_TEST
 /* A 1-D int32 array `a` of n chunks of `per` elements (element i is
  * i*3-7), uncompressed; returns its expected text (caller frees). */
 static char *make_int_array(uint64_t n, uint64_t per) {
-  char meta[512];
-  snprintf(meta, sizeof meta,
-           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%llu],"
-           "\"data_type\":\"int32\",\"chunk_grid\":{\"name\":\"regular\","
-           "\"configuration\":{\"chunk_shape\":[%llu]}},"
-           "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":0,"
-           "\"codecs\":[{\"name\":\"bytes\",\"configuration\":{\"endian\":"
-           "\"little\"}}]}",
-           (unsigned long long)(n * per), (unsigned long long)per);
-  ts_put_file(tmpdir, "a/zarr.json", meta, strlen(meta));
+  ts_put_v3_1d(tmpdir, "a", (int)(n * per), (int)per, "\"int32\"", "0",
+               "[{\"name\":\"bytes\",\"configuration\":{\"endian\":"
+               "\"little\"}}]");
   int32_t *v = malloc(per * sizeof *v);
   char *want = malloc(n * per * 12 + 1), *w = want;
   for (uint64_t c = 0; c < n; c++) {
@@ -270,15 +263,8 @@ END_TEST
  * element's index) in vlen-utf8 behind zstd, whose frames state their
  * size (so the view's size needs no decode); returns its text. */
 static char *make_utf8_array(uint64_t n, uint64_t per) {
-  char meta[512];
-  snprintf(meta, sizeof meta,
-           "{\"zarr_format\":3,\"node_type\":\"array\",\"shape\":[%llu],"
-           "\"data_type\":\"string\",\"chunk_grid\":{\"name\":\"regular\","
-           "\"configuration\":{\"chunk_shape\":[%llu]}},"
-           "\"chunk_key_encoding\":{\"name\":\"default\"},\"fill_value\":\"\","
-           "\"codecs\":[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]}",
-           (unsigned long long)(n * per), (unsigned long long)per);
-  ts_put_file(tmpdir, "s/zarr.json", meta, strlen(meta));
+  ts_put_v3_1d(tmpdir, "s", (int)(n * per), (int)per, "\"string\"", "\"\"",
+               "[{\"name\":\"vlen-utf8\"},{\"name\":\"zstd\"}]");
   size_t cap = 4 + per * 28;
   uint8_t *raw = malloc(cap), *z = malloc(ZSTD_compressBound(cap));
   char *want = malloc(n * per * 24 + 1), *w = want;
